@@ -1,0 +1,87 @@
+// Package cli is doxlab's command line: each subcommand is a thin adapter
+// over a library package.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+)
+
+// Exit codes shared by all subcommands. Measurement outcomes get their own
+// codes (see queryExit) so scripts can tell a timeout from a bad certificate.
+const (
+	exitOK    = 0
+	exitUsage = 2
+)
+
+type command struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"query", "send DNS queries over any transport and show timings and connection facts", runQuery},
+		{"version", "print doxlab's version", runVersion},
+	}
+}
+
+// Main runs doxlab with args (without the program name) and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "doxlab: unknown command %q (run 'doxlab help')\n", args[0])
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: doxlab COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+}
+
+// Version is doxlab's version with the VCS revision it was built from.
+func Version() string {
+	v, rev, dirty := "devel", "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " " + rev
+		if dirty {
+			v += "+dirty"
+		}
+	}
+	return v
+}
+
+func runVersion(_ []string, stdout, _ io.Writer) int {
+	fmt.Fprintln(stdout, "doxlab", Version())
+	return exitOK
+}

@@ -1,0 +1,199 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// dohTransport is DoH (RFC 8484) over HTTP/1.1 or HTTP/2. It dials TCP and
+// TLS itself, so each phase is timed at the socket and every connection
+// is metered; net/http does the HTTP.
+type dohTransport struct {
+	*base
+	alpn  string
+	mu    sync.Mutex
+	hc    *http.Transport // kept when Reuse
+	conns sync.Map        // *tls.Conn -> *dohConn
+}
+
+type dohConn struct {
+	raw  *net.TCPConn
+	m    *meter
+	info ConnInfo
+}
+
+type exchKey struct{}
+
+func newDoH(b *base) *dohTransport {
+	t := &dohTransport{base: b, alpn: "h2"}
+	if b.ep.Protocol == ProtoDoH1 {
+		t.alpn = "http/1.1"
+	}
+	return t
+}
+
+func (t *dohTransport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error) {
+	return t.run(ctx, q, t.exchange)
+}
+
+func (t *dohTransport) httpTransport() *http.Transport {
+	hc := &http.Transport{
+		DialTLSContext:     t.dialTLS,
+		DisableCompression: true,
+		MaxConnsPerHost:    1, // one persistent connection, as the papers measure
+		IdleConnTimeout:    90 * time.Second,
+		Protocols:          new(http.Protocols),
+	}
+	if t.alpn == "h2" {
+		hc.Protocols.SetHTTP2(true)
+	} else {
+		hc.Protocols.SetHTTP1(true)
+	}
+	return hc
+}
+
+// dialTLS is net/http's dialer: TCP connect and TLS handshake, each timed
+// into the exchange that asked for the connection.
+func (t *dohTransport) dialTLS(ctx context.Context, _, _ string) (net.Conn, error) {
+	x, _ := ctx.Value(exchKey{}).(*exch)
+	addr, err := t.serverAddr(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	ready := t0
+	nc, err := t.dialer(&ready).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	}
+	connected := time.Now()
+	raw := nc.(*net.TCPConn)
+	dc := &dohConn{raw: raw, m: &meter{}}
+	tc := tls.Client(&meteredConn{Conn: raw, m: dc.m}, t.tlsConfig([]string{t.alpn}, t.opts.Session.ticketView("tcp")))
+	err = tc.HandshakeContext(ctx)
+	if x != nil {
+		x.rec.Timing.SocketMs = ms(ready.Sub(t0))
+		x.rec.Timing.ConnectMs = ms(connected.Sub(ready))
+		x.rec.Timing.HandshakeMs = ms(time.Since(connected))
+	}
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, tlsErr(err))
+	}
+	cs := tc.ConnectionState()
+	if cs.NegotiatedProtocol != t.alpn && !(t.alpn == "http/1.1" && cs.NegotiatedProtocol == "") {
+		tc.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w: server chose ALPN %q, not %q", addr, errTLSHandshake, cs.NegotiatedProtocol, t.alpn)
+	}
+	copyTLSFacts(&dc.info, cs)
+	dc.info.LocalAddr, dc.info.RemoteAddr = raw.LocalAddr().String(), raw.RemoteAddr().String()
+	t.conns.Store(tc, dc)
+	return tc, nil
+}
+
+func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
+	hc := t.get()
+	mark := t.opts.Session.ticketMark("tcp", t.tlsConfig(nil, nil).ServerName)
+	if !t.opts.Reuse {
+		defer func() {
+			t.opts.Session.waitTicket(context.Background(), "tcp", t.tlsConfig(nil, nil).ServerName, mark, ticketGrace)
+			hc.CloseIdleConnections()
+		}()
+	}
+	wire, err := q.Pack()
+	if err != nil {
+		return nil, fmt.Errorf("packing query: %w", err)
+	}
+	wire[0], wire[1] = 0, 0 // RFC 8484 §4.1: ID 0 makes GETs cache-friendly
+
+	var (
+		dc       *dohConn
+		reused   bool
+		gotConn  time.Time
+		bytes0   snapshot
+		segs0    Counts
+	)
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		gotConn, reused = time.Now(), info.Reused
+		if v, ok := t.conns.Load(info.Conn); ok {
+			dc = v.(*dohConn)
+			if reused {
+				bytes0 = dc.m.snap()
+				segs0, _ = tcpSegments(dc.raw)
+			}
+			dc.m.arm()
+		}
+	}}
+	ctx = httptrace.WithClientTrace(context.WithValue(ctx, exchKey{}, x), trace)
+	req, err := dohRequest(ctx, t.ep, strings.ToUpper(orDefault(t.opts.Method, "get")), t.opts.JSON, wire, q)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := readDoHBody(resp)
+	x.answered = time.Now()
+	if dc != nil {
+		x.rec.Conn = dc.info
+		x.querySent = dc.m.firstWriteAfterArm()
+		x.rec.Bytes = dc.m.snap().since(bytes0).bytes
+		if segs, ok := tcpSegments(dc.raw); ok {
+			x.rec.Packets = Counts{Sent: segs.Sent - segs0.Sent, Received: segs.Received - segs0.Received}
+		}
+	}
+	if x.querySent.IsZero() {
+		x.querySent = gotConn
+	}
+	x.rec.Conn.Reused = reused
+	x.rec.Conn.HTTPStatus = resp.StatusCode
+	if err != nil {
+		return nil, err
+	}
+	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(body))}
+	m, err := decodeDoH(resp.StatusCode, resp.Header.Get("Content-Type"), body, t.opts.JSON, q)
+	if err != nil {
+		return nil, err
+	}
+	m.Id = q.Id
+	return m, nil
+}
+
+func (t *dohTransport) get() *http.Transport {
+	if !t.opts.Reuse {
+		return t.httpTransport()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.hc == nil {
+		t.hc = t.httpTransport()
+	}
+	return t.hc
+}
+
+func (t *dohTransport) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.hc != nil {
+		t.hc.CloseIdleConnections()
+		t.hc = nil
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,139 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// h3NoError is H3_NO_ERROR (RFC 9114 §8.1).
+const h3NoError quic.ApplicationErrorCode = 0x100
+
+// doh3Transport is DoH over HTTP/3. It drives http3.ClientConn on QUIC
+// connections it dials itself, so that a GET can go out as 0-RTT and a
+// rejected one is resent on the same connection's continuation.
+type doh3Transport struct {
+	*base
+	h3   http3.Transport // only makes client conns
+	mu   sync.Mutex
+	conn *h3Conn // kept when Reuse
+}
+
+type h3Conn struct {
+	*quicConn
+	cc *http3.ClientConn
+}
+
+func newDoH3(b *base) *doh3Transport { return &doh3Transport{base: b} }
+
+func (t *doh3Transport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error) {
+	return t.run(ctx, q, t.exchange)
+}
+
+const h3Family = "quic/h3"
+
+func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
+	hc, reused, err := t.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !t.opts.Reuse {
+		defer hc.close(t.opts.Session, h3Family, t.tlsConfig(nil, nil).ServerName, h3NoError)
+	}
+	wire, err := q.Pack()
+	if err != nil {
+		return nil, fmt.Errorf("packing query: %w", err)
+	}
+	wire[0], wire[1] = 0, 0 // RFC 8484 §4.1
+	method := strings.ToUpper(orDefault(t.opts.Method, "get"))
+	if t.opts.ZeroRTT && method == http.MethodGet {
+		method = http3.MethodGet0RTT // http3 sends only these before the handshake
+	}
+	var before snapshot
+	if reused {
+		before = hc.m.snap()
+	}
+	rejected := false
+	var resp *http.Response
+	for {
+		var req *http.Request
+		if req, err = dohRequest(ctx, t.ep, method, t.opts.JSON, wire, q); err != nil {
+			return nil, err
+		}
+		hc.m.arm()
+		resp, err = hc.cc.RoundTrip(req)
+		if err != nil && is0RTTRejected(err) && !rejected {
+			rejected = true
+			if err = hc.next(ctx); err == nil {
+				hc.cc = t.h3.NewClientConn(hc.conn)
+				continue
+			}
+		}
+		break
+	}
+	var body []byte
+	if err == nil {
+		body, err = readDoHBody(resp)
+	}
+	x.answered = time.Now()
+	x.querySent = hc.m.firstWriteAfterArm()
+	hc.label(ctx, x, reused, rejected)
+	if err != nil {
+		if !hc.alive() {
+			t.drop(hc)
+		}
+		return nil, err
+	}
+	x.rec.Conn.HTTPStatus = resp.StatusCode
+	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(body))}
+	d := hc.m.snap().since(before)
+	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
+	m, err := decodeDoH(resp.StatusCode, resp.Header.Get("Content-Type"), body, t.opts.JSON, q)
+	if err != nil {
+		return nil, err
+	}
+	m.Id = q.Id
+	return m, nil
+}
+
+func (t *doh3Transport) get(ctx context.Context) (*h3Conn, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn != nil && t.conn.alive() {
+		return t.conn, true, nil
+	}
+	qc, err := t.dialQUIC(ctx, []string{http3.NextProtoH3}, h3Family)
+	if err != nil {
+		return nil, false, err
+	}
+	hc := &h3Conn{quicConn: qc, cc: t.h3.NewClientConn(qc.conn)}
+	if t.opts.Reuse {
+		t.conn = hc
+	}
+	return hc, false, nil
+}
+
+func (t *doh3Transport) drop(hc *h3Conn) {
+	t.mu.Lock()
+	if t.conn == hc {
+		t.conn = nil
+	}
+	t.mu.Unlock()
+}
+
+func (t *doh3Transport) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn != nil {
+		t.conn.close(nil, "", "", h3NoError)
+		t.conn = nil
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
+)
+
+// doqNoError is DOQ_NO_ERROR (RFC 9250 §4.3).
+const doqNoError quic.ApplicationErrorCode = 0
+
+// doqTransport is DNS over QUIC (RFC 9250): one query per bidirectional
+// stream, each message behind a 2-octet length, message ID 0 on the wire.
+type doqTransport struct {
+	*base
+	alpn []string
+	mu   sync.Mutex
+	conn *quicConn // kept when Reuse
+}
+
+func newDoQ(b *base) *doqTransport {
+	alpn := b.opts.DoQALPNs
+	if len(alpn) == 0 {
+		alpn = []string{"doq"}
+	}
+	return &doqTransport{base: b, alpn: alpn}
+}
+
+// family keeps DoQ tickets apart from DoH/3's: 0-RTT needs the same ALPN.
+func (t *doqTransport) family() string { return "quic/" + t.alpn[0] }
+
+func (t *doqTransport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error) {
+	return t.run(ctx, q, t.exchange)
+}
+
+func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
+	qc, reused, err := t.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !t.opts.Reuse {
+		defer qc.close(t.opts.Session, t.family(), t.tlsConfig(nil, nil).ServerName, doqNoError)
+	}
+	wire, err := q.Pack()
+	if err != nil {
+		return nil, fmt.Errorf("packing query: %w", err)
+	}
+	wire[0], wire[1] = 0, 0 // RFC 9250 §4.2.1: the message ID MUST be 0
+	var before snapshot
+	if reused {
+		before = qc.m.snap()
+	}
+	rejected := false
+	var answer []byte
+	for {
+		answer, x.querySent, x.answered, err = doqRoundTrip(ctx, qc.conn, wire)
+		if err != nil && is0RTTRejected(err) && !rejected {
+			rejected = true
+			if err = qc.next(ctx); err == nil {
+				continue
+			}
+		}
+		break
+	}
+	qc.label(ctx, x, reused, rejected)
+	if err != nil {
+		if !qc.alive() {
+			t.drop(qc)
+		}
+		return nil, err
+	}
+	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(answer))}
+	d := qc.m.snap().since(before)
+	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
+	resp, err := unpack(answer)
+	if err != nil {
+		return nil, err
+	}
+	resp.Id = q.Id // restored locally
+	return resp, nil
+}
+
+// doqRoundTrip runs one query on its own stream: write it, send FIN, read
+// the answer. It returns once the answer is in hand, without waiting for
+// the server's FIN or the connection to close.
+func doqRoundTrip(ctx context.Context, conn *quic.Conn, wire []byte) (answer []byte, sent, at time.Time, err error) {
+	str, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		return nil, sent, at, fmt.Errorf("opening stream: %w", err)
+	}
+	defer str.CancelRead(quic.StreamErrorCode(doqNoError))
+	if dl, ok := ctx.Deadline(); ok {
+		str.SetDeadline(dl)
+	}
+	prefixed := doqPrefixed(conn.ConnectionState().TLS.NegotiatedProtocol)
+	msg := wire
+	if prefixed {
+		if msg, err = appendPrefixed(nil, wire); err != nil {
+			return nil, sent, at, err
+		}
+	}
+	sent = time.Now()
+	if _, err := str.Write(msg); err != nil {
+		return nil, sent, at, fmt.Errorf("writing query: %w", err)
+	}
+	str.Close() // RFC 9250 §4.2: the client MUST send FIN after the query
+	if prefixed {
+		answer, err = readPrefixed(str)
+		if err == io.EOF {
+			err = malformed("stream closed without an answer")
+		}
+	} else {
+		answer, err = io.ReadAll(io.LimitReader(str, maxMsg+1))
+		switch {
+		case err != nil:
+		case len(answer) > maxMsg:
+			err = malformed("answer exceeds %d octets", maxMsg)
+		case len(answer) < minMsg:
+			err = malformed("%d-octet answer is shorter than a DNS header", len(answer))
+		}
+	}
+	at = time.Now()
+	if err != nil {
+		return nil, sent, at, err
+	}
+	return answer, sent, at, nil
+}
+
+// doqPrefixed says whether a DoQ ALPN frames messages with a length. The
+// drafts before -04 sent the bare message and ended the stream instead.
+func doqPrefixed(alpn string) bool {
+	n, ok := strings.CutPrefix(alpn, "doq-i")
+	if !ok {
+		return true
+	}
+	v, err := strconv.Atoi(n)
+	return err != nil || v >= 4
+}
+
+func (t *doqTransport) get(ctx context.Context) (*quicConn, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn != nil && t.conn.alive() {
+		return t.conn, true, nil
+	}
+	qc, err := t.dialQUIC(ctx, t.alpn, t.family())
+	if err != nil {
+		return nil, false, err
+	}
+	if t.opts.Reuse {
+		t.conn = qc
+	}
+	return qc, false, nil
+}
+
+func (t *doqTransport) drop(qc *quicConn) {
+	t.mu.Lock()
+	if t.conn == qc {
+		t.conn = nil
+	}
+	t.mu.Unlock()
+}
+
+func (t *doqTransport) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn != nil {
+		t.conn.close(nil, "", "", doqNoError)
+		t.conn = nil
+	}
+	return nil
+}

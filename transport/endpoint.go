@@ -1,0 +1,158 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The protocols, as recorded in Record.Protocol.
+const (
+	ProtoUDP  = "udp"
+	ProtoTCP  = "tcp"
+	ProtoDoT  = "dot"
+	ProtoDoH1 = "doh1"
+	ProtoDoH2 = "doh2"
+	ProtoDoH3 = "doh3"
+	ProtoDoQ  = "doq"
+)
+
+// Endpoint is a parsed server URL.
+type Endpoint struct {
+	URL      string
+	Scheme   string // udp, tcp, tls, https, h3, quic
+	Protocol string // one of the Proto constants
+	Host     string // name or IP literal, without brackets
+	Port     int
+	Path     string // DoH only; default /dns-query
+}
+
+// HostPort is the address to dial, host:port with IPv6 in brackets.
+func (e *Endpoint) HostPort() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
+
+var schemes = map[string]struct {
+	proto string
+	port  int
+}{
+	"udp":   {ProtoUDP, 53},
+	"tcp":   {ProtoTCP, 53},
+	"tls":   {ProtoDoT, 853},
+	"https": {ProtoDoH2, 443},
+	"h3":    {ProtoDoH3, 443},
+	"quic":  {ProtoDoQ, 853},
+}
+
+// ParseURL parses a server URL such as quic://[::1]:853 or
+// https://dns.example/dns-query.
+func ParseURL(raw string) (*Endpoint, error) {
+	if !strings.Contains(raw, "://") {
+		return nil, fmt.Errorf("bad server URL %q: want scheme://host[:port], scheme one of udp, tcp, tls, https, h3, quic", raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("bad server URL %q: %v", raw, err)
+	}
+	s, ok := schemes[strings.ToLower(u.Scheme)]
+	if !ok {
+		return nil, fmt.Errorf("bad server URL %q: unknown scheme %q (want udp, tcp, tls, https, h3 or quic)", raw, u.Scheme)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return nil, fmt.Errorf("bad server URL %q: no host", raw)
+	}
+	if strings.ContainsAny(host, " /\\") {
+		return nil, fmt.Errorf("bad server URL %q: bad host %q", raw, host)
+	}
+	port := s.port
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("bad server URL %q: bad port %q", raw, p)
+		}
+		port = n
+	}
+	ep := &Endpoint{URL: raw, Scheme: strings.ToLower(u.Scheme), Protocol: s.proto, Host: host, Port: port}
+	switch ep.Scheme {
+	case "https", "h3":
+		ep.Path = u.EscapedPath()
+		if ep.Path == "" {
+			ep.Path = "/dns-query"
+		}
+		if u.RawQuery != "" {
+			ep.Path += "?" + u.RawQuery
+		}
+	default:
+		if (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return nil, fmt.Errorf("bad server URL %q: a %s URL takes no path", raw, ep.Scheme)
+		}
+	}
+	return ep, nil
+}
+
+// resolvedAddr resolves the server's name once per transport, outside the
+// timed exchange: resolving the resolver is not part of what is measured.
+type resolvedAddr struct {
+	mu sync.Mutex
+	ip net.IP
+}
+
+func (b *base) serverIP(ctx context.Context) (net.IP, error) {
+	b.addrOnce.mu.Lock()
+	defer b.addrOnce.mu.Unlock()
+	if b.addrOnce.ip != nil {
+		return b.addrOnce.ip, nil
+	}
+	if ip := net.ParseIP(b.ep.Host); ip != nil {
+		b.addrOnce.ip = ip
+		return ip, nil
+	}
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", b.ep.Host)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", b.ep.Host, err)
+	}
+	b.addrOnce.ip = ips[0]
+	return ips[0], nil
+}
+
+// serverAddr is the IP:port to dial.
+func (b *base) serverAddr(ctx context.Context) (string, error) {
+	ip, err := b.serverIP(ctx)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(b.ep.Port)), nil
+}
+
+// localAddr parses a bind address and returns a maker for the network in use.
+func localAddr(s string) (func(proto string) net.Addr, error) {
+	host, port := s, "0"
+	if strings.Contains(s, ":") && (!strings.Contains(s, "]") && strings.Count(s, ":") == 1 || strings.Contains(s, "]:")) {
+		var err error
+		host, port, err = net.SplitHostPort(s)
+		if err != nil {
+			return nil, fmt.Errorf("bad local address %q: %v", s, err)
+		}
+	}
+	host = strings.Trim(host, "[]")
+	var ip net.IP
+	if host != "" {
+		if ip = net.ParseIP(host); ip == nil {
+			return nil, fmt.Errorf("bad local address %q: %q is not an IP address", s, host)
+		}
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return nil, fmt.Errorf("bad local address %q: bad port %q", s, port)
+	}
+	return func(proto string) net.Addr {
+		switch proto {
+		case ProtoUDP, ProtoDoQ, ProtoDoH3:
+			return &net.UDPAddr{IP: ip, Port: p}
+		}
+		return &net.TCPAddr{IP: ip, Port: p}
+	}, nil
+}

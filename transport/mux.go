@@ -1,0 +1,145 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// mux matches answers to queries by message ID on one connection, so many
+// queries can be in flight and answers may arrive in any order (RFC 7766
+// §7 pipelining). One reader goroutine timestamps each message as it is
+// read off the socket.
+type mux struct {
+	write func([]byte) error   // frames and writes one message
+	read  func() ([]byte, error) // reads one message
+
+	mu      sync.Mutex
+	wmu     sync.Mutex
+	pending map[uint16]chan arrival
+	err     error // why the reader stopped; later exchanges fail with it
+	done    chan struct{}
+}
+
+type arrival struct {
+	msg []byte
+	at  time.Time
+}
+
+func newMux(write func([]byte) error, read func() ([]byte, error), strict bool) *mux {
+	m := &mux{write: write, read: read, pending: map[uint16]chan arrival{}, done: make(chan struct{})}
+	go m.loop(strict)
+	return m
+}
+
+// loop delivers messages. Unknown IDs are dropped: on UDP they may be
+// spoofed or late, on a reused stream they answer a query that timed out.
+// With strict (stream transports), a message too short to carry an ID
+// breaks the framing and ends the connection.
+func (m *mux) loop(strict bool) {
+	defer close(m.done)
+	for {
+		msg, err := m.read()
+		at := time.Now()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errClosed
+			}
+			m.fail(err)
+			return
+		}
+		if len(msg) < minMsg {
+			if strict {
+				m.fail(malformed("%d-octet message is shorter than a DNS header", len(msg)))
+				return
+			}
+			continue
+		}
+		id := binary.BigEndian.Uint16(msg)
+		m.mu.Lock()
+		ch, ok := m.pending[id]
+		if ok {
+			delete(m.pending, id)
+		}
+		m.mu.Unlock()
+		if ok {
+			ch <- arrival{msg: msg, at: at}
+		}
+	}
+}
+
+func (m *mux) fail(err error) {
+	m.mu.Lock()
+	m.err = err
+	m.pending = nil
+	m.mu.Unlock()
+}
+
+// alive reports whether the connection can take another query.
+func (m *mux) alive() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err == nil
+}
+
+// exchange sends wire (whose ID it may change to one not in flight) and
+// waits for the answer with the same ID. sent is taken just before the
+// write, under the write lock, so it is right for each of several
+// concurrent exchanges.
+func (m *mux) exchange(ctx context.Context, wire []byte) (a arrival, sent time.Time, err error) {
+	ch := make(chan arrival, 1)
+	m.mu.Lock()
+	if m.err != nil {
+		err := m.err
+		m.mu.Unlock()
+		return arrival{}, sent, err
+	}
+	id := binary.BigEndian.Uint16(wire)
+	for {
+		if _, busy := m.pending[id]; !busy {
+			break
+		}
+		id = uint16(rand.UintN(1 << 16))
+	}
+	binary.BigEndian.PutUint16(wire, id)
+	m.pending[id] = ch
+	m.mu.Unlock()
+
+	m.wmu.Lock()
+	sent = time.Now()
+	err = m.write(wire)
+	m.wmu.Unlock()
+	if err != nil {
+		m.forget(id)
+		return arrival{}, sent, err
+	}
+	select {
+	case a = <-ch:
+		return a, sent, nil
+	case <-m.done:
+		select {
+		case a = <-ch: // delivered just before the reader stopped
+			return a, sent, nil
+		default:
+		}
+		m.mu.Lock()
+		err = m.err
+		m.mu.Unlock()
+		return arrival{}, sent, err
+	case <-ctx.Done():
+		m.forget(id)
+		return arrival{}, sent, ctx.Err()
+	}
+}
+
+func (m *mux) forget(id uint16) {
+	m.mu.Lock()
+	if m.pending != nil {
+		delete(m.pending, id)
+	}
+	m.mu.Unlock()
+}

@@ -1,0 +1,170 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// ticketGrace bounds the wait for a session ticket before a fresh
+// connection is closed; it is spent after the exchange is timed.
+const ticketGrace = 100 * time.Millisecond
+
+// streamTransport is DNS over TCP (RFC 7766) and over TLS (RFC 7858): a
+// 2-octet length prefix per message, and with Reuse, pipelined queries
+// whose answers are matched by ID in whatever order they come.
+type streamTransport struct {
+	*base
+	mu   sync.Mutex
+	conn *streamConn // kept when Reuse
+}
+
+type streamConn struct {
+	raw  *net.TCPConn
+	c    net.Conn // raw, metered, maybe inside TLS
+	m    *meter
+	mux  *mux
+	info ConnInfo // facts fixed at the handshake
+}
+
+func (t *streamTransport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error) {
+	return t.run(ctx, q, t.exchange)
+}
+
+func (t *streamTransport) tls() bool { return t.ep.Protocol == ProtoDoT }
+
+func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
+	mark := t.opts.Session.ticketMark("tcp", t.serverName())
+	sc, reused, err := t.get(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	if !t.opts.Reuse {
+		defer func() {
+			if t.tls() {
+				t.opts.Session.waitTicket(context.Background(), "tcp", t.serverName(), mark, ticketGrace)
+			}
+			sc.c.Close()
+		}()
+	}
+	x.rec.Conn = sc.info
+	x.rec.Conn.Reused = reused
+	var bytes0 snapshot
+	var segs0 Counts
+	if reused {
+		bytes0 = sc.m.snap()
+		segs0, _ = tcpSegments(sc.raw)
+	}
+	wire, err := q.Pack()
+	if err != nil {
+		return nil, fmt.Errorf("packing query: %w", err)
+	}
+	a, sent, err := sc.mux.exchange(ctx, wire)
+	x.querySent = sent
+	if err != nil {
+		if !t.opts.Reuse || !sc.mux.alive() {
+			t.drop(sc)
+		}
+		return nil, err
+	}
+	x.answered = a.at
+	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(a.msg))}
+	x.rec.Bytes = sc.m.snap().since(bytes0).bytes
+	if segs, ok := tcpSegments(sc.raw); ok {
+		x.rec.Packets = Counts{Sent: segs.Sent - segs0.Sent, Received: segs.Received - segs0.Received}
+	}
+	resp, err := unpack(a.msg)
+	if err != nil {
+		return nil, err
+	}
+	resp.Id = q.Id
+	return resp, nil
+}
+
+func (t *streamTransport) serverName() string { return t.tlsConfig(nil, nil).ServerName }
+
+func (t *streamTransport) get(ctx context.Context, x *exch) (*streamConn, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn != nil && t.conn.mux.alive() {
+		return t.conn, true, nil
+	}
+	sc, err := t.dial(ctx, x)
+	if err != nil {
+		return nil, false, err
+	}
+	if t.opts.Reuse {
+		t.conn = sc
+	}
+	return sc, false, nil
+}
+
+// dial opens a TCP connection, and for DoT runs the TLS handshake over it,
+// timing each phase.
+func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error) {
+	addr, err := t.serverAddr(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	ready := t0
+	nc, err := t.dialer(&ready).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	}
+	connected := time.Now()
+	x.rec.Timing.SocketMs = ms(ready.Sub(t0))
+	x.rec.Timing.ConnectMs = ms(connected.Sub(ready))
+	raw := nc.(*net.TCPConn)
+	sc := &streamConn{raw: raw, m: &meter{}}
+	sc.c = &meteredConn{Conn: raw, m: sc.m}
+	sc.info.LocalAddr, sc.info.RemoteAddr = raw.LocalAddr().String(), raw.RemoteAddr().String()
+	if t.tls() {
+		tc := tls.Client(sc.c, t.tlsConfig([]string{"dot"}, t.opts.Session.ticketView("tcp")))
+		err := tc.HandshakeContext(ctx)
+		x.rec.Timing.HandshakeMs = ms(time.Since(connected))
+		if err != nil {
+			raw.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, tlsErr(err))
+		}
+		copyTLSFacts(&sc.info, tc.ConnectionState())
+		sc.c = tc
+	}
+	c := sc.c
+	sc.mux = newMux(
+		func(b []byte) error {
+			buf, err := appendPrefixed(make([]byte, 0, len(b)+2), b)
+			if err != nil {
+				return err
+			}
+			_, err = c.Write(buf) // one write: prefix and message in one segment
+			return err
+		},
+		func() ([]byte, error) { return readPrefixed(c) },
+		true)
+	return sc, nil
+}
+
+func (t *streamTransport) drop(sc *streamConn) {
+	t.mu.Lock()
+	if t.conn == sc {
+		t.conn = nil
+	}
+	t.mu.Unlock()
+	sc.c.Close()
+}
+
+func (t *streamTransport) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn != nil {
+		t.conn.c.Close()
+		t.conn = nil
+	}
+	return nil
+}

@@ -1,0 +1,314 @@
+// Package transport is the client side of every DNS transport doxlab
+// measures: DNS over UDP and TCP, DoT (RFC 7858), DoH over HTTP/1.1, /2 and
+// /3 (RFC 8484) and DoQ (RFC 9250), chosen by URL scheme.
+//
+// Every exchange returns a Record with its status, per-phase timings from
+// the monotonic clock, connection facts (reused, resumed, 0-RTT, Retry,
+// versions, ALPN) and byte and packet counts taken at the socket, so that a
+// measurement says what actually happened rather than what was asked for.
+//
+//	t, err := transport.New("quic://127.0.0.1:853", transport.Options{Insecure: true})
+//	rec, err := t.Exchange(ctx, msg)
+//	fmt.Println(rec.Timing.HandshakeMs, rec.Conn.Used0RTT)
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
+)
+
+// Transport sends DNS queries over one protocol to one server.
+type Transport interface {
+	// Exchange sends q and waits for its answer. The record is never nil:
+	// on failure its Status and Error say why, and err is non-nil.
+	// An answer with a non-zero rcode is not an error.
+	Exchange(ctx context.Context, q *dns.Msg) (*Record, error)
+	// Close closes any connection kept for reuse.
+	Close() error
+}
+
+// Options configure a transport. The zero value measures the papers'
+// default: a fresh connection per query, full handshakes, certificates
+// verified, a 5 s timeout.
+type Options struct {
+	// Timeout bounds one exchange, handshakes included. Zero means 5 s.
+	Timeout time.Duration
+	// Reuse keeps one connection open and sends every query over it:
+	// pipelined with answers matched by ID on UDP, TCP and DoT; multiplexed
+	// on HTTP/2 and HTTP/3; one stream per query on DoQ.
+	Reuse bool
+	// Session is the state shared between connections (and between the
+	// transports of one client): TLS tickets, QUIC tokens, QUIC versions.
+	// Nil means every connection starts from nothing.
+	Session *Session
+	// ZeroRTT sends DoQ queries and DoH/3 GETs as 0-RTT early data when the
+	// session holds a ticket that allows it. A rejected attempt is resent
+	// after the handshake and reported as rejected.
+	ZeroRTT bool
+	// Padding pads queries with EDNS(0) (RFC 7830) to blocks of 128 octets,
+	// the policy RFC 8467 recommends for clients.
+	Padding bool
+	// HTTPVersion for https:// URLs: "1.1", "2" (default) or "3".
+	HTTPVersion string
+	// Method for DoH: "get" (default, the only one allowed as 0-RTT) or "post".
+	Method string
+	// JSON uses the JSON API (application/dns-json) instead of RFC 8484.
+	JSON bool
+	// SNI overrides the server name sent and verified. Empty means the URL's host.
+	SNI string
+	// RootCAs verifies the server's certificate. Nil means the system roots.
+	RootCAs *x509.CertPool
+	// Insecure skips certificate verification.
+	Insecure bool
+	// LocalAddr binds the socket, as "ip:port", ":port" or "ip". Empty means any.
+	LocalAddr string
+	// QUICVersions are offered in order. Nil means QUIC v1, then v2.
+	QUICVersions []quic.Version
+	// DoQALPNs are offered for DoQ, in order. Nil means just "doq";
+	// DraftDoQALPNs adds the drafts for old servers.
+	DoQALPNs []string
+	// QlogDir receives one qlog file per QUIC connection. Empty means the
+	// QLOGDIR environment variable, if set.
+	QlogDir string
+	// KeyLog receives TLS secrets in NSS key log format. Nil means the file
+	// named by SSLKEYLOGFILE, if set.
+	KeyLog io.Writer
+}
+
+// DraftDoQALPNs are the ALPNs of the DoQ drafts, newest first.
+var DraftDoQALPNs = []string{"doq-i11", "doq-i10", "doq-i09", "doq-i08", "doq-i07", "doq-i06", "doq-i05", "doq-i04", "doq-i03", "doq-i02", "doq-i01", "doq-i00"}
+
+const defaultTimeout = 5 * time.Second
+
+// New returns the transport for rawURL: udp://, tcp://, tls://, https://,
+// h3:// or quic://.
+func New(rawURL string, opts Options) (Transport, error) {
+	ep, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = defaultTimeout
+	}
+	if ep.Scheme == "https" {
+		switch opts.HTTPVersion {
+		case "", "2":
+		case "1.1", "1":
+			ep.Protocol = ProtoDoH1
+		case "3":
+			ep.Protocol = ProtoDoH3
+		default:
+			return nil, fmt.Errorf("unknown HTTP version %q (want 1.1, 2 or 3)", opts.HTTPVersion)
+		}
+	}
+	switch opts.Method {
+	case "", "get", "GET", "post", "POST":
+	default:
+		return nil, fmt.Errorf("unknown DoH method %q (want get or post)", opts.Method)
+	}
+	if opts.LocalAddr != "" {
+		if _, err := localAddr(opts.LocalAddr); err != nil {
+			return nil, err
+		}
+	}
+	b := &base{ep: ep, opts: opts}
+	switch ep.Protocol {
+	case ProtoUDP:
+		return &udpTransport{base: b}, nil
+	case ProtoTCP, ProtoDoT:
+		return &streamTransport{base: b}, nil
+	case ProtoDoH1, ProtoDoH2:
+		return newDoH(b), nil
+	case ProtoDoH3:
+		return newDoH3(b), nil
+	case ProtoDoQ:
+		return newDoQ(b), nil
+	}
+	return nil, fmt.Errorf("unsupported protocol %q", ep.Protocol)
+}
+
+// base is what every transport shares: where to send, how, and the
+// skeleton of one exchange.
+type base struct {
+	ep   *Endpoint
+	opts Options
+
+	addrOnce resolvedAddr
+}
+
+// exch carries one exchange's timestamps from the protocol code to run.
+type exch struct {
+	rec       *Record
+	start     time.Time
+	querySent time.Time // first query byte written at the socket
+	answered  time.Time // full response read at the socket
+}
+
+// run is the skeleton of every exchange: copy and pad the query, bound it
+// by the timeout, let the protocol do the round trip, check the answer
+// against the question and label the record.
+func (b *base) run(ctx context.Context, q *dns.Msg, do func(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error)) (*Record, error) {
+	start := time.Now()
+	rec := &Record{
+		URL: b.ep.URL, Protocol: b.ep.Protocol, Server: b.ep.HostPort(),
+		Start: start, Answers: []string{},
+	}
+	if len(q.Question) > 0 {
+		rec.QName = q.Question[0].Name
+		rec.QType = dns.TypeToString[q.Question[0].Qtype]
+	}
+	q = q.Copy()
+	if b.opts.Padding {
+		pad(q)
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
+	defer cancel()
+	x := &exch{rec: rec, start: start}
+	resp, err := do(ctx, x, q)
+	end := time.Now()
+	if err == nil {
+		err = checkAnswer(q, resp)
+	}
+	if !x.answered.IsZero() {
+		end = x.answered
+	}
+	if !x.querySent.IsZero() {
+		rec.Timing.QueryStartMs = ms(x.querySent.Sub(start))
+		if !x.answered.IsZero() {
+			rec.Timing.QueryMs = ms(x.answered.Sub(x.querySent))
+		}
+	}
+	rec.Timing.TotalMs = ms(end.Sub(start))
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded && Classify(err) != StatusMalformed {
+			err = fmt.Errorf("no answer within %s: %w", b.opts.Timeout, err)
+		}
+		rec.Status, rec.Error = Classify(err), err.Error()
+		return rec, err
+	}
+	rec.fill(resp)
+	if resp.Truncated && rec.Protocol == ProtoUDP {
+		rec.Status = StatusTruncated
+	}
+	return rec, nil
+}
+
+// checkAnswer rejects a message that is not the answer to q.
+func checkAnswer(q, r *dns.Msg) error {
+	switch {
+	case r == nil:
+		return malformed("no message")
+	case !r.Response:
+		return malformed("QR bit not set")
+	case r.Id != q.Id:
+		return malformed("ID %d does not match query ID %d", r.Id, q.Id)
+	}
+	if len(r.Question) == 0 {
+		// Some servers leave the question out of error answers (RFC 1035 allows it).
+		if r.Rcode != dns.RcodeSuccess {
+			return nil
+		}
+		return malformed("answer has no question section")
+	}
+	if len(q.Question) > 0 {
+		a, b := r.Question[0], q.Question[0]
+		if dns.CanonicalName(a.Name) != dns.CanonicalName(b.Name) || a.Qtype != b.Qtype || a.Qclass != b.Qclass {
+			return malformed("answer is for %s %s, not %s %s", a.Name, dns.TypeToString[a.Qtype], b.Name, dns.TypeToString[b.Qtype])
+		}
+	}
+	return nil
+}
+
+// unpack parses a DNS message; any failure is the peer's.
+func unpack(wire []byte) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	if err := m.Unpack(wire); err != nil {
+		return nil, malformed("%v", err)
+	}
+	return m, nil
+}
+
+// pad adds an EDNS(0) padding option so the query is a multiple of 128
+// octets (RFC 8467 §4.1, block-length padding).
+func pad(q *dns.Msg) {
+	opt := q.IsEdns0()
+	if opt == nil {
+		q.SetEdns0(1232, false)
+		opt = q.IsEdns0()
+	}
+	for i, o := range opt.Option {
+		if o.Option() == dns.EDNS0PADDING {
+			opt.Option = append(opt.Option[:i], opt.Option[i+1:]...)
+			break
+		}
+	}
+	p := &dns.EDNS0_PADDING{}
+	opt.Option = append(opt.Option, p)
+	n := q.Len() // includes the 4-octet option header of the empty option
+	if rem := n % 128; rem != 0 {
+		p.Padding = make([]byte, 128-rem)
+	}
+}
+
+// tlsConfig is the client TLS config for one connection.
+func (b *base) tlsConfig(alpn []string, cache tls.ClientSessionCache) *tls.Config {
+	name := b.opts.SNI
+	if name == "" {
+		name = b.ep.Host
+	}
+	return &tls.Config{
+		ServerName:         name,
+		NextProtos:         alpn,
+		RootCAs:            b.opts.RootCAs,
+		InsecureSkipVerify: b.opts.Insecure,
+		ClientSessionCache: cache,
+		KeyLogWriter:       keyLog(b.opts.KeyLog),
+		MinVersion:         tls.VersionTLS12,
+	}
+}
+
+// dialer returns a net.Dialer bound to the configured local address whose
+// Control hook records when the socket exists, splitting socket setup from
+// the TCP handshake.
+func (b *base) dialer(socketReady *time.Time) *net.Dialer {
+	d := &net.Dialer{Control: func(string, string, syscall.RawConn) error {
+		*socketReady = time.Now()
+		return nil
+	}}
+	if b.opts.LocalAddr != "" {
+		la, _ := localAddr(b.opts.LocalAddr)
+		d.LocalAddr = la(b.ep.Protocol)
+	}
+	return d
+}
+
+// copyTLSFacts records the facts of a completed TLS handshake.
+func copyTLSFacts(ci *ConnInfo, cs tls.ConnectionState) {
+	ci.TLSVersion = tlsVersionName(cs.Version)
+	ci.Cipher = tls.CipherSuiteName(cs.CipherSuite)
+	ci.ALPN = cs.NegotiatedProtocol
+	ci.TLSResumed = cs.DidResume
+}
+
+func tlsVersionName(v uint16) string {
+	switch v {
+	case tls.VersionTLS10:
+		return "1.0"
+	case tls.VersionTLS11:
+		return "1.1"
+	case tls.VersionTLS12:
+		return "1.2"
+	case tls.VersionTLS13:
+		return "1.3"
+	}
+	return fmt.Sprintf("0x%04x", v)
+}

@@ -1,0 +1,105 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// udpTransport is classic DNS over UDP (RFC 1035 §4.2.1). The socket is
+// connected, so an ICMP port unreachable ends the wait at once as
+// "refused". Answers with another ID are ignored, as stub resolvers do.
+type udpTransport struct {
+	*base
+	mu   sync.Mutex
+	conn *udpConn // kept when Reuse
+}
+
+type udpConn struct {
+	c   *net.UDPConn
+	mux *mux
+}
+
+func (t *udpTransport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error) {
+	return t.run(ctx, q, t.exchange)
+}
+
+func (t *udpTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
+	uc, reused, err := t.get(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	if !t.opts.Reuse {
+		defer uc.c.Close()
+	}
+	x.rec.Conn.Reused = reused
+	x.rec.Conn.LocalAddr, x.rec.Conn.RemoteAddr = uc.c.LocalAddr().String(), uc.c.RemoteAddr().String()
+	wire, err := q.Pack()
+	if err != nil {
+		return nil, fmt.Errorf("packing query: %w", err)
+	}
+	a, sent, err := uc.mux.exchange(ctx, wire)
+	x.querySent = sent
+	if err != nil {
+		return nil, err
+	}
+	x.answered = a.at
+	// On UDP the DNS message is the whole payload: one datagram each way.
+	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(a.msg))}
+	x.rec.Bytes, x.rec.Packets = x.rec.DNSBytes, Counts{Sent: 1, Received: 1}
+	resp, err := unpack(a.msg)
+	if err != nil {
+		return nil, err
+	}
+	resp.Id = q.Id // the mux may have sent another ID to avoid one in flight
+	return resp, nil
+}
+
+func (t *udpTransport) get(ctx context.Context, x *exch) (*udpConn, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn != nil && t.conn.mux.alive() {
+		return t.conn, true, nil
+	}
+	addr, err := t.serverAddr(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	t0 := time.Now()
+	var ready time.Time
+	nc, err := t.dialer(&ready).DialContext(ctx, "udp", addr)
+	if err != nil {
+		return nil, false, fmt.Errorf("opening UDP socket to %s: %w", addr, err)
+	}
+	x.rec.Timing.SocketMs = ms(time.Since(t0))
+	c := nc.(*net.UDPConn)
+	buf := make([]byte, maxMsg)
+	uc := &udpConn{c: c}
+	uc.mux = newMux(
+		func(b []byte) error { _, err := c.Write(b); return err },
+		func() ([]byte, error) {
+			n, err := c.Read(buf)
+			if err != nil {
+				return nil, err
+			}
+			return append([]byte(nil), buf[:n]...), nil
+		}, false)
+	if t.opts.Reuse {
+		t.conn = uc
+	}
+	return uc, false, nil
+}
+
+func (t *udpTransport) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn != nil {
+		t.conn.c.Close()
+		t.conn = nil
+	}
+	return nil
+}
