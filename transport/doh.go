@@ -116,11 +116,11 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	wire[0], wire[1] = 0, 0 // RFC 8484 §4.1: ID 0 makes GETs cache-friendly
 
 	var (
-		dc       *dohConn
-		reused   bool
-		gotConn  time.Time
-		bytes0   snapshot
-		segs0    Counts
+		dc      *dohConn
+		reused  bool
+		gotConn time.Time
+		bytes0  snapshot
+		segs0   Counts
 	)
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		gotConn, reused = time.Now(), info.Reused

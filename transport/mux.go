@@ -15,7 +15,7 @@ import (
 // §7 pipelining). One reader goroutine timestamps each message as it is
 // read off the socket.
 type mux struct {
-	write func([]byte) error   // frames and writes one message
+	write func([]byte) error     // frames and writes one message
 	read  func() ([]byte, error) // reads one message
 
 	mu      sync.Mutex

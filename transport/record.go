@@ -10,12 +10,12 @@ import (
 // Record is what one exchange measured. Exchange always returns one, also on
 // failure, so a campaign stores why a sample failed instead of dropping it.
 type Record struct {
-	URL      string `json:"url"`
-	Protocol string `json:"protocol"` // udp, tcp, dot, doh1, doh2, doh3, doq
-	Server   string `json:"server"`   // host:port dialled
-	QName    string `json:"qname"`
-	QType    string `json:"qtype"`
-	Start    time.Time `json:"start"` // wall clock, for the store; durations use the monotonic clock
+	URL      string    `json:"url"`
+	Protocol string    `json:"protocol"` // udp, tcp, dot, doh1, doh2, doh3, doq
+	Server   string    `json:"server"`   // host:port dialled
+	QName    string    `json:"qname"`
+	QType    string    `json:"qtype"`
+	Start    time.Time `json:"start"`            // wall clock, for the store; durations use the monotonic clock
 	Warmup   bool      `json:"warmup,omitempty"` // a cache-warming exchange, not a measurement
 
 	Status  Status   `json:"status"`

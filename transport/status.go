@@ -34,7 +34,7 @@ const (
 	StatusQUIC       Status = "quic-error"
 	StatusHTTP       Status = "http-error"
 	StatusMalformed  Status = "malformed" // bad framing or a message that does not parse or match the query
-	StatusClosed     Status = "closed" // the server closed the connection without answering
+	StatusClosed     Status = "closed"    // the server closed the connection without answering
 	StatusCanceled   Status = "canceled"
 	StatusError      Status = "error" // anything else; see the error text
 	StatusBadRequest Status = "bad-input"
@@ -125,6 +125,7 @@ func Classify(err error) Status {
 		trErr      *quic.TransportError
 		appErr     *quic.ApplicationError
 		vnErr      *quic.VersionNegotiationError
+		strErr     *quic.StreamError
 		netErr     net.Error
 	)
 	switch {
@@ -154,7 +155,7 @@ func Classify(err error) Status {
 			return StatusTLS
 		}
 		return StatusQUIC
-	case errors.As(err, &appErr), errors.As(err, &vnErr):
+	case errors.As(err, &appErr), errors.As(err, &vnErr), errors.As(err, &strErr):
 		return StatusQUIC
 	case errors.As(err, &alertErr), errors.As(err, &recErr):
 		return StatusTLS

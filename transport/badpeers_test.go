@@ -1,0 +1,415 @@
+package transport_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// fail runs one exchange that must fail and returns its record.
+func fail(t *testing.T, url string, opts transport.Options) *transport.Record {
+	t.Helper()
+	if opts.Timeout == 0 {
+		opts.Timeout = 700 * time.Millisecond
+	}
+	tr, err := transport.New(url, opts)
+	require.NoError(t, err)
+	defer tr.Close()
+	start := time.Now()
+	rec, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+	require.Error(t, err)
+	require.NotNil(t, rec)
+	require.Equal(t, rec.Error, err.Error())
+	require.Less(t, time.Since(start), opts.Timeout+2*time.Second, "returned long after the timeout")
+	require.False(t, rec.Status.HasResponse())
+	return rec
+}
+
+func TestClosedPortsAreRefused(t *testing.T) {
+	port := peertest.FreePort(t)
+	for _, scheme := range []string{"udp", "tcp", "tls", "https", "h3", "quic"} {
+		t.Run(scheme, func(t *testing.T) {
+			rec := fail(t, fmt.Sprintf("%s://127.0.0.1:%d", scheme, port), transport.Options{Insecure: true, Timeout: 3 * time.Second})
+			require.Equal(t, transport.StatusRefused, rec.Status, rec.Error)
+		})
+	}
+}
+
+func TestCertificateErrors(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	for _, url := range []string{cd.TLS, cd.HTTPS, cd.H3, cd.QUIC} {
+		t.Run(url[:strings.Index(url, ":")]+"/unknown-ca", func(t *testing.T) {
+			rec := fail(t, url, transport.Options{})
+			require.Equal(t, transport.StatusCert, rec.Status, rec.Error)
+		})
+		t.Run(url[:strings.Index(url, ":")]+"/wrong-name", func(t *testing.T) {
+			rec := fail(t, url, transport.Options{RootCAs: cd.Cert.Pool, SNI: "wrong.example"})
+			require.Equal(t, transport.StatusCert, rec.Status, rec.Error)
+		})
+	}
+	// --insecure accepts what the CA check refused.
+	rec := exchange(t, cd.TLS, transport.Options{Insecure: true, SNI: "wrong.example"}, query(peertest.ZoneName, dns.TypeA))
+	require.Equal(t, transport.StatusOK, rec.Status)
+}
+
+func TestWrongProtocolAndHTTPErrors(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	rec := fail(t, "tls://"+cd.Do53, transport.Options{Insecure: true})
+	require.Contains(t, []transport.Status{transport.StatusTLS, transport.StatusTimeout}, rec.Status, rec.Error)
+	rec = fail(t, "quic://"+cd.Do53, transport.Options{Insecure: true})
+	require.Equal(t, transport.StatusTimeout, rec.Status, rec.Error)
+	for _, v := range []string{"1.1", "2", "3"} {
+		rec = fail(t, "https://"+cd.DoH+"/not-dns", transport.Options{RootCAs: cd.Cert.Pool, HTTPVersion: v})
+		require.Equal(t, transport.StatusHTTP, rec.Status, rec.Error)
+		require.Equal(t, http.StatusNotFound, rec.Conn.HTTPStatus)
+	}
+}
+
+// udpFixture answers every query with what reply makes of it.
+func udpFixture(t *testing.T, reply func(q []byte) []byte) string {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 65535)
+		for {
+			n, addr, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if out := reply(append([]byte(nil), buf[:n]...)); out != nil {
+				pc.WriteTo(out, addr)
+			}
+		}
+	}()
+	return "udp://" + pc.LocalAddr().String()
+}
+
+// tcpFixture runs serve on every accepted connection.
+func tcpFixture(t *testing.T, serve func(c net.Conn)) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); serve(c) }()
+		}
+	}()
+	return "tcp://" + l.Addr().String()
+}
+
+func answer(q []byte, mutate func(*dns.Msg)) []byte {
+	m := new(dns.Msg)
+	if err := m.Unpack(q); err != nil {
+		return nil
+	}
+	r := new(dns.Msg)
+	r.SetReply(m)
+	rr, _ := dns.NewRR(m.Question[0].Name + " 60 IN A " + peertest.ZoneA)
+	r.Answer = append(r.Answer, rr)
+	if mutate != nil {
+		mutate(r)
+	}
+	out, _ := r.Pack()
+	return out
+}
+
+func TestMisbehavingUDPServers(t *testing.T) {
+	cases := []struct {
+		name  string
+		reply func([]byte) []byte
+		want  transport.Status
+	}{
+		{"silent", func([]byte) []byte { return nil }, transport.StatusTimeout},
+		{"short-garbage-ignored", func([]byte) []byte { return []byte{1, 2, 3} }, transport.StatusTimeout},
+		{"wrong-id-ignored", func(q []byte) []byte { return answer(q, func(m *dns.Msg) { m.Id++ }) }, transport.StatusTimeout},
+		{"garbage-with-our-id", func(q []byte) []byte {
+			return append(q[:2:2], []byte("\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00garbage")...)
+		}, transport.StatusMalformed},
+		{"other-question", func(q []byte) []byte {
+			return answer(q, func(m *dns.Msg) { m.Question[0].Name = "other.test." })
+		}, transport.StatusMalformed},
+		{"not-a-response", func(q []byte) []byte { return answer(q, func(m *dns.Msg) { m.Response = false }) }, transport.StatusMalformed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := fail(t, udpFixture(t, c.reply), transport.Options{Timeout: 300 * time.Millisecond})
+			require.Equal(t, c.want, rec.Status, rec.Error)
+		})
+	}
+	t.Run("truncated", func(t *testing.T) {
+		url := udpFixture(t, func(q []byte) []byte { return answer(q, func(m *dns.Msg) { m.Truncated = true; m.Answer = nil }) })
+		rec := exchange(t, url, transport.Options{}, query(peertest.ZoneName, dns.TypeA))
+		require.Equal(t, transport.StatusTruncated, rec.Status)
+	})
+}
+
+func TestMisbehavingTCPServers(t *testing.T) {
+	readQuery := func(c net.Conn) []byte {
+		var l [2]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
+			return nil
+		}
+		q := make([]byte, binary.BigEndian.Uint16(l[:]))
+		io.ReadFull(c, q)
+		return q
+	}
+	cases := []struct {
+		name  string
+		serve func(net.Conn)
+		want  transport.Status
+	}{
+		{"close-at-once", func(c net.Conn) {}, transport.StatusClosed},
+		{"close-after-query", func(c net.Conn) { readQuery(c) }, transport.StatusClosed},
+		{"length-too-short", func(c net.Conn) { readQuery(c); c.Write([]byte{0, 3, 1, 2, 3}) }, transport.StatusMalformed},
+		{"message-cut-short", func(c net.Conn) {
+			q := readQuery(c)
+			a := answer(q, nil)
+			c.Write(append([]byte{byte(len(a) >> 8), byte(len(a))}, a[:len(a)/2]...))
+		}, transport.StatusMalformed},
+		{"prefix-cut-short", func(c net.Conn) { readQuery(c); c.Write([]byte{0}) }, transport.StatusMalformed},
+		{"garbage", func(c net.Conn) {
+			q := readQuery(c)
+			c.Write(append([]byte{0, 14}, append(q[:2:2], "\x81\x80garbage!!!!"...)...))
+		}, transport.StatusMalformed},
+		{"silent", func(c net.Conn) { readQuery(c); time.Sleep(2 * time.Second) }, transport.StatusTimeout},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := fail(t, tcpFixture(t, c.serve), transport.Options{Timeout: 500 * time.Millisecond})
+			require.Equal(t, c.want, rec.Status, rec.Error)
+		})
+	}
+	t.Run("answers-out-of-order", func(t *testing.T) {
+		// Two pipelined queries answered in reverse order must each get their own answer.
+		url := tcpFixture(t, func(c net.Conn) {
+			q1, q2 := readQuery(c), readQuery(c)
+			for _, q := range [][]byte{q2, q1} {
+				a := answer(q, nil)
+				c.Write(append([]byte{byte(len(a) >> 8), byte(len(a))}, a...))
+			}
+			time.Sleep(time.Second)
+		})
+		tr, err := transport.New(url, transport.Options{Reuse: true})
+		require.NoError(t, err)
+		defer tr.Close()
+		done := make(chan *transport.Record, 2)
+		for _, name := range []string{"a.test.", "b.test."} {
+			go func() { rec, _ := tr.Exchange(context.Background(), query(name, dns.TypeA)); done <- rec }()
+			time.Sleep(20 * time.Millisecond) // a then b on the wire
+		}
+		for range 2 {
+			rec := <-done
+			require.Equal(t, transport.StatusOK, rec.Status, rec.Error)
+			require.Contains(t, rec.Answers[0], rec.QName)
+		}
+	})
+}
+
+// tlsFixture serves HTTPS (HTTP/1.1 and HTTP/2) with handler.
+func tlsFixture(t *testing.T, cert *peertest.Cert, handler http.HandlerFunc) string {
+	kp, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
+	require.NoError(t, err)
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{kp}, NextProtos: []string{"h2", "http/1.1"}})
+	require.NoError(t, err)
+	srv := &http.Server{Handler: handler, Protocols: new(http.Protocols)}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(true)
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "https://" + l.Addr().String() + "/dns-query"
+}
+
+func TestMisbehavingDoHServers(t *testing.T) {
+	cert := peertest.NewCert(t)
+	cases := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    transport.Status
+	}{
+		{"wrong-content-type", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte("<html>hello</html>"))
+		}, transport.StatusMalformed},
+		{"oversized", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/dns-message")
+			w.Write(make([]byte, 70000))
+		}, transport.StatusMalformed},
+		{"garbage", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/dns-message")
+			w.Write([]byte("\x00\x00\x81\x80garbage-garbage"))
+		}, transport.StatusMalformed},
+		{"server-error", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "resolver on fire", http.StatusInternalServerError)
+		}, transport.StatusHTTP},
+	}
+	for _, c := range cases {
+		for _, v := range []string{"1.1", "2"} {
+			t.Run(c.name+"/"+v, func(t *testing.T) {
+				rec := fail(t, tlsFixture(t, cert, c.handler), transport.Options{RootCAs: cert.Pool, HTTPVersion: v})
+				require.Equal(t, c.want, rec.Status, rec.Error)
+			})
+		}
+	}
+}
+
+// TestDoHJSONAndWireFormat checks the requests doxlab sends: RFC 8484 GET
+// with base64url and no padding, POST with the message as body, ID 0, and
+// the JSON API. The fixture answers each form the way a resolver does.
+func TestDoHJSONAndWireFormat(t *testing.T) {
+	cert := peertest.NewCert(t)
+	url := tlsFixture(t, cert, func(w http.ResponseWriter, r *http.Request) {
+		var wire []byte
+		switch {
+		case r.URL.Query().Get("name") != "":
+			if r.Header.Get("Accept") != "application/dns-json" {
+				http.Error(w, "bad accept", 400)
+				return
+			}
+			w.Header().Set("Content-Type", "application/dns-json")
+			fmt.Fprintf(w, `{"Status":0,"TC":false,"RD":true,"RA":true,"AD":false,"CD":false,"Question":[{"name":%q,"type":1}],"Answer":[{"name":%q,"type":1,"TTL":60,"data":"%s"},{"name":%q,"type":16,"TTL":60,"data":"\"hello world\""}]}`,
+				r.URL.Query().Get("name"), r.URL.Query().Get("name"), peertest.ZoneA, r.URL.Query().Get("name"))
+			return
+		case r.Method == http.MethodPost:
+			if r.Header.Get("Content-Type") != "application/dns-message" {
+				http.Error(w, "bad content type", 415)
+				return
+			}
+			wire, _ = io.ReadAll(r.Body)
+		default:
+			s := r.URL.Query().Get("dns")
+			if strings.ContainsAny(s, "=+/") {
+				http.Error(w, "not base64url without padding", 400)
+				return
+			}
+			wire, _ = decodeB64(s)
+		}
+		if len(wire) < 2 || wire[0] != 0 || wire[1] != 0 {
+			http.Error(w, "ID not 0", 400)
+			return
+		}
+		w.Header().Set("Content-Type", "application/dns-message")
+		w.Write(answer(wire, nil))
+	})
+	for _, c := range []struct {
+		name   string
+		method string
+		json   bool
+	}{{"get", "get", false}, {"post", "post", false}, {"json", "get", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			q := query(peertest.ZoneName, dns.TypeA)
+			q.Id = 4242
+			rec := exchange(t, url, transport.Options{RootCAs: cert.Pool, Method: c.method, JSON: c.json}, q)
+			require.Equal(t, transport.StatusOK, rec.Status)
+			require.Equal(t, uint16(4242), rec.Response.Id, "ID restored locally")
+			require.Contains(t, rec.Answers[0], peertest.ZoneA)
+			if c.json {
+				require.Len(t, rec.Answers, 2)
+				require.Contains(t, rec.Answers[1], `"hello world"`)
+			}
+		})
+	}
+}
+
+// doqFixture is a DoQ server on quic-go that hands each stream to serve;
+// it accepts only QUIC v1, so a client offering v2 first must negotiate.
+func doqFixture(t *testing.T, cert *peertest.Cert, serve func(str *quic.Stream)) string {
+	kp, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
+	require.NoError(t, err)
+	l, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{kp}, NextProtos: []string{"doq"}},
+		&quic.Config{Versions: []quic.Version{quic.Version1}})
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			go func() {
+				for {
+					str, err := conn.AcceptStream(context.Background())
+					if err != nil {
+						return
+					}
+					go serve(str)
+				}
+			}()
+		}
+	}()
+	return "quic://" + l.Addr().String()
+}
+
+func TestDoQFramingAndVersionNegotiation(t *testing.T) {
+	cert := peertest.NewCert(t)
+	readQuery := func(str *quic.Stream) []byte {
+		b, _ := io.ReadAll(str) // the client sends FIN after its query
+		if len(b) < 2 || int(binary.BigEndian.Uint16(b)) != len(b)-2 {
+			str.CancelWrite(0x2) // DOQ_PROTOCOL_ERROR
+			return nil
+		}
+		return b[2:]
+	}
+	good := doqFixture(t, cert, func(str *quic.Stream) {
+		q := readQuery(str)
+		if q == nil || q[0] != 0 || q[1] != 0 { // RFC 9250 §4.2.1
+			str.CancelWrite(0x2)
+			return
+		}
+		a := answer(q, nil)
+		str.Write(append([]byte{byte(len(a) >> 8), byte(len(a))}, a...))
+		str.Close()
+	})
+	q := query(peertest.ZoneName, dns.TypeA)
+	q.Id = 999
+	rec := exchange(t, good, transport.Options{RootCAs: cert.Pool, QUICVersions: []quic.Version{quic.Version2, quic.Version1}}, q)
+	require.Equal(t, transport.StatusOK, rec.Status)
+	require.Equal(t, uint16(999), rec.Response.Id)
+	require.True(t, rec.Conn.VersionNeg, "v2 offered to a v1-only server")
+	require.Equal(t, "v1", rec.Conn.QUICVersion)
+
+	cases := []struct {
+		name  string
+		serve func(*quic.Stream)
+		want  transport.Status
+	}{
+		{"cut-short", func(str *quic.Stream) {
+			a := answer(readQuery(str), nil)
+			str.Write(append([]byte{byte(len(a) >> 8), byte(len(a))}, a[:10]...))
+			str.Close()
+		}, transport.StatusMalformed},
+		{"length-too-short", func(str *quic.Stream) { readQuery(str); str.Write([]byte{0, 2, 0, 0}); str.Close() }, transport.StatusMalformed},
+		{"fin-without-answer", func(str *quic.Stream) { readQuery(str); str.Close() }, transport.StatusMalformed},
+		{"stream-reset", func(str *quic.Stream) { readQuery(str); str.CancelWrite(0x2) }, transport.StatusQUIC},
+		{"no-answer", func(str *quic.Stream) { readQuery(str) }, transport.StatusTimeout},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := fail(t, doqFixture(t, cert, c.serve), transport.Options{RootCAs: cert.Pool, Timeout: 500 * time.Millisecond})
+			require.Equal(t, c.want, rec.Status, rec.Error)
+		})
+	}
+}
+
+func decodeB64(s string) ([]byte, error) { return base64RawURL.DecodeString(s) }
+
+var base64RawURL = base64.RawURLEncoding
