@@ -62,25 +62,25 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 	}
 	rejected := false
 	var resp *http.Response
+	var body []byte
 	for {
-		var req *http.Request
-		if req, err = dohRequest(ctx, t.ep, method, t.opts.JSON, wire, q); err != nil {
-			return nil, err
-		}
-		hc.m.arm()
-		resp, err = hc.cc.RoundTrip(req)
-		if err != nil && is0RTTRejected(err) && !rejected {
+		resp, body, err = t.roundTrip(ctx, hc, method, wire, q)
+		if !rejected && hc.rejected0RTT(err) {
+			// http3 cannot carry on over a connection whose 0-RTT was
+			// rejected (quic-go#3259: its cancelled streams leak into the
+			// continuation), so redial with a full handshake. The record
+			// keeps the rejection, and its total includes the lost round trip.
 			rejected = true
-			if err = hc.next(ctx); err == nil {
-				hc.cc = t.h3.NewClientConn(hc.conn)
+			t.drop(hc)
+			hc.conn.CloseWithError(h3NoError, "")
+			if hc, err = t.redial(ctx); err == nil {
+				if !t.opts.Reuse {
+					defer hc.close(t.opts.Session, h3Family, t.tlsConfig(nil, nil).ServerName, h3NoError)
+				}
 				continue
 			}
 		}
 		break
-	}
-	var body []byte
-	if err == nil {
-		body, err = readDoHBody(resp)
 	}
 	x.answered = time.Now()
 	x.querySent = hc.m.firstWriteAfterArm()
@@ -103,13 +103,29 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 	return m, nil
 }
 
+// roundTrip sends one request and reads the whole body: a rejected 0-RTT
+// request can fail in either step.
+func (t *doh3Transport) roundTrip(ctx context.Context, hc *h3Conn, method string, wire []byte, q *dns.Msg) (*http.Response, []byte, error) {
+	req, err := dohRequest(ctx, t.ep, method, t.opts.JSON, wire, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc.m.arm()
+	resp, err := hc.cc.RoundTrip(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := readDoHBody(resp)
+	return resp, body, err
+}
+
 func (t *doh3Transport) get(ctx context.Context) (*h3Conn, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.conn != nil && t.conn.alive() {
 		return t.conn, true, nil
 	}
-	qc, err := t.dialQUIC(ctx, []string{http3.NextProtoH3}, h3Family)
+	qc, err := t.dialQUIC(ctx, []string{http3.NextProtoH3}, h3Family, t.opts.ZeroRTT)
 	if err != nil {
 		return nil, false, err
 	}
@@ -118,6 +134,21 @@ func (t *doh3Transport) get(ctx context.Context) (*h3Conn, bool, error) {
 		t.conn = hc
 	}
 	return hc, false, nil
+}
+
+// redial opens a connection without 0-RTT after a rejected attempt.
+func (t *doh3Transport) redial(ctx context.Context) (*h3Conn, error) {
+	qc, err := t.dialQUIC(ctx, []string{http3.NextProtoH3}, h3Family, false)
+	if err != nil {
+		return nil, err
+	}
+	hc := &h3Conn{quicConn: qc, cc: t.h3.NewClientConn(qc.conn)}
+	if t.opts.Reuse {
+		t.mu.Lock()
+		t.conn = hc
+		t.mu.Unlock()
+	}
+	return hc, nil
 }
 
 func (t *doh3Transport) drop(hc *h3Conn) {

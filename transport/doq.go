@@ -61,7 +61,7 @@ func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	var answer []byte
 	for {
 		answer, x.querySent, x.answered, err = doqRoundTrip(ctx, qc.conn, wire)
-		if err != nil && is0RTTRejected(err) && !rejected {
+		if !rejected && qc.rejected0RTT(err) {
 			rejected = true
 			if err = qc.next(ctx); err == nil {
 				continue
@@ -95,7 +95,13 @@ func doqRoundTrip(ctx context.Context, conn *quic.Conn, wire []byte) (answer []b
 	if err != nil {
 		return nil, sent, at, fmt.Errorf("opening stream: %w", err)
 	}
-	defer str.CancelRead(quic.StreamErrorCode(doqNoError))
+	defer func() {
+		// Cancelling a stream of a rejected 0-RTT attempt would reset the
+		// stream with the same ID on the continued connection (quic-go#4706).
+		if err == nil {
+			str.CancelRead(quic.StreamErrorCode(doqNoError))
+		}
+	}()
 	if dl, ok := ctx.Deadline(); ok {
 		str.SetDeadline(dl)
 	}
@@ -150,7 +156,7 @@ func (t *doqTransport) get(ctx context.Context) (*quicConn, bool, error) {
 	if t.conn != nil && t.conn.alive() {
 		return t.conn, true, nil
 	}
-	qc, err := t.dialQUIC(ctx, t.alpn, t.family())
+	qc, err := t.dialQUIC(ctx, t.alpn, t.family(), t.opts.ZeroRTT)
 	if err != nil {
 		return nil, false, err
 	}

@@ -136,7 +136,7 @@ func (b *base) tracer(o *quicObserver) func(context.Context, bool, quic.Connecti
 // dialQUIC opens a QUIC connection for the given ALPNs. With ZeroRTT it
 // dials early: when the session holds a ticket allowing 0-RTT, it returns
 // before the handshake and the first request rides in 0-RTT packets.
-func (b *base) dialQUIC(ctx context.Context, alpn []string, family string) (*quicConn, error) {
+func (b *base) dialQUIC(ctx context.Context, alpn []string, family string, early bool) (*quicConn, error) {
 	addr, err := b.serverAddr(ctx)
 	if err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func (b *base) dialQUIC(ctx context.Context, alpn []string, family string) (*qui
 		conf.TokenStore = tokenRecorder{TokenStore: s.tokens, used: &qc.obs.token}
 	}
 	dial := qc.tr.Dial
-	if b.opts.ZeroRTT {
+	if early {
 		dial = qc.tr.DialEarly
 	}
 	conn, err := dial(ctx, raddr, tlsConf, conf)
@@ -242,7 +242,7 @@ func (qc *quicConn) label(ctx context.Context, x *exch, reused, rejected bool) {
 	ci.QUICVersion = cs.Version.String()
 	ci.Retry, ci.VersionNeg, ci.TokenUsed = qc.obs.retry.Load(), qc.obs.vn.Load(), qc.obs.token.Load()
 	if !reused {
-		ci.Attempted0RTT = qc.early
+		ci.Attempted0RTT = qc.early || rejected
 		ci.Used0RTT = cs.Used0RTT
 		ci.Rejected0RTT = rejected
 		x.rec.Timing.SocketMs = qc.socketMs
@@ -261,5 +261,20 @@ func (qc *quicConn) close(s *Session, family, serverName string, code quic.Appli
 	qc.udp.Close()
 }
 
-// is0RTTRejected reports whether err means the server refused early data.
-func is0RTTRejected(err error) bool { return errors.Is(err, quic.Err0RTTRejected) }
+// rejected0RTT reports whether err came from the server refusing early
+// data. HTTP/3 reports it as a failed stream, so the early connection's
+// close cause is the reliable sign.
+func (qc *quicConn) rejected0RTT(err error) bool {
+	if err == nil || !qc.early {
+		return false
+	}
+	if errors.Is(err, quic.Err0RTTRejected) {
+		return true
+	}
+	select {
+	case <-qc.conn.Context().Done():
+		return errors.Is(context.Cause(qc.conn.Context()), quic.Err0RTTRejected)
+	case <-time.After(50 * time.Millisecond):
+		return false
+	}
+}

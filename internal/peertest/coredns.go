@@ -3,6 +3,7 @@ package peertest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -14,6 +15,10 @@ type CoreDNS struct {
 	Do53, DoT, DoH, DoQ            string // host:port
 	UDP, TCP, TLS, HTTPS, H3, QUIC string // URLs for doxlab's transports
 	Dir                            string
+
+	t   testing.TB
+	bin string
+	cmd *exec.Cmd
 }
 
 // StartCoreDNS starts CoreDNS built from the Go module proxy
@@ -21,7 +26,7 @@ type CoreDNS struct {
 func StartCoreDNS(t testing.TB) *CoreDNS {
 	t.Helper()
 	bin := Need(t, "coredns", "go install github.com/coredns/coredns@v1.15.0", filepath.Join(os.Getenv("HOME"), "go", "bin", "coredns"))
-	c := &CoreDNS{Cert: NewCert(t), Dir: t.TempDir()}
+	c := &CoreDNS{Cert: NewCert(t), Dir: t.TempDir(), t: t, bin: bin}
 	p53, pt, ph, pq := FreePort(t), FreePort(t), FreePort(t), FreePort(t)
 	c.Do53 = fmt.Sprintf("127.0.0.1:%d", p53)
 	c.DoT = fmt.Sprintf("127.0.0.1:%d", pt)
@@ -36,10 +41,23 @@ dns://test:%d tls://test:%d https://test:%d https3://test:%d quic://test:%d {
   file %s test
 }
 `, p53, pt, ph, ph, pq, c.Cert.CertFile, c.Cert.KeyFile, WriteZone(t, c.Dir)))
-	Start(t, c.Dir, bin, "-conf", "Corefile")
-	WaitDNS(t, "udp", c.Do53)
-	WaitListen(t, "tcp", c.DoT)
-	WaitListen(t, "tcp", c.DoH)
-	WaitListen(t, "udp", c.DoQ)
+	c.start()
 	return c
+}
+
+func (c *CoreDNS) start() {
+	c.cmd = Start(c.t, c.Dir, c.bin, "-conf", "Corefile")
+	WaitDNS(c.t, "udp", c.Do53)
+	WaitListen(c.t, "tcp", c.DoT)
+	WaitListen(c.t, "tcp", c.DoH)
+	WaitListen(c.t, "udp", c.DoQ)
+}
+
+// Restart stops CoreDNS and starts it again on the same ports. Its TLS
+// session-ticket keys are made anew, so tickets issued before no longer
+// resume and 0-RTT attempts with them are rejected.
+func (c *CoreDNS) Restart() {
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+	c.start()
 }
