@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +30,8 @@ type quicConn struct {
 	early      bool      // the dial returned before the handshake: 0-RTT keys were there
 	dialed     time.Time // socket ready, QUIC dial started
 	hsDone     chan struct{}
-	hsAt       time.Time // set before hsDone closes
+	hsMu       sync.Mutex
+	hsAt       time.Time // when the handshake was first seen complete
 	socketMs   float64
 	ticketMark uint64
 }
@@ -191,7 +193,7 @@ func (b *base) dialQUIC(ctx context.Context, alpn []string, family string, early
 	qc.conn = conn
 	select {
 	case <-conn.HandshakeComplete():
-		qc.hsAt = time.Now()
+		qc.handshakeSeen()
 		close(qc.hsDone)
 	default:
 		qc.early = true
@@ -204,10 +206,26 @@ func (b *base) dialQUIC(ctx context.Context, alpn []string, family string, early
 func (qc *quicConn) watchHandshake() {
 	select {
 	case <-qc.conn.HandshakeComplete():
-		qc.hsAt = time.Now()
+		qc.handshakeSeen()
 	case <-qc.conn.Context().Done():
 	}
 	close(qc.hsDone)
+}
+
+// handshakeSeen records the handshake's end the first time any goroutine
+// sees it, so a query resent after a rejected 0-RTT never seems to precede it.
+func (qc *quicConn) handshakeSeen() {
+	qc.hsMu.Lock()
+	if qc.hsAt.IsZero() {
+		qc.hsAt = time.Now()
+	}
+	qc.hsMu.Unlock()
+}
+
+func (qc *quicConn) handshakeAt() time.Time {
+	qc.hsMu.Lock()
+	defer qc.hsMu.Unlock()
+	return qc.hsAt
 }
 
 // next replaces a connection whose 0-RTT data the server rejected with
@@ -217,6 +235,7 @@ func (qc *quicConn) next(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("continuing after rejected 0-RTT: %w", err)
 	}
+	qc.handshakeSeen() // NextConnection returns once the handshake is complete
 	qc.conn = n
 	return nil
 }
@@ -246,8 +265,8 @@ func (qc *quicConn) label(ctx context.Context, x *exch, reused, rejected bool) {
 		ci.Used0RTT = cs.Used0RTT
 		ci.Rejected0RTT = rejected
 		x.rec.Timing.SocketMs = qc.socketMs
-		if !qc.hsAt.IsZero() {
-			x.rec.Timing.HandshakeMs = ms(qc.hsAt.Sub(qc.dialed))
+		if hs := qc.handshakeAt(); !hs.IsZero() {
+			x.rec.Timing.HandshakeMs = ms(hs.Sub(qc.dialed))
 		}
 	}
 }

@@ -129,7 +129,7 @@ func Classify(err error) Status {
 		netErr     net.Error
 	)
 	switch {
-	case errors.Is(err, errClosed):
+	case errors.Is(err, errClosed), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return StatusClosed
 	case errors.Is(err, ErrMalformed):
 		return StatusMalformed
