@@ -24,10 +24,15 @@ const (
 // message base64url-encoded in ?dns= (no padding, §4.1), POST with the
 // message as body, or the JSON API's GET ?name=&type=.
 func dohRequest(ctx context.Context, ep *Endpoint, method string, asJSON bool, wire []byte, q *dns.Msg) (*http.Request, error) {
-	target := "https://" + ep.HostPort() + ep.Path
-	sep := "?"
-	if strings.Contains(ep.Path, "?") {
-		sep = "&"
+	u, err := url.Parse("https://" + ep.HostPort() + ep.Path)
+	if err != nil || u.Fragment != "" || u.Opaque != "" {
+		return nil, fmt.Errorf("bad DoH path %q", ep.Path)
+	}
+	addQuery := func(kv string) {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += kv
 	}
 	var body io.Reader
 	accept := mimeDNS
@@ -44,16 +49,16 @@ func dohRequest(ctx context.Context, ep *Endpoint, method string, asJSON bool, w
 		if o := q.IsEdns0(); o != nil && o.Do() {
 			v.Set("do", "1")
 		}
-		target += sep + v.Encode()
+		addQuery(v.Encode())
 		if method == http.MethodPost {
 			method = http.MethodGet // the JSON API is GET only
 		}
 	case method == http.MethodPost:
 		body = bytes.NewReader(wire)
 	default:
-		target += sep + "dns=" + base64.RawURLEncoding.EncodeToString(wire)
+		addQuery("dns=" + base64.RawURLEncoding.EncodeToString(wire))
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}

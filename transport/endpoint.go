@@ -60,6 +60,12 @@ func ParseURL(raw string) (*Endpoint, error) {
 	if !ok {
 		return nil, fmt.Errorf("bad server URL %q: unknown scheme %q (want udp, tcp, tls, https, h3 or quic)", raw, u.Scheme)
 	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return nil, fmt.Errorf("bad server URL %q: a fragment (#) has no meaning here", raw)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("bad server URL %q: credentials in the URL are not supported", raw)
+	}
 	host := u.Hostname()
 	if host == "" {
 		return nil, fmt.Errorf("bad server URL %q: no host", raw)

@@ -1,0 +1,125 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseURL(t *testing.T) {
+	cases := []struct {
+		in    string
+		proto string
+		host  string
+		port  int
+		path  string
+		err   string
+	}{
+		{"udp://127.0.0.1", ProtoUDP, "127.0.0.1", 53, "", ""},
+		{"tcp://dns.example:5353", ProtoTCP, "dns.example", 5353, "", ""},
+		{"tls://[::1]", ProtoDoT, "::1", 853, "", ""},
+		{"quic://[2001:db8::1]:8853", ProtoDoQ, "2001:db8::1", 8853, "", ""},
+		{"https://dns.example", ProtoDoH2, "dns.example", 443, "/dns-query", ""},
+		{"https://dns.example/resolve?ct", ProtoDoH2, "dns.example", 443, "/resolve?ct", ""},
+		{"https://dns.example/", ProtoDoH2, "dns.example", 443, "/", ""},
+		{"h3://127.0.0.1:8443/q", ProtoDoH3, "127.0.0.1", 8443, "/q", ""},
+		{"127.0.0.1", "", "", 0, "", "want scheme://host"},
+		{"ftp://x", "", "", 0, "", "unknown scheme"},
+		{"udp://", "", "", 0, "", "no host"},
+		{"udp://x:99999", "", "", 0, "", "bad port"},
+		{"udp://x:0", "", "", 0, "", "bad port"},
+		{"tls://x/path", "", "", 0, "", "takes no path"},
+		{"https://[::1", "", "", 0, "", "bad server URL"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			ep, err := ParseURL(c.in)
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.proto, ep.Protocol)
+			require.Equal(t, c.host, ep.Host)
+			require.Equal(t, c.port, ep.Port)
+			require.Equal(t, c.path, ep.Path)
+		})
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	_, err := New("https://x", Options{HTTPVersion: "4"})
+	require.ErrorContains(t, err, "unknown HTTP version")
+	_, err = New("https://x", Options{Method: "put"})
+	require.ErrorContains(t, err, "unknown DoH method")
+	_, err = New("udp://x", Options{LocalAddr: "not-an-ip"})
+	require.ErrorContains(t, err, "bad local address")
+	for _, ok := range []string{"127.0.0.1", ":5353", "127.0.0.1:5353", "[::1]:53", "::1"} {
+		_, err = New("udp://x", Options{LocalAddr: ok})
+		require.NoError(t, err, ok)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err  error
+		want Status
+	}{
+		{context.DeadlineExceeded, StatusTimeout},
+		{context.Canceled, StatusCanceled},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, StatusRefused},
+		{&net.OpError{Op: "dial", Err: syscall.EHOSTUNREACH}, StatusUnreach},
+		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, StatusClosed},
+		{&net.DNSError{Err: "no such host", Name: "x"}, StatusResolve},
+		{malformed("x"), StatusMalformed},
+		{&HTTPError{Code: 502}, StatusHTTP},
+		{fmt.Errorf("wrapped: %w", io.EOF), StatusError},
+		{tlsErr(io.EOF), StatusTLS},
+		{errClosed, StatusClosed},
+		{errors.New("odd"), StatusError},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, Classify(c.err), "%v", c.err)
+	}
+}
+
+func TestPadding(t *testing.T) {
+	for _, name := range []string{"a.", "example.test.", "a-much-longer-name.with.several.labels.example.test."} {
+		q := new(dns.Msg)
+		q.SetQuestion(name, dns.TypeAAAA)
+		pad(q)
+		pad(q) // idempotent: one padding option
+		wire, err := q.Pack()
+		require.NoError(t, err)
+		require.Zero(t, len(wire)%128, "%s: %d octets", name, len(wire))
+		require.Len(t, q.IsEdns0().Option, 1)
+	}
+}
+
+func TestDoQPrefixedByALPN(t *testing.T) {
+	for alpn, want := range map[string]bool{"doq": true, "doq-i11": true, "doq-i04": true, "doq-i03": false, "doq-i00": false} {
+		require.Equal(t, want, doqPrefixed(alpn), alpn)
+	}
+}
+
+func TestMuxFailsPendingWhenReaderStops(t *testing.T) {
+	block := make(chan struct{})
+	m := newMux(func([]byte) error { return nil }, func() ([]byte, error) { <-block; return nil, io.EOF }, true)
+	done := make(chan error)
+	go func() {
+		_, _, err := m.exchange(context.Background(), make([]byte, 12))
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	close(block)
+	require.Equal(t, StatusClosed, Classify(<-done))
+	require.False(t, m.alive())
+}
