@@ -20,7 +20,7 @@ type Record struct {
 
 	Status  Status   `json:"status"`
 	Error   string   `json:"error,omitempty"`
-	Rcode   string   `json:"rcode,omitempty"`
+	Rcode   string   `json:"rcode"`
 	Answers []string `json:"answers"`
 
 	Timing   Timing   `json:"timing"`
@@ -52,14 +52,14 @@ type ConnInfo struct {
 	Reused        bool   `json:"reused"` // an existing connection carried the query
 	LocalAddr     string `json:"local_addr,omitempty"`
 	RemoteAddr    string `json:"remote_addr,omitempty"`
-	TLSVersion    string `json:"tls_version,omitempty"`
+	TLSVersion    string `json:"tls_version"`
 	Cipher        string `json:"cipher,omitempty"`
-	ALPN          string `json:"alpn,omitempty"`
+	ALPN          string `json:"alpn"`
 	TLSResumed    bool   `json:"tls_resumed"`
 	Attempted0RTT bool   `json:"attempted_0rtt"` // the query was sent as early data
 	Used0RTT      bool   `json:"used_0rtt"`      // the server accepted it
 	Rejected0RTT  bool   `json:"rejected_0rtt"`  // refused; the query was resent after the handshake
-	QUICVersion   string `json:"quic_version,omitempty"`
+	QUICVersion   string `json:"quic_version"`
 	VersionNeg    bool   `json:"version_negotiation"` // a Version Negotiation packet was received
 	Retry         bool   `json:"retry"`               // the server sent a Retry
 	TokenUsed     bool   `json:"token_used"`          // the Initial carried a NEW_TOKEN token from an earlier connection

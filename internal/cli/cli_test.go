@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+)
+
+func run(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = Main(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		out = append(out, m)
+	}
+	return out
+}
+
+// get follows a dotted key such as "timing.handshake_ms".
+func get(m map[string]any, key string) (any, bool) {
+	var v any = m
+	for _, k := range strings.Split(key, ".") {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = mm[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// The keys scripts may rely on (issue #2).
+var contractKeys = []string{"url", "protocol", "status", "rcode", "answers", "timing.handshake_ms", "timing.query_ms",
+	"timing.total_ms", "conn.reused", "conn.tls_resumed", "conn.used_0rtt", "conn.alpn", "conn.tls_version",
+	"conn.quic_version", "bytes.sent", "bytes.received"}
+
+func TestQueryJSONContract(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	for _, url := range []string{cd.UDP, cd.TCP, cd.TLS, cd.HTTPS, cd.H3, cd.QUIC} {
+		code, out, errOut := run("query", "--json", "--ca", cd.Cert.CertFile, url, "example.test", "A")
+		require.Equal(t, 0, code, errOut)
+		recs := jsonLines(t, out)
+		require.Len(t, recs, 1)
+		for _, k := range contractKeys {
+			_, ok := get(recs[0], k)
+			require.True(t, ok, "%s: key %s missing in %s", url, k, out)
+		}
+		require.Equal(t, "ok", recs[0]["status"])
+	}
+}
+
+func TestQueryZeroRTTWithWarmup(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	code, out, errOut := run("query", "--ca", cd.Cert.CertFile, "--json", "--warmup", "--0rtt", "--repeat", "2", cd.QUIC, "example.test")
+	require.Equal(t, 0, code, errOut)
+	recs := jsonLines(t, out)
+	require.Len(t, recs, 3)
+	require.Equal(t, true, recs[0]["warmup"])
+	for _, r := range recs[1:] {
+		v, _ := get(r, "conn.used_0rtt")
+		require.Equal(t, true, v, "after a warm-up every measured query rides in 0-RTT")
+		v, _ = get(r, "conn.token_used")
+		require.Equal(t, true, v)
+	}
+}
+
+func TestQueryHumanOutput(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	code, out, _ := run("query", "--ca", cd.Cert.CertFile, "--repeat", "2", "--reuse", cd.TLS, "example.test", "a")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "example.test.\t300\tIN\tA\t"+peertest.ZoneA)
+	require.Contains(t, out, ";; timing ms: socket")
+	require.Contains(t, out, "TLS 1.3")
+	require.Contains(t, out, ";; conn: reused")
+	require.Contains(t, out, ";; 2/2 answered")
+}
+
+func silentUDP(t *testing.T) string {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	return "udp://" + pc.LocalAddr().String()
+}
+
+func TestQueryErrorsAndExitCodes(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	closed := peertest.FreePort(t)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no-args", []string{"query"}, 2, "want URL NAME [TYPE]"},
+		{"bad-scheme", []string{"query", "ftp://127.0.0.1", "x.test"}, 2, "unknown scheme"},
+		{"no-scheme", []string{"query", "127.0.0.1", "x.test"}, 2, "want scheme://host"},
+		{"bad-type", []string{"query", cd.UDP, "x.test", "NOPE"}, 2, "unknown record type"},
+		{"bad-name", []string{"query", cd.UDP, "a..b"}, 2, "bad domain name"},
+		{"bad-flag", []string{"query", "--http", "9", cd.HTTPS, "x.test"}, 2, "unknown HTTP version"},
+		{"missing-ca", []string{"query", "--ca", "/nonexistent.pem", cd.TLS, "x.test"}, 2, "reading --ca"},
+		{"refused", []string{"query", fmt.Sprintf("tcp://127.0.0.1:%d", closed), "x.test"}, 12, "refused"},
+		{"cert", []string{"query", cd.QUIC, "example.test"}, 16, "cert-error"},
+		{"timeout", []string{"query", "--timeout", "300ms", silentUDP(t), "example.test"}, 10, "timeout"},
+		{"http", []string{"query", "--ca", cd.Cert.CertFile, "https://" + cd.DoH + "/nope", "example.test"}, 18, "HTTP 404"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errOut := run(c.args...)
+			require.Equal(t, c.code, code, errOut)
+			require.Contains(t, errOut, c.msg)
+			require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+		})
+	}
+}
+
+func TestNXDomainExitsZero(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	code, out, _ := run("query", "--json", cd.UDP, "missing.test")
+	require.Equal(t, 0, code)
+	require.Equal(t, "nxdomain", jsonLines(t, out)[0]["status"])
+}
