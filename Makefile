@@ -1,0 +1,26 @@
+# doxlab: the two commands a newcomer runs are 'make demo' and 'make test'.
+GO ?= go
+export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
+
+.PHONY: build peers test demo bench fuzz
+
+build:
+	$(GO) build -o bin/doxlab ./cmd/doxlab
+
+peers:
+	bash scripts/install-peers.sh
+
+# CI=true turns a missing peer into a failure instead of a skip.
+test: peers
+	CI=true $(GO) vet ./...
+	CI=true $(GO) test -count=1 ./...
+
+demo: peers build
+	bash scripts/demo.sh
+
+bench: peers
+	$(GO) test ./transport -run '^$$' -bench . -benchtime 3000x
+
+fuzz:
+	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseURL; do \
+		$(GO) test ./transport -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done

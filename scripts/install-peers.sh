@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs the real, independent DNS peers doxlab's tests and demo run
+# against, all on loopback. Idempotent: a second run only checks.
+#   Debian:          unbound, jq, openssl
+#   Go module proxy: CoreDNS v1.15.0 (DoT, DoH/2, DoH/3, DoQ)
+#   PyPI:            aioquic 1.7.2 (its DoQ example server), dnslib
+set -euo pipefail
+
+COREDNS_VERSION=v1.15.0
+AIOQUIC_VERSION=1.7.2
+DNSLIB_VERSION=0.9.26
+PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
+
+say() { printf 'install-peers: %s\n' "$*"; }
+
+missing=()
+for pkg in unbound jq openssl; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  say "apt-get install ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+GOBIN=$(go env GOPATH)/bin
+if ! "$GOBIN/coredns" -version 2>/dev/null | grep -q "CoreDNS-${COREDNS_VERSION#v}"; then
+  say "building CoreDNS $COREDNS_VERSION (a few minutes)"
+  go install "github.com/coredns/coredns@$COREDNS_VERSION"
+fi
+
+if ! python3 -c "import aioquic, dnslib, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION')" 2>/dev/null; then
+  say "pip install aioquic==$AIOQUIC_VERSION dnslib==$DNSLIB_VERSION"
+  python3 -m pip install -q --root-user-action=ignore "aioquic==$AIOQUIC_VERSION" "dnslib==$DNSLIB_VERSION"
+fi
+
+# aioquic's DoQ server is an example: it ships in the sdist only.
+if [ ! -f "$PEERS/aioquic/examples/doq_server.py" ]; then
+  say "unpacking aioquic $AIOQUIC_VERSION examples into $PEERS/aioquic"
+  tmp=$(mktemp -d)
+  python3 -m pip download -q --no-deps --no-binary :all: "aioquic==$AIOQUIC_VERSION" -d "$tmp"
+  tar -xzf "$tmp/aioquic-$AIOQUIC_VERSION.tar.gz" -C "$tmp"
+  mkdir -p "$PEERS/aioquic"
+  cp -r "$tmp/aioquic-$AIOQUIC_VERSION/examples" "$PEERS/aioquic/"
+  rm -rf "$tmp"
+fi
+say "peers ready: coredns $("$GOBIN/coredns" -version | head -1), $(unbound -V | head -1), aioquic $AIOQUIC_VERSION"
