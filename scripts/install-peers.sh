@@ -15,7 +15,8 @@ say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
 for pkg in unbound jq openssl; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  # dpkg -s also succeeds for a removed package whose config files remain.
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
   say "apt-get install ${missing[*]}"
