@@ -332,10 +332,13 @@ func TestDoHJSONAndWireFormat(t *testing.T) {
 
 // doqFixture is a DoQ server on quic-go that hands each stream to serve;
 // it accepts only QUIC v1, so a client offering v2 first must negotiate.
-func doqFixture(t *testing.T, cert *peertest.Cert, serve func(str *quic.Stream)) string {
+func doqFixture(t *testing.T, cert *peertest.Cert, serve func(str *quic.Stream), alpn ...string) string {
 	kp, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
 	require.NoError(t, err)
-	l, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{kp}, NextProtos: []string{"doq"}},
+	if len(alpn) == 0 {
+		alpn = []string{"doq"}
+	}
+	l, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{kp}, NextProtos: alpn},
 		&quic.Config{Versions: []quic.Version{quic.Version1}})
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
@@ -413,3 +416,47 @@ func TestDoQFramingAndVersionNegotiation(t *testing.T) {
 func decodeB64(s string) ([]byte, error) { return base64RawURL.DecodeString(s) }
 
 var base64RawURL = base64.RawURLEncoding
+
+// TestDoQDraftWithoutPrefix talks to a server that speaks only draft -02,
+// whose messages have no length prefix and end with the stream.
+func TestDoQDraftWithoutPrefix(t *testing.T) {
+	cert := peertest.NewCert(t)
+	url := doqFixture(t, cert, func(str *quic.Stream) {
+		q, _ := io.ReadAll(str)
+		str.Write(answer(q, nil))
+		str.Close()
+	}, "doq-i02")
+	rec := fail(t, url, transport.Options{RootCAs: cert.Pool})
+	require.Equal(t, transport.StatusTLS, rec.Status, "only doq offered: no common ALPN; %s", rec.Error)
+	rec = exchange(t, url, transport.Options{RootCAs: cert.Pool, DoQALPNs: append([]string{"doq"}, transport.DraftDoQALPNs...)}, query(peertest.ZoneName, dns.TypeA))
+	require.Equal(t, transport.StatusOK, rec.Status)
+	require.Equal(t, "doq-i02", rec.Conn.ALPN)
+}
+
+func TestIPv6AndNames(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "[::1]:0")
+	if err != nil {
+		t.Skip("no IPv6 loopback:", err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, addr, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(answer(buf[:n], nil), addr)
+		}
+	}()
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	rec := exchange(t, fmt.Sprintf("udp://[::1]:%d", port), transport.Options{}, query(peertest.ZoneName, dns.TypeA))
+	require.Equal(t, transport.StatusOK, rec.Status)
+	require.True(t, strings.HasPrefix(rec.Conn.RemoteAddr, "[::1]:"), rec.Conn.RemoteAddr)
+
+	// A name resolves once, outside the timed exchange, preferring IPv4.
+	cd := peertest.StartCoreDNS(t)
+	rec = exchange(t, "tls://localhost:"+strings.Split(cd.DoT, ":")[1], transport.Options{RootCAs: cd.Cert.Pool}, query(peertest.ZoneName, dns.TypeA))
+	require.Equal(t, transport.StatusOK, rec.Status)
+	require.True(t, strings.HasPrefix(rec.Conn.RemoteAddr, "127.0.0.1:"), rec.Conn.RemoteAddr)
+}

@@ -120,8 +120,16 @@ func (b *base) serverIP(ctx context.Context) (net.IP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s: %w", b.ep.Host, err)
 	}
+	// The first IPv4 address, else the first address: one fixed choice, so
+	// a series of measurements does not flip between address families.
 	b.addrOnce.ip = ips[0]
-	return ips[0], nil
+	for _, ip := range ips {
+		if ip.To4() != nil {
+			b.addrOnce.ip = ip
+			break
+		}
+	}
+	return b.addrOnce.ip, nil
 }
 
 // serverAddr is the IP:port to dial.
