@@ -33,7 +33,7 @@ dns://test:$p53 tls://test:$pdot https://test:$pdoh https3://test:$pdoh quic://t
   file $work/test.zone test
 }
 CORE
-(cd "$work" && coredns -conf Corefile >coredns.log 2>&1) &
+(cd "$work" && exec coredns -conf Corefile >coredns.log 2>&1) &
 for _ in $(seq 100); do
   "$DOXLAB" query --timeout 200ms "udp://127.0.0.1:$p53" example.test >/dev/null 2>&1 && break
   sleep 0.1
