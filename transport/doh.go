@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,13 +21,7 @@ type dohTransport struct {
 	alpn  string
 	mu    sync.Mutex
 	hc    *http.Transport // kept when Reuse
-	conns sync.Map        // *tls.Conn -> *dohConn
-}
-
-type dohConn struct {
-	raw  *net.TCPConn
-	m    *meter
-	info ConnInfo
+	conns sync.Map        // *tls.Conn -> *streamConn
 }
 
 type exchKey struct{}
@@ -64,40 +57,20 @@ func (t *dohTransport) httpTransport() *http.Transport {
 // dialTLS is net/http's dialer: TCP connect and TLS handshake, each timed
 // into the exchange that asked for the connection.
 func (t *dohTransport) dialTLS(ctx context.Context, _, _ string) (net.Conn, error) {
-	x, _ := ctx.Value(exchKey{}).(*exch)
-	addr, err := t.serverAddr(ctx)
+	tm := new(Timing)
+	if x, ok := ctx.Value(exchKey{}).(*exch); ok {
+		tm = &x.rec.Timing
+	}
+	sc, err := t.dialStream(ctx, tm, true, []string{t.alpn})
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
-	ready := t0
-	nc, err := t.dialer(&ready).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	if alpn := sc.info.ALPN; alpn != t.alpn && !(t.alpn == "http/1.1" && alpn == "") {
+		sc.c.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w: server chose ALPN %q, not %q", sc.info.RemoteAddr, errTLSHandshake, alpn, t.alpn)
 	}
-	connected := time.Now()
-	raw := nc.(*net.TCPConn)
-	dc := &dohConn{raw: raw, m: &meter{}}
-	tc := tls.Client(&meteredConn{Conn: raw, m: dc.m}, t.tlsConfig([]string{t.alpn}, t.opts.Session.ticketView("tcp")))
-	err = tc.HandshakeContext(ctx)
-	if x != nil {
-		x.rec.Timing.SocketMs = ms(ready.Sub(t0))
-		x.rec.Timing.ConnectMs = ms(connected.Sub(ready))
-		x.rec.Timing.HandshakeMs = ms(time.Since(connected))
-	}
-	if err != nil {
-		raw.Close()
-		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, tlsErr(err))
-	}
-	cs := tc.ConnectionState()
-	if cs.NegotiatedProtocol != t.alpn && !(t.alpn == "http/1.1" && cs.NegotiatedProtocol == "") {
-		tc.Close()
-		return nil, fmt.Errorf("TLS handshake with %s: %w: server chose ALPN %q, not %q", addr, errTLSHandshake, cs.NegotiatedProtocol, t.alpn)
-	}
-	copyTLSFacts(&dc.info, cs)
-	dc.info.LocalAddr, dc.info.RemoteAddr = raw.LocalAddr().String(), raw.RemoteAddr().String()
-	t.conns.Store(tc, dc)
-	return tc, nil
+	t.conns.Store(sc.c, sc)
+	return sc.c, nil
 }
 
 func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
@@ -116,7 +89,7 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	wire[0], wire[1] = 0, 0 // RFC 8484 §4.1: ID 0 makes GETs cache-friendly
 
 	var (
-		dc      *dohConn
+		dc      *streamConn
 		reused  bool
 		gotConn time.Time
 		bytes0  snapshot
@@ -125,7 +98,7 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		gotConn, reused = time.Now(), info.Reused
 		if v, ok := t.conns.Load(info.Conn); ok {
-			dc = v.(*dohConn)
+			dc = v.(*streamConn)
 			if reused {
 				bytes0 = dc.m.snap()
 				segs0, _ = tcpSegments(dc.raw)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -22,8 +21,7 @@ const h3NoError quic.ApplicationErrorCode = 0x100
 type doh3Transport struct {
 	*base
 	h3   http3.Transport // only makes client conns
-	mu   sync.Mutex
-	conn *h3Conn // kept when Reuse
+	kept slot[*h3Conn]
 }
 
 type h3Conn struct {
@@ -40,7 +38,8 @@ func (t *doh3Transport) Exchange(ctx context.Context, q *dns.Msg) (*Record, erro
 const h3Family = "quic/h3"
 
 func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
-	hc, reused, err := t.get(ctx)
+	hc, reused, err := t.kept.get(t.opts.Reuse, func(hc *h3Conn) bool { return hc.alive() },
+		func() (*h3Conn, error) { return t.dial(ctx, t.opts.ZeroRTT) })
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +70,12 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 			// continuation), so redial with a full handshake. The record
 			// keeps the rejection, and its total includes the lost round trip.
 			rejected = true
-			t.drop(hc)
+			t.kept.drop(hc)
 			hc.conn.CloseWithError(h3NoError, "")
-			if hc, err = t.redial(ctx); err == nil {
+			if hc, err = t.dial(ctx, false); err == nil {
+				if t.opts.Reuse {
+					t.kept.put(hc)
+				}
 				if !t.opts.Reuse {
 					defer hc.close(t.opts.Session, h3Family, t.tlsConfig(nil, nil).ServerName, h3NoError)
 				}
@@ -87,7 +89,7 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 	hc.label(ctx, x, reused, rejected)
 	if err != nil {
 		if !hc.alive() {
-			t.drop(hc)
+			t.kept.drop(hc)
 		}
 		return nil, err
 	}
@@ -119,52 +121,18 @@ func (t *doh3Transport) roundTrip(ctx context.Context, hc *h3Conn, method string
 	return resp, body, err
 }
 
-func (t *doh3Transport) get(ctx context.Context) (*h3Conn, bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conn != nil && t.conn.alive() {
-		return t.conn, true, nil
-	}
-	qc, err := t.dialQUIC(ctx, []string{http3.NextProtoH3}, h3Family, t.opts.ZeroRTT)
-	if err != nil {
-		return nil, false, err
-	}
-	hc := &h3Conn{quicConn: qc, cc: t.h3.NewClientConn(qc.conn)}
-	if t.opts.Reuse {
-		t.conn = hc
-	}
-	return hc, false, nil
-}
-
-// redial opens a connection without 0-RTT after a rejected attempt.
-func (t *doh3Transport) redial(ctx context.Context) (*h3Conn, error) {
-	qc, err := t.dialQUIC(ctx, []string{http3.NextProtoH3}, h3Family, false)
+// dial opens an HTTP/3 connection, early (0-RTT) if asked.
+func (t *doh3Transport) dial(ctx context.Context, early bool) (*h3Conn, error) {
+	qc, err := t.dialQUIC(ctx, []string{http3.NextProtoH3}, h3Family, early)
 	if err != nil {
 		return nil, err
 	}
-	hc := &h3Conn{quicConn: qc, cc: t.h3.NewClientConn(qc.conn)}
-	if t.opts.Reuse {
-		t.mu.Lock()
-		t.conn = hc
-		t.mu.Unlock()
-	}
-	return hc, nil
-}
-
-func (t *doh3Transport) drop(hc *h3Conn) {
-	t.mu.Lock()
-	if t.conn == hc {
-		t.conn = nil
-	}
-	t.mu.Unlock()
+	return &h3Conn{quicConn: qc, cc: t.h3.NewClientConn(qc.conn)}, nil
 }
 
 func (t *doh3Transport) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conn != nil {
-		t.conn.close(nil, "", "", h3NoError)
-		t.conn = nil
+	if hc, ok := t.kept.take(); ok {
+		hc.close(nil, "", "", h3NoError)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -21,8 +20,7 @@ const doqNoError quic.ApplicationErrorCode = 0
 type doqTransport struct {
 	*base
 	alpn []string
-	mu   sync.Mutex
-	conn *quicConn // kept when Reuse
+	kept slot[*quicConn]
 }
 
 func newDoQ(b *base) *doqTransport {
@@ -41,7 +39,8 @@ func (t *doqTransport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error
 }
 
 func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
-	qc, reused, err := t.get(ctx)
+	qc, reused, err := t.kept.get(t.opts.Reuse, (*quicConn).alive,
+		func() (*quicConn, error) { return t.dialQUIC(ctx, t.alpn, t.family(), t.opts.ZeroRTT) })
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +71,7 @@ func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	qc.label(ctx, x, reused, rejected)
 	if err != nil {
 		if !qc.alive() {
-			t.drop(qc)
+			t.kept.drop(qc)
 		}
 		return nil, err
 	}
@@ -150,36 +149,9 @@ func doqPrefixed(alpn string) bool {
 	return err != nil || v >= 4
 }
 
-func (t *doqTransport) get(ctx context.Context) (*quicConn, bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conn != nil && t.conn.alive() {
-		return t.conn, true, nil
-	}
-	qc, err := t.dialQUIC(ctx, t.alpn, t.family(), t.opts.ZeroRTT)
-	if err != nil {
-		return nil, false, err
-	}
-	if t.opts.Reuse {
-		t.conn = qc
-	}
-	return qc, false, nil
-}
-
-func (t *doqTransport) drop(qc *quicConn) {
-	t.mu.Lock()
-	if t.conn == qc {
-		t.conn = nil
-	}
-	t.mu.Unlock()
-}
-
 func (t *doqTransport) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conn != nil {
-		t.conn.close(nil, "", "", doqNoError)
-		t.conn = nil
+	if qc, ok := t.kept.take(); ok {
+		qc.close(nil, "", "", doqNoError)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -20,10 +19,11 @@ const ticketGrace = 100 * time.Millisecond
 // whose answers are matched by ID in whatever order they come.
 type streamTransport struct {
 	*base
-	mu   sync.Mutex
-	conn *streamConn // kept when Reuse
+	kept slot[*streamConn]
 }
 
+// streamConn is a TCP connection, maybe inside TLS, metered at the socket.
+// DoH uses it too, without the mux.
 type streamConn struct {
 	raw  *net.TCPConn
 	c    net.Conn // raw, metered, maybe inside TLS
@@ -40,7 +40,8 @@ func (t *streamTransport) tls() bool { return t.ep.Protocol == ProtoDoT }
 
 func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
 	mark := t.opts.Session.ticketMark("tcp", t.serverName())
-	sc, reused, err := t.get(ctx, x)
+	sc, reused, err := t.kept.get(t.opts.Reuse, func(sc *streamConn) bool { return sc.mux.alive() },
+		func() (*streamConn, error) { return t.dial(ctx, x) })
 	if err != nil {
 		return nil, err
 	}
@@ -88,52 +89,16 @@ func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*d
 
 func (t *streamTransport) serverName() string { return t.tlsConfig(nil, nil).ServerName }
 
-func (t *streamTransport) get(ctx context.Context, x *exch) (*streamConn, bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conn != nil && t.conn.mux.alive() {
-		return t.conn, true, nil
-	}
-	sc, err := t.dial(ctx, x)
-	if err != nil {
-		return nil, false, err
-	}
-	if t.opts.Reuse {
-		t.conn = sc
-	}
-	return sc, false, nil
-}
-
-// dial opens a TCP connection, and for DoT runs the TLS handshake over it,
-// timing each phase.
+// dial opens the connection and frames it for DNS: a 2-octet length per
+// message, answers matched by ID.
 func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error) {
-	addr, err := t.serverAddr(ctx)
+	var alpn []string
+	if t.tls() {
+		alpn = []string{"dot"}
+	}
+	sc, err := t.dialStream(ctx, &x.rec.Timing, t.tls(), alpn)
 	if err != nil {
 		return nil, err
-	}
-	t0 := time.Now()
-	ready := t0
-	nc, err := t.dialer(&ready).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
-	}
-	connected := time.Now()
-	x.rec.Timing.SocketMs = ms(ready.Sub(t0))
-	x.rec.Timing.ConnectMs = ms(connected.Sub(ready))
-	raw := nc.(*net.TCPConn)
-	sc := &streamConn{raw: raw, m: &meter{}}
-	sc.c = &meteredConn{Conn: raw, m: sc.m}
-	sc.info.LocalAddr, sc.info.RemoteAddr = raw.LocalAddr().String(), raw.RemoteAddr().String()
-	if t.tls() {
-		tc := tls.Client(sc.c, t.tlsConfig([]string{"dot"}, t.opts.Session.ticketView("tcp")))
-		err := tc.HandshakeContext(ctx)
-		x.rec.Timing.HandshakeMs = ms(time.Since(connected))
-		if err != nil {
-			raw.Close()
-			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, tlsErr(err))
-		}
-		copyTLSFacts(&sc.info, tc.ConnectionState())
-		sc.c = tc
 	}
 	c := sc.c
 	sc.mux = newMux(
@@ -150,21 +115,49 @@ func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error
 	return sc, nil
 }
 
-func (t *streamTransport) drop(sc *streamConn) {
-	t.mu.Lock()
-	if t.conn == sc {
-		t.conn = nil
+// dialStream opens a TCP connection, and with secure runs the TLS
+// handshake over it, timing each phase into tm.
+func (b *base) dialStream(ctx context.Context, tm *Timing, secure bool, alpn []string) (*streamConn, error) {
+	addr, err := b.serverAddr(ctx)
+	if err != nil {
+		return nil, err
 	}
-	t.mu.Unlock()
+	t0 := time.Now()
+	ready := t0
+	nc, err := b.dialer(&ready).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	}
+	connected := time.Now()
+	tm.SocketMs = ms(ready.Sub(t0))
+	tm.ConnectMs = ms(connected.Sub(ready))
+	raw := nc.(*net.TCPConn)
+	sc := &streamConn{raw: raw, m: &meter{}}
+	sc.c = &meteredConn{Conn: raw, m: sc.m}
+	sc.info.LocalAddr, sc.info.RemoteAddr = raw.LocalAddr().String(), raw.RemoteAddr().String()
+	if !secure {
+		return sc, nil
+	}
+	tc := tls.Client(sc.c, b.tlsConfig(alpn, b.opts.Session.ticketView("tcp")))
+	err = tc.HandshakeContext(ctx)
+	tm.HandshakeMs = ms(time.Since(connected))
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, tlsErr(err))
+	}
+	copyTLSFacts(&sc.info, tc.ConnectionState())
+	sc.c = tc
+	return sc, nil
+}
+
+func (t *streamTransport) drop(sc *streamConn) {
+	t.kept.drop(sc)
 	sc.c.Close()
 }
 
 func (t *streamTransport) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conn != nil {
-		t.conn.c.Close()
-		t.conn = nil
+	if sc, ok := t.kept.take(); ok {
+		sc.c.Close()
 	}
 	return nil
 }

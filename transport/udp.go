@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -15,8 +14,7 @@ import (
 // "refused". Answers with another ID are ignored, as stub resolvers do.
 type udpTransport struct {
 	*base
-	mu   sync.Mutex
-	conn *udpConn // kept when Reuse
+	kept slot[*udpConn]
 }
 
 type udpConn struct {
@@ -29,7 +27,8 @@ func (t *udpTransport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error
 }
 
 func (t *udpTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
-	uc, reused, err := t.get(ctx, x)
+	uc, reused, err := t.kept.get(t.opts.Reuse, func(uc *udpConn) bool { return uc.mux.alive() },
+		func() (*udpConn, error) { return t.dial(ctx, x) })
 	if err != nil {
 		return nil, err
 	}
@@ -59,21 +58,16 @@ func (t *udpTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	return resp, nil
 }
 
-func (t *udpTransport) get(ctx context.Context, x *exch) (*udpConn, bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conn != nil && t.conn.mux.alive() {
-		return t.conn, true, nil
-	}
+func (t *udpTransport) dial(ctx context.Context, x *exch) (*udpConn, error) {
 	addr, err := t.serverAddr(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	t0 := time.Now()
 	var ready time.Time
 	nc, err := t.dialer(&ready).DialContext(ctx, "udp", addr)
 	if err != nil {
-		return nil, false, fmt.Errorf("opening UDP socket to %s: %w", addr, err)
+		return nil, fmt.Errorf("opening UDP socket to %s: %w", addr, err)
 	}
 	x.rec.Timing.SocketMs = ms(time.Since(t0))
 	c := nc.(*net.UDPConn)
@@ -88,18 +82,12 @@ func (t *udpTransport) get(ctx context.Context, x *exch) (*udpConn, bool, error)
 			}
 			return append([]byte(nil), buf[:n]...), nil
 		}, false)
-	if t.opts.Reuse {
-		t.conn = uc
-	}
-	return uc, false, nil
+	return uc, nil
 }
 
 func (t *udpTransport) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conn != nil {
-		t.conn.c.Close()
-		t.conn = nil
+	if uc, ok := t.kept.take(); ok {
+		uc.c.Close()
 	}
 	return nil
 }
