@@ -22,5 +22,6 @@ bench: peers
 	$(GO) test ./transport -run '^$$' -bench . -benchtime 3000x
 
 fuzz:
-	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseURL; do \
-		$(GO) test ./transport -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
+	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseDoHRequest; do \
+		$(GO) test ./internal/dnswire -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
+	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s

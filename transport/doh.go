@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
 )
 
 // dohTransport is DoH (RFC 8484) over HTTP/1.1 or HTTP/2. It dials TCP and
@@ -107,7 +109,7 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		}
 	}}
 	ctx = httptrace.WithClientTrace(context.WithValue(ctx, exchKey{}, x), trace)
-	req, err := dohRequest(ctx, t.ep, strings.ToUpper(orDefault(t.opts.Method, "get")), t.opts.JSON, wire, q)
+	req, err := dnswire.NewDoHRequest(ctx, t.target(), strings.ToUpper(orDefault(t.opts.Method, "get")), t.opts.JSON, wire, q)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +117,7 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	if err != nil {
 		return nil, err
 	}
-	body, err := readDoHBody(resp)
+	body, err := dnswire.ReadBody(resp.Body)
 	x.answered = time.Now()
 	if dc != nil {
 		x.rec.Conn = dc.info
@@ -134,7 +136,7 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		return nil, err
 	}
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(body))}
-	m, err := decodeDoH(resp.StatusCode, resp.Header.Get("Content-Type"), body, t.opts.JSON, q)
+	m, err := dnswire.DecodeDoHResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body, t.opts.JSON, q)
 	if err != nil {
 		return nil, err
 	}

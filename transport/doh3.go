@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
@@ -97,7 +99,7 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(body))}
 	d := hc.m.snap().since(before)
 	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
-	m, err := decodeDoH(resp.StatusCode, resp.Header.Get("Content-Type"), body, t.opts.JSON, q)
+	m, err := dnswire.DecodeDoHResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body, t.opts.JSON, q)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +110,7 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 // roundTrip sends one request and reads the whole body: a rejected 0-RTT
 // request can fail in either step.
 func (t *doh3Transport) roundTrip(ctx context.Context, hc *h3Conn, method string, wire []byte, q *dns.Msg) (*http.Response, []byte, error) {
-	req, err := dohRequest(ctx, t.ep, method, t.opts.JSON, wire, q)
+	req, err := dnswire.NewDoHRequest(ctx, t.target(), method, t.opts.JSON, wire, q)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -117,7 +119,7 @@ func (t *doh3Transport) roundTrip(ctx context.Context, hc *h3Conn, method string
 	if err != nil {
 		return nil, nil, err
 	}
-	body, err := readDoHBody(resp)
+	body, err := dnswire.ReadBody(resp.Body)
 	return resp, body, err
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/quic-go/quic-go"
 )
 
@@ -78,7 +80,7 @@ func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(answer))}
 	d := qc.m.snap().since(before)
 	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
-	resp, err := unpack(answer)
+	resp, err := dnswire.Unpack(answer)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +109,7 @@ func doqRoundTrip(ctx context.Context, conn *quic.Conn, wire []byte) (answer []b
 	prefixed := doqPrefixed(conn.ConnectionState().TLS.NegotiatedProtocol)
 	msg := wire
 	if prefixed {
-		if msg, err = appendPrefixed(nil, wire); err != nil {
+		if msg, err = dnswire.AppendPrefixed(nil, wire); err != nil {
 			return nil, sent, at, err
 		}
 	}
@@ -117,17 +119,17 @@ func doqRoundTrip(ctx context.Context, conn *quic.Conn, wire []byte) (answer []b
 	}
 	str.Close() // RFC 9250 §4.2: the client MUST send FIN after the query
 	if prefixed {
-		answer, err = readPrefixed(str)
+		answer, err = dnswire.ReadPrefixed(str)
 		if err == io.EOF {
 			err = malformed("stream closed without an answer")
 		}
 	} else {
-		answer, err = io.ReadAll(io.LimitReader(str, maxMsg+1))
+		answer, err = io.ReadAll(io.LimitReader(str, dnswire.MaxMsg+1))
 		switch {
 		case err != nil:
-		case len(answer) > maxMsg:
-			err = malformed("answer exceeds %d octets", maxMsg)
-		case len(answer) < minMsg:
+		case len(answer) > dnswire.MaxMsg:
+			err = malformed("answer exceeds %d octets", dnswire.MaxMsg)
+		case len(answer) < dnswire.MinMsg:
 			err = malformed("%d-octet answer is shorter than a DNS header", len(answer))
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
 )
 
 // mux matches answers to queries by message ID on one connection, so many
@@ -52,7 +54,7 @@ func (m *mux) loop(strict bool) {
 			m.fail(err)
 			return
 		}
-		if len(msg) < minMsg {
+		if len(msg) < dnswire.MinMsg {
 			if strict {
 				m.fail(malformed("%d-octet message is shorter than a DNS header", len(msg)))
 				return

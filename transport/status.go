@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/quic-go/quic-go"
 )
 
@@ -71,20 +73,10 @@ func statusForRcode(rcode int) Status {
 
 // ErrMalformed marks a peer that broke the protocol: bad framing, a message
 // that does not parse, or an answer to a question we did not ask.
-var ErrMalformed = errors.New("malformed response")
+var ErrMalformed = dnswire.ErrMalformed
 
-// HTTPError is a DoH answer with a status other than 200, or the wrong body.
-type HTTPError struct {
-	Code int
-	Msg  string
-}
-
-func (e *HTTPError) Error() string {
-	if e.Msg != "" {
-		return fmt.Sprintf("HTTP %d: %s", e.Code, e.Msg)
-	}
-	return fmt.Sprintf("HTTP %d", e.Code)
-}
+// HTTPError is a DoH answer with a status other than 200.
+type HTTPError = dnswire.HTTPError
 
 // errClosed is a connection the server ended before the answer came.
 var errClosed = errors.New("server closed the connection")
@@ -101,9 +93,7 @@ func tlsErr(err error) error {
 	return err
 }
 
-func malformed(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
-}
+var malformed = dnswire.Malformed
 
 // Classify maps an error from any transport to a Status. Order matters:
 // certificate errors are also TLS errors, and QUIC wraps TLS alerts.

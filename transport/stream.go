@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
 )
 
 // ticketGrace bounds the wait for a session ticket before a fresh
@@ -79,7 +81,7 @@ func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*d
 	if segs, ok := tcpSegments(sc.raw); ok {
 		x.rec.Packets = Counts{Sent: segs.Sent - segs0.Sent, Received: segs.Received - segs0.Received}
 	}
-	resp, err := unpack(a.msg)
+	resp, err := dnswire.Unpack(a.msg)
 	if err != nil {
 		return nil, err
 	}
@@ -103,14 +105,14 @@ func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error
 	c := sc.c
 	sc.mux = newMux(
 		func(b []byte) error {
-			buf, err := appendPrefixed(make([]byte, 0, len(b)+2), b)
+			buf, err := dnswire.AppendPrefixed(make([]byte, 0, len(b)+2), b)
 			if err != nil {
 				return err
 			}
 			_, err = c.Write(buf) // one write: prefix and message in one segment
 			return err
 		},
-		func() ([]byte, error) { return readPrefixed(c) },
+		func() ([]byte, error) { return dnswire.ReadPrefixed(c) },
 		true)
 	return sc, nil
 }

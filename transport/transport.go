@@ -228,15 +228,6 @@ func checkAnswer(q, r *dns.Msg) error {
 	return nil
 }
 
-// unpack parses a DNS message; any failure is the peer's.
-func unpack(wire []byte) (*dns.Msg, error) {
-	m := new(dns.Msg)
-	if err := m.Unpack(wire); err != nil {
-		return nil, malformed("%v", err)
-	}
-	return m, nil
-}
-
 // pad adds an EDNS(0) padding option so the query is a multiple of 128
 // octets (RFC 8467 §4.1, block-length padding).
 func pad(q *dns.Msg) {
@@ -258,6 +249,9 @@ func pad(q *dns.Msg) {
 		p.Padding = make([]byte, 128-rem)
 	}
 }
+
+// target is the https:// URL of a DoH endpoint.
+func (b *base) target() string { return "https://" + b.ep.HostPort() + b.ep.Path }
 
 // tlsConfig is the client TLS config for one connection.
 func (b *base) tlsConfig(alpn []string, cache tls.ClientSessionCache) *tls.Config {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
 )
 
 // udpTransport is classic DNS over UDP (RFC 1035 §4.2.1). The socket is
@@ -50,7 +52,7 @@ func (t *udpTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	// On UDP the DNS message is the whole payload: one datagram each way.
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(a.msg))}
 	x.rec.Bytes, x.rec.Packets = x.rec.DNSBytes, Counts{Sent: 1, Received: 1}
-	resp, err := unpack(a.msg)
+	resp, err := dnswire.Unpack(a.msg)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +73,7 @@ func (t *udpTransport) dial(ctx context.Context, x *exch) (*udpConn, error) {
 	}
 	x.rec.Timing.SocketMs = ms(time.Since(t0))
 	c := nc.(*net.UDPConn)
-	buf := make([]byte, maxMsg)
+	buf := make([]byte, dnswire.MaxMsg)
 	uc := &udpConn{c: c}
 	uc.mux = newMux(
 		func(b []byte) error { _, err := c.Write(b); return err },
