@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -106,7 +104,7 @@ func doqRoundTrip(ctx context.Context, conn *quic.Conn, wire []byte) (answer []b
 	if dl, ok := ctx.Deadline(); ok {
 		str.SetDeadline(dl)
 	}
-	prefixed := doqPrefixed(conn.ConnectionState().TLS.NegotiatedProtocol)
+	prefixed := dnswire.DoQPrefixed(conn.ConnectionState().TLS.NegotiatedProtocol)
 	msg := wire
 	if prefixed {
 		if msg, err = dnswire.AppendPrefixed(nil, wire); err != nil {
@@ -138,17 +136,6 @@ func doqRoundTrip(ctx context.Context, conn *quic.Conn, wire []byte) (answer []b
 		return nil, sent, at, err
 	}
 	return answer, sent, at, nil
-}
-
-// doqPrefixed says whether a DoQ ALPN frames messages with a length. The
-// drafts before -04 sent the bare message and ended the stream instead.
-func doqPrefixed(alpn string) bool {
-	n, ok := strings.CutPrefix(alpn, "doq-i")
-	if !ok {
-		return true
-	}
-	v, err := strconv.Atoi(n)
-	return err != nil || v >= 4
 }
 
 func (t *doqTransport) Close() error {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
 )
 
 func TestParseURL(t *testing.T) {
@@ -106,7 +108,7 @@ func TestPadding(t *testing.T) {
 
 func TestDoQPrefixedByALPN(t *testing.T) {
 	for alpn, want := range map[string]bool{"doq": true, "doq-i11": true, "doq-i04": true, "doq-i03": false, "doq-i00": false} {
-		require.Equal(t, want, doqPrefixed(alpn), alpn)
+		require.Equal(t, want, dnswire.DoQPrefixed(alpn), alpn)
 	}
 }
 

@@ -23,6 +23,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"query", "send DNS queries over any transport and show timings and connection facts", runQuery},
+		{"serve", "serve DNS over UDP, TCP, DoT, DoH/1.1/2/3 and DoQ, and web pages over HTTP/3", runServe},
 		{"version", "print doxlab's version", runVersion},
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 )
 
 // MaxMsg is the largest DNS message any transport can carry: the 2-octet
@@ -58,4 +60,15 @@ func ReadPrefixed(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	return msg, nil
+}
+
+// DoQPrefixed says whether a DoQ ALPN frames messages with a length. The
+// drafts before -04 sent the bare message and ended the stream instead.
+func DoQPrefixed(alpn string) bool {
+	n, ok := strings.CutPrefix(alpn, "doq-i")
+	if !ok {
+		return true
+	}
+	v, err := strconv.Atoi(n)
+	return err != nil || v >= 4
 }

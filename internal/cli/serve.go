@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/doxlab/doxlab/server"
+)
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ", ") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+const serveUsage = `usage: doxlab serve [--config FILE] [flags]
+
+Serves DNS over UDP, TCP, DoT, DoH (HTTP/1.1, /2, /3) and DoQ, and web
+pages over HTTP/3 and HTTP/2, with one TLS identity and one set of ticket
+and token keys. Without --config or listener flags it serves on loopback:
+udp and tcp 127.0.0.1:5300, dot and doq 127.0.0.1:8853, doh (TCP) and doh3
+(UDP) 127.0.0.1:8443. Flags override the config file.
+
+flags:
+`
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfgPath                                  = fs.String("config", "", "YAML config `FILE`")
+		udp, tcp, dot, doh, doh3, doq, web       string
+		any, zone, hosts, forward, records, cert string
+		key, certOut, retry, metrics, dohPath    string
+		static                                   stringList
+		noZeroRTT, inOrder, cache                bool
+		delay                                    time.Duration
+		delayEvery                               int
+	)
+	fs.StringVar(&udp, "udp", "", "serve Do53 over UDP on `addr`")
+	fs.StringVar(&tcp, "tcp", "", "serve Do53 over TCP on `addr`")
+	fs.StringVar(&dot, "dot", "", "serve DoT on `addr`")
+	fs.StringVar(&doh, "doh", "", "serve DoH over HTTP/1.1 and HTTP/2 on TCP `addr`")
+	fs.StringVar(&doh3, "doh3", "", "serve DoH over HTTP/3 on UDP `addr`")
+	fs.StringVar(&doq, "doq", "", "serve DoQ on `addr`")
+	fs.StringVar(&web, "web", "", "serve pages (and DoH) over HTTP/3 and HTTP/2 on `addr`")
+	fs.StringVar(&dohPath, "doh-path", "", "DoH endpoint path (default /dns-query)")
+	fs.StringVar(&any, "any", "", "answer any name with this `IP`")
+	fs.Var(&static, "record", "serve this resource record (zone-file syntax; repeatable)")
+	fs.StringVar(&zone, "zone", "", "serve this RFC 1035 zone `file`")
+	fs.StringVar(&hosts, "hosts", "", "serve the names in this hosts `file`")
+	fs.StringVar(&forward, "forward", "", "forward other queries to this upstream `URL`")
+	fs.BoolVar(&cache, "cache", false, "cache forwarded answers")
+	fs.StringVar(&cert, "cert", "", "certificate PEM `file` (default: generated)")
+	fs.StringVar(&key, "key", "", "key PEM `file`")
+	fs.StringVar(&certOut, "cert-out", "", "write the certificate in use to `file` (for clients' --ca)")
+	fs.StringVar(&retry, "retry", "", "QUIC address validation: never, always or first")
+	fs.BoolVar(&noZeroRTT, "no-0rtt", false, "refuse QUIC 0-RTT")
+	fs.DurationVar(&delay, "delay", 0, "delay every answer by `d`")
+	fs.IntVar(&delayEvery, "delay-every", 0, "delay every `N`th answer by 1 s")
+	fs.BoolVar(&inOrder, "in-order", false, "answer each TCP/DoT connection strictly in query order")
+	fs.StringVar(&records, "records", "", "write a JSON line per query and connection to `file` (- for stdout)")
+	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on `addr`")
+	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
+	if _, err := parseInterleaved(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "doxlab serve: %v\n", err)
+		return exitUsage
+	}
+	cfg := &server.Config{}
+	if *cfgPath != "" {
+		c, err := server.LoadConfig(*cfgPath)
+		if err != nil {
+			return fail(err)
+		}
+		cfg = c
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	l := &cfg.Listen
+	set(&l.UDP, udp)
+	set(&l.TCP, tcp)
+	set(&l.DoT, dot)
+	set(&l.DoH, doh)
+	set(&l.DoH3, doh3)
+	set(&l.DoQ, doq)
+	set(&l.Web, web)
+	if *l == (server.Listen{}) {
+		*l = server.Listen{UDP: "127.0.0.1:5300", TCP: "127.0.0.1:5300", DoT: "127.0.0.1:8853", DoQ: "127.0.0.1:8853", DoH: "127.0.0.1:8443", DoH3: "127.0.0.1:8443"}
+	}
+	set(&cfg.DoHPath, dohPath)
+	set(&cfg.Answers.Any, any)
+	set(&cfg.Answers.Zone, zone)
+	set(&cfg.Answers.Hosts, hosts)
+	set(&cfg.Answers.Forward, forward)
+	cfg.Answers.Static = append(cfg.Answers.Static, static...)
+	cfg.Answers.Cache = cfg.Answers.Cache || cache
+	set(&cfg.TLS.Cert, cert)
+	set(&cfg.TLS.Key, key)
+	set(&cfg.TLS.CertOut, certOut)
+	set(&cfg.QUIC.Retry, retry)
+	cfg.QUIC.NoZeroRTT = cfg.QUIC.NoZeroRTT || noZeroRTT
+	if delay > 0 {
+		cfg.Faults.Delay = delay
+	}
+	if delayEvery > 0 {
+		cfg.Faults.DelayEvery = delayEvery
+	}
+	cfg.Faults.InOrder = cfg.Faults.InOrder || inOrder
+	set(&cfg.Records, records)
+	set(&cfg.Metrics, metrics)
+
+	srv, err := server.New(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if err := srv.Start(); err != nil {
+		return fail(err)
+	}
+	defer srv.Close()
+	for _, name := range []string{"udp", "tcp", "dot", "doh", "doh3", "doq", "web", "metrics"} {
+		if a := srv.Addr(name); a != nil {
+			fmt.Fprintf(stderr, "doxlab serve: %-7s %s\n", name, a)
+		}
+	}
+	fmt.Fprintf(stderr, "doxlab serve: certificate SPKI %s\n", srv.SPKI())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	return exitOK
+}

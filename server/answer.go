@@ -1,0 +1,269 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/transport"
+)
+
+// answerer answers queries from, in order: static records, a hosts file
+// and a zone file (one record set), a constant address for any name, and
+// forwarding to an upstream with an optional cache.
+type answerer struct {
+	records map[string][]dns.RR // by canonical owner name
+	zones   []*dns.SOA          // origins we are authoritative for
+	any     net.IP
+	anyTTL  uint32
+	fwd     transport.Transport
+	cache   *cache
+	local   bool // static records or hosts: unknown names are NXDOMAIN, not REFUSED
+}
+
+func newAnswerer(c *Answers) (*answerer, error) {
+	a := &answerer{records: map[string][]dns.RR{}, anyTTL: c.AnyTTL}
+	for i, s := range c.Static {
+		rr, err := dns.NewRR(s)
+		if err != nil || rr == nil {
+			return nil, fmt.Errorf("answers.static[%d]: %q: %v", i, s, err)
+		}
+		a.add(rr)
+		a.local = true
+	}
+	if c.Hosts != "" {
+		if err := a.loadHosts(c.Hosts); err != nil {
+			return nil, err
+		}
+		a.local = true
+	}
+	if c.Zone != "" {
+		if err := a.loadZone(c.Zone, c.Origin); err != nil {
+			return nil, err
+		}
+	}
+	if c.Any != "" {
+		a.any = net.ParseIP(c.Any)
+	}
+	if c.Forward != "" {
+		t, err := transport.New(c.Forward, transport.Options{Reuse: true, Timeout: 3 * time.Second})
+		if err != nil {
+			return nil, fmt.Errorf("answers.forward: %w", err)
+		}
+		a.fwd = t
+		if c.Cache {
+			a.cache = &cache{m: map[cacheKey]cacheEntry{}}
+		}
+	}
+	return a, nil
+}
+
+func (a *answerer) add(rr dns.RR) {
+	name := dns.CanonicalName(rr.Header().Name)
+	a.records[name] = append(a.records[name], rr)
+}
+
+func (a *answerer) loadHosts(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("answers.hosts: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		ip := net.ParseIP(fields[0])
+		if ip == nil {
+			return fmt.Errorf("answers.hosts: %s:%d: %q is not an address", path, n, fields[0])
+		}
+		for _, name := range fields[1:] {
+			hdr := dns.RR_Header{Name: dns.Fqdn(name), Class: dns.ClassINET, Ttl: 300}
+			if ip4 := ip.To4(); ip4 != nil {
+				hdr.Rrtype = dns.TypeA
+				a.add(&dns.A{Hdr: hdr, A: ip4})
+			} else {
+				hdr.Rrtype = dns.TypeAAAA
+				a.add(&dns.AAAA{Hdr: hdr, AAAA: ip})
+			}
+		}
+	}
+	return sc.Err()
+}
+
+func (a *answerer) loadZone(path, origin string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("answers.zone: %w", err)
+	}
+	defer f.Close()
+	zp := dns.NewZoneParser(f, dns.Fqdn(origin), path)
+	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+		if soa, isSOA := rr.(*dns.SOA); isSOA {
+			a.zones = append(a.zones, soa)
+		}
+		a.add(rr)
+	}
+	if err := zp.Err(); err != nil {
+		return fmt.Errorf("answers.zone: %v", err)
+	}
+	return nil
+}
+
+// zoneOf returns the SOA of the zone name lies in, or nil.
+func (a *answerer) zoneOf(name string) *dns.SOA {
+	for _, soa := range a.zones {
+		if dns.IsSubDomain(soa.Hdr.Name, name) {
+			return soa
+		}
+	}
+	return nil
+}
+
+// answer builds the response to q (with q's ID; the caller frames it).
+func (a *answerer) answer(ctx context.Context, q *dns.Msg) *dns.Msg {
+	r := new(dns.Msg)
+	r.SetReply(q)
+	if q.Opcode != dns.OpcodeQuery || len(q.Question) != 1 {
+		r.Rcode = dns.RcodeNotImplemented
+		if len(q.Question) != 1 {
+			r.Rcode = dns.RcodeFormatError
+		}
+		return r
+	}
+	qq := q.Question[0]
+	name := dns.CanonicalName(qq.Name)
+	if rrs, ok := a.records[name]; ok {
+		r.Authoritative = true
+		for _, rr := range rrs {
+			t := rr.Header().Rrtype
+			if t == qq.Qtype || qq.Qtype == dns.TypeANY || (t == dns.TypeCNAME && qq.Qtype != dns.TypeCNAME) {
+				r.Answer = append(r.Answer, rr)
+			}
+		}
+		if len(r.Answer) == 0 {
+			if soa := a.zoneOf(name); soa != nil {
+				r.Ns = []dns.RR{soa}
+			}
+		}
+		return r
+	}
+	if soa := a.zoneOf(name); soa != nil {
+		r.Authoritative, r.Rcode, r.Ns = true, dns.RcodeNameError, []dns.RR{soa}
+		return r
+	}
+	if a.any != nil {
+		hdr := dns.RR_Header{Name: qq.Name, Class: dns.ClassINET, Ttl: a.anyTTL}
+		switch ip4 := a.any.To4(); {
+		case qq.Qtype == dns.TypeA && ip4 != nil:
+			hdr.Rrtype = dns.TypeA
+			r.Answer = []dns.RR{&dns.A{Hdr: hdr, A: ip4}}
+		case qq.Qtype == dns.TypeAAAA && ip4 == nil:
+			hdr.Rrtype = dns.TypeAAAA
+			r.Answer = []dns.RR{&dns.AAAA{Hdr: hdr, AAAA: a.any}}
+		}
+		r.Authoritative = true
+		return r
+	}
+	if a.fwd != nil {
+		return a.forward(ctx, q)
+	}
+	if a.local {
+		r.Rcode = dns.RcodeNameError
+	} else {
+		r.Rcode = dns.RcodeRefused
+	}
+	return r
+}
+
+func (a *answerer) forward(ctx context.Context, q *dns.Msg) *dns.Msg {
+	key := cacheKeyOf(q)
+	if a.cache != nil {
+		if m := a.cache.get(key, q.Id); m != nil {
+			return m
+		}
+	}
+	rec, err := a.fwd.Exchange(ctx, q)
+	if err != nil {
+		r := new(dns.Msg)
+		r.SetRcode(q, dns.RcodeServerFailure)
+		return r
+	}
+	r := rec.Response
+	r.Id = q.Id
+	if a.cache != nil {
+		a.cache.put(key, r)
+	}
+	return r
+}
+
+type cacheKey struct {
+	name       string
+	qtype, cls uint16
+	do, cd     bool
+}
+
+func cacheKeyOf(q *dns.Msg) cacheKey {
+	qq := q.Question[0]
+	k := cacheKey{name: dns.CanonicalName(qq.Name), qtype: qq.Qtype, cls: qq.Qclass, cd: q.CheckingDisabled}
+	if o := q.IsEdns0(); o != nil {
+		k.do = o.Do()
+	}
+	return k
+}
+
+type cacheEntry struct {
+	msg     *dns.Msg
+	expires time.Time
+}
+
+// cache keeps forwarded answers for their smallest TTL (negative answers
+// for the SOA minimum), at most 5 minutes.
+type cache struct {
+	mu sync.Mutex
+	m  map[cacheKey]cacheEntry
+}
+
+func (c *cache) get(k cacheKey, id uint16) *dns.Msg {
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
+	if !ok || time.Now().After(e.expires) {
+		return nil
+	}
+	m := e.msg.Copy()
+	m.Id = id
+	return m
+}
+
+func (c *cache) put(k cacheKey, m *dns.Msg) {
+	ttl := uint32(300)
+	for _, rr := range append(append([]dns.RR{}, m.Answer...), m.Ns...) {
+		t := rr.Header().Ttl
+		if soa, ok := rr.(*dns.SOA); ok && soa.Minttl < t {
+			t = soa.Minttl
+		}
+		if t < ttl {
+			ttl = t
+		}
+	}
+	if m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError || ttl == 0 {
+		return
+	}
+	c.mu.Lock()
+	if len(c.m) > 100000 {
+		c.m = map[cacheKey]cacheEntry{} // crude bound; an experiment cache, not a resolver's
+	}
+	c.m[k] = cacheEntry{msg: m.Copy(), expires: time.Now().Add(time.Duration(ttl) * time.Second)}
+	c.mu.Unlock()
+}

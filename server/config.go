@@ -1,0 +1,218 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is one doxlab server: which listeners, one TLS identity for all
+// of them, where answers come from, and the knobs experiments turn. The
+// zero value of each field is its default.
+type Config struct {
+	// Listen maps each transport to its address. An empty address leaves
+	// the transport off. Addresses are loopback unless set otherwise.
+	Listen Listen `yaml:"listen"`
+	// DoHPath is the DoH endpoint on the DoH and web listeners. Default /dns-query.
+	DoHPath string  `yaml:"doh_path"`
+	TLS     TLS     `yaml:"tls"`
+	Answers Answers `yaml:"answers"`
+	QUIC    QUIC    `yaml:"quic"`
+	Faults  Faults  `yaml:"faults"`
+	Limits  Limits  `yaml:"limits"`
+	Web     Web     `yaml:"web"`
+	// Records is a file that receives one JSON line per query (and per
+	// connection); "-" is standard output. Empty writes none.
+	Records string `yaml:"records"`
+	// Metrics is an address for a Prometheus /metrics endpoint. Empty: none.
+	Metrics string `yaml:"metrics"`
+}
+
+// Listen holds the address of each listener.
+type Listen struct {
+	UDP  string `yaml:"udp"`  // Do53 over UDP
+	TCP  string `yaml:"tcp"`  // Do53 over TCP
+	DoT  string `yaml:"dot"`  // DNS over TLS, ALPN dot
+	DoH  string `yaml:"doh"`  // DoH over HTTP/1.1 and HTTP/2 (TCP)
+	DoH3 string `yaml:"doh3"` // DoH over HTTP/3 (UDP)
+	DoQ  string `yaml:"doq"`  // DNS over QUIC
+	Web  string `yaml:"web"`  // pages (and DoH) over HTTP/3 on UDP and HTTP/2 on TCP, same port
+}
+
+// TLS is the one identity every TLS and QUIC listener shares.
+type TLS struct {
+	// Cert and Key are PEM files. Empty: an ECDSA P-256 certificate is
+	// generated at start for Names.
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	// Names are the DNS names and IP addresses a generated certificate
+	// covers. Default: localhost, 127.0.0.1, ::1 and the listen addresses.
+	Names []string `yaml:"names"`
+	// TicketKeys is a file of session-ticket keys (32 random octets each,
+	// first one current). It is created if missing, so restarts keep
+	// tickets valid. Empty: fresh keys each start. The keys are shared by
+	// every listener, so a ticket from one resumes on another.
+	TicketKeys string `yaml:"ticket_keys"`
+	// TokenKey is a file with the QUIC token key (32 octets), created if
+	// missing, shared by the QUIC listeners. Empty: fresh each start.
+	TokenKey string `yaml:"token_key"`
+	// CertOut, if set, receives the certificate in use, for clients' --ca.
+	CertOut string `yaml:"cert_out"`
+}
+
+// Answers says where answers come from, tried in this order: Static,
+// Hosts, Zone, Any, Forward. A name none of them knows is NXDOMAIN (or
+// REFUSED when nothing is configured). The server is never an open
+// recursive resolver unless Forward is set on purpose.
+type Answers struct {
+	Static  []string `yaml:"static"`  // resource records in zone-file syntax
+	Hosts   string   `yaml:"hosts"`   // a hosts(5) file
+	Zone    string   `yaml:"zone"`    // an RFC 1035 zone file
+	Origin  string   `yaml:"origin"`  // the zone's origin; default from $ORIGIN or the SOA
+	Any     string   `yaml:"any"`     // this IPv4 or IPv6 address for any name (the DoH-cost paper's setup)
+	AnyTTL  uint32   `yaml:"any_ttl"` // TTL of Any answers; default 300
+	Forward string   `yaml:"forward"` // an upstream URL over any doxlab transport
+	Cache   bool     `yaml:"cache"`   // cache forwarded answers by their TTL
+}
+
+// QUIC holds the knobs of the DoQ, DoH/3 and web listeners.
+type QUIC struct {
+	// NoZeroRTT refuses early data. By default 0-RTT is accepted before
+	// the handshake completes, for DNS queries only (RFC 9250 §4.5).
+	NoZeroRTT bool `yaml:"no_0rtt"`
+	// Retry is address validation: "never" (default), "always" (a Retry
+	// whenever the client has no valid token) or "first" (a Retry on the
+	// first contact from an IP address only).
+	Retry string `yaml:"retry"`
+	// NoTokens stops honouring NEW_TOKEN tokens. quic-go v0.65 sends them
+	// regardless; with this set they are never valid, so they do not spare
+	// the client a Retry.
+	NoTokens bool `yaml:"no_tokens"`
+	// DraftALPNs also accepts the DoQ drafts' ALPNs doq-i00 ... doq-i11.
+	DraftALPNs bool `yaml:"draft_alpns"`
+}
+
+// Faults delay and drop answers, for head-of-line and timeout experiments.
+type Faults struct {
+	Delay            time.Duration            `yaml:"delay"`             // added to every answer
+	DelayEvery       int                      `yaml:"delay_every"`       // delay every Nth query by DelayEveryBy
+	DelayEveryBy     time.Duration            `yaml:"delay_every_by"`    // default 1 s
+	DelayProbability float64                  `yaml:"delay_probability"` // delay a query by DelayEveryBy with this probability
+	DelayNames       map[string]time.Duration `yaml:"delay_names"`       // per query name
+	DropProbability  float64                  `yaml:"drop_probability"`  // never answer, with this probability
+	// InOrder answers each TCP and DoT connection strictly in query order,
+	// so a delayed answer holds back the ones after it. By default each
+	// query is answered as soon as it is ready (RFC 7766 §7).
+	InOrder bool `yaml:"in_order"`
+}
+
+// Limits protect the server. Zero values mean the defaults given.
+type Limits struct {
+	MaxConns    int           `yaml:"max_conns"`    // per stream or QUIC listener; default 1000
+	MaxStreams  int           `yaml:"max_streams"`  // concurrent queries per connection; default 100
+	IdleTimeout time.Duration `yaml:"idle_timeout"` // default 30 s
+	MaxMsg      int           `yaml:"max_msg"`      // largest query accepted; default 65535
+}
+
+// Web serves page snapshots for browser experiments.
+type Web struct {
+	// Roots maps a host name to a directory served for it; "*" is any host.
+	Roots map[string]string `yaml:"roots"`
+	// NoAltSvc leaves out the Alt-Svc header that announces HTTP/3.
+	NoAltSvc bool `yaml:"no_alt_svc"`
+}
+
+// LoadConfig reads a YAML config. Unknown fields are errors, named with
+// their line, so a typo never silently changes an experiment.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Validate checks the config and fills in defaults.
+func (c *Config) Validate() error {
+	if c.DoHPath == "" {
+		c.DoHPath = "/dns-query"
+	}
+	if c.DoHPath[0] != '/' {
+		return fmt.Errorf("doh_path %q must start with /", c.DoHPath)
+	}
+	l := c.Listen
+	addrs := map[string]string{"listen.udp": l.UDP, "listen.tcp": l.TCP, "listen.dot": l.DoT, "listen.doh": l.DoH, "listen.doh3": l.DoH3, "listen.doq": l.DoQ, "listen.web": l.Web, "metrics": c.Metrics}
+	n := 0
+	for field, a := range addrs {
+		if a == "" {
+			continue
+		}
+		if field != "metrics" {
+			n++
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("%s: bad address %q: %v", field, a, err)
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("listen: no listener configured")
+	}
+	switch c.QUIC.Retry {
+	case "", "never", "always", "first":
+	default:
+		return fmt.Errorf("quic.retry: %q is not never, always or first", c.QUIC.Retry)
+	}
+	f := c.Faults
+	for name, p := range map[string]float64{"faults.delay_probability": f.DelayProbability, "faults.drop_probability": f.DropProbability} {
+		if p < 0 || p > 1 {
+			return fmt.Errorf("%s: %v is not a probability", name, p)
+		}
+	}
+	if f.DelayEvery < 0 || f.Delay < 0 || f.DelayEveryBy < 0 {
+		return fmt.Errorf("faults: negative values")
+	}
+	if c.Faults.DelayEveryBy == 0 {
+		c.Faults.DelayEveryBy = time.Second
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		return fmt.Errorf("tls: cert and key go together")
+	}
+	if c.Answers.Any != "" && net.ParseIP(c.Answers.Any) == nil {
+		return fmt.Errorf("answers.any: %q is not an IP address", c.Answers.Any)
+	}
+	if c.Answers.AnyTTL == 0 {
+		c.Answers.AnyTTL = 300
+	}
+	lim := &c.Limits
+	if lim.MaxConns <= 0 {
+		lim.MaxConns = 1000
+	}
+	if lim.MaxStreams <= 0 {
+		lim.MaxStreams = 100
+	}
+	if lim.IdleTimeout <= 0 {
+		lim.IdleTimeout = 30 * time.Second
+	}
+	if lim.MaxMsg <= 0 || lim.MaxMsg > 65535 {
+		lim.MaxMsg = 65535
+	}
+	for host, dir := range c.Web.Roots {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("web.roots[%s]: %q is not a directory", host, dir)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"net"
+	"os"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+// identity is the one TLS identity of all listeners: certificate, session
+// ticket keys and QUIC token key. Sharing them is what lets a ticket from
+// one listener resume on another, as the cross-layer paper needed a
+// CoreDNS fork for.
+type identity struct {
+	cert       tls.Certificate
+	certPEM    []byte
+	spki       string // base64 SHA-256 of the SubjectPublicKeyInfo, for Chromium's --ignore-certificate-errors-spki-list
+	ticketKeys [][32]byte
+	tokenKey   quic.TokenGeneratorKey
+}
+
+func loadIdentity(c *TLS, names []string) (*identity, error) {
+	id := &identity{}
+	var err error
+	if c.Cert != "" {
+		if id.cert, err = tls.LoadX509KeyPair(c.Cert, c.Key); err != nil {
+			return nil, fmt.Errorf("loading tls.cert/tls.key: %w", err)
+		}
+		id.certPEM, _ = os.ReadFile(c.Cert)
+	} else if id.cert, id.certPEM, err = generateCert(append(c.Names, names...)); err != nil {
+		return nil, err
+	}
+	leaf, err := x509.ParseCertificate(id.cert.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("parsing certificate: %w", err)
+	}
+	sum := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
+	id.spki = base64.StdEncoding.EncodeToString(sum[:])
+	if c.CertOut != "" {
+		if err := os.WriteFile(c.CertOut, id.certPEM, 0o644); err != nil {
+			return nil, fmt.Errorf("writing tls.cert_out: %w", err)
+		}
+	}
+	key, err := keyFile(c.TicketKeys, 32)
+	if err != nil {
+		return nil, fmt.Errorf("tls.ticket_keys: %w", err)
+	}
+	id.ticketKeys = [][32]byte{[32]byte(key)}
+	if key, err = keyFile(c.TokenKey, 32); err != nil {
+		return nil, fmt.Errorf("tls.token_key: %w", err)
+	}
+	id.tokenKey = quic.TokenGeneratorKey(key)
+	return id, nil
+}
+
+// keyFile reads n random octets from path, creating the file if missing;
+// with no path the key is fresh.
+func keyFile(path string, n int) ([]byte, error) {
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			if len(b) < n {
+				return nil, fmt.Errorf("%s holds %d octets, want %d", path, len(b), n)
+			}
+			return b[:n], nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	b := make([]byte, n)
+	rand.Read(b)
+	if path != "" {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// tlsConfig is a server config with the shared identity and ticket keys.
+func (id *identity) tlsConfig(alpn ...string) *tls.Config {
+	cfg := &tls.Config{Certificates: []tls.Certificate{id.cert}, NextProtos: alpn, MinVersion: tls.VersionTLS12}
+	cfg.SetSessionTicketKeys(id.ticketKeys)
+	return cfg
+}
+
+// generateCert makes a small self-signed ECDSA P-256 certificate: small so
+// that a QUIC server's first flight stays under the 3x amplification limit.
+func generateCert(names []string) (tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "doxlab"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	seen := map[string]bool{}
+	for _, n := range append([]string{"localhost", "127.0.0.1", "::1"}, names...) {
+		if h, _, err := net.SplitHostPort(n); err == nil {
+			n = h
+		}
+		if n == "" || seen[n] {
+			continue
+		}
+		seen[n] = true
+		if ip := net.ParseIP(n); ip != nil {
+			if !ip.IsUnspecified() {
+				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			}
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("generating certificate: %w", err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, certPEM, nil
+}

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+// The DoQ error codes (RFC 9250 §4.3).
+const (
+	doqNoError       quic.ApplicationErrorCode = 0x0
+	doqProtocolError quic.ApplicationErrorCode = 0x2
+	doqExcessiveLoad quic.ApplicationErrorCode = 0x4
+)
+
+// quicConnInfo travels in a QUIC connection's context: what address
+// validation did for it, and when its first packet arrived.
+type quicConnInfo struct {
+	start     time.Time
+	retry     bool // a Retry of ours preceded this connection
+	verified  bool // the address was validated (Retry or NEW_TOKEN token)
+	tokenUsed bool // validated by a NEW_TOKEN token
+}
+
+type quicInfoKey struct{}
+
+func connInfo(c *quic.Conn) *quicConnInfo {
+	if ci, ok := c.Context().Value(quicInfoKey{}).(*quicConnInfo); ok {
+		return ci
+	}
+	return &quicConnInfo{}
+}
+
+// listenQUIC binds a QUIC listener with the shared token key, the Retry
+// policy and 0-RTT as configured. Early listeners hand out connections
+// before the handshake completes, which is what makes 0-RTT shorten an
+// exchange (a plain Listen would wait for the handshake).
+func (s *Server) listenQUIC(name, addr string, tlsConf *tls.Config) (*quic.EarlyListener, error) {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	key := s.id.tokenKey
+	var retried sync.Map // remote addr -> we sent it a Retry
+	tr := &quic.Transport{
+		Conn:              pc,
+		TokenGeneratorKey: &key,
+		ConnContext: func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+			info := &quicConnInfo{start: time.Now(), verified: ci.AddrVerified}
+			if _, ok := retried.LoadAndDelete(ci.RemoteAddr.String()); ok && ci.AddrVerified {
+				info.retry = true
+			} else if ci.AddrVerified {
+				info.tokenUsed = true
+			}
+			return context.WithValue(ctx, quicInfoKey{}, info), nil
+		},
+	}
+	if s.cfg.QUIC.NoTokens {
+		tr.MaxTokenAge = time.Nanosecond // quic-go still sends NEW_TOKEN; none is ever valid
+	}
+	var seen sync.Map // IPs that have made contact, for retry: first
+	switch s.cfg.QUIC.Retry {
+	case "always":
+		tr.VerifySourceAddress = func(a net.Addr) bool {
+			retried.Store(a.String(), true)
+			return true
+		}
+	case "first":
+		tr.VerifySourceAddress = func(a net.Addr) bool {
+			ip := a.(*net.UDPAddr).IP.String()
+			if _, known := seen.LoadOrStore(ip, true); known {
+				return false
+			}
+			retried.Store(a.String(), true)
+			return true
+		}
+	}
+	conf := &quic.Config{
+		Allow0RTT:          !s.cfg.QUIC.NoZeroRTT,
+		MaxIncomingStreams: int64(s.cfg.Limits.MaxStreams),
+		MaxIdleTimeout:     s.cfg.Limits.IdleTimeout,
+		Versions:           []quic.Version{quic.Version1, quic.Version2},
+	}
+	ln, err := tr.ListenEarly(tlsConf, conf)
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	s.track(name, pc.LocalAddr(), closerFunc(func() error {
+		ln.Close()
+		return tr.Close()
+	}))
+	return ln, nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// recordQUICConn writes a conn record once the handshake completes.
+func (s *Server) recordQUICConn(c *quic.Conn, name, transport string) {
+	go func() {
+		select {
+		case <-c.HandshakeComplete():
+		case <-c.Context().Done():
+			return
+		}
+		info := connInfo(c)
+		cs := c.ConnectionState()
+		rec := &Record{Kind: "conn", Transport: transport, Listener: name, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
+			Used0RTT: cs.Used0RTT, Retry: info.retry, AddrVerified: info.verified, TokenUsed: info.tokenUsed,
+			HandshakeMs: ms(time.Since(info.start))}
+		tlsFacts(rec, cs.TLS)
+		s.record(rec)
+	}()
+}
+
+// quicFacts fills a query record from its connection.
+func quicFacts(rec *Record, c *quic.Conn) {
+	info := connInfo(c)
+	cs := c.ConnectionState()
+	tlsFacts(rec, cs.TLS)
+	rec.Used0RTT, rec.Retry, rec.AddrVerified, rec.TokenUsed = cs.Used0RTT, info.retry, info.verified, info.tokenUsed
+	select {
+	case <-c.HandshakeComplete():
+	default:
+		rec.EarlyData = true
+	}
+}

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"sync"
+	"time"
+)
+
+// Record is what the server saw of one query or one connection.
+type Record struct {
+	Time      time.Time `json:"time"`
+	Kind      string    `json:"kind"`      // query or conn
+	Transport string    `json:"transport"` // udp, tcp, dot, doh1, doh2, doh3, doq
+	Listener  string    `json:"listener"`  // the listener's name in the config
+	Remote    string    `json:"remote"`
+	Local     string    `json:"local"`
+
+	ALPN         string `json:"alpn,omitempty"`
+	TLSVersion   string `json:"tls_version,omitempty"`
+	Resumed      bool   `json:"resumed"`
+	Used0RTT     bool   `json:"used_0rtt"`
+	EarlyData    bool   `json:"early"`          // the query arrived before the handshake completed
+	Retry        bool   `json:"retry"`          // this connection followed a Retry we sent
+	AddrVerified bool   `json:"addr_verified"`  // the client's address was validated (Retry or NEW_TOKEN token)
+	TokenUsed    bool   `json:"token_accepted"` // validated by a NEW_TOKEN token
+
+	QName   string  `json:"qname,omitempty"`
+	QType   string  `json:"qtype,omitempty"`
+	Rcode   string  `json:"rcode,omitempty"`
+	DelayMs float64 `json:"delay_ms,omitempty"` // injected delay
+	Dropped bool    `json:"dropped,omitempty"`
+	// ServerMs is the time from the query read to the answer written,
+	// injected delay included.
+	ServerMs    float64 `json:"server_ms,omitempty"`
+	HandshakeMs float64 `json:"handshake_ms,omitempty"` // conn records: first packet to handshake complete (QUIC)
+	Error       string  `json:"error,omitempty"`
+}
+
+func ms(d time.Duration) float64 {
+	return math.Round(float64(d)/float64(time.Microsecond)) / 1000
+}
+
+// recorder writes records as JSON lines; a nil recorder writes nothing.
+type recorder struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	c   io.Closer
+	enc *json.Encoder
+	// hook, if set, sees every record (tests, metrics).
+	hook func(*Record)
+}
+
+func newRecorder(path string) (*recorder, error) {
+	r := &recorder{}
+	switch path {
+	case "":
+		return r, nil
+	case "-":
+		r.w = bufio.NewWriter(os.Stdout)
+	default:
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		r.w, r.c = bufio.NewWriter(f), f
+	}
+	r.enc = json.NewEncoder(r.w)
+	return r, nil
+}
+
+func (r *recorder) write(rec *Record) {
+	if rec.Time.IsZero() {
+		rec.Time = time.Now()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hook != nil {
+		r.hook(rec)
+	}
+	if r.enc != nil {
+		r.enc.Encode(rec)
+		r.w.Flush() // a record per line on disk as it happens: nothing lost on a kill
+	}
+}
+
+func (r *recorder) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.w != nil {
+		r.w.Flush()
+	}
+	if r.c != nil {
+		r.c.Close()
+	}
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/klauspost/compress/gzhttp"
+)
+
+// serveWeb serves page snapshots per virtual host over HTTP/3 (UDP) and
+// HTTP/2 (TCP) on the same port, gzip-compressed, announcing HTTP/3 with
+// Alt-Svc. The DoH endpoint is there too, so DNS and web can share one
+// QUIC connection.
+func (s *Server) serveWeb(addr string) error {
+	roots := map[string]http.Handler{}
+	for host, dir := range s.cfg.Web.Roots {
+		roots[strings.ToLower(host)] = http.FileServer(http.Dir(dir))
+	}
+	pages := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := strings.ToLower(r.Host)
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		h, ok := roots[host]
+		if !ok {
+			h, ok = roots["*"]
+		}
+		if !ok {
+			http.Error(w, "no site for "+host, http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	mux := http.NewServeMux()
+	mux.HandleFunc(s.cfg.DoHPath, s.dohHandler("web"))
+	mux.Handle("/", gzhttp.GzipHandler(pages))
+	if err := s.serveHTTP3("web", addr, mux); err != nil {
+		return err
+	}
+	// HTTP/2 on the TCP port of the same number.
+	port := s.Addr("web").(*net.UDPAddr).Port
+	host, _, _ := net.SplitHostPort(addr)
+	var h http.Handler = mux
+	if !s.cfg.Web.NoAltSvc {
+		altSvc := fmt.Sprintf(`h3=":%d"; ma=86400`, port)
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Alt-Svc", altSvc)
+			mux.ServeHTTP(w, r)
+		})
+	}
+	_, err := s.serveHTTPS("web-tcp", net.JoinHostPort(host, fmt.Sprint(port)), h)
+	return err
+}
+
+// quietLog drops net/http's per-connection error logs (TLS handshake
+// errors from scanners and fuzzers); the records carry what matters.
+func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
