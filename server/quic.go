@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -70,13 +71,25 @@ func (s *Server) listenQUIC(name, addr string, tlsConf *tls.Config) (*quic.Early
 			return true
 		}
 	case "first":
+		// Decided once per client address and port: with a post-quantum
+		// key share the ClientHello spans two Initial datagrams, and quic-go
+		// asks for each. Answering them differently would race a Retry
+		// against an accepted handshake.
+		var decided sync.Map
+		var n atomic.Int64
 		tr.VerifySourceAddress = func(a net.Addr) bool {
-			ip := a.(*net.UDPAddr).IP.String()
-			if _, known := seen.LoadOrStore(ip, true); known {
-				return false
+			if d, ok := decided.Load(a.String()); ok {
+				return d.(bool)
 			}
-			retried.Store(a.String(), true)
-			return true
+			if n.Add(1)%100000 == 0 {
+				decided.Clear() // bounded memory; a forgotten port at worst sees one more Retry
+			}
+			_, known := seen.LoadOrStore(a.(*net.UDPAddr).IP.String(), true)
+			d, _ := decided.LoadOrStore(a.String(), !known)
+			if d.(bool) {
+				retried.Store(a.String(), true)
+			}
+			return d.(bool)
 		}
 	}
 	conf := &quic.Config{

@@ -53,6 +53,12 @@ func (c *CoreDNS) start() {
 	WaitListen(c.t, "udp", c.DoQ)
 }
 
+// Stop stops CoreDNS for good.
+func (c *CoreDNS) Stop() {
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+}
+
 // Restart stops CoreDNS and starts it again on the same ports. Its TLS
 // session-ticket keys are made anew, so tickets issued before no longer
 // resume and 0-RTT attempts with them are rejected.

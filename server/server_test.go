@@ -1,0 +1,425 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/transport"
+)
+
+const anyIP = "192.0.2.7"
+
+// testServer is doxlab's server on free loopback ports, with its records
+// collected for assertions.
+type testServer struct {
+	*server.Server
+	t      *testing.T
+	caFile string
+	mu     sync.Mutex
+	recs   []server.Record
+}
+
+func start(t *testing.T, mutate func(*server.Config)) *testServer {
+	t.Helper()
+	cfg := &server.Config{
+		Listen:  server.Listen{UDP: "127.0.0.1:0", TCP: "127.0.0.1:0", DoT: "127.0.0.1:0", DoH: "127.0.0.1:0", DoH3: "127.0.0.1:0", DoQ: "127.0.0.1:0"},
+		Answers: server.Answers{Any: anyIP},
+	}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	srv, err := server.New(cfg)
+	require.NoError(t, err)
+	ts := &testServer{Server: srv, t: t, caFile: filepath.Join(t.TempDir(), "ca.pem")}
+	srv.OnRecord(func(r *server.Record) {
+		ts.mu.Lock()
+		ts.recs = append(ts.recs, *r)
+		ts.mu.Unlock()
+	})
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { srv.Close() })
+	require.NoError(t, os.WriteFile(ts.caFile, srv.CertPEM(), 0o644))
+	return ts
+}
+
+func (ts *testServer) port(name string) string {
+	_, p, _ := net.SplitHostPort(ts.Addr(name).String())
+	return p
+}
+
+func (ts *testServer) url(name string) string {
+	a := ts.Addr(name).String()
+	switch name {
+	case "udp":
+		return "udp://" + a
+	case "tcp":
+		return "tcp://" + a
+	case "dot":
+		return "tls://" + a
+	case "doh":
+		return "https://" + a + "/dns-query"
+	case "doh3", "web":
+		return "h3://" + a + "/dns-query"
+	case "doq":
+		return "quic://" + a
+	}
+	panic(name)
+}
+
+// records returns the query records seen so far for a transport.
+func (ts *testServer) records(kind, transport string) []server.Record {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	var out []server.Record
+	for _, r := range ts.recs {
+		if r.Kind == kind && (transport == "" || r.Transport == transport) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (ts *testServer) pool() transport.Options {
+	pem, _ := os.ReadFile(ts.caFile)
+	o := transport.Options{Timeout: 3 * time.Second}
+	o.RootCAs = certPool(pem)
+	return o
+}
+
+func query(name string) *dns.Msg {
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	return q
+}
+
+func ask(t *testing.T, url string, opts transport.Options, name string) *transport.Record {
+	t.Helper()
+	tr, err := transport.New(url, opts)
+	require.NoError(t, err)
+	defer tr.Close()
+	rec, err := tr.Exchange(context.Background(), query(name))
+	require.NoError(t, err, "%s: %s", url, rec.Status)
+	return rec
+}
+
+// TestIndependentClients runs clients doxlab did not write against it:
+// kdig and dig (Debian) and dnspython (PyPI).
+func TestIndependentClients(t *testing.T) {
+	ts := start(t, nil)
+	kdig := peertest.Need(t, "kdig", "apt-get install knot-dnsutils")
+	dig := peertest.Need(t, "dig", "apt-get install bind9-dnsutils")
+	py := peertest.Need(t, "python3", "apt-get install python3")
+	if err := exec.Command(py, "-c", "import dns.query, aioquic").Run(); err != nil {
+		peertest.Missing(t, "dnspython with DoQ and DoH extras missing: pip install 'dnspython[doh,doq]'")
+	}
+	tlsArgs := []string{"+tls-ca=" + ts.caFile, "+tls-hostname=localhost"}
+	cases := []struct {
+		name, transport string
+		cmd             []string
+	}{
+		{"kdig/udp", "udp", []string{kdig, "@127.0.0.1", "-p", ts.port("udp"), "+short", "a.example"}},
+		{"kdig/tcp", "tcp", []string{kdig, "@127.0.0.1", "-p", ts.port("tcp"), "+tcp", "+short", "a.example"}},
+		{"kdig/dot", "dot", append([]string{kdig, "@127.0.0.1", "-p", ts.port("dot"), "+tls", "+short", "a.example"}, tlsArgs...)},
+		{"kdig/doh", "doh2", append([]string{kdig, "@127.0.0.1", "-p", ts.port("doh"), "+https", "+short", "a.example"}, tlsArgs...)},
+		// kdig's +quic crashes with +tls-ca (knot 3.2), so it runs unverified.
+		{"kdig/doq", "doq", []string{kdig, "@127.0.0.1", "-p", ts.port("doq"), "+quic", "+short", "a.example"}},
+		{"dig/udp", "udp", []string{dig, "@127.0.0.1", "-p", ts.port("udp"), "+short", "a.example"}},
+		{"dig/tcp", "tcp", []string{dig, "@127.0.0.1", "-p", ts.port("tcp"), "+tcp", "+short", "a.example"}},
+		{"dig/dot", "dot", append([]string{dig, "@127.0.0.1", "-p", ts.port("dot"), "+tls", "+short", "a.example"}, tlsArgs...)},
+		{"dig/doh", "doh2", append([]string{dig, "@127.0.0.1", "-p", ts.port("doh"), "+https", "+short", "a.example"}, tlsArgs...)},
+		{"dnspython/doq", "doq", []string{py, "testdata/dnspython_client.py", "doq", "127.0.0.1", ts.port("doq"), "a.example", ts.caFile}},
+		{"dnspython/doh2", "doh2", []string{py, "testdata/dnspython_client.py", "doh2", "127.0.0.1", ts.port("doh"), "a.example", ts.caFile}},
+		{"dnspython/doh3", "doh3", []string{py, "testdata/dnspython_client.py", "doh3", "127.0.0.1", ts.port("doh3"), "a.example", ts.caFile}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(ts.records("query", c.transport))
+			out, err := exec.Command(c.cmd[0], c.cmd[1:]...).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Contains(t, string(out), anyIP)
+			require.Greater(t, len(ts.records("query", c.transport)), before, "the server recorded no %s query", c.transport)
+		})
+	}
+}
+
+func TestDoxlabClientEveryTransport(t *testing.T) {
+	ts := start(t, nil)
+	for _, name := range []string{"udp", "tcp", "dot", "doh", "doh3", "doq"} {
+		for _, http := range []string{"", "1.1"} {
+			if http != "" && name != "doh" {
+				continue
+			}
+			t.Run(name+http, func(t *testing.T) {
+				o := ts.pool()
+				o.HTTPVersion = http
+				rec := ask(t, ts.url(name), o, "b.example")
+				require.Equal(t, transport.StatusOK, rec.Status)
+				require.Contains(t, rec.Answers[0], anyIP)
+			})
+		}
+	}
+	for _, method := range []string{"post"} {
+		o := ts.pool()
+		o.Method = method
+		require.Equal(t, transport.StatusOK, ask(t, ts.url("doh"), o, "c.example").Status)
+		require.Equal(t, transport.StatusOK, ask(t, ts.url("doh3"), o, "c.example").Status)
+	}
+	o := ts.pool()
+	o.JSON = true
+	rec := ask(t, ts.url("doh"), o, "d.example")
+	require.Contains(t, rec.Answers[0], anyIP)
+}
+
+// TestResumptionAcrossListeners: one ticket-key set for every listener, so
+// a ticket from DoT resumes on DoH/2, and a DoQ ticket gives 0-RTT.
+func TestResumptionAcrossListeners(t *testing.T) {
+	ts := start(t, nil)
+	o := ts.pool()
+	o.Session = transport.NewSession(transport.SessionConfig{Tickets: true, Tokens: true, Versions: true})
+	first := ask(t, ts.url("dot"), o, "e.example")
+	require.False(t, first.Conn.TLSResumed)
+	second := ask(t, ts.url("doh"), o, "e.example")
+	require.True(t, second.Conn.TLSResumed, "a DoT ticket resumes on DoH/2")
+	recs := ts.records("query", "doh2")
+	require.True(t, recs[len(recs)-1].Resumed, "the server saw the resumption too")
+
+	o.ZeroRTT = true
+	ask(t, ts.url("doq"), o, "f.example")
+	rec := ask(t, ts.url("doq"), o, "f.example")
+	require.True(t, rec.Conn.Used0RTT)
+	require.True(t, rec.Conn.TokenUsed)
+	qs := ts.records("query", "doq")
+	last := qs[len(qs)-1]
+	require.True(t, last.Used0RTT)
+	require.True(t, last.EarlyData, "answered from 0-RTT, before the handshake completed")
+	require.True(t, last.TokenUsed)
+
+	ask(t, ts.url("doh3"), o, "g.example")
+	rec = ask(t, ts.url("doh3"), o, "g.example")
+	require.True(t, rec.Conn.Used0RTT)
+}
+
+func TestZeroRTTOff(t *testing.T) {
+	ts := start(t, func(c *server.Config) { c.QUIC.NoZeroRTT = true })
+	o := ts.pool()
+	o.Session = transport.NewSession(transport.SessionConfig{Tickets: true})
+	o.ZeroRTT = true
+	ask(t, ts.url("doq"), o, "h.example")
+	rec := ask(t, ts.url("doq"), o, "h.example")
+	require.True(t, rec.Conn.TLSResumed)
+	require.False(t, rec.Conn.Used0RTT)
+}
+
+func TestRetryPolicies(t *testing.T) {
+	for _, c := range []struct {
+		policy   string
+		noTokens bool
+		// whether the 1st, 2nd (with the session's token) and 3rd (a fresh
+		// client, no token) connections see a Retry
+		want [3]bool
+	}{
+		{"never", false, [3]bool{false, false, false}},
+		{"always", false, [3]bool{true, false, true}},
+		{"always", true, [3]bool{true, true, true}},
+		{"first", false, [3]bool{true, false, false}},
+	} {
+		t.Run(fmt.Sprintf("%s/notokens=%v", c.policy, c.noTokens), func(t *testing.T) {
+			ts := start(t, func(cfg *server.Config) { cfg.QUIC.Retry, cfg.QUIC.NoTokens = c.policy, c.noTokens })
+			o := ts.pool()
+			o.Session = transport.NewSession(transport.SessionConfig{Tokens: true})
+			got := [3]bool{ask(t, ts.url("doq"), o, "i.example").Conn.Retry, ask(t, ts.url("doq"), o, "i.example").Conn.Retry}
+			got[2] = ask(t, ts.url("doq"), ts.pool(), "i.example").Conn.Retry
+			require.Equal(t, c.want, got)
+			qs := ts.records("query", "doq")
+			require.Equal(t, c.want[0], qs[0].Retry, "server record agrees")
+		})
+	}
+}
+
+func TestDelayAndDrop(t *testing.T) {
+	ts := start(t, func(c *server.Config) {
+		c.Faults.Delay = 150 * time.Millisecond
+		c.Faults.DelayNames = map[string]time.Duration{"slow.example": 300 * time.Millisecond}
+	})
+	rec := ask(t, ts.url("udp"), ts.pool(), "j.example")
+	require.GreaterOrEqual(t, rec.Timing.TotalMs, 150.0)
+	rec = ask(t, ts.url("doq"), ts.pool(), "slow.example")
+	require.GreaterOrEqual(t, rec.Timing.QueryMs, 450.0)
+	qs := ts.records("query", "doq")
+	require.Equal(t, 450.0, qs[len(qs)-1].DelayMs)
+
+	ts = start(t, func(c *server.Config) { c.Faults.DropProbability = 1 })
+	o := ts.pool()
+	o.Timeout = 300 * time.Millisecond
+	for _, name := range []string{"udp", "dot", "doh", "doq"} {
+		tr, _ := transport.New(ts.url(name), o)
+		rec, err := tr.Exchange(context.Background(), query("k.example"))
+		tr.Close()
+		require.Error(t, err)
+		require.Equal(t, transport.StatusTimeout, rec.Status, name)
+	}
+	require.True(t, ts.records("query", "udp")[0].Dropped)
+}
+
+// TestDelayEvery: every 3rd query is delayed by delay_every_by.
+func TestDelayEvery(t *testing.T) {
+	ts := start(t, func(c *server.Config) { c.Faults.DelayEvery, c.Faults.DelayEveryBy = 3, 200*time.Millisecond })
+	for i := 1; i <= 6; i++ {
+		rec := ask(t, ts.url("udp"), ts.pool(), "l.example")
+		require.Equal(t, i%3 == 0, rec.Timing.TotalMs >= 200, "query %d took %.1f ms", i, rec.Timing.TotalMs)
+	}
+}
+
+// TestStreamOrder pipelines a slow and a fast query on one DoT connection:
+// in order, the fast answer waits behind the slow one.
+func TestStreamOrder(t *testing.T) {
+	for _, inOrder := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in_order=%v", inOrder), func(t *testing.T) {
+			ts := start(t, func(c *server.Config) {
+				c.Faults.InOrder = inOrder
+				c.Faults.DelayNames = map[string]time.Duration{"slow.example": 400 * time.Millisecond}
+			})
+			o := ts.pool()
+			o.Reuse = true
+			tr, err := transport.New(ts.url("dot"), o)
+			require.NoError(t, err)
+			defer tr.Close()
+			_, err = tr.Exchange(context.Background(), query("warm.example")) // connect first
+			require.NoError(t, err)
+			slow := make(chan *transport.Record)
+			go func() { r, _ := tr.Exchange(context.Background(), query("slow.example")); slow <- r }()
+			time.Sleep(30 * time.Millisecond)
+			fast, err := tr.Exchange(context.Background(), query("fast.example"))
+			require.NoError(t, err)
+			<-slow
+			if inOrder {
+				require.Greater(t, fast.Timing.TotalMs, 250.0, "blocked behind the slow answer")
+			} else {
+				require.Less(t, fast.Timing.TotalMs, 250.0, "answered past the slow one")
+			}
+		})
+	}
+}
+
+func TestAnswerSources(t *testing.T) {
+	dir := t.TempDir()
+	hosts := filepath.Join(dir, "hosts")
+	require.NoError(t, os.WriteFile(hosts, []byte("# comment\n198.51.100.9 h.hosts.test alias.hosts.test\n2001:db8::9 h.hosts.test\n"), 0o644))
+	zone := peertest.WriteZone(t, dir)
+	ts := start(t, func(c *server.Config) {
+		c.Answers = server.Answers{Static: []string{"s.static.test. 60 IN A 203.0.113.5"}, Hosts: hosts, Zone: zone}
+	})
+	o := ts.pool()
+	for name, want := range map[string]string{"s.static.test": "203.0.113.5", "alias.hosts.test": "198.51.100.9", "example.test": peertest.ZoneA} {
+		rec := ask(t, ts.url("udp"), o, name)
+		require.Equal(t, transport.StatusOK, rec.Status, name)
+		require.Contains(t, rec.Answers[0], want)
+	}
+	rec := ask(t, ts.url("udp"), o, "missing.test")
+	require.Equal(t, transport.StatusNXDomain, rec.Status)
+	require.NotEmpty(t, rec.Response.Ns, "negative answer carries the SOA")
+	require.Equal(t, transport.StatusNXDomain, ask(t, ts.url("udp"), o, "elsewhere.example").Status)
+}
+
+// TestForwardAndCache forwards to CoreDNS, then stops it: cached answers
+// still come, uncached ones fail.
+func TestForwardAndCache(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	ts := start(t, func(c *server.Config) { c.Answers = server.Answers{Forward: cd.UDP, Cache: true} })
+	rec := ask(t, ts.url("dot"), ts.pool(), peertest.ZoneName)
+	require.Contains(t, rec.Answers[0], peertest.ZoneA)
+	cd.Stop()
+	rec = ask(t, ts.url("doq"), ts.pool(), peertest.ZoneName)
+	require.Contains(t, rec.Answers[0], peertest.ZoneA, "from the cache")
+	rec = ask(t, ts.url("udp"), ts.pool(), "other.test")
+	require.Equal(t, transport.StatusServFail, rec.Status)
+}
+
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	require.NoError(t, os.WriteFile(good, []byte("listen:\n  udp: 127.0.0.1:0\nanswers:\n  any: 192.0.2.1\nquic:\n  retry: first\nfaults:\n  delay: 10ms\n"), 0o644))
+	c, err := server.LoadConfig(good)
+	require.NoError(t, err)
+	require.Equal(t, 10*time.Millisecond, c.Faults.Delay)
+	for body, msg := range map[string]string{
+		"listen:\n  udp: 127.0.0.1:0\n  udpp: x\n":                 "line 3: field udpp not found",
+		"listen:\n  udp: 127.0.0.1:0\nquic:\n  retry: sometimes\n": "quic.retry",
+		"listen: {}\n": "no listener",
+		"listen:\n  udp: 127.0.0.1:0\nanswers:\n  any: nope\n": "answers.any",
+		"listen:\n  udp: nope\n":                               "listen.udp",
+	} {
+		p := filepath.Join(dir, "bad.yaml")
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		_, err := server.LoadConfig(p)
+		require.ErrorContains(t, err, msg)
+		require.ErrorContains(t, err, "bad.yaml")
+	}
+}
+
+func TestBindConflictNamesListener(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0", DoT: l.Addr().String()}, Answers: server.Answers{Any: anyIP}})
+	require.NoError(t, err)
+	err = srv.Start()
+	require.ErrorContains(t, err, "listen.dot")
+	require.ErrorContains(t, err, "address already in use")
+}
+
+func TestMetrics(t *testing.T) {
+	ts := start(t, func(c *server.Config) { c.Metrics = "127.0.0.1:0" })
+	ask(t, ts.url("doq"), ts.pool(), "m.example")
+	out, err := exec.Command("curl", "-s", "http://"+ts.Addr("metrics").String()+"/metrics").Output()
+	if err != nil {
+		c, derr := net.Dial("tcp", ts.Addr("metrics").String())
+		require.NoError(t, derr)
+		fmt.Fprintf(c, "GET /metrics HTTP/1.0\r\n\r\n")
+		buf := make([]byte, 1<<16)
+		n, _ := readFull(c, buf)
+		out = buf[:n]
+	}
+	require.Contains(t, string(out), `doxlab_server_queries_total{dropped="false",early="false",rcode="NOERROR",transport="doq"} 1`)
+	require.Contains(t, string(out), "doxlab_server_connections_total")
+}
+
+func readFull(c net.Conn, buf []byte) (int, error) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	n := 0
+	for n < len(buf) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func TestRecordsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "records.jsonl")
+	ts := start(t, func(c *server.Config) { c.Records = path })
+	ask(t, ts.url("dot"), ts.pool(), "n.example")
+	ts.Close()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 2, "a conn record and a query record")
+	require.Contains(t, string(b), `"qname":"n.example."`)
+	require.Contains(t, string(b), `"kind":"conn"`)
+}
