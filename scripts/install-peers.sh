@@ -3,18 +3,22 @@
 # against, all on loopback. Idempotent: a second run only checks.
 #   Debian:          unbound, jq, openssl
 #   Go module proxy: CoreDNS v1.15.0 (DoT, DoH/2, DoH/3, DoQ)
-#   PyPI:            aioquic 1.7.2 (its DoQ example server), dnslib
+#   Debian:          knot-dnsutils (kdig), bind9-dnsutils (dig), dnsperf
+#   PyPI:            aioquic 1.7.2 (its DoQ server and HTTP/3 client examples),
+#                    dnslib, wsproto, dnspython 2.9.2 with DoH and DoQ
 set -euo pipefail
 
 COREDNS_VERSION=v1.15.0
 AIOQUIC_VERSION=1.7.2
 DNSLIB_VERSION=0.9.26
+DNSPYTHON_VERSION=2.9.2
+WSPROTO_VERSION=1.2.0
 PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound jq openssl; do
+for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
@@ -30,9 +34,10 @@ if ! "$GOBIN/coredns" -version 2>/dev/null | grep -q "CoreDNS-${COREDNS_VERSION#
   go install "github.com/coredns/coredns@$COREDNS_VERSION"
 fi
 
-if ! python3 -c "import aioquic, dnslib, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION')" 2>/dev/null; then
-  say "pip install aioquic==$AIOQUIC_VERSION dnslib==$DNSLIB_VERSION"
-  python3 -m pip install -q --root-user-action=ignore "aioquic==$AIOQUIC_VERSION" "dnslib==$DNSLIB_VERSION"
+if ! python3 -c "import aioquic, dnslib, wsproto, dns.version, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION' or dns.version.version != '$DNSPYTHON_VERSION')" 2>/dev/null; then
+  say "pip install aioquic==$AIOQUIC_VERSION dnslib==$DNSLIB_VERSION wsproto==$WSPROTO_VERSION dnspython[doh,doq]==$DNSPYTHON_VERSION"
+  python3 -m pip install -q --root-user-action=ignore "aioquic==$AIOQUIC_VERSION" "dnslib==$DNSLIB_VERSION" \
+    "wsproto==$WSPROTO_VERSION" "dnspython[doh,doq]==$DNSPYTHON_VERSION"
 fi
 
 # aioquic's DoQ server is an example: it ships in the sdist only.

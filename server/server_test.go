@@ -2,8 +2,11 @@ package server_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -422,4 +425,54 @@ func TestRecordsFile(t *testing.T) {
 	require.Len(t, lines, 2, "a conn record and a query record")
 	require.Contains(t, string(b), `"qname":"n.example."`)
 	require.Contains(t, string(b), `"kind":"conn"`)
+}
+
+// TestWeb serves two sites on the web listener: aioquic's HTTP/3 client
+// fetches a page; Go's HTTP/2 client sees virtual hosts, gzip and Alt-Svc;
+// the DoH endpoint answers on the same port over HTTP/3.
+func TestWeb(t *testing.T) {
+	dir := t.TempDir()
+	for site, body := range map[string]string{"any": "<html>default site " + strings.Repeat("x", 2000) + "</html>", "a": "<html>site A</html>"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, site), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, site, "index.html"), []byte(body), 0o644))
+	}
+	ts := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{Web: "127.0.0.1:0"}
+		c.Web.Roots = map[string]string{"*": filepath.Join(dir, "any"), "a.test": filepath.Join(dir, "a")}
+	})
+	port := ts.port("web")
+
+	script := filepath.Join(peertest.AioquicExamples(), "http3_client.py")
+	if _, err := os.Stat(script); err != nil {
+		peertest.Missing(t, "aioquic's http3_client.py not found; run bash .ci/run")
+	}
+	out := t.TempDir()
+	cmd := exec.Command("python3", script, "--ca-certs", ts.caFile, "--output-dir", out, "https://127.0.0.1:"+port+"/")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	page, err := os.ReadFile(filepath.Join(out, "index.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(page), "default site")
+
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: certPool(ts.CertPEM()), ServerName: "localhost"}, ForceAttemptHTTP2: true}}
+	req, _ := http.NewRequest("GET", "https://127.0.0.1:"+port+"/index.html", nil)
+	req.Host = "a.test"
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 2, resp.ProtoMajor)
+	require.Equal(t, "<html>site A</html>", string(body))
+	require.Equal(t, fmt.Sprintf(`h3=":%s"; ma=86400`, port), resp.Header.Get("Alt-Svc"))
+
+	resp, err = client.Get("https://127.0.0.1:" + port + "/index.html")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.True(t, resp.Uncompressed, "served gzip-compressed")
+	require.Contains(t, string(body), "default site")
+
+	rec := ask(t, ts.url("web"), ts.pool(), "o.example")
+	require.Contains(t, rec.Answers[0], anyIP)
+	require.Equal(t, "h3", rec.Conn.ALPN)
 }

@@ -38,7 +38,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		udp, tcp, dot, doh, doh3, doq, web       string
 		any, zone, hosts, forward, records, cert string
 		key, certOut, retry, metrics, dohPath    string
-		static                                   stringList
+		static, sites                            stringList
 		noZeroRTT, inOrder, cache                bool
 		delay                                    time.Duration
 		delayEvery                               int
@@ -50,6 +50,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&doh3, "doh3", "", "serve DoH over HTTP/3 on UDP `addr`")
 	fs.StringVar(&doq, "doq", "", "serve DoQ on `addr`")
 	fs.StringVar(&web, "web", "", "serve pages (and DoH) over HTTP/3 and HTTP/2 on `addr`")
+	fs.Var(&sites, "site", "serve the directory `[HOST=]DIR` on the web listener, for HOST or any host (repeatable)")
 	fs.StringVar(&dohPath, "doh-path", "", "DoH endpoint path (default /dns-query)")
 	fs.StringVar(&any, "any", "", "answer any name with this `IP`")
 	fs.Var(&static, "record", "serve this resource record (zone-file syntax; repeatable)")
@@ -121,6 +122,16 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		cfg.Faults.DelayEvery = delayEvery
 	}
 	cfg.Faults.InOrder = cfg.Faults.InOrder || inOrder
+	for _, site := range sites {
+		host, dir, ok := strings.Cut(site, "=")
+		if !ok {
+			host, dir = "*", site
+		}
+		if cfg.Web.Roots == nil {
+			cfg.Web.Roots = map[string]string{}
+		}
+		cfg.Web.Roots[host] = dir
+	}
 	set(&cfg.Records, records)
 	set(&cfg.Metrics, metrics)
 
