@@ -20,8 +20,12 @@ demo: peers build
 
 bench: peers
 	$(GO) test ./transport -run '^$$' -bench . -benchtime 3000x
+	$(GO) test ./server -run '^$$' -bench ServerQPS -benchtime 20000x
+	bash scripts/bench-server.sh
 
 fuzz:
 	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseDoHRequest; do \
 		$(GO) test ./internal/dnswire -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s
+	for f in FuzzStreamConn FuzzDoHHandler FuzzDoQQuery; do \
+		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done

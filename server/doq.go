@@ -73,22 +73,10 @@ func (s *Server) serveDoQStream(c *quic.Conn, str *quic.Stream, received time.Ti
 		c.CloseWithError(doqProtocolError, "bad message framing")
 		return
 	}
-	q, err := dnswire.Unpack(wire)
+	q, err := doqQuery(wire)
 	if err != nil {
-		c.CloseWithError(doqProtocolError, "malformed DNS message")
+		c.CloseWithError(doqProtocolError, err.Error())
 		return
-	}
-	if q.Id != 0 { // RFC 9250 §4.2.1
-		c.CloseWithError(doqProtocolError, "message ID is not 0")
-		return
-	}
-	if o := q.IsEdns0(); o != nil {
-		for _, opt := range o.Option {
-			if opt.Option() == dns.EDNS0TCPKEEPALIVE { // RFC 9250 §5.5.2
-				c.CloseWithError(doqProtocolError, "edns-tcp-keepalive over DoQ")
-				return
-			}
-		}
 	}
 	if rec.EarlyData && q.Opcode != dns.OpcodeQuery {
 		// RFC 9250 §4.5: only QUERY and NOTIFY may be answered from 0-RTT.
@@ -114,4 +102,24 @@ func (s *Server) serveDoQStream(c *quic.Conn, str *quic.Stream, received time.Ti
 	str.SetWriteDeadline(time.Now().Add(s.cfg.Limits.IdleTimeout))
 	str.Write(out)
 	str.Close()
+}
+
+// doqQuery parses a DoQ query and applies RFC 9250's rules for it; an
+// error is a connection error DOQ_PROTOCOL_ERROR.
+func doqQuery(wire []byte) (*dns.Msg, error) {
+	q, err := dnswire.Unpack(wire)
+	if err != nil {
+		return nil, err
+	}
+	if q.Id != 0 { // §4.2.1
+		return nil, errors.New("message ID is not 0")
+	}
+	if o := q.IsEdns0(); o != nil {
+		for _, opt := range o.Option {
+			if opt.Option() == dns.EDNS0TCPKEEPALIVE { // §5.5.2
+				return nil, errors.New("edns-tcp-keepalive over DoQ")
+			}
+		}
+	}
+	return q, nil
 }
