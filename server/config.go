@@ -2,9 +2,12 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -136,8 +139,11 @@ func LoadConfig(path string) (*Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		// yaml.v3 lists errors on several lines; one line names them all.
+		msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
+		msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(msg, "yaml: "))
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -105,7 +105,8 @@ func (s *Server) listenQUIC(name, addr string, tlsConf *tls.Config) (*quic.Early
 	}
 	s.track(name, pc.LocalAddr(), closerFunc(func() error {
 		ln.Close()
-		return tr.Close()
+		tr.Close()
+		return pc.Close() // quic-go leaves a socket it was handed open
 	}))
 	return ln, nil
 }

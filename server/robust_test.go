@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -200,4 +202,62 @@ func TestConnectionLimit(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	require.Equal(t, transport.StatusOK, ask(t, ts.url("tcp"), ts.pool(), "q.example").Status, "room again")
+}
+
+// TestTicketKeyFileSurvivesRestart: with tls.ticket_keys (and a fixed
+// certificate), a ticket issued before a restart resumes after it, with
+// 0-RTT on DoQ.
+func TestTicketKeyFileSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	cert := peertest.NewCert(t)
+	cfg := func(c *server.Config) {
+		c.TLS = server.TLS{Cert: cert.CertFile, Key: cert.KeyFile, TicketKeys: filepath.Join(dir, "tickets.key"), TokenKey: filepath.Join(dir, "token.key")}
+	}
+	ts := start(t, cfg)
+	o := ts.pool()
+	o.Session = transport.NewSession(transport.SessionConfig{Tickets: true, Tokens: true})
+	o.ZeroRTT = true
+	url := ts.url("doq")
+	ask(t, url, o, "r.example")
+	port := ts.port("doq")
+	ts.Close()
+	ts2 := start(t, func(c *server.Config) { cfg(c); c.Listen = server.Listen{DoQ: "127.0.0.1:" + port} })
+	rec := ask(t, ts2.url("doq"), o, "r.example")
+	require.True(t, rec.Conn.TLSResumed)
+	require.True(t, rec.Conn.Used0RTT)
+	require.True(t, rec.Conn.TokenUsed)
+	require.True(t, ts2.records("query", "doq")[0].TokenUsed, "the token key survived too")
+}
+
+// TestDoH11Pipelining sends two GETs back to back on one HTTP/1.1
+// connection; the answers come in order, the second after the first's delay.
+func TestDoH11Pipelining(t *testing.T) {
+	ts := start(t, func(c *server.Config) {
+		c.Faults.DelayNames = map[string]time.Duration{"slow.example": 300 * time.Millisecond}
+	})
+	c, err := tls.Dial("tcp", ts.Addr("doh").String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	require.NoError(t, err)
+	defer c.Close()
+	get := func(name string) string {
+		q := new(dns.Msg)
+		q.SetQuestion(name, dns.TypeA)
+		q.Id = 0
+		b, _ := q.Pack()
+		return "GET /dns-query?dns=" + base64.RawURLEncoding.EncodeToString(b) + " HTTP/1.1\r\nHost: dns.test\r\nAccept: application/dns-message\r\n\r\n"
+	}
+	start := time.Now()
+	_, err = c.Write([]byte(get("slow.example.") + get("fast.example.")))
+	require.NoError(t, err)
+	br := bufio.NewReader(c)
+	var names []string
+	for range 2 {
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		m := new(dns.Msg)
+		require.NoError(t, m.Unpack(body))
+		names = append(names, m.Question[0].Name)
+	}
+	require.Equal(t, []string{"slow.example.", "fast.example."}, names)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
 }

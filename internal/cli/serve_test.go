@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+)
+
+func TestServeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("listen:\n  udpp: 127.0.0.1:53\n"), 0o644))
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"serve", "--config", bad}, "field udpp not found"},
+		{[]string{"serve", "--config", filepath.Join(dir, "none.yaml")}, "reading config"},
+		{[]string{"serve", "--udp", "127.0.0.1:0", "--retry", "maybe"}, "quic.retry"},
+		{[]string{"serve", "--udp", "127.0.0.1:0", "--zone", filepath.Join(dir, "none.zone")}, "answers.zone"},
+		{[]string{"serve", "--udp", "127.0.0.1:0", "--forward", "gopher://x"}, "unknown scheme"},
+		{[]string{"serve", "--web", "127.0.0.1:0", "--site", filepath.Join(dir, "nodir")}, "is not a directory"},
+	} {
+		code, _, errOut := run(c.args...)
+		require.Equal(t, 2, code, errOut)
+		require.Contains(t, errOut, c.msg)
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+	}
+}
+
+// TestServeBinary runs the real binary: it serves, answers doxlab's client,
+// writes records, and exits 0 on SIGTERM.
+func TestServeBinary(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "doxlab")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	udp, doq := peertest.FreePort(t), peertest.FreePort(t)
+	certFile, records := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "records.jsonl")
+	cmd := exec.Command(bin, "serve", "--udp", fmt.Sprintf("127.0.0.1:%d", udp), "--doq", fmt.Sprintf("127.0.0.1:%d", doq),
+		"--any", "192.0.2.9", "--cert-out", certFile, "--records", records)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	peertest.WaitListen(t, "udp", fmt.Sprintf("127.0.0.1:%d", doq))
+	require.Eventually(t, func() bool {
+		code, _, _ := run("query", "--timeout", "200ms", fmt.Sprintf("udp://127.0.0.1:%d", udp), "x.example")
+		return code == 0
+	}, 10*time.Second, 50*time.Millisecond)
+	code, stdout, errOut := run("query", "--ca", certFile, "--json", fmt.Sprintf("quic://127.0.0.1:%d", doq), "x.example")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, stdout, "192.0.2.9")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), stderr.String())
+	require.Contains(t, stderr.String(), "certificate SPKI")
+	b, err := os.ReadFile(records)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"transport":"doq"`)
+}
