@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# doxlab's end-to-end demo: CoreDNS on loopback serves one zone over
-# Do53, DoT, DoH/1.1, DoH/2, DoH/3 and DoQ; doxlab measures every transport
-# under the papers' conditions (a fresh connection per query; resumed with
+# doxlab's end-to-end demo: CoreDNS and doxlab serve, on loopback, serve one
+# zone over Do53, DoT, DoH/1.1, DoH/2, DoH/3 and DoQ; doxlab measures every
+# transport of each under the papers' conditions (a fresh connection per query; resumed with
 # a TLS ticket; 0-RTT where the transport allows), after a cache-warming
 # query, and prints medians from its own per-exchange JSON records.
 # Only loopback is used. Run it with 'make demo'.
@@ -39,9 +39,18 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-echo "doxlab $("$DOXLAB" version | cut -d' ' -f2-) against $(coredns -version | head -1) on loopback; $N queries per row, medians"
-echo
-printf '%-6s %-8s %10s %10s %10s %10s %9s %8s %6s %6s\n' transport cond connect_ms handsh_ms query_ms total_ms bytes_tx bytes_rx resum 0rtt
+# doxlab's own server on the same kinds of ports, same certificate.
+d53=$(free_port); ddot=$(free_port); ddoh=$(free_port); dretry=$(free_port)
+"$DOXLAB" serve --udp 127.0.0.1:$d53 --tcp 127.0.0.1:$d53 --dot 127.0.0.1:$ddot --doq 127.0.0.1:$ddot \
+  --doh 127.0.0.1:$ddoh --doh3 127.0.0.1:$ddoh --zone "$work/test.zone" \
+  --cert "$work/cert.pem" --key "$work/key.pem" --records "$work/records.jsonl" 2>/dev/null &
+"$DOXLAB" serve --doq 127.0.0.1:$dretry --retry always --zone "$work/test.zone" \
+  --cert "$work/cert.pem" --key "$work/key.pem" 2>/dev/null &
+for _ in $(seq 100); do
+  "$DOXLAB" query --timeout 200ms "udp://127.0.0.1:$d53" example.test >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
 row() { # transport condition url flags...
   local name=$1 cond=$2 url=$3; shift 3
   "$DOXLAB" query --json --warmup --repeat "$N" --ca "$work/cert.pem" "$@" "$url" example.test A |
@@ -55,18 +64,34 @@ row() { # transport condition url flags...
        ($r | map(select(.status != "ok")) | length) ] | @tsv' |
     awk -F'\t' '{printf "%-6s %-8s %10.3f %10.3f %10.3f %10.3f %9d %8d %6s %6s%s\n",$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,($11>0?"  FAILED "$11:"")}'
 }
-row udp  fresh "udp://127.0.0.1:$p53"
-row tcp  fresh "tcp://127.0.0.1:$p53"
-for cond in fresh resumed; do
-  flags=(); [ $cond = resumed ] && flags=(--resume)
-  row dot  $cond "tls://127.0.0.1:$pdot" "${flags[@]}"
-  row doh1 $cond "https://127.0.0.1:$pdoh/dns-query" --http 1.1 "${flags[@]}"
-  row doh2 $cond "https://127.0.0.1:$pdoh/dns-query" "${flags[@]}"
-  row doh3 $cond "h3://127.0.0.1:$pdoh/dns-query" "${flags[@]}"
-  row doq  $cond "quic://127.0.0.1:$pdoq" "${flags[@]}"
-done
-row doh3 0-rtt "h3://127.0.0.1:$pdoh/dns-query" --0rtt
-row doq  0-rtt "quic://127.0.0.1:$pdoq" --0rtt
+
+header() {
+  echo
+  echo "$1; $N queries per row after a cache-warming query, medians"
+  printf '%-6s %-8s %10s %10s %10s %10s %9s %8s %6s %6s\n' transport cond connect_ms handsh_ms query_ms total_ms bytes_tx bytes_rx resum 0rtt
+}
+table() { # p53 pdot pdoh pdoq
+  row udp  fresh "udp://127.0.0.1:$1"
+  row tcp  fresh "tcp://127.0.0.1:$1"
+  for cond in fresh resumed; do
+    flags=(); [ $cond = resumed ] && flags=(--resume)
+    row dot  $cond "tls://127.0.0.1:$2" "${flags[@]}"
+    row doh1 $cond "https://127.0.0.1:$3/dns-query" --http 1.1 "${flags[@]}"
+    row doh2 $cond "https://127.0.0.1:$3/dns-query" "${flags[@]}"
+    row doh3 $cond "h3://127.0.0.1:$3/dns-query" "${flags[@]}"
+    row doq  $cond "quic://127.0.0.1:$4" "${flags[@]}"
+  done
+  row doh3 0-rtt "h3://127.0.0.1:$3/dns-query" --0rtt
+  row doq  0-rtt "quic://127.0.0.1:$4" --0rtt
+}
+echo "doxlab $("$DOXLAB" version | cut -d' ' -f2-) on loopback"
+header "CoreDNS ($(coredns -version | head -1)), an independent server"
+table "$p53" "$pdot" "$pdoh" "$pdoq"
+header "doxlab serve"
+table "$d53" "$ddot" "$ddoh" "$ddot"
+row doq  fresh "quic://127.0.0.1:$dretry"
+echo "       ^ doxlab serve --retry always: every new connection pays a Retry round trip"
+echo "doxlab serve wrote $(wc -l < "$work/records.jsonl") server-side records (one JSON line per query and connection)."
 echo
 echo "One DoQ exchange in 0-RTT, in full:"
 "$DOXLAB" query --warmup --0rtt --ca "$work/cert.pem" "quic://127.0.0.1:$pdoq" example.test A

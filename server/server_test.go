@@ -476,3 +476,17 @@ func TestWeb(t *testing.T) {
 	require.Contains(t, rec.Answers[0], anyIP)
 	require.Equal(t, "h3", rec.Conn.ALPN)
 }
+
+// TestExampleConfig loads the annotated example and serves it.
+func TestExampleConfig(t *testing.T) {
+	c, err := server.LoadConfig("../examples/serve.yaml")
+	require.NoError(t, err)
+	require.Equal(t, "192.0.2.7", c.Answers.Any)
+	c.Listen = server.Listen{UDP: "127.0.0.1:0"} // free ports for the test
+	srv, err := server.New(c)
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	rec := ask(t, "udp://"+srv.Addr("udp").String(), transport.Options{}, "example.test")
+	require.Contains(t, rec.Answers[0], "192.0.2.1")
+}
