@@ -3,7 +3,8 @@
 # against, all on loopback. Idempotent: a second run only checks.
 #   Debian:          unbound, jq, openssl
 #   Go module proxy: CoreDNS v1.15.0 (DoT, DoH/2, DoH/3, DoQ)
-#   Debian:          knot-dnsutils (kdig), bind9-dnsutils (dig), dnsperf
+#   Debian:          knot-dnsutils (kdig), bind9-dnsutils (dig), dnsperf,
+#                    tshark (reads the testbed's captures), iproute2
 #   PyPI:            aioquic 1.7.2 (its DoQ server and HTTP/3 client examples),
 #                    dnslib, wsproto, dnspython 2.9.2 with DoH and DoQ
 set -euo pipefail
@@ -18,13 +19,15 @@ PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl; do
+for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl tshark iproute2; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
   say "apt-get install ${missing[*]}"
   apt-get update -qq
+  # tshark asks whether non-root users may capture; the testbed runs as root.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 

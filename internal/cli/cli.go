@@ -24,6 +24,7 @@ func commands() []command {
 	return []command{
 		{"query", "send DNS queries over any transport and show timings and connection facts", runQuery},
 		{"serve", "serve DNS over UDP, TCP, DoT, DoH/1.1/2/3 and DoQ, and web pages over HTTP/3", runServe},
+		{"testbed", "network namespaces joined by an emulated access link (up, down, status, exec, profile, check)", runTestbed},
 		{"version", "print doxlab's version", runVersion},
 	}
 }

@@ -1,0 +1,315 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/doxlab/doxlab/testbed"
+)
+
+const testbedUsage = `usage: doxlab testbed COMMAND [flags]
+
+  up      [--name N] [--hosts client,server] [--profile P] [--host-profile HOST=P] [--pcap DIR]
+          create the hosts (network namespaces) and start the link emulator; idempotent
+  down    [--name N]      stop the emulator and remove everything, also after a crash
+  status  [--name N]      hosts, addresses, profiles and the emulator's counters
+  exec    [--name N] HOST -- CMD [ARGS]   run a command inside a host
+  profile [--name N] [--host HOST] P      switch a host's access link (default: the first host)
+  check   [--name N] [--profiles fiber,dsl,...] [--probes N]  measure RTT error, throughput and CPU
+
+Profiles: none, fiber, cable, dsl, 4g, 4g-medium (the cross-layer paper's Table II), or a YAML file.
+The testbed needs root and /dev/net/tun.
+`
+
+func runTestbed(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, testbedUsage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "doxlab testbed %s: %v\n", args[0], err)
+		return 1
+	}
+	fs := flag.NewFlagSet("testbed "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "doxlab", "testbed `name`")
+	switch args[0] {
+	case "up":
+		hosts := fs.String("hosts", "client,server", "comma-separated host names; the first one's link is shaped")
+		profile := fs.String("profile", "none", "profile of the first host's access link")
+		pcap := fs.String("pcap", "", "write HOST-up.pcap and HOST-down.pcap into `DIR`")
+		var hostProfiles stringList
+		fs.Var(&hostProfiles, "host-profile", "`HOST=PROFILE` for another host's link (repeatable)")
+		if _, err := parseInterleaved(fs, args[1:]); err != nil {
+			return exitUsage
+		}
+		spec := testbed.Spec{Name: *name, Hosts: strings.Split(*hosts, ","), Profile: *profile, PcapDir: *pcap, HostProfiles: map[string]string{}}
+		for _, hp := range hostProfiles {
+			h, p, ok := strings.Cut(hp, "=")
+			if !ok {
+				return fail(fmt.Errorf("--host-profile %q: want HOST=PROFILE", hp))
+			}
+			spec.HostProfiles[h] = p
+		}
+		return testbedUp(spec, stdout, stderr)
+	case "daemon": // internal: what 'up' starts in the background
+		spec := fs.String("spec", "", "")
+		fs.Parse(args[1:])
+		var s testbed.Spec
+		if err := json.Unmarshal([]byte(*spec), &s); err != nil {
+			fmt.Fprintf(stdout, "error: %v\n", err)
+			return 1
+		}
+		tb, err := testbed.Start(s)
+		if err != nil {
+			fmt.Fprintf(stdout, "error: %v\n", err)
+			return 1
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		fmt.Fprintln(stdout, "ready")
+		<-sig
+		tb.Close()
+		return exitOK
+	case "down":
+		if _, err := parseInterleaved(fs, args[1:]); err != nil {
+			return exitUsage
+		}
+		if err := testbed.Down(*name); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "testbed %s is down\n", *name)
+		return exitOK
+	case "status":
+		asJSON := fs.Bool("json", false, "print JSON")
+		if _, err := parseInterleaved(fs, args[1:]); err != nil {
+			return exitUsage
+		}
+		return testbedStatus(*name, *asJSON, stdout, stderr)
+	case "exec":
+		rest := args[1:]
+		i := slices_index(rest, "--")
+		if i < 0 {
+			return fail(fmt.Errorf("want: exec [--name N] HOST -- CMD [ARGS]"))
+		}
+		pos, err := parseInterleaved(fs, rest[:i])
+		if err != nil || len(pos) != 1 || i+1 >= len(rest) {
+			return fail(fmt.Errorf("want: exec [--name N] HOST -- CMD [ARGS]"))
+		}
+		st, err := testbed.Load(*name)
+		if err != nil {
+			return fail(fmt.Errorf("testbed %s is not up", *name))
+		}
+		if _, ok := st.NS[pos[0]]; !ok {
+			return fail(fmt.Errorf("no host %q in testbed %s (hosts: %s)", pos[0], *name, strings.Join(st.Spec.Hosts, ", ")))
+		}
+		cmd := st.Command(pos[0], rest[i+1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+		if err := cmd.Run(); err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return ee.ExitCode()
+			}
+			return fail(err)
+		}
+		return exitOK
+	case "profile":
+		host := fs.String("host", "", "host whose link to shape (default: the first host)")
+		pos, err := parseInterleaved(fs, args[1:])
+		if err != nil || len(pos) != 1 {
+			return fail(fmt.Errorf("want: profile [--name N] [--host HOST] PROFILE"))
+		}
+		p, err := testbed.LookupProfile(pos[0])
+		if err != nil {
+			return fail(err)
+		}
+		st, err := testbed.Load(*name)
+		if err != nil {
+			return fail(fmt.Errorf("testbed %s is not up", *name))
+		}
+		if *host == "" {
+			*host = st.Spec.Hosts[0]
+		}
+		if err := testbed.SetProfile(*name, *host, p); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "testbed %s: %s's link is now %s\n", *name, *host, p.Name)
+		return exitOK
+	case "check":
+		profiles := fs.String("profiles", strings.Join(testbed.ProfileNames(), ","), "profiles to check")
+		probes := fs.Int("probes", 300, "RTT probes per profile")
+		secs := fs.Duration("throughput", 2*time.Second, "throughput test per direction")
+		asJSON := fs.Bool("json", false, "print JSON lines")
+		if _, err := parseInterleaved(fs, args[1:]); err != nil {
+			return exitUsage
+		}
+		return testbedCheck(*name, strings.Split(*profiles, ","), *probes, *secs, *asJSON, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "doxlab testbed: unknown command %q\n%s", args[0], testbedUsage)
+	return exitUsage
+}
+
+func slices_index(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// testbedUp starts the emulator as a background process ('testbed daemon')
+// and waits until it reports ready. A testbed already up is left as it is,
+// with its profile switched if another was asked for.
+func testbedUp(spec testbed.Spec, stdout, stderr io.Writer) int {
+	if st, err := testbed.Load(spec.Name); err == nil && st.Alive() {
+		p, err := testbed.LookupProfile(spec.Profile)
+		if err == nil && st.Profiles[st.Spec.Hosts[0]].Name != p.Name {
+			err = testbed.SetProfile(spec.Name, st.Spec.Hosts[0], p)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab testbed up: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "testbed %s is already up (pid %d); %s's link: %s\n", spec.Name, st.PID, st.Spec.Hosts[0], p.Name)
+		return exitOK
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab testbed up: %v\n", err)
+		return 1
+	}
+	b, _ := json.Marshal(spec)
+	cmd := exec.Command(self, "testbed", "daemon", "--spec", string(b))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survives the shell that ran 'up'
+	logPath := filepath.Join(os.TempDir(), "doxlab-testbed-"+spec.Name+".log")
+	logf, _ := os.Create(logPath)
+	cmd.Stderr = logf
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "doxlab testbed up: starting the emulator: %v\n", err)
+		return 1
+	}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+	}()
+	select {
+	case l := <-line:
+		if l != "ready" {
+			cmd.Wait()
+			if l == "" {
+				l = "the emulator exited; see " + logPath
+			}
+			fmt.Fprintf(stderr, "doxlab testbed up: %s\n", strings.TrimPrefix(l, "error: "))
+			return 1
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		fmt.Fprintf(stderr, "doxlab testbed up: the emulator did not start within 30 s; see %s\n", logPath)
+		return 1
+	}
+	cmd.Process.Release()
+	return testbedStatus(spec.Name, false, stdout, stderr)
+}
+
+func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
+	st, err := testbed.Load(name)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab testbed status: testbed %s is not up\n", name)
+		return 1
+	}
+	stats, serr := testbed.ReadStats(name)
+	if asJSON {
+		json.NewEncoder(stdout).Encode(map[string]any{"state": st, "alive": st.Alive(), "stats": stats})
+		return exitOK
+	}
+	alive := "running"
+	if !st.Alive() || serr != nil {
+		alive = "NOT RUNNING (run 'doxlab testbed down' to clean up)"
+	}
+	fmt.Fprintf(stdout, "testbed %s: emulator pid %d, %s, since %s\n", name, st.PID, alive, st.Started.Format(time.RFC3339))
+	hosts := append([]string(nil), st.Spec.Hosts...)
+	sort.SliceStable(hosts, func(i, j int) bool { return false })
+	for _, h := range hosts {
+		p := st.Profiles[h]
+		if stats != nil {
+			p = stats.Profiles[h]
+		}
+		fmt.Fprintf(stdout, "  %-10s %-15s netns %-28s link %-10s rtt +%v", h, st.IPs[h], st.NS[h], p.Name, p.RTT())
+		if stats != nil {
+			hs := stats.Hosts[h]
+			fmt.Fprintf(stdout, "  pkts out %d in %d  drops %d/%d  lost %d/%d  late %v", hs.FromHost, hs.ToHost, hs.UpDropped, hs.DownDrop, hs.UpLost, hs.DownLost, hs.MeanLateness)
+		}
+		fmt.Fprintln(stdout)
+	}
+	if stats != nil {
+		fmt.Fprintf(stdout, "  emulator cpu %v, SCHED_FIFO %v\n", stats.CPU.Round(time.Millisecond), stats.FIFO)
+	}
+	return exitOK
+}
+
+// testbedCheck measures each profile on a testbed of its own (the check
+// switches profiles, so it never disturbs one that is up).
+func testbedCheck(name string, profiles []string, probes int, secs time.Duration, asJSON bool, stdout, stderr io.Writer) int {
+	tb, err := testbed.Start(testbed.Spec{Name: name + "-check"})
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab testbed check: %v\n", err)
+		return 1
+	}
+	defer tb.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if !asJSON {
+		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %5s %16s %16s %6s\n", "profile", "rtt_ms", "err_p50", "err_p90", "err_p99", "err_max", "lost", "up Mbit/s", "down Mbit/s", "cpu")
+	}
+	for _, pn := range profiles {
+		p, err := testbed.LookupProfile(pn)
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab testbed check: %v\n", err)
+			return exitUsage
+		}
+		res, err := tb.Check(ctx, p, testbed.CheckOptions{Probes: probes, Throughput: secs})
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab testbed check: %s: %v\n", pn, err)
+			return 1
+		}
+		if asJSON {
+			json.NewEncoder(stdout).Encode(res)
+			continue
+		}
+		us := func(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/1e3) }
+		rate := func(got, want float64) string {
+			if want == 0 {
+				return "unlimited"
+			}
+			return fmt.Sprintf("%.1f/%.1f %3.0f%%", got/1e6, want/1e6, 100*got/want)
+		}
+		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%%\n", p.Name, float64(res.ConfiguredRTT)/1e6,
+			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate), rate(res.DownAchieved, res.DownRate), 100*res.EmulatorCPU)
+	}
+	if !asJSON {
+		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel receive timestamp) minus configured delay and serialization; cpu = emulator, % of one core, during the throughput runs")
+	}
+	return exitOK
+}

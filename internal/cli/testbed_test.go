@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/testbed"
+)
+
+// TestTestbedLifecycle drives the real binary: up (twice: idempotent),
+// exec, profile, status; then the emulator is killed with SIGKILL and
+// down still removes everything.
+func TestTestbedLifecycle(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "doxlab")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	doxlab := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		return string(out), err
+	}
+	defer doxlab("testbed", "down", "--name", "tcli")
+	out2, err := doxlab("testbed", "up", "--name", "tcli", "--profile", "fiber")
+	require.NoError(t, err, out2)
+	require.Contains(t, out2, "link fiber")
+	out2, err = doxlab("testbed", "up", "--name", "tcli", "--profile", "4g")
+	require.NoError(t, err, out2)
+	require.Contains(t, out2, "already up")
+	out2, err = doxlab("testbed", "exec", "--name", "tcli", "client", "--", "cat", "/etc/resolv.conf")
+	require.NoError(t, err, out2)
+	require.Contains(t, out2, "nameserver 10.200.0.2")
+	out2, err = doxlab("testbed", "profile", "--name", "tcli", "cable")
+	require.NoError(t, err, out2)
+	out2, err = doxlab("testbed", "status", "--name", "tcli")
+	require.NoError(t, err, out2)
+	require.Contains(t, out2, "link cable")
+	_, err = doxlab("testbed", "exec", "--name", "tcli", "client", "--", "false")
+	require.Error(t, err, "exec passes the exit status on")
+	_, err = doxlab("testbed", "profile", "--name", "tcli", "5g")
+	require.Error(t, err)
+
+	st, err := testbed.Load("tcli")
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
+	for st.Alive() {
+	}
+	out2, err = doxlab("testbed", "status", "--name", "tcli")
+	require.Contains(t, out2, "NOT RUNNING")
+	out2, err = doxlab("testbed", "down", "--name", "tcli")
+	require.NoError(t, err, out2)
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		require.False(t, strings.HasPrefix(e.Name(), "doxlab-tcli-"), "left behind: %s", e.Name())
+	}
+	require.NoDirExists(t, "/etc/netns/doxlab-tcli-client")
+}

@@ -1,0 +1,278 @@
+package testbed
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// CheckResult is what 'testbed check' measured for one profile on the
+// first host's link (the client's) towards the second (the server).
+type CheckResult struct {
+	Profile       string        `json:"profile"`
+	ConfiguredRTT time.Duration `json:"configured_rtt"` // delays plus the probe's serialization
+	Probes        int           `json:"probes"`
+	Lost          int           `json:"lost"`
+	// RTT error: measured minus configured, at the percentiles.
+	ErrP50, ErrP90, ErrP99, ErrMax time.Duration
+	// Throughput per direction against the configured rate (0: unlimited, not measured).
+	UpRate, UpAchieved     float64 // bit/s
+	DownRate, DownAchieved float64
+	// EmulatorCPU is the emulator's CPU during the throughput runs, as a
+	// fraction of one core.
+	EmulatorCPU float64
+	FIFO        bool // the writer threads ran SCHED_FIFO
+}
+
+// CheckOptions tune the check; zero values take the defaults.
+type CheckOptions struct {
+	Probes         int           // RTT probes; default 300
+	Interval       time.Duration // between probes; default 5 ms
+	Throughput     time.Duration // per direction; default 2 s (0 with SkipThroughput)
+	SkipThroughput bool
+}
+
+const probeSize = 28 + 32 // IPv4 and ICMP headers, 32 octets of payload
+
+// Check applies profile p to the first host's link and measures it.
+func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*CheckResult, error) {
+	if len(tb.Spec.Hosts) < 2 {
+		return nil, fmt.Errorf("check needs two hosts")
+	}
+	if o.Probes == 0 {
+		o.Probes = 300
+	}
+	if o.Interval == 0 {
+		o.Interval = 5 * time.Millisecond
+	}
+	if o.Throughput == 0 {
+		o.Throughput = 2 * time.Second
+	}
+	client, server := tb.Spec.Hosts[0], tb.Spec.Hosts[1]
+	if err := tb.SetProfile(client, p); err != nil {
+		return nil, err
+	}
+	res := &CheckResult{Profile: p.Name, UpRate: p.Up.Rate, DownRate: p.Down.Rate}
+	serial := func(rate float64) time.Duration {
+		if rate == 0 {
+			return 0
+		}
+		return time.Duration(float64(probeSize*8) / rate * float64(time.Second))
+	}
+	res.ConfiguredRTT = p.Up.Delay + p.Down.Delay + serial(p.Up.Rate) + serial(p.Down.Rate)
+	if err := tb.checkRTT(ctx, client, server, o, res); err != nil {
+		return nil, err
+	}
+	if !o.SkipThroughput {
+		cpu0, t0 := processCPU(os.Getpid()), time.Now()
+		var err error
+		if p.Up.Rate > 0 {
+			if res.UpAchieved, err = tb.throughput(ctx, client, server, p.Up.Rate, o.Throughput); err != nil {
+				return nil, err
+			}
+		}
+		if p.Down.Rate > 0 {
+			if res.DownAchieved, err = tb.throughput(ctx, server, client, p.Down.Rate, o.Throughput); err != nil {
+				return nil, err
+			}
+		}
+		if d := time.Since(t0); p.Up.Rate > 0 || p.Down.Rate > 0 {
+			res.EmulatorCPU = float64(processCPU(os.Getpid())-cpu0) / float64(d)
+		}
+	}
+	res.FIFO = tb.emu.fifo.Load()
+	return res, nil
+}
+
+// udpIn opens a UDP socket inside host.
+func (tb *Testbed) udpIn(host string, laddr string, raddr *net.UDPAddr) (*net.UDPConn, error) {
+	var c *net.UDPConn
+	err := tb.Run(host, func() error {
+		var err error
+		if raddr != nil {
+			c, err = net.DialUDP("udp4", nil, raddr)
+		} else {
+			var a *net.UDPAddr
+			if a, err = net.ResolveUDPAddr("udp4", laddr); err == nil {
+				c, err = net.ListenUDP("udp4", a)
+			}
+		}
+		return err
+	})
+	return c, err
+}
+
+// checkRTT pings the server host from the client host with ICMP echo:
+// the server's kernel answers, so no application wake-up is measured, and
+// the reply's arrival is the kernel's receive timestamp (SO_TIMESTAMPNS).
+// The send time is taken just before sendto. What remains is the kernel
+// stack and the emulator itself.
+func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckOptions, res *CheckResult) error {
+	var fd int
+	err := tb.Run(client, func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ICMP socket in %s: %w", client, err)
+	}
+	defer unix.Close(fd)
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 1})
+	dst := &unix.SockaddrInet4{}
+	copy(dst.Addr[:], tb.IP(server).To4())
+	id := os.Getpid() & 0xffff
+	sent := make([]int64, o.Probes) // wall-clock ns: SO_TIMESTAMPNS is CLOCK_REALTIME
+	rtts := make([]time.Duration, 0, o.Probes)
+	done := make(chan struct{})
+	var stop atomic.Bool
+	go func() {
+		defer close(done)
+		buf, oob := make([]byte, 1500), make([]byte, 128)
+		for len(rtts) < o.Probes && !stop.Load() {
+			n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
+			if err != nil {
+				if err == unix.EAGAIN || err == unix.EINTR {
+					continue
+				}
+				return
+			}
+			at := kernelTime(oob[:oobn])
+			if n < 28 || at == 0 {
+				continue
+			}
+			ihl := int(buf[0]&0x0f) * 4
+			icmp := buf[ihl:n]
+			if len(icmp) < 8 || icmp[0] != 0 || int(binary.BigEndian.Uint16(icmp[4:])) != id {
+				continue // not our echo reply
+			}
+			if seq := int(binary.BigEndian.Uint16(icmp[6:])); seq < len(sent) && sent[seq] != 0 {
+				rtts = append(rtts, time.Duration(at-sent[seq]))
+			}
+		}
+	}()
+	msg := make([]byte, probeSize-20) // ICMP header and 32 octets after the IP header
+	for i := range o.Probes {
+		if ctx.Err() != nil {
+			break
+		}
+		msg[0], msg[1] = 8, 0 // echo request
+		binary.BigEndian.PutUint16(msg[4:], uint16(id))
+		binary.BigEndian.PutUint16(msg[6:], uint16(i))
+		msg[2], msg[3] = 0, 0
+		binary.BigEndian.PutUint16(msg[2:], checksum(msg))
+		sent[i] = time.Now().UnixNano()
+		if err := unix.Sendto(fd, msg, 0, dst); err != nil {
+			return fmt.Errorf("sending ICMP echo: %w", err)
+		}
+		time.Sleep(o.Interval)
+	}
+	deadline := time.Now().Add(res.ConfiguredRTT + time.Second)
+	for len(rtts) < o.Probes && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop.Store(true)
+	<-done
+	res.Probes, res.Lost = o.Probes, o.Probes-len(rtts)
+	if len(rtts) == 0 {
+		return fmt.Errorf("no RTT probe came back")
+	}
+	errs := make([]time.Duration, len(rtts))
+	for i, r := range rtts {
+		errs[i] = r - res.ConfiguredRTT
+	}
+	slices.Sort(errs)
+	pct := func(q float64) time.Duration { return errs[min(len(errs)-1, int(q*float64(len(errs))))] }
+	res.ErrP50, res.ErrP90, res.ErrP99, res.ErrMax = pct(0.5), pct(0.9), pct(0.99), errs[len(errs)-1]
+	return nil
+}
+
+// kernelTime finds SCM_TIMESTAMPNS in a control message, in ns.
+func kernelTime(oob []byte) int64 {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
+			return ts.Nano()
+		}
+	}
+	return 0
+}
+
+// checksum is the Internet checksum (RFC 1071).
+func checksum(b []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		s += uint32(b[len(b)-1]) << 8
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
+}
+
+// throughput sends paced full-size UDP datagrams from one host to another
+// at 110 % of rate and returns the bit rate that arrived.
+func (tb *Testbed) throughput(ctx context.Context, from, to string, rate float64, d time.Duration) (float64, error) {
+	sink, err := tb.udpIn(to, tb.IPs[to]+":0", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer sink.Close()
+	sink.SetReadBuffer(8 << 20)
+	var bytes atomic.Int64
+	var first, last atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, err := sink.Read(buf)
+			if err != nil {
+				return
+			}
+			now := time.Now().UnixNano()
+			first.CompareAndSwap(0, now)
+			last.Store(now)
+			bytes.Add(int64(n + 28))
+		}
+	}()
+	src, err := tb.udpIn(from, "", sink.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	src.SetWriteBuffer(8 << 20)
+	const size = 1472 // a 1500-octet IP packet
+	payload := make([]byte, size)
+	perSec := rate * 1.1 / float64((size+28)*8)
+	start := time.Now()
+	sentN := 0
+	for time.Since(start) < d && ctx.Err() == nil {
+		due := int(time.Since(start).Seconds() * perSec)
+		for ; sentN < due; sentN++ {
+			src.Write(payload)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	time.Sleep(300 * time.Millisecond) // let the queue drain
+	f, l := first.Load(), last.Load()
+	if f == 0 || l <= f {
+		return 0, fmt.Errorf("throughput %s -> %s: nothing arrived", from, to)
+	}
+	// Count from the first arrival: bytes after it over the time since.
+	return float64((bytes.Load()-1500)*8) / (float64(l-f) / 1e9), nil
+}

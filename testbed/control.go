@@ -1,0 +1,189 @@
+package testbed
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The control socket lets any process switch a running testbed's profiles
+// and read its counters: one JSON request and one JSON answer per connection.
+
+type request struct {
+	Op      string   `json:"op"` // profile or stats
+	Host    string   `json:"host,omitempty"`
+	Profile *Profile `json:"profile,omitempty"`
+}
+
+type response struct {
+	Error string `json:"error,omitempty"`
+	Stats *Stats `json:"stats,omitempty"`
+}
+
+// Stats are the emulator's counters.
+type Stats struct {
+	PID      int                  `json:"pid"`
+	FIFO     bool                 `json:"sched_fifo"` // writer threads run SCHED_FIFO
+	CPU      time.Duration        `json:"cpu"`        // the emulator process's CPU time so far
+	Hosts    map[string]HostStats `json:"hosts"`
+	Profiles map[string]Profile   `json:"profiles"`
+}
+
+// HostStats counts one host's link.
+type HostStats struct {
+	FromHost, ToHost    uint64        // packets read from and written to its TUN device
+	UpSent, DownSent    uint64        // packets through each stage
+	UpDropped, DownDrop uint64        // tail drops
+	UpLost, DownLost    uint64        // emulated loss
+	NoRoute, Overflow   uint64        // packets to unknown addresses; writer backlog overflows
+	MeanLateness        time.Duration // mean time writes happened after their departure time
+}
+
+func (tb *Testbed) serveControl() error {
+	path := filepath.Join(tb.dir, "ctl.sock")
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	tb.ctl = l
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go tb.handleControl(c)
+		}
+	}()
+	return nil
+}
+
+func (tb *Testbed) handleControl(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	var req request
+	var resp response
+	if err := json.NewDecoder(c).Decode(&req); err != nil {
+		resp.Error = "bad request: " + err.Error()
+	} else {
+		switch req.Op {
+		case "profile":
+			if req.Profile == nil {
+				resp.Error = "no profile"
+			} else if err := tb.SetProfile(req.Host, *req.Profile); err != nil {
+				resp.Error = err.Error()
+			}
+		case "stats":
+			st := tb.Stats()
+			resp.Stats = &st
+		default:
+			resp.Error = "unknown op " + req.Op
+		}
+	}
+	json.NewEncoder(c).Encode(resp)
+}
+
+// SetProfile switches a host's access link at once; packets already
+// scheduled keep their times.
+func (tb *Testbed) SetProfile(host string, p Profile) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	l, ok := tb.links[host]
+	if !ok {
+		return fmt.Errorf("no host %q", host)
+	}
+	l.up.set(p.Up)
+	l.down.set(p.Down)
+	tb.mu.Lock()
+	tb.Profiles[host] = p
+	err := tb.save()
+	tb.mu.Unlock()
+	return err
+}
+
+// Stats reads the counters.
+func (tb *Testbed) Stats() Stats {
+	st := Stats{PID: os.Getpid(), FIFO: tb.emu.fifo.Load(), CPU: processCPU(os.Getpid()), Hosts: map[string]HostStats{}, Profiles: map[string]Profile{}}
+	tb.mu.Lock()
+	for h, p := range tb.Profiles {
+		st.Profiles[h] = p
+	}
+	tb.mu.Unlock()
+	for h, l := range tb.links {
+		l.up.mu.Lock()
+		l.down.mu.Lock()
+		hs := HostStats{FromHost: l.rx.Load(), ToHost: l.tx.Load(), UpSent: l.up.Sent, DownSent: l.down.Sent,
+			UpDropped: l.up.Dropped, DownDrop: l.down.Dropped, UpLost: l.up.Lost, DownLost: l.down.Lost,
+			NoRoute: l.noRoute.Load(), Overflow: l.overflow.Load()}
+		l.up.mu.Unlock()
+		l.down.mu.Unlock()
+		if hs.ToHost > 0 {
+			hs.MeanLateness = time.Duration(l.lateNs.Load() / int64(hs.ToHost))
+		}
+		st.Hosts[h] = hs
+	}
+	for _, l := range tb.links {
+		l.capUp.flush()
+		l.capDown.flush()
+	}
+	return st
+}
+
+// Control sends a request to testbed name's control socket.
+func control(name string, req request) (*response, error) {
+	c, err := net.DialTimeout("unix", filepath.Join(stateDir(name), "ctl.sock"), 2*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("testbed %s is not running: %w", name, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return nil, err
+	}
+	var resp response
+	if err := json.NewDecoder(c).Decode(&resp); err != nil {
+		return nil, fmt.Errorf("testbed %s: reading control answer: %w", name, err)
+	}
+	if resp.Error != "" {
+		return nil, fmt.Errorf("testbed %s: %s", name, resp.Error)
+	}
+	return &resp, nil
+}
+
+// SetProfile switches a host's profile on testbed name, run by any process.
+func SetProfile(name, host string, p Profile) error {
+	_, err := control(name, request{Op: "profile", Host: host, Profile: &p})
+	return err
+}
+
+// ReadStats reads testbed name's counters, run by any process.
+func ReadStats(name string) (*Stats, error) {
+	resp, err := control(name, request{Op: "stats"})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Stats, nil
+}
+
+// processCPU is a process's user+system CPU time from /proc.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(fields[11], 10, 64)
+	st, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ is 100 on Linux
+}

@@ -1,0 +1,126 @@
+package testbed
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Direction shapes one direction of a link. Zero values mean "not
+// limited": no delay, unlimited rate, no loss.
+type Direction struct {
+	// Delay is the one-way propagation delay.
+	Delay time.Duration `yaml:"delay" json:"delay"`
+	// Jitter adds a uniform random delay in [0, Jitter) without ever
+	// reordering packets (a packet never leaves before the one before it).
+	Jitter time.Duration `yaml:"jitter" json:"jitter"`
+	// Rate in bits per second; every byte of the IP packet counts.
+	Rate float64 `yaml:"rate" json:"rate"`
+	// QueueBytes, QueuePackets or QueueTime bound the queue in front of
+	// the rate limit (tail drop). With none set: 1000 packets, netem's default.
+	QueueBytes   int           `yaml:"queue_bytes" json:"queue_bytes"`
+	QueuePackets int           `yaml:"queue_packets" json:"queue_packets"`
+	QueueTime    time.Duration `yaml:"queue_time" json:"queue_time"`
+	// Loss drops each packet with this probability (Bernoulli), unless
+	// GilbertElliott is set.
+	Loss           float64         `yaml:"loss" json:"loss"`
+	GilbertElliott *GilbertElliott `yaml:"gilbert_elliott" json:"gilbert_elliott,omitempty"`
+}
+
+// GilbertElliott is the two-state loss model: P and R are the chances to
+// move from the good to the bad state and back per packet; LossGood and
+// LossBad are the loss probabilities in each state.
+type GilbertElliott struct {
+	P        float64 `yaml:"p" json:"p"`
+	R        float64 `yaml:"r" json:"r"`
+	LossGood float64 `yaml:"loss_good" json:"loss_good"`
+	LossBad  float64 `yaml:"loss_bad" json:"loss_bad"`
+}
+
+// Profile shapes an access link: Down is towards the host, Up away from it.
+type Profile struct {
+	Name string    `yaml:"name" json:"name"`
+	Down Direction `yaml:"down" json:"down"`
+	Up   Direction `yaml:"up" json:"up"`
+	// MTU of the host's interface. Zero means 1500.
+	MTU int `yaml:"mtu" json:"mtu"`
+}
+
+// RTT is the round trip the profile adds.
+func (p Profile) RTT() time.Duration { return p.Down.Delay + p.Up.Delay }
+
+func access(name string, rttMs, downMbps, upMbps float64) Profile {
+	half := time.Duration(rttMs * float64(time.Millisecond) / 2)
+	return Profile{Name: name, Down: Direction{Delay: half, Rate: downMbps * 1e6}, Up: Direction{Delay: half, Rate: upMbps * 1e6}}
+}
+
+// Profiles are the access networks of the cross-layer paper's Table II
+// (FCC Measuring Broadband America and ERRANT averages), RTT split evenly,
+// and "none".
+var Profiles = map[string]Profile{
+	"none":      {Name: "none"},
+	"fiber":     access("fiber", 14.8, 99.9, 109.1),
+	"cable":     access("cable", 25.2, 165.1, 11.6),
+	"dsl":       access("dsl", 42.4, 10.7, 0.8),
+	"4g":        access("4g", 91.9, 54.0, 21.2),
+	"4g-medium": access("4g-medium", 104.5, 28.7, 4.2),
+}
+
+// ProfileNames lists the built-in profiles in a stable order.
+func ProfileNames() []string {
+	return []string{"none", "fiber", "cable", "dsl", "4g", "4g-medium"}
+}
+
+// LookupProfile finds a built-in profile (case-insensitive, "DSL" or
+// "4G-medium" work) or loads a YAML file holding one profile.
+func LookupProfile(name string) (Profile, error) {
+	if p, ok := Profiles[strings.ToLower(name)]; ok {
+		return p, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		names := ProfileNames()
+		sort.Strings(names)
+		return Profile{}, fmt.Errorf("unknown profile %q: not one of %s, and not a readable YAML file", name, strings.Join(names, ", "))
+	}
+	var p Profile
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil {
+		return Profile{}, fmt.Errorf("%s: %v", name, strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " "))
+	}
+	if p.Name == "" {
+		p.Name = name
+	}
+	return p, p.Validate()
+}
+
+// Validate rejects values that cannot be meant.
+func (p Profile) Validate() error {
+	for dir, d := range map[string]Direction{"down": p.Down, "up": p.Up} {
+		switch {
+		case d.Delay < 0, d.Jitter < 0, d.Rate < 0, d.QueueBytes < 0, d.QueuePackets < 0, d.QueueTime < 0:
+			return fmt.Errorf("profile %s: %s: negative value", p.Name, dir)
+		case d.Loss < 0 || d.Loss > 1:
+			return fmt.Errorf("profile %s: %s.loss %v is not a probability", p.Name, dir, d.Loss)
+		case d.Rate > 0 && d.Rate < 8000:
+			return fmt.Errorf("profile %s: %s.rate %v bit/s is below 1 kB/s; rates are in bits per second", p.Name, dir, d.Rate)
+		}
+		if g := d.GilbertElliott; g != nil {
+			for _, v := range []float64{g.P, g.R, g.LossGood, g.LossBad} {
+				if v < 0 || v > 1 {
+					return fmt.Errorf("profile %s: %s.gilbert_elliott: %v is not a probability", p.Name, dir, v)
+				}
+			}
+		}
+	}
+	if p.MTU != 0 && (p.MTU < 1280 || p.MTU > 65535) {
+		return fmt.Errorf("profile %s: mtu %d outside 1280..65535", p.Name, p.MTU)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package testbed
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// stage is one direction of one link: a tail-drop queue in front of a
+// rate limit, then loss, propagation delay and jitter. It computes when a
+// packet leaves rather than holding it, so the queue costs no memory and
+// the computation is exact; the writer thread then sleeps until then.
+type stage struct {
+	mu      sync.Mutex
+	d       Direction
+	rnd     *rand.Rand
+	bad     bool      // Gilbert-Elliott state
+	rateEnd time.Time // when the rate limiter finishes the last accepted packet
+	last    time.Time // the last departure: jitter never reorders
+	queued  []queued  // packets still in the rate queue, for packet/byte limits
+
+	Sent, Dropped, Lost uint64
+}
+
+type queued struct {
+	end  time.Time
+	size int
+}
+
+func newStage(d Direction, seed uint64) *stage {
+	return &stage{d: d, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// set switches the stage's parameters; packets already scheduled keep theirs.
+func (s *stage) set(d Direction) {
+	s.mu.Lock()
+	s.d = d
+	s.mu.Unlock()
+}
+
+// schedule returns when a packet of size bytes that is ready at t leaves
+// this stage, or false when it is dropped (queue full) or lost.
+func (s *stage) schedule(t time.Time, size int) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := &s.d
+	if d.Rate > 0 {
+		// Forget packets the rate limiter has finished with.
+		i := 0
+		for i < len(s.queued) && !s.queued[i].end.After(t) {
+			i++
+		}
+		s.queued = s.queued[i:]
+		if s.full(t, size) {
+			s.Dropped++
+			return time.Time{}, false
+		}
+	}
+	if s.lose() {
+		s.Lost++
+		return time.Time{}, false
+	}
+	out := t
+	if d.Rate > 0 {
+		start := t
+		if s.rateEnd.After(start) {
+			start = s.rateEnd
+		}
+		s.rateEnd = start.Add(time.Duration(float64(size*8) / d.Rate * float64(time.Second)))
+		s.queued = append(s.queued, queued{end: s.rateEnd, size: size})
+		out = s.rateEnd
+	}
+	out = out.Add(d.Delay)
+	if d.Jitter > 0 {
+		out = out.Add(time.Duration(s.rnd.Int64N(int64(d.Jitter))))
+	}
+	if out.Before(s.last) {
+		out = s.last // jitter must not reorder
+	}
+	s.last = out
+	s.Sent++
+	return out, true
+}
+
+// full reports whether the queue has no room for size more bytes.
+func (s *stage) full(t time.Time, size int) bool {
+	d := &s.d
+	backlog := 0
+	for _, q := range s.queued {
+		backlog += q.size
+	}
+	switch {
+	case d.QueueBytes > 0:
+		return backlog+size > d.QueueBytes
+	case d.QueueTime > 0:
+		return s.rateEnd.Sub(t) > d.QueueTime
+	case d.QueuePackets > 0:
+		return len(s.queued) >= d.QueuePackets
+	}
+	return len(s.queued) >= 1000
+}
+
+func (s *stage) lose() bool {
+	d := &s.d
+	if g := d.GilbertElliott; g != nil {
+		if s.bad {
+			if s.rnd.Float64() < g.R {
+				s.bad = false
+			}
+		} else if s.rnd.Float64() < g.P {
+			s.bad = true
+		}
+		p := g.LossGood
+		if s.bad {
+			p = g.LossBad
+		}
+		return s.rnd.Float64() < p
+	}
+	return d.Loss > 0 && s.rnd.Float64() < d.Loss
+}

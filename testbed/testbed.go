@@ -1,0 +1,357 @@
+// Package testbed builds doxlab's emulated network: Linux network
+// namespaces ("hosts") joined through a userspace link emulator that
+// gives each host's access link a delay, rate, queue, loss and jitter per
+// direction, accurate to tens of microseconds and needing no sch_netem.
+// Programs inside the hosts run unmodified: kernel TCP, quic-go, Chromium.
+//
+//	tb, err := testbed.Start(testbed.Spec{Profile: "fiber"})
+//	defer tb.Close()
+//	tb.Command("client", "ping", "-c1", "server").Run()
+package testbed
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// StateRoot holds one directory per testbed: its state and control socket.
+var StateRoot = "/run/doxlab/testbed"
+
+// Spec describes a testbed. Zero fields take the defaults given.
+type Spec struct {
+	// Name prefixes everything the testbed creates ("doxlab-NAME-HOST").
+	// Default "doxlab".
+	Name string `json:"name"`
+	// Hosts, in order. Default client and server.
+	Hosts []string `json:"hosts"`
+	// Subnet for the hosts' addresses, a /24; host i gets .i+1. Default 10.200.0.0/24.
+	Subnet string `json:"subnet"`
+	// Profile shapes the first host's access link (the client's, as in
+	// the papers); the others are unshaped. Default "none".
+	Profile string `json:"profile"`
+	// HostProfiles overrides the profile per host.
+	HostProfiles map[string]string `json:"host_profiles,omitempty"`
+	// Nameserver is the host whose address goes into every host's
+	// resolv.conf. Default "resolver" if there is one, else "server".
+	Nameserver string `json:"nameserver"`
+	// PcapDir, if set, receives HOST-up.pcap and HOST-down.pcap per host.
+	PcapDir string `json:"pcap_dir,omitempty"`
+}
+
+func (s *Spec) defaults() error {
+	if s.Name == "" {
+		s.Name = "doxlab"
+	}
+	if strings.ContainsAny(s.Name, "/ ") || len(s.Name) > 40 {
+		return fmt.Errorf("bad testbed name %q", s.Name)
+	}
+	if len(s.Hosts) == 0 {
+		s.Hosts = []string{"client", "server"}
+	}
+	if len(s.Hosts) > 250 {
+		return fmt.Errorf("at most 250 hosts")
+	}
+	seen := map[string]bool{}
+	for _, h := range s.Hosts {
+		if h == "" || strings.ContainsAny(h, "/ ") || seen[h] {
+			return fmt.Errorf("bad or repeated host name %q", h)
+		}
+		seen[h] = true
+	}
+	if s.Subnet == "" {
+		s.Subnet = "10.200.0.0/24"
+	}
+	if p, err := netip.ParsePrefix(s.Subnet); err != nil || !p.Addr().Is4() || p.Bits() != 24 {
+		return fmt.Errorf("subnet %q: want an IPv4 /24", s.Subnet)
+	}
+	if s.Profile == "" {
+		s.Profile = "none"
+	}
+	if s.Nameserver == "" {
+		s.Nameserver = "server"
+		if seen["resolver"] {
+			s.Nameserver = "resolver"
+		}
+	}
+	return nil
+}
+
+// State is what a running testbed records on disk, so that 'down' can
+// remove everything even after the emulator was killed.
+type State struct {
+	Spec     Spec               `json:"spec"`
+	PID      int                `json:"pid"`
+	Started  time.Time          `json:"started"`
+	NS       map[string]string  `json:"namespaces"`
+	IPs      map[string]string  `json:"ips"`
+	Profiles map[string]Profile `json:"profiles"`
+}
+
+// Testbed is a running testbed in this process.
+type Testbed struct {
+	State
+	dir   string
+	emu   *emulator
+	links map[string]*link
+	ctl   net.Listener
+	mu    sync.Mutex
+	once  sync.Once
+}
+
+func stateDir(name string) string { return filepath.Join(StateRoot, name) }
+
+func nsName(tb, host string) string { return "doxlab-" + tb + "-" + host }
+
+// Start creates the hosts and runs the link emulator in this process until
+// Close. It refuses to start over a testbed that is still running, and
+// clears the leftovers of one that died.
+func Start(spec Spec) (*Testbed, error) {
+	if err := checkPrivileges(); err != nil {
+		return nil, err
+	}
+	if err := spec.defaults(); err != nil {
+		return nil, err
+	}
+	if st, err := Load(spec.Name); err == nil && st.Alive() {
+		return nil, fmt.Errorf("testbed %s is already up (pid %d); run 'doxlab testbed down --name %s' first", spec.Name, st.PID, spec.Name)
+	}
+	if err := Down(spec.Name); err != nil {
+		return nil, fmt.Errorf("clearing an old testbed %s: %w", spec.Name, err)
+	}
+	tb := &Testbed{dir: stateDir(spec.Name), links: map[string]*link{}}
+	tb.State = State{Spec: spec, PID: os.Getpid(), Started: time.Now().UTC(), NS: map[string]string{}, IPs: map[string]string{}, Profiles: map[string]Profile{}}
+	if err := tb.build(); err != nil {
+		tb.Close()
+		return nil, err
+	}
+	return tb, nil
+}
+
+func (tb *Testbed) build() error {
+	spec := tb.Spec
+	if err := os.MkdirAll(tb.dir, 0o755); err != nil {
+		return err
+	}
+	// Record the state first: whatever happens next, 'down' can undo it.
+	for i, h := range spec.Hosts {
+		tb.NS[h] = nsName(spec.Name, h)
+		base := netip.MustParsePrefix(spec.Subnet).Addr().As4()
+		base[3] = byte(i + 1)
+		tb.IPs[h] = netip.AddrFrom4(base).String()
+		pname := "none"
+		if i == 0 {
+			pname = spec.Profile
+		}
+		if p, ok := spec.HostProfiles[h]; ok {
+			pname = p
+		}
+		p, err := LookupProfile(pname)
+		if err != nil {
+			return err
+		}
+		tb.Profiles[h] = p
+	}
+	if err := tb.save(); err != nil {
+		return err
+	}
+	tb.emu = newEmulator()
+	for i, h := range spec.Hosts {
+		ns := tb.NS[h]
+		if err := ip("netns", "add", ns); err != nil {
+			return err
+		}
+		if err := ip("-n", ns, "link", "set", "lo", "up"); err != nil {
+			return err
+		}
+		tun, fd, err := openTUN(ns, "dx0")
+		if err != nil {
+			return fmt.Errorf("host %s: %w", h, err)
+		}
+		p := tb.Profiles[h]
+		mtu := p.MTU
+		if mtu == 0 {
+			mtu = 1500
+		}
+		l := &link{host: h, ip: net.ParseIP(tb.IPs[h]).To4(), tun: tun, fd: fd, out: make(chan packet, 8192),
+			up: newStage(p.Up, uint64(2*i+1)), down: newStage(p.Down, uint64(2*i+2))}
+		if l.capUp, err = newCapture(spec.PcapDir, h+"-up.pcap"); err != nil {
+			return err
+		}
+		if l.capDown, err = newCapture(spec.PcapDir, h+"-down.pcap"); err != nil {
+			return err
+		}
+		tb.emu.add(l)
+		tb.links[h] = l
+		if err := ip("-n", ns, "addr", "add", tb.IPs[h]+"/24", "dev", "dx0"); err != nil {
+			return err
+		}
+		if err := ip("-n", ns, "link", "set", "dx0", "mtu", strconv.Itoa(mtu), "up"); err != nil {
+			return err
+		}
+		if err := tb.writeEtc(h); err != nil {
+			return err
+		}
+	}
+	tb.emu.start()
+	return tb.serveControl()
+}
+
+// writeEtc gives a host its own hosts, resolv.conf and nsswitch.conf,
+// which 'ip netns exec' (and so Command) mounts over /etc.
+func (tb *Testbed) writeEtc(host string) error {
+	dir := filepath.Join("/etc/netns", tb.NS[host])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var hosts strings.Builder
+	hosts.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost\n")
+	for _, h := range tb.Spec.Hosts {
+		fmt.Fprintf(&hosts, "%s\t%s\n", tb.IPs[h], h)
+	}
+	files := map[string]string{
+		"hosts":         hosts.String(),
+		"resolv.conf":   fmt.Sprintf("nameserver %s\noptions timeout:2 attempts:1\n", tb.IPs[tb.Spec.Nameserver]),
+		"nsswitch.conf": "hosts: files dns\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (tb *Testbed) save() error {
+	b, _ := json.MarshalIndent(tb.State, "", "  ")
+	tmp := filepath.Join(tb.dir, "state.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(tb.dir, "state.json"))
+}
+
+// Close stops the emulator and removes everything the testbed created.
+func (tb *Testbed) Close() error {
+	var err error
+	tb.once.Do(func() {
+		if tb.ctl != nil {
+			tb.ctl.Close()
+		}
+		if tb.emu != nil {
+			tb.emu.stop()
+		}
+		err = removeAll(tb.Spec.Name, tb.NS)
+	})
+	return err
+}
+
+// Load reads the state of a testbed that was started, perhaps by another
+// process.
+func Load(name string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(stateDir(name), "state.json"))
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("testbed %s: corrupt state: %w", name, err)
+	}
+	return &st, nil
+}
+
+// Alive reports whether the process running the emulator is still there.
+func (st *State) Alive() bool {
+	if st.PID <= 0 {
+		return false
+	}
+	if err := syscall.Kill(st.PID, 0); err != nil {
+		return false
+	}
+	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", st.PID))
+	return len(cmd) > 0
+}
+
+// Down stops testbed name wherever it runs and removes its namespaces,
+// their /etc files and its state, also after a crash. Nothing there is
+// not an error.
+func Down(name string) error {
+	st, err := Load(name)
+	ns := map[string]string{}
+	if err == nil {
+		ns = st.NS
+		if st.Alive() && st.PID != os.Getpid() {
+			syscall.Kill(st.PID, syscall.SIGTERM)
+			for i := 0; i < 50 && st.Alive(); i++ {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if st.Alive() {
+				syscall.Kill(st.PID, syscall.SIGKILL)
+			}
+		}
+	}
+	return removeAll(name, ns)
+}
+
+// removeAll deletes the namespaces of testbed name (those in ns and any
+// other with its prefix), their /etc/netns directories and its state.
+func removeAll(name string, ns map[string]string) error {
+	prefix := "doxlab-" + name + "-"
+	names := map[string]bool{}
+	for _, n := range ns {
+		names[n] = true
+	}
+	if entries, err := os.ReadDir("/run/netns"); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), prefix) {
+				names[e.Name()] = true
+			}
+		}
+	}
+	var errs []error
+	for n := range names {
+		if _, err := os.Stat("/run/netns/" + n); err == nil {
+			if err := ip("netns", "del", n); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := os.RemoveAll(filepath.Join("/etc/netns", n)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(stateDir(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// IP is a host's address.
+func (st *State) IP(host string) net.IP { return net.ParseIP(st.IPs[host]) }
+
+// Command runs a program inside a host, with the host's /etc/hosts,
+// resolv.conf and nsswitch.conf (ip netns exec mounts them over /etc).
+func (st *State) Command(host string, argv ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", st.NS[host]}, argv...)...)
+}
+
+// Run calls f on a thread inside host's network namespace: sockets f
+// opens belong to the host. f must not start goroutines that expect to be
+// in the namespace; the sockets themselves may be used from anywhere.
+func (st *State) Run(host string, f func() error) error {
+	ns, ok := st.NS[host]
+	if !ok {
+		return fmt.Errorf("no host %q in testbed %s", host, st.Spec.Name)
+	}
+	return inNetns(ns, f)
+}

@@ -1,0 +1,191 @@
+package testbed
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+)
+
+// These tests need root and /dev/net/tun (CI has both); elsewhere they
+// skip. Timing claims are checked with generous bounds; the precise
+// figures come from 'doxlab testbed check'.
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if err := checkPrivileges(); err != nil {
+		peertest.Missing(t, err.Error())
+	}
+}
+
+func startTB(t *testing.T, spec Spec) *Testbed {
+	t.Helper()
+	needRoot(t)
+	tb, err := Start(spec)
+	require.NoError(t, err)
+	t.Cleanup(func() { tb.Close() })
+	return tb
+}
+
+func TestUpDownLeavesNothing(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tupdown", Hosts: []string{"client", "resolver", "web"}})
+	for _, h := range []string{"client", "resolver", "web"} {
+		require.FileExists(t, "/run/netns/doxlab-tupdown-"+h)
+		require.FileExists(t, "/etc/netns/doxlab-tupdown-"+h+"/resolv.conf")
+	}
+	resolv, _ := os.ReadFile("/etc/netns/doxlab-tupdown-client/resolv.conf")
+	require.Contains(t, string(resolv), "nameserver "+tb.IPs["resolver"], "the resolver host serves DNS")
+	out, err := tb.Command("client", "cat", "/etc/hosts").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), tb.IPs["web"]+"\tweb", "exec sees the host's own /etc")
+
+	_, err = Start(Spec{Name: "tupdown"})
+	require.ErrorContains(t, err, "already up")
+
+	require.NoError(t, tb.Close())
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		require.False(t, strings.HasPrefix(e.Name(), "doxlab-tupdown-"), "left behind: %s", e.Name())
+	}
+	require.NoDirExists(t, "/etc/netns/doxlab-tupdown-client")
+	require.NoDirExists(t, filepath.Join(StateRoot, "tupdown"))
+}
+
+func TestDelayAndRate(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tdelay"})
+	p := Profile{Name: "test", Up: Direction{Delay: 5 * time.Millisecond, Rate: 20e6}, Down: Direction{Delay: 7 * time.Millisecond, Rate: 10e6}}
+	res, err := tb.Check(context.Background(), p, CheckOptions{Probes: 100, Throughput: time.Second})
+	require.NoError(t, err)
+	t.Logf("%+v", res)
+	require.Zero(t, res.Lost)
+	require.Greater(t, res.ErrP50, -100*time.Microsecond, "never faster than configured")
+	require.Less(t, res.ErrP50, 2*time.Millisecond)
+	require.InDelta(t, 1, res.UpAchieved/res.UpRate, 0.12, "up rate")
+	require.InDelta(t, 1, res.DownAchieved/res.DownRate, 0.12, "down rate")
+
+	// Profiles switch on a running testbed.
+	res, err = tb.Check(context.Background(), Profiles["dsl"], CheckOptions{Probes: 50, SkipThroughput: true})
+	require.NoError(t, err)
+	require.InDelta(t, 42.4, float64(res.ConfiguredRTT)/1e6, 1)
+	require.Less(t, res.ErrP50, 2*time.Millisecond)
+	require.Equal(t, "dsl", tb.Stats().Profiles["client"].Name)
+}
+
+// udpPair opens a sink in the server host and a sender in the client host.
+func udpPair(t *testing.T, tb *Testbed) (src, sink *net.UDPConn) {
+	sink, err := tb.udpIn("server", tb.IPs["server"]+":0", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { sink.Close() })
+	src, err = tb.udpIn("client", "", sink.LocalAddr().(*net.UDPAddr))
+	require.NoError(t, err)
+	t.Cleanup(func() { src.Close() })
+	return src, sink
+}
+
+// receive reads sequence numbers until quiet for 300 ms.
+func receive(sink *net.UDPConn) []uint32 {
+	var seqs []uint32
+	buf := make([]byte, 2048)
+	for {
+		sink.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		n, err := sink.Read(buf)
+		if err != nil {
+			return seqs
+		}
+		if n >= 4 {
+			seqs = append(seqs, binary.BigEndian.Uint32(buf))
+		}
+	}
+}
+
+func send(src *net.UDPConn, n int, gap time.Duration) {
+	b := make([]byte, 100)
+	for i := range n {
+		binary.BigEndian.PutUint32(b, uint32(i))
+		src.Write(b)
+		if gap > 0 {
+			time.Sleep(gap)
+		}
+	}
+}
+
+func TestLossRate(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tloss"})
+	require.NoError(t, tb.SetProfile("client", Profile{Name: "lossy", Up: Direction{Loss: 0.2}}))
+	src, sink := udpPair(t, tb)
+	const n = 3000
+	done := make(chan []uint32)
+	go func() { done <- receive(sink) }()
+	send(src, n, 100*time.Microsecond)
+	got := len(<-done)
+	sigma := math.Sqrt(n * 0.2 * 0.8)
+	require.InDelta(t, n*0.8, float64(got), 5*sigma, "received %d of %d", got, n)
+	require.InDelta(t, n*0.2, float64(tb.Stats().Hosts["client"].UpLost), 5*sigma)
+}
+
+func TestJitterDoesNotReorder(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tjitter"})
+	require.NoError(t, tb.SetProfile("client", Profile{Name: "jittery", Up: Direction{Delay: 5 * time.Millisecond, Jitter: 4 * time.Millisecond}}))
+	src, sink := udpPair(t, tb)
+	done := make(chan []uint32)
+	go func() { done <- receive(sink) }()
+	send(src, 1000, 200*time.Microsecond)
+	seqs := <-done
+	require.Len(t, seqs, 1000)
+	for i := 1; i < len(seqs); i++ {
+		require.Greater(t, seqs[i], seqs[i-1], "reordered at %d", i)
+	}
+}
+
+func TestPcapCountsPackets(t *testing.T) {
+	needRoot(t)
+	tshark := peertest.Need(t, "tshark", "apt-get install tshark")
+	dir := t.TempDir()
+	tb := startTB(t, Spec{Name: "tpcap", PcapDir: dir, Profile: "fiber"})
+	src, sink := udpPair(t, tb)
+	done := make(chan []uint32)
+	go func() { done <- receive(sink) }()
+	send(src, 25, time.Millisecond)
+	require.Len(t, <-done, 25)
+	port := strconv.Itoa(sink.LocalAddr().(*net.UDPAddr).Port)
+	require.NoError(t, tb.Close()) // flushes the captures
+	for _, f := range []string{"client-up.pcap", "server-down.pcap"} {
+		out, err := exec.Command(tshark, "-r", filepath.Join(dir, f), "-Y", "udp.dstport=="+port, "-T", "fields", "-e", "frame.time_epoch").Output()
+		require.NoError(t, err, f)
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		require.Len(t, lines, 25, f)
+	}
+	// The same packet leaves the client 7.4 ms before it reaches the server.
+	first := func(f string) float64 {
+		out, _ := exec.Command(tshark, "-r", filepath.Join(dir, f), "-Y", "udp.dstport=="+port, "-c", "1", "-T", "fields", "-e", "frame.time_epoch").Output()
+		v, _ := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+		return v
+	}
+	require.InDelta(t, 0.0074, first("server-down.pcap")-first("client-up.pcap"), 0.001)
+}
+
+func TestProfilesFromYAML(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "sat.yaml")
+	require.NoError(t, os.WriteFile(f, []byte("name: satellite\ndown:\n  delay: 300ms\n  rate: 20000000\n  gilbert_elliott: {p: 0.01, r: 0.3, loss_good: 0, loss_bad: 0.5}\nup:\n  delay: 300ms\n  rate: 2000000\n  queue_time: 200ms\nmtu: 1400\n"), 0o644))
+	p, err := LookupProfile(f)
+	require.NoError(t, err)
+	require.Equal(t, 600*time.Millisecond, p.RTT())
+	require.Equal(t, 1400, p.MTU)
+	require.NoError(t, os.WriteFile(f, []byte("name: bad\ndown:\n  dealy: 3ms\n"), 0o644))
+	_, err = LookupProfile(f)
+	require.ErrorContains(t, err, "field dealy not found")
+	require.NoError(t, os.WriteFile(f, []byte("down:\n  loss: 2\n"), 0o644))
+	_, err = LookupProfile(f)
+	require.ErrorContains(t, err, "not a probability")
+}
