@@ -72,7 +72,13 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 		return nil, err
 	}
 	if !o.SkipThroughput {
-		cpu0, t0 := processCPU(os.Getpid()), time.Now()
+		cpu := func() time.Duration {
+			if tb.emu == nil {
+				return 0 // netem: the kernel's work, not measurable here
+			}
+			return tb.emu.cpu()
+		}
+		cpu0, t0 := cpu(), time.Now()
 		var err error
 		if p.Up.Rate > 0 {
 			if res.UpAchieved, err = tb.throughput(ctx, client, server, p.Up.Rate, o.Throughput); err != nil {
@@ -85,10 +91,10 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 			}
 		}
 		if d := time.Since(t0); p.Up.Rate > 0 || p.Down.Rate > 0 {
-			res.EmulatorCPU = float64(processCPU(os.Getpid())-cpu0) / float64(d)
+			res.EmulatorCPU = float64(cpu()-cpu0) / float64(d)
 		}
 	}
-	res.FIFO = tb.emu.fifo.Load()
+	res.FIFO = tb.emu != nil && tb.emu.fifo.Load()
 	return res, nil
 }
 

@@ -29,7 +29,7 @@ type response struct {
 type Stats struct {
 	PID      int                  `json:"pid"`
 	FIFO     bool                 `json:"sched_fifo"` // writer threads run SCHED_FIFO
-	CPU      time.Duration        `json:"cpu"`        // the emulator process's CPU time so far
+	CPU      time.Duration        `json:"cpu"`        // CPU time of the emulator's threads so far
 	Hosts    map[string]HostStats `json:"hosts"`
 	Profiles map[string]Profile   `json:"profiles"`
 }
@@ -95,12 +95,21 @@ func (tb *Testbed) SetProfile(host string, p Profile) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	l, ok := tb.links[host]
-	if !ok {
-		return fmt.Errorf("no host %q", host)
+	if tb.Spec.Backend == "netem" {
+		if _, ok := tb.NS[host]; !ok {
+			return fmt.Errorf("no host %q", host)
+		}
+		if err := tb.applyNetem(host, p); err != nil {
+			return err
+		}
+	} else {
+		l, ok := tb.links[host]
+		if !ok {
+			return fmt.Errorf("no host %q", host)
+		}
+		l.up.set(p.Up)
+		l.down.set(p.Down)
 	}
-	l.up.set(p.Up)
-	l.down.set(p.Down)
 	tb.mu.Lock()
 	tb.Profiles[host] = p
 	err := tb.save()
@@ -110,7 +119,10 @@ func (tb *Testbed) SetProfile(host string, p Profile) error {
 
 // Stats reads the counters.
 func (tb *Testbed) Stats() Stats {
-	st := Stats{PID: os.Getpid(), FIFO: tb.emu.fifo.Load(), CPU: processCPU(os.Getpid()), Hosts: map[string]HostStats{}, Profiles: map[string]Profile{}}
+	st := Stats{PID: os.Getpid(), Hosts: map[string]HostStats{}, Profiles: map[string]Profile{}}
+	if tb.emu != nil {
+		st.FIFO, st.CPU = tb.emu.fifo.Load(), tb.emu.cpu()
+	}
 	tb.mu.Lock()
 	for h, p := range tb.Profiles {
 		st.Profiles[h] = p
@@ -173,8 +185,11 @@ func ReadStats(name string) (*Stats, error) {
 }
 
 // processCPU is a process's user+system CPU time from /proc.
-func processCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+func processCPU(pid int) time.Duration { return statCPU("/proc/" + strconv.Itoa(pid) + "/stat") }
+
+// statCPU reads user+system time from a /proc stat file (process or thread).
+func statCPU(path string) time.Duration {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}

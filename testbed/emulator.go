@@ -3,6 +3,7 @@ package testbed
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,10 +18,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spin is how long before a departure the writer stops sleeping and
-// spins: clock_nanosleep wakes a few microseconds late even with 1 ns
-// timer slack, and the spin absorbs that.
-const spin = 25 * time.Microsecond
+// The writer sleeps until shortly before a departure and spins the rest:
+// clock_nanosleep wakes late, on a VM by tens of microseconds and by
+// hundreds after a long idle. A packet with nothing queued behind it
+// (handshakes, DNS, probes: sparse and timing-critical) gets a long spin;
+// back-to-back packets, whose writer is awake anyway, a short one, so
+// bulk transfers do not pay for precision they cannot use.
+const (
+	spinSparse = 200 * time.Microsecond
+	spinDense  = 20 * time.Microsecond
+)
 
 // emulator forwards IP packets between the hosts' TUN devices. A packet
 // from A to B passes A's up stage and B's down stage; B's writer thread
@@ -48,6 +55,7 @@ type link struct {
 	capUp, capDown *capture // packets leaving and reaching the host
 
 	rx, tx, noRoute, overflow, late atomic.Uint64
+	readerTid, writerTid            atomic.Int64 // the emulator's threads, for CPU accounting
 	lateNs                          atomic.Int64 // summed lateness of departures, for stats
 }
 
@@ -109,6 +117,7 @@ func (e *emulator) read(src *link) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	e.realtime()
+	src.readerTid.Store(int64(unix.Gettid()))
 	fds := []unix.PollFd{{Fd: int32(src.fd), Events: unix.POLLIN}}
 	for {
 		select {
@@ -178,12 +187,17 @@ func (e *emulator) write(dst *link) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	e.realtime()
+	dst.writerTid.Store(int64(unix.Gettid()))
 	for {
 		select {
 		case <-e.done:
 			return
 		case p := <-dst.out:
-			e.sleepUntil(p.depart)
+			spin := spinDense
+			if len(dst.out) == 0 {
+				spin = spinSparse
+			}
+			e.sleepUntil(p.depart, spin)
 			now := time.Now()
 			if late := now.Sub(p.depart); late > 0 {
 				dst.lateNs.Add(int64(late))
@@ -201,7 +215,7 @@ func (e *emulator) write(dst *link) {
 	}
 }
 
-func (e *emulator) sleepUntil(t time.Time) {
+func (e *emulator) sleepUntil(t time.Time, spin time.Duration) {
 	if d := time.Until(t); d > spin {
 		ts := unix.NsecToTimespec(e.baseMono + int64(t.Sub(e.baseTime)) - int64(spin))
 		for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
@@ -264,4 +278,19 @@ func (c *capture) close() {
 	}
 	c.flush()
 	c.f.Close()
+}
+
+// cpu is the CPU time of the emulator's own threads (readers and
+// writers), which do all its work; traffic generators in the same process
+// are not counted.
+func (e *emulator) cpu() time.Duration {
+	var total time.Duration
+	for _, l := range e.all {
+		for _, tid := range []int64{l.readerTid.Load(), l.writerTid.Load()} {
+			if tid > 0 {
+				total += statCPU(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+			}
+		}
+	}
+	return total
 }

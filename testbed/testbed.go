@@ -48,6 +48,9 @@ type Spec struct {
 	Nameserver string `json:"nameserver"`
 	// PcapDir, if set, receives HOST-up.pcap and HOST-down.pcap per host.
 	PcapDir string `json:"pcap_dir,omitempty"`
+	// Backend is "userspace" (default: the TUN emulator) or "netem" (veth
+	// and the kernel's sch_netem, two hosts only, where the kernel has it).
+	Backend string `json:"backend,omitempty"`
 }
 
 func (s *Spec) defaults() error {
@@ -78,6 +81,16 @@ func (s *Spec) defaults() error {
 	}
 	if s.Profile == "" {
 		s.Profile = "none"
+	}
+	switch s.Backend {
+	case "", "userspace":
+		s.Backend = "userspace"
+	case "netem":
+		if s.PcapDir != "" {
+			return fmt.Errorf("the netem backend has no link capture; capture with tshark inside a host")
+		}
+	default:
+		return fmt.Errorf("unknown backend %q (want userspace or netem)", s.Backend)
 	}
 	if s.Nameserver == "" {
 		s.Nameserver = "server"
@@ -165,6 +178,12 @@ func (tb *Testbed) build() error {
 	}
 	if err := tb.save(); err != nil {
 		return err
+	}
+	if spec.Backend == "netem" {
+		if err := tb.startNetem(); err != nil {
+			return err
+		}
+		return tb.serveControl()
 	}
 	tb.emu = newEmulator()
 	for i, h := range spec.Hosts {

@@ -189,3 +189,20 @@ func TestProfilesFromYAML(t *testing.T) {
 	_, err = LookupProfile(f)
 	require.ErrorContains(t, err, "not a probability")
 }
+
+// TestNetemBackend runs where the kernel has sch_netem; elsewhere the
+// backend must refuse with a clear error.
+func TestNetemBackend(t *testing.T) {
+	needRoot(t)
+	if err := NetemAvailable(); err != nil {
+		_, serr := Start(Spec{Name: "tnetem", Backend: "netem"})
+		require.ErrorContains(t, serr, "no sch_netem")
+		require.NoDirExists(t, "/etc/netns/doxlab-tnetem-client", "nothing left after the refusal")
+		return
+	}
+	tb := startTB(t, Spec{Name: "tnetem", Backend: "netem"})
+	res, err := tb.Check(context.Background(), Profiles["fiber"], CheckOptions{Probes: 50, Throughput: time.Second})
+	require.NoError(t, err)
+	require.Less(t, res.ErrP50, 2*time.Millisecond)
+	require.InDelta(t, 1, res.UpAchieved/res.UpRate, 0.15)
+}

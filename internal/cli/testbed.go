@@ -22,13 +22,14 @@ import (
 
 const testbedUsage = `usage: doxlab testbed COMMAND [flags]
 
-  up      [--name N] [--hosts client,server] [--profile P] [--host-profile HOST=P] [--pcap DIR]
+  up      [--name N] [--hosts client,server] [--profile P] [--host-profile HOST=P] [--pcap DIR] [--backend B]
           create the hosts (network namespaces) and start the link emulator; idempotent
   down    [--name N]      stop the emulator and remove everything, also after a crash
   status  [--name N]      hosts, addresses, profiles and the emulator's counters
   exec    [--name N] HOST -- CMD [ARGS]   run a command inside a host
   profile [--name N] [--host HOST] P      switch a host's access link (default: the first host)
-  check   [--name N] [--profiles fiber,dsl,...] [--probes N]  measure RTT error, throughput and CPU
+  check   [--profiles fiber,dsl,...] [--probes N] [--cpu-load N] [--backend B]
+          measure RTT error, throughput and the emulator's CPU on a scratch testbed
 
 Profiles: none, fiber, cable, dsl, 4g, 4g-medium (the cross-layer paper's Table II), or a YAML file.
 The testbed needs root and /dev/net/tun.
@@ -54,12 +55,13 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		hosts := fs.String("hosts", "client,server", "comma-separated host names; the first one's link is shaped")
 		profile := fs.String("profile", "none", "profile of the first host's access link")
 		pcap := fs.String("pcap", "", "write HOST-up.pcap and HOST-down.pcap into `DIR`")
+		backend := fs.String("backend", "userspace", "link emulation: userspace (TUN emulator) or netem (veth and sch_netem, where the kernel has it)")
 		var hostProfiles stringList
 		fs.Var(&hostProfiles, "host-profile", "`HOST=PROFILE` for another host's link (repeatable)")
 		if _, err := parseInterleaved(fs, args[1:]); err != nil {
 			return exitUsage
 		}
-		spec := testbed.Spec{Name: *name, Hosts: strings.Split(*hosts, ","), Profile: *profile, PcapDir: *pcap, HostProfiles: map[string]string{}}
+		spec := testbed.Spec{Name: *name, Hosts: strings.Split(*hosts, ","), Profile: *profile, PcapDir: *pcap, Backend: *backend, HostProfiles: map[string]string{}}
 		for _, hp := range hostProfiles {
 			h, p, ok := strings.Cut(hp, "=")
 			if !ok {
@@ -156,10 +158,18 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		probes := fs.Int("probes", 300, "RTT probes per profile")
 		secs := fs.Duration("throughput", 2*time.Second, "throughput test per direction")
 		asJSON := fs.Bool("json", false, "print JSON lines")
+		load := fs.Int("cpu-load", 0, "keep `N` busy processes running during the check, as a browser would")
+		backend := fs.String("backend", "userspace", "userspace or netem")
 		if _, err := parseInterleaved(fs, args[1:]); err != nil {
 			return exitUsage
 		}
-		return testbedCheck(*name, strings.Split(*profiles, ","), *probes, *secs, *asJSON, stdout, stderr)
+		for range *load {
+			busy := exec.Command("sh", "-c", "while :; do :; done")
+			if busy.Start() == nil {
+				defer busy.Process.Kill()
+			}
+		}
+		return testbedCheck(*name, *backend, strings.Split(*profiles, ","), *probes, *secs, *asJSON, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "doxlab testbed: unknown command %q\n%s", args[0], testbedUsage)
 	return exitUsage
@@ -271,8 +281,8 @@ func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
 
 // testbedCheck measures each profile on a testbed of its own (the check
 // switches profiles, so it never disturbs one that is up).
-func testbedCheck(name string, profiles []string, probes int, secs time.Duration, asJSON bool, stdout, stderr io.Writer) int {
-	tb, err := testbed.Start(testbed.Spec{Name: name + "-check"})
+func testbedCheck(name, backend string, profiles []string, probes int, secs time.Duration, asJSON bool, stdout, stderr io.Writer) int {
+	tb, err := testbed.Start(testbed.Spec{Name: name + "-check", Backend: backend})
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab testbed check: %v\n", err)
 		return 1
