@@ -122,6 +122,13 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 			return fail(fmt.Errorf("no host %q in testbed %s (hosts: %s)", pos[0], *name, strings.Join(st.Spec.Hosts, ", ")))
 		}
 		cmd := st.Command(pos[0], rest[i+1:]...)
+		if stdout == os.Stdout && stderr == os.Stderr {
+			// Become the command, so signals (a shell's kill, Ctrl-C) reach
+			// it and nothing is orphaned.
+			if err := syscall.Exec(cmd.Path, cmd.Args, os.Environ()); err != nil {
+				return fail(err)
+			}
+		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 		if err := cmd.Run(); err != nil {
 			var ee *exec.ExitError
