@@ -38,12 +38,13 @@ func (s *Server) serveWeb(addr string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc(s.cfg.DoHPath, s.dohHandler("web"))
 	mux.Handle("/", gzhttp.GzipHandler(pages))
-	if err := s.serveHTTP3("web", addr, mux); err != nil {
+	host, port, err := sharedPort(addr)
+	if err != nil {
 		return err
 	}
-	// HTTP/2 on the TCP port of the same number.
-	port := s.Addr("web").(*net.UDPAddr).Port
-	host, _, _ := net.SplitHostPort(addr)
+	if err := s.serveHTTP3("web", net.JoinHostPort(host, fmt.Sprint(port)), mux); err != nil {
+		return err
+	}
 	var h http.Handler = mux
 	if !s.cfg.Web.NoAltSvc {
 		altSvc := fmt.Sprintf(`h3=":%d"; ma=86400`, port)
@@ -59,3 +60,31 @@ func (s *Server) serveWeb(addr string) error {
 // quietLog drops net/http's per-connection error logs (TLS handshake
 // errors from scanners and fuzzers); the records carry what matters.
 func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// sharedPort returns the host and a port free on both UDP and TCP: HTTP/3
+// and HTTP/2 share the number, so Alt-Svc can point at it. A fixed port is
+// returned as it is; port 0 is resolved by trying ports the kernel offers.
+func sharedPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	if p != "0" {
+		port, err := net.LookupPort("udp", p)
+		return host, port, err
+	}
+	for range 50 {
+		u, err := net.ListenPacket("udp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return "", 0, err
+		}
+		port := u.LocalAddr().(*net.UDPAddr).Port
+		t, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+		u.Close()
+		if err == nil {
+			t.Close()
+			return host, port, nil
+		}
+	}
+	return "", 0, fmt.Errorf("no port free on both UDP and TCP")
+}
