@@ -53,7 +53,7 @@ func (s *Server) serveWeb(addr string) error {
 			mux.ServeHTTP(w, r)
 		})
 	}
-	_, err := s.serveHTTPS("web-tcp", net.JoinHostPort(host, fmt.Sprint(port)), h)
+	_, err = s.serveHTTPS("web-tcp", net.JoinHostPort(host, fmt.Sprint(port)), h)
 	return err
 }
 
