@@ -169,19 +169,23 @@ func TestReuseKeepsOneConnection(t *testing.T) {
 			require.NoError(t, err)
 			defer tr.Close()
 			var local string
+			var firstBytes int64
 			for i := range 3 {
 				rec, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
 				require.NoError(t, err)
 				require.Equal(t, i > 0, rec.Conn.Reused, "exchange %d", i)
 				if i == 0 {
-					local = rec.Conn.LocalAddr
+					local, firstBytes = rec.Conn.LocalAddr, rec.Bytes.Received
 					continue
 				}
 				require.Equal(t, local, rec.Conn.LocalAddr, "same socket")
 				require.Zero(t, rec.Timing.HandshakeMs)
 				require.Zero(t, rec.Timing.ConnectMs)
-				// A reused connection's bytes are this exchange's alone: no handshake.
-				require.Less(t, rec.Bytes.Received, int64(400))
+				// A reused exchange pays no handshake. (Its window may still hold
+				// late connection traffic: a session ticket, NEW_TOKEN.)
+				if c.name != "udp" && c.name != "tcp" {
+					require.Less(t, rec.Bytes.Received, firstBytes, "exchange %d", i)
+				}
 			}
 		})
 	}

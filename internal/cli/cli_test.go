@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -134,4 +138,29 @@ func TestNXDomainExitsZero(t *testing.T) {
 	code, out, _ := run("query", "--json", cd.UDP, "missing.test")
 	require.Equal(t, 0, code)
 	require.Equal(t, "nxdomain", jsonLines(t, out)[0]["status"])
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// doxlabBinary builds the doxlab binary once for the tests that need a
+// real process (serving in the background, the testbed's daemon).
+func doxlabBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "doxlab-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "doxlab")
+		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/doxlab").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	require.NoError(t, binErr)
+	return binPath
 }

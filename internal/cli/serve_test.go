@@ -41,9 +41,7 @@ func TestServeBadInput(t *testing.T) {
 // writes records, and exits 0 on SIGTERM.
 func TestServeBinary(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "doxlab")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := doxlabBinary(t)
 	udp, doq := peertest.FreePort(t), peertest.FreePort(t)
 	certFile, records := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "records.jsonl")
 	cmd := exec.Command(bin, "serve", "--udp", fmt.Sprintf("127.0.0.1:%d", udp), "--doq", fmt.Sprintf("127.0.0.1:%d", doq),

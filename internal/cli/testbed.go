@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -106,7 +107,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		return testbedStatus(*name, *asJSON, stdout, stderr)
 	case "exec":
 		rest := args[1:]
-		i := slices_index(rest, "--")
+		i := slices.Index(rest, "--")
 		if i < 0 {
 			return fail(fmt.Errorf("want: exec [--name N] HOST -- CMD [ARGS]"))
 		}
@@ -180,15 +181,6 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "doxlab testbed: unknown command %q\n%s", args[0], testbedUsage)
 	return exitUsage
-}
-
-func slices_index(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // testbedUp starts the emulator as a background process ('testbed daemon')

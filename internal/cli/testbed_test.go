@@ -3,7 +3,6 @@ package cli
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,10 +20,7 @@ func TestTestbedLifecycle(t *testing.T) {
 	if os.Geteuid() != 0 {
 		peertest.Missing(t, "the testbed needs root")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "doxlab")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := doxlabBinary(t)
 	doxlab := func(args ...string) (string, error) {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		return string(out), err
