@@ -490,3 +490,24 @@ func TestExampleConfig(t *testing.T) {
 	rec := ask(t, "udp://"+srv.Addr("udp").String(), transport.Options{}, "example.test")
 	require.Contains(t, rec.Answers[0], "192.0.2.1")
 }
+
+// TestDoQDraftALPN: with draft_alpns the server also speaks the drafts,
+// without the length prefix before -04.
+func TestDoQDraftALPN(t *testing.T) {
+	ts := start(t, func(c *server.Config) { c.QUIC.DraftALPNs = true })
+	for _, alpn := range []string{"doq-i02", "doq-i11"} {
+		o := ts.pool()
+		o.DoQALPNs = []string{alpn}
+		rec := ask(t, ts.url("doq"), o, "draft.example")
+		require.Equal(t, alpn, rec.Conn.ALPN)
+		require.Contains(t, rec.Answers[0], anyIP)
+	}
+	ts = start(t, nil)
+	o := ts.pool()
+	o.DoQALPNs = []string{"doq-i02"}
+	tr, _ := transport.New(ts.url("doq"), o)
+	defer tr.Close()
+	rec, err := tr.Exchange(context.Background(), query("draft.example"))
+	require.Error(t, err, "drafts are off by default")
+	require.Equal(t, transport.StatusTLS, rec.Status)
+}

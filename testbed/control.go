@@ -109,6 +109,13 @@ func (tb *Testbed) SetProfile(host string, p Profile) error {
 		}
 		l.up.set(p.Up)
 		l.down.set(p.Down)
+		mtu := p.MTU
+		if mtu == 0 {
+			mtu = 1500
+		}
+		if err := ip("-n", tb.NS[host], "link", "set", "dx0", "mtu", strconv.Itoa(mtu)); err != nil {
+			return err
+		}
 	}
 	tb.mu.Lock()
 	tb.Profiles[host] = p

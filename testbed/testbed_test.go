@@ -206,3 +206,46 @@ func TestNetemBackend(t *testing.T) {
 	require.Less(t, res.ErrP50, 2*time.Millisecond)
 	require.InDelta(t, 1, res.UpAchieved/res.UpRate, 0.15)
 }
+
+func TestMTU(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tmtu"})
+	mtu := func() string {
+		out, err := tb.Command("client", "cat", "/sys/class/net/dx0/mtu").Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	require.Equal(t, "1500", mtu())
+	require.NoError(t, tb.SetProfile("client", Profile{Name: "small", MTU: 1280}))
+	require.Equal(t, "1280", mtu())
+	// A datagram larger than the MTU cannot leave unfragmented.
+	src, _ := udpPair(t, tb)
+	_, err := src.Write(make([]byte, 1400))
+	require.NoError(t, err, "the kernel fragments what DF does not forbid")
+}
+
+// BenchmarkEmulator reports the emulator's fidelity figures for the fiber
+// profile (the targets: RTT error p50 <= 50 µs, p99 <= 200 µs;
+// >= 95 % of the rate; <= 40 % of a core at 100 Mbit/s):
+//
+//	go test ./testbed -run '^$' -bench Emulator -benchtime 1x
+func BenchmarkEmulator(b *testing.B) {
+	if err := checkPrivileges(); err != nil {
+		b.Skip(err)
+	}
+	tb, err := Start(Spec{Name: "tbench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tb.Close()
+	for range b.N {
+		res, err := tb.Check(context.Background(), Profiles["fiber"], CheckOptions{Probes: 300, Throughput: 2 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.ErrP50.Microseconds()), "err-p50-us")
+		b.ReportMetric(float64(res.ErrP99.Microseconds()), "err-p99-us")
+		b.ReportMetric(100*res.UpAchieved/res.UpRate, "up-rate-%")
+		b.ReportMetric(100*res.DownAchieved/res.DownRate, "down-rate-%")
+		b.ReportMetric(100*res.EmulatorCPU, "cpu-%")
+	}
+}

@@ -390,6 +390,13 @@ func TestDoQFramingAndVersionNegotiation(t *testing.T) {
 	require.True(t, rec.Conn.VersionNeg, "v2 offered to a v1-only server")
 	require.Equal(t, "v1", rec.Conn.QUICVersion)
 
+	// A session pins the version learned: the next connection offers v1
+	// first and needs no Version Negotiation.
+	sess := transport.NewSession(transport.SessionConfig{Versions: true})
+	o := transport.Options{RootCAs: cert.Pool, QUICVersions: []quic.Version{quic.Version2, quic.Version1}, Session: sess}
+	require.True(t, exchange(t, good, o, query(peertest.ZoneName, dns.TypeA)).Conn.VersionNeg)
+	require.False(t, exchange(t, good, o, query(peertest.ZoneName, dns.TypeA)).Conn.VersionNeg, "pinned")
+
 	cases := []struct {
 		name  string
 		serve func(*quic.Stream)
