@@ -164,3 +164,17 @@ func doxlabBinary(t *testing.T) string {
 	require.NoError(t, binErr)
 	return binPath
 }
+
+func TestProbeCommand(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	code, out, errOut := run("probe", "--count", "2", cd.QUIC)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 2, strings.Count(out, "rtt"))
+	require.Contains(t, out, "0x00000001", "QUIC v1 offered")
+	code, out, _ = run("probe", "--json", cd.TLS)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `"kind":"tcp"`)
+	code, _, errOut = run("probe", fmt.Sprintf("udp://127.0.0.1:%d", peertest.FreePort(t)))
+	require.Equal(t, 12, code, errOut)
+	require.Contains(t, errOut, "refused")
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/doxlab/doxlab/probe"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// runProbe measures the RTT on the port and protocol a server URL uses:
+// udp:// with a header-only DNS message, tcp://, tls:// and https:// with
+// a SYN, quic:// and h3:// with a QUIC Version Negotiation.
+func runProbe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object per probe")
+	count := fs.Int("count", 1, "number of probes")
+	timeout := fs.Duration("timeout", 3*time.Second, "bound on each probe")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: doxlab probe [--json] [--count N] [--timeout D] URL")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil || len(pos) != 1 {
+		if err == nil {
+			fs.Usage()
+		}
+		return exitUsage
+	}
+	ep, err := transport.ParseURL(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab probe: %v\n", err)
+		return exitUsage
+	}
+	f := probe.TCP
+	switch ep.Scheme {
+	case "udp":
+		f = probe.UDP
+	case "quic", "h3":
+		f = probe.QUIC
+	}
+	addr := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
+	code := exitOK
+	for range max(1, *count) {
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		r, err := f(ctx, addr)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab probe: %v\n", err)
+			code = queryExit[transport.Classify(err)]
+			if code == 0 {
+				code = queryExit[transport.StatusTimeout]
+			}
+			continue
+		}
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(map[string]any{"kind": r.Kind, "target": r.Target, "rtt_ms": r.RTTMs(), "versions": hexVersions(r.Versions)})
+			continue
+		}
+		fmt.Fprintf(stdout, "%s %s rtt %.3f ms", r.Kind, r.Target, r.RTTMs())
+		if len(r.Versions) > 0 {
+			fmt.Fprintf(stdout, "  versions %v", hexVersions(r.Versions))
+		}
+		fmt.Fprintln(stdout)
+	}
+	return code
+}
+
+func hexVersions(vs []uint32) []string {
+	out := []string{}
+	for _, v := range vs {
+		out = append(out, fmt.Sprintf("0x%08x", v))
+	}
+	return out
+}
