@@ -178,3 +178,20 @@ func TestProbeCommand(t *testing.T) {
 	require.Equal(t, 12, code, errOut)
 	require.Contains(t, errOut, "refused")
 }
+
+func TestMeasureCommand(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	code, out, errOut := run("measure", "--ca", cd.Cert.CertFile, "--name", "example.test", "--conditions", "fresh,0rtt", cd.UDP, cd.QUIC)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "udp    fresh")
+	require.Contains(t, out, "doq    0rtt")
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "targets")
+	require.NoError(t, os.WriteFile(bad, []byte("# resolvers\n127.0.0.1\nnot a host\n"), 0o644))
+	code, _, errOut = run("measure", "--targets", bad)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "targets:3:")
+	code, _, errOut = run("measure", "--conditions", "warm", "127.0.0.1")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "unknown condition")
+}

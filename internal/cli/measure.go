@@ -1,0 +1,239 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/transport"
+)
+
+const measureUsage = `usage: doxlab measure [flags] TARGET...
+
+Measures DNS response times the PAM 2022 way: per target, transport and
+condition a cache-warming query, then the measured query on a fresh
+connection, then an RTT probe on the same port and protocol. TARGET is a
+host or IP (each transport on its default port) or a full server URL.
+
+Conditions: fresh (reuse nothing), pam (QUIC version and token, as the
+paper), resumed (plus the TLS ticket), 0rtt (plus early data; DoQ, DoH/3).
+
+flags:
+`
+
+func runMeasure(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, measureUsage); fs.PrintDefaults() }
+	var (
+		transports = fs.String("transports", "udp,tcp,dot,doh2,doh3,doq", "transports to measure")
+		conditions = fs.String("conditions", "fresh,resumed,0rtt", "conditions to measure")
+		name       = fs.String("name", "test.com", "query name")
+		qtype      = fs.String("type", "A", "query type")
+		norec      = fs.Bool("norecurse", false, "clear the RD bit")
+		repeat     = fs.Int("repeat", 1, "measurements per target, transport and condition")
+		timeout    = fs.Duration("timeout", 5*time.Second, "bound on each exchange")
+		conc       = fs.Int("concurrency", 1, "tasks at once")
+		rate       = fs.Float64("rate", 0, "at most this many tasks per second (0: no limit)")
+		seed       = fs.Uint64("seed", 0, "seed for the random task order (0: random)")
+		file       = fs.String("targets", "", "read targets from `FILE`, one per line")
+		asJSON     = fs.Bool("json", false, "print every sample as a JSON line instead of the summary")
+		outPath    = fs.String("out", "", "also write every sample as JSON lines to `FILE`")
+		ca         = fs.String("ca", "", "verify servers against the PEM certificates in `FILE`")
+		insecure   = fs.Bool("insecure", false, "do not verify certificates")
+		sni        = fs.String("sni", "", "server name to send and verify")
+	)
+	targets, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab measure: "+format+"\n", a...)
+		return exitUsage
+	}
+	if *file != "" {
+		more, err := readTargets(*file)
+		if err != nil {
+			return fail("%v", err)
+		}
+		targets = append(targets, more...)
+	}
+	for _, tg := range targets {
+		if err := checkTarget(tg); err != nil {
+			return fail("target %q: %v", tg, err)
+		}
+	}
+	t, ok := dns.StringToType[strings.ToUpper(*qtype)]
+	if !ok {
+		return fail("unknown record type %q", *qtype)
+	}
+	spec := measure.Spec{
+		Targets: targets, Transports: splitList(*transports), Conditions: splitList(*conditions),
+		Name: *name, Type: t, NoRD: *norec, Repeat: *repeat, Timeout: *timeout, Concurrency: *conc, Rate: *rate, Seed: *seed,
+		Options: transport.Options{Insecure: *insecure, SNI: *sni},
+	}
+	if *ca != "" {
+		pem, err := os.ReadFile(*ca)
+		if err != nil {
+			return fail("reading --ca: %v", err)
+		}
+		spec.Options.RootCAs = x509.NewCertPool()
+		if !spec.Options.RootCAs.AppendCertsFromPEM(pem) {
+			return fail("--ca %s holds no PEM certificate", *ca)
+		}
+	}
+	if _, err := spec.Tasks(); err != nil {
+		return fail("%v", err)
+	}
+	var out io.Writer
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer f.Close()
+		out = f
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var samples []*measure.Sample
+	err = measure.Run(ctx, spec, func(s *measure.Sample) {
+		samples = append(samples, s)
+		if out != nil {
+			json.NewEncoder(out).Encode(s)
+		}
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(s)
+		}
+	})
+	if !*asJSON {
+		summarize(stdout, samples)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab measure: stopped: %v (%d samples kept)\n", err, len(samples))
+		return 1
+	}
+	return exitOK
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// readTargets reads one target per line; # starts a comment.
+func readTargets(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if err := checkTarget(line); err != nil {
+			return nil, fmt.Errorf("%s:%d: %q: %v", path, n, line, err)
+		}
+		out = append(out, line)
+	}
+	return out, sc.Err()
+}
+
+func checkTarget(t string) error {
+	if strings.Contains(t, "://") {
+		_, err := transport.ParseURL(t)
+		return err
+	}
+	if net.ParseIP(strings.Trim(t, "[]")) != nil {
+		return nil
+	}
+	if _, ok := dns.IsDomainName(t); !ok || strings.ContainsAny(t, " /:") {
+		return fmt.Errorf("not a host, IP address or server URL")
+	}
+	return nil
+}
+
+// summarize prints medians per transport and condition, in ms and RTTs.
+func summarize(w io.Writer, samples []*measure.Sample) {
+	type key struct{ tr, cond string }
+	groups := map[key][]*measure.Sample{}
+	for _, s := range samples {
+		k := key{s.Transport, s.Condition}
+		groups[k] = append(groups[k], s)
+	}
+	keys := make([]key, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	order := map[string]int{"udp": 0, "tcp": 1, "dot": 2, "doh1": 3, "doh2": 4, "doh3": 5, "doq": 6, "fresh": 0, "pam": 1, "resumed": 2, "0rtt": 3}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].cond != keys[j].cond {
+			return order[keys[i].cond] < order[keys[j].cond]
+		}
+		return order[keys[i].tr] < order[keys[j].tr]
+	})
+	fmt.Fprintf(w, "%-6s %-8s %5s %9s %9s %9s %9s %8s %8s %8s %7s %5s\n", "transp", "cond", "ok", "probe_ms", "hs_ms", "query_ms", "total_ms", "hs_rtt", "res_rtt", "tot_rtt", "resumed", "0rtt")
+	for _, k := range keys {
+		var probe, hs, q, tot, hsR, resR, totR []float64
+		ok, resumed, zero := 0, 0, 0
+		for _, s := range groups[k] {
+			if s.Status.HasResponse() {
+				ok++
+			}
+			if s.Measure != nil {
+				hs, q, tot = append(hs, s.Measure.Timing.HandshakeMs), append(q, s.Measure.Timing.QueryMs), append(tot, s.Measure.Timing.TotalMs)
+				if s.Measure.Conn.TLSResumed {
+					resumed++
+				}
+				if s.Measure.Conn.Used0RTT {
+					zero++
+				}
+			}
+			if s.Probe != nil && s.Probe.RTTMs > 0 {
+				probe = append(probe, s.Probe.RTTMs)
+			}
+			if s.RTTs != nil {
+				hsR, resR, totR = append(hsR, s.RTTs.Handshake), append(resR, s.RTTs.Resolve), append(totR, s.RTTs.Total)
+			}
+		}
+		n := len(groups[k])
+		fmt.Fprintf(w, "%-6s %-8s %2d/%-2d %9.3f %9.3f %9.3f %9.3f %8.2f %8.2f %8.2f %4d/%-2d %2d/%-2d\n", k.tr, k.cond, ok, n,
+			median(probe), median(hs), median(q), median(tot), median(hsR), median(resR), median(totR), resumed, n, zero, n)
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,295 @@
+// Package measure implements the response-time method of the PAM 2022
+// DoQ paper: for each target and transport, a cache-warming query first,
+// then the measured query on a fresh connection that reuses what the
+// warm-up learned only as far as the condition allows, and an RTT probe on
+// the same port and protocol, so handshake and resolve times can be read
+// in round trips.
+package measure
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/probe"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// Transports are the names Spec.Transports takes, with their URL schemes.
+var Transports = map[string]struct {
+	scheme, http string
+	port         int
+}{
+	"udp":  {"udp", "", 53},
+	"tcp":  {"tcp", "", 53},
+	"dot":  {"tls", "", 853},
+	"doh1": {"https", "1.1", 443},
+	"doh2": {"https", "2", 443},
+	"doh3": {"h3", "", 443},
+	"doq":  {"quic", "", 853},
+}
+
+// Condition says what the measured connection may reuse from the warm-up.
+type Condition struct {
+	Name    string `json:"name"`
+	Tickets bool   `json:"tickets"` // TLS session resumption
+	Tokens  bool   `json:"tokens"`  // QUIC NEW_TOKEN (no Retry)
+	Version bool   `json:"version"` // the QUIC version learned (no Version Negotiation)
+	ZeroRTT bool   `json:"zero_rtt"`
+}
+
+// Conditions are the named ones; "fresh" reuses nothing. The PAM paper's
+// own DoQ measurement is "pam": version and token, but no ticket.
+var Conditions = map[string]Condition{
+	"fresh":   {Name: "fresh"},
+	"pam":     {Name: "pam", Tokens: true, Version: true},
+	"resumed": {Name: "resumed", Tickets: true, Tokens: true, Version: true},
+	"0rtt":    {Name: "0rtt", Tickets: true, Tokens: true, Version: true, ZeroRTT: true},
+}
+
+// Spec is one measurement run.
+type Spec struct {
+	Targets     []string      // hosts or IPs (ports are the transports' defaults), or full URLs
+	Transports  []string      // names from Transports; default all but doh1
+	Conditions  []string      // names from Conditions; default fresh, resumed, 0rtt
+	Name        string        // query name; default test.com, as in the paper
+	Type        uint16        // default A
+	NoRD        bool          // clear the RD bit (the paper sets it)
+	Repeat      int           // measurements per task; default 1
+	Timeout     time.Duration // per exchange; default 5 s, as in the paper
+	Concurrency int           // tasks at once; default 1
+	Rate        float64       // at most this many tasks per second overall; 0: no limit
+	Seed        uint64        // order of tasks; 0: random
+	Options     transport.Options
+}
+
+// Task is one measurement: a target, a transport, a condition.
+type Task struct {
+	URL       string `json:"url"`
+	Target    string `json:"target"`
+	Transport string `json:"transport"`
+	Condition string `json:"condition"`
+	Rep       int    `json:"rep"`
+}
+
+// Sample is what one task measured. Every exchange is kept whole.
+type Sample struct {
+	Task
+	Start   time.Time         `json:"start"`
+	Warmup  *transport.Record `json:"warmup"`
+	Measure *transport.Record `json:"measure"`
+	Probe   *ProbeResult      `json:"probe"`
+	RTTs    *InRTTs           `json:"rtts,omitempty"` // the measured durations divided by the probe's RTT
+	Status  transport.Status  `json:"status"`
+	Error   string            `json:"error,omitempty"`
+}
+
+// ProbeResult is the RTT probe of a task.
+type ProbeResult struct {
+	Kind     string   `json:"kind"`
+	RTTMs    float64  `json:"rtt_ms"`
+	Versions []uint32 `json:"versions,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// InRTTs expresses the measured exchange in round trips.
+type InRTTs struct {
+	Handshake float64 `json:"handshake"`
+	Resolve   float64 `json:"resolve"` // query sent to answer read
+	Total     float64 `json:"total"`
+}
+
+// Tasks expands a spec into its tasks, in a random (seeded) order.
+func (s *Spec) Tasks() ([]Task, error) {
+	if len(s.Targets) == 0 {
+		return nil, fmt.Errorf("no targets")
+	}
+	if len(s.Transports) == 0 {
+		s.Transports = []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}
+	}
+	if len(s.Conditions) == 0 {
+		s.Conditions = []string{"fresh", "resumed", "0rtt"}
+	}
+	if s.Repeat <= 0 {
+		s.Repeat = 1
+	}
+	for _, c := range s.Conditions {
+		if _, ok := Conditions[c]; !ok {
+			return nil, fmt.Errorf("unknown condition %q (want fresh, pam, resumed or 0rtt)", c)
+		}
+	}
+	var tasks []Task
+	for _, target := range s.Targets {
+		for _, tn := range s.Transports {
+			tr, ok := Transports[tn]
+			if !ok {
+				return nil, fmt.Errorf("unknown transport %q (want udp, tcp, dot, doh1, doh2, doh3 or doq)", tn)
+			}
+			url := target
+			if !strings.Contains(target, "://") {
+				url = tr.scheme + "://" + net.JoinHostPort(strings.Trim(target, "[]"), strconv.Itoa(tr.port))
+				if tr.scheme == "https" || tr.scheme == "h3" {
+					url += "/dns-query"
+				}
+			} else if ep, err := transport.ParseURL(target); err != nil {
+				return nil, err
+			} else if ep.Scheme != tr.scheme {
+				continue // a URL target measures its own transport only
+			}
+			for _, cn := range s.Conditions {
+				c := Conditions[cn]
+				if c.ZeroRTT && tn != "doq" && tn != "doh3" {
+					continue // 0-RTT only where doxlab's transports do it
+				}
+				if (c.Tickets || c.Tokens || c.Version) && (tn == "udp" || tn == "tcp") && cn != "fresh" {
+					continue // nothing to resume
+				}
+				for rep := range s.Repeat {
+					tasks = append(tasks, Task{URL: url, Target: target, Transport: tn, Condition: cn, Rep: rep})
+				}
+			}
+		}
+	}
+	seed := s.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	r := rand.New(rand.NewPCG(seed, seed))
+	r.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
+	return tasks, nil
+}
+
+// Run measures every task of the spec and hands each sample to out as it
+// is done (from one goroutine at a time).
+func Run(ctx context.Context, s Spec, out func(*Sample)) error {
+	tasks, err := s.Tasks()
+	if err != nil {
+		return err
+	}
+	if s.Concurrency <= 0 {
+		s.Concurrency = 1
+	}
+	var tick <-chan time.Time
+	if s.Rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / s.Rate))
+		defer t.Stop()
+		tick = t.C
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.Concurrency)
+	for _, task := range tasks {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sample := s.measure(ctx, task)
+			mu.Lock()
+			out(sample)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+func (s *Spec) query() *dns.Msg {
+	name, qtype := s.Name, s.Type
+	if name == "" {
+		name = "test.com"
+	}
+	if qtype == 0 {
+		qtype = dns.TypeA
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), qtype)
+	q.RecursionDesired = !s.NoRD
+	return q
+}
+
+// measure runs one task: warm-up, measured exchange, probe.
+func (s *Spec) measure(ctx context.Context, task Task) *Sample {
+	sample := &Sample{Task: task, Start: time.Now().UTC()}
+	c := Conditions[task.Condition]
+	opts := s.Options
+	opts.HTTPVersion = Transports[task.Transport].http
+	opts.Reuse = false
+	if opts.Timeout == 0 {
+		opts.Timeout = s.Timeout
+	}
+	if c.Tickets || c.Tokens || c.Version {
+		opts.Session = transport.NewSession(transport.SessionConfig{Tickets: c.Tickets, Tokens: c.Tokens, Versions: c.Version})
+	}
+	opts.ZeroRTT = c.ZeroRTT
+	q := s.query()
+	exchange := func() *transport.Record {
+		t, err := transport.New(task.URL, opts)
+		if err != nil {
+			return &transport.Record{URL: task.URL, Status: transport.StatusBadRequest, Error: err.Error(), Answers: []string{}}
+		}
+		defer t.Close()
+		rec, _ := t.Exchange(ctx, q)
+		return rec
+	}
+	// The warm-up fills the resolver's cache and the session; its own
+	// connection is closed before the measurement starts.
+	sample.Warmup = exchange()
+	sample.Warmup.Warmup = true
+	sample.Measure = exchange()
+	sample.Status, sample.Error = sample.Measure.Status, sample.Measure.Error
+	sample.Probe = s.probe(ctx, task)
+	if sample.Probe.RTTMs > 0 && sample.Measure.Status.HasResponse() {
+		t, p := sample.Measure.Timing, sample.Probe.RTTMs
+		sample.RTTs = &InRTTs{Handshake: round(t.HandshakeMs / p), Resolve: round(t.QueryMs / p), Total: round(t.TotalMs / p)}
+	}
+	return sample
+}
+
+func (s *Spec) probe(ctx context.Context, task Task) *ProbeResult {
+	ep, err := transport.ParseURL(task.URL)
+	if err != nil {
+		return &ProbeResult{Error: err.Error()}
+	}
+	f := probe.TCP
+	switch ep.Scheme {
+	case "udp":
+		f = probe.UDP
+	case "quic", "h3":
+		f = probe.QUIC
+	}
+	timeout := s.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	host := ep.Host
+	if ip := net.ParseIP(host); ip == nil {
+		if ips, err := net.DefaultResolver.LookupIP(pctx, "ip", host); err == nil && len(ips) > 0 {
+			host = ips[0].String()
+		}
+	}
+	r, err := f(pctx, net.JoinHostPort(host, strconv.Itoa(ep.Port)))
+	if err != nil {
+		return &ProbeResult{Kind: r.Kind, Error: err.Error()}
+	}
+	return &ProbeResult{Kind: r.Kind, RTTMs: r.RTTMs(), Versions: r.Versions}
+}
+
+func round(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

@@ -1,0 +1,89 @@
+package measure_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/transport"
+)
+
+func TestTasks(t *testing.T) {
+	s := measure.Spec{Targets: []string{"192.0.2.1", "quic://[2001:db8::1]:8853"}, Conditions: []string{"fresh", "resumed", "0rtt"}, Repeat: 2, Seed: 1}
+	tasks, err := s.Tasks()
+	require.NoError(t, err)
+	count := map[string]int{}
+	for _, task := range tasks {
+		count[task.Transport+"/"+task.Condition]++
+		if task.Target == "quic://[2001:db8::1]:8853" {
+			require.Equal(t, "doq", task.Transport, "a URL target measures its own transport")
+		}
+	}
+	require.Equal(t, 2, count["udp/fresh"])
+	require.Zero(t, count["udp/resumed"], "nothing to resume over UDP")
+	require.Zero(t, count["dot/0rtt"], "0-RTT only for DoQ and DoH/3")
+	require.Equal(t, 4, count["doq/0rtt"], "both targets")
+	require.Equal(t, 2, count["doh3/0rtt"])
+	again, _ := s.Tasks()
+	require.Equal(t, tasks, again, "a seed fixes the order")
+
+	for _, bad := range []measure.Spec{{}, {Targets: []string{"x"}, Transports: []string{"smtp"}}, {Targets: []string{"x"}, Conditions: []string{"warm"}}} {
+		_, err := bad.Tasks()
+		require.Error(t, err)
+	}
+}
+
+// TestRunAgainstServer measures doxlab's server on loopback under every
+// condition and checks each sample says what happened.
+func TestRunAgainstServer(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0", TCP: "127.0.0.1:0", DoT: "127.0.0.1:0", DoH: "127.0.0.1:0", DoH3: "127.0.0.1:0", DoQ: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.7"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	url := func(name, scheme, path string) string { return scheme + "://" + srv.Addr(name).String() + path }
+	s := measure.Spec{
+		Targets:    []string{url("udp", "udp", ""), url("tcp", "tcp", ""), url("dot", "tls", ""), url("doh", "https", "/dns-query"), url("doh3", "h3", "/dns-query"), url("doq", "quic", "")},
+		Conditions: []string{"fresh", "pam", "resumed", "0rtt"}, Options: transport.Options{Insecure: true}, Timeout: 3 * time.Second, Concurrency: 2,
+	}
+	var samples []*measure.Sample
+	require.NoError(t, measure.Run(context.Background(), s, func(x *measure.Sample) { samples = append(samples, x) }))
+	require.NotEmpty(t, samples)
+	for _, x := range samples {
+		require.Equal(t, transport.StatusOK, x.Status, "%s %s: %s", x.Transport, x.Condition, x.Error)
+		require.True(t, x.Warmup.Warmup)
+		require.NotNil(t, x.RTTs, "%s %s: probe %+v", x.Transport, x.Condition, x.Probe)
+		require.Greater(t, x.Probe.RTTMs, 0.0)
+		c := x.Measure.Conn
+		switch x.Condition {
+		case "fresh", "pam":
+			require.False(t, c.TLSResumed, "%s %s", x.Transport, x.Condition)
+		case "resumed":
+			require.True(t, c.TLSResumed, "%s resumed", x.Transport)
+			require.False(t, c.Used0RTT)
+		case "0rtt":
+			require.True(t, c.Used0RTT, "%s 0rtt", x.Transport)
+		}
+		if x.Transport == "doq" || x.Transport == "doh3" {
+			require.Equal(t, x.Condition != "fresh", c.TokenUsed, "%s %s: NEW_TOKEN from the warm-up", x.Transport, x.Condition)
+			require.Contains(t, x.Probe.Versions, uint32(1))
+		}
+	}
+}
+
+func TestRunClosedPortKeepsSample(t *testing.T) {
+	l, _ := net.ListenPacket("udp", "127.0.0.1:0")
+	addr := l.LocalAddr().String()
+	l.Close()
+	var samples []*measure.Sample
+	err := measure.Run(context.Background(), measure.Spec{Targets: []string{"udp://" + addr}, Timeout: time.Second}, func(x *measure.Sample) { samples = append(samples, x) })
+	require.NoError(t, err)
+	require.Len(t, samples, 1)
+	require.Equal(t, transport.StatusRefused, samples[0].Status, "a failure is a sample with its cause, not a gap")
+	require.Contains(t, samples[0].Probe.Error, "refused")
+	require.Nil(t, samples[0].RTTs)
+}
