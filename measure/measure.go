@@ -68,6 +68,8 @@ type Spec struct {
 	Rate        float64       // at most this many tasks per second overall; 0: no limit
 	Seed        uint64        // order of tasks; 0: random
 	Options     transport.Options
+	// Skip, if set, leaves out tasks already measured (a resumed run).
+	Skip func(Task) bool `json:"-"`
 }
 
 // Task is one measurement: a target, a transport, a condition.
@@ -186,6 +188,9 @@ func Run(ctx context.Context, s Spec, out func(*Sample)) error {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, s.Concurrency)
 	for _, task := range tasks {
+		if s.Skip != nil && s.Skip(task) {
+			continue
+		}
 		if tick != nil {
 			select {
 			case <-tick:

@@ -4,7 +4,8 @@
 #   Debian:          unbound, jq, openssl
 #   Go module proxy: CoreDNS v1.15.0 (DoT, DoH/2, DoH/3, DoQ)
 #   Debian:          knot-dnsutils (kdig), bind9-dnsutils (dig), dnsperf,
-#                    tshark (reads the testbed's captures), iproute2
+#                    tshark (reads the testbed's captures), iproute2,
+#                    postgresql (the shared store's tests start their own cluster)
 #   PyPI:            aioquic 1.7.2 (its DoQ server and HTTP/3 client examples),
 #                    dnslib, wsproto, dnspython 2.9.2 with DoH and DoQ
 set -euo pipefail
@@ -19,7 +20,7 @@ PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl tshark iproute2; do
+for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl tshark iproute2 postgresql; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done

@@ -15,11 +15,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -54,6 +56,8 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		file       = fs.String("targets", "", "read targets from `FILE`, one per line")
 		asJSON     = fs.Bool("json", false, "print every sample as a JSON line instead of the summary")
 		outPath    = fs.String("out", "", "also write every sample as JSON lines to `FILE`")
+		storeDSN   = fs.String("store", "", "keep the run and every sample in this store: a SQLite file or postgres:// URL")
+		runID      = fs.String("run", "", "continue this stored run, skipping what it measured already (same flags as before)")
 		ca         = fs.String("ca", "", "verify servers against the PEM certificates in `FILE`")
 		insecure   = fs.Bool("insecure", false, "do not verify certificates")
 		sni        = fs.String("sni", "", "server name to send and verify")
@@ -103,6 +107,38 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 	if _, err := spec.Tasks(); err != nil {
 		return fail("%v", err)
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var st *store.Store
+	var run store.Run
+	if *runID != "" && *storeDSN == "" {
+		return fail("--run needs --store")
+	}
+	if *storeDSN != "" {
+		// Open the store before measuring anything: an unreachable store
+		// fails now, not after the first sample.
+		var err error
+		if st, err = store.Open(ctx, *storeDSN); err != nil {
+			return fail("%v", err)
+		}
+		defer st.Close()
+		if *runID != "" {
+			done, err := st.Done(ctx, *runID)
+			if err != nil {
+				return fail("%v", err)
+			}
+			spec.Skip = func(t measure.Task) bool { return done[store.TaskKey(t)] }
+			run.ID = *runID
+			fmt.Fprintf(stderr, "doxlab measure: continuing run %s (%d samples stored)\n", run.ID, len(done))
+		} else {
+			run = store.NewRun("measure", "", spec)
+			if err := st.BeginRun(ctx, run); err != nil {
+				return fail("%v", err)
+			}
+			fmt.Fprintf(stderr, "doxlab measure: run %s\n", run.ID)
+		}
+	}
+	var storeErr error
 	var out io.Writer
 	if *outPath != "" {
 		f, err := os.Create(*outPath)
@@ -112,11 +148,16 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		out = f
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	var samples []*measure.Sample
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	err = measure.Run(ctx, spec, func(s *measure.Sample) {
 		samples = append(samples, s)
+		if st != nil && storeErr == nil {
+			if storeErr = st.Write(ctx, run.ID, s); storeErr != nil {
+				cancel() // stop measuring what cannot be kept; what is stored stays
+			}
+		}
 		if out != nil {
 			json.NewEncoder(out).Encode(s)
 		}
@@ -126,6 +167,10 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 	})
 	if !*asJSON {
 		summarize(stdout, samples)
+	}
+	if storeErr != nil {
+		fmt.Fprintf(stderr, "doxlab measure: %v (samples stored before it are kept; continue with --run %s)\n", storeErr, run.ID)
+		return 1
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab measure: stopped: %v (%d samples kept)\n", err, len(samples))

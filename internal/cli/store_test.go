@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+)
+
+// TestMeasureResumeAfterKill kills a stored measurement with SIGKILL and
+// continues it: in the end every task is stored once, none twice, none lost.
+func TestMeasureResumeAfterKill(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	db := filepath.Join(t.TempDir(), "doxlab.db")
+	args := []string{"measure", "--store", db, "--ca", cd.Cert.CertFile, "--name", "example.test", "--repeat", "10", "--rate", "8",
+		"--transports", "udp,tcp", "--conditions", "fresh", "--seed", "7", cd.UDP, cd.TCP}
+	cmd := exec.Command(doxlabBinary(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+	runID := regexp.MustCompile(`run (\S+)`).FindStringSubmatch(stderr.String())
+	require.Len(t, runID, 2, stderr.String())
+
+	count := func() int {
+		code, out, errOut := run("export", "--store", db, "--run", runID[1])
+		require.Equal(t, 0, code, errOut)
+		rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+		require.NoError(t, err)
+		return len(rows) - 1
+	}
+	partial := count()
+	require.Greater(t, partial, 0, "samples taken before the kill are kept")
+	require.Less(t, partial, 20, "the kill came mid-run")
+
+	code, _, errOut := run(append(args, "--run", runID[1], "--rate", "0")...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "continuing run")
+	require.Equal(t, 20, count(), "2 targets × 10 repetitions, each once")
+
+	// Continuing a finished run measures nothing more.
+	code, _, _ = run(append(args, "--run", runID[1], "--rate", "0")...)
+	require.Equal(t, 0, code)
+	require.Equal(t, 20, count())
+
+	pq := filepath.Join(t.TempDir(), "out.parquet")
+	code, _, errOut = run("export", "--store", db, "--format", "parquet", "--out", pq)
+	require.Equal(t, 0, code, errOut)
+	st, err := os.Stat(pq)
+	require.NoError(t, err)
+	require.Greater(t, st.Size(), int64(500))
+	code, out, _ := run("export", "--store", db, "--runs")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, runID[1])
+}
+
+func TestMeasureStoreUnreachable(t *testing.T) {
+	code, _, errOut := run("measure", "--store", "postgres://doxlab@127.0.0.1:1/x?sslmode=disable", "127.0.0.1")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "unreachable")
+	code, _, errOut = run("export", "--store", filepath.Join(t.TempDir(), "none.db"))
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "no store")
+}

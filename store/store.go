@@ -1,0 +1,317 @@
+// Package store keeps measurement samples: every raw sample, whole, with
+// the run it belongs to and the environment it ran in (doxlab version and
+// commit, kernel, host, profile, spec). SQLite (one file, WAL) is the
+// default; a postgres:// URL writes to a shared PostgreSQL database so
+// several vantage points fill one store. Both share one schema.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"golang.org/x/sys/unix"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
+
+	"github.com/doxlab/doxlab/measure"
+)
+
+// SchemaVersion is the version of the tables below; Open refuses a store
+// written by a newer doxlab and migrates older ones.
+const SchemaVersion = 1
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS runs (
+		id TEXT PRIMARY KEY,
+		kind TEXT NOT NULL,
+		started_at TEXT NOT NULL,
+		doxlab_version TEXT NOT NULL,
+		go_version TEXT NOT NULL,
+		kernel TEXT NOT NULL,
+		hostname TEXT NOT NULL,
+		profile TEXT NOT NULL,
+		spec TEXT NOT NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS samples (
+		run_id TEXT NOT NULL REFERENCES runs(id),
+		task_key TEXT NOT NULL,
+		started_at TEXT NOT NULL,
+		target TEXT NOT NULL,
+		url TEXT NOT NULL,
+		transport TEXT NOT NULL,
+		cond TEXT NOT NULL,
+		rep INTEGER NOT NULL,
+		status TEXT NOT NULL,
+		rcode TEXT NOT NULL,
+		probe_rtt_ms DOUBLE PRECISION,
+		handshake_ms DOUBLE PRECISION,
+		query_ms DOUBLE PRECISION,
+		total_ms DOUBLE PRECISION,
+		handshake_rtt DOUBLE PRECISION,
+		resolve_rtt DOUBLE PRECISION,
+		total_rtt DOUBLE PRECISION,
+		tls_resumed BOOLEAN NOT NULL,
+		used_0rtt BOOLEAN NOT NULL,
+		retry BOOLEAN NOT NULL,
+		token_used BOOLEAN NOT NULL,
+		quic_version TEXT NOT NULL,
+		alpn TEXT NOT NULL,
+		raw TEXT NOT NULL,
+		PRIMARY KEY (run_id, task_key)
+	)`,
+	`CREATE INDEX IF NOT EXISTS samples_by_transport ON samples (transport, cond)`,
+}
+
+// Run describes one run and the environment it ran in.
+type Run struct {
+	ID            string          `json:"id"`
+	Kind          string          `json:"kind"` // measure, experiment:dns-rtt, ...
+	StartedAt     time.Time       `json:"started_at"`
+	DoxlabVersion string          `json:"doxlab_version"`
+	GoVersion     string          `json:"go_version"`
+	Kernel        string          `json:"kernel"`
+	Hostname      string          `json:"hostname"`
+	Profile       string          `json:"profile"` // testbed profile, or "" for real networks
+	Spec          json.RawMessage `json:"spec"`    // what was asked for, server config included
+}
+
+// NewRun describes a run starting now on this machine.
+func NewRun(kind, profile string, spec any) Run {
+	b, _ := json.Marshal(spec)
+	id := make([]byte, 8)
+	rand.Read(id)
+	host, _ := os.Hostname()
+	return Run{ID: time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(id), Kind: kind,
+		StartedAt: time.Now().UTC(), DoxlabVersion: Version(), GoVersion: runtime.Version(), Kernel: kernel(),
+		Hostname: host, Profile: profile, Spec: b}
+}
+
+// Version is the doxlab module version and VCS revision, as built.
+func Version() string {
+	v, rev := "devel", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				rev = s.Value
+			}
+			if s.Key == "vcs.modified" && s.Value == "true" {
+				rev += "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev
+	}
+	return v
+}
+
+func kernel() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
+}
+
+// Store is an open store.
+type Store struct {
+	db       *sql.DB
+	postgres bool
+}
+
+// Open opens (creating if needed) a store: a file path or sqlite://PATH
+// for SQLite, postgres://... for PostgreSQL. It fails fast when the store
+// cannot be reached, before anything is measured.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	s := &Store{}
+	var err error
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		s.postgres = true
+		s.db, err = sql.Open("pgx", dsn)
+	default:
+		path := strings.TrimPrefix(dsn, "sqlite://")
+		if path == "" {
+			return nil, fmt.Errorf("store: empty path")
+		}
+		// WAL lets readers (reports, exports) work while a run writes; the
+		// busy timeout rides out their brief locks.
+		s.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)")
+		s.db.SetMaxOpenConns(1)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", redact(dsn), err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.db.PingContext(pctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("store %s: unreachable: %w", redact(dsn), err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("store %s: %w", redact(dsn), err)
+	}
+	return s, nil
+}
+
+// redact hides a password in a PostgreSQL URL.
+func redact(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		if at := strings.LastIndex(dsn, "@"); at > i {
+			if c := strings.Index(dsn[i+3:at], ":"); c >= 0 {
+				return dsn[:i+3+c] + ":***" + dsn[at:]
+			}
+		}
+	}
+	return dsn
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	for _, stmt := range schema {
+		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("creating schema: %w", err)
+		}
+	}
+	var v int
+	err := s.db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = s.db.ExecContext(ctx, s.rebind(`INSERT INTO schema_version (version) VALUES (?)`), SchemaVersion)
+		return err
+	case err != nil:
+		return err
+	case v > SchemaVersion:
+		return fmt.Errorf("written by a newer doxlab (schema %d, this one knows %d)", v, SchemaVersion)
+	}
+	return nil
+}
+
+// rebind turns ? placeholders into PostgreSQL's $n.
+func (s *Store) rebind(q string) string {
+	if !s.postgres {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// BeginRun records a run before its first sample.
+func (s *Store) BeginRun(ctx context.Context, r Run) error {
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO runs (id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec) VALUES (?,?,?,?,?,?,?,?,?)`),
+		r.ID, r.Kind, r.StartedAt.Format(time.RFC3339Nano), r.DoxlabVersion, r.GoVersion, r.Kernel, r.Hostname, r.Profile, string(r.Spec))
+	if err != nil {
+		return fmt.Errorf("store: recording run: %w", err)
+	}
+	return nil
+}
+
+// TaskKey names a task within a run, the same on every attempt, so a run
+// that is resumed knows what is already measured.
+func TaskKey(t measure.Task) string {
+	return fmt.Sprintf("%s|%s|%s|%d", t.URL, t.Transport, t.Condition, t.Rep)
+}
+
+// Write stores one sample, whole. Writing a task twice is an error, so
+// nothing is ever measured twice into one run.
+func (s *Store) Write(ctx context.Context, runID string, x *measure.Sample) error {
+	raw, err := json.Marshal(x)
+	if err != nil {
+		return err
+	}
+	var probe, hs, q, tot, hsR, resR, totR sql.NullFloat64
+	var conn struct{ resumed, zero, retry, token bool }
+	var qv, alpn, rcode string
+	if x.Probe != nil && x.Probe.RTTMs > 0 {
+		probe = sql.NullFloat64{Float64: x.Probe.RTTMs, Valid: true}
+	}
+	if m := x.Measure; m != nil {
+		if m.Status.HasResponse() {
+			hs = sql.NullFloat64{Float64: m.Timing.HandshakeMs, Valid: true}
+			q = sql.NullFloat64{Float64: m.Timing.QueryMs, Valid: true}
+			tot = sql.NullFloat64{Float64: m.Timing.TotalMs, Valid: true}
+		}
+		c := m.Conn
+		conn.resumed, conn.zero, conn.retry, conn.token = c.TLSResumed, c.Used0RTT, c.Retry, c.TokenUsed
+		qv, alpn, rcode = c.QUICVersion, c.ALPN, m.Rcode
+	}
+	if r := x.RTTs; r != nil {
+		hsR = sql.NullFloat64{Float64: r.Handshake, Valid: true}
+		resR = sql.NullFloat64{Float64: r.Resolve, Valid: true}
+		totR = sql.NullFloat64{Float64: r.Total, Valid: true}
+	}
+	_, err = s.db.ExecContext(ctx, s.rebind(`INSERT INTO samples (run_id, task_key, started_at, target, url, transport, cond, rep, status, rcode,
+		probe_rtt_ms, handshake_ms, query_ms, total_ms, handshake_rtt, resolve_rtt, total_rtt,
+		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn, raw) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`),
+		runID, TaskKey(x.Task), x.Start.Format(time.RFC3339Nano), x.Target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
+		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, string(raw))
+	if err != nil {
+		return fmt.Errorf("store: writing sample %s: %w", TaskKey(x.Task), err)
+	}
+	return nil
+}
+
+// Done returns the task keys a run has stored already.
+func (s *Store) Done(ctx context.Context, runID string) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT task_key FROM samples WHERE run_id = ?`), runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	done := map[string]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		done[k] = true
+	}
+	return done, rows.Err()
+}
+
+// Runs lists the stored runs, oldest first.
+func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec FROM runs ORDER BY started_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var r Run
+		var started, spec string
+		if err := rows.Scan(&r.ID, &r.Kind, &started, &r.DoxlabVersion, &r.GoVersion, &r.Kernel, &r.Hostname, &r.Profile, &spec); err != nil {
+			return nil, err
+		}
+		r.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
+		r.Spec = json.RawMessage(spec)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

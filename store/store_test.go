@@ -1,0 +1,116 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fixture is a run with three samples: answered over DoQ in 0-RTT,
+// answered over UDP, and a timeout.
+func fixture() (store.Run, []*measure.Sample) {
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	run := store.Run{ID: "run-1", Kind: "measure", StartedAt: t0, DoxlabVersion: "v0.0.0 test", GoVersion: "go1.26",
+		Kernel: "Linux 6.0 x86_64", Hostname: "vantage-1", Profile: "fiber", Spec: []byte(`{"targets":["10.200.0.2"]}`)}
+	rec := func(status transport.Status, hs, q, tot float64, c transport.ConnInfo) *transport.Record {
+		r := &transport.Record{Status: status, Timing: transport.Timing{HandshakeMs: hs, QueryMs: q, TotalMs: tot}, Conn: c, Answers: []string{}}
+		if status.HasResponse() {
+			r.Rcode = "NOERROR"
+		}
+		return r
+	}
+	samples := []*measure.Sample{
+		{Task: measure.Task{URL: "quic://10.200.0.2:853", Target: "10.200.0.2", Transport: "doq", Condition: "0rtt"}, Start: t0.Add(time.Second),
+			Measure: rec(transport.StatusOK, 17.5, 16.25, 18, transport.ConnInfo{TLSResumed: true, Used0RTT: true, TokenUsed: true, QUICVersion: "v1", ALPN: "doq"}),
+			Probe:   &measure.ProbeResult{Kind: "quic", RTTMs: 14.9}, RTTs: &measure.InRTTs{Handshake: 1.174, Resolve: 1.091, Total: 1.208}, Status: transport.StatusOK},
+		{Task: measure.Task{URL: "udp://10.200.0.2:53", Target: "10.200.0.2", Transport: "udp", Condition: "fresh"}, Start: t0.Add(2 * time.Second),
+			Measure: rec(transport.StatusOK, 0, 15, 15.1, transport.ConnInfo{}),
+			Probe:   &measure.ProbeResult{Kind: "udp", RTTMs: 15}, RTTs: &measure.InRTTs{Resolve: 1, Total: 1.007}, Status: transport.StatusOK},
+		{Task: measure.Task{URL: "tls://10.200.0.2:853", Target: "10.200.0.2", Transport: "dot", Condition: "fresh", Rep: 1}, Start: t0.Add(3 * time.Second),
+			Measure: rec(transport.StatusTimeout, 0, 0, 5000, transport.ConnInfo{}), Probe: &measure.ProbeResult{Kind: "tcp", Error: "no answer"},
+			Status: transport.StatusTimeout, Error: "no answer within 5s"},
+	}
+	return run, samples
+}
+
+func roundTrip(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer s.Close()
+	run, samples := fixture()
+	require.NoError(t, s.BeginRun(ctx, run))
+	for _, x := range samples {
+		require.NoError(t, s.Write(ctx, run.ID, x))
+	}
+	require.ErrorContains(t, s.Write(ctx, run.ID, samples[0]), "writing sample", "a task is stored once")
+	done, err := s.Done(ctx, run.ID)
+	require.NoError(t, err)
+	require.Len(t, done, 3)
+	require.True(t, done[store.TaskKey(samples[1].Task)])
+	runs, err := s.Runs(ctx)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, "vantage-1", runs[0].Hostname)
+	require.JSONEq(t, string(run.Spec), string(runs[0].Spec))
+
+	rows, err := s.Rows(ctx, "")
+	require.NoError(t, err)
+	require.Len(t, rows, 3)
+	var csv bytes.Buffer
+	require.NoError(t, store.WriteCSV(&csv, rows))
+	golden := filepath.Join("testdata", "export.csv")
+	if *update {
+		require.NoError(t, os.WriteFile(golden, csv.Bytes(), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	require.Equal(t, string(want), csv.String(), "CSV export differs from %s (go test -update to accept)", golden)
+
+	var pq bytes.Buffer
+	require.NoError(t, store.WriteParquet(&pq, rows))
+	back, err := parquet.Read[store.Row](bytes.NewReader(pq.Bytes()), int64(pq.Len()))
+	require.NoError(t, err)
+	require.Equal(t, rows, back, "Parquet round trip")
+	require.Nil(t, back[2].TotalRTT, "a failed sample has no RTT figures, not zeros")
+}
+
+func TestSQLiteRoundTrip(t *testing.T) {
+	roundTrip(t, filepath.Join(t.TempDir(), "doxlab.db"))
+}
+
+func TestPostgresRoundTrip(t *testing.T) {
+	roundTrip(t, peertest.StartPostgres(t))
+}
+
+func TestOpenErrors(t *testing.T) {
+	start := time.Now()
+	_, err := store.Open(context.Background(), "postgres://doxlab:secret@127.0.0.1:1/x?sslmode=disable&connect_timeout=2")
+	require.ErrorContains(t, err, "unreachable")
+	require.NotContains(t, err.Error(), "secret", "the password is not printed")
+	require.Less(t, time.Since(start), 6*time.Second, "fails fast")
+	_, err = store.Open(context.Background(), filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"))
+	require.Error(t, err)
+}
+
+func TestNewRunRecordsEnvironment(t *testing.T) {
+	r := store.NewRun("measure", "dsl", map[string]int{"repeat": 3})
+	require.NotEmpty(t, r.ID)
+	require.Contains(t, r.Kernel, "Linux")
+	require.NotEmpty(t, r.GoVersion)
+	require.JSONEq(t, `{"repeat":3}`, string(r.Spec))
+}
