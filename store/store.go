@@ -86,13 +86,18 @@ type Run struct {
 	Spec          json.RawMessage `json:"spec"`    // what was asked for, server config included
 }
 
+// NewID is a new run ID: the UTC start time and 64 random bits.
+func NewID() string {
+	id := make([]byte, 8)
+	rand.Read(id)
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(id)
+}
+
 // NewRun describes a run starting now on this machine.
 func NewRun(kind, profile string, spec any) Run {
 	b, _ := json.Marshal(spec)
-	id := make([]byte, 8)
-	rand.Read(id)
 	host, _ := os.Hostname()
-	return Run{ID: time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(id), Kind: kind,
+	return Run{ID: NewID(), Kind: kind,
 		StartedAt: time.Now().UTC(), DoxlabVersion: Version(), GoVersion: runtime.Version(), Kernel: kernel(),
 		Hostname: host, Profile: profile, Spec: b}
 }

@@ -64,8 +64,9 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 	rejected := false
 	var resp *http.Response
 	var body []byte
+	var handedOver time.Time
 	for {
-		resp, body, err = t.roundTrip(ctx, hc, method, wire, q)
+		resp, body, handedOver, err = t.roundTrip(ctx, hc, method, wire, q)
 		if !rejected && hc.rejected0RTT(err) {
 			// http3 cannot carry on over a connection whose 0-RTT was
 			// rejected (quic-go#3259: its cancelled streams leak into the
@@ -87,7 +88,13 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 		break
 	}
 	x.answered = time.Now()
+	// The first datagram written after the request was handed to HTTP/3
+	// carries it. Should none have been seen in that window, the hand-over
+	// time bounds the query from above, so no record says 0 ms.
 	x.querySent = hc.m.firstWriteAfterArm()
+	if x.querySent.IsZero() || !x.querySent.Before(x.answered) {
+		x.querySent = handedOver
+	}
 	hc.label(ctx, x, reused, rejected)
 	if err != nil {
 		if !hc.alive() {
@@ -109,18 +116,19 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 
 // roundTrip sends one request and reads the whole body: a rejected 0-RTT
 // request can fail in either step.
-func (t *doh3Transport) roundTrip(ctx context.Context, hc *h3Conn, method string, wire []byte, q *dns.Msg) (*http.Response, []byte, error) {
+func (t *doh3Transport) roundTrip(ctx context.Context, hc *h3Conn, method string, wire []byte, q *dns.Msg) (*http.Response, []byte, time.Time, error) {
 	req, err := dnswire.NewDoHRequest(ctx, t.target(), method, t.opts.JSON, wire, q)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
 	}
 	hc.m.arm()
+	handedOver := time.Now()
 	resp, err := hc.cc.RoundTrip(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, handedOver, err
 	}
 	body, err := dnswire.ReadBody(resp.Body)
-	return resp, body, err
+	return resp, body, handedOver, err
 }
 
 // dial opens an HTTP/3 connection, early (0-RTT) if asked.

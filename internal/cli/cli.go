@@ -24,6 +24,7 @@ func commands() []command {
 	return []command{
 		{"query", "send DNS queries over any transport and show timings and connection facts", runQuery},
 		{"measure", "response times the PAM 2022 way: warm-up, measured query on a fresh connection, RTT probe", runMeasure},
+		{"experiment", "run one of the papers' experiments on the testbed (dns-rtt)", runExperiment},
 		{"export", "write stored samples as CSV or Parquet", runExport},
 		{"probe", "measure the RTT on a server's port and protocol (UDP, TCP SYN, QUIC Version Negotiation)", runProbe},
 		{"serve", "serve DNS over UDP, TCP, DoT, DoH/1.1/2/3 and DoQ, and web pages over HTTP/3", runServe},

@@ -73,3 +73,22 @@ func TestMeasureStoreUnreachable(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "no store")
 }
+
+// TestExperimentDNSRTT runs a small dns-rtt on the testbed with the real
+// binary and checks every cell was measured and stored.
+func TestExperimentDNSRTT(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	db := filepath.Join(t.TempDir(), "exp.db")
+	out, err := exec.Command(doxlabBinary(t), "experiment", "dns-rtt", "--profiles", "fiber", "--repeat", "2",
+		"--transports", "udp,tcp,doq", "--conditions", "fresh,0rtt", "--store", db).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, cell := range []string{"fiber      udp    fresh      2/2", "fiber      tcp    fresh      2/2", "fiber      doq    fresh      2/2", "fiber      doq    0rtt       2/2"} {
+		require.Contains(t, string(out), cell)
+	}
+	code, csvOut, _ := run("export", "--store", db)
+	require.Equal(t, 0, code)
+	require.Equal(t, 8+1, strings.Count(csvOut, "\n"), "4 cells × 2 lookups, and the header")
+	require.Contains(t, csvOut, "experiment:dns-rtt,fiber")
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // StartPostgres runs a PostgreSQL server (Debian's) in a cluster of its
@@ -54,5 +55,16 @@ func StartPostgres(t testing.TB) string {
 		cmd.Wait()
 	})
 	WaitListen(t, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	// Accepting TCP is not accepting queries ("the database system is
+	// starting up"); pg_isready says when it is.
+	for i := 0; ; i++ {
+		if exec.Command(filepath.Join(bin, "pg_isready"), "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(port)).Run() == nil {
+			break
+		}
+		if i == 150 {
+			t.Fatal("PostgreSQL did not become ready within 15 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	return fmt.Sprintf("postgres://doxlab@127.0.0.1:%d/postgres?sslmode=disable", port)
 }

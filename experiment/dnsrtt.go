@@ -1,0 +1,259 @@
+// Package experiment runs the papers' experiments on the testbed, storing
+// every sample. dns-rtt is the cross-layer paper's RTT-normalised DNS
+// exchange (its §IV-A/B, Fig. 5-7) measured the PAM 2022 way.
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+)
+
+// DNSRTT configures the dns-rtt experiment.
+type DNSRTT struct {
+	Profiles   []string // default: Table II's five
+	Transports []string // default udp, tcp, dot, doh2, doh3, doq
+	Conditions []string // default fresh, resumed, 0rtt
+	Repeat     int      // lookups per profile × transport × condition; default 20
+	Store      string   // default doxlab.db
+	Resume     string   // an experiment ID to continue
+	Doxlab     string   // the doxlab binary to run in the client host; default this one
+	Log        io.Writer
+}
+
+// Quick is a run of a few minutes.
+func (c *DNSRTT) Quick() {
+	c.Repeat = 3
+}
+
+// Run runs the experiment and returns its ID (the prefix of its runs).
+func (c *DNSRTT) Run(ctx context.Context) (string, error) {
+	if len(c.Profiles) == 0 {
+		c.Profiles = []string{"fiber", "cable", "dsl", "4g", "4g-medium"}
+	}
+	if len(c.Transports) == 0 {
+		c.Transports = []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}
+	}
+	if len(c.Conditions) == 0 {
+		c.Conditions = []string{"fresh", "resumed", "0rtt"}
+	}
+	if c.Repeat <= 0 {
+		c.Repeat = 20
+	}
+	if c.Store == "" {
+		c.Store = "doxlab.db"
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	if c.Doxlab == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		c.Doxlab = self
+	}
+	profiles := make([]testbed.Profile, len(c.Profiles))
+	for i, n := range c.Profiles {
+		p, err := testbed.LookupProfile(n)
+		if err != nil {
+			return "", err
+		}
+		profiles[i] = p
+	}
+	storePath, err := filepath.Abs(c.Store)
+	if err != nil {
+		return "", err
+	}
+	st, err := store.Open(ctx, storePath) // fail fast, before the testbed
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+
+	tb, err := testbed.Start(testbed.Spec{Name: "dnsrtt"})
+	if err != nil {
+		return "", err
+	}
+	defer tb.Close()
+	ip := tb.IPs["server"]
+	cfg := &server.Config{
+		Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},
+		// The PAM paper asks for test.com; the server answers any name
+		// with one address, so every query is answered from "cache".
+		Answers: server.Answers{Any: "192.0.2.1"},
+	}
+	var srv *server.Server
+	if err := tb.Run("server", func() error {
+		var err error
+		if srv, err = server.New(cfg); err == nil {
+			err = srv.Start() // the listeners' sockets are made inside the server host
+		}
+		return err
+	}); err != nil {
+		return "", fmt.Errorf("starting the server in the testbed: %w", err)
+	}
+	defer srv.Close()
+	dir, err := os.MkdirTemp("", "doxlab-dnsrtt")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	ca := filepath.Join(dir, "server.pem")
+	if err := os.WriteFile(ca, srv.CertPEM(), 0o644); err != nil {
+		return "", err
+	}
+
+	expID := c.Resume
+	if expID == "" {
+		expID = "dnsrtt-" + store.NewID()
+	}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return "", err
+	}
+	have := map[string]bool{}
+	for _, r := range runs {
+		have[r.ID] = true
+	}
+	for _, p := range profiles {
+		if err := ctx.Err(); err != nil {
+			return expID, err
+		}
+		if err := tb.SetProfile("client", p); err != nil {
+			return expID, err
+		}
+		runID := expID + "-" + p.Name
+		if !have[runID] {
+			run := store.NewRun("experiment:dns-rtt", p.Name, map[string]any{"experiment": expID, "profile": p, "server": cfg,
+				"transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat})
+			run.ID = runID
+			if err := st.BeginRun(ctx, run); err != nil {
+				return expID, err
+			}
+		}
+		fmt.Fprintf(c.Log, "dns-rtt: %s (RTT %v): %d lookups per transport and condition\n", p.Name, p.RTT(), c.Repeat)
+		cmd := tb.Command("client", c.Doxlab, "measure", "--store", storePath, "--run", runID, "--ca", ca, "--sni", "localhost",
+			"--repeat", strconv.Itoa(c.Repeat), "--transports", strings.Join(c.Transports, ","), "--conditions", strings.Join(c.Conditions, ","),
+			"--timeout", "10s", ip)
+		cmd.Stdout, cmd.Stderr = io.Discard, c.Log
+		if err := runCtx(ctx, cmd); err != nil {
+			return expID, fmt.Errorf("measuring %s: %w (continue with --resume %s)", p.Name, err, expID)
+		}
+	}
+	return expID, nil
+}
+
+func runCtx(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Expected is the protocol's round-trip count for an exchange on a new
+// connection: UDP 1, TCP 2, TLS 1.3 over TCP 3 (resumption saves no round
+// trip), QUIC 2, and 1 when the query rides in 0-RTT.
+func Expected(transport, condition string) float64 {
+	if condition == "0rtt" {
+		return 1
+	}
+	switch transport {
+	case "udp":
+		return 1
+	case "tcp", "doh3", "doq":
+		return 2
+	}
+	return 3
+}
+
+// Summary is the medians of one profile × transport × condition.
+type Summary struct {
+	Profile, Transport, Condition string
+	N, OK                         int
+	Handshake, Resolve, Total     float64 // medians, in RTTs of the probe
+	Expected                      float64
+}
+
+// Summarize reads an experiment's samples from the store.
+func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, error) {
+	rows, err := st.Rows(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ p, t, c string }
+	groups := map[key][]store.Row{}
+	var keys []key
+	for _, r := range rows {
+		if !strings.HasPrefix(r.RunID, expID+"-") {
+			continue
+		}
+		k := key{r.Profile, r.Transport, r.Condition}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	order := map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "udp": 0, "tcp": 1, "dot": 2, "doh1": 3, "doh2": 4, "doh3": 5, "doq": 6, "fresh": 0, "pam": 1, "resumed": 2, "0rtt": 3}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.p != b.p {
+			return order[a.p] < order[b.p]
+		}
+		if a.c != b.c {
+			return order[a.c] < order[b.c]
+		}
+		return order[a.t] < order[b.t]
+	})
+	var out []Summary
+	for _, k := range keys {
+		s := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: len(groups[k]), Expected: Expected(k.t, k.c)}
+		var hs, res, tot []float64
+		for _, r := range groups[k] {
+			if r.TotalRTT == nil {
+				continue
+			}
+			s.OK++
+			hs, res, tot = append(hs, deref(r.HandshakeRTT)), append(res, deref(r.ResolveRTT)), append(tot, *r.TotalRTT)
+		}
+		s.Handshake, s.Resolve, s.Total = median(hs), median(res), median(tot)
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
