@@ -131,6 +131,10 @@ rtts doq  0-rtt quic://10.200.0.2 --0rtt
 echo "(expected from the protocols: UDP 1, TCP 2, DoT and DoH over TLS 1.3 3, DoQ and DoH/3 2, with 0-RTT 1)"
 
 echo
+echo "The dns-rtt experiment, quick: every access profile of Table II, stored in doxlab.db"
+"$DOXLAB" experiment dns-rtt --quick --store "$work/doxlab.db" 2>/dev/null
+
+echo
 echo "One DoQ exchange in 0-RTT, in full:"
 "$DOXLAB" query --warmup --0rtt --ca "$work/cert.pem" "quic://127.0.0.1:$pdoq" example.test A
 echo "Loopback has no delay: the first two tables show mechanics (bytes, resumption, 0-RTT);"
