@@ -287,7 +287,10 @@ func testbedCheck(name, backend string, profiles []string, probes int, secs time
 		return 1
 	}
 	defer tb.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// A closed pipe (| head), a kill or a hang-up must still reach Close,
+	// so the scratch testbed is removed.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if !asJSON {
 		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %5s %16s %16s %6s\n", "profile", "rtt_ms", "err_p50", "err_p90", "err_p99", "err_max", "lost", "up Mbit/s", "down Mbit/s", "cpu")
