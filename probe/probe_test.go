@@ -112,7 +112,10 @@ func TestProbesInTestbed(t *testing.T) {
 		}
 		slices.Sort(rtts)
 		t.Logf("%s probe RTTs %v ms", name, rtts)
-		require.InDelta(t, 14.8, rtts[2], 1, name)
+		// One round trip, not two: generous above, since other tests may
+		// load the machine; never below the emulated RTT.
+		require.GreaterOrEqual(t, rtts[2], 14.8, name)
+		require.Less(t, rtts[2], 1.5*14.8, name)
 	}
 }
 
