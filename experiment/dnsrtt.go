@@ -10,11 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -236,7 +236,7 @@ func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, e
 			s.OK++
 			hs, res, tot = append(hs, deref(r.HandshakeRTT)), append(res, deref(r.ResolveRTT)), append(tot, *r.TotalRTT)
 		}
-		s.Handshake, s.Resolve, s.Total = median(hs), median(res), median(tot)
+		s.Handshake, s.Resolve, s.Total = measure.Median(hs), measure.Median(res), measure.Median(tot)
 		out = append(out, s)
 	}
 	return out, nil
@@ -247,13 +247,4 @@ func deref(p *float64) float64 {
 		return 0
 	}
 	return *p
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,13 +272,7 @@ func (s *Spec) probe(ctx context.Context, task Task) *ProbeResult {
 	if err != nil {
 		return &ProbeResult{Error: err.Error()}
 	}
-	f := probe.TCP
-	switch ep.Scheme {
-	case "udp":
-		f = probe.UDP
-	case "quic", "h3":
-		f = probe.QUIC
-	}
+	f := probe.ForScheme(ep.Scheme)
 	timeout := s.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Second
@@ -298,3 +293,13 @@ func (s *Spec) probe(ctx context.Context, task Task) *ProbeResult {
 }
 
 func round(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// Median is the middle value (the upper one of an even count); 0 for none.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

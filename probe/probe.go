@@ -35,6 +35,18 @@ const ReservedVersion uint32 = 0x1a2a3a4a
 // ErrNoAnswer is a probe that got nothing back before the deadline.
 var ErrNoAnswer = errors.New("no answer")
 
+// ForScheme returns the probe for a server URL's scheme: UDP for udp://,
+// QUIC for quic:// and h3://, and TCP for the rest (tcp, tls, https).
+func ForScheme(scheme string) func(context.Context, string) (Result, error) {
+	switch scheme {
+	case "udp":
+		return UDP
+	case "quic", "h3":
+		return QUIC
+	}
+	return TCP
+}
+
 // UDP sends a DNS message with no question (a header alone) to a DNS
 // server's UDP port and times the answer, which is normally FORMERR. The
 // socket is connected, so a closed port fails at once with ECONNREFUSED.

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -95,13 +93,8 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		Options: transport.Options{Insecure: *insecure, SNI: *sni},
 	}
 	if *ca != "" {
-		pem, err := os.ReadFile(*ca)
-		if err != nil {
-			return fail("reading --ca: %v", err)
-		}
-		spec.Options.RootCAs = x509.NewCertPool()
-		if !spec.Options.RootCAs.AppendCertsFromPEM(pem) {
-			return fail("--ca %s holds no PEM certificate", *ca)
+		if spec.Options.RootCAs, err = loadCA(*ca); err != nil {
+			return fail("%v", err)
 		}
 	}
 	if _, err := spec.Tasks(); err != nil {
@@ -270,15 +263,6 @@ func summarize(w io.Writer, samples []*measure.Sample) {
 		}
 		n := len(groups[k])
 		fmt.Fprintf(w, "%-6s %-8s %2d/%-2d %9.3f %9.3f %9.3f %9.3f %8.2f %8.2f %8.2f %4d/%-2d %2d/%-2d\n", k.tr, k.cond, ok, n,
-			median(probe), median(hs), median(q), median(tot), median(hsR), median(resR), median(totR), resumed, n, zero, n)
+			measure.Median(probe), measure.Median(hs), measure.Median(q), measure.Median(tot), measure.Median(hsR), measure.Median(resR), measure.Median(totR), resumed, n, zero, n)
 	}
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -39,13 +39,7 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab probe: %v\n", err)
 		return exitUsage
 	}
-	f := probe.TCP
-	switch ep.Scheme {
-	case "udp":
-		f = probe.UDP
-	case "quic", "h3":
-		f = probe.QUIC
-	}
+	f := probe.ForScheme(ep.Scheme)
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 	code := exitOK
 	for range max(1, *count) {

@@ -222,15 +222,10 @@ func (f *queryFlags) options() (transport.Options, error) {
 		})
 	}
 	if f.ca != "" {
-		pem, err := os.ReadFile(f.ca)
-		if err != nil {
-			return o, fmt.Errorf("reading --ca: %v", err)
+		var err error
+		if o.RootCAs, err = loadCA(f.ca); err != nil {
+			return o, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return o, fmt.Errorf("--ca %s holds no PEM certificate", f.ca)
-		}
-		o.RootCAs = pool
 	}
 	switch strings.ToLower(f.quicVersion) {
 	case "":
@@ -322,4 +317,17 @@ func yn(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// loadCA reads PEM certificates to verify servers against (--ca).
+func loadCA(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --ca: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }

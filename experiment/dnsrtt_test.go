@@ -1,0 +1,53 @@
+package experiment
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
+)
+
+func TestExpected(t *testing.T) {
+	for _, c := range []struct {
+		tr, cond string
+		want     float64
+	}{{"udp", "fresh", 1}, {"tcp", "fresh", 2}, {"dot", "fresh", 3}, {"doh2", "resumed", 3}, {"doq", "fresh", 2}, {"doh3", "resumed", 2}, {"doq", "0rtt", 1}} {
+		require.Equal(t, c.want, Expected(c.tr, c.cond), "%s %s", c.tr, c.cond)
+	}
+}
+
+func TestSummarizeMediansPerCell(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	for _, p := range []string{"fiber", "dsl"} {
+		run := store.NewRun("experiment:dns-rtt", p, nil)
+		run.ID = "exp1-" + p
+		require.NoError(t, st.BeginRun(ctx, run))
+		for i, total := range []float64{2.1, 2.3, 2.2} {
+			require.NoError(t, st.Write(ctx, run.ID, &measure.Sample{
+				Task:    measure.Task{URL: "quic://x", Transport: "doq", Condition: "fresh", Rep: i},
+				Start:   time.Unix(int64(i), 0),
+				Measure: &transport.Record{Status: transport.StatusOK, Answers: []string{}},
+				Status:  transport.StatusOK, RTTs: &measure.InRTTs{Handshake: 1.1, Resolve: 1, Total: total},
+			}))
+		}
+	}
+	sums, err := Summarize(ctx, st, "exp1")
+	require.NoError(t, err)
+	require.Len(t, sums, 2)
+	require.Equal(t, "fiber", sums[0].Profile, "profiles in Table II's order")
+	require.Equal(t, 2.2, sums[0].Total)
+	require.Equal(t, 3, sums[0].OK)
+	require.Equal(t, 2.0, sums[0].Expected)
+	other, err := Summarize(ctx, st, "exp2")
+	require.NoError(t, err)
+	require.Empty(t, other, "only this experiment's runs")
+}
