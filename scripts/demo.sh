@@ -131,8 +131,11 @@ rtts doq  0-rtt quic://10.200.0.2 --0rtt
 echo "(expected from the protocols: UDP 1, TCP 2, DoT and DoH over TLS 1.3 3, DoQ and DoH/3 2, with 0-RTT 1)"
 
 echo
-echo "The dns-rtt experiment, quick: every access profile of Table II, stored in doxlab.db"
-"$DOXLAB" experiment dns-rtt --quick --store "$work/doxlab.db" 2>/dev/null
+echo "The dns-rtt experiment, quick: every access profile of Table II"
+mkdir -p demo-output
+"$DOXLAB" experiment dns-rtt --quick --store demo-output/doxlab.db 2>/dev/null
+"$DOXLAB" report --store demo-output/doxlab.db --out demo-output/report
+echo "Open demo-output/report/report.html; the samples are in demo-output/doxlab.db ('doxlab export --store demo-output/doxlab.db')."
 
 echo
 echo "One DoQ exchange in 0-RTT, in full:"

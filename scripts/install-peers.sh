@@ -5,7 +5,8 @@
 #   Go module proxy: CoreDNS v1.15.0 (DoT, DoH/2, DoH/3, DoQ)
 #   Debian:          knot-dnsutils (kdig), bind9-dnsutils (dig), dnsperf,
 #                    tshark (reads the testbed's captures), iproute2,
-#                    postgresql (the shared store's tests start their own cluster)
+#                    postgresql (the shared store's tests start their own cluster),
+#                    chromium (renders the HTML report in a test)
 #   PyPI:            aioquic 1.7.2 (its DoQ server and HTTP/3 client examples),
 #                    dnslib, wsproto, dnspython 2.9.2 with DoH and DoQ
 set -euo pipefail
@@ -20,7 +21,7 @@ PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl tshark iproute2 postgresql; do
+for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl tshark iproute2 postgresql chromium; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/doxlab/doxlab/report"
+	"github.com/doxlab/doxlab/store"
+)
+
+// runReport renders stored samples as figures and one HTML page.
+func runReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dsn := fs.String("store", "doxlab.db", "the store: a SQLite file or postgres:// URL")
+	runPrefix := fs.String("run", "", "only runs whose ID starts with this (an experiment ID, a run ID); default all")
+	out := fs.String("out", "report", "directory for report.html and the figures")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return exitUsage
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab report: "+format+"\n", a...)
+		return code
+	}
+	if _, err := os.Stat(*dsn); err != nil && !isURL(*dsn) {
+		return fail(exitUsage, "no store at %s", *dsn)
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, *dsn)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	defer st.Close()
+	rows, err := st.Rows(ctx, "")
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	var sel []store.Row
+	for _, r := range rows {
+		if strings.HasPrefix(r.RunID, *runPrefix) {
+			sel = append(sel, r)
+		}
+	}
+	var selRuns []store.Run
+	for _, r := range runs {
+		if strings.HasPrefix(r.ID, *runPrefix) {
+			selRuns = append(selRuns, r)
+		}
+	}
+	rep, err := report.Render(sel, *out, report.Title(selRuns))
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %d samples, %d figures (PNG and SVG)\n", rep.HTML, len(sel), len(rep.Figures)/2)
+	return exitOK
+}
