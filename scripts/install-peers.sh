@@ -34,7 +34,10 @@ if ((${#missing[@]})); then
 fi
 
 GOBIN=$(go env GOPATH)/bin
-if ! "$GOBIN/coredns" -version 2>/dev/null | grep -q "CoreDNS-${COREDNS_VERSION#v}"; then
+# Read the version whole: with pipefail, 'coredns -version | grep -q'
+# fails when grep closes the pipe early.
+have=$("$GOBIN/coredns" -version 2>/dev/null || true)
+if [[ "$have" != *"CoreDNS-${COREDNS_VERSION#v}"* ]]; then
   say "building CoreDNS $COREDNS_VERSION (a few minutes)"
   go install "github.com/coredns/coredns@$COREDNS_VERSION"
 fi

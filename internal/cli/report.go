@@ -18,7 +18,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dsn := fs.String("store", "doxlab.db", "the store: a SQLite file or postgres:// URL")
 	runPrefix := fs.String("run", "", "only runs whose ID starts with this (an experiment ID, a run ID); default all")
-	out := fs.String("out", "report", "directory for report.html and the figures")
+	out := fs.String("out", "doxlab-report", "directory for report.html and the figures")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}

@@ -1,0 +1,99 @@
+package report_test
+
+import (
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/report"
+	"github.com/doxlab/doxlab/store"
+)
+
+func fixture() []store.Row {
+	f := func(v float64) *float64 { return &v }
+	var rows []store.Row
+	for _, p := range []string{"fiber", "dsl"} {
+		for i := range 20 {
+			x := float64(i) / 100
+			rows = append(rows,
+				store.Row{RunID: "e1-" + p, Profile: p, Transport: "udp", Condition: "fresh", Status: "ok", TotalMs: f(15 + x), TotalRTT: f(1 + x/10), ResolveRTT: f(1 + x/10), HandshakeRTT: f(0)},
+				store.Row{RunID: "e1-" + p, Profile: p, Transport: "doq", Condition: "fresh", Status: "ok", TotalMs: f(33 + x), TotalRTT: f(2.2 + x), ResolveRTT: f(1.05), HandshakeRTT: f(1.1 + x)},
+				store.Row{RunID: "e1-" + p, Profile: p, Transport: "doq", Condition: "0rtt", Status: "ok", TotalMs: f(16 + x), TotalRTT: f(1.1 + x), ResolveRTT: f(1.1), HandshakeRTT: f(1.2)},
+			)
+		}
+		rows = append(rows, store.Row{RunID: "e1-" + p, Profile: p, Transport: "dot", Condition: "fresh", Status: "timeout"})
+	}
+	return rows
+}
+
+func TestRender(t *testing.T) {
+	dir := t.TempDir()
+	rep, err := report.Render(fixture(), dir, "doxlab report: test")
+	require.NoError(t, err)
+	require.Len(t, rep.Figures, 2*3*3, "3 metrics × (all, fiber, dsl) × PNG and SVG")
+	for _, f := range rep.Figures {
+		require.FileExists(t, f)
+		if strings.HasSuffix(f, ".png") {
+			fh, err := os.Open(f)
+			require.NoError(t, err)
+			img, err := png.Decode(fh)
+			fh.Close()
+			require.NoError(t, err, f)
+			require.Greater(t, img.Bounds().Dx(), 400)
+		}
+	}
+	html, err := os.ReadFile(rep.HTML)
+	require.NoError(t, err)
+	require.Equal(t, 9, strings.Count(string(html), "<svg"), "every figure inline: the page stands alone")
+	require.NotContains(t, string(html), "src=", "nothing loaded from elsewhere")
+	require.Contains(t, string(html), "<td class=\"l\">dot</td><td class=\"l\">fresh</td><td>0/1</td>", "a failed cell shows 0 answered")
+	// fiber, fresh, doq: median 2.2 + 0.10 RTT.
+	var doq report.Stat
+	for _, s := range rep.Stats {
+		if s.Profile == "fiber" && s.Transport == "doq" && s.Condition == "fresh" {
+			doq = s
+		}
+	}
+	require.InDelta(t, 2.3, doq.MedianRTT, 0.001)
+	require.Equal(t, 20, doq.OK)
+
+	_, err = report.Render(nil, dir, "empty")
+	require.ErrorContains(t, err, "no samples")
+}
+
+// TestReportRendersInChromium opens the page in headless Chromium and
+// takes a screenshot: the page must render, and not as a blank sheet.
+func TestReportRendersInChromium(t *testing.T) {
+	chromium := peertest.Need(t, "chromium", "apt-get install chromium")
+	dir := t.TempDir()
+	rep, err := report.Render(fixture(), dir, "doxlab report: test")
+	require.NoError(t, err)
+	shot := filepath.Join(dir, "shot.png")
+	out, err := exec.Command(chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+t.TempDir(),
+		"--window-size=1200,1600", "--screenshot="+shot, "file://"+rep.HTML).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	fh, err := os.Open(shot)
+	require.NoError(t, err)
+	defer fh.Close()
+	img, err := png.Decode(fh)
+	require.NoError(t, err)
+	// Count non-white pixels: a rendered table and plots have many.
+	ink := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 4 {
+		for x := b.Min.X; x < b.Max.X; x += 4 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+				ink++
+			}
+		}
+	}
+	require.Greater(t, ink, 2000, "the screenshot is nearly blank")
+}
