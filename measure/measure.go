@@ -69,8 +69,13 @@ type Spec struct {
 	Rate        float64       // at most this many tasks per second overall; 0: no limit
 	Seed        uint64        // order of tasks; 0: random
 	Options     transport.Options
+	// Retries repeats a task whose measured exchange got no answer, up to
+	// this many times; the sample keeps the last attempt and the count.
+	Retries int
 	// Skip, if set, leaves out tasks already measured (a resumed run).
 	Skip func(Task) bool `json:"-"`
+	// Progress, if set, is told after each task how many are done of how many.
+	Progress func(done, total int) `json:"-"`
 }
 
 // Task is one measurement: a target, a transport, a condition.
@@ -85,13 +90,14 @@ type Task struct {
 // Sample is what one task measured. Every exchange is kept whole.
 type Sample struct {
 	Task
-	Start   time.Time         `json:"start"`
-	Warmup  *transport.Record `json:"warmup"`
-	Measure *transport.Record `json:"measure"`
-	Probe   *ProbeResult      `json:"probe"`
-	RTTs    *InRTTs           `json:"rtts,omitempty"` // the measured durations divided by the probe's RTT
-	Status  transport.Status  `json:"status"`
-	Error   string            `json:"error,omitempty"`
+	Start    time.Time         `json:"start"`
+	Warmup   *transport.Record `json:"warmup"`
+	Measure  *transport.Record `json:"measure"`
+	Probe    *ProbeResult      `json:"probe"`
+	RTTs     *InRTTs           `json:"rtts,omitempty"` // the measured durations divided by the probe's RTT
+	Status   transport.Status  `json:"status"`
+	Attempts int               `json:"attempts"` // 1, or more when retried
+	Error    string            `json:"error,omitempty"`
 }
 
 // ProbeResult is the RTT probe of a task.
@@ -141,7 +147,7 @@ func (s *Spec) Tasks() ([]Task, error) {
 				if tr.scheme == "https" || tr.scheme == "h3" {
 					url += "/dns-query"
 				}
-			} else if ep, err := transport.ParseURL(target); err != nil {
+			} else if ep, err := parseURL(target); err != nil {
 				return nil, err
 			} else if ep.Scheme != tr.scheme {
 				continue // a URL target measures its own transport only
@@ -185,13 +191,17 @@ func Run(ctx context.Context, s Spec, out func(*Sample)) error {
 		defer t.Stop()
 		tick = t.C
 	}
+	var todo []Task
+	for _, task := range tasks {
+		if s.Skip == nil || !s.Skip(task) {
+			todo = append(todo, task)
+		}
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	done := 0
 	sem := make(chan struct{}, s.Concurrency)
-	for _, task := range tasks {
-		if s.Skip != nil && s.Skip(task) {
-			continue
-		}
+	for _, task := range todo {
 		if tick != nil {
 			select {
 			case <-tick:
@@ -205,9 +215,18 @@ func Run(ctx context.Context, s Spec, out func(*Sample)) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			sample := s.measure(ctx, task)
+			sample, attempts := s.measure(ctx, task), 1
+			for attempts <= s.Retries && !sample.Status.HasResponse() && ctx.Err() == nil {
+				sample = s.measure(ctx, task)
+				attempts++
+			}
+			sample.Attempts = attempts
 			mu.Lock()
 			out(sample)
+			done++
+			if s.Progress != nil {
+				s.Progress(done, len(todo))
+			}
 			mu.Unlock()
 		}()
 	}
@@ -303,3 +322,5 @@ func Median(v []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+func parseURL(s string) (*transport.Endpoint, error) { return transport.ParseURL(s) }

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -24,6 +25,7 @@ func commands() []command {
 	return []command{
 		{"query", "send DNS queries over any transport and show timings and connection facts", runQuery},
 		{"measure", "response times the PAM 2022 way: warm-up, measured query on a fresh connection, RTT probe", runMeasure},
+		{"campaign", "run a measurement campaign from a YAML spec, stored and resumable", runCampaign},
 		{"experiment", "run one of the papers' experiments on the testbed (dns-rtt)", runExperiment},
 		{"export", "write stored samples as CSV or Parquet", runExport},
 		{"report", "render stored samples as CDFs (PNG, SVG), a summary table and one HTML page", runReport},
@@ -91,4 +93,11 @@ func Version() string {
 func runVersion(_ []string, stdout, _ io.Writer) int {
 	fmt.Fprintln(stdout, "doxlab", Version())
 	return exitOK
+}
+
+// newFlagSet is a flag set that reports to stderr and returns errors.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
 }

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"sort"
@@ -79,7 +78,7 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		targets = append(targets, more...)
 	}
 	for _, tg := range targets {
-		if err := checkTarget(tg); err != nil {
+		if err := measure.CheckTarget(tg); err != nil {
 			return fail("target %q: %v", tg, err)
 		}
 	}
@@ -100,6 +99,24 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 	if _, err := spec.Tasks(); err != nil {
 		return fail("%v", err)
 	}
+	return runMeasurement(spec, measureRun{store: *storeDSN, runID: *runID, kind: "measure", json: *asJSON, out: *outPath}, stdout, stderr)
+}
+
+// measureRun says where a measurement's samples go.
+type measureRun struct {
+	store, runID, kind, out string
+	json                    bool
+}
+
+// runMeasurement runs a spec for 'measure' and 'campaign run': opens the
+// store first (failing fast), continues a run or begins one, writes each
+// sample as it is taken, shows progress and prints the summary.
+func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab %s: "+format+"\n", append([]any{mr.kind}, a...)...)
+		return exitUsage
+	}
+	storeDSN, runID, asJSON, outPath := &mr.store, &mr.runID, &mr.json, &mr.out
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var st *store.Store
@@ -122,13 +139,13 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 			}
 			spec.Skip = func(t measure.Task) bool { return done[store.TaskKey(t)] }
 			run.ID = *runID
-			fmt.Fprintf(stderr, "doxlab measure: continuing run %s (%d samples stored)\n", run.ID, len(done))
+			fmt.Fprintf(stderr, "doxlab %s: continuing run %s (%d samples stored)\n", mr.kind, run.ID, len(done))
 		} else {
-			run = store.NewRun("measure", "", spec)
+			run = store.NewRun(mr.kind, "", spec)
 			if err := st.BeginRun(ctx, run); err != nil {
 				return fail("%v", err)
 			}
-			fmt.Fprintf(stderr, "doxlab measure: run %s\n", run.ID)
+			fmt.Fprintf(stderr, "doxlab %s: run %s\n", mr.kind, run.ID)
 		}
 	}
 	var storeErr error
@@ -142,9 +159,10 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		out = f
 	}
 	var samples []*measure.Sample
+	spec.Progress = newProgress(stderr)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err = measure.Run(ctx, spec, func(s *measure.Sample) {
+	err := measure.Run(ctx, spec, func(s *measure.Sample) {
 		samples = append(samples, s)
 		if st != nil && storeErr == nil {
 			if storeErr = st.Write(ctx, run.ID, s); storeErr != nil {
@@ -162,11 +180,11 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		summarize(stdout, samples)
 	}
 	if storeErr != nil {
-		fmt.Fprintf(stderr, "doxlab measure: %v (samples stored before it are kept; continue with --run %s)\n", storeErr, run.ID)
+		fmt.Fprintf(stderr, "doxlab %s: %v (samples stored before it are kept; continue with --run %s)\n", mr.kind, storeErr, run.ID)
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "doxlab measure: stopped: %v (%d samples kept)\n", err, len(samples))
+		fmt.Fprintf(stderr, "doxlab %s: stopped: %v (%d samples kept)\n", mr.kind, err, len(samples))
 		return 1
 	}
 	return exitOK
@@ -196,26 +214,12 @@ func readTargets(path string) ([]string, error) {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		if err := checkTarget(line); err != nil {
+		if err := measure.CheckTarget(line); err != nil {
 			return nil, fmt.Errorf("%s:%d: %q: %v", path, n, line, err)
 		}
 		out = append(out, line)
 	}
 	return out, sc.Err()
-}
-
-func checkTarget(t string) error {
-	if strings.Contains(t, "://") {
-		_, err := transport.ParseURL(t)
-		return err
-	}
-	if net.ParseIP(strings.Trim(t, "[]")) != nil {
-		return nil
-	}
-	if _, ok := dns.IsDomainName(t); !ok || strings.ContainsAny(t, " /:") {
-		return fmt.Errorf("not a host, IP address or server URL")
-	}
-	return nil
 }
 
 // summarize prints medians per transport and condition, in ms and RTTs.

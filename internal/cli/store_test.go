@@ -92,3 +92,25 @@ func TestExperimentDNSRTT(t *testing.T) {
 	require.Equal(t, 8+1, strings.Count(csvOut, "\n"), "4 cells × 2 lookups, and the header")
 	require.Contains(t, csvOut, "experiment:dns-rtt,fiber")
 }
+
+func TestCampaignRun(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "c.yaml")
+	db := filepath.Join(dir, "c.db")
+	require.NoError(t, os.WriteFile(spec, []byte("name: test\ntargets: [\""+cd.UDP+"\", \""+cd.QUIC+"\"]\nconditions: [fresh, 0rtt]\nquery: {name: example.test}\nrepeat: 3\ntls: {ca: \""+cd.Cert.CertFile+"\"}\nstore: \""+db+"\"\n"), 0o644))
+	code, out, errOut := run("campaign", "run", spec)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "progress: 9/9 tasks", "plain progress lines off a terminal")
+	require.Contains(t, out, "doq    0rtt")
+	id := regexp.MustCompile(`run (\S+)`).FindStringSubmatch(errOut)
+	require.Len(t, id, 2)
+	code, _, errOut = run("campaign", "run", spec, "--run", id[1])
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "continuing run "+id[1]+" (9 samples stored)")
+
+	require.NoError(t, os.WriteFile(spec, []byte("targets: [\""+cd.UDP+"\"]\nconditions: [fresh, warm]\n"), 0o644))
+	code, _, errOut = run("campaign", "run", spec)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "c.yaml:2: conditions:")
+}

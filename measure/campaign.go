@@ -1,0 +1,165 @@
+package measure
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+	"gopkg.in/yaml.v3"
+)
+
+// Campaign is a measurement spec in YAML: targets × transports ×
+// conditions × repetitions, and how to run them.
+//
+//	name: pam-resolvers
+//	targets: [10.200.0.2, "quic://dns.example:853"]
+//	targets_file: resolvers.txt
+//	transports: [udp, tcp, dot, doh2, doh3, doq]
+//	conditions: [fresh, pam, resumed, 0rtt]
+//	query: {name: test.com, type: A, rd: true}
+//	repeat: 3
+//	timeout: 5s
+//	retries: 1
+//	concurrency: 4
+//	rate: 10
+//	seed: 42
+//	tls: {ca: ca.pem, insecure: false, sni: ""}
+//	store: doxlab.db
+type Campaign struct {
+	Name        string        `yaml:"name"`
+	Targets     []string      `yaml:"targets"`
+	TargetsFile string        `yaml:"targets_file"`
+	Transports  []string      `yaml:"transports"`
+	Conditions  []string      `yaml:"conditions"`
+	Query       CampaignQuery `yaml:"query"`
+	Repeat      int           `yaml:"repeat"`
+	Timeout     time.Duration `yaml:"timeout"`
+	Retries     int           `yaml:"retries"`
+	Concurrency int           `yaml:"concurrency"`
+	Rate        float64       `yaml:"rate"`
+	Seed        uint64        `yaml:"seed"`
+	TLS         CampaignTLS   `yaml:"tls"`
+	Store       string        `yaml:"store"`
+}
+
+// CampaignQuery is the question asked.
+type CampaignQuery struct {
+	Name string `yaml:"name"`
+	Type string `yaml:"type"`
+	RD   *bool  `yaml:"rd"`
+}
+
+// CampaignTLS is how servers are verified.
+type CampaignTLS struct {
+	CA       string `yaml:"ca"`
+	Insecure bool   `yaml:"insecure"`
+	SNI      string `yaml:"sni"`
+}
+
+// LoadCampaign reads and checks a campaign. Every error names the file,
+// the line and the field, and comes before anything is measured.
+func LoadCampaign(path string) (*Campaign, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, fmt.Errorf("%s: %s", path, oneLine(err))
+	}
+	var c Campaign
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %s", path, oneLine(err))
+	}
+	lines := fieldLines(&root)
+	bad := func(field, format string, a ...any) error {
+		if l, ok := lines[field]; ok {
+			return fmt.Errorf("%s:%d: %s: %s", path, l, field, fmt.Sprintf(format, a...))
+		}
+		return fmt.Errorf("%s: %s: %s", path, field, fmt.Sprintf(format, a...)) // a field that is missing has no line
+	}
+	if len(c.Targets) == 0 && c.TargetsFile == "" {
+		return nil, bad("targets", "no targets (give targets or targets_file)")
+	}
+	for _, t := range c.Targets {
+		if err := CheckTarget(t); err != nil {
+			return nil, bad("targets", "%q: %v", t, err)
+		}
+	}
+	for _, t := range c.Transports {
+		if _, ok := Transports[t]; !ok {
+			return nil, bad("transports", "unknown transport %q (want udp, tcp, dot, doh1, doh2, doh3 or doq)", t)
+		}
+	}
+	for _, cn := range c.Conditions {
+		if _, ok := Conditions[cn]; !ok {
+			return nil, bad("conditions", "unknown condition %q (want fresh, pam, resumed or 0rtt)", cn)
+		}
+	}
+	if c.Query.Type != "" {
+		if _, ok := dns.StringToType[strings.ToUpper(c.Query.Type)]; !ok {
+			return nil, bad("query", "unknown record type %q", c.Query.Type)
+		}
+	}
+	if c.Query.Name != "" {
+		if _, ok := dns.IsDomainName(c.Query.Name); !ok {
+			return nil, bad("query", "bad name %q", c.Query.Name)
+		}
+	}
+	switch {
+	case c.Repeat < 0:
+		return nil, bad("repeat", "negative")
+	case c.Retries < 0 || c.Retries > 10:
+		return nil, bad("retries", "%d is not 0..10", c.Retries)
+	case c.Concurrency < 0:
+		return nil, bad("concurrency", "negative")
+	case c.Rate < 0:
+		return nil, bad("rate", "negative")
+	case c.Timeout < 0:
+		return nil, bad("timeout", "negative")
+	}
+	if c.TLS.CA != "" {
+		if _, err := os.Stat(c.TLS.CA); err != nil {
+			return nil, bad("tls", "ca: %v", err)
+		}
+	}
+	return &c, nil
+}
+
+// CheckTarget accepts a host name, an IP address or a server URL.
+func CheckTarget(t string) error {
+	if strings.Contains(t, "://") {
+		_, err := parseURL(t)
+		return err
+	}
+	if net.ParseIP(strings.Trim(t, "[]")) != nil {
+		return nil
+	}
+	if _, ok := dns.IsDomainName(t); !ok || strings.ContainsAny(t, " /:") || t == "" {
+		return fmt.Errorf("not a host, IP address or server URL")
+	}
+	return nil
+}
+
+// fieldLines maps each top-level key of a YAML document to its line.
+func fieldLines(root *yaml.Node) map[string]int {
+	lines := map[string]int{}
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		m := root.Content[0]
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			lines[m.Content[i].Value] = m.Content[i].Line
+		}
+	}
+	return lines
+}
+
+func oneLine(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
+	return strings.TrimPrefix(strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " "), "yaml: ")
+}
