@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
@@ -191,7 +192,8 @@ func Expected(transport, condition string) float64 {
 type Summary struct {
 	Profile, Transport, Condition string
 	N, OK                         int
-	Handshake, Resolve, Total     float64 // medians, in RTTs of the probe
+	Handshake, Resolve, Total     float64 // medians, in RTTs of the probe (the PAM paper's normalisation)
+	TotalEmulated                 float64 // median total in RTTs of the profile (the cross-layer paper's)
 	Expected                      float64
 }
 
@@ -228,15 +230,19 @@ func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, e
 	var out []Summary
 	for _, k := range keys {
 		s := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: len(groups[k]), Expected: Expected(k.t, k.c)}
-		var hs, res, tot []float64
+		var hs, res, tot, totMs []float64
 		for _, r := range groups[k] {
 			if r.TotalRTT == nil {
 				continue
 			}
 			s.OK++
 			hs, res, tot = append(hs, deref(r.HandshakeRTT)), append(res, deref(r.ResolveRTT)), append(tot, *r.TotalRTT)
+			totMs = append(totMs, deref(r.TotalMs))
 		}
 		s.Handshake, s.Resolve, s.Total = measure.Median(hs), measure.Median(res), measure.Median(tot)
+		if p, err := testbed.LookupProfile(k.p); err == nil && p.RTT() > 0 {
+			s.TotalEmulated = measure.Median(totMs) / (float64(p.RTT()) / float64(time.Millisecond))
+		}
 		out = append(out, s)
 	}
 	return out, nil

@@ -62,10 +62,11 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab experiment dns-rtt: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "experiment %s, stored in %s; medians in RTTs of the probe\n", id, c.Store)
-	fmt.Fprintf(stdout, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "expected", "excess")
+	fmt.Fprintf(stdout, "experiment %s, stored in %s; medians in RTTs of the probe, and the total in RTTs of the profile\n", id, c.Store)
+	fmt.Fprintf(stdout, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %8s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess")
 	for _, s := range sums {
-		fmt.Fprintf(stdout, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.0f %+7.2f\n", s.Profile, s.Transport, s.Condition, s.OK, s.N, s.Handshake, s.Resolve, s.Total, s.Expected, s.Total-s.Expected)
+		fmt.Fprintf(stdout, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f\n", s.Profile, s.Transport, s.Condition, s.OK, s.N, s.Handshake, s.Resolve, s.Total, s.TotalEmulated, s.Expected, s.Total-s.Expected)
 	}
+	fmt.Fprintln(stdout, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
 	return exitOK
 }

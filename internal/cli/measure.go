@@ -132,6 +132,10 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 			return fail("%v", err)
 		}
 		defer st.Close()
+		if *runID == "" && mr.kind == "campaign" {
+			// Running the same campaign again continues its last run.
+			*runID = lastRun(ctx, st, mr.kind, spec)
+		}
 		if *runID != "" {
 			done, err := st.Done(ctx, *runID)
 			if err != nil {
@@ -269,4 +273,19 @@ func summarize(w io.Writer, samples []*measure.Sample) {
 		fmt.Fprintf(w, "%-6s %-8s %2d/%-2d %9.3f %9.3f %9.3f %9.3f %8.2f %8.2f %8.2f %4d/%-2d %2d/%-2d\n", k.tr, k.cond, ok, n,
 			measure.Median(probe), measure.Median(hs), measure.Median(q), measure.Median(tot), measure.Median(hsR), measure.Median(resR), measure.Median(totR), resumed, n, zero, n)
 	}
+}
+
+// lastRun is the newest stored run of this kind with the same spec, or "".
+func lastRun(ctx context.Context, st *store.Store, kind string, spec measure.Spec) string {
+	want, _ := json.Marshal(spec)
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return ""
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		if runs[i].Kind == kind && string(runs[i].Spec) == string(want) {
+			return runs[i].ID
+		}
+	}
+	return ""
 }

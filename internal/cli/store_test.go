@@ -81,15 +81,15 @@ func TestExperimentDNSRTT(t *testing.T) {
 		peertest.Missing(t, "the testbed needs root")
 	}
 	db := filepath.Join(t.TempDir(), "exp.db")
-	out, err := exec.Command(doxlabBinary(t), "experiment", "dns-rtt", "--profiles", "fiber", "--repeat", "2",
-		"--transports", "udp,tcp,doq", "--conditions", "fresh,0rtt", "--store", db).CombinedOutput()
+	out, err := exec.Command(doxlabBinary(t), "experiment", "dns-rtt", "--quick", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	for _, cell := range []string{"fiber      udp    fresh      2/2", "fiber      tcp    fresh      2/2", "fiber      doq    fresh      2/2", "fiber      doq    0rtt       2/2"} {
+	// 5 profiles × (udp, tcp fresh; dot, doh2, doh3, doq fresh and resumed; doh3, doq 0-RTT) × 3 lookups.
+	for _, cell := range []string{"fiber      udp    fresh      3/3", "dsl        dot    resumed    3/3", "4g-medium  doq    0rtt       3/3"} {
 		require.Contains(t, string(out), cell)
 	}
 	code, csvOut, _ := run("export", "--store", db)
 	require.Equal(t, 0, code)
-	require.Equal(t, 8+1, strings.Count(csvOut, "\n"), "4 cells × 2 lookups, and the header")
+	require.Equal(t, 5*12*3+1, strings.Count(csvOut, "\n"), "every cell, and the header")
 	require.Contains(t, csvOut, "experiment:dns-rtt,fiber")
 }
 
@@ -108,6 +108,17 @@ func TestCampaignRun(t *testing.T) {
 	code, _, errOut = run("campaign", "run", spec, "--run", id[1])
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "continuing run "+id[1]+" (9 samples stored)")
+	code, _, errOut = run("campaign", "run", spec)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "continuing run "+id[1], "the same campaign run again continues its run")
+
+	// The report renders from this store.
+	repDir := filepath.Join(dir, "rep")
+	code, out, errOut = run("report", "--store", db, "--out", repDir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "9 samples")
+	require.FileExists(t, filepath.Join(repDir, "report.html"))
+	require.FileExists(t, filepath.Join(repDir, "cdf-total-all.svg"))
 
 	require.NoError(t, os.WriteFile(spec, []byte("targets: [\""+cd.UDP+"\"]\nconditions: [fresh, warm]\n"), 0o644))
 	code, _, errOut = run("campaign", "run", spec)
