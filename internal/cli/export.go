@@ -34,13 +34,10 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if *format == "parquet" && *outPath == "" {
 		return fail(exitUsage, "parquet needs --out FILE")
 	}
-	if _, err := os.Stat(*dsn); err != nil && !isURL(*dsn) {
-		return fail(exitUsage, "no store at %s", *dsn)
-	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, *dsn)
-	if err != nil {
-		return fail(1, "%v", err)
+	st, code := openExistingStore(ctx, *dsn, "export", stderr)
+	if st == nil {
+		return code
 	}
 	defer st.Close()
 	if *list {
@@ -87,4 +84,19 @@ func isURL(s string) bool {
 		}
 	}
 	return false
+}
+
+// openExistingStore opens a store that must already exist (export,
+// report): a missing SQLite file is a usage error, not a new empty store.
+func openExistingStore(ctx context.Context, dsn, cmd string, stderr io.Writer) (*store.Store, int) {
+	if _, err := os.Stat(dsn); err != nil && !isURL(dsn) {
+		fmt.Fprintf(stderr, "doxlab %s: no store at %s\n", cmd, dsn)
+		return nil, exitUsage
+	}
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab %s: %v\n", cmd, err)
+		return nil, 1
+	}
+	return st, exitOK
 }

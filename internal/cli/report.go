@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/doxlab/doxlab/report"
@@ -26,13 +25,10 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab report: "+format+"\n", a...)
 		return code
 	}
-	if _, err := os.Stat(*dsn); err != nil && !isURL(*dsn) {
-		return fail(exitUsage, "no store at %s", *dsn)
-	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, *dsn)
-	if err != nil {
-		return fail(1, "%v", err)
+	st, code := openExistingStore(ctx, *dsn, "report", stderr)
+	if st == nil {
+		return code
 	}
 	defer st.Close()
 	rows, err := st.Rows(ctx, "")
