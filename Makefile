@@ -5,7 +5,7 @@ export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 .PHONY: build peers test demo bench fuzz
 
 build:
-	$(GO) build -o bin/doxlab ./cmd/doxlab
+	$(GO) build -buildvcs=true -o bin/doxlab ./cmd/doxlab  # record the commit even where GOFLAGS turns it off
 
 peers:
 	bash scripts/install-peers.sh

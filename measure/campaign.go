@@ -10,6 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 	"gopkg.in/yaml.v3"
+
+	"github.com/doxlab/doxlab/transport"
 )
 
 // Campaign is a measurement spec in YAML: targets × transports ×
@@ -135,7 +137,7 @@ func LoadCampaign(path string) (*Campaign, error) {
 // CheckTarget accepts a host name, an IP address or a server URL.
 func CheckTarget(t string) error {
 	if strings.Contains(t, "://") {
-		_, err := parseURL(t)
+		_, err := transport.ParseURL(t)
 		return err
 	}
 	if net.ParseIP(strings.Trim(t, "[]")) != nil {
@@ -162,4 +164,25 @@ func fieldLines(root *yaml.Node) map[string]int {
 func oneLine(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
 	return strings.TrimPrefix(strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " "), "yaml: ")
+}
+
+// ReadTargets reads one target per line; # starts a comment. A bad line
+// is named by file and line.
+func ReadTargets(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for n, line := range strings.Split(string(b), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if err := CheckTarget(line); err != nil {
+			return nil, fmt.Errorf("%s:%d: %q: %v", path, n+1, line, err)
+		}
+		out = append(out, line)
+	}
+	return out, nil
 }

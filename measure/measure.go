@@ -147,7 +147,7 @@ func (s *Spec) Tasks() ([]Task, error) {
 				if tr.scheme == "https" || tr.scheme == "h3" {
 					url += "/dns-query"
 				}
-			} else if ep, err := parseURL(target); err != nil {
+			} else if ep, err := transport.ParseURL(target); err != nil {
 				return nil, err
 			} else if ep.Scheme != tr.scheme {
 				continue // a URL target measures its own transport only
@@ -322,5 +322,3 @@ func Median(v []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
-
-func parseURL(s string) (*transport.Endpoint, error) { return transport.ParseURL(s) }

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
 
+	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/measure"
 )
 
@@ -98,30 +98,8 @@ func NewRun(kind, profile string, spec any) Run {
 	b, _ := json.Marshal(spec)
 	host, _ := os.Hostname()
 	return Run{ID: NewID(), Kind: kind,
-		StartedAt: time.Now().UTC(), DoxlabVersion: Version(), GoVersion: runtime.Version(), Kernel: kernel(),
+		StartedAt: time.Now().UTC(), DoxlabVersion: buildinfo.Version(), GoVersion: runtime.Version(), Kernel: kernel(),
 		Hostname: host, Profile: profile, Spec: b}
-}
-
-// Version is the doxlab module version and VCS revision, as built.
-func Version() string {
-	v, rev := "devel", ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				rev = s.Value
-			}
-			if s.Key == "vcs.modified" && s.Value == "true" {
-				rev += "+dirty"
-			}
-		}
-	}
-	if rev != "" {
-		v += " " + rev
-	}
-	return v
 }
 
 func kernel() string {

@@ -54,9 +54,9 @@ type link struct {
 
 	capUp, capDown *capture // packets leaving and reaching the host
 
-	rx, tx, noRoute, overflow, late atomic.Uint64
-	readerTid, writerTid            atomic.Int64 // the emulator's threads, for CPU accounting
-	lateNs                          atomic.Int64 // summed lateness of departures, for stats
+	rx, tx, noRoute, overflow atomic.Uint64
+	readerTid, writerTid      atomic.Int64 // the emulator's threads, for CPU accounting
+	lateNs                    atomic.Int64 // summed lateness of departures, for stats
 }
 
 type packet struct {

@@ -48,7 +48,7 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	}
 	targets := c.Targets
 	if c.TargetsFile != "" {
-		more, err := readTargets(c.TargetsFile)
+		more, err := measure.ReadTargets(c.TargetsFile)
 		if err != nil {
 			return fail("%v", err)
 		}

@@ -6,7 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
+
+	"github.com/doxlab/doxlab/internal/buildinfo"
 )
 
 // Exit codes shared by all subcommands. Measurement outcomes get their own
@@ -62,36 +63,8 @@ func usage(w io.Writer) {
 	}
 }
 
-// Version is doxlab's version with the VCS revision it was built from.
-func Version() string {
-	v, rev, dirty := "devel", "", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		v += " " + rev
-		if dirty {
-			v += "+dirty"
-		}
-	}
-	return v
-}
-
 func runVersion(_ []string, stdout, _ io.Writer) int {
-	fmt.Fprintln(stdout, "doxlab", Version())
+	fmt.Fprintln(stdout, "doxlab", buildinfo.Version())
 	return exitOK
 }
 

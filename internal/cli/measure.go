@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,7 +70,7 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *file != "" {
-		more, err := readTargets(*file)
+		more, err := measure.ReadTargets(*file)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -202,28 +201,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// readTargets reads one target per line; # starts a comment.
-func readTargets(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		if err := measure.CheckTarget(line); err != nil {
-			return nil, fmt.Errorf("%s:%d: %q: %v", path, n, line, err)
-		}
-		out = append(out, line)
-	}
-	return out, sc.Err()
 }
 
 // summarize prints medians per transport and condition, in ms and RTTs.
