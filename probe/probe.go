@@ -53,7 +53,7 @@ func ForScheme(scheme string) func(context.Context, string) (Result, error) {
 func UDP(ctx context.Context, addr string) (Result, error) {
 	msg := make([]byte, 12)
 	rand.Read(msg[:2]) // ID; all counts zero
-	return datagram(ctx, "udp", addr, msg, func(b []byte) bool { return len(b) >= 12 && b[0] == msg[0] && b[1] == msg[1] }, nil)
+	return datagram(ctx, "udp", addr, msg, func(b []byte) bool { return len(b) >= 12 && b[0] == msg[0] && b[1] == msg[1] })
 }
 
 // TCP times a three-way handshake and resets the connection at once, so
@@ -87,7 +87,7 @@ func QUIC(ctx context.Context, addr string) (Result, error) {
 		versions = v
 		return true
 	}
-	r, err := datagram(ctx, "quic", addr, pkt, match, nil)
+	r, err := datagram(ctx, "quic", addr, pkt, match)
 	r.Versions = versions
 	return r, err
 }
@@ -155,7 +155,7 @@ func ParseVN(b, dcid, scid []byte) ([]uint32, error) {
 
 // datagram sends pkt on a connected UDP socket and waits for an answer
 // that match accepts, timing from just before the send to the read.
-func datagram(ctx context.Context, kind, addr string, pkt []byte, match func([]byte) bool, _ any) (Result, error) {
+func datagram(ctx context.Context, kind, addr string, pkt []byte, match func([]byte) bool) (Result, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "udp", addr)
 	if err != nil {

@@ -28,11 +28,10 @@ import (
 var Metrics = []struct {
 	Name, Title string
 	Get         func(store.Row) *float64
-	GetMs       func(store.Row) *float64
 }{
-	{"total", "DNS exchange (RTTs)", func(r store.Row) *float64 { return r.TotalRTT }, func(r store.Row) *float64 { return r.TotalMs }},
-	{"handshake", "handshake (RTTs)", func(r store.Row) *float64 { return r.HandshakeRTT }, func(r store.Row) *float64 { return r.HandshakeMs }},
-	{"resolve", "query to answer (RTTs)", func(r store.Row) *float64 { return r.ResolveRTT }, func(r store.Row) *float64 { return r.QueryMs }},
+	{"total", "DNS exchange (RTTs)", func(r store.Row) *float64 { return r.TotalRTT }},
+	{"handshake", "handshake (RTTs)", func(r store.Row) *float64 { return r.HandshakeRTT }},
+	{"resolve", "query to answer (RTTs)", func(r store.Row) *float64 { return r.ResolveRTT }},
 }
 
 // Stat summarises one cell.

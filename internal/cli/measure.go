@@ -115,33 +115,32 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "doxlab %s: "+format+"\n", append([]any{mr.kind}, a...)...)
 		return exitUsage
 	}
-	storeDSN, runID, asJSON, outPath := &mr.store, &mr.runID, &mr.json, &mr.out
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var st *store.Store
 	var run store.Run
-	if *runID != "" && *storeDSN == "" {
+	if mr.runID != "" && mr.store == "" {
 		return fail("--run needs --store")
 	}
-	if *storeDSN != "" {
+	if mr.store != "" {
 		// Open the store before measuring anything: an unreachable store
 		// fails now, not after the first sample.
 		var err error
-		if st, err = store.Open(ctx, *storeDSN); err != nil {
+		if st, err = store.Open(ctx, mr.store); err != nil {
 			return fail("%v", err)
 		}
 		defer st.Close()
-		if *runID == "" && mr.kind == "campaign" {
+		if mr.runID == "" && mr.kind == "campaign" {
 			// Running the same campaign again continues its last run.
-			*runID = lastRun(ctx, st, mr.kind, spec)
+			mr.runID = lastRun(ctx, st, mr.kind, spec)
 		}
-		if *runID != "" {
-			done, err := st.Done(ctx, *runID)
+		if mr.runID != "" {
+			done, err := st.Done(ctx, mr.runID)
 			if err != nil {
 				return fail("%v", err)
 			}
 			spec.Skip = func(t measure.Task) bool { return done[store.TaskKey(t)] }
-			run.ID = *runID
+			run.ID = mr.runID
 			fmt.Fprintf(stderr, "doxlab %s: continuing run %s (%d samples stored)\n", mr.kind, run.ID, len(done))
 		} else {
 			run = store.NewRun(mr.kind, "", spec)
@@ -153,8 +152,8 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	}
 	var storeErr error
 	var out io.Writer
-	if *outPath != "" {
-		f, err := os.Create(*outPath)
+	if mr.out != "" {
+		f, err := os.Create(mr.out)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -175,11 +174,11 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 		if out != nil {
 			json.NewEncoder(out).Encode(s)
 		}
-		if *asJSON {
+		if mr.json {
 			json.NewEncoder(stdout).Encode(s)
 		}
 	})
-	if !*asJSON {
+	if !mr.json {
 		summarize(stdout, samples)
 	}
 	if storeErr != nil {

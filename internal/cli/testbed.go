@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -258,9 +257,7 @@ func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
 		alive = "NOT RUNNING (run 'doxlab testbed down' to clean up)"
 	}
 	fmt.Fprintf(stdout, "testbed %s: emulator pid %d, %s, since %s\n", name, st.PID, alive, st.Started.Format(time.RFC3339))
-	hosts := append([]string(nil), st.Spec.Hosts...)
-	sort.SliceStable(hosts, func(i, j int) bool { return false })
-	for _, h := range hosts {
+	for _, h := range st.Spec.Hosts {
 		p := st.Profiles[h]
 		if stats != nil {
 			p = stats.Profiles[h]
