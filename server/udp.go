@@ -17,6 +17,10 @@ func (s *Server) serveUDP(addr string) error {
 		return err
 	}
 	s.track("udp", pc.LocalAddr(), pc)
+	// Without delays or forwarding an answer is quick: answer inline, and
+	// spare the goroutine per query.
+	f := s.cfg.Faults
+	inline := f.Delay == 0 && f.DelayEvery == 0 && f.DelayProbability == 0 && len(f.DelayNames) == 0 && s.ans.fwd == nil
 	for range max(2, runtime.GOMAXPROCS(0)) {
 		s.goServe(func() {
 			buf := make([]byte, 65535)
@@ -33,8 +37,8 @@ func (s *Server) serveUDP(addr string) error {
 				if err := q.Unpack(buf[:n]); err != nil {
 					continue // not DNS: no answer, as for any UDP garbage
 				}
-				if s.cfg.Faults.Delay == 0 && s.cfg.Faults.DelayEvery == 0 && s.cfg.Faults.DelayProbability == 0 && len(s.cfg.Faults.DelayNames) == 0 && s.ans.fwd == nil {
-					s.answerUDP(pc, raddr, q, received) // cheap: answer inline
+				if inline {
+					s.answerUDP(pc, raddr, q, received)
 				} else {
 					go s.answerUDP(pc, raddr, q, received)
 				}

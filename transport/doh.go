@@ -77,10 +77,10 @@ func (t *dohTransport) dialTLS(ctx context.Context, _, _ string) (net.Conn, erro
 
 func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
 	hc := t.get()
-	mark := t.opts.Session.ticketMark("tcp", t.tlsConfig(nil, nil).ServerName)
+	mark := t.opts.Session.ticketMark("tcp", t.serverName())
 	if !t.opts.Reuse {
 		defer func() {
-			t.opts.Session.waitTicket(context.Background(), "tcp", t.tlsConfig(nil, nil).ServerName, mark, ticketGrace)
+			t.opts.Session.waitTicket(context.Background(), "tcp", t.serverName(), mark, ticketGrace)
 			hc.CloseIdleConnections()
 		}()
 	}

@@ -46,7 +46,7 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 		return nil, err
 	}
 	if !t.opts.Reuse {
-		defer hc.close(t.opts.Session, h3Family, t.tlsConfig(nil, nil).ServerName, h3NoError)
+		defer hc.close(t.opts.Session, h3Family, t.serverName(), h3NoError)
 	}
 	wire, err := q.Pack()
 	if err != nil {
@@ -80,7 +80,7 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 					t.kept.put(hc)
 				}
 				if !t.opts.Reuse {
-					defer hc.close(t.opts.Session, h3Family, t.tlsConfig(nil, nil).ServerName, h3NoError)
+					defer hc.close(t.opts.Session, h3Family, t.serverName(), h3NoError)
 				}
 				continue
 			}

@@ -45,7 +45,7 @@ func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		return nil, err
 	}
 	if !t.opts.Reuse {
-		defer qc.close(t.opts.Session, t.family(), t.tlsConfig(nil, nil).ServerName, doqNoError)
+		defer qc.close(t.opts.Session, t.family(), t.serverName(), doqNoError)
 	}
 	wire, err := q.Pack()
 	if err != nil {

@@ -89,8 +89,6 @@ func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*d
 	return resp, nil
 }
 
-func (t *streamTransport) serverName() string { return t.tlsConfig(nil, nil).ServerName }
-
 // dial opens the connection and frames it for DNS: a 2-octet length per
 // message, answers matched by ID.
 func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error) {

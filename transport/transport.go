@@ -253,14 +253,18 @@ func pad(q *dns.Msg) {
 // target is the https:// URL of a DoH endpoint.
 func (b *base) target() string { return "https://" + b.ep.HostPort() + b.ep.Path }
 
+// serverName is the name sent and verified (and the session cache's key).
+func (b *base) serverName() string {
+	if b.opts.SNI != "" {
+		return b.opts.SNI
+	}
+	return b.ep.Host
+}
+
 // tlsConfig is the client TLS config for one connection.
 func (b *base) tlsConfig(alpn []string, cache tls.ClientSessionCache) *tls.Config {
-	name := b.opts.SNI
-	if name == "" {
-		name = b.ep.Host
-	}
 	return &tls.Config{
-		ServerName:         name,
+		ServerName:         b.serverName(),
 		NextProtos:         alpn,
 		RootCAs:            b.opts.RootCAs,
 		InsecureSkipVerify: b.opts.Insecure,
