@@ -44,7 +44,10 @@ func (s *Server) serveDoQ(addr string) error {
 					if err != nil {
 						return
 					}
-					go s.serveDoQStream(c, str, time.Now())
+					// Look at the handshake as the stream is accepted, not when
+					// its goroutine runs: under load that can be after the
+					// client's Finished has arrived.
+					go s.serveDoQStream(c, str, time.Now(), handshakeDone(c))
 				}
 			}()
 		}
@@ -52,9 +55,10 @@ func (s *Server) serveDoQ(addr string) error {
 	return nil
 }
 
-func (s *Server) serveDoQStream(c *quic.Conn, str *quic.Stream, received time.Time) {
+func (s *Server) serveDoQStream(c *quic.Conn, str *quic.Stream, received time.Time, doneAtAccept bool) {
 	rec := &Record{Transport: "doq", Listener: "doq", Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String()}
-	quicFacts(rec, c) // before reading: was the stream opened in 0-RTT?
+	quicFacts(rec, c)
+	rec.EarlyData = !doneAtAccept
 	str.SetReadDeadline(time.Now().Add(s.cfg.Limits.IdleTimeout))
 	prefixed := dnswire.DoQPrefixed(c.ConnectionState().TLS.NegotiatedProtocol)
 	var wire []byte

@@ -139,9 +139,15 @@ func quicFacts(rec *Record, c *quic.Conn) {
 	cs := c.ConnectionState()
 	tlsFacts(rec, cs.TLS)
 	rec.Used0RTT, rec.Retry, rec.AddrVerified, rec.TokenUsed = cs.Used0RTT, info.retry, info.verified, info.tokenUsed
+	rec.EarlyData = !handshakeDone(c)
+}
+
+// handshakeDone reports whether c's handshake has completed by now.
+func handshakeDone(c *quic.Conn) bool {
 	select {
 	case <-c.HandshakeComplete():
+		return true
 	default:
-		rec.EarlyData = true
+		return false
 	}
 }

@@ -23,7 +23,7 @@ type Record struct {
 	TLSVersion   string `json:"tls_version,omitempty"`
 	Resumed      bool   `json:"resumed"`
 	Used0RTT     bool   `json:"used_0rtt"`
-	EarlyData    bool   `json:"early"`          // the query arrived before the handshake completed
+	EarlyData    bool   `json:"early"`          // the server took the query before the handshake completed (checked as the stream or request was accepted; on loopback the client's Finished can beat a busy server to it)
 	Retry        bool   `json:"retry"`          // this connection followed a Retry we sent
 	AddrVerified bool   `json:"addr_verified"`  // the client's address was validated (Retry or NEW_TOKEN token)
 	TokenUsed    bool   `json:"token_accepted"` // validated by a NEW_TOKEN token
