@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -58,12 +57,9 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		insecure   = fs.Bool("insecure", false, "do not verify certificates")
 		sni        = fs.String("sni", "", "server name to send and verify")
 	)
-	targets, err := parseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	targets, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "doxlab measure: "+format+"\n", a...)
@@ -91,9 +87,11 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		Options: transport.Options{Insecure: *insecure, SNI: *sni},
 	}
 	if *ca != "" {
-		if spec.Options.RootCAs, err = loadCA(*ca); err != nil {
+		pool, err := loadCA(*ca)
+		if err != nil {
 			return fail("%v", err)
 		}
+		spec.Options.RootCAs = pool
 	}
 	if _, err := spec.Tasks(); err != nil {
 		return fail("%v", err)

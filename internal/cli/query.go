@@ -82,6 +82,19 @@ URL picks the transport:
 flags:
 `
 
+// parseArgs parses flags and positional arguments for a command whose -h
+// is not an error: ok is false when the command must exit with code.
+func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	pos, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, exitOK, false
+	case err != nil:
+		return nil, exitUsage, false
+	}
+	return pos, exitOK, true
+}
+
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -105,12 +118,9 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, queryUsage); fs.PrintDefaults() }
 	f.register(fs)
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "doxlab query: "+format+"\n", a...)
@@ -149,7 +159,7 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 			out.print(rec)
 		}
 	}
-	code := exitOK
+	code = exitOK
 	var totals []float64
 	for i := 0; i < f.repeat && ctx.Err() == nil; i++ {
 		if i > 0 && f.interval > 0 {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -69,11 +68,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&records, "records", "", "write a JSON line per query and connection to `file` (- for stdout)")
 	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on `addr`")
 	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
-	if _, err := parseInterleaved(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "doxlab serve: %v\n", err)
