@@ -38,22 +38,10 @@ var Transports = map[string]struct {
 }
 
 // Condition says what the measured connection may reuse from the warm-up.
-type Condition struct {
-	Name    string `json:"name"`
-	Tickets bool   `json:"tickets"` // TLS session resumption
-	Tokens  bool   `json:"tokens"`  // QUIC NEW_TOKEN (no Retry)
-	Version bool   `json:"version"` // the QUIC version learned (no Version Negotiation)
-	ZeroRTT bool   `json:"zero_rtt"`
-}
+type Condition = transport.Condition
 
-// Conditions are the named ones; "fresh" reuses nothing. The PAM paper's
-// own DoQ measurement is "pam": version and token, but no ticket.
-var Conditions = map[string]Condition{
-	"fresh":   {Name: "fresh"},
-	"pam":     {Name: "pam", Tokens: true, Version: true},
-	"resumed": {Name: "resumed", Tickets: true, Tokens: true, Version: true},
-	"0rtt":    {Name: "0rtt", Tickets: true, Tokens: true, Version: true, ZeroRTT: true},
-}
+// Conditions are the named ones (transport.Conditions).
+var Conditions = transport.Conditions
 
 // Spec is one measurement run.
 type Spec struct {
@@ -254,14 +242,10 @@ func (s *Spec) measure(ctx context.Context, task Task) *Sample {
 	c := Conditions[task.Condition]
 	opts := s.Options
 	opts.HTTPVersion = Transports[task.Transport].http
-	opts.Reuse = false
 	if opts.Timeout == 0 {
 		opts.Timeout = s.Timeout
 	}
-	if c.Tickets || c.Tokens || c.Version {
-		opts.Session = transport.NewSession(transport.SessionConfig{Tickets: c.Tickets, Tokens: c.Tokens, Versions: c.Version})
-	}
-	opts.ZeroRTT = c.ZeroRTT
+	c.Apply(&opts)
 	q := s.query()
 	exchange := func() *transport.Record {
 		t, err := transport.New(task.URL, opts)

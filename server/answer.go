@@ -53,7 +53,18 @@ func newAnswerer(c *Answers) (*answerer, error) {
 		a.any = net.ParseIP(c.Any)
 	}
 	if c.Forward != "" {
-		t, err := transport.New(c.Forward, transport.Options{Reuse: true, Timeout: 3 * time.Second})
+		opts := transport.Options{Reuse: true, Timeout: c.ForwardTimeout, SNI: c.ForwardSNI}
+		if cond, ok := transport.Conditions[c.ForwardConn]; ok {
+			cond.Apply(&opts)
+		}
+		if c.ForwardCA != "" {
+			pool, err := transport.LoadCA(c.ForwardCA)
+			if err != nil {
+				return nil, fmt.Errorf("answers.forward_ca: %w", err)
+			}
+			opts.RootCAs = pool
+		}
+		t, err := transport.New(c.Forward, opts)
 		if err != nil {
 			return nil, fmt.Errorf("answers.forward: %w", err)
 		}
@@ -131,7 +142,8 @@ func (a *answerer) zoneOf(name string) *dns.SOA {
 }
 
 // answer builds the response to q (with q's ID; the caller frames it).
-func (a *answerer) answer(ctx context.Context, q *dns.Msg) *dns.Msg {
+// A forwarded query also returns the upstream exchange's record.
+func (a *answerer) answer(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport.Record) {
 	r := new(dns.Msg)
 	r.SetReply(q)
 	if q.Opcode != dns.OpcodeQuery || len(q.Question) != 1 {
@@ -139,7 +151,7 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) *dns.Msg {
 		if len(q.Question) != 1 {
 			r.Rcode = dns.RcodeFormatError
 		}
-		return r
+		return r, nil
 	}
 	qq := q.Question[0]
 	name := dns.CanonicalName(qq.Name)
@@ -156,11 +168,11 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) *dns.Msg {
 				r.Ns = []dns.RR{soa}
 			}
 		}
-		return r
+		return r, nil
 	}
 	if soa := a.zoneOf(name); soa != nil {
 		r.Authoritative, r.Rcode, r.Ns = true, dns.RcodeNameError, []dns.RR{soa}
-		return r
+		return r, nil
 	}
 	if a.any != nil {
 		hdr := dns.RR_Header{Name: qq.Name, Class: dns.ClassINET, Ttl: a.anyTTL}
@@ -173,7 +185,7 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) *dns.Msg {
 			r.Answer = []dns.RR{&dns.AAAA{Hdr: hdr, AAAA: a.any}}
 		}
 		r.Authoritative = true
-		return r
+		return r, nil
 	}
 	if a.fwd != nil {
 		return a.forward(ctx, q)
@@ -183,28 +195,28 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) *dns.Msg {
 	} else {
 		r.Rcode = dns.RcodeRefused
 	}
-	return r
+	return r, nil
 }
 
-func (a *answerer) forward(ctx context.Context, q *dns.Msg) *dns.Msg {
+func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport.Record) {
 	key := cacheKeyOf(q)
 	if a.cache != nil {
 		if m := a.cache.get(key, q.Id); m != nil {
-			return m
+			return m, nil
 		}
 	}
 	rec, err := a.fwd.Exchange(ctx, q)
 	if err != nil {
 		r := new(dns.Msg)
 		r.SetRcode(q, dns.RcodeServerFailure)
-		return r
+		return r, rec
 	}
 	r := rec.Response
 	r.Id = q.Id
 	if a.cache != nil {
 		a.cache.put(key, r)
 	}
-	return r
+	return r, rec
 }
 
 type cacheKey struct {

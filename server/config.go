@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/doxlab/doxlab/transport"
 )
 
 // Config is one doxlab server: which listeners, one TLS identity for all
@@ -80,6 +82,18 @@ type Answers struct {
 	AnyTTL  uint32   `yaml:"any_ttl"` // TTL of Any answers; default 300
 	Forward string   `yaml:"forward"` // an upstream URL over any doxlab transport
 	Cache   bool     `yaml:"cache"`   // cache forwarded answers by their TTL
+	// ForwardConn is how the forwarder connects: "reuse" (default) keeps
+	// one connection open for every query; a condition (fresh, pam,
+	// resumed, 0rtt; see transport.Conditions) opens a new connection per
+	// query, carrying over what the condition names. A stub resolver in
+	// front of a browser uses these for its warm and cold states.
+	ForwardConn string `yaml:"forward_conn"`
+	// ForwardCA is a PEM file to verify the upstream with; default the
+	// system roots. ForwardSNI overrides the name verified.
+	ForwardCA  string `yaml:"forward_ca"`
+	ForwardSNI string `yaml:"forward_sni"`
+	// ForwardTimeout bounds one upstream exchange. Default 3 s.
+	ForwardTimeout time.Duration `yaml:"forward_timeout"`
 }
 
 // QUIC holds the knobs of the DoQ, DoH/3 and web listeners.
@@ -198,6 +212,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Answers.Any != "" && net.ParseIP(c.Answers.Any) == nil {
 		return fmt.Errorf("answers.any: %q is not an IP address", c.Answers.Any)
+	}
+	switch fc := c.Answers.ForwardConn; {
+	case fc == "" || fc == "reuse":
+	case transport.Conditions[fc].Name == "":
+		return fmt.Errorf("answers.forward_conn: %q is not reuse, fresh, pam, resumed or 0rtt", fc)
+	}
+	if c.Answers.ForwardTimeout <= 0 {
+		c.Answers.ForwardTimeout = 3 * time.Second
 	}
 	if c.Answers.AnyTTL == 0 {
 		c.Answers.AnyTTL = 300

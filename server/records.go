@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/doxlab/doxlab/transport"
 )
 
 // Record is what the server saw of one query or one connection.
@@ -37,7 +39,11 @@ type Record struct {
 	// injected delay included.
 	ServerMs    float64 `json:"server_ms,omitempty"`
 	HandshakeMs float64 `json:"handshake_ms,omitempty"` // conn records: first packet to handshake complete (QUIC)
-	Error       string  `json:"error,omitempty"`
+	// Upstream is the forwarder's exchange for this query, when it was
+	// forwarded and not answered from the cache: a stub resolver's
+	// per-query timings and connection facts.
+	Upstream *transport.Record `json:"upstream,omitempty"`
+	Error    string            `json:"error,omitempty"`
 }
 
 func ms(d time.Duration) float64 {

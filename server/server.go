@@ -163,7 +163,8 @@ func (s *Server) handle(ctx context.Context, q *dns.Msg, rec *Record, received t
 		s.record(rec)
 		return nil
 	}
-	r := s.ans.answer(ctx, q)
+	r, up := s.ans.answer(ctx, q)
+	rec.Upstream = up
 	if delay > 0 {
 		rec.DelayMs = ms(delay)
 		t := time.NewTimer(delay)

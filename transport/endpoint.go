@@ -2,9 +2,11 @@ package transport
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,4 +171,17 @@ func localAddr(s string) (func(proto string) net.Addr, error) {
 		}
 		return &net.TCPAddr{IP: ip, Port: p}
 	}, nil
+}
+
+// LoadCA reads PEM certificates to verify servers against.
+func LoadCA(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
 }

@@ -177,3 +177,34 @@ func keyLog(w io.Writer) io.Writer {
 	})
 	return keyLogFile
 }
+
+// Condition names what a new connection may carry over from earlier ones:
+// the papers' measurement conditions, shared by measure and the server's
+// forwarder.
+type Condition struct {
+	Name    string `json:"name"`
+	Tickets bool   `json:"tickets"` // TLS session resumption
+	Tokens  bool   `json:"tokens"`  // QUIC NEW_TOKEN (no Retry)
+	Version bool   `json:"version"` // the QUIC version learned (no Version Negotiation)
+	ZeroRTT bool   `json:"zero_rtt"`
+}
+
+// Conditions are the named ones; "fresh" reuses nothing. The PAM paper's
+// own DoQ measurement is "pam": version and token, but no ticket.
+var Conditions = map[string]Condition{
+	"fresh":   {Name: "fresh"},
+	"pam":     {Name: "pam", Tokens: true, Version: true},
+	"resumed": {Name: "resumed", Tickets: true, Tokens: true, Version: true},
+	"0rtt":    {Name: "0rtt", Tickets: true, Tokens: true, Version: true, ZeroRTT: true},
+}
+
+// Apply sets opts for new connections under c, with a new Session that
+// the transports built from opts share.
+func (c Condition) Apply(opts *Options) {
+	opts.Reuse = false
+	opts.Session = nil
+	if c.Tickets || c.Tokens || c.Version {
+		opts.Session = NewSession(SessionConfig{Tickets: c.Tickets, Tokens: c.Tokens, Versions: c.Version})
+	}
+	opts.ZeroRTT = c.ZeroRTT
+}

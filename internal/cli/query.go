@@ -331,13 +331,9 @@ func yn(b bool) string {
 
 // loadCA reads PEM certificates to verify servers against (--ca).
 func loadCA(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
+	pool, err := transport.LoadCA(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading --ca: %v", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--ca %s holds no PEM certificate", path)
+		return nil, fmt.Errorf("--ca: %v", err)
 	}
 	return pool, nil
 }

@@ -1,0 +1,116 @@
+package browser_test
+
+import (
+	"context"
+	"io/fs"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/web"
+)
+
+// TestLoadCorpusOverH3 loads every corpus page over HTTP/3 from doxlab's
+// web server on loopback, and checks the timings are complete, the
+// protocol was h3 throughout, and a kept ticket gives 0-RTT (the server's
+// connection record says so) while a forgotten one does not.
+func TestLoadCorpusOverH3(t *testing.T) {
+	if _, err := browser.FindExec(""); err != nil {
+		peertest.Missing(t, "chromium")
+	}
+	pages, err := web.Extract(t.TempDir())
+	require.NoError(t, err)
+	roots := map[string]string{}
+	for _, p := range pages {
+		roots[p.Host] = p.Dir
+	}
+	cfg := &server.Config{Listen: server.Listen{Web: "127.0.0.1:0"}, Web: server.Web{Roots: roots}}
+	require.NoError(t, cfg.Validate())
+	srv, err := server.New(cfg)
+	require.NoError(t, err)
+	conns := make(chan *server.Record, 100)
+	srv.OnRecord(func(r *server.Record) {
+		if r.Kind == "conn" && r.Listener == "web" {
+			conns <- r
+		}
+	})
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Addr("web").String())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var force []string
+	for _, p := range pages {
+		force = append(force, p.Host+":"+port)
+	}
+	b, err := browser.Launch(ctx, browser.Options{
+		ForceQUIC: force, SPKI: []string{srv.SPKI()},
+		Flags: []string{"host-resolver-rules=MAP *." + web.Domain + " 127.0.0.1"},
+	})
+	require.NoError(t, err)
+	defer b.Close()
+	require.Contains(t, b.Version(), "Chrome")
+
+	for _, p := range pages {
+		t.Run(p.Name, func(t *testing.T) {
+			base := "https://" + p.Host + ":" + port + "/"
+			l := b.Load(ctx, base, 30*time.Second)
+			require.Equal(t, browser.LoadOK, l.Status, l.Error)
+			require.Equal(t, "h3", l.Protocol)
+			require.Greater(t, l.PLTMs, 0.0)
+			require.Greater(t, l.FCPMs, 0.0)
+			require.GreaterOrEqual(t, l.PLTMs, l.TTFBMs)
+			require.NotEmpty(t, l.Navigation)
+			got := map[string]bool{}
+			for _, r := range l.Resources {
+				require.Equal(t, "h3", r.Protocol, r.Name)
+				got[strings.TrimPrefix(r.Name, base)] = true
+			}
+			require.NoError(t, filepath.WalkDir(p.Dir, func(path string, d fs.DirEntry, err error) error {
+				rel, _ := filepath.Rel(p.Dir, path)
+				if err == nil && !d.IsDir() && rel != "index.html" {
+					require.True(t, got[rel], "%s was loaded (got %v)", rel, got)
+				}
+				return err
+			}))
+		})
+	}
+
+	drain := func() (recs []*server.Record) {
+		for {
+			select {
+			case r := <-conns:
+				recs = append(recs, r)
+			case <-time.After(500 * time.Millisecond):
+				return
+			}
+		}
+	}
+	url := "https://" + pages[0].Host + ":" + port + "/"
+	for _, forget := range []bool{false, true} {
+		require.NoError(t, b.Reset(ctx, false))
+		require.Equal(t, browser.LoadOK, b.Load(ctx, url, 30*time.Second).Status) // warm-up: a ticket
+		require.NoError(t, b.Reset(ctx, forget))
+		drain()
+		l := b.Load(ctx, url, 30*time.Second)
+		require.Equal(t, browser.LoadOK, l.Status, l.Error)
+		recs := drain()
+		require.Len(t, recs, 1, "one QUIC connection for the measured load")
+		require.Equal(t, !forget, recs[0].Used0RTT, "0-RTT accepted unless the ticket was forgotten")
+		require.Equal(t, !forget, recs[0].Resumed)
+	}
+}
+
+func TestMissingBrowser(t *testing.T) {
+	_, err := browser.Launch(context.Background(), browser.Options{Exec: "/nonexistent/chromium"})
+	require.ErrorIs(t, err, browser.ErrNoBrowser)
+	require.Contains(t, err.Error(), "apt-get install chromium")
+}

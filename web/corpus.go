@@ -1,0 +1,105 @@
+// Package web is the browser side of doxlab's testbed: the page corpus the
+// server replays, and the stub resolver that puts DNS over any transport
+// into Chromium's real lookup path.
+package web
+
+//go:generate go run ./internal/gencorpus corpus
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+//go:embed corpus
+var corpus embed.FS
+
+// Page is one page of the corpus, served from one host as in the
+// cross-layer paper (every resource from the page's own origin).
+type Page struct {
+	Name string // example, wiki, insta, or a snapshot directory's name
+	Host string // the host name it is served and resolved as
+	Dir  string // the directory served, once extracted
+}
+
+// Domain is the zone the corpus hosts live under; the testbed's server
+// answers for it, and nothing under it leaves the testbed.
+const Domain = "doxlab.test"
+
+// Corpus lists the built-in pages: a single HTML document (example.org
+// style), HTML with a script, PNG logos and an SVG sprite (the paper's
+// Wikipedia snapshot sizes) and HTML with seven scripts, two style sheets,
+// script-loaded images and a script-built cookie banner (Instagram style).
+var Corpus = []string{"example", "wiki", "insta"}
+
+// Extract writes the built-in pages under dir and returns them.
+func Extract(dir string) ([]Page, error) {
+	if err := os.CopyFS(dir, must(fs.Sub(corpus, "corpus"))); err != nil {
+		return nil, fmt.Errorf("extracting the corpus: %w", err)
+	}
+	var pages []Page
+	for _, n := range Corpus {
+		pages = append(pages, Page{Name: n, Host: n + "." + Domain, Dir: filepath.Join(dir, n)})
+	}
+	return pages, nil
+}
+
+// Snapshot adds a directory of a page's files (e.g. a `wget -mpEk`
+// mirror) as a page named after the directory; it must hold index.html.
+func Snapshot(dir string) (Page, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Page{}, err
+	}
+	if _, err := os.Stat(filepath.Join(abs, "index.html")); err != nil {
+		return Page{}, fmt.Errorf("page %s: no index.html", dir)
+	}
+	name := filepath.Base(abs)
+	return Page{Name: name, Host: name + "." + Domain, Dir: abs}, nil
+}
+
+// Size is the octets a page's files add up to, and how many there are.
+func (p Page) Size() (octets int64, files int, err error) {
+	err = filepath.WalkDir(p.Dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			octets += info.Size()
+			files++
+		}
+		return err
+	})
+	return
+}
+
+// Select picks pages by name from all, in the order named.
+func Select(all []Page, names []string) ([]Page, error) {
+	by := map[string]Page{}
+	var known []string
+	for _, p := range all {
+		by[p.Name] = p
+		known = append(known, p.Name)
+	}
+	sort.Strings(known)
+	var out []Page
+	for _, n := range names {
+		p, ok := by[n]
+		if !ok {
+			return nil, fmt.Errorf("no page %q (have %v)", n, known)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
