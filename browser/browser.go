@@ -199,6 +199,23 @@ func (b *Browser) Close() error {
 // dropped as well, so the next connection is a full 1-RTT handshake;
 // without, they are kept, so it can resume and send 0-RTT.
 func (b *Browser) Reset(ctx context.Context, forget bool) error {
+	if forget {
+		// A critical memory-pressure signal makes Chromium flush its TLS
+		// and QUIC session caches (SSLClientSessionCache and
+		// QuicClientSessionCache drop everything on critical pressure).
+		// The network service handles it asynchronously, so it goes first
+		// and lands while the rest of the reset runs; the moderate signal
+		// after it ends the critical state.
+		if err := within(ctx, 10*time.Second, func() error {
+			_, err := chromedp.CallBrowser(b.ctl, memory.SimulatePressureNotification, memory.SimulatePressureNotificationParams{Level: memory.PressureLevelCritical})
+			if err == nil {
+				_, err = chromedp.CallBrowser(b.ctl, memory.SimulatePressureNotification, memory.SimulatePressureNotificationParams{Level: memory.PressureLevelModerate})
+			}
+			return err
+		}); err != nil {
+			return fmt.Errorf("dropping session tickets: %w", err)
+		}
+	}
 	// Leave the page without waiting for a load event (about:blank has
 	// none to wait for), so nothing of it keeps a connection busy.
 	if err := within(ctx, 10*time.Second, func() error {
@@ -220,23 +237,24 @@ func (b *Browser) Reset(ctx context.Context, forget bool) error {
 	if err := b.clickControl(ctx, "chrome://net-internals/#sockets", "#sockets-view-flush-button"); err != nil {
 		return fmt.Errorf("closing connections: %w", err)
 	}
-	if forget {
-		// A critical memory-pressure signal makes Chromium flush its TLS
-		// and QUIC session caches (SSLClientSessionCache and
-		// QuicClientSessionCache drop everything on critical pressure).
-		if err := within(ctx, 10*time.Second, func() error {
-			_, err := chromedp.CallBrowser(b.ctl, memory.SimulatePressureNotification, memory.SimulatePressureNotificationParams{Level: memory.PressureLevelCritical})
-			return err
-		}); err != nil {
-			return fmt.Errorf("dropping session tickets: %w", err)
-		}
-	}
 	return nil
 }
 
 func (b *Browser) clickControl(ctx context.Context, url, button string) error {
 	return within(ctx, 10*time.Second, func() error {
-		return chromedp.Do(b.ctl, chromedp.Navigate(url), chromedp.Click(chromedp.CSS(button)))
+		if err := chromedp.Do(b.ctl, chromedp.Navigate(url)); err != nil {
+			return err
+		}
+		// The page builds its views after the load; a node found while it
+		// does can be gone by the click, so try again.
+		var err error
+		for range 5 {
+			if err = chromedp.Do(b.ctl, chromedp.Click(chromedp.CSS(button), chromedp.NodeVisible)); err == nil {
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return err
 	})
 }
 

@@ -96,7 +96,7 @@ func TestLoadCorpusOverH3(t *testing.T) {
 	}
 	url := "https://" + pages[0].Host + ":" + port + "/"
 	for _, forget := range []bool{false, true} {
-		require.NoError(t, b.Reset(ctx, false))
+		require.NoError(t, b.Reset(ctx, true))
 		require.Equal(t, browser.LoadOK, b.Load(ctx, url, 30*time.Second).Status) // warm-up: a ticket
 		require.NoError(t, b.Reset(ctx, forget))
 		drain()

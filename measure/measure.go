@@ -37,6 +37,21 @@ var Transports = map[string]struct {
 	"doq":  {"quic", "", 853},
 }
 
+// URLFor is the URL of a transport on host at its default port (DoH at
+// /dns-query). For doh1 and doh2 the HTTP version is an option, not part
+// of the URL.
+func URLFor(transportName, host string) (string, error) {
+	tr, ok := Transports[transportName]
+	if !ok {
+		return "", fmt.Errorf("unknown transport %q (want udp, tcp, dot, doh1, doh2, doh3 or doq)", transportName)
+	}
+	url := tr.scheme + "://" + net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(tr.port))
+	if tr.scheme == "https" || tr.scheme == "h3" {
+		url += "/dns-query"
+	}
+	return url, nil
+}
+
 // Condition says what the measured connection may reuse from the warm-up.
 type Condition = transport.Condition
 
@@ -131,10 +146,7 @@ func (s *Spec) Tasks() ([]Task, error) {
 			}
 			url := target
 			if !strings.Contains(target, "://") {
-				url = tr.scheme + "://" + net.JoinHostPort(strings.Trim(target, "[]"), strconv.Itoa(tr.port))
-				if tr.scheme == "https" || tr.scheme == "h3" {
-					url += "/dns-query"
-				}
+				url, _ = URLFor(tn, target)
 			} else if ep, err := transport.ParseURL(target); err != nil {
 				return nil, err
 			} else if ep.Scheme != tr.scheme {

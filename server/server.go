@@ -102,6 +102,9 @@ func (s *Server) Addr(name string) net.Addr {
 // CertPEM is the certificate all listeners present.
 func (s *Server) CertPEM() []byte { return s.id.certPEM }
 
+// Config is the configuration the server runs with, defaults filled in.
+func (s *Server) Config() *Config { return s.cfg }
+
 // SPKI is the base64 SHA-256 of the certificate's public key, the form
 // Chromium's --ignore-certificate-errors-spki-list takes.
 func (s *Server) SPKI() string { return s.id.spki }

@@ -71,6 +71,28 @@ var schema = []string{
 		PRIMARY KEY (run_id, task_key)
 	)`,
 	`CREATE INDEX IF NOT EXISTS samples_by_transport ON samples (transport, cond)`,
+	// Page loads of the web experiment: the columns the figures use, and
+	// the whole sample (browser timings, stub and server records) in raw.
+	`CREATE TABLE IF NOT EXISTS page_loads (
+		run_id TEXT NOT NULL REFERENCES runs(id),
+		task_key TEXT NOT NULL,
+		started_at TEXT NOT NULL,
+		profile TEXT NOT NULL,
+		page TEXT NOT NULL,
+		transport TEXT NOT NULL,
+		stub_state TEXT NOT NULL,
+		h3 TEXT NOT NULL,
+		dns_mode TEXT NOT NULL,
+		rep INTEGER NOT NULL,
+		status TEXT NOT NULL,
+		plt_ms DOUBLE PRECISION,
+		fcp_ms DOUBLE PRECISION,
+		dns_ms DOUBLE PRECISION,
+		h3_0rtt BOOLEAN NOT NULL,
+		h3_resumed BOOLEAN NOT NULL,
+		raw TEXT NOT NULL,
+		PRIMARY KEY (run_id, task_key)
+	)`,
 }
 
 // Run describes one run and the environment it ran in.

@@ -46,6 +46,10 @@ type Spec struct {
 	// Nameserver is the host whose address goes into every host's
 	// resolv.conf. Default "resolver" if there is one, else "server".
 	Nameserver string `json:"nameserver"`
+	// HostNameservers overrides the nameserver per host, with a host name
+	// or an IP address: 127.0.0.1 puts a stub resolver running inside the
+	// host into its programs' lookup path.
+	HostNameservers map[string]string `json:"host_nameservers,omitempty"`
 	// PcapDir, if set, receives HOST-up.pcap and HOST-down.pcap per host.
 	PcapDir string `json:"pcap_dir,omitempty"`
 	// Backend is "userspace" (default: the TUN emulator) or "netem" (veth
@@ -96,6 +100,14 @@ func (s *Spec) defaults() error {
 		s.Nameserver = "server"
 		if seen["resolver"] {
 			s.Nameserver = "resolver"
+		}
+	}
+	for h, ns := range s.HostNameservers {
+		if !seen[h] {
+			return fmt.Errorf("nameserver for unknown host %q", h)
+		}
+		if !seen[ns] && net.ParseIP(ns) == nil {
+			return fmt.Errorf("nameserver of %s: %q is neither a host nor an IP address", h, ns)
 		}
 	}
 	return nil
@@ -239,9 +251,16 @@ func (tb *Testbed) writeEtc(host string) error {
 	for _, h := range tb.Spec.Hosts {
 		fmt.Fprintf(&hosts, "%s\t%s\n", tb.IPs[h], h)
 	}
+	ns := tb.IPs[tb.Spec.Nameserver]
+	if n, ok := tb.Spec.HostNameservers[host]; ok {
+		ns = n
+		if ip, ok := tb.IPs[n]; ok {
+			ns = ip
+		}
+	}
 	files := map[string]string{
 		"hosts":         hosts.String(),
-		"resolv.conf":   fmt.Sprintf("nameserver %s\noptions timeout:2 attempts:1\n", tb.IPs[tb.Spec.Nameserver]),
+		"resolv.conf":   fmt.Sprintf("nameserver %s\noptions timeout:2 attempts:1\n", ns),
 		"nsswitch.conf": "hosts: files dns\n",
 	}
 	for name, content := range files {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
@@ -16,16 +17,33 @@ import (
 const experimentUsage = `usage: doxlab experiment NAME [flags]
 
   dns-rtt   the RTT-normalised DNS exchange: per access profile, transport and
-            condition, the PAM 2022 measurement on the testbed; --quick runs
-            in a few minutes
+            condition, the PAM 2022 measurement on the testbed
+  web       page loads in Chromium over HTTP/3 (0-RTT and 1-RTT) with the
+            browser's DNS through a stub over each transport, per profile
 
+--quick runs either in a few minutes.
 `
 
 func runExperiment(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "dns-rtt" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, experimentUsage)
 		return exitUsage
 	}
+	switch args[0] {
+	case "dns-rtt":
+		return runDNSRTT(args[1:], stdout, stderr)
+	case "web":
+		return runWeb(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, experimentUsage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "doxlab experiment: unknown experiment %q\n", args[0])
+	fmt.Fprint(stderr, experimentUsage)
+	return exitUsage
+}
+
+func runDNSRTT(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("experiment dns-rtt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c experiment.DNSRTT
@@ -36,7 +54,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Repeat, "repeat", 20, "lookups per profile, transport and condition")
 	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
 	fs.StringVar(&c.Resume, "resume", "", "continue the experiment with this ID")
-	if _, err := parseInterleaved(fs, args[1:]); err != nil {
+	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
 	c.Profiles, c.Transports, c.Conditions = splitList(*profiles), splitList(*transports), splitList(*conditions)
@@ -68,5 +86,80 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f\n", s.Profile, s.Transport, s.Condition, s.OK, s.N, s.Handshake, s.Resolve, s.Total, s.TotalEmulated, s.Expected, s.Total-s.Expected)
 	}
 	fmt.Fprintln(stdout, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
+	return exitOK
+}
+
+func runWeb(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("experiment web", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c experiment.Web
+	quick := fs.Bool("quick", false, "fiber and 4g, 2 loads per cell")
+	profiles := fs.String("profiles", "", "access profiles (default fiber,cable,dsl,4g,4g-medium; with --quick fiber,4g)")
+	transports := fs.String("transports", "udp,doh2,doq", "the stub's DNS transports: udp, tcp, dot, doh2, doh3, doq")
+	h3 := fs.String("h3", "1rtt,0rtt", "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
+	pages := fs.String("pages", "example,wiki,insta", "corpus pages")
+	var snapshots stringList
+	fs.Var(&snapshots, "snapshot", "a directory of a page's files (index.html and what it loads) to add to the corpus; repeatable")
+	stub := fs.String("stub", "cold", "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
+	dnsModes := fs.String("dns", "stub", "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
+	fs.IntVar(&c.Repeat, "repeat", 10, "loads per cell")
+	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "per page load")
+	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
+	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
+	fs.StringVar(&c.Resume, "resume", "", "continue the experiment with this ID")
+	fs.StringVar(&c.Browser, "browser", "", "the Chromium binary (default chromium on PATH)")
+	fs.StringVar(&c.NetLogDir, "netlog", "", "a directory for Chromium's NetLogs")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return exitUsage
+	}
+	c.Profiles, c.Transports, c.H3, c.Pages = splitList(*profiles), splitList(*transports), splitList(*h3), splitList(*pages)
+	c.Snapshots, c.StubStates, c.DNSModes = snapshots, splitList(*stub), splitList(*dnsModes)
+	if *quick {
+		rep := c.Repeat
+		c.Quick()
+		if fs.Lookup("repeat").Value.String() != "10" {
+			c.Repeat = rep
+		}
+	}
+	c.Log = stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	id, err := c.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab experiment web: %v\n", err)
+		if id == "" {
+			return 1
+		}
+	}
+	st, err2 := store.Open(context.Background(), c.Store)
+	if err2 != nil {
+		fmt.Fprintf(stderr, "doxlab experiment web: %v\n", err2)
+		return 1
+	}
+	defer st.Close()
+	loads, err2 := st.Loads(context.Background(), id+"-")
+	if err2 != nil {
+		fmt.Fprintf(stderr, "doxlab experiment web: %v\n", err2)
+		return 1
+	}
+	cells := experiment.SummarizeWeb(loads)
+	fmt.Fprintf(stdout, "experiment %s, stored in %s: %d page loads; medians in ms, relative to DoUDP + H3 1-RTT\n", id, c.Store, len(loads))
+	fmt.Fprintf(stdout, "%-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT %", "ΔFCP %", "0-RTT", "resum")
+	for _, x := range cells {
+		fmt.Fprintf(stdout, "%-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %+8.1f %+8.1f %5.0f%% %5.0f%%\n", x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+			x.OK, x.N, x.PLT, x.FCP, x.DNS, x.RelPLT, x.RelFCP, 100*x.Real0RTT, 100*x.Resumed)
+	}
+	n := 0
+	for _, x := range loads {
+		if x.Start.After(start) {
+			n++
+		}
+	}
+	el := time.Since(start)
+	fmt.Fprintf(stdout, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed and browser start included\n", float64(n)/el.Minutes(), n, el.Seconds())
+	if err != nil {
+		return 1
+	}
 	return exitOK
 }

@@ -1,0 +1,587 @@
+package experiment
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"gopkg.in/yaml.v3"
+
+	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/transport"
+	"github.com/doxlab/doxlab/web"
+)
+
+// Web is the cross-layer paper's page-load experiment (§III, §IV-C/D,
+// Fig. 8-12) with DNS in the browser's real path: Chromium in the client
+// host resolves through a doxlab stub in the same host, which forwards
+// over one transport across the emulated link to the server, which also
+// serves the pages over HTTP/3.
+type Web struct {
+	Profiles   []string // default: Table II's five
+	Transports []string // the stub's upstream; default udp, doh2, doq (the paper's DoUDP, DoH, DoQ)
+	H3         []string // 1rtt, 0rtt (default both)
+	Pages      []string // corpus pages; default all
+	Snapshots  []string // more page directories (e.g. wget -mpEk mirrors)
+	StubStates []string // cold (a new connection per query, the default) and warm (kept from the warm-up)
+	DNSModes   []string // stub (default) and decoupled (the paper's: DNS measured apart and added)
+	Repeat     int      // loads per cell; default 10
+	Timeout    time.Duration
+	Seed       uint64 // task order; 0: random
+	Store      string
+	Resume     string
+	Doxlab     string // the binary run as the stub in the client host; default this one
+	Browser    string // Chromium binary; default chromium on PATH
+	NetLogDir  string // if set, one Chromium NetLog per profile and DNS mode
+	Log        io.Writer
+}
+
+// Quick is a run of a few minutes.
+func (c *Web) Quick() {
+	if len(c.Profiles) == 0 {
+		c.Profiles = []string{"fiber", "4g"}
+	}
+	c.Repeat = 2
+}
+
+func (c *Web) defaults() error {
+	def := func(l *[]string, d ...string) {
+		if len(*l) == 0 {
+			*l = d
+		}
+	}
+	def(&c.Profiles, "fiber", "cable", "dsl", "4g", "4g-medium")
+	def(&c.Transports, "udp", "doh2", "doq")
+	def(&c.H3, "1rtt", "0rtt")
+	def(&c.Pages, web.Corpus...)
+	def(&c.StubStates, "cold")
+	def(&c.DNSModes, "stub")
+	for _, t := range c.Transports {
+		switch t {
+		case "udp", "tcp", "dot", "doh2", "doh3", "doq":
+		default:
+			return fmt.Errorf("the stub forwards over udp, tcp, dot, doh2, doh3 or doq, not %q", t)
+		}
+	}
+	for _, m := range c.H3 {
+		if m != "1rtt" && m != "0rtt" {
+			return fmt.Errorf("h3 mode %q is not 1rtt or 0rtt", m)
+		}
+	}
+	for _, s := range c.StubStates {
+		if s != "cold" && s != "warm" {
+			return fmt.Errorf("stub state %q is not cold or warm", s)
+		}
+	}
+	for _, m := range c.DNSModes {
+		if m != "stub" && m != "decoupled" {
+			return fmt.Errorf("dns mode %q is not stub or decoupled", m)
+		}
+	}
+	if c.Repeat <= 0 {
+		c.Repeat = 10
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.Store == "" {
+		c.Store = "doxlab.db"
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	if c.Doxlab == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		c.Doxlab = self
+	}
+	return nil
+}
+
+// webEnv is the running experiment: testbed, server, pages, browsers.
+type webEnv struct {
+	c       *Web
+	tb      *testbed.Testbed
+	srv     *server.Server
+	ip      string
+	ca      string
+	pages   map[string]web.Page
+	st      *store.Store
+	browser map[string]*browser.Browser // per DNS mode
+
+	mu    sync.Mutex
+	conns []*server.Record // the server's query records and web connection records
+}
+
+// Run runs the experiment and returns its ID (the prefix of its runs).
+func (c *Web) Run(ctx context.Context) (string, error) {
+	if err := c.defaults(); err != nil {
+		return "", err
+	}
+	if _, err := browser.FindExec(c.Browser); err != nil {
+		return "", err
+	}
+	profiles := make([]testbed.Profile, len(c.Profiles))
+	for i, n := range c.Profiles {
+		p, err := testbed.LookupProfile(n)
+		if err != nil {
+			return "", err
+		}
+		profiles[i] = p
+	}
+	dir, err := os.MkdirTemp("", "doxlab-web")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	all, err := web.Extract(filepath.Join(dir, "pages"))
+	if err != nil {
+		return "", err
+	}
+	for _, d := range c.Snapshots {
+		p, err := web.Snapshot(d)
+		if err != nil {
+			return "", err
+		}
+		all = append(all, p)
+	}
+	for _, d := range c.Snapshots {
+		c.Pages = appendNew(c.Pages, filepath.Base(d))
+	}
+	pages, err := web.Select(all, c.Pages)
+	if err != nil {
+		return "", err
+	}
+	storePath := c.Store
+	if !strings.Contains(storePath, "://") {
+		if storePath, err = filepath.Abs(c.Store); err != nil {
+			return "", err
+		}
+	}
+	st, err := store.Open(ctx, storePath) // fail fast, before the testbed
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+
+	tb, err := testbed.Start(testbed.Spec{Name: "web", HostNameservers: map[string]string{"client": "127.0.0.1"}})
+	if err != nil {
+		return "", err
+	}
+	defer tb.Close()
+	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]web.Page{}, browser: map[string]*browser.Browser{}}
+	if err := e.startServer(pages, dir); err != nil {
+		return "", err
+	}
+	defer e.srv.Close()
+	defer func() {
+		for _, b := range e.browser {
+			b.Close()
+		}
+	}()
+
+	expID := c.Resume
+	if expID == "" {
+		expID = "web-" + store.NewID()
+	}
+	have := map[string]bool{}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range runs {
+		have[r.ID] = true
+	}
+	seed := c.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, p := range profiles {
+		if err := ctx.Err(); err != nil {
+			return expID, err
+		}
+		if err := tb.SetProfile("client", p); err != nil {
+			return expID, err
+		}
+		runID := expID + "-" + p.Name
+		if !have[runID] {
+			run := store.NewRun("experiment:web", p.Name, map[string]any{"experiment": expID, "profile": p, "server": e.srv.Config(),
+				"transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes,
+				"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)})
+			run.ID = runID
+			if err := st.BeginRun(ctx, run); err != nil {
+				return expID, err
+			}
+		}
+		done, err := st.LoadsDone(ctx, runID)
+		if err != nil {
+			return expID, err
+		}
+		if err := e.profile(ctx, rng, p, runID, done); err != nil {
+			return expID, fmt.Errorf("%s: %w (continue with --resume %s)", p.Name, err, expID)
+		}
+	}
+	return expID, nil
+}
+
+func appendNew(l []string, s string) []string {
+	for _, x := range l {
+		if x == s {
+			return l
+		}
+	}
+	return append(l, s)
+}
+
+// startServer runs doxlab's server in the server host: every DNS
+// transport, the pages over HTTP/3 (and HTTP/2) on 443 with DoH on the
+// same listener, one TLS identity for all, the page hosts answered with
+// the server's address.
+func (e *webEnv) startServer(pages []web.Page, dir string) error {
+	ip := e.ip
+	cfg := &server.Config{
+		Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", Web: ip + ":443"},
+		TLS:    server.TLS{Names: []string{ip, "localhost"}},
+		Web:    server.Web{Roots: map[string]string{}},
+	}
+	for _, p := range pages {
+		e.pages[p.Name] = p
+		cfg.Web.Roots[p.Host] = p.Dir
+		cfg.TLS.Names = append(cfg.TLS.Names, p.Host)
+		cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN A %s", p.Host, ip))
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := e.tb.Run("server", func() error {
+		var err error
+		if e.srv, err = server.New(cfg); err == nil {
+			e.srv.OnRecord(func(r *server.Record) {
+				if r.Kind == "query" || (r.Kind == "conn" && r.Listener == "web") {
+					e.mu.Lock()
+					e.conns = append(e.conns, r)
+					e.mu.Unlock()
+				}
+			})
+			err = e.srv.Start()
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("starting the server in the testbed: %w", err)
+	}
+	e.ca = filepath.Join(dir, "server.pem")
+	return os.WriteFile(e.ca, e.srv.CertPEM(), 0o644)
+}
+
+func (e *webEnv) url(p web.Page) string { return "https://" + p.Host + "/" }
+
+// browserFor returns the browser of a DNS mode, starting it once. In
+// decoupled mode the browser resolves nothing: the page hosts are mapped
+// to the server, as the paper's setup did.
+func (e *webEnv) browserFor(ctx context.Context, mode string) (*browser.Browser, error) {
+	if b, ok := e.browser[mode]; ok {
+		return b, nil
+	}
+	opts := browser.Options{Exec: e.c.Browser, NetNS: e.tb.NS["client"], SPKI: []string{e.srv.SPKI()}}
+	for _, p := range e.pages {
+		opts.ForceQUIC = append(opts.ForceQUIC, p.Host+":443")
+	}
+	if mode == "decoupled" {
+		opts.Flags = append(opts.Flags, "host-resolver-rules=MAP *."+web.Domain+" "+e.ip)
+	}
+	if e.c.NetLogDir != "" {
+		opts.NetLog = filepath.Join(e.c.NetLogDir, fmt.Sprintf("netlog-%s-%d.json", mode, time.Now().Unix()))
+	}
+	b, err := browser.Launch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.browser[mode] = b
+	return b, nil
+}
+
+func (e *webEnv) browserVersion(ctx context.Context) string {
+	b, err := e.browserFor(ctx, "stub")
+	if err != nil {
+		return ""
+	}
+	return b.Version()
+}
+
+// stub is doxlab's own server run as the client host's resolver
+// (127.0.0.1:53, where resolv.conf points), forwarding over one
+// transport. Its records come back over a pipe.
+type stub struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	recs []*server.Record
+	done chan struct{}
+}
+
+func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error) {
+	u, err := measure.URLFor(tr, e.ip)
+	if err != nil {
+		return nil, err
+	}
+	cfg := map[string]any{
+		"listen":  map[string]string{"udp": "127.0.0.1:53", "tcp": "127.0.0.1:53"},
+		"answers": map[string]any{"forward": u, "forward_ca": e.ca, "forward_sni": "localhost", "forward_conn": map[string]string{"cold": "fresh", "warm": "reuse"}[state], "forward_timeout": "10s"},
+		"records": "-",
+	}
+	b, _ := yaml.Marshal(cfg)
+	path := filepath.Join(filepath.Dir(e.ca), "stub-"+tr+"-"+state+".yaml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return nil, err
+	}
+	s := &stub{cmd: e.tb.Command("client", e.c.Doxlab, "serve", "--config", path), done: make(chan struct{})}
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	errOut, err := s.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the stub: %w", err)
+	}
+	go func() {
+		defer close(s.done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			r := new(server.Record)
+			if json.Unmarshal(sc.Bytes(), r) == nil && r.Kind == "query" {
+				s.mu.Lock()
+				s.recs = append(s.recs, r)
+				s.mu.Unlock()
+			}
+		}
+	}()
+	// The server prints its listeners, then the SPKI line, on stderr once
+	// it is serving.
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(errOut)
+		var last string
+		for sc.Scan() {
+			last = sc.Text()
+			if strings.Contains(last, "certificate SPKI") {
+				ready <- nil
+				io.Copy(io.Discard, errOut)
+				return
+			}
+		}
+		ready <- fmt.Errorf("the stub exited: %s", last)
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+	case <-time.After(15 * time.Second):
+		s.stop()
+		return nil, fmt.Errorf("the stub did not start within 15 s")
+	case <-ctx.Done():
+		s.stop()
+		return nil, ctx.Err()
+	}
+	return s, nil
+}
+
+func (s *stub) stop() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+// since returns the records from index i on.
+func (s *stub) since(i int) []*server.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*server.Record(nil), s.recs[i:]...)
+}
+
+func (s *stub) mark() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.recs)
+}
+
+func (e *webEnv) connMark() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.conns)
+}
+
+func (e *webEnv) connsSince(i int) []*server.Record {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*server.Record(nil), e.conns[i:]...)
+}
+
+// profile measures every task of one access profile: per stub
+// configuration (in random order) a stub, then its tasks in random order.
+func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile, runID string, done map[string]bool) error {
+	type block struct{ tr, state string }
+	var blocks []block
+	for _, t := range e.c.Transports {
+		for _, s := range e.c.StubStates {
+			blocks = append(blocks, block{t, s})
+		}
+	}
+	rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
+	for _, bl := range blocks {
+		var tasks []web.Task
+		for _, page := range e.c.Pages {
+			for _, h3 := range e.c.H3 {
+				for _, mode := range e.c.DNSModes {
+					for rep := range e.c.Repeat {
+						t := web.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Rep: rep}
+						if !done[t.Key()] {
+							tasks = append(tasks, t)
+						}
+					}
+				}
+			}
+		}
+		if len(tasks) == 0 {
+			continue
+		}
+		rng.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
+		st, err := e.startStub(ctx, bl.tr, bl.state)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		ok := 0
+		for _, t := range tasks {
+			if err := ctx.Err(); err != nil {
+				st.stop()
+				return err
+			}
+			x, err := e.sample(ctx, st, t)
+			if err != nil {
+				st.stop()
+				return err
+			}
+			if err := e.st.WriteLoad(ctx, runID, x); err != nil {
+				st.stop()
+				return err
+			}
+			if x.Status == "ok" {
+				ok++
+			} else {
+				fmt.Fprintf(e.c.Log, "web: %s: %s %s\n", t.Key(), x.Status, x.Error)
+			}
+		}
+		st.stop()
+		el := time.Since(start)
+		fmt.Fprintf(e.c.Log, "web: %s dns=%s/%s: %d/%d loads ok in %.0f s (%.1f samples/min, each a warm-up and a measured load)\n",
+			p.Name, bl.tr, bl.state, ok, len(tasks), el.Seconds(), float64(len(tasks))/el.Minutes())
+	}
+	return nil
+}
+
+// sample is one task: a warm-up navigation (the resolver's cache, the
+// ticket and, when warm, the stub's connection are warmed), then the
+// browser's HTTP and host caches are cleared and its connections closed,
+// keeping the ticket for 0-RTT or dropping it for 1-RTT, then the
+// measured navigation. An error is returned only when the browser itself
+// is lost; a failed page is a failed sample.
+func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample, error) {
+	b, err := e.browserFor(ctx, t.DNSMode)
+	if err != nil {
+		return nil, err
+	}
+	page := e.pages[t.Page]
+	fail := func(status string, err error) *web.Sample {
+		return &web.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
+	}
+	if err := b.Reset(ctx, true); err != nil {
+		return e.restart(ctx, t, err)
+	}
+	warm := b.Load(ctx, e.url(page), e.c.Timeout)
+	if t.DNSMode == "decoupled" {
+		e.lookup(page.Host) // the stub's connection, when warm
+	}
+	if err := b.Reset(ctx, t.H3 == "1rtt"); err != nil {
+		return e.restart(ctx, t, err)
+	}
+	if warm.Status != browser.LoadOK {
+		return fail("warm-up-failed", fmt.Errorf("warm-up: %s %s", warm.Status, warm.Error)), nil
+	}
+	var dnsMs float64
+	var dnsErr error
+	if t.DNSMode == "decoupled" {
+		dnsMs, dnsErr = e.lookup(page.Host)
+	}
+	sm, cm := st.mark(), e.connMark()
+	l := b.Load(ctx, e.url(page), e.c.Timeout)
+	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe and the server's handshake goroutine
+	x := web.Assemble(t, l, page.Host, st.since(sm), e.connsSince(cm))
+	x.WarmUp = warm
+	if t.DNSMode == "decoupled" {
+		if dnsErr != nil {
+			return fail("dns-failed", dnsErr), nil
+		}
+		x.Decouple(dnsMs)
+	}
+	return x, nil
+}
+
+// restart replaces a browser that stopped answering; the task is stored
+// as failed with the reason.
+func (e *webEnv) restart(ctx context.Context, t web.Task, cause error) (*web.Sample, error) {
+	if b, ok := e.browser[t.DNSMode]; ok {
+		b.Close()
+		delete(e.browser, t.DNSMode)
+	}
+	if _, err := e.browserFor(ctx, t.DNSMode); err != nil {
+		return nil, fmt.Errorf("restarting the browser after %v: %w", cause, err)
+	}
+	return &web.Sample{Task: t, Start: time.Now(), Status: "browser-error", Error: cause.Error()}, nil
+}
+
+// lookup resolves host through the stub from inside the client host, as
+// the decoupled mode measures DNS apart from the page load: the stub's
+// time including its upstream exchange, on the client's clock.
+func (e *webEnv) lookup(host string) (float64, error) {
+	var ms float64
+	err := e.tb.Run("client", func() error {
+		t, err := transport.New("udp://127.0.0.1:53", transport.Options{Timeout: 10 * time.Second})
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		q := new(dns.Msg)
+		q.SetQuestion(dns.Fqdn(host), dns.TypeA)
+		rec, err := t.Exchange(context.Background(), q)
+		if err != nil {
+			return err
+		}
+		if rec.Rcode != "NOERROR" || len(rec.Answers) == 0 {
+			return fmt.Errorf("the stub answered %s for %s", rec.Rcode, host)
+		}
+		ms = rec.Timing.TotalMs
+		return nil
+	})
+	return ms, err
+}

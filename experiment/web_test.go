@@ -1,0 +1,119 @@
+package experiment
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
+	"github.com/doxlab/doxlab/web"
+)
+
+// TestWebLoadsThroughStub runs the web experiment on the fiber profile:
+// every corpus page over HTTP/3 inside the testbed, the browser's DNS
+// through the stub over each transport. It checks what really happened
+// on every layer: h3, 0-RTT accepted by the server exactly when the
+// ticket was kept, and the page's lookups reaching the server over the
+// stub's transport and no other.
+func TestWebLoadsThroughStub(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	if _, err := browser.FindExec(""); err != nil {
+		peertest.Missing(t, "chromium")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "doxlab")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/doxlab").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	db := filepath.Join(dir, "web.db")
+	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}, Repeat: 1, Store: db, Doxlab: bin, Log: testWriter{t}}
+	ctx := context.Background()
+	id, err := c.Run(ctx)
+	require.NoError(t, err)
+
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	defer st.Close()
+	loads, err := st.Loads(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, loads, 3*6*2, "pages × transports × h3 modes")
+	for _, x := range loads {
+		require.Equal(t, "ok", x.Status, "%s: %s", x.Key(), x.Error)
+		require.Equal(t, "h3", x.Load.Protocol)
+		require.Equal(t, x.H3 == "0rtt", x.H3Used0RTT, "%s: 0-RTT accepted by the server iff the ticket was kept", x.Key())
+		require.Equal(t, x.H3 == "0rtt", x.H3Resumed, x.Key())
+		require.NotEmpty(t, x.DNS, "%s: the page's lookups went through the stub", x.Key())
+		require.NotNil(t, x.DNSFacts)
+		require.Equal(t, x.Transport, x.DNSFacts.Protocol)
+		require.Equal(t, []string{x.Transport}, keys(x.ServerQueries), "%s: the server saw the page's lookups over the stub's transport only", x.Key())
+		require.Greater(t, x.PLTMs, 0.0)
+		require.Greater(t, x.DNSMs, 0.0)
+	}
+	cells := SummarizeWeb(loads)
+	require.Len(t, cells, 3*6*2)
+	for _, c := range cells {
+		if c.Baseline() {
+			require.Zero(t, c.RelPLT)
+		}
+	}
+}
+
+func keys(m map[string]int) (out []string) {
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// TestAssembleLabels checks what a sample says happened: the page's
+// lookups apart from the browser's own, the DNS time from the stub's
+// first query read to its last answer, and the browser's QUIC connection
+// told apart from the stub's own DoH/3 connection to the same server.
+func TestAssembleLabels(t *testing.T) {
+	t0 := time.Now()
+	stubDoH := "10.200.0.1:40000"
+	up := &transport.Record{Protocol: "doh3", Status: transport.StatusOK, Conn: transport.ConnInfo{LocalAddr: stubDoH, TLSResumed: true}}
+	stub := []*server.Record{
+		{Kind: "query", QName: "wiki.doxlab.test.", QType: "HTTPS", Time: t0.Add(30 * time.Millisecond), ServerMs: 30, Upstream: up},
+		{Kind: "query", QName: "WIKI.doxlab.test.", QType: "A", Time: t0.Add(35 * time.Millisecond), ServerMs: 34, Upstream: up},
+		{Kind: "query", QName: "update.googleapis.com.", QType: "A", Time: t0, ServerMs: 1},
+	}
+	srv := []*server.Record{
+		{Kind: "query", QName: "wiki.doxlab.test.", Transport: "doh3"},
+		{Kind: "conn", Listener: "web", ALPN: "h3", Remote: stubDoH},
+		{Kind: "conn", Listener: "web", ALPN: "h3", Remote: "10.200.0.1:40001", Used0RTT: true, Resumed: true},
+	}
+	task := web.Task{Profile: "fiber", Page: "wiki", Transport: "doh3", StubState: "cold", H3: "0rtt", DNSMode: "stub", Rep: 3}
+	require.Equal(t, "fiber|wiki|doh3|cold|0rtt|stub|3", task.Key())
+	x := web.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120, FCPMs: 80}, "wiki.doxlab.test", stub, srv)
+	require.Equal(t, "ok", x.Status)
+	require.Len(t, x.DNS, 2)
+	require.Equal(t, 1, x.Ignored, "the browser's own lookup is left out")
+	require.InDelta(t, 35.0, x.DNSMs, 0.01, "from the first query read (t0) to the last answer written (t0+35 ms)")
+	require.Equal(t, 1, x.H3Conns, "the stub's DoH/3 connection is not the browser's")
+	require.True(t, x.H3Used0RTT)
+	require.Equal(t, map[string]int{"doh3": 1}, x.ServerQueries)
+	require.True(t, x.DNSFacts.Resumed)
+
+	x = web.Assemble(task, &browser.Load{Status: "ok", Protocol: "h2", PLTMs: 120}, "wiki.doxlab.test", stub, srv)
+	require.Equal(t, "not-h3", x.Status, "a page that fell back to HTTP/2 is labelled, not counted")
+	x = web.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120}, "wiki.doxlab.test", stub[2:], nil)
+	require.Equal(t, "dns-bypassed", x.Status)
+	x.Status = "ok"
+	x.Decouple(20)
+	require.Equal(t, 140.0, x.PLTMs)
+}

@@ -1,0 +1,106 @@
+package experiment
+
+import (
+	"sort"
+
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/web"
+)
+
+// WebCell is one cell of the web experiment: the medians of one profile
+// × page × DNS transport × H3 mode (× stub state × DNS mode).
+type WebCell struct {
+	Profile, Page, Transport, H3, StubState, DNSMode string
+	N, OK                                            int
+	PLT, FCP, DNS                                    float64 // medians, ms
+	Real0RTT, Resumed                                float64 // shares of OK loads whose H3 connection really used 0-RTT, resumed
+	PLTs, FCPs                                       []float64
+	// RelPLT and RelFCP are the median relative increases over the
+	// baseline cell (DoUDP + H3 1-RTT, same profile, page, stub state and
+	// DNS mode), in percent: the cross-layer paper's Fig. 8-12.
+	RelPLT, RelFCP float64
+	// RelPLTs are each load's PLT relative to the baseline's median.
+	RelPLTs []float64
+}
+
+// Baseline is the cell the others are compared with.
+func (c WebCell) Baseline() bool { return c.Transport == "udp" && c.H3 == "1rtt" }
+
+// SummarizeWeb groups page loads into cells, in a stable order.
+func SummarizeWeb(samples []*web.Sample) []WebCell {
+	type key struct{ p, g, t, h, s, d string }
+	cells := map[key]*WebCell{}
+	var keys []key
+	for _, x := range samples {
+		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode}
+		c, ok := cells[k]
+		if !ok {
+			c = &WebCell{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d}
+			cells[k] = c
+			keys = append(keys, k)
+		}
+		c.N++
+		if x.Status != "ok" {
+			continue
+		}
+		c.OK++
+		c.PLTs = append(c.PLTs, x.PLTMs)
+		c.FCPs = append(c.FCPs, x.FCPMs)
+		if x.H3Used0RTT {
+			c.Real0RTT++
+		}
+		if x.H3Resumed {
+			c.Resumed++
+		}
+	}
+	var dns = map[key][]float64{}
+	for _, x := range samples {
+		if x.Status == "ok" {
+			k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode}
+			dns[k] = append(dns[k], x.DNSMs)
+		}
+	}
+	for k, c := range cells {
+		c.PLT, c.FCP, c.DNS = measure.Median(c.PLTs), measure.Median(c.FCPs), measure.Median(dns[k])
+		if c.OK > 0 {
+			c.Real0RTT /= float64(c.OK)
+			c.Resumed /= float64(c.OK)
+		}
+	}
+	for k, c := range cells {
+		base, ok := cells[key{k.p, k.g, "udp", "1rtt", k.s, k.d}]
+		if !ok || base.PLT == 0 || base.FCP == 0 {
+			continue
+		}
+		c.RelPLT = 100 * (c.PLT/base.PLT - 1)
+		c.RelFCP = 100 * (c.FCP/base.FCP - 1)
+		for _, v := range c.PLTs {
+			c.RelPLTs = append(c.RelPLTs, 100*(v/base.PLT-1))
+		}
+	}
+	order := map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "example": 0, "wiki": 1, "insta": 2,
+		"udp": 0, "tcp": 1, "dot": 2, "doh2": 3, "doh3": 4, "doq": 5, "1rtt": 0, "0rtt": 1, "cold": 0, "warm": 1, "stub": 0, "decoupled": 1}
+	rank := func(s string) int {
+		if r, ok := order[s]; ok {
+			return r
+		}
+		return 100
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		for _, p := range [][2]string{{a.d, b.d}, {a.s, b.s}, {a.p, b.p}, {a.g, b.g}, {a.t, b.t}, {a.h, b.h}} {
+			if p[0] != p[1] {
+				if rank(p[0]) != rank(p[1]) {
+					return rank(p[0]) < rank(p[1])
+				}
+				return p[0] < p[1]
+			}
+		}
+		return false
+	})
+	out := make([]WebCell, len(keys))
+	for i, k := range keys {
+		out[i] = *cells[k]
+	}
+	return out
+}

@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/doxlab/doxlab/web"
+)
+
+// WriteLoad stores one page load of the web experiment, whole.
+func (s *Store) WriteLoad(ctx context.Context, runID string, x *web.Sample) error {
+	raw, err := json.Marshal(x)
+	if err != nil {
+		return err
+	}
+	var plt, fcp, dns sql.NullFloat64
+	if x.Status == "ok" {
+		plt = sql.NullFloat64{Float64: x.PLTMs, Valid: true}
+		fcp = sql.NullFloat64{Float64: x.FCPMs, Valid: x.FCPMs > 0}
+		dns = sql.NullFloat64{Float64: x.DNSMs, Valid: true}
+	}
+	_, err = s.db.ExecContext(ctx, s.rebind(`INSERT INTO page_loads (run_id, task_key, started_at, profile, page, transport, stub_state, h3, dns_mode, rep,
+		status, plt_ms, fcp_ms, dns_ms, h3_0rtt, h3_resumed, raw) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`),
+		runID, x.Key(), x.Start.UTC().Format(time.RFC3339Nano), x.Profile, x.Page, x.Transport, x.StubState, x.H3, x.DNSMode, x.Rep,
+		x.Status, plt, fcp, dns, x.H3Used0RTT, x.H3Resumed, string(raw))
+	if err != nil {
+		return fmt.Errorf("store: writing page load %s: %w", x.Key(), err)
+	}
+	return nil
+}
+
+// LoadsDone returns the task keys of the page loads a run has stored.
+func (s *Store) LoadsDone(ctx context.Context, runID string) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT task_key FROM page_loads WHERE run_id = ?`), runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	done := map[string]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		done[k] = true
+	}
+	return done, rows.Err()
+}
+
+// Loads returns the stored page loads of the runs whose ID starts with
+// prefix (all when empty), whole, in the order they were measured.
+func (s *Store) Loads(ctx context.Context, prefix string) ([]*web.Sample, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT run_id, raw FROM page_loads ORDER BY started_at, run_id, task_key`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*web.Sample
+	for rows.Next() {
+		var id, raw string
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(id, prefix) {
+			continue
+		}
+		x := new(web.Sample)
+		if err := json.Unmarshal([]byte(raw), x); err != nil {
+			return nil, fmt.Errorf("store: page load in run %s: %w", id, err)
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}

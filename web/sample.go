@@ -1,0 +1,148 @@
+package web
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/server"
+)
+
+// Task is one page load of the web experiment: a page over HTTP/3 (with
+// 0-RTT or 1-RTT) while the browser's DNS goes through the stub over one
+// transport, on one access profile.
+type Task struct {
+	Profile   string `json:"profile"`
+	Page      string `json:"page"`
+	Transport string `json:"transport"`  // the stub's upstream: udp, tcp, dot, doh2, doh3, doq
+	StubState string `json:"stub_state"` // cold (a new connection per query) or warm (kept from the warm-up)
+	H3        string `json:"h3"`         // 0rtt or 1rtt: whether the browser kept its ticket from the warm-up
+	DNSMode   string `json:"dns_mode"`   // stub (DNS in the browser's path) or decoupled (measured apart and added, as the paper did)
+	Rep       int    `json:"rep"`
+}
+
+// Key names the task within a run, for resuming.
+func (t Task) Key() string {
+	return strings.Join([]string{t.Profile, t.Page, t.Transport, t.StubState, t.H3, t.DNSMode, fmt.Sprint(t.Rep)}, "|")
+}
+
+// Sample is one measured page load with what really happened on each
+// layer: the browser's timings, the stub's DNS records and the server's
+// record of the HTTP/3 connection.
+type Sample struct {
+	Task
+	Start  time.Time `json:"start"`
+	Status string    `json:"status"` // ok, or why the sample failed: timeout, error, not-h3, dns-bypassed
+	Error  string    `json:"error,omitempty"`
+
+	Load   *browser.Load `json:"load"`
+	WarmUp *browser.Load `json:"warm_up,omitempty"`
+
+	// PLTMs is the page load time: the browser's loadEventEnd in stub
+	// mode; in decoupled mode loadEventEnd plus the DNS time measured
+	// apart, as the cross-layer paper summed them. FCPMs likewise.
+	PLTMs float64 `json:"plt_ms"`
+	FCPMs float64 `json:"fcp_ms"`
+
+	// DNSMs is the stub's time for the page's lookups during the
+	// navigation: from its first query read to its last answer written
+	// (the browser asks A and HTTPS, sometimes AAAA, at once).
+	DNSMs    float64          `json:"dns_ms"`
+	DNS      []*server.Record `json:"dns"`                 // the stub's records for the page's host name
+	Ignored  int              `json:"background_lookups"`  // the browser's own lookups of other names, left out
+	DNSFacts *DNSFacts        `json:"dns_facts,omitempty"` // the upstream connection of the first query
+
+	// ServerQueries counts the page host's queries that reached the
+	// server, by transport: proof of the path the browser's DNS took.
+	ServerQueries map[string]int `json:"server_queries,omitempty"`
+
+	// H3 is the server's record of the browser's QUIC connection.
+	H3Conns    int            `json:"h3_conns"`
+	H3Conn     *server.Record `json:"h3_conn,omitempty"`
+	H3Used0RTT bool           `json:"h3_0rtt"`
+	H3Resumed  bool           `json:"h3_resumed"`
+}
+
+// DNSFacts is what the stub's upstream exchange really did.
+type DNSFacts struct {
+	Status      string  `json:"status"`
+	TotalMs     float64 `json:"total_ms"`
+	HandshakeMs float64 `json:"handshake_ms"`
+	Reused      bool    `json:"reused"`
+	Resumed     bool    `json:"resumed"`
+	Used0RTT    bool    `json:"used_0rtt"`
+	Protocol    string  `json:"protocol"`
+}
+
+// Assemble labels a measured load with the stub's and the server's
+// records from its time window. stub are the stub's query records; srv
+// are the server's records: its query records, and the connection
+// records of the web listener. A connection the stub made itself (DoH to
+// the web server) is told apart by its address.
+func Assemble(task Task, l *browser.Load, host string, stub, srv []*server.Record) *Sample {
+	s := &Sample{Task: task, Start: l.Start, Load: l, Status: l.Status, Error: l.Error}
+	stubAddrs := map[string]bool{}
+	var first, last time.Time
+	for _, r := range stub {
+		if up := r.Upstream; up != nil && up.Conn.LocalAddr != "" {
+			stubAddrs[up.Conn.LocalAddr] = true
+		}
+		if !strings.EqualFold(strings.TrimSuffix(r.QName, "."), host) {
+			s.Ignored++
+			continue
+		}
+		s.DNS = append(s.DNS, r)
+		begin := r.Time.Add(-time.Duration(r.ServerMs * float64(time.Millisecond)))
+		if first.IsZero() || begin.Before(first) {
+			first = begin
+		}
+		if r.Time.After(last) {
+			last = r.Time
+		}
+		if up := r.Upstream; up != nil && s.DNSFacts == nil {
+			s.DNSFacts = &DNSFacts{Status: string(up.Status), TotalMs: up.Timing.TotalMs, HandshakeMs: up.Timing.HandshakeMs,
+				Reused: up.Conn.Reused, Resumed: up.Conn.TLSResumed, Used0RTT: up.Conn.Used0RTT, Protocol: up.Protocol}
+		}
+	}
+	if !first.IsZero() {
+		s.DNSMs = float64(last.Sub(first).Microseconds()) / 1000
+	}
+	for _, c := range srv {
+		if c.Kind == "query" {
+			if strings.EqualFold(strings.TrimSuffix(c.QName, "."), host) {
+				if s.ServerQueries == nil {
+					s.ServerQueries = map[string]int{}
+				}
+				s.ServerQueries[c.Transport]++
+			}
+			continue
+		}
+		if c.Listener != "web" || stubAddrs[c.Remote] || c.ALPN != "h3" {
+			continue
+		}
+		s.H3Conns++
+		if s.H3Conn == nil {
+			s.H3Conn, s.H3Used0RTT, s.H3Resumed = c, c.Used0RTT, c.Resumed
+		}
+	}
+	s.PLTMs, s.FCPMs = l.PLTMs, l.FCPMs
+	if s.Status != browser.LoadOK {
+		return s
+	}
+	switch {
+	case l.Protocol != "h3":
+		s.Status, s.Error = "not-h3", fmt.Sprintf("the page came over %q", l.Protocol)
+	case task.DNSMode == "stub" && len(s.DNS) == 0:
+		s.Status, s.Error = "dns-bypassed", "no lookup of "+host+" reached the stub during the navigation"
+	}
+	return s
+}
+
+// Decouple adds DNS measured apart to a load's times, as the
+// cross-layer paper summed a separate resolution and the page load.
+func (s *Sample) Decouple(dnsMs float64) {
+	s.DNSMs = dnsMs
+	s.PLTMs = s.Load.PLTMs + dnsMs
+	s.FCPMs = s.Load.FCPMs + dnsMs
+}
