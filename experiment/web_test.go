@@ -59,7 +59,7 @@ func TestWebLoadsThroughStub(t *testing.T) {
 		require.Greater(t, x.PLTMs, 0.0)
 		require.Greater(t, x.DNSMs, 0.0)
 	}
-	cells := SummarizeWeb(loads)
+	cells := web.Summarize(loads)
 	require.Len(t, cells, 3*6*2)
 	for _, c := range cells {
 		if c.Baseline() {

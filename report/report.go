@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/web"
 )
 
 // Metrics are the durations the report draws, each in RTTs.
@@ -48,6 +49,7 @@ type Report struct {
 	HTML    string   // the page
 	Figures []string // PNG and SVG files
 	Stats   []Stat
+	Cells   []web.Cell // the web experiment's cells
 }
 
 var order = map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "none": 5,
@@ -65,9 +67,9 @@ func less(a, b string) bool {
 	return a < b
 }
 
-// Render draws rows into dir.
-func Render(rows []store.Row, dir, title string) (*Report, error) {
-	if len(rows) == 0 {
+// Render draws DNS samples (rows) and page loads into dir.
+func Render(rows []store.Row, loads []*web.Sample, dir, title string) (*Report, error) {
+	if len(rows) == 0 && len(loads) == 0 {
 		return nil, fmt.Errorf("no samples to report")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -77,6 +79,9 @@ func Render(rows []store.Row, dir, title string) (*Report, error) {
 	profiles := uniq(rows, func(r store.Row) string { return orNone(r.Profile) })
 	var figs []figure
 	for _, m := range Metrics {
+		if len(rows) == 0 {
+			break
+		}
 		for _, p := range append([]string{"all"}, profiles...) {
 			var sel []store.Row
 			for _, r := range rows {
@@ -85,7 +90,7 @@ func Render(rows []store.Row, dir, title string) (*Report, error) {
 				}
 			}
 			name := fmt.Sprintf("cdf-%s-%s", m.Name, p)
-			svg, err := cdf(sel, m.Get, fmt.Sprintf("%s — %s", m.Title, p), filepath.Join(dir, name))
+			svg, err := dnsCDF(sel, m.Get, fmt.Sprintf("%s — %s", m.Title, p), filepath.Join(dir, name))
 			if err != nil {
 				return nil, err
 			}
@@ -94,7 +99,17 @@ func Render(rows []store.Row, dir, title string) (*Report, error) {
 		}
 	}
 	rep.Stats = stats(rows)
-	if err := writeHTML(rep, figs, title); err != nil {
+	var webFigs []figure
+	if len(loads) > 0 {
+		var err error
+		if webFigs, rep.Cells, err = webFigures(loads, dir); err != nil {
+			return nil, err
+		}
+		for _, f := range webFigs {
+			rep.Figures = append(rep.Figures, filepath.Join(dir, f.Name+".png"), filepath.Join(dir, f.Name+".svg"))
+		}
+	}
+	if err := writeHTML(rep, figs, webFigs, title); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -120,10 +135,12 @@ func uniq(rows []store.Row, f func(store.Row) string) []string {
 	return out
 }
 
-// series are one line of a CDF: a transport under a condition.
+// series is one line of a CDF.
 type series struct {
-	transport, condition string
-	values               []float64
+	label  string
+	color  color.Color
+	dashes []vg.Length
+	values []float64
 }
 
 var palette = map[string]color.Color{
@@ -134,8 +151,8 @@ var palette = map[string]color.Color{
 
 var dashes = map[string][]vg.Length{"fresh": nil, "pam": {vg.Points(1), vg.Points(2)}, "resumed": {vg.Points(5), vg.Points(3)}, "0rtt": {vg.Points(2), vg.Points(2)}}
 
-// cdf draws one CDF figure to base.png and base.svg and returns the SVG.
-func cdf(rows []store.Row, get func(store.Row) *float64, title, base string) ([]byte, error) {
+// dnsCDF draws the CDF of one metric, a line per transport × condition.
+func dnsCDF(rows []store.Row, get func(store.Row) *float64, title, base string) ([]byte, error) {
 	groups := map[[2]string]*series{}
 	var keys [][2]string
 	for _, r := range rows {
@@ -145,7 +162,7 @@ func cdf(rows []store.Row, get func(store.Row) *float64, title, base string) ([]
 		}
 		k := [2]string{r.Transport, r.Condition}
 		if groups[k] == nil {
-			groups[k] = &series{transport: r.Transport, condition: r.Condition}
+			groups[k] = &series{label: r.Transport + " " + r.Condition, color: palette[r.Transport], dashes: dashes[r.Condition]}
 			keys = append(keys, k)
 		}
 		groups[k].values = append(groups[k].values, *v)
@@ -156,17 +173,33 @@ func cdf(rows []store.Row, get func(store.Row) *float64, title, base string) ([]
 		}
 		return less(keys[i][1], keys[j][1])
 	})
+	ss := make([]*series, len(keys))
+	for i, k := range keys {
+		ss[i] = groups[k]
+	}
+	return cdf(ss, title, "multiples of the RTT", base, false)
+}
+
+// cdf draws one CDF figure to base.png and base.svg and returns the SVG.
+// signed lets the x axis go below zero (relative changes).
+func cdf(ss []*series, title, xlabel, base string, signed bool) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = "multiples of the RTT"
+	p.X.Label.Text = xlabel
 	p.Y.Label.Text = "CDF"
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Legend.YOffs = vg.Points(8)
-	for _, k := range keys {
-		s := groups[k]
+	lo, hi := math.Inf(1), math.Inf(-1)
+	n := 0
+	for _, s := range ss {
+		if len(s.values) == 0 {
+			continue
+		}
+		n++
 		slices.Sort(s.values)
+		lo, hi = min(lo, s.values[0]), max(hi, s.values[len(s.values)-1])
 		pts := make(plotter.XYs, 0, 2*len(s.values))
 		for i, v := range s.values {
 			pts = append(pts, plotter.XY{X: v, Y: float64(i) / float64(len(s.values))}, plotter.XY{X: v, Y: float64(i+1) / float64(len(s.values))})
@@ -175,29 +208,33 @@ func cdf(rows []store.Row, get func(store.Row) *float64, title, base string) ([]
 		if err != nil {
 			return nil, err
 		}
-		l.Color = palette[s.transport]
+		l.Color = s.color
 		if l.Color == nil {
 			l.Color = color.Black
 		}
 		l.Width = vg.Points(1.5)
-		l.Dashes = dashes[s.condition]
+		l.Dashes = s.dashes
 		p.Add(l)
-		p.Legend.Add(s.transport+" "+s.condition, l)
+		p.Legend.Add(s.label, l)
 	}
-	if len(keys) == 0 {
+	if n == 0 {
 		p.Title.Text += " (no data)"
 	} else {
 		// Room on the right for the legend, so it never covers a line.
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, s := range groups {
-			lo, hi = min(lo, s.values[0]), max(hi, s.values[len(s.values)-1])
-		}
 		span := max(hi-lo, 0.5)
-		p.X.Min, p.X.Max = max(0, lo-0.05*span), hi+0.45*span
+		p.X.Min, p.X.Max = lo-0.05*span, hi+0.45*span
+		if !signed {
+			p.X.Min = max(0, p.X.Min)
+		}
 	}
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	return save(p, base, 7*vg.Inch, 4.5*vg.Inch)
+}
+
+// save writes a plot as PNG and SVG and returns the SVG for inlining.
+func save(p *plot.Plot, base string, w, h vg.Length) ([]byte, error) {
 	for _, ext := range []string{".png", ".svg"} {
-		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, base+ext); err != nil {
+		if err := p.Save(w, h, base+ext); err != nil {
 			return nil, fmt.Errorf("saving %s: %w", base+ext, err)
 		}
 	}
@@ -268,6 +305,9 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%.2f", v)
 	},
+	"ms":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"pct":   pct,
+	"share": func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>
@@ -276,19 +316,28 @@ table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-botto
 th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em}.fig svg{max-width:100%;height:auto}
 </style></head><body>
 <h1>{{.Title}}</h1>
-<p>Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition.</p>
+{{if .Stats}}<p>Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition.</p>
 <table id="summary"><tr><th class="l">profile</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
 <th>median ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th></tr>
 {{range .Stats}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
 <td>{{f .MedianMs}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td></tr>
-{{end}}</table>
+{{end}}</table>{{end}}
 {{range .Figures}}<h2 id="{{.Name}}">{{.Metric}} — {{.Profile}}</h2><div class="fig">{{.SVG}}</div>
+{{end}}
+{{if .Cells}}<h2 id="web">Page loads over HTTP/3</h2>
+<p>Medians per cell; PLT is loadEventEnd (plus the DNS time in decoupled mode), DNS the stub's time for the page's lookups. Δ is the median's change over DoUDP + H3 1-RTT in the same profile, page, stub state and DNS mode (the IMC 2022 slides' FCP and PLT relative to DoUDP). 0-RTT and resumed are the shares of loads whose HTTP/3 connection the server saw use them.</p>
+<table id="web-cells"><tr><th class="l">dns mode</th><th class="l">stub</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>ok/n</th>
+<th>PLT ms</th><th>FCP ms</th><th>DNS ms</th><th>ΔPLT</th><th>ΔFCP</th><th>0-RTT</th><th>resumed</th></tr>
+{{range .Cells}}<tr><td class="l">{{.DNSMode}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{.OK}}/{{.N}}</td>
+<td>{{ms .PLT}}</td><td>{{ms .FCP}}</td><td>{{ms .DNS}}</td><td>{{pct .RelPLT}}</td><td>{{pct .RelFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td></tr>
+{{end}}</table>{{end}}
+{{range .WebFigures}}<h2 id="{{.Name}}">{{.Metric}} — {{.Profile}}</h2><div class="fig">{{.SVG}}</div>
 {{end}}</body></html>
 `))
 
-func writeHTML(rep *Report, figs []figure, title string) error {
+func writeHTML(rep *Report, figs, webFigs []figure, title string) error {
 	var b bytes.Buffer
-	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs}); err != nil {
+	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs}); err != nil {
 		return err
 	}
 	return os.WriteFile(rep.HTML, b.Bytes(), 0o644)

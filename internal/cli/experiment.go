@@ -12,6 +12,7 @@ import (
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/web"
 )
 
 const experimentUsage = `usage: doxlab experiment NAME [flags]
@@ -143,7 +144,7 @@ func runWeb(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab experiment web: %v\n", err2)
 		return 1
 	}
-	cells := experiment.SummarizeWeb(loads)
+	cells := web.Summarize(loads)
 	fmt.Fprintf(stdout, "experiment %s, stored in %s: %d page loads; medians in ms, relative to DoUDP + H3 1-RTT\n", id, c.Store, len(loads))
 	fmt.Fprintf(stdout, "%-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT %", "ΔFCP %", "0-RTT", "resum")
 	for _, x := range cells {

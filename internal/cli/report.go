@@ -51,10 +51,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 			selRuns = append(selRuns, r)
 		}
 	}
-	rep, err := report.Render(sel, *out, report.Title(selRuns))
+	loads, err := st.Loads(ctx, *runPrefix)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	fmt.Fprintf(stdout, "%s: %d samples, %d figures (PNG and SVG)\n", rep.HTML, len(sel), len(rep.Figures)/2)
+	rep, err := report.Render(sel, loads, *out, report.Title(selRuns))
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %d samples, %d page loads, %d figures (PNG and SVG)\n", rep.HTML, len(sel), len(loads), len(rep.Figures)/2)
 	return exitOK
 }

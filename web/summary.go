@@ -1,15 +1,14 @@
-package experiment
+package web
 
 import (
 	"sort"
 
 	"github.com/doxlab/doxlab/measure"
-	"github.com/doxlab/doxlab/web"
 )
 
-// WebCell is one cell of the web experiment: the medians of one profile
+// Cell is one cell of the web experiment: the medians of one profile
 // × page × DNS transport × H3 mode (× stub state × DNS mode).
-type WebCell struct {
+type Cell struct {
 	Profile, Page, Transport, H3, StubState, DNSMode string
 	N, OK                                            int
 	PLT, FCP, DNS                                    float64 // medians, ms
@@ -24,18 +23,18 @@ type WebCell struct {
 }
 
 // Baseline is the cell the others are compared with.
-func (c WebCell) Baseline() bool { return c.Transport == "udp" && c.H3 == "1rtt" }
+func (c Cell) Baseline() bool { return c.Transport == "udp" && c.H3 == "1rtt" }
 
-// SummarizeWeb groups page loads into cells, in a stable order.
-func SummarizeWeb(samples []*web.Sample) []WebCell {
+// Summarize groups page loads into cells, in a stable order.
+func Summarize(samples []*Sample) []Cell {
 	type key struct{ p, g, t, h, s, d string }
-	cells := map[key]*WebCell{}
+	cells := map[key]*Cell{}
 	var keys []key
 	for _, x := range samples {
 		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode}
 		c, ok := cells[k]
 		if !ok {
-			c = &WebCell{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d}
+			c = &Cell{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d}
 			cells[k] = c
 			keys = append(keys, k)
 		}
@@ -98,7 +97,7 @@ func SummarizeWeb(samples []*web.Sample) []WebCell {
 		}
 		return false
 	})
-	out := make([]WebCell, len(keys))
+	out := make([]Cell, len(keys))
 	for i, k := range keys {
 		out[i] = *cells[k]
 	}
