@@ -19,7 +19,6 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/memory"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -56,14 +55,12 @@ type Options struct {
 // ErrNoBrowser is returned when no Chromium binary can be found or run.
 var ErrNoBrowser = errors.New("no Chromium found: install it with `apt-get install chromium` (or set the browser path)")
 
-// Browser is one running Chromium process with one tab for measured
-// navigations and one for control pages (chrome://net-internals).
+// Browser is one running Chromium process with one tab.
 type Browser struct {
 	opts     Options
 	allocCtx context.Context
 	cancel   context.CancelFunc
 	tab      context.Context
-	ctl      context.Context
 	version  string
 	tmpDir   string
 }
@@ -121,6 +118,7 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		chromedp.Flag("disable-client-side-phishing-detection", true),
 		chromedp.Flag("disable-features", "DnsOverHttpsUpgrade,OptimizationHints,MediaRouter,Translate,InterestFeedContentSuggestions,AutofillServerCommunication,CertificateTransparencyComponentUpdater"),
 		chromedp.Flag("enable-quic", true),
+		chromedp.Flag("enable-net-benchmarking", true), // chrome.benchmarking, for Reset
 		chromedp.CombinedOutput(orDiscard(opts.Stderr)),
 	}
 	if len(opts.ForceQUIC) > 0 {
@@ -166,12 +164,6 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		}
 	}()
 	v, err := chromedp.CallBrowser(b.tab, browser.GetVersion, cdp.Empty{})
-	if err == nil {
-		b.ctl, _ = chromedp.NewContext(b.tab)
-		if err = chromedp.Do(b.ctl); err != nil {
-			err = fmt.Errorf("opening the control tab: %w", err)
-		}
-	}
 	close(started)
 	if err != nil {
 		b.Close()
@@ -193,6 +185,15 @@ func (b *Browser) Close() error {
 	return nil
 }
 
+const resetScript = `(async () => {
+  const b = chrome.benchmarking;
+  await b.clearCache();
+  await b.clearHostResolverCache();
+  await b.clearPredictorCache();
+  await b.closeConnections();
+  return true;
+})()`
+
 // Reset prepares the next measured navigation as the papers do: the
 // HTTP cache and the host cache are cleared and every connection is
 // closed. With forget, TLS session tickets and QUIC server configs are
@@ -207,9 +208,9 @@ func (b *Browser) Reset(ctx context.Context, forget bool) error {
 		// and lands while the rest of the reset runs; the moderate signal
 		// after it ends the critical state.
 		if err := within(ctx, 10*time.Second, func() error {
-			_, err := chromedp.CallBrowser(b.ctl, memory.SimulatePressureNotification, memory.SimulatePressureNotificationParams{Level: memory.PressureLevelCritical})
+			_, err := chromedp.CallBrowser(b.tab, memory.SimulatePressureNotification, memory.SimulatePressureNotificationParams{Level: memory.PressureLevelCritical})
 			if err == nil {
-				_, err = chromedp.CallBrowser(b.ctl, memory.SimulatePressureNotification, memory.SimulatePressureNotificationParams{Level: memory.PressureLevelModerate})
+				_, err = chromedp.CallBrowser(b.tab, memory.SimulatePressureNotification, memory.SimulatePressureNotificationParams{Level: memory.PressureLevelModerate})
 			}
 			return err
 		}); err != nil {
@@ -224,38 +225,17 @@ func (b *Browser) Reset(ctx context.Context, forget bool) error {
 	}); err != nil {
 		return fmt.Errorf("leaving the page: %w", err)
 	}
+	// chrome.benchmarking (--enable-net-benchmarking) is what Chromium's
+	// own page-load benchmarks use: the HTTP cache, the host cache and the
+	// predictor's (so no preconnect resolves early), and every socket and
+	// QUIC session closed. Session tickets stay unless forgotten above.
 	if err := within(ctx, 10*time.Second, func() error {
-		_, err := chromedp.Call(b.tab, network.ClearBrowserCache, cdp.Empty{})
+		_, err := chromedp.Run(b.tab, chromedp.Evaluate[bool](resetScript, chromedp.EvalAwaitPromise))
 		return err
 	}); err != nil {
-		return fmt.Errorf("clearing the HTTP cache: %w", err)
-	}
-	// net-internals is Chromium's own UI for these; headless runs it too.
-	if err := b.clickControl(ctx, "chrome://net-internals/#dns", "#dns-view-clear-cache"); err != nil {
-		return fmt.Errorf("clearing the host cache: %w", err)
-	}
-	if err := b.clickControl(ctx, "chrome://net-internals/#sockets", "#sockets-view-flush-button"); err != nil {
-		return fmt.Errorf("closing connections: %w", err)
+		return fmt.Errorf("clearing caches and closing connections: %w", err)
 	}
 	return nil
-}
-
-func (b *Browser) clickControl(ctx context.Context, url, button string) error {
-	return within(ctx, 10*time.Second, func() error {
-		if err := chromedp.Do(b.ctl, chromedp.Navigate(url)); err != nil {
-			return err
-		}
-		// The page builds its views after the load; a node found while it
-		// does can be gone by the click, so try again.
-		var err error
-		for range 5 {
-			if err = chromedp.Do(b.ctl, chromedp.Click(chromedp.CSS(button), chromedp.NodeVisible)); err == nil {
-				return nil
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		return err
-	})
 }
 
 // errGaveUp is a call to the browser that took longer than allowed.

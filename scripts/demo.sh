@@ -132,8 +132,13 @@ echo "(expected from the protocols: UDP 1, TCP 2, DoT and DoH over TLS 1.3 3, Do
 
 echo
 echo "The dns-rtt experiment, quick: every access profile of Table II"
-mkdir -p demo-output
+rm -rf demo-output && mkdir -p demo-output
 "$DOXLAB" experiment dns-rtt --quick --store demo-output/doxlab.db 2>/dev/null
+
+echo
+echo "The web experiment, quick: Chromium loads the corpus pages over HTTP/3 (1-RTT and 0-RTT) on fiber and 4G"
+echo "while its DNS goes through a doxlab stub over DoUDP, DoH and DoQ"
+"$DOXLAB" experiment web --quick --store demo-output/doxlab.db 2>/dev/null
 "$DOXLAB" report --store demo-output/doxlab.db --out demo-output/report
 echo "Open demo-output/report/report.html; the samples are in demo-output/doxlab.db ('doxlab export --store demo-output/doxlab.db')."
 

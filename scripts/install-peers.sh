@@ -6,7 +6,7 @@
 #   Debian:          knot-dnsutils (kdig), bind9-dnsutils (dig), dnsperf,
 #                    tshark (reads the testbed's captures), iproute2,
 #                    postgresql (the shared store's tests start their own cluster),
-#                    chromium (renders the HTML report in a test)
+#                    chromium (the web experiment; renders the HTML report in a test)
 #   PyPI:            aioquic 1.7.2 (its DoQ server and HTTP/3 client examples),
 #                    dnslib, wsproto, dnspython 2.9.2 with DoH and DoQ
 set -euo pipefail

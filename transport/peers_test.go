@@ -191,13 +191,13 @@ func TestReuseKeepsOneConnection(t *testing.T) {
 	}
 }
 
-// TestConcurrentOnOneConnection pipelines (TCP, DoT) and multiplexes (DoH/2,
+// TestConcurrentOnOneConnection pipelines (TCP, DoT, DoH/1.1) and multiplexes (DoH/2,
 // DoH/3, DoQ) many queries on one connection; every answer must reach the
 // query that asked for it.
 func TestConcurrentOnOneConnection(t *testing.T) {
 	cd := peertest.StartCoreDNS(t)
 	for _, c := range []struct{ name, url, http string }{
-		{"udp", cd.UDP, ""}, {"tcp", cd.TCP, ""}, {"dot", cd.TLS, ""}, {"doh2", cd.HTTPS, "2"}, {"doh3", cd.H3, ""}, {"doq", cd.QUIC, ""},
+		{"udp", cd.UDP, ""}, {"tcp", cd.TCP, ""}, {"dot", cd.TLS, ""}, {"doh1", cd.HTTPS, "1.1"}, {"doh2", cd.HTTPS, "2"}, {"doh3", cd.H3, ""}, {"doq", cd.QUIC, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr, err := transport.New(c.url, transport.Options{RootCAs: cd.Cert.Pool, HTTPVersion: c.http, Reuse: true})

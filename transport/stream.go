@@ -1,10 +1,13 @@
 package transport
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/miekg/dns"
@@ -18,7 +21,11 @@ const ticketGrace = 100 * time.Millisecond
 
 // streamTransport is DNS over TCP (RFC 7766) and over TLS (RFC 7858): a
 // 2-octet length prefix per message, and with Reuse, pipelined queries
-// whose answers are matched by ID in whatever order they come.
+// whose answers are matched by ID in whatever order they come. It also
+// carries DoH over HTTP/1.1 with pipelining (RFC 9112 §9.3), which
+// net/http does not do: GET requests written back to back on one
+// connection, responses read in order (the server's answer keeps the
+// query's ID, so the same matching works).
 type streamTransport struct {
 	*base
 	kept slot[*streamConn]
@@ -38,7 +45,9 @@ func (t *streamTransport) Exchange(ctx context.Context, q *dns.Msg) (*Record, er
 	return t.run(ctx, q, t.exchange)
 }
 
-func (t *streamTransport) tls() bool { return t.ep.Protocol == ProtoDoT }
+func (t *streamTransport) tls() bool { return t.ep.Protocol != ProtoTCP }
+
+func (t *streamTransport) pipelinedDoH() bool { return t.ep.Protocol == ProtoDoH1 }
 
 func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
 	mark := t.opts.Session.ticketMark("tcp", t.serverName())
@@ -96,11 +105,46 @@ func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error
 	if t.tls() {
 		alpn = []string{"dot"}
 	}
+	if t.pipelinedDoH() {
+		alpn = []string{"http/1.1"}
+	}
 	sc, err := t.dialStream(ctx, &x.rec.Timing, t.tls(), alpn)
 	if err != nil {
 		return nil, err
 	}
 	c := sc.c
+	if t.pipelinedDoH() {
+		br := bufio.NewReader(c)
+		sc.mux = newMux(
+			func(b []byte) error {
+				req, err := dnswire.NewDoHRequest(context.Background(), t.target(), http.MethodGet, false, b, nil)
+				if err != nil {
+					return err
+				}
+				var buf bytes.Buffer
+				if err := req.Write(&buf); err != nil {
+					return err
+				}
+				_, err = c.Write(buf.Bytes())
+				return err
+			},
+			func() ([]byte, error) {
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					return nil, err
+				}
+				body, err := dnswire.ReadBody(resp.Body)
+				if err != nil {
+					return nil, err
+				}
+				if _, err := dnswire.DecodeDoHResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body, false, nil); err != nil {
+					return nil, err // out of step with the requests: the connection ends
+				}
+				return body, nil
+			},
+			true)
+		return sc, nil
+	}
 	sc.mux = newMux(
 		func(b []byte) error {
 			buf, err := dnswire.AppendPrefixed(make([]byte, 0, len(b)+2), b)

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,8 +44,9 @@ type Options struct {
 	// Timeout bounds one exchange, handshakes included. Zero means 5 s.
 	Timeout time.Duration
 	// Reuse keeps one connection open and sends every query over it:
-	// pipelined with answers matched by ID on UDP, TCP and DoT; multiplexed
-	// on HTTP/2 and HTTP/3; one stream per query on DoQ.
+	// pipelined with answers matched by ID on UDP, TCP and DoT, pipelined
+	// GETs on HTTP/1.1 (POST and JSON go one at a time); multiplexed on
+	// HTTP/2 and HTTP/3; one stream per query on DoQ.
 	Reuse bool
 	// Session is the state shared between connections (and between the
 	// transports of one client): TLS tickets, QUIC tokens, QUIC versions.
@@ -127,6 +129,9 @@ func New(rawURL string, opts Options) (Transport, error) {
 	case ProtoTCP, ProtoDoT:
 		return &streamTransport{base: b}, nil
 	case ProtoDoH1, ProtoDoH2:
+		if ep.Protocol == ProtoDoH1 && opts.Reuse && !opts.JSON && strings.ToUpper(orDefault(opts.Method, "get")) == "GET" {
+			return &streamTransport{base: b}, nil // pipelined
+		}
 		return newDoH(b), nil
 	case ProtoDoH3:
 		return newDoH3(b), nil

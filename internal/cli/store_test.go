@@ -125,3 +125,33 @@ func TestCampaignRun(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "c.yaml:2: conditions:")
 }
+
+// TestExperimentWebQuick runs a short web experiment with the real binary
+// (Chromium in the testbed, DNS through the stub) and renders its report.
+func TestExperimentWebQuick(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	if _, err := exec.LookPath("chromium"); err != nil {
+		peertest.Missing(t, "chromium")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "web.db")
+	out, err := exec.Command(doxlabBinary(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--store", db).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	// fiber and 4g × 2 pages × 2 transports × 1-RTT and 0-RTT × 2 loads.
+	require.Contains(t, string(out), ": 32 page loads")
+	for _, cell := range []string{"stub      fiber      example  udp   cold  1rtt   2/2 ", "stub      4g         wiki     doq   cold  0rtt   2/2 "} {
+		require.Contains(t, string(out), cell)
+	}
+	require.Regexp(t, `[0-9.]+ measured page loads per minute`, string(out))
+	code, stdout, errOut := run("report", "--store", db, "--out", filepath.Join(dir, "rep"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, stdout, "32 page loads")
+	html, err := os.ReadFile(filepath.Join(dir, "rep", "report.html"))
+	require.NoError(t, err)
+	for _, s := range []string{"Fig. 8", "Fig. 9", "Fig. 10-11", "Fig. 12", `id="web-cells"`} {
+		require.Contains(t, string(html), s)
+	}
+	require.FileExists(t, filepath.Join(dir, "rep", "heat-stub-cold-doq-0rtt.svg"))
+}
