@@ -76,3 +76,40 @@ func (s *Store) Loads(ctx context.Context, prefix string) ([]*web.Sample, error)
 	}
 	return out, rows.Err()
 }
+
+// WriteResult stores one result of an experiment without a table of its
+// own, whole, as JSON: kind names what it is (e.g. "hol-query").
+func (s *Store) WriteResult(ctx context.Context, runID, kind, key string, started time.Time, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, raw) VALUES (?,?,?,?,?)`),
+		runID, kind, key, started.UTC().Format(time.RFC3339Nano), string(raw))
+	if err != nil {
+		return fmt.Errorf("store: writing %s %s: %w", kind, key, err)
+	}
+	return nil
+}
+
+// Results returns the stored results of one kind from the runs whose ID
+// starts with prefix, in the order they were taken, for f to decode.
+func (s *Store) Results(ctx context.Context, prefix, kind string, f func(runID string, raw []byte) error) error {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT run_id, raw FROM results WHERE kind = ? ORDER BY started_at, run_id, task_key`), kind)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, raw string
+		if err := rows.Scan(&id, &raw); err != nil {
+			return err
+		}
+		if strings.HasPrefix(id, prefix) {
+			if err := f(id, []byte(raw)); err != nil {
+				return err
+			}
+		}
+	}
+	return rows.Err()
+}

@@ -93,6 +93,16 @@ var schema = []string{
 		raw TEXT NOT NULL,
 		PRIMARY KEY (run_id, task_key)
 	)`,
+	// Results of the experiments without a table of their own (head-of-
+	// line blocking, ...): one JSON object per row, whole.
+	`CREATE TABLE IF NOT EXISTS results (
+		run_id TEXT NOT NULL REFERENCES runs(id),
+		kind TEXT NOT NULL,
+		task_key TEXT NOT NULL,
+		started_at TEXT NOT NULL,
+		raw TEXT NOT NULL,
+		PRIMARY KEY (run_id, kind, task_key)
+	)`,
 }
 
 // Run describes one run and the environment it ran in.

@@ -153,7 +153,11 @@ func (b *base) dialQUIC(ctx context.Context, alpn []string, family string, early
 		laddr = la(ProtoDoQ).(*net.UDPAddr)
 	}
 	t0 := time.Now()
-	udp, err := net.DialUDP("udp", laddr, raddr)
+	var udp *net.UDPConn
+	err = b.openSocket(func() (err error) {
+		udp, err = net.DialUDP("udp", laddr, raddr)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("opening UDP socket to %s: %w", addr, err)
 	}

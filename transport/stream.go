@@ -168,7 +168,11 @@ func (b *base) dialStream(ctx context.Context, tm *Timing, secure bool, alpn []s
 	}
 	t0 := time.Now()
 	ready := t0
-	nc, err := b.dialer(&ready).DialContext(ctx, "tcp", addr)
+	var nc net.Conn
+	err = b.openSocket(func() (err error) {
+		nc, err = b.dialer(&ready).DialContext(ctx, "tcp", addr)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
 	}

@@ -81,6 +81,10 @@ type Options struct {
 	// QlogDir receives one qlog file per QUIC connection. Empty means the
 	// QLOGDIR environment variable, if set.
 	QlogDir string
+	// OpenSockets, if set, is called around every socket the transport
+	// opens, also those net/http opens on its own goroutines: the testbed's
+	// Run passes it to open them inside a host's network namespace.
+	OpenSockets func(open func() error) error
 	// KeyLog receives TLS secrets in NSS key log format. Nil means the file
 	// named by SSLKEYLOGFILE, if set.
 	KeyLog io.Writer
@@ -277,6 +281,14 @@ func (b *base) tlsConfig(alpn []string, cache tls.ClientSessionCache) *tls.Confi
 		KeyLogWriter:       keyLog(b.opts.KeyLog),
 		MinVersion:         tls.VersionTLS12,
 	}
+}
+
+// openSocket runs open, which creates a socket, where the options say.
+func (b *base) openSocket(open func() error) error {
+	if b.opts.OpenSockets == nil {
+		return open()
+	}
+	return b.opts.OpenSockets(open)
 }
 
 // dialer returns a net.Dialer bound to the configured local address whose

@@ -67,7 +67,11 @@ func (t *udpTransport) dial(ctx context.Context, x *exch) (*udpConn, error) {
 	}
 	t0 := time.Now()
 	var ready time.Time
-	nc, err := t.dialer(&ready).DialContext(ctx, "udp", addr)
+	var nc net.Conn
+	err = t.openSocket(func() (err error) {
+		nc, err = t.dialer(&ready).DialContext(ctx, "udp", addr)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("opening UDP socket to %s: %w", addr, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +22,9 @@ const experimentUsage = `usage: doxlab experiment NAME [flags]
             condition, the PAM 2022 measurement on the testbed
   web       page loads in Chromium over HTTP/3 (0-RTT and 1-RTT) with the
             browser's DNS through a stub over each transport, per profile
+  hol       head-of-line blocking: Poisson queries over one connection per
+            transport, one answer in 25 delayed by 1 s, and the knock-on
+            delay the other queries suffer
 
 --quick runs either in a few minutes.
 `
@@ -35,6 +39,8 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		return runDNSRTT(args[1:], stdout, stderr)
 	case "web":
 		return runWeb(args[1:], stdout, stderr)
+	case "hol":
+		return runHOL(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, experimentUsage)
 		return exitOK
@@ -116,10 +122,11 @@ func runWeb(args []string, stdout, stderr io.Writer) int {
 	c.Profiles, c.Transports, c.H3, c.Pages = splitList(*profiles), splitList(*transports), splitList(*h3), splitList(*pages)
 	c.Snapshots, c.StubStates, c.DNSModes = snapshots, splitList(*stub), splitList(*dnsModes)
 	if *quick {
-		rep := c.Repeat
+		rep, set := c.Repeat, false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "repeat" })
 		c.Quick()
-		if fs.Lookup("repeat").Value.String() != "10" {
-			c.Repeat = rep
+		if set {
+			c.Repeat = rep // an explicit --repeat wins
 		}
 	}
 	c.Log = stderr
@@ -159,6 +166,59 @@ func runWeb(args []string, stdout, stderr io.Writer) int {
 	}
 	el := time.Since(start)
 	fmt.Fprintf(stdout, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed and browser start included\n", float64(n)/el.Minutes(), n, el.Seconds())
+	if err != nil {
+		return 1
+	}
+	return exitOK
+}
+
+func runHOL(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("experiment hol", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c experiment.HOL
+	quick := fs.Bool("quick", false, "40 queries at 20/s with one in 10 delayed, per run")
+	profiles := fs.String("profiles", "none", "access profiles (none: no emulated delay, as the paper)")
+	transports := fs.String("transports", strings.Join(experiment.HOLTransports, ","), "transports; -inorder: the TCP or DoT server answers in query order")
+	fs.IntVar(&c.Queries, "queries", 100, "queries per run")
+	fs.Float64Var(&c.Rate, "rate", 10, "mean Poisson arrivals per second")
+	fs.IntVar(&c.DelayEvery, "delay-every", 25, "the server delays one answer in this many")
+	fs.DurationVar(&c.Delay, "delay", time.Second, "by this much")
+	fs.Uint64Var(&c.Seed, "seed", 0, "names and arrival times (0: random)")
+	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
+	fs.StringVar(&c.Resume, "resume", "", "continue the experiment with this ID")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return exitUsage
+	}
+	c.Profiles, c.Transports = splitList(*profiles), splitList(*transports)
+	if *quick {
+		c.Queries, c.Rate, c.DelayEvery = 40, 20, 10
+	}
+	c.Log = stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	id, err := c.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab experiment hol: %v\n", err)
+		if id == "" {
+			return 1
+		}
+	}
+	st, err2 := store.Open(context.Background(), c.Store)
+	if err2 != nil {
+		fmt.Fprintf(stderr, "doxlab experiment hol: %v\n", err2)
+		return 1
+	}
+	defer st.Close()
+	qs, err2 := experiment.LoadHOL(context.Background(), st, id)
+	if err2 != nil {
+		fmt.Fprintf(stderr, "doxlab experiment hol: %v\n", err2)
+		return 1
+	}
+	fmt.Fprintf(stdout, "experiment %s, stored in %s: %d queries; knock-on: not delayed itself, but slower than the baseline median by more than %.0f ms\n", id, c.Store, len(qs), experiment.KnockOnThreshold)
+	fmt.Fprintf(stdout, "%-10s %-12s %12s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "delayed", "knock-on", "sum ms", "max ms", "failed")
+	for _, s := range experiment.SummarizeHOL(qs) {
+		fmt.Fprintf(stdout, "%-10s %-12s %12.2f %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, s.BaselineMedian, s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed)
+	}
 	if err != nil {
 		return 1
 	}

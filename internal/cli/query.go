@@ -333,7 +333,7 @@ func yn(b bool) string {
 func loadCA(path string) (*x509.CertPool, error) {
 	pool, err := transport.LoadCA(path)
 	if err != nil {
-		return nil, fmt.Errorf("--ca: %v", err)
+		return nil, fmt.Errorf("reading --ca: %v", err)
 	}
 	return pool, nil
 }

@@ -1,0 +1,424 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// HOL is the DoH-cost paper's head-of-line blocking experiment (§3,
+// Fig. 2): per transport, one persistent connection carries queries for
+// unique random names with Poisson arrivals, once as a baseline and once
+// with the server delaying one answer in every DelayEvery. What separates
+// the transports is the knock-on delay suffered by the queries that were
+// not delayed themselves.
+type HOL struct {
+	Profiles   []string // default none (the paper ran on one machine)
+	Transports []string // default HOLTransports
+	Queries    int      // per run; default 100
+	Rate       float64  // mean arrivals per second; default 10
+	DelayEvery int      // one delayed answer in this many; default 25
+	Delay      time.Duration
+	Base       string // the names' base domain; default hol.doxlab.test
+	Seed       uint64 // 0: random
+	Store      string
+	Resume     string
+	Log        io.Writer
+}
+
+// HOLTransports are the transports and server behaviours measured: the
+// TCP and DoT servers answer as soon as each answer is ready (RFC 7766
+// §7) unless "-inorder", where they answer strictly in query order as many
+// resolvers do. DoH/1.1 is pipelined; its server answers in order, as
+// HTTP/1.1 must.
+var HOLTransports = []string{"udp", "tcp", "tcp-inorder", "dot", "dot-inorder", "doh1", "doh2", "doh3", "doq"}
+
+// HOLQuery is one query of a HOL run, as stored.
+type HOLQuery struct {
+	Profile   string `json:"profile"`
+	Transport string `json:"transport"`
+	Run       string `json:"run"` // baseline or delayed
+	Index     int    `json:"index"`
+	Name      string `json:"name"`
+	Delayed   bool   `json:"delayed"` // the server delayed this query's own answer
+	// SendMs is the scheduled send time from the start of the run, SentMs
+	// when the query was handed to the socket, AnswerMs when the answer
+	// was read; ResolveMs is the exchange from the call until the answer
+	// was parsed.
+	SendMs    float64 `json:"send_ms"`
+	SentMs    float64 `json:"sent_ms"`
+	AnswerMs  float64 `json:"answer_ms"`
+	ResolveMs float64 `json:"resolve_ms"`
+	Status    string  `json:"status"`
+	Error     string  `json:"error,omitempty"`
+	Reused    bool    `json:"reused"`
+}
+
+func (c *HOL) defaults() error {
+	if len(c.Profiles) == 0 {
+		c.Profiles = []string{"none"}
+	}
+	if len(c.Transports) == 0 {
+		c.Transports = HOLTransports
+	}
+	for _, t := range c.Transports {
+		if !contains(HOLTransports, t) {
+			return fmt.Errorf("unknown transport %q (want %s)", t, strings.Join(HOLTransports, ", "))
+		}
+	}
+	if c.Queries <= 0 {
+		c.Queries = 100
+	}
+	if c.Rate <= 0 {
+		c.Rate = 10
+	}
+	if c.DelayEvery <= 0 {
+		c.DelayEvery = 25
+	}
+	if c.Delay <= 0 {
+		c.Delay = time.Second
+	}
+	if c.Base == "" {
+		c.Base = "hol.doxlab.test"
+	}
+	if c.Store == "" {
+		c.Store = "doxlab.db"
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	if c.Seed == 0 {
+		c.Seed = rand.Uint64()
+	}
+	return nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// holPlan is every name of the experiment, drawn up front: the server
+// must know which names to delay.
+type holPlan struct {
+	names   map[string][]string // per profile|transport|run
+	delayed map[string]bool
+	gaps    map[string][]time.Duration
+}
+
+func (c *HOL) plan(rng *rand.Rand) *holPlan {
+	p := &holPlan{names: map[string][]string{}, delayed: map[string]bool{}, gaps: map[string][]time.Duration{}}
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	used := map[string]bool{}
+	for _, prof := range c.Profiles {
+		for _, t := range c.Transports {
+			for _, run := range []string{"baseline", "delayed"} {
+				k := prof + "|" + t + "|" + run
+				for i := range c.Queries {
+					var name string
+					for name == "" || used[name] {
+						b := make([]byte, 5)
+						for j := range b {
+							b[j] = letters[rng.IntN(len(letters))]
+						}
+						name = string(b) + "." + c.Base + "."
+					}
+					used[name] = true
+					p.names[k] = append(p.names[k], name)
+					if run == "delayed" && (i+1)%c.DelayEvery == 0 {
+						p.delayed[name] = true
+					}
+					p.gaps[k] = append(p.gaps[k], time.Duration(rng.ExpFloat64()/c.Rate*float64(time.Second)))
+				}
+			}
+		}
+	}
+	return p
+}
+
+// Run runs the experiment and returns its ID.
+func (c *HOL) Run(ctx context.Context) (string, error) {
+	if err := c.defaults(); err != nil {
+		return "", err
+	}
+	profiles := make([]testbed.Profile, len(c.Profiles))
+	for i, n := range c.Profiles {
+		p, err := testbed.LookupProfile(n)
+		if err != nil {
+			return "", err
+		}
+		profiles[i] = p
+	}
+	plan := c.plan(rand.New(rand.NewPCG(c.Seed, 1)))
+	st, err := store.Open(ctx, c.Store)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	tb, err := testbed.Start(testbed.Spec{Name: "hol"})
+	if err != nil {
+		return "", err
+	}
+	defer tb.Close()
+	ip := tb.IPs["server"]
+	delays := map[string]time.Duration{}
+	for n := range plan.delayed {
+		delays[n] = c.Delay
+	}
+	answers := server.Answers{Any: "192.0.2.1"}
+	faults := server.Faults{DelayNames: delays}
+	inOrder := faults
+	inOrder.InOrder = true
+	cfgs := []*server.Config{
+		{Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443", DoQ: ip + ":853"}, Answers: answers, Faults: faults},
+		{Listen: server.Listen{TCP: ip + ":5353", DoT: ip + ":8853"}, Answers: answers, Faults: inOrder},
+	}
+	for _, cfg := range cfgs {
+		if err := cfg.Validate(); err != nil {
+			return "", err
+		}
+		var srv *server.Server
+		if err := tb.Run("server", func() error {
+			var err error
+			if srv, err = server.New(cfg); err == nil {
+				err = srv.Start()
+			}
+			return err
+		}); err != nil {
+			return "", fmt.Errorf("starting the server in the testbed: %w", err)
+		}
+		defer srv.Close()
+	}
+	expID := c.Resume
+	if expID == "" {
+		expID = "hol-" + store.NewID()
+	}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return "", err
+	}
+	have := map[string]bool{}
+	for _, r := range runs {
+		have[r.ID] = true
+	}
+	for _, p := range profiles {
+		if err := tb.SetProfile("client", p); err != nil {
+			return expID, err
+		}
+		runID := expID + "-" + p.Name
+		if !have[runID] {
+			run := store.NewRun("experiment:hol", p.Name, map[string]any{"experiment": expID, "profile": p, "transports": c.Transports,
+				"queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed})
+			run.ID = runID
+			if err := st.BeginRun(ctx, run); err != nil {
+				return expID, err
+			}
+		}
+		done := map[string]bool{}
+		if err := st.Results(ctx, runID, "hol-query", func(_ string, raw []byte) error {
+			var q HOLQuery
+			if err := json.Unmarshal(raw, &q); err != nil {
+				return err
+			}
+			done[q.Transport+"|"+q.Run] = true
+			return nil
+		}); err != nil {
+			return expID, err
+		}
+		for _, t := range c.Transports {
+			for _, run := range []string{"baseline", "delayed"} {
+				if done[t+"|"+run] {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return expID, err
+				}
+				k := p.Name + "|" + t + "|" + run
+				qs, err := c.runOne(ctx, tb, ip, t, plan.names[k], plan.gaps[k], plan.delayed)
+				if err != nil {
+					return expID, fmt.Errorf("%s %s %s: %w (continue with --resume %s)", p.Name, t, run, err, expID)
+				}
+				for _, q := range qs {
+					q.Profile, q.Run = p.Name, run
+					if err := st.WriteResult(ctx, runID, "hol-query", fmt.Sprintf("%s|%s|%03d", t, run, q.Index), time.Now(), q); err != nil {
+						return expID, err
+					}
+				}
+				fmt.Fprintf(c.Log, "hol: %s %s %s: %d queries\n", p.Name, t, run, len(qs))
+			}
+		}
+	}
+	return expID, nil
+}
+
+// holURL is the server URL of a HOL transport.
+func holURL(t, ip string) (url string, opts transport.Options) {
+	opts = transport.Options{Reuse: true, Insecure: true, Timeout: 10 * time.Second}
+	switch t {
+	case "tcp-inorder":
+		return "tcp://" + ip + ":5353", opts
+	case "dot-inorder":
+		return "tls://" + ip + ":8853", opts
+	case "doh1":
+		opts.HTTPVersion = "1.1"
+	case "doh2":
+		opts.HTTPVersion = "2"
+	}
+	u, _ := measure.URLFor(t, ip)
+	return u, opts
+}
+
+// runOne sends the names over one persistent connection, opened by a
+// first query inside the client host before the clock starts.
+func (c *HOL) runOne(ctx context.Context, tb *testbed.Testbed, ip, t string, names []string, gaps []time.Duration, delayed map[string]bool) ([]*HOLQuery, error) {
+	url, opts := holURL(t, ip)
+	opts.OpenSockets = func(open func() error) error { return tb.Run("client", open) }
+	tr, err := transport.New(url, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	warm := new(dns.Msg)
+	warm.SetQuestion("warm-up."+c.Base+".", dns.TypeA)
+	if _, err := tr.Exchange(ctx, warm); err != nil {
+		return nil, fmt.Errorf("opening the connection: %w", err)
+	}
+	out := make([]*HOLQuery, len(names))
+	start := time.Now()
+	var wg sync.WaitGroup
+	at := time.Duration(0)
+	for i, name := range names {
+		at += gaps[i]
+		q := &HOLQuery{Transport: t, Index: i, Name: name, Delayed: delayed[name], SendMs: msOf(at)}
+		out[i] = q
+		if d := time.Until(start.Add(at)); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := new(dns.Msg)
+			m.SetQuestion(name, dns.TypeA)
+			called := time.Now()
+			rec, _ := tr.Exchange(ctx, m)
+			q.Status, q.Error, q.Reused = string(rec.Status), rec.Error, rec.Conn.Reused
+			q.SentMs = msOf(called.Sub(start)) + rec.Timing.QueryStartMs
+			q.ResolveMs = rec.Timing.TotalMs
+			q.AnswerMs = q.SentMs + rec.Timing.QueryMs
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+func msOf(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
+
+// HOLSummary is one transport's result on one profile.
+type HOLSummary struct {
+	Profile, Transport string
+	BaselineMedian     float64 // ms, of the baseline run
+	DelayedOwn         int     // queries the server delayed
+	KnockOn            int     // other queries slowed by more than KnockOnThreshold
+	KnockOnSumMs       float64 // their delay beyond the baseline median, summed
+	KnockOnMaxMs       float64
+	Failed             int
+}
+
+// KnockOnThreshold is how much slower than the baseline's median a query
+// must be to count as held up: a tenth of the injected second, far above
+// the jitter of a loaded machine.
+const KnockOnThreshold = 100.0
+
+// SummarizeHOL computes the knock-on delay per profile and transport.
+func SummarizeHOL(qs []*HOLQuery) []HOLSummary {
+	type key struct{ p, t string }
+	base := map[key][]float64{}
+	for _, q := range qs {
+		if q.Run == "baseline" && q.Status == "ok" {
+			k := key{q.Profile, q.Transport}
+			base[k] = append(base[k], q.ResolveMs)
+		}
+	}
+	sums := map[key]*HOLSummary{}
+	var keys []key
+	for _, q := range qs {
+		if q.Run != "delayed" {
+			continue
+		}
+		k := key{q.Profile, q.Transport}
+		s, ok := sums[k]
+		if !ok {
+			s = &HOLSummary{Profile: q.Profile, Transport: q.Transport, BaselineMedian: measure.Median(base[k])}
+			sums[k] = s
+			keys = append(keys, k)
+		}
+		switch {
+		case q.Status != "ok":
+			s.Failed++
+		case q.Delayed:
+			s.DelayedOwn++
+		default:
+			if ex := q.ResolveMs - s.BaselineMedian; ex > KnockOnThreshold {
+				s.KnockOn++
+				s.KnockOnSumMs += ex
+				s.KnockOnMaxMs = max(s.KnockOnMaxMs, ex)
+			}
+		}
+	}
+	rank := map[string]int{}
+	for i, t := range HOLTransports {
+		rank[t] = i
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		if keys[i].p != keys[j].p {
+			return order(keys[i].p) < order(keys[j].p)
+		}
+		return rank[keys[i].t] < rank[keys[j].t]
+	})
+	out := make([]HOLSummary, len(keys))
+	for i, k := range keys {
+		out[i] = *sums[k]
+	}
+	return out
+}
+
+func order(profile string) int {
+	return map[string]int{"none": 0, "fiber": 1, "cable": 2, "dsl": 3, "4g": 4, "4g-medium": 5}[profile]
+}
+
+// LoadHOL reads an experiment's queries from the store.
+func LoadHOL(ctx context.Context, st *store.Store, expID string) ([]*HOLQuery, error) {
+	var qs []*HOLQuery
+	err := st.Results(ctx, expID, "hol-query", func(_ string, raw []byte) error {
+		q := new(HOLQuery)
+		if err := json.Unmarshal(raw, q); err != nil {
+			return err
+		}
+		qs = append(qs, q)
+		return nil
+	})
+	return qs, err
+}
