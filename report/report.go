@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/web"
 )
@@ -49,7 +50,8 @@ type Report struct {
 	HTML    string   // the page
 	Figures []string // PNG and SVG files
 	Stats   []Stat
-	Cells   []web.Cell // the web experiment's cells
+	Cells   []web.Cell              // the web experiment's cells
+	HOL     []experiment.HOLSummary // the knock-on delay per transport
 }
 
 var order = map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "none": 5,
@@ -67,9 +69,17 @@ func less(a, b string) bool {
 	return a < b
 }
 
-// Render draws DNS samples (rows) and page loads into dir.
-func Render(rows []store.Row, loads []*web.Sample, dir, title string) (*Report, error) {
-	if len(rows) == 0 && len(loads) == 0 {
+// Input is what a report draws.
+type Input struct {
+	Rows  []store.Row            // DNS samples (measure, campaigns, dns-rtt)
+	Loads []*web.Sample          // page loads (web)
+	HOL   []*experiment.HOLQuery // head-of-line queries (hol)
+}
+
+// Render draws in into dir.
+func Render(in Input, dir, title string) (*Report, error) {
+	rows, loads := in.Rows, in.Loads
+	if len(rows) == 0 && len(loads) == 0 && len(in.HOL) == 0 {
 		return nil, fmt.Errorf("no samples to report")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -105,9 +115,17 @@ func Render(rows []store.Row, loads []*web.Sample, dir, title string) (*Report, 
 		if webFigs, rep.Cells, err = webFigures(loads, dir); err != nil {
 			return nil, err
 		}
-		for _, f := range webFigs {
-			rep.Figures = append(rep.Figures, filepath.Join(dir, f.Name+".png"), filepath.Join(dir, f.Name+".svg"))
+	}
+	if len(in.HOL) > 0 {
+		hf, err := holFigures(in.HOL, dir)
+		if err != nil {
+			return nil, err
 		}
+		rep.HOL = experiment.SummarizeHOL(in.HOL)
+		webFigs = append(webFigs, hf...)
+	}
+	for _, f := range webFigs {
+		rep.Figures = append(rep.Figures, filepath.Join(dir, f.Name+".png"), filepath.Join(dir, f.Name+".svg"))
 	}
 	if err := writeHTML(rep, figs, webFigs, title); err != nil {
 		return nil, err
@@ -331,13 +349,18 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em}.fig svg{max-w
 {{range .Cells}}<tr><td class="l">{{.DNSMode}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{.OK}}/{{.N}}</td>
 <td>{{ms .PLT}}</td><td>{{ms .FCP}}</td><td>{{ms .DNS}}</td><td>{{pct .RelPLT}}</td><td>{{pct .RelFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td></tr>
 {{end}}</table>{{end}}
+{{if .HOL}}<h2 id="hol">Head-of-line blocking</h2>
+<p>Queries over one connection per transport with Poisson arrivals; in the delayed run the server holds some answers back. Knock-on: queries not delayed themselves that took more than {{ms .Threshold}} ms beyond the baseline run's median.</p>
+<table id="hol-summary"><tr><th class="l">profile</th><th class="l">transport</th><th>baseline median ms</th><th>delayed</th><th>knock-on</th><th>sum ms</th><th>max ms</th><th>failed</th></tr>
+{{range .HOL}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td>{{f .BaselineMedian}}</td><td>{{.DelayedOwn}}</td><td>{{.KnockOn}}</td><td>{{ms .KnockOnSumMs}}</td><td>{{ms .KnockOnMaxMs}}</td><td>{{.Failed}}</td></tr>
+{{end}}</table>{{end}}
 {{range .WebFigures}}<h2 id="{{.Name}}">{{.Metric}} — {{.Profile}}</h2><div class="fig">{{.SVG}}</div>
 {{end}}</body></html>
 `))
 
 func writeHTML(rep *Report, figs, webFigs []figure, title string) error {
 	var b bytes.Buffer
-	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs}); err != nil {
+	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs, "HOL": rep.HOL, "Threshold": experiment.KnockOnThreshold}); err != nil {
 		return err
 	}
 	return os.WriteFile(rep.HTML, b.Bytes(), 0o644)

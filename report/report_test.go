@@ -34,7 +34,7 @@ func fixture() []store.Row {
 
 func TestRender(t *testing.T) {
 	dir := t.TempDir()
-	rep, err := report.Render(fixture(), nil, dir, "doxlab report: test")
+	rep, err := report.Render(report.Input{Rows: fixture()}, dir, "doxlab report: test")
 	require.NoError(t, err)
 	require.Len(t, rep.Figures, 2*3*3, "3 metrics × (all, fiber, dsl) × PNG and SVG")
 	for _, f := range rep.Figures {
@@ -63,7 +63,7 @@ func TestRender(t *testing.T) {
 	require.InDelta(t, 2.3, doq.MedianRTT, 0.001)
 	require.Equal(t, 20, doq.OK)
 
-	_, err = report.Render(nil, nil, dir, "empty")
+	_, err = report.Render(report.Input{}, dir, "empty")
 	require.ErrorContains(t, err, "no samples")
 }
 
@@ -72,7 +72,7 @@ func TestRender(t *testing.T) {
 func TestReportRendersInChromium(t *testing.T) {
 	chromium := peertest.Need(t, "chromium", "apt-get install chromium")
 	dir := t.TempDir()
-	rep, err := report.Render(fixture(), nil, dir, "doxlab report: test")
+	rep, err := report.Render(report.Input{Rows: fixture()}, dir, "doxlab report: test")
 	require.NoError(t, err)
 	shot := filepath.Join(dir, "shot.png")
 	out, err := exec.Command(chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",

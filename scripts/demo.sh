@@ -139,6 +139,10 @@ echo
 echo "The web experiment, quick: Chromium loads the corpus pages over HTTP/3 (1-RTT and 0-RTT) on fiber and 4G"
 echo "while its DNS goes through a doxlab stub over DoUDP, DoH and DoQ"
 "$DOXLAB" experiment web --quick --store demo-output/doxlab.db 2>/dev/null
+
+echo
+echo "Head-of-line blocking, quick: Poisson queries over one connection per transport, some answers delayed"
+"$DOXLAB" experiment hol --quick --store demo-output/doxlab.db 2>/dev/null
 "$DOXLAB" report --store demo-output/doxlab.db --out demo-output/report
 echo "Open demo-output/report/report.html; the samples are in demo-output/doxlab.db ('doxlab export --store demo-output/doxlab.db')."
 

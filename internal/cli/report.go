@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/report"
 	"github.com/doxlab/doxlab/store"
 )
@@ -55,10 +56,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	rep, err := report.Render(sel, loads, *out, report.Title(selRuns))
+	hol, err := experiment.LoadHOL(ctx, st, *runPrefix)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	fmt.Fprintf(stdout, "%s: %d samples, %d page loads, %d figures (PNG and SVG)\n", rep.HTML, len(sel), len(loads), len(rep.Figures)/2)
+	rep, err := report.Render(report.Input{Rows: sel, Loads: loads, HOL: hol}, *out, report.Title(selRuns))
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %d samples, %d page loads, %d head-of-line queries, %d figures (PNG and SVG)\n", rep.HTML, len(sel), len(loads), len(hol), len(rep.Figures)/2)
 	return exitOK
 }

@@ -1,0 +1,68 @@
+package experiment
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/store"
+)
+
+func TestSummarizeHOL(t *testing.T) {
+	q := func(tr, run string, delayed bool, ms float64) *HOLQuery {
+		return &HOLQuery{Profile: "none", Transport: tr, Run: run, Delayed: delayed, ResolveMs: ms, Status: "ok"}
+	}
+	qs := []*HOLQuery{
+		q("dot-inorder", "baseline", false, 1), q("dot-inorder", "baseline", false, 2), q("dot-inorder", "baseline", false, 3),
+		q("dot-inorder", "delayed", true, 1001), q("dot-inorder", "delayed", false, 902), q("dot-inorder", "delayed", false, 52),
+		q("udp", "baseline", false, 1), q("udp", "delayed", true, 1001), q("udp", "delayed", false, 1),
+		{Profile: "none", Transport: "udp", Run: "delayed", Status: "timeout"},
+	}
+	s := SummarizeHOL(qs)
+	require.Len(t, s, 2)
+	require.Equal(t, "udp", s[0].Transport, "in HOLTransports order")
+	require.Zero(t, s[0].KnockOn)
+	require.Equal(t, 1, s[0].Failed)
+	require.Equal(t, 2.0, s[1].BaselineMedian)
+	require.Equal(t, 1, s[1].DelayedOwn)
+	require.Equal(t, 1, s[1].KnockOn, "52 ms is within the threshold, 902 ms is not")
+	require.Equal(t, 900.0, s[1].KnockOnSumMs)
+}
+
+// TestHOLBlocksOnlyInOrder runs a short HOL experiment in the testbed:
+// the knock-on delay is zero where a transport cannot block and positive
+// for an in-order DoT server and pipelined DoH/1.1.
+func TestHOLBlocksOnlyInOrder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	db := filepath.Join(t.TempDir(), "hol.db")
+	c := &HOL{Transports: []string{"udp", "dot", "dot-inorder", "doh1", "doh2", "doq"}, Queries: 30, Rate: 20, DelayEvery: 10, Delay: 500 * time.Millisecond, Store: db, Seed: 7}
+	ctx := context.Background()
+	id, err := c.Run(ctx)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	defer st.Close()
+	qs, err := LoadHOL(ctx, st, id)
+	require.NoError(t, err)
+	require.Len(t, qs, 6*2*30)
+	blocks := map[string]bool{"dot-inorder": true, "doh1": true}
+	for _, s := range SummarizeHOL(qs) {
+		require.Zero(t, s.Failed, s.Transport)
+		require.Equal(t, 3, s.DelayedOwn, s.Transport)
+		if blocks[s.Transport] {
+			require.Positive(t, s.KnockOn, "%s holds answers back behind the delayed one", s.Transport)
+		} else {
+			require.Zero(t, s.KnockOn, "%s cannot block", s.Transport)
+		}
+	}
+	for _, q := range qs {
+		require.True(t, q.Reused, "%s %s %d: one persistent connection", q.Transport, q.Run, q.Index)
+	}
+}

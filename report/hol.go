@@ -1,0 +1,80 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"image/color"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/doxlab/doxlab/experiment"
+)
+
+// holFigures draws the DoH-cost paper's Fig. 2 per profile and transport:
+// each query's resolution time against its send time, in the run with
+// delayed answers, the delayed queries themselves marked.
+func holFigures(qs []*experiment.HOLQuery, dir string) ([]figure, error) {
+	type key struct{ p, t string }
+	var keys []key
+	groups := map[key][]*experiment.HOLQuery{}
+	for _, q := range qs {
+		if q.Run != "delayed" || q.Status != "ok" {
+			continue
+		}
+		k := key{q.Profile, q.Transport}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], q)
+	}
+	var figs []figure
+	for _, k := range keys {
+		var own, others plotter.XYs
+		for _, q := range groups[k] {
+			pt := plotter.XY{X: q.SendMs / 1000, Y: q.ResolveMs}
+			if q.Delayed {
+				own = append(own, pt)
+			} else {
+				others = append(others, pt)
+			}
+		}
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("head-of-line blocking: %s, profile %s", k.t, k.p)
+		p.X.Label.Text = "query sent (s)"
+		p.Y.Label.Text = "resolution time (ms)"
+		p.Add(plotter.NewGrid())
+		for _, s := range []struct {
+			pts   plotter.XYs
+			label string
+			c     color.Color
+			shape draw.GlyphDrawer
+		}{
+			{others, "not delayed itself", color.RGBA{0x1f, 0x77, 0xb4, 0xff}, draw.CircleGlyph{}},
+			{own, "delayed by the server", color.RGBA{0xd6, 0x27, 0x28, 0xff}, draw.CrossGlyph{}},
+		} {
+			if len(s.pts) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(s.pts)
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = s.c, s.shape, vg.Points(2.5)
+			p.Add(sc)
+			p.Legend.Add(s.label, sc)
+		}
+		p.Legend.Top = true
+		p.Y.Min = 0
+		name := fmt.Sprintf("hol-%s-%s", k.p, k.t)
+		svg, err := save(p, filepath.Join(dir, name), 7*vg.Inch, 3*vg.Inch)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, figure{Name: name, Metric: "Fig. 2: head-of-line blocking, " + k.t, Profile: k.p, SVG: template.HTML(svg)})
+	}
+	return figs, nil
+}
