@@ -52,6 +52,7 @@ type Report struct {
 	Stats   []Stat
 	Cells   []web.Cell              // the web experiment's cells
 	HOL     []experiment.HOLSummary // the knock-on delay per transport
+	Amp     []experiment.AmpCell    // the amplification experiment's cells
 }
 
 var order = map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "none": 5,
@@ -71,15 +72,16 @@ func less(a, b string) bool {
 
 // Input is what a report draws.
 type Input struct {
-	Rows  []store.Row            // DNS samples (measure, campaigns, dns-rtt)
-	Loads []*web.Sample          // page loads (web)
-	HOL   []*experiment.HOLQuery // head-of-line queries (hol)
+	Rows  []store.Row             // DNS samples (measure, campaigns, dns-rtt)
+	Loads []*web.Sample           // page loads (web)
+	HOL   []*experiment.HOLQuery  // head-of-line queries (hol)
+	Amp   []*experiment.AmpSample // DoQ handshakes (amplification)
 }
 
 // Render draws in into dir.
 func Render(in Input, dir, title string) (*Report, error) {
 	rows, loads := in.Rows, in.Loads
-	if len(rows) == 0 && len(loads) == 0 && len(in.HOL) == 0 {
+	if len(rows) == 0 && len(loads) == 0 && len(in.HOL) == 0 && len(in.Amp) == 0 {
 		return nil, fmt.Errorf("no samples to report")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -123,6 +125,14 @@ func Render(in Input, dir, title string) (*Report, error) {
 		}
 		rep.HOL = experiment.SummarizeHOL(in.HOL)
 		webFigs = append(webFigs, hf...)
+	}
+	if len(in.Amp) > 0 {
+		rep.Amp = experiment.SummarizeAmplification(in.Amp)
+		f, err := ampFigure(rep.Amp, dir)
+		if err != nil {
+			return nil, err
+		}
+		webFigs = append(webFigs, f)
 	}
 	for _, f := range webFigs {
 		rep.Figures = append(rep.Figures, filepath.Join(dir, f.Name+".png"), filepath.Join(dir, f.Name+".svg"))
@@ -354,13 +364,18 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em}.fig svg{max-w
 <table id="hol-summary"><tr><th class="l">profile</th><th class="l">transport</th><th>baseline median ms</th><th>delayed</th><th>knock-on</th><th>sum ms</th><th>max ms</th><th>failed</th></tr>
 {{range .HOL}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td>{{f .BaselineMedian}}</td><td>{{.DelayedOwn}}</td><td>{{.KnockOn}}</td><td>{{ms .KnockOnSumMs}}</td><td>{{ms .KnockOnMaxMs}}</td><td>{{.Failed}}</td></tr>
 {{end}}</table>{{end}}
+{{if .Amp}}<h2 id="amplification">QUIC's amplification limit</h2>
+<p>DoQ handshakes on new connections. Before it has validated the client's address a server may send three times what it received (RFC 9000 §8.1); a larger certificate chain makes it stall for the client's ACK. Client first flight and server first burst are octets from the client's qlog; stalled is the share of handshakes with a pause over half an RTT inside the server's flight.</p>
+<table id="amp"><tr><th class="l">cert</th><th>octets</th><th class="l">key share</th><th class="l">validation</th><th>ok/n</th><th>handshake RTTs</th><th>total ms</th><th>client first flight</th><th>server first burst</th><th>stalled</th><th>Retry</th><th>token</th></tr>
+{{range .Amp}}<tr><td class="l">{{.Cert}}</td><td>{{.CertOctets}}</td><td class="l">{{.KeyShare}}</td><td class="l">{{.Validation}}</td><td>{{.OK}}/{{.N}}</td><td>{{f .HandshakeRTTs}}</td><td>{{ms .TotalMs}}</td><td>{{ms .ClientFirstFlight}}</td><td>{{ms .ServerFirstBurst}}</td><td>{{share .Stalled}}</td><td>{{share .Retried}}</td><td>{{share .Token}}</td></tr>
+{{end}}</table>{{end}}
 {{range .WebFigures}}<h2 id="{{.Name}}">{{.Metric}} — {{.Profile}}</h2><div class="fig">{{.SVG}}</div>
 {{end}}</body></html>
 `))
 
 func writeHTML(rep *Report, figs, webFigs []figure, title string) error {
 	var b bytes.Buffer
-	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs, "HOL": rep.HOL, "Threshold": experiment.KnockOnThreshold}); err != nil {
+	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs, "HOL": rep.HOL, "Threshold": experiment.KnockOnThreshold, "Amp": rep.Amp}); err != nil {
 		return err
 	}
 	return os.WriteFile(rep.HTML, b.Bytes(), 0o644)

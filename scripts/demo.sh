@@ -143,6 +143,10 @@ echo "while its DNS goes through a doxlab stub over DoUDP, DoH and DoQ"
 echo
 echo "Head-of-line blocking, quick: Poisson queries over one connection per transport, some answers delayed"
 "$DOXLAB" experiment hol --quick --store demo-output/doxlab.db 2>/dev/null
+
+echo
+echo "QUIC's amplification limit, quick: DoQ handshakes with small and large certificate chains"
+"$DOXLAB" experiment amplification --quick --store demo-output/doxlab.db 2>/dev/null
 "$DOXLAB" report --store demo-output/doxlab.db --out demo-output/report
 echo "Open demo-output/report/report.html; the samples are in demo-output/doxlab.db ('doxlab export --store demo-output/doxlab.db')."
 

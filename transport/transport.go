@@ -81,6 +81,11 @@ type Options struct {
 	// QlogDir receives one qlog file per QUIC connection. Empty means the
 	// QLOGDIR environment variable, if set.
 	QlogDir string
+	// KeyShares are the TLS key exchanges offered, first one's key share
+	// sent. Nil means Go's default, whose post-quantum X25519MLKEM768 share
+	// makes the QUIC ClientHello span two Initial datagrams; X25519 alone
+	// fits one, as the papers' clients did.
+	KeyShares []tls.CurveID
 	// OpenSockets, if set, is called around every socket the transport
 	// opens, also those net/http opens on its own goroutines: the testbed's
 	// Run passes it to open them inside a host's network namespace.
@@ -280,6 +285,7 @@ func (b *base) tlsConfig(alpn []string, cache tls.ClientSessionCache) *tls.Confi
 		ClientSessionCache: cache,
 		KeyLogWriter:       keyLog(b.opts.KeyLog),
 		MinVersion:         tls.VersionTLS12,
+		CurvePreferences:   b.opts.KeyShares,
 	}
 }
 

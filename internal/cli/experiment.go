@@ -13,6 +13,7 @@ import (
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/web"
 )
 
@@ -25,6 +26,10 @@ const experimentUsage = `usage: doxlab experiment NAME [flags]
   hol       head-of-line blocking: Poisson queries over one connection per
             transport, one answer in 25 delayed by 1 s, and the knock-on
             delay the other queries suffer
+  amplification
+            the DoQ handshake in RTTs per certificate size, key share and
+            address validation (none, Retry, NEW_TOKEN), and from qlog
+            whether the server stalled at QUIC's amplification limit
 
 --quick runs either in a few minutes.
 `
@@ -41,6 +46,8 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		return runWeb(args[1:], stdout, stderr)
 	case "hol":
 		return runHOL(args[1:], stdout, stderr)
+	case "amplification":
+		return runAmplification(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, experimentUsage)
 		return exitOK
@@ -218,6 +225,67 @@ func runHOL(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%-10s %-12s %12s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "delayed", "knock-on", "sum ms", "max ms", "failed")
 	for _, s := range experiment.SummarizeHOL(qs) {
 		fmt.Fprintf(stdout, "%-10s %-12s %12.2f %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, s.BaselineMedian, s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed)
+	}
+	if err != nil {
+		return 1
+	}
+	return exitOK
+}
+
+func runAmplification(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("experiment amplification", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c experiment.Amplification
+	quick := fs.Bool("quick", false, "3 handshakes per cell")
+	profile := fs.String("profile", "", "access profile (default: 40 ms RTT and no rate limit)")
+	certs := fs.String("certs", "small,large", "certificate chains: small (one ECDSA certificate), large")
+	shares := fs.String("key-shares", "pq,classic", "client key shares: pq (X25519MLKEM768, two Initials), classic (X25519, one)")
+	validations := fs.String("validation", "none,retry,token", "address validation: none, retry (Retry always), token (NEW_TOKEN)")
+	fs.IntVar(&c.Repeat, "repeat", 10, "handshakes per cell")
+	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 8000, "the large chain's size")
+	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
+	fs.StringVar(&c.Resume, "resume", "", "continue the experiment with this ID")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return exitUsage
+	}
+	if *profile != "" {
+		p, err := testbed.LookupProfile(*profile)
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab experiment amplification: %v\n", err)
+			return exitUsage
+		}
+		c.Profile = p
+	}
+	c.CertSizes, c.KeyShares, c.Validations = splitList(*certs), splitList(*shares), splitList(*validations)
+	if *quick {
+		c.Repeat = 3
+	}
+	c.Log = stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	id, err := c.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab experiment amplification: %v\n", err)
+		if id == "" {
+			return 1
+		}
+	}
+	st, err2 := store.Open(context.Background(), c.Store)
+	if err2 != nil {
+		fmt.Fprintf(stderr, "doxlab experiment amplification: %v\n", err2)
+		return 1
+	}
+	defer st.Close()
+	ss, err2 := experiment.LoadAmplification(context.Background(), st, id)
+	if err2 != nil {
+		fmt.Fprintf(stderr, "doxlab experiment amplification: %v\n", err2)
+		return 1
+	}
+	fmt.Fprintf(stdout, "experiment %s, stored in %s: %d DoQ handshakes; medians; a stall is a pause over half an RTT within the server's handshake flight (client qlog)\n", id, c.Store, len(ss))
+	fmt.Fprintf(stdout, "%-6s %7s %-8s %-6s %6s %14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
+	for _, x := range experiment.SummarizeAmplification(ss) {
+		fmt.Fprintf(stdout, "%-6s %7d %-8s %-6s %3d/%-2d %14.2f %10.1f %13.0f %13.0f %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, x.OK, x.N,
+			x.HandshakeRTTs, x.TotalMs, x.ClientFirstFlight, x.ServerFirstBurst, 100*x.Stalled, 100*x.Retried, 100*x.Token)
 	}
 	if err != nil {
 		return 1

@@ -155,3 +155,28 @@ func TestExperimentWebQuick(t *testing.T) {
 	}
 	require.FileExists(t, filepath.Join(dir, "rep", "heat-stub-cold-doq-0rtt.svg"))
 }
+
+// TestExperimentsHOLAndAmplificationQuick runs short hol and amplification
+// experiments with the real binary and renders both into one report.
+func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "x.db")
+	out, err := exec.Command(doxlabBinary(t), "experiment", "hol", "--quick", "--transports", "udp,dot-inorder,doq", "--store", db).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Regexp(t, `none\s+udp\s+[0-9.]+\s+4\s+0\s`, string(out), "UDP cannot block")
+	require.Regexp(t, `none\s+dot-inorder\s+[0-9.]+\s+4\s+[1-9][0-9]*\s`, string(out), "an in-order DoT server blocks")
+	out, err = exec.Command(doxlabBinary(t), "experiment", "amplification", "--quick", "--certs", "large", "--key-shares", "classic", "--store", db).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Regexp(t, `large\s+\d+ classic\s+none\s+3/3\s+[0-9.]+\s+[0-9.]+\s+1280\s+3840\s+100%`, string(out), "stalled at three times one Initial")
+	require.Regexp(t, `large\s+\d+ classic\s+token\s+3/3 .* 0%\s+0%\s+100%`, string(out))
+	code, stdout, errOut := run("report", "--store", db, "--out", filepath.Join(dir, "rep"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, stdout, "240 head-of-line queries, 9 handshakes")
+	html, err := os.ReadFile(filepath.Join(dir, "rep", "report.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(html), `id="hol-summary"`)
+	require.Contains(t, string(html), `id="amp"`)
+}

@@ -1,0 +1,495 @@
+package experiment
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// Amplification is the PAM 2022 paper's amplification-limit finding (§4):
+// until a QUIC server has validated the client's address it may send at
+// most three times the bytes it received (RFC 9000 §8.1), so a
+// certificate chain larger than that makes it wait a round trip for the
+// client's ACK, unless a Retry or a NEW_TOKEN token validated the address.
+// Per certificate size, key share (how big the client's first flight is)
+// and address validation, it measures the DoQ handshake in RTTs and reads
+// from the client's qlog whether the server's flight stalled.
+type Amplification struct {
+	Profile     testbed.Profile // default: 40 ms RTT, no rate limit (delay alone decides)
+	CertSizes   []string        // small (one ECDSA certificate), large (a chain of LargeCertOctets); default both
+	KeyShares   []string        // pq (Go's default X25519MLKEM768), classic (X25519); default both
+	Validations []string        // none, retry (Retry always), token (Retry always, but a NEW_TOKEN token from an earlier connection); default all
+	Repeat      int             // handshakes per cell; default 10
+	// LargeCertOctets is the size the large chain reaches; default 8000,
+	// above three times the PQ client's two Initial datagrams.
+	LargeCertOctets int
+	Store, Resume   string
+	Log             io.Writer
+}
+
+// AmpSample is one DoQ handshake of the experiment.
+type AmpSample struct {
+	Profile    string  `json:"profile"`
+	Cert       string  `json:"cert"`
+	CertOctets int     `json:"cert_octets"` // the chain's DER octets
+	KeyShare   string  `json:"key_share"`
+	Validation string  `json:"validation"`
+	Rep        int     `json:"rep"`
+	RTTMs      float64 `json:"rtt_ms"` // the profile's RTT
+
+	Status        string  `json:"status"`
+	Error         string  `json:"error,omitempty"`
+	HandshakeMs   float64 `json:"handshake_ms"`
+	TotalMs       float64 `json:"total_ms"`
+	HandshakeRTTs float64 `json:"handshake_rtts"`
+	Retry         bool    `json:"retry"`
+	TokenUsed     bool    `json:"token_used"`
+
+	// From the client's qlog: the client's first flight (datagrams and
+	// octets sent before anything arrived), the server octets that came
+	// in the first burst, and the longest pause within the server's
+	// handshake flight; Stalled when that pause exceeds half an RTT.
+	ClientFirstFlight int     `json:"client_first_flight_octets"`
+	ClientFirstDgrams int     `json:"client_first_flight_datagrams"`
+	ServerFirstBurst  int     `json:"server_first_burst_octets"`
+	ServerFlight      int     `json:"server_flight_octets"`
+	LongestPauseMs    float64 `json:"longest_pause_ms"`
+	Stalled           bool    `json:"stalled"`
+	Qlog              string  `json:"qlog,omitempty"`
+}
+
+func (c *Amplification) defaults() {
+	if c.Profile.Name == "" {
+		c.Profile = testbed.Profile{Name: "delay-40ms", Down: testbed.Direction{Delay: 20 * time.Millisecond}, Up: testbed.Direction{Delay: 20 * time.Millisecond}}
+	}
+	if len(c.CertSizes) == 0 {
+		c.CertSizes = []string{"small", "large"}
+	}
+	if len(c.KeyShares) == 0 {
+		c.KeyShares = []string{"pq", "classic"}
+	}
+	if len(c.Validations) == 0 {
+		c.Validations = []string{"none", "retry", "token"}
+	}
+	if c.Repeat <= 0 {
+		c.Repeat = 10
+	}
+	if c.LargeCertOctets <= 0 {
+		c.LargeCertOctets = 8000
+	}
+	if c.Store == "" {
+		c.Store = "doxlab.db"
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+}
+
+// Run runs the experiment and returns its ID.
+func (c *Amplification) Run(ctx context.Context) (string, error) {
+	c.defaults()
+	for _, v := range c.Validations {
+		if v != "none" && v != "retry" && v != "token" {
+			return "", fmt.Errorf("validation %q is not none, retry or token", v)
+		}
+	}
+	for _, k := range c.KeyShares {
+		if k != "pq" && k != "classic" {
+			return "", fmt.Errorf("key share %q is not pq or classic", k)
+		}
+	}
+	st, err := store.Open(ctx, c.Store)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	dir, err := os.MkdirTemp("", "doxlab-amp")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	tb, err := testbed.Start(testbed.Spec{Name: "amp"})
+	if err != nil {
+		return "", err
+	}
+	defer tb.Close()
+	if err := tb.SetProfile("client", c.Profile); err != nil {
+		return "", err
+	}
+	ip := tb.IPs["server"]
+
+	// One server per certificate and Retry policy, on its own port.
+	type srvKey struct{ cert, retry string }
+	ports := map[srvKey]int{}
+	octets := map[string]int{}
+	port := 853
+	for _, size := range c.CertSizes {
+		certFile, keyFile, n, err := writeChain(dir, size, c.LargeCertOctets)
+		if err != nil {
+			return "", err
+		}
+		octets[size] = n
+		for _, retry := range []string{"never", "always"} {
+			cfg := &server.Config{Listen: server.Listen{DoQ: fmt.Sprintf("%s:%d", ip, port)}, Answers: server.Answers{Any: "192.0.2.1"},
+				TLS: server.TLS{Cert: certFile, Key: keyFile}, QUIC: server.QUIC{Retry: retry}}
+			if err := cfg.Validate(); err != nil {
+				return "", err
+			}
+			var srv *server.Server
+			if err := tb.Run("server", func() error {
+				var err error
+				if srv, err = server.New(cfg); err == nil {
+					err = srv.Start()
+				}
+				return err
+			}); err != nil {
+				return "", fmt.Errorf("starting the server in the testbed: %w", err)
+			}
+			defer srv.Close()
+			ports[srvKey{size, retry}] = port
+			port++
+		}
+	}
+	expID := c.Resume
+	if expID == "" {
+		expID = "amplification-" + store.NewID()
+	}
+	runID := expID + "-" + c.Profile.Name
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return "", err
+	}
+	begun := false
+	for _, r := range runs {
+		begun = begun || r.ID == runID
+	}
+	if !begun {
+		run := store.NewRun("experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
+			"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat})
+		run.ID = runID
+		if err := st.BeginRun(ctx, run); err != nil {
+			return "", err
+		}
+	}
+	done := map[string]bool{}
+	if err := st.Results(ctx, runID, "amplification", func(_ string, raw []byte) error {
+		var s AmpSample
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
+		}
+		done[s.key()] = true
+		return nil
+	}); err != nil {
+		return expID, err
+	}
+	qlogs := filepath.Join(dir, "qlog")
+	rtt := float64(c.Profile.RTT()) / float64(time.Millisecond)
+	for _, size := range c.CertSizes {
+		for _, ks := range c.KeyShares {
+			for _, v := range c.Validations {
+				retry := "always"
+				if v == "none" {
+					retry = "never"
+				}
+				url := fmt.Sprintf("quic://%s:%d", ip, ports[srvKey{size, retry}])
+				for rep := range c.Repeat {
+					s := &AmpSample{Profile: c.Profile.Name, Cert: size, CertOctets: octets[size], KeyShare: ks, Validation: v, Rep: rep, RTTMs: rtt}
+					if done[s.key()] {
+						continue
+					}
+					if err := ctx.Err(); err != nil {
+						return expID, err
+					}
+					c.handshake(ctx, tb, url, filepath.Join(qlogs, s.key()), s)
+					if err := st.WriteResult(ctx, runID, "amplification", s.key(), time.Now(), s); err != nil {
+						return expID, err
+					}
+				}
+				fmt.Fprintf(c.Log, "amplification: cert %s (%d octets), key share %s, validation %s: %d handshakes\n", size, octets[size], ks, v, c.Repeat)
+			}
+		}
+	}
+	return expID, nil
+}
+
+func (s *AmpSample) key() string {
+	return fmt.Sprintf("%s|%s|%s|%d", s.Cert, s.KeyShare, s.Validation, s.Rep)
+}
+
+// handshake measures one DoQ exchange on a new connection. For "token"
+// a first connection (Retried) fetches the NEW_TOKEN token.
+func (c *Amplification) handshake(ctx context.Context, tb *testbed.Testbed, url, qlogDir string, s *AmpSample) {
+	opts := transport.Options{Insecure: true, Timeout: 10 * time.Second,
+		OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
+	if s.KeyShare == "classic" {
+		opts.KeyShares = []tls.CurveID{tls.X25519}
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("amplification.doxlab.test.", dns.TypeA)
+	if s.Validation == "token" {
+		opts.Session = transport.NewSession(transport.SessionConfig{Tokens: true})
+		if t, err := transport.New(url, opts); err == nil {
+			t.Exchange(ctx, q)
+			t.Close()
+		}
+	}
+	opts.QlogDir = qlogDir
+	t, err := transport.New(url, opts)
+	if err != nil {
+		s.Status, s.Error = "error", err.Error()
+		return
+	}
+	rec, _ := t.Exchange(ctx, q)
+	t.Close()
+	s.Status, s.Error = string(rec.Status), rec.Error
+	s.HandshakeMs, s.TotalMs, s.Retry, s.TokenUsed = rec.Timing.HandshakeMs, rec.Timing.TotalMs, rec.Conn.Retry, rec.Conn.TokenUsed
+	if s.RTTMs > 0 {
+		s.HandshakeRTTs = s.HandshakeMs / s.RTTMs
+	}
+	files, _ := filepath.Glob(filepath.Join(qlogDir, "*.sqlog"))
+	if len(files) == 1 {
+		s.Qlog = filepath.Base(files[0])
+		if f, err := os.Open(files[0]); err == nil {
+			analyzeQlog(f, s)
+			f.Close()
+		}
+	}
+}
+
+// analyzeQlog reads a client qlog (quic-go's JSON-SEQ): the client's first
+// flight, and the server's handshake flight up to the handshake's
+// completion, with its longest pause.
+func analyzeQlog(r io.Reader, s *AmpSample) {
+	type event struct {
+		Time float64 `json:"time"`
+		Name string  `json:"name"`
+		Data struct {
+			Header struct {
+				Type string `json:"packet_type"`
+			} `json:"header"`
+			Raw struct {
+				Length int `json:"length"`
+			} `json:"raw"`
+		} `json:"data"`
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	received := false
+	var arrivals []float64
+	var last float64
+	for sc.Scan() {
+		line := bytes.TrimLeft(sc.Bytes(), "\x1e")
+		var e event
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		switch e.Name {
+		case "transport:packet_sent":
+			if !received {
+				s.ClientFirstFlight += e.Data.Raw.Length
+				s.ClientFirstDgrams++
+			}
+		case "transport:packet_received":
+			t := e.Data.Header.Type
+			if t == "retry" {
+				// A Retry restarts the exchange: count from the next flight.
+				received, arrivals, s.ClientFirstFlight, s.ClientFirstDgrams = false, nil, 0, 0
+				continue
+			}
+			received = true
+			if t == "initial" || t == "handshake" {
+				if len(arrivals) > 0 {
+					if gap := e.Time - last; gap > s.LongestPauseMs {
+						s.LongestPauseMs = gap
+						s.ServerFirstBurst = s.ServerFlight
+					}
+				}
+				arrivals = append(arrivals, e.Time)
+				last = e.Time
+				s.ServerFlight += e.Data.Raw.Length
+			}
+		}
+	}
+	if s.LongestPauseMs == 0 {
+		s.ServerFirstBurst = s.ServerFlight
+	}
+	s.LongestPauseMs = float64(int64(s.LongestPauseMs*1000)) / 1000
+	s.Stalled = s.RTTMs > 0 && s.LongestPauseMs > s.RTTMs/2
+}
+
+// writeChain writes a certificate chain and key: "small" is one ECDSA
+// P-256 certificate; "large" an RSA-4096 leaf followed by RSA-2048
+// intermediates until the chain's DER reaches target octets. The client
+// does not verify it: only its size matters here.
+func writeChain(dir, size string, target int) (certFile, keyFile string, octets int, err error) {
+	tmpl := func(cn string, serial int64) *x509.Certificate {
+		return &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn, Organization: []string{"doxlab amplification experiment"}},
+			DNSNames: []string{"localhost", cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	}
+	var certs [][]byte
+	var keyPEM []byte
+	switch size {
+	case "small":
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return "", "", 0, err
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl("small.doxlab.test", 1), tmpl("small.doxlab.test", 1), &k.PublicKey, k)
+		if err != nil {
+			return "", "", 0, err
+		}
+		certs = append(certs, der)
+		b, _ := x509.MarshalPKCS8PrivateKey(k)
+		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: b})
+	case "large":
+		k, err := rsa.GenerateKey(rand.Reader, 4096)
+		if err != nil {
+			return "", "", 0, err
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl("large.doxlab.test", 1), tmpl("large.doxlab.test", 1), &k.PublicKey, k)
+		if err != nil {
+			return "", "", 0, err
+		}
+		certs = append(certs, der)
+		b, _ := x509.MarshalPKCS8PrivateKey(k)
+		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: b})
+		ik, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			return "", "", 0, err
+		}
+		for i := int64(2); chainOctets(certs) < target; i++ {
+			cn := fmt.Sprintf("intermediate-%d.doxlab.test", i)
+			der, err := x509.CreateCertificate(rand.Reader, tmpl(cn, i), tmpl(cn, i), &ik.PublicKey, ik)
+			if err != nil {
+				return "", "", 0, err
+			}
+			certs = append(certs, der)
+		}
+	default:
+		return "", "", 0, fmt.Errorf("certificate size %q is not small or large", size)
+	}
+	var chain strings.Builder
+	for _, der := range certs {
+		chain.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	}
+	certFile, keyFile = filepath.Join(dir, size+".pem"), filepath.Join(dir, size+".key")
+	if err := os.WriteFile(certFile, []byte(chain.String()), 0o644); err != nil {
+		return "", "", 0, err
+	}
+	return certFile, keyFile, chainOctets(certs), os.WriteFile(keyFile, keyPEM, 0o600)
+}
+
+func chainOctets(certs [][]byte) (n int) {
+	for _, c := range certs {
+		n += len(c)
+	}
+	return n
+}
+
+// AmpCell is the medians of one certificate × key share × validation.
+type AmpCell struct {
+	Cert, KeyShare, Validation string
+	CertOctets, N, OK          int
+	HandshakeRTTs, TotalMs     float64
+	ClientFirstFlight          float64
+	ServerFirstBurst           float64
+	Stalled, Retried, Token    float64 // shares of OK handshakes
+}
+
+// SummarizeAmplification groups samples into cells.
+func SummarizeAmplification(ss []*AmpSample) []AmpCell {
+	type key struct{ c, k, v string }
+	groups := map[key][]*AmpSample{}
+	var keys []key
+	for _, s := range ss {
+		k := key{s.Cert, s.KeyShare, s.Validation}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	rank := map[string]int{"small": 0, "large": 1, "pq": 0, "classic": 1, "none": 0, "retry": 1, "token": 2}
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		for _, p := range [][2]string{{a.c, b.c}, {a.k, b.k}, {a.v, b.v}} {
+			if p[0] != p[1] {
+				return rank[p[0]] < rank[p[1]]
+			}
+		}
+		return false
+	})
+	var out []AmpCell
+	for _, k := range keys {
+		cell := AmpCell{Cert: k.c, KeyShare: k.k, Validation: k.v}
+		var hs, tot, cf, sb []float64
+		for _, s := range groups[k] {
+			cell.N++
+			cell.CertOctets = s.CertOctets
+			if s.Status != "ok" {
+				continue
+			}
+			cell.OK++
+			hs, tot = append(hs, s.HandshakeRTTs), append(tot, s.TotalMs)
+			cf, sb = append(cf, float64(s.ClientFirstFlight)), append(sb, float64(s.ServerFirstBurst))
+			cell.Stalled += b2f(s.Stalled)
+			cell.Retried += b2f(s.Retry)
+			cell.Token += b2f(s.TokenUsed)
+		}
+		cell.HandshakeRTTs, cell.TotalMs = measure.Median(hs), measure.Median(tot)
+		cell.ClientFirstFlight, cell.ServerFirstBurst = measure.Median(cf), measure.Median(sb)
+		if cell.OK > 0 {
+			cell.Stalled /= float64(cell.OK)
+			cell.Retried /= float64(cell.OK)
+			cell.Token /= float64(cell.OK)
+		}
+		out = append(out, cell)
+	}
+	return out
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// LoadAmplification reads an experiment's samples from the store.
+func LoadAmplification(ctx context.Context, st *store.Store, expID string) ([]*AmpSample, error) {
+	var ss []*AmpSample
+	err := st.Results(ctx, expID, "amplification", func(_ string, raw []byte) error {
+		s := new(AmpSample)
+		if err := json.Unmarshal(raw, s); err != nil {
+			return err
+		}
+		ss = append(ss, s)
+		return nil
+	})
+	return ss, err
+}
