@@ -155,46 +155,21 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 		}
 		octets[size] = n
 		for _, retry := range []string{"never", "always"} {
-			cfg := &server.Config{Listen: server.Listen{DoQ: fmt.Sprintf("%s:%d", ip, port)}, Answers: server.Answers{Any: "192.0.2.1"},
-				TLS: server.TLS{Cert: certFile, Key: keyFile}, QUIC: server.QUIC{Retry: retry}}
-			if err := cfg.Validate(); err != nil {
+			srv, err := startServer(tb, "server", &server.Config{Listen: server.Listen{DoQ: fmt.Sprintf("%s:%d", ip, port)}, Answers: server.Answers{Any: "192.0.2.1"},
+				TLS: server.TLS{Cert: certFile, Key: keyFile}, QUIC: server.QUIC{Retry: retry}})
+			if err != nil {
 				return "", err
-			}
-			var srv *server.Server
-			if err := tb.Run("server", func() error {
-				var err error
-				if srv, err = server.New(cfg); err == nil {
-					err = srv.Start()
-				}
-				return err
-			}); err != nil {
-				return "", fmt.Errorf("starting the server in the testbed: %w", err)
 			}
 			defer srv.Close()
 			ports[srvKey{size, retry}] = port
 			port++
 		}
 	}
-	expID := c.Resume
-	if expID == "" {
-		expID = "amplification-" + store.NewID()
-	}
+	expID := experimentID(c.Resume, "amplification")
 	runID := expID + "-" + c.Profile.Name
-	runs, err := st.Runs(ctx)
-	if err != nil {
+	if err := beginRun(ctx, st, runID, "experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
+		"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat}); err != nil {
 		return "", err
-	}
-	begun := false
-	for _, r := range runs {
-		begun = begun || r.ID == runID
-	}
-	if !begun {
-		run := store.NewRun("experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
-			"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat})
-		run.ID = runID
-		if err := st.BeginRun(ctx, run); err != nil {
-			return "", err
-		}
 	}
 	done := map[string]bool{}
 	if err := st.Results(ctx, runID, "amplification", func(_ string, raw []byte) error {
@@ -482,14 +457,5 @@ func b2f(b bool) float64 {
 
 // LoadAmplification reads an experiment's samples from the store.
 func LoadAmplification(ctx context.Context, st *store.Store, expID string) ([]*AmpSample, error) {
-	var ss []*AmpSample
-	err := st.Results(ctx, expID, "amplification", func(_ string, raw []byte) error {
-		s := new(AmpSample)
-		if err := json.Unmarshal(raw, s); err != nil {
-			return err
-		}
-		ss = append(ss, s)
-		return nil
-	})
-	return ss, err
+	return loadResults[AmpSample](ctx, st, expID, "amplification")
 }

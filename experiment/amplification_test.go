@@ -22,7 +22,7 @@ func TestAmplificationLimit(t *testing.T) {
 		peertest.Missing(t, "the testbed needs root")
 	}
 	db := filepath.Join(t.TempDir(), "amp.db")
-	c := &Amplification{Repeat: 2, Store: db}
+	c := &Amplification{Repeat: 3, Store: db}
 	ctx := context.Background()
 	id, err := c.Run(ctx)
 	require.NoError(t, err)
@@ -31,7 +31,7 @@ func TestAmplificationLimit(t *testing.T) {
 	defer st.Close()
 	ss, err := LoadAmplification(ctx, st, id)
 	require.NoError(t, err)
-	require.Len(t, ss, 2*2*3*2)
+	require.Len(t, ss, 2*2*3*3)
 	for _, s := range ss {
 		require.Equal(t, "ok", s.Status, s.key())
 		name := s.key()
@@ -40,11 +40,11 @@ func TestAmplificationLimit(t *testing.T) {
 		stall := s.Cert == "large" && s.Validation == "none"
 		require.Equal(t, stall, s.Stalled, "%s: pause %.1f ms", name, s.LongestPauseMs)
 		if stall {
-			require.Equal(t, 3*s.ClientFirstFlight, s.ServerFirstBurst, "%s: the server sends exactly three times what it received", name)
-			require.Greater(t, s.HandshakeRTTs, 1.8, name)
-		}
-		if s.Validation == "token" {
-			require.Less(t, s.HandshakeRTTs, 1.8, "%s: a token spares both the Retry and the stall", name)
+			// Up to three times the client's first flight (more if the
+			// client sent an ACK or a probe meanwhile, which raises the
+			// budget), and not the whole flight.
+			require.GreaterOrEqual(t, s.ServerFirstBurst, 3*s.ClientFirstFlight-200, "%s: the server sends up to its limit", name)
+			require.Less(t, s.ServerFirstBurst, s.ServerFlight, "%s: and stops before the end of its flight", name)
 		}
 		want := 1
 		if s.KeyShare == "pq" {
@@ -52,5 +52,16 @@ func TestAmplificationLimit(t *testing.T) {
 		}
 		require.Equal(t, want, s.ClientFirstDgrams, name)
 		require.True(t, strings.HasSuffix(s.Qlog, ".sqlog"))
+	}
+	// Round trips on medians: one slow handshake on a busy machine must
+	// not decide.
+	for _, cell := range SummarizeAmplification(ss) {
+		name := cell.Cert + " " + cell.KeyShare + " " + cell.Validation
+		switch {
+		case cell.Validation == "token" || (cell.Cert == "small" && cell.Validation == "none"):
+			require.Less(t, cell.HandshakeRTTs, 1.8, "%s: one round trip", name)
+		default:
+			require.Greater(t, cell.HandshakeRTTs, 1.8, "%s: a Retry or a stall costs a round trip", name)
+		}
 	}
 }

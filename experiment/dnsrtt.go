@@ -95,15 +95,9 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		// with one address, so every query is answered from "cache".
 		Answers: server.Answers{Any: "192.0.2.1"},
 	}
-	var srv *server.Server
-	if err := tb.Run("server", func() error {
-		var err error
-		if srv, err = server.New(cfg); err == nil {
-			err = srv.Start() // the listeners' sockets are made inside the server host
-		}
-		return err
-	}); err != nil {
-		return "", fmt.Errorf("starting the server in the testbed: %w", err)
+	srv, err := startServer(tb, "server", cfg)
+	if err != nil {
+		return "", err
 	}
 	defer srv.Close()
 	dir, err := os.MkdirTemp("", "doxlab-dnsrtt")
@@ -116,18 +110,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 
-	expID := c.Resume
-	if expID == "" {
-		expID = "dnsrtt-" + store.NewID()
-	}
-	runs, err := st.Runs(ctx)
-	if err != nil {
-		return "", err
-	}
-	have := map[string]bool{}
-	for _, r := range runs {
-		have[r.ID] = true
-	}
+	expID := experimentID(c.Resume, "dnsrtt")
 	for _, p := range profiles {
 		if err := ctx.Err(); err != nil {
 			return expID, err
@@ -136,13 +119,9 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 			return expID, err
 		}
 		runID := expID + "-" + p.Name
-		if !have[runID] {
-			run := store.NewRun("experiment:dns-rtt", p.Name, map[string]any{"experiment": expID, "profile": p, "server": cfg,
-				"transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat})
-			run.ID = runID
-			if err := st.BeginRun(ctx, run); err != nil {
-				return expID, err
-			}
+		if err := beginRun(ctx, st, runID, "experiment:dns-rtt", p.Name, map[string]any{"experiment": expID, "profile": p, "server": cfg,
+			"transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat}); err != nil {
+			return expID, err
 		}
 		fmt.Fprintf(c.Log, "dns-rtt: %s (RTT %v): %d lookups per transport and condition\n", p.Name, p.RTT(), c.Repeat)
 		cmd := tb.Command("client", c.Doxlab, "measure", "--store", storePath, "--run", runID, "--ca", ca, "--sni", "localhost",

@@ -193,45 +193,21 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		{Listen: server.Listen{TCP: ip + ":5353", DoT: ip + ":8853"}, Answers: answers, Faults: inOrder},
 	}
 	for _, cfg := range cfgs {
-		if err := cfg.Validate(); err != nil {
+		srv, err := startServer(tb, "server", cfg)
+		if err != nil {
 			return "", err
-		}
-		var srv *server.Server
-		if err := tb.Run("server", func() error {
-			var err error
-			if srv, err = server.New(cfg); err == nil {
-				err = srv.Start()
-			}
-			return err
-		}); err != nil {
-			return "", fmt.Errorf("starting the server in the testbed: %w", err)
 		}
 		defer srv.Close()
 	}
-	expID := c.Resume
-	if expID == "" {
-		expID = "hol-" + store.NewID()
-	}
-	runs, err := st.Runs(ctx)
-	if err != nil {
-		return "", err
-	}
-	have := map[string]bool{}
-	for _, r := range runs {
-		have[r.ID] = true
-	}
+	expID := experimentID(c.Resume, "hol")
 	for _, p := range profiles {
 		if err := tb.SetProfile("client", p); err != nil {
 			return expID, err
 		}
 		runID := expID + "-" + p.Name
-		if !have[runID] {
-			run := store.NewRun("experiment:hol", p.Name, map[string]any{"experiment": expID, "profile": p, "transports": c.Transports,
-				"queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed})
-			run.ID = runID
-			if err := st.BeginRun(ctx, run); err != nil {
-				return expID, err
-			}
+		if err := beginRun(ctx, st, runID, "experiment:hol", p.Name, map[string]any{"experiment": expID, "profile": p, "transports": c.Transports,
+			"queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed}); err != nil {
+			return expID, err
 		}
 		done := map[string]bool{}
 		if err := st.Results(ctx, runID, "hol-query", func(_ string, raw []byte) error {
@@ -411,14 +387,5 @@ func order(profile string) int {
 
 // LoadHOL reads an experiment's queries from the store.
 func LoadHOL(ctx context.Context, st *store.Store, expID string) ([]*HOLQuery, error) {
-	var qs []*HOLQuery
-	err := st.Results(ctx, expID, "hol-query", func(_ string, raw []byte) error {
-		q := new(HOLQuery)
-		if err := json.Unmarshal(raw, q); err != nil {
-			return err
-		}
-		qs = append(qs, q)
-		return nil
-	})
-	return qs, err
+	return loadResults[HOLQuery](ctx, st, expID, "hol-query")
 }

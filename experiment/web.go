@@ -196,18 +196,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		}
 	}()
 
-	expID := c.Resume
-	if expID == "" {
-		expID = "web-" + store.NewID()
-	}
-	have := map[string]bool{}
-	runs, err := st.Runs(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, r := range runs {
-		have[r.ID] = true
-	}
+	expID := experimentID(c.Resume, "web")
 	seed := c.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -221,14 +210,10 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 			return expID, err
 		}
 		runID := expID + "-" + p.Name
-		if !have[runID] {
-			run := store.NewRun("experiment:web", p.Name, map[string]any{"experiment": expID, "profile": p, "server": e.srv.Config(),
-				"transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes,
-				"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)})
-			run.ID = runID
-			if err := st.BeginRun(ctx, run); err != nil {
-				return expID, err
-			}
+		if err := beginRun(ctx, st, runID, "experiment:web", p.Name, map[string]any{"experiment": expID, "profile": p, "server": e.srv.Config(),
+			"transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes,
+			"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}); err != nil {
+			return expID, err
 		}
 		done, err := st.LoadsDone(ctx, runID)
 		if err != nil {
@@ -267,25 +252,17 @@ func (e *webEnv) startServer(pages []web.Page, dir string) error {
 		cfg.TLS.Names = append(cfg.TLS.Names, p.Host)
 		cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN A %s", p.Host, ip))
 	}
-	if err := cfg.Validate(); err != nil {
+	var err error
+	if e.srv, err = startServer(e.tb, "server", cfg); err != nil {
 		return err
 	}
-	if err := e.tb.Run("server", func() error {
-		var err error
-		if e.srv, err = server.New(cfg); err == nil {
-			e.srv.OnRecord(func(r *server.Record) {
-				if r.Kind == "query" || (r.Kind == "conn" && r.Listener == "web") {
-					e.mu.Lock()
-					e.conns = append(e.conns, r)
-					e.mu.Unlock()
-				}
-			})
-			err = e.srv.Start()
+	e.srv.OnRecord(func(r *server.Record) {
+		if r.Kind == "query" || (r.Kind == "conn" && r.Listener == "web") {
+			e.mu.Lock()
+			e.conns = append(e.conns, r)
+			e.mu.Unlock()
 		}
-		return err
-	}); err != nil {
-		return fmt.Errorf("starting the server in the testbed: %w", err)
-	}
+	})
 	e.ca = filepath.Join(dir, "server.pem")
 	return os.WriteFile(e.ca, e.srv.CertPEM(), 0o644)
 }
@@ -564,24 +541,20 @@ func (e *webEnv) restart(ctx context.Context, t web.Task, cause error) (*web.Sam
 // the decoupled mode measures DNS apart from the page load: the stub's
 // time including its upstream exchange, on the client's clock.
 func (e *webEnv) lookup(host string) (float64, error) {
-	var ms float64
-	err := e.tb.Run("client", func() error {
-		t, err := transport.New("udp://127.0.0.1:53", transport.Options{Timeout: 10 * time.Second})
-		if err != nil {
-			return err
-		}
-		defer t.Close()
-		q := new(dns.Msg)
-		q.SetQuestion(dns.Fqdn(host), dns.TypeA)
-		rec, err := t.Exchange(context.Background(), q)
-		if err != nil {
-			return err
-		}
-		if rec.Rcode != "NOERROR" || len(rec.Answers) == 0 {
-			return fmt.Errorf("the stub answered %s for %s", rec.Rcode, host)
-		}
-		ms = rec.Timing.TotalMs
-		return nil
-	})
-	return ms, err
+	t, err := transport.New("udp://127.0.0.1:53", transport.Options{Timeout: 10 * time.Second,
+		OpenSockets: func(open func() error) error { return e.tb.Run("client", open) }})
+	if err != nil {
+		return 0, err
+	}
+	defer t.Close()
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(host), dns.TypeA)
+	rec, err := t.Exchange(context.Background(), q)
+	if err != nil {
+		return 0, err
+	}
+	if rec.Rcode != "NOERROR" || len(rec.Answers) == 0 {
+		return 0, fmt.Errorf("the stub answered %s for %s", rec.Rcode, host)
+	}
+	return rec.Timing.TotalMs, nil
 }

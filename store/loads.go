@@ -35,20 +35,7 @@ func (s *Store) WriteLoad(ctx context.Context, runID string, x *web.Sample) erro
 
 // LoadsDone returns the task keys of the page loads a run has stored.
 func (s *Store) LoadsDone(ctx context.Context, runID string) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT task_key FROM page_loads WHERE run_id = ?`), runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	done := map[string]bool{}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
-		done[k] = true
-	}
-	return done, rows.Err()
+	return s.keys(ctx, "page_loads", runID)
 }
 
 // Loads returns the stored page loads of the runs whose ID starts with

@@ -294,7 +294,12 @@ func (s *Store) Write(ctx context.Context, runID string, x *measure.Sample) erro
 
 // Done returns the task keys a run has stored already.
 func (s *Store) Done(ctx context.Context, runID string) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT task_key FROM samples WHERE run_id = ?`), runID)
+	return s.keys(ctx, "samples", runID)
+}
+
+// keys returns the task keys of a run in one of the sample tables.
+func (s *Store) keys(ctx context.Context, table, runID string) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT task_key FROM `+table+` WHERE run_id = ?`), runID)
 	if err != nil {
 		return nil, err
 	}

@@ -76,31 +76,19 @@ func runDNSRTT(args []string, stdout, stderr io.Writer) int {
 		c.Quick()
 	}
 	c.Log = stderr
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	id, err := c.Run(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "doxlab experiment dns-rtt: %v\n", err)
-		return 1
-	}
-	st, err := store.Open(ctx, c.Store)
-	if err != nil {
-		fmt.Fprintf(stderr, "doxlab experiment dns-rtt: %v\n", err)
-		return 1
-	}
-	defer st.Close()
-	sums, err := experiment.Summarize(ctx, st, id)
-	if err != nil {
-		fmt.Fprintf(stderr, "doxlab experiment dns-rtt: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "experiment %s, stored in %s; medians in RTTs of the probe, and the total in RTTs of the profile\n", id, c.Store)
-	fmt.Fprintf(stdout, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %8s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess")
-	for _, s := range sums {
-		fmt.Fprintf(stdout, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f\n", s.Profile, s.Transport, s.Condition, s.OK, s.N, s.Handshake, s.Resolve, s.Total, s.TotalEmulated, s.Expected, s.Total-s.Expected)
-	}
-	fmt.Fprintln(stdout, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
-	return exitOK
+	return runAndShow("dns-rtt", c.Store, stderr, c.Run, func(ctx context.Context, st *store.Store, id string) error {
+		sums, err := experiment.Summarize(ctx, st, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "experiment %s, stored in %s; medians in RTTs of the probe, and the total in RTTs of the profile\n", id, c.Store)
+		fmt.Fprintf(stdout, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %8s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess")
+		for _, s := range sums {
+			fmt.Fprintf(stdout, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f\n", s.Profile, s.Transport, s.Condition, s.OK, s.N, s.Handshake, s.Resolve, s.Total, s.TotalEmulated, s.Expected, s.Total-s.Expected)
+		}
+		fmt.Fprintln(stdout, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
+		return nil
+	})
 }
 
 func runWeb(args []string, stdout, stderr io.Writer) int {
@@ -137,46 +125,28 @@ func runWeb(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	c.Log = stderr
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	start := time.Now()
-	id, err := c.Run(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "doxlab experiment web: %v\n", err)
-		if id == "" {
-			return 1
+	return runAndShow("web", c.Store, stderr, c.Run, func(ctx context.Context, st *store.Store, id string) error {
+		loads, err := st.Loads(ctx, id+"-")
+		if err != nil {
+			return err
 		}
-	}
-	st, err2 := store.Open(context.Background(), c.Store)
-	if err2 != nil {
-		fmt.Fprintf(stderr, "doxlab experiment web: %v\n", err2)
-		return 1
-	}
-	defer st.Close()
-	loads, err2 := st.Loads(context.Background(), id+"-")
-	if err2 != nil {
-		fmt.Fprintf(stderr, "doxlab experiment web: %v\n", err2)
-		return 1
-	}
-	cells := web.Summarize(loads)
-	fmt.Fprintf(stdout, "experiment %s, stored in %s: %d page loads; medians in ms, relative to DoUDP + H3 1-RTT\n", id, c.Store, len(loads))
-	fmt.Fprintf(stdout, "%-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT %", "ΔFCP %", "0-RTT", "resum")
-	for _, x := range cells {
-		fmt.Fprintf(stdout, "%-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %+8.1f %+8.1f %5.0f%% %5.0f%%\n", x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-			x.OK, x.N, x.PLT, x.FCP, x.DNS, x.RelPLT, x.RelFCP, 100*x.Real0RTT, 100*x.Resumed)
-	}
-	n := 0
-	for _, x := range loads {
-		if x.Start.After(start) {
-			n++
+		fmt.Fprintf(stdout, "experiment %s, stored in %s: %d page loads; medians in ms, relative to DoUDP + H3 1-RTT\n", id, c.Store, len(loads))
+		fmt.Fprintf(stdout, "%-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT %", "ΔFCP %", "0-RTT", "resum")
+		for _, x := range web.Summarize(loads) {
+			fmt.Fprintf(stdout, "%-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %+8.1f %+8.1f %5.0f%% %5.0f%%\n", x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+				x.OK, x.N, x.PLT, x.FCP, x.DNS, x.RelPLT, x.RelFCP, 100*x.Real0RTT, 100*x.Resumed)
 		}
-	}
-	el := time.Since(start)
-	fmt.Fprintf(stdout, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed and browser start included\n", float64(n)/el.Minutes(), n, el.Seconds())
-	if err != nil {
-		return 1
-	}
-	return exitOK
+		n := 0
+		for _, x := range loads {
+			if x.Start.After(start) {
+				n++
+			}
+		}
+		el := time.Since(start)
+		fmt.Fprintf(stdout, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed and browser start included\n", float64(n)/el.Minutes(), n, el.Seconds())
+		return nil
+	})
 }
 
 func runHOL(args []string, stdout, stderr io.Writer) int {
@@ -201,35 +171,18 @@ func runHOL(args []string, stdout, stderr io.Writer) int {
 		c.Queries, c.Rate, c.DelayEvery = 40, 20, 10
 	}
 	c.Log = stderr
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	id, err := c.Run(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "doxlab experiment hol: %v\n", err)
-		if id == "" {
-			return 1
+	return runAndShow("hol", c.Store, stderr, c.Run, func(ctx context.Context, st *store.Store, id string) error {
+		qs, err := experiment.LoadHOL(ctx, st, id)
+		if err != nil {
+			return err
 		}
-	}
-	st, err2 := store.Open(context.Background(), c.Store)
-	if err2 != nil {
-		fmt.Fprintf(stderr, "doxlab experiment hol: %v\n", err2)
-		return 1
-	}
-	defer st.Close()
-	qs, err2 := experiment.LoadHOL(context.Background(), st, id)
-	if err2 != nil {
-		fmt.Fprintf(stderr, "doxlab experiment hol: %v\n", err2)
-		return 1
-	}
-	fmt.Fprintf(stdout, "experiment %s, stored in %s: %d queries; knock-on: not delayed itself, but slower than the baseline median by more than %.0f ms\n", id, c.Store, len(qs), experiment.KnockOnThreshold)
-	fmt.Fprintf(stdout, "%-10s %-12s %12s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "delayed", "knock-on", "sum ms", "max ms", "failed")
-	for _, s := range experiment.SummarizeHOL(qs) {
-		fmt.Fprintf(stdout, "%-10s %-12s %12.2f %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, s.BaselineMedian, s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed)
-	}
-	if err != nil {
-		return 1
-	}
-	return exitOK
+		fmt.Fprintf(stdout, "experiment %s, stored in %s: %d queries; knock-on: not delayed itself, but slower than the baseline median by more than %.0f ms\n", id, c.Store, len(qs), experiment.KnockOnThreshold)
+		fmt.Fprintf(stdout, "%-10s %-12s %12s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "delayed", "knock-on", "sum ms", "max ms", "failed")
+		for _, s := range experiment.SummarizeHOL(qs) {
+			fmt.Fprintf(stdout, "%-10s %-12s %12.2f %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, s.BaselineMedian, s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed)
+		}
+		return nil
+	})
 }
 
 func runAmplification(args []string, stdout, stderr io.Writer) int {
@@ -261,31 +214,42 @@ func runAmplification(args []string, stdout, stderr io.Writer) int {
 		c.Repeat = 3
 	}
 	c.Log = stderr
+	return runAndShow("amplification", c.Store, stderr, c.Run, func(ctx context.Context, st *store.Store, id string) error {
+		ss, err := experiment.LoadAmplification(ctx, st, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "experiment %s, stored in %s: %d DoQ handshakes; medians; a stall is a pause over half an RTT within the server's handshake flight (client qlog)\n", id, c.Store, len(ss))
+		fmt.Fprintf(stdout, "%-6s %7s %-8s %-6s %6s %14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
+		for _, x := range experiment.SummarizeAmplification(ss) {
+			fmt.Fprintf(stdout, "%-6s %7d %-8s %-6s %3d/%-2d %14.2f %10.1f %13.0f %13.0f %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, x.OK, x.N,
+				x.HandshakeRTTs, x.TotalMs, x.ClientFirstFlight, x.ServerFirstBurst, 100*x.Stalled, 100*x.Retried, 100*x.Token)
+		}
+		return nil
+	})
+}
+
+// runAndShow runs an experiment until done or interrupted, then prints
+// what the store holds of it, also when it stopped early: samples
+// already measured are kept and shown. show reads them from the store.
+func runAndShow(name, dsn string, stderr io.Writer, run func(context.Context) (string, error), show func(ctx context.Context, st *store.Store, id string) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	id, err := c.Run(ctx)
+	id, err := run(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "doxlab experiment amplification: %v\n", err)
+		fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", name, err)
 		if id == "" {
 			return 1
 		}
 	}
-	st, err2 := store.Open(context.Background(), c.Store)
-	if err2 != nil {
-		fmt.Fprintf(stderr, "doxlab experiment amplification: %v\n", err2)
-		return 1
+	st, err2 := store.Open(context.Background(), dsn)
+	if err2 == nil {
+		defer st.Close()
+		err2 = show(context.Background(), st, id)
 	}
-	defer st.Close()
-	ss, err2 := experiment.LoadAmplification(context.Background(), st, id)
 	if err2 != nil {
-		fmt.Fprintf(stderr, "doxlab experiment amplification: %v\n", err2)
+		fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", name, err2)
 		return 1
-	}
-	fmt.Fprintf(stdout, "experiment %s, stored in %s: %d DoQ handshakes; medians; a stall is a pause over half an RTT within the server's handshake flight (client qlog)\n", id, c.Store, len(ss))
-	fmt.Fprintf(stdout, "%-6s %7s %-8s %-6s %6s %14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
-	for _, x := range experiment.SummarizeAmplification(ss) {
-		fmt.Fprintf(stdout, "%-6s %7d %-8s %-6s %3d/%-2d %14.2f %10.1f %13.0f %13.0f %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, x.OK, x.N,
-			x.HandshakeRTTs, x.TotalMs, x.ClientFirstFlight, x.ServerFirstBurst, 100*x.Stalled, 100*x.Retried, 100*x.Token)
 	}
 	if err != nil {
 		return 1
