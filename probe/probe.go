@@ -99,7 +99,12 @@ func VNProbe() (pkt, dcid, scid []byte) {
 	dcid, scid = make([]byte, 8), make([]byte, 8)
 	rand.Read(dcid)
 	rand.Read(scid)
-	pkt = make([]byte, 1200)
+	return VNProbeWith(dcid, scid), dcid, scid
+}
+
+// VNProbeWith builds the probe with the given 8-octet connection IDs.
+func VNProbeWith(dcid, scid []byte) []byte {
+	pkt := make([]byte, 1200)
 	pkt[0] = 0xc0 // long header, fixed bit, type Initial
 	binary.BigEndian.PutUint32(pkt[1:], ReservedVersion)
 	pkt[5] = byte(len(dcid))
@@ -108,7 +113,7 @@ func VNProbe() (pkt, dcid, scid []byte) {
 	copy(pkt[15:], scid)
 	// The rest stays zero: a server cannot parse past the version it does
 	// not know, and padding is all it checks.
-	return pkt, dcid, scid
+	return pkt
 }
 
 // ParseVN checks that b is a Version Negotiation packet answering a probe

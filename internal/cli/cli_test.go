@@ -195,3 +195,27 @@ func TestMeasureCommand(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "unknown condition")
 }
+
+func TestScanRefusesAndWritesZMapProbe(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scan", "127.0.0.1"}, "a rate limit is required"},
+		{[]string{"scan", "--rate", "10"}, "no ranges given"},
+		{[]string{"scan", "--rate", "10", "10.0.0.0/8"}, "--allow-large"},
+		{[]string{"scan", "--rate", "1000000", "127.0.0.1"}, "--allow-fast"},
+		{[]string{"scan", "--rate", "10", "--blocklist", "/nonexistent", "127.0.0.1"}, "reading blocklist"},
+	} {
+		code, _, errOut := run(c.args...)
+		require.Equal(t, 2, code, "%v", c.args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		require.Contains(t, errOut, c.want)
+	}
+	f := filepath.Join(t.TempDir(), "probe.bin")
+	code, _, errOut := run("scan", "--zmap-probe", f)
+	require.Equal(t, 0, code, errOut)
+	b, err := os.ReadFile(f)
+	require.NoError(t, err)
+	require.Len(t, b, 1200, "padded to the size a server answers")
+}

@@ -1,0 +1,343 @@
+// Package scan finds DNS services across address ranges the way the PAM
+// 2022 paper found DoQ resolvers with ZMap: one QUIC Initial with a
+// reserved version per address and port, whose Version Negotiation
+// answer lists the versions the server offers, and for Do53 a
+// header-only DNS message. Probes leave one socket at a global packet
+// rate, in a random order over all targets; answers are validated
+// statelessly (the connection IDs and DNS IDs are keyed hashes of the
+// target), so nothing else is taken for a service.
+package scan
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/doxlab/doxlab/probe"
+)
+
+// MaxTargets is the most address × port pairs a scan takes unless
+// Spec.AllowLarge says otherwise: a /16 on one port.
+const MaxTargets = 1 << 16
+
+// MaxRate is the highest packet rate accepted without Spec.AllowFast.
+const MaxRate = 10000
+
+// Spec is one scan.
+type Spec struct {
+	Ranges    []string // CIDR prefixes or addresses (IPv4); required
+	QUICPorts []int    // default 784, 853, 8853 (the paper's)
+	DNSPorts  []int    // Do53 over UDP; default none
+	// Rate is the global packet rate, probes per second; required, at
+	// most MaxRate unless AllowFast.
+	Rate      float64
+	Blocklist []string // files of prefixes never probed (one per line, # comments)
+	OptOut    []string // files of prefixes whose owners asked not to be scanned; never probed either
+	// Cooldown is how long to listen after the last probe. Default 2 s.
+	Cooldown   time.Duration
+	AllowLarge bool // more than MaxTargets targets
+	AllowFast  bool // more than MaxRate probes per second
+}
+
+// Result is one target's answer.
+type Result struct {
+	Target   string   `json:"target"` // ip:port
+	Kind     string   `json:"kind"`   // quic or do53
+	RTTMs    float64  `json:"rtt_ms"`
+	Versions []string `json:"versions,omitempty"` // QUIC versions offered, as hex
+	Rcode    string   `json:"rcode,omitempty"`    // Do53
+}
+
+// Stats is what the scan did.
+type Stats struct {
+	Targets, Blocked, Sent, Answers int
+	Elapsed                         time.Duration
+	Rate                            float64 // probes per second achieved
+}
+
+// target is one probe to send.
+type target struct {
+	addr netip.AddrPort
+	kind string
+}
+
+// plan expands the ranges into targets, minus the blocked prefixes.
+func (s *Spec) plan() (targets []target, blocked int, err error) {
+	if len(s.Ranges) == 0 {
+		return nil, 0, errors.New("no ranges given: scan scans only what it is told to")
+	}
+	if s.Rate <= 0 {
+		return nil, 0, errors.New("a rate limit is required (--rate, probes per second)")
+	}
+	if s.Rate > MaxRate && !s.AllowFast {
+		return nil, 0, fmt.Errorf("rate %.0f/s is above %d/s: say so explicitly (--allow-fast)", s.Rate, MaxRate)
+	}
+	if len(s.QUICPorts) == 0 && len(s.DNSPorts) == 0 {
+		s.QUICPorts = []int{784, 853, 8853}
+	}
+	var block []netip.Prefix
+	for _, f := range append(append([]string{}, s.Blocklist...), s.OptOut...) {
+		ps, err := readPrefixes(f)
+		if err != nil {
+			return nil, 0, err
+		}
+		block = append(block, ps...)
+	}
+	var prefixes []netip.Prefix
+	total := 0
+	for _, r := range s.Ranges {
+		p, err := parsePrefix(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		prefixes = append(prefixes, p)
+		total += (1 << (32 - p.Bits())) * (len(s.QUICPorts) + len(s.DNSPorts))
+		if total > MaxTargets && !s.AllowLarge {
+			return nil, 0, fmt.Errorf("the ranges make more than %d targets: say so explicitly (--allow-large)", MaxTargets)
+		}
+	}
+	for _, p := range prefixes {
+		for a := p.Masked().Addr(); p.Contains(a); a = a.Next() {
+			if isBlocked(block, a) {
+				blocked += len(s.QUICPorts) + len(s.DNSPorts)
+				continue
+			}
+			for _, port := range s.QUICPorts {
+				targets = append(targets, target{netip.AddrPortFrom(a, uint16(port)), "quic"})
+			}
+			for _, port := range s.DNSPorts {
+				targets = append(targets, target{netip.AddrPortFrom(a, uint16(port)), "do53"})
+			}
+		}
+	}
+	return targets, blocked, nil
+}
+
+func parsePrefix(r string) (netip.Prefix, error) {
+	r = strings.TrimSpace(r)
+	if !strings.Contains(r, "/") {
+		a, err := netip.ParseAddr(r)
+		if err != nil || !a.Is4() {
+			return netip.Prefix{}, fmt.Errorf("range %q: not an IPv4 address or prefix", r)
+		}
+		return netip.PrefixFrom(a, 32), nil
+	}
+	p, err := netip.ParsePrefix(r)
+	if err != nil || !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("range %q: not an IPv4 prefix", r)
+	}
+	return p.Masked(), nil
+}
+
+func readPrefixes(path string) ([]netip.Prefix, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading blocklist: %w", err)
+	}
+	defer f.Close()
+	var out []netip.Prefix
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(strings.SplitN(sc.Text(), "#", 2)[0])
+		if line == "" {
+			continue
+		}
+		p, err := parsePrefix(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		out = append(out, p)
+	}
+	return out, sc.Err()
+}
+
+func isBlocked(block []netip.Prefix, a netip.Addr) bool {
+	for _, p := range block {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// permutation visits 0..n-1 once each in a random order without a table:
+// i -> (a*i + b) mod p over a prime p >= n, skipping values >= n.
+type permutation struct{ n, p, a, b, i, seen uint64 }
+
+func newPermutation(n uint64) *permutation {
+	p := new(big.Int).SetUint64(max(n, 2))
+	for !p.ProbablyPrime(20) {
+		p.Add(p, big.NewInt(1))
+	}
+	pp := p.Uint64()
+	r := func(m uint64) uint64 { v, _ := rand.Int(rand.Reader, new(big.Int).SetUint64(m)); return v.Uint64() }
+	return &permutation{n: n, p: pp, a: 1 + r(pp-1), b: r(pp)}
+}
+
+func (pm *permutation) next() (uint64, bool) {
+	for pm.seen < pm.n && pm.i < pm.p {
+		v := (pm.a*pm.i + pm.b) % pm.p
+		pm.i++
+		if v < pm.n {
+			pm.seen++
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// Run scans and calls found for each validated answer, once per target.
+func Run(ctx context.Context, s Spec, found func(Result)) (Stats, error) {
+	targets, blocked, err := s.plan()
+	if err != nil {
+		return Stats{}, err
+	}
+	if s.Cooldown <= 0 {
+		s.Cooldown = 2 * time.Second
+	}
+	st := Stats{Targets: len(targets), Blocked: blocked}
+	conn, err := net.ListenUDP("udp4", nil)
+	if err != nil {
+		return st, err
+	}
+	defer conn.Close()
+	key := make([]byte, 32)
+	rand.Read(key)
+	var mu sync.Mutex
+	sentAt := map[netip.AddrPort]time.Time{}
+	seen := map[string]bool{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			at := time.Now()
+			from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+			r, ok := validate(key, from, buf[:n])
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			t0, sent := sentAt[from]
+			dup := seen[r.Kind+" "+r.Target]
+			seen[r.Kind+" "+r.Target] = true
+			if sent && !dup {
+				st.Answers++
+			}
+			mu.Unlock()
+			if sent && !dup {
+				r.RTTMs = float64(at.Sub(t0).Microseconds()) / 1000
+				found(r)
+			}
+		}
+	}()
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / s.Rate)
+	perm := newPermutation(uint64(len(targets)))
+	for k := 0; ; k++ {
+		i, ok := perm.next()
+		if !ok {
+			break
+		}
+		// Paced against the start, so the average rate holds exactly and
+		// a late wake-up never lets a burst exceed it by more than one.
+		if d := time.Until(start.Add(time.Duration(k) * interval)); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				conn.Close()
+				<-done
+				return st, ctx.Err()
+			}
+		}
+		t := targets[i]
+		pkt := probeFor(key, t)
+		mu.Lock()
+		sentAt[t.addr] = time.Now()
+		mu.Unlock()
+		if _, err := conn.WriteToUDPAddrPort(pkt, t.addr); err == nil {
+			st.Sent++
+		}
+	}
+	sendTime := time.Since(start)
+	select {
+	case <-time.After(s.Cooldown):
+	case <-ctx.Done():
+	}
+	conn.Close()
+	<-done
+	st.Elapsed = time.Since(start)
+	if sendTime > 0 && st.Sent > 1 {
+		st.Rate = float64(st.Sent-1) / sendTime.Seconds()
+	}
+	return st, ctx.Err()
+}
+
+// ids derives a target's connection IDs (or DNS ID) from the scan key, so
+// answers are checked without remembering what was sent.
+func ids(key []byte, a netip.AddrPort) (dcid, scid []byte) {
+	m := hmac.New(sha256.New, key)
+	b, _ := a.MarshalBinary()
+	m.Write(b)
+	sum := m.Sum(nil)
+	return sum[:8], sum[8:16]
+}
+
+func probeFor(key []byte, t target) []byte {
+	dcid, scid := ids(key, t.addr)
+	if t.kind == "quic" {
+		return probe.VNProbeWith(dcid, scid)
+	}
+	msg := make([]byte, 12) // a header alone; servers answer FORMERR
+	copy(msg[:2], dcid[:2])
+	return msg
+}
+
+// validate checks an answer against the probe its source would have got.
+func validate(key []byte, from netip.AddrPort, b []byte) (Result, bool) {
+	dcid, scid := ids(key, from)
+	if vs, err := probe.ParseVN(b, dcid, scid); err == nil {
+		r := Result{Target: from.String(), Kind: "quic"}
+		for _, v := range vs {
+			r.Versions = append(r.Versions, fmt.Sprintf("0x%08x", v))
+		}
+		return r, true
+	}
+	if len(b) >= 12 && b[0] == dcid[0] && b[1] == dcid[1] && b[2]&0x80 != 0 {
+		rcodes := map[uint8]string{0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
+		rc, ok := rcodes[b[3]&0x0f]
+		if !ok {
+			rc = fmt.Sprint(b[3] & 0x0f)
+		}
+		return Result{Target: from.String(), Kind: "do53", Rcode: rc}, true
+	}
+	return Result{}, false
+}
+
+// ZMapProbe is the QUIC probe for ZMap's UDP module (--probe-module=udp
+// --probe-args=file:FILE): fixed connection IDs, so `doxlab verify` can
+// check the answers ZMap records.
+func ZMapProbe() []byte {
+	dcid, scid := ZMapIDs()
+	return probe.VNProbeWith(dcid, scid)
+}
+
+// ZMapIDs are the connection IDs of ZMapProbe.
+func ZMapIDs() (dcid, scid []byte) {
+	return []byte("doxlab-d"), []byte("doxlab-s")
+}
