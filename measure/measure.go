@@ -23,11 +23,14 @@ import (
 	"github.com/doxlab/doxlab/transport"
 )
 
-// Transports are the names Spec.Transports takes, with their URL schemes.
-var Transports = map[string]struct {
+// transportInfo is a transport's URL scheme, HTTP version and port.
+type transportInfo struct {
 	scheme, http string
 	port         int
-}{
+}
+
+// Transports are the names Spec.Transports takes, with their URL schemes.
+var Transports = map[string]transportInfo{
 	"udp":  {"udp", "", 53},
 	"tcp":  {"tcp", "", 53},
 	"dot":  {"tls", "", 853},
@@ -36,6 +39,9 @@ var Transports = map[string]struct {
 	"doh3": {"h3", "", 443},
 	"doq":  {"quic", "", 853},
 }
+
+// HTTP is the HTTP version a DoH transport speaks ("" for the others).
+func (t transportInfo) HTTP() string { return t.http }
 
 // URLFor is the URL of a transport on host at its default port (DoH at
 // /dns-query). For doh1 and doh2 the HTTP version is an option, not part

@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/web"
 )
@@ -46,13 +47,14 @@ type Stat struct {
 
 // Report is what Render wrote.
 type Report struct {
-	Dir     string
-	HTML    string   // the page
-	Figures []string // PNG and SVG files
-	Stats   []Stat
-	Cells   []web.Cell              // the web experiment's cells
-	HOL     []experiment.HOLSummary // the knock-on delay per transport
-	Amp     []experiment.AmpCell    // the amplification experiment's cells
+	Dir      string
+	HTML     string   // the page
+	Figures  []string // PNG and SVG files
+	Stats    []Stat
+	Cells    []web.Cell                // the web experiment's cells
+	HOL      []experiment.HOLSummary   // the knock-on delay per transport
+	Amp      []experiment.AmpCell      // the amplification experiment's cells
+	Overhead []experiment.OverheadCell // octets per resolution and layer
 }
 
 var order = map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "none": 5,
@@ -72,16 +74,17 @@ func less(a, b string) bool {
 
 // Input is what a report draws.
 type Input struct {
-	Rows  []store.Row             // DNS samples (measure, campaigns, dns-rtt)
-	Loads []*web.Sample           // page loads (web)
-	HOL   []*experiment.HOLQuery  // head-of-line queries (hol)
-	Amp   []*experiment.AmpSample // DoQ handshakes (amplification)
+	Rows     []store.Row                // DNS samples (measure, campaigns, dns-rtt)
+	Loads    []*web.Sample              // page loads (web)
+	HOL      []*experiment.HOLQuery     // head-of-line queries (hol)
+	Amp      []*experiment.AmpSample    // DoQ handshakes (amplification)
+	Overhead []*experiment.OverheadConn // captured connections (overhead)
 }
 
 // Render draws in into dir.
 func Render(in Input, dir, title string) (*Report, error) {
 	rows, loads := in.Rows, in.Loads
-	if len(rows) == 0 && len(loads) == 0 && len(in.HOL) == 0 && len(in.Amp) == 0 {
+	if len(rows) == 0 && len(loads) == 0 && len(in.HOL) == 0 && len(in.Amp) == 0 && len(in.Overhead) == 0 {
 		return nil, fmt.Errorf("no samples to report")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -133,6 +136,14 @@ func Render(in Input, dir, title string) (*Report, error) {
 			return nil, err
 		}
 		webFigs = append(webFigs, f)
+	}
+	if len(in.Overhead) > 0 {
+		rep.Overhead = experiment.SummarizeOverhead(in.Overhead)
+		of, err := overheadFigures(rep.Overhead, dir)
+		if err != nil {
+			return nil, err
+		}
+		webFigs = append(webFigs, of...)
 	}
 	for _, f := range webFigs {
 		rep.Figures = append(rep.Figures, filepath.Join(dir, f.Name+".png"), filepath.Join(dir, f.Name+".svg"))
@@ -369,13 +380,18 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em}.fig svg{max-w
 <table id="amp"><tr><th class="l">cert</th><th>octets</th><th class="l">key share</th><th class="l">validation</th><th>ok/n</th><th>handshake RTTs</th><th>total ms</th><th>client first flight</th><th>server first burst</th><th>stalled</th><th>Retry</th><th>token</th></tr>
 {{range .Amp}}<tr><td class="l">{{.Cert}}</td><td>{{.CertOctets}}</td><td class="l">{{.KeyShare}}</td><td class="l">{{.Validation}}</td><td>{{.OK}}/{{.N}}</td><td>{{f .HandshakeRTTs}}</td><td>{{ms .TotalMs}}</td><td>{{ms .ClientFirstFlight}}</td><td>{{ms .ServerFirstBurst}}</td><td>{{share .Stalled}}</td><td>{{share .Retried}}</td><td>{{share .Token}}</td></tr>
 {{end}}</table>{{end}}
+{{if .Overhead}}<h2 id="overhead">Octets per resolution, by layer</h2>
+<p>Captured at the testbed link and decrypted with the client's key log; per resolution (a connection's octets divided by the resolutions it carried), both directions, IP included. The single-query columns are medians over new connections in IP payload octets (the IMC 2022 slides' table): the handshake each way before the query and before the answer, the query and the response.</p>
+<table id="overhead-cells"><tr><th class="l">cert</th><th class="l">mode</th><th class="l">transport</th><th>resolutions</th><th>octets</th><th>packets</th>{{range .Layers}}<th>{{.}}</th>{{end}}<th>single query</th><th>handshake c&gt;r</th><th>handshake r&gt;c</th><th>query</th><th>response</th></tr>
+{{range .Overhead}}<tr><td class="l">{{.Cert}}</td><td class="l">{{.Mode}}</td><td class="l">{{.Transport}}</td><td>{{.Resolutions}}</td><td>{{ms .Octets}}</td><td>{{ms .Packets}}</td>{{range .Layers}}<td>{{ms .}}</td>{{end}}<td>{{ms .Total}}</td><td>{{ms .HandshakeUp}}</td><td>{{ms .HandshakeDown}}</td><td>{{ms .Query}}</td><td>{{ms .Response}}</td></tr>
+{{end}}</table>{{end}}
 {{range .WebFigures}}<h2 id="{{.Name}}">{{.Metric}} — {{.Profile}}</h2><div class="fig">{{.SVG}}</div>
 {{end}}</body></html>
 `))
 
 func writeHTML(rep *Report, figs, webFigs []figure, title string) error {
 	var b bytes.Buffer
-	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs, "HOL": rep.HOL, "Threshold": experiment.KnockOnThreshold, "Amp": rep.Amp}); err != nil {
+	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs, "HOL": rep.HOL, "Threshold": experiment.KnockOnThreshold, "Amp": rep.Amp, "Overhead": rep.Overhead, "Layers": overhead.LayerNames}); err != nil {
 		return err
 	}
 	return os.WriteFile(rep.HTML, b.Bytes(), 0o644)

@@ -147,6 +147,10 @@ echo "Head-of-line blocking, quick: Poisson queries over one connection per tran
 echo
 echo "QUIC's amplification limit, quick: DoQ handshakes with small and large certificate chains"
 "$DOXLAB" experiment amplification --quick --store demo-output/doxlab.db 2>/dev/null
+
+echo
+echo "Octets per resolution by layer, quick: 10 names over each transport, captured at the link and decrypted"
+"$DOXLAB" experiment overhead --quick --key-share classic --store demo-output/doxlab.db 2>/dev/null
 "$DOXLAB" report --store demo-output/doxlab.db --out demo-output/report
 echo "Open demo-output/report/report.html; the samples are in demo-output/doxlab.db ('doxlab export --store demo-output/doxlab.db')."
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/web"
@@ -26,6 +28,8 @@ const experimentUsage = `usage: doxlab experiment NAME [flags]
   hol       head-of-line blocking: Poisson queries over one connection per
             transport, one answer in 25 delayed by 1 s, and the knock-on
             delay the other queries suffer
+  overhead  bytes and packets per resolution by transport and connection
+            mode, each octet attributed to a layer from a link capture
   amplification
             the DoQ handshake in RTTs per certificate size, key share and
             address validation (none, Retry, NEW_TOKEN), and from qlog
@@ -48,6 +52,8 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		return runHOL(args[1:], stdout, stderr)
 	case "amplification":
 		return runAmplification(args[1:], stdout, stderr)
+	case "overhead":
+		return runOverhead(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, experimentUsage)
 		return exitOK
@@ -255,4 +261,66 @@ func runAndShow(name, dsn string, stderr io.Writer, run func(context.Context) (s
 		return 1
 	}
 	return exitOK
+}
+
+func runOverhead(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("experiment overhead", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c experiment.Overhead
+	quick := fs.Bool("quick", false, "the first 10 names")
+	transports := fs.String("transports", "udp,tcp,dot,doh1,doh2,doh3,doq", "transports")
+	modes := fs.String("modes", "new,persistent", "connection modes: new (one per query), persistent")
+	certs := fs.String("certs", "small", "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
+	namesFile := fs.String("names", "", "a file of names, one per line (default: the shipped list of 100)")
+	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 4000, "the large chain's size")
+	fs.StringVar(&c.KeyShare, "key-share", "pq", "the client's TLS key share: pq (Go's default X25519MLKEM768) or classic (X25519, as the papers)")
+	fs.StringVar(&c.Keep, "keep", "", "a directory to keep the captures and the key log in, for Wireshark")
+	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return exitUsage
+	}
+	c.Transports, c.Modes, c.Certs = splitList(*transports), splitList(*modes), splitList(*certs)
+	if *namesFile != "" {
+		names, err := measure.ReadTargets(*namesFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab experiment overhead: %v\n", err)
+			return exitUsage
+		}
+		c.Names = names
+	}
+	if *quick {
+		if len(c.Names) == 0 {
+			c.Names = overhead.Names
+		}
+		c.Names = c.Names[:min(10, len(c.Names))]
+	}
+	c.Log = stderr
+	return runAndShow("overhead", c.Store, stderr, c.Run, func(ctx context.Context, st *store.Store, id string) error {
+		cs, err := experiment.LoadOverhead(ctx, st, id)
+		if err != nil {
+			return err
+		}
+		cells := experiment.SummarizeOverhead(cs)
+		fmt.Fprintf(stdout, "experiment %s, stored in %s: %d connections; octets per resolution (both directions, IP included) by layer\n", id, c.Store, len(cs))
+		fmt.Fprintf(stdout, "%-6s %-10s %-5s %5s %8s %6s", "cert", "mode", "dns", "res", "octets", "pkts")
+		for _, l := range overhead.LayerNames {
+			fmt.Fprintf(stdout, " %9s", l)
+		}
+		fmt.Fprintln(stdout)
+		for _, x := range cells {
+			fmt.Fprintf(stdout, "%-6s %-10s %-5s %5d %8.0f %6.1f", x.Cert, x.Mode, x.Transport, x.Resolutions, x.Octets, x.Packets)
+			for _, v := range x.Layers {
+				fmt.Fprintf(stdout, " %9.0f", v)
+			}
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "\nsingle query on a new connection, medians of IP payload octets (the IMC 2022 slides' table)\n")
+		fmt.Fprintf(stdout, "%-6s %-5s %8s %14s %14s %7s %9s\n", "cert", "dns", "total", "handshake c>r", "handshake r>c", "query", "response")
+		for _, x := range cells {
+			if x.Mode == "new" {
+				fmt.Fprintf(stdout, "%-6s %-5s %8.0f %14.0f %14.0f %7.0f %9.0f\n", x.Cert, x.Transport, x.Total, x.HandshakeUp, x.HandshakeDown, x.Query, x.Response)
+			}
+		}
+		return nil
+	})
 }

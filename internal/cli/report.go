@@ -64,10 +64,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	rep, err := report.Render(report.Input{Rows: sel, Loads: loads, HOL: hol, Amp: amp}, *out, report.Title(selRuns))
+	ov, err := experiment.LoadOverhead(ctx, st, *runPrefix)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	fmt.Fprintf(stdout, "%s: %d samples, %d page loads, %d head-of-line queries, %d handshakes, %d figures (PNG and SVG)\n", rep.HTML, len(sel), len(loads), len(hol), len(amp), len(rep.Figures)/2)
+	rep, err := report.Render(report.Input{Rows: sel, Loads: loads, HOL: hol, Amp: amp, Overhead: ov}, *out, report.Title(selRuns))
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %d samples, %d page loads, %d head-of-line queries, %d handshakes, %d captured connections, %d figures (PNG and SVG)\n", rep.HTML, len(sel), len(loads), len(hol), len(amp), len(ov), len(rep.Figures)/2)
 	return exitOK
 }

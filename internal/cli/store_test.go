@@ -180,3 +180,25 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	require.Contains(t, string(html), `id="hol-summary"`)
 	require.Contains(t, string(html), `id="amp"`)
 }
+
+// TestExperimentOverheadQuick resolves names over every transport in the
+// testbed, attributes the capture to layers, and renders the report.
+func TestExperimentOverheadQuick(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "o.db")
+	out, err := exec.Command(doxlabBinary(t), "experiment", "overhead", "--quick", "--key-share", "classic", "--keep", filepath.Join(dir, "cap"), "--store", db).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	// 10 names; new connections: one per name; persistent: 10 on one.
+	for _, line := range []string{`small  new        udp      10 `, `small  persistent doq      10 `, `small  new        doh2     10 `} {
+		require.Contains(t, string(out), line)
+	}
+	require.Regexp(t, `small  new        dot .* 0\n`, string(out), "nothing left undecrypted")
+	require.FileExists(t, filepath.Join(dir, "cap", "keys.log"))
+	code, stdout, errOut := run("report", "--store", db, "--out", filepath.Join(dir, "rep"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, stdout, "captured connections")
+	require.FileExists(t, filepath.Join(dir, "rep", "overhead-layers-small-new.svg"))
+}

@@ -1,0 +1,387 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/overhead"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// Overhead is the DoH-cost paper's bytes-per-resolution experiment (§4,
+// Fig. 3-5) and the IMC 2022 slides' single-query sizes: names resolved
+// over each transport, with a new connection per query and over one
+// persistent connection, captured at the testbed link and every octet
+// attributed to a layer with the keys the client logged.
+type Overhead struct {
+	Transports []string // default udp, tcp, dot, doh1, doh2, doh3, doq
+	Modes      []string // new (a connection per query), persistent; default both
+	Certs      []string // small (one ECDSA certificate), large (an RSA chain); default small
+	Names      []string // default overhead.Names
+	// KeyShare is the client's TLS key share: pq (Go's default,
+	// X25519MLKEM768, whose ClientHello is ~1.2 kB larger) or classic
+	// (X25519, as the papers' clients). Default pq.
+	KeyShare string
+	// LargeCertOctets is the large chain's size; default 4000.
+	LargeCertOctets int
+	// Keep, if set, receives the captures (client-up.pcap,
+	// client-down.pcap) and the key log (keys.log), for Wireshark.
+	Keep          string
+	Store, Resume string
+	Log           io.Writer
+}
+
+// OverheadConn is one captured connection, as stored.
+type OverheadConn struct {
+	Cert       string          `json:"cert"`
+	CertOctets int             `json:"cert_octets"`
+	Transport  string          `json:"transport"`
+	Mode       string          `json:"mode"`
+	Index      int             `json:"index"`
+	Queries    int             `json:"queries"` // resolutions the connection carried
+	Decrypted  bool            `json:"decrypted"`
+	Up         overhead.Counts `json:"up"` // client to resolver, octets per layer (overhead.LayerNames)
+	Down       overhead.Counts `json:"down"`
+	UpPkts     int             `json:"up_packets"`
+	DownPkts   int             `json:"down_packets"`
+	// The slides' split, in IP payload octets: the handshake each way
+	// (before the query, before the answer), the query and the response.
+	HandshakeUp, HandshakeDown, Query, Response int64
+}
+
+func (c *Overhead) defaults() {
+	if len(c.Transports) == 0 {
+		c.Transports = []string{"udp", "tcp", "dot", "doh1", "doh2", "doh3", "doq"}
+	}
+	if len(c.Modes) == 0 {
+		c.Modes = []string{"new", "persistent"}
+	}
+	if len(c.Certs) == 0 {
+		c.Certs = []string{"small"}
+	}
+	if len(c.Names) == 0 {
+		c.Names = overhead.Names
+	}
+	if c.LargeCertOctets <= 0 {
+		c.LargeCertOctets = 4000
+	}
+	if c.KeyShare == "" {
+		c.KeyShare = "pq"
+	}
+	if c.Store == "" {
+		c.Store = "doxlab.db"
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+}
+
+type window struct {
+	cert, transport, mode string
+	from, to              time.Time
+}
+
+// Run runs the experiment and returns its ID.
+func (c *Overhead) Run(ctx context.Context) (string, error) {
+	c.defaults()
+	if c.KeyShare != "pq" && c.KeyShare != "classic" {
+		return "", fmt.Errorf("key share %q is not pq or classic", c.KeyShare)
+	}
+	for _, m := range c.Modes {
+		if m != "new" && m != "persistent" {
+			return "", fmt.Errorf("mode %q is not new or persistent", m)
+		}
+	}
+	for _, t := range c.Transports {
+		if _, ok := measure.Transports[t]; !ok {
+			return "", fmt.Errorf("unknown transport %q", t)
+		}
+	}
+	st, err := store.Open(ctx, c.Store)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	dir, err := os.MkdirTemp("", "doxlab-overhead")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	tb, err := testbed.Start(testbed.Spec{Name: "overhead", PcapDir: filepath.Join(dir, "pcap")})
+	if err != nil {
+		return "", err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			tb.Close()
+		}
+	}()
+	ip := tb.IPs["server"]
+	var keyLog lockedBuffer
+	var windows []window
+	octets := map[string]int{}
+	for _, cert := range c.Certs {
+		certFile, keyFile, n, err := writeChain(dir, cert, c.LargeCertOctets)
+		if err != nil {
+			return "", err
+		}
+		octets[cert] = n
+		srv, err := startServer(tb, "server", &server.Config{
+			Listen:  server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},
+			Answers: server.Answers{Any: "192.0.2.1"}, TLS: server.TLS{Cert: certFile, Key: keyFile}})
+		if err != nil {
+			return "", err
+		}
+		for _, t := range c.Transports {
+			for _, m := range c.Modes {
+				if err := ctx.Err(); err != nil {
+					srv.Close()
+					return "", err
+				}
+				w := window{cert: cert, transport: t, mode: m, from: time.Now()}
+				if err := c.resolve(ctx, tb, ip, t, m, &keyLog); err != nil {
+					srv.Close()
+					return "", fmt.Errorf("%s %s: %w", t, m, err)
+				}
+				time.Sleep(300 * time.Millisecond) // closing handshakes land in the window
+				w.to = time.Now()
+				windows = append(windows, w)
+				fmt.Fprintf(c.Log, "overhead: cert %s, %s, %s connection: %d names\n", cert, t, m, len(c.Names))
+			}
+		}
+		srv.Close()
+	}
+	closed = true
+	if err := tb.Close(); err != nil { // flushes the captures
+		return "", err
+	}
+	var raws []overhead.Raw
+	for _, f := range []string{"client-up.pcap", "client-down.pcap"} {
+		r, err := overhead.ReadPcap(filepath.Join(dir, "pcap", f))
+		if err != nil {
+			return "", err
+		}
+		raws = append(raws, r...)
+	}
+	if c.Keep != "" {
+		if err := os.MkdirAll(c.Keep, 0o755); err != nil {
+			return "", err
+		}
+		for _, f := range []string{"client-up.pcap", "client-down.pcap"} {
+			b, err := os.ReadFile(filepath.Join(dir, "pcap", f))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(c.Keep, f), b, 0o644)
+			}
+			if err != nil {
+				return "", err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(c.Keep, "keys.log"), keyLog.Bytes(), 0o600); err != nil {
+			return "", err
+		}
+	}
+	kl, err := overhead.ReadKeyLog(bytes.NewReader(keyLog.Bytes()))
+	if err != nil {
+		return "", err
+	}
+	conns, err := overhead.Attribute(raws, netip.MustParseAddr(ip), overhead.DefaultApps, kl)
+	if err != nil {
+		return "", err
+	}
+	expID := experimentID(c.Resume, "overhead")
+	runID := expID + "-none"
+	if err := beginRun(ctx, st, runID, "experiment:overhead", "none", map[string]any{"experiment": expID, "transports": c.Transports,
+		"modes": c.Modes, "certs": octets, "names": len(c.Names), "key_share": c.KeyShare}); err != nil {
+		return expID, err
+	}
+	index := map[window]int{}
+	for _, cn := range conns {
+		if len(cn.Packets) == 0 {
+			continue
+		}
+		t0 := cn.Packets[0].Time
+		var w *window
+		for i := range windows {
+			if !t0.Before(windows[i].from) && t0.Before(windows[i].to) {
+				w = &windows[i]
+			}
+		}
+		if w == nil || cn.Client.Port() == 0 {
+			continue
+		}
+		oc := summarizeConn(cn)
+		oc.Cert, oc.CertOctets, oc.Transport, oc.Mode, oc.Index = w.cert, octets[w.cert], w.transport, w.mode, index[*w]
+		if oc.Queries == 0 {
+			continue // a connection that carried no resolution (e.g. a warm-up probe)
+		}
+		index[*w]++
+		if err := st.WriteResult(ctx, runID, "overhead-conn", fmt.Sprintf("%s|%s|%s|%04d", w.cert, w.transport, w.mode, oc.Index), t0, oc); err != nil {
+			return expID, err
+		}
+	}
+	return expID, nil
+}
+
+// resolve sends every name over one transport in one mode from inside the
+// client host, logging the TLS and QUIC secrets.
+func (c *Overhead) resolve(ctx context.Context, tb *testbed.Testbed, ip, t, mode string, keyLog io.Writer) error {
+	u, err := measure.URLFor(t, ip)
+	if err != nil {
+		return err
+	}
+	opts := transport.Options{Insecure: true, Timeout: 10 * time.Second, KeyLog: keyLog, Reuse: mode == "persistent", Method: "post",
+		HTTPVersion: measure.Transports[t].HTTP(),
+		OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
+	if c.KeyShare == "classic" {
+		opts.KeyShares = []tls.CurveID{tls.X25519}
+	}
+	tr, err := transport.New(u, opts)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	for _, name := range c.Names {
+		q := new(dns.Msg)
+		q.SetQuestion(dns.Fqdn(name), dns.TypeA)
+		q.RecursionDesired = true
+		if _, err := tr.Exchange(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// summarizeConn totals a connection and splits it the slides' way.
+func summarizeConn(cn *overhead.Conn) *OverheadConn {
+	oc := &OverheadConn{Decrypted: cn.Decrypted}
+	oc.Up, oc.Down, oc.UpPkts, oc.DownPkts = cn.Totals()
+	seenQuery, seenAnswer := false, false
+	for _, p := range cn.Packets {
+		payload := int64(p.Len) - p.Layers[overhead.IP]
+		switch {
+		case p.FromClient && p.HasDNS():
+			seenQuery = true
+			oc.Query += payload
+			oc.Queries++
+		case !p.FromClient && p.HasDNS():
+			seenAnswer = true
+			oc.Response += payload
+		case p.FromClient && !seenQuery:
+			oc.HandshakeUp += payload
+		case !p.FromClient && !seenAnswer:
+			oc.HandshakeDown += payload
+		}
+	}
+	return oc
+}
+
+// lockedBuffer is a key log shared by concurrent connections.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
+}
+
+// OverheadCell is one certificate × transport × mode, per resolution.
+type OverheadCell struct {
+	Cert, Transport, Mode string
+	CertOctets            int
+	Conns, Resolutions    int
+	Decrypted             bool
+	Octets, Packets       float64                     // per resolution, both directions, IP included
+	Layers                [overhead.NumLayers]float64 // per resolution
+	// Single query (new connections), medians in IP payload octets.
+	Total, HandshakeUp, HandshakeDown, Query, Response float64
+}
+
+// SummarizeOverhead computes per-resolution means and single-query medians.
+func SummarizeOverhead(cs []*OverheadConn) []OverheadCell {
+	type key struct{ c, t, m string }
+	groups := map[key][]*OverheadConn{}
+	var keys []key
+	for _, c := range cs {
+		k := key{c.Cert, c.Transport, c.Mode}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], c)
+	}
+	rank := map[string]int{"small": 0, "large": 1, "udp": 0, "tcp": 1, "dot": 2, "doh1": 3, "doh2": 4, "doh3": 5, "doq": 6, "new": 0, "persistent": 1}
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		for _, p := range [][2]string{{a.c, b.c}, {a.m, b.m}, {a.t, b.t}} {
+			if p[0] != p[1] {
+				return rank[p[0]] < rank[p[1]]
+			}
+		}
+		return false
+	})
+	var out []OverheadCell
+	for _, k := range keys {
+		cell := OverheadCell{Cert: k.c, Transport: k.t, Mode: k.m, Decrypted: true}
+		var total, hu, hd, q, r []float64
+		for _, c := range groups[k] {
+			cell.Conns++
+			cell.CertOctets = c.CertOctets
+			cell.Resolutions += c.Queries
+			cell.Decrypted = cell.Decrypted && (c.Decrypted || k.t == "udp" || k.t == "tcp")
+			var all overhead.Counts
+			all.Add(c.Up)
+			all.Add(c.Down)
+			cell.Octets += float64(all.Total())
+			cell.Packets += float64(c.UpPkts + c.DownPkts)
+			for i, v := range all {
+				cell.Layers[i] += float64(v)
+			}
+			payload := float64(all.Total() - all[overhead.IP])
+			total, hu, hd = append(total, payload), append(hu, float64(c.HandshakeUp)), append(hd, float64(c.HandshakeDown))
+			q, r = append(q, float64(c.Query)), append(r, float64(c.Response))
+		}
+		if cell.Resolutions > 0 {
+			n := float64(cell.Resolutions)
+			cell.Octets /= n
+			cell.Packets /= n
+			for i := range cell.Layers {
+				cell.Layers[i] /= n
+			}
+		}
+		if k.m == "new" {
+			cell.Total, cell.HandshakeUp, cell.HandshakeDown = measure.Median(total), measure.Median(hu), measure.Median(hd)
+			cell.Query, cell.Response = measure.Median(q), measure.Median(r)
+		}
+		out = append(out, cell)
+	}
+	return out
+}
+
+// LoadOverhead reads an experiment's connections from the store.
+func LoadOverhead(ctx context.Context, st *store.Store, expID string) ([]*OverheadConn, error) {
+	return loadResults[OverheadConn](ctx, st, expID, "overhead-conn")
+}
