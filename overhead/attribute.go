@@ -145,8 +145,11 @@ func Attribute(raws []Raw, server netip.Addr, apps AppFor, kl KeyLog) ([]*Conn, 
 		}
 		k := key{p.proto, client, srv.Port()}
 		c := conns[k]
-		// A new SYN on a used 4-tuple is a new connection.
-		if c == nil || (p.proto == "tcp" && p.syn && fromClient && len(c.Packets) > 2) {
+		// A new SYN on a used 4-tuple is a new connection, and so is a
+		// QUIC Initial from the client after short-header packets: the
+		// client's port was reused.
+		if c == nil || (p.proto == "tcp" && p.syn && fromClient && len(c.Packets) > 2) ||
+			(p.proto == "udp" && fromClient && isInitial(p.payload) && udps[c].shortSeen) {
 			c = &Conn{Proto: p.proto, Client: client, Server: srv, App: apps(p.proto, srv.Port())}
 			if p.proto != "tcp" && p.proto != "udp" {
 				c.App = p.proto
@@ -234,6 +237,11 @@ func parseIP(b []byte) (*ipPacket, error) {
 		p.dst = netip.AddrPortFrom(dst, uint16(l4[2])<<8|uint16(l4[3]))
 	}
 	return p, nil
+}
+
+// isInitial reports whether a UDP payload starts with a QUIC v1 Initial.
+func isInitial(b []byte) bool {
+	return len(b) >= 5 && b[0]&0xb0 == 0x80 && b[1] == 0 && b[2] == 0 && b[3] == 0 && b[4] == 1 && (b[0]>>4)&3 == 0
 }
 
 // labelled counts a run of octets by their labels.

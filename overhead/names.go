@@ -18,4 +18,5 @@ theguardian.com www.theguardian.com weather.com booking.com www.booking.com airb
 fonts.googleapis.com fonts.gstatic.com ajax.googleapis.com www.googletagmanager.com www.google-analytics.com
 connect.facebook.net static.xx.fbcdn.net scontent.xx.fbcdn.net i.ytimg.com yt3.ggpht.com s.yimg.com
 cdn.jsdelivr.net cdnjs.cloudflare.com unpkg.com platform.twitter.com pbs.twimg.com abs.twimg.com
-images-na.ssl-images-amazon.com m.media-amazon.com d1.awsstatic.com s3.amazonaws.com`)
+images-na.ssl-images-amazon.com m.media-amazon.com d1.awsstatic.com s3.amazonaws.com
+mail.google.com drive.google.com docs.google.com maps.google.com accounts.google.com`)

@@ -8,7 +8,8 @@ import (
 // udpConn keeps the datagrams of one UDP 4-tuple: Do53, or a QUIC
 // connection (DoQ, DoH/3).
 type udpConn struct {
-	dgrams []dgram
+	dgrams    []dgram
+	shortSeen bool // the client sent a short-header packet: its handshake was done
 }
 
 type dgram struct {
@@ -19,6 +20,9 @@ type dgram struct {
 
 func (u *udpConn) add(pkt *Packet, payload []byte, fromClient bool) {
 	u.dgrams = append(u.dgrams, dgram{pkt, fromClient, payload})
+	if fromClient && len(payload) > 0 && payload[0]&0xc0 == 0x40 {
+		u.shortSeen = true
+	}
 }
 
 // occurrence is a CRYPTO or STREAM frame's data in one packet, labelled
@@ -45,6 +49,11 @@ type quicState struct {
 	random    []byte
 	cipher    uint16
 	cidLen    [2]int // the length of the DCID packets in each direction carry
+	// Key updates (RFC 9001 §6): quic-go updates its 1-RTT keys after the
+	// first 100 packets, and then regularly.
+	suite     suite
+	appSecret [2][]byte
+	phase     [2]byte
 	occ       []occurrence
 	decrypted bool
 }
@@ -190,7 +199,18 @@ func (st *quicState) packet(pkt *Packet, dir int, b []byte) int {
 	}
 	hdr = hdr[:pnOff+pnLen]
 	pn := decodePN(st.largest[dir][level], truncated, pnLen)
+	var next *aeadKeys
+	var nextSecret []byte
+	if level == 2 && (hdr[0]>>2)&1 != st.phase[dir] && st.appSecret[dir] != nil {
+		nextSecret = hkdfExpandLabel(st.suite.hash, st.appSecret[dir], "quic ku", st.suite.hash().Size())
+		next = newKeys(st.suite, nextSecret, true)
+		next.hp = k.hp // header protection keys never change
+		k = next
+	}
 	plain, err := k.aead.Open(nil, k.nonce(uint64(pn)), b[pnOff+pnLen:end], hdr)
+	if err == nil && next != nil {
+		st.keys[dir][2], st.appSecret[dir], st.phase[dir] = next, nextSecret, 1-st.phase[dir]
+	}
 	if err != nil {
 		pkt.Layers[Undecrypted] += int64(end)
 		return end
@@ -347,6 +367,9 @@ func (st *quicState) crypto(pkt *Packet, dir, level, off int, data []byte) {
 		for e, name := range names {
 			if s := secrets[name]; s != nil {
 				st.keys[d][1+e] = newKeys(cs, s, true)
+				if e == 1 {
+					st.appSecret[d], st.suite = s, cs
+				}
 			}
 		}
 	}
