@@ -43,12 +43,12 @@ type streamKey struct {
 
 // quicState is what decryption needs as it goes.
 type quicState struct {
-	kl        KeyLog
-	keys      [2][3]*aeadKeys // dir, level (Initial, Handshake, 1-RTT)
-	largest   [2][3]int64
-	random    []byte
-	cipher    uint16
-	cidLen    [2]int // the length of the DCID packets in each direction carry
+	kl      KeyLog
+	keys    [2][3]*aeadKeys // dir, level (Initial, Handshake, 1-RTT)
+	largest [2][3]int64
+	random  []byte
+	cipher  uint16
+	cidLen  [2]int // the length of the DCID packets in each direction carry
 	// Key updates (RFC 9001 §6): quic-go updates its 1-RTT keys after the
 	// first 100 packets, and then regularly.
 	suite     suite
