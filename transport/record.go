@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/x509"
 	"math"
 	"time"
 
@@ -64,6 +65,8 @@ type ConnInfo struct {
 	Retry         bool   `json:"retry"`               // the server sent a Retry
 	TokenUsed     bool   `json:"token_used"`          // the Initial carried a NEW_TOKEN token from an earlier connection
 	HTTPStatus    int    `json:"http_status,omitempty"`
+	// PeerCertificates is the chain the server sent (not on resumption).
+	PeerCertificates []*x509.Certificate `json:"-"`
 }
 
 // Counts is a sent/received pair.

@@ -318,6 +318,7 @@ func copyTLSFacts(ci *ConnInfo, cs tls.ConnectionState) {
 	ci.Cipher = tls.CipherSuiteName(cs.CipherSuite)
 	ci.ALPN = cs.NegotiatedProtocol
 	ci.TLSResumed = cs.DidResume
+	ci.PeerCertificates = cs.PeerCertificates
 }
 
 func tlsVersionName(v uint16) string {

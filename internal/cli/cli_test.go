@@ -219,3 +219,14 @@ func TestScanRefusesAndWritesZMapProbe(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, b, 1200, "padded to the size a server answers")
 }
+
+func TestVerifyBadInput(t *testing.T) {
+	code, _, errOut := run("verify")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "no candidates")
+	f := filepath.Join(t.TempDir(), "t.csv")
+	require.NoError(t, os.WriteFile(f, []byte("saddr,sport\n10.0.0.1,853\nnot-an-ip\n"), 0o644))
+	code, _, errOut = run("verify", "--targets", f)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "t.csv:3:")
+}

@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/doxlab/doxlab/scan"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/verify"
+)
+
+const verifyUsage = `usage: doxlab verify [flags] [IP[:PORT]...]
+
+Verifies DoQ candidates: a QUIC handshake offering v1 and v2 and the DoQ
+ALPNs (doq, doq-i00 ... doq-i11), then a real DNS query, then a second
+connection for resumption, NEW_TOKEN and 0-RTT. Candidates come from the
+arguments, from --targets (one IP or IP:PORT per line; ZMap's CSV output
+with saddr,sport works, a header line is skipped) or from a scan
+kept in a store (--store with --scan-run).
+
+`
+
+func runVerify(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, verifyUsage); fs.PrintDefaults() }
+	targetsFile := fs.String("targets", "", "a file of candidates (IP or IP:PORT per line; ZMap CSV)")
+	port := fs.Int("port", 853, "the port of candidates given without one")
+	dsn := fs.String("store", "", "keep the results in this store; with --scan-run, read the candidates from it")
+	scanRun := fs.String("scan-run", "", "verify the QUIC services a stored scan found")
+	name := fs.String("name", "example.com", "the name queried")
+	timeout := fs.Duration("timeout", 5*time.Second, "per step")
+	asJSON := fs.Bool("json", false, "one JSON object per candidate")
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab verify: "+format+"\n", a...)
+		return code
+	}
+	withPort := func(s string) (string, error) {
+		s = strings.TrimSpace(s)
+		if _, _, err := net.SplitHostPort(s); err == nil {
+			return s, nil
+		}
+		if net.ParseIP(s) == nil {
+			return "", fmt.Errorf("%q is not an IP address or IP:PORT", s)
+		}
+		return net.JoinHostPort(s, strconv.Itoa(*port)), nil
+	}
+	var targets []string
+	for _, a := range rest {
+		t, err := withPort(a)
+		if err != nil {
+			return fail(exitUsage, "%v", err)
+		}
+		targets = append(targets, t)
+	}
+	if *targetsFile != "" {
+		f, err := os.Open(*targetsFile)
+		if err != nil {
+			return fail(exitUsage, "%v", err)
+		}
+		sc := bufio.NewScanner(f)
+		for n := 1; sc.Scan(); n++ {
+			cols := strings.Split(sc.Text(), ",")
+			line := strings.TrimSpace(cols[0])
+			if line == "" || strings.HasPrefix(line, "#") || (n == 1 && net.ParseIP(line) == nil && !strings.Contains(line, ":")) {
+				continue // blank, comment, or a CSV header
+			}
+			if len(cols) > 1 && net.ParseIP(line) != nil { // ZMap's saddr,sport
+				if p, err := strconv.Atoi(strings.TrimSpace(cols[1])); err == nil && p > 0 && p < 65536 {
+					line = net.JoinHostPort(line, strconv.Itoa(p))
+				}
+			}
+			t, err := withPort(line)
+			if err != nil {
+				f.Close()
+				return fail(exitUsage, "%s:%d: %v", *targetsFile, n, err)
+			}
+			targets = append(targets, t)
+		}
+		f.Close()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var st *store.Store
+	if *dsn != "" {
+		if st, err = store.Open(ctx, *dsn); err != nil {
+			return fail(1, "%v", err)
+		}
+		defer st.Close()
+		if *scanRun != "" {
+			err := st.Results(ctx, *scanRun, "scan", func(_ string, raw []byte) error {
+				var r scan.Result
+				if err := json.Unmarshal(raw, &r); err != nil {
+					return err
+				}
+				if r.Kind == "quic" {
+					targets = append(targets, r.Target)
+				}
+				return nil
+			})
+			if err != nil {
+				return fail(1, "%v", err)
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return fail(exitUsage, "no candidates (arguments, --targets or --store with --scan-run)")
+	}
+	runID := "verify-" + store.NewID()
+	if st != nil {
+		run := store.NewRun("verify", "", map[string]any{"targets": len(targets), "name": *name})
+		run.ID = runID
+		if err := st.BeginRun(ctx, run); err != nil {
+			return fail(1, "%v", err)
+		}
+	}
+	type key struct{ verdict, version, alpn string }
+	breakdown := map[key]int{}
+	for _, t := range targets {
+		if ctx.Err() != nil {
+			break
+		}
+		r := verify.VerifyDoQ(ctx, t, verify.Options{Name: *name, Timeout: *timeout})
+		breakdown[key{r.Verdict, r.QUICVersion, r.ALPN}]++
+		if st != nil {
+			if err := st.WriteResult(ctx, runID, "verify-doq", t, time.Now(), r); err != nil {
+				return fail(1, "%v", err)
+			}
+		}
+		if *asJSON {
+			b, _ := json.Marshal(r)
+			fmt.Fprintln(stdout, string(b))
+			continue
+		}
+		cert := "-"
+		if r.Cert != nil {
+			cert = fmt.Sprintf("%s-%d %dB", r.Cert.KeyType, r.Cert.KeyBits, r.Cert.Octets)
+		}
+		fmt.Fprintf(stdout, "%-21s %-14s %-4s %-8s rcode %-8s retry %-3s token %-3s resumed %-3s 0-RTT %-3s cert %s\n", t, r.Verdict, orDash(r.QUICVersion), orDash(r.ALPN),
+			orDash(r.Rcode), yn(r.Retry), yn(r.TokenAccepted), yn(r.Resumed), yn(r.ZeroRTT), cert)
+	}
+	var keys []key
+	for k := range breakdown {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return breakdown[keys[i]] > breakdown[keys[j]] })
+	fmt.Fprintln(stdout, "\nverdict × QUIC version × DoQ ALPN (the PAM paper's breakdown):")
+	for _, k := range keys {
+		fmt.Fprintf(stdout, "  %-14s %-4s %-8s %d\n", k.verdict, orDash(k.version), orDash(k.alpn), breakdown[k])
+	}
+	if st != nil {
+		fmt.Fprintf(stderr, "doxlab verify: stored as run %s in %s\n", runID, *dsn)
+	}
+	return exitOK
+}

@@ -1,0 +1,164 @@
+// Package verify checks candidates from a discovery scan the way the PAM
+// 2022 paper did, and more strictly: a QUIC handshake offering QUIC v1
+// and v2 and the DoQ ALPNs (doq and the drafts doq-i00 ... doq-i11), and
+// then a real DNS query, since a handshake alone does not make a DNS
+// server (the paper's tool counted one). It records the negotiated
+// versions and ALPN, the certificate chain, Retry, NEW_TOKEN and 0-RTT.
+package verify
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
+
+	"github.com/doxlab/doxlab/probe"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// DoQ is what one candidate turned out to be.
+type DoQ struct {
+	Target string `json:"target"` // ip:port
+	// Verdict: doq (a DNS answer over DoQ), handshake-only (QUIC with a
+	// DoQ ALPN, but no DNS answer), quic-not-doq (QUIC, no DoQ ALPN),
+	// no-quic (no Version Negotiation, no handshake).
+	Verdict string   `json:"verdict"`
+	Error   string   `json:"error,omitempty"`
+	Offered []string `json:"versions_offered,omitempty"` // from Version Negotiation, hex
+
+	QUICVersion string  `json:"quic_version,omitempty"`
+	ALPN        string  `json:"alpn,omitempty"`
+	Rcode       string  `json:"rcode,omitempty"`
+	HandshakeMs float64 `json:"handshake_ms,omitempty"`
+	Retry       bool    `json:"retry"`
+	// From a second connection with the first's ticket and token.
+	TokenAccepted bool `json:"token_used"`
+	Resumed       bool `json:"resumed"`
+	ZeroRTT       bool `json:"zero_rtt"`
+
+	Cert *Cert `json:"certificate,omitempty"`
+}
+
+// Cert summarises a certificate chain.
+type Cert struct {
+	Subject  string    `json:"subject"`
+	SANs     []string  `json:"sans,omitempty"`
+	Issuer   string    `json:"issuer"`
+	KeyType  string    `json:"key_type"`
+	KeyBits  int       `json:"key_bits"`
+	Chain    int       `json:"chain_certificates"`
+	Octets   int       `json:"chain_octets"`
+	NotAfter time.Time `json:"not_after"`
+	SelfSign bool      `json:"self_signed"`
+}
+
+// Options configure a verification.
+type Options struct {
+	Name        string        // the query; default example.com A
+	Timeout     time.Duration // per step; default 5 s
+	OpenSockets func(open func() error) error
+}
+
+// VerifyDoQ checks one candidate.
+func VerifyDoQ(ctx context.Context, target string, o Options) *DoQ {
+	if o.Name == "" {
+		o.Name = "example.com"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	r := &DoQ{Target: target}
+	pctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	var vn probe.Result
+	var perr error
+	open := o.OpenSockets
+	if open == nil {
+		open = func(f func() error) error { return f() }
+	}
+	open(func() error { vn, perr = probe.QUIC(pctx, target); return nil })
+	cancel()
+	for _, v := range vn.Versions {
+		r.Offered = append(r.Offered, fmt.Sprintf("0x%08x", v))
+	}
+	sess := transport.NewSession(transport.SessionConfig{Tickets: true, Tokens: true, Versions: true})
+	opts := transport.Options{Insecure: true, Timeout: o.Timeout, Session: sess, ZeroRTT: true, OpenSockets: o.OpenSockets,
+		QUICVersions: []quic.Version{quic.Version1, quic.Version2}, DoQALPNs: append([]string{"doq"}, transport.DraftDoQALPNs...)}
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(o.Name), dns.TypeA)
+	q.RecursionDesired = true
+	rec, err := exchange(ctx, target, opts, q)
+	c := rec.Conn
+	r.QUICVersion, r.ALPN, r.Retry, r.HandshakeMs = c.QUICVersion, c.ALPN, c.Retry, rec.Timing.HandshakeMs
+	r.Cert = summarize(c.PeerCertificates)
+	switch {
+	case err == nil:
+		r.Verdict, r.Rcode = "doq", rec.Rcode
+	case c.ALPN != "":
+		r.Verdict, r.Error = "handshake-only", err.Error()
+	case perr == nil: // it answered Version Negotiation, but no DoQ handshake
+		r.Verdict, r.Error = "quic-not-doq", err.Error()
+	default:
+		r.Verdict, r.Error = "no-quic", err.Error()
+	}
+	if r.Verdict != "doq" {
+		return r
+	}
+	// A second connection: does the ticket resume, is 0-RTT accepted, is
+	// the NEW_TOKEN token taken?
+	if again, err := exchange(ctx, target, opts, q); err == nil {
+		r.TokenAccepted, r.Resumed, r.ZeroRTT = again.Conn.TokenUsed, again.Conn.TLSResumed, again.Conn.Used0RTT
+	}
+	return r
+}
+
+func exchange(ctx context.Context, target string, opts transport.Options, q *dns.Msg) (*transport.Record, error) {
+	t, err := transport.New("quic://"+target, opts)
+	if err != nil {
+		return &transport.Record{Status: transport.StatusBadRequest, Error: err.Error()}, err
+	}
+	defer t.Close()
+	return t.Exchange(ctx, q.Copy())
+}
+
+func summarize(chain []*x509.Certificate) *Cert {
+	if len(chain) == 0 {
+		return nil
+	}
+	leaf := chain[0]
+	c := &Cert{Subject: leaf.Subject.String(), SANs: leaf.DNSNames, Issuer: leaf.Issuer.String(), Chain: len(chain), NotAfter: leaf.NotAfter,
+		SelfSign: leaf.Subject.String() == leaf.Issuer.String()}
+	for _, ip := range leaf.IPAddresses {
+		c.SANs = append(c.SANs, ip.String())
+	}
+	for _, x := range chain {
+		c.Octets += len(x.Raw)
+	}
+	switch k := leaf.PublicKey.(type) {
+	case *rsa.PublicKey:
+		c.KeyType, c.KeyBits = "RSA", k.N.BitLen()
+	case *ecdsa.PublicKey:
+		c.KeyType, c.KeyBits = "ECDSA", k.Curve.Params().BitSize
+	case ed25519.PublicKey:
+		c.KeyType, c.KeyBits = "Ed25519", 256
+	}
+	return c
+}
+
+// ErrBadTarget is a candidate that is not ip:port.
+var ErrBadTarget = errors.New("a candidate is ip:port")
+
+// Target checks a candidate.
+func Target(s string) error {
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		return fmt.Errorf("%w: %q", ErrBadTarget, s)
+	}
+	return nil
+}
