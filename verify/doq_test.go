@@ -41,7 +41,9 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	start("retry", &server.Config{Listen: server.Listen{DoQ: tb.IPs["retry"] + ":853"}, Answers: any, QUIC: server.QUIC{Retry: "always", NoZeroRTT: true}})
 	start("h3only", &server.Config{Listen: server.Listen{DoH3: tb.IPs["h3only"] + ":853"}, Answers: any})
 	opts := verify.Options{OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
-	v := func(host string) *verify.DoQ { return verify.VerifyDoQ(context.Background(), tb.IPs[host]+":853", opts) }
+	v := func(host string) *verify.DoQ {
+		return verify.VerifyDoQ(context.Background(), tb.IPs[host]+":853", opts)
+	}
 
 	r := v("plain")
 	require.Equal(t, "doq", r.Verdict, r.Error)
