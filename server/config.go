@@ -23,13 +23,16 @@ type Config struct {
 	// the transport off. Addresses are loopback unless set otherwise.
 	Listen Listen `yaml:"listen"`
 	// DoHPath is the DoH endpoint on the DoH and web listeners. Default /dns-query.
-	DoHPath string  `yaml:"doh_path"`
-	TLS     TLS     `yaml:"tls"`
-	Answers Answers `yaml:"answers"`
-	QUIC    QUIC    `yaml:"quic"`
-	Faults  Faults  `yaml:"faults"`
-	Limits  Limits  `yaml:"limits"`
-	Web     Web     `yaml:"web"`
+	DoHPath string `yaml:"doh_path"`
+	// DoHJSONOnly serves only the JSON API (application/dns-json), refusing
+	// RFC 8484 requests with 415, as some resolvers' endpoints do.
+	DoHJSONOnly bool    `yaml:"doh_json_only"`
+	TLS         TLS     `yaml:"tls"`
+	Answers     Answers `yaml:"answers"`
+	QUIC        QUIC    `yaml:"quic"`
+	Faults      Faults  `yaml:"faults"`
+	Limits      Limits  `yaml:"limits"`
+	Web         Web     `yaml:"web"`
 	// Records is a file that receives one JSON line per query (and per
 	// connection); "-" is standard output. Empty writes none.
 	Records string `yaml:"records"`
@@ -67,6 +70,12 @@ type TLS struct {
 	TokenKey string `yaml:"token_key"`
 	// CertOut, if set, receives the certificate in use, for clients' --ca.
 	CertOut string `yaml:"cert_out"`
+	// MaxVersion caps the TLS version over TCP (DoT, DoH): "1.2" or "1.3"
+	// (default). QUIC is always TLS 1.3.
+	MaxVersion string `yaml:"max_version"`
+	// NoDoTALPN leaves "dot" out of DoT's handshake, as many DoT servers
+	// do: clients offering it get no ALPN back.
+	NoDoTALPN bool `yaml:"no_dot_alpn"`
 }
 
 // Answers says where answers come from, tried in this order: Static,
@@ -189,6 +198,11 @@ func (c *Config) Validate() error {
 	}
 	if n == 0 {
 		return fmt.Errorf("listen: no listener configured")
+	}
+	switch c.TLS.MaxVersion {
+	case "", "1.3", "1.2":
+	default:
+		return fmt.Errorf("tls.max_version: %q is not 1.2 or 1.3", c.TLS.MaxVersion)
 	}
 	switch c.QUIC.Retry {
 	case "", "never", "always", "first":

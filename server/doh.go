@@ -42,6 +42,9 @@ func (s *Server) dohHandler(listener string) http.HandlerFunc {
 			tlsFacts(rec, *r.TLS)
 		}
 		q, asJSON, err := dnswire.ParseDoHRequest(r)
+		if err == nil && !asJSON && s.cfg.DoHJSONOnly {
+			err = &dnswire.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: "only application/dns-json here"}
+		}
 		if err != nil {
 			var he *dnswire.HTTPError
 			errors.As(err, &he)
@@ -91,7 +94,7 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler) (net.Addr, error)
 	}
 	srv := &http.Server{
 		Handler:           h,
-		TLSConfig:         s.id.tlsConfig("h2", "http/1.1"),
+		TLSConfig:         s.tcpTLS("h2", "http/1.1"),
 		IdleTimeout:       s.cfg.Limits.IdleTimeout,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    16 << 10,

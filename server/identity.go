@@ -99,6 +99,16 @@ func (id *identity) tlsConfig(alpn ...string) *tls.Config {
 	return cfg
 }
 
+// tcpTLS is the TLS config of the listeners over TCP, with the configured
+// version cap.
+func (s *Server) tcpTLS(alpn ...string) *tls.Config {
+	cfg := s.id.tlsConfig(alpn...)
+	if s.cfg.TLS.MaxVersion == "1.2" {
+		cfg.MaxVersion = tls.VersionTLS12
+	}
+	return cfg
+}
+
 // generateCert makes a small self-signed ECDSA P-256 certificate: small so
 // that a QUIC server's first flight stays under the 3x amplification limit.
 func generateCert(names []string) (tls.Certificate, []byte, error) {

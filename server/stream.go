@@ -52,7 +52,11 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool) {
 	idle := s.cfg.Limits.IdleTimeout
 	if secure {
 		base.Transport = "dot"
-		tc := tls.Server(c, s.id.tlsConfig("dot"))
+		alpn := []string{"dot"}
+		if s.cfg.TLS.NoDoTALPN {
+			alpn = nil
+		}
+		tc := tls.Server(c, s.tcpTLS(alpn...))
 		c.SetDeadline(time.Now().Add(idle))
 		start := time.Now()
 		if err := tc.Handshake(); err != nil {

@@ -69,12 +69,7 @@ type Options struct {
 
 // VerifyDoQ checks one candidate.
 func VerifyDoQ(ctx context.Context, target string, o Options) *DoQ {
-	if o.Name == "" {
-		o.Name = "example.com"
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Second
-	}
+	o.defaults()
 	r := &DoQ{Target: target}
 	pctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	var vn probe.Result

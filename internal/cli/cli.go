@@ -32,6 +32,7 @@ func commands() []command {
 		{"report", "render stored samples as CDFs (PNG, SVG), a summary table and one HTML page", runReport},
 		{"scan", "find QUIC (DoQ) and Do53 services across address ranges, rate-limited, honouring blocklists", runScan},
 		{"verify", "verify DoQ candidates: handshake with every version and ALPN, a real query, certificate, Retry, NEW_TOKEN, 0-RTT", runVerify},
+		{"survey", "tabulate stored verifications: DoQ versions and ALPNs, DoT support, DoH endpoints, HTTP and TLS versions", runSurvey},
 		{"probe", "measure the RTT on a server's port and protocol (UDP, TCP SYN, QUIC Version Negotiation)", runProbe},
 		{"serve", "serve DNS over UDP, TCP, DoT, DoH/1.1/2/3 and DoQ, and web pages over HTTP/3", runServe},
 		{"testbed", "network namespaces joined by an emulated access link (up, down, status, exec, profile, check)", runTestbed},

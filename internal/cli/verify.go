@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,6 +43,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("name", "example.com", "the name queried")
 	timeout := fs.Duration("timeout", 5*time.Second, "per step")
 	asJSON := fs.Bool("json", false, "one JSON object per candidate")
+	protocols := fs.String("protocols", "doq", "what to verify on each candidate: doq, dot, doh (their default ports 853, 853, 443 apply to bare IPs)")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
@@ -130,42 +131,97 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			return fail(1, "%v", err)
 		}
 	}
-	type key struct{ verdict, version, alpn string }
-	breakdown := map[key]int{}
+	var sv verify.Survey
+	o := verify.Options{Name: *name, Timeout: *timeout}
+	store1 := func(kind, t string, v any) error {
+		if st == nil {
+			return nil
+		}
+		return st.WriteResult(ctx, runID, kind, t, time.Now(), v)
+	}
 	for _, t := range targets {
 		if ctx.Err() != nil {
 			break
 		}
-		r := verify.VerifyDoQ(ctx, t, verify.Options{Name: *name, Timeout: *timeout})
-		breakdown[key{r.Verdict, r.QUICVersion, r.ALPN}]++
-		if st != nil {
-			if err := st.WriteResult(ctx, runID, "verify-doq", t, time.Now(), r); err != nil {
+		host, _, _ := net.SplitHostPort(t)
+		for _, p := range splitList(*protocols) {
+			var v any
+			switch p {
+			case "doq":
+				r := verify.VerifyDoQ(ctx, t, o)
+				sv.DoQ, v = append(sv.DoQ, r), r
+				if !*asJSON {
+					cert := "-"
+					if r.Cert != nil {
+						cert = fmt.Sprintf("%s-%d %dB", r.Cert.KeyType, r.Cert.KeyBits, r.Cert.Octets)
+					}
+					fmt.Fprintf(stdout, "doq %-21s %-14s %-4s %-8s rcode %-8s retry %-3s token %-3s resumed %-3s 0-RTT %-3s cert %s\n", t, r.Verdict, orDash(r.QUICVersion), orDash(r.ALPN),
+						orDash(r.Rcode), yn(r.Retry), yn(r.TokenAccepted), yn(r.Resumed), yn(r.ZeroRTT), cert)
+				}
+			case "dot":
+				target := net.JoinHostPort(host, "853")
+				r := verify.VerifyDoT(ctx, target, o)
+				sv.DoT, v = append(sv.DoT, r), r
+				if !*asJSON {
+					fmt.Fprintf(stdout, "dot %-21s answers %-3s TLS %-4s alpn-dot %-3s no-alpn %-3s keepalive %-3s %s\n", target, yn(r.Answers), orDash(r.TLS), yn(r.ALPNDoT), yn(r.NoALPN), yn(r.Keepalive), r.Error)
+				}
+			case "doh":
+				target := net.JoinHostPort(host, "443")
+				r := verify.VerifyDoH(ctx, target, o)
+				sv.DoH, v = append(sv.DoH, r), r
+				if !*asJSON {
+					fmt.Fprintf(stdout, "doh %-21s endpoints %d  HTTP/1.1 %-3s /2 %-3s /3 %-3s alt-svc %q TLS %s\n", target, len(r.Endpoints), yn(r.HTTP11), yn(r.HTTP2), yn(r.HTTP3), r.AltSvc, strings.Join(r.TLSVersions, ","))
+				}
+			default:
+				return fail(exitUsage, "unknown protocol %q (want doq, dot, doh)", p)
+			}
+			if *asJSON {
+				b, _ := json.Marshal(v)
+				fmt.Fprintln(stdout, string(b))
+			}
+			if err := store1("verify-"+p, t, v); err != nil {
 				return fail(1, "%v", err)
 			}
 		}
-		if *asJSON {
-			b, _ := json.Marshal(r)
-			fmt.Fprintln(stdout, string(b))
-			continue
-		}
-		cert := "-"
-		if r.Cert != nil {
-			cert = fmt.Sprintf("%s-%d %dB", r.Cert.KeyType, r.Cert.KeyBits, r.Cert.Octets)
-		}
-		fmt.Fprintf(stdout, "%-21s %-14s %-4s %-8s rcode %-8s retry %-3s token %-3s resumed %-3s 0-RTT %-3s cert %s\n", t, r.Verdict, orDash(r.QUICVersion), orDash(r.ALPN),
-			orDash(r.Rcode), yn(r.Retry), yn(r.TokenAccepted), yn(r.Resumed), yn(r.ZeroRTT), cert)
 	}
-	var keys []key
-	for k := range breakdown {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return breakdown[keys[i]] > breakdown[keys[j]] })
-	fmt.Fprintln(stdout, "\nverdict × QUIC version × DoQ ALPN (the PAM paper's breakdown):")
-	for _, k := range keys {
-		fmt.Fprintf(stdout, "  %-14s %-4s %-8s %d\n", k.verdict, orDash(k.version), orDash(k.alpn), breakdown[k])
-	}
+	sv.Write(stdout)
 	if st != nil {
 		fmt.Fprintf(stderr, "doxlab verify: stored as run %s in %s\n", runID, *dsn)
 	}
+	return exitOK
+}
+
+// runSurvey prints the survey tables of verifications kept in a store.
+func runSurvey(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("survey", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dsn := fs.String("store", "doxlab.db", "the store")
+	runPrefix := fs.String("run", "", "only runs whose ID starts with this (default all verify runs)")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return exitUsage
+	}
+	ctx := context.Background()
+	st, code := openExistingStore(ctx, *dsn, "survey", stderr)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	var sv verify.Survey
+	load := func(kind string, add func([]byte) error) error {
+		return st.Results(ctx, *runPrefix, kind, func(_ string, raw []byte) error { return add(raw) })
+	}
+	err := errors.Join(
+		load("verify-doq", func(b []byte) error { r := new(verify.DoQ); sv.DoQ = append(sv.DoQ, r); return json.Unmarshal(b, r) }),
+		load("verify-dot", func(b []byte) error { r := new(verify.DoT); sv.DoT = append(sv.DoT, r); return json.Unmarshal(b, r) }),
+		load("verify-doh", func(b []byte) error { r := new(verify.DoH); sv.DoH = append(sv.DoH, r); return json.Unmarshal(b, r) }))
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab survey: %v\n", err)
+		return 1
+	}
+	if len(sv.DoQ)+len(sv.DoT)+len(sv.DoH) == 0 {
+		fmt.Fprintf(stderr, "doxlab survey: no verifications in %s (run doxlab verify --store)\n", *dsn)
+		return 1
+	}
+	sv.Write(stdout)
 	return exitOK
 }

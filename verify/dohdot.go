@@ -1,0 +1,220 @@
+package verify
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// DoT is a DoT candidate's support (RFC 7858).
+type DoT struct {
+	Target    string `json:"target"`
+	Answers   bool   `json:"answers"`       // a query over TLS got an answer
+	ALPNDoT   bool   `json:"alpn_dot"`      // the server chose ALPN "dot" when offered
+	NoALPN    bool   `json:"no_alpn_ok"`    // it answers a client that offers no ALPN
+	Keepalive bool   `json:"tcp_keepalive"` // it answered edns-tcp-keepalive (RFC 7828)
+	TLS       string `json:"tls_version,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Cert      *Cert  `json:"certificate,omitempty"`
+}
+
+// DoH is a DoH candidate's support: which paths and content types
+// answer, over which HTTP versions, and which TLS versions it accepts.
+type DoH struct {
+	Target string `json:"target"` // ip:port
+	// Endpoints that answered, as "PATH MIME METHOD", over HTTP/2.
+	Endpoints   []string `json:"endpoints,omitempty"`
+	HTTP11      bool     `json:"http1.1"`
+	HTTP2       bool     `json:"http2"`
+	HTTP3       bool     `json:"http3"`
+	AltSvc      string   `json:"alt_svc,omitempty"` // the Alt-Svc header, announcing HTTP/3
+	TLSVersions []string `json:"tls_versions,omitempty"`
+	Error       string   `json:"error,omitempty"`
+}
+
+// DoHPaths are the common endpoints the DoH-cost paper looked for.
+var DoHPaths = []string{"/dns-query", "/resolve", "/"}
+
+func query(name string) *dns.Msg {
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	q.RecursionDesired = true
+	return q
+}
+
+// dialTLS opens a TLS connection with the given ALPNs and version range.
+func dialTLS(ctx context.Context, target string, o Options, alpn []string, minV, maxV uint16) (*tls.Conn, error) {
+	var raw net.Conn
+	err := openIn(o, func() (err error) {
+		d := net.Dialer{Timeout: o.Timeout}
+		raw, err = d.DialContext(ctx, "tcp", target)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: alpn, MinVersion: minV, MaxVersion: maxV})
+	hctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if err := c.HandshakeContext(hctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func openIn(o Options, f func() error) error {
+	if o.OpenSockets == nil {
+		return f()
+	}
+	return o.OpenSockets(f)
+}
+
+// VerifyDoT checks a DoT candidate.
+func VerifyDoT(ctx context.Context, target string, o Options) *DoT {
+	o.defaults()
+	r := &DoT{Target: target}
+	ask := func(alpn []string, keepalive bool) (*tls.Conn, *dns.Msg, error) {
+		c, err := dialTLS(ctx, target, o, alpn, tls.VersionTLS12, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		q := query(o.Name)
+		if keepalive {
+			q.SetEdns0(1232, false)
+			opt := q.IsEdns0()
+			opt.Option = append(opt.Option, &dns.EDNS0_TCP_KEEPALIVE{Code: dns.EDNS0TCPKEEPALIVE})
+		}
+		wire, _ := q.Pack()
+		buf, _ := dnswire.AppendPrefixed(nil, wire)
+		c.SetDeadline(time.Now().Add(o.Timeout))
+		if _, err := c.Write(buf); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		b, err := dnswire.ReadPrefixed(c)
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		m, err := dnswire.Unpack(b)
+		return c, m, err
+	}
+	c, m, err := ask([]string{"dot"}, true)
+	if err != nil {
+		r.Error = err.Error()
+	} else {
+		cs := c.ConnectionState()
+		r.Answers, r.ALPNDoT = m.Response, cs.NegotiatedProtocol == "dot"
+		r.TLS = map[uint16]string{tls.VersionTLS12: "1.2", tls.VersionTLS13: "1.3"}[cs.Version]
+		r.Cert = summarize(cs.PeerCertificates)
+		if opt := m.IsEdns0(); opt != nil {
+			for _, o := range opt.Option {
+				r.Keepalive = r.Keepalive || o.Option() == dns.EDNS0TCPKEEPALIVE
+			}
+		}
+		c.Close()
+	}
+	if c, _, err := ask(nil, false); err == nil {
+		r.NoALPN = true
+		c.Close()
+	}
+	return r
+}
+
+func (o *Options) defaults() {
+	if o.Name == "" {
+		o.Name = "example.com"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+}
+
+// VerifyDoH checks a DoH candidate (ip:port, normally :443).
+func VerifyDoH(ctx context.Context, target string, o Options) *DoH {
+	o.defaults()
+	r := &DoH{Target: target}
+	base := transport.Options{Insecure: true, Timeout: o.Timeout, OpenSockets: o.OpenSockets}
+	try := func(path, version, method string, json bool) bool {
+		opts := base
+		opts.HTTPVersion, opts.Method, opts.JSON = version, method, json
+		scheme := "https"
+		if version == "3" {
+			scheme, opts.HTTPVersion = "h3", ""
+		}
+		t, err := transport.New(scheme+"://"+target+path, opts)
+		if err != nil {
+			return false
+		}
+		defer t.Close()
+		_, err = t.Exchange(ctx, query(o.Name))
+		return err == nil
+	}
+	for _, p := range DoHPaths {
+		for _, v := range []struct {
+			mime, method string
+			json         bool
+		}{{dnswire.MimeDNS, "get", false}, {dnswire.MimeDNS, "post", false}, {dnswire.MimeJSON, "get", true}} {
+			if try(p, "2", v.method, v.json) {
+				r.Endpoints = append(r.Endpoints, fmt.Sprintf("%s %s %s", p, v.mime, strings.ToUpper(v.method)))
+			}
+		}
+	}
+	// HTTP versions on the first endpoint that answered (or the default).
+	path, json, method := "/dns-query", false, "get"
+	if len(r.Endpoints) > 0 {
+		f := strings.Fields(r.Endpoints[0])
+		path, json, method = f[0], f[1] == dnswire.MimeJSON, strings.ToLower(f[2])
+	}
+	r.HTTP11, r.HTTP2, r.HTTP3 = try(path, "1.1", method, json), try(path, "2", method, json), try(path, "3", method, json)
+	r.AltSvc = altSvc(ctx, target, path, o)
+	for _, v := range []struct {
+		name string
+		v    uint16
+	}{{"1.0", tls.VersionTLS10}, {"1.1", tls.VersionTLS11}, {"1.2", tls.VersionTLS12}, {"1.3", tls.VersionTLS13}} {
+		if c, err := dialTLS(ctx, target, o, []string{"h2", "http/1.1"}, v.v, v.v); err == nil {
+			r.TLSVersions = append(r.TLSVersions, v.name)
+			c.Close()
+		}
+	}
+	if len(r.Endpoints) == 0 && len(r.TLSVersions) == 0 {
+		r.Error = "no TLS and no DoH endpoint"
+	}
+	return r
+}
+
+// altSvc reads the Alt-Svc header of a DoH GET over HTTP/2 or HTTP/1.1.
+func altSvc(ctx context.Context, target, path string, o Options) string {
+	tr := &http.Transport{
+		DialTLSContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialTLS(ctx, target, o, []string{"h2", "http/1.1"}, tls.VersionTLS12, 0)
+		},
+		ForceAttemptHTTP2: true,
+	}
+	defer tr.CloseIdleConnections()
+	wire, _ := query(o.Name).Pack()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+target+path+"?dns="+base64.RawURLEncoding.EncodeToString(wire), nil)
+	if err != nil {
+		return ""
+	}
+	req.Header.Set("Accept", dnswire.MimeDNS)
+	resp, err := (&http.Client{Transport: tr, Timeout: o.Timeout}).Do(req)
+	if err != nil {
+		return ""
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.Header.Get("Alt-Svc")
+}

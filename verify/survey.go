@@ -1,0 +1,99 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Survey is what a set of verifications found, tabulated like the PAM
+// paper's version breakdown and the DoH-cost paper's Tables 1-2.
+type Survey struct {
+	DoQ []*DoQ
+	DoT []*DoT
+	DoH []*DoH
+}
+
+// Write prints the survey's tables.
+func (s *Survey) Write(w io.Writer) {
+	table := func(title string, counts map[string]int, total int) {
+		if total == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s (of %d):\n", title, total)
+		var keys []string
+		for k := range counts {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if counts[keys[i]] != counts[keys[j]] {
+				return counts[keys[i]] > counts[keys[j]]
+			}
+			return keys[i] < keys[j]
+		})
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %-52s %5d  %5.1f%%\n", k, counts[k], 100*float64(counts[k])/float64(total))
+		}
+	}
+	c := map[string]int{}
+	for _, r := range s.DoQ {
+		c[fmt.Sprintf("%-14s QUIC %-3s ALPN %s", r.Verdict, orDash(r.QUICVersion), orDash(r.ALPN))]++
+	}
+	table("DoQ: verdict × QUIC version × DoQ ALPN", c, len(s.DoQ))
+	c = map[string]int{}
+	for _, r := range s.DoQ {
+		if r.Verdict == "doq" {
+			c["answers over DoQ"]++
+			for k, ok := range map[string]bool{"Retry": r.Retry, "NEW_TOKEN accepted": r.TokenAccepted, "resumption": r.Resumed, "0-RTT": r.ZeroRTT} {
+				if ok {
+					c[k]++
+				}
+			}
+		}
+	}
+	table("DoQ features", c, len(s.DoQ))
+	c = map[string]int{}
+	for _, r := range s.DoT {
+		if !r.Answers {
+			c["no DoT"]++
+			continue
+		}
+		c["DoT, TLS "+r.TLS]++
+		for k, ok := range map[string]bool{"ALPN dot": r.ALPNDoT, "answers without ALPN": r.NoALPN, "edns-tcp-keepalive": r.Keepalive} {
+			if ok {
+				c[k]++
+			}
+		}
+	}
+	table("DoT", c, len(s.DoT))
+	c = map[string]int{}
+	for _, r := range s.DoH {
+		for _, e := range r.Endpoints {
+			c[e]++
+		}
+		if len(r.Endpoints) == 0 {
+			c["no DoH endpoint"]++
+		}
+	}
+	table("DoH endpoints: path, content type, method (Table 1)", c, len(s.DoH))
+	c = map[string]int{}
+	for _, r := range s.DoH {
+		for k, ok := range map[string]bool{"HTTP/1.1": r.HTTP11, "HTTP/2": r.HTTP2, "HTTP/3": r.HTTP3, "Alt-Svc announces h3": strings.Contains(r.AltSvc, "h3")} {
+			if ok {
+				c[k]++
+			}
+		}
+		for _, v := range r.TLSVersions {
+			c["TLS "+v]++
+		}
+	}
+	table("DoH: HTTP and TLS versions (Table 2)", c, len(s.DoH))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
