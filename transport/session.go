@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"os"
+	"reflect"
 	"sync"
 	"time"
 
@@ -97,9 +98,10 @@ func (s *Session) learnVersion(addr string, v quic.Version) {
 type ticketCache struct {
 	inner tls.ClientSessionCache
 
-	mu      sync.Mutex
-	puts    map[string]uint64
-	waiters map[string]chan struct{}
+	mu       sync.Mutex
+	puts     map[string]uint64
+	waiters  map[string]chan struct{}
+	lifetime time.Duration // of the last ticket stored
 }
 
 func (c *ticketCache) count(key string) uint64 {
@@ -113,11 +115,13 @@ func (c *ticketCache) put(key string, cs *tls.ClientSessionState) {
 	if cs == nil {
 		return
 	}
+	life := TicketLifetime(cs)
 	c.mu.Lock()
 	if c.puts == nil {
 		c.puts = map[string]uint64{}
 	}
 	c.puts[key]++
+	c.lifetime = life
 	if ch, ok := c.waiters[key]; ok {
 		close(ch)
 		delete(c.waiters, key)
@@ -144,6 +148,34 @@ func (c *ticketCache) wait(ctx context.Context, key string, mark uint64, d time.
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// TicketLifetime is the lifetime the server gave its last session ticket
+// (RFC 8446 §4.6.1), or zero when none arrived or the Session keeps none.
+func (s *Session) TicketLifetime() time.Duration {
+	if s == nil || s.tickets == nil {
+		return 0
+	}
+	s.tickets.mu.Lock()
+	defer s.tickets.mu.Unlock()
+	return s.tickets.lifetime
+}
+
+// TicketLifetime reads a ticket's lifetime. crypto/tls keeps it in the
+// session state's unexported createdAt and useBy (seconds; useBy is
+// createdAt plus the lifetime on a client) and exports no accessor, so
+// reflection reads them; a Go release that renames them gives zero.
+func TicketLifetime(cs *tls.ClientSessionState) time.Duration {
+	_, st, err := cs.ResumptionState()
+	if err != nil || st == nil {
+		return 0
+	}
+	v := reflect.ValueOf(st).Elem()
+	created, useBy := v.FieldByName("createdAt"), v.FieldByName("useBy")
+	if !created.IsValid() || !useBy.IsValid() || created.Kind() != reflect.Uint64 || useBy.Kind() != reflect.Uint64 || useBy.Uint() < created.Uint() {
+		return 0
+	}
+	return time.Duration(useBy.Uint()-created.Uint()) * time.Second
 }
 
 type ticketView struct {

@@ -27,6 +27,29 @@ type DoT struct {
 	TLS       string `json:"tls_version,omitempty"`
 	Error     string `json:"error,omitempty"`
 	Cert      *Cert  `json:"certificate,omitempty"`
+	TLSFacts
+}
+
+// TLSFacts are what the DoH-cost paper's survey checked beyond the
+// certificate: timestamps and OCSP stapled in the handshake, and the
+// session ticket's lifetime.
+type TLSFacts struct {
+	SCTsInTLS       int   `json:"ct_scts_in_tls"`
+	OCSPStapled     bool  `json:"ocsp_stapled"`
+	TicketLifetimeS int64 `json:"ticket_lifetime_s"`
+}
+
+// lifetimeCache records the lifetime of the tickets it is given.
+type lifetimeCache struct {
+	tls.ClientSessionCache
+	life time.Duration
+}
+
+func (c *lifetimeCache) Put(key string, cs *tls.ClientSessionState) {
+	if cs != nil {
+		c.life = transport.TicketLifetime(cs)
+	}
+	c.ClientSessionCache.Put(key, cs)
 }
 
 // DoH is a DoH candidate's support: which paths and content types
@@ -41,6 +64,11 @@ type DoH struct {
 	AltSvc      string   `json:"alt_svc,omitempty"` // the Alt-Svc header, announcing HTTP/3
 	TLSVersions []string `json:"tls_versions,omitempty"`
 	Error       string   `json:"error,omitempty"`
+	Cert        *Cert    `json:"certificate,omitempty"`
+	TLSFacts
+	// CAA are the CAA records of the certificate's first name, as the
+	// resolver itself answers them.
+	CAA []string `json:"caa,omitempty"`
 }
 
 // DoHPaths are the common endpoints the DoH-cost paper looked for.
@@ -55,6 +83,10 @@ func query(name string) *dns.Msg {
 
 // dialTLS opens a TLS connection with the given ALPNs and version range.
 func dialTLS(ctx context.Context, target string, o Options, alpn []string, minV, maxV uint16) (*tls.Conn, error) {
+	return dialTLSCache(ctx, target, o, alpn, minV, maxV, nil)
+}
+
+func dialTLSCache(ctx context.Context, target string, o Options, alpn []string, minV, maxV uint16, cache tls.ClientSessionCache) (*tls.Conn, error) {
 	var raw net.Conn
 	err := openIn(o, func() (err error) {
 		d := net.Dialer{Timeout: o.Timeout}
@@ -64,7 +96,7 @@ func dialTLS(ctx context.Context, target string, o Options, alpn []string, minV,
 	if err != nil {
 		return nil, err
 	}
-	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: alpn, MinVersion: minV, MaxVersion: maxV})
+	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: alpn, MinVersion: minV, MaxVersion: maxV, ClientSessionCache: cache})
 	hctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	if err := c.HandshakeContext(hctx); err != nil {
@@ -85,8 +117,9 @@ func openIn(o Options, f func() error) error {
 func VerifyDoT(ctx context.Context, target string, o Options) *DoT {
 	o.defaults()
 	r := &DoT{Target: target}
+	tickets := &lifetimeCache{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
 	ask := func(alpn []string, keepalive bool) (*tls.Conn, *dns.Msg, error) {
-		c, err := dialTLS(ctx, target, o, alpn, tls.VersionTLS12, 0)
+		c, err := dialTLSCache(ctx, target, o, alpn, tls.VersionTLS12, 0, tickets)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -119,6 +152,8 @@ func VerifyDoT(ctx context.Context, target string, o Options) *DoT {
 		r.Answers, r.ALPNDoT = m.Response, cs.NegotiatedProtocol == "dot"
 		r.TLS = map[uint16]string{tls.VersionTLS12: "1.2", tls.VersionTLS13: "1.3"}[cs.Version]
 		r.Cert = summarize(cs.PeerCertificates)
+		r.SCTsInTLS, r.OCSPStapled = len(cs.SignedCertificateTimestamps), len(cs.OCSPResponse) > 0
+		r.TicketLifetimeS = int64(tickets.life.Seconds())
 		if opt := m.IsEdns0(); opt != nil {
 			for _, o := range opt.Option {
 				r.Keepalive = r.Keepalive || o.Option() == dns.EDNS0TCPKEEPALIVE
@@ -186,8 +221,14 @@ func VerifyDoH(ctx context.Context, target string, o Options) *DoH {
 	}{{"1.0", tls.VersionTLS10}, {"1.1", tls.VersionTLS11}, {"1.2", tls.VersionTLS12}, {"1.3", tls.VersionTLS13}} {
 		if c, err := dialTLS(ctx, target, o, []string{"h2", "http/1.1"}, v.v, v.v); err == nil {
 			r.TLSVersions = append(r.TLSVersions, v.name)
+			cs := c.ConnectionState()
+			r.Cert = summarize(cs.PeerCertificates)
+			r.SCTsInTLS, r.OCSPStapled = len(cs.SignedCertificateTimestamps), len(cs.OCSPResponse) > 0
 			c.Close()
 		}
+	}
+	if r.Cert != nil && len(r.Endpoints) > 0 {
+		r.CAA = caa(ctx, target, r, base)
 	}
 	if len(r.Endpoints) == 0 && len(r.TLSVersions) == 0 {
 		r.Error = "no TLS and no DoH endpoint"
@@ -217,4 +258,41 @@ func altSvc(ctx context.Context, target, path string, o Options) string {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.Header.Get("Alt-Svc")
+}
+
+// caa asks the resolver for the CAA records of its certificate's first
+// DNS name, over its own first DoH endpoint.
+func caa(ctx context.Context, target string, r *DoH, base transport.Options) []string {
+	var name string
+	for _, n := range r.Cert.SANs {
+		if net.ParseIP(n) == nil && !strings.HasPrefix(n, "*") {
+			name = n
+			break
+		}
+	}
+	if name == "" {
+		return nil
+	}
+	f := strings.Fields(r.Endpoints[0])
+	opts := base
+	opts.JSON, opts.Method = f[1] == dnswire.MimeJSON, strings.ToLower(f[2])
+	t, err := transport.New("https://"+target+f[0], opts)
+	if err != nil {
+		return nil
+	}
+	defer t.Close()
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), dns.TypeCAA)
+	q.RecursionDesired = true
+	rec, err := t.Exchange(ctx, q)
+	if err != nil || rec.Response == nil {
+		return nil
+	}
+	var out []string
+	for _, rr := range rec.Response.Answer {
+		if c, ok := rr.(*dns.CAA); ok {
+			out = append(out, fmt.Sprintf("%d %s %q", c.Flag, c.Tag, c.Value))
+		}
+	}
+	return out
 }

@@ -2,8 +2,18 @@ package verify_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/pem"
+	"math/big"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +34,7 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Close()
 	start := func(host string, cfg *server.Config) {
-		cfg.Answers = server.Answers{Any: "192.0.2.1"}
+		cfg.Answers = server.Answers{Any: "192.0.2.1", Static: []string{`dns.survey.test. 300 IN CAA 0 issue "ca.example"`}}
 		require.NoError(t, cfg.Validate())
 		var srv *server.Server
 		require.NoError(t, tb.Run(host, func() error {
@@ -37,7 +47,8 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 		t.Cleanup(func() { srv.Close() })
 	}
 	ip := tb.IPs
-	start("full", &server.Config{Listen: server.Listen{DoT: ip["full"] + ":853", Web: ip["full"] + ":443"}})
+	cert, key := surveyCert(t)
+	start("full", &server.Config{Listen: server.Listen{DoT: ip["full"] + ":853", Web: ip["full"] + ":443"}, TLS: server.TLS{Cert: cert, Key: key}})
 	start("tls12", &server.Config{Listen: server.Listen{DoT: ip["tls12"] + ":853", DoH: ip["tls12"] + ":443"}, TLS: server.TLS{MaxVersion: "1.2", NoDoTALPN: true}})
 	start("json", &server.Config{Listen: server.Listen{DoH: ip["json"] + ":443"}, DoHJSONOnly: true})
 	o := verify.Options{OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
@@ -48,11 +59,16 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	require.True(t, dot.ALPNDoT)
 	require.True(t, dot.NoALPN)
 	require.Equal(t, "1.3", dot.TLS)
+	require.Positive(t, dot.TicketLifetimeS, "Go's servers give tickets a lifetime (7 days)")
+	require.True(t, dot.Cert.SCT, "an embedded SCT list")
+	require.True(t, dot.Cert.MustStaple)
 	doh := verify.VerifyDoH(ctx, ip["full"]+":443", o)
 	require.Equal(t, []string{"/dns-query application/dns-message GET", "/dns-query application/dns-message POST", "/dns-query application/dns-json GET"}, doh.Endpoints)
 	require.True(t, doh.HTTP11 && doh.HTTP2 && doh.HTTP3, "%+v", doh)
 	require.Contains(t, doh.AltSvc, "h3=")
 	require.Equal(t, []string{"1.2", "1.3"}, doh.TLSVersions)
+	require.Equal(t, []string{`0 issue "ca.example"`}, doh.CAA, "the resolver answers CAA for its certificate's name")
+	require.False(t, doh.OCSPStapled)
 
 	dot = verify.VerifyDoT(ctx, ip["tls12"]+":853", o)
 	require.True(t, dot.Answers, dot.Error)
@@ -66,4 +82,31 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	doh = verify.VerifyDoH(ctx, ip["json"]+":443", o)
 	require.Equal(t, []string{"/dns-query application/dns-json GET"}, doh.Endpoints)
 	require.Empty(t, verify.VerifyDoT(ctx, ip["json"]+":853", o).TLS, "no DoT there")
+	require.False(t, doh.Cert.MustStaple, "doxlab's generated certificate has neither")
+	require.False(t, doh.Cert.SCT)
+}
+
+// surveyCert makes a certificate with an embedded SCT list extension and
+// the OCSP Must-Staple TLS feature (RFC 7633), for dns.survey.test.
+func surveyCert(t *testing.T) (certFile, keyFile string) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	feature, err := asn1.Marshal([]int{5})
+	require.NoError(t, err)
+	sct, err := asn1.Marshal([]byte{0, 0}) // an empty SCT list: only the extension's presence is checked
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dns.survey.test"}, DNSNames: []string{"dns.survey.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtraExtensions: []pkix.Extension{{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 1, 24}, Value: feature},
+			{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 11129, 2, 4, 2}, Value: sct}}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	require.NoError(t, err)
+	kb, err := x509.MarshalPKCS8PrivateKey(k)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600))
+	return certFile, keyFile
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/asn1"
 	"errors"
 	"fmt"
 	"net"
@@ -43,6 +44,8 @@ type DoQ struct {
 	TokenAccepted bool `json:"token_used"`
 	Resumed       bool `json:"resumed"`
 	ZeroRTT       bool `json:"zero_rtt"`
+	// TicketLifetimeS is the session ticket's lifetime in seconds.
+	TicketLifetimeS int64 `json:"ticket_lifetime_s"`
 
 	Cert *Cert `json:"certificate,omitempty"`
 }
@@ -58,7 +61,16 @@ type Cert struct {
 	Octets   int       `json:"chain_octets"`
 	NotAfter time.Time `json:"not_after"`
 	SelfSign bool      `json:"self_signed"`
+	// SCT: the leaf embeds Certificate Transparency timestamps (RFC 6962);
+	// MustStaple: it has the TLS feature status_request (RFC 7633).
+	SCT        bool `json:"ct_embedded_sct"`
+	MustStaple bool `json:"ocsp_must_staple"`
 }
+
+var (
+	oidSCT        = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 11129, 2, 4, 2}
+	oidTLSFeature = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 1, 24}
+)
 
 // Options configure a verification.
 type Options struct {
@@ -93,6 +105,7 @@ func VerifyDoQ(ctx context.Context, target string, o Options) *DoQ {
 	c := rec.Conn
 	r.QUICVersion, r.ALPN, r.Retry, r.HandshakeMs = c.QUICVersion, c.ALPN, c.Retry, rec.Timing.HandshakeMs
 	r.Cert = summarize(c.PeerCertificates)
+	r.TicketLifetimeS = int64(sess.TicketLifetime().Seconds())
 	switch {
 	case err == nil:
 		r.Verdict, r.Rcode = "doq", rec.Rcode
@@ -135,6 +148,19 @@ func summarize(chain []*x509.Certificate) *Cert {
 	}
 	for _, x := range chain {
 		c.Octets += len(x.Raw)
+	}
+	for _, e := range leaf.Extensions {
+		switch {
+		case e.Id.Equal(oidSCT):
+			c.SCT = true
+		case e.Id.Equal(oidTLSFeature):
+			var features []int
+			if _, err := asn1.Unmarshal(e.Value, &features); err == nil {
+				for _, f := range features {
+					c.MustStaple = c.MustStaple || f == 5 // status_request
+				}
+			}
+		}
 	}
 	switch k := leaf.PublicKey.(type) {
 	case *rsa.PublicKey:

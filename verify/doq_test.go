@@ -53,6 +53,7 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	require.Contains(t, r.Offered, "0x6b3343cf", "QUIC v2 offered in Version Negotiation")
 	require.True(t, r.Resumed)
 	require.True(t, r.ZeroRTT, "a second connection's 0-RTT accepted")
+	require.Positive(t, r.TicketLifetimeS)
 	require.False(t, r.Retry)
 	require.NotNil(t, r.Cert)
 	require.Equal(t, "ECDSA", r.Cert.KeyType)

@@ -89,6 +89,29 @@ func (s *Survey) Write(w io.Writer) {
 		}
 	}
 	table("DoH: HTTP and TLS versions (Table 2)", c, len(s.DoH))
+	c = map[string]int{}
+	certs := 0
+	add := func(cert *Cert, f TLSFacts, caa []string) {
+		if cert == nil {
+			return
+		}
+		certs++
+		for k, ok := range map[string]bool{"CT: SCT embedded in the certificate": cert.SCT, "CT: SCTs in the TLS handshake": f.SCTsInTLS > 0,
+			"OCSP Must-Staple": cert.MustStaple, "OCSP response stapled": f.OCSPStapled, "CAA record for the certificate's name": len(caa) > 0,
+			"self-signed": cert.SelfSign, "session tickets": f.TicketLifetimeS > 0} {
+			if ok {
+				c[k]++
+			}
+		}
+		c[fmt.Sprintf("key %s-%d", cert.KeyType, cert.KeyBits)]++
+	}
+	for _, r := range s.DoH {
+		add(r.Cert, r.TLSFacts, r.CAA)
+	}
+	for _, r := range s.DoT {
+		add(r.Cert, r.TLSFacts, nil)
+	}
+	table("certificates and TLS (DoH and DoT)", c, certs)
 }
 
 func orDash(s string) string {
