@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quic-go/quic-go"
 	"gopkg.in/yaml.v3"
 
 	"github.com/doxlab/doxlab/transport"
@@ -120,6 +121,25 @@ type QUIC struct {
 	NoTokens bool `yaml:"no_tokens"`
 	// DraftALPNs also accepts the DoQ drafts' ALPNs doq-i00 ... doq-i11.
 	DraftALPNs bool `yaml:"draft_alpns"`
+	// ALPNs replaces DoQ's ALPNs, e.g. [doq-i02] for an old draft server.
+	ALPNs []string `yaml:"alpns"`
+	// Versions are the QUIC versions offered, of v1 and v2. Default both.
+	Versions []string `yaml:"versions"`
+}
+
+func (q QUIC) versions() []quic.Version {
+	if len(q.Versions) == 0 {
+		return []quic.Version{quic.Version1, quic.Version2}
+	}
+	var out []quic.Version
+	for _, v := range q.Versions {
+		if v == "v2" {
+			out = append(out, quic.Version2)
+		} else {
+			out = append(out, quic.Version1)
+		}
+	}
+	return out
 }
 
 // Faults delay and drop answers, for head-of-line and timeout experiments.
@@ -142,6 +162,9 @@ type Limits struct {
 	MaxStreams  int           `yaml:"max_streams"`  // concurrent queries per connection; default 100
 	IdleTimeout time.Duration `yaml:"idle_timeout"` // default 30 s
 	MaxMsg      int           `yaml:"max_msg"`      // largest query accepted; default 65535
+	// TCPFastOpen accepts data in the SYN on TCP, DoT and DoH (RFC 7413),
+	// where the kernel's net.ipv4.tcp_fastopen allows it.
+	TCPFastOpen bool `yaml:"tcp_fastopen"`
 }
 
 // Web serves page snapshots for browser experiments.
@@ -198,6 +221,11 @@ func (c *Config) Validate() error {
 	}
 	if n == 0 {
 		return fmt.Errorf("listen: no listener configured")
+	}
+	for _, v := range c.QUIC.Versions {
+		if v != "v1" && v != "v2" {
+			return fmt.Errorf("quic.versions: %q is not v1 or v2", v)
+		}
 	}
 	switch c.TLS.MaxVersion {
 	case "", "1.3", "1.2":

@@ -88,7 +88,7 @@ func minTTL(m *dns.Msg) uint32 {
 // server reads a pipelined HTTP/1.1 request only after answering the one
 // before, so DoH/1.1 pipelining is answered strictly in order.
 func (s *Server) serveHTTPS(name, addr string, h http.Handler) (net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := s.listenTCP(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,9 @@ func (s *Server) serveDoQ(addr string) error {
 	if s.cfg.QUIC.DraftALPNs {
 		alpn = append(alpn, draftALPNs...)
 	}
+	if len(s.cfg.QUIC.ALPNs) > 0 {
+		alpn = s.cfg.QUIC.ALPNs
+	}
 	ln, err := s.listenQUIC("doq", addr, s.id.tlsConfig(alpn...))
 	if err != nil {
 		return err

@@ -96,7 +96,7 @@ func (s *Server) listenQUIC(name, addr string, tlsConf *tls.Config) (*quic.Early
 		Allow0RTT:          !s.cfg.QUIC.NoZeroRTT,
 		MaxIncomingStreams: int64(s.cfg.Limits.MaxStreams),
 		MaxIdleTimeout:     s.cfg.Limits.IdleTimeout,
-		Versions:           []quic.Version{quic.Version1, quic.Version2},
+		Versions:           s.cfg.QUIC.versions(),
 	}
 	ln, err := tr.ListenEarly(tlsConf, conf)
 	if err != nil {

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
+	"golang.org/x/sys/unix"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -16,7 +19,7 @@ import (
 // (RFC 7858, ALPN dot). Pipelined queries are answered as soon as each is
 // ready, or strictly in order with faults.in_order.
 func (s *Server) serveStream(name, addr string, secure bool) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := s.listenTCP(addr)
 	if err != nil {
 		return err
 	}
@@ -121,4 +124,24 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool) {
 			}
 		}()
 	}
+}
+
+// listenTCP listens for TCP, with TCP Fast Open (RFC 7413) when the
+// config asks for it. The kernel must allow it too: net.ipv4.tcp_fastopen
+// with bit 0x2 in the server's network namespace.
+func (s *Server) listenTCP(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{}
+	if s.cfg.Limits.TCPFastOpen {
+		lc.Control = func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, unix.TCP_FASTOPEN, 16)
+			})
+			if err != nil {
+				return err
+			}
+			return serr
+		}
+	}
+	return lc.Listen(context.Background(), "tcp", addr)
 }

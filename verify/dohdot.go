@@ -2,9 +2,12 @@ package verify
 
 import (
 	"context"
+	"syscall"
+
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +27,7 @@ type DoT struct {
 	ALPNDoT   bool   `json:"alpn_dot"`      // the server chose ALPN "dot" when offered
 	NoALPN    bool   `json:"no_alpn_ok"`    // it answers a client that offers no ALPN
 	Keepalive bool   `json:"tcp_keepalive"` // it answered edns-tcp-keepalive (RFC 7828)
+	FastOpen  bool   `json:"tcp_fastopen"`  // a SYN with data was acknowledged (RFC 7413)
 	TLS       string `json:"tls_version,omitempty"`
 	Error     string `json:"error,omitempty"`
 	Cert      *Cert  `json:"certificate,omitempty"`
@@ -165,6 +169,9 @@ func VerifyDoT(ctx context.Context, target string, o Options) *DoT {
 		r.NoALPN = true
 		c.Close()
 	}
+	if r.Answers {
+		r.FastOpen = fastOpen(ctx, target, o)
+	}
 	return r
 }
 
@@ -295,4 +302,54 @@ func caa(ctx context.Context, target string, r *DoH, base transport.Options) []s
 		}
 	}
 	return out
+}
+
+// tfoConnect turns on TCP Fast Open for a client socket: the kernel puts
+// the first write (the ClientHello) into the SYN once it holds a cookie.
+func tfoConnect(_, _ string, c syscall.RawConn) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, unix.TCP_FASTOPEN_CONNECT, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// fastOpen reports whether a second TLS connection's SYN carried data
+// the server acknowledged (TCP_INFO's TCPI_OPT_SYN_DATA), the first one
+// having fetched the cookie.
+func fastOpen(ctx context.Context, target string, o Options) bool {
+	acked := false
+	for i := range 2 {
+		var raw net.Conn
+		err := openIn(o, func() (err error) {
+			d := net.Dialer{Timeout: o.Timeout, Control: tfoConnect}
+			raw, err = d.DialContext(ctx, "tcp", target)
+			return err
+		})
+		if err != nil {
+			return false
+		}
+		c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"dot"}})
+		hctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		err = c.HandshakeContext(hctx)
+		cancel()
+		if err == nil && i == 1 {
+			if sc, ok := raw.(syscall.Conn); ok {
+				if rc, err := sc.SyscallConn(); err == nil {
+					rc.Control(func(fd uintptr) {
+						if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+							acked = info.Options&0x20 != 0 // TCPI_OPT_SYN_DATA
+						}
+					})
+				}
+			}
+		}
+		c.Close()
+		if err != nil {
+			return false
+		}
+	}
+	return acked
 }

@@ -48,7 +48,10 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	}
 	ip := tb.IPs
 	cert, key := surveyCert(t)
-	start("full", &server.Config{Listen: server.Listen{DoT: ip["full"] + ":853", Web: ip["full"] + ":443"}, TLS: server.TLS{Cert: cert, Key: key}})
+	// TCP Fast Open as a server needs the kernel's consent in that host.
+	require.NoError(t, tb.Run("full", func() error { return os.WriteFile("/proc/sys/net/ipv4/tcp_fastopen", []byte("3"), 0o644) }))
+	start("full", &server.Config{Listen: server.Listen{DoT: ip["full"] + ":853", Web: ip["full"] + ":443"}, TLS: server.TLS{Cert: cert, Key: key},
+		Limits: server.Limits{TCPFastOpen: true}})
 	start("tls12", &server.Config{Listen: server.Listen{DoT: ip["tls12"] + ":853", DoH: ip["tls12"] + ":443"}, TLS: server.TLS{MaxVersion: "1.2", NoDoTALPN: true}})
 	start("json", &server.Config{Listen: server.Listen{DoH: ip["json"] + ":443"}, DoHJSONOnly: true})
 	o := verify.Options{OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
@@ -62,6 +65,7 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	require.Positive(t, dot.TicketLifetimeS, "Go's servers give tickets a lifetime (7 days)")
 	require.True(t, dot.Cert.SCT, "an embedded SCT list")
 	require.True(t, dot.Cert.MustStaple)
+	require.True(t, dot.FastOpen, "the second connection's SYN carried the ClientHello")
 	doh := verify.VerifyDoH(ctx, ip["full"]+":443", o)
 	require.Equal(t, []string{"/dns-query application/dns-message GET", "/dns-query application/dns-message POST", "/dns-query application/dns-json GET"}, doh.Endpoints)
 	require.True(t, doh.HTTP11 && doh.HTTP2 && doh.HTTP3, "%+v", doh)
@@ -74,6 +78,7 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	require.True(t, dot.Answers, dot.Error)
 	require.False(t, dot.ALPNDoT, "no DoT ALPN")
 	require.Equal(t, "1.2", dot.TLS)
+	require.False(t, dot.FastOpen)
 	doh = verify.VerifyDoH(ctx, ip["tls12"]+":443", o)
 	require.Equal(t, []string{"1.2"}, doh.TLSVersions)
 	require.False(t, doh.HTTP3)

@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	if os.Geteuid() != 0 {
 		peertest.Missing(t, "the testbed needs root")
 	}
-	tb, err := testbed.Start(testbed.Spec{Name: "verifytest", Hosts: []string{"client", "plain", "retry", "h3only", "closed"}})
+	tb, err := testbed.Start(testbed.Spec{Name: "verifytest", Hosts: []string{"client", "plain", "retry", "h3only", "draft", "v2", "closed"}})
 	require.NoError(t, err)
 	defer tb.Close()
 	start := func(host string, cfg *server.Config) {
@@ -40,6 +41,8 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	start("plain", &server.Config{Listen: server.Listen{DoQ: tb.IPs["plain"] + ":853"}, Answers: any})
 	start("retry", &server.Config{Listen: server.Listen{DoQ: tb.IPs["retry"] + ":853"}, Answers: any, QUIC: server.QUIC{Retry: "always", NoZeroRTT: true}})
 	start("h3only", &server.Config{Listen: server.Listen{DoH3: tb.IPs["h3only"] + ":853"}, Answers: any})
+	start("draft", &server.Config{Listen: server.Listen{DoQ: tb.IPs["draft"] + ":853"}, Answers: any, QUIC: server.QUIC{ALPNs: []string{"doq-i02"}}})
+	start("v2", &server.Config{Listen: server.Listen{DoQ: tb.IPs["v2"] + ":853"}, Answers: any, QUIC: server.QUIC{Versions: []string{"v2"}}})
 	opts := verify.Options{OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
 	v := func(host string) *verify.DoQ {
 		return verify.VerifyDoQ(context.Background(), tb.IPs[host]+":853", opts)
@@ -69,6 +72,28 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	require.Equal(t, "quic-not-doq", r.Verdict, "QUIC, but no DoQ ALPN: %s", r.Error)
 	require.NotEmpty(t, r.Offered)
 
+	r = v("draft")
+	require.Equal(t, "doq", r.Verdict, r.Error)
+	require.Equal(t, "doq-i02", r.ALPN, "a draft server answers on its draft ALPN")
+
+	r = v("v2")
+	require.Equal(t, "doq", r.Verdict, r.Error)
+	require.Equal(t, "v2", r.QUICVersion, "a v2-only server: Version Negotiation, then QUIC v2")
+	require.Equal(t, []string{"0x6b3343cf"}, nonGrease(r.Offered))
+
 	r = v("closed")
 	require.Equal(t, "no-quic", r.Verdict)
+}
+
+// nonGrease drops the reserved versions quic-go adds to Version
+// Negotiation (0x?a?a?a?a, RFC 9000 §15).
+func nonGrease(vs []string) (out []string) {
+	for _, v := range vs {
+		var n uint32
+		fmt.Sscanf(v, "0x%08x", &n)
+		if n&0x0f0f0f0f != 0x0a0a0a0a {
+			out = append(out, v)
+		}
+	}
+	return out
 }

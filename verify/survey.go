@@ -60,7 +60,7 @@ func (s *Survey) Write(w io.Writer) {
 			continue
 		}
 		c["DoT, TLS "+r.TLS]++
-		for k, ok := range map[string]bool{"ALPN dot": r.ALPNDoT, "answers without ALPN": r.NoALPN, "edns-tcp-keepalive": r.Keepalive} {
+		for k, ok := range map[string]bool{"ALPN dot": r.ALPNDoT, "answers without ALPN": r.NoALPN, "edns-tcp-keepalive": r.Keepalive, "TCP Fast Open": r.FastOpen} {
 			if ok {
 				c[k]++
 			}
