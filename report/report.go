@@ -24,6 +24,7 @@ import (
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/verify"
 	"github.com/doxlab/doxlab/web"
 )
 
@@ -55,6 +56,7 @@ type Report struct {
 	HOL      []experiment.HOLSummary   // the knock-on delay per transport
 	Amp      []experiment.AmpCell      // the amplification experiment's cells
 	Overhead []experiment.OverheadCell // octets per resolution and layer
+	Survey   string                    // the survey's tables, as text
 }
 
 var order = map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "none": 5,
@@ -79,12 +81,13 @@ type Input struct {
 	HOL      []*experiment.HOLQuery     // head-of-line queries (hol)
 	Amp      []*experiment.AmpSample    // DoQ handshakes (amplification)
 	Overhead []*experiment.OverheadConn // captured connections (overhead)
+	Survey   *verify.Survey             // verifications (verify)
 }
 
 // Render draws in into dir.
 func Render(in Input, dir, title string) (*Report, error) {
 	rows, loads := in.Rows, in.Loads
-	if len(rows) == 0 && len(loads) == 0 && len(in.HOL) == 0 && len(in.Amp) == 0 && len(in.Overhead) == 0 {
+	if len(rows) == 0 && len(loads) == 0 && len(in.HOL) == 0 && len(in.Amp) == 0 && len(in.Overhead) == 0 && (in.Survey == nil || in.Survey.Empty()) {
 		return nil, fmt.Errorf("no samples to report")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -136,6 +139,11 @@ func Render(in Input, dir, title string) (*Report, error) {
 			return nil, err
 		}
 		webFigs = append(webFigs, f)
+	}
+	if in.Survey != nil && !in.Survey.Empty() {
+		var b strings.Builder
+		in.Survey.Write(&b)
+		rep.Survey = b.String()
 	}
 	if len(in.Overhead) > 0 {
 		rep.Overhead = experiment.SummarizeOverhead(in.Overhead)
@@ -385,13 +393,16 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em}.fig svg{max-w
 <table id="overhead-cells"><tr><th class="l">cert</th><th class="l">mode</th><th class="l">transport</th><th>resolutions</th><th>octets</th><th>packets</th>{{range .Layers}}<th>{{.}}</th>{{end}}<th>single query</th><th>handshake c&gt;r</th><th>handshake r&gt;c</th><th>query</th><th>response</th></tr>
 {{range .Overhead}}<tr><td class="l">{{.Cert}}</td><td class="l">{{.Mode}}</td><td class="l">{{.Transport}}</td><td>{{.Resolutions}}</td><td>{{ms .Octets}}</td><td>{{ms .Packets}}</td>{{range .Layers}}<td>{{ms .}}</td>{{end}}<td>{{ms .Total}}</td><td>{{ms .HandshakeUp}}</td><td>{{ms .HandshakeDown}}</td><td>{{ms .Query}}</td><td>{{ms .Response}}</td></tr>
 {{end}}</table>{{end}}
+{{if .Survey}}<h2 id="survey">Resolver survey</h2>
+<p>From <code>doxlab verify</code>: the PAM paper's DoQ version breakdown and the DoH-cost paper's Tables 1-2.</p>
+<pre>{{.Survey}}</pre>{{end}}
 {{range .WebFigures}}<h2 id="{{.Name}}">{{.Metric}} — {{.Profile}}</h2><div class="fig">{{.SVG}}</div>
 {{end}}</body></html>
 `))
 
 func writeHTML(rep *Report, figs, webFigs []figure, title string) error {
 	var b bytes.Buffer
-	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs, "HOL": rep.HOL, "Threshold": experiment.KnockOnThreshold, "Amp": rep.Amp, "Overhead": rep.Overhead, "Layers": overhead.LayerNames}); err != nil {
+	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs, "HOL": rep.HOL, "Threshold": experiment.KnockOnThreshold, "Amp": rep.Amp, "Overhead": rep.Overhead, "Layers": overhead.LayerNames, "Survey": rep.Survey}); err != nil {
 		return err
 	}
 	return os.WriteFile(rep.HTML, b.Bytes(), 0o644)

@@ -1,11 +1,34 @@
 package verify
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/doxlab/doxlab/store"
 )
+
+// LoadSurvey reads the verifications stored by runs whose ID starts with
+// prefix.
+func LoadSurvey(ctx context.Context, st *store.Store, prefix string) (*Survey, error) {
+	sv := &Survey{}
+	load := func(kind string, add func([]byte) error) error {
+		return st.Results(ctx, prefix, kind, func(_ string, raw []byte) error { return add(raw) })
+	}
+	err := errors.Join(
+		load("verify-doq", func(b []byte) error { r := new(DoQ); sv.DoQ = append(sv.DoQ, r); return json.Unmarshal(b, r) }),
+		load("verify-dot", func(b []byte) error { r := new(DoT); sv.DoT = append(sv.DoT, r); return json.Unmarshal(b, r) }),
+		load("verify-doh", func(b []byte) error { r := new(DoH); sv.DoH = append(sv.DoH, r); return json.Unmarshal(b, r) }))
+	return sv, err
+}
+
+// Empty reports whether there is nothing to tabulate.
+func (s *Survey) Empty() bool { return len(s.DoQ)+len(s.DoT)+len(s.DoH) == 0 }
 
 // Survey is what a set of verifications found, tabulated like the PAM
 // paper's version breakdown and the DoH-cost paper's Tables 1-2.
@@ -45,6 +68,9 @@ func (s *Survey) Write(w io.Writer) {
 	for _, r := range s.DoQ {
 		if r.Verdict == "doq" {
 			c["answers over DoQ"]++
+			if r.TicketLifetimeS > 0 {
+				c[fmt.Sprintf("session ticket lifetime %s", time.Duration(r.TicketLifetimeS)*time.Second)]++
+			}
 			for k, ok := range map[string]bool{"Retry": r.Retry, "NEW_TOKEN accepted": r.TokenAccepted, "resumption": r.Resumed, "0-RTT": r.ZeroRTT} {
 				if ok {
 					c[k]++

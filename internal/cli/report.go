@@ -10,6 +10,7 @@ import (
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/report"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/verify"
 )
 
 // runReport renders stored samples as figures and one HTML page.
@@ -68,7 +69,11 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	rep, err := report.Render(report.Input{Rows: sel, Loads: loads, HOL: hol, Amp: amp, Overhead: ov}, *out, report.Title(selRuns))
+	sv, err := verify.LoadSurvey(ctx, st, *runPrefix)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	rep, err := report.Render(report.Input{Rows: sel, Loads: loads, HOL: hol, Amp: amp, Overhead: ov, Survey: sv}, *out, report.Title(selRuns))
 	if err != nil {
 		return fail(1, "%v", err)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/csv"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/server"
 )
 
 // TestMeasureResumeAfterKill kills a stored measurement with SIGKILL and
@@ -201,4 +203,32 @@ func TestExperimentOverheadQuick(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, stdout, "captured connections")
 	require.FileExists(t, filepath.Join(dir, "rep", "overhead-layers-small-new.svg"))
+}
+
+// TestScanVerifySurvey runs the discovery chain on loopback: a scan kept
+// in a store, verify reading its candidates from there, the survey and the
+// report's survey section.
+func TestScanVerifySurvey(t *testing.T) {
+	cfg := &server.Config{Listen: server.Listen{DoQ: "127.0.0.1:0", DoT: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}}
+	require.NoError(t, cfg.Validate())
+	srv, err := server.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Addr("doq").String())
+	db := filepath.Join(t.TempDir(), "s.db")
+	code, out, errOut := run("scan", "--rate", "50", "--quic-ports", port, "--cooldown", "300ms", "--store", db, "127.0.0.1")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "quic  127.0.0.1:"+port)
+	id := regexp.MustCompile(`run (scan-\S+)`).FindStringSubmatch(errOut)
+	require.Len(t, id, 2, errOut)
+	code, out, errOut = run("verify", "--store", db, "--scan-run", id[1])
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "doq 127.0.0.1:"+port)
+	require.Contains(t, out, "doq            QUIC v1  ALPN doq")
+	code, out, errOut = run("survey", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "DoQ features")
+	code, _, errOut = run("report", "--store", db, "--out", filepath.Join(t.TempDir(), "rep"))
+	require.Equal(t, 0, code, errOut)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -206,19 +205,12 @@ func runSurvey(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer st.Close()
-	var sv verify.Survey
-	load := func(kind string, add func([]byte) error) error {
-		return st.Results(ctx, *runPrefix, kind, func(_ string, raw []byte) error { return add(raw) })
-	}
-	err := errors.Join(
-		load("verify-doq", func(b []byte) error { r := new(verify.DoQ); sv.DoQ = append(sv.DoQ, r); return json.Unmarshal(b, r) }),
-		load("verify-dot", func(b []byte) error { r := new(verify.DoT); sv.DoT = append(sv.DoT, r); return json.Unmarshal(b, r) }),
-		load("verify-doh", func(b []byte) error { r := new(verify.DoH); sv.DoH = append(sv.DoH, r); return json.Unmarshal(b, r) }))
+	sv, err := verify.LoadSurvey(ctx, st, *runPrefix)
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab survey: %v\n", err)
 		return 1
 	}
-	if len(sv.DoQ)+len(sv.DoT)+len(sv.DoH) == 0 {
+	if sv.Empty() {
 		fmt.Fprintf(stderr, "doxlab survey: no verifications in %s (run doxlab verify --store)\n", *dsn)
 		return 1
 	}
