@@ -8,6 +8,7 @@
 #                    postgresql (the shared store's tests start their own cluster),
 #                    chromium (the web experiment; renders the HTML report in a test)
 #   PyPI:            aioquic 1.7.2 (its DoQ server and HTTP/3 client examples),
+#                    aioquic 0.9.25 in a venv (QUIC drafts 29-32, for verify),
 #                    dnslib, wsproto, dnspython 2.9.2 with DoH and DoQ
 set -euo pipefail
 
@@ -21,7 +22,7 @@ PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl tshark iproute2 postgresql chromium; do
+for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl tshark iproute2 postgresql chromium python3-venv; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
@@ -57,5 +58,13 @@ if [ ! -f "$PEERS/aioquic/examples/doq_server.py" ]; then
   mkdir -p "$PEERS/aioquic"
   cp -r "$tmp/aioquic-$AIOQUIC_VERSION/examples" "$PEERS/aioquic/"
   rm -rf "$tmp"
+fi
+# aioquic 0.9.25 in its own venv: the last release that speaks QUIC drafts
+# 29-32, for verifying (and testing against) draft-era DoQ servers.
+AIOQUIC_DRAFTS_VERSION=0.9.25
+if ! "$PEERS/aioquic-drafts/bin/python" -c "import aioquic, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_DRAFTS_VERSION')" 2>/dev/null; then
+  say "pip install aioquic==$AIOQUIC_DRAFTS_VERSION into $PEERS/aioquic-drafts"
+  python3 -m venv "$PEERS/aioquic-drafts"
+  "$PEERS/aioquic-drafts/bin/pip" install -q "aioquic==$AIOQUIC_DRAFTS_VERSION"
 fi
 say "peers ready: coredns $("$GOBIN/coredns" -version | head -1), $(unbound -V | head -1), aioquic $AIOQUIC_VERSION"

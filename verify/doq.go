@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"time"
 
 	"github.com/miekg/dns"
@@ -77,6 +78,9 @@ type Options struct {
 	Name        string        // the query; default example.com A
 	Timeout     time.Duration // per step; default 5 s
 	OpenSockets func(open func() error) error
+	// Command runs a helper program (the QUIC-draft client) where the
+	// sockets should be; nil runs it here. The testbed's Command fits.
+	Command func(argv ...string) *exec.Cmd
 }
 
 // VerifyDoQ checks one candidate.
@@ -117,6 +121,10 @@ func VerifyDoQ(ctx context.Context, target string, o Options) *DoQ {
 		r.Verdict, r.Error = "no-quic", err.Error()
 	}
 	if r.Verdict != "doq" {
+		// Servers from the DoQ drafts' days may speak only a QUIC draft.
+		if r.Verdict != "handshake-only" {
+			tryDrafts(ctx, target, o, r)
+		}
 		return r
 	}
 	// A second connection: does the ticket resume, is 0-RTT accepted, is

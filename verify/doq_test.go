@@ -1,9 +1,11 @@
 package verify_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,7 +24,7 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	if os.Geteuid() != 0 {
 		peertest.Missing(t, "the testbed needs root")
 	}
-	tb, err := testbed.Start(testbed.Spec{Name: "verifytest", Hosts: []string{"client", "plain", "retry", "h3only", "draft", "v2", "closed"}})
+	tb, err := testbed.Start(testbed.Spec{Name: "verifytest", Hosts: []string{"client", "plain", "retry", "h3only", "draft", "v2", "draft29", "closed"}})
 	require.NoError(t, err)
 	defer tb.Close()
 	start := func(host string, cfg *server.Config) {
@@ -43,7 +45,20 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	start("h3only", &server.Config{Listen: server.Listen{DoH3: tb.IPs["h3only"] + ":853"}, Answers: any})
 	start("draft", &server.Config{Listen: server.Listen{DoQ: tb.IPs["draft"] + ":853"}, Answers: any, QUIC: server.QUIC{ALPNs: []string{"doq-i02"}}})
 	start("v2", &server.Config{Listen: server.Listen{DoQ: tb.IPs["v2"] + ":853"}, Answers: any, QUIC: server.QUIC{Versions: []string{"v2"}}})
-	opts := verify.Options{OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
+	// A draft-era server: QUIC draft-29 and ALPN doq-i02, on aioquic 0.9.25.
+	if _, err := os.Stat(verify.DraftPython); err != nil {
+		peertest.Missing(t, "aioquic 0.9.25 (scripts/install-peers.sh)")
+	}
+	cert := peertest.NewCert(t)
+	srv := tb.Command("draft29", verify.DraftPython, "../internal/peertest/doq_draft_server.py", tb.IPs["draft29"], "853", cert.CertFile, cert.KeyFile, "ff00001d", "doq-i02")
+	out, err := srv.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	require.Equal(t, "ready\n", line)
+	opts := verify.Options{OpenSockets: func(open func() error) error { return tb.Run("client", open) },
+		Command: func(argv ...string) *exec.Cmd { return tb.Command("client", argv...) }}
 	v := func(host string) *verify.DoQ {
 		return verify.VerifyDoQ(context.Background(), tb.IPs[host]+":853", opts)
 	}
@@ -80,6 +95,13 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	require.Equal(t, "doq", r.Verdict, r.Error)
 	require.Equal(t, "v2", r.QUICVersion, "a v2-only server: Version Negotiation, then QUIC v2")
 	require.Equal(t, []string{"0x6b3343cf"}, nonGrease(r.Offered))
+
+	r = v("draft29")
+	require.Equal(t, "doq", r.Verdict, r.Error)
+	require.Equal(t, "draft-29", r.QUICVersion, "verified over the draft it offered")
+	require.Equal(t, "doq-i02", r.ALPN)
+	require.Equal(t, "NOERROR", r.Rcode)
+	require.Contains(t, r.Offered, "0xff00001d")
 
 	r = v("closed")
 	require.Equal(t, "no-quic", r.Verdict)
