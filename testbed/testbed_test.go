@@ -251,3 +251,21 @@ func BenchmarkEmulator(b *testing.B) {
 		b.ReportMetric(100*res.EmulatorCPU, "cpu-%")
 	}
 }
+
+// TestLowLatencyHoldsAndReleasesPMQoS checks the opt-in CPU latency
+// request is in force while the testbed runs and gone after.
+func TestLowLatencyHoldsAndReleasesPMQoS(t *testing.T) {
+	needRoot(t)
+	read := func() int32 {
+		b, err := os.ReadFile("/dev/cpu_dma_latency")
+		require.NoError(t, err)
+		require.Len(t, b, 4)
+		return int32(binary.NativeEndian.Uint32(b))
+	}
+	before := read()
+	tb, err := Start(Spec{Name: "pmqos", LowLatency: true})
+	require.NoError(t, err)
+	require.Zero(t, read(), "0 µs while the testbed runs")
+	require.NoError(t, tb.Close())
+	require.Equal(t, before, read(), "released with the testbed")
+}
