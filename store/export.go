@@ -4,10 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"encoding/csv"
+	"encoding/json"
+	"fmt"
 	"io"
+	"reflect"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/doxlab/doxlab/web"
 )
 
 // Row is one sample flattened for analysis: the columns pandas, DuckDB
@@ -82,29 +89,118 @@ func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 	return out, rows.Err()
 }
 
-var csvHeader = []string{"run_id", "kind", "profile", "doxlab_version", "kernel", "hostname", "started_at", "target", "url", "transport",
-	"condition", "rep", "status", "rcode", "probe_rtt_ms", "handshake_ms", "query_ms", "total_ms", "handshake_rtt", "resolve_rtt",
-	"total_rtt", "tls_resumed", "used_0rtt", "retry", "token_used", "quic_version", "alpn"}
-
 // WriteCSV writes rows with a header; missing values are empty cells.
-func WriteCSV(w io.Writer, rows []Row) error {
+func WriteCSV(w io.Writer, rows []Row) error { return writeCSV(w, rows) }
+
+// writeCSV writes structs as CSV, a column per field named by its parquet
+// tag, so the CSV and Parquet exports always have the same columns.
+func writeCSV[T any](w io.Writer, rows []T) error {
+	t := reflect.TypeFor[T]()
 	cw := csv.NewWriter(w)
-	cw.Write(csvHeader)
-	f := func(p *float64) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*p, 'f', -1, 64)
+	var header []string
+	for i := range t.NumField() {
+		header = append(header, strings.Split(t.Field(i).Tag.Get("parquet"), ",")[0])
 	}
-	b := strconv.FormatBool
+	cw.Write(header)
 	for _, r := range rows {
-		cw.Write([]string{r.RunID, r.Kind, r.Profile, r.DoxlabVersion, r.Kernel, r.Hostname, r.StartedAt, r.Target, r.URL, r.Transport,
-			r.Condition, strconv.FormatInt(r.Rep, 10), r.Status, r.Rcode, f(r.ProbeRTTMs), f(r.HandshakeMs), f(r.QueryMs), f(r.TotalMs),
-			f(r.HandshakeRTT), f(r.ResolveRTT), f(r.TotalRTT), b(r.TLSResumed), b(r.Used0RTT), b(r.Retry), b(r.TokenUsed), r.QUICVersion, r.ALPN})
+		v := reflect.ValueOf(r)
+		rec := make([]string, t.NumField())
+		for i := range rec {
+			f := v.Field(i)
+			if f.Kind() == reflect.Pointer {
+				if f.IsNil() {
+					continue
+				}
+				f = f.Elem()
+			}
+			switch f.Kind() {
+			case reflect.String:
+				rec[i] = f.String()
+			case reflect.Int, reflect.Int64:
+				rec[i] = strconv.FormatInt(f.Int(), 10)
+			case reflect.Float64:
+				rec[i] = strconv.FormatFloat(f.Float(), 'f', -1, 64)
+			case reflect.Bool:
+				rec[i] = strconv.FormatBool(f.Bool())
+			}
+		}
+		cw.Write(rec)
 	}
 	cw.Flush()
 	return cw.Error()
 }
+
+// LoadRow is one page load of the web experiment, flattened; the whole
+// sample (timings, stub and server records) stays in the store.
+type LoadRow struct {
+	RunID      string   `parquet:"run_id"`
+	StartedAt  string   `parquet:"started_at"`
+	Profile    string   `parquet:"profile"`
+	Page       string   `parquet:"page"`
+	Transport  string   `parquet:"transport"`
+	StubState  string   `parquet:"stub_state"`
+	H3         string   `parquet:"h3"`
+	DNSMode    string   `parquet:"dns_mode"`
+	Rep        int64    `parquet:"rep"`
+	Status     string   `parquet:"status"`
+	Error      string   `parquet:"error"`
+	Protocol   string   `parquet:"protocol"`
+	PLTMs      *float64 `parquet:"plt_ms,optional"`
+	FCPMs      *float64 `parquet:"fcp_ms,optional"`
+	LCPMs      *float64 `parquet:"lcp_ms,optional"`
+	DNSMs      *float64 `parquet:"dns_ms,optional"`
+	H3Used0RTT bool     `parquet:"h3_0rtt"`
+	H3Resumed  bool     `parquet:"h3_resumed"`
+	DNSReused  bool     `parquet:"dns_reused"`
+	DNSResumed bool     `parquet:"dns_resumed"`
+	DNS0RTT    bool     `parquet:"dns_0rtt"`
+}
+
+// LoadRows flattens the page loads of the runs whose ID starts with prefix.
+func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT run_id, raw FROM page_loads ORDER BY started_at, run_id, task_key`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []LoadRow
+	for rows.Next() {
+		var id, raw string
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(id, prefix) {
+			continue
+		}
+		var x web.Sample
+		if err := json.Unmarshal([]byte(raw), &x); err != nil {
+			return nil, fmt.Errorf("store: page load in run %s: %w", id, err)
+		}
+		r := LoadRow{RunID: id, StartedAt: x.Start.UTC().Format(time.RFC3339Nano), Profile: x.Profile, Page: x.Page, Transport: x.Transport,
+			StubState: x.StubState, H3: x.Task.H3, DNSMode: x.DNSMode, Rep: int64(x.Rep), Status: x.Status, Error: x.Error,
+			H3Used0RTT: x.H3Used0RTT, H3Resumed: x.H3Resumed}
+		if x.Load != nil {
+			r.Protocol = x.Load.Protocol
+		}
+		if x.Status == "ok" {
+			r.PLTMs, r.FCPMs, r.DNSMs = &x.PLTMs, &x.FCPMs, &x.DNSMs
+			if x.Load != nil {
+				r.LCPMs = &x.Load.LCPMs
+			}
+		}
+		if f := x.DNSFacts; f != nil {
+			r.DNSReused, r.DNSResumed, r.DNS0RTT = f.Reused, f.Resumed, f.Used0RTT
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// WriteLoadsCSV and WriteLoadsParquet export page loads.
+func WriteLoadsCSV(w io.Writer, rows []LoadRow) error { return writeCSV(w, rows) }
+
+// WriteLoadsParquet writes page loads as one Parquet file.
+func WriteLoadsParquet(w io.Writer, rows []LoadRow) error { return parquet.Write(w, rows) }
 
 // WriteParquet writes rows as one Parquet file.
 func WriteParquet(w io.Writer, rows []Row) error { return parquet.Write(w, rows) }

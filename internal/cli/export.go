@@ -21,6 +21,8 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "csv", "csv or parquet")
 	outPath := fs.String("out", "", "write to `FILE` (default: standard output; required for parquet)")
 	list := fs.Bool("runs", false, "list the runs instead")
+	table := fs.String("table", "samples", "samples (DNS measurements), loads (page loads of the web experiment), or results (the other experiments' records, as JSON lines; --kind picks one)")
+	kind := fs.String("kind", "", "with --table results: hol-query, amplification, overhead-conn, scan, verify-doq, verify-dot, verify-doh (default all)")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
@@ -50,9 +52,13 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	rows, err := st.Rows(ctx, *runID)
-	if err != nil {
-		return fail(1, "%v", err)
+	switch *table {
+	case "samples", "loads", "results":
+	default:
+		return fail(exitUsage, "unknown table %q (want samples, loads or results)", *table)
+	}
+	if *table == "results" && *format != "csv" {
+		return fail(exitUsage, "results are JSON lines; leave --format out")
 	}
 	w := stdout
 	if *outPath != "" {
@@ -63,16 +69,49 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		w = f
 	}
-	if *format == "parquet" {
-		err = store.WriteParquet(w, rows)
-	} else {
-		err = store.WriteCSV(w, rows)
+	var n int
+	var err error
+	switch *table {
+	case "samples":
+		var rows []store.Row
+		if rows, err = st.Rows(ctx, *runID); err == nil {
+			n = len(rows)
+			if *format == "parquet" {
+				err = store.WriteParquet(w, rows)
+			} else {
+				err = store.WriteCSV(w, rows)
+			}
+		}
+	case "loads":
+		var rows []store.LoadRow
+		if rows, err = st.LoadRows(ctx, *runID); err == nil {
+			n = len(rows)
+			if *format == "parquet" {
+				err = store.WriteLoadsParquet(w, rows)
+			} else {
+				err = store.WriteLoadsCSV(w, rows)
+			}
+		}
+	case "results":
+		kinds := []string{"hol-query", "amplification", "overhead-conn", "scan", "verify-doq", "verify-dot", "verify-doh"}
+		if *kind != "" {
+			kinds = []string{*kind}
+		}
+		for _, k := range kinds {
+			if err == nil {
+				err = st.Results(ctx, *runID, k, func(id string, raw []byte) error {
+					n++
+					_, err := fmt.Fprintf(w, "{\"run_id\":%q,\"kind\":%q,\"record\":%s}\n", id, k, raw)
+					return err
+				})
+			}
+		}
 	}
 	if err != nil {
 		return fail(1, "%v", err)
 	}
 	if *outPath != "" {
-		fmt.Fprintf(stderr, "doxlab export: %d samples to %s\n", len(rows), *outPath)
+		fmt.Fprintf(stderr, "doxlab export: %d %s to %s\n", n, *table, *outPath)
 	}
 	return exitOK
 }

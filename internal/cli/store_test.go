@@ -156,6 +156,12 @@ func TestExperimentWebQuick(t *testing.T) {
 		require.Contains(t, string(html), s)
 	}
 	require.FileExists(t, filepath.Join(dir, "rep", "heat-stub-cold-doq-0rtt.svg"))
+	code, csvOut, errOut := run("export", "--store", db, "--table", "loads")
+	require.Equal(t, 0, code, errOut)
+	records, err := csv.NewReader(strings.NewReader(csvOut)).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, records, 33, "a header and every page load")
+	require.Equal(t, "plt_ms", records[0][12])
 }
 
 // TestExperimentsHOLAndAmplificationQuick runs short hol and amplification
