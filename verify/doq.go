@@ -13,9 +13,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/asn1"
-	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"time"
 
@@ -179,15 +177,4 @@ func summarize(chain []*x509.Certificate) *Cert {
 		c.KeyType, c.KeyBits = "Ed25519", 256
 	}
 	return c
-}
-
-// ErrBadTarget is a candidate that is not ip:port.
-var ErrBadTarget = errors.New("a candidate is ip:port")
-
-// Target checks a candidate.
-func Target(s string) error {
-	if _, _, err := net.SplitHostPort(s); err != nil {
-		return fmt.Errorf("%w: %q", ErrBadTarget, s)
-	}
-	return nil
 }

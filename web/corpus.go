@@ -61,22 +61,6 @@ func Snapshot(dir string) (Page, error) {
 	return Page{Name: name, Host: name + "." + Domain, Dir: abs}, nil
 }
 
-// Size is the octets a page's files add up to, and how many there are.
-func (p Page) Size() (octets int64, files int, err error) {
-	err = filepath.WalkDir(p.Dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil {
-			octets += info.Size()
-			files++
-		}
-		return err
-	})
-	return
-}
-
 // Select picks pages by name from all, in the order named.
 func Select(all []Page, names []string) ([]Page, error) {
 	by := map[string]Page{}
