@@ -147,6 +147,13 @@ func TestExperimentWebQuick(t *testing.T) {
 		require.Contains(t, string(out), cell)
 	}
 	require.Regexp(t, `[0-9.]+ measured page loads per minute`, string(out))
+	// Resuming a finished experiment measures nothing again.
+	id := regexp.MustCompile(`experiment (web-\S+),`).FindStringSubmatch(string(out))
+	require.Len(t, id, 2)
+	again, err := exec.Command(doxlabBinary(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--store", db, "--resume", id[1]).CombinedOutput()
+	require.NoError(t, err, "%s", again)
+	require.Contains(t, string(again), ": 32 page loads")
+	require.Contains(t, string(again), "per minute (each after a warm-up load): 0 in")
 	code, stdout, errOut := run("report", "--store", db, "--out", filepath.Join(dir, "rep"))
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, stdout, "32 page loads")
