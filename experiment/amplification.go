@@ -171,16 +171,13 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 		"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat}); err != nil {
 		return "", err
 	}
-	done := map[string]bool{}
-	if err := st.Results(ctx, runID, "amplification", func(_ string, raw []byte) error {
-		var s AmpSample
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return err
-		}
-		done[s.key()] = true
-		return nil
-	}); err != nil {
+	stored, err := loadResults[AmpSample](ctx, st, "amplification", ofRun(runID))
+	if err != nil {
 		return expID, err
+	}
+	done := map[string]bool{}
+	for _, s := range stored {
+		done[s.key()] = true
 	}
 	qlogs := filepath.Join(dir, "qlog")
 	rtt := float64(c.Profile.RTT()) / float64(time.Millisecond)
@@ -275,7 +272,7 @@ func analyzeQlog(r io.Reader, s *AmpSample) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	received := false
-	var arrivals []float64
+	inFlight := false // a server Initial or Handshake packet has come
 	var last float64
 	for sc.Scan() {
 		line := bytes.TrimLeft(sc.Bytes(), "\x1e")
@@ -293,19 +290,16 @@ func analyzeQlog(r io.Reader, s *AmpSample) {
 			t := e.Data.Header.Type
 			if t == "retry" {
 				// A Retry restarts the exchange: count from the next flight.
-				received, arrivals, s.ClientFirstFlight, s.ClientFirstDgrams = false, nil, 0, 0
+				received, inFlight, s.ClientFirstFlight, s.ClientFirstDgrams = false, false, 0, 0
 				continue
 			}
 			received = true
 			if t == "initial" || t == "handshake" {
-				if len(arrivals) > 0 {
-					if gap := e.Time - last; gap > s.LongestPauseMs {
-						s.LongestPauseMs = gap
-						s.ServerFirstBurst = s.ServerFlight
-					}
+				if gap := e.Time - last; inFlight && gap > s.LongestPauseMs {
+					s.LongestPauseMs = gap
+					s.ServerFirstBurst = s.ServerFlight
 				}
-				arrivals = append(arrivals, e.Time)
-				last = e.Time
+				inFlight, last = true, e.Time
 				s.ServerFlight += e.Data.Raw.Length
 			}
 		}
@@ -457,5 +451,5 @@ func b2f(b bool) float64 {
 
 // LoadAmplification reads an experiment's samples from the store.
 func LoadAmplification(ctx context.Context, st *store.Store, expID string) ([]*AmpSample, error) {
-	return loadResults[AmpSample](ctx, st, expID, "amplification")
+	return loadResults[AmpSample](ctx, st, "amplification", ofExperiment(expID))
 }

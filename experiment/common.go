@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -13,20 +16,32 @@ import (
 // startServer starts doxlab's server inside a testbed host: its
 // listeners' sockets are made there. The caller closes it.
 func startServer(tb *testbed.Testbed, host string, cfg *server.Config) (*server.Server, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	var srv *server.Server
-	if err := tb.Run(host, func() error {
-		var err error
-		if srv, err = server.New(cfg); err == nil {
-			err = srv.Start()
-		}
-		return err
-	}); err != nil {
+	srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run(host, f) })
+	if err != nil {
 		return nil, fmt.Errorf("starting the server in the testbed: %w", err)
 	}
 	return srv, nil
+}
+
+// defaultSelf sets an empty binary path to this program's, which the
+// experiments run inside testbed hosts.
+func defaultSelf(path *string) error {
+	if *path != "" {
+		return nil
+	}
+	self, err := os.Executable()
+	*path = self
+	return err
+}
+
+// absStore makes a SQLite path absolute, since the programs the
+// experiments start inside hosts write to the same store; a PostgreSQL URL
+// stays as it is.
+func absStore(dsn string) (string, error) {
+	if strings.Contains(dsn, "://") {
+		return dsn, nil
+	}
+	return filepath.Abs(dsn)
 }
 
 // experimentID is the ID to resume, or a new one with the prefix.
@@ -54,10 +69,14 @@ func beginRun(ctx context.Context, st *store.Store, runID, kind, profile string,
 	return st.BeginRun(ctx, run)
 }
 
-// loadResults decodes an experiment's stored results of one kind.
-func loadResults[T any](ctx context.Context, st *store.Store, expID, kind string) ([]*T, error) {
+// loadResults decodes the stored results of one kind from the runs keep
+// accepts.
+func loadResults[T any](ctx context.Context, st *store.Store, kind string, keep func(runID string) bool) ([]*T, error) {
 	var out []*T
-	err := st.Results(ctx, expID, kind, func(_ string, raw []byte) error {
+	err := st.Results(ctx, "", kind, func(id string, raw []byte) error {
+		if !keep(id) {
+			return nil
+		}
 		v := new(T)
 		if err := json.Unmarshal(raw, v); err != nil {
 			return err
@@ -66,4 +85,14 @@ func loadResults[T any](ctx context.Context, st *store.Store, expID, kind string
 		return nil
 	})
 	return out, err
+}
+
+// ofExperiment keeps the runs of one experiment (its ID is their prefix).
+func ofExperiment(expID string) func(string) bool {
+	return func(id string) bool { return strings.HasPrefix(id, expID) }
+}
+
+// ofRun keeps one run exactly: "-4g" is a prefix of "-4g-medium".
+func ofRun(runID string) func(string) bool {
+	return func(id string) bool { return id == runID }
 }

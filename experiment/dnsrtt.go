@@ -58,22 +58,14 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
-	if c.Doxlab == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return "", err
-		}
-		c.Doxlab = self
+	if err := defaultSelf(&c.Doxlab); err != nil {
+		return "", err
 	}
-	profiles := make([]testbed.Profile, len(c.Profiles))
-	for i, n := range c.Profiles {
-		p, err := testbed.LookupProfile(n)
-		if err != nil {
-			return "", err
-		}
-		profiles[i] = p
+	profiles, err := testbed.LookupProfiles(c.Profiles)
+	if err != nil {
+		return "", err
 	}
-	storePath, err := filepath.Abs(c.Store)
+	storePath, err := absStore(c.Store)
 	if err != nil {
 		return "", err
 	}

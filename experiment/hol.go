@@ -2,11 +2,11 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -77,7 +77,7 @@ func (c *HOL) defaults() error {
 		c.Transports = HOLTransports
 	}
 	for _, t := range c.Transports {
-		if !contains(HOLTransports, t) {
+		if !slices.Contains(HOLTransports, t) {
 			return fmt.Errorf("unknown transport %q (want %s)", t, strings.Join(HOLTransports, ", "))
 		}
 	}
@@ -106,15 +106,6 @@ func (c *HOL) defaults() error {
 		c.Seed = rand.Uint64()
 	}
 	return nil
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // holPlan is every name of the experiment, drawn up front: the server
@@ -160,13 +151,9 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 	if err := c.defaults(); err != nil {
 		return "", err
 	}
-	profiles := make([]testbed.Profile, len(c.Profiles))
-	for i, n := range c.Profiles {
-		p, err := testbed.LookupProfile(n)
-		if err != nil {
-			return "", err
-		}
-		profiles[i] = p
+	profiles, err := testbed.LookupProfiles(c.Profiles)
+	if err != nil {
+		return "", err
 	}
 	plan := c.plan(rand.New(rand.NewPCG(c.Seed, 1)))
 	st, err := store.Open(ctx, c.Store)
@@ -209,16 +196,13 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 			"queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed}); err != nil {
 			return expID, err
 		}
-		done := map[string]bool{}
-		if err := st.Results(ctx, runID, "hol-query", func(_ string, raw []byte) error {
-			var q HOLQuery
-			if err := json.Unmarshal(raw, &q); err != nil {
-				return err
-			}
-			done[q.Transport+"|"+q.Run] = true
-			return nil
-		}); err != nil {
+		stored, err := loadResults[HOLQuery](ctx, st, "hol-query", ofRun(runID))
+		if err != nil {
 			return expID, err
+		}
+		done := map[string]bool{}
+		for _, q := range stored {
+			done[q.Transport+"|"+q.Run] = true
 		}
 		for _, t := range c.Transports {
 			for _, run := range []string{"baseline", "delayed"} {
@@ -387,5 +371,5 @@ func order(profile string) int {
 
 // LoadHOL reads an experiment's queries from the store.
 func LoadHOL(ctx context.Context, st *store.Store, expID string) ([]*HOLQuery, error) {
-	return loadResults[HOLQuery](ctx, st, expID, "hol-query")
+	return loadResults[HOLQuery](ctx, st, "hol-query", ofExperiment(expID))
 }

@@ -383,5 +383,5 @@ func SummarizeOverhead(cs []*OverheadConn) []OverheadCell {
 
 // LoadOverhead reads an experiment's connections from the store.
 func LoadOverhead(ctx context.Context, st *store.Store, expID string) ([]*OverheadConn, error) {
-	return loadResults[OverheadConn](ctx, st, expID, "overhead-conn")
+	return loadResults[OverheadConn](ctx, st, "overhead-conn", ofExperiment(expID))
 }

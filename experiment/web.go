@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -104,12 +105,8 @@ func (c *Web) defaults() error {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
-	if c.Doxlab == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		c.Doxlab = self
+	if err := defaultSelf(&c.Doxlab); err != nil {
+		return err
 	}
 	return nil
 }
@@ -125,8 +122,7 @@ type webEnv struct {
 	st      *store.Store
 	browser map[string]*browser.Browser // per DNS mode
 
-	mu    sync.Mutex
-	conns []*server.Record // the server's query records and web connection records
+	srvRecords recordLog // the server's query records and web connection records
 }
 
 // Run runs the experiment and returns its ID (the prefix of its runs).
@@ -137,13 +133,9 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	if _, err := browser.FindExec(c.Browser); err != nil {
 		return "", err
 	}
-	profiles := make([]testbed.Profile, len(c.Profiles))
-	for i, n := range c.Profiles {
-		p, err := testbed.LookupProfile(n)
-		if err != nil {
-			return "", err
-		}
-		profiles[i] = p
+	profiles, err := testbed.LookupProfiles(c.Profiles)
+	if err != nil {
+		return "", err
 	}
 	dir, err := os.MkdirTemp("", "doxlab-web")
 	if err != nil {
@@ -160,19 +152,17 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 			return "", err
 		}
 		all = append(all, p)
-	}
-	for _, d := range c.Snapshots {
-		c.Pages = appendNew(c.Pages, filepath.Base(d))
+		if !slices.Contains(c.Pages, p.Name) {
+			c.Pages = append(c.Pages, p.Name)
+		}
 	}
 	pages, err := web.Select(all, c.Pages)
 	if err != nil {
 		return "", err
 	}
-	storePath := c.Store
-	if !strings.Contains(storePath, "://") {
-		if storePath, err = filepath.Abs(c.Store); err != nil {
-			return "", err
-		}
+	storePath, err := absStore(c.Store)
+	if err != nil {
+		return "", err
 	}
 	st, err := store.Open(ctx, storePath) // fail fast, before the testbed
 	if err != nil {
@@ -226,15 +216,6 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	return expID, nil
 }
 
-func appendNew(l []string, s string) []string {
-	for _, x := range l {
-		if x == s {
-			return l
-		}
-	}
-	return append(l, s)
-}
-
 // startServer runs doxlab's server in the server host: every DNS
 // transport, the pages over HTTP/3 (and HTTP/2) on 443 with DoH on the
 // same listener, one TLS identity for all, the page hosts answered with
@@ -258,9 +239,7 @@ func (e *webEnv) startServer(pages []web.Page, dir string) error {
 	}
 	e.srv.OnRecord(func(r *server.Record) {
 		if r.Kind == "query" || (r.Kind == "conn" && r.Listener == "web") {
-			e.mu.Lock()
-			e.conns = append(e.conns, r)
-			e.mu.Unlock()
+			e.srvRecords.add(r)
 		}
 	})
 	e.ca = filepath.Join(dir, "server.pem")
@@ -306,10 +285,35 @@ func (e *webEnv) browserVersion(ctx context.Context) string {
 // (127.0.0.1:53, where resolv.conf points), forwarding over one
 // transport. Its records come back over a pipe.
 type stub struct {
-	cmd  *exec.Cmd
+	cmd     *exec.Cmd
+	records recordLog
+	readers sync.WaitGroup // the stdout and stderr readers: done before Wait
+}
+
+// recordLog collects records as they come; a sample takes those since a
+// mark.
+type recordLog struct {
 	mu   sync.Mutex
 	recs []*server.Record
-	done chan struct{}
+}
+
+func (l *recordLog) add(r *server.Record) {
+	l.mu.Lock()
+	l.recs = append(l.recs, r)
+	l.mu.Unlock()
+}
+
+func (l *recordLog) mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.recs)
+}
+
+// since returns the records from mark i on.
+func (l *recordLog) since(i int) []*server.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*server.Record(nil), l.recs[i:]...)
 }
 
 func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error) {
@@ -327,7 +331,7 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return nil, err
 	}
-	s := &stub{cmd: e.tb.Command("client", e.c.Doxlab, "serve", "--config", path), done: make(chan struct{})}
+	s := &stub{cmd: e.tb.Command("client", e.c.Doxlab, "serve", "--config", path)}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -339,16 +343,15 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the stub: %w", err)
 	}
+	s.readers.Add(2)
 	go func() {
-		defer close(s.done)
+		defer s.readers.Done()
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			r := new(server.Record)
 			if json.Unmarshal(sc.Bytes(), r) == nil && r.Kind == "query" {
-				s.mu.Lock()
-				s.recs = append(s.recs, r)
-				s.mu.Unlock()
+				s.records.add(r)
 			}
 		}
 	}()
@@ -356,6 +359,7 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 	// it is serving.
 	ready := make(chan error, 1)
 	go func() {
+		defer s.readers.Done()
 		sc := bufio.NewScanner(errOut)
 		var last string
 		for sc.Scan() {
@@ -384,34 +388,12 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 	return s, nil
 }
 
+// stop kills the stub; its pipes are read to the end before Wait closes
+// them, as os/exec requires.
 func (s *stub) stop() {
 	s.cmd.Process.Kill()
+	s.readers.Wait()
 	s.cmd.Wait()
-}
-
-// since returns the records from index i on.
-func (s *stub) since(i int) []*server.Record {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*server.Record(nil), s.recs[i:]...)
-}
-
-func (s *stub) mark() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.recs)
-}
-
-func (e *webEnv) connMark() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.conns)
-}
-
-func (e *webEnv) connsSince(i int) []*server.Record {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]*server.Record(nil), e.conns[i:]...)
 }
 
 // profile measures every task of one access profile: per stub
@@ -510,10 +492,10 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	if t.DNSMode == "decoupled" {
 		dnsMs, dnsErr = e.lookup(page.Host)
 	}
-	sm, cm := st.mark(), e.connMark()
+	sm, cm := st.records.mark(), e.srvRecords.mark()
 	l := b.Load(ctx, e.url(page), e.c.Timeout)
 	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe and the server's handshake goroutine
-	x := web.Assemble(t, l, page.Host, st.since(sm), e.connsSince(cm))
+	x := web.Assemble(t, l, page.Host, st.records.since(sm), e.srvRecords.since(cm))
 	x.WarmUp = warm
 	if t.DNSMode == "decoupled" {
 		if dnsErr != nil {

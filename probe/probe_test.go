@@ -83,15 +83,9 @@ func TestProbesInTestbed(t *testing.T) {
 	tb, err := testbed.Start(testbed.Spec{Name: "tprobe", Profile: "fiber"})
 	require.NoError(t, err)
 	defer tb.Close()
-	var srv *server.Server
-	require.NoError(t, tb.Run("server", func() error {
-		var err error
-		srv, err = server.New(&server.Config{Listen: server.Listen{UDP: tb.IPs["server"] + ":53", DoT: tb.IPs["server"] + ":853", DoQ: tb.IPs["server"] + ":853"}, Answers: server.Answers{Any: "192.0.2.1"}})
-		if err == nil {
-			err = srv.Start()
-		}
-		return err
-	}))
+	srv, err := server.StartIn(&server.Config{Listen: server.Listen{UDP: tb.IPs["server"] + ":53", DoT: tb.IPs["server"] + ":853", DoQ: tb.IPs["server"] + ":853"}, Answers: server.Answers{Any: "192.0.2.1"}},
+		func(f func() error) error { return tb.Run("server", f) })
+	require.NoError(t, err)
 	defer srv.Close()
 	for name, f := range map[string]func(context.Context, string) (probe.Result, error){"udp": probe.UDP, "tcp": probe.TCP, "quic": probe.QUIC} {
 		port := "853"

@@ -59,6 +59,13 @@ type Result struct {
 	Rcode    string   `json:"rcode,omitempty"`    // Do53
 }
 
+// SpecError is a scan refused before anything was sent: bad input, not a
+// failed scan.
+type SpecError struct{ Err error }
+
+func (e *SpecError) Error() string { return e.Err.Error() }
+func (e *SpecError) Unwrap() error { return e.Err }
+
 // Stats is what the scan did.
 type Stats struct {
 	Targets, Blocked, Sent, Answers int
@@ -201,7 +208,7 @@ func (pm *permutation) next() (uint64, bool) {
 func Run(ctx context.Context, s Spec, found func(Result)) (Stats, error) {
 	targets, blocked, err := s.plan()
 	if err != nil {
-		return Stats{}, err
+		return Stats{}, &SpecError{err}
 	}
 	if s.Cooldown <= 0 {
 		s.Cooldown = 2 * time.Second

@@ -49,16 +49,8 @@ func TestScanFindsQUICServices(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Close()
 	start := func(host string, l server.Listen) {
-		cfg := &server.Config{Listen: l, Answers: server.Answers{Any: "192.0.2.1"}}
-		require.NoError(t, cfg.Validate())
-		var srv *server.Server
-		require.NoError(t, tb.Run(host, func() error {
-			var err error
-			if srv, err = server.New(cfg); err == nil {
-				err = srv.Start()
-			}
-			return err
-		}))
+		srv, err := server.StartIn(&server.Config{Listen: l, Answers: server.Answers{Any: "192.0.2.1"}}, func(f func() error) error { return tb.Run(host, f) })
+		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })
 	}
 	s1, s2, s3 := tb.IPs["s1"], tb.IPs["s2"], tb.IPs["s3"]

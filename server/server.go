@@ -59,6 +59,20 @@ func New(cfg *Config) (*Server, error) {
 	return s, nil
 }
 
+// StartIn prepares and starts a server whose listening sockets open
+// inside open's call: the testbed's Run puts them into a host, as
+// transport.Options.OpenSockets does for clients.
+func StartIn(cfg *Config, open func(func() error) error) (*Server, error) {
+	srv, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := open(srv.Start); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
 // Start binds every configured listener and serves in the background. If
 // one cannot bind, the others are closed and the error names it.
 func (s *Server) Start() error {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/csv"
-	"encoding/json"
-	"fmt"
 	"io"
 	"reflect"
 	"strconv"
@@ -158,24 +156,8 @@ type LoadRow struct {
 
 // LoadRows flattens the page loads of the runs whose ID starts with prefix.
 func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id, raw FROM page_loads ORDER BY started_at, run_id, task_key`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []LoadRow
-	for rows.Next() {
-		var id, raw string
-		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, err
-		}
-		if !strings.HasPrefix(id, prefix) {
-			continue
-		}
-		var x web.Sample
-		if err := json.Unmarshal([]byte(raw), &x); err != nil {
-			return nil, fmt.Errorf("store: page load in run %s: %w", id, err)
-		}
+	err := s.eachLoad(ctx, prefix, func(id string, x *web.Sample) error {
 		r := LoadRow{RunID: id, StartedAt: x.Start.UTC().Format(time.RFC3339Nano), Profile: x.Profile, Page: x.Page, Transport: x.Transport,
 			StubState: x.StubState, H3: x.Task.H3, DNSMode: x.DNSMode, Rep: int64(x.Rep), Status: x.Status, Error: x.Error,
 			H3Used0RTT: x.H3Used0RTT, H3Resumed: x.H3Resumed}
@@ -192,8 +174,9 @@ func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) 
 			r.DNSReused, r.DNSResumed, r.DNS0RTT = f.Reused, f.Resumed, f.Used0RTT
 		}
 		out = append(out, r)
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 // WriteLoadsCSV and WriteLoadsParquet export page loads.

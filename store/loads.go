@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/doxlab/doxlab/web"
 )
@@ -41,28 +41,42 @@ func (s *Store) LoadsDone(ctx context.Context, runID string) (map[string]bool, e
 // Loads returns the stored page loads of the runs whose ID starts with
 // prefix (all when empty), whole, in the order they were measured.
 func (s *Store) Loads(ctx context.Context, prefix string) ([]*web.Sample, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id, raw FROM page_loads ORDER BY started_at, run_id, task_key`)
+	var out []*web.Sample
+	err := s.eachLoad(ctx, prefix, func(_ string, x *web.Sample) error {
+		out = append(out, x)
+		return nil
+	})
+	return out, err
+}
+
+// eachLoad decodes the page loads of the runs whose ID starts with prefix,
+// in the order they were measured.
+func (s *Store) eachLoad(ctx context.Context, prefix string, f func(runID string, x *web.Sample) error) error {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT run_id, raw FROM page_loads WHERE `+runPrefix+` ORDER BY started_at, run_id, task_key`),
+		utf8.RuneCountInString(prefix), prefix)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []*web.Sample
 	for rows.Next() {
 		var id, raw string
 		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, err
-		}
-		if !strings.HasPrefix(id, prefix) {
-			continue
+			return err
 		}
 		x := new(web.Sample)
 		if err := json.Unmarshal([]byte(raw), x); err != nil {
-			return nil, fmt.Errorf("store: page load in run %s: %w", id, err)
+			return fmt.Errorf("store: page load in run %s: %w", id, err)
 		}
-		out = append(out, x)
+		if err := f(id, x); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
+
+// runPrefix selects the runs whose ID starts with a prefix; its arguments
+// are the prefix's length in characters and the prefix.
+const runPrefix = `substr(run_id, 1, ?) = ?`
 
 // WriteResult stores one result of an experiment without a table of its
 // own, whole, as JSON: kind names what it is (e.g. "hol-query").
@@ -82,7 +96,8 @@ func (s *Store) WriteResult(ctx context.Context, runID, kind, key string, starte
 // Results returns the stored results of one kind from the runs whose ID
 // starts with prefix, in the order they were taken, for f to decode.
 func (s *Store) Results(ctx context.Context, prefix, kind string, f func(runID string, raw []byte) error) error {
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT run_id, raw FROM results WHERE kind = ? ORDER BY started_at, run_id, task_key`), kind)
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT run_id, raw FROM results WHERE kind = ? AND `+runPrefix+` ORDER BY started_at, run_id, task_key`),
+		kind, utf8.RuneCountInString(prefix), prefix)
 	if err != nil {
 		return err
 	}
@@ -92,10 +107,8 @@ func (s *Store) Results(ctx context.Context, prefix, kind string, f func(runID s
 		if err := rows.Scan(&id, &raw); err != nil {
 			return err
 		}
-		if strings.HasPrefix(id, prefix) {
-			if err := f(id, []byte(raw)); err != nil {
-				return err
-			}
+		if err := f(id, []byte(raw)); err != nil {
+			return err
 		}
 	}
 	return rows.Err()

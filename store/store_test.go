@@ -16,6 +16,7 @@ import (
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
+	"github.com/doxlab/doxlab/web"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -87,6 +88,25 @@ func roundTrip(t *testing.T, dsn string) {
 	require.NoError(t, err)
 	require.Equal(t, rows, back, "Parquet round trip")
 	require.Nil(t, back[2].TotalRTT, "a failed sample has no RTT figures, not zeros")
+
+	// Results and page loads select runs by ID prefix in the query.
+	for _, id := range []string{"exp-4g", "exp-4g-medium"} {
+		r := store.NewRun("experiment:x", "", nil)
+		r.ID = id
+		require.NoError(t, s.BeginRun(ctx, r))
+		require.NoError(t, s.WriteResult(ctx, id, "k", "1", run.StartedAt, map[string]string{"run": id}))
+		require.NoError(t, s.WriteLoad(ctx, id, &web.Sample{Task: web.Task{Profile: id, Page: "wiki"}, Start: run.StartedAt, Status: "ok"}))
+	}
+	var got []string
+	require.NoError(t, s.Results(ctx, "exp-4g-", "k", func(id string, _ []byte) error { got = append(got, id); return nil }))
+	require.Equal(t, []string{"exp-4g-medium"}, got)
+	loads, err := s.Loads(ctx, "exp-")
+	require.NoError(t, err)
+	require.Len(t, loads, 2)
+	lrows, err := s.LoadRows(ctx, "exp-4g-m")
+	require.NoError(t, err)
+	require.Len(t, lrows, 1)
+	require.Equal(t, "exp-4g-medium", lrows[0].RunID)
 }
 
 func TestSQLiteRoundTrip(t *testing.T) {

@@ -76,6 +76,19 @@ func ProfileNames() []string {
 	return []string{"none", "fiber", "cable", "dsl", "4g", "4g-medium"}
 }
 
+// LookupProfiles looks up each name, in order.
+func LookupProfiles(names []string) ([]Profile, error) {
+	out := make([]Profile, len(names))
+	for i, n := range names {
+		p, err := LookupProfile(n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
 // LookupProfile finds a built-in profile (case-insensitive, "DSL" or
 // "4G-medium" work) or loads a YAML file holding one profile.
 func LookupProfile(name string) (Profile, error) {

@@ -85,22 +85,27 @@ func query(name string) *dns.Msg {
 	return q
 }
 
-// dialTLS opens a TLS connection with the given ALPNs and version range.
-func dialTLS(ctx context.Context, target string, o Options, alpn []string, minV, maxV uint16) (*tls.Conn, error) {
-	return dialTLSCache(ctx, target, o, alpn, minV, maxV, nil)
+// tlsDial is how one TLS connection is opened.
+type tlsDial struct {
+	alpn       []string
+	minV, maxV uint16                                      // 0: Go's defaults
+	cache      tls.ClientSessionCache                      // nil: no tickets kept
+	control    func(string, string, syscall.RawConn) error // socket options before connect
 }
 
-func dialTLSCache(ctx context.Context, target string, o Options, alpn []string, minV, maxV uint16, cache tls.ClientSessionCache) (*tls.Conn, error) {
+// dialTLS opens a TCP connection (where o says) and completes a TLS
+// handshake over it.
+func dialTLS(ctx context.Context, target string, o Options, t tlsDial) (*tls.Conn, error) {
 	var raw net.Conn
 	err := openIn(o, func() (err error) {
-		d := net.Dialer{Timeout: o.Timeout}
+		d := net.Dialer{Timeout: o.Timeout, Control: t.control}
 		raw, err = d.DialContext(ctx, "tcp", target)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: alpn, MinVersion: minV, MaxVersion: maxV, ClientSessionCache: cache})
+	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: t.alpn, MinVersion: t.minV, MaxVersion: t.maxV, ClientSessionCache: t.cache})
 	hctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	if err := c.HandshakeContext(hctx); err != nil {
@@ -123,7 +128,7 @@ func VerifyDoT(ctx context.Context, target string, o Options) *DoT {
 	r := &DoT{Target: target}
 	tickets := &lifetimeCache{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
 	ask := func(alpn []string, keepalive bool) (*tls.Conn, *dns.Msg, error) {
-		c, err := dialTLSCache(ctx, target, o, alpn, tls.VersionTLS12, 0, tickets)
+		c, err := dialTLS(ctx, target, o, tlsDial{alpn: alpn, minV: tls.VersionTLS12, cache: tickets})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -226,7 +231,7 @@ func VerifyDoH(ctx context.Context, target string, o Options) *DoH {
 		name string
 		v    uint16
 	}{{"1.0", tls.VersionTLS10}, {"1.1", tls.VersionTLS11}, {"1.2", tls.VersionTLS12}, {"1.3", tls.VersionTLS13}} {
-		if c, err := dialTLS(ctx, target, o, []string{"h2", "http/1.1"}, v.v, v.v); err == nil {
+		if c, err := dialTLS(ctx, target, o, tlsDial{alpn: []string{"h2", "http/1.1"}, minV: v.v, maxV: v.v}); err == nil {
 			r.TLSVersions = append(r.TLSVersions, v.name)
 			cs := c.ConnectionState()
 			r.Cert = summarize(cs.PeerCertificates)
@@ -247,7 +252,7 @@ func VerifyDoH(ctx context.Context, target string, o Options) *DoH {
 func altSvc(ctx context.Context, target, path string, o Options) string {
 	tr := &http.Transport{
 		DialTLSContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialTLS(ctx, target, o, []string{"h2", "http/1.1"}, tls.VersionTLS12, 0)
+			return dialTLS(ctx, target, o, tlsDial{alpn: []string{"h2", "http/1.1"}, minV: tls.VersionTLS12})
 		},
 		ForceAttemptHTTP2: true,
 	}
@@ -322,34 +327,20 @@ func tfoConnect(_, _ string, c syscall.RawConn) error {
 func fastOpen(ctx context.Context, target string, o Options) bool {
 	acked := false
 	for i := range 2 {
-		var raw net.Conn
-		err := openIn(o, func() (err error) {
-			d := net.Dialer{Timeout: o.Timeout, Control: tfoConnect}
-			raw, err = d.DialContext(ctx, "tcp", target)
-			return err
-		})
+		c, err := dialTLS(ctx, target, o, tlsDial{alpn: []string{"dot"}, control: tfoConnect})
 		if err != nil {
 			return false
 		}
-		c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"dot"}})
-		hctx, cancel := context.WithTimeout(ctx, o.Timeout)
-		err = c.HandshakeContext(hctx)
-		cancel()
-		if err == nil && i == 1 {
-			if sc, ok := raw.(syscall.Conn); ok {
-				if rc, err := sc.SyscallConn(); err == nil {
-					rc.Control(func(fd uintptr) {
-						if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-							acked = info.Options&0x20 != 0 // TCPI_OPT_SYN_DATA
-						}
-					})
-				}
+		if sc, ok := c.NetConn().(syscall.Conn); ok && i == 1 {
+			if rc, err := sc.SyscallConn(); err == nil {
+				rc.Control(func(fd uintptr) {
+					if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+						acked = info.Options&0x20 != 0 // TCPI_OPT_SYN_DATA
+					}
+				})
 			}
 		}
 		c.Close()
-		if err != nil {
-			return false
-		}
 	}
 	return acked
 }

@@ -35,15 +35,8 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	defer tb.Close()
 	start := func(host string, cfg *server.Config) {
 		cfg.Answers = server.Answers{Any: "192.0.2.1", Static: []string{`dns.survey.test. 300 IN CAA 0 issue "ca.example"`}}
-		require.NoError(t, cfg.Validate())
-		var srv *server.Server
-		require.NoError(t, tb.Run(host, func() error {
-			var err error
-			if srv, err = server.New(cfg); err == nil {
-				err = srv.Start()
-			}
-			return err
-		}))
+		srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run(host, f) })
+		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })
 	}
 	ip := tb.IPs

@@ -88,11 +88,7 @@ func VerifyDoQ(ctx context.Context, target string, o Options) *DoQ {
 	pctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	var vn probe.Result
 	var perr error
-	open := o.OpenSockets
-	if open == nil {
-		open = func(f func() error) error { return f() }
-	}
-	open(func() error { vn, perr = probe.QUIC(pctx, target); return nil })
+	openIn(o, func() error { vn, perr = probe.QUIC(pctx, target); return nil })
 	cancel()
 	for _, v := range vn.Versions {
 		r.Offered = append(r.Offered, fmt.Sprintf("0x%08x", v))

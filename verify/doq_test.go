@@ -28,15 +28,8 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Close()
 	start := func(host string, cfg *server.Config) {
-		require.NoError(t, cfg.Validate())
-		var srv *server.Server
-		require.NoError(t, tb.Run(host, func() error {
-			var err error
-			if srv, err = server.New(cfg); err == nil {
-				err = srv.Start()
-			}
-			return err
-		}))
+		srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run(host, f) })
+		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })
 	}
 	any := server.Answers{Any: "192.0.2.1"}

@@ -29,6 +29,7 @@ func (c Cell) Baseline() bool { return c.Transport == "udp" && c.H3 == "1rtt" }
 func Summarize(samples []*Sample) []Cell {
 	type key struct{ p, g, t, h, s, d string }
 	cells := map[key]*Cell{}
+	dns := map[key][]float64{}
 	var keys []key
 	for _, x := range samples {
 		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode}
@@ -45,18 +46,12 @@ func Summarize(samples []*Sample) []Cell {
 		c.OK++
 		c.PLTs = append(c.PLTs, x.PLTMs)
 		c.FCPs = append(c.FCPs, x.FCPMs)
+		dns[k] = append(dns[k], x.DNSMs)
 		if x.H3Used0RTT {
 			c.Real0RTT++
 		}
 		if x.H3Resumed {
 			c.Resumed++
-		}
-	}
-	var dns = map[key][]float64{}
-	for _, x := range samples {
-		if x.Status == "ok" {
-			k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode}
-			dns[k] = append(dns[k], x.DNSMs)
 		}
 	}
 	for k, c := range cells {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -116,22 +117,11 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 	for _, e := range []error{err, storeErr} {
 		if e != nil {
 			fmt.Fprintf(stderr, "doxlab scan: %v\n", e)
-			if errorsIsUsage(e) {
+			if _, refused := errors.AsType[*scan.SpecError](e); refused {
 				return exitUsage
 			}
 			return 1
 		}
 	}
 	return exitOK
-}
-
-// errorsIsUsage tells a refused spec (bad input) from a failed scan.
-func errorsIsUsage(err error) bool {
-	msg := err.Error()
-	for _, s := range []string{"no ranges", "rate limit is required", "--allow-", "not an IPv4", "reading blocklist", "blocklist"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
 }

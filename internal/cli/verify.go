@@ -95,6 +95,12 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		f.Close()
 	}
+	protos := splitList(*protocols)
+	for _, p := range protos {
+		if p != "doq" && p != "dot" && p != "doh" {
+			return fail(exitUsage, "unknown protocol %q (want doq, dot, doh)", p)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var st *store.Store
@@ -143,7 +149,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		host, _, _ := net.SplitHostPort(t)
-		for _, p := range splitList(*protocols) {
+		for _, p := range protos {
 			var v any
 			switch p {
 			case "doq":
@@ -171,8 +177,6 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 				if !*asJSON {
 					fmt.Fprintf(stdout, "doh %-21s endpoints %d  HTTP/1.1 %-3s /2 %-3s /3 %-3s alt-svc %q TLS %s\n", target, len(r.Endpoints), yn(r.HTTP11), yn(r.HTTP2), yn(r.HTTP3), r.AltSvc, strings.Join(r.TLSVersions, ","))
 				}
-			default:
-				return fail(exitUsage, "unknown protocol %q (want doq, dot, doh)", p)
 			}
 			if *asJSON {
 				b, _ := json.Marshal(v)
