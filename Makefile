@@ -29,3 +29,4 @@ fuzz:
 	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s
 	for f in FuzzStreamConn FuzzDoHHandler FuzzDoQQuery; do \
 		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
+	$(GO) test ./overhead -run '^$$' -fuzz FuzzAttribute -fuzztime 30s
