@@ -117,34 +117,54 @@ func (tb *Testbed) udpIn(host string, laddr string, raddr *net.UDPAddr) (*net.UD
 }
 
 // checkRTT pings the server host from the client host with ICMP echo:
-// the server's kernel answers, so no application wake-up is measured, and
-// the reply's arrival is the kernel's receive timestamp (SO_TIMESTAMPNS).
-// The send time is taken just before sendto. What remains is the kernel
-// stack and the emulator itself.
+// the server's kernel answers, so no application wake-up is measured. Both
+// ends are the kernel's software timestamps at the client's link, the
+// request's as it is handed to the device's queue (SCM_TSTAMP_SCHED: the
+// emulator's TUN devices drop their own copy before a driver timestamp
+// would be taken) and the reply's as it arrives (SO_TIMESTAMPING), so the
+// RTT is the link's, without the client's own socket calls. Where the
+// kernel gives no transmit timestamp, the time just before sendto stands
+// in.
 func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckOptions, res *CheckResult) error {
-	var fd int
+	// Two sockets: a transmit timestamp queued on a socket wakes whoever
+	// waits on it, and that wake-up would be paid inside sendto. The
+	// sending socket's filter keeps it from queueing the replies too.
+	var fd, tx int
 	err := tb.Run(client, func() error {
 		var err error
-		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP); err != nil {
+			return err
+		}
+		if tx, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP); err != nil {
+			unix.Close(fd)
+		}
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("ICMP socket in %s: %w", client, err)
 	}
 	defer unix.Close(fd)
-	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	defer unix.Close(tx)
+	drop := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}
+	unix.SetsockoptSockFprog(tx, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: 1, Filter: &drop[0]})
+	unix.SetsockoptInt(tx, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_TX_SCHED|
+		unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_OPT_TSONLY)
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE)
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 1})
 	dst := &unix.SockaddrInet4{}
 	copy(dst.Addr[:], tb.IP(server).To4())
 	id := os.Getpid() & 0xffff
-	sent := make([]int64, o.Probes) // wall-clock ns: SO_TIMESTAMPNS is CLOCK_REALTIME
-	rtts := make([]time.Duration, 0, o.Probes)
+	// Wall-clock ns: the kernel's timestamps are CLOCK_REALTIME. A reply
+	// can come back before its request's transmit timestamp is read, so
+	// the two are paired only at the end.
+	sent, recv := make([]int64, o.Probes), make([]int64, o.Probes)
+	var got atomic.Int64
 	done := make(chan struct{})
 	var stop atomic.Bool
 	go func() {
 		defer close(done)
 		buf, oob := make([]byte, 1500), make([]byte, 128)
-		for len(rtts) < o.Probes && !stop.Load() {
+		for got.Load() < int64(o.Probes) && !stop.Load() {
 			n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
 			if err != nil {
 				if err == unix.EAGAIN || err == unix.EINTR {
@@ -161,8 +181,9 @@ func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckO
 			if len(icmp) < 8 || icmp[0] != 0 || int(binary.BigEndian.Uint16(icmp[4:])) != id {
 				continue // not our echo reply
 			}
-			if seq := int(binary.BigEndian.Uint16(icmp[6:])); seq < len(sent) && sent[seq] != 0 {
-				rtts = append(rtts, time.Duration(at-sent[seq]))
+			if seq := int(binary.BigEndian.Uint16(icmp[6:])); seq < len(recv) && recv[seq] == 0 {
+				recv[seq] = at
+				got.Add(1)
 			}
 		}
 	}()
@@ -176,18 +197,25 @@ func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckO
 		binary.BigEndian.PutUint16(msg[6:], uint16(i))
 		msg[2], msg[3] = 0, 0
 		binary.BigEndian.PutUint16(msg[2:], checksum(msg))
-		sent[i] = time.Now().UnixNano()
-		if err := unix.Sendto(fd, msg, 0, dst); err != nil {
+		before := time.Now().UnixNano()
+		if err := unix.Sendto(tx, msg, 0, dst); err != nil {
 			return fmt.Errorf("sending ICMP echo: %w", err)
 		}
+		sent[i] = txTime(tx, before)
 		time.Sleep(o.Interval)
 	}
 	deadline := time.Now().Add(res.ConfiguredRTT + time.Second)
-	for len(rtts) < o.Probes && time.Now().Before(deadline) {
+	for got.Load() < int64(o.Probes) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stop.Store(true)
 	<-done
+	var rtts []time.Duration
+	for i := range sent {
+		if sent[i] != 0 && recv[i] != 0 {
+			rtts = append(rtts, time.Duration(recv[i]-sent[i]))
+		}
+	}
 	res.Probes, res.Lost = o.Probes, o.Probes-len(rtts)
 	if len(rtts) == 0 {
 		return fmt.Errorf("no RTT probe came back")
@@ -202,14 +230,36 @@ func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckO
 	return nil
 }
 
-// kernelTime finds SCM_TIMESTAMPNS in a control message, in ns.
+// txTime returns the kernel's transmit timestamp of the packet just sent
+// on fd, from its error queue; the device stamps it within sendto, so a
+// short wait suffices. It returns fallback when none comes.
+func txTime(fd int, fallback int64) int64 {
+	oob := make([]byte, 256)
+	for range 20 {
+		_, oobn, _, _, err := unix.Recvmsg(fd, nil, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		if err == nil {
+			if t := kernelTime(oob[:oobn]); t != 0 {
+				return t
+			}
+			continue
+		}
+		if err != unix.EAGAIN {
+			break
+		}
+		unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLERR}}, 1)
+	}
+	return fallback
+}
+
+// kernelTime finds the software timestamp (SCM_TIMESTAMPING's first, or
+// SCM_TIMESTAMPNS) in a control message, in ns.
 func kernelTime(oob []byte) int64 {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
 		return 0
 	}
 	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+		if m.Header.Level == unix.SOL_SOCKET && (m.Header.Type == unix.SCM_TIMESTAMPING || m.Header.Type == unix.SCM_TIMESTAMPNS) && len(m.Data) >= 16 {
 			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
 			return ts.Nano()
 		}

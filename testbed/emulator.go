@@ -2,15 +2,17 @@ package testbed
 
 import (
 	"bufio"
-	"errors"
+	"container/heap"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -18,87 +20,175 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The writer sleeps until shortly before a departure and spins the rest:
-// clock_nanosleep wakes late, on a VM by tens of microseconds and by
-// hundreds after a long idle. A packet with nothing queued behind it
-// (handshakes, DNS, probes: sparse and timing-critical) gets a long spin;
-// back-to-back packets, whose writer is awake anyway, a short one, so
-// bulk transfers do not pay for precision they cannot use.
+// The writer sleeps until shortly before a departure and spins the rest.
+// How late a sleep ends depends on the machine and on the sleep's length:
+// on a VM whose idle vCPUs halt, ppoll wakes ~30 µs late after 100 µs
+// and ~150 µs (p99 ~270 µs) after 5 ms; with idle polling, ~20 µs. So
+// each writer learns it: the spin before a sleep covers the worst
+// oversleep among the last ones of similar length. Packets in a burst
+// (less than burstGap after the previous one, when the writer is awake
+// anyway) get a short fixed spin instead, so bulk transfers do not pay
+// for precision they cannot use. What makes a burst is time, not the
+// queue: probes 5 ms apart on a 40 ms link queue behind each other but
+// each still wakes a sleeping writer.
 const (
-	spinSparse = 200 * time.Microsecond
-	spinDense  = 20 * time.Microsecond
+	spinDense   = 5 * time.Microsecond
+	spinInitial = 300 * time.Microsecond // until a writer has learnt
+	spinMin     = 10 * time.Microsecond
+	spinMax     = time.Millisecond
+	burstGap    = time.Millisecond
 )
 
+// spinner learns how much earlier than a departure to stop sleeping.
+type spinner struct {
+	late [4][128]time.Duration // recent oversleeps, by sleep length
+	next [4]int
+}
+
+func newSpinner() *spinner {
+	s := &spinner{}
+	for b := range s.late {
+		for i := range s.late[b] {
+			s.late[b][i] = spinInitial
+		}
+	}
+	return s
+}
+
+func sleepBucket(d time.Duration) int {
+	switch {
+	case d < 250*time.Microsecond:
+		return 0
+	case d < time.Millisecond:
+		return 1
+	case d < 4*time.Millisecond:
+		return 2
+	}
+	return 3
+}
+
+// spin is the margin for a departure d from now.
+func (s *spinner) spin(d time.Duration) time.Duration {
+	return min(slices.Max(s.late[sleepBucket(d)][:])*5/4+spinMin, spinMax)
+}
+
+// record notes that a sleep of length d ended late by late.
+func (s *spinner) record(d, late time.Duration) {
+	b := sleepBucket(d)
+	s.late[b][s.next[b]] = max(late, 0)
+	s.next[b] = (s.next[b] + 1) % len(s.late[b])
+}
+
 // emulator forwards IP packets between the hosts' TUN devices. A packet
-// from A to B passes A's up stage and B's down stage; B's writer thread
-// sleeps until the computed departure and writes it into B's TUN device.
+// from A to B passes A's up stage and B's down stage. One reader thread
+// takes the packets every host sends off their taps; B's writer thread
+// sleeps until each packet's departure and writes it into B's TUN device.
 type emulator struct {
 	links map[[4]byte]*link
 	all   []*link
 	done  chan struct{}
 	wg    sync.WaitGroup
 
-	baseTime time.Time // paired with baseMono to turn times into CLOCK_MONOTONIC
-	baseMono int64
-
-	fifo atomic.Bool // writer threads got SCHED_FIFO
+	readerTid atomic.Int64 // the reader thread, for CPU accounting
+	fifo      atomic.Bool  // the threads got SCHED_FIFO
 }
 
 type link struct {
 	host     string
+	index    int // in emulator.all
 	ip       net.IP
-	tun      *os.File
-	fd       int
+	tun      int  // the host's TUN device: packets reaching the host are written here
+	tap      int  // a packet socket on it: packets leaving the host, with timestamps
+	drained  bool // the TUN fd queues copies of them, to be discarded
 	up, down *stage
-	out      chan packet
+
+	// Packets on their way to the host, by departure. The reader pushes
+	// and signals wake (an eventfd) when the earliest departure changes;
+	// the writer sleeps on wake until the earliest is due.
+	mu      sync.Mutex
+	queue   departures
+	writing bool   // the writer holds a packet it has not yet written
+	seq     uint64 // packets queued so far
+	wake    int
 
 	capUp, capDown *capture // packets leaving and reaching the host
 
 	rx, tx, noRoute, overflow atomic.Uint64
-	readerTid, writerTid      atomic.Int64 // the emulator's threads, for CPU accounting
+	writerTid                 atomic.Int64 // for CPU accounting
 	lateNs                    atomic.Int64 // summed lateness of departures, for stats
 }
 
 type packet struct {
 	data   []byte
 	depart time.Time
+	seq    uint64 // arrival order, to keep equal departures in order
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 65536); return &b }}
+// departures is a min-heap of packets by departure: hosts with different
+// access links send into one host, so arrival order is not departure order.
+type departures []packet
+
+func (d departures) Len() int { return len(d) }
+func (d departures) Less(i, j int) bool {
+	if d[i].depart.Equal(d[j].depart) {
+		return d[i].seq < d[j].seq
+	}
+	return d[i].depart.Before(d[j].depart)
+}
+func (d departures) Swap(i, j int) { d[i], d[j] = d[j], d[i] }
+func (d *departures) Push(x any)   { *d = append(*d, x.(packet)) }
+func (d *departures) Pop() any {
+	old := *d
+	p := old[len(old)-1]
+	*d = old[:len(old)-1]
+	return p
+}
+
+// maxQueued bounds a host's in-flight packets (about 1 GB/s for 50 ms).
+const maxQueued = 1 << 16
 
 func newEmulator() *emulator {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	e := &emulator{links: map[[4]byte]*link{}, done: make(chan struct{}), baseTime: time.Now(), baseMono: ts.Nano()}
-	return e
+	return &emulator{links: map[[4]byte]*link{}, done: make(chan struct{})}
 }
 
-func (e *emulator) add(l *link) {
+func (e *emulator) add(l *link) error {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("eventfd: %w", err)
+	}
+	l.wake = fd
 	var k [4]byte
 	copy(k[:], l.ip.To4())
 	e.links[k] = l
+	l.index = len(e.all)
 	e.all = append(e.all, l)
+	return nil
 }
 
 func (e *emulator) start() {
-	// A writer asleep in clock_nanosleep keeps its P until sysmon takes it
-	// back, which can be 10 ms when the process is idle; readers would wait
-	// for a P that long. Spare Ps, one per writer and then some, avoid it.
+	// The emulator's threads block in system calls; spare Ps let the rest
+	// of the process run meanwhile without waiting for sysmon to hand
+	// theirs off.
 	if want := runtime.NumCPU() + len(e.all) + 2; runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
 	}
+	e.wg.Add(1 + len(e.all))
+	go e.read()
 	for _, l := range e.all {
-		e.wg.Add(2)
-		go e.read(l)
 		go e.write(l)
 	}
 }
 
 func (e *emulator) stop() {
 	close(e.done)
-	e.wg.Wait() // readers notice within one poll period
 	for _, l := range e.all {
-		l.tun.Close()
+		signal(l.wake)
+	}
+	e.wg.Wait() // the reader notices within one poll period
+	for _, l := range e.all {
+		unix.Close(l.tun)
+		unix.Close(l.tap)
+		unix.Close(l.wake)
 	}
 	for _, l := range e.all {
 		l.capUp.close()
@@ -106,122 +196,273 @@ func (e *emulator) stop() {
 	}
 }
 
-// read takes packets off a host's TUN device on a dedicated OS thread
-// (SCHED_FIFO when allowed) that poll(2)s the fd itself: the kernel wakes
-// it directly, without a trip through Go's netpoller and scheduler, so the
-// arrival time is taken within microseconds of the packet entering the
-// device. It schedules each packet through both stages and queues it for
-// the destination's writer.
-func (e *emulator) read(src *link) {
-	defer e.wg.Done()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	e.realtime()
-	src.readerTid.Store(int64(unix.Gettid()))
-	fds := []unix.PollFd{{Fd: int32(src.fd), Events: unix.POLLIN}}
-	for {
-		select {
-		case <-e.done:
-			return
-		default:
-		}
-		bp := bufPool.Get().(*[]byte)
-		n, err := unix.Read(src.fd, *bp)
-		now := time.Now()
-		if err != nil {
-			bufPool.Put(bp)
-			if err == unix.EAGAIN || err == unix.EINTR {
-				unix.Poll(fds, 100) // wake at least every 100 ms to notice stop
-				continue
-			}
-			return
-		}
-		data := (*bp)[:n]
-		if n < 20 || data[0]>>4 != 4 {
-			bufPool.Put(bp) // IPv6 and non-IP (router solicitations): not routed
-			continue
-		}
-		src.rx.Add(1)
-		src.capUp.write(now, data)
-		var k [4]byte
-		copy(k[:], data[16:20])
-		dst, ok := e.links[k]
-		if !ok {
-			src.noRoute.Add(1)
-			bufPool.Put(bp)
-			continue
-		}
-		t1, ok := src.up.schedule(now, n)
-		if ok {
-			t1, ok = dst.down.schedule(t1, n)
-		}
-		if !ok {
-			bufPool.Put(bp)
-			continue
-		}
-		pkt := packet{data: append(make([]byte, 0, n), data...), depart: t1}
-		bufPool.Put(bp)
-		select {
-		case dst.out <- pkt:
-		default:
-			dst.overflow.Add(1) // the writer is hopelessly behind
-		}
+func (e *emulator) stopped() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
 	}
 }
 
+// Writers run above the reader: a reader that waits delays nothing, since
+// packets are timed from the kernel's timestamps, but a writer that waits
+// delivers late.
+const (
+	readerPriority = 50
+	writerPriority = 60
+)
+
 // realtime gives the calling (locked) thread 1 ns timer slack and
-// SCHED_FIFO when the process may have it.
-func (e *emulator) realtime() {
+// SCHED_FIFO at prio when the process may have it.
+func (e *emulator) realtime(prio uint32) {
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	attr := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 50}
+	attr := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: prio}
 	if unix.SchedSetAttr(0, attr, 0) == nil {
 		e.fifo.Store(true)
 	}
 }
 
-// write delivers a host's packets at their departure times from a
-// dedicated OS thread with 1 ns timer slack (and SCHED_FIFO when allowed),
-// sleeping with absolute clock_nanosleep and spinning the last stretch.
-func (e *emulator) write(dst *link) {
+// read takes the packets every host sends off its tap, on one dedicated
+// OS thread (SCHED_FIFO when allowed) that poll(2)s the sockets itself:
+// the kernel wakes it directly, without a trip through Go's netpoller and
+// scheduler. Each packet's clock starts at the kernel's transmit
+// timestamp, not at the read, so waking up (tens of µs on a VM whose idle
+// vCPUs halt) delays nothing. A packet already due (a link without
+// delay) is written at once; the rest are queued for their writers. One
+// thread for all hosts also means that a reply the kernel makes while the
+// reader writes a request is read without another wake-up.
+func (e *emulator) read() {
 	defer e.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	e.realtime()
-	dst.writerTid.Store(int64(unix.Gettid()))
-	for {
-		select {
-		case <-e.done:
-			return
-		case p := <-dst.out:
-			spin := spinDense
-			if len(dst.out) == 0 {
-				spin = spinSparse
-			}
-			e.sleepUntil(p.depart, spin)
-			now := time.Now()
-			if late := now.Sub(p.depart); late > 0 {
-				dst.lateNs.Add(int64(late))
-			}
-			if _, err := unix.Write(dst.fd, p.data); err != nil {
-				if errors.Is(err, unix.EBADF) {
-					return
-				}
-				dst.overflow.Add(1)
+	e.realtime(readerPriority)
+	e.readerTid.Store(int64(unix.Gettid()))
+	fds := make([]unix.PollFd, len(e.all))
+	for i, l := range e.all {
+		fds[i] = unix.PollFd{Fd: int32(l.tap), Events: unix.POLLIN}
+	}
+	buf, discard := make([]byte, 65536), make([]byte, 65536)
+	rx := newReceiver(buf)
+	ready := make([]bool, len(e.all))
+	for !e.stopped() {
+		// Read the taps poll found ready, and a tap again right after
+		// the reader wrote a packet without delay into another host: the
+		// kernel answers some (ICMP echo, TCP RST) before write returns.
+		got := 0
+		for i, src := range e.all {
+			if !ready[i] {
 				continue
 			}
-			dst.tx.Add(1)
-			dst.capDown.write(now, p.data)
+			ready[i] = false
+			for range 64 { // then the next host, for fairness
+				n, at, err := rx.recv(src.tap)
+				if err != nil {
+					// ENETDOWN: the socket was bound before the device came up.
+					if err != unix.EAGAIN && err != unix.EINTR && err != unix.ENETDOWN {
+						return
+					}
+					break
+				}
+				got++
+				if dst := e.forward(src, buf[:n], sent(time.Now(), at)); dst != nil {
+					ready[dst.index] = true
+				}
+			}
+			if src.drained {
+				drain(src.tun, discard)
+			}
+		}
+		if got > 0 {
+			continue // what was ready is drained; more may have come
+		}
+		unix.Poll(fds, 100) // wake at least every 100 ms to notice stop
+		for i := range fds {
+			ready[i] = fds[i].Revents != 0
 		}
 	}
 }
 
-func (e *emulator) sleepUntil(t time.Time, spin time.Duration) {
-	if d := time.Until(t); d > spin {
-		ts := unix.NsecToTimespec(e.baseMono + int64(t.Sub(e.baseTime)) - int64(spin))
-		for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
+// forward schedules one packet from src through both stages. It returns
+// the destination when it wrote the packet there at once.
+func (e *emulator) forward(src *link, data []byte, at time.Time) *link {
+	if len(data) < 20 || data[0]>>4 != 4 {
+		return nil // not IPv4: not routed
+	}
+	src.rx.Add(1)
+	src.capUp.write(at, data)
+	var k [4]byte
+	copy(k[:], data[16:20])
+	dst, ok := e.links[k]
+	if !ok {
+		src.noRoute.Add(1)
+		return nil
+	}
+	t, ok := src.up.schedule(at, len(data))
+	if ok {
+		t, ok = dst.down.schedule(t, len(data))
+	}
+	if !ok {
+		return nil
+	}
+	dst.mu.Lock()
+	if len(dst.queue) == 0 && !dst.writing && !t.After(time.Now()) {
+		dst.mu.Unlock()
+		dst.deliver(data, t)
+		return dst
+	}
+	if len(dst.queue) >= maxQueued {
+		dst.mu.Unlock()
+		dst.overflow.Add(1) // the writer is hopelessly behind
+		return nil
+	}
+	dst.seq++
+	heap.Push(&dst.queue, packet{data: slices.Clone(data), depart: t, seq: dst.seq})
+	first := dst.queue[0].seq == dst.seq
+	dst.mu.Unlock()
+	if first {
+		signal(dst.wake)
+	}
+	return nil
+}
+
+// write delivers a host's packets at their departure times from a
+// dedicated OS thread with 1 ns timer slack (and SCHED_FIFO when allowed):
+// it sleeps in ppoll on its eventfd, so an earlier packet can wake it,
+// and spins the last stretch.
+func (e *emulator) write(dst *link) {
+	defer e.wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	e.realtime(writerPriority)
+	dst.writerTid.Store(int64(unix.Gettid()))
+	var last time.Time // the previous departure
+	learn := newSpinner()
+	for !e.stopped() {
+		dst.mu.Lock()
+		if len(dst.queue) == 0 {
+			dst.mu.Unlock()
+			wait(dst.wake, 100*time.Millisecond)
+			continue
+		}
+		due := dst.queue[0].depart
+		dst.mu.Unlock()
+		ahead := time.Until(due)
+		spin := spinDense
+		if due.Sub(last) >= burstGap {
+			spin = learn.spin(ahead)
+		}
+		if d := ahead - spin; d > 0 {
+			if wait(dst.wake, d) {
+				continue // signalled: the earliest packet may have changed
+			}
+			learn.record(ahead, spin-time.Until(due))
+		}
+		for time.Now().Before(due) {
+		}
+		dst.mu.Lock()
+		p := heap.Pop(&dst.queue).(packet)
+		dst.writing = true
+		dst.mu.Unlock()
+		last = dst.deliver(p.data, p.depart)
+		dst.mu.Lock()
+		dst.writing = false
+		dst.mu.Unlock()
+	}
+}
+
+// deliver writes a packet into the host's TUN device and accounts for it.
+func (l *link) deliver(data []byte, depart time.Time) time.Time {
+	now := time.Now()
+	if late := now.Sub(depart); late > 0 {
+		l.lateNs.Add(int64(late))
+	}
+	if _, err := unix.Write(l.tun, data); err != nil {
+		l.overflow.Add(1)
+		return now
+	}
+	l.tx.Add(1)
+	l.capDown.write(now, data)
+	return now
+}
+
+// wait blocks until fd (an eventfd) is signalled or d has passed, and
+// resets it; it reports whether it was signalled. ppoll's timeout is an
+// hrtimer, as exact as clock_nanosleep with the thread's 1 ns slack.
+func wait(fd int, d time.Duration) bool {
+	ts := unix.NsecToTimespec(int64(d))
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	if n, _ := unix.Ppoll(fds, &ts, nil); n > 0 {
+		var b [8]byte
+		unix.Read(fd, b[:])
+		return true
+	}
+	return false
+}
+
+// signal wakes the thread waiting on eventfd fd.
+func signal(fd int) {
+	one := [8]byte{1}
+	unix.Write(fd, one[:])
+}
+
+// receiver reads packets with their SO_TIMESTAMPNS timestamps through
+// one reused msghdr: recvmsg without allocating, as the reader does it
+// for every packet.
+type receiver struct {
+	iov unix.Iovec
+	oob [64]byte
+	msg unix.Msghdr
+}
+
+func newReceiver(buf []byte) *receiver {
+	r := &receiver{}
+	r.iov.Base = &buf[0]
+	r.iov.SetLen(len(buf))
+	r.msg.Iov = &r.iov
+	r.msg.Iovlen = 1
+	r.msg.Control = &r.oob[0]
+	return r
+}
+
+// recv reads one packet from fd without blocking and returns its length
+// and its kernel timestamp in CLOCK_REALTIME ns (0 if none).
+func (r *receiver) recv(fd int) (int, int64, error) {
+	r.msg.SetControllen(len(r.oob))
+	r.msg.Flags = 0
+	n, _, errno := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&r.msg)), unix.MSG_DONTWAIT)
+	if errno != 0 {
+		return 0, 0, errno
+	}
+	// One control message is expected: SCM_TIMESTAMPNS, a cmsghdr
+	// followed by a timespec.
+	var at int64
+	if int(r.msg.Controllen) >= unix.CmsgSpace(16) {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&r.oob[0]))
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS {
+			at = (*unix.Timespec)(unsafe.Pointer(&r.oob[unix.CmsgLen(0)])).Nano()
 		}
 	}
-	for time.Now().Before(t) {
+	return int(n), at, nil
+}
+
+// sent turns a packet's kernel timestamp (CLOCK_REALTIME ns, 0 if none)
+// into a time on now's monotonic clock: only the packet's age comes from
+// the wall clock, bounded so that a clock step cannot move it far.
+func sent(now time.Time, kernelNs int64) time.Time {
+	if kernelNs == 0 {
+		return now
+	}
+	age := time.Duration(now.UnixNano() - kernelNs)
+	return now.Add(-min(max(age, 0), 50*time.Millisecond))
+}
+
+// drain discards what queued on a TUN fd: the tap has the same packets.
+func drain(fd int, buf []byte) {
+	for {
+		if _, err := unix.Read(fd, buf); err != nil {
+			return
+		}
 	}
 }
 
@@ -284,12 +525,14 @@ func (c *capture) close() {
 // writers), which do all its work; traffic generators in the same process
 // are not counted.
 func (e *emulator) cpu() time.Duration {
-	var total time.Duration
+	tids := []int64{e.readerTid.Load()}
 	for _, l := range e.all {
-		for _, tid := range []int64{l.readerTid.Load(), l.writerTid.Load()} {
-			if tid > 0 {
-				total += statCPU(fmt.Sprintf("/proc/self/task/%d/stat", tid))
-			}
+		tids = append(tids, l.writerTid.Load())
+	}
+	var total time.Duration
+	for _, tid := range tids {
+		if tid > 0 {
+			total += statCPU(fmt.Sprintf("/proc/self/task/%d/stat", tid))
 		}
 	}
 	return total

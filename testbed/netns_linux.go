@@ -1,11 +1,14 @@
 package testbed
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,36 +41,127 @@ func inNetns(ns string, f func() error) error {
 	return ferr
 }
 
-// openTUN creates the TUN device name in namespace ns and returns its
-// non-blocking fd (for writes) and an *os.File on it that reads through
-// Go's poller, so a waiting reader never holds an OS thread.
-func openTUN(ns, name string) (*os.File, int, error) {
-	var fd int
-	err := inNetns(ns, func() error {
+// openTUN creates the TUN device name in namespace ns. It returns the
+// device's non-blocking fd, into which the emulator writes the packets
+// that reach the host, and a packet socket on the device from which it
+// reads the packets the host sends: unlike the TUN fd, the socket carries
+// the kernel's timestamp of each packet's transmission, so the time the
+// emulator takes to wake up is not added to the link's delay. The device
+// itself drops what it transmits once the socket has its copy; where the
+// kernel refuses the filter that does it, drained is true and the caller
+// must read and discard what queues on the TUN fd.
+func openTUN(ns, name string) (tun, tap int, drained bool, err error) {
+	tun, tap = -1, -1
+	err = inNetns(ns, func() error {
 		var err error
-		fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		tun, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 		if err != nil {
 			return fmt.Errorf("opening /dev/net/tun: %w", err)
 		}
 		ifr, err := unix.NewIfreq(name)
 		if err != nil {
-			unix.Close(fd)
 			return err
 		}
 		// IFF_TUN|IFF_NO_PI: bare IP packets, one per read, no offloads,
 		// so each packet is scheduled and counted on its own.
 		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
-		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
-			unix.Close(fd)
+		if err := unix.IoctlIfreq(tun, unix.TUNSETIFF, ifr); err != nil {
 			return fmt.Errorf("creating TUN device %s: %w", name, err)
+		}
+		if tap, err = openTap(name); err != nil {
+			return err
+		}
+		if err := dropOutgoing(tun); err != nil {
+			drained = true
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, -1, err
+		for _, fd := range []int{tun, tap} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+		return -1, -1, false, err
 	}
-	return os.NewFile(uintptr(fd), name), fd, nil
+	return tun, tap, drained, nil
 }
+
+// dropOutgoing attaches to a TUN device an eBPF filter that drops every
+// packet it would queue for its reader (TUNSETFILTEREBPF): packet taps see
+// a packet before the device does, so the tap keeps its copy and nobody
+// has to read the device's.
+func dropOutgoing(tun int) error {
+	insns := [2]uint64{
+		0xb7, // r0 = 0 (BPF_ALU64|BPF_MOV|BPF_K): keep 0 bytes, drop
+		0x95, // exit
+	}
+	license := []byte("GPL\x00")
+	var attr [128]byte // union bpf_attr for BPF_PROG_LOAD, zero beyond these
+	binary.NativeEndian.PutUint32(attr[0:], unix.BPF_PROG_TYPE_SOCKET_FILTER)
+	binary.NativeEndian.PutUint32(attr[4:], uint32(len(insns)))
+	binary.NativeEndian.PutUint64(attr[8:], uint64(uintptr(unsafe.Pointer(&insns[0]))))
+	binary.NativeEndian.PutUint64(attr[16:], uint64(uintptr(unsafe.Pointer(&license[0]))))
+	prog, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_LOAD, uintptr(unsafe.Pointer(&attr[0])), unsafe.Sizeof(attr))
+	runtime.KeepAlive(&insns)
+	runtime.KeepAlive(license)
+	if errno != 0 {
+		return fmt.Errorf("loading the TUN filter: %w", errno)
+	}
+	defer unix.Close(int(prog)) // the device holds its own reference
+	fd := int32(prog)
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(tun), unix.TUNSETFILTEREBPF, uintptr(unsafe.Pointer(&fd))); errno != 0 {
+		return fmt.Errorf("attaching the TUN filter: %w", errno)
+	}
+	return nil
+}
+
+// openTap opens a non-blocking packet socket that receives, with
+// SO_TIMESTAMPNS, the IPv4 packets device name transmits. Only a socket
+// for every protocol (ETH_P_ALL) sees a device's outgoing packets; a
+// filter keeps those that are outgoing and IPv4, so the packets the
+// emulator writes into the device do not wake it.
+func openTap(name string) (int, error) {
+	iface, err := net.InterfaceByName(name)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		return -1, fmt.Errorf("packet socket on %s: %w", name, err)
+	}
+	const (
+		ad           = 0xfffff000 // SKF_AD_OFF: ancillary data, not packet bytes
+		adProtocol   = 0          // SKF_AD_PROTOCOL
+		adPacketType = 4          // SKF_AD_PKTTYPE
+	)
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: ad + adPacketType},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.PACKET_OUTGOING, Jf: 3},
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: ad + adProtocol},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.ETH_P_IP, Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 1 << 18},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	steps := []func() error{
+		func() error { return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fprog) },
+		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
+		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20) },
+		func() error {
+			return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: iface.Index})
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("packet socket on %s: %w", name, err)
+		}
+	}
+	return fd, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // ip runs iproute2, naming the failing command in its error.
 func ip(args ...string) error {

@@ -223,7 +223,7 @@ func (tb *Testbed) build() error {
 		if err := ip("-n", ns, "link", "set", "lo", "up"); err != nil {
 			return err
 		}
-		tun, fd, err := openTUN(ns, "dx0")
+		tun, tap, drained, err := openTUN(ns, "dx0")
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h, err)
 		}
@@ -232,7 +232,7 @@ func (tb *Testbed) build() error {
 		if mtu == 0 {
 			mtu = 1500
 		}
-		l := &link{host: h, ip: net.ParseIP(tb.IPs[h]).To4(), tun: tun, fd: fd, out: make(chan packet, 8192),
+		l := &link{host: h, ip: net.ParseIP(tb.IPs[h]).To4(), tun: tun, tap: tap, drained: drained,
 			up: newStage(p.Up, uint64(2*i+1)), down: newStage(p.Down, uint64(2*i+2))}
 		if l.capUp, err = newCapture(spec.PcapDir, h+"-up.pcap"); err != nil {
 			return err
@@ -240,13 +240,20 @@ func (tb *Testbed) build() error {
 		if l.capDown, err = newCapture(spec.PcapDir, h+"-down.pcap"); err != nil {
 			return err
 		}
-		tb.emu.add(l)
+		if err := tb.emu.add(l); err != nil {
+			return err
+		}
 		tb.links[h] = l
 		if err := ip("-n", ns, "addr", "add", tb.IPs[h]+"/24", "dev", "dx0"); err != nil {
 			return err
 		}
 		if err := ip("-n", ns, "link", "set", "dx0", "mtu", strconv.Itoa(mtu), "up"); err != nil {
 			return err
+		}
+		// No qdisc: the device never pushes back, and a queue in front
+		// of it only defers packets to a softirq, by tens of µs.
+		if out, err := exec.Command("tc", "-n", ns, "qdisc", "replace", "dev", "dx0", "root", "noqueue").CombinedOutput(); err != nil {
+			return fmt.Errorf("tc qdisc replace dev dx0 root noqueue: %v: %s", err, strings.TrimSpace(string(out)))
 		}
 		if err := tb.writeEtc(h); err != nil {
 			return err
