@@ -119,10 +119,10 @@ func (tb *Testbed) udpIn(host string, laddr string, raddr *net.UDPAddr) (*net.UD
 // checkRTT pings the server host from the client host with ICMP echo:
 // the server's kernel answers, so no application wake-up is measured. Both
 // ends are the kernel's software timestamps at the client's link, the
-// request's as it is handed to the device's queue (SCM_TSTAMP_SCHED: the
-// emulator's TUN devices drop their own copy before a driver timestamp
-// would be taken) and the reply's as it arrives (SO_TIMESTAMPING), so the
-// RTT is the link's, without the client's own socket calls. Where the
+// request's as it is handed to the device (SCM_TSTAMP_SCHED, taken before
+// the emulator's tap sees the packet, where a driver's timestamp would
+// come after) and the reply's as it arrives (SO_TIMESTAMPING), so the RTT
+// is the link's, without the client's own socket calls. Where the
 // kernel gives no transmit timestamp, the time just before sendto stands
 // in.
 func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckOptions, res *CheckResult) error {

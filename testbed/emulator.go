@@ -97,9 +97,8 @@ type link struct {
 	host     string
 	index    int // in emulator.all
 	ip       net.IP
-	tun      int  // the host's TUN device: packets reaching the host are written here
-	tap      int  // a packet socket on it: packets leaving the host, with timestamps
-	drained  bool // the TUN fd queues copies of them, to be discarded
+	tun      int // the host's TUN device: packets reaching the host are written here
+	tap      int // a packet socket on it: packets leaving the host, with timestamps
 	up, down *stage
 
 	// Packets on their way to the host, by departure. The reader pushes
@@ -269,9 +268,7 @@ func (e *emulator) read() {
 					ready[dst.index] = true
 				}
 			}
-			if src.drained {
-				drain(src.tun, discard)
-			}
+			drain(src.tun, discard)
 		}
 		if got > 0 {
 			continue // what was ready is drained; more may have come

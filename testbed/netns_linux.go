@@ -1,14 +1,12 @@
 package testbed
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,11 +44,11 @@ func inNetns(ns string, f func() error) error {
 // that reach the host, and a packet socket on the device from which it
 // reads the packets the host sends: unlike the TUN fd, the socket carries
 // the kernel's timestamp of each packet's transmission, so the time the
-// emulator takes to wake up is not added to the link's delay. The device
-// itself drops what it transmits once the socket has its copy; where the
-// kernel refuses the filter that does it, drained is true and the caller
-// must read and discard what queues on the TUN fd.
-func openTUN(ns, name string) (tun, tap int, drained bool, err error) {
+// emulator takes to wake up is not added to the link's delay. The caller
+// must read and discard what queues on the TUN fd: a device that dropped
+// its copy instead would report the drop to the sender (NET_XMIT_DROP),
+// and TCP would take its segment as unsent.
+func openTUN(ns, name string) (tun, tap int, err error) {
 	tun, tap = -1, -1
 	err = inNetns(ns, func() error {
 		var err error
@@ -68,13 +66,8 @@ func openTUN(ns, name string) (tun, tap int, drained bool, err error) {
 		if err := unix.IoctlIfreq(tun, unix.TUNSETIFF, ifr); err != nil {
 			return fmt.Errorf("creating TUN device %s: %w", name, err)
 		}
-		if tap, err = openTap(name); err != nil {
-			return err
-		}
-		if err := dropOutgoing(tun); err != nil {
-			drained = true
-		}
-		return nil
+		tap, err = openTap(name)
+		return err
 	})
 	if err != nil {
 		for _, fd := range []int{tun, tap} {
@@ -82,38 +75,9 @@ func openTUN(ns, name string) (tun, tap int, drained bool, err error) {
 				unix.Close(fd)
 			}
 		}
-		return -1, -1, false, err
+		return -1, -1, err
 	}
-	return tun, tap, drained, nil
-}
-
-// dropOutgoing attaches to a TUN device an eBPF filter that drops every
-// packet it would queue for its reader (TUNSETFILTEREBPF): packet taps see
-// a packet before the device does, so the tap keeps its copy and nobody
-// has to read the device's.
-func dropOutgoing(tun int) error {
-	insns := [2]uint64{
-		0xb7, // r0 = 0 (BPF_ALU64|BPF_MOV|BPF_K): keep 0 bytes, drop
-		0x95, // exit
-	}
-	license := []byte("GPL\x00")
-	var attr [128]byte // union bpf_attr for BPF_PROG_LOAD, zero beyond these
-	binary.NativeEndian.PutUint32(attr[0:], unix.BPF_PROG_TYPE_SOCKET_FILTER)
-	binary.NativeEndian.PutUint32(attr[4:], uint32(len(insns)))
-	binary.NativeEndian.PutUint64(attr[8:], uint64(uintptr(unsafe.Pointer(&insns[0]))))
-	binary.NativeEndian.PutUint64(attr[16:], uint64(uintptr(unsafe.Pointer(&license[0]))))
-	prog, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_LOAD, uintptr(unsafe.Pointer(&attr[0])), unsafe.Sizeof(attr))
-	runtime.KeepAlive(&insns)
-	runtime.KeepAlive(license)
-	if errno != 0 {
-		return fmt.Errorf("loading the TUN filter: %w", errno)
-	}
-	defer unix.Close(int(prog)) // the device holds its own reference
-	fd := int32(prog)
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(tun), unix.TUNSETFILTEREBPF, uintptr(unsafe.Pointer(&fd))); errno != 0 {
-		return fmt.Errorf("attaching the TUN filter: %w", errno)
-	}
-	return nil
+	return tun, tap, nil
 }
 
 // openTap opens a non-blocking packet socket that receives, with

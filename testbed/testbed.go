@@ -223,7 +223,7 @@ func (tb *Testbed) build() error {
 		if err := ip("-n", ns, "link", "set", "lo", "up"); err != nil {
 			return err
 		}
-		tun, tap, drained, err := openTUN(ns, "dx0")
+		tun, tap, err := openTUN(ns, "dx0")
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h, err)
 		}
@@ -232,7 +232,7 @@ func (tb *Testbed) build() error {
 		if mtu == 0 {
 			mtu = 1500
 		}
-		l := &link{host: h, ip: net.ParseIP(tb.IPs[h]).To4(), tun: tun, tap: tap, drained: drained,
+		l := &link{host: h, ip: net.ParseIP(tb.IPs[h]).To4(), tun: tun, tap: tap,
 			up: newStage(p.Up, uint64(2*i+1)), down: newStage(p.Down, uint64(2*i+2))}
 		if l.capUp, err = newCapture(spec.PcapDir, h+"-up.pcap"); err != nil {
 			return err
@@ -247,7 +247,9 @@ func (tb *Testbed) build() error {
 		if err := ip("-n", ns, "addr", "add", tb.IPs[h]+"/24", "dev", "dx0"); err != nil {
 			return err
 		}
-		if err := ip("-n", ns, "link", "set", "dx0", "mtu", strconv.Itoa(mtu), "up"); err != nil {
+		// A long device queue: the reader drains it only after reading
+		// the tap, and a full queue would drop what the host sends.
+		if err := ip("-n", ns, "link", "set", "dx0", "mtu", strconv.Itoa(mtu), "txqueuelen", "10000", "up"); err != nil {
 			return err
 		}
 		// No qdisc: the device never pushes back, and a queue in front

@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"encoding/binary"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -268,4 +269,49 @@ func TestLowLatencyHoldsAndReleasesPMQoS(t *testing.T) {
 	require.Zero(t, read(), "0 µs while the testbed runs")
 	require.NoError(t, tb.Close())
 	require.Equal(t, before, read(), "released with the testbed")
+}
+
+// TestTCPSeesNoLocalDrops sends small TCP writes back and forth over an
+// undelayed link, where the emulator answers within microseconds. The
+// sender's kernel must count every segment as sent: no retransmission
+// and no challenge ACK, which is what a device that reports its own copy
+// dropped (NET_XMIT_DROP) would cause.
+func TestTCPSeesNoLocalDrops(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tcpecho"})
+	var ln net.Listener
+	require.NoError(t, tb.Run("server", func() error {
+		var err error
+		ln, err = net.Listen("tcp4", tb.IPs["server"]+":7000")
+		return err
+	}))
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			io.Copy(c, c)
+			c.Close()
+		}
+	}()
+	var c net.Conn
+	require.NoError(t, tb.Run("client", func() error {
+		var err error
+		c, err = net.Dial("tcp4", tb.IPs["server"]+":7000")
+		return err
+	}))
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 100)
+	for i := range 20 {
+		_, err := c.Write(buf[:10+i])
+		require.NoError(t, err)
+		_, err = io.ReadFull(c, buf[:10+i])
+		require.NoError(t, err, "echo %d", i)
+	}
+	out, err := tb.Command("client", "nstat", "-az", "TcpRetransSegs", "TcpExtTCPChallengeACK").CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && !strings.HasPrefix(f[0], "#") {
+			require.Equal(t, "0", f[1], line)
+		}
+	}
 }

@@ -320,7 +320,7 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate), rate(res.DownAchieved, res.DownRate), 100*res.EmulatorCPU)
 	}
 	if !asJSON {
-		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel receive timestamp) minus configured delay and serialization; cpu = emulator, % of one core, during the throughput runs")
+		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel timestamps at the client's device, out and back) minus configured delay and serialization; cpu = emulator, % of one core, during the throughput runs")
 	}
 	return exitOK
 }
