@@ -3,6 +3,7 @@ package experiment
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -18,12 +19,13 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -394,24 +396,9 @@ type AmpCell struct {
 // SummarizeAmplification groups samples into cells.
 func SummarizeAmplification(ss []*AmpSample) []AmpCell {
 	type key struct{ c, k, v string }
-	groups := map[key][]*AmpSample{}
-	var keys []key
-	for _, s := range ss {
-		k := key{s.Cert, s.KeyShare, s.Validation}
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], s)
-	}
-	rank := map[string]int{"small": 0, "large": 1, "pq": 0, "classic": 1, "none": 0, "retry": 1, "token": 2}
-	sort.SliceStable(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		for _, p := range [][2]string{{a.c, b.c}, {a.k, b.k}, {a.v, b.v}} {
-			if p[0] != p[1] {
-				return rank[p[0]] < rank[p[1]]
-			}
-		}
-		return false
+	keys, groups := order.Group(ss, func(s *AmpSample) key { return key{s.Cert, s.KeyShare, s.Validation} })
+	slices.SortStableFunc(keys, func(a, b key) int {
+		return cmp.Or(order.Compare(a.c, b.c), order.Compare(a.k, b.k), order.Compare(a.v, b.v))
 	})
 	var out []AmpCell
 	for _, k := range keys {

@@ -4,17 +4,19 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -174,29 +176,11 @@ func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, e
 	if err != nil {
 		return nil, err
 	}
+	rows = slices.DeleteFunc(rows, func(r store.Row) bool { return !strings.HasPrefix(r.RunID, expID+"-") })
 	type key struct{ p, t, c string }
-	groups := map[key][]store.Row{}
-	var keys []key
-	for _, r := range rows {
-		if !strings.HasPrefix(r.RunID, expID+"-") {
-			continue
-		}
-		k := key{r.Profile, r.Transport, r.Condition}
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
-	order := map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "udp": 0, "tcp": 1, "dot": 2, "doh1": 3, "doh2": 4, "doh3": 5, "doq": 6, "fresh": 0, "pam": 1, "resumed": 2, "0rtt": 3}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.p != b.p {
-			return order[a.p] < order[b.p]
-		}
-		if a.c != b.c {
-			return order[a.c] < order[b.c]
-		}
-		return order[a.t] < order[b.t]
+	keys, groups := order.Group(rows, func(r store.Row) key { return key{r.Profile, r.Transport, r.Condition} })
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(order.Compare(a.p, b.p), order.Compare(a.c, b.c), order.Compare(a.t, b.t))
 	})
 	var out []Summary
 	for _, k := range keys {

@@ -1,19 +1,20 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -348,25 +349,14 @@ func SummarizeHOL(qs []*HOLQuery) []HOLSummary {
 			}
 		}
 	}
-	rank := map[string]int{}
-	for i, t := range HOLTransports {
-		rank[t] = i
-	}
-	sort.SliceStable(keys, func(i, j int) bool {
-		if keys[i].p != keys[j].p {
-			return order(keys[i].p) < order(keys[j].p)
-		}
-		return rank[keys[i].t] < rank[keys[j].t]
+	slices.SortStableFunc(keys, func(a, b key) int {
+		return cmp.Or(order.Compare(a.p, b.p), order.Compare(a.t, b.t))
 	})
 	out := make([]HOLSummary, len(keys))
 	for i, k := range keys {
 		out[i] = *sums[k]
 	}
 	return out
-}
-
-func order(profile string) int {
-	return map[string]int{"none": 0, "fiber": 1, "cable": 2, "dsl": 3, "4g": 4, "4g-medium": 5}[profile]
 }
 
 // LoadHOL reads an experiment's queries from the store.

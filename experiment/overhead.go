@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -9,12 +10,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/server"
@@ -324,24 +326,9 @@ type OverheadCell struct {
 // SummarizeOverhead computes per-resolution means and single-query medians.
 func SummarizeOverhead(cs []*OverheadConn) []OverheadCell {
 	type key struct{ c, t, m string }
-	groups := map[key][]*OverheadConn{}
-	var keys []key
-	for _, c := range cs {
-		k := key{c.Cert, c.Transport, c.Mode}
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], c)
-	}
-	rank := map[string]int{"small": 0, "large": 1, "udp": 0, "tcp": 1, "dot": 2, "doh1": 3, "doh2": 4, "doh3": 5, "doq": 6, "new": 0, "persistent": 1}
-	sort.SliceStable(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		for _, p := range [][2]string{{a.c, b.c}, {a.m, b.m}, {a.t, b.t}} {
-			if p[0] != p[1] {
-				return rank[p[0]] < rank[p[1]]
-			}
-		}
-		return false
+	keys, groups := order.Group(cs, func(c *OverheadConn) key { return key{c.Cert, c.Transport, c.Mode} })
+	slices.SortStableFunc(keys, func(a, b key) int {
+		return cmp.Or(order.Compare(a.c, b.c), order.Compare(a.m, b.m), order.Compare(a.t, b.t))
 	})
 	var out []OverheadCell
 	for _, k := range keys {

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"image/color"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -12,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/order"
 )
 
 // holFigures draws the DoH-cost paper's Fig. 2 per profile and transport:
@@ -19,18 +21,8 @@ import (
 // delayed answers, the delayed queries themselves marked.
 func holFigures(qs []*experiment.HOLQuery, dir string) ([]figure, error) {
 	type key struct{ p, t string }
-	var keys []key
-	groups := map[key][]*experiment.HOLQuery{}
-	for _, q := range qs {
-		if q.Run != "delayed" || q.Status != "ok" {
-			continue
-		}
-		k := key{q.Profile, q.Transport}
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], q)
-	}
+	delayed := slices.DeleteFunc(slices.Clone(qs), func(q *experiment.HOLQuery) bool { return q.Run != "delayed" || q.Status != "ok" })
+	keys, groups := order.Group(delayed, func(q *experiment.HOLQuery) key { return key{q.Profile, q.Transport} })
 	var figs []figure
 	for _, k := range keys {
 		var own, others plotter.XYs

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/overhead"
 )
 
@@ -26,15 +27,7 @@ var layerColors = [overhead.NumLayers]color.Color{
 // Fig. 3 and 5) and the packets per resolution (Fig. 4).
 func overheadFigures(cells []experiment.OverheadCell, dir string) ([]figure, error) {
 	type group struct{ cert, mode string }
-	var groups []group
-	by := map[group][]experiment.OverheadCell{}
-	for _, c := range cells {
-		g := group{c.Cert, c.Mode}
-		if _, ok := by[g]; !ok {
-			groups = append(groups, g)
-		}
-		by[g] = append(by[g], c)
-	}
+	groups, by := order.Group(cells, func(c experiment.OverheadCell) group { return group{c.Cert, c.Mode} })
 	var figs []figure
 	for _, g := range groups {
 		cs := by[g]

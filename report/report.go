@@ -7,6 +7,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html/template"
 	"image/color"
@@ -22,6 +23,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/verify"
@@ -57,21 +59,6 @@ type Report struct {
 	Amp      []experiment.AmpCell      // the amplification experiment's cells
 	Overhead []experiment.OverheadCell // octets per resolution and layer
 	Survey   string                    // the survey's tables, as text
-}
-
-var order = map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "none": 5,
-	"udp": 0, "tcp": 1, "dot": 2, "doh1": 3, "doh2": 4, "doh3": 5, "doq": 6, "fresh": 0, "pam": 1, "resumed": 2, "0rtt": 3}
-
-func less(a, b string) bool {
-	oa, aok := order[a]
-	ob, bok := order[b]
-	if aok && bok {
-		return oa < ob
-	}
-	if aok != bok {
-		return aok
-	}
-	return a < b
 }
 
 // Input is what a report draws.
@@ -178,7 +165,7 @@ func uniq(rows []store.Row, f func(store.Row) string) []string {
 			out = append(out, k)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
+	slices.SortFunc(out, order.Compare)
 	return out
 }
 
@@ -214,11 +201,8 @@ func dnsCDF(rows []store.Row, get func(store.Row) *float64, title, base string) 
 		}
 		groups[k].values = append(groups[k].values, *v)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return less(keys[i][0], keys[j][0])
-		}
-		return less(keys[i][1], keys[j][1])
+	slices.SortFunc(keys, func(a, b [2]string) int {
+		return cmp.Or(order.Compare(a[0], b[0]), order.Compare(a[1], b[1]))
 	})
 	ss := make([]*series, len(keys))
 	for i, k := range keys {
@@ -327,15 +311,8 @@ func stats(rows []store.Row) []Stat {
 		st.MedianRTT, st.IQRRTT, st.P95RTT = quantile(rtt, 0.5), quantile(rtt, 0.75)-quantile(rtt, 0.25), quantile(rtt, 0.95)
 		out = append(out, st)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Profile != b.Profile {
-			return less(a.Profile, b.Profile)
-		}
-		if a.Condition != b.Condition {
-			return less(a.Condition, b.Condition)
-		}
-		return less(a.Transport, b.Transport)
+	slices.SortFunc(out, func(a, b Stat) int {
+		return cmp.Or(order.Compare(a.Profile, b.Profile), order.Compare(a.Condition, b.Condition), order.Compare(a.Transport, b.Transport))
 	})
 	return out
 }

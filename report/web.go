@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/web"
 )
 
@@ -42,15 +43,7 @@ func (c combo) series(values []float64) *series {
 func webFigures(loads []*web.Sample, dir string) ([]figure, []web.Cell, error) {
 	cells := web.Summarize(loads)
 	type variant struct{ mode, state string }
-	var variants []variant
-	byVariant := map[variant][]web.Cell{}
-	for _, c := range cells {
-		v := variant{c.DNSMode, c.StubState}
-		if _, ok := byVariant[v]; !ok {
-			variants = append(variants, v)
-		}
-		byVariant[v] = append(byVariant[v], c)
-	}
+	variants, byVariant := order.Group(cells, func(c web.Cell) variant { return variant{c.DNSMode, c.StubState} })
 	var figs []figure
 	add := func(name, metric, profile string, svg []byte) {
 		figs = append(figs, figure{Name: name, Metric: metric, Profile: profile, SVG: template.HTML(svg)})

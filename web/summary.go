@@ -1,8 +1,10 @@
 package web
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
+	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
 )
 
@@ -72,25 +74,9 @@ func Summarize(samples []*Sample) []Cell {
 			c.RelPLTs = append(c.RelPLTs, 100*(v/base.PLT-1))
 		}
 	}
-	order := map[string]int{"fiber": 0, "cable": 1, "dsl": 2, "4g": 3, "4g-medium": 4, "example": 0, "wiki": 1, "insta": 2,
-		"udp": 0, "tcp": 1, "dot": 2, "doh2": 3, "doh3": 4, "doq": 5, "1rtt": 0, "0rtt": 1, "cold": 0, "warm": 1, "stub": 0, "decoupled": 1}
-	rank := func(s string) int {
-		if r, ok := order[s]; ok {
-			return r
-		}
-		return 100
-	}
-	sort.SliceStable(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		for _, p := range [][2]string{{a.d, b.d}, {a.s, b.s}, {a.p, b.p}, {a.g, b.g}, {a.t, b.t}, {a.h, b.h}} {
-			if p[0] != p[1] {
-				if rank(p[0]) != rank(p[1]) {
-					return rank(p[0]) < rank(p[1])
-				}
-				return p[0] < p[1]
-			}
-		}
-		return false
+	slices.SortStableFunc(keys, func(a, b key) int {
+		return cmp.Or(order.Compare(a.d, b.d), order.Compare(a.s, b.s), order.Compare(a.p, b.p),
+			order.Compare(a.g, b.g), order.Compare(a.t, b.t), order.Compare(a.h, b.h))
 	})
 	out := make([]Cell, len(keys))
 	for i, k := range keys {

@@ -1,0 +1,68 @@
+// Package order puts doxlab's labels (profiles, transports, conditions,
+// pages, ...) in one order everywhere: tables, figures and summaries list
+// fiber before DSL and UDP before DoQ, not alphabetically.
+package order
+
+import (
+	"cmp"
+	"strings"
+)
+
+// known lists the labels in their order. Labels are compared within one
+// kind; the few that belong to two kinds are placed so that both agree:
+// "none" comes first as a profile and before Retry as address validation,
+// "0rtt" after resumption as a condition and after 1-RTT as an HTTP/3
+// handshake.
+var known = []string{
+	// access profiles, from no link to the slowest
+	"none", "fiber", "cable", "dsl", "4g", "4g-medium",
+	// transports, from plain to QUIC
+	"udp", "tcp", "tcp-inorder", "dot", "dot-inorder", "doh1", "doh2", "doh3", "doq",
+	// measurement conditions, then HTTP/3 handshakes
+	"fresh", "pam", "resumed", "1rtt", "0rtt",
+	// pages, stub states, DNS modes
+	"example", "wiki", "insta", "cold", "warm", "stub", "decoupled",
+	// certificates, key shares, address validation, connection modes
+	"small", "large", "pq", "classic", "retry", "token", "new", "persistent",
+}
+
+var rank = func() map[string]int {
+	m := make(map[string]int, len(known))
+	for i, l := range known {
+		m[l] = i
+	}
+	return m
+}()
+
+// Compare orders two labels of one kind: known labels as listed, before
+// unknown ones (custom profiles), which sort alphabetically.
+func Compare(a, b string) int {
+	ra, aok := rank[a]
+	rb, bok := rank[b]
+	switch {
+	case aok && bok:
+		return cmp.Compare(ra, rb)
+	case aok:
+		return -1
+	case bok:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// Less is Compare for sort.Slice.
+func Less(a, b string) bool { return Compare(a, b) < 0 }
+
+// Group groups items by key; the keys come in the order they first appear.
+func Group[T any, K comparable](items []T, key func(T) K) ([]K, map[K][]T) {
+	var keys []K
+	groups := map[K][]T{}
+	for _, x := range items {
+		k := key(x)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], x)
+	}
+	return keys, groups
+}
