@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -323,33 +324,27 @@ func writeChain(dir, size string, target int) (certFile, keyFile string, octets 
 			DNSNames: []string{"localhost", cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	}
-	var certs [][]byte
-	var keyPEM []byte
+	var leaf crypto.Signer
 	switch size {
 	case "small":
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return "", "", 0, err
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl("small.doxlab.test", 1), tmpl("small.doxlab.test", 1), &k.PublicKey, k)
-		if err != nil {
-			return "", "", 0, err
-		}
-		certs = append(certs, der)
-		b, _ := x509.MarshalPKCS8PrivateKey(k)
-		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: b})
+		leaf, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	case "large":
-		k, err := rsa.GenerateKey(rand.Reader, 4096)
-		if err != nil {
-			return "", "", 0, err
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl("large.doxlab.test", 1), tmpl("large.doxlab.test", 1), &k.PublicKey, k)
-		if err != nil {
-			return "", "", 0, err
-		}
-		certs = append(certs, der)
-		b, _ := x509.MarshalPKCS8PrivateKey(k)
-		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: b})
+		leaf, err = rsa.GenerateKey(rand.Reader, 4096)
+	default:
+		return "", "", 0, fmt.Errorf("certificate size %q is not small or large", size)
+	}
+	if err != nil {
+		return "", "", 0, err
+	}
+	cn := size + ".doxlab.test"
+	der, err := x509.CreateCertificate(rand.Reader, tmpl(cn, 1), tmpl(cn, 1), leaf.Public(), leaf)
+	if err != nil {
+		return "", "", 0, err
+	}
+	certs := [][]byte{der}
+	b, _ := x509.MarshalPKCS8PrivateKey(leaf)
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: b})
+	if size == "large" {
 		ik, err := rsa.GenerateKey(rand.Reader, 2048)
 		if err != nil {
 			return "", "", 0, err
@@ -362,8 +357,6 @@ func writeChain(dir, size string, target int) (certFile, keyFile string, octets 
 			}
 			certs = append(certs, der)
 		}
-	default:
-		return "", "", 0, fmt.Errorf("certificate size %q is not small or large", size)
 	}
 	var chain strings.Builder
 	for _, der := range certs {

@@ -160,11 +160,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	storePath, err := absStore(c.Store)
-	if err != nil {
-		return "", err
-	}
-	st, err := store.Open(ctx, storePath) // fail fast, before the testbed
+	st, err := store.Open(ctx, c.Store) // fail fast, before the testbed
 	if err != nil {
 		return "", err
 	}

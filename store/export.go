@@ -87,12 +87,13 @@ func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 	return out, rows.Err()
 }
 
-// WriteCSV writes rows with a header; missing values are empty cells.
-func WriteCSV(w io.Writer, rows []Row) error { return writeCSV(w, rows) }
+// Exportable are the row types the store exports: samples and page loads.
+type Exportable interface{ Row | LoadRow }
 
-// writeCSV writes structs as CSV, a column per field named by its parquet
-// tag, so the CSV and Parquet exports always have the same columns.
-func writeCSV[T any](w io.Writer, rows []T) error {
+// WriteCSV writes rows with a header, a column per field named by its
+// parquet tag, so the CSV and Parquet exports always have the same
+// columns; missing values are empty cells.
+func WriteCSV[T Exportable](w io.Writer, rows []T) error {
 	t := reflect.TypeFor[T]()
 	cw := csv.NewWriter(w)
 	var header []string
@@ -179,11 +180,5 @@ func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) 
 	return out, err
 }
 
-// WriteLoadsCSV and WriteLoadsParquet export page loads.
-func WriteLoadsCSV(w io.Writer, rows []LoadRow) error { return writeCSV(w, rows) }
-
-// WriteLoadsParquet writes page loads as one Parquet file.
-func WriteLoadsParquet(w io.Writer, rows []LoadRow) error { return parquet.Write(w, rows) }
-
 // WriteParquet writes rows as one Parquet file.
-func WriteParquet(w io.Writer, rows []Row) error { return parquet.Write(w, rows) }
+func WriteParquet[T Exportable](w io.Writer, rows []T) error { return parquet.Write(w, rows) }

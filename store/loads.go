@@ -52,8 +52,19 @@ func (s *Store) Loads(ctx context.Context, prefix string) ([]*web.Sample, error)
 // eachLoad decodes the page loads of the runs whose ID starts with prefix,
 // in the order they were measured.
 func (s *Store) eachLoad(ctx context.Context, prefix string, f func(runID string, x *web.Sample) error) error {
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT run_id, raw FROM page_loads WHERE `+runPrefix+` ORDER BY started_at, run_id, task_key`),
-		utf8.RuneCountInString(prefix), prefix)
+	return s.eachRaw(ctx, `SELECT run_id, raw FROM page_loads WHERE `+runPrefix+` ORDER BY started_at, run_id, task_key`,
+		[]any{utf8.RuneCountInString(prefix), prefix}, func(id, raw string) error {
+			x := new(web.Sample)
+			if err := json.Unmarshal([]byte(raw), x); err != nil {
+				return fmt.Errorf("store: page load in run %s: %w", id, err)
+			}
+			return f(id, x)
+		})
+}
+
+// eachRaw runs a query that selects run_id and raw, and hands f each row.
+func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(runID, raw string) error) error {
+	rows, err := s.db.QueryContext(ctx, s.rebind(query), args...)
 	if err != nil {
 		return err
 	}
@@ -63,11 +74,7 @@ func (s *Store) eachLoad(ctx context.Context, prefix string, f func(runID string
 		if err := rows.Scan(&id, &raw); err != nil {
 			return err
 		}
-		x := new(web.Sample)
-		if err := json.Unmarshal([]byte(raw), x); err != nil {
-			return fmt.Errorf("store: page load in run %s: %w", id, err)
-		}
-		if err := f(id, x); err != nil {
+		if err := f(id, raw); err != nil {
 			return err
 		}
 	}
@@ -96,20 +103,6 @@ func (s *Store) WriteResult(ctx context.Context, runID, kind, key string, starte
 // Results returns the stored results of one kind from the runs whose ID
 // starts with prefix, in the order they were taken, for f to decode.
 func (s *Store) Results(ctx context.Context, prefix, kind string, f func(runID string, raw []byte) error) error {
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT run_id, raw FROM results WHERE kind = ? AND `+runPrefix+` ORDER BY started_at, run_id, task_key`),
-		kind, utf8.RuneCountInString(prefix), prefix)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, raw string
-		if err := rows.Scan(&id, &raw); err != nil {
-			return err
-		}
-		if err := f(id, []byte(raw)); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return s.eachRaw(ctx, `SELECT run_id, raw FROM results WHERE kind = ? AND `+runPrefix+` ORDER BY started_at, run_id, task_key`,
+		[]any{kind, utf8.RuneCountInString(prefix), prefix}, func(id, raw string) error { return f(id, []byte(raw)) })
 }

@@ -72,8 +72,8 @@ func runDNSRTT(args []string, stdout, stderr io.Writer) int {
 	transports := fs.String("transports", "udp,tcp,dot,doh2,doh3,doq", "transports")
 	conditions := fs.String("conditions", "fresh,resumed,0rtt", "conditions")
 	fs.IntVar(&c.Repeat, "repeat", 20, "lookups per profile, transport and condition")
-	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
-	fs.StringVar(&c.Resume, "resume", "", "continue the experiment with this ID")
+	storeFlag(fs, &c.Store)
+	resumeFlag(fs, &c.Resume)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
@@ -113,8 +113,8 @@ func runWeb(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Repeat, "repeat", 10, "loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
-	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
-	fs.StringVar(&c.Resume, "resume", "", "continue the experiment with this ID")
+	storeFlag(fs, &c.Store)
+	resumeFlag(fs, &c.Resume)
 	fs.StringVar(&c.Browser, "browser", "", "the Chromium binary (default chromium on PATH)")
 	fs.StringVar(&c.NetLogDir, "netlog", "", "a directory for Chromium's NetLogs")
 	if _, err := parseInterleaved(fs, args); err != nil {
@@ -167,8 +167,8 @@ func runHOL(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.DelayEvery, "delay-every", 25, "the server delays one answer in this many")
 	fs.DurationVar(&c.Delay, "delay", time.Second, "by this much")
 	fs.Uint64Var(&c.Seed, "seed", 0, "names and arrival times (0: random)")
-	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
-	fs.StringVar(&c.Resume, "resume", "", "continue the experiment with this ID")
+	storeFlag(fs, &c.Store)
+	resumeFlag(fs, &c.Resume)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
@@ -202,8 +202,8 @@ func runAmplification(args []string, stdout, stderr io.Writer) int {
 	validations := fs.String("validation", "none,retry,token", "address validation: none, retry (Retry always), token (NEW_TOKEN)")
 	fs.IntVar(&c.Repeat, "repeat", 10, "handshakes per cell")
 	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 8000, "the large chain's size")
-	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
-	fs.StringVar(&c.Resume, "resume", "", "continue the experiment with this ID")
+	storeFlag(fs, &c.Store)
+	resumeFlag(fs, &c.Resume)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
@@ -275,7 +275,7 @@ func runOverhead(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 4000, "the large chain's size")
 	fs.StringVar(&c.KeyShare, "key-share", "pq", "the client's TLS key share: pq (Go's default X25519MLKEM768) or classic (X25519, as the papers)")
 	fs.StringVar(&c.Keep, "keep", "", "a directory to keep the captures and the key log in, for Wireshark")
-	fs.StringVar(&c.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
+	storeFlag(fs, &c.Store)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
@@ -323,4 +323,15 @@ func runOverhead(args []string, stdout, stderr io.Writer) int {
 		}
 		return nil
 	})
+}
+
+// storeFlag is the experiments' --store; they resume from it too.
+func storeFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
+}
+
+// resumeFlag is --resume: an experiment's ID continues it, measuring only
+// what is not stored yet.
+func resumeFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "resume", "", "continue the experiment with this ID")
 }

@@ -16,7 +16,8 @@ import (
 func runExport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dsn := fs.String("store", "doxlab.db", "the store: a SQLite file or postgres:// URL")
+	dsn := new(string)
+	storeFlag(fs, dsn)
 	runID := fs.String("run", "", "only this run (default: all)")
 	format := fs.String("format", "csv", "csv or parquet")
 	outPath := fs.String("out", "", "write to `FILE` (default: standard output; required for parquet)")
@@ -75,22 +76,12 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	case "samples":
 		var rows []store.Row
 		if rows, err = st.Rows(ctx, *runID); err == nil {
-			n = len(rows)
-			if *format == "parquet" {
-				err = store.WriteParquet(w, rows)
-			} else {
-				err = store.WriteCSV(w, rows)
-			}
+			n, err = len(rows), writeRows(w, *format, rows)
 		}
 	case "loads":
 		var rows []store.LoadRow
 		if rows, err = st.LoadRows(ctx, *runID); err == nil {
-			n = len(rows)
-			if *format == "parquet" {
-				err = store.WriteLoadsParquet(w, rows)
-			} else {
-				err = store.WriteLoadsCSV(w, rows)
-			}
+			n, err = len(rows), writeRows(w, *format, rows)
 		}
 	case "results":
 		kinds := []string{"hol-query", "amplification", "overhead-conn", "scan", "verify-doq", "verify-dot", "verify-doh"}
@@ -138,4 +129,12 @@ func openExistingStore(ctx context.Context, dsn, cmd string, stderr io.Writer) (
 		return nil, 1
 	}
 	return st, exitOK
+}
+
+// writeRows writes rows as Parquet or CSV.
+func writeRows[T store.Exportable](w io.Writer, format string, rows []T) error {
+	if format == "parquet" {
+		return store.WriteParquet(w, rows)
+	}
+	return store.WriteCSV(w, rows)
 }

@@ -17,7 +17,8 @@ import (
 func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dsn := fs.String("store", "doxlab.db", "the store: a SQLite file or postgres:// URL")
+	dsn := new(string)
+	storeFlag(fs, dsn)
 	runPrefix := fs.String("run", "", "only runs whose ID starts with this (an experiment ID, a run ID); default all")
 	out := fs.String("out", "doxlab-report", "directory for report.html and the figures")
 	if _, err := parseInterleaved(fs, args); err != nil {

@@ -198,7 +198,8 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 func runSurvey(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("survey", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dsn := fs.String("store", "doxlab.db", "the store")
+	dsn := new(string)
+	storeFlag(fs, dsn)
 	runPrefix := fs.String("run", "", "only runs whose ID starts with this (default all verify runs)")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
