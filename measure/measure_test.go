@@ -2,6 +2,7 @@ package measure_test
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"testing"
 	"time"
@@ -86,4 +87,15 @@ func TestRunClosedPortKeepsSample(t *testing.T) {
 	require.Equal(t, transport.StatusRefused, samples[0].Status, "a failure is a sample with its cause, not a gap")
 	require.Contains(t, samples[0].Probe.Error, "refused")
 	require.Nil(t, samples[0].RTTs)
+}
+
+// TestSpecIsRecorded checks that a spec, with the hooks a testbed sets,
+// turns into the JSON a run records: a field JSON cannot encode made
+// every run's spec empty.
+func TestSpecIsRecorded(t *testing.T) {
+	s := measure.Spec{Targets: []string{"192.0.2.1"}, Repeat: 1,
+		Options: transport.Options{OpenSockets: func(open func() error) error { return open() }}}
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "192.0.2.1")
 }

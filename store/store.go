@@ -127,7 +127,10 @@ func NewID() string {
 
 // NewRun describes a run starting now on this machine.
 func NewRun(kind, profile string, spec any) Run {
-	b, _ := json.Marshal(spec)
+	b, err := json.Marshal(spec)
+	if err != nil { // say so in the record rather than leave it empty
+		b, _ = json.Marshal(map[string]string{"unrecorded": err.Error()})
+	}
 	host, _ := os.Hostname()
 	return Run{ID: NewID(), Kind: kind,
 		StartedAt: time.Now().UTC(), DoxlabVersion: buildinfo.Version(), GoVersion: runtime.Version(), Kernel: kernel(),

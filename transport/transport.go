@@ -89,7 +89,7 @@ type Options struct {
 	// OpenSockets, if set, is called around every socket the transport
 	// opens, also those net/http opens on its own goroutines: the testbed's
 	// Run passes it to open them inside a host's network namespace.
-	OpenSockets func(open func() error) error
+	OpenSockets func(open func() error) error `json:"-"`
 	// KeyLog receives TLS secrets in NSS key log format. Nil means the file
 	// named by SSLKEYLOGFILE, if set.
 	KeyLog io.Writer
