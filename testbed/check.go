@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -249,22 +248,6 @@ func txTime(fd int, fallback int64) int64 {
 		unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLERR}}, 1)
 	}
 	return fallback
-}
-
-// kernelTime finds the software timestamp (SCM_TIMESTAMPING's first, or
-// SCM_TIMESTAMPNS) in a control message, in ns.
-func kernelTime(oob []byte) int64 {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && (m.Header.Type == unix.SCM_TIMESTAMPING || m.Header.Type == unix.SCM_TIMESTAMPNS) && len(m.Data) >= 16 {
-			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
-			return ts.Nano()
-		}
-	}
-	return 0
 }
 
 // checksum is the Internet checksum (RFC 1071).

@@ -191,9 +191,6 @@ func ReadStats(name string) (*Stats, error) {
 	return resp.Stats, nil
 }
 
-// processCPU is a process's user+system CPU time from /proc.
-func processCPU(pid int) time.Duration { return statCPU("/proc/" + strconv.Itoa(pid) + "/stat") }
-
 // statCPU reads user+system time from a /proc stat file (process or thread).
 func statCPU(path string) time.Duration {
 	b, err := os.ReadFile(path)

@@ -243,39 +243,41 @@ func (e *emulator) read() {
 	}
 	buf, discard := make([]byte, 65536), make([]byte, 65536)
 	rx := newReceiver(buf)
+	// ready marks the taps to read: those poll found readable, one left
+	// at the fairness limit, and one whose host the reader just wrote a
+	// packet into without delay, since the kernel answers some (ICMP echo,
+	// TCP RST) before write returns.
 	ready := make([]bool, len(e.all))
 	for !e.stopped() {
-		// Read the taps poll found ready, and a tap again right after
-		// the reader wrote a packet without delay into another host: the
-		// kernel answers some (ICMP echo, TCP RST) before write returns.
-		got := 0
+		if !slices.Contains(ready, true) {
+			unix.Poll(fds, 100) // wake at least every 100 ms to notice stop
+			for i := range fds {
+				ready[i] = fds[i].Revents != 0
+			}
+			continue
+		}
 		for i, src := range e.all {
 			if !ready[i] {
 				continue
 			}
 			ready[i] = false
-			for range 64 { // then the next host, for fairness
-				n, at, err := rx.recv(src.tap)
+			n := 0
+			for ; n < 64; n++ { // then the next host, for fairness
+				// An error is EAGAIN (all read) or one the socket reports
+				// once, such as ENETDOWN when it was bound before the
+				// device came up.
+				size, at, err := rx.recv(src.tap)
 				if err != nil {
-					// ENETDOWN: the socket was bound before the device came up.
-					if err != unix.EAGAIN && err != unix.EINTR && err != unix.ENETDOWN {
-						return
-					}
 					break
 				}
-				got++
-				if dst := e.forward(src, buf[:n], sent(time.Now(), at)); dst != nil {
+				if dst := e.forward(src, buf[:size], sent(time.Now(), at)); dst != nil {
 					ready[dst.index] = true
 				}
 			}
+			if n == 64 {
+				ready[i] = true // more may be waiting
+			}
 			drain(src.tun, discard)
-		}
-		if got > 0 {
-			continue // what was ready is drained; more may have come
-		}
-		unix.Poll(fds, 100) // wake at least every 100 ms to notice stop
-		for i := range fds {
-			ready[i] = fds[i].Revents != 0
 		}
 	}
 }
@@ -431,16 +433,26 @@ func (r *receiver) recv(fd int) (int, int64, error) {
 	if errno != 0 {
 		return 0, 0, errno
 	}
-	// One control message is expected: SCM_TIMESTAMPNS, a cmsghdr
-	// followed by a timespec.
-	var at int64
-	if int(r.msg.Controllen) >= unix.CmsgSpace(16) {
-		h := (*unix.Cmsghdr)(unsafe.Pointer(&r.oob[0]))
-		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS {
-			at = (*unix.Timespec)(unsafe.Pointer(&r.oob[unix.CmsgLen(0)])).Nano()
+	return int(n), kernelTime(r.oob[:r.msg.Controllen]), nil
+}
+
+// kernelTime finds the kernel's software timestamp in control messages
+// (SCM_TIMESTAMPNS, or SCM_TIMESTAMPING's first), in CLOCK_REALTIME ns, 0
+// if there is none. It walks the headers itself, without allocating: the
+// reader calls it for every packet.
+func kernelTime(oob []byte) int64 {
+	for len(oob) >= unix.CmsgLen(0) {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		if int(h.Len) < unix.CmsgLen(0) || int(h.Len) > len(oob) {
+			return 0
 		}
+		data := oob[unix.CmsgLen(0):h.Len]
+		if h.Level == unix.SOL_SOCKET && (h.Type == unix.SCM_TIMESTAMPNS || h.Type == unix.SCM_TIMESTAMPING) && len(data) >= 16 {
+			return (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
+		}
+		oob = oob[min(unix.CmsgSpace(len(data)), len(oob)):]
 	}
-	return int(n), at, nil
+	return 0
 }
 
 // sent turns a packet's kernel timestamp (CLOCK_REALTIME ns, 0 if none)

@@ -106,9 +106,8 @@ func (tb *Testbed) applyNetem(host string, p Profile) error {
 		ns string
 		d  Direction
 	}{{tb.NS[host], p.Up}, {tb.NS[peer], p.Down}} {
-		args := append([]string{"-n", x.ns, "qdisc", "replace", "dev", "dx0", "root"}, netemArgs(x.d)...)
-		if out, err := exec.Command("tc", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("tc %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		if err := tc(append([]string{"-n", x.ns, "qdisc", "replace", "dev", "dx0", "root"}, netemArgs(x.d)...)...); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -127,11 +127,14 @@ func openTap(name string) (int, error) {
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// ip runs iproute2, naming the failing command in its error.
-func ip(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
+// ip and tc run iproute2, naming the failing command in the error.
+func ip(args ...string) error { return iproute2("ip", args) }
+func tc(args ...string) error { return iproute2("tc", args) }
+
+func iproute2(name string, args []string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

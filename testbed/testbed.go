@@ -254,8 +254,8 @@ func (tb *Testbed) build() error {
 		}
 		// No qdisc: the device never pushes back, and a queue in front
 		// of it only defers packets to a softirq, by tens of µs.
-		if out, err := exec.Command("tc", "-n", ns, "qdisc", "replace", "dev", "dx0", "root", "noqueue").CombinedOutput(); err != nil {
-			return fmt.Errorf("tc qdisc replace dev dx0 root noqueue: %v: %s", err, strings.TrimSpace(string(out)))
+		if err := tc("-n", ns, "qdisc", "replace", "dev", "dx0", "root", "noqueue"); err != nil {
+			return err
 		}
 		if err := tb.writeEtc(h); err != nil {
 			return err
