@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -146,8 +147,11 @@ func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckO
 	defer unix.Close(tx)
 	drop := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}
 	unix.SetsockoptSockFprog(tx, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: 1, Filter: &drop[0]})
+	// OPT_ID numbers the timestamps by send: a probe the kernel forwards
+	// between the ports (profile none) is stamped again as it leaves the
+	// second one, and only the first stamp of each send counts.
 	unix.SetsockoptInt(tx, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_TX_SCHED|
-		unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_OPT_TSONLY)
+		unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_OPT_TSONLY|unix.SOF_TIMESTAMPING_OPT_ID)
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE)
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 1})
 	dst := &unix.SockaddrInet4{}
@@ -200,7 +204,7 @@ func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckO
 		if err := unix.Sendto(tx, msg, 0, dst); err != nil {
 			return fmt.Errorf("sending ICMP echo: %w", err)
 		}
-		sent[i] = txTime(tx, before)
+		sent[i] = txTime(tx, uint32(i), before)
 		time.Sleep(o.Interval)
 	}
 	deadline := time.Now().Add(res.ConfiguredRTT + time.Second)
@@ -229,14 +233,19 @@ func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckO
 	return nil
 }
 
-// txTime returns the kernel's transmit timestamp of the packet just sent
-// on fd, from its error queue; the device stamps it within sendto, so a
-// short wait suffices. It returns fallback when none comes.
-func txTime(fd int, fallback int64) int64 {
+// txTime returns the kernel's transmit timestamp of send number id on
+// fd, from its error queue, skipping the later stamps of earlier sends; the
+// device stamps it within sendto, so a short wait suffices. It returns
+// fallback when none comes.
+func txTime(fd int, id uint32, fallback int64) int64 {
 	oob := make([]byte, 256)
 	for range 20 {
 		_, oobn, _, _, err := unix.Recvmsg(fd, nil, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
 		if err == nil {
+			ee := cmsgData(oob[:oobn], unix.SOL_IP, unix.IP_RECVERR)
+			if len(ee) < int(unsafe.Sizeof(unix.SockExtendedErr{})) || (*unix.SockExtendedErr)(unsafe.Pointer(&ee[0])).Data != id {
+				continue
+			}
 			if t := kernelTime(oob[:oobn]); t != 0 {
 				return t
 			}

@@ -36,8 +36,8 @@ type Stats struct {
 
 // HostStats counts one host's link.
 type HostStats struct {
-	FromHost, ToHost    uint64        // packets read from and written to its TUN device
-	UpSent, DownSent    uint64        // packets through each stage
+	FromHost, ToHost    uint64        // packets from and to the host, at its port (the kernel's forwarding included)
+	UpSent, DownSent    uint64        // packets the emulator passed through each stage
 	UpDropped, DownDrop uint64        // tail drops
 	UpLost, DownLost    uint64        // emulated loss
 	NoRoute, Overflow   uint64        // packets to unknown addresses; writer backlog overflows
@@ -109,6 +109,9 @@ func (tb *Testbed) SetProfile(host string, p Profile) error {
 		}
 		l.up.set(p.Up)
 		l.down.set(p.Down)
+		if err := tb.kernelPaths(); err != nil {
+			return err
+		}
 		mtu := p.MTU
 		if mtu == 0 {
 			mtu = 1500
@@ -135,16 +138,18 @@ func (tb *Testbed) Stats() Stats {
 		st.Profiles[h] = p
 	}
 	tb.mu.Unlock()
+	ports, _ := portCounters(switchNS(tb.Spec.Name)) // none: the counts stay 0
 	for h, l := range tb.links {
 		l.up.mu.Lock()
 		l.down.mu.Lock()
-		hs := HostStats{FromHost: l.rx.Load(), ToHost: l.tx.Load(), UpSent: l.up.Sent, DownSent: l.down.Sent,
+		c := ports[portName(l.index)]
+		hs := HostStats{FromHost: c[0], ToHost: c[1], UpSent: l.up.Sent, DownSent: l.down.Sent,
 			UpDropped: l.up.Dropped, DownDrop: l.down.Dropped, UpLost: l.up.Lost, DownLost: l.down.Lost,
 			NoRoute: l.noRoute.Load(), Overflow: l.overflow.Load()}
 		l.up.mu.Unlock()
 		l.down.mu.Unlock()
-		if hs.ToHost > 0 {
-			hs.MeanLateness = time.Duration(l.lateNs.Load() / int64(hs.ToHost))
+		if n := l.tx.Load(); n > 0 {
+			hs.MeanLateness = time.Duration(l.lateNs.Load() / int64(n))
 		}
 		st.Hosts[h] = hs
 	}

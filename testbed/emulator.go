@@ -79,10 +79,13 @@ func (s *spinner) record(d, late time.Duration) {
 	s.next[b] = (s.next[b] + 1) % len(s.late[b])
 }
 
-// emulator forwards IP packets between the hosts' TUN devices. A packet
-// from A to B passes A's up stage and B's down stage. One reader thread
-// takes the packets every host sends off their taps; B's writer thread
-// sleeps until each packet's departure and writes it into B's TUN device.
+// emulator forwards IP packets between the hosts' ports. A packet from A
+// to B passes A's up stage and B's down stage. One reader thread takes
+// the packets every host sends off their ports; B's writer thread sleeps
+// until each packet's departure and sends it out of B's port. Where both
+// stages are transparent (profile none), the kernel forwards instead (a
+// tc redirect between the ports, see Testbed.kernelPaths), and the reader
+// only counts and captures.
 type emulator struct {
 	links map[[4]byte]*link
 	all   []*link
@@ -97,9 +100,12 @@ type link struct {
 	host     string
 	index    int // in emulator.all
 	ip       net.IP
-	tun      int // the host's TUN device: packets reaching the host are written here
-	tap      int // a packet socket on it: packets leaving the host, with timestamps
+	port     int // packet socket on the host's port: its packets, with timestamps, and packets to it
+	to       unix.RawSockaddrLinklayer
 	up, down *stage
+	// kernel[i] is set while the kernel forwards this host's packets to
+	// host i itself.
+	kernel []atomic.Bool
 
 	// Packets on their way to the host, by departure. The reader pushes
 	// and signals wake (an eventfd) when the earliest departure changes;
@@ -112,9 +118,9 @@ type link struct {
 
 	capUp, capDown *capture // packets leaving and reaching the host
 
-	rx, tx, noRoute, overflow atomic.Uint64
-	writerTid                 atomic.Int64 // for CPU accounting
-	lateNs                    atomic.Int64 // summed lateness of departures, for stats
+	rx, tx, noRoute, overflow atomic.Uint64 // rx, tx: packets the emulator read from and sent to the host
+	writerTid                 atomic.Int64  // for CPU accounting
+	lateNs                    atomic.Int64  // summed lateness of departures, for stats
 }
 
 type packet struct {
@@ -161,6 +167,9 @@ func (e *emulator) add(l *link) error {
 	e.links[k] = l
 	l.index = len(e.all)
 	e.all = append(e.all, l)
+	for _, l := range e.all {
+		l.kernel = make([]atomic.Bool, len(e.all))
+	}
 	return nil
 }
 
@@ -185,8 +194,7 @@ func (e *emulator) stop() {
 	}
 	e.wg.Wait() // the reader notices within one poll period
 	for _, l := range e.all {
-		unix.Close(l.tun)
-		unix.Close(l.tap)
+		unix.Close(l.port)
 		unix.Close(l.wake)
 	}
 	for _, l := range e.all {
@@ -222,15 +230,15 @@ func (e *emulator) realtime(prio uint32) {
 	}
 }
 
-// read takes the packets every host sends off its tap, on one dedicated
+// read takes the packets every host sends off its port, on one dedicated
 // OS thread (SCHED_FIFO when allowed) that poll(2)s the sockets itself:
 // the kernel wakes it directly, without a trip through Go's netpoller and
-// scheduler. Each packet's clock starts at the kernel's transmit
-// timestamp, not at the read, so waking up (tens of µs on a VM whose idle
-// vCPUs halt) delays nothing. A packet already due (a link without
-// delay) is written at once; the rest are queued for their writers. One
-// thread for all hosts also means that a reply the kernel makes while the
-// reader writes a request is read without another wake-up.
+// scheduler. Each packet's clock starts at the kernel's timestamp of the
+// frame crossing the veth pair, not at the read, so waking up (tens of µs
+// on a VM whose idle vCPUs halt) delays nothing. A packet already due is
+// sent at once; the rest are queued for their writers. One thread for all
+// hosts also means that a reply the kernel makes while the reader sends a
+// request is read without another wake-up.
 func (e *emulator) read() {
 	defer e.wg.Done()
 	runtime.LockOSThread()
@@ -239,14 +247,14 @@ func (e *emulator) read() {
 	e.readerTid.Store(int64(unix.Gettid()))
 	fds := make([]unix.PollFd, len(e.all))
 	for i, l := range e.all {
-		fds[i] = unix.PollFd{Fd: int32(l.tap), Events: unix.POLLIN}
+		fds[i] = unix.PollFd{Fd: int32(l.port), Events: unix.POLLIN}
 	}
-	buf, discard := make([]byte, 65536), make([]byte, 65536)
+	buf := make([]byte, 65536)
 	rx := newReceiver(buf)
-	// ready marks the taps to read: those poll found readable, one left
-	// at the fairness limit, and one whose host the reader just wrote a
-	// packet into without delay, since the kernel answers some (ICMP echo,
-	// TCP RST) before write returns.
+	// ready marks the ports to read: those poll found readable, one left
+	// at the fairness limit, and one whose host the reader just sent a
+	// packet to without delay, since the kernel answers some (ICMP echo,
+	// TCP RST) before sendto returns.
 	ready := make([]bool, len(e.all))
 	for !e.stopped() {
 		if !slices.Contains(ready, true) {
@@ -266,7 +274,7 @@ func (e *emulator) read() {
 				// An error is EAGAIN (all read) or one the socket reports
 				// once, such as ENETDOWN when it was bound before the
 				// device came up.
-				size, at, err := rx.recv(src.tap)
+				size, at, err := rx.recv(src.port)
 				if err != nil {
 					break
 				}
@@ -277,7 +285,6 @@ func (e *emulator) read() {
 			if n == 64 {
 				ready[i] = true // more may be waiting
 			}
-			drain(src.tun, discard)
 		}
 	}
 }
@@ -295,6 +302,10 @@ func (e *emulator) forward(src *link, data []byte, at time.Time) *link {
 	dst, ok := e.links[k]
 	if !ok {
 		src.noRoute.Add(1)
+		return nil
+	}
+	if src.kernel[dst.index].Load() { // forwarded already: capture only
+		dst.capDown.write(at, data)
 		return nil
 	}
 	t, ok := src.up.schedule(at, len(data))
@@ -370,13 +381,15 @@ func (e *emulator) write(dst *link) {
 	}
 }
 
-// deliver writes a packet into the host's TUN device and accounts for it.
+// deliver sends a packet to the host and accounts for it.
 func (l *link) deliver(data []byte, depart time.Time) time.Time {
 	now := time.Now()
 	if late := now.Sub(depart); late > 0 {
 		l.lateNs.Add(int64(late))
 	}
-	if _, err := unix.Write(l.tun, data); err != nil {
+	_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(l.port), uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), 0,
+		uintptr(unsafe.Pointer(&l.to)), unix.SizeofSockaddrLinklayer)
+	if errno != 0 {
 		l.overflow.Add(1)
 		return now
 	}
@@ -438,21 +451,32 @@ func (r *receiver) recv(fd int) (int, int64, error) {
 
 // kernelTime finds the kernel's software timestamp in control messages
 // (SCM_TIMESTAMPNS, or SCM_TIMESTAMPING's first), in CLOCK_REALTIME ns, 0
-// if there is none. It walks the headers itself, without allocating: the
-// reader calls it for every packet.
+// if there is none. It allocates nothing: the reader calls it for every
+// packet.
 func kernelTime(oob []byte) int64 {
+	for _, typ := range [2]int32{unix.SCM_TIMESTAMPNS, unix.SCM_TIMESTAMPING} {
+		if data := cmsgData(oob, unix.SOL_SOCKET, typ); len(data) >= 16 {
+			return (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
+		}
+	}
+	return 0
+}
+
+// cmsgData returns the data of the first control message of that level
+// and type in oob, or nil; it walks the headers itself, without allocating.
+func cmsgData(oob []byte, level, typ int32) []byte {
 	for len(oob) >= unix.CmsgLen(0) {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		if int(h.Len) < unix.CmsgLen(0) || int(h.Len) > len(oob) {
-			return 0
+			return nil
 		}
 		data := oob[unix.CmsgLen(0):h.Len]
-		if h.Level == unix.SOL_SOCKET && (h.Type == unix.SCM_TIMESTAMPNS || h.Type == unix.SCM_TIMESTAMPING) && len(data) >= 16 {
-			return (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
+		if h.Level == level && h.Type == typ {
+			return data
 		}
 		oob = oob[min(unix.CmsgSpace(len(data)), len(oob)):]
 	}
-	return 0
+	return nil
 }
 
 // sent turns a packet's kernel timestamp (CLOCK_REALTIME ns, 0 if none)
@@ -464,15 +488,6 @@ func sent(now time.Time, kernelNs int64) time.Time {
 	}
 	age := time.Duration(now.UnixNano() - kernelNs)
 	return now.Add(-min(max(age, 0), 50*time.Millisecond))
-}
-
-// drain discards what queued on a TUN fd: the tap has the same packets.
-func drain(fd int, buf []byte) {
-	for {
-		if _, err := unix.Read(fd, buf); err != nil {
-			return
-		}
-	}
 }
 
 // capture writes a pcap with nanosecond timestamps and raw IP link type,

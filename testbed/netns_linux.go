@@ -1,18 +1,22 @@
 package testbed
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // inNetns runs f on an OS thread switched into the network namespace ns.
-// Sockets and TUN devices f creates stay in that namespace. If the thread
+// Sockets f creates stay in that namespace. If the thread
 // cannot be switched back it is retired instead of reused.
 func inNetns(ns string, f func() error) error {
 	runtime.LockOSThread()
@@ -39,101 +43,191 @@ func inNetns(ns string, f func() error) error {
 	return ferr
 }
 
-// openTUN creates the TUN device name in namespace ns. It returns the
-// device's non-blocking fd, into which the emulator writes the packets
-// that reach the host, and a packet socket on the device from which it
-// reads the packets the host sends: unlike the TUN fd, the socket carries
-// the kernel's timestamp of each packet's transmission, so the time the
-// emulator takes to wake up is not added to the link's delay. The caller
-// must read and discard what queues on the TUN fd: a device that dropped
-// its copy instead would report the drop to the sender (NET_XMIT_DROP),
-// and TCP would take its segment as unsent.
-func openTUN(ns, name string) (tun, tap int, err error) {
-	tun, tap = -1, -1
-	err = inNetns(ns, func() error {
-		var err error
-		tun, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-		if err != nil {
-			return fmt.Errorf("opening /dev/net/tun: %w", err)
+// Every host's interface (dx0) is one end of a veth pair whose other end,
+// its port, is in the testbed's switch namespace. The emulator reads what
+// a host sends from a packet socket on its port, with the kernel's
+// timestamp of the frame crossing the pair, and sends what reaches the
+// host through the same socket. Each host is alone on its segment with
+// the emulator, which forwards by IP address, so no host needs ARP: every
+// host's interface has the same MAC address and addresses frames to
+// itself (IFF_NOARP), and the ports have another, so the switch
+// namespace's own stack drops the frames at once (PACKET_OTHERHOST).
+var (
+	hostMAC = net.HardwareAddr{0x02, 0x64, 0x78, 0, 0, 1} // locally administered, "dx"
+	portMAC = net.HardwareAddr{0x02, 0x64, 0x78, 0, 0, 2}
+)
+
+// portName is host i's port in the switch namespace.
+func portName(i int) string { return "p" + strconv.Itoa(i) }
+
+// addPort creates host i's veth pair, dx0 in namespace ns and its port in
+// the switch namespace sw, and brings both up with addr on dx0. Offloads
+// are off on dx0: the emulator must see each packet as it goes on the
+// wire, whole (no TSO super-packets) and with its checksums filled in.
+func addPort(sw, ns string, i int, addr string, mtu int) error {
+	port := portName(i)
+	steps := [][]string{
+		{"-n", sw, "link", "add", port, "type", "veth", "peer", "name", "dx0", "netns", ns},
+		{"-n", sw, "link", "set", port, "address", portMAC.String(), "arp", "off", "addrgenmode", "none", "mtu", "65535"},
+		{"-n", ns, "link", "set", "dx0", "address", hostMAC.String(), "arp", "off", "addrgenmode", "none", "mtu", strconv.Itoa(mtu)},
+		{"-n", ns, "addr", "add", addr, "dev", "dx0"},
+	}
+	for _, step := range steps {
+		if err := ip(step...); err != nil {
+			return err
 		}
-		ifr, err := unix.NewIfreq(name)
+	}
+	if err := inNetns(ns, func() error { return offloadsOff("dx0") }); err != nil {
+		return fmt.Errorf("dx0: %w", err)
+	}
+	if err := ip("-n", sw, "link", "set", port, "up"); err != nil {
+		return err
+	}
+	return ip("-n", ns, "link", "set", "dx0", "up")
+}
+
+// offloadsOff turns off checksum offload, scatter-gather, TSO, GSO and GRO
+// on device name with the legacy ethtool ioctls (no ethtool binary needed).
+func offloadsOff(name string) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	// Checksum offload first: the kernel drops the features that need it.
+	for _, cmd := range []uint32{unix.ETHTOOL_STXCSUM, unix.ETHTOOL_SSG, unix.ETHTOOL_STSO, unix.ETHTOOL_SGSO, unix.ETHTOOL_SGRO} {
+		value := struct{ cmd, data uint32 }{cmd, 0}
+		var ifr struct {
+			name [unix.IFNAMSIZ]byte
+			data unsafe.Pointer
+			_    [16]byte
+		}
+		copy(ifr.name[:], name)
+		ifr.data = unsafe.Pointer(&value)
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); errno != 0 {
+			return fmt.Errorf("turning offloads off (ethtool command %#x): %w", cmd, errno)
+		}
+	}
+	return nil
+}
+
+// openPort opens a non-blocking packet socket on port, in the switch
+// namespace sw, that receives with SO_TIMESTAMPNS the IPv4 packets its
+// host sends and sends packets to the host. Only a socket for every
+// protocol (ETH_P_ALL) sees frames before tc's ingress hook, where the
+// kernel forwards undelayed links; a filter keeps what is incoming and
+// IPv4, so what the emulator sends does not wake it.
+func openPort(sw, port string) (fd, index int, err error) {
+	err = inNetns(sw, func() error {
+		iface, err := net.InterfaceByName(port)
 		if err != nil {
 			return err
 		}
-		// IFF_TUN|IFF_NO_PI: bare IP packets, one per read, no offloads,
-		// so each packet is scheduled and counted on its own.
-		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
-		if err := unix.IoctlIfreq(tun, unix.TUNSETIFF, ifr); err != nil {
-			return fmt.Errorf("creating TUN device %s: %w", name, err)
-		}
-		tap, err = openTap(name)
+		index = iface.Index
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
 		return err
 	})
 	if err != nil {
-		for _, fd := range []int{tun, tap} {
-			if fd >= 0 {
-				unix.Close(fd)
-			}
-		}
-		return -1, -1, err
+		return -1, 0, fmt.Errorf("packet socket on %s: %w", port, err)
 	}
-	return tun, tap, nil
-}
-
-// openTap opens a non-blocking packet socket that receives, with
-// SO_TIMESTAMPNS, the IPv4 packets device name transmits. Only a socket
-// for every protocol (ETH_P_ALL) sees a device's outgoing packets; a
-// filter keeps those that are outgoing and IPv4, so the packets the
-// emulator writes into the device do not wake it.
-func openTap(name string) (int, error) {
-	iface, err := net.InterfaceByName(name)
-	if err != nil {
-		return -1, err
-	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-	if err != nil {
-		return -1, fmt.Errorf("packet socket on %s: %w", name, err)
-	}
-	const (
-		ad           = 0xfffff000 // SKF_AD_OFF: ancillary data, not packet bytes
-		adProtocol   = 0          // SKF_AD_PROTOCOL
-		adPacketType = 4          // SKF_AD_PKTTYPE
-	)
-	prog := []unix.SockFilter{
-		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: ad + adPacketType},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.PACKET_OUTGOING, Jf: 3},
-		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: ad + adProtocol},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.ETH_P_IP, Jf: 1},
-		{Code: unix.BPF_RET | unix.BPF_K, K: 1 << 18},
-		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	prog := portFilter(nil)
 	steps := []func() error{
-		func() error { return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fprog) },
+		func() error { return setFilter(fd, prog) },
 		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
 		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20) },
+		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 8<<20) },
+		// Straight to the veth: no qdisc to defer the frame to a softirq.
+		func() error { return unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1) },
 		func() error {
-			return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: iface.Index})
+			return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: index})
 		},
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			unix.Close(fd)
-			return -1, fmt.Errorf("packet socket on %s: %w", name, err)
+			return -1, 0, fmt.Errorf("packet socket on %s: %w", port, err)
 		}
 	}
-	return fd, nil
+	return fd, index, nil
+}
+
+// portFilter is the classic BPF program of a port's packet socket: it
+// keeps incoming IPv4 packets except those to the addresses in skip
+// (which the kernel forwards itself, so the emulator needs not wake).
+func portFilter(skip []net.IP) []unix.SockFilter {
+	const (
+		ad           = 0xfffff000 // SKF_AD_OFF: ancillary data, not packet bytes
+		adProtocol   = 0          // SKF_AD_PROTOCOL
+		adPacketType = 4          // SKF_AD_PKTTYPE
+		ipDst        = 16         // offset of the IPv4 destination (SOCK_DGRAM: from the IP header)
+	)
+	n := uint8(len(skip))
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: ad + adPacketType},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.PACKET_OUTGOING, Jt: n + 4},
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: ad + adProtocol},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.ETH_P_IP, Jf: n + 2},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: ipDst},
+	}
+	for i, a := range skip {
+		prog = append(prog, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: binary.BigEndian.Uint32(a.To4()), Jt: n - uint8(i)})
+	}
+	return append(prog,
+		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: 1 << 18},
+		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: 0})
+}
+
+// setFilter replaces the filter on packet socket fd.
+func setFilter(fd int, prog []unix.SockFilter) error {
+	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]})
+}
+
+// portCounters reads the packets each port in namespace sw received from
+// its host and sent to it, by port name.
+func portCounters(sw string) (map[string][2]uint64, error) {
+	out, err := exec.Command("ip", "-n", sw, "-s", "-j", "link", "show").Output()
+	if err != nil {
+		return nil, fmt.Errorf("ip -n %s -s link show: %w", sw, err)
+	}
+	var links []struct {
+		Name  string `json:"ifname"`
+		Stats struct {
+			RX, TX struct {
+				Packets uint64 `json:"packets"`
+			}
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil {
+		return nil, fmt.Errorf("ip -s -j link show: %w", err)
+	}
+	c := map[string][2]uint64{}
+	for _, l := range links {
+		c[l.Name] = [2]uint64{l.Stats.RX.Packets, l.Stats.TX.Packets}
+	}
+	return c, nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// ip and tc run iproute2, naming the failing command in the error.
-func ip(args ...string) error { return iproute2("ip", args) }
-func tc(args ...string) error { return iproute2("tc", args) }
+// ip and tc run iproute2, naming the failing command in the error;
+// tcBatch runs tc once for many commands (tc -batch).
+func ip(args ...string) error { return iproute2("ip", args, "") }
+func tc(args ...string) error { return iproute2("tc", args, "") }
+func tcBatch(ns string, lines []string) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	return iproute2("tc", []string{"-n", ns, "-force", "-batch", "-"}, strings.Join(lines, "\n")+"\n")
+}
 
-func iproute2(name string, args []string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
+func iproute2(name string, args []string, stdin string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
+		if stdin != "" {
+			args = append(args, "<<", strings.TrimSpace(stdin))
+		}
 		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
@@ -142,10 +236,7 @@ func iproute2(name string, args []string) error {
 // checkPrivileges gives one clear error when the testbed cannot work here.
 func checkPrivileges() error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("the testbed needs root: it creates network namespaces and TUN devices (run with sudo)")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		return fmt.Errorf("the testbed needs /dev/net/tun (load the tun module: modprobe tun): %v", err)
+		return fmt.Errorf("the testbed needs root: it creates network namespaces and veth pairs (run with sudo)")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		return fmt.Errorf("the testbed needs iproute2's ip command (apt-get install iproute2)")

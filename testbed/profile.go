@@ -32,6 +32,12 @@ type Direction struct {
 	GilbertElliott *GilbertElliott `yaml:"gilbert_elliott" json:"gilbert_elliott,omitempty"`
 }
 
+// transparent reports whether d passes every packet at once: no delay,
+// no rate limit, no loss, so it has nothing to emulate.
+func (d Direction) transparent() bool {
+	return d.Delay == 0 && d.Jitter == 0 && d.Rate == 0 && d.Loss == 0 && d.GilbertElliott == nil
+}
+
 // GilbertElliott is the two-state loss model: P and R are the chances to
 // move from the good to the bad state and back per packet; LossGood and
 // LossBad are the loss probabilities in each state.

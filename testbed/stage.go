@@ -38,6 +38,13 @@ func (s *stage) set(d Direction) {
 	s.mu.Unlock()
 }
 
+// transparent reports whether the stage would pass every packet at once.
+func (s *stage) transparent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.d.transparent()
+}
+
 // schedule returns when a packet of size bytes that is ready at t leaves
 // this stage, or false when it is dropped (queue full) or lost.
 func (s *stage) schedule(t time.Time, size int) (time.Time, bool) {

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // StateRoot holds one directory per testbed: its state and control socket.
@@ -52,7 +54,7 @@ type Spec struct {
 	HostNameservers map[string]string `json:"host_nameservers,omitempty"`
 	// PcapDir, if set, receives HOST-up.pcap and HOST-down.pcap per host.
 	PcapDir string `json:"pcap_dir,omitempty"`
-	// Backend is "userspace" (default: the TUN emulator) or "netem" (veth
+	// Backend is "userspace" (default: the emulator) or "netem" (veth
 	// and the kernel's sch_netem, two hosts only, where the kernel has it).
 	Backend string `json:"backend,omitempty"`
 	// LowLatency holds a PM QoS request of 0 µs (/dev/cpu_dma_latency)
@@ -80,6 +82,9 @@ func (s *Spec) defaults() error {
 	for _, h := range s.Hosts {
 		if h == "" || strings.ContainsAny(h, "/ ") || seen[h] {
 			return fmt.Errorf("bad or repeated host name %q", h)
+		}
+		if h == "switch" {
+			return fmt.Errorf("host name %q is taken by the namespace that joins the hosts", h)
 		}
 		seen[h] = true
 	}
@@ -133,13 +138,15 @@ type State struct {
 // Testbed is a running testbed in this process.
 type Testbed struct {
 	State
-	dir   string
-	emu   *emulator
-	links map[string]*link
-	ctl   net.Listener
-	mu    sync.Mutex
-	once  sync.Once
-	pmqos *os.File // the PM QoS request of LowLatency, held open
+	dir      string
+	emu      *emulator
+	links    map[string]*link
+	ctl      net.Listener
+	mu       sync.Mutex
+	once     sync.Once
+	pmqos    *os.File   // the PM QoS request of LowLatency, held open
+	kmu      sync.Mutex // kernelPaths
+	noKernel error      // why the kernel cannot forward (no ingress qdisc, u32 or mirred here)
 }
 
 func stateDir(name string) string { return filepath.Join(StateRoot, name) }
@@ -215,6 +222,10 @@ func (tb *Testbed) build() error {
 		return tb.serveControl()
 	}
 	tb.emu = newEmulator()
+	sw := switchNS(spec.Name)
+	if err := ip("netns", "add", sw); err != nil {
+		return err
+	}
 	for i, h := range spec.Hosts {
 		ns := tb.NS[h]
 		if err := ip("netns", "add", ns); err != nil {
@@ -223,47 +234,124 @@ func (tb *Testbed) build() error {
 		if err := ip("-n", ns, "link", "set", "lo", "up"); err != nil {
 			return err
 		}
-		tun, tap, err := openTUN(ns, "dx0")
-		if err != nil {
-			return fmt.Errorf("host %s: %w", h, err)
-		}
 		p := tb.Profiles[h]
 		mtu := p.MTU
 		if mtu == 0 {
 			mtu = 1500
 		}
-		l := &link{host: h, ip: net.ParseIP(tb.IPs[h]).To4(), tun: tun, tap: tap,
+		if err := addPort(sw, ns, i, tb.IPs[h]+"/24", mtu); err != nil {
+			return fmt.Errorf("host %s: %w", h, err)
+		}
+		// An ingress qdisc on the port, for the kernel's own forwarding.
+		if err := tc("-n", sw, "qdisc", "add", "dev", portName(i), "ingress"); err != nil {
+			tb.noKernel = err
+		}
+		fd, index, err := openPort(sw, portName(i))
+		if err != nil {
+			return fmt.Errorf("host %s: %w", h, err)
+		}
+		l := &link{host: h, ip: net.ParseIP(tb.IPs[h]).To4(), port: fd,
 			up: newStage(p.Up, uint64(2*i+1)), down: newStage(p.Down, uint64(2*i+2))}
+		l.to = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(unix.ETH_P_IP), Ifindex: int32(index), Halen: 6}
+		copy(l.to.Addr[:], hostMAC)
+		if err := tb.emu.add(l); err != nil {
+			unix.Close(fd)
+			return err
+		}
+		tb.links[h] = l
 		if l.capUp, err = newCapture(spec.PcapDir, h+"-up.pcap"); err != nil {
 			return err
 		}
 		if l.capDown, err = newCapture(spec.PcapDir, h+"-down.pcap"); err != nil {
 			return err
 		}
-		if err := tb.emu.add(l); err != nil {
-			return err
-		}
-		tb.links[h] = l
-		if err := ip("-n", ns, "addr", "add", tb.IPs[h]+"/24", "dev", "dx0"); err != nil {
-			return err
-		}
-		// A long device queue: the reader drains it only after reading
-		// the tap, and a full queue would drop what the host sends.
-		if err := ip("-n", ns, "link", "set", "dx0", "mtu", strconv.Itoa(mtu), "txqueuelen", "10000", "up"); err != nil {
-			return err
-		}
-		// No qdisc: the device never pushes back, and a queue in front
-		// of it only defers packets to a softirq, by tens of µs.
-		if err := tc("-n", ns, "qdisc", "replace", "dev", "dx0", "root", "noqueue"); err != nil {
-			return err
-		}
 		if err := tb.writeEtc(h); err != nil {
 			return err
 		}
 	}
+	if err := tb.kernelPaths(); err != nil {
+		tb.noKernel = err
+		for i := range spec.Hosts { // no filter half installed
+			tc("-n", sw, "qdisc", "del", "dev", portName(i), "ingress")
+		}
+	}
+	if tb.noKernel != nil {
+		fmt.Fprintf(os.Stderr, "testbed %s: the kernel cannot forward undelayed paths (%v); the emulator forwards them, waking up for each packet\n", spec.Name, tb.noKernel)
+	}
 	tb.emu.start()
 	return tb.serveControl()
 }
+
+// kernelPaths lets the kernel forward, between the ports, every pair of
+// hosts whose path has nothing to emulate (both stages transparent), and
+// takes it back from the kernel where a profile now shapes it. The
+// kernel's path adds no wake-up of the emulator: on a VM that is most of
+// the RTT of profile none. With a capture the emulator still reads those
+// packets (a packet socket is served before tc's ingress hook) to write
+// them down. While a path switches, its packets may pass twice for the
+// few ms tc takes; duplicating is chosen over losing.
+func (tb *Testbed) kernelPaths() error {
+	tb.kmu.Lock()
+	defer tb.kmu.Unlock()
+	if tb.noKernel != nil {
+		return nil
+	}
+	sw := switchNS(tb.Spec.Name)
+	var add, del []string
+	var on, off [][2]*link
+	for i, a := range tb.emu.all {
+		for j, b := range tb.emu.all {
+			if i == j {
+				continue
+			}
+			want, have := a.up.transparent() && b.down.transparent(), a.kernel[j].Load()
+			pref := strconv.Itoa(j + 1)
+			switch {
+			case want && !have:
+				add = append(add, fmt.Sprintf("filter add dev %s ingress pref %s protocol ip u32 match ip dst %s/32 action mirred egress redirect dev %s",
+					portName(i), pref, b.ip, portName(j)))
+				on = append(on, [2]*link{a, b})
+			case !want && have:
+				del = append(del, fmt.Sprintf("filter del dev %s ingress pref %s", portName(i), pref))
+				off = append(off, [2]*link{a, b})
+			}
+		}
+	}
+	// The emulator takes a path back before the kernel lets it go, and
+	// the kernel takes one on before the emulator lets it go.
+	for _, p := range off {
+		p[0].kernel[p[1].index].Store(false)
+	}
+	if err := tb.portFilters(); err != nil {
+		return err
+	}
+	if err := tcBatch(sw, append(del, add...)); err != nil {
+		return err
+	}
+	for _, p := range on {
+		p[0].kernel[p[1].index].Store(true)
+	}
+	return tb.portFilters()
+}
+
+// portFilters keeps the packets the kernel forwards off the ports'
+// sockets, so they do not wake the emulator, unless it captures them.
+func (tb *Testbed) portFilters() error {
+	for _, a := range tb.emu.all {
+		var skip []net.IP
+		for _, b := range tb.emu.all {
+			if a.kernel[b.index].Load() && tb.Spec.PcapDir == "" {
+				skip = append(skip, b.ip)
+			}
+		}
+		if err := setFilter(a.port, portFilter(skip)); err != nil {
+			return fmt.Errorf("filter on %s's port: %w", a.host, err)
+		}
+	}
+	return nil
+}
+
+func switchNS(tb string) string { return nsName(tb, "switch") }
 
 // writeEtc gives a host its own hosts, resolv.conf and nsswitch.conf,
 // which 'ip netns exec' (and so Command) mounts over /etc.

@@ -19,7 +19,7 @@ import (
 	"github.com/doxlab/doxlab/internal/peertest"
 )
 
-// These tests need root and /dev/net/tun (CI has both); elsewhere they
+// These tests need root (CI has it); elsewhere they
 // skip. Timing claims are checked with generous bounds; the precise
 // figures come from 'doxlab testbed check'.
 
@@ -313,5 +313,44 @@ func TestTCPSeesNoLocalDrops(t *testing.T) {
 		if f := strings.Fields(line); len(f) > 1 && !strings.HasPrefix(f[0], "#") {
 			require.Equal(t, "0", f[1], line)
 		}
+	}
+	// Nothing to emulate: the kernel forwarded it all, without waking
+	// the emulator, and the ports counted it.
+	require.Zero(t, tb.links["client"].rx.Load()+tb.links["server"].rx.Load())
+	require.GreaterOrEqual(t, tb.Stats().Hosts["server"].ToHost, uint64(20))
+}
+
+// TestKernelPathsFollowProfiles switches a link between nothing to
+// emulate (the kernel forwards) and a delay (the emulator does) and back,
+// and captures what the kernel forwarded.
+func TestKernelPathsFollowProfiles(t *testing.T) {
+	needRoot(t)
+	tshark := peertest.Need(t, "tshark", "apt-get install tshark")
+	dir := t.TempDir()
+	tb := startTB(t, Spec{Name: "tkpath", PcapDir: dir})
+	rtt := func(p Profile) *CheckResult {
+		t.Helper()
+		res, err := tb.Check(context.Background(), p, CheckOptions{Probes: 30, SkipThroughput: true})
+		require.NoError(t, err)
+		require.Zero(t, res.Lost, p.Name)
+		require.Greater(t, res.ErrP50, -100*time.Microsecond, "%s: never faster than configured", p.Name)
+		require.Less(t, res.ErrP50, 2*time.Millisecond, p.Name)
+		return res
+	}
+	rtt(Profiles["none"])
+	require.Equal(t, 10*time.Millisecond, rtt(Profile{Name: "delayed", Up: Direction{Delay: 10 * time.Millisecond}}).ConfiguredRTT)
+	rtt(Profiles["none"])
+
+	src, sink := udpPair(t, tb)
+	done := make(chan []uint32)
+	go func() { done <- receive(sink) }()
+	send(src, 25, time.Millisecond)
+	require.Len(t, <-done, 25)
+	port := strconv.Itoa(sink.LocalAddr().(*net.UDPAddr).Port)
+	require.NoError(t, tb.Close())
+	for _, f := range []string{"client-up.pcap", "server-down.pcap"} {
+		out, err := exec.Command(tshark, "-r", filepath.Join(dir, f), "-Y", "udp.dstport=="+port, "-T", "fields", "-e", "frame.number").Output()
+		require.NoError(t, err, f)
+		require.Len(t, strings.Fields(string(out)), 25, f)
 	}
 }

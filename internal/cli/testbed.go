@@ -32,7 +32,7 @@ const testbedUsage = `usage: doxlab testbed COMMAND [flags]
           measure RTT error, throughput and the emulator's CPU on a scratch testbed
 
 Profiles: none, fiber, cable, dsl, 4g, 4g-medium (the cross-layer paper's Table II), or a YAML file.
-The testbed needs root and /dev/net/tun.
+The testbed needs root and veth; it changes nothing outside its own namespaces.
 `
 
 func runTestbed(args []string, stdout, stderr io.Writer) int {
@@ -55,7 +55,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		hosts := fs.String("hosts", "client,server", "comma-separated host names; the first one's link is shaped")
 		profile := fs.String("profile", "none", "profile of the first host's access link")
 		pcap := fs.String("pcap", "", "write HOST-up.pcap and HOST-down.pcap into `DIR`")
-		backend := fs.String("backend", "userspace", "link emulation: userspace (TUN emulator) or netem (veth and sch_netem, where the kernel has it)")
+		backend := fs.String("backend", "userspace", "link emulation: userspace (the emulator) or netem (sch_netem, where the kernel has it)")
 		var hostProfiles stringList
 		fs.Var(&hostProfiles, "host-profile", "`HOST=PROFILE` for another host's link (repeatable)")
 		lowLat := fs.Bool("low-latency", false, "keep idle CPUs polling while the testbed runs (PM QoS 0 µs): less delay error on VMs, more power")
