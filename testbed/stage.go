@@ -38,6 +38,13 @@ func (s *stage) set(d Direction) {
 	s.mu.Unlock()
 }
 
+// delay is the stage's propagation delay.
+func (s *stage) delay() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.d.Delay
+}
+
 // transparent reports whether the stage would pass every packet at once.
 func (s *stage) transparent() bool {
 	s.mu.Lock()

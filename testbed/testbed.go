@@ -293,6 +293,7 @@ func (tb *Testbed) build() error {
 func (tb *Testbed) kernelPaths() error {
 	tb.kmu.Lock()
 	defer tb.kmu.Unlock()
+	defer tb.emu.pace()
 	if tb.noKernel != nil {
 		return nil
 	}
