@@ -28,7 +28,7 @@ const testbedUsage = `usage: doxlab testbed COMMAND [flags]
   status  [--name N]      hosts, addresses, profiles and the emulator's counters
   exec    [--name N] HOST -- CMD [ARGS]   run a command inside a host
   profile [--name N] [--host HOST] P      switch a host's access link (default: the first host)
-  check   [--profiles fiber,dsl,...] [--probes N] [--cpu-load N] [--backend B] [--low-latency]
+  check   [--profiles fiber,dsl,...] [--probes N] [--cpu-load N] [--browser-load] [--backend B] [--low-latency]
           measure RTT error, throughput and the emulator's CPU on a scratch testbed
 
 Profiles: none, fiber, cable, dsl, 4g, 4g-medium (the cross-layer paper's Table II), or a YAML file.
@@ -169,6 +169,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		load := fs.Int("cpu-load", 0, "keep `N` busy processes running during the check, as a browser would")
 		backend := fs.String("backend", "userspace", "userspace or netem")
 		lowLat := fs.Bool("low-latency", false, "keep idle CPUs polling during the check (PM QoS 0 µs), as testbed up --low-latency")
+		browserLoad := fs.Bool("browser-load", false, "keep headless Chromium loading the corpus pages during the check, in a host of its own")
 		if _, err := parseInterleaved(fs, args[1:]); err != nil {
 			return exitUsage
 		}
@@ -178,7 +179,11 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 				defer busy.Process.Kill()
 			}
 		}
-		return testbedCheck(testbed.Spec{Name: *name + "-check", Backend: *backend, LowLatency: *lowLat}, strings.Split(*profiles, ","), *probes, *secs, *asJSON, stdout, stderr)
+		spec := testbed.Spec{Name: *name + "-check", Backend: *backend, LowLatency: *lowLat}
+		if *browserLoad {
+			spec.Hosts = []string{"client", "server", "load"}
+		}
+		return testbedCheck(spec, strings.Split(*profiles, ","), *probes, *secs, *browserLoad, *asJSON, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "doxlab testbed: unknown command %q\n%s", args[0], testbedUsage)
 	return exitUsage
@@ -279,7 +284,7 @@ func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
 
 // testbedCheck measures each profile on a testbed of its own (the check
 // switches profiles, so it never disturbs one that is up).
-func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Duration, asJSON bool, stdout, stderr io.Writer) int {
+func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Duration, withBrowser, asJSON bool, stdout, stderr io.Writer) int {
 	tb, err := testbed.Start(spec)
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab testbed check: %v\n", err)
@@ -291,6 +296,25 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	if withBrowser {
+		stopBrowser, err := browserLoad(ctx, tb, "load")
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab testbed check: browser load: %v\n", err)
+			return 1
+		}
+		defer func() {
+			n, err := stopBrowser()
+			if asJSON {
+				json.NewEncoder(stdout).Encode(map[string]any{"browser_load_pages": n})
+			} else {
+				fmt.Fprintf(stdout, "browser load: Chromium loaded %d pages during the check\n", n)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "doxlab testbed check: browser load: %v\n", err)
+			}
+		}()
+		time.Sleep(2 * time.Second) // into its stride before the first probe
+	}
 	if !asJSON {
 		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %5s %16s %16s %6s\n", "profile", "rtt_ms", "err_p50", "err_p90", "err_p99", "err_max", "lost", "up Mbit/s", "down Mbit/s", "cpu")
 	}

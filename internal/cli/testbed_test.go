@@ -60,3 +60,17 @@ func TestTestbedLifecycle(t *testing.T) {
 	}
 	require.NoDirExists(t, "/etc/netns/doxlab-tcli-client")
 }
+
+// TestCheckUnderBrowserLoad runs the fidelity check while real Chromium
+// loads the corpus pages in a host of its own.
+func TestCheckUnderBrowserLoad(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	peertest.Need(t, "chromium", "apt-get install chromium")
+	out, err := exec.Command(doxlabBinary(t), "testbed", "check", "--name", "tbload", "--profiles", "fiber", "--probes", "100", "--throughput", "500ms", "--browser-load").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Regexp(t, `(?m)^fiber +14\.809 .* 0 +\S+ +\d+% +\S+ +\d+% +\d+%$`, string(out), "a row with no probe lost")
+	require.Regexp(t, `Chromium loaded [1-9]\d* pages during the check`, string(out))
+	require.NotContains(t, string(out), "check: browser load", "no browser error")
+}
