@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -23,6 +25,11 @@ type CheckResult struct {
 	Lost          int           `json:"lost"`
 	// RTT error: measured minus configured, at the percentiles.
 	ErrP50, ErrP90, ErrP99, ErrMax time.Duration
+	// Steal is the CPU time the hypervisor took from this machine's
+	// vCPUs while the probes ran, summed over them: a vCPU that is not
+	// running delivers nothing on time, so on a VM it explains much of
+	// the error's tail. Zero on bare metal.
+	Steal time.Duration
 	// Throughput per direction against the configured rate (0: unlimited, not measured).
 	UpRate, UpAchieved     float64 // bit/s
 	DownRate, DownAchieved float64
@@ -68,9 +75,11 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 		return time.Duration(float64(probeSize*8) / rate * float64(time.Second))
 	}
 	res.ConfiguredRTT = p.Up.Delay + p.Down.Delay + serial(p.Up.Rate) + serial(p.Down.Rate)
+	steal0 := stealTime()
 	if err := tb.checkRTT(ctx, client, server, o, res); err != nil {
 		return nil, err
 	}
+	res.Steal = stealTime() - steal0
 	if !o.SkipThroughput {
 		cpu := func() time.Duration {
 			if tb.emu == nil {
@@ -257,6 +266,22 @@ func txTime(fd int, id uint32, fallback int64) int64 {
 		unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLERR}}, 1)
 	}
 	return fallback
+}
+
+// stealTime reads the machine's stolen CPU time so far (/proc/stat's
+// steal column, summed over CPUs), 0 where there is none.
+func stealTime() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	ticks, _ := strconv.ParseInt(f[8], 10, 64)
+	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
 }
 
 // checksum is the Internet checksum (RFC 1071).

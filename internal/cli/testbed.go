@@ -316,7 +316,7 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 		time.Sleep(2 * time.Second) // into its stride before the first probe
 	}
 	if !asJSON {
-		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %5s %16s %16s %6s\n", "profile", "rtt_ms", "err_p50", "err_p90", "err_p99", "err_max", "lost", "up Mbit/s", "down Mbit/s", "cpu")
+		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %5s %16s %16s %6s %6s\n", "profile", "rtt_ms", "err_p50", "err_p90", "err_p99", "err_max", "lost", "up Mbit/s", "down Mbit/s", "cpu", "steal")
 	}
 	for _, pn := range profiles {
 		p, err := testbed.LookupProfile(pn)
@@ -340,11 +340,11 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 			}
 			return fmt.Sprintf("%.1f/%.1f %3.0f%%", got/1e6, want/1e6, 100*got/want)
 		}
-		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%%\n", p.Name, float64(res.ConfiguredRTT)/1e6,
-			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate), rate(res.DownAchieved, res.DownRate), 100*res.EmulatorCPU)
+		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%% %4dms\n", p.Name, float64(res.ConfiguredRTT)/1e6,
+			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate), rate(res.DownAchieved, res.DownRate), 100*res.EmulatorCPU, res.Steal.Milliseconds())
 	}
 	if !asJSON {
-		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel timestamps at the client's device, out and back) minus configured delay and serialization; cpu = emulator, % of one core, during the throughput runs")
+		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel timestamps at the client's device, out and back) minus configured delay and serialization; cpu = emulator, % of one core, during the throughput runs; steal = CPU time the hypervisor took from this VM during the probes (a vCPU not running is late for everything)")
 	}
 	return exitOK
 }
