@@ -154,23 +154,10 @@ func TestPcapCountsPackets(t *testing.T) {
 	tshark := peertest.Need(t, "tshark", "apt-get install tshark")
 	dir := t.TempDir()
 	tb := startTB(t, Spec{Name: "tpcap", PcapDir: dir, Profile: "fiber"})
-	src, sink := udpPair(t, tb)
-	done := make(chan []uint32)
-	go func() { done <- receive(sink) }()
-	send(src, 25, time.Millisecond)
-	require.Len(t, <-done, 25)
-	port := strconv.Itoa(sink.LocalAddr().(*net.UDPAddr).Port)
-	require.NoError(t, tb.Close()) // flushes the captures
-	for _, f := range []string{"client-up.pcap", "server-down.pcap"} {
-		out, err := exec.Command(tshark, "-r", filepath.Join(dir, f), "-Y", "udp.dstport=="+port, "-T", "fields", "-e", "frame.time_epoch").Output()
-		require.NoError(t, err, f)
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		require.Len(t, lines, 25, f)
-	}
+	times := captureUDP(t, tb, tshark, dir, 25)
 	// The same packet leaves the client 7.4 ms before it reaches the server.
 	first := func(f string) float64 {
-		out, _ := exec.Command(tshark, "-r", filepath.Join(dir, f), "-Y", "udp.dstport=="+port, "-c", "1", "-T", "fields", "-e", "frame.time_epoch").Output()
-		v, _ := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+		v, _ := strconv.ParseFloat(times[f][0], 64)
 		return v
 	}
 	d := first("server-down.pcap") - first("client-up.pcap")
@@ -341,16 +328,29 @@ func TestKernelPathsFollowProfiles(t *testing.T) {
 	require.Equal(t, 10*time.Millisecond, rtt(Profile{Name: "delayed", Up: Direction{Delay: 10 * time.Millisecond}}).ConfiguredRTT)
 	rtt(Profiles["none"])
 
+	times := captureUDP(t, tb, tshark, dir, 25)
+	require.Equal(t, times["client-up.pcap"], times["server-down.pcap"], "what the kernel forwards leaves and arrives at once")
+}
+
+// captureUDP sends n UDP packets from the client to the server, closes
+// the testbed (which flushes the captures) and returns, for the client's
+// up and the server's down capture, the packets' times as tshark reads
+// them; it checks each capture holds all n.
+func captureUDP(t *testing.T, tb *Testbed, tshark, dir string, n int) map[string][]string {
+	t.Helper()
 	src, sink := udpPair(t, tb)
 	done := make(chan []uint32)
 	go func() { done <- receive(sink) }()
-	send(src, 25, time.Millisecond)
-	require.Len(t, <-done, 25)
+	send(src, n, time.Millisecond)
+	require.Len(t, <-done, n)
 	port := strconv.Itoa(sink.LocalAddr().(*net.UDPAddr).Port)
 	require.NoError(t, tb.Close())
+	times := map[string][]string{}
 	for _, f := range []string{"client-up.pcap", "server-down.pcap"} {
-		out, err := exec.Command(tshark, "-r", filepath.Join(dir, f), "-Y", "udp.dstport=="+port, "-T", "fields", "-e", "frame.number").Output()
+		out, err := exec.Command(tshark, "-r", filepath.Join(dir, f), "-Y", "udp.dstport=="+port, "-T", "fields", "-e", "frame.time_epoch").Output()
 		require.NoError(t, err, f)
-		require.Len(t, strings.Fields(string(out)), 25, f)
+		times[f] = strings.Fields(string(out))
+		require.Len(t, times[f], n, f)
 	}
+	return times
 }

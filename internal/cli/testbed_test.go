@@ -50,7 +50,7 @@ func TestTestbedLifecycle(t *testing.T) {
 	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
 	for st.Alive() {
 	}
-	out2, err = doxlab("testbed", "status", "--name", "tcli")
+	out2, _ = doxlab("testbed", "status", "--name", "tcli")
 	require.Contains(t, out2, "NOT RUNNING")
 	out2, err = doxlab("testbed", "down", "--name", "tcli")
 	require.NoError(t, err, out2)
