@@ -518,12 +518,15 @@ func cmsgData(oob []byte, level, typ int32) []byte {
 
 // sent turns a packet's kernel timestamp (CLOCK_REALTIME ns, 0 if none)
 // into a time on now's monotonic clock: only the packet's age comes from
-// the wall clock, bounded so that a clock step cannot move it far.
+// the wall clock, bounded so that a clock step cannot move it far. A
+// stamp a second or more away is not a wall-clock time at all (TCP marks
+// its packets with a CLOCK_MONOTONIC departure time, which the kernel
+// could pass on) and counts as none.
 func sent(now time.Time, kernelNs int64) time.Time {
-	if kernelNs == 0 {
+	age := time.Duration(now.UnixNano() - kernelNs)
+	if kernelNs == 0 || age >= time.Second || age <= -time.Second {
 		return now
 	}
-	age := time.Duration(now.UnixNano() - kernelNs)
 	return now.Add(-min(max(age, 0), 50*time.Millisecond))
 }
 

@@ -38,3 +38,15 @@ func TestPace(t *testing.T) {
 	hosts["client"].down.set(Direction{Delay: time.Millisecond, Loss: 0.01})
 	require.Zero(t, batch(), "1 ms towards the client is too short to hide a batch")
 }
+
+// TestSent checks how a kernel timestamp becomes a packet's start: its
+// age counts, bounded, and a stamp that is no wall-clock time does not.
+func TestSent(t *testing.T) {
+	now := time.Now()
+	ns := now.UnixNano()
+	require.Equal(t, now, sent(now, 0), "no stamp: now")
+	require.Equal(t, now.Add(-300*time.Microsecond), sent(now, ns-300e3), "the age counts")
+	require.Equal(t, now.Add(-50*time.Millisecond), sent(now, ns-int64(200*time.Millisecond)), "bounded")
+	require.Equal(t, now, sent(now, ns+1e3), "never in the future")
+	require.Equal(t, now, sent(now, int64(6*time.Hour)), "a CLOCK_MONOTONIC stamp is none")
+}

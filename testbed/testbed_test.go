@@ -307,6 +307,45 @@ func TestTCPSeesNoLocalDrops(t *testing.T) {
 	require.GreaterOrEqual(t, tb.Stats().Hosts["server"].ToHost, uint64(20))
 }
 
+// TestTCPKeepsTheDelay times TCP handshakes and echoes over a delayed
+// link: TCP marks its packets with departure times of its own, which must
+// not move them.
+func TestTCPKeepsTheDelay(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tcpdelay"})
+	require.NoError(t, tb.SetProfile("client", Profile{Name: "d", Up: Direction{Delay: 4 * time.Millisecond}, Down: Direction{Delay: 6 * time.Millisecond}}))
+	var ln net.Listener
+	require.NoError(t, tb.Run("server", func() (err error) { ln, err = net.Listen("tcp4", tb.IPs["server"]+":7001"); return err }))
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	var rtts []time.Duration
+	for range 5 {
+		var c net.Conn
+		start := time.Now()
+		require.NoError(t, tb.Run("client", func() (err error) { c, err = net.Dial("tcp4", tb.IPs["server"]+":7001"); return err }))
+		rtts = append(rtts, time.Since(start))
+		buf := make([]byte, 1000)
+		start = time.Now()
+		_, err := c.Write(buf)
+		require.NoError(t, err)
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		rtts = append(rtts, time.Since(start))
+		c.Close()
+	}
+	for _, r := range rtts {
+		require.GreaterOrEqual(t, r, 10*time.Millisecond, "never faster than the link")
+		require.Less(t, r, 30*time.Millisecond, "no more than a round trip late")
+	}
+}
+
 // TestKernelPathsFollowProfiles switches a link between nothing to
 // emulate (the kernel forwards) and a delay (the emulator does) and back,
 // and captures what the kernel forwarded.
