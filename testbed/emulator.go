@@ -79,7 +79,7 @@ func (s *spinner) record(d, late time.Duration) {
 	s.next[b] = (s.next[b] + 1) % len(s.late[b])
 }
 
-// emulator forwards IP packets between the hosts' ports. A packet from A
+// emulator XX
 // to B passes A's up stage and B's down stage. One reader thread takes
 // the packets every host sends off their ports; B's writer thread sleeps
 // until each packet's departure and sends it out of B's port. Where both
@@ -128,7 +128,8 @@ type link struct {
 	host     string
 	index    int // in emulator.all
 	ip       net.IP
-	port     int // packet socket on the host's port: its packets, with timestamps, and packets to it
+	tap      int // packet socket on the host's interface: the packets it sends, with timestamps
+	port     int // packet socket on the host's port: sends packets to the host
 	to       unix.RawSockaddrLinklayer
 	up, down *stage
 	// kernel[i] is set while the kernel forwards this host's packets to
@@ -222,6 +223,7 @@ func (e *emulator) stop() {
 	}
 	e.wg.Wait() // the reader notices within one poll period
 	for _, l := range e.all {
+		unix.Close(l.tap)
 		unix.Close(l.port)
 		unix.Close(l.wake)
 	}
@@ -258,12 +260,12 @@ func (e *emulator) realtime(prio uint32) {
 	}
 }
 
-// read takes the packets every host sends off its port, on one dedicated
+// read takes the packets every host sends off its tap, on one dedicated
 // OS thread (SCHED_FIFO when allowed) that poll(2)s the sockets itself:
 // the kernel wakes it directly, without a trip through Go's netpoller and
-// scheduler. Each packet's clock starts at the kernel's timestamp of the
-// frame crossing the veth pair, not at the read, so waking up (tens of µs
-// on a VM whose idle vCPUs halt) delays nothing. A packet already due is
+// scheduler. Each packet's clock starts at the kernel's timestamp of its
+// hand-over to the host's device, not at the read, so waking up (tens of
+// µs on a VM whose idle vCPUs halt) delays nothing. A packet already due is
 // sent at once; the rest are queued for their writers. One thread for all
 // hosts also means that a reply the kernel makes while the reader sends a
 // request is read without another wake-up.
@@ -275,11 +277,11 @@ func (e *emulator) read() {
 	e.readerTid.Store(int64(unix.Gettid()))
 	fds := make([]unix.PollFd, len(e.all))
 	for i, l := range e.all {
-		fds[i] = unix.PollFd{Fd: int32(l.port), Events: unix.POLLIN}
+		fds[i] = unix.PollFd{Fd: int32(l.tap), Events: unix.POLLIN}
 	}
 	buf := make([]byte, 65536)
 	rx := newReceiver(buf)
-	// ready marks the ports to read: those poll found readable, one left
+	// ready marks the taps to read: those poll found readable, one left
 	// at the fairness limit, and one whose host the reader just sent a
 	// packet to without delay, since the kernel answers some (ICMP echo,
 	// TCP RST) before sendto returns.
@@ -310,7 +312,7 @@ func (e *emulator) read() {
 				// An error is EAGAIN (all read) or one the socket reports
 				// once, such as ENETDOWN when it was bound before the
 				// device came up.
-				size, at, err := rx.recv(src.port)
+				size, at, err := rx.recv(src.tap)
 				if err != nil {
 					break
 				}

@@ -45,9 +45,12 @@ func inNetns(ns string, f func() error) error {
 
 // Every host's interface (dx0) is one end of a veth pair whose other end,
 // its port, is in the testbed's switch namespace. The emulator reads what
-// a host sends from a packet socket on its port, with the kernel's
-// timestamp of the frame crossing the pair, and sends what reaches the
-// host through the same socket. Each host is alone on its segment with
+// a host sends from a packet socket on dx0 (its tap), with the kernel's
+// timestamp of the packet's hand-over to the device, and sends what
+// reaches the host out of its port, so that it arrives on dx0 from the
+// wire. The sent frames also cross the pair into the switch namespace,
+// where the kernel forwards those of paths with nothing to emulate (see
+// Testbed.kernelPaths). Each host is alone on its segment with
 // the emulator, which forwards by IP address, so no host needs ARP: every
 // host's interface has the same MAC address and addresses frames to
 // itself (IFF_NOARP), and the ports have another, so the switch
@@ -111,12 +114,38 @@ func offloadsOff(name string) error {
 	return nil
 }
 
-// openPort opens a non-blocking packet socket on port, in the switch
-// namespace sw, that receives with SO_TIMESTAMPNS the IPv4 packets its
-// host sends and sends packets to the host. Only a socket for every
-// protocol (ETH_P_ALL) sees frames before tc's ingress hook, where the
-// kernel forwards undelayed links; a filter keeps what is incoming and
-// IPv4, so what the emulator sends does not wake it.
+// openTap opens, inside host namespace ns, a non-blocking packet socket
+// on the host's interface dx0 that receives with SO_TIMESTAMPNS the IPv4
+// packets the host sends, stamped as the kernel hands them to the device:
+// the earliest point the emulator can see them. Only a socket for every
+// protocol (ETH_P_ALL) sees a device's outgoing packets; its filter
+// (tapFilter) keeps those.
+func openTap(ns string) (int, error) {
+	var fd int
+	err := inNetns(ns, func() error {
+		iface, err := net.InterfaceByName("dx0")
+		if err != nil {
+			return err
+		}
+		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL))); err != nil {
+			return err
+		}
+		return sockopts(fd,
+			func() error { return setFilter(fd, tapFilter(nil)) },
+			func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
+			func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20) },
+			func() error {
+				return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: iface.Index})
+			})
+	})
+	if err != nil {
+		return -1, fmt.Errorf("packet socket on dx0: %w", err)
+	}
+	return fd, nil
+}
+
+// openPort opens a packet socket on port, in the switch namespace sw, that
+// sends packets to the port's host and receives none (protocol 0).
 func openPort(sw, port string) (fd, index int, err error) {
 	err = inNetns(sw, func() error {
 		iface, err := net.InterfaceByName(port)
@@ -124,37 +153,37 @@ func openPort(sw, port string) (fd, index int, err error) {
 			return err
 		}
 		index = iface.Index
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-		return err
+		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return err
+		}
+		return sockopts(fd,
+			func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 8<<20) },
+			// Straight to the veth: no qdisc to defer the frame to a softirq.
+			func() error { return unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1) },
+			func() error { return unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: index}) })
 	})
 	if err != nil {
 		return -1, 0, fmt.Errorf("packet socket on %s: %w", port, err)
 	}
-	prog := portFilter(nil)
-	steps := []func() error{
-		func() error { return setFilter(fd, prog) },
-		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
-		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20) },
-		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 8<<20) },
-		// Straight to the veth: no qdisc to defer the frame to a softirq.
-		func() error { return unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1) },
-		func() error {
-			return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: index})
-		},
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			unix.Close(fd)
-			return -1, 0, fmt.Errorf("packet socket on %s: %w", port, err)
-		}
-	}
 	return fd, index, nil
 }
 
-// portFilter is the classic BPF program of a port's packet socket: it
-// keeps incoming IPv4 packets except those to the addresses in skip
-// (which the kernel forwards itself, so the emulator needs not wake).
-func portFilter(skip []net.IP) []unix.SockFilter {
+// sockopts runs the steps that set a new socket up, closing it on the
+// first error.
+func sockopts(fd int, steps ...func() error) error {
+	for _, step := range steps {
+		if err := step(); err != nil {
+			unix.Close(fd)
+			return err
+		}
+	}
+	return nil
+}
+
+// tapFilter is the classic BPF program of a host's tap: it keeps the IPv4
+// packets the host sends except those to the addresses in skip (which the
+// kernel forwards itself, so the emulator needs not wake).
+func tapFilter(skip []net.IP) []unix.SockFilter {
 	const (
 		ad           = 0xfffff000 // SKF_AD_OFF: ancillary data, not packet bytes
 		adProtocol   = 0          // SKF_AD_PROTOCOL
@@ -164,7 +193,7 @@ func portFilter(skip []net.IP) []unix.SockFilter {
 	n := uint8(len(skip))
 	prog := []unix.SockFilter{
 		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: ad + adPacketType},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.PACKET_OUTGOING, Jt: n + 4},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.PACKET_OUTGOING, Jf: n + 4},
 		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: ad + adProtocol},
 		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.ETH_P_IP, Jf: n + 2},
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: ipDst},

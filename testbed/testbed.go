@@ -250,12 +250,18 @@ func (tb *Testbed) build() error {
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h, err)
 		}
-		l := &link{host: h, ip: net.ParseIP(tb.IPs[h]).To4(), port: fd,
+		tap, err := openTap(ns)
+		if err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("host %s: %w", h, err)
+		}
+		l := &link{host: h, ip: net.ParseIP(tb.IPs[h]).To4(), tap: tap, port: fd,
 			up: newStage(p.Up, uint64(2*i+1)), down: newStage(p.Down, uint64(2*i+2))}
 		l.to = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(unix.ETH_P_IP), Ifindex: int32(index), Halen: 6}
 		copy(l.to.Addr[:], hostMAC)
 		if err := tb.emu.add(l); err != nil {
 			unix.Close(fd)
+			unix.Close(tap)
 			return err
 		}
 		tb.links[h] = l
@@ -287,8 +293,7 @@ func (tb *Testbed) build() error {
 // takes it back from the kernel where a profile now shapes it. The
 // kernel's path adds no wake-up of the emulator: on a VM that is most of
 // the RTT of profile none. With a capture the emulator still reads those
-// packets (a packet socket is served before tc's ingress hook) to write
-// them down. While a path switches, its packets may pass twice for the
+// packets off the taps to write them down. While a path switches, its packets may pass twice for the
 // few ms tc takes; duplicating is chosen over losing.
 func (tb *Testbed) kernelPaths() error {
 	tb.kmu.Lock()
@@ -323,7 +328,7 @@ func (tb *Testbed) kernelPaths() error {
 	for _, p := range off {
 		p[0].kernel[p[1].index].Store(false)
 	}
-	if err := tb.portFilters(); err != nil {
+	if err := tb.tapFilters(); err != nil {
 		return err
 	}
 	if err := tcBatch(sw, append(del, add...)); err != nil {
@@ -332,12 +337,12 @@ func (tb *Testbed) kernelPaths() error {
 	for _, p := range on {
 		p[0].kernel[p[1].index].Store(true)
 	}
-	return tb.portFilters()
+	return tb.tapFilters()
 }
 
-// portFilters keeps the packets the kernel forwards off the ports'
-// sockets, so they do not wake the emulator, unless it captures them.
-func (tb *Testbed) portFilters() error {
+// tapFilters keeps the packets the kernel forwards off the taps, so they
+// do not wake the emulator, unless it captures them.
+func (tb *Testbed) tapFilters() error {
 	for _, a := range tb.emu.all {
 		var skip []net.IP
 		for _, b := range tb.emu.all {
@@ -345,7 +350,7 @@ func (tb *Testbed) portFilters() error {
 				skip = append(skip, b.ip)
 			}
 		}
-		if err := setFilter(a.port, portFilter(skip)); err != nil {
+		if err := setFilter(a.tap, tapFilter(skip)); err != nil {
 			return fmt.Errorf("filter on %s's port: %w", a.host, err)
 		}
 	}
