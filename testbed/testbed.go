@@ -57,11 +57,14 @@ type Spec struct {
 	// Backend is "userspace" (default: the emulator) or "netem" (veth
 	// and the kernel's sch_netem, two hosts only, where the kernel has it).
 	Backend string `json:"backend,omitempty"`
-	// LowLatency holds a PM QoS request of 0 µs (/dev/cpu_dma_latency)
-	// while the testbed runs, so idle CPUs poll instead of halting: a
-	// halted vCPU takes tens of µs to wake for each packet. It affects the
-	// whole machine's power use while held, so it is opt-in; nothing
-	// remains once the testbed stops.
+	// LowLatency keeps every CPU from halting while the testbed runs: a
+	// thread per CPU spins at SCHED_IDLE, the lowest priority, taking only
+	// time nothing else wants, and a PM QoS request of 0 µs
+	// (/dev/cpu_dma_latency) makes the kernel's idle loop poll. On a VM a
+	// halted vCPU takes tens of µs to wake and then runs the network path
+	// slowly for a while, which is most of the emulator's error there. The
+	// machine shows every CPU busy and draws full power meanwhile, so it is
+	// opt-in; nothing remains once the testbed stops.
 	LowLatency bool `json:"low_latency,omitempty"`
 }
 
@@ -145,6 +148,7 @@ type Testbed struct {
 	mu       sync.Mutex
 	once     sync.Once
 	pmqos    *os.File   // the PM QoS request of LowLatency, held open
+	spin     *idleSpinners
 	kmu      sync.Mutex // kernelPaths
 	noKernel error      // why the kernel cannot forward (no ingress qdisc, u32 or mirred here)
 }
@@ -179,6 +183,7 @@ func Start(spec Spec) (*Testbed, error) {
 			return nil, fmt.Errorf("holding a CPU latency request (--low-latency): %w", err)
 		}
 		tb.pmqos = f
+		tb.spin = startIdleSpinners()
 	}
 	tb.State = State{Spec: spec, PID: os.Getpid(), Started: time.Now().UTC(), NS: map[string]string{}, IPs: map[string]string{}, Profiles: map[string]Profile{}}
 	if err := tb.build(); err != nil {
@@ -411,6 +416,7 @@ func (tb *Testbed) Close() error {
 			tb.emu.stop()
 		}
 		err = removeAll(tb.Spec.Name, tb.NS)
+		tb.spin.close()
 		if tb.pmqos != nil {
 			tb.pmqos.Close()
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -242,7 +243,7 @@ func BenchmarkEmulator(b *testing.B) {
 
 // TestLowLatencyHoldsAndReleasesPMQoS checks the opt-in CPU latency
 // request is in force while the testbed runs and gone after.
-func TestLowLatencyHoldsAndReleasesPMQoS(t *testing.T) {
+func TestLowLatencyHoldsAndReleases(t *testing.T) {
 	needRoot(t)
 	read := func() int32 {
 		b, err := os.ReadFile("/dev/cpu_dma_latency")
@@ -250,12 +251,28 @@ func TestLowLatencyHoldsAndReleasesPMQoS(t *testing.T) {
 		require.Len(t, b, 4)
 		return int32(binary.NativeEndian.Uint32(b))
 	}
+	// idle counts this process's threads at SCHED_IDLE (policy 5, the
+	// 41st field of a task's stat).
+	idle := func() int {
+		tasks, _ := os.ReadDir("/proc/self/task")
+		n := 0
+		for _, task := range tasks {
+			b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+			s := string(b)
+			if f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]); len(f) > 38 && f[38] == "5" {
+				n++
+			}
+		}
+		return n
+	}
 	before := read()
 	tb, err := Start(Spec{Name: "pmqos", LowLatency: true})
 	require.NoError(t, err)
 	require.Zero(t, read(), "0 µs while the testbed runs")
+	require.Eventually(t, func() bool { return idle() == runtime.NumCPU() }, 5*time.Second, 10*time.Millisecond, "a SCHED_IDLE spinner per CPU")
 	require.NoError(t, tb.Close())
 	require.Equal(t, before, read(), "released with the testbed")
+	require.Eventually(t, func() bool { return idle() == 0 }, 5*time.Second, 10*time.Millisecond, "the spinners end with the testbed")
 }
 
 // TestTCPSeesNoLocalDrops sends small TCP writes back and forth over an

@@ -58,7 +58,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		backend := fs.String("backend", "userspace", "link emulation: userspace (the emulator) or netem (sch_netem, where the kernel has it)")
 		var hostProfiles stringList
 		fs.Var(&hostProfiles, "host-profile", "`HOST=PROFILE` for another host's link (repeatable)")
-		lowLat := fs.Bool("low-latency", false, "keep idle CPUs polling while the testbed runs (PM QoS 0 µs): less delay error on VMs, more power")
+		lowLat := fs.Bool("low-latency", false, "keep every CPU from halting while the testbed runs (a SCHED_IDLE spinner per CPU, PM QoS 0 µs): far less delay error on VMs, every CPU busy")
 		if _, err := parseInterleaved(fs, args[1:]); err != nil {
 			return exitUsage
 		}
@@ -168,7 +168,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		asJSON := fs.Bool("json", false, "print JSON lines")
 		load := fs.Int("cpu-load", 0, "keep `N` busy processes running during the check, as a browser would")
 		backend := fs.String("backend", "userspace", "userspace or netem")
-		lowLat := fs.Bool("low-latency", false, "keep idle CPUs polling during the check (PM QoS 0 µs), as testbed up --low-latency")
+		lowLat := fs.Bool("low-latency", false, "keep every CPU from halting during the check, as testbed up --low-latency")
 		browserLoad := fs.Bool("browser-load", false, "keep headless Chromium loading the corpus pages during the check, in a host of its own")
 		if _, err := parseInterleaved(fs, args[1:]); err != nil {
 			return exitUsage
