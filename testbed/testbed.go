@@ -147,7 +147,7 @@ type Testbed struct {
 	ctl      net.Listener
 	mu       sync.Mutex
 	once     sync.Once
-	pmqos    *os.File   // the PM QoS request of LowLatency, held open
+	pmqos    *os.File // the PM QoS request of LowLatency, held open
 	spin     *idleSpinners
 	kmu      sync.Mutex // kernelPaths
 	noKernel error      // why the kernel cannot forward (no ingress qdisc, u32 or mirred here)
