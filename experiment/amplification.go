@@ -52,6 +52,7 @@ type Amplification struct {
 	// above three times the PQ client's two Initial datagrams.
 	LargeCertOctets int
 	Store, Resume   string
+	LowLatency      bool // testbed.Spec.LowLatency
 	Log             io.Writer
 }
 
@@ -136,7 +137,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	tb, err := testbed.Start(testbed.Spec{Name: "amp"})
+	tb, err := testbed.Start(testbed.Spec{Name: "amp", LowLatency: c.LowLatency})
 	if err != nil {
 		return "", err
 	}

@@ -31,6 +31,7 @@ type DNSRTT struct {
 	Repeat     int      // lookups per profile × transport × condition; default 20
 	Store      string   // default doxlab.db
 	Resume     string   // an experiment ID to continue
+	LowLatency bool     // testbed.Spec.LowLatency
 	Doxlab     string   // the doxlab binary to run in the client host; default this one
 	Log        io.Writer
 }
@@ -77,7 +78,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	}
 	defer st.Close()
 
-	tb, err := testbed.Start(testbed.Spec{Name: "dnsrtt"})
+	tb, err := testbed.Start(testbed.Spec{Name: "dnsrtt", LowLatency: c.LowLatency})
 	if err != nil {
 		return "", err
 	}

@@ -39,6 +39,7 @@ type HOL struct {
 	Seed       uint64 // 0: random
 	Store      string
 	Resume     string
+	LowLatency bool // testbed.Spec.LowLatency
 	Log        io.Writer
 }
 
@@ -162,7 +163,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer st.Close()
-	tb, err := testbed.Start(testbed.Spec{Name: "hol"})
+	tb, err := testbed.Start(testbed.Spec{Name: "hol", LowLatency: c.LowLatency})
 	if err != nil {
 		return "", err
 	}

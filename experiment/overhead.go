@@ -45,6 +45,7 @@ type Overhead struct {
 	// client-down.pcap) and the key log (keys.log), for Wireshark.
 	Keep          string
 	Store, Resume string
+	LowLatency    bool // testbed.Spec.LowLatency
 	Log           io.Writer
 }
 
@@ -124,7 +125,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	tb, err := testbed.Start(testbed.Spec{Name: "overhead", PcapDir: filepath.Join(dir, "pcap")})
+	tb, err := testbed.Start(testbed.Spec{Name: "overhead", PcapDir: filepath.Join(dir, "pcap"), LowLatency: c.LowLatency})
 	if err != nil {
 		return "", err
 	}

@@ -45,6 +45,7 @@ type Web struct {
 	Seed       uint64 // task order; 0: random
 	Store      string
 	Resume     string
+	LowLatency bool   // testbed.Spec.LowLatency
 	Doxlab     string // the binary run as the stub in the client host; default this one
 	Browser    string // Chromium binary; default chromium on PATH
 	NetLogDir  string // if set, one Chromium NetLog per profile and DNS mode
@@ -166,7 +167,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	}
 	defer st.Close()
 
-	tb, err := testbed.Start(testbed.Spec{Name: "web", HostNameservers: map[string]string{"client": "127.0.0.1"}})
+	tb, err := testbed.Start(testbed.Spec{Name: "web", HostNameservers: map[string]string{"client": "127.0.0.1"}, LowLatency: c.LowLatency})
 	if err != nil {
 		return "", err
 	}

@@ -74,6 +74,7 @@ func runDNSRTT(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Repeat, "repeat", 20, "lookups per profile, transport and condition")
 	storeFlag(fs, &c.Store)
 	resumeFlag(fs, &c.Resume)
+	lowLatencyFlag(fs, &c.LowLatency)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
@@ -115,6 +116,7 @@ func runWeb(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
 	storeFlag(fs, &c.Store)
 	resumeFlag(fs, &c.Resume)
+	lowLatencyFlag(fs, &c.LowLatency)
 	fs.StringVar(&c.Browser, "browser", "", "the Chromium binary (default chromium on PATH)")
 	fs.StringVar(&c.NetLogDir, "netlog", "", "a directory for Chromium's NetLogs")
 	if _, err := parseInterleaved(fs, args); err != nil {
@@ -169,6 +171,7 @@ func runHOL(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&c.Seed, "seed", 0, "names and arrival times (0: random)")
 	storeFlag(fs, &c.Store)
 	resumeFlag(fs, &c.Resume)
+	lowLatencyFlag(fs, &c.LowLatency)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
@@ -204,6 +207,7 @@ func runAmplification(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 8000, "the large chain's size")
 	storeFlag(fs, &c.Store)
 	resumeFlag(fs, &c.Resume)
+	lowLatencyFlag(fs, &c.LowLatency)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
@@ -276,6 +280,7 @@ func runOverhead(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.KeyShare, "key-share", "pq", "the client's TLS key share: pq (Go's default X25519MLKEM768) or classic (X25519, as the papers)")
 	fs.StringVar(&c.Keep, "keep", "", "a directory to keep the captures and the key log in, for Wireshark")
 	storeFlag(fs, &c.Store)
+	lowLatencyFlag(fs, &c.LowLatency)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
@@ -328,6 +333,11 @@ func runOverhead(args []string, stdout, stderr io.Writer) int {
 // storeFlag is the experiments' --store; they resume from it too.
 func storeFlag(fs *flag.FlagSet, p *string) {
 	fs.StringVar(p, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
+}
+
+// lowLatencyFlag is the experiments' --low-latency (testbed.Spec.LowLatency).
+func lowLatencyFlag(fs *flag.FlagSet, p *bool) {
+	fs.BoolVar(p, "low-latency", false, "keep every CPU from halting while the testbed runs (see testbed up --low-latency): far less delay error on VMs")
 }
 
 // resumeFlag is --resume: an experiment's ID continues it, measuring only
