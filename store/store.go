@@ -23,6 +23,7 @@ import (
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
 
 	"github.com/doxlab/doxlab/internal/buildinfo"
+	"github.com/doxlab/doxlab/internal/sysinfo"
 	"github.com/doxlab/doxlab/measure"
 )
 
@@ -142,7 +143,11 @@ func kernel() string {
 	if unix.Uname(&u) != nil {
 		return ""
 	}
-	return unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
+	k := unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
+	if p := sysinfo.Preemption(); p != "" {
+		k += " preempt=" + p
+	}
+	return k
 }
 
 // Store is an open store.

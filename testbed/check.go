@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doxlab/doxlab/internal/sysinfo"
 )
 
 // CheckResult is what 'testbed check' measured for one profile on the
@@ -30,6 +32,9 @@ type CheckResult struct {
 	// running delivers nothing on time, so on a VM it explains much of
 	// the error's tail. Zero on bare metal.
 	Steal time.Duration
+	// Preemption is the kernel's preemption model (sysinfo.Preemption):
+	// under none, a busy machine delays the emulator's threads.
+	Preemption string
 	// Throughput per direction against the configured rate (0: unlimited, not measured).
 	UpRate, UpAchieved     float64 // bit/s
 	DownRate, DownAchieved float64
@@ -80,6 +85,7 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 		return nil, err
 	}
 	res.Steal = stealTime() - steal0
+	res.Preemption = sysinfo.Preemption()
 	if !o.SkipThroughput {
 		cpu := func() time.Duration {
 			if tb.emu == nil {

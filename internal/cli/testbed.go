@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/sysinfo"
 	"github.com/doxlab/doxlab/testbed"
 )
 
@@ -342,6 +343,9 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 		}
 		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%% %4dms\n", p.Name, float64(res.ConfiguredRTT)/1e6,
 			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate), rate(res.DownAchieved, res.DownRate), 100*res.EmulatorCPU, res.Steal.Milliseconds())
+	}
+	if p := sysinfo.Preemption(); !asJSON && (p == "none" || p == "voluntary") {
+		fmt.Fprintf(stdout, "kernel preemption: %s; a woken emulator thread waits until whatever runs in the kernel yields, so a busy machine (a browser) lengthens the tail; boot with preempt=full to remove that\n", p)
 	}
 	if !asJSON {
 		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel timestamps at the client's device, out and back) minus configured delay and serialization; cpu = emulator, % of one core, during the throughput runs; steal = CPU time the hypervisor took from this VM during the probes (a vCPU not running is late for everything)")
