@@ -77,6 +77,9 @@ func addPort(sw, ns string, i int, addr string, mtu int) error {
 	}
 	for _, step := range steps {
 		if err := ip(step...); err != nil {
+			if strings.Contains(err.Error(), "Unknown device type") {
+				return fmt.Errorf("the testbed needs veth pairs, which this kernel lacks (modprobe veth): %w", err)
+			}
 			return err
 		}
 	}
