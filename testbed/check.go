@@ -35,6 +35,10 @@ type CheckResult struct {
 	// Preemption is the kernel's preemption model (sysinfo.Preemption):
 	// under none, a busy machine delays the emulator's threads.
 	Preemption string
+	// LateP50 and LateP99 are how late the emulator delivered the
+	// probes' packets (bucket bounds, within 25 %): its own share of the
+	// error. The rest is the kernels' work along the path.
+	LateP50, LateP99 time.Duration
 	// Throughput per direction against the configured rate (0: unlimited, not measured).
 	UpRate, UpAchieved     float64 // bit/s
 	DownRate, DownAchieved float64
@@ -81,10 +85,18 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 	}
 	res.ConfiguredRTT = p.Up.Delay + p.Down.Delay + serial(p.Up.Rate) + serial(p.Down.Rate)
 	steal0 := stealTime()
+	var late0 lateCounts
+	if tb.emu != nil {
+		late0 = tb.emu.lateness()
+	}
 	if err := tb.checkRTT(ctx, client, server, o, res); err != nil {
 		return nil, err
 	}
 	res.Steal = stealTime() - steal0
+	if tb.emu != nil {
+		late := tb.emu.lateness().since(late0)
+		res.LateP50, res.LateP99 = late.quantile(0.5), late.quantile(0.99)
+	}
 	res.Preemption = sysinfo.Preemption()
 	if !o.SkipThroughput {
 		cpu := func() time.Duration {

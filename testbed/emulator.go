@@ -150,6 +150,7 @@ type link struct {
 	rx, tx, noRoute, overflow atomic.Uint64 // rx, tx: packets the emulator read from and sent to the host
 	writerTid                 atomic.Int64  // for CPU accounting
 	lateNs                    atomic.Int64  // summed lateness of departures, for stats
+	late                      lateness      // and their distribution
 }
 
 type packet struct {
@@ -423,7 +424,9 @@ func (e *emulator) write(dst *link) {
 // deliver sends a packet to the host and accounts for it.
 func (l *link) deliver(data []byte, depart time.Time) time.Time {
 	now := time.Now()
-	if late := now.Sub(depart); late > 0 {
+	late := now.Sub(depart)
+	l.late.add(late)
+	if late > 0 {
 		l.lateNs.Add(int64(late))
 	}
 	_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(l.port), uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), 0,

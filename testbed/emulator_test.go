@@ -50,3 +50,38 @@ func TestSent(t *testing.T) {
 	require.Equal(t, now, sent(now, ns+1e3), "never in the future")
 	require.Equal(t, now, sent(now, int64(6*time.Hour)), "a CLOCK_MONOTONIC stamp is none")
 }
+
+// TestLateness checks the lateness buckets: exact below 16 µs, at most
+// 25 % wide above, and quantiles read from the difference of snapshots.
+func TestLateness(t *testing.T) {
+	for _, d := range []time.Duration{-time.Microsecond, 0, 3 * time.Microsecond, 15 * time.Microsecond, 16 * time.Microsecond,
+		100 * time.Microsecond, 999 * time.Microsecond, 7 * time.Millisecond, time.Hour} {
+		b := lateBucket(d)
+		require.GreaterOrEqual(t, lateBound(b), d, "%v within bucket %d", d, b)
+		if b > 0 && d < time.Hour {
+			require.Less(t, lateBound(b-1), d+time.Microsecond, "%v not in an earlier bucket", d)
+			require.LessOrEqual(t, float64(lateBound(b)), 1.25*float64(max(d, 16*time.Microsecond))+float64(time.Microsecond), "%v: bucket too wide", d)
+		}
+	}
+	var l lateness
+	for range 98 {
+		l.add(3 * time.Microsecond)
+	}
+	before := lateCounts{}
+	for i := range before {
+		before[i] = l[i].Load()
+	}
+	for range 98 {
+		l.add(4 * time.Microsecond)
+	}
+	l.add(time.Millisecond)
+	l.add(time.Millisecond)
+	var after lateCounts
+	for i := range after {
+		after[i] = l[i].Load()
+	}
+	d := after.since(before)
+	require.Equal(t, 5*time.Microsecond, d.quantile(0.5), "the 3 µs ones are before the snapshot")
+	require.InDelta(t, float64(time.Millisecond), float64(d.quantile(0.99)), 0.25*float64(time.Millisecond))
+	require.Zero(t, lateCounts{}.quantile(0.5))
+}

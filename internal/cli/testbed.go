@@ -317,7 +317,7 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 		time.Sleep(2 * time.Second) // into its stride before the first probe
 	}
 	if !asJSON {
-		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %5s %16s %16s %6s %6s\n", "profile", "rtt_ms", "err_p50", "err_p90", "err_p99", "err_max", "lost", "up Mbit/s", "down Mbit/s", "cpu", "steal")
+		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %5s %16s %16s %6s %6s %9s %9s\n", "profile", "rtt_ms", "err_p50", "err_p90", "err_p99", "err_max", "lost", "up Mbit/s", "down Mbit/s", "cpu", "steal", "late_p50", "late_p99")
 	}
 	for _, pn := range profiles {
 		p, err := testbed.LookupProfile(pn)
@@ -335,20 +335,27 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 			continue
 		}
 		us := func(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/1e3) }
+		upTo := func(d time.Duration) string { // a bucket bound; 0: nothing delivered (the kernel forwards)
+			if d == 0 {
+				return "-"
+			}
+			return "≤" + us(d)
+		}
 		rate := func(got, want float64) string {
 			if want == 0 {
 				return "unlimited"
 			}
 			return fmt.Sprintf("%.1f/%.1f %3.0f%%", got/1e6, want/1e6, 100*got/want)
 		}
-		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%% %4dms\n", p.Name, float64(res.ConfiguredRTT)/1e6,
-			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate), rate(res.DownAchieved, res.DownRate), 100*res.EmulatorCPU, res.Steal.Milliseconds())
+		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%% %4dms %9s %9s\n", p.Name, float64(res.ConfiguredRTT)/1e6,
+			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate), rate(res.DownAchieved, res.DownRate), 100*res.EmulatorCPU, res.Steal.Milliseconds(),
+			upTo(res.LateP50), upTo(res.LateP99))
 	}
 	if p := sysinfo.Preemption(); !asJSON && (p == "none" || p == "voluntary") {
 		fmt.Fprintf(stdout, "kernel preemption: %s; a woken emulator thread waits until whatever runs in the kernel yields, so a busy machine (a browser) lengthens the tail; boot with preempt=full to remove that\n", p)
 	}
 	if !asJSON {
-		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel timestamps at the client's device, out and back) minus configured delay and serialization; cpu = emulator, % of one core, during the throughput runs; steal = CPU time the hypervisor took from this VM during the probes (a vCPU not running is late for everything)")
+		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel timestamps at the client's device, out and back) minus configured delay and serialization; cpu = emulator, % of one core, during the throughput runs; steal = CPU time the hypervisor took from this VM during the probes (a vCPU not running is late for everything); late = how late the emulator itself delivered the probes' packets (the rest of the error is the kernels' work along the path)")
 	}
 	return exitOK
 }
