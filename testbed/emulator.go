@@ -95,6 +95,7 @@ type emulator struct {
 	readerTid atomic.Int64 // the reader thread, for CPU accounting
 	fifo      atomic.Bool  // the threads got SCHED_FIFO
 	batch     atomic.Int64 // how long the reader may leave packets waiting (ns; see pace)
+	writers   int          // per host: 1, or 2 racing (see newEmulator)
 }
 
 // pace lets the reader take packets in batches while traffic flows when
@@ -137,20 +138,21 @@ type link struct {
 	kernel []atomic.Bool
 
 	// Packets on their way to the host, by departure. The reader pushes
-	// and signals wake (an eventfd) when the earliest departure changes;
-	// the writer sleeps on wake until the earliest is due.
+	// and signals wakes (an eventfd per writer) when the earliest
+	// departure changes; a writer sleeps on its own until the earliest is
+	// due.
 	mu      sync.Mutex
 	queue   departures
 	writing bool   // the writer holds a packet it has not yet written
 	seq     uint64 // packets queued so far
-	wake    int
+	wakes   []int
 
 	capUp, capDown *capture // packets leaving and reaching the host
 
-	rx, tx, noRoute, overflow atomic.Uint64 // rx, tx: packets the emulator read from and sent to the host
-	writerTid                 atomic.Int64  // for CPU accounting
-	lateNs                    atomic.Int64  // summed lateness of departures, for stats
-	late                      lateness      // and their distribution
+	rx, tx, noRoute, overflow atomic.Uint64   // rx, tx: packets the emulator read from and sent to the host
+	writerTids                [2]atomic.Int64 // for CPU accounting
+	lateNs                    atomic.Int64    // summed lateness of departures, for stats
+	late                      lateness        // and their distribution
 }
 
 type packet struct {
@@ -182,16 +184,27 @@ func (d *departures) Pop() any {
 // maxQueued bounds a host's in-flight packets (about 1 GB/s for 50 ms).
 const maxQueued = 1 << 16
 
-func newEmulator() *emulator {
-	return &emulator{links: map[[4]byte]*link{}, done: make(chan struct{})}
+// newEmulator makes an emulator with one writer per host, or two that
+// race for each departure from different CPUs: on a kernel without
+// preemption a woken thread waits until whatever runs in the kernel on
+// its CPU yields, and with two the packet goes out from whichever CPU
+// frees first. Racing doubles the writers' wake-ups.
+func newEmulator(race bool) *emulator {
+	e := &emulator{links: map[[4]byte]*link{}, done: make(chan struct{}), writers: 1}
+	if race && runtime.NumCPU() >= 2 {
+		e.writers = 2
+	}
+	return e
 }
 
 func (e *emulator) add(l *link) error {
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("eventfd: %w", err)
+	for range e.writers {
+		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("eventfd: %w", err)
+		}
+		l.wakes = append(l.wakes, fd)
 	}
-	l.wake = fd
 	var k [4]byte
 	copy(k[:], l.ip.To4())
 	e.links[k] = l
@@ -210,23 +223,27 @@ func (e *emulator) start() {
 	if want := runtime.NumCPU() + len(e.all) + 2; runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
 	}
-	e.wg.Add(1 + len(e.all))
+	e.wg.Add(1 + e.writers*len(e.all))
 	go e.read()
 	for _, l := range e.all {
-		go e.write(l)
+		for w := range e.writers {
+			go e.write(l, w)
+		}
 	}
 }
 
 func (e *emulator) stop() {
 	close(e.done)
 	for _, l := range e.all {
-		signal(l.wake)
+		l.signal()
 	}
 	e.wg.Wait() // the reader notices within one poll period
 	for _, l := range e.all {
 		unix.Close(l.tap)
 		unix.Close(l.port)
-		unix.Close(l.wake)
+		for _, fd := range l.wakes {
+			unix.Close(fd)
+		}
 	}
 	for _, l := range e.all {
 		l.capUp.close()
@@ -272,8 +289,7 @@ func (e *emulator) realtime(prio uint32) {
 // request is read without another wake-up.
 func (e *emulator) read() {
 	defer e.wg.Done()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	runtime.LockOSThread() // never unlocked: the thread, real-time and maybe pinned, ends with the goroutine
 	e.realtime(readerPriority)
 	e.readerTid.Store(int64(unix.Gettid()))
 	fds := make([]unix.PollFd, len(e.all))
@@ -371,7 +387,7 @@ func (e *emulator) forward(src *link, data []byte, at time.Time) *link {
 	first := dst.queue[0].seq == dst.seq
 	dst.mu.Unlock()
 	if first {
-		signal(dst.wake)
+		dst.signal()
 	}
 	return nil
 }
@@ -379,20 +395,27 @@ func (e *emulator) forward(src *link, data []byte, at time.Time) *link {
 // write delivers a host's packets at their departure times from a
 // dedicated OS thread with 1 ns timer slack (and SCHED_FIFO when allowed):
 // it sleeps in ppoll on its eventfd, so an earlier packet can wake it,
-// and spins the last stretch.
-func (e *emulator) write(dst *link) {
+// and spins the last stretch. Writer w of two racing ones stays on a CPU
+// of its own; whichever finds a packet due first sends it, and the other
+// finds it gone.
+func (e *emulator) write(dst *link, w int) {
 	defer e.wg.Done()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	runtime.LockOSThread() // never unlocked: the thread, real-time and maybe pinned, ends with the goroutine
 	e.realtime(writerPriority)
-	dst.writerTid.Store(int64(unix.Gettid()))
+	if e.writers > 1 {
+		var set unix.CPUSet
+		set.Set((dst.index + w) % runtime.NumCPU())
+		unix.SchedSetaffinity(0, &set)
+	}
+	dst.writerTids[w].Store(int64(unix.Gettid()))
+	wake := dst.wakes[w]
 	var last time.Time // the previous departure
 	learn := newSpinner()
 	for !e.stopped() {
 		dst.mu.Lock()
 		if len(dst.queue) == 0 {
 			dst.mu.Unlock()
-			wait(dst.wake, 100*time.Millisecond)
+			wait(wake, 100*time.Millisecond)
 			continue
 		}
 		due := dst.queue[0].depart
@@ -403,7 +426,7 @@ func (e *emulator) write(dst *link) {
 			spin = learn.spin(ahead)
 		}
 		if d := ahead - spin; d > 0 {
-			if wait(dst.wake, d) {
+			if wait(wake, d) {
 				continue // signalled: the earliest packet may have changed
 			}
 			learn.record(ahead, spin-time.Until(due))
@@ -411,6 +434,10 @@ func (e *emulator) write(dst *link) {
 		for time.Now().Before(due) {
 		}
 		dst.mu.Lock()
+		if dst.writing || len(dst.queue) == 0 || dst.queue[0].depart.After(time.Now()) {
+			dst.mu.Unlock() // the other writer is sending or has sent it
+			continue
+		}
 		p := heap.Pop(&dst.queue).(packet)
 		dst.writing = true
 		dst.mu.Unlock()
@@ -452,6 +479,13 @@ func wait(fd int, d time.Duration) bool {
 		return true
 	}
 	return false
+}
+
+// signal wakes the host's writers.
+func (l *link) signal() {
+	for _, fd := range l.wakes {
+		signal(fd)
+	}
 }
 
 // signal wakes the thread waiting on eventfd fd.
@@ -596,7 +630,9 @@ func (c *capture) close() {
 func (e *emulator) cpu() time.Duration {
 	tids := []int64{e.readerTid.Load()}
 	for _, l := range e.all {
-		tids = append(tids, l.writerTid.Load())
+		for i := range l.writerTids {
+			tids = append(tids, l.writerTids[i].Load())
+		}
 	}
 	var total time.Duration
 	for _, tid := range tids {

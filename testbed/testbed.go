@@ -226,7 +226,7 @@ func (tb *Testbed) build() error {
 		}
 		return tb.serveControl()
 	}
-	tb.emu = newEmulator()
+	tb.emu = newEmulator(spec.LowLatency)
 	sw := switchNS(spec.Name)
 	if err := ip("netns", "add", sw); err != nil {
 		return err

@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -137,16 +138,23 @@ func TestLossRate(t *testing.T) {
 }
 
 func TestJitterDoesNotReorder(t *testing.T) {
-	tb := startTB(t, Spec{Name: "tjitter"})
-	require.NoError(t, tb.SetProfile("client", Profile{Name: "jittery", Up: Direction{Delay: 5 * time.Millisecond, Jitter: 4 * time.Millisecond}}))
-	src, sink := udpPair(t, tb)
-	done := make(chan []uint32)
-	go func() { done <- receive(sink) }()
-	send(src, 1000, 200*time.Microsecond)
-	seqs := <-done
-	require.Len(t, seqs, 1000)
-	for i := 1; i < len(seqs); i++ {
-		require.Greater(t, seqs[i], seqs[i-1], "reordered at %d", i)
+	// Also with LowLatency, whose two writers per host race for each
+	// departure and must still send in order.
+	for _, lowLat := range []bool{false, true} {
+		t.Run(fmt.Sprintf("low-latency=%v", lowLat), func(t *testing.T) {
+			tb := startTB(t, Spec{Name: "tjitter", LowLatency: lowLat})
+			require.NoError(t, tb.SetProfile("client", Profile{Name: "jittery", Up: Direction{Delay: 5 * time.Millisecond, Jitter: 4 * time.Millisecond}}))
+			src, sink := udpPair(t, tb)
+			done := make(chan []uint32)
+			go func() { done <- receive(sink) }()
+			send(src, 1000, 200*time.Microsecond)
+			seqs := <-done
+			require.Len(t, seqs, 1000)
+			for i := 1; i < len(seqs); i++ {
+				require.Greater(t, seqs[i], seqs[i-1], "reordered at %d", i)
+			}
+			require.NoError(t, tb.Close())
+		})
 	}
 }
 
