@@ -112,11 +112,7 @@ func (tb *Testbed) SetProfile(host string, p Profile) error {
 		if err := tb.kernelPaths(); err != nil {
 			return err
 		}
-		mtu := p.MTU
-		if mtu == 0 {
-			mtu = 1500
-		}
-		if err := ip("-n", tb.NS[host], "link", "set", "dx0", "mtu", strconv.Itoa(mtu)); err != nil {
+		if err := ip("-n", tb.NS[host], "link", "set", "dx0", "mtu", strconv.Itoa(p.mtu())); err != nil {
 			return err
 		}
 	}

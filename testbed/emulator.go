@@ -79,13 +79,13 @@ func (s *spinner) record(d, late time.Duration) {
 	s.next[b] = (s.next[b] + 1) % len(s.late[b])
 }
 
-// emulator XX
-// to B passes A's up stage and B's down stage. One reader thread takes
-// the packets every host sends off their ports; B's writer thread sleeps
-// until each packet's departure and sends it out of B's port. Where both
-// stages are transparent (profile none), the kernel forwards instead (a
-// tc redirect between the ports, see Testbed.kernelPaths), and the reader
-// only counts and captures.
+// emulator forwards IP packets between the hosts. A packet from A to B
+// passes A's up stage and B's down stage. One reader thread takes the
+// packets every host sends off their taps; B's writer thread sleeps until
+// each packet's departure and sends it out of B's port. Where both stages
+// are transparent (profile none), the kernel forwards instead (a tc
+// redirect between the ports, see Testbed.kernelPaths), and the reader
+// sees those packets only to capture them.
 type emulator struct {
 	links map[[4]byte]*link
 	all   []*link
@@ -143,7 +143,7 @@ type link struct {
 	// due.
 	mu      sync.Mutex
 	queue   departures
-	writing bool   // the writer holds a packet it has not yet written
+	writing bool   // a writer holds a packet it has not yet sent
 	seq     uint64 // packets queued so far
 	wakes   []int
 

@@ -57,6 +57,14 @@ type Profile struct {
 	MTU int `yaml:"mtu" json:"mtu"`
 }
 
+// mtu is the host interface's MTU: MTU, or 1500.
+func (p Profile) mtu() int {
+	if p.MTU == 0 {
+		return 1500
+	}
+	return p.MTU
+}
+
 // RTT is the round trip the profile adds.
 func (p Profile) RTT() time.Duration { return p.Down.Delay + p.Up.Delay }
 

@@ -242,11 +242,7 @@ func (tb *Testbed) build() error {
 			return err
 		}
 		p := tb.Profiles[h]
-		mtu := p.MTU
-		if mtu == 0 {
-			mtu = 1500
-		}
-		if err := addPort(sw, ns, i, tb.IPs[h]+"/24", mtu); err != nil {
+		if err := addPort(sw, ns, i, tb.IPs[h]+"/24", p.mtu()); err != nil {
 			return fmt.Errorf("host %s: %w", h, err)
 		}
 		// An ingress qdisc on the port, for the kernel's own forwarding.
@@ -300,8 +296,9 @@ func (tb *Testbed) build() error {
 // takes it back from the kernel where a profile now shapes it. The
 // kernel's path adds no wake-up of the emulator: on a VM that is most of
 // the RTT of profile none. With a capture the emulator still reads those
-// packets off the taps to write them down. While a path switches, its packets may pass twice for the
-// few ms tc takes; duplicating is chosen over losing.
+// packets off the taps to write them down. While a path switches, its
+// packets may pass twice for the few ms tc takes; duplicating is chosen
+// over losing.
 func (tb *Testbed) kernelPaths() error {
 	tb.kmu.Lock()
 	defer tb.kmu.Unlock()

@@ -290,26 +290,7 @@ func TestLowLatencyHoldsAndReleases(t *testing.T) {
 // dropped (NET_XMIT_DROP) would cause.
 func TestTCPSeesNoLocalDrops(t *testing.T) {
 	tb := startTB(t, Spec{Name: "tcpecho"})
-	var ln net.Listener
-	require.NoError(t, tb.Run("server", func() error {
-		var err error
-		ln, err = net.Listen("tcp4", tb.IPs["server"]+":7000")
-		return err
-	}))
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			io.Copy(c, c)
-			c.Close()
-		}
-	}()
-	var c net.Conn
-	require.NoError(t, tb.Run("client", func() error {
-		var err error
-		c, err = net.Dial("tcp4", tb.IPs["server"]+":7000")
-		return err
-	}))
+	c := tcpEcho(t, tb, 7000)()
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	buf := make([]byte, 100)
@@ -332,15 +313,14 @@ func TestTCPSeesNoLocalDrops(t *testing.T) {
 	require.GreaterOrEqual(t, tb.Stats().Hosts["server"].ToHost, uint64(20))
 }
 
-// TestTCPKeepsTheDelay times TCP handshakes and echoes over a delayed
-// link: TCP marks its packets with departure times of its own, which must
-// not move them.
-func TestTCPKeepsTheDelay(t *testing.T) {
-	tb := startTB(t, Spec{Name: "tcpdelay"})
-	require.NoError(t, tb.SetProfile("client", Profile{Name: "d", Up: Direction{Delay: 4 * time.Millisecond}, Down: Direction{Delay: 6 * time.Millisecond}}))
+// tcpEcho runs a TCP echo server on the server host's port and returns a
+// dial from the client host; connections close with the test.
+func tcpEcho(t *testing.T, tb *Testbed, port int) (dial func() net.Conn) {
+	t.Helper()
+	addr := net.JoinHostPort(tb.IPs["server"], strconv.Itoa(port))
 	var ln net.Listener
-	require.NoError(t, tb.Run("server", func() (err error) { ln, err = net.Listen("tcp4", tb.IPs["server"]+":7001"); return err }))
-	defer ln.Close()
+	require.NoError(t, tb.Run("server", func() (err error) { ln, err = net.Listen("tcp4", addr); return err }))
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -350,11 +330,26 @@ func TestTCPKeepsTheDelay(t *testing.T) {
 			go func() { io.Copy(c, c); c.Close() }()
 		}
 	}()
+	return func() net.Conn {
+		t.Helper()
+		var c net.Conn
+		require.NoError(t, tb.Run("client", func() (err error) { c, err = net.Dial("tcp4", addr); return err }))
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+}
+
+// TestTCPKeepsTheDelay times TCP handshakes and echoes over a delayed
+// link: TCP marks its packets with departure times of its own, which must
+// not move them.
+func TestTCPKeepsTheDelay(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tcpdelay"})
+	require.NoError(t, tb.SetProfile("client", Profile{Name: "d", Up: Direction{Delay: 4 * time.Millisecond}, Down: Direction{Delay: 6 * time.Millisecond}}))
+	dial := tcpEcho(t, tb, 7001)
 	var rtts []time.Duration
 	for range 5 {
-		var c net.Conn
 		start := time.Now()
-		require.NoError(t, tb.Run("client", func() (err error) { c, err = net.Dial("tcp4", tb.IPs["server"]+":7001"); return err }))
+		c := dial()
 		rtts = append(rtts, time.Since(start))
 		buf := make([]byte, 1000)
 		start = time.Now()

@@ -7,12 +7,13 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/miekg/dns"
 

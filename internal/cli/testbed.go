@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/doxlab/doxlab/internal/sysinfo"
 	"github.com/doxlab/doxlab/testbed"
 )
 
@@ -319,6 +318,7 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 	if !asJSON {
 		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %5s %16s %16s %6s %6s %9s %9s\n", "profile", "rtt_ms", "err_p50", "err_p90", "err_p99", "err_max", "lost", "up Mbit/s", "down Mbit/s", "cpu", "steal", "late_p50", "late_p99")
 	}
+	var preempt string // the kernel's preemption model, as the check found it
 	for _, pn := range profiles {
 		p, err := testbed.LookupProfile(pn)
 		if err != nil {
@@ -330,6 +330,7 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 			fmt.Fprintf(stderr, "doxlab testbed check: %s: %v\n", pn, err)
 			return 1
 		}
+		preempt = res.Preemption
 		if asJSON {
 			json.NewEncoder(stdout).Encode(res)
 			continue
@@ -351,7 +352,7 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate), rate(res.DownAchieved, res.DownRate), 100*res.EmulatorCPU, res.Steal.Milliseconds(),
 			upTo(res.LateP50), upTo(res.LateP99))
 	}
-	if p := sysinfo.Preemption(); !asJSON && (p == "none" || p == "voluntary") {
+	if p := preempt; !asJSON && (p == "none" || p == "voluntary") {
 		fmt.Fprintf(stdout, "kernel preemption: %s; a woken emulator thread waits until whatever runs in the kernel yields, so a busy machine (a browser) lengthens the tail; boot with preempt=full to remove that\n", p)
 	}
 	if !asJSON {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,8 +18,11 @@ import (
 // woken thread, even a real-time one, waits until whatever runs in the
 // kernel on its CPU yields: a busy machine (a browser starting renderers)
 // then delays the emulator's packets by up to milliseconds, which
-// preempt=full on the kernel command line removes.
-func Preemption() string {
+// preempt=full on the kernel command line removes. It is read once: the
+// model does not change while the machine runs.
+var Preemption = sync.OnceValue(preemption)
+
+func preemption() string {
 	// The running model, where debugfs is readable: "none (voluntary) full".
 	if b, err := os.ReadFile("/sys/kernel/debug/sched/preempt"); err == nil {
 		if m := running(string(b)); m != "" {
