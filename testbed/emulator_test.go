@@ -11,7 +11,7 @@ import (
 // TestPace checks when the reader may take packets in batches: only while
 // every path it emulates has a delay that hides the wait.
 func TestPace(t *testing.T) {
-	e := newEmulator(false)
+	e := newEmulator()
 	hosts := map[string]*link{}
 	for i, h := range []string{"client", "server", "web"} {
 		l := &link{host: h, ip: net.IPv4(10, 0, 0, byte(i+1)), up: newStage(Direction{}, 1), down: newStage(Direction{}, 2)}

@@ -62,11 +62,9 @@ type Spec struct {
 	// time nothing else wants, and a PM QoS request of 0 µs
 	// (/dev/cpu_dma_latency) makes the kernel's idle loop poll. On a VM a
 	// halted vCPU takes tens of µs to wake and then runs the network path
-	// slowly for a while, which is most of the emulator's error there.
-	// Each host also gets two writers on different CPUs that race for
-	// each departure (see newEmulator). The machine shows every CPU busy
-	// and draws full power meanwhile, so it is opt-in; nothing remains once
-	// the testbed stops.
+	// slowly for a while. The machine shows every CPU busy and draws full
+	// power meanwhile, so it is opt-in; nothing remains once the testbed
+	// stops.
 	LowLatency bool `json:"low_latency,omitempty"`
 }
 
@@ -228,7 +226,7 @@ func (tb *Testbed) build() error {
 		}
 		return tb.serveControl()
 	}
-	tb.emu = newEmulator(spec.LowLatency)
+	tb.emu = newEmulator()
 	sw := switchNS(spec.Name)
 	if err := ip("netns", "add", sw); err != nil {
 		return err
