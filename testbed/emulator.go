@@ -141,12 +141,13 @@ type link struct {
 	// and signals wakes (an eventfd per writer) when the earliest
 	// departure changes; a writer sleeps on its own until the earliest is
 	// due.
-	mu      sync.Mutex
-	queue   departures
-	writing bool      // a writer holds a packet it has not yet sent
-	last    time.Time // the previous departure, by either writer
-	seq     uint64    // packets queued so far
-	wakes   []int
+	mu       sync.Mutex
+	queue    departures
+	writing  bool      // a writer holds a packet it has not yet sent
+	spinning uint64    // the packet (seq) a writer spins for
+	last     time.Time // the previous departure, by either writer
+	seq      uint64    // packets queued so far
+	wakes    []int
 
 	capUp, capDown *capture // packets leaving and reaching the host
 
@@ -421,7 +422,7 @@ func (e *emulator) write(dst *link, w int) {
 			wait(wake, 100*time.Millisecond)
 			continue
 		}
-		due, prev := dst.queue[0].depart, dst.last
+		due, seq, prev := dst.queue[0].depart, dst.queue[0].seq, dst.last
 		dst.mu.Unlock()
 		ahead := time.Until(due)
 		spin := spinDense
@@ -441,6 +442,20 @@ func (e *emulator) write(dst *link, w int) {
 				continue // signalled: the earliest packet may have changed
 			}
 			learn.record(ahead, spin-time.Until(due))
+		}
+		// The first writer awake spins; the other sleeps until the
+		// departure and sends the packet only if it is still there, so a
+		// raced packet costs one spin, not two.
+		dst.mu.Lock()
+		if dst.spinning == seq && len(dst.queue) > 0 && dst.queue[0].seq == seq {
+			dst.mu.Unlock()
+			if d := time.Until(due); d > 0 {
+				wait(wake, d)
+				continue
+			}
+		} else {
+			dst.spinning = seq
+			dst.mu.Unlock()
 		}
 		for time.Now().Before(due) {
 		}
