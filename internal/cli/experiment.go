@@ -337,7 +337,7 @@ func storeFlag(fs *flag.FlagSet, p *string) {
 
 // lowLatencyFlag is the experiments' --low-latency (testbed.Spec.LowLatency).
 func lowLatencyFlag(fs *flag.FlagSet, p *bool) {
-	fs.BoolVar(p, "low-latency", false, "keep every CPU from halting while the testbed runs (see testbed up --low-latency): less delay error on VMs whose idle vCPUs halt")
+	fs.BoolVar(p, "low-latency", false, "keep every CPU from halting while the testbed runs (see testbed up --low-latency), for VMs slow to wake a halted vCPU")
 }
 
 // resumeFlag is --resume: an experiment's ID continues it, measuring only

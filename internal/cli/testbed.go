@@ -58,7 +58,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		backend := fs.String("backend", "userspace", "link emulation: userspace (the emulator) or netem (sch_netem, where the kernel has it)")
 		var hostProfiles stringList
 		fs.Var(&hostProfiles, "host-profile", "`HOST=PROFILE` for another host's link (repeatable)")
-		lowLat := fs.Bool("low-latency", false, "keep every CPU from halting while the testbed runs (a SCHED_IDLE spinner per CPU, PM QoS 0 µs): less delay error on VMs whose idle vCPUs halt, every CPU busy")
+		lowLat := fs.Bool("low-latency", false, "keep every CPU from halting while the testbed runs (a SCHED_IDLE spinner per CPU, PM QoS 0 µs), for VMs slow to wake a halted vCPU; every CPU shows busy")
 		if _, err := parseInterleaved(fs, args[1:]); err != nil {
 			return exitUsage
 		}
