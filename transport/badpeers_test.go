@@ -291,7 +291,7 @@ func TestDoHJSONAndWireFormat(t *testing.T) {
 			return
 		case r.Method == http.MethodPost:
 			if r.Header.Get("Content-Type") != "application/dns-message" {
-				http.Error(w, "bad content type", 415)
+				http.Error(w, "bad content type", http.StatusUnsupportedMediaType)
 				return
 			}
 			wire, _ = io.ReadAll(r.Body)

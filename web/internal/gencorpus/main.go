@@ -36,6 +36,18 @@ func text(n int) string {
 	return b.String()[:n]
 }
 
+// title capitalises each word of lower-case ASCII text (what
+// strings.Title did here, without its deprecated Unicode rules).
+func title(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if (i == 0 || b[i-1] == ' ') && 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
 func ident() string {
 	const a = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$"
 	var b [6]byte
@@ -179,7 +191,7 @@ body{margin:0;font-family:sans-serif;color:#202122}.central-textlogo{margin:1em 
 `)
 	for h.Len() < 16800 {
 		fmt.Fprintf(&h, `<div class="other-project"><a class="other-project-link" href="//%s.org/"><div class="other-project-icon"><i class="sprite"></i></div><div class="other-project-text"><span class="other-project-title">%s</span><span class="other-project-tagline">%s</span></div></a></div>
-`, ident(), strings.Title(text(9)), text(30))
+`, ident(), title(text(9)), text(30))
 	}
 	tail := `</div>
 <script src="portal/wikipedia.org/assets/js/index.js"></script>
