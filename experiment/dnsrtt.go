@@ -169,6 +169,32 @@ type Summary struct {
 	Handshake, Resolve, Total     float64 // medians, in RTTs of the probe (the PAM paper's normalisation)
 	TotalEmulated                 float64 // median total in RTTs of the profile (the cross-layer paper's)
 	Expected                      float64
+	// Serialization is the median time the exchange's packets take to
+	// cross the profile's rate limits, one after another (IP and UDP or
+	// TCP headers included), in RTTs of the profile: the part of the
+	// time above Expected that the link itself explains. It is an upper
+	// bound: the record's counts include what the connection carried
+	// after the answer (ACKs, tickets). What remains, TotalEmulated -
+	// Expected - Serialization, is the hosts' (crypto, processing, pacing
+	// and acknowledgement delays).
+	Serialization float64
+}
+
+// serialization is how long a sample's packets take to pass the
+// profile's rate limits, in ms: what was sent at the up rate, what was
+// received at the down rate. 0 where the link has no rate.
+func serialization(r store.Row, p testbed.Profile) float64 {
+	hdr := int64(20 + 20 + 12) // IPv4, TCP with the timestamp option
+	if r.Transport == "udp" || r.Transport == "doq" || r.Transport == "doh3" {
+		hdr = 20 + 8
+	}
+	at := func(bytes, packets int64, rate float64) float64 {
+		if rate <= 0 {
+			return 0
+		}
+		return float64((bytes+packets*hdr)*8) / rate * 1e3
+	}
+	return at(r.BytesSent, r.PacketsSent, p.Up.Rate) + at(r.BytesReceived, r.PacketsReceived, p.Down.Rate)
 }
 
 // Summarize reads an experiment's samples from the store.
@@ -186,7 +212,8 @@ func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, e
 	var out []Summary
 	for _, k := range keys {
 		s := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: len(groups[k]), Expected: Expected(k.t, k.c)}
-		var hs, res, tot, totMs []float64
+		p, perr := testbed.LookupProfile(k.p)
+		var hs, res, tot, totMs, ser []float64
 		for _, r := range groups[k] {
 			if r.TotalRTT == nil {
 				continue
@@ -194,10 +221,15 @@ func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, e
 			s.OK++
 			hs, res, tot = append(hs, deref(r.HandshakeRTT)), append(res, deref(r.ResolveRTT)), append(tot, *r.TotalRTT)
 			totMs = append(totMs, deref(r.TotalMs))
+			if perr == nil {
+				ser = append(ser, serialization(r, p))
+			}
 		}
 		s.Handshake, s.Resolve, s.Total = measure.Median(hs), measure.Median(res), measure.Median(tot)
-		if p, err := testbed.LookupProfile(k.p); err == nil && p.RTT() > 0 {
-			s.TotalEmulated = measure.Median(totMs) / (float64(p.RTT()) / float64(time.Millisecond))
+		if perr == nil && p.RTT() > 0 {
+			rttMs := float64(p.RTT()) / float64(time.Millisecond)
+			s.TotalEmulated = measure.Median(totMs) / rttMs
+			s.Serialization = measure.Median(ser) / rttMs
 		}
 		out = append(out, s)
 	}

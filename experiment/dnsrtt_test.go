@@ -33,10 +33,11 @@ func TestSummarizeMediansPerCell(t *testing.T) {
 		require.NoError(t, st.BeginRun(ctx, run))
 		for i, total := range []float64{2.1, 2.3, 2.2} {
 			require.NoError(t, st.Write(ctx, run.ID, &measure.Sample{
-				Task:    measure.Task{URL: "quic://x", Transport: "doq", Condition: "fresh", Rep: i},
-				Start:   time.Unix(int64(i), 0),
-				Measure: &transport.Record{Status: transport.StatusOK, Answers: []string{}},
-				Status:  transport.StatusOK, RTTs: &measure.InRTTs{Handshake: 1.1, Resolve: 1, Total: total},
+				Task:  measure.Task{URL: "quic://x", Transport: "doq", Condition: "fresh", Rep: i},
+				Start: time.Unix(int64(i), 0),
+				Measure: &transport.Record{Status: transport.StatusOK, Answers: []string{},
+					Bytes: transport.Counts{Sent: 2400, Received: 4000}, Packets: transport.Counts{Sent: 2, Received: 4}},
+				Status: transport.StatusOK, RTTs: &measure.InRTTs{Handshake: 1.1, Resolve: 1, Total: total},
 			}))
 		}
 	}
@@ -47,6 +48,12 @@ func TestSummarizeMediansPerCell(t *testing.T) {
 	require.Equal(t, 2.2, sums[0].Total)
 	require.Equal(t, 3, sums[0].OK)
 	require.Equal(t, 2.0, sums[0].Expected)
+	// DSL: 2400 octets in 2 datagrams up at 0.8 Mbit/s, 4000 in 4 down at
+	// 10.7 Mbit/s, with 28 octets of IPv4 and UDP each: 24.56 + 3.07 ms,
+	// 0.652 of its 42.4 ms RTT.
+	require.Equal(t, "dsl", sums[1].Profile)
+	require.InDelta(t, 0.652, sums[1].Serialization, 0.001)
+	require.InDelta(t, 0.0344, sums[0].Serialization, 0.0005, "fiber: 0.51 ms of 14.8")
 	other, err := Summarize(ctx, st, "exp2")
 	require.NoError(t, err)
 	require.Empty(t, other, "only this experiment's runs")

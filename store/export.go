@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/csv"
+	"encoding/json"
 	"io"
 	"reflect"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/doxlab/doxlab/transport"
 	"github.com/doxlab/doxlab/web"
 )
 
@@ -46,6 +48,13 @@ type Row struct {
 	TokenUsed     bool     `parquet:"token_used"`
 	QUICVersion   string   `parquet:"quic_version"`
 	ALPN          string   `parquet:"alpn"`
+	// The measured exchange at the socket (transport.Record's bytes and
+	// packets: UDP payloads or TCP payload with TLS, datagrams or TCP
+	// segments), handshake included on a new connection.
+	BytesSent       int64 `parquet:"bytes_sent"`
+	BytesReceived   int64 `parquet:"bytes_received"`
+	PacketsSent     int64 `parquet:"packets_sent"`
+	PacketsReceived int64 `parquet:"packets_received"`
 }
 
 // Rows returns the samples of one run, or of all runs when runID is "",
@@ -53,7 +62,7 @@ type Row struct {
 func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 	q := `SELECT s.run_id, r.kind, r.profile, r.doxlab_version, r.kernel, r.hostname, s.started_at, s.target, s.url, s.transport, s.cond, s.rep,
 		s.status, s.rcode, s.probe_rtt_ms, s.handshake_ms, s.query_ms, s.total_ms, s.handshake_rtt, s.resolve_rtt, s.total_rtt,
-		s.tls_resumed, s.used_0rtt, s.retry, s.token_used, s.quic_version, s.alpn
+		s.tls_resumed, s.used_0rtt, s.retry, s.token_used, s.quic_version, s.alpn, s.raw
 		FROM samples s JOIN runs r ON r.id = s.run_id`
 	var args []any
 	if runID != "" {
@@ -70,10 +79,18 @@ func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 	for rows.Next() {
 		var r Row
 		var f [7]sql.NullFloat64
+		var raw string
 		if err := rows.Scan(&r.RunID, &r.Kind, &r.Profile, &r.DoxlabVersion, &r.Kernel, &r.Hostname, &r.StartedAt, &r.Target, &r.URL,
 			&r.Transport, &r.Condition, &r.Rep, &r.Status, &r.Rcode, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6],
-			&r.TLSResumed, &r.Used0RTT, &r.Retry, &r.TokenUsed, &r.QUICVersion, &r.ALPN); err != nil {
+			&r.TLSResumed, &r.Used0RTT, &r.Retry, &r.TokenUsed, &r.QUICVersion, &r.ALPN, &raw); err != nil {
 			return nil, err
+		}
+		var x struct {
+			Measure *struct{ Bytes, Packets transport.Counts }
+		}
+		if json.Unmarshal([]byte(raw), &x) == nil && x.Measure != nil {
+			r.BytesSent, r.BytesReceived = x.Measure.Bytes.Sent, x.Measure.Bytes.Received
+			r.PacketsSent, r.PacketsReceived = x.Measure.Packets.Sent, x.Measure.Packets.Received
 		}
 		ptrs := []**float64{&r.ProbeRTTMs, &r.HandshakeMs, &r.QueryMs, &r.TotalMs, &r.HandshakeRTT, &r.ResolveRTT, &r.TotalRTT}
 		for i, v := range f {

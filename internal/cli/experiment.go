@@ -89,11 +89,13 @@ func runDNSRTT(args []string, stdout, stderr io.Writer) int {
 			return err
 		}
 		fmt.Fprintf(stdout, "experiment %s, stored in %s; medians in RTTs of the probe, and the total in RTTs of the profile\n", id, c.Store)
-		fmt.Fprintf(stdout, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %8s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess")
+		fmt.Fprintf(stdout, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %8s %7s %7s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess", "serial", "rest")
 		for _, s := range sums {
-			fmt.Fprintf(stdout, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f\n", s.Profile, s.Transport, s.Condition, s.OK, s.N, s.Handshake, s.Resolve, s.Total, s.TotalEmulated, s.Expected, s.Total-s.Expected)
+			fmt.Fprintf(stdout, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f %7.2f %+7.2f\n", s.Profile, s.Transport, s.Condition, s.OK, s.N, s.Handshake, s.Resolve, s.Total, s.TotalEmulated, s.Expected, s.Total-s.Expected,
+				s.Serialization, s.TotalEmulated-s.Expected-s.Serialization)
 		}
 		fmt.Fprintln(stdout, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
+		fmt.Fprintln(stdout, "serial = the exchange's packets (bytes and packets at the socket, plus IP and UDP/TCP headers) passing the profile's rate limits, in RTTs of the profile, an upper bound since what the connection carries after the answer (ACKs, tickets) counts too; rest = total/em - expected - serial: the hosts' share (crypto, processing, pacing, delayed ACKs)")
 		return nil
 	})
 }
