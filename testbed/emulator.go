@@ -96,6 +96,7 @@ type emulator struct {
 	fifo      atomic.Bool  // the threads got SCHED_FIFO
 	batch     atomic.Int64 // how long the reader may leave packets waiting (ns; see pace)
 	writers   int          // per host: 1, or 2 racing (see newEmulator)
+	cpus      []int        // the CPUs the process may run on, for the writers
 }
 
 // pace lets the reader take packets in batches while traffic flows when
@@ -196,7 +197,17 @@ const maxQueued = 1 << 16
 // start a burst (see write), so bulk transfers cost no more.
 func newEmulator() *emulator {
 	e := &emulator{links: map[[4]byte]*link{}, done: make(chan struct{}), writers: 1}
-	if runtime.NumCPU() >= 2 {
+	// Pinned only to CPUs the process may use (taskset, a cpuset), so
+	// that the two writers of a host stay apart.
+	var allowed unix.CPUSet
+	if unix.SchedGetaffinity(0, &allowed) == nil {
+		for cpu := range 8 * int(unsafe.Sizeof(allowed)) {
+			if allowed.IsSet(cpu) {
+				e.cpus = append(e.cpus, cpu)
+			}
+		}
+	}
+	if len(e.cpus) >= 2 {
 		e.writers = 2
 	}
 	return e
@@ -409,7 +420,7 @@ func (e *emulator) write(dst *link, w int) {
 	e.realtime(writerPriority)
 	if e.writers > 1 {
 		var set unix.CPUSet
-		set.Set((dst.index + w) % runtime.NumCPU())
+		set.Set(e.cpus[(dst.index+w)%len(e.cpus)])
 		unix.SchedSetaffinity(0, &set)
 	}
 	dst.writerTids[w].Store(int64(unix.Gettid()))

@@ -2,10 +2,12 @@ package testbed
 
 import (
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestPace checks when the reader may take packets in batches: only while
@@ -84,4 +86,27 @@ func TestLateness(t *testing.T) {
 	require.Equal(t, 5*time.Microsecond, d.quantile(0.5), "the 3 µs ones are before the snapshot")
 	require.InDelta(t, float64(time.Millisecond), float64(d.quantile(0.99)), 0.25*float64(time.Millisecond))
 	require.Zero(t, lateCounts{}.quantile(0.5))
+}
+
+// TestWritersStayOnAllowedCPUs checks that the racing writers are pinned
+// only to CPUs the process may use (as under taskset), and that one
+// allowed CPU means one writer.
+func TestWritersStayOnAllowedCPUs(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all, one unix.CPUSet
+	require.NoError(t, unix.SchedGetaffinity(0, &all))
+	defer unix.SchedSetaffinity(0, &all) // before the thread goes back to Go's pool
+	e := newEmulator()
+	require.Equal(t, 2, e.writers)
+	require.Len(t, e.cpus, all.Count())
+
+	one.Set(1)
+	require.NoError(t, unix.SchedSetaffinity(0, &one))
+	e = newEmulator()
+	require.Equal(t, []int{1}, e.cpus)
+	require.Equal(t, 1, e.writers, "two writers on one CPU cannot race")
 }
