@@ -180,10 +180,10 @@ type Summary struct {
 	Serialization float64
 }
 
-// serialization is how long a sample's packets take to pass the
+// SerializationMs is how long a sample's packets take to pass the
 // profile's rate limits, in ms: what was sent at the up rate, what was
 // received at the down rate. 0 where the link has no rate.
-func serialization(r store.Row, p testbed.Profile) float64 {
+func SerializationMs(r store.Row, p testbed.Profile) float64 {
 	hdr := int64(20 + 20 + 12) // IPv4, TCP with the timestamp option
 	if r.Transport == "udp" || r.Transport == "doq" || r.Transport == "doh3" {
 		hdr = 20 + 8
@@ -222,7 +222,7 @@ func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, e
 			hs, res, tot = append(hs, deref(r.HandshakeRTT)), append(res, deref(r.ResolveRTT)), append(tot, *r.TotalRTT)
 			totMs = append(totMs, deref(r.TotalMs))
 			if perr == nil {
-				ser = append(ser, serialization(r, p))
+				ser = append(ser, SerializationMs(r, p))
 			}
 		}
 		s.Handshake, s.Resolve, s.Total = measure.Median(hs), measure.Median(res), measure.Median(tot)

@@ -26,6 +26,7 @@ import (
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/verify"
 	"github.com/doxlab/doxlab/web"
 )
@@ -46,6 +47,10 @@ type Stat struct {
 	N, OK                         int
 	MedianMs, IQRMs, P95Ms        float64
 	MedianRTT, IQRRTT, P95RTT     float64
+	// SerialMs is the median time the exchange's packets take to pass
+	// the profile's rate limits (experiment.SerializationMs); NaN where
+	// the profile is not known.
+	SerialMs float64
 }
 
 // Report is what Render wrote.
@@ -297,16 +302,24 @@ func stats(rows []store.Row) []Stat {
 	}
 	var out []Stat
 	for k, g := range groups {
-		st := Stat{Profile: k.p, Transport: k.t, Condition: k.c, N: len(g)}
-		var ms, rtt []float64
+		st := Stat{Profile: k.p, Transport: k.t, Condition: k.c, N: len(g), SerialMs: math.NaN()}
+		p, perr := testbed.LookupProfile(k.p)
+		var ms, rtt, ser []float64
 		for _, r := range g {
 			if r.TotalMs != nil && r.TotalRTT != nil {
 				st.OK++
 				ms, rtt = append(ms, *r.TotalMs), append(rtt, *r.TotalRTT)
+				if perr == nil {
+					ser = append(ser, experiment.SerializationMs(r, p))
+				}
 			}
 		}
 		slices.Sort(ms)
 		slices.Sort(rtt)
+		slices.Sort(ser)
+		if len(ser) > 0 {
+			st.SerialMs = quantile(ser, 0.5)
+		}
 		st.MedianMs, st.IQRMs, st.P95Ms = quantile(ms, 0.5), quantile(ms, 0.75)-quantile(ms, 0.25), quantile(ms, 0.95)
 		st.MedianRTT, st.IQRRTT, st.P95RTT = quantile(rtt, 0.5), quantile(rtt, 0.75)-quantile(rtt, 0.25), quantile(rtt, 0.95)
 		out = append(out, st)
@@ -340,11 +353,11 @@ table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-botto
 th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em}.fig svg{max-width:100%;height:auto}
 </style></head><body>
 <h1>{{.Title}}</h1>
-{{if .Stats}}<p>Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition.</p>
+{{if .Stats}}<p>Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition. <i>serial</i> is how long the exchange's packets (with IP and UDP/TCP headers) take to pass the profile's rate limits: the link's share of the time above the protocol's round-trip count, at most.</p>
 <table id="summary"><tr><th class="l">profile</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
-<th>median ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th></tr>
+<th>median ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th></tr>
 {{range .Stats}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{f .MedianMs}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td></tr>
+<td>{{f .MedianMs}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{f .SerialMs}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Figures}}<h2 id="{{.Name}}">{{.Metric}} — {{.Profile}}</h2><div class="fig">{{.SVG}}</div>
 {{end}}
