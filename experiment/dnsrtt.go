@@ -185,7 +185,7 @@ type Summary struct {
 // received at the down rate. 0 where the link has no rate.
 func SerializationMs(r store.Row, p testbed.Profile) float64 {
 	hdr := int64(20 + 20 + 12) // IPv4, TCP with the timestamp option
-	if r.Transport == "udp" || r.Transport == "doq" || r.Transport == "doh3" {
+	if measure.Transports[r.Transport].Datagram() {
 		hdr = 20 + 8
 	}
 	at := func(bytes, packets int64, rate float64) float64 {

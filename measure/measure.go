@@ -43,6 +43,11 @@ var Transports = map[string]transportInfo{
 // HTTP is the HTTP version a DoH transport speaks ("" for the others).
 func (t transportInfo) HTTP() string { return t.http }
 
+// Datagram reports whether the transport runs over UDP (plain or QUIC).
+func (t transportInfo) Datagram() bool {
+	return t.scheme == "udp" || t.scheme == "quic" || t.scheme == "h3"
+}
+
 // URLFor is the URL of a transport on host at its default port (DoH at
 // /dns-query). For doh1 and doh2 the HTTP version is an option, not part
 // of the URL.

@@ -353,7 +353,7 @@ func (tb *Testbed) tapFilters() error {
 			}
 		}
 		if err := setFilter(a.tap, tapFilter(skip)); err != nil {
-			return fmt.Errorf("filter on %s's port: %w", a.host, err)
+			return fmt.Errorf("filter on %s's tap: %w", a.host, err)
 		}
 	}
 	return nil

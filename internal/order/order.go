@@ -50,9 +50,6 @@ func Compare(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// Less is Compare for sort.Slice.
-func Less(a, b string) bool { return Compare(a, b) < 0 }
-
 // Group groups items by key; the keys come in the order they first appear.
 func Group[T any, K comparable](items []T, key func(T) K) ([]K, map[K][]T) {
 	var keys []K

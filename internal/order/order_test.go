@@ -14,7 +14,7 @@ func TestCompare(t *testing.T) {
 	}
 	// Labels of two kinds agree with both.
 	for _, p := range [][2]string{{"none", "fiber"}, {"none", "retry"}, {"retry", "token"}, {"resumed", "0rtt"}, {"1rtt", "0rtt"}} {
-		if !Less(p[0], p[1]) || Less(p[1], p[0]) {
+		if Compare(p[0], p[1]) >= 0 || Compare(p[1], p[0]) <= 0 {
 			t.Errorf("%s should come before %s", p[0], p[1])
 		}
 	}
