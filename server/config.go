@@ -156,12 +156,28 @@ type Faults struct {
 	InOrder bool `yaml:"in_order"`
 }
 
-// Limits protect the server. Zero values mean the defaults given.
+// Limits protect the server, so that no single client can take it from
+// the others (docs/server.md says what each refusal looks like). Zero
+// values mean the defaults given.
 type Limits struct {
-	MaxConns    int           `yaml:"max_conns"`    // per stream or QUIC listener; default 1000
-	MaxStreams  int           `yaml:"max_streams"`  // concurrent queries per connection; default 100
-	IdleTimeout time.Duration `yaml:"idle_timeout"` // default 30 s
-	MaxMsg      int           `yaml:"max_msg"`      // largest query accepted; default 65535
+	// MaxConns is the connection limit of each stream or QUIC listener;
+	// default 1000. At the limit a new connection closes the one idle
+	// longest (no query in flight); with none idle it is refused.
+	MaxConns int `yaml:"max_conns"`
+	// MaxConnsPerSource is the most connections one client address (an
+	// IPv6 /64) may hold on a listener; default max_conns/10.
+	MaxConnsPerSource int           `yaml:"max_conns_per_source"`
+	MaxStreams        int           `yaml:"max_streams"`  // concurrent queries per connection; default 100
+	IdleTimeout       time.Duration `yaml:"idle_timeout"` // between queries; default 30 s
+	// HandshakeTimeout is how long a new connection has for its handshake
+	// and first query, and a query once begun has to arrive whole (TCP,
+	// DoT, DoQ; DoH's handshake, headers and body); default 3 s.
+	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
+	MaxMsg           int           `yaml:"max_msg"` // largest query accepted; default 65535
+	// MaxConnBuffer bounds the octets of unfinished queries one DoQ
+	// connection may hold; default 256 KiB. Beyond it the connection is
+	// closed with DOQ_EXCESSIVE_LOAD.
+	MaxConnBuffer int `yaml:"max_conn_buffer"`
 	// TCPFastOpen accepts data in the SYN on TCP, DoT and DoH (RFC 7413),
 	// where the kernel's net.ipv4.tcp_fastopen allows it.
 	TCPFastOpen bool `yaml:"tcp_fastopen"`
@@ -269,6 +285,15 @@ func (c *Config) Validate() error {
 	lim := &c.Limits
 	if lim.MaxConns <= 0 {
 		lim.MaxConns = 1000
+	}
+	if lim.MaxConnsPerSource <= 0 {
+		lim.MaxConnsPerSource = max(1, lim.MaxConns/10)
+	}
+	if lim.HandshakeTimeout <= 0 {
+		lim.HandshakeTimeout = 3 * time.Second
+	}
+	if lim.MaxConnBuffer <= 0 {
+		lim.MaxConnBuffer = 256 << 10
 	}
 	if lim.MaxStreams <= 0 {
 		lim.MaxStreams = 100

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -45,11 +48,20 @@ func (s *Server) dohHandler(listener string) http.HandlerFunc {
 		if err == nil && !asJSON && s.cfg.DoHJSONOnly {
 			err = &dnswire.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: "only application/dns-json here"}
 		}
+		if err == nil && q.Response {
+			// Never answer an answer (see serveUDP).
+			err = &dnswire.HTTPError{Code: http.StatusBadRequest, Msg: "not a query: QR=1"}
+		}
 		if err != nil {
 			var he *dnswire.HTTPError
 			errors.As(err, &he)
 			rec.Kind, rec.Error = "query", err.Error()
 			s.record(rec)
+			reason := ReasonBadRequest
+			if q != nil && q.Response {
+				reason = ReasonResponse
+			}
+			s.refuse(listener, rec.Transport, remoteAddr(r), reason, fmt.Sprintf("%d %s", he.Code, he.Msg))
 			http.Error(w, he.Msg, he.Code)
 			return
 		}
@@ -76,6 +88,14 @@ func (s *Server) dohHandler(listener string) http.HandlerFunc {
 	}
 }
 
+// remoteAddr is a request's client address, for refusals.
+func remoteAddr(r *http.Request) net.Addr {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return net.TCPAddrFromAddrPort(ap)
+	}
+	return nil
+}
+
 func minTTL(m *dns.Msg) uint32 {
 	ttl := uint32(300)
 	for _, rr := range append(append([]dns.RR{}, m.Answer...), m.Ns...) {
@@ -92,14 +112,19 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler) (net.Addr, error)
 	if err != nil {
 		return nil, err
 	}
+	lim := s.cfg.Limits
 	srv := &http.Server{
-		Handler:           h,
-		TLSConfig:         s.tcpTLS("h2", "http/1.1"),
-		IdleTimeout:       s.cfg.Limits.IdleTimeout,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:     h,
+		TLSConfig:   s.tcpTLS("h2", "http/1.1"),
+		IdleTimeout: lim.IdleTimeout,
+		// The TLS handshake, a request's headers and its body each have
+		// handshake_timeout: a POST that never sends its body, or
+		// announces more than it sends, is answered 400 then.
+		ReadHeaderTimeout: lim.HandshakeTimeout,
+		ReadTimeout:       lim.HandshakeTimeout,
 		MaxHeaderBytes:    16 << 10,
 		Protocols:         new(http.Protocols),
-		ConnState:         s.limitConns(),
+		ConnState:         s.limitConns(name),
 		ErrorLog:          quietLog(),
 	}
 	srv.Protocols.SetHTTP1(true)
@@ -122,21 +147,48 @@ func (l tlsListener) Accept() (net.Conn, error) {
 	return tls.Server(c, l.conf), nil
 }
 
-// limitConns closes connections over the limit as they arrive.
-func (s *Server) limitConns() func(net.Conn, http.ConnState) {
-	sem := make(chan struct{}, s.cfg.Limits.MaxConns)
+// limitConns admits net/http's connections through a pool (see pool):
+// only an admitted connection frees a slot when it closes, and one with
+// no request in flight (StateIdle, or new) may be closed to make room.
+func (s *Server) limitConns(listener string) func(net.Conn, http.ConnState) {
+	lim := s.cfg.Limits
+	conns := newPool(lim.MaxConns, lim.MaxConnsPerSource)
+	type state struct {
+		sl     *slot
+		active bool
+	}
+	var mu sync.Mutex
+	admitted := map[net.Conn]*state{}
 	return func(c net.Conn, st http.ConnState) {
+		mu.Lock()
+		cs := admitted[c]
+		mu.Unlock()
 		switch st {
 		case http.StateNew:
-			select {
-			case sem <- struct{}{}:
-			default:
+			sl := s.admit(conns, listener, "doh", c.RemoteAddr(), func() { c.Close() })
+			if sl == nil {
 				c.Close()
+				return
+			}
+			mu.Lock()
+			admitted[c] = &state{sl: sl}
+			mu.Unlock()
+		case http.StateActive:
+			if cs != nil && !cs.active {
+				cs.active = true
+				cs.sl.begin()
+			}
+		case http.StateIdle:
+			if cs != nil && cs.active {
+				cs.active = false
+				cs.sl.end()
 			}
 		case http.StateClosed, http.StateHijacked:
-			select {
-			case <-sem:
-			default:
+			if cs != nil {
+				cs.sl.release()
+				mu.Lock()
+				delete(admitted, c)
+				mu.Unlock()
 			}
 		}
 	}
@@ -157,12 +209,23 @@ func (s *Server) serveDoH(addr string) error {
 // serveHTTP3 serves h over HTTP/3 on a QUIC listener of ours, so 0-RTT,
 // Retry and the shared keys apply as on DoQ.
 func (s *Server) serveHTTP3(name, addr string, h http.Handler) error {
-	ln, err := s.listenQUIC(name, addr, s.id.tlsConfig(http3.NextProtoH3))
+	eln, err := s.listenQUIC(name, addr, s.id.tlsConfig(http3.NextProtoH3), nil)
 	if err != nil {
 		return err
 	}
+	ln := s.limitQUIC(eln, name, "doh3", h3ExcessiveLoad, h3NoError)
 	srv := &http3.Server{
-		Handler:     h,
+		// A connection with a request in flight is busy: the pool closes
+		// only idle ones to make room.
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if c, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
+				if sl := ln.slot(c); sl != nil {
+					sl.begin()
+					defer sl.end()
+				}
+			}
+			h.ServeHTTP(w, r)
+		}),
 		IdleTimeout: s.cfg.Limits.IdleTimeout,
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
 			s.recordQUICConn(c, name, "doh3")

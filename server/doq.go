@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"sync/atomic"
@@ -23,66 +25,117 @@ func (s *Server) serveDoQ(addr string) error {
 	if len(s.cfg.QUIC.ALPNs) > 0 {
 		alpn = s.cfg.QUIC.ALPNs
 	}
-	ln, err := s.listenQUIC("doq", addr, s.id.tlsConfig(alpn...))
+	lim := s.cfg.Limits
+	eln, err := s.listenQUIC("doq", addr, s.id.tlsConfig(alpn...), func(c *quic.Config) {
+		// quic-go buffers what a peer sends until it is read: flow control
+		// windows no larger than a query (per stream) and than the
+		// connection's buffer bound keep a stalled client from making the
+		// server hold more.
+		c.InitialStreamReceiveWindow = dnswire.MaxMsg + 2
+		c.MaxStreamReceiveWindow = dnswire.MaxMsg + 2
+		c.InitialConnectionReceiveWindow = uint64(max(lim.MaxConnBuffer, dnswire.MaxMsg+2))
+		c.MaxConnectionReceiveWindow = c.InitialConnectionReceiveWindow
+		// One, so that the first unidirectional stream can be accepted and
+		// answered with DOQ_PROTOCOL_ERROR (RFC 9250 §4.2: DNS uses
+		// bidirectional streams only); quic-go would otherwise buffer them.
+		c.MaxIncomingUniStreams = 1
+	})
 	if err != nil {
 		return err
 	}
-	var conns atomic.Int64
+	ln := s.limitQUIC(eln, "doq", "doq", doqExcessiveLoad, doqNoError)
 	s.goServe(func() {
 		for {
 			c, err := ln.Accept(s.ctx)
 			if err != nil {
 				return
 			}
-			if conns.Add(1) > int64(s.cfg.Limits.MaxConns) {
-				conns.Add(-1)
-				c.CloseWithError(doqExcessiveLoad, "too many connections")
-				continue
-			}
 			s.recordQUICConn(c, "doq", "doq")
-			go func() {
-				defer conns.Add(-1)
-				for {
-					str, err := c.AcceptStream(s.ctx)
-					if err != nil {
-						return
-					}
-					// Look at the handshake as the stream is accepted, not when
-					// its goroutine runs: under load that can be after the
-					// client's Finished has arrived.
-					go s.serveDoQStream(c, str, time.Now(), handshakeDone(c))
-				}
-			}()
+			go s.serveDoQConn(c, ln.slot(c))
 		}
 	})
 	return nil
 }
 
-func (s *Server) serveDoQStream(c *quic.Conn, str *quic.Stream, received time.Time, doneAtAccept bool) {
+// doqConn is what a DoQ connection's streams share.
+type doqConn struct {
+	s        *Server
+	c        *quic.Conn
+	sl       *slot
+	buffered atomic.Int64 // octets of unfinished queries held
+}
+
+// fail closes the connection with an RFC 9250 error and counts why.
+func (d *doqConn) fail(code quic.ApplicationErrorCode, reason Reason, msg string) {
+	d.s.refuse("doq", "doq", d.c.RemoteAddr(), reason, msg)
+	d.c.CloseWithError(code, msg)
+}
+
+func (s *Server) serveDoQConn(c *quic.Conn, sl *slot) {
+	d := &doqConn{s: s, c: c, sl: sl}
+	go func() {
+		if _, err := c.AcceptUniStream(c.Context()); err == nil {
+			d.fail(doqProtocolError, ReasonProtocol, "unidirectional stream")
+		}
+	}()
+	// The first query must come within handshake_timeout of the
+	// connection; later ones may wait for the idle timeout.
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Limits.HandshakeTimeout)
+	defer cancel()
+	for {
+		str, err := c.AcceptStream(ctx)
+		if err != nil {
+			if ctx.Err() == context.DeadlineExceeded && c.Context().Err() == nil {
+				d.fail(doqNoError, ReasonSlow, "no query in time")
+			}
+			return
+		}
+		cancel()
+		ctx = s.ctx
+		// Look at the handshake as the stream is accepted, not when its
+		// goroutine runs: under load that can be after the client's
+		// Finished has arrived.
+		go d.serveStream(str, time.Now(), handshakeDone(c))
+	}
+}
+
+func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept bool) {
+	s, c := d.s, d.c
+	if d.sl != nil {
+		d.sl.begin()
+		defer d.sl.end()
+	}
 	rec := &Record{Transport: "doq", Listener: "doq", Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String()}
 	quicFacts(rec, c)
 	rec.EarlyData = !doneAtAccept
-	str.SetReadDeadline(time.Now().Add(s.cfg.Limits.IdleTimeout))
+	// A query once begun must arrive whole within handshake_timeout.
+	str.SetReadDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
 	prefixed := dnswire.DoQPrefixed(c.ConnectionState().TLS.NegotiatedProtocol)
-	var wire []byte
-	var err error
-	if prefixed {
-		wire, err = dnswire.ReadPrefixed(str)
-	} else {
-		wire, err = io.ReadAll(io.LimitReader(str, dnswire.MaxMsg+1))
-	}
-	if err != nil || len(wire) > s.cfg.Limits.MaxMsg {
+	wire, err := d.readQuery(str, prefixed)
+	if err != nil {
 		var se *quic.StreamError
-		if errors.As(err, &se) || errors.Is(err, io.EOF) && len(wire) == 0 {
-			return // the client gave up on the stream
+		switch {
+		case errors.As(err, &se) || errors.Is(err, io.EOF) && len(wire) == 0 || c.Context().Err() != nil:
+			// the client gave up on the stream, or the connection is gone
+		case errors.Is(err, errBufferFull):
+			d.fail(doqExcessiveLoad, ReasonBuffer, err.Error())
+		case isTimeout(err):
+			s.refuse("doq", "doq", c.RemoteAddr(), ReasonSlow, "query not received whole in time")
+			str.CancelRead(quic.StreamErrorCode(doqRequestCancelled))
+			str.CancelWrite(quic.StreamErrorCode(doqRequestCancelled))
+		default:
+			// RFC 9250 §4.3.3: a framing violation is a connection error.
+			d.fail(doqProtocolError, ReasonFraming, "bad message framing: "+err.Error())
 		}
-		// RFC 9250 §4.3.3: a framing violation is a connection error.
-		c.CloseWithError(doqProtocolError, "bad message framing")
+		return
+	}
+	if len(wire) > s.cfg.Limits.MaxMsg {
+		d.fail(doqProtocolError, ReasonTooLarge, "query too large")
 		return
 	}
 	q, err := doqQuery(wire)
 	if err != nil {
-		c.CloseWithError(doqProtocolError, err.Error())
+		d.fail(doqProtocolError, ReasonProtocol, err.Error())
 		return
 	}
 	if rec.EarlyData && q.Opcode != dns.OpcodeQuery {
@@ -109,6 +162,62 @@ func (s *Server) serveDoQStream(c *quic.Conn, str *quic.Stream, received time.Ti
 	str.SetWriteDeadline(time.Now().Add(s.cfg.Limits.IdleTimeout))
 	str.Write(out)
 	str.Close()
+	if prefixed {
+		// RFC 9250 §4.2: one query per stream, then FIN. Answered first,
+		// checked after, so the check costs no latency.
+		str.SetReadDeadline(time.Now().Add(s.cfg.Limits.IdleTimeout))
+		if n, _ := str.Read(make([]byte, 1)); n > 0 {
+			d.fail(doqProtocolError, ReasonProtocol, "more than one message on a stream")
+		}
+	}
+}
+
+var errBufferFull = errors.New("unfinished queries exceed the connection's buffer")
+
+// readQuery reads one query from a stream, growing its buffer only as
+// octets arrive (a 2-octet prefix alone allocates nothing), and charging
+// them to the connection's bound while the query is unfinished.
+func (d *doqConn) readQuery(str *quic.Stream, prefixed bool) ([]byte, error) {
+	var held int64
+	defer func() { d.buffered.Add(-held) }()
+	want := dnswire.MaxMsg + 1 // a draft's bare message runs to the FIN
+	if prefixed {
+		var hdr [2]byte
+		if _, err := io.ReadFull(str, hdr[:]); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, dnswire.Malformed("stream ended inside the length prefix")
+			}
+			return nil, err
+		}
+		if want = int(binary.BigEndian.Uint16(hdr[:])); want < dnswire.MinMsg {
+			return nil, dnswire.Malformed("length prefix %d is shorter than a DNS header", want)
+		}
+	}
+	// Room for a typical query; doubled as more arrives, never beyond want.
+	buf := make([]byte, 0, min(want, 512))
+	for len(buf) < want {
+		if len(buf) == cap(buf) {
+			buf = append(buf[:cap(buf)], make([]byte, min(cap(buf), want-cap(buf)))...)[:len(buf)]
+		}
+		n, err := str.Read(buf[len(buf):min(cap(buf), want)])
+		if n > 0 {
+			held += int64(n)
+			if d.buffered.Add(int64(n)) > int64(d.s.cfg.Limits.MaxConnBuffer) {
+				return nil, errBufferFull
+			}
+			buf = buf[:len(buf)+n]
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if !prefixed || len(buf) == want {
+					return buf, nil
+				}
+				return buf, dnswire.Malformed("stream ended %d octets into a %d-octet message", len(buf), want)
+			}
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // doqQuery parses a DoQ query and applies RFC 9250's rules for it; an

@@ -44,7 +44,8 @@ func FuzzStreamConn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		client, srv := net.Pipe()
 		done := make(chan struct{})
-		go func() { s.serveStreamConn("tcp", srv, false); close(done) }()
+		sl, _, _ := newPool(10, 10).admit(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, func() {})
+		go func() { s.serveStreamConn("tcp", srv, false, sl); close(done) }()
 		go io.Copy(io.Discard, client)
 		client.SetWriteDeadline(time.Now().Add(time.Second))
 		client.Write(in)

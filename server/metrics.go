@@ -16,6 +16,9 @@ type metrics struct {
 	queries *prometheus.CounterVec
 	conns   *prometheus.CounterVec
 	latency *prometheus.HistogramVec
+	// refusals counts every refused, dropped or closed message and
+	// connection by listener and Reason, records or not.
+	refusals *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -23,7 +26,8 @@ func newMetrics() *metrics {
 	m.queries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "doxlab_server_queries_total", Help: "Queries by transport and outcome."}, []string{"transport", "rcode", "dropped", "early"})
 	m.conns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "doxlab_server_connections_total", Help: "TLS and QUIC connections by transport, resumption, 0-RTT and Retry."}, []string{"transport", "resumed", "used_0rtt", "retry"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "doxlab_server_query_seconds", Help: "Query read to answer written, injected delay included.", Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18)}, []string{"transport"})
-	m.reg.MustRegister(m.queries, m.conns, m.latency)
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "doxlab_server_refusals_total", Help: "Messages and connections refused, dropped or closed, by listener and reason."}, []string{"listener", "reason"})
+	m.reg.MustRegister(m.queries, m.conns, m.latency, m.refusals)
 	return m
 }
 

@@ -13,9 +13,10 @@ import (
 
 // The DoQ error codes (RFC 9250 §4.3).
 const (
-	doqNoError       quic.ApplicationErrorCode = 0x0
-	doqProtocolError quic.ApplicationErrorCode = 0x2
-	doqExcessiveLoad quic.ApplicationErrorCode = 0x4
+	doqNoError          quic.ApplicationErrorCode = 0x0
+	doqProtocolError    quic.ApplicationErrorCode = 0x2
+	doqRequestCancelled quic.ApplicationErrorCode = 0x3
+	doqExcessiveLoad    quic.ApplicationErrorCode = 0x4
 )
 
 // quicConnInfo travels in a QUIC connection's context: what address
@@ -40,7 +41,7 @@ func connInfo(c *quic.Conn) *quicConnInfo {
 // policy and 0-RTT as configured. Early listeners hand out connections
 // before the handshake completes, which is what makes 0-RTT shorten an
 // exchange (a plain Listen would wait for the handshake).
-func (s *Server) listenQUIC(name, addr string, tlsConf *tls.Config) (*quic.EarlyListener, error) {
+func (s *Server) listenQUIC(name, addr string, tlsConf *tls.Config, tune func(*quic.Config)) (*quic.EarlyListener, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, err
@@ -97,6 +98,12 @@ func (s *Server) listenQUIC(name, addr string, tlsConf *tls.Config) (*quic.Early
 		MaxIncomingStreams: int64(s.cfg.Limits.MaxStreams),
 		MaxIdleTimeout:     s.cfg.Limits.IdleTimeout,
 		Versions:           s.cfg.QUIC.versions(),
+		// A connection that never completes its handshake is dropped after
+		// handshake_timeout of silence, not idle_timeout.
+		HandshakeIdleTimeout: s.cfg.Limits.HandshakeTimeout,
+	}
+	if tune != nil {
+		tune(conf)
 	}
 	ln, err := tr.ListenEarly(tlsConf, conf)
 	if err != nil {
@@ -150,4 +157,62 @@ func handshakeDone(c *quic.Conn) bool {
 	default:
 		return false
 	}
+}
+
+// The HTTP/3 error codes the web and DoH/3 listeners close with (RFC 9114
+// §8.1).
+const (
+	h3NoError        quic.ApplicationErrorCode = 0x100
+	h3ExcessiveLoad  quic.ApplicationErrorCode = 0x107
+	h3RequestTimeout quic.ApplicationErrorCode = 0x10c
+)
+
+// quicListener admits a QUIC listener's connections through a pool (see
+// pool): a refused one is closed with refuse, an idle one closed to make
+// room with evict.
+type quicListener struct {
+	*quic.EarlyListener
+	s                    *Server
+	name, transport      string
+	conns                *pool
+	refuseCode, idleCode quic.ApplicationErrorCode
+	slots                sync.Map // *quic.Conn -> *slot
+}
+
+func (s *Server) limitQUIC(ln *quic.EarlyListener, name, transport string, refuse, idle quic.ApplicationErrorCode) *quicListener {
+	lim := s.cfg.Limits
+	return &quicListener{EarlyListener: ln, s: s, name: name, transport: transport,
+		conns: newPool(lim.MaxConns, lim.MaxConnsPerSource), refuseCode: refuse, idleCode: idle}
+}
+
+// Accept returns the next connection the pool admits.
+func (l *quicListener) Accept(ctx context.Context) (*quic.Conn, error) {
+	for {
+		c, err := l.EarlyListener.Accept(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sl := l.s.admit(l.conns, l.name, l.transport, c.RemoteAddr(), func() {
+			c.CloseWithError(l.idleCode, "idle connection closed at the connection limit")
+		})
+		if sl == nil {
+			c.CloseWithError(l.refuseCode, "too many connections")
+			continue
+		}
+		l.slots.Store(c, sl)
+		go func() {
+			<-c.Context().Done()
+			sl.release()
+			l.slots.Delete(c)
+		}()
+		return c, nil
+	}
+}
+
+// slot is the pool's slot of an admitted connection, or nil.
+func (l *quicListener) slot(c *quic.Conn) *slot {
+	if sl, ok := l.slots.Load(c); ok {
+		return sl.(*slot)
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 // Record is what the server saw of one query or one connection.
 type Record struct {
 	Time      time.Time `json:"time"`
-	Kind      string    `json:"kind"`      // query or conn
+	Kind      string    `json:"kind"`      // query, conn or refusal
 	Transport string    `json:"transport"` // udp, tcp, dot, doh1, doh2, doh3, doq
 	Listener  string    `json:"listener"`  // the listener's name in the config
 	Remote    string    `json:"remote"`
@@ -44,6 +44,12 @@ type Record struct {
 	// per-query timings and connection facts.
 	Upstream *transport.Record `json:"upstream,omitempty"`
 	Error    string            `json:"error,omitempty"`
+	// Reason is why a refusal record's message or connection was refused,
+	// dropped or closed (a Reason). Suppressed counts the refusals before
+	// this one that were not written, to keep an attack from filling the
+	// disk; the metrics count them all.
+	Reason     string `json:"reason,omitempty"`
+	Suppressed int    `json:"suppressed,omitempty"`
 }
 
 func ms(d time.Duration) float64 {

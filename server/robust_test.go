@@ -187,24 +187,41 @@ func TestDoQProtocolErrors(t *testing.T) {
 
 func prefix(b []byte) []byte { return append([]byte{byte(len(b) >> 8), byte(len(b))}, b...) }
 
+// TestConnectionLimit: at the limit a new connection closes the one idle
+// longest (RFC 7766 §6.2.3); with every connection busy it is refused.
 func TestConnectionLimit(t *testing.T) {
-	ts := start(t, func(c *server.Config) { c.Limits.MaxConns = 2 })
-	var conns []net.Conn
-	for range 2 {
+	ts := start(t, func(c *server.Config) {
+		c.Limits.MaxConns, c.Limits.MaxConnsPerSource = 2, 3
+		c.Faults.DelayNames = map[string]time.Duration{"slow.example.": 700 * time.Millisecond}
+	})
+	closed := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+	}
+	dial := func() net.Conn {
 		c, err := net.Dial("tcp", ts.Addr("tcp").String())
 		require.NoError(t, err)
-		conns = append(conns, c)
+		t.Cleanup(func() { c.Close() })
+		time.Sleep(50 * time.Millisecond)
+		return c
 	}
-	time.Sleep(50 * time.Millisecond)
-	c, err := net.Dial("tcp", ts.Addr("tcp").String())
-	require.NoError(t, err)
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	_, err = c.Read(make([]byte, 1))
-	require.ErrorIs(t, err, io.EOF, "the third connection is closed at once")
-	for _, c := range conns {
-		c.Close()
-	}
-	time.Sleep(50 * time.Millisecond)
+	first, second := dial(), dial()
+	third := dial()
+	require.True(t, closed(first), "the idlest connection made room")
+	require.False(t, closed(second))
+	require.False(t, closed(third))
+
+	// Both held connections busy: a fourth is refused.
+	q := query("slow.example")
+	b, _ := q.Pack()
+	second.Write(prefix(b))
+	third.Write(prefix(b))
+	time.Sleep(100 * time.Millisecond)
+	require.True(t, closed(dial()), "refused with every connection busy")
+	second.Close()
+	third.Close()
+	time.Sleep(time.Second) // the delayed answers are done
 	require.Equal(t, transport.StatusOK, ask(t, ts.url("tcp"), ts.pool(), "q.example").Status, "room again")
 }
 

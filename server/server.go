@@ -21,12 +21,13 @@ import (
 
 // Server runs the listeners of one Config.
 type Server struct {
-	cfg     *Config
-	id      *identity
-	ans     *answerer
-	faults  *faults
-	rec     *recorder
-	metrics *metrics
+	cfg      *Config
+	id       *identity
+	ans      *answerer
+	faults   *faults
+	rec      *recorder
+	metrics  *metrics
+	refusals *refusals
 
 	mu      sync.Mutex
 	addrs   map[string]net.Addr
@@ -54,7 +55,7 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
 	}
-	s := &Server{cfg: cfg, id: id, ans: ans, faults: newFaults(cfg.Faults), rec: rec, addrs: map[string]net.Addr{}}
+	s := &Server{cfg: cfg, id: id, ans: ans, faults: newFaults(cfg.Faults), rec: rec, refusals: newRefusals(), addrs: map[string]net.Addr{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"syscall"
@@ -25,7 +27,12 @@ func (s *Server) serveStream(name, addr string, secure bool) error {
 		return err
 	}
 	s.track(name, ln.Addr(), ln)
-	sem := make(chan struct{}, s.cfg.Limits.MaxConns)
+	lim := s.cfg.Limits
+	conns := newPool(lim.MaxConns, lim.MaxConnsPerSource)
+	transport := "tcp"
+	if secure {
+		transport = "dot"
+	}
 	s.goServe(func() {
 		for {
 			c, err := ln.Accept()
@@ -35,25 +42,28 @@ func (s *Server) serveStream(name, addr string, secure bool) error {
 				}
 				continue
 			}
-			select {
-			case sem <- struct{}{}:
-			default:
-				c.Close() // over the connection limit
+			sl := s.admit(conns, name, transport, c.RemoteAddr(), func() { c.Close() })
+			if sl == nil {
+				c.Close()
 				continue
 			}
 			go func() {
-				defer func() { <-sem }()
-				s.serveStreamConn(name, c, secure)
+				defer sl.release()
+				s.serveStreamConn(name, c, secure, sl)
 			}()
 		}
 	})
 	return nil
 }
 
-func (s *Server) serveStreamConn(name string, c net.Conn, secure bool) {
+func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot) {
 	defer c.Close()
 	base := Record{Transport: "tcp", Listener: name, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String()}
-	idle := s.cfg.Limits.IdleTimeout
+	lim := s.cfg.Limits
+	// The handshake and the first query share one deadline, so a client
+	// that connects and sends nothing (or half a message) holds its slot
+	// for handshake_timeout, not idle_timeout.
+	c.SetDeadline(time.Now().Add(lim.HandshakeTimeout))
 	if secure {
 		base.Transport = "dot"
 		alpn := []string{"dot"}
@@ -61,10 +71,14 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool) {
 			alpn = nil
 		}
 		tc := tls.Server(c, s.tcpTLS(alpn...))
-		c.SetDeadline(time.Now().Add(idle))
 		start := time.Now()
 		if err := tc.Handshake(); err != nil {
 			s.record(&Record{Kind: "conn", Transport: "dot", Listener: name, Remote: base.Remote, Local: base.Local, Error: err.Error()})
+			reason := ReasonHandshake
+			if isTimeout(err) {
+				reason = ReasonSlow
+			}
+			s.refuse(name, "dot", c.RemoteAddr(), reason, err.Error())
 			return
 		}
 		tlsFacts(&base, tc.ConnectionState())
@@ -85,33 +99,68 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool) {
 		}
 		wmu.Lock()
 		defer wmu.Unlock()
-		c.SetWriteDeadline(time.Now().Add(idle))
+		c.SetWriteDeadline(time.Now().Add(lim.IdleTimeout))
 		_, err = c.Write(buf)
 		return err == nil
 	}
-	streams := make(chan struct{}, s.cfg.Limits.MaxStreams)
+	refuse := func(reason Reason, detail string) {
+		s.refuse(name, base.Transport, c.RemoteAddr(), reason, detail)
+	}
+	streams := make(chan struct{}, lim.MaxStreams)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for {
-		c.SetReadDeadline(time.Now().Add(idle))
-		wire, err := dnswire.ReadPrefixed(c)
+	br := bufio.NewReader(c)
+	for first := true; ; first = false {
+		if !first {
+			// Between queries a connection may idle; once a query has
+			// begun it must arrive whole within handshake_timeout.
+			c.SetReadDeadline(time.Now().Add(lim.IdleTimeout))
+			if _, err := br.Peek(1); err != nil {
+				return // EOF or idle timeout
+			}
+			c.SetReadDeadline(time.Now().Add(lim.HandshakeTimeout))
+		}
+		wire, err := dnswire.ReadPrefixed(br)
 		if err != nil {
-			return // EOF, idle timeout or broken framing: close the connection
+			switch {
+			case errors.Is(err, dnswire.ErrMalformed):
+				refuse(ReasonFraming, err.Error())
+			case isTimeout(err):
+				refuse(ReasonSlow, "query not received whole in time")
+			}
+			return // EOF, timeout or broken framing: close the connection
 		}
 		received := time.Now()
 		q, err := dnswire.Unpack(wire)
-		if err != nil || len(wire) > s.cfg.Limits.MaxMsg {
-			// Answer FORMERR when the header is readable (RFC 1035 §4.1.1).
-			if len(wire) >= 12 {
+		if err != nil || len(wire) > lim.MaxMsg {
+			reason := ReasonMalformed
+			if err == nil {
+				reason, err = ReasonTooLarge, fmt.Errorf("%d octets", len(wire))
+			}
+			refuse(reason, err.Error())
+			// Answer FORMERR when the header is readable and is a query's
+			// (RFC 1035 §4.1.1).
+			if len(wire) >= dnswire.MinMsg && wire[2]&0x80 == 0 {
 				r := new(dns.Msg)
 				r.Id, r.Response, r.Rcode = uint16(wire[0])<<8|uint16(wire[1]), true, dns.RcodeFormatError
 				write(r)
 			}
 			continue
 		}
+		if q.Response {
+			// Never answer an answer: two servers would answer each other
+			// for ever. Unbound and dnsdist drop it; on a stream the peer
+			// is not speaking DNS as a client, so the connection ends.
+			refuse(ReasonResponse, "QR=1")
+			return
+		}
 		rec := base
+		sl.begin()
 		if s.cfg.Faults.InOrder {
-			if r := s.handle(s.ctx, q, &rec, received); r != nil && !write(r) {
+			r := s.handle(s.ctx, q, &rec, received)
+			ok := r == nil || write(r)
+			sl.end()
+			if !ok {
 				return
 			}
 			continue
@@ -119,12 +168,18 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool) {
 		streams <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer func() { <-streams; wg.Done() }()
+			defer func() { sl.end(); <-streams; wg.Done() }()
 			if r := s.handle(s.ctx, q, &rec, received); r != nil {
 				write(r)
 			}
 		}()
 	}
+}
+
+// isTimeout reports whether err is a deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // listenTCP listens for TCP, with TCP Fast Open (RFC 7413) when the

@@ -35,7 +35,15 @@ func (s *Server) serveUDP(addr string) error {
 				received := time.Now()
 				q := new(dns.Msg)
 				if err := q.Unpack(buf[:n]); err != nil {
-					continue // not DNS: no answer, as for any UDP garbage
+					// Not DNS: no answer, as for any UDP garbage.
+					s.refuse("udp", "udp", raddr, ReasonMalformed, err.Error())
+					continue
+				}
+				if q.Response {
+					// Never answer an answer: one spoofed datagram from our
+					// own address would have us answer ourselves for ever.
+					s.refuse("udp", "udp", raddr, ReasonResponse, "QR=1")
+					continue
 				}
 				if inline {
 					s.answerUDP(pc, raddr, q, received)

@@ -156,6 +156,11 @@ func ParseDoHRequest(r *http.Request) (q *dns.Msg, asJSON bool, err error) {
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != MimeDNS {
 			return bad(http.StatusUnsupportedMediaType, "content type %q, want %s", r.Header.Get("Content-Type"), MimeDNS)
 		}
+		if r.ContentLength > MaxMsg {
+			// Refused before reading: waiting for a body announced as a
+			// terabyte would hold the request until the client gives up.
+			return bad(http.StatusRequestEntityTooLarge, "content length %d exceeds %d", r.ContentLength, MaxMsg)
+		}
 		if wire, err = ReadBody(r.Body); err != nil {
 			return bad(http.StatusBadRequest, "%v", err)
 		}

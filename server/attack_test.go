@@ -1,0 +1,447 @@
+package server_test
+
+// Attacks on doxlab serve, each bounded in count and time and sent to
+// loopback only. The attacker speaks from 127.0.0.2 and up, the
+// well-behaved client from 127.0.0.1, so per-source limits can tell them
+// apart. Each test asserts that the server keeps serving the good client
+// (≥ 99 % answered, each within its 2 s timeout) and logs the figures.
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// attacker is the n-th attacking source address, 127.0.0.(n+2).
+func attacker(n int) net.IP { return net.IPv4(127, 0, 0, byte(n+2)) }
+
+// goodClient asks over url on a fresh connection every 20 ms until done,
+// from 127.0.0.1.
+type goodClient struct {
+	asked, answered int
+	slowest         time.Duration
+	stop, done      chan struct{}
+}
+
+func startGood(t *testing.T, url string, opts transport.Options) *goodClient {
+	t.Helper()
+	opts.Timeout = 2 * time.Second
+	g := &goodClient{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-g.stop:
+				return
+			case <-tick.C:
+			}
+			tr, err := transport.New(url, opts)
+			if err != nil {
+				panic(err)
+			}
+			start := time.Now()
+			rec, err := tr.Exchange(context.Background(), query(fmt.Sprintf("good%d.example", i)))
+			tr.Close()
+			g.asked++
+			if err == nil && rec.Status == transport.StatusOK {
+				g.answered++
+				g.slowest = max(g.slowest, time.Since(start))
+			}
+		}
+	}()
+	return g
+}
+
+// finish stops the client and asserts it was served.
+func (g *goodClient) finish(t *testing.T) {
+	t.Helper()
+	close(g.stop)
+	<-g.done
+	t.Logf("good client: %d/%d answered, slowest %v", g.answered, g.asked, g.slowest.Round(time.Millisecond))
+	require.Greater(t, g.asked, 20)
+	require.GreaterOrEqual(t, g.answered*100, g.asked*99, "the good client lost more than 1 %%")
+}
+
+// rssKiB is this process's resident set.
+func rssKiB(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestSpoofedDatagramFromItself: one datagram whose source is the server's
+// own address. The server answers it once, and must drop its own answer
+// (QR=1) rather than answer that too, for ever.
+func TestSpoofedDatagramFromItself(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a raw socket needs root")
+	}
+	ts := start(t, nil)
+	srv := ts.Addr("udp").(*net.UDPAddr)
+	q := query("loop.example")
+	payload, _ := q.Pack()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_RAW)
+	require.NoError(t, err)
+	defer syscall.Close(fd)
+	// IPv4 and UDP headers by hand: the kernel fills in the IP checksum
+	// and total length (raw(7)); a UDP checksum of 0 means none.
+	pkt := make([]byte, 28, 28+len(payload))
+	pkt[0], pkt[8], pkt[9] = 0x45, 64, syscall.IPPROTO_UDP
+	copy(pkt[12:16], srv.IP.To4())
+	copy(pkt[16:20], srv.IP.To4())
+	binary.BigEndian.PutUint16(pkt[20:], uint16(srv.Port))
+	binary.BigEndian.PutUint16(pkt[22:], uint16(srv.Port))
+	binary.BigEndian.PutUint16(pkt[24:], uint16(8+len(payload)))
+	pkt = append(pkt, payload...)
+	to := &syscall.SockaddrInet4{}
+	copy(to.Addr[:], srv.IP.To4())
+	require.NoError(t, syscall.Sendto(fd, pkt, 0, to))
+	time.Sleep(500 * time.Millisecond)
+	n := len(ts.records("query", "udp"))
+	t.Logf("answers in 500 ms after one spoofed datagram: %d", n)
+	require.Equal(t, 1, n, "the query is answered once and the answer is not")
+	require.Len(t, ts.records("refusal", "udp"), 1)
+	require.Equal(t, string(server.ReasonResponse), ts.records("refusal", "udp")[0].Reason)
+}
+
+// TestConnectionsThatSayNothing: 1,100 connections from 11 sources that
+// send half a length prefix (TCP) or never start TLS (DoT) against the
+// default limit of 1,000 must not lock a new client out.
+func TestConnectionsThatSayNothing(t *testing.T) {
+	ts := start(t, nil)
+	for _, listener := range []string{"tcp", "dot"} {
+		t.Run(listener, func(t *testing.T) {
+			g := startGood(t, ts.url(listener), ts.pool())
+			var conns []net.Conn
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			for i := range 1100 {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: attacker(i % 11)}}
+				c, err := d.Dial("tcp", ts.Addr(listener).String())
+				require.NoError(t, err)
+				if listener == "tcp" {
+					c.Write([]byte{0})
+				}
+				conns = append(conns, c)
+			}
+			time.Sleep(2 * time.Second)
+			open := 0
+			for _, c := range conns {
+				c.SetReadDeadline(time.Now().Add(time.Millisecond))
+				if _, err := c.Read(make([]byte, 1)); isTimeout(err) {
+					open++
+				}
+			}
+			t.Logf("attacking connections still open after 2 s: %d of 1100", open)
+			require.LessOrEqual(t, open, 1000)
+			g.finish(t)
+		})
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// dialQUIC opens a QUIC connection from src.
+func dialQUIC(t *testing.T, src net.IP, addr net.Addr, alpn string) (*quic.Conn, error) {
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: src})
+	require.NoError(t, err)
+	tr := &quic.Transport{Conn: pc}
+	t.Cleanup(func() { tr.Close(); pc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return tr.Dial(ctx, addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}, &quic.Config{MaxIdleTimeout: 30 * time.Second})
+}
+
+// TestIdleQUICConnections: twice the limit of QUIC connections that
+// complete the handshake and then say nothing, from 12 sources, must not
+// lock a new client out of DoQ or DoH/3.
+func TestIdleQUICConnections(t *testing.T) {
+	ts := start(t, func(c *server.Config) { c.Limits.MaxConns = 100 })
+	for _, listener := range []string{"doq", "doh3"} {
+		t.Run(listener, func(t *testing.T) {
+			alpn := map[string]string{"doq": "doq", "doh3": "h3"}[listener]
+			g := startGood(t, ts.url(listener), ts.pool())
+			var conns []*quic.Conn
+			for i := range 200 {
+				if c, err := dialQUIC(t, attacker(i%12), ts.Addr(listener), alpn); err == nil {
+					conns = append(conns, c)
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+			open := 0
+			for _, c := range conns {
+				if c.Context().Err() == nil {
+					open++
+				}
+			}
+			t.Logf("idle attacking connections still open: %d of %d (limit 100)", open, len(conns))
+			require.LessOrEqual(t, open, 100)
+			g.finish(t)
+		})
+	}
+}
+
+// TestDoHConnectionLimit: refused connections must not free slots when
+// they close (they did: 4,500 held against 1,000).
+func TestDoHConnectionLimit(t *testing.T) {
+	ts := start(t, func(c *server.Config) { c.Limits.MaxConns = 50 })
+	g := startGood(t, ts.url("doh"), ts.pool())
+	var conns []*tls.Conn
+	for i := range 200 {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: attacker(i % 20)}, Timeout: 2 * time.Second}
+		c, err := tls.DialWithDialer(d, "tcp", ts.Addr("doh").String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err == nil {
+			conns = append(conns, c)
+			defer c.Close()
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	open := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+		// h2 sends SETTINGS first: drain until a timeout (open) or an
+		// error (closed).
+		var err error
+		for err == nil {
+			_, err = c.Read(make([]byte, 4096))
+		}
+		if isTimeout(err) {
+			open++
+		}
+	}
+	t.Logf("DoH connections held: %d against a limit of 50 (%d handshakes completed)", open, len(conns))
+	require.LessOrEqual(t, open, 50)
+	g.finish(t)
+}
+
+// TestDoHRequestsThatNeverEnd: a POST whose body never comes, or is
+// announced as a terabyte, is answered, not held for ever.
+func TestDoHRequestsThatNeverEnd(t *testing.T) {
+	ts := start(t, nil)
+	for name, tc := range map[string]struct {
+		length string
+		code   int
+	}{"no-body": {"40", http.StatusBadRequest}, "terabyte": {"1000000000000", http.StatusRequestEntityTooLarge}} {
+		t.Run(name, func(t *testing.T) {
+			c, err := tls.Dial("tcp", ts.Addr("doh").String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+			require.NoError(t, err)
+			defer c.Close()
+			fmt.Fprintf(c, "POST /dns-query HTTP/1.1\r\nHost: dns.test\r\nContent-Type: application/dns-message\r\nContent-Length: %s\r\n\r\n", tc.length)
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			start := time.Now()
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			require.NoError(t, err, "held without an answer")
+			resp.Body.Close()
+			t.Logf("answered %d after %v", resp.StatusCode, time.Since(start).Round(time.Millisecond))
+			require.Equal(t, tc.code, resp.StatusCode)
+		})
+	}
+}
+
+// heapKiB is the heap in use after a collection.
+func heapKiB() int {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int(ms.HeapInuse >> 10)
+}
+
+// TestDoQStalledStreams: 40 connections × 100 streams that announce a
+// 65,535-octet query and send one octet of it. The server allocates as
+// octets arrive, so this costs it little; it used to allocate the whole
+// announced message at once (heap +256 MiB here).
+func TestDoQStalledStreams(t *testing.T) {
+	ts := start(t, nil)
+	g := startGood(t, ts.url("doq"), ts.pool())
+	rss, heap := rssKiB(t), heapKiB()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		c, err := dialQUIC(t, attacker(i%4), ts.Addr("doq"), "doq")
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				str, err := c.OpenStreamSync(context.Background())
+				if err != nil {
+					return
+				}
+				str.Write([]byte{0xff, 0xff, 0})
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(500 * time.Millisecond)
+	heap, rss = heapKiB()-heap, rssKiB(t)-rss
+	// Both ends run in this process: the figures bound the server's share.
+	t.Logf("40 connections × 100 stalled streams: heap +%d KiB (%d KiB a connection), RSS +%d KiB", heap, heap/40, rss)
+	require.Less(t, heap, 40*2048, "more than 2 MiB of heap a stalled connection")
+	require.Less(t, rss, 256<<10, "RSS grew by more than 256 MiB")
+	g.finish(t)
+}
+
+// TestDoQConnectionBuffer: unfinished queries beyond limits.max_conn_buffer
+// close the connection with DOQ_EXCESSIVE_LOAD.
+func TestDoQConnectionBuffer(t *testing.T) {
+	ts := start(t, func(c *server.Config) { c.Limits.MaxConnBuffer = 64 << 10 })
+	c, err := dialQUIC(t, net.IPv4(127, 0, 0, 1), ts.Addr("doq"), "doq")
+	require.NoError(t, err)
+	for range 20 {
+		str, err := c.OpenStream()
+		if err != nil {
+			break
+		}
+		str.Write(append([]byte{0xff, 0xff}, make([]byte, 8<<10)...))
+	}
+	select {
+	case <-c.Context().Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("connection not closed")
+	}
+	var ae *quic.ApplicationError
+	require.True(t, errors.As(context.Cause(c.Context()), &ae), "%v", context.Cause(c.Context()))
+	require.Equal(t, quic.ApplicationErrorCode(0x4), ae.ErrorCode)
+}
+
+// TestDoQStreamRules: RFC 9250 allows one query per bidirectional stream;
+// a unidirectional stream, a second message or trailing octets close the
+// connection with DOQ_PROTOCOL_ERROR.
+func TestDoQStreamRules(t *testing.T) {
+	ts := start(t, nil)
+	q := query("rules.example")
+	q.Id = 0
+	b, _ := q.Pack()
+	for name, send := range map[string]func(*quic.Conn) error{
+		"unidirectional": func(c *quic.Conn) error {
+			str, err := c.OpenUniStream()
+			if err == nil {
+				_, err = str.Write(make([]byte, 64<<10))
+			}
+			return err
+		},
+		"two-queries": func(c *quic.Conn) error {
+			str, err := c.OpenStream()
+			if err == nil {
+				_, err = str.Write(append(prefix(b), prefix(b)...))
+			}
+			return err
+		},
+		"trailing-octets": func(c *quic.Conn) error {
+			str, err := c.OpenStream()
+			if err == nil {
+				_, err = str.Write(append(prefix(b), 1, 2, 3))
+			}
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := dialQUIC(t, net.IPv4(127, 0, 0, 1), ts.Addr("doq"), "doq")
+			require.NoError(t, err)
+			send(c) // may fail as the server closes the connection
+			select {
+			case <-c.Context().Done():
+			case <-time.After(3 * time.Second):
+				t.Fatal("connection not closed")
+			}
+			var ae *quic.ApplicationError
+			require.True(t, errors.As(context.Cause(c.Context()), &ae), "%v", context.Cause(c.Context()))
+			require.Equal(t, quic.ApplicationErrorCode(0x2), ae.ErrorCode)
+		})
+	}
+	// A query with FIN right after it is still fine.
+	require.Equal(t, transport.StatusOK, ask(t, ts.url("doq"), ts.pool(), "after.example").Status)
+}
+
+// TestRefusalsAreCounted: every refusal shows in the metrics by listener
+// and reason, and as a record, rate-limited so a flood cannot fill a disk.
+func TestRefusalsAreCounted(t *testing.T) {
+	recs := t.TempDir() + "/records.jsonl"
+	ts := start(t, func(c *server.Config) { c.Metrics = "127.0.0.1:0"; c.Records = recs })
+	u, err := net.Dial("udp", ts.Addr("udp").String())
+	require.NoError(t, err)
+	defer u.Close()
+	answer := query("a.example")
+	answer.Response = true
+	ab, _ := answer.Pack()
+	u.Write(ab)
+	for i := range 1000 {
+		u.Write([]byte("\x00\x01garbage"))
+		if i%100 == 0 {
+			time.Sleep(5 * time.Millisecond) // within the socket's buffer
+		}
+	}
+	// TCP: a message that does not parse gets FORMERR.
+	c, err := net.Dial("tcp", ts.Addr("tcp").String())
+	require.NoError(t, err)
+	c.Write([]byte{0, 14, 0xbe, 0xef, 1, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0xff, 0xff})
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	io.ReadFull(c, make([]byte, 14))
+	c.Close()
+	// DoQ: a non-zero message ID.
+	qc, err := dialQUIC(t, net.IPv4(127, 0, 0, 1), ts.Addr("doq"), "doq")
+	require.NoError(t, err)
+	str, _ := qc.OpenStream()
+	withID := query("id.example")
+	withID.Id = 7
+	wb, _ := withID.Pack()
+	str.Write(prefix(wb))
+	str.Close()
+	<-qc.Context().Done()
+	time.Sleep(200 * time.Millisecond)
+
+	resp, err := http.Get("http://" + ts.Addr("metrics").String() + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`doxlab_server_refusals_total{listener="udp",reason="response"} 1`,
+		`doxlab_server_refusals_total{listener="udp",reason="malformed"} 1000`,
+		`doxlab_server_refusals_total{listener="tcp",reason="malformed"} 1`,
+		`doxlab_server_refusals_total{listener="doq",reason="protocol-error"} 1`,
+	} {
+		require.Contains(t, string(body), want)
+	}
+	ts.Close()
+	f, err := os.ReadFile(recs)
+	require.NoError(t, err)
+	lines := strings.Count(string(f), `"kind":"refusal"`)
+	t.Logf("refusal records written for 1,003 refusals: %d", lines)
+	require.Greater(t, lines, 3)
+	require.Less(t, lines, 500, "rate-limited")
+	require.Contains(t, string(f), `"suppressed":`)
+}
