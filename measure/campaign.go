@@ -3,6 +3,7 @@ package measure
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -121,8 +122,8 @@ func LoadCampaign(path string) (*Campaign, error) {
 		return nil, bad("retries", "%d is not 0..10", c.Retries)
 	case c.Concurrency < 0:
 		return nil, bad("concurrency", "negative")
-	case c.Rate < 0:
-		return nil, bad("rate", "negative")
+	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate:
+		return nil, bad("rate", "%v is not from 0 (no limit) to %g tasks a second", c.Rate, float64(MaxRate))
 	case c.Timeout < 0:
 		return nil, bad("timeout", "negative")
 	}

@@ -9,6 +9,7 @@ package measure
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -129,8 +130,35 @@ type InRTTs struct {
 	Total     float64 `json:"total"`
 }
 
-// Tasks expands a spec into its tasks, in a random (seeded) order.
+// MaxRate is the highest Rate a spec may ask for: a task every
+// microsecond, far beyond what one machine measures.
+const MaxRate = 1e6
+
+// Check rejects values no run can mean: a rate that is not a finite
+// number from 0 to MaxRate, negative counts or timeouts.
+func (s *Spec) Check() error {
+	switch {
+	case math.IsNaN(s.Rate) || s.Rate < 0 || s.Rate > MaxRate:
+		return fmt.Errorf("rate %v is not a number of tasks a second from 0 (no limit) to %g", s.Rate, float64(MaxRate))
+	case s.Concurrency < 0:
+		return fmt.Errorf("concurrency %d is negative", s.Concurrency)
+	case s.Repeat < 0:
+		return fmt.Errorf("repeat %d is negative", s.Repeat)
+	case s.Retries < 0:
+		return fmt.Errorf("retries %d is negative", s.Retries)
+	case s.Timeout < 0:
+		return fmt.Errorf("timeout %v is negative", s.Timeout)
+	}
+	return nil
+}
+
+// Tasks expands a spec into its tasks, in a random (seeded) order. A
+// task named twice (a target listed twice, or a host and its own URL) is
+// measured once.
 func (s *Spec) Tasks() ([]Task, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
 	if len(s.Targets) == 0 {
 		return nil, fmt.Errorf("no targets")
 	}
@@ -149,6 +177,11 @@ func (s *Spec) Tasks() ([]Task, error) {
 		}
 	}
 	var tasks []Task
+	type key struct {
+		url, transport, condition string
+		rep                       int
+	}
+	seen := map[key]bool{}
 	for _, target := range s.Targets {
 		for _, tn := range s.Transports {
 			tr, ok := Transports[tn]
@@ -172,7 +205,10 @@ func (s *Spec) Tasks() ([]Task, error) {
 					continue // nothing to resume
 				}
 				for rep := range s.Repeat {
-					tasks = append(tasks, Task{URL: url, Target: target, Transport: tn, Condition: cn, Rep: rep})
+					if k := (key{url, tn, cn, rep}); !seen[k] {
+						seen[k] = true
+						tasks = append(tasks, Task{URL: url, Target: target, Transport: tn, Condition: cn, Rep: rep})
+					}
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package measure_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -98,4 +99,34 @@ func TestSpecIsRecorded(t *testing.T) {
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
 	require.Contains(t, string(b), "192.0.2.1")
+}
+
+// TestSpecCheck: values no run can mean are errors, not panics or a
+// silent "no limit".
+func TestSpecCheck(t *testing.T) {
+	for name, s := range map[string]measure.Spec{
+		"rate-too-high": {Rate: 2e9},
+		"rate-inf":      {Rate: math.Inf(1)},
+		"rate-nan":      {Rate: math.NaN()},
+		"rate-negative": {Rate: -1},
+		"concurrency":   {Concurrency: -1},
+		"repeat":        {Repeat: -2},
+		"timeout":       {Timeout: -time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s.Targets = []string{"127.0.0.1"}
+			_, err := s.Tasks()
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
+
+// TestTasksOnce: a target listed twice, or a host and its own URL, is
+// measured once.
+func TestTasksOnce(t *testing.T) {
+	s := measure.Spec{Targets: []string{"127.0.0.1", "127.0.0.1", "udp://127.0.0.1:53"}, Transports: []string{"udp", "tcp"}, Conditions: []string{"fresh"}, Repeat: 2}
+	tasks, err := s.Tasks()
+	require.NoError(t, err)
+	require.Len(t, tasks, 4, "udp and tcp × 2 repetitions")
 }

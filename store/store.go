@@ -305,8 +305,19 @@ func (s *Store) Done(ctx context.Context, runID string) (map[string]bool, error)
 	return s.keys(ctx, "samples", runID)
 }
 
-// keys returns the task keys of a run in one of the sample tables.
+// ErrNoRun is a run ID the store does not hold.
+var ErrNoRun = errors.New("no such run")
+
+// keys returns the task keys of a run in one of the sample tables; a run
+// the store does not hold is ErrNoRun, before anything is measured into it.
 func (s *Store) keys(ctx context.Context, table, runID string) (map[string]bool, error) {
+	var one int
+	switch err := s.db.QueryRowContext(ctx, s.rebind(`SELECT 1 FROM runs WHERE id = ?`), runID).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("store: %w: %s", ErrNoRun, runID)
+	case err != nil:
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT task_key FROM `+table+` WHERE run_id = ?`), runID)
 	if err != nil {
 		return nil, err
@@ -342,4 +353,28 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// Retry runs op until it succeeds, backing off from 100 ms to 5 s
+// between tries, for at most a minute or until ctx ends: a lock held by
+// another writer or a database restart does not end a run. notify, if
+// set, hears of each failure and the wait before the next try.
+func Retry(ctx context.Context, op func() error, notify func(error, time.Duration)) error {
+	const budget = time.Minute
+	wait, deadline := 100*time.Millisecond, time.Now().Add(budget)
+	for {
+		err := op()
+		if err == nil || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		if notify != nil {
+			notify(err, wait)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }

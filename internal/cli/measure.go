@@ -120,6 +120,10 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	if mr.runID != "" && mr.store == "" {
 		return fail("--run needs --store")
 	}
+	// A spec no run can mean fails here, before a run is begun.
+	if _, err := spec.Tasks(); err != nil {
+		return fail("%v", err)
+	}
 	if mr.store != "" {
 		// Open the store before measuring anything: an unreachable store
 		// fails now, not after the first sample.
@@ -165,7 +169,10 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	err := measure.Run(ctx, spec, func(s *measure.Sample) {
 		samples = append(samples, s)
 		if st != nil && storeErr == nil {
-			if storeErr = st.Write(ctx, run.ID, s); storeErr != nil {
+			storeErr = store.Retry(ctx, func() error { return st.Write(ctx, run.ID, s) }, func(err error, wait time.Duration) {
+				fmt.Fprintf(stderr, "doxlab %s: %v; trying again in %v\n", mr.kind, err, wait)
+			})
+			if storeErr != nil {
 				cancel() // stop measuring what cannot be kept; what is stored stays
 			}
 		}

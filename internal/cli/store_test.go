@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"database/sql"
 	"encoding/csv"
 	"net"
 	"os"
@@ -244,4 +246,56 @@ func TestScanVerifySurvey(t *testing.T) {
 	require.Contains(t, out, "DoQ features")
 	code, _, errOut = run("report", "--store", db, "--out", filepath.Join(t.TempDir(), "rep"))
 	require.Equal(t, 0, code, errOut)
+}
+
+// TestMeasureCarelessInput: values no run can mean and an unknown run ID
+// fail at once with one line, before anything is measured.
+func TestMeasureCarelessInput(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "doxlab.db")
+	for name, args := range map[string][]string{
+		"rate":        {"--rate", "2e9"},
+		"concurrency": {"--concurrency", "-3"},
+		"unknown-run": {"--store", db, "--run", "no-such-run"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := run(append(append([]string{"measure"}, args...), "--transports", "udp", "127.0.0.1")...)
+			require.NotEqual(t, 0, code)
+			require.Empty(t, out, "nothing measured")
+			require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
+		})
+	}
+}
+
+// TestMeasureRidesOutALockedStore: another writer holding the SQLite
+// store longer than its busy timeout delays the run, and ends nothing.
+func TestMeasureRidesOutALockedStore(t *testing.T) {
+	cfg := &server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}}
+	srv, err := server.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	db := filepath.Join(t.TempDir(), "doxlab.db")
+	url := "udp://" + srv.Addr("udp").String()
+	args := []string{"measure", "--store", db, "--transports", "udp", "--conditions", "fresh", "--repeat", "12", "--rate", "2", url}
+	cmd := exec.Command(doxlabBinary(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	time.Sleep(1500 * time.Millisecond)
+	// Hold the database for 7 s, past the store's 5 s busy timeout.
+	lock, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(5000)")
+	require.NoError(t, err)
+	conn, err := lock.Conn(context.Background())
+	require.NoError(t, err)
+	_, err = conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE")
+	require.NoError(t, err)
+	time.Sleep(7 * time.Second)
+	conn.ExecContext(context.Background(), "COMMIT")
+	conn.Close()
+	lock.Close()
+	require.NoError(t, cmd.Wait(), stderr.String())
+	require.Contains(t, stderr.String(), "trying again")
+	code, out, errOut := run("export", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 12+1, strings.Count(out, "\n"), "every sample stored, once")
 }
