@@ -513,3 +513,24 @@ func TestDoQDraftALPN(t *testing.T) {
 	require.Error(t, err, "drafts are off by default")
 	require.Equal(t, transport.StatusTLS, rec.Status)
 }
+
+// TestHardenedExampleConfig: the config for a reachable address loads,
+// refuses to recurse and keeps its limits.
+func TestHardenedExampleConfig(t *testing.T) {
+	c, err := server.LoadConfig("../examples/serve-hardened.yaml")
+	require.NoError(t, err)
+	require.Empty(t, c.Answers.Forward, "never an open resolver")
+	require.Equal(t, 20, c.Limits.MaxConnsPerSource)
+	dir := t.TempDir()
+	c.Listen = server.Listen{UDP: "127.0.0.1:0", DoQ: "127.0.0.1:0"}
+	c.TLS.TicketKeys, c.TLS.TokenKey = dir+"/tickets.key", dir+"/token.key"
+	c.Records, c.Metrics = dir+"/records.jsonl", "127.0.0.1:0"
+	srv, err := server.New(c)
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	rec := ask(t, "udp://"+srv.Addr("udp").String(), transport.Options{}, "test.example")
+	require.Contains(t, rec.Answers[0], "192.0.2.1")
+	rec = ask(t, "udp://"+srv.Addr("udp").String(), transport.Options{}, "elsewhere.example")
+	require.Equal(t, "NXDOMAIN", rec.Rcode)
+}
