@@ -15,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"golang.org/x/net/http2"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 )
@@ -128,7 +129,12 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler) (net.Addr, error)
 		ErrorLog:          quietLog(),
 	}
 	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetHTTP2(true)
+	// HTTP/2 through x/net's server on a recordConn (see serveH2); with
+	// TLSNextProto set, net/http leaves its bundled HTTP/2 off.
+	h2 := &http2.Server{IdleTimeout: lim.IdleTimeout}
+	srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
+		http2.NextProtoTLS: func(hs *http.Server, tc *tls.Conn, h http.Handler) { serveH2(h2, hs, tc, h) },
+	}
 	s.track(name, ln.Addr(), srv)
 	s.goServe(func() { srv.Serve(tlsListener{ln, srv.TLSConfig}) })
 	return ln.Addr(), nil
@@ -160,6 +166,9 @@ func (s *Server) limitConns(listener string) func(net.Conn, http.ConnState) {
 	var mu sync.Mutex
 	admitted := map[net.Conn]*state{}
 	return func(c net.Conn, st http.ConnState) {
+		if rc, ok := c.(*recordConn); ok {
+			c = rc.tlsConn() // HTTP/2's hooks see the wrapper
+		}
 		mu.Lock()
 		cs := admitted[c]
 		mu.Unlock()

@@ -44,22 +44,14 @@ func TestDnsperfLoad(t *testing.T) {
 	done := regexp.MustCompile(`Queries completed:\s+(\d+)`)
 	for mode, listener := range map[string]string{"udp": "udp", "tcp": "tcp", "dot": "dot", "doh": "doh"} {
 		t.Run(mode, func(t *testing.T) {
-			secs := "1"
-			if mode == "doh" {
-				secs = "3" // dnsperf's DoH losses cluster at the end of a run
-			}
+			// -q 10 with one client: dnsperf's DoH takes one response per
+			// TLS record, and stalled when a record held several (see serveH2).
 			out, err := exec.Command(bin, "-s", "127.0.0.1", "-p", ts.port(listener), "-m", mode, "-d", qfile,
-				"-l", secs, "-Q", "500", "-c", "2").CombinedOutput()
+				"-l", "2", "-Q", "500", "-c", "1", "-q", "10").CombinedOutput()
 			require.NoError(t, err, "%s", out)
 			n, _ := strconv.Atoi(done.FindStringSubmatch(string(out))[1])
-			require.Greater(t, n, 100, "%s", out)
+			require.Greater(t, n, 500, "%s", out)
 			lostN, _ := strconv.Atoi(lost.FindStringSubmatch(string(out))[1])
-			if mode == "doh" {
-				// dnsperf 2.10's DoH mode loses a few queries against CoreDNS
-				// at this rate too (both serve HTTP/2 with Go's net/http).
-				require.LessOrEqual(t, lostN*10, n, "more than 10%% lost: %s", out)
-				return
-			}
 			require.Zero(t, lostN, "%s", out)
 		})
 	}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"crypto/tls"
+	"encoding/binary"
+	"net/http"
+
+	"golang.org/x/net/http2"
+)
+
+// serveH2 serves HTTP/2 on tc with each response ending its own TLS
+// record. Go's HTTP/2 server writes every response ready at one moment
+// in one write, so one record can carry several; clients that take one
+// response per record read (dnsperf 2.10's DoH: src/net_doh.c has no
+// have_more) then stall with answers sitting in their buffer.
+// nghttp2-based servers (Unbound, Knot Resolver) write a response per
+// record, and so does this.
+func serveH2(h2 *http2.Server, hs *http.Server, tc *tls.Conn, h http.Handler) {
+	h2.ServeConn(&recordConn{Conn: tc}, &http2.ServeConnOpts{BaseConfig: hs, Handler: h})
+}
+
+// recordConn passes HTTP/2 frames to its TLS connection, cutting the
+// writes after each frame that ends a stream, so a TLS record never spans
+// two responses. Frames split across writes are followed byte by byte.
+type recordConn struct {
+	*tls.Conn
+	hdr     [9]byte
+	nhdr    int  // header octets seen of the current frame
+	left    int  // payload octets left of the current frame
+	closing bool // the current frame ends its stream
+}
+
+// tlsConn is the connection net/http's hooks know this one by.
+func (c *recordConn) tlsConn() *tls.Conn { return c.Conn }
+
+const (
+	h2FrameData      = 0x0
+	h2FrameHeaders   = 0x1
+	h2FlagEndStream  = 0x1
+	h2FrameHeaderLen = 9
+)
+
+func (c *recordConn) Write(p []byte) (int, error) {
+	done, from := 0, 0
+	flush := func(to int) error {
+		n, err := c.Conn.Write(p[from:to])
+		done += n
+		from = to
+		return err
+	}
+	for i := 0; i < len(p); {
+		if c.nhdr < h2FrameHeaderLen {
+			n := copy(c.hdr[c.nhdr:], p[i:])
+			c.nhdr += n
+			i += n
+			if c.nhdr < h2FrameHeaderLen {
+				break
+			}
+			c.left = int(binary.BigEndian.Uint32(c.hdr[:4]) >> 8)
+			t, f := c.hdr[3], c.hdr[4]
+			c.closing = (t == h2FrameData || t == h2FrameHeaders) && f&h2FlagEndStream != 0
+		}
+		n := min(c.left, len(p)-i)
+		i += n
+		c.left -= n
+		if c.left > 0 {
+			break
+		}
+		c.nhdr = 0 // the frame is whole
+		if c.closing {
+			c.closing = false
+			if err := flush(i); err != nil {
+				return done, err
+			}
+		}
+	}
+	if from < len(p) {
+		if err := flush(len(p)); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
