@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real, independent DNS peers doxlab's tests and demo run
 # against, all on loopback. Idempotent: a second run only checks.
-#   Debian:          unbound, jq, openssl
+#   Debian:          unbound, knot-resolver and nghttp2-client's h2load
+#                    (make bench compares against them), jq, openssl
 #   Go module proxy: CoreDNS v1.15.0 (DoT, DoH/2, DoH/3, DoQ)
 #   Debian:          knot-dnsutils (kdig), bind9-dnsutils (dig), dnsperf,
 #                    tshark (reads the testbed's captures), iproute2,
@@ -22,7 +23,7 @@ PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound jq openssl knot-dnsutils bind9-dnsutils dnsperf curl tshark iproute2 postgresql chromium python3-venv; do
+for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 postgresql chromium python3-venv; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done

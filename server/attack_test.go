@@ -422,6 +422,13 @@ func TestRefusalsAreCounted(t *testing.T) {
 	str.Write(prefix(wb))
 	str.Close()
 	<-qc.Context().Done()
+	// DoH: a client that is not TLS.
+	d, err := net.Dial("tcp", ts.Addr("doh").String())
+	require.NoError(t, err)
+	d.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	d.SetReadDeadline(time.Now().Add(2 * time.Second))
+	io.ReadAll(d)
+	d.Close()
 	time.Sleep(200 * time.Millisecond)
 
 	resp, err := http.Get("http://" + ts.Addr("metrics").String() + "/metrics")
@@ -433,6 +440,7 @@ func TestRefusalsAreCounted(t *testing.T) {
 		`doxlab_server_refusals_total{listener="udp",reason="malformed"} 1000`,
 		`doxlab_server_refusals_total{listener="tcp",reason="malformed"} 1`,
 		`doxlab_server_refusals_total{listener="doq",reason="protocol-error"} 1`,
+		`doxlab_server_refusals_total{listener="doh",reason="handshake-error"} 1`,
 	} {
 		require.Contains(t, string(body), want)
 	}
@@ -440,7 +448,7 @@ func TestRefusalsAreCounted(t *testing.T) {
 	f, err := os.ReadFile(recs)
 	require.NoError(t, err)
 	lines := strings.Count(string(f), `"kind":"refusal"`)
-	t.Logf("refusal records written for 1,003 refusals: %d", lines)
+	t.Logf("refusal records written for 1,004 refusals: %d", lines)
 	require.Greater(t, lines, 3)
 	require.Less(t, lines, 500, "rate-limited")
 	require.Contains(t, string(f), `"suppressed":`)

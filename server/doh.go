@@ -193,6 +193,10 @@ func (s *Server) limitConns(listener string) func(net.Conn, http.ConnState) {
 				cs.sl.end()
 			}
 		case http.StateClosed, http.StateHijacked:
+			if tc, ok := c.(*tls.Conn); ok && cs != nil && !tc.ConnectionState().HandshakeComplete {
+				// net/http ran the handshake and only logs its failure.
+				s.refuse(listener, "doh", c.RemoteAddr(), ReasonHandshake, "TLS handshake not completed (failed or timed out)")
+			}
 			if cs != nil {
 				cs.sl.release()
 				mu.Lock()
