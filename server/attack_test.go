@@ -38,6 +38,7 @@ func attacker(n int) net.IP { return net.IPv4(127, 0, 0, byte(n+2)) }
 // goodClient asks over url on a fresh connection every 20 ms until done,
 // from 127.0.0.1.
 type goodClient struct {
+	rss             int // KiB when the attack began
 	asked, answered int
 	slowest         time.Duration
 	stop, done      chan struct{}
@@ -46,7 +47,7 @@ type goodClient struct {
 func startGood(t *testing.T, url string, opts transport.Options) *goodClient {
 	t.Helper()
 	opts.Timeout = 2 * time.Second
-	g := &goodClient{stop: make(chan struct{}), done: make(chan struct{})}
+	g := &goodClient{rss: rssKiB(t), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
 		tick := time.NewTicker(20 * time.Millisecond)
@@ -79,8 +80,10 @@ func (g *goodClient) finish(t *testing.T) {
 	t.Helper()
 	close(g.stop)
 	<-g.done
-	t.Logf("good client: %d/%d answered, slowest %v", g.answered, g.asked, g.slowest.Round(time.Millisecond))
+	rss := rssKiB(t) - g.rss
+	t.Logf("good client: %d/%d answered, slowest %v; RSS +%d KiB (attacker and server both in this process)", g.answered, g.asked, g.slowest.Round(time.Millisecond), rss)
 	require.Greater(t, g.asked, 20)
+	require.Less(t, rss, 256<<10, "RSS grew by more than 256 MiB")
 	require.GreaterOrEqual(t, g.answered*100, g.asked*99, "the good client lost more than 1 %%")
 }
 
