@@ -425,6 +425,10 @@ func TestRefusalsAreCounted(t *testing.T) {
 	str.Write(prefix(wb))
 	str.Close()
 	<-qc.Context().Done()
+	// DoQ: a client that does not trust the certificate aborts the
+	// handshake.
+	_, err = quic.DialAddr(context.Background(), ts.Addr("doq").String(), &tls.Config{NextProtos: []string{"doq"}}, nil)
+	require.Error(t, err)
 	// DoH: a client that is not TLS.
 	d, err := net.Dial("tcp", ts.Addr("doh").String())
 	require.NoError(t, err)
@@ -444,6 +448,7 @@ func TestRefusalsAreCounted(t *testing.T) {
 		`doxlab_server_refusals_total{listener="tcp",reason="malformed"} 1`,
 		`doxlab_server_refusals_total{listener="doq",reason="protocol-error"} 1`,
 		`doxlab_server_refusals_total{listener="doh",reason="handshake-error"} 1`,
+		`doxlab_server_refusals_total{listener="doq",reason="handshake-error"} 1`,
 	} {
 		require.Contains(t, string(body), want)
 	}
@@ -451,7 +456,7 @@ func TestRefusalsAreCounted(t *testing.T) {
 	f, err := os.ReadFile(recs)
 	require.NoError(t, err)
 	lines := strings.Count(string(f), `"kind":"refusal"`)
-	t.Logf("refusal records written for 1,004 refusals: %d", lines)
+	t.Logf("refusal records written for 1,005 refusals: %d", lines)
 	require.Greater(t, lines, 3)
 	require.Less(t, lines, 500, "rate-limited")
 	require.Contains(t, string(f), `"suppressed":`)

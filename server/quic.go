@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -204,6 +205,9 @@ func (l *quicListener) Accept(ctx context.Context) (*quic.Conn, error) {
 			<-c.Context().Done()
 			sl.release()
 			l.slots.Delete(c)
+			if !handshakeDone(c) {
+				l.s.refuse(l.name, l.transport, c.RemoteAddr(), ReasonHandshake, fmt.Sprint(context.Cause(c.Context())))
+			}
 		}()
 		return c, nil
 	}
