@@ -18,6 +18,7 @@ import (
 
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -47,7 +48,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		c.Profiles = []string{"fiber", "cable", "dsl", "4g", "4g-medium"}
 	}
 	if len(c.Transports) == 0 {
-		c.Transports = []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}
+		c.Transports = protocol.Default()
 	}
 	if len(c.Conditions) == 0 {
 		c.Conditions = []string{"fresh", "resumed", "0rtt"}
@@ -185,7 +186,7 @@ type Summary struct {
 // received at the down rate. 0 where the link has no rate.
 func SerializationMs(r store.Row, p testbed.Profile) float64 {
 	hdr := int64(20 + 20 + 12) // IPv4, TCP with the timestamp option
-	if measure.Transports[r.Transport].Datagram() {
+	if p, _ := protocol.Lookup(r.Transport); p.Datagram {
 		hdr = 20 + 8
 	}
 	at := func(bytes, packets int64, rate float64) float64 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -48,7 +49,7 @@ type HOL struct {
 // §7) unless "-inorder", where they answer strictly in query order as many
 // resolvers do. DoH/1.1 is pipelined; its server answers in order, as
 // HTTP/1.1 must.
-var HOLTransports = []string{"udp", "tcp", "tcp-inorder", "dot", "dot-inorder", "doh1", "doh2", "doh3", "doq"}
+var HOLTransports = protocol.WithVariants()
 
 // HOLQuery is one query of a HOL run, as stored.
 type HOLQuery struct {

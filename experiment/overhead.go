@@ -19,6 +19,7 @@ import (
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/overhead"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -69,7 +70,7 @@ type OverheadConn struct {
 
 func (c *Overhead) defaults() {
 	if len(c.Transports) == 0 {
-		c.Transports = []string{"udp", "tcp", "dot", "doh1", "doh2", "doh3", "doq"}
+		c.Transports = protocol.Names(nil)
 	}
 	if len(c.Modes) == 0 {
 		c.Modes = []string{"new", "persistent"}
@@ -111,7 +112,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 		}
 	}
 	for _, t := range c.Transports {
-		if _, ok := measure.Transports[t]; !ok {
+		if _, ok := protocol.Lookup(t); !ok {
 			return "", fmt.Errorf("unknown transport %q", t)
 		}
 	}
@@ -248,8 +249,9 @@ func (c *Overhead) resolve(ctx context.Context, tb *testbed.Testbed, ip, t, mode
 	if err != nil {
 		return err
 	}
+	p, _ := protocol.Lookup(t)
 	opts := transport.Options{Insecure: true, Timeout: 10 * time.Second, KeyLog: keyLog, Reuse: mode == "persistent", Method: "post",
-		HTTPVersion: measure.Transports[t].HTTP(),
+		HTTPVersion: p.HTTP,
 		OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
 	if c.KeyShare == "classic" {
 		opts.KeyShares = []tls.CurveID{tls.X25519}

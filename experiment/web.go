@@ -20,6 +20,7 @@ import (
 
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -67,16 +68,14 @@ func (c *Web) defaults() error {
 		}
 	}
 	def(&c.Profiles, "fiber", "cable", "dsl", "4g", "4g-medium")
-	def(&c.Transports, "udp", "doh2", "doq")
+	def(&c.Transports, protocol.UDP, protocol.DoH2, protocol.DoQ)
 	def(&c.H3, "1rtt", "0rtt")
 	def(&c.Pages, web.Corpus...)
 	def(&c.StubStates, "cold")
 	def(&c.DNSModes, "stub")
 	for _, t := range c.Transports {
-		switch t {
-		case "udp", "tcp", "dot", "doh2", "doh3", "doq":
-		default:
-			return fmt.Errorf("the stub forwards over udp, tcp, dot, doh2, doh3 or doq, not %q", t)
+		if !slices.Contains(protocol.Default(), t) {
+			return fmt.Errorf("the stub forwards over %s, not %q", protocol.OneOf(protocol.Default()), t)
 		}
 	}
 	for _, m := range c.H3 {

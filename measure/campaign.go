@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	"gopkg.in/yaml.v3"
 
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -96,8 +97,8 @@ func LoadCampaign(path string) (*Campaign, error) {
 		}
 	}
 	for _, t := range c.Transports {
-		if _, ok := Transports[t]; !ok {
-			return nil, bad("transports", "unknown transport %q (want udp, tcp, dot, doh1, doh2, doh3 or doq)", t)
+		if _, ok := protocol.Lookup(t); !ok {
+			return nil, bad("transports", "%v", unknownTransport(t))
 		}
 	}
 	for _, cn := range c.Conditions {

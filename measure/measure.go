@@ -21,44 +21,25 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/doxlab/doxlab/probe"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/transport"
 )
 
-// transportInfo is a transport's URL scheme, HTTP version and port.
-type transportInfo struct {
-	scheme, http string
-	port         int
-}
-
-// Transports are the names Spec.Transports takes, with their URL schemes.
-var Transports = map[string]transportInfo{
-	"udp":  {"udp", "", 53},
-	"tcp":  {"tcp", "", 53},
-	"dot":  {"tls", "", 853},
-	"doh1": {"https", "1.1", 443},
-	"doh2": {"https", "2", 443},
-	"doh3": {"h3", "", 443},
-	"doq":  {"quic", "", 853},
-}
-
-// HTTP is the HTTP version a DoH transport speaks ("" for the others).
-func (t transportInfo) HTTP() string { return t.http }
-
-// Datagram reports whether the transport runs over UDP (plain or QUIC).
-func (t transportInfo) Datagram() bool {
-	return t.scheme == "udp" || t.scheme == "quic" || t.scheme == "h3"
+// unknownTransport names the transports Spec.Transports takes.
+func unknownTransport(name string) error {
+	return fmt.Errorf("unknown transport %q (want %s)", name, protocol.OneOf(protocol.Names(nil)))
 }
 
 // URLFor is the URL of a transport on host at its default port (DoH at
 // /dns-query). For doh1 and doh2 the HTTP version is an option, not part
 // of the URL.
 func URLFor(transportName, host string) (string, error) {
-	tr, ok := Transports[transportName]
+	tr, ok := protocol.Lookup(transportName)
 	if !ok {
-		return "", fmt.Errorf("unknown transport %q (want udp, tcp, dot, doh1, doh2, doh3 or doq)", transportName)
+		return "", unknownTransport(transportName)
 	}
-	url := tr.scheme + "://" + net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(tr.port))
-	if tr.scheme == "https" || tr.scheme == "h3" {
+	url := tr.Scheme + "://" + net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(tr.Port))
+	if tr.DoH() {
 		url += "/dns-query"
 	}
 	return url, nil
@@ -163,7 +144,7 @@ func (s *Spec) Tasks() ([]Task, error) {
 		return nil, fmt.Errorf("no targets")
 	}
 	if len(s.Transports) == 0 {
-		s.Transports = []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}
+		s.Transports = protocol.Default()
 	}
 	if len(s.Conditions) == 0 {
 		s.Conditions = []string{"fresh", "resumed", "0rtt"}
@@ -184,24 +165,24 @@ func (s *Spec) Tasks() ([]Task, error) {
 	seen := map[key]bool{}
 	for _, target := range s.Targets {
 		for _, tn := range s.Transports {
-			tr, ok := Transports[tn]
+			tr, ok := protocol.Lookup(tn)
 			if !ok {
-				return nil, fmt.Errorf("unknown transport %q (want udp, tcp, dot, doh1, doh2, doh3 or doq)", tn)
+				return nil, unknownTransport(tn)
 			}
 			url := target
 			if !strings.Contains(target, "://") {
 				url, _ = URLFor(tn, target)
 			} else if ep, err := transport.ParseURL(target); err != nil {
 				return nil, err
-			} else if ep.Scheme != tr.scheme {
+			} else if ep.Scheme != tr.Scheme {
 				continue // a URL target measures its own transport only
 			}
 			for _, cn := range s.Conditions {
 				c := Conditions[cn]
-				if c.ZeroRTT && tn != "doq" && tn != "doh3" {
+				if c.ZeroRTT && tn != protocol.DoQ && tn != protocol.DoH3 {
 					continue // 0-RTT only where doxlab's transports do it
 				}
-				if (c.Tickets || c.Tokens || c.Version) && (tn == "udp" || tn == "tcp") && cn != "fresh" {
+				if (c.Tickets || c.Tokens || c.Version) && (tn == protocol.UDP || tn == protocol.TCP) && cn != "fresh" {
 					continue // nothing to resume
 				}
 				for rep := range s.Repeat {
@@ -300,7 +281,8 @@ func (s *Spec) measure(ctx context.Context, task Task) *Sample {
 	sample := &Sample{Task: task, Start: time.Now().UTC()}
 	c := Conditions[task.Condition]
 	opts := s.Options
-	opts.HTTPVersion = Transports[task.Transport].http
+	tr, _ := protocol.Lookup(task.Transport)
+	opts.HTTPVersion = tr.HTTP
 	if opts.Timeout == 0 {
 		opts.Timeout = s.Timeout
 	}

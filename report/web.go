@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/doxlab/doxlab/internal/order"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/web"
 )
 
@@ -23,7 +24,8 @@ import (
 type combo struct{ transport, h3 string }
 
 func (c combo) String() string {
-	name := map[string]string{"udp": "DoUDP", "tcp": "DoTCP", "dot": "DoT", "doh2": "DoH", "doh3": "DoH3", "doq": "DoQ"}[c.transport]
+	p, _ := protocol.Lookup(c.transport)
+	name := p.Label
 	if name == "" {
 		name = c.transport
 	}

@@ -10,17 +10,19 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/doxlab/doxlab/protocol"
 )
 
-// The protocols, as recorded in Record.Protocol.
+// The protocols, as recorded in Record.Protocol (package protocol's names).
 const (
-	ProtoUDP  = "udp"
-	ProtoTCP  = "tcp"
-	ProtoDoT  = "dot"
-	ProtoDoH1 = "doh1"
-	ProtoDoH2 = "doh2"
-	ProtoDoH3 = "doh3"
-	ProtoDoQ  = "doq"
+	ProtoUDP  = protocol.UDP
+	ProtoTCP  = protocol.TCP
+	ProtoDoT  = protocol.DoT
+	ProtoDoH1 = protocol.DoH1
+	ProtoDoH2 = protocol.DoH2
+	ProtoDoH3 = protocol.DoH3
+	ProtoDoQ  = protocol.DoQ
 )
 
 // Endpoint is a parsed server URL.
@@ -36,31 +38,19 @@ type Endpoint struct {
 // HostPort is the address to dial, host:port with IPv6 in brackets.
 func (e *Endpoint) HostPort() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
 
-var schemes = map[string]struct {
-	proto string
-	port  int
-}{
-	"udp":   {ProtoUDP, 53},
-	"tcp":   {ProtoTCP, 53},
-	"tls":   {ProtoDoT, 853},
-	"https": {ProtoDoH2, 443},
-	"h3":    {ProtoDoH3, 443},
-	"quic":  {ProtoDoQ, 853},
-}
-
 // ParseURL parses a server URL such as quic://[::1]:853 or
 // https://dns.example/dns-query.
 func ParseURL(raw string) (*Endpoint, error) {
 	if !strings.Contains(raw, "://") {
-		return nil, fmt.Errorf("bad server URL %q: want scheme://host[:port], scheme one of udp, tcp, tls, https, h3, quic", raw)
+		return nil, fmt.Errorf("bad server URL %q: want scheme://host[:port], scheme one of %s", raw, strings.Join(protocol.Schemes(), ", "))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("bad server URL %q: %v", raw, err)
 	}
-	s, ok := schemes[strings.ToLower(u.Scheme)]
+	s, ok := protocol.ForScheme(strings.ToLower(u.Scheme))
 	if !ok {
-		return nil, fmt.Errorf("bad server URL %q: unknown scheme %q (want udp, tcp, tls, https, h3 or quic)", raw, u.Scheme)
+		return nil, fmt.Errorf("bad server URL %q: unknown scheme %q (want %s)", raw, u.Scheme, protocol.OneOf(protocol.Schemes()))
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return nil, fmt.Errorf("bad server URL %q: a fragment (#) has no meaning here", raw)
@@ -75,7 +65,7 @@ func ParseURL(raw string) (*Endpoint, error) {
 	if strings.ContainsAny(host, " /\\") {
 		return nil, fmt.Errorf("bad server URL %q: bad host %q", raw, host)
 	}
-	port := s.port
+	port := s.Port
 	if p := u.Port(); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
@@ -83,7 +73,7 @@ func ParseURL(raw string) (*Endpoint, error) {
 		}
 		port = n
 	}
-	ep := &Endpoint{URL: raw, Scheme: strings.ToLower(u.Scheme), Protocol: s.proto, Host: host, Port: port}
+	ep := &Endpoint{URL: raw, Scheme: strings.ToLower(u.Scheme), Protocol: s.Name, Host: host, Port: port}
 	switch ep.Scheme {
 	case "https", "h3":
 		ep.Path = u.EscapedPath()

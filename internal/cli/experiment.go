@@ -14,6 +14,7 @@ import (
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/overhead"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/web"
@@ -69,7 +70,7 @@ func runDNSRTT(args []string, stdout, stderr io.Writer) int {
 	var c experiment.DNSRTT
 	quick := fs.Bool("quick", false, "3 lookups per cell instead of 20")
 	profiles := fs.String("profiles", "fiber,cable,dsl,4g,4g-medium", "access profiles")
-	transports := fs.String("transports", "udp,tcp,dot,doh2,doh3,doq", "transports")
+	transports := fs.String("transports", strings.Join(protocol.Default(), ","), "transports")
 	conditions := fs.String("conditions", "fresh,resumed,0rtt", "conditions")
 	fs.IntVar(&c.Repeat, "repeat", 20, "lookups per profile, transport and condition")
 	storeFlag(fs, &c.Store)
@@ -106,7 +107,7 @@ func runWeb(args []string, stdout, stderr io.Writer) int {
 	var c experiment.Web
 	quick := fs.Bool("quick", false, "fiber and 4g, 2 loads per cell")
 	profiles := fs.String("profiles", "", "access profiles (default fiber,cable,dsl,4g,4g-medium; with --quick fiber,4g)")
-	transports := fs.String("transports", "udp,doh2,doq", "the stub's DNS transports: udp, tcp, dot, doh2, doh3, doq")
+	transports := fs.String("transports", "udp,doh2,doq", "the stub's DNS transports: "+strings.Join(protocol.Default(), ", "))
 	h3 := fs.String("h3", "1rtt,0rtt", "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
 	pages := fs.String("pages", "example,wiki,insta", "corpus pages")
 	var snapshots stringList
@@ -274,7 +275,7 @@ func runOverhead(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var c experiment.Overhead
 	quick := fs.Bool("quick", false, "the first 10 names")
-	transports := fs.String("transports", "udp,tcp,dot,doh1,doh2,doh3,doq", "transports")
+	transports := fs.String("transports", strings.Join(protocol.Names(nil), ","), "transports")
 	modes := fs.String("modes", "new,persistent", "connection modes: new (one per query), persistent")
 	certs := fs.String("certs", "small", "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
 	namesFile := fs.String("names", "", "a file of names, one per line (default: the shipped list of 100)")

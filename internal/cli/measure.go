@@ -16,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -38,7 +39,7 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, measureUsage); fs.PrintDefaults() }
 	var (
-		transports = fs.String("transports", "udp,tcp,dot,doh2,doh3,doq", "transports to measure")
+		transports = fs.String("transports", strings.Join(protocol.Default(), ","), "transports to measure")
 		conditions = fs.String("conditions", "fresh,resumed,0rtt", "conditions to measure")
 		name       = fs.String("name", "test.com", "query name")
 		qtype      = fs.String("type", "A", "query type")

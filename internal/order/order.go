@@ -5,7 +5,10 @@ package order
 
 import (
 	"cmp"
+	"slices"
 	"strings"
+
+	"github.com/doxlab/doxlab/protocol"
 )
 
 // known lists the labels in their order. Labels are compared within one
@@ -16,8 +19,6 @@ import (
 var known = []string{
 	// access profiles, from no link to the slowest
 	"none", "fiber", "cable", "dsl", "4g", "4g-medium",
-	// transports, from plain to QUIC
-	"udp", "tcp", "tcp-inorder", "dot", "dot-inorder", "doh1", "doh2", "doh3", "doq",
 	// measurement conditions, then HTTP/3 handshakes
 	"fresh", "pam", "resumed", "1rtt", "0rtt",
 	// pages, stub states, DNS modes
@@ -27,6 +28,9 @@ var known = []string{
 }
 
 var rank = func() map[string]int {
+	// The transports, from plain to QUIC, go after the profiles.
+	i := slices.Index(known, "4g-medium") + 1
+	known = slices.Insert(known, i, protocol.WithVariants()...)
 	m := make(map[string]int, len(known))
 	for i, l := range known {
 		m[l] = i
