@@ -3,6 +3,9 @@
 package buildinfo
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 )
@@ -23,7 +26,15 @@ func Version() string {
 			}
 		}
 	}
-	if len(rev) > 12 {
+	if rev == "" {
+		// Built without VCS stamping (GOFLAGS=-buildvcs=false, as on some
+		// machines): read the commit from the source tree the binary was
+		// built from, if it is still there, and say so.
+		if r := sourceRevision(); r != "" {
+			rev = r + " (source tree)"
+		}
+	}
+	if len(rev) > 12 && !strings.HasSuffix(rev, ")") {
 		rev = rev[:12]
 	}
 	// Go 1.24+ already builds a pseudo-version from the revision.
@@ -35,3 +46,41 @@ func Version() string {
 	}
 	return v
 }
+
+// sourceRevision is the commit checked out in the git work tree that
+// holds this file's source, or "".
+func sourceRevision() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) { // -trimpath
+		return ""
+	}
+	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
+		git := filepath.Join(dir, ".git")
+		if head, err := os.ReadFile(filepath.Join(git, "HEAD")); err == nil {
+			return resolveRef(git, strings.TrimSpace(string(head)))
+		}
+		if dir == filepath.Dir(dir) {
+			return ""
+		}
+	}
+}
+
+// resolveRef follows HEAD to a commit: a loose ref or packed-refs.
+func resolveRef(git, head string) string {
+	ref, ok := strings.CutPrefix(head, "ref: ")
+	if !ok {
+		return short(head)
+	}
+	if b, err := os.ReadFile(filepath.Join(git, ref)); err == nil {
+		return short(strings.TrimSpace(string(b)))
+	}
+	packed, _ := os.ReadFile(filepath.Join(git, "packed-refs"))
+	for line := range strings.SplitSeq(string(packed), "\n") {
+		if h, r, ok := strings.Cut(line, " "); ok && r == ref {
+			return short(h)
+		}
+	}
+	return ""
+}
+
+func short(rev string) string { return rev[:min(12, len(rev))] }
