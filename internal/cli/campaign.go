@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +26,10 @@ field. A run that stopped continues with --run ID.
 `
 
 func runCampaign(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, campaignUsage)
+		return exitOK
+	}
 	if len(args) < 2 || args[0] != "run" {
 		fmt.Fprint(stderr, campaignUsage)
 		return exitUsage
@@ -34,6 +40,9 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print every sample as a JSON line")
 	outPath := fs.String("out", "", "also write every sample as JSON lines to `FILE`")
 	pos, err := parseInterleaved(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
 	if err != nil || len(pos) != 1 {
 		fmt.Fprint(stderr, campaignUsage)
 		return exitUsage

@@ -230,3 +230,25 @@ func TestVerifyBadInput(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "t.csv:3:")
 }
+
+// TestHelpExitsZero: --help is an answer, not a usage error, on every
+// subcommand, and the top-level help lists every experiment.
+func TestHelpExitsZero(t *testing.T) {
+	calls := [][]string{{"--help"}, {"campaign", "--help"}, {"campaign", "run", "--help"}, {"experiment", "--help"},
+		{"testbed", "exec", "--help"}, {"testbed", "up", "--help"}, {"testbed", "profile", "--help"}, {"testbed", "check", "--help"}}
+	for _, c := range commands() {
+		calls = append(calls, []string{c.name, "--help"})
+	}
+	for _, e := range experiments {
+		calls = append(calls, []string{"experiment", e.name, "--help"})
+	}
+	for _, args := range calls {
+		code, _, errOut := run(args...)
+		require.Equal(t, 0, code, "%v: %s", args, errOut)
+	}
+	code, _, errOut := run("--help")
+	require.Equal(t, 0, code)
+	for _, e := range experiments {
+		require.Contains(t, errOut, e.name)
+	}
+}

@@ -39,22 +39,38 @@ const experimentUsage = `usage: doxlab experiment NAME [flags]
 --quick runs either in a few minutes.
 `
 
+// experiments are the subcommands of 'doxlab experiment', in the order
+// of the usage text.
+var experiments = []struct {
+	name string
+	run  func(args []string, stdout, stderr io.Writer) int
+}{
+	{"dns-rtt", runDNSRTT},
+	{"web", runWeb},
+	{"hol", runHOL},
+	{"overhead", runOverhead},
+	{"amplification", runAmplification},
+}
+
+func experimentNames() string {
+	var names []string
+	for _, e := range experiments {
+		names = append(names, e.name)
+	}
+	return strings.Join(names, ", ")
+}
+
 func runExperiment(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, experimentUsage)
 		return exitUsage
 	}
+	for _, e := range experiments {
+		if e.name == args[0] {
+			return e.run(args[1:], stdout, stderr)
+		}
+	}
 	switch args[0] {
-	case "dns-rtt":
-		return runDNSRTT(args[1:], stdout, stderr)
-	case "web":
-		return runWeb(args[1:], stdout, stderr)
-	case "hol":
-		return runHOL(args[1:], stdout, stderr)
-	case "amplification":
-		return runAmplification(args[1:], stdout, stderr)
-	case "overhead":
-		return runOverhead(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, experimentUsage)
 		return exitOK
@@ -76,8 +92,8 @@ func runDNSRTT(args []string, stdout, stderr io.Writer) int {
 	storeFlag(fs, &c.Store)
 	resumeFlag(fs, &c.Resume)
 	lowLatencyFlag(fs, &c.LowLatency)
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitUsage
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
 	}
 	c.Profiles, c.Transports, c.Conditions = splitList(*profiles), splitList(*transports), splitList(*conditions)
 	if *quick {
@@ -122,8 +138,8 @@ func runWeb(args []string, stdout, stderr io.Writer) int {
 	lowLatencyFlag(fs, &c.LowLatency)
 	fs.StringVar(&c.Browser, "browser", "", "the Chromium binary (default chromium on PATH)")
 	fs.StringVar(&c.NetLogDir, "netlog", "", "a directory for Chromium's NetLogs")
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitUsage
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
 	}
 	c.Profiles, c.Transports, c.H3, c.Pages = splitList(*profiles), splitList(*transports), splitList(*h3), splitList(*pages)
 	c.Snapshots, c.StubStates, c.DNSModes = snapshots, splitList(*stub), splitList(*dnsModes)
@@ -175,8 +191,8 @@ func runHOL(args []string, stdout, stderr io.Writer) int {
 	storeFlag(fs, &c.Store)
 	resumeFlag(fs, &c.Resume)
 	lowLatencyFlag(fs, &c.LowLatency)
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitUsage
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
 	}
 	c.Profiles, c.Transports = splitList(*profiles), splitList(*transports)
 	if *quick {
@@ -211,8 +227,8 @@ func runAmplification(args []string, stdout, stderr io.Writer) int {
 	storeFlag(fs, &c.Store)
 	resumeFlag(fs, &c.Resume)
 	lowLatencyFlag(fs, &c.LowLatency)
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitUsage
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
 	}
 	if *profile != "" {
 		p, err := testbed.LookupProfile(*profile)
@@ -284,8 +300,8 @@ func runOverhead(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.Keep, "keep", "", "a directory to keep the captures and the key log in, for Wireshark")
 	storeFlag(fs, &c.Store)
 	lowLatencyFlag(fs, &c.LowLatency)
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitUsage
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
 	}
 	c.Transports, c.Modes, c.Certs = splitList(*transports), splitList(*modes), splitList(*certs)
 	if *namesFile != "" {

@@ -24,8 +24,8 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("runs", false, "list the runs instead")
 	table := fs.String("table", "samples", "samples (DNS measurements), loads (page loads of the web experiment), or results (the other experiments' records, as JSON lines; --kind picks one)")
 	kind := fs.String("kind", "", "with --table results: hol-query, amplification, overhead-conn, scan, verify-doq, verify-dot, verify-doh (default all)")
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitUsage
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "doxlab export: "+format+"\n", a...)

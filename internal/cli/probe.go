@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +29,9 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
 	if err != nil || len(pos) != 1 {
 		if err == nil {
 			fs.Usage()

@@ -21,8 +21,8 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	storeFlag(fs, dsn)
 	runPrefix := fs.String("run", "", "only runs whose ID starts with this (an experiment ID, a run ID); default all")
 	out := fs.String("out", "doxlab-report", "directory for report.html and the figures")
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitUsage
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "doxlab report: "+format+"\n", a...)

@@ -49,6 +49,9 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "one JSON object per answer")
 	zmap := fs.String("zmap-probe", "", "write the QUIC probe for ZMap's UDP module to FILE and exit")
 	ranges, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
 	if err != nil {
 		return exitUsage
 	}

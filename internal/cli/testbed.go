@@ -59,8 +59,8 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		var hostProfiles stringList
 		fs.Var(&hostProfiles, "host-profile", "`HOST=PROFILE` for another host's link (repeatable)")
 		lowLat := fs.Bool("low-latency", false, "keep every CPU from halting while the testbed runs (a SCHED_IDLE spinner per CPU, PM QoS 0 µs), for VMs slow to wake a halted vCPU; every CPU shows busy")
-		if _, err := parseInterleaved(fs, args[1:]); err != nil {
-			return exitUsage
+		if _, code, ok := parseArgs(fs, args[1:]); !ok {
+			return code
 		}
 		spec := testbed.Spec{Name: *name, Hosts: strings.Split(*hosts, ","), Profile: *profile, PcapDir: *pcap, Backend: *backend, HostProfiles: map[string]string{}, LowLatency: *lowLat}
 		for _, hp := range hostProfiles {
@@ -91,8 +91,8 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		tb.Close()
 		return exitOK
 	case "down":
-		if _, err := parseInterleaved(fs, args[1:]); err != nil {
-			return exitUsage
+		if _, code, ok := parseArgs(fs, args[1:]); !ok {
+			return code
 		}
 		if err := testbed.Down(*name); err != nil {
 			return fail(err)
@@ -101,17 +101,20 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case "status":
 		asJSON := fs.Bool("json", false, "print JSON")
-		if _, err := parseInterleaved(fs, args[1:]); err != nil {
-			return exitUsage
+		if _, code, ok := parseArgs(fs, args[1:]); !ok {
+			return code
 		}
 		return testbedStatus(*name, *asJSON, stdout, stderr)
 	case "exec":
 		rest := args[1:]
 		i := slices.Index(rest, "--")
 		if i < 0 {
-			return fail(fmt.Errorf("want: exec [--name N] HOST -- CMD [ARGS]"))
+			i = len(rest)
 		}
 		pos, err := parseInterleaved(fs, rest[:i])
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
 		if err != nil || len(pos) != 1 || i+1 >= len(rest) {
 			return fail(fmt.Errorf("want: exec [--name N] HOST -- CMD [ARGS]"))
 		}
@@ -142,6 +145,9 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 	case "profile":
 		host := fs.String("host", "", "host whose link to shape (default: the first host)")
 		pos, err := parseInterleaved(fs, args[1:])
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
 		if err != nil || len(pos) != 1 {
 			return fail(fmt.Errorf("want: profile [--name N] [--host HOST] PROFILE"))
 		}
@@ -170,8 +176,8 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		backend := fs.String("backend", "userspace", "userspace or netem")
 		lowLat := fs.Bool("low-latency", false, "keep every CPU from halting during the check, as testbed up --low-latency")
 		browserLoad := fs.Bool("browser-load", false, "keep headless Chromium loading the corpus pages during the check, in a host of its own")
-		if _, err := parseInterleaved(fs, args[1:]); err != nil {
-			return exitUsage
+		if _, code, ok := parseArgs(fs, args[1:]); !ok {
+			return code
 		}
 		for range *load {
 			busy := exec.Command("sh", "-c", "while :; do :; done")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,6 +45,9 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "one JSON object per candidate")
 	protocols := fs.String("protocols", "doq", "what to verify on each candidate: doq, dot, doh (their default ports 853, 853, 443 apply to bare IPs)")
 	rest, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
 	if err != nil {
 		return exitUsage
 	}
@@ -201,8 +205,8 @@ func runSurvey(args []string, stdout, stderr io.Writer) int {
 	dsn := new(string)
 	storeFlag(fs, dsn)
 	runPrefix := fs.String("run", "", "only runs whose ID starts with this (default all verify runs)")
-	if _, err := parseInterleaved(fs, args); err != nil {
-		return exitUsage
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
 	}
 	ctx := context.Background()
 	st, code := openExistingStore(ctx, *dsn, "survey", stderr)
