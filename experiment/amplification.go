@@ -56,6 +56,9 @@ type Amplification struct {
 	Log             io.Writer
 }
 
+// KindAmplification is an AmpSample in the store.
+var KindAmplification = store.NewKind("amplification")
+
 // AmpSample is one DoQ handshake of the experiment.
 type AmpSample struct {
 	Profile    string  `json:"profile"`
@@ -175,7 +178,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 		"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat}); err != nil {
 		return "", err
 	}
-	stored, err := loadResults[AmpSample](ctx, st, "amplification", ofRun(runID))
+	stored, err := loadResults[AmpSample](ctx, st, KindAmplification, ofRun(runID))
 	if err != nil {
 		return expID, err
 	}
@@ -202,7 +205,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 						return expID, err
 					}
 					c.handshake(ctx, tb, url, filepath.Join(qlogs, s.key()), s)
-					if err := st.WriteResult(ctx, runID, "amplification", s.key(), time.Now(), s); err != nil {
+					if err := st.WriteResult(ctx, runID, KindAmplification, s.key(), time.Now(), s); err != nil {
 						return expID, err
 					}
 				}
@@ -432,5 +435,5 @@ func b2f(b bool) float64 {
 
 // LoadAmplification reads an experiment's samples from the store.
 func LoadAmplification(ctx context.Context, st *store.Store, expID string) ([]*AmpSample, error) {
-	return loadResults[AmpSample](ctx, st, "amplification", ofExperiment(expID))
+	return loadResults[AmpSample](ctx, st, KindAmplification, ofExperiment(expID))
 }

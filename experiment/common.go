@@ -71,7 +71,7 @@ func beginRun(ctx context.Context, st *store.Store, runID, kind, profile string,
 
 // loadResults decodes the stored results of one kind from the runs keep
 // accepts.
-func loadResults[T any](ctx context.Context, st *store.Store, kind string, keep func(runID string) bool) ([]*T, error) {
+func loadResults[T any](ctx context.Context, st *store.Store, kind store.Kind, keep func(runID string) bool) ([]*T, error) {
 	var out []*T
 	err := st.Results(ctx, "", kind, func(id string, raw []byte) error {
 		if !keep(id) {

@@ -51,6 +51,9 @@ type HOL struct {
 // HTTP/1.1 must.
 var HOLTransports = protocol.WithVariants()
 
+// KindHOLQuery is a HOLQuery in the store.
+var KindHOLQuery = store.NewKind("hol-query")
+
 // HOLQuery is one query of a HOL run, as stored.
 type HOLQuery struct {
 	Profile   string `json:"profile"`
@@ -199,7 +202,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 			"queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed}); err != nil {
 			return expID, err
 		}
-		stored, err := loadResults[HOLQuery](ctx, st, "hol-query", ofRun(runID))
+		stored, err := loadResults[HOLQuery](ctx, st, KindHOLQuery, ofRun(runID))
 		if err != nil {
 			return expID, err
 		}
@@ -222,7 +225,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 				}
 				for _, q := range qs {
 					q.Profile, q.Run = p.Name, run
-					if err := st.WriteResult(ctx, runID, "hol-query", fmt.Sprintf("%s|%s|%03d", t, run, q.Index), time.Now(), q); err != nil {
+					if err := st.WriteResult(ctx, runID, KindHOLQuery, fmt.Sprintf("%s|%s|%03d", t, run, q.Index), time.Now(), q); err != nil {
 						return expID, err
 					}
 				}
@@ -363,5 +366,5 @@ func SummarizeHOL(qs []*HOLQuery) []HOLSummary {
 
 // LoadHOL reads an experiment's queries from the store.
 func LoadHOL(ctx context.Context, st *store.Store, expID string) ([]*HOLQuery, error) {
-	return loadResults[HOLQuery](ctx, st, "hol-query", ofExperiment(expID))
+	return loadResults[HOLQuery](ctx, st, KindHOLQuery, ofExperiment(expID))
 }

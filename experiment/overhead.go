@@ -50,6 +50,9 @@ type Overhead struct {
 	Log           io.Writer
 }
 
+// KindOverheadConn is an OverheadConn in the store.
+var KindOverheadConn = store.NewKind("overhead-conn")
+
 // OverheadConn is one captured connection, as stored.
 type OverheadConn struct {
 	Cert       string          `json:"cert"`
@@ -235,7 +238,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 			continue // a connection that carried no resolution (e.g. a warm-up probe)
 		}
 		index[*w]++
-		if err := st.WriteResult(ctx, runID, "overhead-conn", fmt.Sprintf("%s|%s|%s|%04d", w.cert, w.transport, w.mode, oc.Index), t0, oc); err != nil {
+		if err := st.WriteResult(ctx, runID, KindOverheadConn, fmt.Sprintf("%s|%s|%s|%04d", w.cert, w.transport, w.mode, oc.Index), t0, oc); err != nil {
 			return expID, err
 		}
 	}
@@ -373,5 +376,5 @@ func SummarizeOverhead(cs []*OverheadConn) []OverheadCell {
 
 // LoadOverhead reads an experiment's connections from the store.
 func LoadOverhead(ctx context.Context, st *store.Store, expID string) ([]*OverheadConn, error) {
-	return loadResults[OverheadConn](ctx, st, "overhead-conn", ofExperiment(expID))
+	return loadResults[OverheadConn](ctx, st, KindOverheadConn, ofExperiment(expID))
 }

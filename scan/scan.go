@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/probe"
+	"github.com/doxlab/doxlab/store"
 )
 
 // MaxTargets is the most address × port pairs a scan takes unless
@@ -347,4 +348,12 @@ func ZMapProbe() []byte {
 // ZMapIDs are the connection IDs of ZMapProbe.
 func ZMapIDs() (dcid, scid []byte) {
 	return []byte("doxlab-d"), []byte("doxlab-s")
+}
+
+// KindResult is a Result in the store.
+var KindResult = store.NewKind("scan")
+
+// Save stores one result of a scan run, keyed by its kind and target.
+func Save(ctx context.Context, st *store.Store, runID string, r Result) error {
+	return st.WriteResult(ctx, runID, KindResult, r.Kind+" "+r.Target, time.Now(), r)
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -85,9 +87,38 @@ func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(ru
 // are the prefix's length in characters and the prefix.
 const runPrefix = `substr(run_id, 1, ?) = ?`
 
-// WriteResult stores one result of an experiment without a table of its
-// own, whole, as JSON: kind names what it is (e.g. "hol-query").
-func (s *Store) WriteResult(ctx context.Context, runID, kind, key string, started time.Time, v any) error {
+// Kind names a type of result in the results table (e.g. "hol-query").
+// The package that writes a kind declares it once with NewKind, so
+// export and the report find every kind there is.
+type Kind string
+
+var (
+	kindsMu sync.Mutex
+	kinds   []Kind
+)
+
+// NewKind declares a result kind; a name declared twice panics, at init.
+func NewKind(name string) Kind {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	k := Kind(name)
+	if slices.Contains(kinds, k) {
+		panic("store: result kind " + name + " declared twice")
+	}
+	kinds = append(kinds, k)
+	return k
+}
+
+// Kinds lists the declared result kinds, in the order declared.
+func Kinds() []Kind {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	return slices.Clone(kinds)
+}
+
+// WriteResult stores one result without a table of its own, whole, as
+// JSON, under its kind and a key unique within the run.
+func (s *Store) WriteResult(ctx context.Context, runID string, kind Kind, key string, started time.Time, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -102,7 +133,7 @@ func (s *Store) WriteResult(ctx context.Context, runID, kind, key string, starte
 
 // Results returns the stored results of one kind from the runs whose ID
 // starts with prefix, in the order they were taken, for f to decode.
-func (s *Store) Results(ctx context.Context, prefix, kind string, f func(runID string, raw []byte) error) error {
+func (s *Store) Results(ctx context.Context, prefix string, kind Kind, f func(runID string, raw []byte) error) error {
 	return s.eachRaw(ctx, `SELECT run_id, raw FROM results WHERE kind = ? AND `+runPrefix+` ORDER BY started_at, run_id, task_key`,
 		[]any{kind, utf8.RuneCountInString(prefix), prefix}, func(id, raw string) error { return f(id, []byte(raw)) })
 }

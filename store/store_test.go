@@ -98,11 +98,11 @@ func roundTrip(t *testing.T, dsn string) {
 		r := store.NewRun("experiment:x", "", nil)
 		r.ID = id
 		require.NoError(t, s.BeginRun(ctx, r))
-		require.NoError(t, s.WriteResult(ctx, id, "k", "1", run.StartedAt, map[string]string{"run": id}))
+		require.NoError(t, s.WriteResult(ctx, id, store.Kind("k"), "1", run.StartedAt, map[string]string{"run": id}))
 		require.NoError(t, s.WriteLoad(ctx, id, &web.Sample{Task: web.Task{Profile: id, Page: "wiki"}, Start: run.StartedAt, Status: "ok"}))
 	}
 	var got []string
-	require.NoError(t, s.Results(ctx, "exp-4g-", "k", func(id string, _ []byte) error { got = append(got, id); return nil }))
+	require.NoError(t, s.Results(ctx, "exp-4g-", store.Kind("k"), func(id string, _ []byte) error { got = append(got, id); return nil }))
 	require.Equal(t, []string{"exp-4g-medium"}, got)
 	loads, err := s.Loads(ctx, "exp-")
 	require.NoError(t, err)

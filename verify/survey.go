@@ -17,14 +17,38 @@ import (
 // prefix.
 func LoadSurvey(ctx context.Context, st *store.Store, prefix string) (*Survey, error) {
 	sv := &Survey{}
-	load := func(kind string, add func([]byte) error) error {
+	load := func(kind store.Kind, add func([]byte) error) error {
 		return st.Results(ctx, prefix, kind, func(_ string, raw []byte) error { return add(raw) })
 	}
 	err := errors.Join(
-		load("verify-doq", func(b []byte) error { r := new(DoQ); sv.DoQ = append(sv.DoQ, r); return json.Unmarshal(b, r) }),
-		load("verify-dot", func(b []byte) error { r := new(DoT); sv.DoT = append(sv.DoT, r); return json.Unmarshal(b, r) }),
-		load("verify-doh", func(b []byte) error { r := new(DoH); sv.DoH = append(sv.DoH, r); return json.Unmarshal(b, r) }))
+		load(KindDoQ, func(b []byte) error { r := new(DoQ); sv.DoQ = append(sv.DoQ, r); return json.Unmarshal(b, r) }),
+		load(KindDoT, func(b []byte) error { r := new(DoT); sv.DoT = append(sv.DoT, r); return json.Unmarshal(b, r) }),
+		load(KindDoH, func(b []byte) error { r := new(DoH); sv.DoH = append(sv.DoH, r); return json.Unmarshal(b, r) }))
 	return sv, err
+}
+
+// The kinds of stored verifications.
+var (
+	KindDoQ = store.NewKind("verify-doq")
+	KindDoT = store.NewKind("verify-dot")
+	KindDoH = store.NewKind("verify-doh")
+)
+
+// Save stores one verification (a *DoQ, *DoT or *DoH) of target under
+// its kind.
+func Save(ctx context.Context, st *store.Store, runID, target string, v any) error {
+	var k store.Kind
+	switch v.(type) {
+	case *DoQ:
+		k = KindDoQ
+	case *DoT:
+		k = KindDoT
+	case *DoH:
+		k = KindDoH
+	default:
+		return fmt.Errorf("verify: cannot store a %T", v)
+	}
+	return st.WriteResult(ctx, runID, k, target, time.Now(), v)
 }
 
 // Empty reports whether there is nothing to tabulate.

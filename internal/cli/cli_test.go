@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/store"
 )
 
 func run(args ...string) (code int, stdout, stderr string) {
@@ -251,4 +253,21 @@ func TestHelpExitsZero(t *testing.T) {
 	for _, e := range experiments {
 		require.Contains(t, errOut, e.name)
 	}
+}
+
+// TestExportKnowsEveryKind: export's kinds come from the packages that
+// declare them, so none is missing.
+func TestExportKnowsEveryKind(t *testing.T) {
+	var names []string
+	for _, k := range store.Kinds() {
+		names = append(names, string(k))
+	}
+	require.ElementsMatch(t, []string{"hol-query", "amplification", "overhead-conn", "scan", "verify-doq", "verify-dot", "verify-doh"}, names)
+	db := filepath.Join(t.TempDir(), "x.db")
+	st, err := store.Open(context.Background(), db)
+	require.NoError(t, err)
+	st.Close()
+	code, _, errOut := run("export", "--store", db, "--table", "results", "--kind", "nonsense")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "verify-doh")
 }

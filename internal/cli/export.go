@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/doxlab/doxlab/store"
@@ -23,7 +24,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	outPath := fs.String("out", "", "write to `FILE` (default: standard output; required for parquet)")
 	list := fs.Bool("runs", false, "list the runs instead")
 	table := fs.String("table", "samples", "samples (DNS measurements), loads (page loads of the web experiment), or results (the other experiments' records, as JSON lines; --kind picks one)")
-	kind := fs.String("kind", "", "with --table results: hol-query, amplification, overhead-conn, scan, verify-doq, verify-dot, verify-doh (default all)")
+	kind := fs.String("kind", "", "with --table results: one of "+kindList()+" (default all)")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -84,9 +85,12 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 			n, err = len(rows), writeRows(w, *format, rows)
 		}
 	case "results":
-		kinds := []string{"hol-query", "amplification", "overhead-conn", "scan", "verify-doq", "verify-dot", "verify-doh"}
+		kinds := store.Kinds()
 		if *kind != "" {
-			kinds = []string{*kind}
+			if !slices.Contains(kinds, store.Kind(*kind)) {
+				return fail(exitUsage, "unknown kind %q (want %s)", *kind, kindList())
+			}
+			kinds = []store.Kind{store.Kind(*kind)}
 		}
 		for _, k := range kinds {
 			if err == nil {
@@ -105,6 +109,15 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab export: %d %s to %s\n", n, *table, *outPath)
 	}
 	return exitOK
+}
+
+// kindList spells the declared result kinds for help and errors.
+func kindList() string {
+	var names []string
+	for _, k := range store.Kinds() {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
 }
 
 func isURL(s string) bool {

@@ -97,7 +97,7 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 	var storeErr error
 	stats, err := scan.Run(ctx, s, func(r scan.Result) {
 		if st != nil && storeErr == nil {
-			storeErr = st.WriteResult(context.Background(), runID, "scan", r.Kind+" "+r.Target, time.Now(), r)
+			storeErr = scan.Save(context.Background(), st, runID, r)
 		}
 		if *asJSON {
 			b, _ := json.Marshal(r)

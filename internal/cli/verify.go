@@ -114,7 +114,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		defer st.Close()
 		if *scanRun != "" {
-			err := st.Results(ctx, *scanRun, "scan", func(_ string, raw []byte) error {
+			err := st.Results(ctx, *scanRun, scan.KindResult, func(_ string, raw []byte) error {
 				var r scan.Result
 				if err := json.Unmarshal(raw, &r); err != nil {
 					return err
@@ -142,11 +142,11 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	var sv verify.Survey
 	o := verify.Options{Name: *name, Timeout: *timeout}
-	store1 := func(kind, t string, v any) error {
+	store1 := func(t string, v any) error {
 		if st == nil {
 			return nil
 		}
-		return st.WriteResult(ctx, runID, kind, t, time.Now(), v)
+		return verify.Save(ctx, st, runID, t, v)
 	}
 	for _, t := range targets {
 		if ctx.Err() != nil {
@@ -186,7 +186,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 				b, _ := json.Marshal(v)
 				fmt.Fprintln(stdout, string(b))
 			}
-			if err := store1("verify-"+p, t, v); err != nil {
+			if err := store1(t, v); err != nil {
 				return fail(1, "%v", err)
 			}
 		}
