@@ -6,6 +6,7 @@ package experiment
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -198,9 +199,44 @@ func SerializationMs(r store.Row, p testbed.Profile) float64 {
 	return at(r.BytesSent, r.PacketsSent, p.Up.Rate) + at(r.BytesReceived, r.PacketsReceived, p.Down.Rate)
 }
 
+// StoredProfiles is the access profile each stored run was measured on,
+// by run ID, as the run recorded it (its spec's "profile"): a custom
+// profile reads as it was run, not as a file of that name says today.
+// Runs on real networks have none.
+func StoredProfiles(ctx context.Context, st *store.Store) (map[string]testbed.Profile, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]testbed.Profile{}
+	for _, r := range runs {
+		var spec struct {
+			Profile *testbed.Profile `json:"profile"`
+		}
+		if json.Unmarshal(r.Spec, &spec) == nil && spec.Profile != nil && spec.Profile.Name != "" {
+			out[r.ID] = *spec.Profile
+		}
+	}
+	return out, nil
+}
+
+// RowSerializationMs is SerializationMs on the profile r's run was
+// measured on; false where the run has none.
+func RowSerializationMs(profiles map[string]testbed.Profile, r store.Row) (float64, bool) {
+	p, ok := profiles[r.RunID]
+	if !ok {
+		return 0, false
+	}
+	return SerializationMs(r, p), true
+}
+
 // Summarize reads an experiment's samples from the store.
 func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, error) {
 	rows, err := st.Rows(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	profiles, err := StoredProfiles(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -213,9 +249,13 @@ func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, e
 	var out []Summary
 	for _, k := range keys {
 		s := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: len(groups[k]), Expected: Expected(k.t, k.c)}
-		p, perr := testbed.LookupProfile(k.p)
+		var p testbed.Profile
+		perr := fmt.Errorf("no profile stored")
 		var hs, res, tot, totMs, ser []float64
 		for _, r := range groups[k] {
+			if rp, ok := profiles[r.RunID]; ok {
+				p, perr = rp, nil
+			}
 			if r.TotalRTT == nil {
 				continue
 			}

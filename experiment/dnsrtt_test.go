@@ -10,6 +10,7 @@ import (
 
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -28,7 +29,10 @@ func TestSummarizeMediansPerCell(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	for _, p := range []string{"fiber", "dsl"} {
-		run := store.NewRun("experiment:dns-rtt", p, nil)
+		prof, err := testbed.LookupProfile(p)
+		require.NoError(t, err)
+		// As Run records it: the whole profile in the run's spec.
+		run := store.NewRun("experiment:dns-rtt", p, map[string]any{"profile": prof})
 		run.ID = "exp1-" + p
 		require.NoError(t, st.BeginRun(ctx, run))
 		for i, total := range []float64{2.1, 2.3, 2.2} {

@@ -8,6 +8,7 @@ package report
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"html/template"
 	"image/color"
@@ -26,7 +27,6 @@ import (
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/store"
-	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/verify"
 	"github.com/doxlab/doxlab/web"
 )
@@ -68,7 +68,11 @@ type Report struct {
 
 // Input is what a report draws.
 type Input struct {
-	Rows     []store.Row                // DNS samples (measure, campaigns, dns-rtt)
+	Rows []store.Row // DNS samples (measure, campaigns, dns-rtt)
+	// SerialMs is, per row of Rows, how long its packets take to pass
+	// the rate limits of the link its run recorded
+	// (experiment.SerializationMs); NaN where the run had no link.
+	SerialMs []float64
 	Loads    []*web.Sample              // page loads (web)
 	HOL      []*experiment.HOLQuery     // head-of-line queries (hol)
 	Amp      []*experiment.AmpSample    // DoQ handshakes (amplification)
@@ -108,7 +112,7 @@ func Render(in Input, dir, title string) (*Report, error) {
 			figs = append(figs, figure{Name: name, Metric: m.Name, Profile: p, SVG: template.HTML(svg)})
 		}
 	}
-	rep.Stats = stats(rows)
+	rep.Stats = stats(rows, in.SerialMs)
 	var webFigs []figure
 	if len(loads) > 0 {
 		var err error
@@ -293,24 +297,25 @@ func quantile(s []float64, q float64) float64 {
 }
 
 // stats computes the table: per profile × transport × condition.
-func stats(rows []store.Row) []Stat {
+// serial is Input.SerialMs (nil: unknown for every row).
+func stats(rows []store.Row, serial []float64) []Stat {
 	type key struct{ p, t, c string }
-	groups := map[key][]store.Row{}
-	for _, r := range rows {
+	groups := map[key][]int{}
+	for i, r := range rows {
 		k := key{orNone(r.Profile), r.Transport, r.Condition}
-		groups[k] = append(groups[k], r)
+		groups[k] = append(groups[k], i)
 	}
 	var out []Stat
 	for k, g := range groups {
 		st := Stat{Profile: k.p, Transport: k.t, Condition: k.c, N: len(g), SerialMs: math.NaN()}
-		p, perr := testbed.LookupProfile(k.p)
 		var ms, rtt, ser []float64
-		for _, r := range g {
+		for _, i := range g {
+			r := rows[i]
 			if r.TotalMs != nil && r.TotalRTT != nil {
 				st.OK++
 				ms, rtt = append(ms, *r.TotalMs), append(rtt, *r.TotalRTT)
-				if perr == nil {
-					ser = append(ser, experiment.SerializationMs(r, p))
+				if i < len(serial) && !math.IsNaN(serial[i]) {
+					ser = append(ser, serial[i])
 				}
 			}
 		}
@@ -410,4 +415,52 @@ func Title(runs []store.Run) string {
 	}
 	sort.Strings(ks)
 	return "doxlab report: " + strings.Join(ks, ", ")
+}
+
+// Load reads what a report draws from a store alone: every sample and
+// result of the runs whose ID starts with prefix ("" for all), with each
+// run's link as the run recorded it, and the runs themselves.
+func Load(ctx context.Context, st *store.Store, prefix string) (Input, []store.Run, error) {
+	var in Input
+	all, err := st.Rows(ctx, "") // by run ID exactly; the prefix is matched below
+	if err != nil {
+		return in, nil, err
+	}
+	for _, r := range all {
+		if strings.HasPrefix(r.RunID, prefix) {
+			in.Rows = append(in.Rows, r)
+		}
+	}
+	profiles, err := experiment.StoredProfiles(ctx, st)
+	if err != nil {
+		return in, nil, err
+	}
+	in.SerialMs = make([]float64, len(in.Rows))
+	for i, r := range in.Rows {
+		in.SerialMs[i] = math.NaN()
+		if v, ok := experiment.RowSerializationMs(profiles, r); ok {
+			in.SerialMs[i] = v
+		}
+	}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return in, nil, err
+	}
+	runs = slices.DeleteFunc(runs, func(r store.Run) bool { return !strings.HasPrefix(r.ID, prefix) })
+	if in.Loads, err = st.Loads(ctx, prefix); err != nil {
+		return in, nil, err
+	}
+	if in.HOL, err = experiment.LoadHOL(ctx, st, prefix); err != nil {
+		return in, nil, err
+	}
+	if in.Amp, err = experiment.LoadAmplification(ctx, st, prefix); err != nil {
+		return in, nil, err
+	}
+	if in.Overhead, err = experiment.LoadOverhead(ctx, st, prefix); err != nil {
+		return in, nil, err
+	}
+	if in.Survey, err = verify.LoadSurvey(ctx, st, prefix); err != nil {
+		return in, nil, err
+	}
+	return in, runs, nil
 }

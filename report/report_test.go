@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"context"
 	"image/png"
 	"os"
 	"os/exec"
@@ -10,9 +11,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/report"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
 )
 
 func fixture() []store.Row {
@@ -33,9 +36,26 @@ func fixture() []store.Row {
 	return rows
 }
 
+// serialMs is what report.Load computes from the stored runs: here the
+// built-in profiles the fixture's runs name.
+func serialMs(t *testing.T, rows []store.Row) []float64 {
+	profiles := map[string]testbed.Profile{}
+	for _, name := range []string{"fiber", "dsl"} {
+		p, err := testbed.LookupProfile(name)
+		require.NoError(t, err)
+		profiles["e1-"+name] = p
+	}
+	out := make([]float64, len(rows))
+	for i, r := range rows {
+		out[i], _ = experiment.RowSerializationMs(profiles, r)
+	}
+	return out
+}
+
 func TestRender(t *testing.T) {
 	dir := t.TempDir()
-	rep, err := report.Render(report.Input{Rows: fixture()}, dir, "doxlab report: test")
+	rows := fixture()
+	rep, err := report.Render(report.Input{Rows: rows, SerialMs: serialMs(t, rows)}, dir, "doxlab report: test")
 	require.NoError(t, err)
 	require.Len(t, rep.Figures, 2*3*3, "3 metrics × (all, fiber, dsl) × PNG and SVG")
 	for _, f := range rep.Figures {
@@ -100,4 +120,25 @@ func TestReportRendersInChromium(t *testing.T) {
 		}
 	}
 	require.Greater(t, ink, 2000, "the screenshot is nearly blank")
+}
+
+// TestLoadTakesProfilesFromTheStore: a run's link is the one it recorded,
+// even under a built-in profile's name.
+func TestLoadTakesProfilesFromTheStore(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	custom := testbed.Profile{Name: "fiber", Up: testbed.Direction{Rate: 1e6}, Down: testbed.Direction{Rate: 2e6}}
+	run := store.NewRun("experiment:dns-rtt", "fiber", map[string]any{"profile": custom})
+	run.ID = "dnsrtt-x-fiber"
+	require.NoError(t, st.BeginRun(ctx, run))
+	profiles, err := experiment.StoredProfiles(ctx, st)
+	require.NoError(t, err)
+	require.Equal(t, custom, profiles[run.ID])
+	ms, ok := experiment.RowSerializationMs(profiles, store.Row{RunID: run.ID, BytesSent: 125, BytesReceived: 250})
+	require.True(t, ok)
+	require.InDelta(t, 2.0, ms, 0.001, "125 octets at 1 Mbit/s and 250 at 2, no packets")
+	_, _, err = report.Load(ctx, st, "dnsrtt-x")
+	require.NoError(t, err)
 }

@@ -5,12 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/report"
-	"github.com/doxlab/doxlab/store"
-	"github.com/doxlab/doxlab/verify"
 )
 
 // runReport renders stored samples as figures and one HTML page.
@@ -34,50 +30,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer st.Close()
-	rows, err := st.Rows(ctx, "")
+	in, runs, err := report.Load(ctx, st, *runPrefix)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	runs, err := st.Runs(ctx)
+	rep, err := report.Render(in, *out, report.Title(runs))
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	var sel []store.Row
-	for _, r := range rows {
-		if strings.HasPrefix(r.RunID, *runPrefix) {
-			sel = append(sel, r)
-		}
-	}
-	var selRuns []store.Run
-	for _, r := range runs {
-		if strings.HasPrefix(r.ID, *runPrefix) {
-			selRuns = append(selRuns, r)
-		}
-	}
-	loads, err := st.Loads(ctx, *runPrefix)
-	if err != nil {
-		return fail(1, "%v", err)
-	}
-	hol, err := experiment.LoadHOL(ctx, st, *runPrefix)
-	if err != nil {
-		return fail(1, "%v", err)
-	}
-	amp, err := experiment.LoadAmplification(ctx, st, *runPrefix)
-	if err != nil {
-		return fail(1, "%v", err)
-	}
-	ov, err := experiment.LoadOverhead(ctx, st, *runPrefix)
-	if err != nil {
-		return fail(1, "%v", err)
-	}
-	sv, err := verify.LoadSurvey(ctx, st, *runPrefix)
-	if err != nil {
-		return fail(1, "%v", err)
-	}
-	rep, err := report.Render(report.Input{Rows: sel, Loads: loads, HOL: hol, Amp: amp, Overhead: ov, Survey: sv}, *out, report.Title(selRuns))
-	if err != nil {
-		return fail(1, "%v", err)
-	}
-	fmt.Fprintf(stdout, "%s: %d samples, %d page loads, %d head-of-line queries, %d handshakes, %d captured connections, %d figures (PNG and SVG)\n", rep.HTML, len(sel), len(loads), len(hol), len(amp), len(ov), len(rep.Figures)/2)
+	fmt.Fprintf(stdout, "%s: %d samples, %d page loads, %d head-of-line queries, %d handshakes, %d captured connections, %d figures (PNG and SVG)\n", rep.HTML, len(in.Rows), len(in.Loads), len(in.HOL), len(in.Amp), len(in.Overhead), len(rep.Figures)/2)
 	return exitOK
 }
