@@ -15,6 +15,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
 	"math/big"
@@ -51,9 +52,45 @@ type Amplification struct {
 	// LargeCertOctets is the size the large chain reaches; default 8000,
 	// above three times the PQ client's two Initial datagrams.
 	LargeCertOctets int
-	Store, Resume   string
-	LowLatency      bool // testbed.Spec.LowLatency
-	Log             io.Writer
+	Env
+}
+
+func init() {
+	Register(Info{Rank: 5, Name: "amplification", Resumable: true, Quick: "3 handshakes per cell",
+		Doc: "the DoQ handshake in RTTs per certificate size, key share and\naddress validation (none, Retry, NEW_TOKEN), and from qlog\nwhether the server stalled at QUIC's amplification limit",
+		New: func() Experiment { return new(Amplification) }})
+}
+
+// Quick is a run of a few minutes.
+func (c *Amplification) Quick() { c.Repeat = 3 }
+
+// Flags binds amplification's flags.
+func (c *Amplification) Flags(fs *flag.FlagSet) {
+	fs.Func("profile", "access profile (default: 40 ms RTT and no rate limit)", func(name string) error {
+		p, err := testbed.LookupProfile(name)
+		c.Profile = p
+		return err
+	})
+	listVar(fs, &c.CertSizes, "certs", []string{"small", "large"}, "certificate chains: small (one ECDSA certificate), large")
+	listVar(fs, &c.KeyShares, "key-shares", []string{"pq", "classic"}, "client key shares: pq (X25519MLKEM768, two Initials), classic (X25519, one)")
+	listVar(fs, &c.Validations, "validation", []string{"none", "retry", "token"}, "address validation: none, retry (Retry always), token (NEW_TOKEN)")
+	fs.IntVar(&c.Repeat, "repeat", 10, "handshakes per cell")
+	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 8000, "the large chain's size")
+}
+
+// Show writes amplification's table: medians per cell.
+func (c *Amplification) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
+	ss, err := LoadAmplification(ctx, st, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "experiment %s, stored in %s: %d DoQ handshakes; medians; a stall is a pause over half an RTT within the server's handshake flight (client qlog)\n", id, c.Store, len(ss))
+	fmt.Fprintf(w, "%-6s %7s %-8s %-6s %6s %14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
+	for _, x := range SummarizeAmplification(ss) {
+		fmt.Fprintf(w, "%-6s %7d %-8s %-6s %3d/%-2d %14.2f %10.1f %13.0f %13.0f %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, x.OK, x.N,
+			x.HandshakeRTTs, x.TotalMs, x.ClientFirstFlight, x.ServerFirstBurst, 100*x.Stalled, 100*x.Retried, 100*x.Token)
+	}
+	return nil
 }
 
 // KindAmplification is an AmpSample in the store.
@@ -109,12 +146,7 @@ func (c *Amplification) defaults() {
 	if c.LargeCertOctets <= 0 {
 		c.LargeCertOctets = 8000
 	}
-	if c.Store == "" {
-		c.Store = "doxlab.db"
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
-	}
+	c.Env.defaults()
 }
 
 // Run runs the experiment and returns its ID.

@@ -22,7 +22,7 @@ func TestAmplificationLimit(t *testing.T) {
 		peertest.Missing(t, "the testbed needs root")
 	}
 	db := filepath.Join(t.TempDir(), "amp.db")
-	c := &Amplification{Repeat: 3, Store: db}
+	c := &Amplification{Repeat: 3, Env: Env{Store: db}}
 	ctx := context.Background()
 	id, err := c.Run(ctx)
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,11 +32,14 @@ type DNSRTT struct {
 	Transports []string // default udp, tcp, dot, doh2, doh3, doq
 	Conditions []string // default fresh, resumed, 0rtt
 	Repeat     int      // lookups per profile × transport × condition; default 20
-	Store      string   // default doxlab.db
-	Resume     string   // an experiment ID to continue
-	LowLatency bool     // testbed.Spec.LowLatency
 	Doxlab     string   // the doxlab binary to run in the client host; default this one
-	Log        io.Writer
+	Env
+}
+
+func init() {
+	Register(Info{Rank: 1, Name: "dns-rtt", Resumable: true, Quick: "3 lookups per cell instead of 20",
+		Doc: "the RTT-normalised DNS exchange: per access profile, transport and\ncondition, the PAM 2022 measurement on the testbed",
+		New: func() Experiment { return new(DNSRTT) }})
 }
 
 // Quick is a run of a few minutes.
@@ -43,10 +47,18 @@ func (c *DNSRTT) Quick() {
 	c.Repeat = 3
 }
 
+// Flags binds dns-rtt's flags.
+func (c *DNSRTT) Flags(fs *flag.FlagSet) {
+	listVar(fs, &c.Profiles, "profiles", testbed.TableII, "access profiles")
+	listVar(fs, &c.Transports, "transports", protocol.Default(), "transports")
+	listVar(fs, &c.Conditions, "conditions", []string{"fresh", "resumed", "0rtt"}, "conditions")
+	fs.IntVar(&c.Repeat, "repeat", 20, "lookups per profile, transport and condition")
+}
+
 // Run runs the experiment and returns its ID (the prefix of its runs).
 func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	if len(c.Profiles) == 0 {
-		c.Profiles = []string{"fiber", "cable", "dsl", "4g", "4g-medium"}
+		c.Profiles = slices.Clone(testbed.TableII)
 	}
 	if len(c.Transports) == 0 {
 		c.Transports = protocol.Default()
@@ -57,12 +69,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	if c.Repeat <= 0 {
 		c.Repeat = 20
 	}
-	if c.Store == "" {
-		c.Store = "doxlab.db"
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
-	}
+	c.Env.defaults()
 	if err := defaultSelf(&c.Doxlab); err != nil {
 		return "", err
 	}
@@ -282,4 +289,22 @@ func deref(p *float64) float64 {
 		return 0
 	}
 	return *p
+}
+
+// Show writes dns-rtt's table: medians per profile, transport and
+// condition, in RTTs.
+func (c *DNSRTT) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
+	sums, err := Summarize(ctx, st, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "experiment %s, stored in %s; medians in RTTs of the probe, and the total in RTTs of the profile\n", id, c.Store)
+	fmt.Fprintf(w, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %8s %7s %7s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess", "serial", "rest")
+	for _, s := range sums {
+		fmt.Fprintf(w, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f %7.2f %+7.2f\n", s.Profile, s.Transport, s.Condition, s.OK, s.N, s.Handshake, s.Resolve, s.Total, s.TotalEmulated, s.Expected, s.Total-s.Expected,
+			s.Serialization, s.TotalEmulated-s.Expected-s.Serialization)
+	}
+	fmt.Fprintln(w, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
+	fmt.Fprintln(w, "serial = the exchange's packets (bytes and packets at the socket, plus IP and UDP/TCP headers) passing the profile's rate limits, in RTTs of the profile, an upper bound since what the connection carries after the answer (ACKs, tickets) counts too; rest = total/em - expected - serial: the hosts' share (crypto, processing, pacing, delayed ACKs)")
+	return nil
 }

@@ -3,6 +3,7 @@ package experiment
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -38,10 +39,43 @@ type HOL struct {
 	Delay      time.Duration
 	Base       string // the names' base domain; default hol.doxlab.test
 	Seed       uint64 // 0: random
-	Store      string
-	Resume     string
-	LowLatency bool // testbed.Spec.LowLatency
-	Log        io.Writer
+	Env
+}
+
+func init() {
+	Register(Info{Rank: 3, Name: "hol", Resumable: true, Quick: "40 queries at 20/s with one in 10 delayed, per run",
+		Doc: "head-of-line blocking: Poisson queries over one connection per\ntransport, one answer in 25 delayed by 1 s, and the knock-on\ndelay the other queries suffer",
+		New: func() Experiment { return new(HOL) }})
+}
+
+// Quick is a run of a few minutes.
+func (c *HOL) Quick() {
+	c.Queries, c.Rate, c.DelayEvery = 40, 20, 10
+}
+
+// Flags binds hol's flags.
+func (c *HOL) Flags(fs *flag.FlagSet) {
+	listVar(fs, &c.Profiles, "profiles", []string{"none"}, "access profiles (none: no emulated delay, as the paper)")
+	listVar(fs, &c.Transports, "transports", HOLTransports, "transports; -inorder: the TCP or DoT server answers in query order")
+	fs.IntVar(&c.Queries, "queries", 100, "queries per run")
+	fs.Float64Var(&c.Rate, "rate", 10, "mean Poisson arrivals per second")
+	fs.IntVar(&c.DelayEvery, "delay-every", 25, "the server delays one answer in this many")
+	fs.DurationVar(&c.Delay, "delay", time.Second, "by this much")
+	fs.Uint64Var(&c.Seed, "seed", 0, "names and arrival times (0: random)")
+}
+
+// Show writes hol's table: the knock-on delay per profile and transport.
+func (c *HOL) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
+	qs, err := LoadHOL(ctx, st, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "experiment %s, stored in %s: %d queries; knock-on: not delayed itself, but slower than the baseline median by more than %.0f ms\n", id, c.Store, len(qs), KnockOnThreshold)
+	fmt.Fprintf(w, "%-10s %-12s %12s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "delayed", "knock-on", "sum ms", "max ms", "failed")
+	for _, s := range SummarizeHOL(qs) {
+		fmt.Fprintf(w, "%-10s %-12s %12.2f %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, s.BaselineMedian, s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed)
+	}
+	return nil
 }
 
 // HOLTransports are the transports and server behaviours measured: the
@@ -102,12 +136,7 @@ func (c *HOL) defaults() error {
 	if c.Base == "" {
 		c.Base = "hol.doxlab.test"
 	}
-	if c.Store == "" {
-		c.Store = "doxlab.db"
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
-	}
+	c.Env.defaults()
 	if c.Seed == 0 {
 		c.Seed = rand.Uint64()
 	}

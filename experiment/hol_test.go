@@ -42,7 +42,7 @@ func TestHOLBlocksOnlyInOrder(t *testing.T) {
 		peertest.Missing(t, "the testbed needs root")
 	}
 	db := filepath.Join(t.TempDir(), "hol.db")
-	c := &HOL{Transports: []string{"udp", "dot", "dot-inorder", "doh1", "doh2", "doq"}, Queries: 30, Rate: 20, DelayEvery: 10, Delay: 500 * time.Millisecond, Store: db, Seed: 7}
+	c := &HOL{Transports: []string{"udp", "dot", "dot-inorder", "doh1", "doh2", "doq"}, Queries: 30, Rate: 20, DelayEvery: 10, Delay: 500 * time.Millisecond, Env: Env{Store: db}, Seed: 7}
 	ctx := context.Background()
 	id, err := c.Run(ctx)
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -44,10 +45,68 @@ type Overhead struct {
 	LargeCertOctets int
 	// Keep, if set, receives the captures (client-up.pcap,
 	// client-down.pcap) and the key log (keys.log), for Wireshark.
-	Keep          string
-	Store, Resume string
-	LowLatency    bool // testbed.Spec.LowLatency
-	Log           io.Writer
+	Keep string
+	Env
+}
+
+func init() {
+	Register(Info{Rank: 4, Name: "overhead", Quick: "the first 10 names",
+		Doc: "bytes and packets per resolution by transport and connection\nmode, each octet attributed to a layer from a link capture",
+		New: func() Experiment { return new(Overhead) }})
+}
+
+// Quick is a run of a few minutes: the first 10 names.
+func (c *Overhead) Quick() {
+	if len(c.Names) == 0 {
+		c.Names = overhead.Names
+	}
+	c.Names = c.Names[:min(10, len(c.Names))]
+}
+
+// Flags binds overhead's flags.
+func (c *Overhead) Flags(fs *flag.FlagSet) {
+	listVar(fs, &c.Transports, "transports", protocol.Names(nil), "transports")
+	listVar(fs, &c.Modes, "modes", []string{"new", "persistent"}, "connection modes: new (one per query), persistent")
+	listVar(fs, &c.Certs, "certs", []string{"small"}, "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
+	fs.Func("names", "a file of names, one per line (default: the shipped list of 100)", func(path string) error {
+		names, err := measure.ReadTargets(path)
+		c.Names = names
+		return err
+	})
+	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 4000, "the large chain's size")
+	fs.StringVar(&c.KeyShare, "key-share", "pq", "the client's TLS key share: pq (Go's default X25519MLKEM768) or classic (X25519, as the papers)")
+	fs.StringVar(&c.Keep, "keep", "", "a directory to keep the captures and the key log in, for Wireshark")
+}
+
+// Show writes overhead's tables: octets per resolution by layer, and the
+// single-query split of the IMC 2022 slides.
+func (c *Overhead) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
+	cs, err := LoadOverhead(ctx, st, id)
+	if err != nil {
+		return err
+	}
+	cells := SummarizeOverhead(cs)
+	fmt.Fprintf(w, "experiment %s, stored in %s: %d connections; octets per resolution (both directions, IP included) by layer\n", id, c.Store, len(cs))
+	fmt.Fprintf(w, "%-6s %-10s %-5s %5s %8s %6s", "cert", "mode", "dns", "res", "octets", "pkts")
+	for _, l := range overhead.LayerNames {
+		fmt.Fprintf(w, " %9s", l)
+	}
+	fmt.Fprintln(w)
+	for _, x := range cells {
+		fmt.Fprintf(w, "%-6s %-10s %-5s %5d %8.0f %6.1f", x.Cert, x.Mode, x.Transport, x.Resolutions, x.Octets, x.Packets)
+		for _, v := range x.Layers {
+			fmt.Fprintf(w, " %9.0f", v)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "\nsingle query on a new connection, medians of IP payload octets (the IMC 2022 slides' table)\n")
+	fmt.Fprintf(w, "%-6s %-5s %8s %14s %14s %7s %9s\n", "cert", "dns", "total", "handshake c>r", "handshake r>c", "query", "response")
+	for _, x := range cells {
+		if x.Mode == "new" {
+			fmt.Fprintf(w, "%-6s %-5s %8.0f %14.0f %14.0f %7.0f %9.0f\n", x.Cert, x.Transport, x.Total, x.HandshakeUp, x.HandshakeDown, x.Query, x.Response)
+		}
+	}
+	return nil
 }
 
 // KindOverheadConn is an OverheadConn in the store.
@@ -90,12 +149,7 @@ func (c *Overhead) defaults() {
 	if c.KeyShare == "" {
 		c.KeyShare = "pq"
 	}
-	if c.Store == "" {
-		c.Store = "doxlab.db"
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
-	}
+	c.Env.defaults()
 }
 
 type window struct {

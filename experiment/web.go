@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -44,13 +45,37 @@ type Web struct {
 	Repeat     int      // loads per cell; default 10
 	Timeout    time.Duration
 	Seed       uint64 // task order; 0: random
-	Store      string
-	Resume     string
-	LowLatency bool   // testbed.Spec.LowLatency
 	Doxlab     string // the binary run as the stub in the client host; default this one
 	Browser    string // Chromium binary; default chromium on PATH
 	NetLogDir  string // if set, one Chromium NetLog per profile and DNS mode
-	Log        io.Writer
+	Env
+
+	started time.Time // when Run began, for Show's loads per minute
+}
+
+func init() {
+	Register(Info{Rank: 2, Name: "web", Resumable: true, Quick: "fiber and 4g, 2 loads per cell",
+		Doc: "page loads in Chromium over HTTP/3 (0-RTT and 1-RTT) with the\nbrowser's DNS through a stub over each transport, per profile",
+		New: func() Experiment { return new(Web) }})
+}
+
+// Flags binds the web experiment's flags.
+func (c *Web) Flags(fs *flag.FlagSet) {
+	listVar(fs, &c.Profiles, "profiles", nil, "access profiles (default "+strings.Join(testbed.TableII, ",")+"; with --quick fiber,4g)")
+	listVar(fs, &c.Transports, "transports", []string{protocol.UDP, protocol.DoH2, protocol.DoQ}, "the stub's DNS transports: "+strings.Join(protocol.Default(), ", "))
+	listVar(fs, &c.H3, "h3", []string{"1rtt", "0rtt"}, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
+	listVar(fs, &c.Pages, "pages", web.Corpus, "corpus pages")
+	fs.Func("snapshot", "a directory of a page's files (index.html and what it loads) to add to the corpus; repeatable", func(dir string) error {
+		c.Snapshots = append(c.Snapshots, dir)
+		return nil
+	})
+	listVar(fs, &c.StubStates, "stub", []string{"cold"}, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
+	listVar(fs, &c.DNSModes, "dns", []string{"stub"}, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
+	fs.IntVar(&c.Repeat, "repeat", 10, "loads per cell")
+	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "per page load")
+	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
+	fs.StringVar(&c.Browser, "browser", "", "the Chromium binary (default chromium on PATH)")
+	fs.StringVar(&c.NetLogDir, "netlog", "", "a directory for Chromium's NetLogs")
 }
 
 // Quick is a run of a few minutes.
@@ -67,7 +92,7 @@ func (c *Web) defaults() error {
 			*l = d
 		}
 	}
-	def(&c.Profiles, "fiber", "cable", "dsl", "4g", "4g-medium")
+	def(&c.Profiles, testbed.TableII...)
 	def(&c.Transports, protocol.UDP, protocol.DoH2, protocol.DoQ)
 	def(&c.H3, "1rtt", "0rtt")
 	def(&c.Pages, web.Corpus...)
@@ -99,16 +124,8 @@ func (c *Web) defaults() error {
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
 	}
-	if c.Store == "" {
-		c.Store = "doxlab.db"
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
-	}
-	if err := defaultSelf(&c.Doxlab); err != nil {
-		return err
-	}
-	return nil
+	c.Env.defaults()
+	return defaultSelf(&c.Doxlab)
 }
 
 // webEnv is the running experiment: testbed, server, pages, browsers.
@@ -127,6 +144,7 @@ type webEnv struct {
 
 // Run runs the experiment and returns its ID (the prefix of its runs).
 func (c *Web) Run(ctx context.Context) (string, error) {
+	c.started = time.Now()
 	if err := c.defaults(); err != nil {
 		return "", err
 	}
@@ -535,4 +553,31 @@ func (e *webEnv) lookup(host string) (float64, error) {
 		return 0, fmt.Errorf("the stub answered %s for %s", rec.Rcode, host)
 	}
 	return rec.Timing.TotalMs, nil
+}
+
+// Show writes the web experiment's table: medians per cell, relative to
+// DoUDP + H3 1-RTT, and the rate of measured loads of this run.
+func (c *Web) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
+	loads, err := st.Loads(ctx, id+"-")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "experiment %s, stored in %s: %d page loads; medians in ms, relative to DoUDP + H3 1-RTT\n", id, c.Store, len(loads))
+	fmt.Fprintf(w, "%-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT %", "ΔFCP %", "0-RTT", "resum")
+	for _, x := range web.Summarize(loads) {
+		fmt.Fprintf(w, "%-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %+8.1f %+8.1f %5.0f%% %5.0f%%\n", x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+			x.OK, x.N, x.PLT, x.FCP, x.DNS, x.RelPLT, x.RelFCP, 100*x.Real0RTT, 100*x.Resumed)
+	}
+	if c.started.IsZero() {
+		return nil
+	}
+	n := 0
+	for _, x := range loads {
+		if x.Start.After(c.started) {
+			n++
+		}
+	}
+	el := time.Since(c.started)
+	fmt.Fprintf(w, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed and browser start included\n", float64(n)/el.Minutes(), n, el.Seconds())
+	return nil
 }

@@ -36,7 +36,7 @@ func TestWebLoadsThroughStub(t *testing.T) {
 	out, err := exec.Command("go", "build", "-o", bin, "../cmd/doxlab").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	db := filepath.Join(dir, "web.db")
-	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}, Repeat: 1, Store: db, Doxlab: bin, Log: testWriter{t}}
+	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}, Repeat: 1, Env: Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
 	ctx := context.Background()
 	id, err := c.Run(ctx)
 	require.NoError(t, err)

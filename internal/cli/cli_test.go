@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/store"
 )
@@ -241,8 +242,8 @@ func TestHelpExitsZero(t *testing.T) {
 	for _, c := range commands() {
 		calls = append(calls, []string{c.name, "--help"})
 	}
-	for _, e := range experiments {
-		calls = append(calls, []string{"experiment", e.name, "--help"})
+	for _, name := range experiment.Names() {
+		calls = append(calls, []string{"experiment", name, "--help"})
 	}
 	for _, args := range calls {
 		code, _, errOut := run(args...)
@@ -250,8 +251,8 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 	code, _, errOut := run("--help")
 	require.Equal(t, 0, code)
-	for _, e := range experiments {
-		require.Contains(t, errOut, e.name)
+	for _, name := range experiment.Names() {
+		require.Contains(t, errOut, name)
 	}
 }
 

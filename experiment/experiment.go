@@ -1,0 +1,164 @@
+package experiment
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/doxlab/doxlab/store"
+)
+
+// Env is what every experiment shares: where its results go, which
+// experiment to continue, the testbed's latency mode and a log. Each
+// experiment's config embeds it.
+type Env struct {
+	Store      string    // SQLite file or postgres:// URL; default doxlab.db
+	Resume     string    // an experiment ID to continue, measuring only what is not stored
+	LowLatency bool      // testbed.Spec.LowLatency
+	Log        io.Writer // progress; default none
+}
+
+// Environment returns the Env itself, so that every config that embeds
+// one satisfies Experiment's Environment.
+func (e *Env) Environment() *Env { return e }
+
+// defaults fills in Env's defaults.
+func (e *Env) defaults() {
+	if e.Store == "" {
+		e.Store = "doxlab.db"
+	}
+	if e.Log == nil {
+		e.Log = io.Discard
+	}
+}
+
+// Flags binds the flags every experiment takes: --store, --resume and
+// --low-latency.
+func (e *Env) Flags(fs *flag.FlagSet, resumable bool) {
+	fs.StringVar(&e.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
+	if resumable {
+		fs.StringVar(&e.Resume, "resume", "", "continue the experiment with this ID")
+	}
+	fs.BoolVar(&e.LowLatency, "low-latency", false, "keep every CPU from halting while the testbed runs (see testbed up --low-latency), for VMs slow to wake a halted vCPU")
+}
+
+// Experiment is one of the papers' experiments: a config that binds its
+// own flags, shrinks itself to a quick run, runs on the testbed storing
+// every sample, and writes the text table of what a run stored.
+type Experiment interface {
+	// Environment is the config's shared part.
+	Environment() *Env
+	// Flags binds the experiment's own flags to its config.
+	Flags(fs *flag.FlagSet)
+	// Quick makes the config a run of a few minutes.
+	Quick()
+	// Run runs the experiment and returns its ID, the prefix of its runs;
+	// on an error after the ID was chosen, the ID too, so the caller can
+	// show what was stored and say how to continue.
+	Run(ctx context.Context) (string, error)
+	// Show writes the summary table of the experiment with this ID.
+	Show(ctx context.Context, st *store.Store, id string, w io.Writer) error
+}
+
+// Info registers an experiment.
+type Info struct {
+	Name  string // as on the command line: dns-rtt
+	Doc   string // what it measures, for help: a few lines
+	Quick string // what --quick runs
+	// Rank places it in lists: the order the papers' method goes in.
+	Rank int
+	// Resumable experiments take --resume.
+	Resumable bool
+	New       func() Experiment // a config with its zero values
+}
+
+var (
+	registryMu sync.Mutex
+	registry   []Info
+)
+
+// Register adds an experiment; a name registered twice panics, at init.
+func Register(i Info) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if slices.ContainsFunc(registry, func(r Info) bool { return r.Name == i.Name }) {
+		panic("experiment " + i.Name + " registered twice")
+	}
+	registry = append(registry, i)
+}
+
+// Registered lists the experiments by Rank.
+func Registered() []Info {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	out := slices.Clone(registry)
+	slices.SortFunc(out, func(a, b Info) int { return cmp.Compare(a.Rank, b.Rank) })
+	return out
+}
+
+// Lookup finds a registered experiment.
+func Lookup(name string) (Info, bool) {
+	for _, i := range Registered() {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return Info{}, false
+}
+
+// Names lists the registered experiments' names.
+func Names() []string {
+	var out []string
+	for _, i := range Registered() {
+		out = append(out, i.Name)
+	}
+	return out
+}
+
+// listValue is a comma-separated list flag; setting it replaces the list.
+type listValue struct{ p *[]string }
+
+func (l listValue) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l listValue) Set(s string) error {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	*l.p = out
+	return nil
+}
+
+// listVar binds a comma-separated list flag to p, with def as default.
+func listVar(fs *flag.FlagSet, p *[]string, name string, def []string, usage string) {
+	*p = slices.Clone(def)
+	fs.Var(listValue{p}, name, usage)
+}
+
+// ApplyQuick shrinks e to a quick run, keeping what the command line
+// set explicitly: an explicit --repeat wins over --quick's.
+func ApplyQuick(e Experiment, fs *flag.FlagSet) error {
+	explicit := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = f.Value.String() })
+	e.Quick()
+	for name, v := range explicit {
+		if f := fs.Lookup(name); f != nil && f.Value.String() != v {
+			if err := fs.Set(name, v); err != nil {
+				return fmt.Errorf("--%s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
