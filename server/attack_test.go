@@ -331,14 +331,7 @@ func TestDoQConnectionBuffer(t *testing.T) {
 		}
 		str.Write(append([]byte{0xff, 0xff}, make([]byte, 8<<10)...))
 	}
-	select {
-	case <-c.Context().Done():
-	case <-time.After(3 * time.Second):
-		t.Fatal("connection not closed")
-	}
-	var ae *quic.ApplicationError
-	require.True(t, errors.As(context.Cause(c.Context()), &ae), "%v", context.Cause(c.Context()))
-	require.Equal(t, quic.ApplicationErrorCode(0x4), ae.ErrorCode)
+	requireClosedWith(t, c, 0x4)
 }
 
 // TestDoQStreamRules: RFC 9250 allows one query per bidirectional stream;
@@ -376,14 +369,7 @@ func TestDoQStreamRules(t *testing.T) {
 			c, err := dialQUIC(t, net.IPv4(127, 0, 0, 1), ts.Addr("doq"), "doq")
 			require.NoError(t, err)
 			send(c) // may fail as the server closes the connection
-			select {
-			case <-c.Context().Done():
-			case <-time.After(3 * time.Second):
-				t.Fatal("connection not closed")
-			}
-			var ae *quic.ApplicationError
-			require.True(t, errors.As(context.Cause(c.Context()), &ae), "%v", context.Cause(c.Context()))
-			require.Equal(t, quic.ApplicationErrorCode(0x2), ae.ErrorCode)
+			requireClosedWith(t, c, 0x2)
 		})
 	}
 	// A query with FIN right after it is still fine.
@@ -460,4 +446,18 @@ func TestRefusalsAreCounted(t *testing.T) {
 	require.Greater(t, lines, 3)
 	require.Less(t, lines, 500, "rate-limited")
 	require.Contains(t, string(f), `"suppressed":`)
+}
+
+// requireClosedWith waits for the server to close c with an application
+// error code (RFC 9250 §4.3: 0x2 protocol error, 0x4 excessive load).
+func requireClosedWith(t *testing.T, c *quic.Conn, code quic.ApplicationErrorCode) {
+	t.Helper()
+	select {
+	case <-c.Context().Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("connection not closed")
+	}
+	var ae *quic.ApplicationError
+	require.True(t, errors.As(context.Cause(c.Context()), &ae), "%v", context.Cause(c.Context()))
+	require.Equal(t, code, ae.ErrorCode)
 }

@@ -164,14 +164,7 @@ func TestDoQProtocolErrors(t *testing.T) {
 			require.NoError(t, err)
 			str.Write(payload)
 			str.Close()
-			select {
-			case <-conn.Context().Done():
-			case <-time.After(3 * time.Second):
-				t.Fatal("connection not closed")
-			}
-			var ae *quic.ApplicationError
-			require.True(t, errors.As(context.Cause(conn.Context()), &ae), "%v", context.Cause(conn.Context()))
-			require.Equal(t, quic.ApplicationErrorCode(0x2), ae.ErrorCode)
+			requireClosedWith(t, conn, 0x2)
 		})
 	}
 	require.Equal(t, transport.StatusOK, ask(t, ts.url("doq"), ts.pool(), "after.example").Status)

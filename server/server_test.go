@@ -479,18 +479,47 @@ func TestWeb(t *testing.T) {
 	require.Equal(t, "h3", rec.Conn.ALPN)
 }
 
-// TestExampleConfig loads the annotated example and serves it.
-func TestExampleConfig(t *testing.T) {
-	c, err := server.LoadConfig("../examples/serve.yaml")
-	require.NoError(t, err)
-	require.Equal(t, "192.0.2.7", c.Answers.Any)
-	c.Listen = server.Listen{UDP: "127.0.0.1:0"} // free ports for the test
-	srv, err := server.New(c)
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	rec := ask(t, "udp://"+srv.Addr("udp").String(), transport.Options{}, "example.test")
-	require.Contains(t, rec.Answers[0], "192.0.2.1")
+// TestExampleConfigs loads the shipped configs and serves them: the
+// annotated example, and the hardened one for a reachable address, which
+// must never recurse for strangers.
+func TestExampleConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		file, name, answer string
+		check              func(t *testing.T, c *server.Config, udp string)
+	}{
+		{"serve.yaml", "example.test", "192.0.2.1", func(t *testing.T, c *server.Config, _ string) {
+			require.Equal(t, "192.0.2.7", c.Answers.Any)
+		}},
+		{"serve-hardened.yaml", "test.example", "192.0.2.1", func(t *testing.T, c *server.Config, udp string) {
+			require.Empty(t, c.Answers.Forward, "never an open resolver")
+			require.Equal(t, 20, c.Limits.MaxConnsPerSource)
+			require.Equal(t, "NXDOMAIN", ask(t, udp, transport.Options{}, "elsewhere.example").Rcode)
+		}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			c, err := server.LoadConfig("../examples/" + tc.file)
+			require.NoError(t, err)
+			// Free ports, and files in a temporary directory, for the test.
+			dir := t.TempDir()
+			c.Listen = server.Listen{UDP: "127.0.0.1:0"}
+			if c.TLS.TicketKeys != "" {
+				c.TLS.TicketKeys, c.TLS.TokenKey = dir+"/tickets.key", dir+"/token.key"
+			}
+			if c.Records != "" {
+				c.Records = dir + "/records.jsonl"
+			}
+			if c.Metrics != "" {
+				c.Metrics = "127.0.0.1:0"
+			}
+			srv, err := server.New(c)
+			require.NoError(t, err)
+			require.NoError(t, srv.Start())
+			defer srv.Close()
+			udp := "udp://" + srv.Addr("udp").String()
+			require.Contains(t, ask(t, udp, transport.Options{}, tc.name).Answers[0], tc.answer)
+			tc.check(t, c, udp)
+		})
+	}
 }
 
 // TestDoQDraftALPN: with draft_alpns the server also speaks the drafts,
@@ -512,25 +541,4 @@ func TestDoQDraftALPN(t *testing.T) {
 	rec, err := tr.Exchange(context.Background(), query("draft.example"))
 	require.Error(t, err, "drafts are off by default")
 	require.Equal(t, transport.StatusTLS, rec.Status)
-}
-
-// TestHardenedExampleConfig: the config for a reachable address loads,
-// refuses to recurse and keeps its limits.
-func TestHardenedExampleConfig(t *testing.T) {
-	c, err := server.LoadConfig("../examples/serve-hardened.yaml")
-	require.NoError(t, err)
-	require.Empty(t, c.Answers.Forward, "never an open resolver")
-	require.Equal(t, 20, c.Limits.MaxConnsPerSource)
-	dir := t.TempDir()
-	c.Listen = server.Listen{UDP: "127.0.0.1:0", DoQ: "127.0.0.1:0"}
-	c.TLS.TicketKeys, c.TLS.TokenKey = dir+"/tickets.key", dir+"/token.key"
-	c.Records, c.Metrics = dir+"/records.jsonl", "127.0.0.1:0"
-	srv, err := server.New(c)
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	rec := ask(t, "udp://"+srv.Addr("udp").String(), transport.Options{}, "test.example")
-	require.Contains(t, rec.Answers[0], "192.0.2.1")
-	rec = ask(t, "udp://"+srv.Addr("udp").String(), transport.Options{}, "elsewhere.example")
-	require.Equal(t, "NXDOMAIN", rec.Rcode)
 }
