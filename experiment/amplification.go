@@ -194,7 +194,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 		}
 		octets[size] = n
 		for _, retry := range []string{"never", "always"} {
-			srv, err := startServer(tb, "server", &server.Config{Listen: server.Listen{DoQ: fmt.Sprintf("%s:%d", ip, port)}, Answers: server.Answers{Any: "192.0.2.1"},
+			srv, err := startServer(tb, &server.Config{Listen: server.Listen{DoQ: fmt.Sprintf("%s:%d", ip, port)}, Answers: server.Answers{Any: "192.0.2.1"},
 				TLS: server.TLS{Cert: certFile, Key: keyFile}, QUIC: server.QUIC{Retry: retry}})
 			if err != nil {
 				return "", err

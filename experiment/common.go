@@ -13,10 +13,10 @@ import (
 	"github.com/doxlab/doxlab/testbed"
 )
 
-// startServer starts doxlab's server inside a testbed host: its
-// listeners' sockets are made there. The caller closes it.
-func startServer(tb *testbed.Testbed, host string, cfg *server.Config) (*server.Server, error) {
-	srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run(host, f) })
+// startServer starts doxlab's server inside the testbed's server host:
+// its listeners' sockets are made there. The caller closes it.
+func startServer(tb *testbed.Testbed, cfg *server.Config) (*server.Server, error) {
+	srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run("server", f) })
 	if err != nil {
 		return nil, fmt.Errorf("starting the server in the testbed: %w", err)
 	}

@@ -99,7 +99,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		// with one address, so every query is answered from "cache".
 		Answers: server.Answers{Any: "192.0.2.1"},
 	}
-	srv, err := startServer(tb, "server", cfg)
+	srv, err := startServer(tb, cfg)
 	if err != nil {
 		return "", err
 	}

@@ -215,7 +215,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		{Listen: server.Listen{TCP: ip + ":5353", DoT: ip + ":8853"}, Answers: answers, Faults: inOrder},
 	}
 	for _, cfg := range cfgs {
-		srv, err := startServer(tb, "server", cfg)
+		srv, err := startServer(tb, cfg)
 		if err != nil {
 			return "", err
 		}

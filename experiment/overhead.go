@@ -203,7 +203,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 			return "", err
 		}
 		octets[cert] = n
-		srv, err := startServer(tb, "server", &server.Config{
+		srv, err := startServer(tb, &server.Config{
 			Listen:  server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},
 			Answers: server.Answers{Any: "192.0.2.1"}, TLS: server.TLS{Cert: certFile, Key: keyFile}})
 		if err != nil {

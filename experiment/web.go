@@ -248,7 +248,7 @@ func (e *webEnv) startServer(pages []web.Page, dir string) error {
 		cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN A %s", p.Host, ip))
 	}
 	var err error
-	if e.srv, err = startServer(e.tb, "server", cfg); err != nil {
+	if e.srv, err = startServer(e.tb, cfg); err != nil {
 		return err
 	}
 	e.srv.OnRecord(func(r *server.Record) {

@@ -108,10 +108,10 @@ func minTTL(m *dns.Msg) uint32 {
 // serveHTTPS serves h over TLS on TCP with HTTP/2 and HTTP/1.1. Go's
 // server reads a pipelined HTTP/1.1 request only after answering the one
 // before, so DoH/1.1 pipelining is answered strictly in order.
-func (s *Server) serveHTTPS(name, addr string, h http.Handler) (net.Addr, error) {
+func (s *Server) serveHTTPS(name, addr string, h http.Handler) error {
 	ln, err := s.listenTCP(addr)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	lim := s.cfg.Limits
 	srv := &http.Server{
@@ -131,13 +131,13 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler) (net.Addr, error)
 	srv.Protocols.SetHTTP1(true)
 	// HTTP/2 through x/net's server on a recordConn (see serveH2); with
 	// TLSNextProto set, net/http leaves its bundled HTTP/2 off.
-	h2 := &http2.Server{IdleTimeout: lim.IdleTimeout}
+	h2 := &http2.Server{IdleTimeout: lim.IdleTimeout} //nolint:staticcheck // see serveH2
 	srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
 		http2.NextProtoTLS: func(hs *http.Server, tc *tls.Conn, h http.Handler) { serveH2(h2, hs, tc, h) },
 	}
 	s.track(name, ln.Addr(), srv)
 	s.goServe(func() { srv.Serve(tlsListener{ln, srv.TLSConfig}) })
-	return ln.Addr(), nil
+	return nil
 }
 
 type tlsListener struct {
@@ -215,8 +215,7 @@ func (s *Server) dohMux(listener string) *http.ServeMux {
 
 // serveDoH answers DoH over HTTP/1.1 and HTTP/2.
 func (s *Server) serveDoH(addr string) error {
-	_, err := s.serveHTTPS("doh", addr, s.dohMux("doh"))
-	return err
+	return s.serveHTTPS("doh", addr, s.dohMux("doh"))
 }
 
 // serveHTTP3 serves h over HTTP/3 on a QUIC listener of ours, so 0-RTT,

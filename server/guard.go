@@ -216,10 +216,3 @@ func (s *Server) admit(p *pool, listener, transport string, remote net.Addr, clo
 	}
 	return sl
 }
-
-// len is the number of admitted connections.
-func (p *pool) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.slots)
-}

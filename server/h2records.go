@@ -15,8 +15,11 @@ import (
 // have_more) then stall with answers sitting in their buffer.
 // nghttp2-based servers (Unbound, Knot Resolver) write a response per
 // record, and so does this.
-func serveH2(h2 *http2.Server, hs *http.Server, tc *tls.Conn, h http.Handler) {
-	h2.ServeConn(&recordConn{Conn: tc}, &http2.ServeConnOpts{BaseConfig: hs, Handler: h})
+//
+// x/net's HTTP/2 server is deprecated in favour of net/http's, which
+// cannot serve on a wrapped connection: hence the nolint.
+func serveH2(h2 *http2.Server, hs *http.Server, tc *tls.Conn, h http.Handler) { //nolint:staticcheck
+	h2.ServeConn(&recordConn{Conn: tc}, &http2.ServeConnOpts{BaseConfig: hs, Handler: h}) //nolint:staticcheck
 }
 
 // recordConn passes HTTP/2 frames to its TLS connection, cutting the

@@ -53,8 +53,7 @@ func (s *Server) serveWeb(addr string) error {
 			mux.ServeHTTP(w, r)
 		})
 	}
-	_, err = s.serveHTTPS("web-tcp", net.JoinHostPort(host, fmt.Sprint(port)), h)
-	return err
+	return s.serveHTTPS("web-tcp", net.JoinHostPort(host, fmt.Sprint(port)), h)
 }
 
 // quietLog drops net/http's per-connection error logs (TLS handshake

@@ -201,17 +201,19 @@ func (b *base) dialQUIC(ctx context.Context, alpn []string, family string, early
 		close(qc.hsDone)
 	default:
 		qc.early = true
-		go qc.watchHandshake()
+		go qc.watchHandshake(conn)
 	}
 	b.opts.Session.learnVersion(addr, conn.ConnectionState().Version)
 	return qc, nil
 }
 
-func (qc *quicConn) watchHandshake() {
+// watchHandshake waits on the connection it was given, not qc.conn,
+// which next replaces after a rejected 0-RTT.
+func (qc *quicConn) watchHandshake(c *quic.Conn) {
 	select {
-	case <-qc.conn.HandshakeComplete():
+	case <-c.HandshakeComplete():
 		qc.handshakeSeen()
-	case <-qc.conn.Context().Done():
+	case <-c.Context().Done():
 	}
 	close(qc.hsDone)
 }
