@@ -335,17 +335,27 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 	if err != nil {
 		return nil, err
 	}
-	cfg := map[string]any{
-		"listen":  map[string]string{"udp": "127.0.0.1:53", "tcp": "127.0.0.1:53"},
-		"answers": map[string]any{"forward": u, "forward_ca": e.ca, "forward_sni": "localhost", "forward_conn": map[string]string{"cold": "fresh", "warm": "reuse"}[state], "forward_timeout": "10s"},
-		"records": "-",
+	// The stub is a process of its own in the client host: the
+	// forwarder's upstream sockets are opened per query, and must be made
+	// in the client's network namespace to cross the emulated link. It
+	// gets a typed config and says it is ready by writing a file.
+	cfg := server.Config{
+		Listen: server.Listen{UDP: "127.0.0.1:53", TCP: "127.0.0.1:53"},
+		Answers: server.Answers{Forward: u, ForwardCA: e.ca, ForwardSNI: "localhost",
+			ForwardConn: map[string]string{"cold": "fresh", "warm": "reuse"}[state], ForwardTimeout: 10 * time.Second},
+		Records: "-",
 	}
-	b, _ := yaml.Marshal(cfg)
-	path := filepath.Join(filepath.Dir(e.ca), "stub-"+tr+"-"+state+".yaml")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
 		return nil, err
 	}
-	s := &stub{cmd: e.tb.Command("client", e.c.Doxlab, "serve", "--config", path)}
+	base := filepath.Join(filepath.Dir(e.ca), "stub-"+tr+"-"+state)
+	readyFile := base + ".ready"
+	os.Remove(readyFile)
+	if err := os.WriteFile(base+".yaml", b, 0o644); err != nil {
+		return nil, err
+	}
+	s := &stub{cmd: e.tb.Command("client", e.c.Doxlab, "serve", "--config", base+".yaml", "--ready", readyFile)}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -369,35 +379,37 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 			}
 		}
 	}()
-	// The server prints its listeners, then the SPKI line, on stderr once
-	// it is serving.
-	ready := make(chan error, 1)
+	exited := make(chan string, 1) // the last line it said, for the error
 	go func() {
 		defer s.readers.Done()
 		sc := bufio.NewScanner(errOut)
 		var last string
 		for sc.Scan() {
 			last = sc.Text()
-			if strings.Contains(last, "certificate SPKI") {
-				ready <- nil
-				io.Copy(io.Discard, errOut)
-				return
-			}
 		}
-		ready <- fmt.Errorf("the stub exited: %s", last)
+		exited <- last
 	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			s.stop()
-			return nil, err
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(15 * time.Second)
+	for {
+		var ready server.Ready
+		if b, err := os.ReadFile(readyFile); err == nil && json.Unmarshal(b, &ready) == nil && ready.Listeners["udp"] != "" {
+			break
 		}
-	case <-time.After(15 * time.Second):
-		s.stop()
-		return nil, fmt.Errorf("the stub did not start within 15 s")
-	case <-ctx.Done():
-		s.stop()
-		return nil, ctx.Err()
+		select {
+		case <-tick.C:
+			continue
+		case last := <-exited:
+			s.stop()
+			return nil, fmt.Errorf("the stub exited: %s", last)
+		case <-deadline:
+			s.stop()
+			return nil, fmt.Errorf("the stub did not start within 15 s")
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		}
 	}
 	return s, nil
 }

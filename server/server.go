@@ -106,6 +106,28 @@ func (s *Server) Start() error {
 	return nil
 }
 
+// ListenerNames are the listeners' names, as Addr and records take them.
+var ListenerNames = []string{"udp", "tcp", "dot", "doh", "doh3", "doq", "web", "metrics"}
+
+// Ready is what a started server tells a process that waits for it:
+// every bound listener and the certificate's SPKI hash. 'doxlab serve
+// --ready FILE' writes it as JSON once every listener is bound.
+type Ready struct {
+	Listeners map[string]string `json:"listeners"` // name -> bound address
+	SPKI      string            `json:"spki"`      // base64 SHA-256 of the public key (Chromium's form)
+}
+
+// Ready describes the started server.
+func (s *Server) Ready() Ready {
+	r := Ready{Listeners: map[string]string{}, SPKI: s.SPKI()}
+	for _, name := range ListenerNames {
+		if a := s.Addr(name); a != nil {
+			r.Listeners[name] = a.String()
+		}
+	}
+	return r
+}
+
 // Addr is the bound address of a listener ("udp", "tcp", "dot", "doh",
 // "doh3", "doq", "web", "metrics"), or nil.
 func (s *Server) Addr(name string) net.Addr {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/server"
@@ -541,4 +542,21 @@ func TestDoQDraftALPN(t *testing.T) {
 	rec, err := tr.Exchange(context.Background(), query("draft.example"))
 	require.Error(t, err, "drafts are off by default")
 	require.Equal(t, transport.StatusTLS, rec.Status)
+}
+
+// TestConfigRoundTrip: a Config marshalled to YAML loads back as it was,
+// so a program can hand doxlab serve a typed config (the web
+// experiment's stub does).
+func TestConfigRoundTrip(t *testing.T) {
+	cfg := server.Config{Listen: server.Listen{UDP: "127.0.0.1:53"}, Records: "-",
+		Answers: server.Answers{Forward: "udp://192.0.2.53:53", ForwardConn: "fresh", ForwardTimeout: 10 * time.Second}}
+	b, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	got, err := server.LoadConfig(path)
+	require.NoError(t, err)
+	require.Equal(t, cfg.Answers.Forward, got.Answers.Forward)
+	require.Equal(t, 10*time.Second, got.Answers.ForwardTimeout)
+	require.Equal(t, "fresh", got.Answers.ForwardConn)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +38,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		udp, tcp, dot, doh, doh3, doq, web       string
 		any, zone, hosts, forward, records, cert string
 		key, certOut, retry, metrics, dohPath    string
+		readyFile                                string
 		static, sites                            stringList
 		noZeroRTT, inOrder, cache                bool
 		delay                                    time.Duration
@@ -65,6 +67,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&delay, "delay", 0, "delay every answer by `d`")
 	fs.IntVar(&delayEvery, "delay-every", 0, "delay every `N`th answer by 1 s")
 	fs.BoolVar(&inOrder, "in-order", false, "answer each TCP/DoT connection strictly in query order")
+	fs.StringVar(&readyFile, "ready", "", "once every listener is bound, write `file` as JSON: the listeners' addresses and the SPKI (for programs that wait for the server)")
 	fs.StringVar(&records, "records", "", "write a JSON line per query and connection to `file` (- for stdout)")
 	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on `addr`")
 	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
@@ -139,12 +142,22 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer srv.Close()
-	for _, name := range []string{"udp", "tcp", "dot", "doh", "doh3", "doq", "web", "metrics"} {
+	for _, name := range server.ListenerNames {
 		if a := srv.Addr(name); a != nil {
 			fmt.Fprintf(stderr, "doxlab serve: %-7s %s\n", name, a)
 		}
 	}
 	fmt.Fprintf(stderr, "doxlab serve: certificate SPKI %s\n", srv.SPKI())
+	if readyFile != "" {
+		// Written whole, then renamed: a waiter never reads half of it.
+		b, _ := json.Marshal(srv.Ready())
+		if err := os.WriteFile(readyFile+".tmp", b, 0o644); err != nil {
+			return fail(err)
+		}
+		if err := os.Rename(readyFile+".tmp", readyFile); err != nil {
+			return fail(err)
+		}
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig

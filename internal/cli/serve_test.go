@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/server"
 )
 
 func TestServeBadInput(t *testing.T) {
@@ -45,17 +47,24 @@ func TestServeBinary(t *testing.T) {
 	udp, doq := peertest.FreePort(t), peertest.FreePort(t)
 	certFile, records := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "records.jsonl")
 	cmd := exec.Command(bin, "serve", "--udp", fmt.Sprintf("127.0.0.1:%d", udp), "--doq", fmt.Sprintf("127.0.0.1:%d", doq),
-		"--any", "192.0.2.9", "--cert-out", certFile, "--records", records)
+		"--any", "192.0.2.9", "--cert-out", certFile, "--records", records, "--ready", filepath.Join(dir, "ready.json"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	defer cmd.Process.Kill()
-	peertest.WaitListen(t, "udp", fmt.Sprintf("127.0.0.1:%d", doq))
+	// --ready: the listeners and SPKI as JSON, once every listener is bound.
+	var ready server.Ready
 	require.Eventually(t, func() bool {
-		code, _, _ := run("query", "--timeout", "200ms", fmt.Sprintf("udp://127.0.0.1:%d", udp), "x.example")
-		return code == 0
-	}, 10*time.Second, 50*time.Millisecond)
-	code, stdout, errOut := run("query", "--ca", certFile, "--json", fmt.Sprintf("quic://127.0.0.1:%d", doq), "x.example")
+		b, err := os.ReadFile(filepath.Join(dir, "ready.json"))
+		return err == nil && json.Unmarshal(b, &ready) == nil
+	}, 10*time.Second, 10*time.Millisecond, stderr.String())
+	require.Equal(t, fmt.Sprintf("127.0.0.1:%d", udp), ready.Listeners["udp"])
+	require.Equal(t, fmt.Sprintf("127.0.0.1:%d", doq), ready.Listeners["doq"])
+	require.NotEmpty(t, ready.SPKI)
+	code, _, errOut := run("query", "--timeout", "2s", fmt.Sprintf("udp://127.0.0.1:%d", udp), "x.example")
+	require.Equal(t, 0, code, errOut)
+	var stdout string
+	code, stdout, errOut = run("query", "--ca", certFile, "--json", fmt.Sprintf("quic://127.0.0.1:%d", doq), "x.example")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, stdout, "192.0.2.9")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
