@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/doxlab/doxlab/server"
@@ -32,16 +31,6 @@ func defaultSelf(path *string) error {
 	self, err := os.Executable()
 	*path = self
 	return err
-}
-
-// absStore makes a SQLite path absolute, since the programs the
-// experiments start inside hosts write to the same store; a PostgreSQL URL
-// stays as it is.
-func absStore(dsn string) (string, error) {
-	if strings.Contains(dsn, "://") {
-		return dsn, nil
-	}
-	return filepath.Abs(dsn)
 }
 
 // experimentID is the ID to resume, or a new one with the prefix.

@@ -6,15 +6,12 @@ package experiment
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +21,7 @@ import (
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/transport"
 )
 
 // DNSRTT configures the dns-rtt experiment.
@@ -32,7 +30,6 @@ type DNSRTT struct {
 	Transports []string // default udp, tcp, dot, doh2, doh3, doq
 	Conditions []string // default fresh, resumed, 0rtt
 	Repeat     int      // lookups per profile × transport × condition; default 20
-	Doxlab     string   // the doxlab binary to run in the client host; default this one
 	Env
 }
 
@@ -70,18 +67,11 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		c.Repeat = 20
 	}
 	c.Env.defaults()
-	if err := defaultSelf(&c.Doxlab); err != nil {
-		return "", err
-	}
 	profiles, err := testbed.LookupProfiles(c.Profiles)
 	if err != nil {
 		return "", err
 	}
-	storePath, err := absStore(c.Store)
-	if err != nil {
-		return "", err
-	}
-	st, err := store.Open(ctx, storePath) // fail fast, before the testbed
+	st, err := store.Open(ctx, c.Store) // fail fast, before the testbed
 	if err != nil {
 		return "", err
 	}
@@ -104,15 +94,8 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer srv.Close()
-	dir, err := os.MkdirTemp("", "doxlab-dnsrtt")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	ca := filepath.Join(dir, "server.pem")
-	if err := os.WriteFile(ca, srv.CertPEM(), 0o644); err != nil {
-		return "", err
-	}
+	ca := x509.NewCertPool()
+	ca.AppendCertsFromPEM(srv.CertPEM())
 
 	expID := experimentID(c.Resume, "dnsrtt")
 	for _, p := range profiles {
@@ -128,31 +111,26 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 			return expID, err
 		}
 		fmt.Fprintf(c.Log, "dns-rtt: %s (RTT %v): %d lookups per transport and condition\n", p.Name, p.RTT(), c.Repeat)
-		cmd := tb.Command("client", c.Doxlab, "measure", "--store", storePath, "--run", runID, "--ca", ca, "--sni", "localhost",
-			"--repeat", strconv.Itoa(c.Repeat), "--transports", strings.Join(c.Transports, ","), "--conditions", strings.Join(c.Conditions, ","),
-			"--timeout", "10s", ip)
-		cmd.Stdout, cmd.Stderr = io.Discard, c.Log
-		if err := runCtx(ctx, cmd); err != nil {
-			return expID, fmt.Errorf("measuring %s: %w (continue with --resume %s)", p.Name, err, expID)
+		// The PAM method in-process, every socket (exchanges and probes)
+		// opened inside the client host, as hol and overhead do.
+		done, err := st.Done(ctx, runID)
+		if err != nil {
+			return expID, err
+		}
+		spec := measure.Spec{Targets: []string{ip}, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat, Timeout: 10 * time.Second,
+			Options: transport.Options{RootCAs: ca, SNI: "localhost", OpenSockets: func(open func() error) error { return tb.Run("client", open) }},
+			Skip:    func(t measure.Task) bool { return done[store.TaskKey(t)] }}
+		var werr error
+		err = measure.Run(ctx, spec, func(x *measure.Sample) {
+			if werr == nil {
+				werr = store.Retry(ctx, func() error { return st.Write(ctx, runID, x) }, nil)
+			}
+		})
+		if err = cmp.Or(werr, err); err != nil {
+			return expID, fmt.Errorf("measuring %s: %w", p.Name, err)
 		}
 	}
 	return expID, nil
-}
-
-func runCtx(ctx context.Context, cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		cmd.Process.Kill()
-		<-done
-		return ctx.Err()
-	}
 }
 
 // Expected is the protocol's round-trip count for an exchange on a new

@@ -250,7 +250,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 				k := p.Name + "|" + t + "|" + run
 				qs, err := c.runOne(ctx, tb, ip, t, plan.names[k], plan.gaps[k], plan.delayed)
 				if err != nil {
-					return expID, fmt.Errorf("%s %s %s: %w (continue with --resume %s)", p.Name, t, run, err, expID)
+					return expID, fmt.Errorf("%s %s %s: %w", p.Name, t, run, err)
 				}
 				for _, q := range qs {
 					q.Profile, q.Run = p.Name, run

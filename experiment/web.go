@@ -224,7 +224,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 			return expID, err
 		}
 		if err := e.profile(ctx, rng, p, runID, done); err != nil {
-			return expID, fmt.Errorf("%s: %w (continue with --resume %s)", p.Name, err, expID)
+			return expID, fmt.Errorf("%s: %w", p.Name, err)
 		}
 	}
 	return expID, nil

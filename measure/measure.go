@@ -329,7 +329,18 @@ func (s *Spec) probe(ctx context.Context, task Task) *ProbeResult {
 			host = ips[0].String()
 		}
 	}
-	r, err := f(pctx, net.JoinHostPort(host, strconv.Itoa(ep.Port)))
+	var r probe.Result
+	probeIt := func() error {
+		r, err = f(pctx, net.JoinHostPort(host, strconv.Itoa(ep.Port)))
+		return err
+	}
+	if open := s.Options.OpenSockets; open != nil {
+		// The probe's socket is made where the transports' are (a testbed
+		// host), so it measures the same path.
+		err = open(probeIt)
+	} else {
+		err = probeIt()
+	}
 	if err != nil {
 		return &ProbeResult{Kind: r.Kind, Error: err.Error()}
 	}

@@ -69,7 +69,18 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	env.Log = stderr
-	return runAndShow(info.Name, env.Store, stderr, e.Run, func(ctx context.Context, st *store.Store, id string) error {
+	run := e.Run
+	if info.Resumable {
+		// The library returns the ID with its error; the hint is the CLI's.
+		run = func(ctx context.Context) (string, error) {
+			id, err := e.Run(ctx)
+			if err != nil && id != "" {
+				err = fmt.Errorf("%w (what was measured is stored; continue with --resume %s)", err, id)
+			}
+			return id, err
+		}
+	}
+	return runAndShow(info.Name, env.Store, stderr, run, func(ctx context.Context, st *store.Store, id string) error {
 		return e.Show(ctx, st, id, stdout)
 	})
 }
