@@ -1,6 +1,8 @@
 // Package web is the browser side of doxlab's testbed: the page corpus the
-// server replays, and the stub resolver that puts DNS over any transport
-// into Chromium's real lookup path.
+// server replays (generated, embedded, extracted for a run), snapshots of
+// real pages, and the web experiment's samples, tasks and cells. The stub
+// that puts DNS over any transport into Chromium's lookup path is doxlab
+// serve with a forwarder (experiment/web.go starts it).
 package web
 
 //go:generate go run ./internal/gencorpus corpus
