@@ -3,10 +3,7 @@
 // gives each host's access link a delay, rate, queue, loss and jitter per
 // direction, accurate to tens of microseconds and needing no sch_netem.
 // Programs inside the hosts run unmodified: kernel TCP, quic-go, Chromium.
-//
-//	tb, err := testbed.Start(testbed.Spec{Profile: "fiber"})
-//	defer tb.Close()
-//	tb.Command("client", "ping", "-c1", "server").Run()
+// Example (example_test.go) shows a testbed's life.
 package testbed
 
 import (

@@ -6,10 +6,7 @@
 // the monotonic clock, connection facts (reused, resumed, 0-RTT, Retry,
 // versions, ALPN) and byte and packet counts taken at the socket, so that a
 // measurement says what actually happened rather than what was asked for.
-//
-//	t, err := transport.New("quic://127.0.0.1:853", transport.Options{Insecure: true})
-//	rec, err := t.Exchange(ctx, msg)
-//	fmt.Println(rec.Timing.HandshakeMs, rec.Conn.Used0RTT)
+// The examples (example_test.go) run against doxlab's own server.
 package transport
 
 import (
