@@ -5,24 +5,14 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -71,9 +61,9 @@ func (c *Amplification) Flags(fs *flag.FlagSet) {
 		c.Profile = p
 		return err
 	})
-	listVar(fs, &c.CertSizes, "certs", []string{"small", "large"}, "certificate chains: small (one ECDSA certificate), large")
-	listVar(fs, &c.KeyShares, "key-shares", []string{"pq", "classic"}, "client key shares: pq (X25519MLKEM768, two Initials), classic (X25519, one)")
-	listVar(fs, &c.Validations, "validation", []string{"none", "retry", "token"}, "address validation: none, retry (Retry always), token (NEW_TOKEN)")
+	ListVar(fs, &c.CertSizes, "certs", []string{"small", "large"}, "certificate chains: small (one ECDSA certificate), large")
+	ListVar(fs, &c.KeyShares, "key-shares", []string{"pq", "classic"}, "client key shares: pq (X25519MLKEM768, two Initials), classic (X25519, one)")
+	ListVar(fs, &c.Validations, "validation", []string{"none", "retry", "token"}, "address validation: none, retry (Retry always), token (NEW_TOKEN)")
 	fs.IntVar(&c.Repeat, "repeat", 10, "handshakes per cell")
 	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 8000, "the large chain's size")
 }
@@ -146,7 +136,7 @@ func (c *Amplification) defaults() {
 	if c.LargeCertOctets <= 0 {
 		c.LargeCertOctets = 8000
 	}
-	c.Env.defaults()
+	c.Env.Defaults()
 }
 
 // Run runs the experiment and returns its ID.
@@ -188,13 +178,13 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 	octets := map[string]int{}
 	port := 853
 	for _, size := range c.CertSizes {
-		certFile, keyFile, n, err := writeChain(dir, size, c.LargeCertOctets)
+		certFile, keyFile, n, err := WriteChain(dir, size, c.LargeCertOctets)
 		if err != nil {
 			return "", err
 		}
 		octets[size] = n
 		for _, retry := range []string{"never", "always"} {
-			srv, err := startServer(tb, &server.Config{Listen: server.Listen{DoQ: fmt.Sprintf("%s:%d", ip, port)}, Answers: server.Answers{Any: "192.0.2.1"},
+			srv, err := StartServer(tb, &server.Config{Listen: server.Listen{DoQ: fmt.Sprintf("%s:%d", ip, port)}, Answers: server.Answers{Any: "192.0.2.1"},
 				TLS: server.TLS{Cert: certFile, Key: keyFile}, QUIC: server.QUIC{Retry: retry}})
 			if err != nil {
 				return "", err
@@ -204,13 +194,13 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 			port++
 		}
 	}
-	expID := experimentID(c.Resume, "amplification")
+	expID := NewID(c.Resume, "amplification")
 	runID := expID + "-" + c.Profile.Name
-	if err := beginRun(ctx, st, runID, "experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
+	if err := BeginRun(ctx, st, runID, "experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
 		"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat}); err != nil {
 		return "", err
 	}
-	stored, err := loadResults[AmpSample](ctx, st, KindAmplification, ofRun(runID))
+	stored, err := LoadResults[AmpSample](ctx, st, KindAmplification, OfRun(runID))
 	if err != nil {
 		return expID, err
 	}
@@ -350,68 +340,6 @@ func analyzeQlog(r io.Reader, s *AmpSample) {
 	s.Stalled = s.RTTMs > 0 && s.LongestPauseMs > s.RTTMs/2
 }
 
-// writeChain writes a certificate chain and key: "small" is one ECDSA
-// P-256 certificate; "large" an RSA-4096 leaf followed by RSA-2048
-// intermediates until the chain's DER reaches target octets. The client
-// does not verify it: only its size matters here.
-func writeChain(dir, size string, target int) (certFile, keyFile string, octets int, err error) {
-	tmpl := func(cn string, serial int64) *x509.Certificate {
-		return &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn, Organization: []string{"doxlab amplification experiment"}},
-			DNSNames: []string{"localhost", cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	}
-	var leaf crypto.Signer
-	switch size {
-	case "small":
-		leaf, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case "large":
-		leaf, err = rsa.GenerateKey(rand.Reader, 4096)
-	default:
-		return "", "", 0, fmt.Errorf("certificate size %q is not small or large", size)
-	}
-	if err != nil {
-		return "", "", 0, err
-	}
-	cn := size + ".doxlab.test"
-	der, err := x509.CreateCertificate(rand.Reader, tmpl(cn, 1), tmpl(cn, 1), leaf.Public(), leaf)
-	if err != nil {
-		return "", "", 0, err
-	}
-	certs := [][]byte{der}
-	b, _ := x509.MarshalPKCS8PrivateKey(leaf)
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: b})
-	if size == "large" {
-		ik, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			return "", "", 0, err
-		}
-		for i := int64(2); chainOctets(certs) < target; i++ {
-			cn := fmt.Sprintf("intermediate-%d.doxlab.test", i)
-			der, err := x509.CreateCertificate(rand.Reader, tmpl(cn, i), tmpl(cn, i), &ik.PublicKey, ik)
-			if err != nil {
-				return "", "", 0, err
-			}
-			certs = append(certs, der)
-		}
-	}
-	var chain strings.Builder
-	for _, der := range certs {
-		chain.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	}
-	certFile, keyFile = filepath.Join(dir, size+".pem"), filepath.Join(dir, size+".key")
-	if err := os.WriteFile(certFile, []byte(chain.String()), 0o644); err != nil {
-		return "", "", 0, err
-	}
-	return certFile, keyFile, chainOctets(certs), os.WriteFile(keyFile, keyPEM, 0o600)
-}
-
-func chainOctets(certs [][]byte) (n int) {
-	for _, c := range certs {
-		n += len(c)
-	}
-	return n
-}
-
 // AmpCell is the medians of one certificate × key share × validation.
 type AmpCell struct {
 	Cert, KeyShare, Validation string
@@ -467,5 +395,5 @@ func b2f(b bool) float64 {
 
 // LoadAmplification reads an experiment's samples from the store.
 func LoadAmplification(ctx context.Context, st *store.Store, expID string) ([]*AmpSample, error) {
-	return loadResults[AmpSample](ctx, st, KindAmplification, ofExperiment(expID))
+	return LoadResults[AmpSample](ctx, st, KindAmplification, OfExperiment(expID))
 }

@@ -2,19 +2,30 @@ package experiment
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 )
 
-// startServer starts doxlab's server inside the testbed's server host:
+// StartServer starts doxlab's server inside the testbed's server host:
 // its listeners' sockets are made there. The caller closes it.
-func startServer(tb *testbed.Testbed, cfg *server.Config) (*server.Server, error) {
+func StartServer(tb *testbed.Testbed, cfg *server.Config) (*server.Server, error) {
 	srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run("server", f) })
 	if err != nil {
 		return nil, fmt.Errorf("starting the server in the testbed: %w", err)
@@ -22,9 +33,9 @@ func startServer(tb *testbed.Testbed, cfg *server.Config) (*server.Server, error
 	return srv, nil
 }
 
-// defaultSelf sets an empty binary path to this program's, which the
+// DefaultSelf sets an empty binary path to this program's, which the
 // experiments run inside testbed hosts.
-func defaultSelf(path *string) error {
+func DefaultSelf(path *string) error {
 	if *path != "" {
 		return nil
 	}
@@ -33,17 +44,17 @@ func defaultSelf(path *string) error {
 	return err
 }
 
-// experimentID is the ID to resume, or a new one with the prefix.
-func experimentID(resume, prefix string) string {
+// NewID is the ID to resume, or a new one with the prefix.
+func NewID(resume, prefix string) string {
 	if resume != "" {
 		return resume
 	}
 	return prefix + "-" + store.NewID()
 }
 
-// beginRun records a run of an experiment unless it exists (a resumed
+// BeginRun records a run of an experiment unless it exists (a resumed
 // experiment continues its runs).
-func beginRun(ctx context.Context, st *store.Store, runID, kind, profile string, spec any) error {
+func BeginRun(ctx context.Context, st *store.Store, runID, kind, profile string, spec any) error {
 	runs, err := st.Runs(ctx)
 	if err != nil {
 		return err
@@ -58,9 +69,9 @@ func beginRun(ctx context.Context, st *store.Store, runID, kind, profile string,
 	return st.BeginRun(ctx, run)
 }
 
-// loadResults decodes the stored results of one kind from the runs keep
+// LoadResults decodes the stored results of one kind from the runs keep
 // accepts.
-func loadResults[T any](ctx context.Context, st *store.Store, kind store.Kind, keep func(runID string) bool) ([]*T, error) {
+func LoadResults[T any](ctx context.Context, st *store.Store, kind store.Kind, keep func(runID string) bool) ([]*T, error) {
 	var out []*T
 	err := st.Results(ctx, "", kind, func(id string, raw []byte) error {
 		if !keep(id) {
@@ -76,12 +87,74 @@ func loadResults[T any](ctx context.Context, st *store.Store, kind store.Kind, k
 	return out, err
 }
 
-// ofExperiment keeps the runs of one experiment (its ID is their prefix).
-func ofExperiment(expID string) func(string) bool {
+// OfExperiment keeps the runs of one experiment (its ID is their prefix).
+func OfExperiment(expID string) func(string) bool {
 	return func(id string) bool { return strings.HasPrefix(id, expID) }
 }
 
-// ofRun keeps one run exactly: "-4g" is a prefix of "-4g-medium".
-func ofRun(runID string) func(string) bool {
+// OfRun keeps one run exactly: "-4g" is a prefix of "-4g-medium".
+func OfRun(runID string) func(string) bool {
 	return func(id string) bool { return id == runID }
+}
+
+// WriteChain writes a certificate chain and key: "small" is one ECDSA
+// P-256 certificate; "large" an RSA-4096 leaf followed by RSA-2048
+// intermediates until the chain's DER reaches target octets. The client
+// does not verify it: only its size matters here.
+func WriteChain(dir, size string, target int) (certFile, keyFile string, octets int, err error) {
+	tmpl := func(cn string, serial int64) *x509.Certificate {
+		return &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn, Organization: []string{"doxlab amplification experiment"}},
+			DNSNames: []string{"localhost", cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	}
+	var leaf crypto.Signer
+	switch size {
+	case "small":
+		leaf, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case "large":
+		leaf, err = rsa.GenerateKey(rand.Reader, 4096)
+	default:
+		return "", "", 0, fmt.Errorf("certificate size %q is not small or large", size)
+	}
+	if err != nil {
+		return "", "", 0, err
+	}
+	cn := size + ".doxlab.test"
+	der, err := x509.CreateCertificate(rand.Reader, tmpl(cn, 1), tmpl(cn, 1), leaf.Public(), leaf)
+	if err != nil {
+		return "", "", 0, err
+	}
+	certs := [][]byte{der}
+	b, _ := x509.MarshalPKCS8PrivateKey(leaf)
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: b})
+	if size == "large" {
+		ik, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			return "", "", 0, err
+		}
+		for i := int64(2); chainOctets(certs) < target; i++ {
+			cn := fmt.Sprintf("intermediate-%d.doxlab.test", i)
+			der, err := x509.CreateCertificate(rand.Reader, tmpl(cn, i), tmpl(cn, i), &ik.PublicKey, ik)
+			if err != nil {
+				return "", "", 0, err
+			}
+			certs = append(certs, der)
+		}
+	}
+	var chain strings.Builder
+	for _, der := range certs {
+		chain.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	}
+	certFile, keyFile = filepath.Join(dir, size+".pem"), filepath.Join(dir, size+".key")
+	if err := os.WriteFile(certFile, []byte(chain.String()), 0o644); err != nil {
+		return "", "", 0, err
+	}
+	return certFile, keyFile, chainOctets(certs), os.WriteFile(keyFile, keyPEM, 0o600)
+}
+
+func chainOctets(certs [][]byte) (n int) {
+	for _, c := range certs {
+		n += len(c)
+	}
+	return n
 }

@@ -46,9 +46,9 @@ func (c *DNSRTT) Quick() {
 
 // Flags binds dns-rtt's flags.
 func (c *DNSRTT) Flags(fs *flag.FlagSet) {
-	listVar(fs, &c.Profiles, "profiles", testbed.TableII, "access profiles")
-	listVar(fs, &c.Transports, "transports", protocol.Default(), "transports")
-	listVar(fs, &c.Conditions, "conditions", []string{"fresh", "resumed", "0rtt"}, "conditions")
+	ListVar(fs, &c.Profiles, "profiles", testbed.TableII, "access profiles")
+	ListVar(fs, &c.Transports, "transports", protocol.Default(), "transports")
+	ListVar(fs, &c.Conditions, "conditions", []string{"fresh", "resumed", "0rtt"}, "conditions")
 	fs.IntVar(&c.Repeat, "repeat", 20, "lookups per profile, transport and condition")
 }
 
@@ -66,7 +66,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	if c.Repeat <= 0 {
 		c.Repeat = 20
 	}
-	c.Env.defaults()
+	c.Env.Defaults()
 	profiles, err := testbed.LookupProfiles(c.Profiles)
 	if err != nil {
 		return "", err
@@ -89,7 +89,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		// with one address, so every query is answered from "cache".
 		Answers: server.Answers{Any: "192.0.2.1"},
 	}
-	srv, err := startServer(tb, cfg)
+	srv, err := StartServer(tb, cfg)
 	if err != nil {
 		return "", err
 	}
@@ -97,7 +97,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	ca := x509.NewCertPool()
 	ca.AppendCertsFromPEM(srv.CertPEM())
 
-	expID := experimentID(c.Resume, "dnsrtt")
+	expID := NewID(c.Resume, "dnsrtt")
 	for _, p := range profiles {
 		if err := ctx.Err(); err != nil {
 			return expID, err
@@ -106,7 +106,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 			return expID, err
 		}
 		runID := expID + "-" + p.Name
-		if err := beginRun(ctx, st, runID, "experiment:dns-rtt", p.Name, map[string]any{"experiment": expID, "profile": p, "server": cfg,
+		if err := BeginRun(ctx, st, runID, "experiment:dns-rtt", p.Name, map[string]any{"experiment": expID, "profile": p, "server": cfg,
 			"transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat}); err != nil {
 			return expID, err
 		}

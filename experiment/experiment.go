@@ -27,8 +27,8 @@ type Env struct {
 // one satisfies Experiment's Environment.
 func (e *Env) Environment() *Env { return e }
 
-// defaults fills in Env's defaults.
-func (e *Env) defaults() {
+// Defaults fills in Env's defaults.
+func (e *Env) Defaults() {
 	if e.Store == "" {
 		e.Store = "doxlab.db"
 	}
@@ -141,8 +141,8 @@ func (l listValue) Set(s string) error {
 	return nil
 }
 
-// listVar binds a comma-separated list flag to p, with def as default.
-func listVar(fs *flag.FlagSet, p *[]string, name string, def []string, usage string) {
+// ListVar binds a comma-separated list flag to p, with def as default.
+func ListVar(fs *flag.FlagSet, p *[]string, name string, def []string, usage string) {
 	*p = slices.Clone(def)
 	fs.Var(listValue{p}, name, usage)
 }

@@ -55,8 +55,8 @@ func (c *HOL) Quick() {
 
 // Flags binds hol's flags.
 func (c *HOL) Flags(fs *flag.FlagSet) {
-	listVar(fs, &c.Profiles, "profiles", []string{"none"}, "access profiles (none: no emulated delay, as the paper)")
-	listVar(fs, &c.Transports, "transports", HOLTransports, "transports; -inorder: the TCP or DoT server answers in query order")
+	ListVar(fs, &c.Profiles, "profiles", []string{"none"}, "access profiles (none: no emulated delay, as the paper)")
+	ListVar(fs, &c.Transports, "transports", HOLTransports, "transports; -inorder: the TCP or DoT server answers in query order")
 	fs.IntVar(&c.Queries, "queries", 100, "queries per run")
 	fs.Float64Var(&c.Rate, "rate", 10, "mean Poisson arrivals per second")
 	fs.IntVar(&c.DelayEvery, "delay-every", 25, "the server delays one answer in this many")
@@ -136,7 +136,7 @@ func (c *HOL) defaults() error {
 	if c.Base == "" {
 		c.Base = "hol.doxlab.test"
 	}
-	c.Env.defaults()
+	c.Env.Defaults()
 	if c.Seed == 0 {
 		c.Seed = rand.Uint64()
 	}
@@ -215,23 +215,23 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		{Listen: server.Listen{TCP: ip + ":5353", DoT: ip + ":8853"}, Answers: answers, Faults: inOrder},
 	}
 	for _, cfg := range cfgs {
-		srv, err := startServer(tb, cfg)
+		srv, err := StartServer(tb, cfg)
 		if err != nil {
 			return "", err
 		}
 		defer srv.Close()
 	}
-	expID := experimentID(c.Resume, "hol")
+	expID := NewID(c.Resume, "hol")
 	for _, p := range profiles {
 		if err := tb.SetProfile("client", p); err != nil {
 			return expID, err
 		}
 		runID := expID + "-" + p.Name
-		if err := beginRun(ctx, st, runID, "experiment:hol", p.Name, map[string]any{"experiment": expID, "profile": p, "transports": c.Transports,
+		if err := BeginRun(ctx, st, runID, "experiment:hol", p.Name, map[string]any{"experiment": expID, "profile": p, "transports": c.Transports,
 			"queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed}); err != nil {
 			return expID, err
 		}
-		stored, err := loadResults[HOLQuery](ctx, st, KindHOLQuery, ofRun(runID))
+		stored, err := LoadResults[HOLQuery](ctx, st, KindHOLQuery, OfRun(runID))
 		if err != nil {
 			return expID, err
 		}
@@ -395,5 +395,5 @@ func SummarizeHOL(qs []*HOLQuery) []HOLSummary {
 
 // LoadHOL reads an experiment's queries from the store.
 func LoadHOL(ctx context.Context, st *store.Store, expID string) ([]*HOLQuery, error) {
-	return loadResults[HOLQuery](ctx, st, KindHOLQuery, ofExperiment(expID))
+	return LoadResults[HOLQuery](ctx, st, KindHOLQuery, OfExperiment(expID))
 }

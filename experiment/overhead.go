@@ -65,9 +65,9 @@ func (c *Overhead) Quick() {
 
 // Flags binds overhead's flags.
 func (c *Overhead) Flags(fs *flag.FlagSet) {
-	listVar(fs, &c.Transports, "transports", protocol.Names(nil), "transports")
-	listVar(fs, &c.Modes, "modes", []string{"new", "persistent"}, "connection modes: new (one per query), persistent")
-	listVar(fs, &c.Certs, "certs", []string{"small"}, "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
+	ListVar(fs, &c.Transports, "transports", protocol.Names(nil), "transports")
+	ListVar(fs, &c.Modes, "modes", []string{"new", "persistent"}, "connection modes: new (one per query), persistent")
+	ListVar(fs, &c.Certs, "certs", []string{"small"}, "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
 	fs.Func("names", "a file of names, one per line (default: the shipped list of 100)", func(path string) error {
 		names, err := measure.ReadTargets(path)
 		c.Names = names
@@ -149,7 +149,7 @@ func (c *Overhead) defaults() {
 	if c.KeyShare == "" {
 		c.KeyShare = "pq"
 	}
-	c.Env.defaults()
+	c.Env.Defaults()
 }
 
 type window struct {
@@ -198,12 +198,12 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 	var windows []window
 	octets := map[string]int{}
 	for _, cert := range c.Certs {
-		certFile, keyFile, n, err := writeChain(dir, cert, c.LargeCertOctets)
+		certFile, keyFile, n, err := WriteChain(dir, cert, c.LargeCertOctets)
 		if err != nil {
 			return "", err
 		}
 		octets[cert] = n
-		srv, err := startServer(tb, &server.Config{
+		srv, err := StartServer(tb, &server.Config{
 			Listen:  server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},
 			Answers: server.Answers{Any: "192.0.2.1"}, TLS: server.TLS{Cert: certFile, Key: keyFile}})
 		if err != nil {
@@ -265,9 +265,9 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	expID := experimentID(c.Resume, "overhead")
+	expID := NewID(c.Resume, "overhead")
 	runID := expID + "-none"
-	if err := beginRun(ctx, st, runID, "experiment:overhead", "none", map[string]any{"experiment": expID, "transports": c.Transports,
+	if err := BeginRun(ctx, st, runID, "experiment:overhead", "none", map[string]any{"experiment": expID, "transports": c.Transports,
 		"modes": c.Modes, "certs": octets, "names": len(c.Names), "key_share": c.KeyShare}); err != nil {
 		return expID, err
 	}
@@ -430,5 +430,5 @@ func SummarizeOverhead(cs []*OverheadConn) []OverheadCell {
 
 // LoadOverhead reads an experiment's connections from the store.
 func LoadOverhead(ctx context.Context, st *store.Store, expID string) ([]*OverheadConn, error) {
-	return loadResults[OverheadConn](ctx, st, KindOverheadConn, ofExperiment(expID))
+	return LoadResults[OverheadConn](ctx, st, KindOverheadConn, OfExperiment(expID))
 }

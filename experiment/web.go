@@ -61,16 +61,16 @@ func init() {
 
 // Flags binds the web experiment's flags.
 func (c *Web) Flags(fs *flag.FlagSet) {
-	listVar(fs, &c.Profiles, "profiles", nil, "access profiles (default "+strings.Join(testbed.TableII, ",")+"; with --quick fiber,4g)")
-	listVar(fs, &c.Transports, "transports", []string{protocol.UDP, protocol.DoH2, protocol.DoQ}, "the stub's DNS transports: "+strings.Join(protocol.Default(), ", "))
-	listVar(fs, &c.H3, "h3", []string{"1rtt", "0rtt"}, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
-	listVar(fs, &c.Pages, "pages", web.Corpus, "corpus pages")
+	ListVar(fs, &c.Profiles, "profiles", nil, "access profiles (default "+strings.Join(testbed.TableII, ",")+"; with --quick fiber,4g)")
+	ListVar(fs, &c.Transports, "transports", []string{protocol.UDP, protocol.DoH2, protocol.DoQ}, "the stub's DNS transports: "+strings.Join(protocol.Default(), ", "))
+	ListVar(fs, &c.H3, "h3", []string{"1rtt", "0rtt"}, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
+	ListVar(fs, &c.Pages, "pages", web.Corpus, "corpus pages")
 	fs.Func("snapshot", "a directory of a page's files (index.html and what it loads) to add to the corpus; repeatable", func(dir string) error {
 		c.Snapshots = append(c.Snapshots, dir)
 		return nil
 	})
-	listVar(fs, &c.StubStates, "stub", []string{"cold"}, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
-	listVar(fs, &c.DNSModes, "dns", []string{"stub"}, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
+	ListVar(fs, &c.StubStates, "stub", []string{"cold"}, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
+	ListVar(fs, &c.DNSModes, "dns", []string{"stub"}, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
 	fs.IntVar(&c.Repeat, "repeat", 10, "loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
@@ -124,8 +124,8 @@ func (c *Web) defaults() error {
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
 	}
-	c.Env.defaults()
-	return defaultSelf(&c.Doxlab)
+	c.Env.Defaults()
+	return DefaultSelf(&c.Doxlab)
 }
 
 // webEnv is the running experiment: testbed, server, pages, browsers.
@@ -200,7 +200,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		}
 	}()
 
-	expID := experimentID(c.Resume, "web")
+	expID := NewID(c.Resume, "web")
 	seed := c.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -214,7 +214,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 			return expID, err
 		}
 		runID := expID + "-" + p.Name
-		if err := beginRun(ctx, st, runID, "experiment:web", p.Name, map[string]any{"experiment": expID, "profile": p, "server": e.srv.Config(),
+		if err := BeginRun(ctx, st, runID, "experiment:web", p.Name, map[string]any{"experiment": expID, "profile": p, "server": e.srv.Config(),
 			"transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes,
 			"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}); err != nil {
 			return expID, err
@@ -230,7 +230,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	return expID, nil
 }
 
-// startServer runs doxlab's server in the server host: every DNS
+// StartServer runs doxlab's server in the server host: every DNS
 // transport, the pages over HTTP/3 (and HTTP/2) on 443 with DoH on the
 // same listener, one TLS identity for all, the page hosts answered with
 // the server's address.
@@ -248,7 +248,7 @@ func (e *webEnv) startServer(pages []web.Page, dir string) error {
 		cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN A %s", p.Host, ip))
 	}
 	var err error
-	if e.srv, err = startServer(e.tb, cfg); err != nil {
+	if e.srv, err = StartServer(e.tb, cfg); err != nil {
 		return err
 	}
 	e.srv.OnRecord(func(r *server.Record) {
