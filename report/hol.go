@@ -7,22 +7,24 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/doxlab/doxlab/experiment/amplification"
+	"github.com/doxlab/doxlab/experiment/hol"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
 )
 
 // holFigures draws the DoH-cost paper's Fig. 2 per profile and transport:
 // each query's resolution time against its send time, in the run with
 // delayed answers, the delayed queries themselves marked.
-func holFigures(qs []*experiment.HOLQuery, dir string) ([]figure, error) {
+func holFigures(qs []*hol.Query, dir string) ([]figure, error) {
 	type key struct{ p, t string }
-	delayed := slices.DeleteFunc(slices.Clone(qs), func(q *experiment.HOLQuery) bool { return q.Run != "delayed" || q.Status != "ok" })
-	keys, groups := order.Group(delayed, func(q *experiment.HOLQuery) key { return key{q.Profile, q.Transport} })
+	delayed := slices.DeleteFunc(slices.Clone(qs), func(q *hol.Query) bool { return q.Run != "delayed" || q.Status != "ok" })
+	keys, groups := order.Group(delayed, func(q *hol.Query) key { return key{q.Profile, q.Transport} })
 	var figs []figure
 	for _, k := range keys {
 		var own, others plotter.XYs
@@ -73,7 +75,7 @@ func holFigures(qs []*experiment.HOLQuery, dir string) ([]figure, error) {
 
 // ampFigure draws the amplification experiment's median handshake in RTTs
 // per certificate × key share × validation, stalled cells in red.
-func ampFigure(cells []experiment.AmpCell, dir string) (figure, error) {
+func ampFigure(cells []amplification.Cell, dir string) (figure, error) {
 	p := plot.New()
 	p.Title.Text = "DoQ handshake per certificate, key share and address validation"
 	p.Y.Label.Text = "median handshake (RTTs)"

@@ -6,11 +6,12 @@ import (
 	"image/color"
 	"path/filepath"
 
+	xoverhead "github.com/doxlab/doxlab/experiment/overhead"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/overhead"
 )
@@ -25,9 +26,9 @@ var layerColors = [overhead.NumLayers]color.Color{
 // overheadFigures draws, per certificate and connection mode, the octets
 // per resolution by transport stacked by layer (the DoH-cost paper's
 // Fig. 3 and 5) and the packets per resolution (Fig. 4).
-func overheadFigures(cells []experiment.OverheadCell, dir string) ([]figure, error) {
+func overheadFigures(cells []xoverhead.Cell, dir string) ([]figure, error) {
 	type group struct{ cert, mode string }
-	groups, by := order.Group(cells, func(c experiment.OverheadCell) group { return group{c.Cert, c.Mode} })
+	groups, by := order.Group(cells, func(c xoverhead.Cell) group { return group{c.Cert, c.Mode} })
 	var figs []figure
 	for _, g := range groups {
 		cs := by[g]

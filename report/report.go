@@ -19,11 +19,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/doxlab/doxlab/experiment/amplification"
+	"github.com/doxlab/doxlab/experiment/dnsrtt"
+	"github.com/doxlab/doxlab/experiment/hol"
+	xoverhead "github.com/doxlab/doxlab/experiment/overhead"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/store"
@@ -48,7 +52,7 @@ type Stat struct {
 	MedianMs, IQRMs, P95Ms        float64
 	MedianRTT, IQRRTT, P95RTT     float64
 	// SerialMs is the median time the exchange's packets take to pass
-	// the profile's rate limits (experiment.SerializationMs); NaN where
+	// the profile's rate limits (dnsrtt.SerializationMs); NaN where
 	// the profile is not known.
 	SerialMs float64
 }
@@ -59,11 +63,11 @@ type Report struct {
 	HTML     string   // the page
 	Figures  []string // PNG and SVG files
 	Stats    []Stat
-	Cells    []web.Cell                // the web experiment's cells
-	HOL      []experiment.HOLSummary   // the knock-on delay per transport
-	Amp      []experiment.AmpCell      // the amplification experiment's cells
-	Overhead []experiment.OverheadCell // octets per resolution and layer
-	Survey   string                    // the survey's tables, as text
+	Cells    []web.Cell           // the web experiment's cells
+	HOL      []hol.Summary        // the knock-on delay per transport
+	Amp      []amplification.Cell // the amplification experiment's cells
+	Overhead []xoverhead.Cell     // octets per resolution and layer
+	Survey   string               // the survey's tables, as text
 }
 
 // Input is what a report draws.
@@ -71,13 +75,13 @@ type Input struct {
 	Rows []store.Row // DNS samples (measure, campaigns, dns-rtt)
 	// SerialMs is, per row of Rows, how long its packets take to pass
 	// the rate limits of the link its run recorded
-	// (experiment.SerializationMs); NaN where the run had no link.
+	// (dnsrtt.SerializationMs); NaN where the run had no link.
 	SerialMs []float64
-	Loads    []*web.Sample              // page loads (web)
-	HOL      []*experiment.HOLQuery     // head-of-line queries (hol)
-	Amp      []*experiment.AmpSample    // DoQ handshakes (amplification)
-	Overhead []*experiment.OverheadConn // captured connections (overhead)
-	Survey   *verify.Survey             // verifications (verify)
+	Loads    []*web.Sample           // page loads (web)
+	HOL      []*hol.Query            // head-of-line queries (hol)
+	Amp      []*amplification.Sample // DoQ handshakes (amplification)
+	Overhead []*xoverhead.Conn       // captured connections (overhead)
+	Survey   *verify.Survey          // verifications (verify)
 }
 
 // Render draws in into dir.
@@ -125,11 +129,11 @@ func Render(in Input, dir, title string) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		rep.HOL = experiment.SummarizeHOL(in.HOL)
+		rep.HOL = hol.Summarize(in.HOL)
 		webFigs = append(webFigs, hf...)
 	}
 	if len(in.Amp) > 0 {
-		rep.Amp = experiment.SummarizeAmplification(in.Amp)
+		rep.Amp = amplification.Summarize(in.Amp)
 		f, err := ampFigure(rep.Amp, dir)
 		if err != nil {
 			return nil, err
@@ -142,7 +146,7 @@ func Render(in Input, dir, title string) (*Report, error) {
 		rep.Survey = b.String()
 	}
 	if len(in.Overhead) > 0 {
-		rep.Overhead = experiment.SummarizeOverhead(in.Overhead)
+		rep.Overhead = xoverhead.Summarize(in.Overhead)
 		of, err := overheadFigures(rep.Overhead, dir)
 		if err != nil {
 			return nil, err
@@ -397,7 +401,7 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em}.fig svg{max-w
 
 func writeHTML(rep *Report, figs, webFigs []figure, title string) error {
 	var b bytes.Buffer
-	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs, "HOL": rep.HOL, "Threshold": experiment.KnockOnThreshold, "Amp": rep.Amp, "Overhead": rep.Overhead, "Layers": overhead.LayerNames, "Survey": rep.Survey}); err != nil {
+	if err := page.Execute(&b, map[string]any{"Title": title, "Stats": rep.Stats, "Figures": figs, "Cells": rep.Cells, "WebFigures": webFigs, "HOL": rep.HOL, "Threshold": hol.KnockOnThreshold, "Amp": rep.Amp, "Overhead": rep.Overhead, "Layers": overhead.LayerNames, "Survey": rep.Survey}); err != nil {
 		return err
 	}
 	return os.WriteFile(rep.HTML, b.Bytes(), 0o644)
@@ -431,14 +435,14 @@ func Load(ctx context.Context, st *store.Store, prefix string) (Input, []store.R
 			in.Rows = append(in.Rows, r)
 		}
 	}
-	profiles, err := experiment.StoredProfiles(ctx, st)
+	profiles, err := dnsrtt.StoredProfiles(ctx, st)
 	if err != nil {
 		return in, nil, err
 	}
 	in.SerialMs = make([]float64, len(in.Rows))
 	for i, r := range in.Rows {
 		in.SerialMs[i] = math.NaN()
-		if v, ok := experiment.RowSerializationMs(profiles, r); ok {
+		if v, ok := dnsrtt.RowSerializationMs(profiles, r); ok {
 			in.SerialMs[i] = v
 		}
 	}
@@ -450,13 +454,13 @@ func Load(ctx context.Context, st *store.Store, prefix string) (Input, []store.R
 	if in.Loads, err = st.Loads(ctx, prefix); err != nil {
 		return in, nil, err
 	}
-	if in.HOL, err = experiment.LoadHOL(ctx, st, prefix); err != nil {
+	if in.HOL, err = hol.Load(ctx, st, prefix); err != nil {
 		return in, nil, err
 	}
-	if in.Amp, err = experiment.LoadAmplification(ctx, st, prefix); err != nil {
+	if in.Amp, err = amplification.Load(ctx, st, prefix); err != nil {
 		return in, nil, err
 	}
-	if in.Overhead, err = experiment.LoadOverhead(ctx, st, prefix); err != nil {
+	if in.Overhead, err = xoverhead.Load(ctx, st, prefix); err != nil {
 		return in, nil, err
 	}
 	if in.Survey, err = verify.LoadSurvey(ctx, st, prefix); err != nil {

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/doxlab/doxlab/experiment/dnsrtt"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/report"
 	"github.com/doxlab/doxlab/store"
@@ -47,7 +48,7 @@ func serialMs(t *testing.T, rows []store.Row) []float64 {
 	}
 	out := make([]float64, len(rows))
 	for i, r := range rows {
-		out[i], _ = experiment.RowSerializationMs(profiles, r)
+		out[i], _ = dnsrtt.RowSerializationMs(profiles, r)
 	}
 	return out
 }
@@ -133,10 +134,10 @@ func TestLoadTakesProfilesFromTheStore(t *testing.T) {
 	run := store.NewRun("experiment:dns-rtt", "fiber", map[string]any{"profile": custom})
 	run.ID = "dnsrtt-x-fiber"
 	require.NoError(t, st.BeginRun(ctx, run))
-	profiles, err := experiment.StoredProfiles(ctx, st)
+	profiles, err := dnsrtt.StoredProfiles(ctx, st)
 	require.NoError(t, err)
 	require.Equal(t, custom, profiles[run.ID])
-	ms, ok := experiment.RowSerializationMs(profiles, store.Row{RunID: run.ID, BytesSent: 125, BytesReceived: 250})
+	ms, ok := dnsrtt.RowSerializationMs(profiles, store.Row{RunID: run.ID, BytesSent: 125, BytesReceived: 250})
 	require.True(t, ok)
 	require.InDelta(t, 2.0, ms, 0.001, "125 octets at 1 Mbit/s and 250 at 2, no packets")
 	_, _, err = report.Load(ctx, st, "dnsrtt-x")

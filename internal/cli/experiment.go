@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	_ "github.com/doxlab/doxlab/experiment/all" // registers every experiment
+
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
 )

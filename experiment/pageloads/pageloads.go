@@ -1,4 +1,7 @@
-package experiment
+// Package pageloads is the web experiment: Chromium page loads over
+// HTTP/3 with DNS in the browser's path (cross-layer paper §IV-C,
+// Fig. 8-12; IMC 2022 slides).
+package pageloads
 
 import (
 	"bufio"
@@ -15,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/miekg/dns"
 	"gopkg.in/yaml.v3"
@@ -48,29 +53,29 @@ type Web struct {
 	Doxlab     string // the binary run as the stub in the client host; default this one
 	Browser    string // Chromium binary; default chromium on PATH
 	NetLogDir  string // if set, one Chromium NetLog per profile and DNS mode
-	Env
+	experiment.Env
 
 	started time.Time // when Run began, for Show's loads per minute
 }
 
 func init() {
-	Register(Info{Rank: 2, Name: "web", Resumable: true, Quick: "fiber and 4g, 2 loads per cell",
+	experiment.Register(experiment.Info{Rank: 2, Name: "web", Resumable: true, Quick: "fiber and 4g, 2 loads per cell",
 		Doc: "page loads in Chromium over HTTP/3 (0-RTT and 1-RTT) with the\nbrowser's DNS through a stub over each transport, per profile",
-		New: func() Experiment { return new(Web) }})
+		New: func() experiment.Experiment { return new(Web) }})
 }
 
 // Flags binds the web experiment's flags.
 func (c *Web) Flags(fs *flag.FlagSet) {
-	ListVar(fs, &c.Profiles, "profiles", nil, "access profiles (default "+strings.Join(testbed.TableII, ",")+"; with --quick fiber,4g)")
-	ListVar(fs, &c.Transports, "transports", []string{protocol.UDP, protocol.DoH2, protocol.DoQ}, "the stub's DNS transports: "+strings.Join(protocol.Default(), ", "))
-	ListVar(fs, &c.H3, "h3", []string{"1rtt", "0rtt"}, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
-	ListVar(fs, &c.Pages, "pages", web.Corpus, "corpus pages")
+	experiment.ListVar(fs, &c.Profiles, "profiles", nil, "access profiles (default "+strings.Join(testbed.TableII, ",")+"; with --quick fiber,4g)")
+	experiment.ListVar(fs, &c.Transports, "transports", []string{protocol.UDP, protocol.DoH2, protocol.DoQ}, "the stub's DNS transports: "+strings.Join(protocol.Default(), ", "))
+	experiment.ListVar(fs, &c.H3, "h3", []string{"1rtt", "0rtt"}, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
+	experiment.ListVar(fs, &c.Pages, "pages", web.Corpus, "corpus pages")
 	fs.Func("snapshot", "a directory of a page's files (index.html and what it loads) to add to the corpus; repeatable", func(dir string) error {
 		c.Snapshots = append(c.Snapshots, dir)
 		return nil
 	})
-	ListVar(fs, &c.StubStates, "stub", []string{"cold"}, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
-	ListVar(fs, &c.DNSModes, "dns", []string{"stub"}, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
+	experiment.ListVar(fs, &c.StubStates, "stub", []string{"cold"}, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
+	experiment.ListVar(fs, &c.DNSModes, "dns", []string{"stub"}, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
 	fs.IntVar(&c.Repeat, "repeat", 10, "loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
@@ -125,7 +130,7 @@ func (c *Web) defaults() error {
 		c.Timeout = 30 * time.Second
 	}
 	c.Env.Defaults()
-	return DefaultSelf(&c.Doxlab)
+	return experiment.DefaultSelf(&c.Doxlab)
 }
 
 // webEnv is the running experiment: testbed, server, pages, browsers.
@@ -200,7 +205,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		}
 	}()
 
-	expID := NewID(c.Resume, "web")
+	expID := experiment.NewID(c.Resume, "web")
 	seed := c.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -214,7 +219,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 			return expID, err
 		}
 		runID := expID + "-" + p.Name
-		if err := BeginRun(ctx, st, runID, "experiment:web", p.Name, map[string]any{"experiment": expID, "profile": p, "server": e.srv.Config(),
+		if err := experiment.BeginRun(ctx, st, runID, "experiment:web", p.Name, map[string]any{"experiment": expID, "profile": p, "server": e.srv.Config(),
 			"transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes,
 			"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}); err != nil {
 			return expID, err
@@ -230,7 +235,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	return expID, nil
 }
 
-// StartServer runs doxlab's server in the server host: every DNS
+// experiment.StartServer runs doxlab's server in the server host: every DNS
 // transport, the pages over HTTP/3 (and HTTP/2) on 443 with DoH on the
 // same listener, one TLS identity for all, the page hosts answered with
 // the server's address.
@@ -248,7 +253,7 @@ func (e *webEnv) startServer(pages []web.Page, dir string) error {
 		cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN A %s", p.Host, ip))
 	}
 	var err error
-	if e.srv, err = StartServer(e.tb, cfg); err != nil {
+	if e.srv, err = experiment.StartServer(e.tb, cfg); err != nil {
 		return err
 	}
 	e.srv.OnRecord(func(r *server.Record) {

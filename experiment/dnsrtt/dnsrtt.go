@@ -1,7 +1,7 @@
-// Package experiment runs the papers' experiments on the testbed, storing
-// every sample. dns-rtt is the cross-layer paper's RTT-normalised DNS
-// exchange (its §IV-A/B, Fig. 5-7) measured the PAM 2022 way.
-package experiment
+// Package dnsrtt is the dns-rtt experiment: the cross-layer paper's
+// RTT-normalised DNS exchange (its §IV-A/B, Fig. 5-7) measured the PAM
+// 2022 way on the testbed.
+package dnsrtt
 
 import (
 	"cmp"
@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
@@ -30,13 +32,13 @@ type DNSRTT struct {
 	Transports []string // default udp, tcp, dot, doh2, doh3, doq
 	Conditions []string // default fresh, resumed, 0rtt
 	Repeat     int      // lookups per profile × transport × condition; default 20
-	Env
+	experiment.Env
 }
 
 func init() {
-	Register(Info{Rank: 1, Name: "dns-rtt", Resumable: true, Quick: "3 lookups per cell instead of 20",
+	experiment.Register(experiment.Info{Rank: 1, Name: "dns-rtt", Resumable: true, Quick: "3 lookups per cell instead of 20",
 		Doc: "the RTT-normalised DNS exchange: per access profile, transport and\ncondition, the PAM 2022 measurement on the testbed",
-		New: func() Experiment { return new(DNSRTT) }})
+		New: func() experiment.Experiment { return new(DNSRTT) }})
 }
 
 // Quick is a run of a few minutes.
@@ -46,9 +48,9 @@ func (c *DNSRTT) Quick() {
 
 // Flags binds dns-rtt's flags.
 func (c *DNSRTT) Flags(fs *flag.FlagSet) {
-	ListVar(fs, &c.Profiles, "profiles", testbed.TableII, "access profiles")
-	ListVar(fs, &c.Transports, "transports", protocol.Default(), "transports")
-	ListVar(fs, &c.Conditions, "conditions", []string{"fresh", "resumed", "0rtt"}, "conditions")
+	experiment.ListVar(fs, &c.Profiles, "profiles", testbed.TableII, "access profiles")
+	experiment.ListVar(fs, &c.Transports, "transports", protocol.Default(), "transports")
+	experiment.ListVar(fs, &c.Conditions, "conditions", []string{"fresh", "resumed", "0rtt"}, "conditions")
 	fs.IntVar(&c.Repeat, "repeat", 20, "lookups per profile, transport and condition")
 }
 
@@ -89,7 +91,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		// with one address, so every query is answered from "cache".
 		Answers: server.Answers{Any: "192.0.2.1"},
 	}
-	srv, err := StartServer(tb, cfg)
+	srv, err := experiment.StartServer(tb, cfg)
 	if err != nil {
 		return "", err
 	}
@@ -97,7 +99,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	ca := x509.NewCertPool()
 	ca.AppendCertsFromPEM(srv.CertPEM())
 
-	expID := NewID(c.Resume, "dnsrtt")
+	expID := experiment.NewID(c.Resume, "dnsrtt")
 	for _, p := range profiles {
 		if err := ctx.Err(); err != nil {
 			return expID, err
@@ -106,7 +108,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 			return expID, err
 		}
 		runID := expID + "-" + p.Name
-		if err := BeginRun(ctx, st, runID, "experiment:dns-rtt", p.Name, map[string]any{"experiment": expID, "profile": p, "server": cfg,
+		if err := experiment.BeginRun(ctx, st, runID, "experiment:dns-rtt", p.Name, map[string]any{"experiment": expID, "profile": p, "server": cfg,
 			"transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat}); err != nil {
 			return expID, err
 		}

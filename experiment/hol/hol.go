@@ -1,4 +1,6 @@
-package experiment
+// Package hol is the hol experiment: the DoH-cost paper's head-of-line
+// blocking (§3, Fig. 2), per transport and server behaviour.
+package hol
 
 import (
 	"cmp"
@@ -12,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/miekg/dns"
 
@@ -32,20 +36,20 @@ import (
 // not delayed themselves.
 type HOL struct {
 	Profiles   []string // default none (the paper ran on one machine)
-	Transports []string // default HOLTransports
+	Transports []string // default Transports
 	Queries    int      // per run; default 100
 	Rate       float64  // mean arrivals per second; default 10
 	DelayEvery int      // one delayed answer in this many; default 25
 	Delay      time.Duration
 	Base       string // the names' base domain; default hol.doxlab.test
 	Seed       uint64 // 0: random
-	Env
+	experiment.Env
 }
 
 func init() {
-	Register(Info{Rank: 3, Name: "hol", Resumable: true, Quick: "40 queries at 20/s with one in 10 delayed, per run",
+	experiment.Register(experiment.Info{Rank: 3, Name: "hol", Resumable: true, Quick: "40 queries at 20/s with one in 10 delayed, per run",
 		Doc: "head-of-line blocking: Poisson queries over one connection per\ntransport, one answer in 25 delayed by 1 s, and the knock-on\ndelay the other queries suffer",
-		New: func() Experiment { return new(HOL) }})
+		New: func() experiment.Experiment { return new(HOL) }})
 }
 
 // Quick is a run of a few minutes.
@@ -55,8 +59,8 @@ func (c *HOL) Quick() {
 
 // Flags binds hol's flags.
 func (c *HOL) Flags(fs *flag.FlagSet) {
-	ListVar(fs, &c.Profiles, "profiles", []string{"none"}, "access profiles (none: no emulated delay, as the paper)")
-	ListVar(fs, &c.Transports, "transports", HOLTransports, "transports; -inorder: the TCP or DoT server answers in query order")
+	experiment.ListVar(fs, &c.Profiles, "profiles", []string{"none"}, "access profiles (none: no emulated delay, as the paper)")
+	experiment.ListVar(fs, &c.Transports, "transports", Transports, "transports; -inorder: the TCP or DoT server answers in query order")
 	fs.IntVar(&c.Queries, "queries", 100, "queries per run")
 	fs.Float64Var(&c.Rate, "rate", 10, "mean Poisson arrivals per second")
 	fs.IntVar(&c.DelayEvery, "delay-every", 25, "the server delays one answer in this many")
@@ -66,30 +70,30 @@ func (c *HOL) Flags(fs *flag.FlagSet) {
 
 // Show writes hol's table: the knock-on delay per profile and transport.
 func (c *HOL) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
-	qs, err := LoadHOL(ctx, st, id)
+	qs, err := Load(ctx, st, id)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "experiment %s, stored in %s: %d queries; knock-on: not delayed itself, but slower than the baseline median by more than %.0f ms\n", id, c.Store, len(qs), KnockOnThreshold)
 	fmt.Fprintf(w, "%-10s %-12s %12s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "delayed", "knock-on", "sum ms", "max ms", "failed")
-	for _, s := range SummarizeHOL(qs) {
+	for _, s := range Summarize(qs) {
 		fmt.Fprintf(w, "%-10s %-12s %12.2f %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, s.BaselineMedian, s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed)
 	}
 	return nil
 }
 
-// HOLTransports are the transports and server behaviours measured: the
+// Transports are the transports and server behaviours measured: the
 // TCP and DoT servers answer as soon as each answer is ready (RFC 7766
 // §7) unless "-inorder", where they answer strictly in query order as many
 // resolvers do. DoH/1.1 is pipelined; its server answers in order, as
 // HTTP/1.1 must.
-var HOLTransports = protocol.WithVariants()
+var Transports = protocol.WithVariants()
 
-// KindHOLQuery is a HOLQuery in the store.
-var KindHOLQuery = store.NewKind("hol-query")
+// KindQuery is a Query in the store.
+var KindQuery = store.NewKind("hol-query")
 
-// HOLQuery is one query of a HOL run, as stored.
-type HOLQuery struct {
+// Query is one query of a HOL run, as stored.
+type Query struct {
 	Profile   string `json:"profile"`
 	Transport string `json:"transport"`
 	Run       string `json:"run"` // baseline or delayed
@@ -114,11 +118,11 @@ func (c *HOL) defaults() error {
 		c.Profiles = []string{"none"}
 	}
 	if len(c.Transports) == 0 {
-		c.Transports = HOLTransports
+		c.Transports = Transports
 	}
 	for _, t := range c.Transports {
-		if !slices.Contains(HOLTransports, t) {
-			return fmt.Errorf("unknown transport %q (want %s)", t, strings.Join(HOLTransports, ", "))
+		if !slices.Contains(Transports, t) {
+			return fmt.Errorf("unknown transport %q (want %s)", t, strings.Join(Transports, ", "))
 		}
 	}
 	if c.Queries <= 0 {
@@ -215,23 +219,23 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		{Listen: server.Listen{TCP: ip + ":5353", DoT: ip + ":8853"}, Answers: answers, Faults: inOrder},
 	}
 	for _, cfg := range cfgs {
-		srv, err := StartServer(tb, cfg)
+		srv, err := experiment.StartServer(tb, cfg)
 		if err != nil {
 			return "", err
 		}
 		defer srv.Close()
 	}
-	expID := NewID(c.Resume, "hol")
+	expID := experiment.NewID(c.Resume, "hol")
 	for _, p := range profiles {
 		if err := tb.SetProfile("client", p); err != nil {
 			return expID, err
 		}
 		runID := expID + "-" + p.Name
-		if err := BeginRun(ctx, st, runID, "experiment:hol", p.Name, map[string]any{"experiment": expID, "profile": p, "transports": c.Transports,
+		if err := experiment.BeginRun(ctx, st, runID, "experiment:hol", p.Name, map[string]any{"experiment": expID, "profile": p, "transports": c.Transports,
 			"queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed}); err != nil {
 			return expID, err
 		}
-		stored, err := LoadResults[HOLQuery](ctx, st, KindHOLQuery, OfRun(runID))
+		stored, err := experiment.LoadResults[Query](ctx, st, KindQuery, experiment.OfRun(runID))
 		if err != nil {
 			return expID, err
 		}
@@ -254,7 +258,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 				}
 				for _, q := range qs {
 					q.Profile, q.Run = p.Name, run
-					if err := st.WriteResult(ctx, runID, KindHOLQuery, fmt.Sprintf("%s|%s|%03d", t, run, q.Index), time.Now(), q); err != nil {
+					if err := st.WriteResult(ctx, runID, KindQuery, fmt.Sprintf("%s|%s|%03d", t, run, q.Index), time.Now(), q); err != nil {
 						return expID, err
 					}
 				}
@@ -284,7 +288,7 @@ func holURL(t, ip string) (url string, opts transport.Options) {
 
 // runOne sends the names over one persistent connection, opened by a
 // first query inside the client host before the clock starts.
-func (c *HOL) runOne(ctx context.Context, tb *testbed.Testbed, ip, t string, names []string, gaps []time.Duration, delayed map[string]bool) ([]*HOLQuery, error) {
+func (c *HOL) runOne(ctx context.Context, tb *testbed.Testbed, ip, t string, names []string, gaps []time.Duration, delayed map[string]bool) ([]*Query, error) {
 	url, opts := holURL(t, ip)
 	opts.OpenSockets = func(open func() error) error { return tb.Run("client", open) }
 	tr, err := transport.New(url, opts)
@@ -297,13 +301,13 @@ func (c *HOL) runOne(ctx context.Context, tb *testbed.Testbed, ip, t string, nam
 	if _, err := tr.Exchange(ctx, warm); err != nil {
 		return nil, fmt.Errorf("opening the connection: %w", err)
 	}
-	out := make([]*HOLQuery, len(names))
+	out := make([]*Query, len(names))
 	start := time.Now()
 	var wg sync.WaitGroup
 	at := time.Duration(0)
 	for i, name := range names {
 		at += gaps[i]
-		q := &HOLQuery{Transport: t, Index: i, Name: name, Delayed: delayed[name], SendMs: msOf(at)}
+		q := &Query{Transport: t, Index: i, Name: name, Delayed: delayed[name], SendMs: msOf(at)}
 		out[i] = q
 		if d := time.Until(start.Add(at)); d > 0 {
 			select {
@@ -331,8 +335,8 @@ func (c *HOL) runOne(ctx context.Context, tb *testbed.Testbed, ip, t string, nam
 
 func msOf(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
 
-// HOLSummary is one transport's result on one profile.
-type HOLSummary struct {
+// Summary is one transport's result on one profile.
+type Summary struct {
 	Profile, Transport string
 	BaselineMedian     float64 // ms, of the baseline run
 	DelayedOwn         int     // queries the server delayed
@@ -347,8 +351,8 @@ type HOLSummary struct {
 // the jitter of a loaded machine.
 const KnockOnThreshold = 100.0
 
-// SummarizeHOL computes the knock-on delay per profile and transport.
-func SummarizeHOL(qs []*HOLQuery) []HOLSummary {
+// Summarize computes the knock-on delay per profile and transport.
+func Summarize(qs []*Query) []Summary {
 	type key struct{ p, t string }
 	base := map[key][]float64{}
 	for _, q := range qs {
@@ -357,7 +361,7 @@ func SummarizeHOL(qs []*HOLQuery) []HOLSummary {
 			base[k] = append(base[k], q.ResolveMs)
 		}
 	}
-	sums := map[key]*HOLSummary{}
+	sums := map[key]*Summary{}
 	var keys []key
 	for _, q := range qs {
 		if q.Run != "delayed" {
@@ -366,7 +370,7 @@ func SummarizeHOL(qs []*HOLQuery) []HOLSummary {
 		k := key{q.Profile, q.Transport}
 		s, ok := sums[k]
 		if !ok {
-			s = &HOLSummary{Profile: q.Profile, Transport: q.Transport, BaselineMedian: measure.Median(base[k])}
+			s = &Summary{Profile: q.Profile, Transport: q.Transport, BaselineMedian: measure.Median(base[k])}
 			sums[k] = s
 			keys = append(keys, k)
 		}
@@ -386,14 +390,14 @@ func SummarizeHOL(qs []*HOLQuery) []HOLSummary {
 	slices.SortStableFunc(keys, func(a, b key) int {
 		return cmp.Or(order.Compare(a.p, b.p), order.Compare(a.t, b.t))
 	})
-	out := make([]HOLSummary, len(keys))
+	out := make([]Summary, len(keys))
 	for i, k := range keys {
 		out[i] = *sums[k]
 	}
 	return out
 }
 
-// LoadHOL reads an experiment's queries from the store.
-func LoadHOL(ctx context.Context, st *store.Store, expID string) ([]*HOLQuery, error) {
-	return LoadResults[HOLQuery](ctx, st, KindHOLQuery, OfExperiment(expID))
+// Load reads an experiment's queries from the store.
+func Load(ctx context.Context, st *store.Store, expID string) ([]*Query, error) {
+	return experiment.LoadResults[Query](ctx, st, KindQuery, experiment.OfExperiment(expID))
 }

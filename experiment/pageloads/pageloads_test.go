@@ -1,4 +1,4 @@
-package experiment
+package pageloads
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,10 +35,10 @@ func TestWebLoadsThroughStub(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "doxlab")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/doxlab").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	db := filepath.Join(dir, "web.db")
-	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}, Repeat: 1, Env: Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
+	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}, Repeat: 1, Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
 	ctx := context.Background()
 	id, err := c.Run(ctx)
 	require.NoError(t, err)

@@ -1,4 +1,6 @@
-package experiment
+// Package amplification is the amplification experiment: the DoQ
+// handshake at QUIC's amplification limit (PAM 2022 §4).
+package amplification
 
 import (
 	"bufio"
@@ -14,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/miekg/dns"
 
@@ -42,13 +46,13 @@ type Amplification struct {
 	// LargeCertOctets is the size the large chain reaches; default 8000,
 	// above three times the PQ client's two Initial datagrams.
 	LargeCertOctets int
-	Env
+	experiment.Env
 }
 
 func init() {
-	Register(Info{Rank: 5, Name: "amplification", Resumable: true, Quick: "3 handshakes per cell",
+	experiment.Register(experiment.Info{Rank: 5, Name: "amplification", Resumable: true, Quick: "3 handshakes per cell",
 		Doc: "the DoQ handshake in RTTs per certificate size, key share and\naddress validation (none, Retry, NEW_TOKEN), and from qlog\nwhether the server stalled at QUIC's amplification limit",
-		New: func() Experiment { return new(Amplification) }})
+		New: func() experiment.Experiment { return new(Amplification) }})
 }
 
 // Quick is a run of a few minutes.
@@ -61,33 +65,33 @@ func (c *Amplification) Flags(fs *flag.FlagSet) {
 		c.Profile = p
 		return err
 	})
-	ListVar(fs, &c.CertSizes, "certs", []string{"small", "large"}, "certificate chains: small (one ECDSA certificate), large")
-	ListVar(fs, &c.KeyShares, "key-shares", []string{"pq", "classic"}, "client key shares: pq (X25519MLKEM768, two Initials), classic (X25519, one)")
-	ListVar(fs, &c.Validations, "validation", []string{"none", "retry", "token"}, "address validation: none, retry (Retry always), token (NEW_TOKEN)")
+	experiment.ListVar(fs, &c.CertSizes, "certs", []string{"small", "large"}, "certificate chains: small (one ECDSA certificate), large")
+	experiment.ListVar(fs, &c.KeyShares, "key-shares", []string{"pq", "classic"}, "client key shares: pq (X25519MLKEM768, two Initials), classic (X25519, one)")
+	experiment.ListVar(fs, &c.Validations, "validation", []string{"none", "retry", "token"}, "address validation: none, retry (Retry always), token (NEW_TOKEN)")
 	fs.IntVar(&c.Repeat, "repeat", 10, "handshakes per cell")
 	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 8000, "the large chain's size")
 }
 
 // Show writes amplification's table: medians per cell.
 func (c *Amplification) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
-	ss, err := LoadAmplification(ctx, st, id)
+	ss, err := Load(ctx, st, id)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "experiment %s, stored in %s: %d DoQ handshakes; medians; a stall is a pause over half an RTT within the server's handshake flight (client qlog)\n", id, c.Store, len(ss))
 	fmt.Fprintf(w, "%-6s %7s %-8s %-6s %6s %14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
-	for _, x := range SummarizeAmplification(ss) {
+	for _, x := range Summarize(ss) {
 		fmt.Fprintf(w, "%-6s %7d %-8s %-6s %3d/%-2d %14.2f %10.1f %13.0f %13.0f %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, x.OK, x.N,
 			x.HandshakeRTTs, x.TotalMs, x.ClientFirstFlight, x.ServerFirstBurst, 100*x.Stalled, 100*x.Retried, 100*x.Token)
 	}
 	return nil
 }
 
-// KindAmplification is an AmpSample in the store.
-var KindAmplification = store.NewKind("amplification")
+// Kind is an Sample in the store.
+var Kind = store.NewKind("amplification")
 
-// AmpSample is one DoQ handshake of the experiment.
-type AmpSample struct {
+// Sample is one DoQ handshake of the experiment.
+type Sample struct {
 	Profile    string  `json:"profile"`
 	Cert       string  `json:"cert"`
 	CertOctets int     `json:"cert_octets"` // the chain's DER octets
@@ -178,13 +182,13 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 	octets := map[string]int{}
 	port := 853
 	for _, size := range c.CertSizes {
-		certFile, keyFile, n, err := WriteChain(dir, size, c.LargeCertOctets)
+		certFile, keyFile, n, err := experiment.WriteChain(dir, size, c.LargeCertOctets)
 		if err != nil {
 			return "", err
 		}
 		octets[size] = n
 		for _, retry := range []string{"never", "always"} {
-			srv, err := StartServer(tb, &server.Config{Listen: server.Listen{DoQ: fmt.Sprintf("%s:%d", ip, port)}, Answers: server.Answers{Any: "192.0.2.1"},
+			srv, err := experiment.StartServer(tb, &server.Config{Listen: server.Listen{DoQ: fmt.Sprintf("%s:%d", ip, port)}, Answers: server.Answers{Any: "192.0.2.1"},
 				TLS: server.TLS{Cert: certFile, Key: keyFile}, QUIC: server.QUIC{Retry: retry}})
 			if err != nil {
 				return "", err
@@ -194,13 +198,13 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 			port++
 		}
 	}
-	expID := NewID(c.Resume, "amplification")
+	expID := experiment.NewID(c.Resume, "amplification")
 	runID := expID + "-" + c.Profile.Name
-	if err := BeginRun(ctx, st, runID, "experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
+	if err := experiment.BeginRun(ctx, st, runID, "experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
 		"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat}); err != nil {
 		return "", err
 	}
-	stored, err := LoadResults[AmpSample](ctx, st, KindAmplification, OfRun(runID))
+	stored, err := experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfRun(runID))
 	if err != nil {
 		return expID, err
 	}
@@ -219,7 +223,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 				}
 				url := fmt.Sprintf("quic://%s:%d", ip, ports[srvKey{size, retry}])
 				for rep := range c.Repeat {
-					s := &AmpSample{Profile: c.Profile.Name, Cert: size, CertOctets: octets[size], KeyShare: ks, Validation: v, Rep: rep, RTTMs: rtt}
+					s := &Sample{Profile: c.Profile.Name, Cert: size, CertOctets: octets[size], KeyShare: ks, Validation: v, Rep: rep, RTTMs: rtt}
 					if done[s.key()] {
 						continue
 					}
@@ -227,7 +231,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 						return expID, err
 					}
 					c.handshake(ctx, tb, url, filepath.Join(qlogs, s.key()), s)
-					if err := st.WriteResult(ctx, runID, KindAmplification, s.key(), time.Now(), s); err != nil {
+					if err := st.WriteResult(ctx, runID, Kind, s.key(), time.Now(), s); err != nil {
 						return expID, err
 					}
 				}
@@ -238,13 +242,13 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 	return expID, nil
 }
 
-func (s *AmpSample) key() string {
+func (s *Sample) key() string {
 	return fmt.Sprintf("%s|%s|%s|%d", s.Cert, s.KeyShare, s.Validation, s.Rep)
 }
 
 // handshake measures one DoQ exchange on a new connection. For "token"
 // a first connection (Retried) fetches the NEW_TOKEN token.
-func (c *Amplification) handshake(ctx context.Context, tb *testbed.Testbed, url, qlogDir string, s *AmpSample) {
+func (c *Amplification) handshake(ctx context.Context, tb *testbed.Testbed, url, qlogDir string, s *Sample) {
 	opts := transport.Options{Insecure: true, Timeout: 10 * time.Second,
 		OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
 	if s.KeyShare == "classic" {
@@ -285,7 +289,7 @@ func (c *Amplification) handshake(ctx context.Context, tb *testbed.Testbed, url,
 // analyzeQlog reads a client qlog (quic-go's JSON-SEQ): the client's first
 // flight, and the server's handshake flight up to the handshake's
 // completion, with its longest pause.
-func analyzeQlog(r io.Reader, s *AmpSample) {
+func analyzeQlog(r io.Reader, s *Sample) {
 	type event struct {
 		Time float64 `json:"time"`
 		Name string  `json:"name"`
@@ -340,8 +344,8 @@ func analyzeQlog(r io.Reader, s *AmpSample) {
 	s.Stalled = s.RTTMs > 0 && s.LongestPauseMs > s.RTTMs/2
 }
 
-// AmpCell is the medians of one certificate × key share × validation.
-type AmpCell struct {
+// Cell is the medians of one certificate × key share × validation.
+type Cell struct {
 	Cert, KeyShare, Validation string
 	CertOctets, N, OK          int
 	HandshakeRTTs, TotalMs     float64
@@ -350,16 +354,16 @@ type AmpCell struct {
 	Stalled, Retried, Token    float64 // shares of OK handshakes
 }
 
-// SummarizeAmplification groups samples into cells.
-func SummarizeAmplification(ss []*AmpSample) []AmpCell {
+// Summarize groups samples into cells.
+func Summarize(ss []*Sample) []Cell {
 	type key struct{ c, k, v string }
-	keys, groups := order.Group(ss, func(s *AmpSample) key { return key{s.Cert, s.KeyShare, s.Validation} })
+	keys, groups := order.Group(ss, func(s *Sample) key { return key{s.Cert, s.KeyShare, s.Validation} })
 	slices.SortStableFunc(keys, func(a, b key) int {
 		return cmp.Or(order.Compare(a.c, b.c), order.Compare(a.k, b.k), order.Compare(a.v, b.v))
 	})
-	var out []AmpCell
+	var out []Cell
 	for _, k := range keys {
-		cell := AmpCell{Cert: k.c, KeyShare: k.k, Validation: k.v}
+		cell := Cell{Cert: k.c, KeyShare: k.k, Validation: k.v}
 		var hs, tot, cf, sb []float64
 		for _, s := range groups[k] {
 			cell.N++
@@ -393,7 +397,7 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// LoadAmplification reads an experiment's samples from the store.
-func LoadAmplification(ctx context.Context, st *store.Store, expID string) ([]*AmpSample, error) {
-	return LoadResults[AmpSample](ctx, st, KindAmplification, OfExperiment(expID))
+// Load reads an experiment's samples from the store.
+func Load(ctx context.Context, st *store.Store, expID string) ([]*Sample, error) {
+	return experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfExperiment(expID))
 }

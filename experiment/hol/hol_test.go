@@ -1,4 +1,4 @@
-package experiment
+package hol
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/doxlab/doxlab/experiment"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/peertest"
@@ -14,18 +16,18 @@ import (
 )
 
 func TestSummarizeHOL(t *testing.T) {
-	q := func(tr, run string, delayed bool, ms float64) *HOLQuery {
-		return &HOLQuery{Profile: "none", Transport: tr, Run: run, Delayed: delayed, ResolveMs: ms, Status: "ok"}
+	q := func(tr, run string, delayed bool, ms float64) *Query {
+		return &Query{Profile: "none", Transport: tr, Run: run, Delayed: delayed, ResolveMs: ms, Status: "ok"}
 	}
-	qs := []*HOLQuery{
+	qs := []*Query{
 		q("dot-inorder", "baseline", false, 1), q("dot-inorder", "baseline", false, 2), q("dot-inorder", "baseline", false, 3),
 		q("dot-inorder", "delayed", true, 1001), q("dot-inorder", "delayed", false, 902), q("dot-inorder", "delayed", false, 52),
 		q("udp", "baseline", false, 1), q("udp", "delayed", true, 1001), q("udp", "delayed", false, 1),
 		{Profile: "none", Transport: "udp", Run: "delayed", Status: "timeout"},
 	}
-	s := SummarizeHOL(qs)
+	s := Summarize(qs)
 	require.Len(t, s, 2)
-	require.Equal(t, "udp", s[0].Transport, "in HOLTransports order")
+	require.Equal(t, "udp", s[0].Transport, "in Transports order")
 	require.Zero(t, s[0].KnockOn)
 	require.Equal(t, 1, s[0].Failed)
 	require.Equal(t, 2.0, s[1].BaselineMedian)
@@ -42,18 +44,18 @@ func TestHOLBlocksOnlyInOrder(t *testing.T) {
 		peertest.Missing(t, "the testbed needs root")
 	}
 	db := filepath.Join(t.TempDir(), "hol.db")
-	c := &HOL{Transports: []string{"udp", "dot", "dot-inorder", "doh1", "doh2", "doq"}, Queries: 30, Rate: 20, DelayEvery: 10, Delay: 500 * time.Millisecond, Env: Env{Store: db}, Seed: 7}
+	c := &HOL{Transports: []string{"udp", "dot", "dot-inorder", "doh1", "doh2", "doq"}, Queries: 30, Rate: 20, DelayEvery: 10, Delay: 500 * time.Millisecond, Env: experiment.Env{Store: db}, Seed: 7}
 	ctx := context.Background()
 	id, err := c.Run(ctx)
 	require.NoError(t, err)
 	st, err := store.Open(ctx, db)
 	require.NoError(t, err)
 	defer st.Close()
-	qs, err := LoadHOL(ctx, st, id)
+	qs, err := Load(ctx, st, id)
 	require.NoError(t, err)
 	require.Len(t, qs, 6*2*30)
 	blocks := map[string]bool{"dot-inorder": true, "doh1": true}
-	for _, s := range SummarizeHOL(qs) {
+	for _, s := range Summarize(qs) {
 		require.Zero(t, s.Failed, s.Transport)
 		require.Equal(t, 3, s.DelayedOwn, s.Transport)
 		if blocks[s.Transport] {

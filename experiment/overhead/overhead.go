@@ -1,4 +1,6 @@
-package experiment
+// Package overhead is the overhead experiment: octets per resolution
+// by layer, from a decrypted link capture (DoH-cost paper §4).
+package overhead
 
 import (
 	"bytes"
@@ -15,11 +17,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/doxlab/doxlab/experiment"
+
 	"github.com/miekg/dns"
 
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
-	"github.com/doxlab/doxlab/overhead"
+	layers "github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -36,7 +40,7 @@ type Overhead struct {
 	Transports []string // default udp, tcp, dot, doh1, doh2, doh3, doq
 	Modes      []string // new (a connection per query), persistent; default both
 	Certs      []string // small (one ECDSA certificate), large (an RSA chain); default small
-	Names      []string // default overhead.Names
+	Names      []string // default layers.Names
 	// KeyShare is the client's TLS key share: pq (Go's default,
 	// X25519MLKEM768, whose ClientHello is ~1.2 kB larger) or classic
 	// (X25519, as the papers' clients). Default pq.
@@ -46,28 +50,28 @@ type Overhead struct {
 	// Keep, if set, receives the captures (client-up.pcap,
 	// client-down.pcap) and the key log (keys.log), for Wireshark.
 	Keep string
-	Env
+	experiment.Env
 }
 
 func init() {
-	Register(Info{Rank: 4, Name: "overhead", Quick: "the first 10 names",
+	experiment.Register(experiment.Info{Rank: 4, Name: "overhead", Quick: "the first 10 names",
 		Doc: "bytes and packets per resolution by transport and connection\nmode, each octet attributed to a layer from a link capture",
-		New: func() Experiment { return new(Overhead) }})
+		New: func() experiment.Experiment { return new(Overhead) }})
 }
 
 // Quick is a run of a few minutes: the first 10 names.
 func (c *Overhead) Quick() {
 	if len(c.Names) == 0 {
-		c.Names = overhead.Names
+		c.Names = layers.Names
 	}
 	c.Names = c.Names[:min(10, len(c.Names))]
 }
 
 // Flags binds overhead's flags.
 func (c *Overhead) Flags(fs *flag.FlagSet) {
-	ListVar(fs, &c.Transports, "transports", protocol.Names(nil), "transports")
-	ListVar(fs, &c.Modes, "modes", []string{"new", "persistent"}, "connection modes: new (one per query), persistent")
-	ListVar(fs, &c.Certs, "certs", []string{"small"}, "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
+	experiment.ListVar(fs, &c.Transports, "transports", protocol.Names(nil), "transports")
+	experiment.ListVar(fs, &c.Modes, "modes", []string{"new", "persistent"}, "connection modes: new (one per query), persistent")
+	experiment.ListVar(fs, &c.Certs, "certs", []string{"small"}, "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
 	fs.Func("names", "a file of names, one per line (default: the shipped list of 100)", func(path string) error {
 		names, err := measure.ReadTargets(path)
 		c.Names = names
@@ -81,14 +85,14 @@ func (c *Overhead) Flags(fs *flag.FlagSet) {
 // Show writes overhead's tables: octets per resolution by layer, and the
 // single-query split of the IMC 2022 slides.
 func (c *Overhead) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
-	cs, err := LoadOverhead(ctx, st, id)
+	cs, err := Load(ctx, st, id)
 	if err != nil {
 		return err
 	}
-	cells := SummarizeOverhead(cs)
+	cells := Summarize(cs)
 	fmt.Fprintf(w, "experiment %s, stored in %s: %d connections; octets per resolution (both directions, IP included) by layer\n", id, c.Store, len(cs))
 	fmt.Fprintf(w, "%-6s %-10s %-5s %5s %8s %6s", "cert", "mode", "dns", "res", "octets", "pkts")
-	for _, l := range overhead.LayerNames {
+	for _, l := range layers.LayerNames {
 		fmt.Fprintf(w, " %9s", l)
 	}
 	fmt.Fprintln(w)
@@ -109,22 +113,22 @@ func (c *Overhead) Show(ctx context.Context, st *store.Store, id string, w io.Wr
 	return nil
 }
 
-// KindOverheadConn is an OverheadConn in the store.
-var KindOverheadConn = store.NewKind("overhead-conn")
+// KindConn is an Conn in the store.
+var KindConn = store.NewKind("overhead-conn")
 
-// OverheadConn is one captured connection, as stored.
-type OverheadConn struct {
-	Cert       string          `json:"cert"`
-	CertOctets int             `json:"cert_octets"`
-	Transport  string          `json:"transport"`
-	Mode       string          `json:"mode"`
-	Index      int             `json:"index"`
-	Queries    int             `json:"queries"` // resolutions the connection carried
-	Decrypted  bool            `json:"decrypted"`
-	Up         overhead.Counts `json:"up"` // client to resolver, octets per layer (overhead.LayerNames)
-	Down       overhead.Counts `json:"down"`
-	UpPkts     int             `json:"up_packets"`
-	DownPkts   int             `json:"down_packets"`
+// Conn is one captured connection, as stored.
+type Conn struct {
+	Cert       string        `json:"cert"`
+	CertOctets int           `json:"cert_octets"`
+	Transport  string        `json:"transport"`
+	Mode       string        `json:"mode"`
+	Index      int           `json:"index"`
+	Queries    int           `json:"queries"` // resolutions the connection carried
+	Decrypted  bool          `json:"decrypted"`
+	Up         layers.Counts `json:"up"` // client to resolver, octets per layer (layers.LayerNames)
+	Down       layers.Counts `json:"down"`
+	UpPkts     int           `json:"up_packets"`
+	DownPkts   int           `json:"down_packets"`
 	// The slides' split, in IP payload octets: the handshake each way
 	// (before the query, before the answer), the query and the response.
 	HandshakeUp, HandshakeDown, Query, Response int64
@@ -141,7 +145,7 @@ func (c *Overhead) defaults() {
 		c.Certs = []string{"small"}
 	}
 	if len(c.Names) == 0 {
-		c.Names = overhead.Names
+		c.Names = layers.Names
 	}
 	if c.LargeCertOctets <= 0 {
 		c.LargeCertOctets = 4000
@@ -198,12 +202,12 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 	var windows []window
 	octets := map[string]int{}
 	for _, cert := range c.Certs {
-		certFile, keyFile, n, err := WriteChain(dir, cert, c.LargeCertOctets)
+		certFile, keyFile, n, err := experiment.WriteChain(dir, cert, c.LargeCertOctets)
 		if err != nil {
 			return "", err
 		}
 		octets[cert] = n
-		srv, err := StartServer(tb, &server.Config{
+		srv, err := experiment.StartServer(tb, &server.Config{
 			Listen:  server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},
 			Answers: server.Answers{Any: "192.0.2.1"}, TLS: server.TLS{Cert: certFile, Key: keyFile}})
 		if err != nil {
@@ -232,9 +236,9 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 	if err := tb.Close(); err != nil { // flushes the captures
 		return "", err
 	}
-	var raws []overhead.Raw
+	var raws []layers.Raw
 	for _, f := range []string{"client-up.pcap", "client-down.pcap"} {
-		r, err := overhead.ReadPcap(filepath.Join(dir, "pcap", f))
+		r, err := layers.ReadPcap(filepath.Join(dir, "pcap", f))
 		if err != nil {
 			return "", err
 		}
@@ -257,17 +261,17 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	kl, err := overhead.ReadKeyLog(bytes.NewReader(keyLog.Bytes()))
+	kl, err := layers.ReadKeyLog(bytes.NewReader(keyLog.Bytes()))
 	if err != nil {
 		return "", err
 	}
-	conns, err := overhead.Attribute(raws, netip.MustParseAddr(ip), overhead.DefaultApps, kl)
+	conns, err := layers.Attribute(raws, netip.MustParseAddr(ip), layers.DefaultApps, kl)
 	if err != nil {
 		return "", err
 	}
-	expID := NewID(c.Resume, "overhead")
+	expID := experiment.NewID(c.Resume, "overhead")
 	runID := expID + "-none"
-	if err := BeginRun(ctx, st, runID, "experiment:overhead", "none", map[string]any{"experiment": expID, "transports": c.Transports,
+	if err := experiment.BeginRun(ctx, st, runID, "experiment:overhead", "none", map[string]any{"experiment": expID, "transports": c.Transports,
 		"modes": c.Modes, "certs": octets, "names": len(c.Names), "key_share": c.KeyShare}); err != nil {
 		return expID, err
 	}
@@ -292,7 +296,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 			continue // a connection that carried no resolution (e.g. a warm-up probe)
 		}
 		index[*w]++
-		if err := st.WriteResult(ctx, runID, KindOverheadConn, fmt.Sprintf("%s|%s|%s|%04d", w.cert, w.transport, w.mode, oc.Index), t0, oc); err != nil {
+		if err := st.WriteResult(ctx, runID, KindConn, fmt.Sprintf("%s|%s|%s|%04d", w.cert, w.transport, w.mode, oc.Index), t0, oc); err != nil {
 			return expID, err
 		}
 	}
@@ -330,12 +334,12 @@ func (c *Overhead) resolve(ctx context.Context, tb *testbed.Testbed, ip, t, mode
 }
 
 // summarizeConn totals a connection and splits it the slides' way.
-func summarizeConn(cn *overhead.Conn) *OverheadConn {
-	oc := &OverheadConn{Decrypted: cn.Decrypted}
+func summarizeConn(cn *layers.Conn) *Conn {
+	oc := &Conn{Decrypted: cn.Decrypted}
 	oc.Up, oc.Down, oc.UpPkts, oc.DownPkts = cn.Totals()
 	seenQuery, seenAnswer := false, false
 	for _, p := range cn.Packets {
-		payload := int64(p.Len) - p.Layers[overhead.IP]
+		payload := int64(p.Len) - p.Layers[layers.IP]
 		switch {
 		case p.FromClient && p.HasDNS():
 			seenQuery = true
@@ -371,35 +375,35 @@ func (l *lockedBuffer) Bytes() []byte {
 	return append([]byte(nil), l.b.Bytes()...)
 }
 
-// OverheadCell is one certificate × transport × mode, per resolution.
-type OverheadCell struct {
+// Cell is one certificate × transport × mode, per resolution.
+type Cell struct {
 	Cert, Transport, Mode string
 	CertOctets            int
 	Conns, Resolutions    int
 	Decrypted             bool
-	Octets, Packets       float64                     // per resolution, both directions, IP included
-	Layers                [overhead.NumLayers]float64 // per resolution
+	Octets, Packets       float64                   // per resolution, both directions, IP included
+	Layers                [layers.NumLayers]float64 // per resolution
 	// Single query (new connections), medians in IP payload octets.
 	Total, HandshakeUp, HandshakeDown, Query, Response float64
 }
 
-// SummarizeOverhead computes per-resolution means and single-query medians.
-func SummarizeOverhead(cs []*OverheadConn) []OverheadCell {
+// Summarize computes per-resolution means and single-query medians.
+func Summarize(cs []*Conn) []Cell {
 	type key struct{ c, t, m string }
-	keys, groups := order.Group(cs, func(c *OverheadConn) key { return key{c.Cert, c.Transport, c.Mode} })
+	keys, groups := order.Group(cs, func(c *Conn) key { return key{c.Cert, c.Transport, c.Mode} })
 	slices.SortStableFunc(keys, func(a, b key) int {
 		return cmp.Or(order.Compare(a.c, b.c), order.Compare(a.m, b.m), order.Compare(a.t, b.t))
 	})
-	var out []OverheadCell
+	var out []Cell
 	for _, k := range keys {
-		cell := OverheadCell{Cert: k.c, Transport: k.t, Mode: k.m, Decrypted: true}
+		cell := Cell{Cert: k.c, Transport: k.t, Mode: k.m, Decrypted: true}
 		var total, hu, hd, q, r []float64
 		for _, c := range groups[k] {
 			cell.Conns++
 			cell.CertOctets = c.CertOctets
 			cell.Resolutions += c.Queries
 			cell.Decrypted = cell.Decrypted && (c.Decrypted || k.t == "udp" || k.t == "tcp")
-			var all overhead.Counts
+			var all layers.Counts
 			all.Add(c.Up)
 			all.Add(c.Down)
 			cell.Octets += float64(all.Total())
@@ -407,7 +411,7 @@ func SummarizeOverhead(cs []*OverheadConn) []OverheadCell {
 			for i, v := range all {
 				cell.Layers[i] += float64(v)
 			}
-			payload := float64(all.Total() - all[overhead.IP])
+			payload := float64(all.Total() - all[layers.IP])
 			total, hu, hd = append(total, payload), append(hu, float64(c.HandshakeUp)), append(hd, float64(c.HandshakeDown))
 			q, r = append(q, float64(c.Query)), append(r, float64(c.Response))
 		}
@@ -428,7 +432,7 @@ func SummarizeOverhead(cs []*OverheadConn) []OverheadCell {
 	return out
 }
 
-// LoadOverhead reads an experiment's connections from the store.
-func LoadOverhead(ctx context.Context, st *store.Store, expID string) ([]*OverheadConn, error) {
-	return LoadResults[OverheadConn](ctx, st, KindOverheadConn, OfExperiment(expID))
+// Load reads an experiment's connections from the store.
+func Load(ctx context.Context, st *store.Store, expID string) ([]*Conn, error) {
+	return experiment.LoadResults[Conn](ctx, st, KindConn, experiment.OfExperiment(expID))
 }

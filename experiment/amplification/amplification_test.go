@@ -1,4 +1,4 @@
-package experiment
+package amplification
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,14 +24,14 @@ func TestAmplificationLimit(t *testing.T) {
 		peertest.Missing(t, "the testbed needs root")
 	}
 	db := filepath.Join(t.TempDir(), "amp.db")
-	c := &Amplification{Repeat: 3, Env: Env{Store: db}}
+	c := &Amplification{Repeat: 3, Env: experiment.Env{Store: db}}
 	ctx := context.Background()
 	id, err := c.Run(ctx)
 	require.NoError(t, err)
 	st, err := store.Open(ctx, db)
 	require.NoError(t, err)
 	defer st.Close()
-	ss, err := LoadAmplification(ctx, st, id)
+	ss, err := Load(ctx, st, id)
 	require.NoError(t, err)
 	require.Len(t, ss, 2*2*3*3)
 	for _, s := range ss {
@@ -55,7 +57,7 @@ func TestAmplificationLimit(t *testing.T) {
 	}
 	// Round trips on medians: one slow handshake on a busy machine must
 	// not decide.
-	for _, cell := range SummarizeAmplification(ss) {
+	for _, cell := range Summarize(ss) {
 		name := cell.Cert + " " + cell.KeyShare + " " + cell.Validation
 		switch {
 		case cell.Validation == "token" || (cell.Cert == "small" && cell.Validation == "none"):
