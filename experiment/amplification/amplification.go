@@ -59,17 +59,19 @@ func init() {
 func (c *Amplification) Quick() { c.Repeat = 3 }
 
 // Flags binds amplification's flags.
+// Its defaults are the config's (defaults), so they have one home.
 func (c *Amplification) Flags(fs *flag.FlagSet) {
+	c.defaults()
 	fs.Func("profile", "access profile (default: 40 ms RTT and no rate limit)", func(name string) error {
 		p, err := testbed.LookupProfile(name)
 		c.Profile = p
 		return err
 	})
-	experiment.ListVar(fs, &c.CertSizes, "certs", []string{"small", "large"}, "certificate chains: small (one ECDSA certificate), large")
-	experiment.ListVar(fs, &c.KeyShares, "key-shares", []string{"pq", "classic"}, "client key shares: pq (X25519MLKEM768, two Initials), classic (X25519, one)")
-	experiment.ListVar(fs, &c.Validations, "validation", []string{"none", "retry", "token"}, "address validation: none, retry (Retry always), token (NEW_TOKEN)")
-	fs.IntVar(&c.Repeat, "repeat", 10, "handshakes per cell")
-	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 8000, "the large chain's size")
+	experiment.ListVar(fs, &c.CertSizes, "certs", c.CertSizes, "certificate chains: small (one ECDSA certificate), large")
+	experiment.ListVar(fs, &c.KeyShares, "key-shares", c.KeyShares, "client key shares: pq (X25519MLKEM768, two Initials), classic (X25519, one)")
+	experiment.ListVar(fs, &c.Validations, "validation", c.Validations, "address validation: none, retry (Retry always), token (NEW_TOKEN)")
+	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "handshakes per cell")
+	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", c.LargeCertOctets, "the large chain's size")
 }
 
 // Show writes amplification's table: medians per cell.

@@ -47,15 +47,17 @@ func (c *DNSRTT) Quick() {
 }
 
 // Flags binds dns-rtt's flags.
+// Its defaults are the config's (defaults), so they have one home.
 func (c *DNSRTT) Flags(fs *flag.FlagSet) {
-	experiment.ListVar(fs, &c.Profiles, "profiles", testbed.TableII, "access profiles")
-	experiment.ListVar(fs, &c.Transports, "transports", protocol.Default(), "transports")
-	experiment.ListVar(fs, &c.Conditions, "conditions", []string{"fresh", "resumed", "0rtt"}, "conditions")
-	fs.IntVar(&c.Repeat, "repeat", 20, "lookups per profile, transport and condition")
+	c.defaults()
+	experiment.ListVar(fs, &c.Profiles, "profiles", c.Profiles, "access profiles")
+	experiment.ListVar(fs, &c.Transports, "transports", c.Transports, "transports")
+	experiment.ListVar(fs, &c.Conditions, "conditions", c.Conditions, "conditions")
+	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "lookups per profile, transport and condition")
 }
 
-// Run runs the experiment and returns its ID (the prefix of its runs).
-func (c *DNSRTT) Run(ctx context.Context) (string, error) {
+// defaults fills in what the config leaves zero.
+func (c *DNSRTT) defaults() {
 	if len(c.Profiles) == 0 {
 		c.Profiles = slices.Clone(testbed.TableII)
 	}
@@ -69,6 +71,11 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		c.Repeat = 20
 	}
 	c.Env.Defaults()
+}
+
+// Run runs the experiment and returns its ID (the prefix of its runs).
+func (c *DNSRTT) Run(ctx context.Context) (string, error) {
+	c.defaults()
 	profiles, err := testbed.LookupProfiles(c.Profiles)
 	if err != nil {
 		return "", err

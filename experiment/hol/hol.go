@@ -58,13 +58,15 @@ func (c *HOL) Quick() {
 }
 
 // Flags binds hol's flags.
+// Its defaults are the config's (defaults), so they have one home.
 func (c *HOL) Flags(fs *flag.FlagSet) {
-	experiment.ListVar(fs, &c.Profiles, "profiles", []string{"none"}, "access profiles (none: no emulated delay, as the paper)")
-	experiment.ListVar(fs, &c.Transports, "transports", Transports, "transports; -inorder: the TCP or DoT server answers in query order")
-	fs.IntVar(&c.Queries, "queries", 100, "queries per run")
-	fs.Float64Var(&c.Rate, "rate", 10, "mean Poisson arrivals per second")
-	fs.IntVar(&c.DelayEvery, "delay-every", 25, "the server delays one answer in this many")
-	fs.DurationVar(&c.Delay, "delay", time.Second, "by this much")
+	c.defaults() // a zero config is valid
+	experiment.ListVar(fs, &c.Profiles, "profiles", c.Profiles, "access profiles (none: no emulated delay, as the paper)")
+	experiment.ListVar(fs, &c.Transports, "transports", c.Transports, "transports; -inorder: the TCP or DoT server answers in query order")
+	fs.IntVar(&c.Queries, "queries", c.Queries, "queries per run")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "mean Poisson arrivals per second")
+	fs.IntVar(&c.DelayEvery, "delay-every", c.DelayEvery, "the server delays one answer in this many")
+	fs.DurationVar(&c.Delay, "delay", c.Delay, "by this much")
 	fs.Uint64Var(&c.Seed, "seed", 0, "names and arrival times (0: random)")
 }
 

@@ -68,17 +68,19 @@ func (c *Overhead) Quick() {
 }
 
 // Flags binds overhead's flags.
+// Its defaults are the config's (defaults), so they have one home.
 func (c *Overhead) Flags(fs *flag.FlagSet) {
-	experiment.ListVar(fs, &c.Transports, "transports", protocol.Names(nil), "transports")
-	experiment.ListVar(fs, &c.Modes, "modes", []string{"new", "persistent"}, "connection modes: new (one per query), persistent")
-	experiment.ListVar(fs, &c.Certs, "certs", []string{"small"}, "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
+	c.defaults()
+	experiment.ListVar(fs, &c.Transports, "transports", c.Transports, "transports")
+	experiment.ListVar(fs, &c.Modes, "modes", c.Modes, "connection modes: new (one per query), persistent")
+	experiment.ListVar(fs, &c.Certs, "certs", c.Certs, "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
 	fs.Func("names", "a file of names, one per line (default: the shipped list of 100)", func(path string) error {
 		names, err := measure.ReadTargets(path)
 		c.Names = names
 		return err
 	})
-	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", 4000, "the large chain's size")
-	fs.StringVar(&c.KeyShare, "key-share", "pq", "the client's TLS key share: pq (Go's default X25519MLKEM768) or classic (X25519, as the papers)")
+	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", c.LargeCertOctets, "the large chain's size")
+	fs.StringVar(&c.KeyShare, "key-share", c.KeyShare, "the client's TLS key share: pq (Go's default X25519MLKEM768) or classic (X25519, as the papers)")
 	fs.StringVar(&c.Keep, "keep", "", "a directory to keep the captures and the key log in, for Wireshark")
 }
 

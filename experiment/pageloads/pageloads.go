@@ -65,29 +65,29 @@ func init() {
 }
 
 // Flags binds the web experiment's flags.
+// Its defaults are the config's (defaults), so they have one home.
 func (c *Web) Flags(fs *flag.FlagSet) {
-	experiment.ListVar(fs, &c.Profiles, "profiles", nil, "access profiles (default "+strings.Join(testbed.TableII, ",")+"; with --quick fiber,4g)")
-	experiment.ListVar(fs, &c.Transports, "transports", []string{protocol.UDP, protocol.DoH2, protocol.DoQ}, "the stub's DNS transports: "+strings.Join(protocol.Default(), ", "))
-	experiment.ListVar(fs, &c.H3, "h3", []string{"1rtt", "0rtt"}, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
-	experiment.ListVar(fs, &c.Pages, "pages", web.Corpus, "corpus pages")
+	c.defaults() // a zero config is valid
+	experiment.ListVar(fs, &c.Profiles, "profiles", c.Profiles, "access profiles (--quick: fiber,4g)")
+	experiment.ListVar(fs, &c.Transports, "transports", c.Transports, "the stub's DNS transports: "+strings.Join(protocol.Default(), ", "))
+	experiment.ListVar(fs, &c.H3, "h3", c.H3, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
+	experiment.ListVar(fs, &c.Pages, "pages", c.Pages, "corpus pages")
 	fs.Func("snapshot", "a directory of a page's files (index.html and what it loads) to add to the corpus; repeatable", func(dir string) error {
 		c.Snapshots = append(c.Snapshots, dir)
 		return nil
 	})
-	experiment.ListVar(fs, &c.StubStates, "stub", []string{"cold"}, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
-	experiment.ListVar(fs, &c.DNSModes, "dns", []string{"stub"}, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
-	fs.IntVar(&c.Repeat, "repeat", 10, "loads per cell")
-	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "per page load")
+	experiment.ListVar(fs, &c.StubStates, "stub", c.StubStates, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
+	experiment.ListVar(fs, &c.DNSModes, "dns", c.DNSModes, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
+	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
 	fs.StringVar(&c.Browser, "browser", "", "the Chromium binary (default chromium on PATH)")
 	fs.StringVar(&c.NetLogDir, "netlog", "", "a directory for Chromium's NetLogs")
 }
 
-// Quick is a run of a few minutes.
+// Quick is a run of a few minutes: fiber and 4G, 2 loads per cell.
 func (c *Web) Quick() {
-	if len(c.Profiles) == 0 {
-		c.Profiles = []string{"fiber", "4g"}
-	}
+	c.Profiles = []string{"fiber", "4g"}
 	c.Repeat = 2
 }
 
