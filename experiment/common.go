@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -157,4 +158,31 @@ func chainOctets(certs [][]byte) (n int) {
 		n += len(c)
 	}
 	return n
+}
+
+// EachProfile runs f once per access profile, on the client host's link
+// set to it, as run expID-PROFILE of kind ("experiment:NAME"). Each run is
+// recorded, unless a resumed experiment recorded it already, with spec
+// plus the experiment's ID and the whole profile: the report reads the
+// link from there. It stops at the first error or when ctx ends.
+func EachProfile(ctx context.Context, st *store.Store, tb *testbed.Testbed, expID, kind string, profiles []testbed.Profile, spec map[string]any,
+	f func(p testbed.Profile, runID string) error) error {
+	for _, p := range profiles {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := tb.SetProfile("client", p); err != nil {
+			return err
+		}
+		runID := expID + "-" + p.Name
+		s := maps.Clone(spec)
+		s["experiment"], s["profile"] = expID, p
+		if err := BeginRun(ctx, st, runID, kind, p.Name, s); err != nil {
+			return err
+		}
+		if err := f(p, runID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

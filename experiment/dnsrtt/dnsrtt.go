@@ -107,24 +107,14 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	ca.AppendCertsFromPEM(srv.CertPEM())
 
 	expID := experiment.NewID(c.Resume, "dnsrtt")
-	for _, p := range profiles {
-		if err := ctx.Err(); err != nil {
-			return expID, err
-		}
-		if err := tb.SetProfile("client", p); err != nil {
-			return expID, err
-		}
-		runID := expID + "-" + p.Name
-		if err := experiment.BeginRun(ctx, st, runID, "experiment:dns-rtt", p.Name, map[string]any{"experiment": expID, "profile": p, "server": cfg,
-			"transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat}); err != nil {
-			return expID, err
-		}
+	spec := map[string]any{"server": cfg, "transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat}
+	return expID, experiment.EachProfile(ctx, st, tb, expID, "experiment:dns-rtt", profiles, spec, func(p testbed.Profile, runID string) error {
 		fmt.Fprintf(c.Log, "dns-rtt: %s (RTT %v): %d lookups per transport and condition\n", p.Name, p.RTT(), c.Repeat)
 		// The PAM method in-process, every socket (exchanges and probes)
 		// opened inside the client host, as hol and overhead do.
 		done, err := st.Done(ctx, runID)
 		if err != nil {
-			return expID, err
+			return err
 		}
 		spec := measure.Spec{Targets: []string{ip}, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat, Timeout: 10 * time.Second,
 			Options: transport.Options{RootCAs: ca, SNI: "localhost", OpenSockets: func(open func() error) error { return tb.Run("client", open) }},
@@ -136,10 +126,10 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 			}
 		})
 		if err = cmp.Or(werr, err); err != nil {
-			return expID, fmt.Errorf("measuring %s: %w", p.Name, err)
+			return fmt.Errorf("measuring %s: %w", p.Name, err)
 		}
-	}
-	return expID, nil
+		return nil
+	})
 }
 
 // Expected is the protocol's round-trip count for an exchange on a new

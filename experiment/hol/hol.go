@@ -228,18 +228,11 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		defer srv.Close()
 	}
 	expID := experiment.NewID(c.Resume, "hol")
-	for _, p := range profiles {
-		if err := tb.SetProfile("client", p); err != nil {
-			return expID, err
-		}
-		runID := expID + "-" + p.Name
-		if err := experiment.BeginRun(ctx, st, runID, "experiment:hol", p.Name, map[string]any{"experiment": expID, "profile": p, "transports": c.Transports,
-			"queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed}); err != nil {
-			return expID, err
-		}
+	spec := map[string]any{"transports": c.Transports, "queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed}
+	return expID, experiment.EachProfile(ctx, st, tb, expID, "experiment:hol", profiles, spec, func(p testbed.Profile, runID string) error {
 		stored, err := experiment.LoadResults[Query](ctx, st, KindQuery, experiment.OfRun(runID))
 		if err != nil {
-			return expID, err
+			return err
 		}
 		done := map[string]bool{}
 		for _, q := range stored {
@@ -251,24 +244,24 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 					continue
 				}
 				if err := ctx.Err(); err != nil {
-					return expID, err
+					return err
 				}
 				k := p.Name + "|" + t + "|" + run
 				qs, err := c.runOne(ctx, tb, ip, t, plan.names[k], plan.gaps[k], plan.delayed)
 				if err != nil {
-					return expID, fmt.Errorf("%s %s %s: %w", p.Name, t, run, err)
+					return fmt.Errorf("%s %s %s: %w", p.Name, t, run, err)
 				}
 				for _, q := range qs {
 					q.Profile, q.Run = p.Name, run
 					if err := st.WriteResult(ctx, runID, KindQuery, fmt.Sprintf("%s|%s|%03d", t, run, q.Index), time.Now(), q); err != nil {
-						return expID, err
+						return err
 					}
 				}
 				fmt.Fprintf(c.Log, "hol: %s %s %s: %d queries\n", p.Name, t, run, len(qs))
 			}
 		}
-	}
-	return expID, nil
+		return nil
+	})
 }
 
 // holURL is the server URL of a HOL transport.

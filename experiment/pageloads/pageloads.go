@@ -211,31 +211,21 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	for _, p := range profiles {
-		if err := ctx.Err(); err != nil {
-			return expID, err
-		}
-		if err := tb.SetProfile("client", p); err != nil {
-			return expID, err
-		}
-		runID := expID + "-" + p.Name
-		if err := experiment.BeginRun(ctx, st, runID, "experiment:web", p.Name, map[string]any{"experiment": expID, "profile": p, "server": e.srv.Config(),
-			"transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes,
-			"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}); err != nil {
-			return expID, err
-		}
+	spec := map[string]any{"server": e.srv.Config(), "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes,
+		"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}
+	return expID, experiment.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
 		done, err := st.LoadsDone(ctx, runID)
 		if err != nil {
-			return expID, err
+			return err
 		}
 		if err := e.profile(ctx, rng, p, runID, done); err != nil {
-			return expID, fmt.Errorf("%s: %w", p.Name, err)
+			return fmt.Errorf("%s: %w", p.Name, err)
 		}
-	}
-	return expID, nil
+		return nil
+	})
 }
 
-// experiment.StartServer runs doxlab's server in the server host: every DNS
+// startServer runs doxlab's server in the server host: every DNS
 // transport, the pages over HTTP/3 (and HTTP/2) on 443 with DoH on the
 // same listener, one TLS identity for all, the page hosts answered with
 // the server's address.
