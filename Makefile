@@ -11,14 +11,19 @@ peers:
 	bash scripts/install-peers.sh
 
 # CI=true turns a missing peer into a failure instead of a skip.
-# The concurrent packages run under the race detector; the testbed's
-# emulator and the experiments are timed to tens of microseconds, which
-# -race's slowdown would distort, so they run without it.
-RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire
+# Every test runs once as it is, then the concurrent packages run again
+# under the race detector. The testbed's emulator and the experiments are
+# timed to tens of microseconds, which -race's slowdown would distort.
+# RACE_SKIP: quic-go v0.65's http3 client races with its own handshake on
+# a 0-RTT request (connection.go handleTransportParameters against
+# http3's openControlStream; seen once here), so the tests that send
+# DoH/3 in 0-RTT run without -race only.
+RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./experiment
+RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestRunAgainstServer
 test: peers lint
 	CI=true $(GO) vet ./...
-	CI=true $(GO) test -count=1 -race $(RACE_PKGS)
-	CI=true $(GO) test -count=1 $$($(GO) list ./... | grep -v -E '/(server|transport|measure|store|protocol|internal/dnswire)$$')
+	CI=true $(GO) test -count=1 ./...
+	CI=true $(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
 # golangci-lint, pinned; built from the module proxy once.
 GOLANGCI_LINT_VERSION ?= v2.15.0

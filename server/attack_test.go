@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -390,7 +391,7 @@ func TestRefusalsAreCounted(t *testing.T) {
 	u.Write(ab)
 	for i := range 1000 {
 		u.Write([]byte("\x00\x01garbage"))
-		if i%100 == 0 {
+		if i%20 == 0 {
 			time.Sleep(5 * time.Millisecond) // within the socket's buffer
 		}
 	}
@@ -428,9 +429,15 @@ func TestRefusalsAreCounted(t *testing.T) {
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	// The kernel may drop a few datagrams before the server reads them
+	// (under -race it reads slowly); every one it read is counted.
+	m := regexp.MustCompile(`doxlab_server_refusals_total\{listener="udp",reason="malformed"\} (\d+)`).FindStringSubmatch(string(body))
+	require.Len(t, m, 2, "%s", body)
+	n, _ := strconv.Atoi(m[1])
+	require.GreaterOrEqual(t, n, 950)
+	require.LessOrEqual(t, n, 1000)
 	for _, want := range []string{
 		`doxlab_server_refusals_total{listener="udp",reason="response"} 1`,
-		`doxlab_server_refusals_total{listener="udp",reason="malformed"} 1000`,
 		`doxlab_server_refusals_total{listener="tcp",reason="malformed"} 1`,
 		`doxlab_server_refusals_total{listener="doq",reason="protocol-error"} 1`,
 		`doxlab_server_refusals_total{listener="doh",reason="handshake-error"} 1`,
