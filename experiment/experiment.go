@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
 )
 
 // Env is what every experiment shares: where its results go, which
@@ -165,4 +166,19 @@ func ApplyQuick(e Experiment, fs *flag.FlagSet) error {
 		}
 	}
 	return nil
+}
+
+// Start opens the store first, so that an unreachable store fails before
+// a testbed is built, then starts the testbed with spec and Env's latency
+// mode. done closes both, the testbed first.
+func (e *Env) Start(ctx context.Context, spec testbed.Spec) (st *store.Store, tb *testbed.Testbed, done func(), err error) {
+	if st, err = store.Open(ctx, e.Store); err != nil {
+		return nil, nil, nil, err
+	}
+	spec.LowLatency = e.LowLatency
+	if tb, err = testbed.Start(spec); err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	return st, tb, func() { tb.Close(); st.Close() }, nil
 }

@@ -158,21 +158,16 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("key share %q is not pq or classic", k)
 		}
 	}
-	st, err := store.Open(ctx, c.Store)
+	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "amp"})
 	if err != nil {
 		return "", err
 	}
-	defer st.Close()
+	defer closeAll()
 	dir, err := os.MkdirTemp("", "doxlab-amp")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	tb, err := testbed.Start(testbed.Spec{Name: "amp", LowLatency: c.LowLatency})
-	if err != nil {
-		return "", err
-	}
-	defer tb.Close()
 	if err := tb.SetProfile("client", c.Profile); err != nil {
 		return "", err
 	}

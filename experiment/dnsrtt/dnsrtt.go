@@ -80,17 +80,11 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, err := store.Open(ctx, c.Store) // fail fast, before the testbed
+	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "dnsrtt"})
 	if err != nil {
 		return "", err
 	}
-	defer st.Close()
-
-	tb, err := testbed.Start(testbed.Spec{Name: "dnsrtt", LowLatency: c.LowLatency})
-	if err != nil {
-		return "", err
-	}
-	defer tb.Close()
+	defer closeAll()
 	ip := tb.IPs["server"]
 	cfg := &server.Config{
 		Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},

@@ -197,16 +197,11 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	plan := c.plan(rand.New(rand.NewPCG(c.Seed, 1)))
-	st, err := store.Open(ctx, c.Store)
+	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "hol"})
 	if err != nil {
 		return "", err
 	}
-	defer st.Close()
-	tb, err := testbed.Start(testbed.Spec{Name: "hol", LowLatency: c.LowLatency})
-	if err != nil {
-		return "", err
-	}
-	defer tb.Close()
+	defer closeAll()
 	ip := tb.IPs["server"]
 	delays := map[string]time.Duration{}
 	for n := range plan.delayed {

@@ -183,17 +183,11 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, err := store.Open(ctx, c.Store) // fail fast, before the testbed
+	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "web", HostNameservers: map[string]string{"client": "127.0.0.1"}})
 	if err != nil {
 		return "", err
 	}
-	defer st.Close()
-
-	tb, err := testbed.Start(testbed.Spec{Name: "web", HostNameservers: map[string]string{"client": "127.0.0.1"}, LowLatency: c.LowLatency})
-	if err != nil {
-		return "", err
-	}
-	defer tb.Close()
+	defer closeAll()
 	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]web.Page{}, browser: map[string]*browser.Browser{}}
 	if err := e.startServer(pages, dir); err != nil {
 		return "", err
