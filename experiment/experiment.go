@@ -9,11 +9,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"html/template"
 	"io"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 )
@@ -54,7 +56,8 @@ func (e *Env) Flags(fs *flag.FlagSet, resumable bool) {
 
 // Experiment is one of the papers' experiments: a config that binds its
 // own flags, shrinks itself to a quick run, runs on the testbed storing
-// every sample, and writes the text table of what a run stored.
+// every sample, and loads what runs stored: the CLI writes its text
+// table, the report its section.
 type Experiment interface {
 	// Environment is the config's shared part.
 	Environment() *Env
@@ -66,8 +69,9 @@ type Experiment interface {
 	// on an error after the ID was chosen, the ID too, so the caller can
 	// show what was stored and say how to continue.
 	Run(ctx context.Context) (string, error)
-	// Show writes the summary table of the experiment with this ID.
-	Show(ctx context.Context, st *store.Store, id string, w io.Writer) error
+	// Load reads what the runs whose IDs start with prefix stored ("" for
+	// every run of this experiment).
+	Load(ctx context.Context, st *store.Store, prefix string) (Results, error)
 }
 
 // Info registers an experiment.
@@ -181,4 +185,48 @@ func (e *Env) Start(ctx context.Context, spec testbed.Spec) (st *store.Store, tb
 		return nil, nil, nil, err
 	}
 	return st, tb, func() { tb.Close(); st.Close() }, nil
+}
+
+// Results is what Load read of an experiment's runs: it knows how to
+// summarize itself as a text table and as a section of the report.
+type Results interface {
+	// Count is how much was loaded, and of what: 32, "page loads".
+	Count() (n int, unit string)
+	// WriteTable writes the summary as a text table.
+	WriteTable(w io.Writer) error
+	// Section draws the figures into dir and returns the report's
+	// section.
+	Section(dir string) (*Section, error)
+}
+
+// Section is an experiment's part of the HTML report.
+type Section struct {
+	ID      string        // the page's anchor: "hol"
+	Title   string        // "Head-of-line blocking"
+	Intro   template.HTML // what the table and figures show
+	Table   template.HTML // the summary, one HTML table
+	Figures []figure.Figure
+	Files   []string // the figures' PNG and SVG files
+}
+
+// NewSection renders table (an html/template with figure.Funcs) with
+// data, and takes the figures of set.
+func NewSection(id, title string, intro template.HTML, table *template.Template, data any, set *figure.Set) (*Section, error) {
+	var b strings.Builder
+	if table != nil {
+		if err := table.Execute(&b, data); err != nil {
+			return nil, fmt.Errorf("%s table: %w", id, err)
+		}
+	}
+	s := &Section{ID: id, Title: title, Intro: intro, Table: template.HTML(b.String())}
+	if set != nil {
+		s.Figures, s.Files = set.Figures, set.Files()
+	}
+	return s, nil
+}
+
+// Table parses an HTML table template with figure.Funcs; it panics on an
+// error, at init.
+func Table(name, text string) *template.Template {
+	return template.Must(template.New(name).Funcs(figure.Funcs).Parse(text))
 }

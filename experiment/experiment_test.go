@@ -3,7 +3,8 @@ package experiment_test
 import (
 	"context"
 	"flag"
-	"io"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,9 +24,11 @@ func (f *fake) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&f.Repeat, "repeat", 20, "")
 	experiment.ListVar(fs, &f.Pages, "pages", []string{"a", "b", "c"}, "")
 }
-func (f *fake) Quick()                                                      { f.Repeat, f.Pages = 3, []string{"a"} }
-func (f *fake) Run(context.Context) (string, error)                         { return "", nil }
-func (f *fake) Show(context.Context, *store.Store, string, io.Writer) error { return nil }
+func (f *fake) Quick()                              { f.Repeat, f.Pages = 3, []string{"a"} }
+func (f *fake) Run(context.Context) (string, error) { return "", nil }
+func (f *fake) Load(context.Context, *store.Store, string) (experiment.Results, error) {
+	return nil, nil
+}
 
 // TestApplyQuick: --quick shrinks what the command line left alone and
 // keeps what it set.
@@ -41,7 +44,7 @@ func TestApplyQuick(t *testing.T) {
 
 // TestRegistry: every experiment registers once, in the papers' order.
 func TestRegistry(t *testing.T) {
-	require.Equal(t, []string{"dns-rtt", "web", "hol", "overhead", "amplification"}, experiment.Names())
+	require.Equal(t, []string{"dns-rtt", "web", "hol", "amplification", "overhead"}, experiment.Names())
 	for _, i := range experiment.Registered() {
 		e := i.New()
 		fs := flag.NewFlagSet(i.Name, flag.ContinueOnError)
@@ -50,5 +53,24 @@ func TestRegistry(t *testing.T) {
 		require.NoError(t, fs.Parse(nil), i.Name)
 		require.NotEmpty(t, i.Doc)
 		require.NotEmpty(t, i.Quick)
+	}
+}
+
+// TestLoadEmptyStore: every experiment loads from a store with nothing of
+// it, counts nothing and still writes its table's header.
+func TestLoadEmptyStore(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	for _, i := range experiment.Registered() {
+		res, err := i.New().Load(ctx, st, "")
+		require.NoError(t, err, i.Name)
+		n, unit := res.Count()
+		require.Zero(t, n, i.Name)
+		require.NotEmpty(t, unit, i.Name)
+		var b strings.Builder
+		require.NoError(t, res.WriteTable(&b), i.Name)
+		require.NotEmpty(t, b.String(), i.Name)
 	}
 }

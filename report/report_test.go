@@ -37,26 +37,22 @@ func fixture() []store.Row {
 	return rows
 }
 
-// serialMs is what report.Load computes from the stored runs: here the
-// built-in profiles the fixture's runs name.
-func serialMs(t *testing.T, rows []store.Row) []float64 {
+// samples are the fixture with the built-in profiles its runs name, as
+// report.Load reads them from the runs.
+func samples(t *testing.T) report.Input {
 	profiles := map[string]testbed.Profile{}
 	for _, name := range []string{"fiber", "dsl"} {
 		p, err := testbed.LookupProfile(name)
 		require.NoError(t, err)
 		profiles["e1-"+name] = p
 	}
-	out := make([]float64, len(rows))
-	for i, r := range rows {
-		out[i], _ = dnsrtt.RowSerializationMs(profiles, r)
-	}
-	return out
+	return report.Input{Results: []report.Results{{Experiment: "dns-rtt", Results: &dnsrtt.Samples{Rows: fixture(), Profiles: profiles}}}}
 }
 
 func TestRender(t *testing.T) {
 	dir := t.TempDir()
-	rows := fixture()
-	rep, err := report.Render(report.Input{Rows: rows, SerialMs: serialMs(t, rows)}, dir, "doxlab report: test")
+	in := samples(t)
+	rep, err := report.Render(in, dir, "doxlab report: test")
 	require.NoError(t, err)
 	require.Len(t, rep.Figures, 2*3*3, "3 metrics × (all, fiber, dsl) × PNG and SVG")
 	for _, f := range rep.Figures {
@@ -76,8 +72,8 @@ func TestRender(t *testing.T) {
 	require.NotContains(t, string(html), "src=", "nothing loaded from elsewhere")
 	require.Contains(t, string(html), "<td class=\"l\">dot</td><td class=\"l\">fresh</td><td>0/1</td>", "a failed cell shows 0 answered")
 	// fiber, fresh, doq: median 2.2 + 0.10 RTT.
-	var doq report.Stat
-	for _, s := range rep.Stats {
+	var doq dnsrtt.Stat
+	for _, s := range in.Results[0].Results.(*dnsrtt.Samples).Stats() {
 		if s.Profile == "fiber" && s.Transport == "doq" && s.Condition == "fresh" {
 			doq = s
 		}
@@ -97,7 +93,7 @@ func TestRender(t *testing.T) {
 func TestReportRendersInChromium(t *testing.T) {
 	chromium := peertest.Need(t, "chromium", "apt-get install chromium")
 	dir := t.TempDir()
-	rep, err := report.Render(report.Input{Rows: fixture()}, dir, "doxlab report: test")
+	rep, err := report.Render(samples(t), dir, "doxlab report: test")
 	require.NoError(t, err)
 	shot := filepath.Join(dir, "shot.png")
 	out, err := exec.Command(chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -137,9 +133,12 @@ func TestLoadTakesProfilesFromTheStore(t *testing.T) {
 	profiles, err := dnsrtt.StoredProfiles(ctx, st)
 	require.NoError(t, err)
 	require.Equal(t, custom, profiles[run.ID])
-	ms, ok := dnsrtt.RowSerializationMs(profiles, store.Row{RunID: run.ID, BytesSent: 125, BytesReceived: 250})
+	in, runs, err := report.Load(ctx, st, "dnsrtt-x")
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, "dns-rtt", in.Results[0].Experiment)
+	ms, ok := in.Results[0].Results.(*dnsrtt.Samples).SerializationMs(store.Row{RunID: run.ID, BytesSent: 125, BytesReceived: 250})
 	require.True(t, ok)
 	require.InDelta(t, 2.0, ms, 0.001, "125 octets at 1 Mbit/s and 250 at 2, no packets")
-	_, _, err = report.Load(ctx, st, "dnsrtt-x")
-	require.NoError(t, err)
+	require.True(t, in.Empty(), "a run with no samples")
 }

@@ -50,7 +50,7 @@ type Amplification struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Rank: 5, Name: "amplification", Resumable: true, Quick: "3 handshakes per cell",
+	experiment.Register(experiment.Info{Rank: 4, Name: "amplification", Resumable: true, Quick: "3 handshakes per cell",
 		Doc: "the DoQ handshake in RTTs per certificate size, key share and\naddress validation (none, Retry, NEW_TOKEN), and from qlog\nwhether the server stalled at QUIC's amplification limit",
 		New: func() experiment.Experiment { return new(Amplification) }})
 }
@@ -74,22 +74,7 @@ func (c *Amplification) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", c.LargeCertOctets, "the large chain's size")
 }
 
-// Show writes amplification's table: medians per cell.
-func (c *Amplification) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
-	ss, err := Load(ctx, st, id)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "experiment %s, stored in %s: %d DoQ handshakes; medians; a stall is a pause over half an RTT within the server's handshake flight (client qlog)\n", id, c.Store, len(ss))
-	fmt.Fprintf(w, "%-6s %7s %-8s %-6s %6s %14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
-	for _, x := range Summarize(ss) {
-		fmt.Fprintf(w, "%-6s %7d %-8s %-6s %3d/%-2d %14.2f %10.1f %13.0f %13.0f %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, x.OK, x.N,
-			x.HandshakeRTTs, x.TotalMs, x.ClientFirstFlight, x.ServerFirstBurst, 100*x.Stalled, 100*x.Retried, 100*x.Token)
-	}
-	return nil
-}
-
-// Kind is an Sample in the store.
+// Kind is a Sample in the store.
 var Kind = store.NewKind("amplification")
 
 // Sample is one DoQ handshake of the experiment.
@@ -392,9 +377,4 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// Load reads an experiment's samples from the store.
-func Load(ctx context.Context, st *store.Store, expID string) ([]*Sample, error) {
-	return experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfExperiment(expID))
 }

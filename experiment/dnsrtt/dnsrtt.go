@@ -10,14 +10,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/doxlab/doxlab/experiment"
 
-	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
@@ -198,84 +195,9 @@ func StoredProfiles(ctx context.Context, st *store.Store) (map[string]testbed.Pr
 	return out, nil
 }
 
-// RowSerializationMs is SerializationMs on the profile r's run was
-// measured on; false where the run has none.
-func RowSerializationMs(profiles map[string]testbed.Profile, r store.Row) (float64, bool) {
-	p, ok := profiles[r.RunID]
-	if !ok {
-		return 0, false
-	}
-	return SerializationMs(r, p), true
-}
-
-// Summarize reads an experiment's samples from the store.
-func Summarize(ctx context.Context, st *store.Store, expID string) ([]Summary, error) {
-	rows, err := st.Rows(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	profiles, err := StoredProfiles(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	rows = slices.DeleteFunc(rows, func(r store.Row) bool { return !strings.HasPrefix(r.RunID, expID+"-") })
-	type key struct{ p, t, c string }
-	keys, groups := order.Group(rows, func(r store.Row) key { return key{r.Profile, r.Transport, r.Condition} })
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(order.Compare(a.p, b.p), order.Compare(a.c, b.c), order.Compare(a.t, b.t))
-	})
-	var out []Summary
-	for _, k := range keys {
-		s := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: len(groups[k]), Expected: Expected(k.t, k.c)}
-		var p testbed.Profile
-		perr := fmt.Errorf("no profile stored")
-		var hs, res, tot, totMs, ser []float64
-		for _, r := range groups[k] {
-			if rp, ok := profiles[r.RunID]; ok {
-				p, perr = rp, nil
-			}
-			if r.TotalRTT == nil {
-				continue
-			}
-			s.OK++
-			hs, res, tot = append(hs, deref(r.HandshakeRTT)), append(res, deref(r.ResolveRTT)), append(tot, *r.TotalRTT)
-			totMs = append(totMs, deref(r.TotalMs))
-			if perr == nil {
-				ser = append(ser, SerializationMs(r, p))
-			}
-		}
-		s.Handshake, s.Resolve, s.Total = measure.Median(hs), measure.Median(res), measure.Median(tot)
-		if perr == nil && p.RTT() > 0 {
-			rttMs := float64(p.RTT()) / float64(time.Millisecond)
-			s.TotalEmulated = measure.Median(totMs) / rttMs
-			s.Serialization = measure.Median(ser) / rttMs
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 func deref(p *float64) float64 {
 	if p == nil {
 		return 0
 	}
 	return *p
-}
-
-// Show writes dns-rtt's table: medians per profile, transport and
-// condition, in RTTs.
-func (c *DNSRTT) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
-	sums, err := Summarize(ctx, st, id)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "experiment %s, stored in %s; medians in RTTs of the probe, and the total in RTTs of the profile\n", id, c.Store)
-	fmt.Fprintf(w, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %8s %7s %7s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess", "serial", "rest")
-	for _, s := range sums {
-		fmt.Fprintf(w, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f %7.2f %+7.2f\n", s.Profile, s.Transport, s.Condition, s.OK, s.N, s.Handshake, s.Resolve, s.Total, s.TotalEmulated, s.Expected, s.Total-s.Expected,
-			s.Serialization, s.TotalEmulated-s.Expected-s.Serialization)
-	}
-	fmt.Fprintln(w, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
-	fmt.Fprintln(w, "serial = the exchange's packets (bytes and packets at the socket, plus IP and UDP/TCP headers) passing the profile's rate limits, in RTTs of the profile, an upper bound since what the connection carries after the answer (ACKs, tickets) counts too; rest = total/em - expected - serial: the hosts' share (crypto, processing, pacing, delayed ACKs)")
-	return nil
 }

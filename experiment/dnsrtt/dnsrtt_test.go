@@ -45,8 +45,9 @@ func TestSummarizeMediansPerCell(t *testing.T) {
 			}))
 		}
 	}
-	sums, err := Summarize(ctx, st, "exp1")
+	samples, err := LoadSamples(ctx, st, "exp1-")
 	require.NoError(t, err)
+	sums := samples.Summarize()
 	require.Len(t, sums, 2)
 	require.Equal(t, "fiber", sums[0].Profile, "profiles in Table II's order")
 	require.Equal(t, 2.2, sums[0].Total)
@@ -58,7 +59,7 @@ func TestSummarizeMediansPerCell(t *testing.T) {
 	require.Equal(t, "dsl", sums[1].Profile)
 	require.InDelta(t, 0.652, sums[1].Serialization, 0.001)
 	require.InDelta(t, 0.0344, sums[0].Serialization, 0.0005, "fiber: 0.51 ms of 14.8")
-	other, err := Summarize(ctx, st, "exp2")
+	other, err := LoadSamples(ctx, st, "exp2-")
 	require.NoError(t, err)
-	require.Empty(t, other, "only this experiment's runs")
+	require.Empty(t, other.Summarize(), "only this experiment's runs")
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -68,20 +67,6 @@ func (c *HOL) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.DelayEvery, "delay-every", c.DelayEvery, "the server delays one answer in this many")
 	fs.DurationVar(&c.Delay, "delay", c.Delay, "by this much")
 	fs.Uint64Var(&c.Seed, "seed", 0, "names and arrival times (0: random)")
-}
-
-// Show writes hol's table: the knock-on delay per profile and transport.
-func (c *HOL) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
-	qs, err := Load(ctx, st, id)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "experiment %s, stored in %s: %d queries; knock-on: not delayed itself, but slower than the baseline median by more than %.0f ms\n", id, c.Store, len(qs), KnockOnThreshold)
-	fmt.Fprintf(w, "%-10s %-12s %12s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "delayed", "knock-on", "sum ms", "max ms", "failed")
-	for _, s := range Summarize(qs) {
-		fmt.Fprintf(w, "%-10s %-12s %12.2f %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, s.BaselineMedian, s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed)
-	}
-	return nil
 }
 
 // Transports are the transports and server behaviours measured: the
@@ -385,9 +370,4 @@ func Summarize(qs []*Query) []Summary {
 		out[i] = *sums[k]
 	}
 	return out
-}
-
-// Load reads an experiment's queries from the store.
-func Load(ctx context.Context, st *store.Store, expID string) ([]*Query, error) {
-	return experiment.LoadResults[Query](ctx, st, KindQuery, experiment.OfExperiment(expID))
 }

@@ -54,7 +54,7 @@ type Overhead struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Rank: 4, Name: "overhead", Quick: "the first 10 names",
+	experiment.Register(experiment.Info{Rank: 5, Name: "overhead", Quick: "the first 10 names",
 		Doc: "bytes and packets per resolution by transport and connection\nmode, each octet attributed to a layer from a link capture",
 		New: func() experiment.Experiment { return new(Overhead) }})
 }
@@ -84,38 +84,7 @@ func (c *Overhead) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Keep, "keep", "", "a directory to keep the captures and the key log in, for Wireshark")
 }
 
-// Show writes overhead's tables: octets per resolution by layer, and the
-// single-query split of the IMC 2022 slides.
-func (c *Overhead) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
-	cs, err := Load(ctx, st, id)
-	if err != nil {
-		return err
-	}
-	cells := Summarize(cs)
-	fmt.Fprintf(w, "experiment %s, stored in %s: %d connections; octets per resolution (both directions, IP included) by layer\n", id, c.Store, len(cs))
-	fmt.Fprintf(w, "%-6s %-10s %-5s %5s %8s %6s", "cert", "mode", "dns", "res", "octets", "pkts")
-	for _, l := range layers.LayerNames {
-		fmt.Fprintf(w, " %9s", l)
-	}
-	fmt.Fprintln(w)
-	for _, x := range cells {
-		fmt.Fprintf(w, "%-6s %-10s %-5s %5d %8.0f %6.1f", x.Cert, x.Mode, x.Transport, x.Resolutions, x.Octets, x.Packets)
-		for _, v := range x.Layers {
-			fmt.Fprintf(w, " %9.0f", v)
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "\nsingle query on a new connection, medians of IP payload octets (the IMC 2022 slides' table)\n")
-	fmt.Fprintf(w, "%-6s %-5s %8s %14s %14s %7s %9s\n", "cert", "dns", "total", "handshake c>r", "handshake r>c", "query", "response")
-	for _, x := range cells {
-		if x.Mode == "new" {
-			fmt.Fprintf(w, "%-6s %-5s %8.0f %14.0f %14.0f %7.0f %9.0f\n", x.Cert, x.Transport, x.Total, x.HandshakeUp, x.HandshakeDown, x.Query, x.Response)
-		}
-	}
-	return nil
-}
-
-// KindConn is an Conn in the store.
+// KindConn is a Conn in the store.
 var KindConn = store.NewKind("overhead-conn")
 
 // Conn is one captured connection, as stored.
@@ -179,26 +148,16 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("unknown transport %q", t)
 		}
 	}
-	st, err := store.Open(ctx, c.Store)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
 	dir, err := os.MkdirTemp("", "doxlab-overhead")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	tb, err := testbed.Start(testbed.Spec{Name: "overhead", PcapDir: filepath.Join(dir, "pcap"), LowLatency: c.LowLatency})
+	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "overhead", PcapDir: filepath.Join(dir, "pcap")})
 	if err != nil {
 		return "", err
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			tb.Close()
-		}
-	}()
+	defer closeAll()
 	ip := tb.IPs["server"]
 	var keyLog lockedBuffer
 	var windows []window
@@ -234,8 +193,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 		}
 		srv.Close()
 	}
-	closed = true
-	if err := tb.Close(); err != nil { // flushes the captures
+	if err := tb.Close(); err != nil { // flushes the captures; closeAll closes it no more
 		return "", err
 	}
 	var raws []layers.Raw
@@ -432,9 +390,4 @@ func Summarize(cs []*Conn) []Cell {
 		out = append(out, cell)
 	}
 	return out
-}
-
-// Load reads an experiment's connections from the store.
-func Load(ctx context.Context, st *store.Store, expID string) ([]*Conn, error) {
-	return experiment.LoadResults[Conn](ctx, st, KindConn, experiment.OfExperiment(expID))
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -54,8 +53,6 @@ type Web struct {
 	Browser    string // Chromium binary; default chromium on PATH
 	NetLogDir  string // if set, one Chromium NetLog per profile and DNS mode
 	experiment.Env
-
-	started time.Time // when Run began, for Show's loads per minute
 }
 
 func init() {
@@ -149,7 +146,7 @@ type webEnv struct {
 
 // Run runs the experiment and returns its ID (the prefix of its runs).
 func (c *Web) Run(ctx context.Context) (string, error) {
-	c.started = time.Now()
+	started := time.Now()
 	if err := c.defaults(); err != nil {
 		return "", err
 	}
@@ -207,7 +204,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	spec := map[string]any{"server": e.srv.Config(), "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes,
 		"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}
-	return expID, experiment.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
+	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
 		done, err := st.LoadsDone(ctx, runID)
 		if err != nil {
 			return err
@@ -217,6 +214,25 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		}
 		return nil
 	})
+	c.logRate(st, expID, started)
+	return expID, err
+}
+
+// logRate logs how many loads this Run measured per minute, the
+// testbed's and browser's start included: what a campaign can plan on.
+func (c *Web) logRate(st *store.Store, expID string, started time.Time) {
+	loads, err := st.Loads(context.Background(), expID+"-")
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, x := range loads {
+		if x.Start.After(started) {
+			n++
+		}
+	}
+	el := time.Since(started)
+	fmt.Fprintf(c.Log, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed and browser start included\n", float64(n)/el.Minutes(), n, el.Seconds())
 }
 
 // startServer runs doxlab's server in the server host: every DNS
@@ -554,31 +570,4 @@ func (e *webEnv) lookup(host string) (float64, error) {
 		return 0, fmt.Errorf("the stub answered %s for %s", rec.Rcode, host)
 	}
 	return rec.Timing.TotalMs, nil
-}
-
-// Show writes the web experiment's table: medians per cell, relative to
-// DoUDP + H3 1-RTT, and the rate of measured loads of this run.
-func (c *Web) Show(ctx context.Context, st *store.Store, id string, w io.Writer) error {
-	loads, err := st.Loads(ctx, id+"-")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "experiment %s, stored in %s: %d page loads; medians in ms, relative to DoUDP + H3 1-RTT\n", id, c.Store, len(loads))
-	fmt.Fprintf(w, "%-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT %", "ΔFCP %", "0-RTT", "resum")
-	for _, x := range web.Summarize(loads) {
-		fmt.Fprintf(w, "%-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %+8.1f %+8.1f %5.0f%% %5.0f%%\n", x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-			x.OK, x.N, x.PLT, x.FCP, x.DNS, x.RelPLT, x.RelFCP, 100*x.Real0RTT, 100*x.Resumed)
-	}
-	if c.started.IsZero() {
-		return nil
-	}
-	n := 0
-	for _, x := range loads {
-		if x.Start.After(c.started) {
-			n++
-		}
-	}
-	el := time.Since(c.started)
-	fmt.Fprintf(w, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed and browser start included\n", float64(n)/el.Minutes(), n, el.Seconds())
-	return nil
 }

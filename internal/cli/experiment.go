@@ -83,7 +83,13 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return runAndShow(info.Name, env.Store, stderr, run, func(ctx context.Context, st *store.Store, id string) error {
-		return e.Show(ctx, st, id, stdout)
+		res, err := e.Load(ctx, st, id+"-")
+		if err != nil {
+			return err
+		}
+		n, unit := res.Count()
+		fmt.Fprintf(stdout, "experiment %s, stored in %s: %d %s\n", id, env.Store, n, unit)
+		return res.WriteTable(stdout)
 	})
 }
 

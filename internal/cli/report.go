@@ -38,6 +38,6 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	fmt.Fprintf(stdout, "%s: %d samples, %d page loads, %d head-of-line queries, %d handshakes, %d captured connections, %d figures (PNG and SVG)\n", rep.HTML, len(in.Rows), len(in.Loads), len(in.HOL), len(in.Amp), len(in.Overhead), len(rep.Figures)/2)
+	fmt.Fprintf(stdout, "%s: %s, %d figures (PNG and SVG)\n", rep.HTML, in.Counts(), len(rep.Figures)/2)
 	return exitOK
 }

@@ -1,0 +1,83 @@
+package amplification
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/report/figure"
+	"github.com/doxlab/doxlab/store"
+)
+
+// Samples are the stored handshakes of amplification runs.
+type Samples []*Sample
+
+// Load reads the handshakes of the runs whose IDs start with prefix.
+func (c *Amplification) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
+	ss, err := Load(ctx, st, prefix)
+	return Samples(ss), err
+}
+
+// Load reads the handshakes of the runs whose IDs start with prefix.
+func Load(ctx context.Context, st *store.Store, prefix string) ([]*Sample, error) {
+	return experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfExperiment(prefix))
+}
+
+// Count is the number of handshakes.
+func (ss Samples) Count() (int, string) { return len(ss), "handshakes" }
+
+// WriteTable writes the medians per cell.
+func (ss Samples) WriteTable(w io.Writer) error {
+	fmt.Fprintln(w, "DoQ handshakes, medians; a stall is a pause over half an RTT within the server's handshake flight (client qlog)")
+	fmt.Fprintf(w, "%-6s %7s %-8s %-6s %6s %14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
+	for _, x := range Summarize(ss) {
+		if _, err := fmt.Fprintf(w, "%-6s %7d %-8s %-6s %3d/%-2d %14.2f %10.1f %13.0f %13.0f %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, x.OK, x.N,
+			x.HandshakeRTTs, x.TotalMs, x.ClientFirstFlight, x.ServerFirstBurst, 100*x.Stalled, 100*x.Retried, 100*x.Token); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var table = experiment.Table("amplification", `<table id="amp"><tr><th class="l">cert</th><th>octets</th><th class="l">key share</th><th class="l">validation</th><th>ok/n</th><th>handshake RTTs</th><th>total ms</th><th>client first flight</th><th>server first burst</th><th>stalled</th><th>Retry</th><th>token</th></tr>
+{{range .}}<tr><td class="l">{{.Cert}}</td><td>{{.CertOctets}}</td><td class="l">{{.KeyShare}}</td><td class="l">{{.Validation}}</td><td>{{.OK}}/{{.N}}</td><td>{{f .HandshakeRTTs}}</td><td>{{ms .TotalMs}}</td><td>{{ms .ClientFirstFlight}}</td><td>{{ms .ServerFirstBurst}}</td><td>{{share .Stalled}}</td><td>{{share .Retried}}</td><td>{{share .Token}}</td></tr>
+{{end}}</table>`)
+
+// Section is the report's part: the table, and the median handshake in
+// RTTs per certificate × key share × validation, stalled cells in red.
+func (ss Samples) Section(dir string) (*experiment.Section, error) {
+	cells := Summarize(ss)
+	p := plot.New()
+	p.Title.Text = "DoQ handshake per certificate, key share and address validation"
+	p.Y.Label.Text = "median handshake (RTTs)"
+	p.Add(plotter.NewGrid())
+	var names []string
+	for i, c := range cells {
+		bar, err := plotter.NewBarChart(plotter.Values{c.HandshakeRTTs}, vg.Points(18))
+		if err != nil {
+			return nil, err
+		}
+		bar.XMin = float64(i)
+		bar.Color = figure.Blue
+		if c.Stalled > 0.5 {
+			bar.Color = figure.Red
+		}
+		bar.LineStyle.Width = 0
+		p.Add(bar)
+		names = append(names, fmt.Sprintf("%s\n%s\n%s", c.Cert, c.KeyShare, c.Validation))
+	}
+	p.NominalX(names...)
+	p.Y.Min = 0
+	set := &figure.Set{Dir: dir}
+	if err := set.Add(p, "amplification", "amplification limit: handshake in RTTs (red: the server stalled for an ACK)", "", vg.Length(0.6*float64(len(cells))+1.5)*vg.Inch, 4*vg.Inch); err != nil {
+		return nil, err
+	}
+	return experiment.NewSection("amplification", "QUIC's amplification limit",
+		"DoQ handshakes on new connections. Before it has validated the client's address a server may send three times what it received (RFC 9000 §8.1); a larger certificate chain makes it stall for the client's ACK. Client first flight and server first burst are octets from the client's qlog; stalled is the share of handshakes with a pause over half an RTT inside the server's flight.",
+		table, cells, set)
+}

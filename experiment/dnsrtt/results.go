@@ -1,0 +1,246 @@
+package dnsrtt
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/order"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/report/figure"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+	"gonum.org/v1/plot/vg"
+)
+
+// Samples are DNS samples as stored (by dns-rtt, measure and campaigns),
+// with the link each run recorded.
+type Samples struct {
+	Rows []store.Row
+	// Profiles is the access profile of each run with one, by run ID
+	// (StoredProfiles).
+	Profiles map[string]testbed.Profile
+}
+
+// Load reads the DNS samples of the runs whose IDs start with prefix, of
+// any kind: the report draws measure's and campaigns' samples too.
+func (c *DNSRTT) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
+	return LoadSamples(ctx, st, prefix)
+}
+
+// LoadSamples reads the DNS samples of the runs whose IDs start with
+// prefix, with their runs' profiles.
+func LoadSamples(ctx context.Context, st *store.Store, prefix string) (*Samples, error) {
+	rows, err := st.Rows(ctx, "") // by run ID exactly; the prefix is matched here
+	if err != nil {
+		return nil, err
+	}
+	profiles, err := StoredProfiles(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	rows = slices.DeleteFunc(rows, func(r store.Row) bool { return !strings.HasPrefix(r.RunID, prefix) })
+	return &Samples{Rows: rows, Profiles: profiles}, nil
+}
+
+// Count is the number of samples.
+func (s *Samples) Count() (int, string) { return len(s.Rows), "samples" }
+
+// SerializationMs is SerializationMs on the profile r's run was measured
+// on; false where the run has none.
+func (s *Samples) SerializationMs(r store.Row) (float64, bool) {
+	p, ok := s.Profiles[r.RunID]
+	if !ok {
+		return 0, false
+	}
+	return SerializationMs(r, p), true
+}
+
+// Summarize is the medians per profile, transport and condition, in
+// RTTs, with what the protocol and the link explain of them.
+func (s *Samples) Summarize() []Summary {
+	type key struct{ p, t, c string }
+	keys, groups := order.Group(s.Rows, func(r store.Row) key { return key{r.Profile, r.Transport, r.Condition} })
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(order.Compare(a.p, b.p), order.Compare(a.c, b.c), order.Compare(a.t, b.t))
+	})
+	var out []Summary
+	for _, k := range keys {
+		sum := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: len(groups[k]), Expected: Expected(k.t, k.c)}
+		var p testbed.Profile
+		known := false
+		var hs, res, tot, totMs, ser []float64
+		for _, r := range groups[k] {
+			if rp, ok := s.Profiles[r.RunID]; ok {
+				p, known = rp, true
+			}
+			if r.TotalRTT == nil {
+				continue
+			}
+			sum.OK++
+			hs, res, tot = append(hs, deref(r.HandshakeRTT)), append(res, deref(r.ResolveRTT)), append(tot, *r.TotalRTT)
+			totMs = append(totMs, deref(r.TotalMs))
+			if known {
+				ser = append(ser, SerializationMs(r, p))
+			}
+		}
+		sum.Handshake, sum.Resolve, sum.Total = measure.Median(hs), measure.Median(res), measure.Median(tot)
+		if known && p.RTT() > 0 {
+			rttMs := float64(p.RTT()) / float64(time.Millisecond)
+			sum.TotalEmulated = measure.Median(totMs) / rttMs
+			sum.Serialization = measure.Median(ser) / rttMs
+		}
+		out = append(out, sum)
+	}
+	return out
+}
+
+// WriteTable writes the medians per profile, transport and condition, in
+// RTTs.
+func (s *Samples) WriteTable(w io.Writer) error {
+	fmt.Fprintln(w, "medians in RTTs of the probe, and the total in RTTs of the profile")
+	fmt.Fprintf(w, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %8s %7s %7s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess", "serial", "rest")
+	for _, x := range s.Summarize() {
+		fmt.Fprintf(w, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f %7.2f %+7.2f\n", x.Profile, x.Transport, x.Condition, x.OK, x.N, x.Handshake, x.Resolve, x.Total, x.TotalEmulated, x.Expected, x.Total-x.Expected,
+			x.Serialization, x.TotalEmulated-x.Expected-x.Serialization)
+	}
+	fmt.Fprintln(w, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
+	_, err := fmt.Fprintln(w, "serial = the exchange's packets (bytes and packets at the socket, plus IP and UDP/TCP headers) passing the profile's rate limits, in RTTs of the profile, an upper bound since what the connection carries after the answer (ACKs, tickets) counts too; rest = total/em - expected - serial: the hosts' share (crypto, processing, pacing, delayed ACKs)")
+	return err
+}
+
+// Stat is one row of the report's table: a profile × transport ×
+// condition in ms and in RTTs.
+type Stat struct {
+	Profile, Transport, Condition string
+	N, OK                         int
+	MedianMs, IQRMs, P95Ms        float64
+	MedianRTT, IQRRTT, P95RTT     float64
+	// SerialMs is the median time the exchange's packets take to pass
+	// the profile's rate limits (SerializationMs); NaN where the profile
+	// is not known.
+	SerialMs float64
+}
+
+func quantile(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// Stats is the report's table: median, IQR and p95 per profile ×
+// transport × condition, in ms and in RTTs.
+func (s *Samples) Stats() []Stat {
+	type key struct{ p, t, c string }
+	keys, groups := order.Group(s.Rows, func(r store.Row) key { return key{orNone(r.Profile), r.Transport, r.Condition} })
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(order.Compare(a.p, b.p), order.Compare(a.c, b.c), order.Compare(a.t, b.t))
+	})
+	var out []Stat
+	for _, k := range keys {
+		g := groups[k]
+		st := Stat{Profile: k.p, Transport: k.t, Condition: k.c, N: len(g), SerialMs: math.NaN()}
+		var ms, rtt, ser []float64
+		for _, r := range g {
+			if r.TotalMs == nil || r.TotalRTT == nil {
+				continue
+			}
+			st.OK++
+			ms, rtt = append(ms, *r.TotalMs), append(rtt, *r.TotalRTT)
+			if v, ok := s.SerializationMs(r); ok {
+				ser = append(ser, v)
+			}
+		}
+		slices.Sort(ms)
+		slices.Sort(rtt)
+		slices.Sort(ser)
+		if len(ser) > 0 {
+			st.SerialMs = quantile(ser, 0.5)
+		}
+		st.MedianMs, st.IQRMs, st.P95Ms = quantile(ms, 0.5), quantile(ms, 0.75)-quantile(ms, 0.25), quantile(ms, 0.95)
+		st.MedianRTT, st.IQRRTT, st.P95RTT = quantile(rtt, 0.5), quantile(rtt, 0.75)-quantile(rtt, 0.25), quantile(rtt, 0.95)
+		out = append(out, st)
+	}
+	return out
+}
+
+// Metrics are the durations the report draws, each in RTTs.
+var Metrics = []struct {
+	Name, Title string
+	Get         func(store.Row) *float64
+}{
+	{"total", "DNS exchange (RTTs)", func(r store.Row) *float64 { return r.TotalRTT }},
+	{"handshake", "handshake (RTTs)", func(r store.Row) *float64 { return r.HandshakeRTT }},
+	{"resolve", "query to answer (RTTs)", func(r store.Row) *float64 { return r.ResolveRTT }},
+}
+
+var conditionDashes = map[string][]vg.Length{"fresh": nil, "pam": {vg.Points(1), vg.Points(2)}, "resumed": {vg.Points(5), vg.Points(3)}, "0rtt": {vg.Points(2), vg.Points(2)}}
+
+// cdfSeries is a line per transport × condition of one metric.
+func cdfSeries(rows []store.Row, get func(store.Row) *float64) []*figure.Series {
+	type key struct{ t, c string }
+	keys, groups := order.Group(rows, func(r store.Row) key { return key{r.Transport, r.Condition} })
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(order.Compare(a.t, b.t), order.Compare(a.c, b.c)) })
+	var out []*figure.Series
+	for _, k := range keys {
+		s := &figure.Series{Label: k.t + " " + k.c, Color: figure.Colors[k.t], Dashes: conditionDashes[k.c]}
+		for _, r := range groups[k] {
+			if v := get(r); v != nil && !math.IsNaN(*v) {
+				s.Values = append(s.Values, *v)
+			}
+		}
+		if len(s.Values) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var statsTable = experiment.Table("dns", `<table id="summary"><tr><th class="l">profile</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
+<th>median ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th></tr>
+{{range .}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
+<td>{{f .MedianMs}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{f .SerialMs}}</td></tr>
+{{end}}</table>`)
+
+// Section is the report's DNS part: the table, and the CDF of each
+// metric per profile and over all (cross-layer paper Fig. 5-7, PAM 2022
+// Fig. 3).
+func (s *Samples) Section(dir string) (*experiment.Section, error) {
+	set := &figure.Set{Dir: dir}
+	var profiles []string
+	for _, r := range s.Rows {
+		if p := orNone(r.Profile); !slices.Contains(profiles, p) {
+			profiles = append(profiles, p)
+		}
+	}
+	slices.SortFunc(profiles, order.Compare)
+	for _, m := range Metrics {
+		for _, p := range append([]string{"all"}, profiles...) {
+			sel := slices.DeleteFunc(slices.Clone(s.Rows), func(r store.Row) bool { return p != "all" && orNone(r.Profile) != p })
+			plt, err := figure.CDF(cdfSeries(sel, m.Get), fmt.Sprintf("%s — %s", m.Title, p), "multiples of the RTT", false)
+			if err != nil {
+				return nil, err
+			}
+			if err := set.Add(plt, fmt.Sprintf("cdf-%s-%s", m.Name, p), m.Name, p, figure.CDFWidth, figure.CDFHeight); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return experiment.NewSection("dns", "DNS exchange in round trips",
+		"Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition. <i>serial</i> is how long the exchange's packets (with IP and UDP/TCP headers) take to pass the profile's rate limits: the link's share of the time above the protocol's round-trip count, at most.",
+		statsTable, s.Stats(), set)
+}

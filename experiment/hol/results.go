@@ -1,0 +1,109 @@
+package hol
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/order"
+	"github.com/doxlab/doxlab/report/figure"
+	"github.com/doxlab/doxlab/store"
+)
+
+// Queries are the stored queries of hol runs.
+type Queries []*Query
+
+// Load reads the queries of the runs whose IDs start with prefix.
+func (c *HOL) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
+	qs, err := Load(ctx, st, prefix)
+	return Queries(qs), err
+}
+
+// Load reads the queries of the runs whose IDs start with prefix.
+func Load(ctx context.Context, st *store.Store, prefix string) ([]*Query, error) {
+	return experiment.LoadResults[Query](ctx, st, KindQuery, experiment.OfExperiment(prefix))
+}
+
+// Count is the number of queries.
+func (qs Queries) Count() (int, string) { return len(qs), "head-of-line queries" }
+
+// WriteTable writes the knock-on delay per profile and transport.
+func (qs Queries) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "knock-on: not delayed itself, but slower than the baseline median by more than %.0f ms\n", KnockOnThreshold)
+	fmt.Fprintf(w, "%-10s %-12s %12s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "delayed", "knock-on", "sum ms", "max ms", "failed")
+	for _, s := range Summarize(qs) {
+		if _, err := fmt.Fprintf(w, "%-10s %-12s %12.2f %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, s.BaselineMedian, s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var table = experiment.Table("hol", `<table id="hol-summary"><tr><th class="l">profile</th><th class="l">transport</th><th>baseline median ms</th><th>delayed</th><th>knock-on</th><th>sum ms</th><th>max ms</th><th>failed</th></tr>
+{{range .}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td>{{f .BaselineMedian}}</td><td>{{.DelayedOwn}}</td><td>{{.KnockOn}}</td><td>{{ms .KnockOnSumMs}}</td><td>{{ms .KnockOnMaxMs}}</td><td>{{.Failed}}</td></tr>
+{{end}}</table>`)
+
+// Section is the report's part: the knock-on table, and the DoH-cost
+// paper's Fig. 2 per profile and transport: each query's resolution time
+// against its send time in the run with delayed answers, the delayed
+// queries themselves marked.
+func (qs Queries) Section(dir string) (*experiment.Section, error) {
+	type key struct{ p, t string }
+	delayed := slices.DeleteFunc(slices.Clone(qs), func(q *Query) bool { return q.Run != "delayed" || q.Status != "ok" })
+	keys, groups := order.Group(delayed, func(q *Query) key { return key{q.Profile, q.Transport} })
+	set := &figure.Set{Dir: dir}
+	for _, k := range keys {
+		var own, others plotter.XYs
+		for _, q := range groups[k] {
+			pt := plotter.XY{X: q.SendMs / 1000, Y: q.ResolveMs}
+			if q.Delayed {
+				own = append(own, pt)
+			} else {
+				others = append(others, pt)
+			}
+		}
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("head-of-line blocking: %s, profile %s", k.t, k.p)
+		p.X.Label.Text = "query sent (s)"
+		p.Y.Label.Text = "resolution time (ms)"
+		p.Add(plotter.NewGrid())
+		for _, s := range []struct {
+			pts   plotter.XYs
+			label string
+			shape draw.GlyphDrawer
+			red   bool
+		}{
+			{others, "not delayed itself", draw.CircleGlyph{}, false},
+			{own, "delayed by the server", draw.CrossGlyph{}, true},
+		} {
+			if len(s.pts) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(s.pts)
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = figure.Blue, s.shape, vg.Points(2.5)
+			if s.red {
+				sc.GlyphStyle.Color = figure.Red
+			}
+			p.Add(sc)
+			p.Legend.Add(s.label, sc)
+		}
+		p.Legend.Top = true
+		p.Y.Min = 0
+		if err := set.Add(p, fmt.Sprintf("hol-%s-%s", k.p, k.t), "Fig. 2: head-of-line blocking, "+k.t, k.p, 7*vg.Inch, 3*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	intro := fmt.Sprintf("Queries over one connection per transport with Poisson arrivals; in the delayed run the server holds some answers back. Knock-on: queries not delayed themselves that took more than %.1f ms beyond the baseline run's median.", KnockOnThreshold)
+	return experiment.NewSection("hol", "Head-of-line blocking", template.HTML(template.HTMLEscapeString(intro)), table, Summarize(qs), set)
+}

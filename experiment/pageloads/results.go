@@ -1,0 +1,191 @@
+package pageloads
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/order"
+	"github.com/doxlab/doxlab/protocol"
+	"github.com/doxlab/doxlab/report/figure"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/web"
+)
+
+// Loads are the stored page loads of web runs.
+type Loads []*web.Sample
+
+// Load reads the page loads of the runs whose IDs start with prefix.
+func (c *Web) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
+	loads, err := st.Loads(ctx, prefix)
+	return Loads(loads), err
+}
+
+// Count is the number of page loads.
+func (ls Loads) Count() (int, string) { return len(ls), "page loads" }
+
+// WriteTable writes medians per cell, relative to DoUDP + H3 1-RTT.
+func (ls Loads) WriteTable(w io.Writer) error {
+	fmt.Fprintln(w, "medians in ms, relative to DoUDP + H3 1-RTT")
+	fmt.Fprintf(w, "%-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT %", "ΔFCP %", "0-RTT", "resum")
+	for _, x := range web.Summarize(ls) {
+		if _, err := fmt.Fprintf(w, "%-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %+8.1f %+8.1f %5.0f%% %5.0f%%\n", x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+			x.OK, x.N, x.PLT, x.FCP, x.DNS, x.RelPLT, x.RelFCP, 100*x.Real0RTT, 100*x.Resumed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">dns mode</th><th class="l">stub</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>ok/n</th>
+<th>PLT ms</th><th>FCP ms</th><th>DNS ms</th><th>ΔPLT</th><th>ΔFCP</th><th>0-RTT</th><th>resumed</th></tr>
+{{range .}}<tr><td class="l">{{.DNSMode}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{.OK}}/{{.N}}</td>
+<td>{{ms .PLT}}</td><td>{{ms .FCP}}</td><td>{{ms .DNS}}</td><td>{{pct .RelPLT}}</td><td>{{pct .RelFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td></tr>
+{{end}}</table>`)
+
+// Section is the report's part: the cells, and the cross-layer paper's
+// Fig. 8-12 (and the IMC 2022 slides'): page load times relative to the
+// DoUDP + H3 1-RTT baseline.
+func (ls Loads) Section(dir string) (*experiment.Section, error) {
+	cells := web.Summarize(ls)
+	set := &figure.Set{Dir: dir}
+	if err := figures(cells, set); err != nil {
+		return nil, err
+	}
+	return experiment.NewSection("web", "Page loads over HTTP/3",
+		"Medians per cell; PLT is loadEventEnd (plus the DNS time in decoupled mode), DNS the stub's time for the page's lookups. Δ is the median's change over DoUDP + H3 1-RTT in the same profile, page, stub state and DNS mode (the IMC 2022 slides' FCP and PLT relative to DoUDP). 0-RTT and resumed are the shares of loads whose HTTP/3 connection the server saw use them.",
+		table, cells, set)
+}
+
+// combo is a DNS transport with an HTTP/3 handshake, e.g. "doq + H3 0-RTT".
+type combo struct{ transport, h3 string }
+
+func (c combo) String() string {
+	p, _ := protocol.Lookup(c.transport)
+	name := p.Label
+	if name == "" {
+		name = c.transport
+	}
+	return name + " + H3 " + map[string]string{"0rtt": "0-RTT", "1rtt": "1-RTT"}[c.h3]
+}
+
+func (c combo) series(values []float64) *figure.Series {
+	s := &figure.Series{Label: c.String(), Color: figure.Colors[c.transport], Values: values}
+	if c.h3 == "0rtt" {
+		s.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+	}
+	return s
+}
+
+// figures draws the web figures for each variant (DNS mode × stub
+// state) of the cells into set.
+func figures(cells []web.Cell, set *figure.Set) error {
+	type variant struct{ mode, state string }
+	variants, byVariant := order.Group(cells, func(c web.Cell) variant { return variant{c.DNSMode, c.StubState} })
+	for _, v := range variants {
+		cs := byVariant[v]
+		tag := v.mode + "-" + v.state
+		var profiles, pages []string
+		var combos []combo
+		seen := map[string]bool{}
+		for _, c := range cs {
+			if !seen["p"+c.Profile] {
+				seen["p"+c.Profile] = true
+				profiles = append(profiles, c.Profile)
+			}
+			if !seen["g"+c.Page] {
+				seen["g"+c.Page] = true
+				pages = append(pages, c.Page)
+			}
+			if k := "c" + c.Transport + c.H3; !seen[k] {
+				seen[k] = true
+				combos = append(combos, combo{c.Transport, c.H3})
+			}
+		}
+		cell := func(profile, page string, cb combo) *web.Cell {
+			for i := range cs {
+				c := &cs[i]
+				if c.Profile == profile && c.Page == page && c.Transport == cb.transport && c.H3 == cb.h3 {
+					return c
+				}
+			}
+			return nil
+		}
+		about := fmt.Sprintf("DNS %s, stub %s", v.mode, v.state)
+		// Fig. 8: a heat map per combination, page × profile.
+		for _, cb := range combos {
+			if cb.transport == "udp" && cb.h3 == "1rtt" {
+				continue
+			}
+			name := fmt.Sprintf("heat-%s-%s-%s", tag, cb.transport, cb.h3)
+			p, w, h, err := figure.HeatMap(profiles, pages, func(p, g string) float64 {
+				if c := cell(p, g, cb); c != nil && c.OK > 0 && len(c.RelPLTs) > 0 {
+					return c.RelPLT
+				}
+				return math.NaN()
+			}, cb.String()+": median PLT increase (%)", "access profile", "page")
+			if err != nil {
+				return err
+			}
+			if err := set.Add(p, name, "Fig. 8: median PLT increase over DoUDP + H3 1-RTT, "+cb.String(), about, w, h); err != nil {
+				return err
+			}
+		}
+		// Fig. 9-11: per page and profile, the CDF of each load's PLT
+		// relative to the baseline's median, and of the PLT itself.
+		for _, g := range pages {
+			for _, p := range profiles {
+				var rel, abs []*figure.Series
+				for _, cb := range combos {
+					if c := cell(p, g, cb); c != nil {
+						if len(c.RelPLTs) > 0 {
+							rel = append(rel, cb.series(append([]float64(nil), c.RelPLTs...)))
+						}
+						abs = append(abs, cb.series(append([]float64(nil), c.PLTs...)))
+					}
+				}
+				if err := addCDF(set, rel, fmt.Sprintf("cdf-relplt-%s-%s-%s", tag, g, p), fmt.Sprintf("PLT relative to DoUDP + H3 1-RTT — %s, %s (%s)", g, p, about),
+					"PLT increase over the baseline's median (%)", true, "Fig. 9: relative PLT, "+g, p+", "+about); err != nil {
+					return err
+				}
+				if err := addCDF(set, abs, fmt.Sprintf("cdf-plt-%s-%s-%s", tag, g, p), fmt.Sprintf("page load time — %s, %s (%s)", g, p, about),
+					"PLT (ms)", false, "Fig. 10-11: PLT, "+g, p+", "+about); err != nil {
+					return err
+				}
+			}
+		}
+		// Fig. 12: the median relative increase of every (page, profile)
+		// tuple, one CDF per combination.
+		var tuples []*figure.Series
+		for _, cb := range combos {
+			if cb.transport == "udp" && cb.h3 == "1rtt" {
+				continue
+			}
+			var vals []float64
+			for _, c := range cs {
+				if c.Transport == cb.transport && c.H3 == cb.h3 && len(c.RelPLTs) > 0 {
+					vals = append(vals, c.RelPLT)
+				}
+			}
+			tuples = append(tuples, cb.series(vals))
+		}
+		if err := addCDF(set, tuples, "cdf-medrel-"+tag, fmt.Sprintf("median PLT increase per (page, profile) over DoUDP + H3 1-RTT (%s)", about),
+			"median PLT increase (%)", true, "Fig. 12: median relative PLT over all tuples", about); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addCDF draws a CDF into set.
+func addCDF(set *figure.Set, ss []*figure.Series, name, title, xlabel string, signed bool, heading, of string) error {
+	p, err := figure.CDF(ss, title, xlabel, signed)
+	if err != nil {
+		return err
+	}
+	return set.Add(p, name, heading, of, figure.CDFWidth, figure.CDFHeight)
+}
