@@ -3,6 +3,7 @@ package experiment_test
 import (
 	"context"
 	"flag"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,5 +73,52 @@ func TestLoadEmptyStore(t *testing.T) {
 		var b strings.Builder
 		require.NoError(t, res.WriteTable(&b), i.Name)
 		require.NotEmpty(t, b.String(), i.Name)
+	}
+}
+
+// TestDocsNameEveryFlag: docs/experiments has a page per registered
+// experiment and none for an experiment that is gone; each page's flag
+// table names every flag with its default, and the index the shared ones.
+func TestDocsNameEveryFlag(t *testing.T) {
+	dir := filepath.Join("..", "docs", "experiments")
+	row := func(t *testing.T, page, flag string) string {
+		t.Helper()
+		for _, l := range strings.Split(page, "\n") {
+			if strings.HasPrefix(l, "| `--"+flag+"` |") {
+				return l
+			}
+		}
+		t.Errorf("no row for --%s", flag)
+		return ""
+	}
+	index, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	shared := flag.NewFlagSet("env", flag.ContinueOnError)
+	new(experiment.Env).Flags(shared, true)
+	shared.Bool("quick", false, "")
+	shared.VisitAll(func(f *flag.Flag) { row(t, string(index), f.Name) })
+
+	pages, err := filepath.Glob(filepath.Join(dir, "*.md"))
+	require.NoError(t, err)
+	for _, p := range pages {
+		if name := strings.TrimSuffix(filepath.Base(p), ".md"); name != "README" {
+			_, ok := experiment.Lookup(name)
+			require.True(t, ok, "%s documents no registered experiment", p)
+		}
+	}
+	for _, i := range experiment.Registered() {
+		t.Run(i.Name, func(t *testing.T) {
+			page, err := os.ReadFile(filepath.Join(dir, i.Name+".md"))
+			require.NoError(t, err, "every experiment has a page")
+			require.Contains(t, string(index), "`"+i.Name+"`", "the index lists it")
+			fs := flag.NewFlagSet(i.Name, flag.ContinueOnError)
+			i.New().Flags(fs)
+			fs.VisitAll(func(f *flag.Flag) {
+				r := row(t, string(page), f.Name)
+				if d := f.DefValue; d != "" && d != "0" && d != "false" {
+					require.Contains(t, r, "`"+d+"`", "--%s's default", f.Name)
+				}
+			})
+		})
 	}
 }
