@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +10,10 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/doxlab/doxlab/scan"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/verify"
 )
@@ -55,49 +52,20 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab verify: "+format+"\n", a...)
 		return code
 	}
-	withPort := func(s string) (string, error) {
-		s = strings.TrimSpace(s)
-		if _, _, err := net.SplitHostPort(s); err == nil {
-			return s, nil
-		}
-		if net.ParseIP(s) == nil {
-			return "", fmt.Errorf("%q is not an IP address or IP:PORT", s)
-		}
-		return net.JoinHostPort(s, strconv.Itoa(*port)), nil
-	}
 	var targets []string
 	for _, a := range rest {
-		t, err := withPort(a)
+		t, err := verify.Target(a, *port)
 		if err != nil {
 			return fail(exitUsage, "%v", err)
 		}
 		targets = append(targets, t)
 	}
 	if *targetsFile != "" {
-		f, err := os.Open(*targetsFile)
+		more, err := verify.ReadTargets(*targetsFile, *port)
 		if err != nil {
 			return fail(exitUsage, "%v", err)
 		}
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			cols := strings.Split(sc.Text(), ",")
-			line := strings.TrimSpace(cols[0])
-			if line == "" || strings.HasPrefix(line, "#") || (n == 1 && net.ParseIP(line) == nil && !strings.Contains(line, ":")) {
-				continue // blank, comment, or a CSV header
-			}
-			if len(cols) > 1 && net.ParseIP(line) != nil { // ZMap's saddr,sport
-				if p, err := strconv.Atoi(strings.TrimSpace(cols[1])); err == nil && p > 0 && p < 65536 {
-					line = net.JoinHostPort(line, strconv.Itoa(p))
-				}
-			}
-			t, err := withPort(line)
-			if err != nil {
-				f.Close()
-				return fail(exitUsage, "%s:%d: %v", *targetsFile, n, err)
-			}
-			targets = append(targets, t)
-		}
-		f.Close()
+		targets = append(targets, more...)
 	}
 	protos := splitList(*protocols)
 	for _, p := range protos {
@@ -114,19 +82,11 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		defer st.Close()
 		if *scanRun != "" {
-			err := st.Results(ctx, *scanRun, scan.KindResult, func(_ string, raw []byte) error {
-				var r scan.Result
-				if err := json.Unmarshal(raw, &r); err != nil {
-					return err
-				}
-				if r.Kind == "quic" {
-					targets = append(targets, r.Target)
-				}
-				return nil
-			})
+			more, err := verify.ScanTargets(ctx, st, *scanRun)
 			if err != nil {
 				return fail(1, "%v", err)
 			}
+			targets = append(targets, more...)
 		}
 	}
 	if len(targets) == 0 {

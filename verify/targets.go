@@ -1,0 +1,83 @@
+package verify
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/doxlab/doxlab/scan"
+	"github.com/doxlab/doxlab/store"
+)
+
+// Target is a candidate as verified: an IP:PORT, with port added to a
+// bare IP.
+func Target(s string, port int) (string, error) {
+	s = strings.TrimSpace(s)
+	if _, _, err := net.SplitHostPort(s); err == nil {
+		return s, nil
+	}
+	if net.ParseIP(s) == nil {
+		return "", fmt.Errorf("%q is not an IP address or IP:PORT", s)
+	}
+	return net.JoinHostPort(s, strconv.Itoa(port)), nil
+}
+
+// ReadTargets reads candidates, one IP or IP:PORT per line, port added
+// to bare IPs. Blank lines, # comments and a CSV header are skipped, and
+// ZMap's saddr,sport CSV works. An error names the file and line.
+func ReadTargets(path string, port int) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readTargets(f, path, port)
+}
+
+func readTargets(r io.Reader, path string, port int) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		cols := strings.Split(sc.Text(), ",")
+		line := strings.TrimSpace(cols[0])
+		if line == "" || strings.HasPrefix(line, "#") || (n == 1 && net.ParseIP(line) == nil && !strings.Contains(line, ":")) {
+			continue // blank, comment, or a CSV header
+		}
+		if len(cols) > 1 && net.ParseIP(line) != nil { // ZMap's saddr,sport
+			if p, err := strconv.Atoi(strings.TrimSpace(cols[1])); err == nil && p > 0 && p < 65536 {
+				line = net.JoinHostPort(line, strconv.Itoa(p))
+			}
+		}
+		t, err := Target(line, port)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		out = append(out, t)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// ScanTargets are the QUIC services a stored scan run found.
+func ScanTargets(ctx context.Context, st *store.Store, runID string) ([]string, error) {
+	var out []string
+	err := st.Results(ctx, runID, scan.KindResult, func(_ string, raw []byte) error {
+		var r scan.Result
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		if r.Kind == "quic" {
+			out = append(out, r.Target)
+		}
+		return nil
+	})
+	return out, err
+}
