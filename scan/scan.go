@@ -61,10 +61,18 @@ type Result struct {
 }
 
 // SpecError is a scan refused before anything was sent: bad input, not a
-// failed scan.
-type SpecError struct{ Err error }
+// failed scan. Field names the Spec field to set, where one would do.
+type SpecError struct {
+	Field string // "Rate", "AllowFast", "AllowLarge"; may be empty
+	Err   error
+}
 
-func (e *SpecError) Error() string { return e.Err.Error() }
+func (e *SpecError) Error() string {
+	if e.Field != "" {
+		return e.Err.Error() + " (" + e.Field + ")"
+	}
+	return e.Err.Error()
+}
 func (e *SpecError) Unwrap() error { return e.Err }
 
 // Stats is what the scan did.
@@ -83,13 +91,13 @@ type target struct {
 // plan expands the ranges into targets, minus the blocked prefixes.
 func (s *Spec) plan() (targets []target, blocked int, err error) {
 	if len(s.Ranges) == 0 {
-		return nil, 0, errors.New("no ranges given: scan scans only what it is told to")
+		return nil, 0, &SpecError{"Ranges", errors.New("no ranges given: scan scans only what it is told to")}
 	}
 	if s.Rate <= 0 {
-		return nil, 0, errors.New("a rate limit is required (--rate, probes per second)")
+		return nil, 0, &SpecError{"Rate", errors.New("a rate limit is required, in probes per second")}
 	}
 	if s.Rate > MaxRate && !s.AllowFast {
-		return nil, 0, fmt.Errorf("rate %.0f/s is above %d/s: say so explicitly (--allow-fast)", s.Rate, MaxRate)
+		return nil, 0, &SpecError{"AllowFast", fmt.Errorf("rate %.0f/s is above %d/s: say so explicitly", s.Rate, MaxRate)}
 	}
 	if len(s.QUICPorts) == 0 && len(s.DNSPorts) == 0 {
 		s.QUICPorts = []int{784, 853, 8853}
@@ -112,7 +120,7 @@ func (s *Spec) plan() (targets []target, blocked int, err error) {
 		prefixes = append(prefixes, p)
 		total += (1 << (32 - p.Bits())) * (len(s.QUICPorts) + len(s.DNSPorts))
 		if total > MaxTargets && !s.AllowLarge {
-			return nil, 0, fmt.Errorf("the ranges make more than %d targets: say so explicitly (--allow-large)", MaxTargets)
+			return nil, 0, &SpecError{"AllowLarge", fmt.Errorf("the ranges make more than %d targets: say so explicitly", MaxTargets)}
 		}
 	}
 	for _, p := range prefixes {
@@ -209,7 +217,10 @@ func (pm *permutation) next() (uint64, bool) {
 func Run(ctx context.Context, s Spec, found func(Result)) (Stats, error) {
 	targets, blocked, err := s.plan()
 	if err != nil {
-		return Stats{}, &SpecError{err}
+		if _, ok := errors.AsType[*SpecError](err); !ok {
+			err = &SpecError{Err: err}
+		}
+		return Stats{}, err
 	}
 	if s.Cooldown <= 0 {
 		s.Cooldown = 2 * time.Second

@@ -25,8 +25,8 @@ func TestSpecRefusesUnsafeScans(t *testing.T) {
 	}{
 		{"no ranges", scan.Spec{Rate: 10}, "no ranges"},
 		{"no rate", scan.Spec{Ranges: []string{"127.0.0.1"}}, "rate limit is required"},
-		{"too fast", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 1e6}, "--allow-fast"},
-		{"too large", scan.Spec{Ranges: []string{"10.0.0.0/8"}, Rate: 10}, "--allow-large"},
+		{"too fast", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 1e6}, "(AllowFast)"},
+		{"too large", scan.Spec{Ranges: []string{"10.0.0.0/8"}, Rate: 10}, "(AllowLarge)"},
 		{"bad range", scan.Spec{Ranges: []string{"example.org"}, Rate: 10}, "not an IPv4"},
 		{"missing blocklist", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 10, Blocklist: []string{"/nonexistent"}}, "reading blocklist"},
 	} {

@@ -31,6 +31,9 @@ prefix. Nothing is scanned by default; more than 65536 targets or more than
 
 `
 
+// scanFlags are the flags that set scan.Spec's fields, for its errors.
+var scanFlags = map[string]string{"Ranges": "RANGE arguments", "Rate": "--rate", "AllowFast": "--allow-fast", "AllowLarge": "--allow-large"}
+
 func runScan(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -119,10 +122,16 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, e := range []error{err, storeErr} {
 		if e != nil {
-			fmt.Fprintf(stderr, "doxlab scan: %v\n", e)
-			if _, refused := errors.AsType[*scan.SpecError](e); refused {
+			if se, refused := errors.AsType[*scan.SpecError](e); refused {
+				// The library names its Spec field; the CLI, the flag.
+				msg := se.Err.Error()
+				if f := scanFlags[se.Field]; f != "" {
+					msg += " (" + f + ")"
+				}
+				fmt.Fprintf(stderr, "doxlab scan: %s\n", msg)
 				return exitUsage
 			}
+			fmt.Fprintf(stderr, "doxlab scan: %v\n", e)
 			return 1
 		}
 	}
