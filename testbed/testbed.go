@@ -177,7 +177,7 @@ func Start(spec Spec) (*Testbed, error) {
 			_, err = f.Write([]byte{0, 0, 0, 0}) // an int32 of 0 µs; the request lasts while f is open
 		}
 		if err != nil {
-			return nil, fmt.Errorf("holding a CPU latency request (--low-latency): %w", err)
+			return nil, fmt.Errorf("holding a CPU latency request for low latency: %w", err)
 		}
 		tb.pmqos = f
 		tb.spin = startIdleSpinners()
