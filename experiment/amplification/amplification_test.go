@@ -31,8 +31,9 @@ func TestAmplificationLimit(t *testing.T) {
 	st, err := store.Open(ctx, db)
 	require.NoError(t, err)
 	defer st.Close()
-	ss, err := Load(ctx, st, id)
+	res, err := new(Amplification).Load(ctx, st, id+"-")
 	require.NoError(t, err)
+	ss := res.(Samples)
 	require.Len(t, ss, 2*2*3*3)
 	for _, s := range ss {
 		require.Equal(t, "ok", s.Status, s.key())

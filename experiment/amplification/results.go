@@ -19,13 +19,8 @@ type Samples []*Sample
 
 // Load reads the handshakes of the runs whose IDs start with prefix.
 func (c *Amplification) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
-	ss, err := Load(ctx, st, prefix)
+	ss, err := experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfExperiment(prefix))
 	return Samples(ss), err
-}
-
-// Load reads the handshakes of the runs whose IDs start with prefix.
-func Load(ctx context.Context, st *store.Store, prefix string) ([]*Sample, error) {
-	return experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfExperiment(prefix))
 }
 
 // Count is the number of handshakes.

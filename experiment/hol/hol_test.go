@@ -51,8 +51,9 @@ func TestHOLBlocksOnlyInOrder(t *testing.T) {
 	st, err := store.Open(ctx, db)
 	require.NoError(t, err)
 	defer st.Close()
-	qs, err := Load(ctx, st, id)
+	res, err := new(HOL).Load(ctx, st, id+"-")
 	require.NoError(t, err)
+	qs := res.(Queries)
 	require.Len(t, qs, 6*2*30)
 	blocks := map[string]bool{"dot-inorder": true, "doh1": true}
 	for _, s := range Summarize(qs) {

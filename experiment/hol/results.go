@@ -23,13 +23,8 @@ type Queries []*Query
 
 // Load reads the queries of the runs whose IDs start with prefix.
 func (c *HOL) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
-	qs, err := Load(ctx, st, prefix)
+	qs, err := experiment.LoadResults[Query](ctx, st, KindQuery, experiment.OfExperiment(prefix))
 	return Queries(qs), err
-}
-
-// Load reads the queries of the runs whose IDs start with prefix.
-func Load(ctx context.Context, st *store.Store, prefix string) ([]*Query, error) {
-	return experiment.LoadResults[Query](ctx, st, KindQuery, experiment.OfExperiment(prefix))
 }
 
 // Count is the number of queries.

@@ -22,13 +22,8 @@ type Conns []*Conn
 
 // Load reads the connections of the runs whose IDs start with prefix.
 func (c *Overhead) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
-	cs, err := Load(ctx, st, prefix)
+	cs, err := experiment.LoadResults[Conn](ctx, st, KindConn, experiment.OfExperiment(prefix))
 	return Conns(cs), err
-}
-
-// Load reads the connections of the runs whose IDs start with prefix.
-func Load(ctx context.Context, st *store.Store, prefix string) ([]*Conn, error) {
-	return experiment.LoadResults[Conn](ctx, st, KindConn, experiment.OfExperiment(prefix))
 }
 
 // Count is the number of connections.
