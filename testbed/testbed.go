@@ -180,7 +180,10 @@ func Start(spec Spec) (*Testbed, error) {
 			return nil, fmt.Errorf("holding a CPU latency request for low latency: %w", err)
 		}
 		tb.pmqos = f
-		tb.spin = startIdleSpinners()
+		if tb.spin, err = startIdleSpinners(); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	tb.State = State{Spec: spec, PID: os.Getpid(), Started: time.Now().UTC(), NS: map[string]string{}, IPs: map[string]string{}, Profiles: map[string]Profile{}}
 	if err := tb.build(); err != nil {

@@ -264,15 +264,18 @@ func TestLowLatencyHoldsAndReleases(t *testing.T) {
 		require.Len(t, b, 4)
 		return int32(binary.NativeEndian.Uint32(b))
 	}
-	// idle counts this process's threads at SCHED_IDLE (policy 5, the
-	// 41st field of a task's stat).
-	idle := func() int {
-		tasks, _ := os.ReadDir("/proc/self/task")
+	// idle counts the spinners alive at SCHED_IDLE (policy 5, the 41st
+	// field of a process's stat).
+	idle := func(pids []int) int {
 		n := 0
-		for _, task := range tasks {
-			b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+		for _, pid := range pids {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue
+			}
 			s := string(b)
-			if f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]); len(f) > 38 && f[38] == "5" {
+			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+			if len(f) > 38 && f[38] == "5" && f[0] != "Z" {
 				n++
 			}
 		}
@@ -282,10 +285,12 @@ func TestLowLatencyHoldsAndReleases(t *testing.T) {
 	tb, err := Start(Spec{Name: "pmqos", LowLatency: true})
 	require.NoError(t, err)
 	require.Zero(t, read(), "0 µs while the testbed runs")
-	require.Eventually(t, func() bool { return idle() == runtime.NumCPU() }, 5*time.Second, 10*time.Millisecond, "a SCHED_IDLE spinner per CPU")
+	pids := tb.spin.pids()
+	require.Len(t, pids, runtime.NumCPU(), "a spinner per CPU")
+	require.Equal(t, runtime.NumCPU(), idle(pids), "each at SCHED_IDLE")
 	require.NoError(t, tb.Close())
 	require.Equal(t, before, read(), "released with the testbed")
-	require.Eventually(t, func() bool { return idle() == 0 }, 5*time.Second, 10*time.Millisecond, "the spinners end with the testbed")
+	require.Zero(t, idle(pids), "the spinners end with the testbed")
 }
 
 // TestTCPSeesNoLocalDrops sends small TCP writes back and forth over an
