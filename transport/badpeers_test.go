@@ -56,6 +56,12 @@ func TestCertificateErrors(t *testing.T) {
 		t.Run(url[:strings.Index(url, ":")]+"/unknown-ca", func(t *testing.T) {
 			rec := fail(t, url, transport.Options{})
 			require.Equal(t, transport.StatusCert, rec.Status, rec.Error)
+			// The record keeps what the failed handshake showed.
+			require.NotEmpty(t, rec.Conn.RemoteAddr, "addresses")
+			require.NotEmpty(t, rec.Conn.LocalAddr)
+			require.Positive(t, rec.Bytes.Sent, "the ClientHello")
+			require.Greater(t, rec.Bytes.Received, int64(300), "the server's certificate")
+			require.Positive(t, rec.Packets.Received)
 		})
 		t.Run(url[:strings.Index(url, ":")]+"/wrong-name", func(t *testing.T) {
 			rec := fail(t, url, transport.Options{RootCAs: cd.Cert.Pool, SNI: "wrong.example"})
@@ -77,6 +83,12 @@ func TestWrongProtocolAndHTTPErrors(t *testing.T) {
 		rec = fail(t, "https://"+cd.DoH+"/not-dns", transport.Options{RootCAs: cd.Cert.Pool, HTTPVersion: v})
 		require.Equal(t, transport.StatusHTTP, rec.Status, rec.Error)
 		require.Equal(t, http.StatusNotFound, rec.Conn.HTTPStatus)
+	}
+	for _, v := range []string{"1.1", "2", "3"} {
+		for _, reuse := range []bool{false, true} {
+			rec = exchange(t, "https://"+cd.DoH+"/dns-query", transport.Options{RootCAs: cd.Cert.Pool, HTTPVersion: v, Reuse: reuse}, query(peertest.ZoneName, dns.TypeA))
+			require.Equal(t, http.StatusOK, rec.Conn.HTTPStatus, "HTTP/%s, reuse %v", v, reuse)
+		}
 	}
 }
 
@@ -267,9 +279,22 @@ func TestMisbehavingDoHServers(t *testing.T) {
 			t.Run(c.name+"/"+v, func(t *testing.T) {
 				rec := fail(t, tlsFixture(t, cert, c.handler), transport.Options{RootCAs: cert.Pool, HTTPVersion: v})
 				require.Equal(t, c.want, rec.Status, rec.Error)
+				require.NotEmpty(t, rec.Conn.RemoteAddr, "an error keeps the connection's facts")
+				require.Positive(t, rec.Bytes.Received)
 			})
 		}
 	}
+	// A handler that aborts resets the stream on HTTP/2 (RST_STREAM) and
+	// closes the connection on HTTP/1.1.
+	abort := tlsFixture(t, cert, func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) })
+	rec := fail(t, abort, transport.Options{RootCAs: cert.Pool, HTTPVersion: "2"})
+	require.Equal(t, transport.StatusReset, rec.Status, rec.Error)
+	require.Equal(t, "h2", rec.Conn.ALPN)
+	require.NotEmpty(t, rec.Conn.RemoteAddr)
+	require.Positive(t, rec.Bytes.Sent)
+	require.Positive(t, rec.Packets.Received)
+	rec = fail(t, abort, transport.Options{RootCAs: cert.Pool, HTTPVersion: "1.1"})
+	require.Equal(t, transport.StatusClosed, rec.Status, rec.Error)
 }
 
 // TestDoHJSONAndWireFormat checks the requests doxlab sends: RFC 8484 GET
@@ -390,6 +415,16 @@ func TestDoQFramingAndVersionNegotiation(t *testing.T) {
 	require.True(t, rec.Conn.VersionNeg, "v2 offered to a v1-only server")
 	require.Equal(t, "v1", rec.Conn.QUICVersion)
 
+	// Offered only v2, the v1-only server's Version Negotiation ends the
+	// handshake; the record says so, with what was sent and received.
+	rec = fail(t, good, transport.Options{RootCAs: cert.Pool, QUICVersions: []quic.Version{quic.Version2}})
+	require.Equal(t, transport.StatusQUIC, rec.Status, rec.Error)
+	require.True(t, rec.Conn.VersionNeg)
+	require.NotEmpty(t, rec.Conn.RemoteAddr)
+	require.Positive(t, rec.Packets.Sent)
+	require.Equal(t, rec.Packets.Sent, rec.Packets.Received, "a Version Negotiation for each Initial datagram")
+	require.GreaterOrEqual(t, rec.Bytes.Sent, int64(1200))
+
 	// A session pins the version learned: the next connection offers v1
 	// first and needs no Version Negotiation.
 	sess := transport.NewSession(transport.SessionConfig{Versions: true})
@@ -409,7 +444,7 @@ func TestDoQFramingAndVersionNegotiation(t *testing.T) {
 		}, transport.StatusMalformed},
 		{"length-too-short", func(str *quic.Stream) { readQuery(str); str.Write([]byte{0, 2, 0, 0}); str.Close() }, transport.StatusMalformed},
 		{"fin-without-answer", func(str *quic.Stream) { readQuery(str); str.Close() }, transport.StatusMalformed},
-		{"stream-reset", func(str *quic.Stream) { readQuery(str); str.CancelWrite(0x2) }, transport.StatusQUIC},
+		{"stream-reset", func(str *quic.Stream) { readQuery(str); str.CancelWrite(0x2) }, transport.StatusReset},
 		{"no-answer", func(str *quic.Stream) { readQuery(str) }, transport.StatusTimeout},
 	}
 	for _, c := range cases {

@@ -114,24 +114,25 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		return nil, err
 	}
 	resp, err := hc.RoundTrip(req)
-	if err != nil {
-		return nil, err
+	var body []byte
+	if err == nil {
+		body, err = dnswire.ReadBody(resp.Body)
+		x.answered = time.Now()
+		x.rec.Conn.HTTPStatus = resp.StatusCode
 	}
-	body, err := dnswire.ReadBody(resp.Body)
-	x.answered = time.Now()
+	// The connection's facts, also when the request failed on it (a
+	// stream reset, a connection closed mid-answer): traffic flowed.
 	if dc != nil {
+		status := x.rec.Conn.HTTPStatus
 		x.rec.Conn = dc.info
+		x.rec.Conn.HTTPStatus = status
 		x.querySent = dc.m.firstWriteAfterArm()
-		x.rec.Bytes = dc.m.snap().since(bytes0).bytes
-		if segs, ok := tcpSegments(dc.raw); ok {
-			x.rec.Packets = Counts{Sent: segs.Sent - segs0.Sent, Received: segs.Received - segs0.Received}
-		}
+		x.rec.Bytes, x.rec.Packets = dc.usage(bytes0, segs0)
 	}
 	if x.querySent.IsZero() {
 		x.querySent = gotConn
 	}
 	x.rec.Conn.Reused = reused
-	x.rec.Conn.HTTPStatus = resp.StatusCode
 	if err != nil {
 		return nil, err
 	}

@@ -96,16 +96,18 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 		x.querySent = handedOver
 	}
 	hc.label(ctx, x, reused, rejected)
+	d := hc.m.snap().since(before) // also when it failed: traffic flowed
+	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
+	if resp != nil {
+		x.rec.Conn.HTTPStatus = resp.StatusCode
+	}
 	if err != nil {
 		if !hc.alive() {
 			t.kept.drop(hc)
 		}
 		return nil, err
 	}
-	x.rec.Conn.HTTPStatus = resp.StatusCode
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(body))}
-	d := hc.m.snap().since(before)
-	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
 	m, err := dnswire.DecodeDoHResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body, t.opts.JSON, q)
 	if err != nil {
 		return nil, err

@@ -69,6 +69,8 @@ func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		break
 	}
 	qc.label(ctx, x, reused, rejected)
+	d := qc.m.snap().since(before) // also when it failed: traffic flowed
+	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
 	if err != nil {
 		if !qc.alive() {
 			t.kept.drop(qc)
@@ -76,8 +78,6 @@ func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		return nil, err
 	}
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(answer))}
-	d := qc.m.snap().since(before)
-	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
 	resp, err := dnswire.Unpack(answer)
 	if err != nil {
 		return nil, err

@@ -190,9 +190,14 @@ func (b *base) dialQUIC(ctx context.Context, alpn []string, family string, early
 	}
 	conn, err := dial(ctx, raddr, tlsConf, conf)
 	if err != nil {
+		de := &dialError{err: fmt.Errorf("QUIC handshake with %s: %w", addr, err)}
+		de.conn.LocalAddr, de.conn.RemoteAddr = udp.LocalAddr().String(), raddr.String()
+		de.conn.Retry, de.conn.VersionNeg, de.conn.TokenUsed = qc.obs.retry.Load(), qc.obs.vn.Load(), qc.obs.token.Load()
 		qc.tr.Close()
 		udp.Close()
-		return nil, fmt.Errorf("QUIC handshake with %s: %w", addr, err)
+		u := qc.m.snap()
+		de.bytes, de.pkts = u.bytes, u.pkts
+		return nil, de
 	}
 	qc.conn = conn
 	select {

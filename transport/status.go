@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/quic-go/quic-go"
+	"golang.org/x/net/http2"
 )
 
 // Status says how an exchange ended, from a closed set (like zgrab2's), so
@@ -34,6 +36,7 @@ const (
 	StatusTLS        Status = "tls-error"
 	StatusCert       Status = "cert-error"
 	StatusQUIC       Status = "quic-error"
+	StatusReset      Status = "stream-reset" // the server reset the query's stream: HTTP/2 RST_STREAM, QUIC RESET_STREAM
 	StatusHTTP       Status = "http-error"
 	StatusMalformed  Status = "malformed" // bad framing or a message that does not parse or match the query
 	StatusClosed     Status = "closed"    // the server closed the connection without answering
@@ -47,7 +50,7 @@ var Statuses = []Status{
 	StatusOK, StatusNXDomain, StatusServFail, StatusRcode, StatusTruncated,
 	StatusTimeout, StatusClosed, StatusRefused, StatusUnreach, StatusResolve, StatusTLS,
 	StatusCert, StatusQUIC, StatusHTTP, StatusMalformed, StatusCanceled,
-	StatusError, StatusBadRequest,
+	StatusError, StatusBadRequest, StatusReset,
 }
 
 // HasResponse reports whether a record with this status carries an answer.
@@ -116,6 +119,7 @@ func Classify(err error) Status {
 		appErr     *quic.ApplicationError
 		vnErr      *quic.VersionNegotiationError
 		strErr     *quic.StreamError
+		h2Err      http2.StreamError // net/http's bundled copy converts to it (errors.As)
 		netErr     net.Error
 	)
 	switch {
@@ -145,6 +149,10 @@ func Classify(err error) Status {
 			return StatusTLS
 		}
 		return StatusQUIC
+	case errors.As(err, &strErr) && strErr.Remote, errors.As(err, &h2Err):
+		// One status for a reset stream, whichever layer reset it, so
+		// that DoH/2, DoH/3 and DoQ compare.
+		return StatusReset
 	case errors.As(err, &appErr), errors.As(err, &vnErr), errors.As(err, &strErr):
 		return StatusQUIC
 	case errors.As(err, &alertErr), errors.As(err, &recErr):
@@ -157,6 +165,10 @@ func Classify(err error) Status {
 		return StatusTimeout
 	case errors.Is(err, errTLSHandshake):
 		return StatusTLS
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		// After the handshake (tlsErr labels EOFs inside it), an EOF is
+		// the server ending the connection before its answer was whole.
+		return StatusClosed
 	}
 	return StatusError
 }

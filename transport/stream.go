@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"bufio"
 	"bytes"
 	"context"
@@ -78,17 +79,20 @@ func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*d
 	}
 	a, sent, err := sc.mux.exchange(ctx, wire)
 	x.querySent = sent
+	x.rec.Bytes, x.rec.Packets = sc.usage(bytes0, segs0) // also when it failed: traffic flowed
 	if err != nil {
 		if !t.opts.Reuse || !sc.mux.alive() {
 			t.drop(sc)
+		}
+		if h, ok := errors.AsType[*HTTPError](err); ok && t.pipelinedDoH() {
+			x.rec.Conn.HTTPStatus = h.Code
 		}
 		return nil, err
 	}
 	x.answered = a.at
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(a.msg))}
-	x.rec.Bytes = sc.m.snap().since(bytes0).bytes
-	if segs, ok := tcpSegments(sc.raw); ok {
-		x.rec.Packets = Counts{Sent: segs.Sent - segs0.Sent, Received: segs.Received - segs0.Received}
+	if t.pipelinedDoH() {
+		x.rec.Conn.HTTPStatus = http.StatusOK // the reader ends the connection on any other
 	}
 	resp, err := dnswire.Unpack(a.msg)
 	if err != nil {
@@ -190,12 +194,25 @@ func (b *base) dialStream(ctx context.Context, tm *Timing, secure bool, alpn []s
 	err = tc.HandshakeContext(ctx)
 	tm.HandshakeMs = ms(time.Since(connected))
 	if err != nil {
+		de := &dialError{err: fmt.Errorf("TLS handshake with %s: %w", addr, tlsErr(err)), conn: sc.info}
+		copyTLSFacts(&de.conn, tc.ConnectionState())
+		de.bytes, de.pkts = sc.usage(snapshot{}, Counts{})
 		raw.Close()
-		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, tlsErr(err))
+		return nil, de
 	}
 	copyTLSFacts(&sc.info, tc.ConnectionState())
 	sc.c = tc
 	return sc, nil
+}
+
+// usage is what the connection carried since (bytes0, segs0): octets at
+// the socket, and TCP segments from TCP_INFO where the kernel gives them.
+func (sc *streamConn) usage(bytes0 snapshot, segs0 Counts) (bytes, pkts Counts) {
+	bytes = sc.m.snap().since(bytes0).bytes
+	if segs, ok := tcpSegments(sc.raw); ok {
+		pkts = Counts{Sent: segs.Sent - segs0.Sent, Received: segs.Received - segs0.Received}
+	}
+	return bytes, pkts
 }
 
 func (t *streamTransport) drop(sc *streamConn) {

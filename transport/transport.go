@@ -10,6 +10,7 @@
 package transport
 
 import (
+	"errors"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -164,6 +165,18 @@ type exch struct {
 	answered  time.Time // full response read at the socket
 }
 
+// dialError is a dial that failed after traffic flowed (a TLS or QUIC
+// handshake, a Version Negotiation): it keeps what the connection showed,
+// so that the record says what happened, not only that it failed.
+type dialError struct {
+	err         error
+	conn        ConnInfo // addresses, and the TLS and QUIC facts so far
+	bytes, pkts Counts
+}
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
 // run is the skeleton of every exchange: copy and pad the query, bound it
 // by the timeout, let the protocol do the round trip, check the answer
 // against the question and label the record.
@@ -199,6 +212,9 @@ func (b *base) run(ctx context.Context, q *dns.Msg, do func(ctx context.Context,
 		}
 	}
 	rec.Timing.TotalMs = ms(end.Sub(start))
+	if de, ok := errors.AsType[*dialError](err); ok {
+		rec.Conn, rec.Bytes, rec.Packets = de.conn, de.bytes, de.pkts
+	}
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded && Classify(err) != StatusMalformed {
 			err = fmt.Errorf("no answer within %s: %w", b.opts.Timeout, err)

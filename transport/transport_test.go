@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 )
@@ -83,7 +85,11 @@ func TestClassify(t *testing.T) {
 		{&net.DNSError{Err: "no such host", Name: "x"}, StatusResolve},
 		{malformed("x"), StatusMalformed},
 		{&HTTPError{Code: 502}, StatusHTTP},
-		{fmt.Errorf("wrapped: %w", io.EOF), StatusError},
+		{fmt.Errorf("wrapped: %w", io.EOF), StatusClosed},
+		{io.ErrUnexpectedEOF, StatusClosed},
+		{http2.StreamError{StreamID: 1, Code: http2.ErrCodeRefusedStream}, StatusReset},
+		{&quic.StreamError{StreamID: 0, ErrorCode: 2, Remote: true}, StatusReset},
+		{&quic.StreamError{StreamID: 0, ErrorCode: 2}, StatusQUIC},
 		{tlsErr(io.EOF), StatusTLS},
 		{errClosed, StatusClosed},
 		{errors.New("odd"), StatusError},

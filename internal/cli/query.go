@@ -36,6 +36,7 @@ var queryExit = map[transport.Status]int{
 	transport.StatusMalformed:  19,
 	transport.StatusCanceled:   20,
 	transport.StatusError:      21,
+	transport.StatusReset:      22,
 	transport.StatusBadRequest: exitUsage,
 }
 
