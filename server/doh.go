@@ -108,7 +108,10 @@ func minTTL(m *dns.Msg) uint32 {
 // serveHTTPS serves h over TLS on TCP with HTTP/2 and HTTP/1.1. Go's
 // server reads a pipelined HTTP/1.1 request only after answering the one
 // before, so DoH/1.1 pipelining is answered strictly in order.
-func (s *Server) serveHTTPS(name, addr string, h http.Handler) error {
+//
+// web says the listener serves pages: its conn records are labelled h1 or
+// h2 (HTTP, whatever the requests were), a DoH listener's doh1 or doh2.
+func (s *Server) serveHTTPS(name, addr string, h http.Handler, web bool) error {
 	ln, err := s.listenTCP(addr)
 	if err != nil {
 		return err
@@ -136,13 +139,18 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler) error {
 		http2.NextProtoTLS: func(hs *http.Server, tc *tls.Conn, h http.Handler) { serveH2(h2, hs, tc, h) },
 	}
 	s.track(name, ln.Addr(), srv)
-	s.goServe(func() { srv.Serve(tlsListener{ln, srv.TLSConfig}) })
+	s.goServe(func() { srv.Serve(tlsListener{ln, srv.TLSConfig, s, name, web}) })
 	return nil
 }
 
+// tlsListener hands net/http TLS connections and writes a conn record for
+// each once its handshake ends.
 type tlsListener struct {
 	net.Listener
 	conf *tls.Config
+	s    *Server
+	name string
+	web  bool
 }
 
 func (l tlsListener) Accept() (net.Conn, error) {
@@ -150,7 +158,39 @@ func (l tlsListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tls.Server(c, l.conf), nil
+	tc := tls.Server(c, l.conf)
+	if l.s.rec != nil {
+		go l.record(tc, time.Now())
+	}
+	return tc, nil
+}
+
+// record waits for the handshake net/http runs (a second Handshake call
+// waits for the first and returns its result; net/http's deadline
+// bounds both) and writes the connection's record.
+func (l tlsListener) record(tc *tls.Conn, start time.Time) {
+	err := tc.Handshake()
+	rec := &Record{Kind: "conn", Listener: l.name, Remote: tc.RemoteAddr().String(), Local: tc.LocalAddr().String(), HandshakeMs: ms(time.Since(start))}
+	cs := tc.ConnectionState()
+	tlsFacts(rec, cs)
+	rec.Transport = httpLabel(l.web, cs.NegotiatedProtocol)
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	l.s.record(rec)
+}
+
+// httpLabel is a TCP HTTPS connection's transport label by its ALPN.
+func httpLabel(web bool, alpn string) string {
+	switch {
+	case web && alpn == "h2":
+		return "h2"
+	case web:
+		return "h1"
+	case alpn == "h2":
+		return "doh2"
+	}
+	return "doh1"
 }
 
 // limitConns admits net/http's connections through a pool (see pool):
@@ -215,12 +255,17 @@ func (s *Server) dohMux(listener string) *http.ServeMux {
 
 // serveDoH answers DoH over HTTP/1.1 and HTTP/2.
 func (s *Server) serveDoH(addr string) error {
-	return s.serveHTTPS("doh", addr, s.dohMux("doh"))
+	return s.serveHTTPS("doh", addr, s.dohMux("doh"), false)
 }
 
 // serveHTTP3 serves h over HTTP/3 on a QUIC listener of ours, so 0-RTT,
 // Retry and the shared keys apply as on DoQ.
-func (s *Server) serveHTTP3(name, addr string, h http.Handler) error {
+// Its conn records say h3 on a web listener, doh3 on a DoH/3 one.
+func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
+	label := "doh3"
+	if web {
+		label = "h3"
+	}
 	eln, err := s.listenQUIC(name, addr, s.id.tlsConfig(http3.NextProtoH3), nil)
 	if err != nil {
 		return err
@@ -240,7 +285,7 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler) error {
 		}),
 		IdleTimeout: s.cfg.Limits.IdleTimeout,
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
-			s.recordQUICConn(c, name, "doh3")
+			s.recordQUICConn(c, name, label)
 			return context.WithValue(ctx, quicConnKey{}, c)
 		},
 	}
@@ -250,5 +295,5 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler) error {
 }
 
 func (s *Server) serveDoH3(addr string) error {
-	return s.serveHTTP3("doh3", addr, s.dohMux("doh3"))
+	return s.serveHTTP3("doh3", addr, s.dohMux("doh3"), false)
 }

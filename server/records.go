@@ -16,7 +16,7 @@ import (
 type Record struct {
 	Time      time.Time `json:"time"`
 	Kind      string    `json:"kind"`      // query, conn or refusal
-	Transport string    `json:"transport"` // udp, tcp, dot, doh1, doh2, doh3, doq
+	Transport string    `json:"transport"` // udp, tcp, dot, doh1, doh2, doh3, doq; a web listener's conn records h1, h2, h3
 	Listener  string    `json:"listener"`  // the listener's name in the config
 	Remote    string    `json:"remote"`
 	Local     string    `json:"local"`
@@ -38,7 +38,7 @@ type Record struct {
 	// ServerMs is the time from the query read to the answer written,
 	// injected delay included.
 	ServerMs    float64 `json:"server_ms,omitempty"`
-	HandshakeMs float64 `json:"handshake_ms,omitempty"` // conn records: first packet to handshake complete (QUIC)
+	HandshakeMs float64 `json:"handshake_ms,omitempty"` // conn records: first packet (QUIC) or accept (TCP) to handshake complete
 	// Upstream is the forwarder's exchange for this query, when it was
 	// forwarded and not answered from the cache: a stub resolver's
 	// per-query timings and connection facts.

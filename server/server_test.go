@@ -430,6 +430,48 @@ func TestRecordsFile(t *testing.T) {
 	require.Contains(t, string(b), `"kind":"conn"`)
 }
 
+// TestConnRecordsOnEveryListener: every TLS and QUIC connection gets a
+// conn record labelled by what it is, DoH over TCP included.
+func TestConnRecordsOnEveryListener(t *testing.T) {
+	ts := start(t, nil)
+	for _, c := range []struct {
+		url, http, want, alpn string
+	}{
+		{ts.url("dot"), "", "dot", "dot"},
+		{ts.url("doh"), "2", "doh2", "h2"},
+		{ts.url("doh"), "1.1", "doh1", "http/1.1"},
+		{ts.url("doh3"), "", "doh3", "h3"},
+		{ts.url("doq"), "", "doq", "doq"},
+	} {
+		o := ts.pool()
+		o.HTTPVersion = c.http
+		ask(t, c.url, o, "c.example")
+		require.Eventually(t, func() bool {
+			for _, r := range ts.records("conn", c.want) {
+				if r.ALPN == c.alpn && r.TLSVersion == "1.3" && r.Remote != "" && r.Error == "" {
+					return true
+				}
+			}
+			return false
+		}, 3*time.Second, 10*time.Millisecond, c.want)
+	}
+	// A failed handshake is recorded with its error.
+	o := ts.pool()
+	o.SNI, o.RootCAs = "x", nil
+	tr, err := transport.New(ts.url("doh"), o)
+	require.NoError(t, err)
+	tr.Exchange(context.Background(), query("c.example"))
+	tr.Close()
+	require.Eventually(t, func() bool {
+		for _, r := range ts.records("conn", "") {
+			if r.Listener == "doh" && r.Error != "" {
+				return true
+			}
+		}
+		return false
+	}, 3*time.Second, 10*time.Millisecond)
+}
+
 // TestWeb serves two sites on the web listener: aioquic's HTTP/3 client
 // fetches a page; Go's HTTP/2 client sees virtual hosts, gzip and Alt-Svc;
 // the DoH endpoint answers on the same port over HTTP/3.
@@ -478,6 +520,11 @@ func TestWeb(t *testing.T) {
 	rec := ask(t, ts.url("web"), ts.pool(), "o.example")
 	require.Contains(t, rec.Answers[0], anyIP)
 	require.Equal(t, "h3", rec.Conn.ALPN)
+	// The web listener's connections are HTTP connections, whatever they
+	// carry: h3 for aioquic's page load and the DoH query, h2 over TCP.
+	require.Eventually(t, func() bool { return len(ts.records("conn", "h3")) >= 2 && len(ts.records("conn", "h2")) >= 1 }, 3*time.Second, 10*time.Millisecond)
+	require.Empty(t, ts.records("conn", "doh3"), "no page connection labelled DoH")
+	require.Len(t, ts.records("query", "doh3"), 1, "the query is DoH/3")
 }
 
 // TestExampleConfigs loads the shipped configs and serves them: the

@@ -42,7 +42,7 @@ func (s *Server) serveWeb(addr string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.serveHTTP3("web", net.JoinHostPort(host, fmt.Sprint(port)), mux); err != nil {
+	if err := s.serveHTTP3("web", net.JoinHostPort(host, fmt.Sprint(port)), mux, true); err != nil {
 		return err
 	}
 	var h http.Handler = mux
@@ -53,7 +53,7 @@ func (s *Server) serveWeb(addr string) error {
 			mux.ServeHTTP(w, r)
 		})
 	}
-	return s.serveHTTPS("web-tcp", net.JoinHostPort(host, fmt.Sprint(port)), h)
+	return s.serveHTTPS("web-tcp", net.JoinHostPort(host, fmt.Sprint(port)), h, true)
 }
 
 // quietLog drops net/http's per-connection error logs (TLS handshake
