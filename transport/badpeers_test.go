@@ -17,6 +17,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -501,4 +502,51 @@ func TestIPv6AndNames(t *testing.T) {
 	rec = exchange(t, "tls://localhost:"+strings.Split(cd.DoT, ":")[1], transport.Options{RootCAs: cd.Cert.Pool}, query(peertest.ZoneName, dns.TypeA))
 	require.Equal(t, transport.StatusOK, rec.Status)
 	require.True(t, strings.HasPrefix(rec.Conn.RemoteAddr, "127.0.0.1:"), rec.Conn.RemoteAddr)
+}
+
+// TestDelayedACKStallIsLabelled: a server with Nagle's algorithm on that
+// writes its answer's length and message apart (as hickory-dns 0.26's TCP
+// listener does) has the kernel hold the message until the client's
+// delayed ACK of the length; the record says so. Written at once, the
+// same answer is not labelled.
+func TestDelayedACKStallIsLabelled(t *testing.T) {
+	serve := func(split bool) func(net.Conn) {
+		return func(c net.Conn) {
+			c.(*net.TCPConn).SetNoDelay(false)
+			for {
+				q, err := dnswire.ReadPrefixed(c)
+				if err != nil {
+					return
+				}
+				a := answer(q, nil)
+				if split {
+					c.Write([]byte{byte(len(a) >> 8), byte(len(a))})
+					c.Write(a)
+				} else {
+					c.Write(append([]byte{byte(len(a) >> 8), byte(len(a))}, a...))
+				}
+			}
+		}
+	}
+	run := func(url string) (stalls int, spread float64) {
+		tr, err := transport.New(url, transport.Options{Reuse: true, Timeout: 2 * time.Second})
+		require.NoError(t, err)
+		defer tr.Close()
+		for range 5 {
+			rec, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+			require.NoError(t, err)
+			if rec.Conn.DelayedACKStall {
+				stalls++
+				require.GreaterOrEqual(t, rec.Timing.QueryMs, rec.Timing.AnswerSpreadMs, "the stall is part of the query time")
+			}
+			spread = max(spread, rec.Timing.AnswerSpreadMs)
+		}
+		return stalls, spread
+	}
+	stalls, spread := run(tcpFixture(t, serve(true)))
+	require.GreaterOrEqual(t, stalls, 3, "the kernel's quick ACKs may spare the first answers, not the later ones")
+	require.GreaterOrEqual(t, spread, 30.0)
+	stalls, spread = run(tcpFixture(t, serve(false)))
+	require.Zero(t, stalls, "an answer written at once never stalls")
+	require.Less(t, spread, 30.0)
 }

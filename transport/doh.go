@@ -97,7 +97,7 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		bytes0  snapshot
 		segs0   Counts
 	)
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() { x.answerFirst = time.Now() }, GotConn: func(info httptrace.GotConnInfo) {
 		gotConn, reused = time.Now(), info.Reused
 		if v, ok := t.conns.Load(info.Conn); ok {
 			dc = v.(*streamConn)

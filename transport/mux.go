@@ -19,6 +19,9 @@ import (
 type mux struct {
 	write func([]byte) error     // frames and writes one message
 	read  func() ([]byte, error) // reads one message
+	// first, if set, is when the octets of the message read last began
+	// to arrive (see stamper).
+	first func() time.Time
 
 	mu      sync.Mutex
 	wmu     sync.Mutex
@@ -28,12 +31,13 @@ type mux struct {
 }
 
 type arrival struct {
-	msg []byte
-	at  time.Time
+	msg   []byte
+	at    time.Time // the message was whole
+	first time.Time // its first octet arrived; zero where not known
 }
 
-func newMux(write func([]byte) error, read func() ([]byte, error), strict bool) *mux {
-	m := &mux{write: write, read: read, pending: map[uint16]chan arrival{}, done: make(chan struct{})}
+func newMux(write func([]byte) error, read func() ([]byte, error), first func() time.Time, strict bool) *mux {
+	m := &mux{write: write, read: read, first: first, pending: map[uint16]chan arrival{}, done: make(chan struct{})}
 	go m.loop(strict)
 	return m
 }
@@ -47,6 +51,10 @@ func (m *mux) loop(strict bool) {
 	for {
 		msg, err := m.read()
 		at := time.Now()
+		var first time.Time
+		if m.first != nil {
+			first = m.first()
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = errClosed
@@ -69,7 +77,7 @@ func (m *mux) loop(strict bool) {
 		}
 		m.mu.Unlock()
 		if ok {
-			ch <- arrival{msg: msg, at: at}
+			ch <- arrival{msg: msg, at: at, first: first}
 		}
 	}
 }

@@ -45,6 +45,10 @@ type Timing struct {
 	QueryStartMs float64 `json:"query_start_ms"` // offset of the first query byte written, from the start
 	QueryMs      float64 `json:"query_ms"`       // first query byte written -> full response read
 	TotalMs      float64 `json:"total_ms"`       // Exchange called -> response parsed
+	// AnswerSpreadMs is the response's first octet in -> its last octet
+	// in, over TCP (DoTCP, DoT, DoH/1.1 and /2); near 0 unless the server
+	// sent the answer in parts (see ConnInfo.DelayedACKStall).
+	AnswerSpreadMs float64 `json:"answer_spread_ms,omitempty"`
 }
 
 // ConnInfo says what the connection really did, so a sample labelled
@@ -65,6 +69,11 @@ type ConnInfo struct {
 	Retry         bool   `json:"retry"`               // the server sent a Retry
 	TokenUsed     bool   `json:"token_used"`          // the Initial carried a NEW_TOKEN token from an earlier connection
 	HTTPStatus    int    `json:"http_status,omitempty"`
+	// DelayedACKStall says the answer's tail came 30 ms or more after its
+	// head: the server left Nagle's algorithm on and wrote the answer in
+	// two parts, so its kernel held the second until our delayed ACK of
+	// the first. The time is the server's setup, not the protocol's cost.
+	DelayedACKStall bool `json:"delayed_ack_stall,omitempty"`
 	// PeerCertificates is the chain the server sent (not on resumption).
 	PeerCertificates []*x509.Certificate `json:"-"`
 }

@@ -90,6 +90,7 @@ func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*d
 		return nil, err
 	}
 	x.answered = a.at
+	x.answerFirst = a.first
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(a.msg))}
 	if t.pipelinedDoH() {
 		x.rec.Conn.HTTPStatus = http.StatusOK // the reader ends the connection on any other
@@ -117,8 +118,9 @@ func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error
 		return nil, err
 	}
 	c := sc.c
+	st := &stamper{Conn: c}
 	if t.pipelinedDoH() {
-		br := bufio.NewReader(c)
+		br := bufio.NewReader(st)
 		sc.mux = newMux(
 			func(b []byte) error {
 				req, err := dnswire.NewDoHRequest(context.Background(), t.target(), http.MethodGet, false, b, nil)
@@ -133,6 +135,7 @@ func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error
 				return err
 			},
 			func() ([]byte, error) {
+				st.arm(br.Buffered() > 0)
 				resp, err := http.ReadResponse(br, nil)
 				if err != nil {
 					return nil, err
@@ -146,7 +149,7 @@ func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error
 				}
 				return body, nil
 			},
-			true)
+			st.firstOctet, true)
 		return sc, nil
 	}
 	sc.mux = newMux(
@@ -158,8 +161,8 @@ func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error
 			_, err = c.Write(buf) // one write: prefix and message in one segment
 			return err
 		},
-		func() ([]byte, error) { return dnswire.ReadPrefixed(c) },
-		true)
+		func() ([]byte, error) { st.arm(false); return dnswire.ReadPrefixed(st) },
+		st.firstOctet, true)
 	return sc, nil
 }
 
@@ -204,6 +207,32 @@ func (b *base) dialStream(ctx context.Context, tm *Timing, secure bool, alpn []s
 	sc.c = tc
 	return sc, nil
 }
+
+// stamper notes when the first octet of a message arrives: the reader
+// arms it before each message (already, when the octets were buffered),
+// and the next read that returns data sets the time.
+type stamper struct {
+	net.Conn
+	armed bool
+	first time.Time
+}
+
+func (s *stamper) arm(already bool) {
+	s.armed, s.first = !already, time.Time{}
+	if already {
+		s.first = time.Now()
+	}
+}
+
+func (s *stamper) Read(b []byte) (int, error) {
+	n, err := s.Conn.Read(b)
+	if n > 0 && s.armed {
+		s.first, s.armed = time.Now(), false
+	}
+	return n, err
+}
+
+func (s *stamper) firstOctet() time.Time { return s.first }
 
 // usage is what the connection carried since (bytes0, segs0): octets at
 // the socket, and TCP segments from TCP_INFO where the kernel gives them.

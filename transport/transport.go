@@ -163,7 +163,16 @@ type exch struct {
 	start     time.Time
 	querySent time.Time // first query byte written at the socket
 	answered  time.Time // full response read at the socket
+	// answerFirst is when the response's first octet arrived, where the
+	// transport knows it (TCP, DoT, DoH over TCP).
+	answerFirst time.Time
 }
+
+// stallSpread is the least time between an answer's first and last octet
+// that says its tail was held back: a DNS answer is written at once, so
+// only the server's kernel holds part of it, Nagle's algorithm waiting
+// for the ACK the client delays (40 ms on Linux, up to 200 ms).
+const stallSpread = 30 * time.Millisecond
 
 // dialError is a dial that failed after traffic flowed (a TLS or QUIC
 // handshake, a Version Negotiation): it keeps what the connection showed,
@@ -204,6 +213,11 @@ func (b *base) run(ctx context.Context, q *dns.Msg, do func(ctx context.Context,
 	}
 	if !x.answered.IsZero() {
 		end = x.answered
+	}
+	if !x.answerFirst.IsZero() && !x.answered.IsZero() && x.answered.After(x.answerFirst) {
+		spread := x.answered.Sub(x.answerFirst)
+		rec.Timing.AnswerSpreadMs = ms(spread)
+		rec.Conn.DelayedACKStall = spread >= stallSpread
 	}
 	if !x.querySent.IsZero() {
 		rec.Timing.QueryStartMs = ms(x.querySent.Sub(start))

@@ -120,7 +120,7 @@ func TestDoQPrefixedByALPN(t *testing.T) {
 
 func TestMuxFailsPendingWhenReaderStops(t *testing.T) {
 	block := make(chan struct{})
-	m := newMux(func([]byte) error { return nil }, func() ([]byte, error) { <-block; return nil, io.EOF }, true)
+	m := newMux(func([]byte) error { return nil }, func() ([]byte, error) { <-block; return nil, io.EOF }, nil, true)
 	done := make(chan error)
 	go func() {
 		_, _, err := m.exchange(context.Background(), make([]byte, 12))

@@ -87,7 +87,7 @@ func (t *udpTransport) dial(ctx context.Context, x *exch) (*udpConn, error) {
 				return nil, err
 			}
 			return append([]byte(nil), buf[:n]...), nil
-		}, false)
+		}, nil, false)
 	return uc, nil
 }
 

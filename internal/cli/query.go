@@ -305,8 +305,12 @@ func (p *printer) print(r *transport.Record) {
 		fmt.Fprintf(w, "  HTTP %d", c.HTTPStatus)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, ";; bytes sent %d received %d (DNS %d/%d)  packets sent %d received %d\n\n",
+	fmt.Fprintf(w, ";; bytes sent %d received %d (DNS %d/%d)  packets sent %d received %d\n",
 		r.Bytes.Sent, r.Bytes.Received, r.DNSBytes.Sent, r.DNSBytes.Received, r.Packets.Sent, r.Packets.Received)
+	if c.DelayedACKStall {
+		fmt.Fprintf(w, ";; warning: the answer's tail came %.1f ms after its head: the server's Nagle held it for our delayed ACK, a server setting, not protocol cost\n", r.Timing.AnswerSpreadMs)
+	}
+	fmt.Fprintln(w)
 }
 
 func opt(v float64) string {
