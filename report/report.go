@@ -9,6 +9,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"os"
@@ -33,6 +34,7 @@ type Results struct {
 type Input struct {
 	Results []Results      // per experiment, in the registry's order
 	Survey  *verify.Survey // verifications (verify)
+	Runs    []store.Run    // the runs they come from, for the environment
 }
 
 // Empty reports whether in holds nothing to draw.
@@ -60,6 +62,7 @@ type Report struct {
 	Dir      string
 	HTML     string   // the page
 	Figures  []string // PNG and SVG files
+	Findings []experiment.Finding
 	Sections []*experiment.Section
 	Survey   string // the survey's tables, as text
 }
@@ -83,6 +86,9 @@ func Render(in Input, dir, title string) (*Report, error) {
 		}
 		rep.Sections = append(rep.Sections, s)
 		rep.Figures = append(rep.Figures, s.Files...)
+		if f, ok := r.Results.(experiment.Finder); ok {
+			rep.Findings = append(rep.Findings, f.Findings()...)
+		}
 	}
 	if in.Survey != nil && !in.Survey.Empty() {
 		var b strings.Builder
@@ -90,7 +96,7 @@ func Render(in Input, dir, title string) (*Report, error) {
 		rep.Survey = b.String()
 	}
 	var b bytes.Buffer
-	if err := page.Execute(&b, map[string]any{"Title": title, "Sections": rep.Sections, "Survey": rep.Survey}); err != nil {
+	if err := page.Execute(&b, map[string]any{"Title": title, "Findings": rep.Findings, "Env": environment(in.Runs), "Sections": rep.Sections, "Survey": rep.Survey}); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(rep.HTML, b.Bytes(), 0o644); err != nil {
@@ -100,24 +106,80 @@ func Render(in Input, dir, title string) (*Report, error) {
 }
 
 var page = template.Must(template.New("report").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.Title}}</title>
 <style>
-body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
-table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
-th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em}h3{margin-top:1.5em;font-size:1em}.fig svg{max-width:100%;height:auto}
+body{font-family:system-ui,sans-serif;margin:0;color:#222;line-height:1.45}
+main{max-width:1180px;margin:0 auto;padding:1.5em 2em}
+nav{position:sticky;top:0;background:#fafafa;border-bottom:1px solid #ddd;padding:.5em 2em;font-size:14px;z-index:1}
+nav a{margin-right:1.2em;color:#0072b2;text-decoration:none}
+table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right;vertical-align:top}
+th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em;border-bottom:2px solid #222}h3{margin:1.5em 0 .3em;font-size:1em}
+.fig svg{max-width:100%;height:auto}.fig p{margin:.2em 0;font-size:13px}
+details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
+#findings td{text-align:left}.verdict{font-weight:600;white-space:nowrap}
+.holds{color:#009e73}.differs{color:#d55e00}.nodata{color:#777}
+.env{font-size:13px;color:#555}
 </style></head><body>
+<nav><b>doxlab</b> &nbsp; {{if .Findings}}<a href="#findings">Findings</a>{{end}}{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}{{if .Survey}}<a href="#survey">Resolver survey</a>{{end}}</nav>
+<main>
 <h1>{{.Title}}</h1>
-{{if gt (len .Sections) 1}}<p>{{range $i, $s := .Sections}}{{if $i}} · {{end}}<a href="#{{$s.ID}}">{{$s.Title}}</a>{{end}}{{if .Survey}} · <a href="#survey">Resolver survey</a>{{end}}</p>{{end}}
-{{range .Sections}}<h2 id="{{.ID}}">{{.Title}}</h2>
+<p class="env">{{.Env}}</p>
+{{if .Findings}}<h2 id="findings">Findings</h2>
+<p>Each paper's headline claim, the paper's figures, the same measure from this store, and whether the claim holds here (the test applied is in the last column).</p>
+<table id="findings"><tr><th class="l">claim</th><th class="l">paper</th><th class="l">here</th><th class="l">verdict</th><th class="l">test</th></tr>
+{{range .Findings}}<tr class="finding"><td><a href="#{{.Figure}}">{{.Claim}}</a><br><small>{{.Source}}</small></td><td>{{.Paper}}</td><td>{{.Here}}</td><td class="verdict {{if eq .Verdict "holds"}}holds{{else if eq .Verdict "differs"}}differs{{else}}nodata{{end}}">{{.Verdict}}</td><td><small>{{.Why}}</small></td></tr>
+{{end}}</table>{{end}}
+{{range .Sections}}<section id="{{.ID}}"><h2>{{.Title}}</h2>
 <p>{{.Intro}}</p>
+{{range .Figures}}<div class="fig" id="{{.Name}}"><h3>{{.Heading}}{{if .Of}} — {{.Of}}{{end}}</h3>{{.SVG}}{{if .CSV}}<p><a href="{{.CSV}}">data (CSV)</a></p>{{end}}</div>
+{{end}}<details><summary>Table</summary>
 {{.Table}}
-{{range .Figures}}<h3 id="{{.Name}}">{{.Heading}}{{if .Of}} — {{.Of}}{{end}}</h3><div class="fig">{{.SVG}}</div>
-{{end}}{{end}}
-{{if .Survey}}<h2 id="survey">Resolver survey</h2>
+</details></section>
+{{end}}
+{{if .Survey}}<section id="survey"><h2>Resolver survey</h2>
 <p>From <code>doxlab verify</code>: the PAM paper's DoQ version breakdown and the DoH-cost paper's Tables 1-2.</p>
-<pre>{{.Survey}}</pre>{{end}}
-</body></html>
+<pre>{{.Survey}}</pre></section>{{end}}
+</main></body></html>
 `))
+
+// environment says where and with what the runs were measured.
+func environment(runs []store.Run) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	set := func(f func(store.Run) string) string {
+		var out []string
+		for _, r := range runs {
+			if v := f(r); v != "" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	first, last := runs[0].StartedAt, runs[0].StartedAt
+	for _, r := range runs {
+		if r.StartedAt.Before(first) {
+			first = r.StartedAt
+		}
+		if r.StartedAt.After(last) {
+			last = r.StartedAt
+		}
+	}
+	fidelity := "the link's fidelity was not recorded with these runs (run doxlab testbed check)"
+	for _, r := range runs {
+		var spec struct {
+			Fidelity json.RawMessage `json:"fidelity"`
+		}
+		if json.Unmarshal(r.Spec, &spec) == nil && len(spec.Fidelity) > 0 {
+			fidelity = "each run records its link's fidelity check"
+			break
+		}
+	}
+	return fmt.Sprintf("%d runs from %s to %s on %s (kernel %s), doxlab %s, %s; %s.", len(runs),
+		first.UTC().Format("2006-01-02 15:04"), last.UTC().Format("2006-01-02 15:04 MST"),
+		set(func(r store.Run) string { return r.Hostname }), set(func(r store.Run) string { return r.Kernel }),
+		set(func(r store.Run) string { return r.DoxlabVersion }), set(func(r store.Run) string { return r.GoVersion }), fidelity)
+}
 
 // Title names a report after the runs it covers.
 func Title(runs []store.Run) string {
@@ -153,6 +215,6 @@ func Load(ctx context.Context, st *store.Store, prefix string) (Input, []store.R
 	if err != nil {
 		return in, nil, err
 	}
-	runs = slices.DeleteFunc(runs, func(r store.Run) bool { return !strings.HasPrefix(r.ID, prefix) })
-	return in, runs, nil
+	in.Runs = slices.DeleteFunc(runs, func(r store.Run) bool { return !strings.HasPrefix(r.ID, prefix) })
+	return in, in.Runs, nil
 }

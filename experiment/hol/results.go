@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -101,4 +102,59 @@ func (qs Queries) Section(dir string) (*experiment.Section, error) {
 	}
 	intro := fmt.Sprintf("Queries over one connection per transport with Poisson arrivals; in the delayed run the server holds some answers back. Knock-on: queries not delayed themselves that took more than %.1f ms beyond the baseline run's median.", KnockOnThreshold)
 	return experiment.NewSection("hol", "Head-of-line blocking", template.HTML(template.HTMLEscapeString(intro)), table, Summarize(qs), set)
+}
+
+// Findings checks the DoH-cost paper's §3 claim (Fig. 2): transports that
+// answer in order (DoT as servers run it, DoH/1.1) suffer head-of-line
+// blocking; UDP and DoH/2 do not, nor does QUIC's stream per query.
+func (qs Queries) Findings() []experiment.Finding {
+	knock := map[string]int{}
+	seen := map[string]bool{}
+	for _, s := range Summarize(qs) {
+		knock[s.Transport] += s.KnockOn
+		seen[s.Transport] = true
+	}
+	list := func(ts []string) (string, bool) {
+		var parts []string
+		any := false
+		for _, t := range ts {
+			if seen[t] {
+				any = true
+				parts = append(parts, fmt.Sprintf("%s %d", t, knock[t]))
+			}
+		}
+		return strings.Join(parts, ", "), any
+	}
+	blocking, b := list([]string{"dot-inorder", "tcp-inorder", "doh1"})
+	free, f := list([]string{"udp", "doh2", "doh3", "doq"})
+	v := experiment.NoData
+	if b && f {
+		v = experiment.Holds
+		for _, t := range []string{"dot-inorder", "tcp-inorder", "doh1"} {
+			if seen[t] && knock[t] == 0 {
+				v = experiment.Differs
+			}
+		}
+		for _, t := range []string{"udp", "doh2", "doh3", "doq"} {
+			if seen[t] && knock[t] > 0 {
+				v = experiment.Differs
+			}
+		}
+	}
+	return []experiment.Finding{{
+		Claim:   "In-order DoT and DoH/1.1 suffer head-of-line blocking; UDP, DoH/2 and QUIC do not",
+		Source:  "DoH-cost paper §3, Fig. 2",
+		Paper:   "knock-on delays after each held answer over TLS and HTTP/1.1; none over UDP and HTTP/2",
+		Here:    fmt.Sprintf("queries slowed by another's delay: %s; %s", orNone(blocking), orNone(free)),
+		Why:     "holds when every in-order transport shows knock-on and no other does",
+		Figure:  "hol",
+		Verdict: v,
+	}}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none measured"
+	}
+	return s
 }

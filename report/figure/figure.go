@@ -28,6 +28,7 @@ type Figure struct {
 	Heading string // what it shows: "Fig. 2: head-of-line blocking, doq"
 	Of      string // of what: a profile, a variant; may be empty
 	SVG     template.HTML
+	CSV     string // the figure's data beside it (Name.csv), relative to the page
 }
 
 // Set collects the figures drawn into one directory.
