@@ -266,3 +266,20 @@ func orDiscard(w io.Writer) io.Writer {
 	}
 	return w
 }
+
+// Do runs chromedp steps on the browser's tab within timeout: for pages
+// doxlab checks rather than measures, such as its own report.
+func (b *Browser) Do(ctx context.Context, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) error {
+	return within(ctx, timeout, func() error { return chromedp.Do(b.tab, steps...) })
+}
+
+// Get runs one chromedp action that returns a value (an evaluation, a
+// screenshot) on b's tab within timeout.
+func Get[T any](ctx context.Context, b *Browser, timeout time.Duration, a chromedp.Action[T]) (T, error) {
+	var v T
+	err := within(ctx, timeout, func() (err error) {
+		v, err = chromedp.Run(b.tab, a)
+		return err
+	})
+	return v, err
+}

@@ -4,16 +4,17 @@ import (
 	"context"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/dnsrtt"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/reportcheck"
 	"github.com/doxlab/doxlab/report"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -54,7 +55,7 @@ func TestRender(t *testing.T) {
 	in := samples(t)
 	rep, err := report.Render(in, dir, "doxlab report: test")
 	require.NoError(t, err)
-	require.Len(t, rep.Figures, 2*3*3, "3 metrics × (all, fiber, dsl) × PNG and SVG")
+	require.Len(t, rep.Figures, 2*3, "3 metrics, each one grid of (all, fiber, dsl), as PNG and SVG")
 	for _, f := range rep.Figures {
 		require.FileExists(t, f)
 		if strings.HasSuffix(f, ".png") {
@@ -68,7 +69,19 @@ func TestRender(t *testing.T) {
 	}
 	html, err := os.ReadFile(rep.HTML)
 	require.NoError(t, err)
-	require.Equal(t, 9, strings.Count(string(html), "<svg"), "every figure inline: the page stands alone")
+	require.Equal(t, 3, strings.Count(string(html), "<svg"), "every figure inline: the page stands alone")
+	// Each figure's data is beside it and linked.
+	data, err := os.ReadFile(filepath.Join(dir, "cdf-total.csv"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(data), "profile,series,value,cdf\n"))
+	require.Contains(t, string(data), "fiber,doq 0rtt,")
+	require.Contains(t, string(html), `href="cdf-total.csv"`)
+	// The findings open the page: DoUDP 1.0 RTT holds; DoQ and DoH cannot
+	// be compared without DoH samples.
+	require.Less(t, strings.Index(string(html), `id="findings"`), strings.Index(string(html), `id="dns"`))
+	require.Len(t, rep.Findings, 2)
+	require.Equal(t, experiment.Holds, rep.Findings[0].Verdict, rep.Findings[0].Here)
+	require.Equal(t, experiment.NoData, rep.Findings[1].Verdict, rep.Findings[1].Here)
 	require.NotContains(t, string(html), "src=", "nothing loaded from elsewhere")
 	require.Contains(t, string(html), "<td class=\"l\">dot</td><td class=\"l\">fresh</td><td>0/1</td>", "a failed cell shows 0 answered")
 	// fiber, fresh, doq: median 2.2 + 0.10 RTT.
@@ -88,35 +101,46 @@ func TestRender(t *testing.T) {
 	require.ErrorContains(t, err, "no samples")
 }
 
-// TestReportRendersInChromium opens the page in headless Chromium and
-// takes a screenshot: the page must render, and not as a blank sheet.
+// TestReportRendersInChromium opens the page in headless Chromium at a
+// desktop and a laptop width, as a reader would: the findings come
+// first, every figure draws data and links it, nothing needs sideways
+// scrolling, and the screenshots are not blank.
 func TestReportRendersInChromium(t *testing.T) {
-	chromium := peertest.Need(t, "chromium", "apt-get install chromium")
+	peertest.Need(t, "chromium", "apt-get install chromium")
 	dir := t.TempDir()
 	rep, err := report.Render(samples(t), dir, "doxlab report: test")
 	require.NoError(t, err)
-	shot := filepath.Join(dir, "shot.png")
-	out, err := exec.Command(chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+t.TempDir(),
-		"--window-size=1200,1600", "--screenshot="+shot, "file://"+rep.HTML).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	fh, err := os.Open(shot)
+	pages, err := reportcheck.Open(context.Background(), rep.HTML, t.TempDir(), 1440, 1024)
 	require.NoError(t, err)
-	defer fh.Close()
-	img, err := png.Decode(fh)
-	require.NoError(t, err)
-	// Count non-white pixels: a rendered table and plots have many.
-	ink := 0
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y += 4 {
-		for x := b.Min.X; x < b.Max.X; x += 4 {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
-				ink++
+	for _, p := range pages {
+		require.Equal(t, []string{"holds", "no data"}, p.Findings, "%d px", p.Width)
+		require.Equal(t, []string{"dns"}, p.Sections)
+		require.Len(t, p.Figures, 3)
+		for _, f := range p.Figures {
+			require.Greater(t, f.Marks, 50, "%s draws its data", f.ID)
+			require.False(t, f.NoData, "%s has an empty panel", f.ID)
+			require.True(t, f.CSV, "%s links its data", f.ID)
+			require.Greater(t, f.Width, 0.6*float64(min(p.Width, 1180)), "%s fills the column at %d px", f.ID, p.Width)
+		}
+		require.False(t, p.Overflow, "no sideways scrolling at %d px", p.Width)
+		fh, err := os.Open(p.Shot)
+		require.NoError(t, err)
+		img, err := png.Decode(fh)
+		fh.Close()
+		require.NoError(t, err)
+		// Count non-white pixels: a rendered table and plots have many.
+		ink := 0
+		b := img.Bounds()
+		for y := b.Min.Y; y < b.Max.Y; y += 4 {
+			for x := b.Min.X; x < b.Max.X; x += 4 {
+				r, g, bl, _ := img.At(x, y).RGBA()
+				if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+					ink++
+				}
 			}
 		}
+		require.Greater(t, ink, 2000, "the screenshot is nearly blank")
 	}
-	require.Greater(t, ink, 2000, "the screenshot is nearly blank")
 }
 
 // TestLoadTakesProfilesFromTheStore: a run's link is the one it recorded,

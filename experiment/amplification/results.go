@@ -50,10 +50,12 @@ func (ss Samples) Section(dir string) (*experiment.Section, error) {
 	cells := Summarize(ss)
 	p := plot.New()
 	p.Title.Text = "DoQ handshake per certificate, key share and address validation"
-	p.Y.Label.Text = "median handshake (RTTs)"
+	p.Y.Label.Text = "median handshake (multiples of the RTT)"
 	p.Add(plotter.NewGrid())
 	var names []string
+	data := figure.Data{Header: []string{"cert", "key share", "validation", "median handshake (RTTs)", "stalled share"}}
 	for i, c := range cells {
+		data.Add(c.Cert, c.KeyShare, c.Validation, c.HandshakeRTTs, c.Stalled)
 		bar, err := plotter.NewBarChart(plotter.Values{c.HandshakeRTTs}, vg.Points(18))
 		if err != nil {
 			return nil, err
@@ -70,7 +72,7 @@ func (ss Samples) Section(dir string) (*experiment.Section, error) {
 	p.NominalX(names...)
 	p.Y.Min = 0
 	set := &figure.Set{Dir: dir}
-	if err := set.Add(p, "amp-handshake", "amplification limit: handshake in RTTs (red: the server stalled for an ACK)", "", vg.Length(0.6*float64(len(cells))+1.5)*vg.Inch, 4*vg.Inch); err != nil {
+	if err := set.Add(p, "amp-handshake", "amplification limit: handshake in RTTs (red: the server stalled for an ACK)", "", vg.Length(0.6*float64(len(cells))+1.5)*vg.Inch, 4*vg.Inch, data); err != nil {
 		return nil, err
 	}
 	return experiment.NewSection("amplification", "QUIC's amplification limit",
@@ -113,7 +115,7 @@ func (ss Samples) Findings() []experiment.Finding {
 		Claim:   "A large certificate chain costs DoQ an extra round trip at the amplification limit",
 		Source:  "PAM 2022 paper §4, Fig. 3",
 		Paper:   "about 40 % of DoQ handshakes took 2 RTTs or more instead of 1, traced to address validation and the 3× limit",
-		Here:    fmt.Sprintf("X25519 ClientHello, no validation: large chain %s RTT, small %s RTT; %s of large-chain handshakes stalled", experiment.F2(l), experiment.F2(s), figure.Pct(100 * share)[1:]),
+		Here:    fmt.Sprintf("X25519 ClientHello, no validation: large chain %s RTT, small %s RTT; %s of large-chain handshakes stalled", experiment.F2(l), experiment.F2(s), experiment.Share(share)),
 		Why:     "holds when the large chain adds 0.5-1.5 RTT and stalls in most handshakes, and Retry or a token remove the stall",
 		Figure:  "amplification",
 		Verdict: v,

@@ -16,6 +16,7 @@ import (
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -183,9 +184,9 @@ var Metrics = []struct {
 	Name, Title string
 	Get         func(store.Row) *float64
 }{
-	{"total", "DNS exchange (RTTs)", func(r store.Row) *float64 { return r.TotalRTT }},
-	{"handshake", "handshake (RTTs)", func(r store.Row) *float64 { return r.HandshakeRTT }},
-	{"resolve", "query to answer (RTTs)", func(r store.Row) *float64 { return r.ResolveRTT }},
+	{"total", "DNS exchange (multiples of the RTT)", func(r store.Row) *float64 { return r.TotalRTT }},
+	{"handshake", "handshake (multiples of the RTT)", func(r store.Row) *float64 { return r.HandshakeRTT }},
+	{"resolve", "query to answer (multiples of the RTT)", func(r store.Row) *float64 { return r.ResolveRTT }},
 }
 
 var conditionDashes = map[string][]vg.Length{"fresh": nil, "pam": {vg.Points(1), vg.Points(2)}, "resumed": {vg.Points(5), vg.Points(3)}, "0rtt": {vg.Points(2), vg.Points(2)}}
@@ -229,15 +230,37 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 	}
 	slices.SortFunc(profiles, order.Compare)
 	for _, m := range Metrics {
-		for _, p := range append([]string{"all"}, profiles...) {
+		// Small multiples: all profiles, then each, on one x axis.
+		names := append([]string{"all"}, profiles...)
+		data := figure.Data{Header: []string{"profile", "series", "value", "cdf"}}
+		var panels []*plot.Plot
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i, p := range names {
 			sel := slices.DeleteFunc(slices.Clone(s.Rows), func(r store.Row) bool { return p != "all" && orNone(r.Profile) != p })
-			plt, err := figure.CDF(cdfSeries(sel, m.Get), fmt.Sprintf("%s — %s", m.Title, p), "multiples of the RTT", false)
+			plt, d, err := figure.CDF(cdfSeries(sel, m.Get), p, m.Title, false)
 			if err != nil {
 				return nil, err
 			}
-			if err := set.Add(plt, fmt.Sprintf("cdf-%s-%s", m.Name, p), m.Name, p, figure.CDFWidth, figure.CDFHeight); err != nil {
-				return nil, err
+			for _, row := range d.Rows {
+				data.Rows = append(data.Rows, append([]string{p}, row...))
 			}
+			if len(d.Rows) > 0 {
+				lo, hi = min(lo, plt.X.Min), max(hi, plt.X.Max)
+			}
+			if i > 0 {
+				plt.Legend = plot.NewLegend() // one legend, in a panel of its own
+			}
+			panels = append(panels, plt)
+		}
+		for _, plt := range panels {
+			if lo < hi {
+				plt.X.Min, plt.X.Max = lo, hi
+			}
+		}
+		panels = append(panels, figure.LegendPanel(panels[0]))
+		grid := figure.Rows(panels, 4)
+		if err := set.AddGrid(grid, "cdf-"+m.Name, "CDF of the "+m.Title, "over all profiles, then each", 12*vg.Inch, vg.Length(3.2*float64(len(grid)))*vg.Inch, data); err != nil {
+			return nil, err
 		}
 	}
 	return experiment.NewSection("dns", "DNS exchange in round trips",

@@ -52,51 +52,66 @@ var table = experiment.Table("hol", `<table id="hol-summary"><tr><th class="l">p
 // against its send time in the run with delayed answers, the delayed
 // queries themselves marked.
 func (qs Queries) Section(dir string) (*experiment.Section, error) {
-	type key struct{ p, t string }
 	delayed := slices.DeleteFunc(slices.Clone(qs), func(q *Query) bool { return q.Run != "delayed" || q.Status != "ok" })
-	keys, groups := order.Group(delayed, func(q *Query) key { return key{q.Profile, q.Transport} })
+	profiles, byProfile := order.Group(delayed, func(q *Query) string { return q.Profile })
 	set := &figure.Set{Dir: dir}
-	for _, k := range keys {
-		var own, others plotter.XYs
-		for _, q := range groups[k] {
-			pt := plotter.XY{X: q.SendMs / 1000, Y: q.ResolveMs}
-			if q.Delayed {
-				own = append(own, pt)
-			} else {
-				others = append(others, pt)
+	for _, prof := range profiles {
+		// Small multiples: a panel per transport, on the same axes.
+		transports, byTransport := order.Group(byProfile[prof], func(q *Query) string { return q.Transport })
+		data := figure.Data{Header: []string{"transport", "sent (s)", "resolution time (ms)", "delayed by the server"}}
+		var panels []*plot.Plot
+		var xMax, yMax float64
+		for _, t := range transports {
+			var own, others plotter.XYs
+			for _, q := range byTransport[t] {
+				pt := plotter.XY{X: q.SendMs / 1000, Y: q.ResolveMs}
+				xMax, yMax = max(xMax, pt.X), max(yMax, pt.Y)
+				data.Add(t, pt.X, pt.Y, q.Delayed)
+				if q.Delayed {
+					own = append(own, pt)
+				} else {
+					others = append(others, pt)
+				}
 			}
+			p := plot.New()
+			p.Title.Text = t
+			p.X.Label.Text = "query sent (s)"
+			p.Y.Label.Text = "resolution time (ms)"
+			p.Add(plotter.NewGrid())
+			for _, s := range []struct {
+				pts   plotter.XYs
+				label string
+				shape draw.GlyphDrawer
+				red   bool
+			}{
+				{others, "not delayed itself", draw.CircleGlyph{}, false},
+				{own, "delayed by the server", draw.CrossGlyph{}, true},
+			} {
+				if len(s.pts) == 0 {
+					continue
+				}
+				sc, err := plotter.NewScatter(s.pts)
+				if err != nil {
+					return nil, err
+				}
+				sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = figure.Blue, s.shape, vg.Points(2)
+				if s.red {
+					sc.GlyphStyle.Color = figure.Red
+				}
+				p.Add(sc)
+				if len(panels) == 0 {
+					p.Legend.Add(s.label, sc)
+				}
+			}
+			p.Legend.Top = true
+			panels = append(panels, p)
 		}
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("head-of-line blocking: %s, profile %s", k.t, k.p)
-		p.X.Label.Text = "query sent (s)"
-		p.Y.Label.Text = "resolution time (ms)"
-		p.Add(plotter.NewGrid())
-		for _, s := range []struct {
-			pts   plotter.XYs
-			label string
-			shape draw.GlyphDrawer
-			red   bool
-		}{
-			{others, "not delayed itself", draw.CircleGlyph{}, false},
-			{own, "delayed by the server", draw.CrossGlyph{}, true},
-		} {
-			if len(s.pts) == 0 {
-				continue
-			}
-			sc, err := plotter.NewScatter(s.pts)
-			if err != nil {
-				return nil, err
-			}
-			sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = figure.Blue, s.shape, vg.Points(2.5)
-			if s.red {
-				sc.GlyphStyle.Color = figure.Red
-			}
-			p.Add(sc)
-			p.Legend.Add(s.label, sc)
+		for _, p := range panels {
+			p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, xMax*1.02, 0, yMax*1.05
 		}
-		p.Legend.Top = true
-		p.Y.Min = 0
-		if err := set.Add(p, fmt.Sprintf("hol-%s-%s", k.p, k.t), "Fig. 2: head-of-line blocking, "+k.t, k.p, 7*vg.Inch, 3*vg.Inch); err != nil {
+		grid := figure.Rows(panels, 3)
+		if err := set.AddGrid(grid, "hol-"+prof, "Fig. 2: head-of-line blocking, each query's resolution time in the run with delayed answers", "profile "+prof,
+			10*vg.Inch, vg.Length(2.6*float64(len(grid)))*vg.Inch, data); err != nil {
 			return nil, err
 		}
 	}

@@ -82,8 +82,16 @@ func (cs Conns) Section(dir string) (*experiment.Section, error) {
 	for _, g := range groups {
 		gc := by[g]
 		var names []string
+		layerData := figure.Data{Header: append([]string{"transport"}, layers.LayerNames[:]...)}
+		packetData := figure.Data{Header: []string{"transport", "packets per resolution"}}
 		for _, c := range gc {
 			names = append(names, c.Transport)
+			row := []any{c.Transport}
+			for _, v := range c.Layers {
+				row = append(row, v)
+			}
+			layerData.Add(row...)
+			packetData.Add(c.Transport, c.Packets)
 		}
 		p := plot.New()
 		p.Title.Text = fmt.Sprintf("octets per resolution by layer: %s connection, %s certificate", g.mode, g.cert)
@@ -114,7 +122,7 @@ func (cs Conns) Section(dir string) (*experiment.Section, error) {
 		}
 		p.Legend.Top, p.Legend.Left = true, true
 		p.NominalX(names...)
-		if err := set.Add(p, fmt.Sprintf("overhead-layers-%s-%s", g.cert, g.mode), "Fig. 3 and 5: octets per resolution by layer, "+g.mode+" connection", g.cert+" certificate", 7*vg.Inch, 4.5*vg.Inch); err != nil {
+		if err := set.Add(p, fmt.Sprintf("overhead-layers-%s-%s", g.cert, g.mode), "Fig. 3 and 5: octets per resolution by layer, "+g.mode+" connection", g.cert+" certificate", 7*vg.Inch, 4.5*vg.Inch, layerData); err != nil {
 			return nil, err
 		}
 
@@ -133,7 +141,7 @@ func (cs Conns) Section(dir string) (*experiment.Section, error) {
 		bar.Color, bar.LineStyle.Width = figure.Blue, 0
 		pk.Add(bar)
 		pk.NominalX(names...)
-		if err := set.Add(pk, fmt.Sprintf("overhead-packets-%s-%s", g.cert, g.mode), "Fig. 4: packets per resolution, "+g.mode+" connection", g.cert+" certificate", 6*vg.Inch, 3.5*vg.Inch); err != nil {
+		if err := set.Add(pk, fmt.Sprintf("overhead-packets-%s-%s", g.cert, g.mode), "Fig. 4: packets per resolution, "+g.mode+" connection", g.cert+" certificate", 6*vg.Inch, 3.5*vg.Inch, packetData); err != nil {
 			return nil, err
 		}
 	}
@@ -159,7 +167,7 @@ func (cs Conns) Findings() []experiment.Finding {
 		Claim:   "A DoH resolution on a new connection costs over ten times DoUDP's octets; a persistent connection amortises most of it",
 		Source:  "DoH-cost paper §4, Fig. 3-4",
 		Paper:   "DoUDP 182 octets; DoH 5,737 on a new connection (31×), 864 on a persistent one (medians, Cloudflare)",
-		Here:    fmt.Sprintf("DoUDP %.0f; DoH/2 %.0f new (%s×), %.0f persistent (octets per resolution, small certificate)", udp, doh, experiment.F2(doh/udp), dohP),
+		Here:    fmt.Sprintf("DoUDP %.0f; DoH/2 %.0f new (%s ×), %.0f persistent (octets per resolution, small certificate)", udp, doh, experiment.F2(doh/udp), dohP),
 		Why:     "holds when DoH/2 new is over 10× DoUDP and persistent is under a third of new",
 		Figure:  "overhead",
 		Verdict: experiment.Both(experiment.Within(doh/udp, 10, math.Inf(1)), experiment.Within(dohP/doh, 0, 1.0/3)),

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/doxlab/doxlab/experiment"
@@ -116,55 +118,109 @@ func figures(cells []web.Cell, set *figure.Set) error {
 			return nil
 		}
 		about := fmt.Sprintf("DNS %s, stub %s", v.mode, v.state)
-		// Fig. 8: a heat map per combination, page × profile.
+		var others []combo // every combination but the baseline
 		for _, cb := range combos {
-			if cb.transport == "udp" && cb.h3 == "1rtt" {
-				continue
+			if cb.transport != "udp" || cb.h3 != "1rtt" {
+				others = append(others, cb)
 			}
-			name := fmt.Sprintf("heat-%s-%s-%s", tag, cb.transport, cb.h3)
-			p, w, h, err := figure.HeatMap(profiles, pages, func(p, g string) float64 {
+		}
+		// Fig. 8: one heat map per combination, profile × page, side by side.
+		var heats []*plot.Plot
+		heatData := figure.Data{Header: []string{"combination", "profile", "page", "median PLT increase (%)"}}
+		var hw, hh vg.Length
+		rel := func(cb combo) func(p, g string) float64 {
+			return func(p, g string) float64 {
 				if c := cell(p, g, cb); c != nil && c.OK > 0 && len(c.RelPLTs) > 0 {
 					return c.RelPLT
 				}
 				return math.NaN()
-			}, cb.String()+": median PLT increase (%)", "access profile", "page")
+			}
+		}
+		scale := 1.0 // one colour scale for all heat maps
+		for _, cb := range others {
+			scale = max(scale, figure.Extent(profiles, pages, rel(cb)))
+		}
+		for _, cb := range others {
+			p, w, h, d, err := figure.HeatMap(profiles, pages, rel(cb), scale, cb.String(), "access profile", "page")
 			if err != nil {
 				return err
 			}
-			if err := set.Add(p, name, "Fig. 8: median PLT increase over DoUDP + H3 1-RTT, "+cb.String(), about, w, h); err != nil {
+			for _, row := range d.Rows {
+				heatData.Rows = append(heatData.Rows, append([]string{cb.String()}, row...))
+			}
+			heats = append(heats, p)
+			hw, hh = max(hw, w), max(hh, h)
+		}
+		if len(heats) > 0 {
+			rows := figure.Rows(heats, 3)
+			hw, hh = hw*vg.Length(len(rows[0])), hh*vg.Length(len(rows))
+			if err := set.AddGrid(rows, "fig8-"+tag, "Fig. 8: median PLT increase over DoUDP + H3 1-RTT (%)", about, hw, hh, heatData); err != nil {
 				return err
 			}
 		}
-		// Fig. 9-11: per page and profile, the CDF of each load's PLT
-		// relative to the baseline's median, and of the PLT itself.
-		for _, g := range pages {
-			for _, p := range profiles {
-				var rel, abs []*figure.Series
-				for _, cb := range combos {
-					if c := cell(p, g, cb); c != nil {
-						if len(c.RelPLTs) > 0 {
-							rel = append(rel, cb.series(append([]float64(nil), c.RelPLTs...)))
+		// Fig. 9 and 10-11: a grid of CDFs, profile (rows) × page
+		// (columns), on one x axis: each load's PLT relative to the
+		// baseline's median, and the PLT itself.
+		grid := func(name, heading, xlabel string, signed bool, values func(*web.Cell) []float64, withBaseline bool) error {
+			data := figure.Data{Header: []string{"profile", "page", "series", "value", "cdf"}}
+			panels := make([][]*plot.Plot, len(profiles))
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for j, p := range profiles {
+				for _, g := range pages {
+					var ss []*figure.Series
+					for _, cb := range combos {
+						if !withBaseline && cb.transport == "udp" && cb.h3 == "1rtt" {
+							continue
 						}
-						abs = append(abs, cb.series(append([]float64(nil), c.PLTs...)))
+						if c := cell(p, g, cb); c != nil && len(values(c)) > 0 {
+							ss = append(ss, cb.series(slices.Clone(values(c))))
+						}
 					}
-				}
-				if err := addCDF(set, rel, fmt.Sprintf("cdf-relplt-%s-%s-%s", tag, g, p), fmt.Sprintf("PLT relative to DoUDP + H3 1-RTT — %s, %s (%s)", g, p, about),
-					"PLT increase over the baseline's median (%)", true, "Fig. 9: relative PLT, "+g, p+", "+about); err != nil {
-					return err
-				}
-				if err := addCDF(set, abs, fmt.Sprintf("cdf-plt-%s-%s-%s", tag, g, p), fmt.Sprintf("page load time — %s, %s (%s)", g, p, about),
-					"PLT (ms)", false, "Fig. 10-11: PLT, "+g, p+", "+about); err != nil {
-					return err
+					plt, d, err := figure.CDF(ss, g+", "+p, xlabel, signed)
+					if err != nil {
+						return err
+					}
+					for _, row := range d.Rows {
+						data.Rows = append(data.Rows, append([]string{p, g}, row...))
+					}
+					if len(d.Rows) > 0 {
+						lo, hi = min(lo, plt.X.Min), max(hi, plt.X.Max)
+					}
+					if j > 0 || len(panels[0]) > 0 {
+						plt.Legend = plot.NewLegend() // one legend, top left
+					}
+					panels[j] = append(panels[j], plt)
 				}
 			}
+			for _, row := range panels {
+				for _, plt := range row {
+					if lo < hi {
+						plt.X.Min, plt.X.Max = lo, hi
+					}
+				}
+			}
+			// The legend gets a column of its own, beside the first row.
+			for j := range panels {
+				var extra *plot.Plot
+				if j == 0 {
+					extra = figure.LegendPanel(panels[0][0])
+				}
+				panels[j] = append(panels[j], extra)
+			}
+			return set.AddGrid(panels, name, heading, about, vg.Length(3.4*float64(len(pages)+1))*vg.Inch, vg.Length(2.6*float64(len(profiles)))*vg.Inch, data)
+		}
+		if err := grid("fig9-"+tag, "Fig. 9: each load's PLT relative to DoUDP + H3 1-RTT's median", "PLT increase over the baseline's median (%)", true,
+			func(c *web.Cell) []float64 { return c.RelPLTs }, false); err != nil {
+			return err
+		}
+		if err := grid("fig10-"+tag, "Fig. 10-11: page load time", "PLT (ms)", false,
+			func(c *web.Cell) []float64 { return c.PLTs }, true); err != nil {
+			return err
 		}
 		// Fig. 12: the median relative increase of every (page, profile)
 		// tuple, one CDF per combination.
 		var tuples []*figure.Series
-		for _, cb := range combos {
-			if cb.transport == "udp" && cb.h3 == "1rtt" {
-				continue
-			}
+		for _, cb := range others {
 			var vals []float64
 			for _, c := range cs {
 				if c.Transport == cb.transport && c.H3 == cb.h3 && len(c.RelPLTs) > 0 {
@@ -173,7 +229,7 @@ func figures(cells []web.Cell, set *figure.Set) error {
 			}
 			tuples = append(tuples, cb.series(vals))
 		}
-		if err := addCDF(set, tuples, "cdf-medrel-"+tag, fmt.Sprintf("median PLT increase per (page, profile) over DoUDP + H3 1-RTT (%s)", about),
+		if err := addCDF(set, tuples, "fig12-"+tag, fmt.Sprintf("median PLT increase per (page, profile) over DoUDP + H3 1-RTT (%s)", about),
 			"median PLT increase (%)", true, "Fig. 12: median relative PLT over all tuples", about); err != nil {
 			return err
 		}
@@ -183,11 +239,11 @@ func figures(cells []web.Cell, set *figure.Set) error {
 
 // addCDF draws a CDF into set.
 func addCDF(set *figure.Set, ss []*figure.Series, name, title, xlabel string, signed bool, heading, of string) error {
-	p, err := figure.CDF(ss, title, xlabel, signed)
+	p, d, err := figure.CDF(ss, title, xlabel, signed)
 	if err != nil {
 		return err
 	}
-	return set.Add(p, name, heading, of, figure.CDFWidth, figure.CDFHeight)
+	return set.Add(p, name, heading, of, figure.CDFWidth, figure.CDFHeight, d)
 }
 
 // Findings checks the cross-layer paper's Fig. 8 claims: DoH + H3 1-RTT
@@ -252,7 +308,7 @@ func (ls Loads) Findings() []experiment.Finding {
 			Paper:   "highest median PLT increase over DoUDP + H3 1-RTT in every page and profile; worst +53.7 % (example, 4G medium)",
 			Here:    worstHere,
 			Why:     "holds when DoH/2 is highest in at least 80 % of tuples",
-			Figure:  "web-fig8",
+			Figure:  "web",
 			Verdict: share(dohWorst),
 		},
 		{
@@ -261,7 +317,7 @@ func (ls Loads) Findings() []experiment.Finding {
 			Paper:   "the lowest PLT increase of the encrypted setups (emulated coalescing: a DoQ lookup added to an H3 0-RTT load)",
 			Here:    here(doqBest, "lowest") + " (DNS in the browser's path through a stub; real coalescing is not measured here)",
 			Why:     "holds when DoQ + H3 0-RTT is lowest in at least 80 % of tuples",
-			Figure:  "web-fig8",
+			Figure:  "web",
 			Verdict: share(doqBest),
 		},
 	}

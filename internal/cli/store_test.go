@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/reportcheck"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -122,7 +123,7 @@ func TestCampaignRun(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "9 samples")
 	require.FileExists(t, filepath.Join(repDir, "report.html"))
-	require.FileExists(t, filepath.Join(repDir, "cdf-total-all.svg"))
+	require.FileExists(t, filepath.Join(repDir, "cdf-total.svg"))
 
 	require.NoError(t, os.WriteFile(spec, []byte("targets: [\""+cd.UDP+"\"]\nconditions: [fresh, warm]\n"), 0o644))
 	code, _, errOut = run("campaign", "run", spec)
@@ -164,7 +165,9 @@ func TestExperimentWebQuick(t *testing.T) {
 	for _, s := range []string{"Fig. 8", "Fig. 9", "Fig. 10-11", "Fig. 12", `id="web-cells"`} {
 		require.Contains(t, string(html), s)
 	}
-	require.FileExists(t, filepath.Join(dir, "rep", "heat-stub-cold-doq-0rtt.svg"))
+	checkReport(t, filepath.Join(dir, "rep", "report.html"), "web")
+	require.FileExists(t, filepath.Join(dir, "rep", "fig8-stub-cold.svg"))
+	require.FileExists(t, filepath.Join(dir, "rep", "fig8-stub-cold.csv"))
 	code, csvOut, errOut := run("export", "--store", db, "--table", "loads")
 	require.Equal(t, 0, code, errOut)
 	records, err := csv.NewReader(strings.NewReader(csvOut)).ReadAll()
@@ -196,6 +199,7 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(html), `id="hol-summary"`)
 	require.Contains(t, string(html), `id="amp"`)
+	checkReport(t, filepath.Join(dir, "rep", "report.html"), "hol", "amplification")
 }
 
 // TestExperimentOverheadQuick resolves names over every transport in the
@@ -218,6 +222,31 @@ func TestExperimentOverheadQuick(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, stdout, "captured connections")
 	require.FileExists(t, filepath.Join(dir, "rep", "overhead-layers-small-new.svg"))
+	checkReport(t, filepath.Join(dir, "rep", "report.html"), "overhead")
+}
+
+// checkReport opens a report in headless Chromium at a desktop and a
+// laptop width: it has exactly these sections, a verdict for each finding,
+// and every figure draws data and links it.
+func checkReport(t *testing.T, html string, sections ...string) {
+	t.Helper()
+	peertest.Need(t, "chromium", "apt-get install chromium")
+	pages, err := reportcheck.Open(context.Background(), html, t.TempDir(), 1440, 1024)
+	require.NoError(t, err)
+	for _, p := range pages {
+		require.Equal(t, sections, p.Sections, "%d px", p.Width)
+		require.NotEmpty(t, p.Findings, "each experiment states its findings")
+		for _, v := range p.Findings {
+			require.Contains(t, []string{"holds", "differs", "no data"}, v)
+		}
+		require.NotEmpty(t, p.Figures)
+		for _, f := range p.Figures {
+			require.Greater(t, f.Marks, 10, "%s draws its data", f.ID)
+			require.False(t, f.NoData, "%s has an empty panel", f.ID)
+			require.True(t, f.CSV, "%s links its data", f.ID)
+		}
+		require.False(t, p.Overflow, "no sideways scrolling at %d px", p.Width)
+	}
 }
 
 // TestScanVerifySurvey runs the discovery chain on loopback: a scan kept

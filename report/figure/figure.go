@@ -6,6 +6,7 @@ package figure
 
 import (
 	"bytes"
+	"encoding/csv"
 	"fmt"
 	"html/template"
 	"image/color"
@@ -13,12 +14,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // Figure is one figure: Dir/Name.png and Dir/Name.svg, and the SVG to
@@ -37,24 +40,104 @@ type Set struct {
 	Figures []Figure
 }
 
-// Add saves p as name.png and name.svg in the set's directory, w × h.
-func (s *Set) Add(p *plot.Plot, name, heading, of string, w, h vg.Length) error {
-	base := filepath.Join(s.Dir, name)
-	for _, ext := range []string{".png", ".svg"} {
-		if err := p.Save(w, h, base+ext); err != nil {
-			return fmt.Errorf("saving %s: %w", base+ext, err)
+// Data is a figure's data as a table, written beside it as CSV so that
+// every figure can be redrawn or checked elsewhere.
+type Data struct {
+	Header []string
+	Rows   [][]string
+}
+
+// Add appends a row; values are formatted with %v, floats with %g.
+func (d *Data) Add(values ...any) {
+	row := make([]string, len(values))
+	for i, v := range values {
+		switch v := v.(type) {
+		case float64:
+			row[i] = strconv.FormatFloat(v, 'g', -1, 64)
+		default:
+			row[i] = fmt.Sprint(v)
 		}
 	}
-	svg, err := os.ReadFile(base + ".svg")
-	if err != nil {
+	d.Rows = append(d.Rows, row)
+}
+
+// Add saves p as name.png and name.svg in the set's directory, w × h, and
+// its data as name.csv.
+func (s *Set) Add(p *plot.Plot, name, heading, of string, w, h vg.Length, data Data) error {
+	return s.AddGrid([][]*plot.Plot{{p}}, name, heading, of, w, h, data)
+}
+
+// AddGrid saves panels, rows of plots drawn as small multiples on one
+// canvas with their data areas aligned (a nil panel is left blank), as
+// Add does. Give the panels the same axis ranges to compare them.
+func (s *Set) AddGrid(panels [][]*plot.Plot, name, heading, of string, w, h vg.Length, data Data) error {
+	base := filepath.Join(s.Dir, name)
+	if err := writeCSV(base+".csv", data); err != nil {
 		return err
+	}
+	var svg []byte
+	for _, format := range []string{"png", "svg"} {
+		c, err := draw.NewFormattedCanvas(w, h, format)
+		if err != nil {
+			return err
+		}
+		dc := draw.New(c)
+		if len(panels) == 1 && len(panels[0]) == 1 {
+			panels[0][0].Draw(dc)
+		} else {
+			tiles := draw.Tiles{Rows: len(panels), Cols: len(panels[0]), PadX: vg.Millimeter * 3, PadY: vg.Millimeter * 3,
+				PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+			canvases := plot.Align(panels, tiles, dc)
+			for j, row := range panels {
+				for i, p := range row {
+					if p != nil {
+						p.Draw(canvases[j][i])
+					}
+				}
+			}
+		}
+		var b bytes.Buffer
+		if _, err := c.WriteTo(&b); err != nil {
+			return fmt.Errorf("drawing %s.%s: %w", base, format, err)
+		}
+		if err := os.WriteFile(base+"."+format, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+		if format == "svg" {
+			svg = b.Bytes()
+		}
 	}
 	// Inline SVG: drop the XML prolog.
 	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
 		svg = svg[i:]
 	}
-	s.Figures = append(s.Figures, Figure{Name: name, Heading: heading, Of: of, SVG: template.HTML(svg)})
+	s.Figures = append(s.Figures, Figure{Name: name, Heading: heading, Of: of, SVG: template.HTML(svg), CSV: name + ".csv"})
 	return nil
+}
+
+// LegendPanel moves p's legend into a panel of its own, for small
+// multiples whose panels are too full to hold it.
+func LegendPanel(p *plot.Plot) *plot.Plot {
+	lp := plot.New()
+	lp.HideAxes()
+	lp.Legend = p.Legend
+	lp.Legend.Top, lp.Legend.Left = true, true
+	lp.Legend.XOffs, lp.Legend.YOffs = 0, 0
+	lp.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Legend = plot.NewLegend()
+	return lp
+}
+
+// Rows lays panels out in rows of cols, the last row padded with nil.
+func Rows(panels []*plot.Plot, cols int) [][]*plot.Plot {
+	cols = max(1, min(cols, len(panels)))
+	var out [][]*plot.Plot
+	for i := 0; i < len(panels); i += cols {
+		row := make([]*plot.Plot, cols)
+		copy(row, panels[i:min(i+cols, len(panels))])
+		out = append(out, row)
+	}
+	return out
 }
 
 // Files lists the PNG and SVG files of the set's figures.
@@ -66,17 +149,36 @@ func (s *Set) Files() []string {
 	return out
 }
 
-// Colors are the transports' colours, the same in every figure.
-var Colors = map[string]color.Color{
-	"udp": color.RGBA{0x4d, 0x4d, 0x4d, 0xff}, "tcp": color.RGBA{0x2c, 0xa0, 0x2c, 0xff}, "dot": color.RGBA{0x7f, 0x7f, 0x7f, 0xff},
-	"doh1": color.RGBA{0xe3, 0x77, 0xc2, 0xff}, "doh2": color.RGBA{0xd6, 0x27, 0x28, 0xff}, "doh3": color.RGBA{0xff, 0x7f, 0x0e, 0xff},
-	"doq": color.RGBA{0x17, 0xbe, 0xcf, 0xff},
+func writeCSV(path string, d Data) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write(d.Header)
+	w.WriteAll(d.Rows) // flushes
+	if err := w.Error(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
 }
 
-// Blue and Red are the two colours of figures that compare two things.
+
+// Colors are the transports' colours, the same in every figure: the
+// Okabe-Ito palette, which readers with any colour-vision deficiency can
+// tell apart.
+var Colors = map[string]color.Color{
+	"udp": color.RGBA{0x00, 0x00, 0x00, 0xff}, "tcp": color.RGBA{0x00, 0x9e, 0x73, 0xff}, "dot": color.RGBA{0x56, 0xb4, 0xe9, 0xff},
+	"doh1": color.RGBA{0xcc, 0x79, 0xa7, 0xff}, "doh2": color.RGBA{0xd5, 0x5e, 0x00, 0xff}, "doh3": color.RGBA{0xe6, 0x9f, 0x00, 0xff},
+	"doq": color.RGBA{0x00, 0x72, 0xb2, 0xff},
+}
+
+// Blue and Red are the two colours of figures that compare two things
+// (Okabe-Ito blue and vermillion).
 var (
-	Blue = color.RGBA{0x1f, 0x77, 0xb4, 0xff}
-	Red  = color.RGBA{0xd6, 0x27, 0x28, 0xff}
+	Blue = color.RGBA{0x00, 0x72, 0xb2, 0xff}
+	Red  = color.RGBA{0xd5, 0x5e, 0x00, 0xff}
 )
 
 // Series is one line of a CDF.
@@ -92,7 +194,8 @@ const CDFWidth, CDFHeight = 7 * vg.Inch, 4.5 * vg.Inch
 
 // CDF plots the empirical CDF of each series. signed lets the x axis go
 // below zero (relative changes).
-func CDF(ss []*Series, title, xlabel string, signed bool) (*plot.Plot, error) {
+func CDF(ss []*Series, title, xlabel string, signed bool) (*plot.Plot, Data, error) {
+	data := Data{Header: []string{"series", "value", "cdf"}}
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
@@ -113,10 +216,11 @@ func CDF(ss []*Series, title, xlabel string, signed bool) (*plot.Plot, error) {
 		pts := make(plotter.XYs, 0, 2*len(s.Values))
 		for i, v := range s.Values {
 			pts = append(pts, plotter.XY{X: v, Y: float64(i) / float64(len(s.Values))}, plotter.XY{X: v, Y: float64(i+1) / float64(len(s.Values))})
+			data.Add(s.Label, v, float64(i+1)/float64(len(s.Values)))
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
-			return nil, err
+			return nil, data, err
 		}
 		l.Color = s.Color
 		if l.Color == nil {
@@ -138,7 +242,7 @@ func CDF(ss []*Series, title, xlabel string, signed bool) (*plot.Plot, error) {
 		}
 	}
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
-	return p, nil
+	return p, data, nil
 }
 
 // grid is a heat map's values.
@@ -151,6 +255,12 @@ func (g grid) Dims() (int, int)   { return len(g.cols), len(g.rows) }
 func (g grid) Z(c, r int) float64 { return g.z(g.cols[c], g.rows[r]) }
 func (g grid) X(c int) float64    { return float64(c) }
 func (g grid) Y(r int) float64    { return float64(r) }
+
+// Extent is the largest |z| over cols × rows that is not NaN; 0 if none.
+func Extent(cols, rows []string, z func(col, row string) float64) float64 {
+	lo, hi := grid{cols: cols, rows: rows, z: z}.extent()
+	return max(math.Abs(lo), math.Abs(hi))
+}
 
 // extent is the smallest and largest value that is not NaN; 0, 1 if none.
 func (g grid) extent() (lo, hi float64) {
@@ -169,15 +279,20 @@ func (g grid) extent() (lo, hi float64) {
 }
 
 // HeatMap plots z, a relative change in percent, per column (x) and row
-// (y), each cell labelled; zero is white, blue faster, red slower. It
-// returns the size to save it in.
-func HeatMap(cols, rows []string, z func(col, row string) float64, title, xlabel, ylabel string) (*plot.Plot, vg.Length, vg.Length, error) {
+// (y), each cell labelled; zero is white, blue faster, red slower. The
+// colour scale spans ±scale, or ±the largest |z| when scale is 0: give
+// small multiples one scale. It returns the size to save it in.
+func HeatMap(cols, rows []string, z func(col, row string) float64, scale float64, title, xlabel, ylabel string) (*plot.Plot, vg.Length, vg.Length, Data, error) {
+	data := Data{Header: []string{xlabel, ylabel, "value"}}
 	g := grid{cols: cols, rows: rows, z: z}
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(9)
-	lo, hi := g.extent()
-	m := max(math.Abs(lo), math.Abs(hi), 1)
+	m := scale
+	if m <= 0 {
+		lo, hi := g.extent()
+		m = max(math.Abs(lo), math.Abs(hi), 1)
+	}
 	pal := moreland.SmoothBlueRed()
 	pal.SetMin(-m)
 	pal.SetMax(m)
@@ -189,6 +304,7 @@ func HeatMap(cols, rows []string, z func(col, row string) float64, title, xlabel
 	for c, col := range cols {
 		for r, row := range rows {
 			labels.XYs = append(labels.XYs, plotter.XY{X: float64(c), Y: float64(r)})
+			data.Add(col, row, z(col, row))
 			text := "–"
 			if v := z(col, row); !math.IsNaN(v) {
 				text = fmt.Sprintf("%+.1f%%", v)
@@ -198,18 +314,21 @@ func HeatMap(cols, rows []string, z func(col, row string) float64, title, xlabel
 	}
 	l, err := plotter.NewLabels(labels)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, data, err
 	}
 	for i := range l.TextStyle {
 		l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = -0.5, -0.5
 		l.TextStyle[i].Font.Size = vg.Points(10)
+		if v := z(cols[int(labels.XYs[i].X)], rows[int(labels.XYs[i].Y)]); math.Abs(v) > 0.6*m {
+			l.TextStyle[i].Color = color.White // legible on a dark cell
+		}
 	}
 	p.Add(l)
 	p.X.Tick.Marker, p.Y.Tick.Marker = Names(cols), Names(rows)
 	p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
 	p.X.Min, p.X.Max = -0.5, float64(len(cols))-0.5
 	p.Y.Min, p.Y.Max = -0.5, float64(len(rows))-0.5
-	return p, vg.Length(1.4*float64(len(cols))+1.5) * vg.Inch, vg.Length(0.8*float64(len(rows))+1.4) * vg.Inch, nil
+	return p, vg.Length(1.4*float64(len(cols))+1.5) * vg.Inch, vg.Length(0.8*float64(len(rows))+1.4) * vg.Inch, data, nil
 }
 
 // Names are ticks at 0, 1, 2… labelled with names.
