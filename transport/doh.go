@@ -106,6 +106,7 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 				segs0, _ = tcpSegments(dc.raw)
 			}
 			dc.m.arm()
+			dc.w.arm()
 		}
 	}}
 	ctx = httptrace.WithClientTrace(context.WithValue(ctx, exchKey{}, x), trace)
@@ -128,6 +129,7 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		x.rec.Conn.HTTPStatus = status
 		x.querySent = dc.m.firstWriteAfterArm()
 		x.rec.Bytes, x.rec.Packets = dc.usage(bytes0, segs0)
+		x.wireFrom(dc.w, reused, time.Time{})
 	}
 	if x.querySent.IsZero() {
 		x.querySent = gotConn

@@ -96,6 +96,7 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 		x.querySent = handedOver
 	}
 	hc.label(ctx, x, reused, rejected)
+	x.wireFrom(hc.w, reused, time.Time{})
 	d := hc.m.snap().since(before) // also when it failed: traffic flowed
 	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
 	if resp != nil {
@@ -124,6 +125,7 @@ func (t *doh3Transport) roundTrip(ctx context.Context, hc *h3Conn, method string
 		return nil, nil, time.Time{}, err
 	}
 	hc.m.arm()
+	hc.w.arm()
 	handedOver := time.Now()
 	resp, err := hc.cc.RoundTrip(req)
 	if err != nil {

@@ -58,6 +58,7 @@ func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	}
 	rejected := false
 	var answer []byte
+	qc.w.arm()
 	for {
 		answer, x.querySent, x.answered, err = doqRoundTrip(ctx, qc.conn, wire)
 		if !rejected && qc.rejected0RTT(err) {
@@ -69,6 +70,7 @@ func (t *doqTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		break
 	}
 	qc.label(ctx, x, reused, rejected)
+	x.wireFrom(qc.w, reused, time.Time{})
 	d := qc.m.snap().since(before) // also when it failed: traffic flowed
 	x.rec.Bytes, x.rec.Packets = d.bytes, d.pkts
 	if err != nil {

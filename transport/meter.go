@@ -91,13 +91,23 @@ func (c *meteredConn) Write(b []byte) (int, error) {
 // quic-go would use them and bypass the meter. A connected socket reports
 // ICMP port unreachable as ECONNREFUSED, so a closed DoQ port fails at once
 // instead of after the handshake timeout.
+//
+// With kernel timestamps (w), reads and writes go through the wiredConn
+// rw, which stamps each datagram.
 type meteredPacketConn struct {
-	c *net.UDPConn
-	m *meter
+	c  *net.UDPConn
+	rw net.Conn // c, or c taking kernel timestamps
+	w  *wireClock
+	m  *meter
+}
+
+func newMeteredPacketConn(c *net.UDPConn, m *meter) *meteredPacketConn {
+	rw, w := wire(c)
+	return &meteredPacketConn{c: c, rw: rw, w: w, m: m}
 }
 
 func (c *meteredPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, err := c.c.Read(b)
+	n, err := c.rw.Read(b)
 	if n > 0 {
 		c.m.read(n)
 	}
@@ -105,7 +115,7 @@ func (c *meteredPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 }
 
 func (c *meteredPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
-	n, err := c.c.Write(b)
+	n, err := c.rw.Write(b)
 	if n > 0 {
 		c.m.wrote(n)
 	}

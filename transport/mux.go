@@ -17,8 +17,8 @@ import (
 // §7 pipelining). One reader goroutine timestamps each message as it is
 // read off the socket.
 type mux struct {
-	write func([]byte) error     // frames and writes one message
-	read  func() ([]byte, error) // reads one message
+	write func([]byte) (time.Time, error) // frames and writes one message; its first packet's kernel send time, if known
+	read  func() ([]byte, error)          // reads one message
 	// first, if set, is when the octets of the message read last began
 	// to arrive (see stamper).
 	first func() time.Time
@@ -36,7 +36,7 @@ type arrival struct {
 	first time.Time // its first octet arrived; zero where not known
 }
 
-func newMux(write func([]byte) error, read func() ([]byte, error), first func() time.Time, strict bool) *mux {
+func newMux(write func([]byte) (time.Time, error), read func() ([]byte, error), first func() time.Time, strict bool) *mux {
 	m := &mux{write: write, read: read, first: first, pending: map[uint16]chan arrival{}, done: make(chan struct{})}
 	go m.loop(strict)
 	return m
@@ -98,15 +98,15 @@ func (m *mux) alive() bool {
 
 // exchange sends wire (whose ID it may change to one not in flight) and
 // waits for the answer with the same ID. sent is taken just before the
-// write, under the write lock, so it is right for each of several
-// concurrent exchanges.
-func (m *mux) exchange(ctx context.Context, wire []byte) (a arrival, sent time.Time, err error) {
+// write, and wireSent (the kernel's send time, if known) by it, under the
+// write lock, so both are right for each of several concurrent exchanges.
+func (m *mux) exchange(ctx context.Context, wire []byte) (a arrival, sent, wireSent time.Time, err error) {
 	ch := make(chan arrival, 1)
 	m.mu.Lock()
 	if m.err != nil {
 		err := m.err
 		m.mu.Unlock()
-		return arrival{}, sent, err
+		return arrival{}, sent, wireSent, err
 	}
 	id := binary.BigEndian.Uint16(wire)
 	for {
@@ -121,28 +121,28 @@ func (m *mux) exchange(ctx context.Context, wire []byte) (a arrival, sent time.T
 
 	m.wmu.Lock()
 	sent = time.Now()
-	err = m.write(wire)
+	wireSent, err = m.write(wire)
 	m.wmu.Unlock()
 	if err != nil {
 		m.forget(id)
-		return arrival{}, sent, err
+		return arrival{}, sent, wireSent, err
 	}
 	select {
 	case a = <-ch:
-		return a, sent, nil
+		return a, sent, wireSent, nil
 	case <-m.done:
 		select {
 		case a = <-ch: // delivered just before the reader stopped
-			return a, sent, nil
+			return a, sent, wireSent, nil
 		default:
 		}
 		m.mu.Lock()
 		err = m.err
 		m.mu.Unlock()
-		return arrival{}, sent, err
+		return arrival{}, sent, wireSent, err
 	case <-ctx.Done():
 		m.forget(id)
-		return arrival{}, sent, ctx.Err()
+		return arrival{}, sent, wireSent, ctx.Err()
 	}
 }
 

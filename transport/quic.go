@@ -25,6 +25,7 @@ type quicConn struct {
 	tr   *quic.Transport
 	udp  *net.UDPConn
 	m    *meter
+	w    *wireClock // kernel timestamps; nil without
 	obs  *quicObserver
 
 	early      bool      // the dial returned before the handshake: 0-RTT keys were there
@@ -164,7 +165,9 @@ func (b *base) dialQUIC(ctx context.Context, alpn []string, family string, early
 	qc := &quicConn{udp: udp, m: &meter{}, obs: &quicObserver{}, hsDone: make(chan struct{})}
 	qc.dialed = time.Now()
 	qc.socketMs = ms(qc.dialed.Sub(t0))
-	qc.tr = &quic.Transport{Conn: &meteredPacketConn{c: udp, m: qc.m}}
+	mpc := newMeteredPacketConn(udp, qc.m)
+	qc.w = mpc.w
+	qc.tr = &quic.Transport{Conn: mpc}
 
 	tlsConf := b.tlsConfig(alpn, b.opts.Session.ticketView(family))
 	tlsConf.MinVersion = tls.VersionTLS13 // RFC 9001 §4.2

@@ -16,8 +16,11 @@ type Record struct {
 	Server   string    `json:"server"`   // host:port dialled
 	QName    string    `json:"qname"`
 	QType    string    `json:"qtype"`
-	Start    time.Time `json:"start"`            // wall clock, for the store; durations use the monotonic clock
-	Warmup   bool      `json:"warmup,omitempty"` // a cache-warming exchange, not a measurement
+	Start    time.Time `json:"start"` // wall clock, for the store; durations use the monotonic clock
+	// WireStart is when the exchange's first packet left, by the kernel's
+	// clock (Timing.WireMs): to find the exchange in a capture.
+	WireStart time.Time `json:"wire_start,omitzero"`
+	Warmup    bool      `json:"warmup,omitempty"` // a cache-warming exchange, not a measurement
 
 	Status  Status   `json:"status"`
 	Error   string   `json:"error,omitempty"`
@@ -49,6 +52,15 @@ type Timing struct {
 	// in, over TCP (DoTCP, DoT, DoH/1.1 and /2); near 0 unless the server
 	// sent the answer in parts (see ConnInfo.DelayedACKStall).
 	AnswerSpreadMs float64 `json:"answer_spread_ms,omitempty"`
+	// WireMs is the exchange as the client's kernel saw it cross the
+	// socket (software timestamps, SO_TIMESTAMPING): the first packet out
+	// (the UDP query, the QUIC Initial; for TCP, just before connect(2)
+	// sends the SYN) to the answer's last packet in. TotalMs - WireMs is
+	// the client's own time. 0 where the kernel gave no timestamps.
+	WireMs float64 `json:"wire_ms,omitempty"`
+	// WireQueryMs is the query's first packet out to the answer in, by
+	// the same clock.
+	WireQueryMs float64 `json:"wire_query_ms,omitempty"`
 }
 
 // ConnInfo says what the connection really did, so a sample labelled

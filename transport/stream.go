@@ -1,11 +1,11 @@
 package transport
 
 import (
-	"errors"
 	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -38,6 +38,7 @@ type streamConn struct {
 	raw  *net.TCPConn
 	c    net.Conn // raw, metered, maybe inside TLS
 	m    *meter
+	w    *wireClock // kernel timestamps; nil without
 	mux  *mux
 	info ConnInfo // facts fixed at the handshake
 }
@@ -77,7 +78,7 @@ func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*d
 	if err != nil {
 		return nil, fmt.Errorf("packing query: %w", err)
 	}
-	a, sent, err := sc.mux.exchange(ctx, wire)
+	a, sent, wireSent, err := sc.mux.exchange(ctx, wire)
 	x.querySent = sent
 	x.rec.Bytes, x.rec.Packets = sc.usage(bytes0, segs0) // also when it failed: traffic flowed
 	if err != nil {
@@ -91,6 +92,7 @@ func (t *streamTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*d
 	}
 	x.answered = a.at
 	x.answerFirst = a.first
+	x.wireFrom(sc.w, reused, wireSent)
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(a.msg))}
 	if t.pipelinedDoH() {
 		x.rec.Conn.HTTPStatus = http.StatusOK // the reader ends the connection on any other
@@ -122,17 +124,18 @@ func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error
 	if t.pipelinedDoH() {
 		br := bufio.NewReader(st)
 		sc.mux = newMux(
-			func(b []byte) error {
+			func(b []byte) (time.Time, error) {
 				req, err := dnswire.NewDoHRequest(context.Background(), t.target(), http.MethodGet, false, b, nil)
 				if err != nil {
-					return err
+					return time.Time{}, err
 				}
 				var buf bytes.Buffer
 				if err := req.Write(&buf); err != nil {
-					return err
+					return time.Time{}, err
 				}
+				sc.w.arm()
 				_, err = c.Write(buf.Bytes())
-				return err
+				return sc.w.queryOut(), err
 			},
 			func() ([]byte, error) {
 				st.arm(br.Buffered() > 0)
@@ -153,13 +156,14 @@ func (t *streamTransport) dial(ctx context.Context, x *exch) (*streamConn, error
 		return sc, nil
 	}
 	sc.mux = newMux(
-		func(b []byte) error {
+		func(b []byte) (time.Time, error) {
 			buf, err := dnswire.AppendPrefixed(make([]byte, 0, len(b)+2), b)
 			if err != nil {
-				return err
+				return time.Time{}, err
 			}
+			sc.w.arm()
 			_, err = c.Write(buf) // one write: prefix and message in one segment
-			return err
+			return sc.w.queryOut(), err
 		},
 		func() ([]byte, error) { st.arm(false); return dnswire.ReadPrefixed(st) },
 		st.firstOctet, true)
@@ -174,10 +178,15 @@ func (b *base) dialStream(ctx context.Context, tm *Timing, secure bool, alpn []s
 		return nil, err
 	}
 	t0 := time.Now()
-	ready := t0
-	var nc net.Conn
+	ready, synSent := t0, t0
+	var raw *net.TCPConn
+	var laddr net.Addr
+	if b.opts.LocalAddr != "" {
+		la, _ := localAddr(b.opts.LocalAddr)
+		laddr = la(b.ep.Protocol)
+	}
 	err = b.openSocket(func() (err error) {
-		nc, err = b.dialer(&ready).DialContext(ctx, "tcp", addr)
+		raw, ready, synSent, err = dialTCP(ctx, laddr, addr)
 		return err
 	})
 	if err != nil {
@@ -186,9 +195,12 @@ func (b *base) dialStream(ctx context.Context, tm *Timing, secure bool, alpn []s
 	connected := time.Now()
 	tm.SocketMs = ms(ready.Sub(t0))
 	tm.ConnectMs = ms(connected.Sub(ready))
-	raw := nc.(*net.TCPConn)
 	sc := &streamConn{raw: raw, m: &meter{}}
-	sc.c = &meteredConn{Conn: raw, m: sc.m}
+	var wc net.Conn
+	wc, sc.w = wire(raw)
+	// The kernel timestamps no SYN: it left within connect(2) (dialTCP).
+	sc.w.setFirstOut(synSent)
+	sc.c = &meteredConn{Conn: wc, m: sc.m}
 	sc.info.LocalAddr, sc.info.RemoteAddr = raw.LocalAddr().String(), raw.RemoteAddr().String()
 	if !secure {
 		return sc, nil

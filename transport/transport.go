@@ -10,10 +10,10 @@
 package transport
 
 import (
-	"errors"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -166,6 +166,22 @@ type exch struct {
 	// answerFirst is when the response's first octet arrived, where the
 	// transport knows it (TCP, DoT, DoH over TCP).
 	answerFirst time.Time
+	// The kernel's timestamps (wireClock): the exchange's first packet
+	// out, the query's, and the answer's last packet in.
+	wireStart, wireQuery, wireIn time.Time
+}
+
+// wireFrom takes the exchange's kernel timestamps from its connection's
+// clock: a reused connection's exchange starts with its query.
+func (x *exch) wireFrom(w *wireClock, reused bool, query time.Time) {
+	first, armed, in := w.times(x.answered)
+	if query.IsZero() {
+		query = armed
+	}
+	x.wireStart, x.wireQuery, x.wireIn = first, query, in
+	if reused {
+		x.wireStart = query
+	}
 }
 
 // stallSpread is the least time between an answer's first and last octet
@@ -218,6 +234,13 @@ func (b *base) run(ctx context.Context, q *dns.Msg, do func(ctx context.Context,
 		spread := x.answered.Sub(x.answerFirst)
 		rec.Timing.AnswerSpreadMs = ms(spread)
 		rec.Conn.DelayedACKStall = spread >= stallSpread
+	}
+	if !x.wireStart.IsZero() && x.wireIn.After(x.wireStart) {
+		rec.WireStart = x.wireStart
+		rec.Timing.WireMs = ms(x.wireIn.Sub(x.wireStart))
+		if !x.wireQuery.IsZero() && x.wireIn.After(x.wireQuery) {
+			rec.Timing.WireQueryMs = ms(x.wireIn.Sub(x.wireQuery))
+		}
 	}
 	if !x.querySent.IsZero() {
 		rec.Timing.QueryStartMs = ms(x.querySent.Sub(start))

@@ -120,10 +120,10 @@ func TestDoQPrefixedByALPN(t *testing.T) {
 
 func TestMuxFailsPendingWhenReaderStops(t *testing.T) {
 	block := make(chan struct{})
-	m := newMux(func([]byte) error { return nil }, func() ([]byte, error) { <-block; return nil, io.EOF }, nil, true)
+	m := newMux(func([]byte) (time.Time, error) { return time.Time{}, nil }, func() ([]byte, error) { <-block; return nil, io.EOF }, nil, true)
 	done := make(chan error)
 	go func() {
-		_, _, err := m.exchange(context.Background(), make([]byte, 12))
+		_, _, _, err := m.exchange(context.Background(), make([]byte, 12))
 		done <- err
 	}()
 	time.Sleep(10 * time.Millisecond)

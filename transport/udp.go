@@ -21,6 +21,7 @@ type udpTransport struct {
 
 type udpConn struct {
 	c   *net.UDPConn
+	w   *wireClock // nil without kernel timestamps
 	mux *mux
 }
 
@@ -43,12 +44,13 @@ func (t *udpTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 	if err != nil {
 		return nil, fmt.Errorf("packing query: %w", err)
 	}
-	a, sent, err := uc.mux.exchange(ctx, wire)
+	a, sent, wireSent, err := uc.mux.exchange(ctx, wire)
 	x.querySent = sent
 	if err != nil {
 		return nil, err
 	}
 	x.answered = a.at
+	x.wireFrom(uc.w, true, wireSent) // on UDP the query is the first packet
 	// On UDP the DNS message is the whole payload: one datagram each way.
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(a.msg))}
 	x.rec.Bytes, x.rec.Packets = x.rec.DNSBytes, Counts{Sent: 1, Received: 1}
@@ -78,11 +80,16 @@ func (t *udpTransport) dial(ctx context.Context, x *exch) (*udpConn, error) {
 	x.rec.Timing.SocketMs = ms(time.Since(t0))
 	c := nc.(*net.UDPConn)
 	buf := make([]byte, dnswire.MaxMsg)
-	uc := &udpConn{c: c}
+	rw, w := wire(c)
+	uc := &udpConn{c: c, w: w}
 	uc.mux = newMux(
-		func(b []byte) error { _, err := c.Write(b); return err },
+		func(b []byte) (time.Time, error) {
+			w.arm()
+			_, err := rw.Write(b)
+			return w.queryOut(), err
+		},
 		func() ([]byte, error) {
-			n, err := c.Read(buf)
+			n, err := rw.Read(buf)
 			if err != nil {
 				return nil, err
 			}

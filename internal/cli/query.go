@@ -280,6 +280,10 @@ func (p *printer) print(r *transport.Record) {
 	t := r.Timing
 	fmt.Fprintf(w, ";; timing ms: socket %s  connect %s  handshake %s  query %s (starts at %.3f)  total %.3f\n",
 		opt(t.SocketMs), opt(t.ConnectMs), opt(t.HandshakeMs), opt(t.QueryMs), t.QueryStartMs, t.TotalMs)
+	if t.WireMs > 0 {
+		fmt.Fprintf(w, ";; on the wire ms (kernel timestamps): first packet out to answer in %.3f  query out to answer in %s  (client's own time %.3f)\n",
+			t.WireMs, opt(t.WireQueryMs), t.TotalMs-t.WireMs)
+	}
 	c := r.Conn
 	conn := "new"
 	if c.Reused {
