@@ -55,6 +55,14 @@ type Row struct {
 	BytesReceived   int64 `parquet:"bytes_received"`
 	PacketsSent     int64 `parquet:"packets_sent"`
 	PacketsReceived int64 `parquet:"packets_received"`
+	// From the record's kernel timestamps (transport.Timing): the
+	// exchange on the wire, and the query's part of it; total_ms minus
+	// wire_ms is the client's own time.
+	WireMs      *float64 `parquet:"wire_ms,optional"`
+	WireQueryMs *float64 `parquet:"wire_query_ms,optional"`
+	// DelayedACKStall marks an answer whose tail the server's Nagle held
+	// for the client's delayed ACK (transport.ConnInfo).
+	DelayedACKStall bool `parquet:"delayed_ack_stall"`
 }
 
 // Rows returns the samples of one run, or of all runs when runID is "",
@@ -86,11 +94,23 @@ func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 			return nil, err
 		}
 		var x struct {
-			Measure *struct{ Bytes, Packets transport.Counts }
+			Measure *struct {
+				Bytes, Packets transport.Counts
+				Timing         transport.Timing
+				Conn           transport.ConnInfo
+			}
 		}
 		if json.Unmarshal([]byte(raw), &x) == nil && x.Measure != nil {
-			r.BytesSent, r.BytesReceived = x.Measure.Bytes.Sent, x.Measure.Bytes.Received
-			r.PacketsSent, r.PacketsReceived = x.Measure.Packets.Sent, x.Measure.Packets.Received
+			m := x.Measure
+			r.BytesSent, r.BytesReceived = m.Bytes.Sent, m.Bytes.Received
+			r.PacketsSent, r.PacketsReceived = m.Packets.Sent, m.Packets.Received
+			if m.Timing.WireMs > 0 {
+				r.WireMs = &m.Timing.WireMs
+			}
+			if m.Timing.WireQueryMs > 0 {
+				r.WireQueryMs = &m.Timing.WireQueryMs
+			}
+			r.DelayedACKStall = m.Conn.DelayedACKStall
 		}
 		ptrs := []**float64{&r.ProbeRTTMs, &r.HandshakeMs, &r.QueryMs, &r.TotalMs, &r.HandshakeRTT, &r.ResolveRTT, &r.TotalRTT}
 		for i, v := range f {

@@ -38,12 +38,16 @@ func fixture() (store.Run, []*measure.Sample) {
 		r.Bytes, r.Packets = transport.Counts{Sent: sent, Received: received}, transport.Counts{Sent: ps, Received: pr}
 		return r
 	}
+	wired := func(r *transport.Record, ms float64) *transport.Record {
+		r.Timing.WireMs, r.Timing.WireQueryMs = ms, ms
+		return r
+	}
 	samples := []*measure.Sample{
 		{Task: measure.Task{URL: "quic://10.200.0.2:853", Target: "10.200.0.2", Transport: "doq", Condition: "0rtt"}, Start: t0.Add(time.Second),
 			Measure: sized(rec(transport.StatusOK, 17.5, 16.25, 18, transport.ConnInfo{TLSResumed: true, Used0RTT: true, TokenUsed: true, QUICVersion: "v1", ALPN: "doq"}), 3868, 2007, 4, 4),
 			Probe:   &measure.ProbeResult{Kind: "quic", RTTMs: 14.9}, RTTs: &measure.InRTTs{Handshake: 1.174, Resolve: 1.091, Total: 1.208}, Status: transport.StatusOK},
 		{Task: measure.Task{URL: "udp://10.200.0.2:53", Target: "10.200.0.2", Transport: "udp", Condition: "fresh"}, Start: t0.Add(2 * time.Second),
-			Measure: sized(rec(transport.StatusOK, 0, 15, 15.1, transport.ConnInfo{}), 30, 83, 1, 1),
+			Measure: wired(sized(rec(transport.StatusOK, 0, 15, 15.1, transport.ConnInfo{}), 30, 83, 1, 1), 14.95),
 			Probe:   &measure.ProbeResult{Kind: "udp", RTTMs: 15}, RTTs: &measure.InRTTs{Resolve: 1, Total: 1.007}, Status: transport.StatusOK},
 		{Task: measure.Task{URL: "tls://10.200.0.2:853", Target: "10.200.0.2", Transport: "dot", Condition: "fresh", Rep: 1}, Start: t0.Add(3 * time.Second),
 			Measure: rec(transport.StatusTimeout, 0, 0, 5000, transport.ConnInfo{}), Probe: &measure.ProbeResult{Kind: "tcp", Error: "no answer"},
