@@ -127,6 +127,10 @@ type Stat struct {
 	// the profile's rate limits (SerializationMs); NaN where the profile
 	// is not known.
 	SerialMs float64
+	// WireMs is the median exchange on the wire (kernel timestamps), and
+	// ClientMs the median of total minus wire: the client's own time. NaN
+	// where the records have no wire times.
+	WireMs, ClientMs float64
 }
 
 func quantile(s []float64, q float64) float64 {
@@ -155,13 +159,16 @@ func (s *Samples) Stats() []Stat {
 	for _, k := range keys {
 		g := groups[k]
 		st := Stat{Profile: k.p, Transport: k.t, Condition: k.c, N: len(g), SerialMs: math.NaN()}
-		var ms, rtt, ser []float64
+		var ms, rtt, ser, wire, client []float64
 		for _, r := range g {
 			if r.TotalMs == nil || r.TotalRTT == nil {
 				continue
 			}
 			st.OK++
 			ms, rtt = append(ms, *r.TotalMs), append(rtt, *r.TotalRTT)
+			if r.WireMs != nil {
+				wire, client = append(wire, *r.WireMs), append(client, *r.TotalMs-*r.WireMs)
+			}
 			if v, ok := s.SerializationMs(r); ok {
 				ser = append(ser, v)
 			}
@@ -172,6 +179,7 @@ func (s *Samples) Stats() []Stat {
 		if len(ser) > 0 {
 			st.SerialMs = quantile(ser, 0.5)
 		}
+		st.WireMs, st.ClientMs = experiment.Median(wire), experiment.Median(client)
 		st.MedianMs, st.IQRMs, st.P95Ms = quantile(ms, 0.5), quantile(ms, 0.75)-quantile(ms, 0.25), quantile(ms, 0.95)
 		st.MedianRTT, st.IQRRTT, st.P95RTT = quantile(rtt, 0.5), quantile(rtt, 0.75)-quantile(rtt, 0.25), quantile(rtt, 0.95)
 		out = append(out, st)
@@ -212,9 +220,9 @@ func cdfSeries(rows []store.Row, get func(store.Row) *float64) []*figure.Series 
 }
 
 var statsTable = experiment.Table("dns", `<table id="summary"><tr><th class="l">profile</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
-<th>median ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th></tr>
+<th>median ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th><th>wire ms</th><th>client ms</th></tr>
 {{range .}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{f .MedianMs}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{f .SerialMs}}</td></tr>
+<td>{{f .MedianMs}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{f .SerialMs}}</td><td>{{f .WireMs}}</td><td>{{f .ClientMs}}</td></tr>
 {{end}}</table>`)
 
 // Section is the report's DNS part: the table, and the CDF of each
@@ -264,7 +272,7 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 		}
 	}
 	return experiment.NewSection("dns", "DNS exchange in round trips",
-		"Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition. <i>serial</i> is how long the exchange's packets (with IP and UDP/TCP headers) take to pass the profile's rate limits: the link's share of the time above the protocol's round-trip count, at most.",
+		"Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition. <i>serial</i> is how long the exchange's packets (with IP and UDP/TCP headers) take to pass the profile's rate limits: the link's share of the time above the protocol's round-trip count, at most. <i>wire</i> is the exchange as the client's kernel saw it cross the socket (first packet out to answer in), <i>client</i> the median of the total minus it: the client's own time.",
 		statsTable, s.Stats(), set)
 }
 
