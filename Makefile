@@ -18,7 +18,7 @@ peers:
 # a 0-RTT request (connection.go handleTransportParameters against
 # http3's openControlStream; seen once here), so the tests that send
 # DoH/3 in 0-RTT run without -race only.
-RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./experiment
+RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./experiment ./bench
 RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestRunAgainstServer
 test: peers lint
 	CI=true $(GO) vet ./...

@@ -3,6 +3,7 @@ module github.com/doxlab/doxlab
 go 1.26.8
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/gopacket/gopacket v1.7.7

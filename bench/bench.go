@@ -1,0 +1,264 @@
+// Package bench loads a DNS server over any transport, open loop by
+// default: every query has an intended send time on a fixed schedule, and
+// its latency counts from that time, so a server that stalls shows up as
+// latency, not as a slower rate (the coordinated omission wrk2 corrects).
+// A closed-loop mode, workers sending back to back, is there to compare.
+// Latencies go into HDR histograms (hdrhistogram-go) per phase.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/transport"
+)
+
+// Config is one benchmark run against one server URL.
+type Config struct {
+	URL string
+	// Rate is the intended queries per second, open loop. Zero runs
+	// closed loop with Workers.
+	Rate     float64
+	Workers  int           // closed loop: each sends its next query when its last is answered; default 1
+	Duration time.Duration // how long to send; default 10 s
+	// MaxQueries bounds the run (default Rate × Duration, or 1,000,000
+	// closed loop); MaxInFlight bounds the queries waiting for an answer
+	// (default 10,000): beyond it the schedule waits, and the wait counts
+	// in the latency.
+	MaxQueries, MaxInFlight int
+	// Conns is how many connections carry the queries, round robin; each
+	// is reused (pipelined on TCP and TLS, streams on QUIC) unless
+	// Options.Reuse is off, when every query opens its own.
+	Conns   int
+	Names   []Query // the query mix, drawn at random; default one name
+	Options transport.Options
+	Seed    uint64
+}
+
+// Query is one entry of the query mix.
+type Query struct {
+	Name string
+	Type uint16
+}
+
+// Result is what a run measured.
+type Result struct {
+	URL                 string
+	OpenLoop            bool
+	Intended            float64 // queries per second asked for (open loop)
+	Achieved            float64 // queries sent per second
+	Answered            float64 // answers per second
+	Sent, OK            int
+	Errors              map[transport.Status]int
+	Elapsed             time.Duration
+	CPUUser, CPUSys     time.Duration // this process's
+	Latency             *hdrhistogram.Histogram // µs; open loop from the intended send time, closed loop from the call
+	Service             *hdrhistogram.Histogram // µs; from the call: what the server and the link took
+	Handshake           *hdrhistogram.Histogram // µs; of exchanges that opened a connection
+	MaxInFlightObserved int
+}
+
+func (c *Config) defaults() {
+	if c.Duration <= 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 1
+	}
+	if c.Conns <= 0 {
+		c.Conns = 1
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 10000
+	}
+	if c.MaxQueries <= 0 {
+		c.MaxQueries = 1_000_000
+		if c.Rate > 0 {
+			c.MaxQueries = int(c.Rate*c.Duration.Seconds()) + 1
+		}
+	}
+	if len(c.Names) == 0 {
+		c.Names = []Query{{"bench.example.", dns.TypeA}}
+	}
+	if c.Options.Timeout <= 0 {
+		c.Options.Timeout = 5 * time.Second
+	}
+}
+
+// Check rejects a config no run can mean, before anything is sent.
+func (c *Config) Check() error {
+	switch {
+	case c.Rate < 0:
+		return errors.New("rate must not be negative")
+	case c.Rate > 10_000_000:
+		return fmt.Errorf("rate %.0f/s is more than any server here can take", c.Rate)
+	case c.Conns > 10000:
+		return fmt.Errorf("%d connections is more than a benchmark of one server needs", c.Conns)
+	case c.Duration > 24*time.Hour:
+		return errors.New("duration over a day")
+	}
+	return nil
+}
+
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, 60_000_000, 3) // 1 µs to 60 s, 3 significant digits
+}
+
+// Run runs the benchmark until Duration, MaxQueries or ctx ends it, then
+// waits for the answers in flight (up to the timeout).
+func Run(ctx context.Context, c Config) (*Result, error) {
+	c.defaults()
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	trs := make([]transport.Transport, c.Conns)
+	for i := range trs {
+		tr, err := transport.New(c.URL, c.Options)
+		if err != nil {
+			for _, t := range trs[:i] {
+				t.Close()
+			}
+			return nil, err
+		}
+		trs[i] = tr
+	}
+	defer func() {
+		for _, t := range trs {
+			t.Close()
+		}
+	}()
+	res := &Result{URL: c.URL, OpenLoop: c.Rate > 0, Intended: c.Rate, Errors: map[transport.Status]int{},
+		Latency: newHist(), Service: newHist(), Handshake: newHist()}
+	var mu sync.Mutex
+	inFlight := 0
+	record := func(rec *transport.Record, intended, called, done time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		inFlight--
+		if rec == nil || !rec.Status.HasResponse() {
+			st := transport.StatusError
+			if rec != nil {
+				st = rec.Status
+			}
+			res.Errors[st]++
+			return
+		}
+		res.OK++
+		res.Latency.RecordValue(max(1, done.Sub(intended).Microseconds()))
+		res.Service.RecordValue(max(1, done.Sub(called).Microseconds()))
+		if !rec.Conn.Reused && rec.Timing.HandshakeMs > 0 {
+			res.Handshake.RecordValue(max(1, int64(rec.Timing.HandshakeMs*1000)))
+		}
+	}
+	rng := rand.New(rand.NewPCG(c.Seed, 1))
+	var rngMu sync.Mutex
+	query := func() *dns.Msg {
+		rngMu.Lock()
+		q := c.Names[rng.IntN(len(c.Names))]
+		rngMu.Unlock()
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(q.Name), q.Type)
+		return m
+	}
+	cpu0 := cpuTimes()
+	start := time.Now()
+	end := start.Add(c.Duration)
+	ctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	var wg sync.WaitGroup
+	exchange := func(i int, intended time.Time) {
+		called := time.Now()
+		rec, _ := trs[i%len(trs)].Exchange(context.Background(), query())
+		record(rec, intended, called, time.Now())
+	}
+	if c.Rate > 0 {
+		// Open loop: query i is due at start + i/Rate, whatever happened
+		// to the ones before it.
+		slots := make(chan struct{}, c.MaxInFlight)
+		interval := time.Duration(float64(time.Second) / c.Rate)
+	schedule:
+		for i := 0; i < c.MaxQueries; i++ {
+			due := start.Add(time.Duration(i) * interval)
+			if !due.Before(end) {
+				break
+			}
+			if d := time.Until(due); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					break schedule
+				}
+			}
+			select {
+			case slots <- struct{}{}: // waits while MaxInFlight are out
+			case <-ctx.Done():
+				break schedule
+			}
+			mu.Lock()
+			inFlight++
+			res.Sent++
+			res.MaxInFlightObserved = max(res.MaxInFlightObserved, inFlight)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				exchange(i, due)
+				<-slots
+			}()
+		}
+	} else {
+		// Closed loop: each worker sends its next query when its last is
+		// answered; latency counts from the call.
+		var next sync.Mutex
+		n := 0
+		for w := range c.Workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					next.Lock()
+					if n >= c.MaxQueries {
+						next.Unlock()
+						return
+					}
+					n++
+					next.Unlock()
+					mu.Lock()
+					inFlight++
+					res.Sent++
+					res.MaxInFlightObserved = max(res.MaxInFlightObserved, inFlight)
+					mu.Unlock()
+					exchange(w, time.Now())
+				}
+			}()
+		}
+	}
+	sendEnd := time.Now()
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	sendSpan := max(sendEnd.Sub(start), time.Millisecond)
+	if !res.OpenLoop {
+		sendSpan = max(res.Elapsed, time.Millisecond)
+	}
+	res.Achieved = float64(res.Sent) / sendSpan.Seconds()
+	res.Answered = float64(res.OK) / res.Elapsed.Seconds()
+	cpu1 := cpuTimes()
+	res.CPUUser, res.CPUSys = cpu1.user-cpu0.user, cpu1.sys-cpu0.sys
+	return res, nil
+}
+
+type cpu struct{ user, sys time.Duration }
+
+func cpuTimes() cpu {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return cpu{time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())}
+}

@@ -1,0 +1,46 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// TestOpenLoopSeesAStall: a TCP server that answers in order and holds
+// one answer in a hundred for 200 ms stalls every query behind it. Open
+// loop, the queries due during each stall wait it out and the percentiles
+// show it, as wall-clock time would; closed loop, one worker waits once
+// per stall and the percentiles hide it (coordinated omission).
+func TestOpenLoopSeesAStall(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{TCP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
+		Faults: server.Faults{DelayEvery: 100, DelayEveryBy: 200 * time.Millisecond, InOrder: true}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	url := "tcp://" + srv.Addr("tcp").String()
+	opts := transport.Options{Reuse: true}
+
+	open, err := bench.Run(context.Background(), bench.Config{URL: url, Rate: 200, Duration: 2 * time.Second, Options: opts})
+	require.NoError(t, err)
+	o := open.Summarize()
+	require.Equal(t, 400, o.Sent)
+	require.Equal(t, 400, o.Answered, "%v", o.Errors)
+	// 4 stalls of 200 ms at 200/s: 40 queries each wait 100 ms on
+	// average, 16 s in all over 400 queries.
+	require.InDelta(t, 40, o.Latency.Mean, 20, "mean latency ms")
+	require.Greater(t, o.Latency.P["90"], 50.0, "the stall is in the percentiles")
+	require.Less(t, o.Service.P["50"], o.Latency.P["90"], "service time alone understates it")
+
+	closed, err := bench.Run(context.Background(), bench.Config{URL: url, Workers: 1, MaxQueries: 400, Duration: 10 * time.Second, Options: opts})
+	require.NoError(t, err)
+	c := closed.Summarize()
+	require.Equal(t, 400, c.Answered)
+	require.Less(t, c.Latency.P["90"], 20.0, "closed loop hides the stall from the percentiles")
+	require.Greater(t, c.Latency.Max, 150.0, "only its maximum shows it")
+}

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Percentiles are the ones every summary gives.
+var Percentiles = []float64{50, 90, 99, 99.9, 99.99}
+
+// Dist is a histogram's summary in ms.
+type Dist struct {
+	N    int64              `json:"n"`
+	Mean float64            `json:"mean_ms"`
+	Max  float64            `json:"max_ms"`
+	P    map[string]float64 `json:"percentiles_ms"` // "50", "99.9", ...
+}
+
+func dist(h *hdrhistogram.Histogram) Dist {
+	d := Dist{N: h.TotalCount(), P: map[string]float64{}}
+	if d.N == 0 {
+		return d
+	}
+	d.Mean, d.Max = h.Mean()/1000, float64(h.Max())/1000
+	for _, p := range Percentiles {
+		d.P[fmt.Sprint(p)] = float64(h.ValueAtQuantile(p)) / 1000
+	}
+	return d
+}
+
+// Summary is a Result for JSON and tables.
+type Summary struct {
+	URL           string         `json:"url"`
+	Mode          string         `json:"mode"` // open-loop or closed-loop
+	IntendedQPS   float64        `json:"intended_qps,omitempty"`
+	AchievedQPS   float64        `json:"achieved_qps"`
+	AnsweredQPS   float64        `json:"answered_qps"`
+	Sent          int            `json:"sent"`
+	Answered      int            `json:"answered"`
+	Errors        map[string]int `json:"errors"`
+	ElapsedS      float64        `json:"elapsed_s"`
+	CPUPerQueryUs float64        `json:"cpu_per_query_us"` // this process, user and system
+	Latency       Dist           `json:"latency"`          // open loop: from the intended send time
+	Service       Dist           `json:"service"`          // from the call
+	Handshake     Dist           `json:"handshake"`
+	MaxInFlight   int            `json:"max_in_flight"`
+}
+
+// Summarize gives the result's figures.
+func (r *Result) Summarize() Summary {
+	s := Summary{URL: r.URL, Mode: "closed-loop", AchievedQPS: r.Achieved, AnsweredQPS: r.Answered, Sent: r.Sent, Answered: r.OK,
+		Errors: map[string]int{}, ElapsedS: r.Elapsed.Seconds(), Latency: dist(r.Latency), Service: dist(r.Service),
+		Handshake: dist(r.Handshake), MaxInFlight: r.MaxInFlightObserved}
+	if r.OpenLoop {
+		s.Mode, s.IntendedQPS = "open-loop", r.Intended
+	}
+	for st, n := range r.Errors {
+		s.Errors[string(st)] = n
+	}
+	if r.Sent > 0 {
+		s.CPUPerQueryUs = float64((r.CPUUser + r.CPUSys).Microseconds()) / float64(r.Sent)
+	}
+	return s
+}
+
+// Write writes the summary as text.
+func (s Summary) Write(w io.Writer) {
+	fmt.Fprintf(w, "%s, %s: %d sent, %d answered in %.1f s", s.URL, s.Mode, s.Sent, s.Answered, s.ElapsedS)
+	if s.Mode == "open-loop" {
+		fmt.Fprintf(w, "; rate intended %.0f/s, achieved %.0f/s", s.IntendedQPS, s.AchievedQPS)
+	} else {
+		fmt.Fprintf(w, "; rate %.0f/s", s.AchievedQPS)
+	}
+	fmt.Fprintf(w, ", answers %.0f/s; client CPU %.1f µs per query\n", s.AnsweredQPS, s.CPUPerQueryUs)
+	if len(s.Errors) > 0 {
+		var keys []string
+		for k := range s.Errors {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		fmt.Fprint(w, "errors:")
+		for _, k := range keys {
+			fmt.Fprintf(w, " %s %d", k, s.Errors[k])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%-10s %8s %9s", "ms", "n", "mean")
+	for _, p := range Percentiles {
+		fmt.Fprintf(w, " %9s", fmt.Sprintf("p%v", p))
+	}
+	fmt.Fprintf(w, " %9s\n", "max")
+	for _, row := range []struct {
+		name string
+		d    Dist
+	}{{"latency", s.Latency}, {"service", s.Service}, {"handshake", s.Handshake}} {
+		if row.d.N == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%-10s %8d %9.3f", row.name, row.d.N, row.d.Mean)
+		for _, p := range Percentiles {
+			fmt.Fprintf(w, " %9.3f", row.d.P[fmt.Sprint(p)])
+		}
+		fmt.Fprintf(w, " %9.3f\n", row.d.Max)
+	}
+	if s.Mode == "open-loop" {
+		fmt.Fprintln(w, "latency counts from each query's intended send time: a stall shows as latency, not as a lower rate")
+	}
+}
+

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/transport"
+)
+
+const benchUsage = `usage: doxlab bench [flags] URL...
+
+Loads DNS servers over any transport. Open loop by default (--rate):
+every query has an intended send time and its latency counts from it, so
+a stalled server shows as latency, not as a lower rate. --rate 0 runs
+closed loop with --workers. Percentiles come from HDR histograms.
+Bounded by --duration and --max-queries.
+
+`
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	rate := fs.Float64("rate", 1000, "intended queries per second, open loop; 0: closed loop")
+	workers := fs.Int("workers", 1, "closed loop: senders, each waiting for its answer")
+	duration := fs.Duration("duration", 10*time.Second, "how long to send")
+	maxQueries := fs.Int("max-queries", 0, "stop after this many (default: rate × duration; closed loop 1,000,000)")
+	maxInFlight := fs.Int("max-in-flight", 10000, "queries awaiting an answer at most; beyond, the schedule waits (and latency counts it)")
+	conns := fs.Int("conns", 1, "connections the queries are spread over")
+	policy := fs.String("policy", "reuse", "connections: reuse (kept, pipelined), new (one per query), resumed (one per query, TLS resumption), 0rtt (one per query, 0-RTT)")
+	names := fs.String("names", "", "a query file in dnsperf's format (NAME TYPE per line); default bench.example A")
+	timeout := fs.Duration("timeout", 5*time.Second, "per query")
+	ca := fs.String("ca", "", "verify the server against the PEM certificates in `FILE`")
+	insecure := fs.Bool("insecure", false, "do not verify the server's certificate")
+	httpVersion := fs.String("http", "", "DoH over HTTP 1.1 or 2 (default 2)")
+	asJSON := fs.Bool("json", false, "one JSON summary per URL")
+	seed := fs.Uint64("seed", 0, "query mix order")
+	urls, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab bench: "+format+"\n", a...)
+		return exitUsage
+	}
+	if len(urls) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	opts := transport.Options{Timeout: *timeout, Insecure: *insecure, HTTPVersion: *httpVersion}
+	switch *policy {
+	case "reuse":
+		opts.Reuse = true
+	case "new":
+	case "resumed", "0rtt":
+		opts.Session = transport.NewSession(transport.SessionConfig{Tickets: true, Tokens: true, Versions: true})
+		opts.ZeroRTT = *policy == "0rtt"
+	default:
+		return usage("unknown --policy %q (want reuse, new, resumed, 0rtt)", *policy)
+	}
+	if *ca != "" {
+		pool, err := loadCA(*ca)
+		if err != nil {
+			return usage("%v", err)
+		}
+		opts.RootCAs = pool
+	}
+	var mix []bench.Query
+	if *names != "" {
+		var err error
+		if mix, err = readQueryFile(*names); err != nil {
+			return usage("%v", err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	exit := exitOK
+	for _, u := range urls {
+		cfg := bench.Config{URL: u, Rate: *rate, Workers: *workers, Duration: *duration, MaxQueries: *maxQueries,
+			MaxInFlight: *maxInFlight, Conns: *conns, Names: mix, Options: opts, Seed: *seed}
+		if err := cfg.Check(); err != nil {
+			return usage("%v", err)
+		}
+		if _, err := transport.New(u, opts); err != nil {
+			return usage("%v", err)
+		}
+		res, err := bench.Run(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab bench: %s: %v\n", u, err)
+			exit = 1
+			continue
+		}
+		s := res.Summarize()
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(s)
+		} else {
+			s.Write(stdout)
+			fmt.Fprintln(stdout)
+		}
+		if s.Answered == 0 {
+			exit = 1
+		}
+	}
+	return exit
+}
+
+// readQueryFile reads dnsperf's query format: NAME TYPE per line, # for
+// comments; a line with a name alone asks for A.
+func readQueryFile(path string) ([]bench.Query, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []bench.Query
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		q := bench.Query{Name: dns.Fqdn(fields[0]), Type: dns.TypeA}
+		if len(fields) > 1 {
+			t, ok := dns.StringToType[strings.ToUpper(fields[1])]
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: unknown type %q", path, n, fields[1])
+			}
+			q.Type = t
+		}
+		if _, ok := dns.IsDomainName(q.Name); !ok {
+			return nil, fmt.Errorf("%s:%d: %q is not a domain name", path, n, fields[0])
+		}
+		out = append(out, q)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no queries", path)
+	}
+	return out, nil
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/server"
+)
+
+// TestBench loads doxlab's server briefly over UDP, reads the JSON
+// summary, and refuses careless input with one line.
+func TestBench(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	names := filepath.Join(t.TempDir(), "q.txt")
+	require.NoError(t, os.WriteFile(names, []byte("# a mix\na.example A\nb.example AAAA\nc.example\n"), 0o644))
+	url := "udp://" + srv.Addr("udp").String()
+	code, out, errOut := run("bench", "--rate", "500", "--duration", "1s", "--names", names, "--json", url)
+	require.Equal(t, 0, code, errOut)
+	var s bench.Summary
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.Equal(t, "open-loop", s.Mode)
+	require.Equal(t, 500, s.Sent)
+	require.Equal(t, 500, s.Answered)
+	require.Positive(t, s.Latency.P["99"])
+
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	require.NoError(t, os.WriteFile(bad, []byte("a.example A\nb.example NOPE\n"), 0o644))
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--policy", "sometimes", url}, `unknown --policy "sometimes"`},
+		{[]string{"--names", bad, url}, `bad.txt:2: unknown type "NOPE"`},
+		{[]string{"--rate", "-1", url}, "rate must not be negative"},
+		{[]string{"ftp://x"}, "ftp"},
+	} {
+		code, _, errOut := run(append([]string{"bench"}, c.args...)...)
+		require.Equal(t, exitUsage, code, c.args)
+		require.Contains(t, errOut, c.msg)
+	}
+}
