@@ -44,3 +44,23 @@ func TestOpenLoopSeesAStall(t *testing.T) {
 	require.Less(t, c.Latency.P["90"], 20.0, "closed loop hides the stall from the percentiles")
 	require.Greater(t, c.Latency.Max, 150.0, "only its maximum shows it")
 }
+
+// TestStepsFindTheRateHeld: a server that takes 5 ms per answer, asked one
+// query at a time (max in flight 1), holds 150 queries a second but not
+// 300: past 200 the schedule falls behind and latency from the intended
+// time grows without bound.
+func TestStepsFindTheRateHeld(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
+		Faults: server.Faults{Delay: 5 * time.Millisecond}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	steps, held, err := bench.Steps(context.Background(), bench.Config{URL: "udp://" + srv.Addr("udp").String(), Duration: time.Second, MaxInFlight: 1},
+		[]float64{75, 150, 300, 600}, bench.Bound{P99: 50 * time.Millisecond, MaxLoss: 0.01})
+	require.NoError(t, err)
+	require.Equal(t, 150.0, held)
+	require.Len(t, steps, 3, "stops after the first rate not held")
+	require.False(t, steps[2].Held)
+	require.Greater(t, steps[2].Latency.P["99"], 50.0)
+	require.Equal(t, []float64{100, 200, 400}, bench.Doubling(100, 500))
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,6 +48,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	httpVersion := fs.String("http", "", "DoH over HTTP 1.1 or 2 (default 2)")
 	asJSON := fs.Bool("json", false, "one JSON summary per URL")
 	seed := fs.Uint64("seed", 0, "query mix order")
+	steps := fs.String("steps", "", "comma-separated rates to step through, --duration each, stopping at the first not held (--p99, --max-loss)")
+	ramp := fs.String("ramp", "", "START:LIMIT: step from START doubling up to LIMIT queries/s, as --steps")
+	p99 := fs.Duration("p99", 50*time.Millisecond, "with --steps or --ramp: the p99 latency a rate must hold")
+	maxLoss := fs.Float64("max-loss", 0.001, "with --steps or --ramp: the share of unanswered queries a rate may lose")
 	urls, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -84,6 +89,27 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			return usage("%v", err)
 		}
 	}
+	var rates []float64
+	switch {
+	case *steps != "" && *ramp != "":
+		return usage("--steps and --ramp exclude each other")
+	case *steps != "":
+		for _, f := range strings.Split(*steps, ",") {
+			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || r <= 0 {
+				return usage("--steps: %q is not a positive rate", f)
+			}
+			rates = append(rates, r)
+		}
+	case *ramp != "":
+		a, b, ok := strings.Cut(*ramp, ":")
+		start, err1 := strconv.ParseFloat(a, 64)
+		limit, err2 := strconv.ParseFloat(b, 64)
+		if !ok || err1 != nil || err2 != nil || start <= 0 || limit < start {
+			return usage("--ramp wants START:LIMIT, two positive rates, START first")
+		}
+		rates = bench.Doubling(start, limit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	exit := exitOK
@@ -95,6 +121,26 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		if _, err := transport.New(u, opts); err != nil {
 			return usage("%v", err)
+		}
+		if rates != nil {
+			st, held, err := bench.Steps(ctx, cfg, rates, bench.Bound{P99: *p99, MaxLoss: *maxLoss})
+			if err != nil {
+				fmt.Fprintf(stderr, "doxlab bench: %s: %v\n", u, err)
+				exit = 1
+				continue
+			}
+			if *asJSON {
+				json.NewEncoder(stdout).Encode(map[string]any{"url": u, "steps": st, "held_qps": held})
+				continue
+			}
+			fmt.Fprintf(stdout, "%s: steps of %s, held while p99 <= %s and loss <= %.2f%%\n", u, *duration, *p99, 100**maxLoss)
+			fmt.Fprintf(stdout, "%10s %10s %10s %8s %10s %10s %5s\n", "intended", "achieved", "answered", "lost", "p50 ms", "p99 ms", "held")
+			for _, x := range st {
+				lost := x.Sent - x.Answered
+				fmt.Fprintf(stdout, "%10.0f %10.0f %10.0f %8d %10.3f %10.3f %5v\n", x.IntendedQPS, x.AchievedQPS, x.AnsweredQPS, lost, x.Latency.P["50"], x.Latency.P["99"], x.Held)
+			}
+			fmt.Fprintf(stdout, "highest rate held: %.0f queries/s\n\n", held)
+			continue
 		}
 		res, err := bench.Run(ctx, cfg)
 		if err != nil {

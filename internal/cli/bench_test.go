@@ -31,6 +31,11 @@ func TestBench(t *testing.T) {
 	require.Equal(t, 500, s.Answered)
 	require.Positive(t, s.Latency.P["99"])
 
+	// Steps: a generous bound holds both rates.
+	code, out, errOut = run("bench", "--steps", "100,200", "--duration", "500ms", "--p99", "2s", url)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "highest rate held: 200 queries/s")
+
 	bad := filepath.Join(t.TempDir(), "bad.txt")
 	require.NoError(t, os.WriteFile(bad, []byte("a.example A\nb.example NOPE\n"), 0o644))
 	for _, c := range []struct {
@@ -41,6 +46,9 @@ func TestBench(t *testing.T) {
 		{[]string{"--names", bad, url}, `bad.txt:2: unknown type "NOPE"`},
 		{[]string{"--rate", "-1", url}, "rate must not be negative"},
 		{[]string{"ftp://x"}, "ftp"},
+		{[]string{"--steps", "100,fast", url}, `--steps: "fast" is not a positive rate`},
+		{[]string{"--ramp", "900:100", url}, "--ramp wants START:LIMIT"},
+		{[]string{"--steps", "100", "--ramp", "1:2", url}, "exclude each other"},
 	} {
 		code, _, errOut := run(append([]string{"bench"}, c.args...)...)
 		require.Equal(t, exitUsage, code, c.args)
