@@ -26,6 +26,8 @@ type wireClock struct {
 	armedOut time.Time
 	in       [8]wireIn // ring of the latest packets in
 	next     int
+
+	oob []byte // the reader's control-message buffer
 }
 
 type wireIn struct{ kernel, read time.Time }
@@ -130,12 +132,16 @@ func (w *wireClock) setFirstOut(t time.Time) {
 	w.mu.Unlock()
 }
 
-// recvmsg reads into b with the packet's receive timestamp.
+// recvmsg reads into b with the packet's receive timestamp. A socket has
+// one reader at a time (the mux's, quic-go's), so oob is reused.
 func (w *wireClock) recvmsg(b []byte) (int, time.Time, error) {
 	var n int
 	var rx time.Time
 	var rerr error
-	oob := make([]byte, wirets.OOBSize)
+	if w.oob == nil {
+		w.oob = make([]byte, wirets.OOBSize)
+	}
+	oob := w.oob
 	err := w.rc.Read(func(fd uintptr) bool {
 		var oobn int
 		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), b, oob, 0)
