@@ -57,12 +57,23 @@ func TestAmplificationLimit(t *testing.T) {
 		require.True(t, strings.HasSuffix(s.Qlog, ".sqlog"))
 	}
 	// Round trips on medians: one slow handshake on a busy machine must
-	// not decide.
-	for _, cell := range Summarize(ss) {
+	// not decide. A large chain's token cell is compared with the same
+	// chain unvalidated rather than with a fixed count: the RSA-4096
+	// signature costs both the same CPU, which a loaded CI machine can
+	// stretch to most of a 40 ms round trip.
+	cells := Summarize(ss)
+	byKey := map[string]Cell{}
+	for _, c := range cells {
+		byKey[c.Cert+" "+c.KeyShare+" "+c.Validation] = c
+	}
+	for _, cell := range cells {
 		name := cell.Cert + " " + cell.KeyShare + " " + cell.Validation
 		switch {
-		case cell.Validation == "token" || (cell.Cert == "small" && cell.Validation == "none"):
+		case cell.Cert == "small" && (cell.Validation == "none" || cell.Validation == "token"):
 			require.Less(t, cell.HandshakeRTTs, 1.8, "%s: one round trip", name)
+		case cell.Validation == "token":
+			stalled := byKey[cell.Cert+" "+cell.KeyShare+" none"]
+			require.Less(t, cell.HandshakeRTTs, stalled.HandshakeRTTs-0.5, "%s: a round trip less than unvalidated", name)
 		default:
 			require.Greater(t, cell.HandshakeRTTs, 1.8, "%s: a Retry or a stall costs a round trip", name)
 		}
