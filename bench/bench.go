@@ -59,7 +59,7 @@ type Result struct {
 	Sent, OK            int
 	Errors              map[transport.Status]int
 	Elapsed             time.Duration
-	CPUUser, CPUSys     time.Duration // this process's
+	CPUUser, CPUSys     time.Duration           // this process's
 	Latency             *hdrhistogram.Histogram // µs; open loop from the intended send time, closed loop from the call
 	Service             *hdrhistogram.Histogram // µs; from the call: what the server and the link took
 	Handshake           *hdrhistogram.Histogram // µs; of exchanges that opened a connection

@@ -109,4 +109,3 @@ func (s Summary) Write(w io.Writer) {
 		fmt.Fprintln(w, "latency counts from each query's intended send time: a stall shows as latency, not as a lower rate")
 	}
 }
-

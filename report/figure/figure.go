@@ -164,7 +164,6 @@ func writeCSV(path string, d Data) error {
 	return f.Close()
 }
 
-
 // Colors are the transports' colours, the same in every figure: the
 // Okabe-Ito palette, which readers with any colour-vision deficiency can
 // tell apart.
