@@ -230,3 +230,18 @@ func NewSection(id, title string, intro template.HTML, table *template.Template,
 func Table(name, text string) *template.Template {
 	return template.Must(template.New(name).Funcs(figure.Funcs).Parse(text))
 }
+
+// RunAndLoad runs e and loads what its run stored, for callers that want
+// the results in hand (tests, scripts) rather than a table.
+func RunAndLoad(ctx context.Context, e Experiment) (Results, error) {
+	id, err := e.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, e.Environment().Store)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return e.Load(ctx, st, id+"-")
+}

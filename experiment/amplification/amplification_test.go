@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/peertest"
-	"github.com/doxlab/doxlab/store"
 )
 
 // TestAmplificationLimit reproduces the PAM paper's finding in the
@@ -25,13 +24,7 @@ func TestAmplificationLimit(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "amp.db")
 	c := &Amplification{Repeat: 3, Env: experiment.Env{Store: db}}
-	ctx := context.Background()
-	id, err := c.Run(ctx)
-	require.NoError(t, err)
-	st, err := store.Open(ctx, db)
-	require.NoError(t, err)
-	defer st.Close()
-	res, err := new(Amplification).Load(ctx, st, id+"-")
+	res, err := experiment.RunAndLoad(context.Background(), c)
 	require.NoError(t, err)
 	ss := res.(Samples)
 	require.Len(t, ss, 2*2*3*3)

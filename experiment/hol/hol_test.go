@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/peertest"
-	"github.com/doxlab/doxlab/store"
 )
 
 func TestSummarizeHOL(t *testing.T) {
@@ -45,13 +44,7 @@ func TestHOLBlocksOnlyInOrder(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "hol.db")
 	c := &HOL{Transports: []string{"udp", "dot", "dot-inorder", "doh1", "doh2", "doq"}, Queries: 30, Rate: 20, DelayEvery: 10, Delay: 500 * time.Millisecond, Env: experiment.Env{Store: db}, Seed: 7}
-	ctx := context.Background()
-	id, err := c.Run(ctx)
-	require.NoError(t, err)
-	st, err := store.Open(ctx, db)
-	require.NoError(t, err)
-	defer st.Close()
-	res, err := new(HOL).Load(ctx, st, id+"-")
+	res, err := experiment.RunAndLoad(context.Background(), c)
 	require.NoError(t, err)
 	qs := res.(Queries)
 	require.Len(t, qs, 6*2*30)
