@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/miekg/dns"
 
 	"github.com/doxlab/doxlab/bench"
 	"github.com/doxlab/doxlab/transport"
@@ -85,7 +82,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	var mix []bench.Query
 	if *names != "" {
 		var err error
-		if mix, err = readQueryFile(*names); err != nil {
+		if mix, err = bench.ReadQueries(*names); err != nil {
 			return usage("%v", err)
 		}
 	}
@@ -160,41 +157,4 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exit
-}
-
-// readQueryFile reads dnsperf's query format: NAME TYPE per line, # for
-// comments; a line with a name alone asks for A.
-func readQueryFile(path string) ([]bench.Query, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []bench.Query
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		q := bench.Query{Name: dns.Fqdn(fields[0]), Type: dns.TypeA}
-		if len(fields) > 1 {
-			t, ok := dns.StringToType[strings.ToUpper(fields[1])]
-			if !ok {
-				return nil, fmt.Errorf("%s:%d: unknown type %q", path, n, fields[1])
-			}
-			q.Type = t
-		}
-		if _, ok := dns.IsDomainName(q.Name); !ok {
-			return nil, fmt.Errorf("%s:%d: %q is not a domain name", path, n, fields[0])
-		}
-		out = append(out, q)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no queries", path)
-	}
-	return out, nil
 }
