@@ -3,7 +3,8 @@ package experiment
 import (
 	"fmt"
 	"math"
-	"slices"
+
+	"github.com/doxlab/doxlab/measure"
 )
 
 // Verdict is whether a paper's claim holds in a store's data.
@@ -68,15 +69,13 @@ func F2(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-// Median is the median of v; NaN when v is empty, so that a missing
+// Median is measure.Median, but NaN when v is empty, so that a missing
 // value never reads as zero.
 func Median(v []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
+	return measure.Median(v)
 }
 
 // Share formats a fraction as a percentage, "–" for NaN.
