@@ -423,7 +423,10 @@ func TestDoQFramingAndVersionNegotiation(t *testing.T) {
 	require.True(t, rec.Conn.VersionNeg)
 	require.NotEmpty(t, rec.Conn.RemoteAddr)
 	require.Positive(t, rec.Packets.Sent)
-	require.Equal(t, rec.Packets.Sent, rec.Packets.Received, "a Version Negotiation for each Initial datagram")
+	// A Version Negotiation answers each Initial datagram, but the client
+	// gives up at the first it reads, so the second may stay unread.
+	require.Positive(t, rec.Packets.Received, "the Version Negotiation")
+	require.LessOrEqual(t, rec.Packets.Received, rec.Packets.Sent)
 	require.GreaterOrEqual(t, rec.Bytes.Sent, int64(1200))
 
 	// A session pins the version learned: the next connection offers v1
