@@ -41,6 +41,12 @@ type Config struct {
 	Names   []Query // the query mix, drawn at random; default one name
 	Options transport.Options
 	Seed    uint64
+	// Keep keeps every query's Sample in Result.Samples, for the store.
+	Keep bool
+	// Progress, if set, is called every ProgressEvery (default 1 s) while
+	// the run sends, from its own goroutine.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
 }
 
 // Query is one entry of the query mix.
@@ -52,6 +58,8 @@ type Query struct {
 // Result is what a run measured.
 type Result struct {
 	URL                 string
+	Protocol            string    // as the transport's records name it: udp, doh2, ...
+	Start               time.Time // wall clock; Sample.At counts from it
 	OpenLoop            bool
 	Intended            float64 // queries per second asked for (open loop)
 	Achieved            float64 // queries sent per second
@@ -64,6 +72,27 @@ type Result struct {
 	Service             *hdrhistogram.Histogram // µs; from the call: what the server and the link took
 	Handshake           *hdrhistogram.Histogram // µs; of exchanges that opened a connection
 	MaxInFlightObserved int
+	Samples             []Sample // with Config.Keep, in completion order
+}
+
+// Sample is one query of a run.
+type Sample struct {
+	At        time.Duration    // since the start: the intended send time, or in closed loop the call
+	Latency   time.Duration    // At -> answer, or -> failure
+	Service   time.Duration    // the call -> answer, or -> failure
+	Handshake time.Duration    // 0 when an open connection carried the query
+	Status    transport.Status // ok, timeout, ...
+	Resumed   bool             // the connection resumed a TLS session
+	ZeroRTT   bool             // the query went as 0-RTT early data, accepted
+}
+
+// Progress is a run's state while it sends.
+type Progress struct {
+	Elapsed          time.Duration
+	Sent, OK, Failed int
+	InFlight         int
+	Answered         float64       // answers per second since the last report
+	P50, P99         time.Duration // latency of the answers since the last report
 }
 
 func (c *Config) defaults() {
@@ -139,23 +168,41 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		Latency: newHist(), Service: newHist(), Handshake: newHist()}
 	var mu sync.Mutex
 	inFlight := 0
+	interval := newHist() // latencies since the last progress report
+	var start time.Time
 	record := func(rec *transport.Record, intended, called, done time.Time) {
 		mu.Lock()
 		defer mu.Unlock()
 		inFlight--
-		if rec == nil || !rec.Status.HasResponse() {
-			st := transport.StatusError
-			if rec != nil {
-				st = rec.Status
+		st := transport.StatusError
+		if rec != nil {
+			st = rec.Status
+			if res.Protocol == "" {
+				res.Protocol = rec.Protocol
 			}
+		}
+		lat, svc := max(1, done.Sub(intended).Microseconds()), max(1, done.Sub(called).Microseconds())
+		var hs time.Duration
+		if rec != nil && !rec.Conn.Reused && rec.Timing.HandshakeMs > 0 {
+			hs = time.Duration(rec.Timing.HandshakeMs * float64(time.Millisecond))
+		}
+		if c.Keep {
+			s := Sample{At: intended.Sub(start), Latency: done.Sub(intended), Service: done.Sub(called), Handshake: hs, Status: st}
+			if rec != nil {
+				s.Resumed, s.ZeroRTT = rec.Conn.TLSResumed, rec.Conn.Used0RTT
+			}
+			res.Samples = append(res.Samples, s)
+		}
+		if !st.HasResponse() {
 			res.Errors[st]++
 			return
 		}
 		res.OK++
-		res.Latency.RecordValue(max(1, done.Sub(intended).Microseconds()))
-		res.Service.RecordValue(max(1, done.Sub(called).Microseconds()))
-		if !rec.Conn.Reused && rec.Timing.HandshakeMs > 0 {
-			res.Handshake.RecordValue(max(1, int64(rec.Timing.HandshakeMs*1000)))
+		res.Latency.RecordValue(lat)
+		res.Service.RecordValue(svc)
+		interval.RecordValue(lat)
+		if hs > 0 {
+			res.Handshake.RecordValue(max(1, hs.Microseconds()))
 		}
 	}
 	rng := rand.New(rand.NewPCG(c.Seed, 1))
@@ -169,10 +216,23 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return m
 	}
 	cpu0 := cpuTimes()
-	start := time.Now()
+	start = time.Now()
+	res.Start = start
 	end := start.Add(c.Duration)
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
+	if c.Progress != nil {
+		stop := reportProgress(ctx, c, start, func(p *Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			p.Sent, p.OK, p.InFlight = res.Sent, res.OK, inFlight
+			p.Failed = res.Sent - res.OK - inFlight
+			p.P50 = time.Duration(interval.ValueAtQuantile(50)) * time.Microsecond
+			p.P99 = time.Duration(interval.ValueAtQuantile(99)) * time.Microsecond
+			interval.Reset()
+		})
+		defer stop()
+	}
 	var wg sync.WaitGroup
 	exchange := func(i int, intended time.Time) {
 		called := time.Now()
@@ -253,6 +313,36 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	cpu1 := cpuTimes()
 	res.CPUUser, res.CPUSys = cpu1.user-cpu0.user, cpu1.sys-cpu0.sys
 	return res, nil
+}
+
+// reportProgress calls c.Progress every c.ProgressEvery until ctx ends
+// or stop is called, with what fill reads of the run.
+func reportProgress(ctx context.Context, c Config, start time.Time, fill func(*Progress)) (stop func()) {
+	every := c.ProgressEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		lastOK, last := 0, start
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				p := Progress{Elapsed: now.Sub(start)}
+				fill(&p)
+				p.Answered = float64(p.OK-lastOK) / now.Sub(last).Seconds()
+				lastOK, last = p.OK, now
+				c.Progress(p)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 type cpu struct{ user, sys time.Duration }

@@ -17,7 +17,8 @@ type Bound struct {
 // Step is one rate of a stepped run.
 type Step struct {
 	Summary
-	Held bool // within the bound
+	Held   bool    // within the bound
+	Result *Result `json:"-"`
 }
 
 // Steps runs c open loop at each rate in turn, each for c.Duration, and
@@ -49,7 +50,7 @@ func Steps(ctx context.Context, c Config, rates []float64, b Bound) ([]Step, flo
 		if s.Sent > 0 {
 			lost = float64(s.Sent-s.Answered) / float64(s.Sent)
 		}
-		st := Step{Summary: s, Held: s.Answered > 0 && s.Latency.P["99"] <= float64(b.P99)/float64(time.Millisecond) && lost <= b.MaxLoss}
+		st := Step{Summary: s, Result: res, Held: s.Answered > 0 && s.Latency.P["99"] <= float64(b.P99)/float64(time.Millisecond) && lost <= b.MaxLoss}
 		steps = append(steps, st)
 		if !st.Held || ctx.Err() != nil {
 			break
