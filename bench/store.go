@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// Kinds in the store: one Record per benchmark (a URL, or one step of a
+// stepped run), and its queries whole, in chunks of ChunkSize.
+var (
+	Kind        = store.NewKind("bench")
+	KindSamples = store.NewKind("bench-samples")
+)
+
+// ChunkSize is the most samples one stored row holds.
+const ChunkSize = 50_000
+
+// Record is one benchmark as stored: its settings and summary. Its
+// queries are stored beside it, under the same Key.
+type Record struct {
+	Key      string    `json:"key"`      // unique within the run: "2" (URL 2), "2.3" (its step 3)
+	Label    string    `json:"label"`    // what the figures call it: the protocol unless set
+	Protocol string    `json:"protocol"` // udp, tcp, dot, doh1, doh2, doh3, doq
+	Policy   string    `json:"policy"`   // connections: reuse, new, resumed, 0rtt
+	Conns    int       `json:"conns"`
+	Step     int       `json:"step"` // 0-based step of a stepped run; -1 for a single run
+	Bound    *Bound    `json:"bound,omitempty"`
+	Held     bool      `json:"held"` // a step within Bound
+	Start    time.Time `json:"start"`
+	Summary
+}
+
+// NewRecord is the record of a finished run of c; step is its place in
+// a stepped run, -1 for a single run.
+func NewRecord(key string, c Config, r *Result, step int) Record {
+	proto := r.Protocol
+	if proto == "" { // nothing answered: name it by its URL's scheme
+		proto, _, _ = strings.Cut(c.URL, ":")
+	}
+	return Record{Key: key, Label: proto, Protocol: proto, Policy: Policy(c.Options), Conns: max(c.Conns, 1), Step: step, Start: r.Start, Summary: r.Summarize()}
+}
+
+// Policy names the connection policy of opts: reuse, new, resumed, 0rtt.
+func Policy(opts transport.Options) string {
+	switch {
+	case opts.Reuse:
+		return "reuse"
+	case opts.ZeroRTT:
+		return "0rtt"
+	case opts.Session != nil:
+		return "resumed"
+	}
+	return "new"
+}
+
+// chunk is up to ChunkSize samples, one column per field, in µs.
+type chunk struct {
+	Key         string   `json:"key"`
+	Part        int      `json:"part"`
+	AtUs        []int64  `json:"at_us"`
+	LatencyUs   []int64  `json:"latency_us"`
+	ServiceUs   []int64  `json:"service_us"`
+	HandshakeUs []int64  `json:"handshake_us"`
+	Status      []int    `json:"status"`   // index into Statuses
+	Statuses    []string `json:"statuses"` // ok, timeout, ...
+	Flags       []uint8  `json:"flags"`    // 1: resumed, 2: 0-RTT accepted
+}
+
+// Save stores a benchmark's record and its samples under run runID.
+func Save(ctx context.Context, st *store.Store, runID string, rec Record, samples []Sample) error {
+	if err := st.WriteResult(ctx, runID, Kind, rec.Key, rec.Start, rec); err != nil {
+		return err
+	}
+	for part := 0; part*ChunkSize < len(samples) || part == 0; part++ {
+		ss := samples[part*ChunkSize : min(len(samples), (part+1)*ChunkSize)]
+		c := chunk{Key: rec.Key, Part: part}
+		index := map[transport.Status]int{}
+		for _, s := range ss {
+			i, ok := index[s.Status]
+			if !ok {
+				i = len(c.Statuses)
+				index[s.Status] = i
+				c.Statuses = append(c.Statuses, string(s.Status))
+			}
+			var f uint8
+			if s.Resumed {
+				f |= 1
+			}
+			if s.ZeroRTT {
+				f |= 2
+			}
+			c.AtUs = append(c.AtUs, s.At.Microseconds())
+			c.LatencyUs = append(c.LatencyUs, s.Latency.Microseconds())
+			c.ServiceUs = append(c.ServiceUs, s.Service.Microseconds())
+			c.HandshakeUs = append(c.HandshakeUs, s.Handshake.Microseconds())
+			c.Status = append(c.Status, i)
+			c.Flags = append(c.Flags, f)
+		}
+		if err := st.WriteResult(ctx, runID, KindSamples, fmt.Sprintf("%s/%d", rec.Key, part), rec.Start, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stored is one stored benchmark with its samples, sorted by At.
+type Stored struct {
+	Run string `json:"run"`
+	Record
+	Samples []Sample `json:"-"`
+}
+
+// Load reads the benchmarks of the runs keep accepts, in the order they
+// ran.
+func Load(ctx context.Context, st *store.Store, keep func(runID string) bool) ([]*Stored, error) {
+	var out []*Stored
+	byKey := map[string]*Stored{}
+	err := st.Results(ctx, "", Kind, func(runID string, raw []byte) error {
+		if !keep(runID) {
+			return nil
+		}
+		s := &Stored{Run: runID}
+		if err := json.Unmarshal(raw, &s.Record); err != nil {
+			return err
+		}
+		out = append(out, s)
+		byKey[runID+"\x00"+s.Key] = s
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = st.Results(ctx, "", KindSamples, func(runID string, raw []byte) error {
+		if !keep(runID) {
+			return nil
+		}
+		var c chunk
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return err
+		}
+		s := byKey[runID+"\x00"+c.Key]
+		if s == nil {
+			return fmt.Errorf("bench samples %s/%d of run %s belong to no stored benchmark", c.Key, c.Part, runID)
+		}
+		n := len(c.AtUs)
+		if len(c.LatencyUs) != n || len(c.ServiceUs) != n || len(c.HandshakeUs) != n || len(c.Status) != n || len(c.Flags) != n {
+			return fmt.Errorf("bench samples %s/%d of run %s: columns of different lengths", c.Key, c.Part, runID)
+		}
+		for i := range n {
+			if c.Status[i] < 0 || c.Status[i] >= len(c.Statuses) {
+				return fmt.Errorf("bench samples %s/%d of run %s: status index %d out of range", c.Key, c.Part, runID, c.Status[i])
+			}
+			s.Samples = append(s.Samples, Sample{At: us(c.AtUs[i]), Latency: us(c.LatencyUs[i]), Service: us(c.ServiceUs[i]),
+				Handshake: us(c.HandshakeUs[i]), Status: transport.Status(c.Statuses[c.Status[i]]), Resumed: c.Flags[i]&1 != 0, ZeroRTT: c.Flags[i]&2 != 0})
+		}
+		return nil
+	})
+	for _, s := range out {
+		slices.SortStableFunc(s.Samples, func(a, b Sample) int { return int(a.At - b.At) })
+	}
+	return out, err
+}
+
+func us(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+
+// Name is the label a figure gives a stored benchmark: its label, with
+// its rate when it was one of several steps.
+func (s *Stored) Name() string {
+	var b strings.Builder
+	b.WriteString(s.Label)
+	if s.Step >= 0 && s.Mode == "open-loop" {
+		fmt.Fprintf(&b, " @%s/s", rateString(s.IntendedQPS))
+	}
+	return b.String()
+}
+
+func rateString(r float64) string {
+	switch {
+	case r >= 1e6:
+		return fmt.Sprintf("%gM", r/1e6)
+	case r >= 1e3:
+		return fmt.Sprintf("%gk", r/1e3)
+	}
+	return fmt.Sprintf("%g", r)
+}

@@ -1,0 +1,80 @@
+package bench_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// TestStoreKeepsEveryQuery: a run's queries go into the store whole,
+// across several chunks, and come back as they were, statuses and
+// connection facts included.
+func TestStoreKeepsEveryQuery(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	run := store.NewRun("bench", "", nil)
+	require.NoError(t, st.BeginRun(ctx, run))
+
+	n := 2*bench.ChunkSize + 7
+	samples := make([]bench.Sample, n)
+	for i := range samples {
+		s := bench.Sample{At: time.Duration(i) * 20 * time.Microsecond, Latency: time.Duration(100+i%977) * time.Microsecond,
+			Service: time.Duration(90+i%977) * time.Microsecond, Status: transport.StatusOK}
+		switch {
+		case i%1000 == 0:
+			s.Status = transport.StatusTimeout
+		case i%10 == 3:
+			s.Handshake, s.Resumed, s.ZeroRTT = 2*time.Millisecond, true, i%20 == 3
+		}
+		samples[i] = s
+	}
+	rec := bench.Record{Key: "0", Label: "udp", Protocol: "udp", Policy: "reuse", Conns: 1, Step: -1, Start: time.Now(),
+		Summary: bench.Summary{Mode: "open-loop", Sent: n}}
+	require.NoError(t, bench.Save(ctx, st, run.ID, rec, samples))
+
+	got, err := bench.Load(ctx, st, func(string) bool { return true })
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, run.ID, got[0].Run)
+	require.Equal(t, "udp", got[0].Label)
+	require.Equal(t, n, got[0].Sent)
+	require.Equal(t, samples, got[0].Samples)
+}
+
+// TestRunKeepsSamples: with Keep, a run against doxlab's server has one
+// sample per query sent, each answered, at its intended send time.
+func TestRunKeepsSamples(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	var reports []bench.Progress
+	res, err := bench.Run(context.Background(), bench.Config{URL: "udp://" + srv.Addr("udp").String(), Rate: 400, Duration: 1500 * time.Millisecond,
+		Keep: true, Progress: func(p bench.Progress) { reports = append(reports, p) }, ProgressEvery: 500 * time.Millisecond})
+	require.NoError(t, err)
+	require.Equal(t, 600, res.Sent)
+	require.Len(t, res.Samples, 600)
+	require.Equal(t, "udp", res.Protocol)
+	seen := map[time.Duration]bool{}
+	for _, s := range res.Samples {
+		require.Equal(t, transport.StatusOK, s.Status)
+		require.Zero(t, s.At%(2500*time.Microsecond), "intended send times are on the 400/s schedule")
+		require.False(t, seen[s.At])
+		seen[s.At] = true
+		require.GreaterOrEqual(t, s.Latency, s.Service)
+	}
+	require.NotEmpty(t, reports, "progress while it sends")
+	last := reports[len(reports)-1]
+	require.Positive(t, last.OK)
+	require.LessOrEqual(t, last.OK, last.Sent)
+}
