@@ -8,4 +8,5 @@ import (
 	_ "github.com/doxlab/doxlab/experiment/hol"
 	_ "github.com/doxlab/doxlab/experiment/overhead"
 	_ "github.com/doxlab/doxlab/experiment/pageloads"
+	_ "github.com/doxlab/doxlab/experiment/serverload"
 )

@@ -1,0 +1,159 @@
+// Package serverload is the server-load experiment: doxlab serve under
+// open-loop load on every transport (doxlab bench's stepped mode), the
+// highest rate it holds within a latency bound, and the latency over time
+// and percentile spectrum at each rate.
+package serverload
+
+import (
+	"context"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// ServerLoad steps an open-loop query rate up, doubling from Start to
+// Limit, against one doxlab server on loopback per transport, until the
+// server (or the client: both share this machine's cores, and the
+// record says how many) no longer holds the bound. Every query is stored
+// with its intended send time, so the report draws latency over time and
+// the percentile spectrum from the samples themselves.
+type ServerLoad struct {
+	Transports   []string      // udp, tcp, dot, doh1, doh2, doh3, doq; default all but doh1
+	Start, Limit float64       // queries per second: the first step and the most tried; default 1000 and 64000
+	Step         time.Duration // each rate's duration; default 5 s
+	P99          time.Duration // the bound: p99 latency from the intended send time; default 20 ms
+	MaxLoss      float64       // the bound: share of queries unanswered; default 0.001
+	Conns        int           // connections per transport (reused); default 4
+	experiment.Env
+}
+
+// Transports is every transport the experiment can load.
+var Transports = []string{"udp", "tcp", "dot", "doh1", "doh2", "doh3", "doq"}
+
+func init() {
+	experiment.Register(experiment.Info{Rank: 6, Name: "server-load", Quick: "1000 to 4000 queries/s, 1 s a step",
+		Doc: "doxlab serve under open-loop load on every transport: the\nhighest rate held within a p99 bound, latency over time and\nthe percentile spectrum (doxlab bench's stepped mode, on loopback)",
+		New: func() experiment.Experiment { return new(ServerLoad) }})
+}
+
+// Quick is a run of well under a minute.
+func (c *ServerLoad) Quick() { c.Start, c.Limit, c.Step = 1000, 4000, time.Second }
+
+// Flags binds server-load's flags. Its defaults are the config's.
+func (c *ServerLoad) Flags(fs *flag.FlagSet) {
+	c.defaults()
+	experiment.ListVar(fs, &c.Transports, "transports", c.Transports, "transports to load: udp, tcp, dot, doh1, doh2, doh3, doq")
+	fs.Float64Var(&c.Start, "start", c.Start, "the first rate, queries/s")
+	fs.Float64Var(&c.Limit, "limit", c.Limit, "the highest rate tried, queries/s (rates double from --start)")
+	fs.DurationVar(&c.Step, "step", c.Step, "how long each rate runs")
+	fs.DurationVar(&c.P99, "p99", c.P99, "a rate is held while its p99 latency, from the intended send time, is at most this")
+	fs.Float64Var(&c.MaxLoss, "max-loss", c.MaxLoss, "and while it loses at most this share of queries")
+	fs.IntVar(&c.Conns, "conns", c.Conns, "connections per transport, reused")
+}
+
+func (c *ServerLoad) defaults() {
+	if len(c.Transports) == 0 {
+		c.Transports = slices.DeleteFunc(slices.Clone(Transports), func(t string) bool { return t == "doh1" })
+	}
+	if c.Start <= 0 {
+		c.Start = 1000
+	}
+	if c.Limit <= 0 {
+		c.Limit = 64000
+	}
+	if c.Step <= 0 {
+		c.Step = 5 * time.Second
+	}
+	if c.P99 <= 0 {
+		c.P99 = 20 * time.Millisecond
+	}
+	if c.MaxLoss <= 0 {
+		c.MaxLoss = 0.001
+	}
+	if c.Conns <= 0 {
+		c.Conns = 4
+	}
+	c.Env.Defaults()
+}
+
+// urls are the server's URL per transport, and the options to reach it.
+func urls(srv *server.Server) map[string]string {
+	a := func(name string) string { return srv.Addr(name).String() }
+	return map[string]string{
+		"udp": "udp://" + a("udp"), "tcp": "tcp://" + a("tcp"), "dot": "tls://" + a("dot"),
+		"doh1": "https://" + a("doh") + "/dns-query", "doh2": "https://" + a("doh") + "/dns-query",
+		"doh3": "h3://" + a("doh3") + "/dns-query", "doq": "quic://" + a("doq"),
+	}
+}
+
+// Run runs the experiment and returns its ID.
+func (c *ServerLoad) Run(ctx context.Context) (string, error) {
+	c.defaults()
+	for _, t := range c.Transports {
+		if !slices.Contains(Transports, t) {
+			return "", fmt.Errorf("transport %q is not one of %v", t, Transports)
+		}
+	}
+	if c.Limit < c.Start {
+		return "", fmt.Errorf("--limit %.0f is below --start %.0f", c.Limit, c.Start)
+	}
+	rates := bench.Doubling(c.Start, c.Limit)
+	st, err := store.Open(ctx, c.Store)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	// Loopback, not the testbed: the emulator's own rate would bound the
+	// load long before the server does.
+	lo := "127.0.0.1:0"
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: lo, TCP: lo, DoT: lo, DoH: lo, DoH3: lo, DoQ: lo},
+		Answers: server.Answers{Any: "192.0.2.1"}})
+	if err != nil {
+		return "", err
+	}
+	if err := srv.Start(); err != nil {
+		return "", err
+	}
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	expID := experiment.NewID("", "server-load")
+	runID := expID + "-loopback"
+	bound := bench.Bound{P99: c.P99, MaxLoss: c.MaxLoss}
+	if err := experiment.BeginRun(ctx, st, runID, "experiment:server-load", "", map[string]any{"experiment": expID, "transports": c.Transports,
+		"rates": rates, "step": c.Step.String(), "bound": bound, "conns": c.Conns, "server": "doxlab serve, in process, static answers",
+		"cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "pinning": "client and server share this process and its cores, unpinned"}); err != nil {
+		return "", err
+	}
+	u := urls(srv)
+	for _, t := range c.Transports {
+		opts := transport.Options{Reuse: true, RootCAs: roots, Timeout: 2 * time.Second}
+		if t == "doh1" {
+			opts.HTTPVersion = "1.1"
+		}
+		cfg := bench.Config{URL: u[t], Duration: c.Step, Conns: c.Conns, Options: opts, Keep: true}
+		fmt.Fprintf(c.Log, "%s: %v queries/s, %s each\n", t, rates, c.Step)
+		steps, held, err := bench.Steps(ctx, cfg, rates, bound)
+		for i, s := range steps {
+			rec := bench.NewRecord(fmt.Sprintf("%s.%d", t, i), cfg, s.Result, i)
+			rec.Label, rec.Bound, rec.Held = t, &bound, s.Held
+			if err := bench.Save(ctx, st, runID, rec, s.Result.Samples); err != nil {
+				return expID, err
+			}
+		}
+		if err != nil {
+			return expID, fmt.Errorf("%s: %w", t, err)
+		}
+		fmt.Fprintf(c.Log, "%s: held %.0f queries/s\n", t, held)
+	}
+	return expID, nil
+}

@@ -1,0 +1,57 @@
+package serverload
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/experiment"
+)
+
+// TestServerLoad steps two transports through three rates on loopback:
+// every query is stored, each step says whether it held, and the
+// section draws its four figures from the stored samples.
+func TestServerLoad(t *testing.T) {
+	c := &ServerLoad{Transports: []string{"udp", "doq"}, Start: 200, Limit: 800, Step: 400 * time.Millisecond, P99: 2 * time.Second,
+		Env: experiment.Env{Store: filepath.Join(t.TempDir(), "load.db")}}
+	res, err := experiment.RunAndLoad(context.Background(), c)
+	require.NoError(t, err)
+	bs := res.(Benches)
+	require.Len(t, bs, 2*3)
+	for i, b := range bs {
+		require.Equal(t, []string{"udp", "doq"}[i/3], b.Label)
+		require.Equal(t, i%3, b.Step)
+		require.Equal(t, []float64{200, 400, 800}[i%3], b.IntendedQPS)
+		require.True(t, b.Held, "%s: a 2 s bound holds on loopback", b.Name())
+		require.Len(t, b.Samples, b.Sent, b.Name())
+		require.Equal(t, b.Sent, b.Summary.Answered, b.Name())
+	}
+	sec, err := res.Section(t.TempDir())
+	require.NoError(t, err)
+	var names []string
+	for _, f := range sec.Figures {
+		names = append(names, f.Name)
+	}
+	require.Equal(t, []string{"server-load-rate", "server-load-latency", "server-load-throughput", "server-load-spectrum"}, names)
+	require.Contains(t, string(sec.Table), "doq @800/s")
+}
+
+// TestPick: per stepped series the highest rate held and the first not
+// held; single runs always.
+func TestPick(t *testing.T) {
+	b := func(run, label string, step int, held bool) *bench.Stored {
+		s := &bench.Stored{Run: run}
+		s.Label, s.Step, s.Held = label, step, held
+		return s
+	}
+	bs := Benches{b("r1", "udp", 0, true), b("r1", "udp", 1, true), b("r1", "udp", 2, false), b("r1", "udp", 3, false),
+		b("r1", "doq", 0, false), b("r2", "tcp", -1, false)}
+	got := pick(bs, 12)
+	require.Equal(t, []*bench.Stored{bs[1], bs[2], bs[4], bs[5]}, got)
+	require.Len(t, pick(bs, 2), 2)
+	require.Equal(t, "18:39:22", shortRun("server-load-20261123T183922Z-13c7d27e5121a1f8-loopback"))
+}
