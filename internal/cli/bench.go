@@ -8,12 +8,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -49,6 +53,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	ramp := fs.String("ramp", "", "START:LIMIT: step from START doubling up to LIMIT queries/s, as --steps")
 	p99 := fs.Duration("p99", 50*time.Millisecond, "with --steps or --ramp: the p99 latency a rate must hold")
 	maxLoss := fs.Float64("max-loss", 0.001, "with --steps or --ramp: the share of unanswered queries a rate may lose")
+	storeDSN := fs.String("store", "", "also store every query (SQLite file or postgres:// URL), for doxlab report's server-load section")
+	label := fs.String("label", "", "name the benchmarks in the store and the report (default: the protocol)")
+	progress := fs.Bool("progress", false, "report progress every second even when standard error is not a terminal (on a terminal it always does)")
+	quiet := fs.Bool("quiet", false, "no progress")
 	urls, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -109,18 +117,62 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	exit := exitOK
-	for _, u := range urls {
-		cfg := bench.Config{URL: u, Rate: *rate, Workers: *workers, Duration: *duration, MaxQueries: *maxQueries,
-			MaxInFlight: *maxInFlight, Conns: *conns, Names: mix, Options: opts, Seed: *seed}
-		if err := cfg.Check(); err != nil {
+	cfgs := make([]bench.Config, len(urls))
+	for i, u := range urls {
+		cfgs[i] = bench.Config{URL: u, Rate: *rate, Workers: *workers, Duration: *duration, MaxQueries: *maxQueries,
+			MaxInFlight: *maxInFlight, Conns: *conns, Names: mix, Options: opts, Seed: *seed, Keep: *storeDSN != ""}
+		if err := cfgs[i].Check(); err != nil {
 			return usage("%v", err)
 		}
 		if _, err := transport.New(u, opts); err != nil {
 			return usage("%v", err)
 		}
+	}
+	// The store opens before anything is sent, so an unreachable one
+	// fails fast; each benchmark is stored as it ends.
+	save := func(bench.Record, []bench.Sample) error { return nil }
+	if *storeDSN != "" {
+		st, err := store.Open(ctx, *storeDSN)
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab bench: %v\n", err)
+			return exitUsage
+		}
+		defer st.Close()
+		run := store.NewRun("bench", "", map[string]any{"args": args, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0)})
+		if err := st.BeginRun(ctx, run); err != nil {
+			fmt.Fprintf(stderr, "doxlab bench: %v\n", err)
+			return 1
+		}
+		defer fmt.Fprintf(stderr, "stored as run %s (doxlab report draws it)\n", run.ID)
+		save = func(rec bench.Record, samples []bench.Sample) error {
+			if *label != "" {
+				rec.Label = *label
+			}
+			// Store even when ctx was interrupted: what was measured stays.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			return bench.Save(sctx, st, run.ID, rec, samples)
+		}
+	}
+	exit := exitOK
+	for i, u := range urls {
+		cfg := cfgs[i]
+		endProgress := func() {}
+		if !*quiet {
+			cfg.Progress, endProgress = benchProgress(stderr, u, *progress)
+		}
 		if rates != nil {
-			st, held, err := bench.Steps(ctx, cfg, rates, bench.Bound{P99: *p99, MaxLoss: *maxLoss})
+			b := bench.Bound{P99: *p99, MaxLoss: *maxLoss}
+			st, held, err := bench.Steps(ctx, cfg, rates, b)
+			endProgress()
+			for j, x := range st {
+				rec := bench.NewRecord(fmt.Sprintf("%d.%d", i, j), cfg, x.Result, j)
+				rec.Bound, rec.Held = &b, x.Held
+				if err := save(rec, x.Result.Samples); err != nil {
+					fmt.Fprintf(stderr, "doxlab bench: %s: %v\n", u, err)
+					exit = 1
+				}
+			}
 			if err != nil {
 				fmt.Fprintf(stderr, "doxlab bench: %s: %v\n", u, err)
 				exit = 1
@@ -140,10 +192,15 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		res, err := bench.Run(ctx, cfg)
+		endProgress()
 		if err != nil {
 			fmt.Fprintf(stderr, "doxlab bench: %s: %v\n", u, err)
 			exit = 1
 			continue
+		}
+		if err := save(bench.NewRecord(fmt.Sprint(i), cfg, res, -1), res.Samples); err != nil {
+			fmt.Fprintf(stderr, "doxlab bench: %s: %v\n", u, err)
+			exit = 1
 		}
 		s := res.Summarize()
 		if *asJSON {
@@ -158,3 +215,35 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	return exit
 }
+
+// benchProgress reports a run's progress on w once a second: one line
+// redrawn in place on a terminal (end erases it); plain lines otherwise
+// when always is set, else nothing.
+func benchProgress(w io.Writer, url string, always bool) (report func(bench.Progress), end func()) {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	if !tty && !always {
+		return nil, func() {}
+	}
+	drawn := false
+	report = func(p bench.Progress) {
+		line := fmt.Sprintf("%s %5.1fs: %d sent, %d answered, %d failed, %d in flight; %.0f answers/s, p50 %.3f ms, p99 %.3f ms",
+			url, p.Elapsed.Seconds(), p.Sent, p.OK, p.Failed, p.InFlight, p.Answered, ms(p.P50), ms(p.P99))
+		if tty {
+			fmt.Fprintf(w, "\r\x1b[K%s", line) // erase the line, then draw it anew
+			drawn = true
+			return
+		}
+		fmt.Fprintln(w, line)
+	}
+	end = func() {
+		if drawn {
+			fmt.Fprint(w, "\r\x1b[K")
+		}
+	}
+	return report, end
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

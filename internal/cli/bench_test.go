@@ -36,6 +36,23 @@ func TestBench(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "highest rate held: 200 queries/s")
 
+	// Stored: every query of every step, drawn by the report.
+	db := filepath.Join(t.TempDir(), "b.db")
+	code, _, errOut = run("bench", "--store", db, "--steps", "100,200", "--duration", "500ms", "--p99", "2s", "--label", "mine", url)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "stored as run ")
+	rep := filepath.Join(t.TempDir(), "rep")
+	code, out, errOut = run("report", "--store", db, "--out", rep)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "2 benchmarks")
+	html, err := os.ReadFile(filepath.Join(rep, "report.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(html), "mine @200/s")
+	require.FileExists(t, filepath.Join(rep, "server-load-spectrum.svg"))
+	code, _, errOut = run("bench", "--store", "postgres://nobody@127.0.0.1:1/x", url)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "unreachable")
+
 	bad := filepath.Join(t.TempDir(), "bad.txt")
 	require.NoError(t, os.WriteFile(bad, []byte("a.example A\nb.example NOPE\n"), 0o644))
 	for _, c := range []struct {
