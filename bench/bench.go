@@ -43,6 +43,9 @@ type Config struct {
 	Seed    uint64
 	// Keep keeps every query's Sample in Result.Samples, for the store.
 	Keep bool
+	// Full sends every query through the transport's Exchange, with its
+	// full record, also where the lean path (Lean) would go.
+	Full bool
 	// Progress, if set, is called every ProgressEvery (default 1 s) while
 	// the run sends, from its own goroutine.
 	Progress      func(Progress)
@@ -148,6 +151,17 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
+	if Lean(c) {
+		res := &Result{URL: c.URL, OpenLoop: true, Intended: c.Rate, Errors: map[transport.Status]int{},
+			Latency: newHist(), Service: newHist(), Handshake: newHist()}
+		cpu0 := cpuTimes()
+		if err := runLean(ctx, c, res); err != nil {
+			return nil, err
+		}
+		cpu1 := cpuTimes()
+		res.CPUUser, res.CPUSys = cpu1.user-cpu0.user, cpu1.sys-cpu0.sys
+		return res, nil
+	}
 	trs := make([]transport.Transport, c.Conns)
 	for i := range trs {
 		tr, err := transport.New(c.URL, c.Options)
@@ -219,6 +233,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	start = time.Now()
 	res.Start = start
 	end := start.Add(c.Duration)
+	interrupted := ctx.Done() // as on the lean path: a query due before the end is sent
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	if c.Progress != nil {
@@ -253,7 +268,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			if d := time.Until(due); d > 0 {
 				select {
 				case <-time.After(d):
-				case <-ctx.Done():
+				case <-interrupted:
 					break schedule
 				}
 			}

@@ -26,16 +26,19 @@ func TestOpenLoopSeesAStall(t *testing.T) {
 	url := "tcp://" + srv.Addr("tcp").String()
 	opts := transport.Options{Reuse: true}
 
-	open, err := bench.Run(context.Background(), bench.Config{URL: url, Rate: 200, Duration: 2 * time.Second, Options: opts})
-	require.NoError(t, err)
-	o := open.Summarize()
-	require.Equal(t, 400, o.Sent)
-	require.Equal(t, 400, o.Answered, "%v", o.Errors)
-	// 4 stalls of 200 ms at 200/s: 40 queries each wait 100 ms on
-	// average, 16 s in all over 400 queries.
-	require.InDelta(t, 40, o.Latency.Mean, 20, "mean latency ms")
-	require.Greater(t, o.Latency.P["90"], 50.0, "the stall is in the percentiles")
-	require.Less(t, o.Service.P["50"], o.Latency.P["90"], "service time alone understates it")
+	// The lean path, and every query through the transport (Full).
+	for _, full := range []bool{false, true} {
+		open, err := bench.Run(context.Background(), bench.Config{URL: url, Rate: 200, Duration: 2 * time.Second, Options: opts, Full: full})
+		require.NoError(t, err)
+		o := open.Summarize()
+		require.Equal(t, 400, o.Sent)
+		require.Equal(t, 400, o.Answered, "%v", o.Errors)
+		// 4 stalls of 200 ms at 200/s: 40 queries each wait 100 ms on
+		// average, 16 s in all over 400 queries.
+		require.InDelta(t, 40, o.Latency.Mean, 20, "mean latency ms, full %v", full)
+		require.Greater(t, o.Latency.P["90"], 50.0, "the stall is in the percentiles")
+		require.Less(t, o.Service.P["50"], o.Latency.P["90"], "service time alone understates it")
+	}
 
 	closed, err := bench.Run(context.Background(), bench.Config{URL: url, Workers: 1, MaxQueries: 400, Duration: 10 * time.Second, Options: opts})
 	require.NoError(t, err)

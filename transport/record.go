@@ -110,5 +110,5 @@ func (r *Record) fill(resp *dns.Msg) {
 	for _, rr := range resp.Answer {
 		r.Answers = append(r.Answers, rr.String())
 	}
-	r.Status = statusForRcode(resp.Rcode)
+	r.Status = StatusForRcode(resp.Rcode)
 }

@@ -62,7 +62,8 @@ func (s Status) HasResponse() bool {
 	return false
 }
 
-func statusForRcode(rcode int) Status {
+// StatusForRcode is the status of an answer with rcode.
+func StatusForRcode(rcode int) Status {
 	switch rcode {
 	case dns.RcodeSuccess:
 		return StatusOK

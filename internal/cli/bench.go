@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +58,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	label := fs.String("label", "", "name the benchmarks in the store and the report (default: the protocol)")
 	progress := fs.Bool("progress", false, "report progress every second even when standard error is not a terminal (on a terminal it always does)")
 	quiet := fs.Bool("quiet", false, "no progress")
+	full := fs.Bool("full", false, "send every query through the transport with its full record (as doxlab query does), not the lean path; costs tens of µs of CPU per query")
+	cpuProfile := fs.String("cpuprofile", "", "write the client's CPU profile (pprof) to `FILE`")
 	urls, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -120,7 +123,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	cfgs := make([]bench.Config, len(urls))
 	for i, u := range urls {
 		cfgs[i] = bench.Config{URL: u, Rate: *rate, Workers: *workers, Duration: *duration, MaxQueries: *maxQueries,
-			MaxInFlight: *maxInFlight, Conns: *conns, Names: mix, Options: opts, Seed: *seed, Keep: *storeDSN != ""}
+			MaxInFlight: *maxInFlight, Conns: *conns, Names: mix, Options: opts, Seed: *seed, Keep: *storeDSN != "", Full: *full}
 		if err := cfgs[i].Check(); err != nil {
 			return usage("%v", err)
 		}
@@ -153,6 +156,18 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			defer cancel()
 			return bench.Save(sctx, st, run.ID, rec, samples)
 		}
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab bench: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	exit := exitOK
 	for i, u := range urls {

@@ -1,0 +1,90 @@
+package bench_test
+
+import (
+	"context"
+	"crypto/x509"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// TestLeanPathEveryTransport: an open-loop run over reused connections
+// takes the lean path on every transport but DoH/1.1, and every query is
+// answered, kept and labelled with the protocol.
+func TestLeanPathEveryTransport(t *testing.T) {
+	lo := "127.0.0.1:0"
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: lo, TCP: lo, DoT: lo, DoH: lo, DoH3: lo, DoQ: lo},
+		Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	a := func(n string) string { return srv.Addr(n).String() }
+	for proto, url := range map[string]string{"udp": "udp://" + a("udp"), "tcp": "tcp://" + a("tcp"), "dot": "tls://" + a("dot"),
+		"doh2": "https://" + a("doh") + "/dns-query", "doh3": "h3://" + a("doh3") + "/dns-query", "doq": "quic://" + a("doq")} {
+		t.Run(proto, func(t *testing.T) {
+			c := bench.Config{URL: url, Rate: 1000, Duration: 500 * time.Millisecond, Conns: 2, Keep: true,
+				Names:   []bench.Query{{Name: "a.example", Type: 1}, {Name: "b.example", Type: 28}},
+				Options: transport.Options{Reuse: true, RootCAs: roots}}
+			require.True(t, bench.Lean(c))
+			res, err := bench.Run(context.Background(), c)
+			require.NoError(t, err)
+			s := res.Summarize()
+			require.Equal(t, proto, res.Protocol)
+			require.Equal(t, 500, s.Sent)
+			require.Equal(t, 500, s.Answered, "%v", s.Errors)
+			require.Len(t, res.Samples, 500)
+			require.EqualValues(t, 2, s.Handshake.N, "one handshake per connection")
+			require.Positive(t, s.MaxInFlight)
+		})
+	}
+	c := bench.Config{URL: "https://" + a("doh") + "/dns-query", Rate: 10, Options: transport.Options{Reuse: true, HTTPVersion: "1.1"}}
+	require.False(t, bench.Lean(c), "DoH/1.1 goes through the transport")
+	c.Options.HTTPVersion, c.Full = "", true
+	require.False(t, bench.Lean(c), "Full asks for the transport's records")
+}
+
+// TestLeanPathCountsFailures: lost datagrams time out without holding
+// up the schedule, rcodes count as answers, and a DoH server that refuses
+// RFC 8484 answers http-error.
+func TestLeanPathCountsFailures(t *testing.T) {
+	lossy, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
+		Faults: server.Faults{DropProbability: 0.2}})
+	require.NoError(t, err)
+	require.NoError(t, lossy.Start())
+	defer lossy.Close()
+	res, err := bench.Run(context.Background(), bench.Config{URL: "udp://" + lossy.Addr("udp").String(), Rate: 1000, Duration: time.Second,
+		MaxInFlight: 500, Options: transport.Options{Reuse: true, Timeout: 200 * time.Millisecond}})
+	require.NoError(t, err)
+	s := res.Summarize()
+	require.Equal(t, 1000, s.Sent, "lost queries give their room back after the timeout")
+	require.InDelta(t, 200, s.Errors["timeout"], 60)
+	require.Equal(t, s.Sent, s.Answered+s.Errors["timeout"])
+
+	nx, err := server.New(&server.Config{Listen: server.Listen{TCP: "127.0.0.1:0"}})
+	require.NoError(t, err)
+	require.NoError(t, nx.Start())
+	defer nx.Close()
+	res, err = bench.Run(context.Background(), bench.Config{URL: "tcp://" + nx.Addr("tcp").String(), Rate: 200, Duration: 500 * time.Millisecond, Keep: true,
+		Options: transport.Options{Reuse: true}})
+	require.NoError(t, err)
+	require.Equal(t, 100, res.OK, "an answer with any rcode is an answer")
+	require.NotEqual(t, transport.StatusOK, res.Samples[0].Status)
+	require.True(t, res.Samples[0].Status.HasResponse())
+
+	jsonOnly, err := server.New(&server.Config{Listen: server.Listen{DoH: "127.0.0.1:0"}, DoHJSONOnly: true, Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, jsonOnly.Start())
+	defer jsonOnly.Close()
+	res, err = bench.Run(context.Background(), bench.Config{URL: "https://" + jsonOnly.Addr("doh").String() + "/dns-query", Rate: 200, Duration: 250 * time.Millisecond,
+		Options: transport.Options{Reuse: true, Insecure: true}})
+	require.NoError(t, err)
+	require.Zero(t, res.OK)
+	require.Equal(t, 50, res.Errors[transport.StatusHTTP])
+}
