@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# doxlab bench beside dnsperf and h2load, against the same servers in one
+# run, so that doxlab bench's figures can be checked against the tools
+# operators trust: doxlab serve, CoreDNS, Unbound and Knot Resolver on
+# loopback with static answers (scripts/lib/bench-servers.sh).
+#
+# Every tool gets the same load: CLIENTS connections (dnsperf -c, h2load -c,
+# doxlab bench --conns) and OUTSTANDING queries in flight at most (dnsperf
+# -q; h2load -m OUTSTANDING/CLIENTS per connection; doxlab bench
+# --max-in-flight, open loop at a rate no server holds, so the window is
+# what limits it). Latency is each tool's own from the query's send:
+# dnsperf's average, h2load's mean request time, doxlab bench's service
+# time (its latency from the intended send time is the queue's too, as a
+# saturating run should show). The load generators run pinned to
+# CLIENT_CPUS, the servers to SERVER_CPUS (defaults: CPU 0 and CPU 1 on a
+# machine with two or more), so a generator cannot take its server's core.
+#   SECS=5 CLIENTS=4 OUTSTANDING=100 bash scripts/bench-compare.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${SECS:-5}
+CLIENTS=${CLIENTS:-4}
+OUTSTANDING=${OUTSTANDING:-100}
+if [ "$(nproc)" -ge 2 ]; then CLIENT_CPUS=${CLIENT_CPUS-0}; SERVER_CPUS=${SERVER_CPUS-1}; fi
+export SERVER_CPUS
+PATH=$(go env GOPATH)/bin:$PATH
+for bin in dnsperf h2load jq; do
+  command -v "$bin" >/dev/null || { echo "bench-compare: $bin missing (make peers installs it)" >&2; exit 1; }
+done
+go build -o bin/doxlab ./cmd/doxlab
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+. scripts/lib/bench-servers.sh
+start_bench_servers
+
+pin_client() { if [ -n "${CLIENT_CPUS:-}" ]; then taskset -c "$CLIENT_CPUS" "$@"; else "$@"; fi; }
+
+# Each prints "queries/s mean-ms lost".
+dnsperf_run() { # mode port
+  local m=$1
+  [ "$m" = doh ] && m="doh -O doh-method=GET"
+  # shellcheck disable=SC2086
+  pin_client dnsperf -s 127.0.0.1 -p "$2" -m $m -d "$work/queries" -l "$SECS" -c "$CLIENTS" -q "$OUTSTANDING" 2>&1 |
+    awk '/Queries per second/ {q=$4} /Queries lost/ {l=$3} /Average Latency/ {a=$4*1000} END {printf "%.0f %.3f %s", q, a, l}'
+}
+h2load_run() { # port
+  pin_client h2load -D "$SECS" -t 1 -c "$CLIENTS" -m $((OUTSTANDING / CLIENTS)) -H 'accept: application/dns-message' \
+    "https://127.0.0.1:$1/dns-query?dns=$(doh_get_query)" 2>&1 |
+    awk '/^finished in/ {gsub(",","",$4); r=$4}
+         /^requests:/ {f=$10}
+         /^time for request:/ {v=$6; u=v; sub(/[a-z]+$/,"",v); sub(/^[0-9.]+/,"",u); ms=(u=="us")?v/1000:(u=="s")?v*1000:v}
+         END {printf "%.0f %.3f %s", r, ms, f}'
+}
+doxlab_run() { # url
+  pin_client bin/doxlab bench --quiet --json --ca "$work/cert.pem" --rate 1000000 --max-in-flight "$OUTSTANDING" \
+    --conns "$CLIENTS" --duration "${SECS}s" --names "$work/queries" "$1" |
+    jq -r '"\(.answered_qps|floor) \(.service.mean_ms*1000|floor/1000) \(.sent - .answered) \(.cpu_per_query_us*10|floor/10)"'
+}
+url() { # server mode
+  local p; p=$(port "$1" "$2")
+  case $2 in
+    udp) echo "udp://127.0.0.1:$p" ;; tcp) echo "tcp://127.0.0.1:$p" ;; dot) echo "tls://127.0.0.1:$p" ;;
+    doh) echo "https://127.0.0.1:$p/dns-query" ;; doh3) echo "h3://127.0.0.1:$p/dns-query" ;; doq) echo "quic://127.0.0.1:$p" ;;
+  esac
+}
+
+echo "doxlab bench beside dnsperf and h2load: $CLIENTS connections, $OUTSTANDING queries in flight at most, $SECS s each"
+echo "load generators on CPU ${CLIENT_CPUS:-any}, servers on CPU ${SERVER_CPUS:-any}; qps answered, mean ms from the send, lost"
+printf '%-14s %-5s %26s %26s %32s %8s\n' server mode dnsperf h2load "doxlab bench" ratio
+for srv in "${SERVERS[@]}"; do
+  for mode in udp tcp dot doh doq doh3; do
+    case $mode in doq|doh3) [ "$srv" = doxlab ] || continue ;; esac
+    d=- h=-
+    # A tool that fails leaves its cell at 0/s and the row goes on.
+    case $mode in doq|doh3) ;; *) d=$(dnsperf_run "$mode" "$(port "$srv" "$mode")") || d="0 0 -" ;; esac
+    [ "$mode" = doh ] && { h=$(h2load_run "$(port "$srv" doh)") || h="0 0 -"; }
+    x=$(doxlab_run "$(url "$srv" "$mode")") || x="0 0 - -"
+    read -r dq dl dlost <<<"${d/-/- - -}"
+    read -r hq hl hlost <<<"${h/-/- - -}"
+    read -r xq xl xlost xcpu <<<"$x"
+    best=$dq
+    [ "$hq" != - ] && [ "${hq%.*}" -gt "${best%.*}" ] && best=$hq
+    ratio=-
+    [ "$best" != - ] && [ "${best%.*}" -gt 0 ] && ratio=$(awk -v a="$xq" -v b="$best" 'BEGIN {printf "%.2f", a/b}')
+    printf '%-14s %-5s %26s %26s %32s %8s\n' "$srv" "$mode" \
+      "$( [ "$dq" = - ] && echo - || printf '%s/s %s ms %s lost' "$dq" "$dl" "$dlost")" \
+      "$( [ "$hq" = - ] && echo - || printf '%s/s %s ms %s failed' "$hq" "$hl" "$hlost")" \
+      "$(printf '%s/s %s ms %s lost %s us/q' "$xq" "$xl" "$xlost" "$xcpu")" "$ratio"
+  done
+done
+echo "ratio: doxlab bench's queries/s over the best of dnsperf and h2load against the same server"
