@@ -157,18 +157,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			return bench.Save(sctx, st, run.ID, rec, samples)
 		}
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "doxlab bench: --cpuprofile: %v\n", err)
-			return exitUsage
-		}
-		defer f.Close()
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab bench: --cpuprofile: %v\n", err)
+		return exitUsage
 	}
+	defer stopProfile()
 	exit := exitOK
 	for i, u := range urls {
 		cfg := cfgs[i]
@@ -262,3 +256,20 @@ func benchProgress(w io.Writer, url string, always bool) (report func(bench.Prog
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// startCPUProfile writes this process's CPU profile (pprof) to path until
+// stop is called; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}

@@ -38,7 +38,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		udp, tcp, dot, doh, doh3, doq, web       string
 		any, zone, hosts, forward, records, cert string
 		key, certOut, retry, metrics, dohPath    string
-		readyFile                                string
+		readyFile, cpuProfile                    string
 		static, sites                            stringList
 		noZeroRTT, inOrder, cache                bool
 		delay                                    time.Duration
@@ -50,6 +50,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&doh, "doh", "", "serve DoH over HTTP/1.1 and HTTP/2 on TCP `addr`")
 	fs.StringVar(&doh3, "doh3", "", "serve DoH over HTTP/3 on UDP `addr`")
 	fs.StringVar(&doq, "doq", "", "serve DoQ on `addr`")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write the server's CPU profile (pprof) to `FILE` until it stops")
 	fs.StringVar(&web, "web", "", "serve pages (and DoH) over HTTP/3 and HTTP/2 on `addr`")
 	fs.Var(&sites, "site", "serve the directory `[HOST=]DIR` on the web listener, for HOST or any host (repeatable)")
 	fs.StringVar(&dohPath, "doh-path", "", "DoH endpoint path (default /dns-query)")
@@ -138,6 +139,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	stopProfile, err := startCPUProfile(cpuProfile)
+	if err != nil {
+		return fail(fmt.Errorf("--cpuprofile: %w", err))
+	}
+	defer stopProfile()
 	if err := srv.Start(); err != nil {
 		return fail(err)
 	}
