@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/doxlab/doxlab/transport"
@@ -64,6 +65,9 @@ type recorder struct {
 	enc *json.Encoder
 	// hook, if set, sees every record (tests, metrics).
 	hook func(*Record)
+	// on says whether a record goes anywhere (a file or a hook), so that
+	// a server writing none spares building them.
+	on atomic.Bool
 }
 
 func newRecorder(path string) (*recorder, error) {
@@ -81,10 +85,14 @@ func newRecorder(path string) (*recorder, error) {
 		r.w, r.c = bufio.NewWriter(f), f
 	}
 	r.enc = json.NewEncoder(r.w)
+	r.on.Store(true)
 	return r, nil
 }
 
 func (r *recorder) write(rec *Record) {
+	if !r.on.Load() {
+		return
+	}
 	if rec.Time.IsZero() {
 		rec.Time = time.Now()
 	}

@@ -150,8 +150,12 @@ func (s *Server) SPKI() string { return s.id.spki }
 func (s *Server) OnRecord(f func(*Record)) {
 	s.rec.mu.Lock()
 	s.rec.hook = f
+	s.rec.on.Store(f != nil || s.rec.enc != nil)
 	s.rec.mu.Unlock()
 }
+
+// recording says whether records go anywhere: a file, a hook, metrics.
+func (s *Server) recording() bool { return s.metrics != nil || s.rec.on.Load() }
 
 func (s *Server) track(name string, a net.Addr, c io.Closer) {
 	s.mu.Lock()
@@ -225,7 +229,7 @@ func (s *Server) handle(ctx context.Context, q *dns.Msg, rec *Record, received t
 }
 
 func (s *Server) record(rec *Record) {
-	s.rec.write(rec)
+	s.rec.write(rec) // returns at once when no file or hook takes it
 	if s.metrics != nil {
 		s.metrics.observe(rec)
 	}

@@ -385,6 +385,18 @@ func TestBindConflictNamesListener(t *testing.T) {
 	err = srv.Start()
 	require.ErrorContains(t, err, "listen.dot")
 	require.ErrorContains(t, err, "address already in use")
+
+	// The UDP listener's sockets share their port (SO_REUSEPORT), but a
+	// second server on it is refused, not handed half the queries.
+	first, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: anyIP}})
+	require.NoError(t, err)
+	require.NoError(t, first.Start())
+	defer first.Close()
+	second, err := server.New(&server.Config{Listen: server.Listen{UDP: first.Addr("udp").String()}, Answers: server.Answers{Any: anyIP}})
+	require.NoError(t, err)
+	err = second.Start()
+	require.ErrorContains(t, err, "listen.udp")
+	require.ErrorContains(t, err, "address already in use")
 }
 
 func TestMetrics(t *testing.T) {
