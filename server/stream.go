@@ -87,22 +87,39 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 		s.record(&conn)
 		c = tc
 	}
+	// Answers go through one buffer: a query answered inline while more
+	// are already read waits for them, so pipelined queries' answers
+	// leave in one write (and one TLS record) instead of one each.
 	var wmu sync.Mutex
-	write := func(r *dns.Msg) bool {
+	bw := bufio.NewWriterSize(c, 16<<10)
+	write := func(r *dns.Msg, flush bool) bool {
 		out, err := r.Pack()
-		if err != nil {
-			return false
-		}
-		buf, err := dnswire.AppendPrefixed(make([]byte, 0, len(out)+2), out)
 		if err != nil {
 			return false
 		}
 		wmu.Lock()
 		defer wmu.Unlock()
+		if len(out) > dnswire.MaxMsg {
+			return false
+		}
+		bw.Write([]byte{byte(len(out) >> 8), byte(len(out))})
+		bw.Write(out)
+		if !flush {
+			return true
+		}
 		c.SetWriteDeadline(time.Now().Add(lim.IdleTimeout))
-		_, err = c.Write(buf)
-		return err == nil
+		return bw.Flush() == nil
 	}
+	flushPending := func() {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if bw.Buffered() > 0 {
+			c.SetWriteDeadline(time.Now().Add(lim.IdleTimeout))
+			bw.Flush()
+		}
+	}
+	f := s.cfg.Faults
+	inline := f.InOrder || (f.Delay == 0 && f.DelayEvery == 0 && f.DelayProbability == 0 && len(f.DelayNames) == 0 && s.ans.fwd == nil)
 	refuse := func(reason Reason, detail string) {
 		s.refuse(name, base.Transport, c.RemoteAddr(), reason, detail)
 	}
@@ -110,8 +127,12 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	br := bufio.NewReader(c)
+	defer flushPending() // answers still buffered leave before the connection closes
 	for first := true; ; first = false {
 		if !first {
+			if br.Buffered() == 0 {
+				flushPending() // nothing more read: what is answered leaves now
+			}
 			// Between queries a connection may idle; once a query has
 			// begun it must arrive whole within handshake_timeout.
 			c.SetReadDeadline(time.Now().Add(lim.IdleTimeout))
@@ -143,7 +164,7 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 			if len(wire) >= dnswire.MinMsg && wire[2]&0x80 == 0 {
 				r := new(dns.Msg)
 				r.Id, r.Response, r.Rcode = uint16(wire[0])<<8|uint16(wire[1]), true, dns.RcodeFormatError
-				write(r)
+				write(r, true)
 			}
 			continue
 		}
@@ -156,9 +177,11 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 		}
 		rec := base
 		sl.begin()
-		if s.cfg.Faults.InOrder {
+		if inline {
+			// Quick (or in order by request): answered here, flushed
+			// once no further query is already read.
 			r := s.handle(s.ctx, q, &rec, received)
-			ok := r == nil || write(r)
+			ok := r == nil || write(r, br.Buffered() == 0)
 			sl.end()
 			if !ok {
 				return
@@ -170,7 +193,7 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 		go func() {
 			defer func() { sl.end(); <-streams; wg.Done() }()
 			if r := s.handle(s.ctx, q, &rec, received); r != nil {
-				write(r)
+				write(r, true)
 			}
 		}()
 	}
