@@ -63,9 +63,13 @@ url() { # server mode
   esac
 }
 
+# window QPS MS: the queries really in flight, by Little's law: a tool
+# that keeps more in flight than asked shows it here.
+window() { awk -v q="$1" -v l="$2" 'BEGIN {printf "%.0f", q * l / 1000}'; }
+
 echo "doxlab bench beside dnsperf and h2load: $CLIENTS connections, $OUTSTANDING queries in flight at most, $SECS s each"
-echo "load generators on CPU ${CLIENT_CPUS:-any}, servers on CPU ${SERVER_CPUS:-any}; qps answered, mean ms from the send, lost"
-printf '%-14s %-5s %26s %26s %32s %8s\n' server mode dnsperf h2load "doxlab bench" ratio
+echo "load generators on CPU ${CLIENT_CPUS:-any}, servers on CPU ${SERVER_CPUS:-any}; qps answered, mean ms from the send, ~in flight (qps × mean), lost"
+printf '%-14s %-5s %32s %32s %38s %6s\n' server mode dnsperf h2load "doxlab bench" ratio
 for srv in "${SERVERS[@]}"; do
   for mode in udp tcp dot doh doq doh3; do
     case $mode in doq|doh3) [ "$srv" = doxlab ] || continue ;; esac
@@ -81,10 +85,11 @@ for srv in "${SERVERS[@]}"; do
     [ "$hq" != - ] && [ "${hq%.*}" -gt "${best%.*}" ] && best=$hq
     ratio=-
     [ "$best" != - ] && [ "${best%.*}" -gt 0 ] && ratio=$(awk -v a="$xq" -v b="$best" 'BEGIN {printf "%.2f", a/b}')
-    printf '%-14s %-5s %26s %26s %32s %8s\n' "$srv" "$mode" \
-      "$( [ "$dq" = - ] && echo - || printf '%s/s %s ms %s lost' "$dq" "$dl" "$dlost")" \
-      "$( [ "$hq" = - ] && echo - || printf '%s/s %s ms %s failed' "$hq" "$hl" "$hlost")" \
-      "$(printf '%s/s %s ms %s lost %s us/q' "$xq" "$xl" "$xlost" "$xcpu")" "$ratio"
+    printf '%-14s %-5s %32s %32s %38s %6s\n' "$srv" "$mode" \
+      "$( [ "$dq" = - ] && echo - || printf '%s/s %s ms ~%s %s lost' "$dq" "$dl" "$(window "$dq" "$dl")" "$dlost")" \
+      "$( [ "$hq" = - ] && echo - || printf '%s/s %s ms ~%s %s failed' "$hq" "$hl" "$(window "$hq" "$hl")" "$hlost")" \
+      "$(printf '%s/s %s ms ~%s %s lost %s us/q' "$xq" "$xl" "$(window "$xq" "$xl")" "$xlost" "$xcpu")" "$ratio"
   done
 done
-echo "ratio: doxlab bench's queries/s over the best of dnsperf and h2load against the same server"
+echo "ratio: doxlab bench's queries/s over the best of dnsperf and h2load against the same server."
+echo "dnsperf keeps more than -q in flight over DoT and DoH (see ~in flight): compare those rows with that in mind."
