@@ -20,9 +20,11 @@ peers:
 # DoH/3 in 0-RTT run without -race only.
 RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./experiment ./bench
 RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestRunAgainstServer
+# DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
+# the same testbed (web): the second waits for the first.
 test: peers lint
 	CI=true $(GO) vet ./...
-	CI=true $(GO) test -count=1 ./...
+	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 ./...
 	CI=true $(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
 # golangci-lint, pinned; built from the module proxy once.

@@ -164,8 +164,19 @@ func Start(spec Spec) (*Testbed, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	if st, err := Load(spec.Name); err == nil && st.Alive() {
-		return nil, fmt.Errorf("testbed %s is already up (pid %d); run 'doxlab testbed down --name %s' first", spec.Name, st.PID, spec.Name)
+	// Two testbeds of one name would share namespaces; two running at
+	// once would also disturb each other's timing. A live holder is an
+	// error, unless DOXLAB_TESTBED_WAIT says how long to wait for it (the
+	// tests, whose packages run in parallel, set it).
+	wait, _ := time.ParseDuration(os.Getenv("DOXLAB_TESTBED_WAIT"))
+	for deadline := time.Now().Add(wait); ; time.Sleep(200 * time.Millisecond) {
+		st, err := Load(spec.Name)
+		if err != nil || !st.Alive() {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("testbed %s is already up (pid %d); run 'doxlab testbed down --name %s' first", spec.Name, st.PID, spec.Name)
+		}
 	}
 	if err := Down(spec.Name); err != nil {
 		return nil, fmt.Errorf("clearing an old testbed %s: %w", spec.Name, err)
