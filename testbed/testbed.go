@@ -174,7 +174,7 @@ func Start(spec Spec) (*Testbed, error) {
 		if err != nil || !st.Alive() {
 			break
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || st.PID == os.Getpid() { // never wait for ourselves
 			return nil, fmt.Errorf("testbed %s is already up (pid %d); run 'doxlab testbed down --name %s' first", spec.Name, st.PID, spec.Name)
 		}
 	}
