@@ -21,6 +21,9 @@ type Direction struct {
 	Jitter time.Duration `yaml:"jitter" json:"jitter"`
 	// Rate in bits per second; every byte of the IP packet counts.
 	Rate float64 `yaml:"rate" json:"rate"`
+	// Trace replaces Rate with a delivery-opportunity trace in Mahimahi's
+	// format: a file, or a built-in one (BuiltinTraces). See Trace.
+	Trace string `yaml:"trace" json:"trace,omitempty"`
 	// QueueBytes, QueuePackets or QueueTime bound the queue in front of
 	// the rate limit (tail drop). With none set: 1000 packets, netem's default.
 	QueueBytes   int           `yaml:"queue_bytes" json:"queue_bytes"`
@@ -35,7 +38,19 @@ type Direction struct {
 // transparent reports whether d passes every packet at once: no delay,
 // no rate limit, no loss, so it has nothing to emulate.
 func (d Direction) transparent() bool {
-	return d.Delay == 0 && d.Jitter == 0 && d.Rate == 0 && d.Loss == 0 && d.GilbertElliott == nil
+	return d.Delay == 0 && d.Jitter == 0 && d.Rate == 0 && d.Trace == "" && d.Loss == 0 && d.GilbertElliott == nil
+}
+
+// MeanRate is the direction's rate in bit/s: Rate, or its trace's mean;
+// 0 when unlimited (or the trace cannot be read).
+func (d Direction) MeanRate() float64 {
+	if d.Trace != "" {
+		if tr, err := cachedTrace(d.Trace); err == nil {
+			return tr.Rate()
+		}
+		return 0
+	}
+	return d.Rate
 }
 
 // GilbertElliott is the two-state loss model: P and R are the chances to
@@ -141,6 +156,13 @@ func (p Profile) Validate() error {
 			return fmt.Errorf("profile %s: %s.loss %v is not a probability", p.Name, dir, d.Loss)
 		case d.Rate > 0 && d.Rate < 8000:
 			return fmt.Errorf("profile %s: %s.rate %v bit/s is below 1 kB/s; rates are in bits per second", p.Name, dir, d.Rate)
+		case d.Rate > 0 && d.Trace != "":
+			return fmt.Errorf("profile %s: %s: rate and trace exclude each other (the trace sets the rate)", p.Name, dir)
+		}
+		if d.Trace != "" {
+			if _, err := cachedTrace(d.Trace); err != nil {
+				return fmt.Errorf("profile %s: %s: %w", p.Name, dir, err)
+			}
 		}
 		if g := d.GilbertElliott; g != nil {
 			for _, v := range []float64{g.P, g.R, g.LossGood, g.LossBad} {

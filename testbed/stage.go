@@ -7,17 +7,19 @@ import (
 )
 
 // stage is one direction of one link: a tail-drop queue in front of a
-// rate limit, then loss, propagation delay and jitter. It computes when a
+// rate limit (a fixed rate, or a trace's delivery opportunities), then
+// loss, propagation delay and jitter. It computes when a
 // packet leaves rather than holding it, so the queue costs no memory and
 // the computation is exact; the writer thread then sleeps until then.
 type stage struct {
 	mu      sync.Mutex
 	d       Direction
 	rnd     *rand.Rand
-	bad     bool      // Gilbert-Elliott state
-	rateEnd time.Time // when the rate limiter finishes the last accepted packet
-	last    time.Time // the last departure: jitter never reorders
-	queued  []queued  // packets still in the rate queue, for packet/byte limits
+	bad     bool         // Gilbert-Elliott state
+	rateEnd time.Time    // when the rate limiter finishes the last accepted packet
+	last    time.Time    // the last departure: jitter never reorders
+	queued  []queued     // packets still in the rate queue, for packet/byte limits
+	trace   *traceCursor // a trace instead of a fixed rate
 
 	Sent, Dropped, Lost uint64
 }
@@ -28,15 +30,28 @@ type queued struct {
 }
 
 func newStage(d Direction, seed uint64) *stage {
-	return &stage{d: d, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	s := &stage{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	s.set(d)
+	return s
 }
 
-// set switches the stage's parameters; packets already scheduled keep theirs.
+// set switches the stage's parameters; packets already scheduled keep
+// theirs. A trace starts from its beginning now. The profile was
+// validated, so its trace loads (from the cache).
 func (s *stage) set(d Direction) {
+	var tc *traceCursor
+	if d.Trace != "" {
+		if tr, err := cachedTrace(d.Trace); err == nil {
+			tc = newTraceCursor(tr, time.Now())
+		}
+	}
 	s.mu.Lock()
-	s.d = d
+	s.d, s.trace = d, tc
 	s.mu.Unlock()
 }
+
+// limited reports whether a rate or a trace paces the stage.
+func (s *stage) limited() bool { return s.d.Rate > 0 || s.trace != nil }
 
 // delay is the stage's propagation delay.
 func (s *stage) delay() time.Duration {
@@ -58,7 +73,7 @@ func (s *stage) schedule(t time.Time, size int) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := &s.d
-	if d.Rate > 0 {
+	if s.limited() {
 		// Forget packets the rate limiter has finished with.
 		i := 0
 		for i < len(s.queued) && !s.queued[i].end.After(t) {
@@ -75,12 +90,16 @@ func (s *stage) schedule(t time.Time, size int) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	out := t
-	if d.Rate > 0 {
+	if s.limited() {
 		start := t
 		if s.rateEnd.After(start) {
 			start = s.rateEnd
 		}
-		s.rateEnd = start.Add(time.Duration(float64(size*8) / d.Rate * float64(time.Second)))
+		if s.trace != nil {
+			s.rateEnd = s.trace.serve(start, size)
+		} else {
+			s.rateEnd = start.Add(time.Duration(float64(size*8) / d.Rate * float64(time.Second)))
+		}
 		s.queued = append(s.queued, queued{end: s.rateEnd, size: size})
 		out = s.rateEnd
 	}

@@ -1,0 +1,129 @@
+package testbed
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// mahimahi is Mahimahi's LinkQueue::rationalize, written out plainly: at
+// each opportunity, in order, the queued packets take its octets; a
+// packet leaves at the opportunity that gives its last octet.
+func mahimahi(tr *Trace, arrivals []time.Duration, sizes []int, cycles int) []time.Duration {
+	out := make([]time.Duration, len(arrivals))
+	next, left := 0, 0 // next packet not yet left; its octets still to send
+	period := len(tr.PerMs) - 1
+	for k := 0; k < cycles && next < len(arrivals); k++ {
+		for m := 0; m <= period; m++ {
+			if k > 0 && m == 0 {
+				continue // instant k·period was the previous cycle's last
+			}
+			at := time.Duration(k*period+m) * time.Millisecond
+			for range tr.count(int64(k*period + m)) {
+				budget := OpportunityBytes
+				for budget > 0 && next < len(arrivals) && arrivals[next] <= at {
+					if left == 0 {
+						left = sizes[next]
+					}
+					use := min(left, budget)
+					left -= use
+					budget -= use
+					if left == 0 {
+						out[next] = at
+						next++
+					} else {
+						budget = 0 // Mahimahi: a packet in transit takes the whole opportunity
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestTraceCursorIsMahimahi: the cursor, computing each departure as its
+// packet arrives, gives Mahimahi's departures exactly, across
+// repetitions of the trace, with idle gaps, partly used opportunities
+// and packets spanning several.
+func TestTraceCursorIsMahimahi(t *testing.T) {
+	tr, err := ParseTrace("t", strings.NewReader("0\n1\n1\n1\n4\n7\n7\n9\n12\n"))
+	require.NoError(t, err)
+	require.Equal(t, 12*time.Millisecond, tr.Period())
+	require.Equal(t, 9, tr.Total)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var arrivals []time.Duration
+	var sizes []int
+	at := time.Duration(0)
+	for range 400 {
+		at += time.Duration(rng.Float64() * float64(3*time.Millisecond))
+		if rng.IntN(20) == 0 {
+			at += 30 * time.Millisecond // idle: opportunities pass unused
+		}
+		arrivals = append(arrivals, at)
+		sizes = append(sizes, []int{60, 576, 1500, 2900, 1200}[rng.IntN(5)])
+	}
+	want := mahimahi(tr, arrivals, sizes, 1000)
+	base := time.Unix(1000, 0)
+	c := newTraceCursor(tr, base)
+	var end time.Time
+	for i, a := range arrivals {
+		start := base.Add(a)
+		if end.After(start) {
+			start = end
+		}
+		end = c.serve(start, sizes[i])
+		require.Equal(t, want[i], end.Sub(base), "packet %d of %d octets, arrived at %s", i, sizes[i], a)
+	}
+}
+
+func TestTraceBytesAndRate(t *testing.T) {
+	tr, err := ParseTrace("t", strings.NewReader("0\n5\n5\n10\n"))
+	require.NoError(t, err)
+	require.InDelta(t, 4*1500*8/0.010, tr.Rate(), 1e-6)
+	require.EqualValues(t, 3*1500, tr.Bytes(0, 10*time.Millisecond), "0, 5, 5; 10 is at the window's end")
+	require.EqualValues(t, 2*1500, tr.Bytes(10*time.Millisecond, 11*time.Millisecond), "instant 10 ends one period and starts the next")
+	require.EqualValues(t, (1+2*79)*1500, tr.Bytes(0, 400*time.Millisecond), "instant 0, then two every 5 ms up to 395")
+
+	for _, c := range []struct{ in, msg string }{
+		{"", "no delivery opportunities"},
+		{"0\n0\n", "longer than 0 ms"},
+		{"1\n\n2\n", "t:2: an empty line"},
+		{"5\n3\n", "t:2: 3 ms comes after 5 ms"},
+		{"1\nx\n", `t:2: "x" is not a millisecond count`},
+	} {
+		_, err := ParseTrace("t", strings.NewReader(c.in))
+		require.ErrorContains(t, err, c.msg)
+	}
+}
+
+// TestBuiltinTracesAndConverter: the built-in models give their mean
+// rate, the converter follows a throughput log, and profiles name traces.
+func TestBuiltinTracesAndConverter(t *testing.T) {
+	for name, m := range BuiltinTraces {
+		tr, err := LoadTrace(name)
+		require.NoError(t, err, name)
+		require.InDelta(t, m.Mean, tr.Rate(), 0.25*m.Mean, "%s: the mean rate, outages and the walk's luck aside", name)
+	}
+	var b strings.Builder
+	require.NoError(t, ConvertThroughput("log", strings.NewReader("# t rate\n0 12e6\n0.5 1.2e6\n1.0 0\n"), &b))
+	tr, err := ParseTrace("conv", strings.NewReader(b.String()))
+	require.NoError(t, err)
+	require.InDelta(t, 12e6/8*0.5, tr.Bytes(0, 500*time.Millisecond), 1500)
+	require.InDelta(t, 1.2e6/8*0.5, tr.Bytes(500*time.Millisecond, time.Second), 1500)
+	require.Equal(t, time.Second, tr.Period(), "the log's span")
+	require.ErrorContains(t, ConvertThroughput("log", strings.NewReader("0 1e6\n0 2e6\n"), &b), "log:2: time 0 s does not come after 0 s")
+	require.ErrorContains(t, ConvertThroughput("log", strings.NewReader("0 1e6\n"), &b), "two samples at least")
+
+	p := Profile{Name: "lte", Down: Direction{Trace: "lte-driving", Delay: 20 * time.Millisecond}}
+	require.NoError(t, p.Validate())
+	require.InDelta(t, 20e6, p.Down.MeanRate(), 5e6)
+	p.Down.Rate = 1e6
+	require.ErrorContains(t, p.Validate(), "rate and trace exclude each other")
+	p = Profile{Name: "x", Up: Direction{Trace: "no-such-trace"}}
+	require.ErrorContains(t, p.Validate(), `trace "no-such-trace": not a built-in one`)
+	require.False(t, math.IsNaN(Direction{Trace: "lte-driving"}.MeanRate()))
+}
