@@ -426,6 +426,7 @@ func (e *emulator) write(dst *link, w int) {
 	dst.writerTids[w].Store(int64(unix.Gettid()))
 	wake := dst.wakes[w]
 	learn := newSpinner()
+	bs := newBatchSender(64)
 	for !e.stopped() {
 		dst.mu.Lock()
 		if len(dst.queue) == 0 {
@@ -471,19 +472,86 @@ func (e *emulator) write(dst *link, w int) {
 		for time.Now().Before(due) {
 		}
 		dst.mu.Lock()
-		if dst.writing || len(dst.queue) == 0 || dst.queue[0].depart.After(time.Now()) {
-			dst.mu.Unlock() // the other writer is sending or has sent it
+		if dst.writing {
+			// The other writer is sending. Sleep until it signals or a
+			// moment passes, never spin on the lock: two real-time
+			// writers busy at once would starve the reader, the traffic's
+			// own senders and receivers, and each other (the rate
+			// collapse of issue 21).
+			dst.mu.Unlock()
+			wait(wake, writerBackoff)
 			continue
 		}
-		p := heap.Pop(&dst.queue).(packet)
+		now := time.Now()
+		if len(dst.queue) == 0 || dst.queue[0].depart.After(now) {
+			dst.mu.Unlock() // the other writer has sent it
+			continue
+		}
+		// Everything already due goes in one sendmmsg: a writer that
+		// fell behind catches up at once instead of packet by packet.
+		batch := bs.pkts[:0]
+		for len(dst.queue) > 0 && !dst.queue[0].depart.After(now) && len(batch) < cap(bs.pkts) {
+			batch = append(batch, heap.Pop(&dst.queue).(packet))
+		}
 		dst.writing = true
 		dst.mu.Unlock()
-		sentAt := dst.deliver(p.data, p.depart)
+		sentAt := bs.deliver(dst, batch)
 		dst.mu.Lock()
 		dst.writing = false
 		dst.last = sentAt
 		dst.mu.Unlock()
+		if len(batch) > 1 {
+			dst.signal() // the other writer may have backed off for this batch
+		}
 	}
+}
+
+// writerBackoff is how long a writer sleeps while the other sends.
+const writerBackoff = 20 * time.Microsecond
+
+// batchSender sends packets with one sendmmsg(2), through arrays it
+// reuses: a writer calls it for every packet.
+type batchSender struct {
+	pkts []packet
+	iov  []unix.Iovec
+	hdrs []unix.Mmsghdr
+}
+
+func newBatchSender(n int) *batchSender {
+	return &batchSender{pkts: make([]packet, 0, n), iov: make([]unix.Iovec, n), hdrs: make([]unix.Mmsghdr, n)}
+}
+
+// deliver sends the packets to the host in order and accounts for each,
+// as link.deliver does for one; it returns when the first was sent.
+func (b *batchSender) deliver(l *link, pkts []packet) time.Time {
+	if len(pkts) == 1 {
+		return l.deliver(pkts[0].data, pkts[0].depart)
+	}
+	now := time.Now()
+	for i, p := range pkts {
+		b.iov[i].Base = &p.data[0]
+		b.iov[i].SetLen(len(p.data))
+		b.hdrs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Name: (*byte)(unsafe.Pointer(&l.to)), Namelen: unix.SizeofSockaddrLinklayer, Iov: &b.iov[i], Iovlen: 1}}
+	}
+	for done := 0; done < len(pkts); {
+		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(l.port), uintptr(unsafe.Pointer(&b.hdrs[done])), uintptr(len(pkts)-done), 0, 0, 0)
+		if errno != 0 || n == 0 {
+			l.overflow.Add(1) // the first of the rest could not be sent: skip it
+			done++
+			continue
+		}
+		for _, p := range pkts[done : done+int(n)] {
+			late := now.Sub(p.depart)
+			l.late.add(late)
+			if late > 0 {
+				l.lateNs.Add(int64(late))
+			}
+			l.tx.Add(1)
+			l.capDown.write(now, p.data)
+		}
+		done += int(n)
+	}
+	return now
 }
 
 // deliver sends a packet to the host and accounts for it.
