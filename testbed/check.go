@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -39,9 +41,12 @@ type CheckResult struct {
 	// probes' packets (bucket bounds, within 25 %): its own share of the
 	// error. The rest is the kernels' work along the path.
 	LateP50, LateP99 time.Duration
-	// Throughput per direction against the configured rate (0: unlimited, not measured).
+	// Throughput per direction against the configured rate (0: unlimited,
+	// not measured); for a trace, its mean rate, and what arrived per
+	// 100 ms window against what the trace delivers in it (Up/DownTrace).
 	UpRate, UpAchieved     float64 // bit/s
 	DownRate, DownAchieved float64
+	UpTrace, DownTrace     *TraceFit `json:",omitempty"`
 	// EmulatorCPU is the emulator's CPU during the throughput runs, as a
 	// fraction of one core.
 	EmulatorCPU float64
@@ -76,14 +81,19 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 	if err := tb.SetProfile(client, p); err != nil {
 		return nil, err
 	}
-	res := &CheckResult{Profile: p.Name, UpRate: p.Up.Rate, DownRate: p.Down.Rate}
-	serial := func(rate float64) time.Duration {
-		if rate == 0 {
+	res := &CheckResult{Profile: p.Name, UpRate: p.Up.MeanRate(), DownRate: p.Down.MeanRate()}
+	// A probe's serialization; on a trace, the wait for an opportunity
+	// varies, and is left out.
+	serial := func(d Direction) time.Duration {
+		if d.Rate == 0 {
 			return 0
 		}
-		return time.Duration(float64(probeSize*8) / rate * float64(time.Second))
+		return time.Duration(float64(probeSize*8) / d.Rate * float64(time.Second))
 	}
-	res.ConfiguredRTT = p.Up.Delay + p.Down.Delay + serial(p.Up.Rate) + serial(p.Down.Rate)
+	res.ConfiguredRTT = p.Up.Delay + p.Down.Delay + serial(p.Up) + serial(p.Down)
+	// Packets of an earlier profile or check may still be queued on the
+	// link: the probes would wait behind them.
+	tb.drain(5 * time.Second)
 	steal0 := stealTime()
 	var late0 lateCounts
 	if tb.emu != nil {
@@ -107,17 +117,29 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 		}
 		cpu0, t0 := cpu(), time.Now()
 		var err error
-		if p.Up.Rate > 0 {
-			if res.UpAchieved, err = tb.throughput(ctx, client, server, p.Up.Rate, o.Throughput); err != nil {
-				return nil, err
+		for _, dir := range []struct {
+			d        Direction
+			from, to string
+			stage    func() *stage
+			achieved *float64
+			fit      **TraceFit
+		}{
+			{p.Up, client, server, func() *stage { return tb.links[client].up }, &res.UpAchieved, &res.UpTrace},
+			{p.Down, server, client, func() *stage { return tb.links[client].down }, &res.DownAchieved, &res.DownTrace},
+		} {
+			switch {
+			case dir.d.Trace != "" && tb.emu != nil:
+				if *dir.fit, err = tb.traceThroughput(ctx, dir.from, dir.to, dir.stage(), dir.d.Delay, max(o.Throughput, 3*time.Second)); err != nil {
+					return nil, err
+				}
+				*dir.achieved = (*dir.fit).Achieved
+			case dir.d.Rate > 0:
+				if *dir.achieved, err = tb.throughput(ctx, dir.from, dir.to, dir.d.Rate, o.Throughput); err != nil {
+					return nil, err
+				}
 			}
 		}
-		if p.Down.Rate > 0 {
-			if res.DownAchieved, err = tb.throughput(ctx, server, client, p.Down.Rate, o.Throughput); err != nil {
-				return nil, err
-			}
-		}
-		if d := time.Since(t0); p.Up.Rate > 0 || p.Down.Rate > 0 {
+		if d := time.Since(t0); res.UpRate > 0 || res.DownRate > 0 {
 			res.EmulatorCPU = float64(cpu()-cpu0) / float64(d)
 		}
 	}
@@ -326,6 +348,13 @@ func checksum(b []byte) uint16 {
 // the emulator's CPU. The sink is a plain socket, not udpIn's: Go's
 // netpoller would have its epoll woken by each datagram all the same.
 func (tb *Testbed) throughput(ctx context.Context, from, to string, rate float64, d time.Duration) (float64, error) {
+	return tb.blast(ctx, from, to, 1.1*rate, d, nil)
+}
+
+// blast is throughput's work: it sends at offered bit/s for d and calls
+// arrived, if set, with each datagram's arrival (kernel timestamp,
+// CLOCK_REALTIME ns), from the sink's goroutine.
+func (tb *Testbed) blast(ctx context.Context, from, to string, offered float64, d time.Duration, arrived func(at int64)) (float64, error) {
 	var fd int
 	err := tb.Run(to, func() error {
 		var err error
@@ -368,6 +397,9 @@ func (tb *Testbed) throughput(ctx context.Context, from, to string, rate float64
 				}
 				last = at
 				bytes += int64(n + 28)
+				if arrived != nil {
+					arrived(at)
+				}
 				continue
 			}
 			if err != unix.EAGAIN && err != unix.EINTR || stop.Load() {
@@ -386,14 +418,28 @@ func (tb *Testbed) throughput(ctx context.Context, from, to string, rate float64
 	defer src.Close()
 	src.SetWriteBuffer(8 << 20)
 	const size = 1472 // a 1500-octet IP packet
-	payload := make([]byte, size)
-	perSec := rate * 1.1 / float64((size+28)*8)
+	// UDP GSO: one write of up to 44 datagrams, cut by the kernel before
+	// the host's device (whose offloads are off, so the emulator still
+	// sees each packet): a sender of 80k datagrams a second must not take
+	// the CPU the emulator needs. Without it, one write each.
+	perWrite := 1
+	if rc, err := src.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			if unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, size) == nil {
+				perWrite = 44
+			}
+		})
+	}
+	payload := make([]byte, size*perWrite)
+	perSec := offered / float64((size+28)*8)
 	start := time.Now()
 	sentN := 0
 	for time.Since(start) < d && ctx.Err() == nil {
 		due := int(time.Since(start).Seconds() * perSec)
-		for ; sentN < due; sentN++ {
-			src.Write(payload)
+		for sentN < due {
+			n := min(due-sentN, perWrite)
+			src.Write(payload[:n*size])
+			sentN += n
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
@@ -405,4 +451,112 @@ func (tb *Testbed) throughput(ctx context.Context, from, to string, rate float64
 	}
 	// Count from the first arrival: bytes after it over the time since.
 	return float64((bytes-1500)*8) / (float64(last-first) / 1e9), nil
+}
+
+// TraceFit is how a trace-driven direction delivered, per 100 ms window
+// while its queue stayed full: the octets that arrived against those the
+// trace's opportunities carry in the window.
+type TraceFit struct {
+	Trace    string  `json:"trace"`
+	Windows  int     `json:"windows"`  // compared
+	ErrP50   float64 `json:"err_p50"`  // |arrived - trace| / trace, per window
+	ErrMax   float64 `json:"err_max"`  //
+	Total    float64 `json:"total"`    // arrived / trace over all windows
+	Achieved float64 `json:"achieved"` // bit/s over the windows
+	Offered  float64 `json:"offered"`  // bit/s sent
+}
+
+// FitWindow is the window TraceFit compares.
+const FitWindow = 100 * time.Millisecond
+
+// traceThroughput saturates a trace-driven stage with full-size UDP
+// datagrams, 1.3 times the trace's busiest window, and compares what
+// arrives per window (the datagrams' kernel timestamps at the receiving
+// host) with what the trace delivers in the same window, shifted by the
+// propagation delay. The first 300 ms (the queue filling) are left out.
+func (tb *Testbed) traceThroughput(ctx context.Context, from, to string, st *stage, delay, d time.Duration) (*TraceFit, error) {
+	st.mu.Lock()
+	tc := st.trace
+	st.mu.Unlock()
+	if tc == nil {
+		return nil, fmt.Errorf("no trace on the link %s -> %s", from, to)
+	}
+	tr, base := tc.tr, tc.base
+	peak := 0.0
+	for w := time.Duration(0); w < tr.Period(); w += FitWindow {
+		peak = max(peak, float64(tr.Bytes(w, w+FitWindow))*8/FitWindow.Seconds())
+	}
+	offered := 1.3 * peak
+	var arrivals []int64
+	var mu sync.Mutex
+	if _, err := tb.blast(ctx, from, to, offered, d, func(at int64) {
+		mu.Lock()
+		arrivals = append(arrivals, at)
+		mu.Unlock()
+	}); err != nil {
+		return nil, err
+	}
+	mu.Lock() // the sink has stopped: this orders its writes before the reads below
+	defer mu.Unlock()
+	if len(arrivals) == 0 {
+		return nil, fmt.Errorf("trace throughput %s -> %s: nothing arrived", from, to)
+	}
+	// Arrival times on the trace's clock: wall-clock ns since its base,
+	// less the propagation delay.
+	origin := base.UnixNano() + int64(delay)
+	first := time.Duration(arrivals[0] - origin)
+	last := time.Duration(arrivals[len(arrivals)-1] - origin)
+	start := (first + 300*time.Millisecond).Truncate(FitWindow) + FitWindow
+	var errs []float64
+	var got, want int64
+	fit := &TraceFit{Trace: tr.Name, Offered: offered}
+	for w := start; w+FitWindow <= last; w += FitWindow {
+		exp := tr.Bytes(w, w+FitWindow)
+		var n int64
+		for _, a := range arrivals {
+			if t := time.Duration(a - origin); t >= w && t < w+FitWindow {
+				n += 1500
+			}
+		}
+		got, want = got+n, want+exp
+		if exp > 0 {
+			errs = append(errs, math.Abs(float64(n-exp))/float64(exp))
+		}
+		fit.Windows++
+	}
+	if fit.Windows == 0 || want == 0 {
+		return nil, fmt.Errorf("trace throughput %s -> %s: no whole window to compare", from, to)
+	}
+	slices.Sort(errs)
+	if len(errs) > 0 {
+		fit.ErrP50, fit.ErrMax = errs[len(errs)/2], errs[len(errs)-1]
+	}
+	fit.Total = float64(got) / float64(want)
+	fit.Achieved = float64(got*8) / (time.Duration(fit.Windows) * FitWindow).Seconds()
+	return fit, nil
+}
+
+// drain waits, up to limit, until no emulated link holds packets: every
+// stage's rate queue is empty and every writer's heap too.
+func (tb *Testbed) drain(limit time.Duration) {
+	if tb.emu == nil {
+		return
+	}
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		busy := false
+		now := time.Now()
+		for _, l := range tb.emu.all {
+			for _, st := range []*stage{l.up, l.down} {
+				st.mu.Lock()
+				busy = busy || st.rateEnd.After(now)
+				st.mu.Unlock()
+			}
+			l.mu.Lock()
+			busy = busy || len(l.queue) > 0 || l.writing
+			l.mu.Unlock()
+		}
+		if !busy {
+			return
+		}
+	}
 }

@@ -30,6 +30,7 @@ const testbedUsage = `usage: doxlab testbed COMMAND [flags]
   profile [--name N] [--host HOST] P      switch a host's access link (default: the first host)
   check   [--profiles fiber,dsl,...] [--probes N] [--cpu-load N] [--browser-load] [--backend B] [--low-latency]
           measure RTT error, throughput and the emulator's CPU on a scratch testbed
+  trace   show TRACE | convert LOG | gen MODEL   Mahimahi delivery-opportunity traces (docs/testbed.md)
 
 Profiles: none, fiber, cable, dsl, 4g, 4g-medium (the cross-layer paper's Table II), or a YAML file.
 The testbed needs root and veth; it changes nothing outside its own namespaces.
@@ -51,6 +52,8 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	name := fs.String("name", "doxlab", "testbed `name`")
 	switch args[0] {
+	case "trace":
+		return testbedTrace(args[1:], stdout, stderr)
 	case "up":
 		hosts := fs.String("hosts", "client,server", "comma-separated host names; the first one's link is shaped")
 		profile := fs.String("profile", "none", "profile of the first host's access link")
@@ -348,21 +351,99 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 			}
 			return "≤" + us(d)
 		}
-		rate := func(got, want float64) string {
-			if want == 0 {
+		rate := func(got, want float64, fit *testbed.TraceFit) string {
+			switch {
+			case fit != nil: // a trace: its mean says little of a few seconds
+				return fmt.Sprintf("trace %5.1f%%", 100*fit.Total)
+			case want == 0:
 				return "unlimited"
 			}
 			return fmt.Sprintf("%.1f/%.1f %3.0f%%", got/1e6, want/1e6, 100*got/want)
 		}
 		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%% %4dms %9s %9s\n", p.Name, float64(res.ConfiguredRTT)/1e6,
-			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate), rate(res.DownAchieved, res.DownRate), 100*res.EmulatorCPU, res.Steal.Milliseconds(),
+			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate, res.UpTrace), rate(res.DownAchieved, res.DownRate, res.DownTrace), 100*res.EmulatorCPU, res.Steal.Milliseconds(),
 			upTo(res.LateP50), upTo(res.LateP99))
+		for _, f := range []struct {
+			dir string
+			fit *testbed.TraceFit
+		}{{"up", res.UpTrace}, {"down", res.DownTrace}} {
+			if f.fit != nil {
+				fmt.Fprintf(stdout, "%-10s %s trace %s: %d windows of %s, arrived/trace %.2f%%; per window |error| p50 %.2f%%, max %.2f%% (offered %.1f Mbit/s)\n",
+					"", f.dir, f.fit.Trace, f.fit.Windows, testbed.FitWindow, 100*f.fit.Total, 100*f.fit.ErrP50, 100*f.fit.ErrMax, f.fit.Offered/1e6)
+			}
+		}
 	}
 	if p := preempt; !asJSON && (p == "none" || p == "voluntary") {
 		fmt.Fprintf(stdout, "kernel preemption: %s; a woken emulator thread waits until whatever runs in the kernel yields, so a busy machine (a browser) lengthens the tail; boot with preempt=full to remove that\n", p)
 	}
 	if !asJSON {
-		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel timestamps at the client's device, out and back) minus configured delay and serialization; cpu = emulator, % of one core, during the throughput runs; steal = CPU time the hypervisor took from this VM during the probes (a vCPU not running is late for everything); late = how late the emulator itself delivered the probes' packets (the rest of the error is the kernels' work along the path)")
+		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel timestamps at the client's device, out and back) minus configured delay and serialization (on a trace, the wait for an opportunity is part of the error); trace = octets arrived over those the trace delivers, in whole 100 ms windows while saturated; cpu = emulator, % of one core, during the throughput runs; steal = CPU time the hypervisor took from this VM during the probes (a vCPU not running is late for everything); late = how late the emulator itself delivered the probes' packets (the rest of the error is the kernels' work along the path)")
 	}
 	return exitOK
+}
+
+// testbedTrace shows, converts and generates Mahimahi traces.
+func testbedTrace(args []string, stdout, stderr io.Writer) int {
+	usage := func(msg string) int {
+		if msg != "" {
+			fmt.Fprintf(stderr, "doxlab testbed trace: %s\n", msg)
+		}
+		fmt.Fprint(stderr, `usage: doxlab testbed trace show TRACE     period, mean rate, busiest and idlest 100 ms, SHA-256
+       doxlab testbed trace convert LOG    a throughput log ("SECONDS BITS_PER_SECOND" lines) to a trace, on stdout
+       doxlab testbed trace gen MODEL      a built-in synthetic trace, on stdout, to edit or keep
+A TRACE is a file in Mahimahi's format or a built-in one: `+strings.Join(traceNames(), ", ")+`
+`)
+		return exitUsage
+	}
+	if len(args) != 2 {
+		return usage("")
+	}
+	switch args[0] {
+	case "show":
+		tr, err := testbed.LoadTrace(args[1])
+		if err != nil {
+			return usage(err.Error())
+		}
+		lo, hi := -1.0, 0.0
+		for w := time.Duration(0); w+testbed.FitWindow <= tr.Period(); w += testbed.FitWindow {
+			r := float64(tr.Bytes(w, w+testbed.FitWindow)) * 8 / testbed.FitWindow.Seconds()
+			hi = max(hi, r)
+			if lo < 0 || r < lo {
+				lo = r
+			}
+		}
+		fmt.Fprintf(stdout, "%s: %d opportunities of %d octets over %s, repeating; mean %.2f Mbit/s; 100 ms windows from %.2f to %.2f Mbit/s; sha256 %s\n",
+			tr.Name, tr.Total, testbed.OpportunityBytes, tr.Period(), tr.Rate()/1e6, max(lo, 0)/1e6, hi/1e6, tr.Hash)
+		return exitOK
+	case "convert":
+		f, err := os.Open(args[1])
+		if err != nil {
+			return usage(err.Error())
+		}
+		defer f.Close()
+		if err := testbed.ConvertThroughput(args[1], f, stdout); err != nil {
+			return usage(err.Error())
+		}
+		return exitOK
+	case "gen":
+		m, ok := testbed.BuiltinTraces[args[1]]
+		if !ok {
+			return usage(fmt.Sprintf("no built-in trace %q", args[1]))
+		}
+		if err := m.Write(stdout); err != nil {
+			fmt.Fprintf(stderr, "doxlab testbed trace: %v\n", err)
+			return 1
+		}
+		return exitOK
+	}
+	return usage(fmt.Sprintf("unknown command %q", args[0]))
+}
+
+func traceNames() []string {
+	var out []string
+	for n := range testbed.BuiltinTraces {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
 }
