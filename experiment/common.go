@@ -164,7 +164,8 @@ func chainOctets(certs [][]byte) (n int) {
 // set to it, as run expID-PROFILE of kind ("experiment:NAME"). Each run is
 // recorded, unless a resumed experiment recorded it already, with spec
 // plus the experiment's ID and the whole profile: the report reads the
-// link from there. It stops at the first error or when ctx ends.
+// link from there. The link is checked before and after f (CheckLink).
+// It stops at the first error or when ctx ends.
 func EachProfile(ctx context.Context, st *store.Store, tb *testbed.Testbed, expID, kind string, profiles []testbed.Profile, spec map[string]any,
 	f func(p testbed.Profile, runID string) error) error {
 	for _, p := range profiles {
@@ -180,7 +181,13 @@ func EachProfile(ctx context.Context, st *store.Store, tb *testbed.Testbed, expI
 		if err := BeginRun(ctx, st, runID, kind, p.Name, s); err != nil {
 			return err
 		}
+		if _, err := CheckLink(ctx, st, tb, runID, "before", p); err != nil {
+			return err
+		}
 		if err := f(p, runID); err != nil {
+			return err
+		}
+		if _, err := CheckLink(ctx, st, tb, runID, "after", p); err != nil {
 			return err
 		}
 	}

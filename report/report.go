@@ -35,6 +35,7 @@ type Input struct {
 	Results []Results      // per experiment, in the registry's order
 	Survey  *verify.Survey // verifications (verify)
 	Runs    []store.Run    // the runs they come from, for the environment
+	Links   []*experiment.LinkCheck
 }
 
 // Empty reports whether in holds nothing to draw.
@@ -96,7 +97,14 @@ func Render(in Input, dir, title string) (*Report, error) {
 		rep.Survey = b.String()
 	}
 	var b bytes.Buffer
-	if err := page.Execute(&b, map[string]any{"Title": title, "Findings": rep.Findings, "Env": environment(in.Runs), "Sections": rep.Sections, "Survey": rep.Survey}); err != nil {
+	var failed []*experiment.LinkCheck
+	for _, lc := range in.Links {
+		if !lc.OK {
+			failed = append(failed, lc)
+		}
+	}
+	if err := page.Execute(&b, map[string]any{"Title": title, "Findings": rep.Findings, "Env": environment(in.Runs), "Sections": rep.Sections, "Survey": rep.Survey,
+		"Links": in.Links, "LinksFailed": failed}); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(rep.HTML, b.Bytes(), 0o644); err != nil {
@@ -105,7 +113,10 @@ func Render(in Input, dir, title string) (*Report, error) {
 	return rep, nil
 }
 
-var page = template.Must(template.New("report").Parse(`<!doctype html>
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"mbit":   func(v float64) float64 { return v / 1e6 },
+	"pct100": func(v float64) float64 { return 100 * v },
+}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.Title}}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:0;color:#222;line-height:1.45}
@@ -119,11 +130,15 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 #findings td{text-align:left}.verdict{font-weight:600;white-space:nowrap}
 .holds{color:#009e73}.differs{color:#d55e00}.nodata{color:#777}
 .env{font-size:13px;color:#555}
+.warn{background:#fff3e0;border-left:4px solid #d55e00;padding:.5em 1em}
 </style></head><body>
-<nav><b>doxlab</b> &nbsp; {{if .Findings}}<a href="#findings">Findings</a>{{end}}{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}{{if .Survey}}<a href="#survey">Resolver survey</a>{{end}}</nav>
+<nav><b>doxlab</b> &nbsp; {{if .Findings}}<a href="#findings">Findings</a>{{end}}{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}{{if .Survey}}<a href="#survey">Resolver survey</a>{{end}}{{if .Links}}<a href="#links">Links</a>{{end}}</nav>
 <main>
 <h1>{{.Title}}</h1>
 <p class="env">{{.Env}}</p>
+{{if .LinksFailed}}<div class="warn" id="links-failed"><b>{{len .LinksFailed}} link check(s) failed</b>: the emulated link of these runs did not hold its profile, so their results may be distorted (<a href="#links">all checks</a>).<ul>
+{{range .LinksFailed}}<li>{{.Run}} ({{.Profile}}, {{.When}} the run): {{.Why}}</li>
+{{end}}</ul></div>{{end}}
 {{if .Findings}}<h2 id="findings">Findings</h2>
 <p>Each paper's headline claim, the paper's figures, the same measure from this store, and whether the claim holds here (the test applied is in the last column).</p>
 <table id="findings"><tr><th class="l">claim</th><th class="l">paper</th><th class="l">here</th><th class="l">verdict</th><th class="l">test</th></tr>
@@ -139,6 +154,12 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 {{if .Survey}}<section id="survey"><h2>Resolver survey</h2>
 <p>From <code>doxlab verify</code>: the PAM paper's DoQ version breakdown and the DoH-cost paper's Tables 1-2.</p>
 <pre>{{.Survey}}</pre></section>{{end}}
+{{if .Links}}<section id="links"><h2>Links</h2>
+<p>Before and after each run on the testbed, a short check of the client's emulated link (<code>testbed.Check</code>: 100 RTT probes, half a second of traffic each way). A check fails when a direction delivers under 95 % of its rate or the RTT error's p99 exceeds 1 ms.</p>
+<details><summary>{{len .Links}} checks</summary>
+<table id="link-checks"><tr><th class="l">run</th><th class="l">when</th><th class="l">profile</th><th>RTT ms</th><th>err p50 µs</th><th>err p99 µs</th><th>err max µs</th><th>up Mbit/s</th><th>down Mbit/s</th><th>emulator CPU</th><th class="l">held</th></tr>
+{{range .Links}}<tr><td class="l">{{.Run}}</td><td class="l">{{.When}}</td><td class="l">{{.Profile}}</td><td>{{printf "%.1f" .RTTMs}}</td><td>{{printf "%.0f" .ErrP50Us}}</td><td>{{printf "%.0f" .ErrP99Us}}</td><td>{{printf "%.0f" .ErrMaxUs}}</td><td>{{if .UpRate}}{{printf "%.1f/%.1f" (mbit .UpAchieved) (mbit .UpRate)}}{{else}}–{{end}}</td><td>{{if .DownRate}}{{printf "%.1f/%.1f" (mbit .DownAchieved) (mbit .DownRate)}}{{else}}–{{end}}</td><td>{{printf "%.0f%%" (pct100 .EmulatorCPU)}}</td><td class="l">{{if .OK}}yes{{else}}<b class="differs">no</b>: {{.Why}}{{end}}</td></tr>
+{{end}}</table></details></section>{{end}}
 </main></body></html>
 `))
 
@@ -216,5 +237,8 @@ func Load(ctx context.Context, st *store.Store, prefix string) (Input, []store.R
 		return in, nil, err
 	}
 	in.Runs = slices.DeleteFunc(runs, func(r store.Run) bool { return !strings.HasPrefix(r.ID, prefix) })
+	if in.Links, err = experiment.LoadLinkChecks(ctx, st, experiment.OfExperiment(prefix)); err != nil {
+		return in, nil, err
+	}
 	return in, in.Runs, nil
 }

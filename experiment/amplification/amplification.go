@@ -194,6 +194,9 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 	for _, s := range stored {
 		done[s.key()] = true
 	}
+	if _, err := experiment.CheckLink(ctx, st, tb, runID, "before", c.Profile); err != nil {
+		return expID, err
+	}
 	qlogs := filepath.Join(dir, "qlog")
 	rtt := float64(c.Profile.RTT()) / float64(time.Millisecond)
 	for _, size := range c.CertSizes {
@@ -220,6 +223,9 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 				fmt.Fprintf(c.Log, "amplification: cert %s (%d octets), key share %s, validation %s: %d handshakes\n", size, octets[size], ks, v, c.Repeat)
 			}
 		}
+	}
+	if _, err := experiment.CheckLink(ctx, st, tb, runID, "after", c.Profile); err != nil {
+		return expID, err
 	}
 	return expID, nil
 }

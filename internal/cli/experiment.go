@@ -89,8 +89,33 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		}
 		n, unit := res.Count()
 		fmt.Fprintf(stdout, "experiment %s, stored in %s: %d %s\n", id, env.Store, n, unit)
-		return res.WriteTable(stdout)
+		if err := res.WriteTable(stdout); err != nil {
+			return err
+		}
+		return writeLinkChecks(ctx, stdout, st, id)
 	})
+}
+
+// writeLinkChecks says how the emulated links held during the runs of
+// experiment id: one line, or a line per check that failed.
+func writeLinkChecks(ctx context.Context, w io.Writer, st *store.Store, id string) error {
+	lcs, err := experiment.LoadLinkChecks(ctx, st, experiment.OfExperiment(id+"-"))
+	if err != nil || len(lcs) == 0 {
+		return err
+	}
+	bad := 0
+	worst := 0.0
+	for _, lc := range lcs {
+		worst = max(worst, lc.ErrP99Us)
+		if !lc.OK {
+			bad++
+			fmt.Fprintf(w, "link check FAILED, run %s (%s, %s): %s\n", lc.Run, lc.Profile, lc.When, lc.Why)
+		}
+	}
+	if bad == 0 {
+		fmt.Fprintf(w, "links: %d checks before and after the runs held (rates ≥ %.0f%% of the profiles', RTT error p99 ≤ %.0f µs)\n", len(lcs), 100*experiment.MinRateShare, worst)
+	}
+	return nil
 }
 
 // runAndShow runs an experiment until done or interrupted, then prints

@@ -1,0 +1,86 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+)
+
+// LinkCheck is a short fidelity check of the client's emulated access
+// link (testbed.Check: RTT probes and a throughput run per direction),
+// taken before and after each run on the testbed, so that a run whose
+// link misbehaved says so in the store and the report.
+type LinkCheck struct {
+	Run     string    `json:"run"`
+	When    string    `json:"when"` // before, after
+	Profile string    `json:"profile"`
+	At      time.Time `json:"at"`
+	RTTMs   float64   `json:"rtt_ms"` // configured
+	// The RTT error (measured minus configured) of the probes, µs.
+	ErrP50Us     float64 `json:"err_p50_us"`
+	ErrP99Us     float64 `json:"err_p99_us"`
+	ErrMaxUs     float64 `json:"err_max_us"`
+	Lost         int     `json:"lost"`
+	UpRate       float64 `json:"up_rate"` // bit/s; 0: unlimited
+	UpAchieved   float64 `json:"up_achieved"`
+	DownRate     float64 `json:"down_rate"`
+	DownAchieved float64 `json:"down_achieved"`
+	EmulatorCPU  float64 `json:"emulator_cpu"` // of one core
+	OK           bool    `json:"ok"`
+	Why          string  `json:"why,omitempty"` // what was off
+}
+
+// KindLinkCheck is a LinkCheck in the store.
+var KindLinkCheck = store.NewKind("link-check")
+
+// The bounds a link must hold to pass: every rate delivered to 95 %
+// (a rate collapse shows as far less), the RTT error's p99 under 1 ms
+// (the emulator's is ~0.1 ms idle, ~0.4 ms under a browser's load).
+const (
+	MinRateShare = 0.95
+	MaxErrP99    = time.Millisecond
+)
+
+// linkCheckOptions keep the check to about two seconds.
+var linkCheckOptions = testbed.CheckOptions{Probes: 100, Interval: 2 * time.Millisecond, Throughput: 500 * time.Millisecond}
+
+// CheckLink checks the client's link with profile p and stores the
+// result for run runID. A check that cannot be taken is stored as failed
+// with its reason; only a store error is returned.
+func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID, when string, p testbed.Profile) (*LinkCheck, error) {
+	lc := &LinkCheck{Run: runID, When: when, Profile: p.Name, At: time.Now().UTC()}
+	res, err := tb.Check(ctx, p, linkCheckOptions)
+	if err != nil {
+		lc.Why = "check failed: " + err.Error()
+	} else {
+		us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+		lc.RTTMs = float64(res.ConfiguredRTT) / float64(time.Millisecond)
+		lc.ErrP50Us, lc.ErrP99Us, lc.ErrMaxUs, lc.Lost = us(res.ErrP50), us(res.ErrP99), us(res.ErrMax), res.Lost
+		lc.UpRate, lc.UpAchieved, lc.DownRate, lc.DownAchieved = res.UpRate, res.UpAchieved, res.DownRate, res.DownAchieved
+		lc.EmulatorCPU = res.EmulatorCPU
+		var off []string
+		for _, d := range []struct {
+			name      string
+			want, got float64
+		}{{"up", res.UpRate, res.UpAchieved}, {"down", res.DownRate, res.DownAchieved}} {
+			if d.want > 0 && d.got < MinRateShare*d.want {
+				off = append(off, fmt.Sprintf("%s delivered %.1f of %.1f Mbit/s", d.name, d.got/1e6, d.want/1e6))
+			}
+		}
+		if res.ErrP99 > MaxErrP99 {
+			off = append(off, fmt.Sprintf("RTT error p99 %.0f µs", us(res.ErrP99)))
+		}
+		lc.Why = strings.Join(off, "; ")
+	}
+	lc.OK = lc.Why == ""
+	return lc, st.WriteResult(ctx, runID, KindLinkCheck, fmt.Sprintf("%s-%d", when, lc.At.UnixNano()), lc.At, lc)
+}
+
+// LoadLinkChecks reads the link checks of the runs keep accepts.
+func LoadLinkChecks(ctx context.Context, st *store.Store, keep func(runID string) bool) ([]*LinkCheck, error) {
+	return LoadResults[LinkCheck](ctx, st, KindLinkCheck, keep)
+}
