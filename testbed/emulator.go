@@ -312,8 +312,7 @@ func (e *emulator) read() {
 	for i, l := range e.all {
 		fds[i] = unix.PollFd{Fd: int32(l.tap), Events: unix.POLLIN}
 	}
-	buf := make([]byte, 65536)
-	rx := newReceiver(buf)
+	rx := newBatchReceiver(32)
 	// ready marks the taps to read: those poll found readable, one left
 	// at the fairness limit, and one whose host the reader just sent a
 	// packet to without delay, since the kernel answers some (ICMP echo,
@@ -341,19 +340,27 @@ func (e *emulator) read() {
 			}
 			ready[i] = false
 			n := 0
-			for ; n < 64; n++ { // then the next host, for fairness
+			for n < 64 { // then the next host, for fairness
 				// An error is EAGAIN (all read) or one the socket reports
 				// once, such as ENETDOWN when it was bound before the
 				// device came up.
-				size, at, err := rx.recv(src.tap)
-				if err != nil {
+				k, err := rx.recv(src.tap)
+				if err != nil || k == 0 {
 					break
 				}
-				if dst := e.forward(src, buf[:size], sent(time.Now(), at)); dst != nil {
-					ready[dst.index] = true
+				now := time.Now()
+				for j := range k {
+					data, at := rx.packet(j)
+					if dst := e.forward(src, data, sent(now, at)); dst != nil {
+						ready[dst.index] = true
+					}
+				}
+				n += k
+				if k < len(rx.hdrs) {
+					break // the socket is empty
 				}
 			}
-			if n == 64 {
+			if n >= 64 {
 				ready[i] = true // more may be waiting
 			}
 			flowing = flowing || n > 0
@@ -617,6 +624,50 @@ func newReceiver(buf []byte) *receiver {
 	r.msg.Iovlen = 1
 	r.msg.Control = &r.oob[0]
 	return r
+}
+
+// batchReceiver reads up to n packets per recvmmsg(2), each with its
+// timestamp, through arrays it reuses.
+type batchReceiver struct {
+	bufs [][]byte
+	oobs [][64]byte
+	iov  []unix.Iovec
+	hdrs []unix.Mmsghdr
+}
+
+func newBatchReceiver(n int) *batchReceiver {
+	r := &batchReceiver{bufs: make([][]byte, n), oobs: make([][64]byte, n), iov: make([]unix.Iovec, n), hdrs: make([]unix.Mmsghdr, n)}
+	for i := range n {
+		r.bufs[i] = make([]byte, 65536)
+		r.iov[i].Base = &r.bufs[i][0]
+		r.iov[i].SetLen(len(r.bufs[i]))
+		r.hdrs[i].Hdr.Iov = &r.iov[i]
+		r.hdrs[i].Hdr.Iovlen = 1
+		r.hdrs[i].Hdr.Control = &r.oobs[i][0]
+	}
+	return r
+}
+
+// recv reads the packets waiting on fd, without blocking, and returns how
+// many it read.
+func (r *batchReceiver) recv(fd int) (int, error) {
+	for i := range r.hdrs {
+		r.hdrs[i].Hdr.SetControllen(len(r.oobs[i]))
+		r.hdrs[i].Hdr.Flags = 0
+		r.hdrs[i].Len = 0
+	}
+	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), unix.MSG_DONTWAIT, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// packet is the i-th packet the last recv read and its kernel timestamp
+// (CLOCK_REALTIME ns, 0 if none).
+func (r *batchReceiver) packet(i int) ([]byte, int64) {
+	h := &r.hdrs[i]
+	return r.bufs[i][:h.Len], kernelTime(r.oobs[i][:h.Hdr.Controllen])
 }
 
 // recv reads one packet from fd without blocking and returns its length

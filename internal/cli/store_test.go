@@ -165,7 +165,7 @@ func TestExperimentWebQuick(t *testing.T) {
 	for _, s := range []string{"Fig. 8", "Fig. 9", "Fig. 10-11", "Fig. 12", `id="web-cells"`} {
 		require.Contains(t, string(html), s)
 	}
-	checkReport(t, filepath.Join(dir, "rep", "report.html"), "web")
+	checkReport(t, filepath.Join(dir, "rep", "report.html"), "web", "links")
 	require.FileExists(t, filepath.Join(dir, "rep", "fig8-stub-cold.svg"))
 	require.FileExists(t, filepath.Join(dir, "rep", "fig8-stub-cold.csv"))
 	code, csvOut, errOut := run("export", "--store", db, "--table", "loads")
@@ -188,6 +188,7 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.Regexp(t, `none\s+udp\s+[0-9.]+\s+4\s+0\s`, string(out), "UDP cannot block")
 	require.Regexp(t, `none\s+dot-inorder\s+[0-9.]+\s+4\s+[1-9][0-9]*\s`, string(out), "an in-order DoT server blocks")
+	require.Regexp(t, `(?m)^(links: 2 checks before and after the runs held|link check FAILED, run )`, string(out), "the link's check, whatever it found")
 	out, err = exec.Command(doxlabBinary(t), "experiment", "amplification", "--quick", "--certs", "large", "--key-shares", "classic", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Regexp(t, `large\s+\d+ classic\s+none\s+3/3\s+[0-9.]+\s+[0-9.]+\s+1280\s+3[89]\d\d\s+100%`, string(out), "stalled at three times one Initial")
@@ -199,7 +200,8 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(html), `id="hol-summary"`)
 	require.Contains(t, string(html), `id="amp"`)
-	checkReport(t, filepath.Join(dir, "rep", "report.html"), "hol", "amplification")
+	checkReport(t, filepath.Join(dir, "rep", "report.html"), "hol", "amplification", "links")
+	require.Contains(t, string(html), `id="link-checks"`, "each run's link, checked before and after")
 }
 
 // TestExperimentOverheadQuick resolves names over every transport in the
