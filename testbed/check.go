@@ -47,6 +47,9 @@ type CheckResult struct {
 	UpRate, UpAchieved     float64 // bit/s
 	DownRate, DownAchieved float64
 	UpTrace, DownTrace     *TraceFit `json:",omitempty"`
+	// UpQueue, DownQueue: a CoDel or FQ-CoDel queue's delay and drops
+	// during the throughput run.
+	UpQueue, DownQueue *QueueStats `json:",omitempty"`
 	// EmulatorCPU is the emulator's CPU during the throughput runs, as a
 	// fraction of one core.
 	EmulatorCPU float64
@@ -99,7 +102,7 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 	if tb.emu != nil {
 		late0 = tb.emu.lateness()
 	}
-	if err := tb.checkRTT(ctx, client, server, o, res); err != nil {
+	if err := tb.checkRTT(ctx, client, server, o, res, nil); err != nil {
 		return nil, err
 	}
 	res.Steal = stealTime() - steal0
@@ -123,10 +126,17 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 			stage    func() *stage
 			achieved *float64
 			fit      **TraceFit
+			queue    **QueueStats
 		}{
-			{p.Up, client, server, func() *stage { return tb.links[client].up }, &res.UpAchieved, &res.UpTrace},
-			{p.Down, server, client, func() *stage { return tb.links[client].down }, &res.DownAchieved, &res.DownTrace},
+			{p.Up, client, server, func() *stage { return tb.links[client].up }, &res.UpAchieved, &res.UpTrace, &res.UpQueue},
+			{p.Down, server, client, func() *stage { return tb.links[client].down }, &res.DownAchieved, &res.DownTrace, &res.DownQueue},
 		} {
+			var before lateCounts
+			var drops0, over0 uint64
+			aqm := false
+			if tb.emu != nil {
+				before, drops0, over0, aqm = dir.stage().queueSnapshot()
+			}
 			switch {
 			case dir.d.Trace != "" && tb.emu != nil:
 				if *dir.fit, err = tb.traceThroughput(ctx, dir.from, dir.to, dir.stage(), dir.d.Delay, max(o.Throughput, 3*time.Second)); err != nil {
@@ -137,6 +147,11 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 				if *dir.achieved, err = tb.throughput(ctx, dir.from, dir.to, dir.d.Rate, o.Throughput); err != nil {
 					return nil, err
 				}
+			}
+			if aqm {
+				after, drops1, over1, _ := dir.stage().queueSnapshot()
+				d := after.since(before)
+				*dir.queue = &QueueStats{Discipline: dir.d.Queue, SojournP50: d.quantile(0.5), SojournP99: d.quantile(0.99), Drops: drops1 - drops0, Overlimit: over1 - over0}
 			}
 		}
 		if d := time.Since(t0); res.UpRate > 0 || res.DownRate > 0 {
@@ -174,7 +189,7 @@ func (tb *Testbed) udpIn(host string, laddr string, raddr *net.UDPAddr) (*net.UD
 // is the link's, without the client's own socket calls. Where the
 // kernel gives no transmit timestamp, the time just before sendto stands
 // in.
-func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckOptions, res *CheckResult) error {
+func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckOptions, res *CheckResult, each func(sent int64, rtt time.Duration)) error {
 	// Two sockets: a transmit timestamp queued on a socket wakes whoever
 	// waits on it, and that wake-up would be paid inside sendto. The
 	// sending socket's filter keeps it from queueing the replies too.
@@ -266,6 +281,9 @@ func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckO
 	for i := range sent {
 		if sent[i] != 0 && recv[i] != 0 {
 			rtts = append(rtts, time.Duration(recv[i]-sent[i]))
+			if each != nil {
+				each(sent[i], time.Duration(recv[i]-sent[i]))
+			}
 		}
 	}
 	res.Probes, res.Lost = o.Probes, o.Probes-len(rtts)
@@ -559,4 +577,14 @@ func (tb *Testbed) drain(limit time.Duration) {
 			return
 		}
 	}
+}
+
+// QueueStats is what a CoDel or FQ-CoDel queue did during a check's
+// throughput run: the packets' time in it (bucket bounds, within 25 %)
+// and its drops.
+type QueueStats struct {
+	Discipline             string        `json:"discipline"`
+	SojournP50, SojournP99 time.Duration `json:",omitempty"`
+	Drops                  uint64        `json:"drops"`     // CoDel's
+	Overlimit              uint64        `json:"overlimit"` // over queue_packets
 }

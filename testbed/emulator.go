@@ -320,14 +320,21 @@ func (e *emulator) read() {
 	ready := make([]bool, len(e.all))
 	flowing := false // the last round read packets
 	for !e.stopped() {
+		// CoDel and FQ-CoDel stages decide when their link takes the
+		// next packet: run them, and wake for their next moment.
+		aqmNext := e.runAQM(time.Now())
 		if !slices.Contains(ready, true) {
-			timeout := 100 // ms: wake at least this often to notice stop
+			timeout := 100 * time.Millisecond // wake at least this often to notice stop
+			if !aqmNext.IsZero() {
+				timeout = max(0, min(timeout, time.Until(aqmNext)))
+			}
 			if batch := time.Duration(e.batch.Load()); batch > 0 && flowing {
 				ts := unix.NsecToTimespec(int64(batch))
 				unix.Nanosleep(&ts, nil)
 				timeout = 0
 			}
-			unix.Poll(fds, timeout)
+			ts := unix.NsecToTimespec(int64(timeout))
+			unix.Ppoll(fds, &ts, nil)
 			for i := range fds {
 				ready[i] = fds[i].Revents != 0
 			}
@@ -387,6 +394,10 @@ func (e *emulator) forward(src *link, data []byte, at time.Time) *link {
 		dst.capDown.write(at, data)
 		return nil
 	}
+	if src.up.aqmOn.Load() || dst.down.aqmOn.Load() {
+		e.throughAQM(src, dst, slices.Clone(data), at)
+		return nil
+	}
 	t, ok := src.up.schedule(at, len(data))
 	if ok {
 		t, ok = dst.down.schedule(t, len(data))
@@ -400,19 +411,71 @@ func (e *emulator) forward(src *link, data []byte, at time.Time) *link {
 		dst.deliver(data, t)
 		return dst
 	}
+	dst.mu.Unlock()
+	dst.enqueue(slices.Clone(data), t)
+	return nil
+}
+
+// enqueue queues a packet (its own copy) for the host's writers, to
+// leave at t.
+func (dst *link) enqueue(data []byte, t time.Time) {
+	dst.mu.Lock()
 	if len(dst.queue) >= maxQueued {
 		dst.mu.Unlock()
 		dst.overflow.Add(1) // the writer is hopelessly behind
-		return nil
+		return
 	}
 	dst.seq++
-	heap.Push(&dst.queue, packet{data: slices.Clone(data), depart: t, seq: dst.seq})
+	heap.Push(&dst.queue, packet{data: data, depart: t, seq: dst.seq})
 	first := dst.queue[0].seq == dst.seq
 	dst.mu.Unlock()
 	if first {
 		dst.signal()
 	}
-	return nil
+}
+
+// throughAQM sends a packet through both stages when one of them holds
+// its packets (CoDel, FQ-CoDel): such a stage passes it on only once its
+// link has sent it, when runAQM gets there.
+func (e *emulator) throughAQM(src, dst *link, data []byte, at time.Time) {
+	down := func(t time.Time) {
+		if dst.down.aqmOn.Load() {
+			dst.down.admit(t, data, func(out time.Time) { dst.enqueue(data, out) })
+			return
+		}
+		if out, ok := dst.down.schedule(t, len(data)); ok {
+			dst.enqueue(data, out)
+		}
+	}
+	if src.up.aqmOn.Load() {
+		src.up.admit(at, data, down)
+		return
+	}
+	if t, ok := src.up.schedule(at, len(data)); ok {
+		down(t)
+	}
+}
+
+// runAQM runs every AQM stage up to now, the hosts' up stages first
+// (what they send may reach a down stage by now), and returns the
+// earliest time one has work next (zero: none).
+func (e *emulator) runAQM(now time.Time) time.Time {
+	var next time.Time
+	for _, up := range []bool{true, false} {
+		for _, l := range e.all {
+			st := l.down
+			if up {
+				st = l.up
+			}
+			if !st.aqmOn.Load() {
+				continue
+			}
+			if t := st.run(now); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+				next = t
+			}
+		}
+	}
+	return next
 }
 
 // write delivers a host's packets at their departure times from a

@@ -24,6 +24,14 @@ type Direction struct {
 	// Trace replaces Rate with a delivery-opportunity trace in Mahimahi's
 	// format: a file, or a built-in one (BuiltinTraces). See Trace.
 	Trace string `yaml:"trace" json:"trace,omitempty"`
+	// Queue is the queue discipline in front of the rate limit: "tail"
+	// (the default: an arrival finding the queue full is dropped),
+	// "codel" (RFC 8289) or "fq_codel" (RFC 8290: a CoDel queue per flow
+	// of 1024, served by deficit round robin, new flows first); CoDel's
+	// target and interval default to 5 ms and 100 ms. Both need a rate
+	// or a trace, and take their limit from QueuePackets.
+	Queue string `yaml:"queue" json:"queue,omitempty"`
+	CoDel CoDel  `yaml:"codel" json:"codel,omitzero"`
 	// QueueBytes, QueuePackets or QueueTime bound the queue in front of
 	// the rate limit (tail drop). With none set: 1000 packets, netem's default.
 	QueueBytes   int           `yaml:"queue_bytes" json:"queue_bytes"`
@@ -158,6 +166,21 @@ func (p Profile) Validate() error {
 			return fmt.Errorf("profile %s: %s.rate %v bit/s is below 1 kB/s; rates are in bits per second", p.Name, dir, d.Rate)
 		case d.Rate > 0 && d.Trace != "":
 			return fmt.Errorf("profile %s: %s: rate and trace exclude each other (the trace sets the rate)", p.Name, dir)
+		}
+		switch d.Queue {
+		case "", "tail":
+		case "codel", "fq_codel":
+			if d.Rate == 0 && d.Trace == "" {
+				return fmt.Errorf("profile %s: %s.queue %s needs a rate or a trace: without one nothing queues", p.Name, dir, d.Queue)
+			}
+			if d.QueueBytes > 0 || d.QueueTime > 0 {
+				return fmt.Errorf("profile %s: %s.queue %s takes its limit from queue_packets", p.Name, dir, d.Queue)
+			}
+			if d.CoDel.Target < 0 || d.CoDel.Interval < 0 {
+				return fmt.Errorf("profile %s: %s.codel: negative value", p.Name, dir)
+			}
+		default:
+			return fmt.Errorf("profile %s: %s.queue %q is not tail, codel or fq_codel", p.Name, dir, d.Queue)
 		}
 		if d.Trace != "" {
 			if _, err := cachedTrace(d.Trace); err != nil {

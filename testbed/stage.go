@@ -3,6 +3,7 @@ package testbed
 import (
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,8 @@ type stage struct {
 	last    time.Time    // the last departure: jitter never reorders
 	queued  []queued     // packets still in the rate queue, for packet/byte limits
 	trace   *traceCursor // a trace instead of a fixed rate
+	aqm     *aqmLink     // CoDel or FQ-CoDel instead of tail drop
+	aqmOn   atomic.Bool  // aqm != nil, read without the lock
 
 	Sent, Dropped, Lost uint64
 }
@@ -46,8 +49,72 @@ func (s *stage) set(d Direction) {
 		}
 	}
 	s.mu.Lock()
-	s.d, s.trace = d, tc
+	defer s.mu.Unlock()
+	if s.aqm != nil { // what the old queue holds is dropped with it
+		s.Dropped += uint64(s.aqm.q.n + len(s.aqm.pending))
+	}
+	s.d, s.trace, s.aqm = d, tc, nil
+	if d.Queue == "codel" || d.Queue == "fq_codel" {
+		s.aqm = &aqmLink{q: newAQM(d.Queue == "fq_codel", d.CoDel, d.QueuePackets), serve: s.serve}
+	}
+	s.aqmOn.Store(s.aqm != nil)
+}
+
+// serve is when a packet of size octets starting on the link at start
+// has left it: at the rate, or by the trace. The caller holds mu.
+func (s *stage) serve(start time.Time, size int) time.Time {
+	if s.trace != nil {
+		return s.trace.serve(start, size)
+	}
+	return start.Add(time.Duration(float64(size*8) / s.d.Rate * float64(time.Second)))
+}
+
+// propagate adds the delay and jitter to a packet that left the queue at
+// t, never before the one before it. The caller holds mu.
+func (s *stage) propagate(t time.Time) time.Time {
+	out := t.Add(s.d.Delay)
+	if s.d.Jitter > 0 {
+		out = out.Add(time.Duration(s.rnd.Int64N(int64(s.d.Jitter))))
+	}
+	if out.Before(s.last) {
+		out = s.last // jitter must not reorder
+	}
+	s.last = out
+	return out
+}
+
+// admit hands a packet that reaches an AQM stage at t to its queue (data
+// is kept: the caller's buffer is not); next gets its departure from
+// the stage once run has sent it.
+func (s *stage) admit(t time.Time, data []byte, next func(time.Time)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lose() {
+		s.Lost++
+		return
+	}
+	s.aqm.admit(aqmPacket{arrival: t, size: len(data), data: data, next: next})
+}
+
+// run sends what an AQM stage's link sends up to now and hands each
+// packet on; it returns when it has work next (zero: none).
+func (s *stage) run(now time.Time) time.Time {
+	type out struct {
+		next func(time.Time)
+		t    time.Time
+	}
+	var outs []out
+	s.mu.Lock()
+	s.aqm.run(now, func(p aqmPacket, end time.Time) {
+		s.Sent++
+		outs = append(outs, out{p.next, s.propagate(end)})
+	}, func(aqmPacket) {})
+	next := s.aqm.next()
 	s.mu.Unlock()
+	for _, o := range outs {
+		o.next(o.t) // outside the lock: it may reach another stage
+	}
+	return next
 }
 
 // limited reports whether a rate or a trace paces the stage.
@@ -72,7 +139,6 @@ func (s *stage) transparent() bool {
 func (s *stage) schedule(t time.Time, size int) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := &s.d
 	if s.limited() {
 		// Forget packets the rate limiter has finished with.
 		i := 0
@@ -95,24 +161,12 @@ func (s *stage) schedule(t time.Time, size int) (time.Time, bool) {
 		if s.rateEnd.After(start) {
 			start = s.rateEnd
 		}
-		if s.trace != nil {
-			s.rateEnd = s.trace.serve(start, size)
-		} else {
-			s.rateEnd = start.Add(time.Duration(float64(size*8) / d.Rate * float64(time.Second)))
-		}
+		s.rateEnd = s.serve(start, size)
 		s.queued = append(s.queued, queued{end: s.rateEnd, size: size})
 		out = s.rateEnd
 	}
-	out = out.Add(d.Delay)
-	if d.Jitter > 0 {
-		out = out.Add(time.Duration(s.rnd.Int64N(int64(d.Jitter))))
-	}
-	if out.Before(s.last) {
-		out = s.last // jitter must not reorder
-	}
-	s.last = out
 	s.Sent++
-	return out, true
+	return s.propagate(out), true
 }
 
 // full reports whether the queue has no room for size more bytes.
@@ -150,4 +204,18 @@ func (s *stage) lose() bool {
 		return s.rnd.Float64() < p
 	}
 	return d.Loss > 0 && s.rnd.Float64() < d.Loss
+}
+
+// queueSnapshot reads an AQM stage's counters: the sojourn histogram of
+// the packets sent, CoDel's drops and the drops over the limit.
+func (s *stage) queueSnapshot() (sojourn lateCounts, drops, overlimit uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.aqm == nil {
+		return sojourn, 0, 0, false
+	}
+	for i := range sojourn {
+		sojourn[i] = s.aqm.sojourn[i].Load()
+	}
+	return sojourn, s.aqm.q.Drops, s.aqm.q.Overlimit, true
 }
