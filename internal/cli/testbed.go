@@ -17,6 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/testbed"
 )
 
@@ -31,6 +36,8 @@ const testbedUsage = `usage: doxlab testbed COMMAND [flags]
   check   [--profiles fiber,dsl,...] [--probes N] [--cpu-load N] [--browser-load] [--backend B] [--low-latency]
           measure RTT error, throughput and the emulator's CPU on a scratch testbed
   trace   show TRACE | convert LOG | gen MODEL   Mahimahi delivery-opportunity traces (docs/testbed.md)
+  bloat   [--profiles P,...] [--duration 10s] [--figure FILE.png]
+          the RTT while one TCP download fills the client's downlink: what its queue (tail, codel, fq_codel) does
 
 Profiles: none, fiber, cable, dsl, 4g, 4g-medium (the cross-layer paper's Table II), or a YAML file.
 The testbed needs root and veth; it changes nothing outside its own namespaces.
@@ -54,6 +61,8 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "trace":
 		return testbedTrace(args[1:], stdout, stderr)
+	case "bloat":
+		return testbedBloat(args[1:], stdout, stderr)
 	case "up":
 		hosts := fs.String("hosts", "client,server", "comma-separated host names; the first one's link is shaped")
 		profile := fs.String("profile", "none", "profile of the first host's access link")
@@ -363,6 +372,15 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%% %4dms %9s %9s\n", p.Name, float64(res.ConfiguredRTT)/1e6,
 			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate, res.UpTrace), rate(res.DownAchieved, res.DownRate, res.DownTrace), 100*res.EmulatorCPU, res.Steal.Milliseconds(),
 			upTo(res.LateP50), upTo(res.LateP99))
+		for _, q := range []struct {
+			dir string
+			q   *testbed.QueueStats
+		}{{"up", res.UpQueue}, {"down", res.DownQueue}} {
+			if q.q != nil {
+				fmt.Fprintf(stdout, "%-10s %s queue %s: time in queue p50 %s, p99 %s; %d dropped by CoDel, %d over the limit\n",
+					"", q.dir, q.q.Discipline, upTo(q.q.SojournP50), upTo(q.q.SojournP99), q.q.Drops, q.q.Overlimit)
+			}
+		}
 		for _, f := range []struct {
 			dir string
 			fit *testbed.TraceFit
@@ -446,4 +464,106 @@ func traceNames() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// testbedBloat measures the RTT under a bulk TCP download per profile on
+// a scratch testbed, and draws it over time.
+func testbedBloat(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("testbed bloat", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	profiles := fs.String("profiles", "dsl", "profiles (names or YAML files) to measure")
+	d := fs.Duration("duration", 10*time.Second, "how long the download runs")
+	fig := fs.String("figure", "", "draw the RTT over time into `FILE`.png (and .svg, .csv)")
+	name := fs.String("name", "doxlab", "testbed `name` (the scratch testbed is NAME-bloat)")
+	asJSON := fs.Bool("json", false, "one JSON object per profile, samples included")
+	cc := fs.String("cc", "cubic", "the download's congestion control (cubic fills buffers; bbr keeps them short itself; empty: the kernel's default)")
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
+	}
+	var ps []testbed.Profile
+	for _, pn := range strings.Split(*profiles, ",") {
+		p, err := testbed.LookupProfile(pn)
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab testbed bloat: %v\n", err)
+			return exitUsage
+		}
+		ps = append(ps, p)
+	}
+	tb, err := testbed.Start(testbed.Spec{Name: *name + "-bloat"})
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab testbed bloat: %v\n", err)
+		return 1
+	}
+	defer tb.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var results []*testbed.LoadedRTT
+	if !*asJSON {
+		fmt.Fprintf(stdout, "%-16s %10s %12s %12s %12s %14s %s\n", "profile", "idle ms", "loaded p50", "loaded p99", "goodput", "queue p50/p99", "drops")
+	}
+	for _, p := range ps {
+		r, err := tb.MeasureLoadedRTT(ctx, p, *d, *cc)
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab testbed bloat: %s: %v\n", p.Name, err)
+			return 1
+		}
+		results = append(results, r)
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(r)
+			continue
+		}
+		ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+		q, drops := "tail drop", "-"
+		if r.Queue != nil {
+			q = fmt.Sprintf("%s/%s", ms(r.Queue.SojournP50), ms(r.Queue.SojournP99))
+			drops = fmt.Sprintf("%d CoDel, %d over limit", r.Queue.Drops, r.Queue.Overlimit)
+		}
+		fmt.Fprintf(stdout, "%-16s %10s %12s %12s %7.1f Mbit/s %14s %s\n", p.Name, ms(r.IdleP50), ms(r.LoadedP50), ms(r.LoadedP99), r.Goodput/1e6, q, drops)
+	}
+	if *fig != "" {
+		if err := drawBloat(results, *fig); err != nil {
+			fmt.Fprintf(stderr, "doxlab testbed bloat: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "drew %s.png\n", strings.TrimSuffix(*fig, ".png"))
+	}
+	return exitOK
+}
+
+// drawBloat draws each profile's RTT over time, one panel each, on a
+// log scale shared by all.
+func drawBloat(rs []*testbed.LoadedRTT, file string) error {
+	set := &figure.Set{Dir: filepath.Dir(file)}
+	data := figure.Data{Header: []string{"profile", "sent s", "rtt ms"}}
+	var panels []*plot.Plot
+	hi := 0.0
+	for _, r := range rs {
+		pts := make(plotter.XYs, 0, len(r.Samples))
+		for _, s := range r.Samples {
+			ms := float64(s.RTT) / 1e6
+			pts = append(pts, plotter.XY{X: s.At.Seconds(), Y: ms})
+			data.Add(r.Profile, s.At.Seconds(), ms)
+			hi = max(hi, ms)
+		}
+		p := plot.New()
+		p.Title.Text = r.Profile
+		p.X.Label.Text, p.Y.Label.Text = "time (s); the download starts at 1 s", "RTT (ms)"
+		p.Add(plotter.NewGrid())
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		if len(pts) > 0 {
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			l.Color = figure.Blue
+			p.Add(l)
+		}
+		panels = append(panels, p)
+	}
+	for _, p := range panels {
+		p.Y.Min, p.Y.Max = 1, hi*1.2
+	}
+	grid := figure.Rows(panels, 3)
+	return set.AddGrid(grid, strings.TrimSuffix(filepath.Base(file), ".png"), "RTT under one bulk TCP download", "",
+		10*vg.Inch, vg.Length(2.6*float64(len(grid)))*vg.Inch, data)
 }

@@ -1,0 +1,161 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// LoadedRTT is the RTT while one bulk TCP download fills the client's
+// downlink: what the downlink's queue (tail drop, CoDel, FQ-CoDel) does
+// to everything else on the link, a DNS query included.
+type LoadedRTT struct {
+	Profile string        `json:"profile"`
+	Samples []RTTSample   `json:"samples"` // every 10 ms
+	IdleP50 time.Duration `json:"idle_p50"`
+	// Loaded: from one second into the download (its slow start over).
+	LoadedP50, LoadedP99 time.Duration
+	Goodput              float64     `json:"goodput"` // bit/s of the download
+	CongestionControl    string      `json:"congestion_control"`
+	Queue                *QueueStats `json:"queue,omitempty"`
+}
+
+// RTTSample is one probe: when it was sent, since the start, and its RTT.
+type RTTSample struct {
+	At  time.Duration `json:"at"`
+	RTT time.Duration `json:"rtt"`
+}
+
+// MeasureLoadedRTT applies p to the client's link, probes the RTT for a
+// second idle, then for d while the client downloads from the server
+// over one TCP connection whose sender uses congestion control cc
+// ("cubic", the common default, fills any buffer; "bbr" keeps queues
+// short by itself; "" is the kernel's default here).
+func (tb *Testbed) MeasureLoadedRTT(ctx context.Context, p Profile, d time.Duration, cc string) (*LoadedRTT, error) {
+	if len(tb.Spec.Hosts) < 2 {
+		return nil, fmt.Errorf("loaded RTT needs two hosts")
+	}
+	client, server := tb.Spec.Hosts[0], tb.Spec.Hosts[1]
+	if err := tb.SetProfile(client, p); err != nil {
+		return nil, err
+	}
+	tb.drain(5 * time.Second)
+	out := &LoadedRTT{Profile: p.Name}
+	var ln net.Listener
+	if err := tb.Run(server, func() error {
+		var err error
+		ln, err = net.Listen("tcp4", net.JoinHostPort(tb.IP(server).String(), "0"))
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("TCP source in %s: %w", server, err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var ccErr error // the source's, read after wg.Wait
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { // the source: writes until the connection closes
+		defer wg.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if cc != "" {
+			if rc, err := c.(*net.TCPConn).SyscallConn(); err == nil {
+				rc.Control(func(fd uintptr) { ccErr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc) })
+			}
+		}
+		buf := make([]byte, 64<<10)
+		for ctx.Err() == nil {
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	var mu sync.Mutex
+	record := func(sent int64, rtt time.Duration) {
+		mu.Lock()
+		out.Samples = append(out.Samples, RTTSample{At: time.Duration(sent - start.UnixNano()), RTT: rtt})
+		mu.Unlock()
+	}
+	probes := CheckOptions{Probes: int((time.Second + d) / (10 * time.Millisecond)), Interval: 10 * time.Millisecond}
+	probeErr := make(chan error, 1)
+	go func() {
+		var r CheckResult
+		r.ConfiguredRTT = p.RTT()
+		probeErr <- tb.checkRTT(ctx, client, server, probes, &r, record)
+	}()
+	time.Sleep(time.Second) // idle
+	before, drops0, over0, aqm := tb.links[client].down.queueSnapshot()
+	var c net.Conn
+	if err := tb.Run(client, func() error {
+		var err error
+		c, err = net.Dial("tcp4", ln.Addr().String())
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("TCP sink in %s: %w", client, err)
+	}
+	var got atomic.Int64
+	t0 := time.Now()
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Read(buf)
+			got.Add(int64(n))
+			if err != nil {
+				return // closed at the end, or the source went away
+			}
+		}
+	}()
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	out.Goodput = float64(got.Load()*8) / time.Since(t0).Seconds()
+	c.Close()
+	cancel()
+	wg.Wait()
+	if ccErr != nil {
+		return nil, fmt.Errorf("congestion control %q: %w", cc, ccErr)
+	}
+	out.CongestionControl = cc
+	if err := <-probeErr; err != nil && len(out.Samples) == 0 {
+		return nil, err
+	}
+	if aqm {
+		after, drops1, over1, _ := tb.links[client].down.queueSnapshot()
+		q := after.since(before)
+		out.Queue = &QueueStats{Discipline: p.Down.Queue, SojournP50: q.quantile(0.5), SojournP99: q.quantile(0.99), Drops: drops1 - drops0, Overlimit: over1 - over0}
+	}
+	var idle, loaded []time.Duration
+	for _, s := range out.Samples {
+		switch {
+		case s.At < time.Second:
+			idle = append(idle, s.RTT)
+		case s.At > 2*time.Second:
+			loaded = append(loaded, s.RTT)
+		}
+	}
+	out.IdleP50 = quantileOf(idle, 0.5)
+	out.LoadedP50, out.LoadedP99 = quantileOf(loaded, 0.5), quantileOf(loaded, 0.99)
+	return out, nil
+}
+
+func quantileOf(v []time.Duration, q float64) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
