@@ -240,11 +240,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		stop := reportProgress(ctx, c, start, func(p *Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			p.Sent, p.OK, p.InFlight = res.Sent, res.OK, inFlight
-			p.Failed = res.Sent - res.OK - inFlight
-			p.P50 = time.Duration(interval.ValueAtQuantile(50)) * time.Microsecond
-			p.P99 = time.Duration(interval.ValueAtQuantile(99)) * time.Microsecond
-			interval.Reset()
+			p.snapshot(res.Sent, res.OK, inFlight, interval)
 		})
 		defer stop()
 	}
@@ -328,6 +324,16 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	cpu1 := cpuTimes()
 	res.CPUUser, res.CPUSys = cpu1.user-cpu0.user, cpu1.sys-cpu0.sys
 	return res, nil
+}
+
+// snapshot fills p from a run's counts and the latencies of its
+// interval, and starts the next interval.
+func (p *Progress) snapshot(sent, ok, inFlight int, interval *hdrhistogram.Histogram) {
+	p.Sent, p.OK, p.InFlight = sent, ok, inFlight
+	p.Failed = sent - ok - inFlight
+	p.P50 = time.Duration(interval.ValueAtQuantile(50)) * time.Microsecond
+	p.P99 = time.Duration(interval.ValueAtQuantile(99)) * time.Microsecond
+	interval.Reset()
 }
 
 // reportProgress calls c.Progress every c.ProgressEvery until ctx ends

@@ -171,11 +171,7 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 		stop := reportProgress(ctx, c, start, func(p *Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			p.Sent, p.OK, p.InFlight = int(sent.Load()), res.OK, int(inFlight.Load())
-			p.Failed = p.Sent - p.OK - p.InFlight
-			p.P50 = time.Duration(interval.ValueAtQuantile(50)) * time.Microsecond
-			p.P99 = time.Duration(interval.ValueAtQuantile(99)) * time.Microsecond
-			interval.Reset()
+			p.snapshot(int(sent.Load()), res.OK, int(inFlight.Load()), interval)
 		})
 		defer stop()
 	}

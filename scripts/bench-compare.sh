@@ -23,14 +23,8 @@ OUTSTANDING=${OUTSTANDING:-100}
 if [ "$(nproc)" -ge 2 ]; then CLIENT_CPUS=${CLIENT_CPUS-0}; SERVER_CPUS=${SERVER_CPUS-1}; fi
 export SERVER_CPUS
 PATH=$(go env GOPATH)/bin:$PATH
-for bin in dnsperf h2load jq; do
-  command -v "$bin" >/dev/null || { echo "bench-compare: $bin missing (make peers installs it)" >&2; exit 1; }
-done
-go build -o bin/doxlab ./cmd/doxlab
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 . scripts/lib/bench-servers.sh
-start_bench_servers
+bench_prelude dnsperf h2load jq
 
 pin_client() { if [ -n "${CLIENT_CPUS:-}" ]; then taskset -c "$CLIENT_CPUS" "$@"; else "$@"; fi; }
 

@@ -13,14 +13,8 @@ SECS=${SECS:-5}
 CLIENTS=${CLIENTS:-4}
 OUTSTANDING=${OUTSTANDING:-100}
 PATH=$(go env GOPATH)/bin:$PATH
-for bin in dnsperf h2load; do
-  command -v "$bin" >/dev/null || { echo "bench-server: $bin missing (make peers installs it)" >&2; exit 1; }
-done
-go build -o bin/doxlab ./cmd/doxlab
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 . scripts/lib/bench-servers.sh
-start_bench_servers
+bench_prelude dnsperf h2load
 
 dnsperf_qps() { # mode port
   dnsperf -s 127.0.0.1 -p "$2" -m "$1" -d "$work/queries" -l "$SECS" -c "$CLIENTS" -q "$OUTSTANDING" 2>&1 |

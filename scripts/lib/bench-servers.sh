@@ -1,8 +1,7 @@
 # Sourced by the benchmark scripts: starts doxlab serve, CoreDNS, Unbound
 # and Knot Resolver on loopback with static answers for *.example.test,
-# one TLS identity, and writes a query file. Needs: $work (a temporary
-# directory whose removal the caller traps). Pins the servers to
-# $SERVER_CPUS when set (taskset).
+# one TLS identity, and writes a query file (bench_prelude sets up the
+# rest). Pins the servers to $SERVER_CPUS when set (taskset).
 #
 # Ports: doxlab 2xxxx, CoreDNS 1xxxx, Unbound 3xxxx, Knot Resolver 4xxxx;
 # x5300 Do53, x8853 DoT (and DoQ on UDP, doxlab only), x8443 DoH (and
@@ -13,6 +12,19 @@ declare -A BASE=([doxlab]=20000 [coredns]=10000 [unbound]=30000 [knot-resolver]=
 # pin_servers CMD...: run as (pin_servers CMD) & so that the job is the
 # server itself, which the caller's 'kill $(jobs -p)' reaches.
 pin_servers() { if [ -n "${SERVER_CPUS:-}" ]; then exec taskset -c "$SERVER_CPUS" "$@"; else exec "$@"; fi; }
+
+# bench_prelude TOOL...: checks the tools and the servers are installed,
+# builds bin/doxlab, makes $work (removed on exit, the servers killed)
+# and starts the servers.
+bench_prelude() {
+  for bin in "$@"; do
+    command -v "$bin" >/dev/null || { echo "$0: $bin missing (make peers installs it)" >&2; exit 1; }
+  done
+  go build -o bin/doxlab ./cmd/doxlab
+  work=$(mktemp -d)
+  trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+  start_bench_servers
+}
 
 start_bench_servers() {
   for bin in coredns unbound kresd; do
