@@ -38,7 +38,8 @@ type Stats struct {
 type HostStats struct {
 	FromHost, ToHost    uint64        // packets from and to the host, at its port (the kernel's forwarding included)
 	UpSent, DownSent    uint64        // packets the emulator passed through each stage
-	UpDropped, DownDrop uint64        // tail drops
+	UpDropped, DownDrop uint64        // tail drops, and an AQM queue's drops over its limit
+	UpCoDel, DownCoDel  uint64        // drops by CoDel (queue codel or fq_codel)
 	UpLost, DownLost    uint64        // emulated loss
 	NoRoute, Overflow   uint64        // packets to unknown addresses; writer backlog overflows
 	MeanLateness        time.Duration // mean time writes happened after their departure time
@@ -142,6 +143,14 @@ func (tb *Testbed) Stats() Stats {
 		hs := HostStats{FromHost: c[0], ToHost: c[1], UpSent: l.up.Sent, DownSent: l.down.Sent,
 			UpDropped: l.up.Dropped, DownDrop: l.down.Dropped, UpLost: l.up.Lost, DownLost: l.down.Lost,
 			NoRoute: l.noRoute.Load(), Overflow: l.overflow.Load()}
+		if q := l.up.aqm; q != nil {
+			hs.UpDropped += q.q.Overlimit
+			hs.UpCoDel = q.q.Drops
+		}
+		if q := l.down.aqm; q != nil {
+			hs.DownDrop += q.q.Overlimit
+			hs.DownCoDel = q.q.Drops
+		}
 		l.up.mu.Unlock()
 		l.down.mu.Unlock()
 		if n := l.tx.Load(); n > 0 {

@@ -291,6 +291,9 @@ func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
 		if stats != nil {
 			hs := stats.Hosts[h]
 			fmt.Fprintf(stdout, "  pkts out %d in %d  drops %d/%d  lost %d/%d  late %v", hs.FromHost, hs.ToHost, hs.UpDropped, hs.DownDrop, hs.UpLost, hs.DownLost, hs.MeanLateness)
+			if hs.UpCoDel+hs.DownCoDel > 0 {
+				fmt.Fprintf(stdout, "  codel drops %d/%d", hs.UpCoDel, hs.DownCoDel)
+			}
 		}
 		fmt.Fprintln(stdout)
 	}
