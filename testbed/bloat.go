@@ -21,9 +21,12 @@ type LoadedRTT struct {
 	IdleP50 time.Duration `json:"idle_p50"`
 	// Loaded: from one second into the download (its slow start over).
 	LoadedP50, LoadedP99 time.Duration
-	Goodput              float64     `json:"goodput"` // bit/s of the download
-	CongestionControl    string      `json:"congestion_control"`
-	Queue                *QueueStats `json:"queue,omitempty"`
+	Goodput              float64 `json:"goodput"` // bit/s of the download
+	CongestionControl    string  `json:"congestion_control"`
+	// Steal is the CPU time the hypervisor took from this VM during the
+	// download: a VM paused for a while stalls everything, the link too.
+	Steal time.Duration `json:"steal"`
+	Queue *QueueStats   `json:"queue,omitempty"`
 }
 
 // RTTSample is one probe: when it was sent, since the start, and its RTT.
@@ -97,6 +100,7 @@ func (tb *Testbed) MeasureLoadedRTT(ctx context.Context, p Profile, d time.Durat
 	}()
 	time.Sleep(time.Second) // idle
 	before, drops0, over0, aqm := tb.links[client].down.queueSnapshot()
+	steal0 := stealTime()
 	var c net.Conn
 	if err := tb.Run(client, func() error {
 		var err error
@@ -122,6 +126,7 @@ func (tb *Testbed) MeasureLoadedRTT(ctx context.Context, p Profile, d time.Durat
 	case <-ctx.Done():
 	}
 	out.Goodput = float64(got.Load()*8) / time.Since(t0).Seconds()
+	out.Steal = stealTime() - steal0
 	c.Close()
 	cancel()
 	wg.Wait()

@@ -502,7 +502,7 @@ func testbedBloat(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var results []*testbed.LoadedRTT
 	if !*asJSON {
-		fmt.Fprintf(stdout, "%-16s %10s %12s %12s %12s %14s %s\n", "profile", "idle ms", "loaded p50", "loaded p99", "goodput", "queue p50/p99", "drops")
+		fmt.Fprintf(stdout, "%-16s %10s %12s %12s %12s %8s %14s %s\n", "profile", "idle ms", "loaded p50", "loaded p99", "goodput", "steal", "queue p50/p99", "drops")
 	}
 	for _, p := range ps {
 		r, err := tb.MeasureLoadedRTT(ctx, p, *d, *cc)
@@ -521,7 +521,7 @@ func testbedBloat(args []string, stdout, stderr io.Writer) int {
 			q = fmt.Sprintf("%s/%s", ms(r.Queue.SojournP50), ms(r.Queue.SojournP99))
 			drops = fmt.Sprintf("%d CoDel, %d over limit", r.Queue.Drops, r.Queue.Overlimit)
 		}
-		fmt.Fprintf(stdout, "%-16s %10s %12s %12s %7.1f Mbit/s %14s %s\n", p.Name, ms(r.IdleP50), ms(r.LoadedP50), ms(r.LoadedP99), r.Goodput/1e6, q, drops)
+		fmt.Fprintf(stdout, "%-16s %10s %12s %12s %7.1f Mbit/s %6dms %14s %s\n", p.Name, ms(r.IdleP50), ms(r.LoadedP50), ms(r.LoadedP99), r.Goodput/1e6, r.Steal.Milliseconds(), q, drops)
 	}
 	if *fig != "" {
 		if err := drawBloat(results, *fig); err != nil {
