@@ -54,3 +54,11 @@ func (f *faults) decide(qname string) (delay time.Duration, drop bool) {
 	}
 	return delay, false
 }
+
+// quick reports whether every answer is ready at once: no injected
+// delay and no forwarding, so a listener may answer where it reads the
+// query instead of in a goroutine of its own.
+func (s *Server) quick() bool {
+	f := s.cfg.Faults
+	return f.Delay == 0 && f.DelayEvery == 0 && f.DelayProbability == 0 && len(f.DelayNames) == 0 && s.ans.fwd == nil
+}

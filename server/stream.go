@@ -118,8 +118,7 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 			bw.Flush()
 		}
 	}
-	f := s.cfg.Faults
-	inline := f.InOrder || (f.Delay == 0 && f.DelayEvery == 0 && f.DelayProbability == 0 && len(f.DelayNames) == 0 && s.ans.fwd == nil)
+	inline := s.cfg.Faults.InOrder || s.quick()
 	refuse := func(reason Reason, detail string) {
 		s.refuse(name, base.Transport, c.RemoteAddr(), reason, detail)
 	}

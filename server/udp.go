@@ -60,8 +60,7 @@ func (s *Server) serveUDP(addr string) error {
 		s.track("", nil, pc)
 		conns = append(conns, pc.(*net.UDPConn))
 	}
-	f := s.cfg.Faults
-	inline := f.Delay == 0 && f.DelayEvery == 0 && f.DelayProbability == 0 && len(f.DelayNames) == 0 && s.ans.fwd == nil
+	inline := s.quick()
 	for _, c := range conns {
 		c.SetReadBuffer(4 << 20) // a burst must not overflow it while the reader answers
 		c.SetWriteBuffer(4 << 20)
