@@ -525,17 +525,16 @@ func (tb *Testbed) traceThroughput(ctx context.Context, from, to string, st *sta
 	first := time.Duration(arrivals[0] - origin)
 	last := time.Duration(arrivals[len(arrivals)-1] - origin)
 	start := (first + 300*time.Millisecond).Truncate(FitWindow) + FitWindow
+	// Octets arrived per window, counted in one pass.
+	arrived := map[time.Duration]int64{}
+	for _, a := range arrivals {
+		arrived[time.Duration(a-origin).Truncate(FitWindow)] += 1500
+	}
 	var errs []float64
 	var got, want int64
 	fit := &TraceFit{Trace: tr.Name, Offered: offered}
 	for w := start; w+FitWindow <= last; w += FitWindow {
-		exp := tr.Bytes(w, w+FitWindow)
-		var n int64
-		for _, a := range arrivals {
-			if t := time.Duration(a - origin); t >= w && t < w+FitWindow {
-				n += 1500
-			}
-		}
+		exp, n := tr.Bytes(w, w+FitWindow), arrived[w]
 		got, want = got+n, want+exp
 		if exp > 0 {
 			errs = append(errs, math.Abs(float64(n-exp))/float64(exp))
