@@ -20,6 +20,7 @@ import (
 
 	"github.com/doxlab/doxlab/experiment"
 	_ "github.com/doxlab/doxlab/experiment/all" // every experiment, for Load
+	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/verify"
 )
@@ -113,9 +114,8 @@ func Render(in Input, dir, title string) (*Report, error) {
 	return rep, nil
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"mbit":   func(v float64) float64 { return v / 1e6 },
-	"pct100": func(v float64) float64 { return 100 * v },
+var page = template.Must(template.New("report").Funcs(figure.Funcs).Funcs(template.FuncMap{
+	"mbit": func(v float64) float64 { return v / 1e6 },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.Title}}</title>
 <style>
@@ -158,7 +158,7 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 <p>Before and after each run on the testbed, a short check of the client's emulated link (<code>testbed.Check</code>: 100 RTT probes, half a second of traffic each way). A check fails when a direction delivers under 95 % of its rate or the RTT error's p99 exceeds 1 ms.</p>
 <details><summary>{{len .Links}} checks</summary>
 <table id="link-checks"><tr><th class="l">run</th><th class="l">when</th><th class="l">profile</th><th>RTT ms</th><th>err p50 µs</th><th>err p99 µs</th><th>err max µs</th><th>up Mbit/s</th><th>down Mbit/s</th><th>emulator CPU</th><th class="l">held</th></tr>
-{{range .Links}}<tr><td class="l">{{.Run}}</td><td class="l">{{.When}}</td><td class="l">{{.Profile}}</td><td>{{printf "%.1f" .RTTMs}}</td><td>{{printf "%.0f" .ErrP50Us}}</td><td>{{printf "%.0f" .ErrP99Us}}</td><td>{{printf "%.0f" .ErrMaxUs}}</td><td>{{if .UpRate}}{{printf "%.1f/%.1f" (mbit .UpAchieved) (mbit .UpRate)}}{{else}}–{{end}}</td><td>{{if .DownRate}}{{printf "%.1f/%.1f" (mbit .DownAchieved) (mbit .DownRate)}}{{else}}–{{end}}</td><td>{{printf "%.0f%%" (pct100 .EmulatorCPU)}}</td><td class="l">{{if .OK}}yes{{else}}<b class="differs">no</b>: {{.Why}}{{end}}</td></tr>
+{{range .Links}}<tr><td class="l">{{.Run}}</td><td class="l">{{.When}}</td><td class="l">{{.Profile}}</td><td>{{printf "%.1f" .RTTMs}}</td><td>{{printf "%.0f" .ErrP50Us}}</td><td>{{printf "%.0f" .ErrP99Us}}</td><td>{{printf "%.0f" .ErrMaxUs}}</td><td>{{if .UpRate}}{{printf "%.1f/%.1f" (mbit .UpAchieved) (mbit .UpRate)}}{{else}}–{{end}}</td><td>{{if .DownRate}}{{printf "%.1f/%.1f" (mbit .DownAchieved) (mbit .DownRate)}}{{else}}–{{end}}</td><td>{{share .EmulatorCPU}}</td><td class="l">{{if .OK}}yes{{else}}<b class="differs">no</b>: {{.Why}}{{end}}</td></tr>
 {{end}}</table></details></section>{{end}}
 </main></body></html>
 `))
