@@ -85,7 +85,7 @@ func (c *ServerLoad) defaults() {
 	c.Env.Defaults()
 }
 
-// urls are the server's URL per transport, and the options to reach it.
+// urls are the server's URL per transport.
 func urls(srv *server.Server) map[string]string {
 	a := func(name string) string { return srv.Addr(name).String() }
 	return map[string]string{
