@@ -6,6 +6,8 @@ import (
 	"math"
 	"net"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +35,9 @@ import (
 //	seed: 42
 //	tls: {ca: ca.pem, insecure: false, sni: ""}
 //	store: doxlab.db
+//	vantages:                 # for campaign plan and workers
+//	  - {name: fra1, location: "Frankfurt, DE", network: Telekom, asn: 3320}
+//	  - {name: nyc1, targets: [10.0.0.53]}   # a resolver set of its own
 type Campaign struct {
 	Name        string        `yaml:"name"`
 	Targets     []string      `yaml:"targets"`
@@ -48,6 +53,29 @@ type Campaign struct {
 	Seed        uint64        `yaml:"seed"`
 	TLS         CampaignTLS   `yaml:"tls"`
 	Store       string        `yaml:"store"`
+	// Vantages are where a planned campaign measures from: each has its
+	// own queue of tasks, taken by that vantage point's workers.
+	Vantages []CampaignVantage `yaml:"vantages"`
+}
+
+// CampaignVantage is one vantage point of a campaign, with the resolvers
+// it measures if they are its own (else the campaign's).
+type CampaignVantage struct {
+	Vantage     `yaml:",inline"`
+	Targets     []string `yaml:"targets"`
+	TargetsFile string   `yaml:"targets_file"`
+}
+
+// vantageName is what a queue name allows (River's rule): lower-case
+// letters and digits, single - or _ between them.
+var vantageName = regexp.MustCompile(`^[a-z0-9]+(?:[_-][a-z0-9]+)*$`)
+
+// CheckVantageName accepts a name a vantage point's queue can carry.
+func CheckVantageName(name string) error {
+	if len(name) > 48 || !vantageName.MatchString(name) {
+		return fmt.Errorf("vantage name %q: want at most 48 lower-case letters and digits, with single - or _ between them", name)
+	}
+	return nil
 }
 
 // CampaignQuery is the question asked.
@@ -88,7 +116,26 @@ func LoadCampaign(path string) (*Campaign, error) {
 		}
 		return fmt.Errorf("%s: %s: %s", path, field, fmt.Sprintf(format, a...)) // a field that is missing has no line
 	}
-	if len(c.Targets) == 0 && c.TargetsFile == "" {
+	seen := map[string]bool{}
+	for _, v := range c.Vantages {
+		if err := CheckVantageName(v.Name); err != nil {
+			return nil, bad("vantages", "%v", err)
+		}
+		if seen[v.Name] {
+			return nil, bad("vantages", "%q named twice", v.Name)
+		}
+		seen[v.Name] = true
+		for _, t := range v.Targets {
+			if err := CheckTarget(t); err != nil {
+				return nil, bad("vantages", "%s: %q: %v", v.Name, t, err)
+			}
+		}
+		if v.ASN < 0 {
+			return nil, bad("vantages", "%s: negative asn", v.Name)
+		}
+	}
+	ownTargets := len(c.Vantages) > 0 && !slices.ContainsFunc(c.Vantages, func(v CampaignVantage) bool { return len(v.Targets) == 0 && v.TargetsFile == "" })
+	if len(c.Targets) == 0 && c.TargetsFile == "" && !ownTargets {
 		return nil, bad("targets", "no targets (give targets or targets_file)")
 	}
 	for _, t := range c.Targets {

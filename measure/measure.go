@@ -94,6 +94,31 @@ type Sample struct {
 	Status   transport.Status  `json:"status"`
 	Attempts int               `json:"attempts"` // 1, or more when retried
 	Error    string            `json:"error,omitempty"`
+	// Vantage and Job say where a campaign's worker measured the sample
+	// and how the job queue delivered it; nil outside a campaign.
+	Vantage *Vantage `json:"vantage,omitempty"`
+	Job     *JobInfo `json:"job,omitempty"`
+}
+
+// Vantage is the point a sample was measured from: the name the campaign
+// gave it, with what is known of its place in the network.
+type Vantage struct {
+	Name     string `json:"name" yaml:"name"`
+	Address  string `json:"address,omitempty" yaml:"address,omitempty"`   // the worker's address towards the target
+	Network  string `json:"network,omitempty" yaml:"network,omitempty"`   // the operator or network's name
+	ASN      int    `json:"asn,omitempty" yaml:"asn,omitempty"`           // its autonomous system
+	Location string `json:"location,omitempty" yaml:"location,omitempty"` // "Frankfurt, DE", or coordinates
+}
+
+// JobInfo is how a job queue delivered a sample's task: the delivery
+// that measured it (Attempt, 1 for the first) and every worker that took
+// the task, the killed ones included.
+type JobInfo struct {
+	ID          int64    `json:"id"`
+	Attempt     int      `json:"attempt"`
+	Worker      string   `json:"worker"`
+	AttemptedBy []string `json:"attempted_by"`
+	Version     string   `json:"doxlab_version"`
 }
 
 // ProbeResult is the RTT probe of a task.
@@ -243,12 +268,7 @@ func Run(ctx context.Context, s Spec, out func(*Sample)) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			sample, attempts := s.measure(ctx, task), 1
-			for attempts <= s.Retries && !sample.Status.HasResponse() && ctx.Err() == nil {
-				sample = s.measure(ctx, task)
-				attempts++
-			}
-			sample.Attempts = attempts
+			sample := s.Measure(ctx, task)
 			mu.Lock()
 			out(sample)
 			done++
@@ -260,6 +280,18 @@ func Run(ctx context.Context, s Spec, out func(*Sample)) error {
 	}
 	wg.Wait()
 	return ctx.Err()
+}
+
+// Measure measures one task, trying again up to Retries times while the
+// measured exchange gets no answer; the sample keeps the last attempt.
+func (s *Spec) Measure(ctx context.Context, task Task) *Sample {
+	sample, attempts := s.measure(ctx, task), 1
+	for attempts <= s.Retries && !sample.Status.HasResponse() && ctx.Err() == nil {
+		sample = s.measure(ctx, task)
+		attempts++
+	}
+	sample.Attempts = attempts
+	return sample
 }
 
 func (s *Spec) query() *dns.Msg {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/transport"
 	"github.com/doxlab/doxlab/web"
 )
@@ -21,33 +22,41 @@ import (
 // and R users want, with its run's environment. The raw sample stays in
 // the store.
 type Row struct {
-	RunID         string   `parquet:"run_id"`
-	Kind          string   `parquet:"kind"`
-	Profile       string   `parquet:"profile"`
-	DoxlabVersion string   `parquet:"doxlab_version"`
-	Kernel        string   `parquet:"kernel"`
-	Hostname      string   `parquet:"hostname"`
-	StartedAt     string   `parquet:"started_at"`
-	Target        string   `parquet:"target"`
-	URL           string   `parquet:"url"`
-	Transport     string   `parquet:"transport"`
-	Condition     string   `parquet:"condition"`
-	Rep           int64    `parquet:"rep"`
-	Status        string   `parquet:"status"`
-	Rcode         string   `parquet:"rcode"`
-	ProbeRTTMs    *float64 `parquet:"probe_rtt_ms,optional"`
-	HandshakeMs   *float64 `parquet:"handshake_ms,optional"`
-	QueryMs       *float64 `parquet:"query_ms,optional"`
-	TotalMs       *float64 `parquet:"total_ms,optional"`
-	HandshakeRTT  *float64 `parquet:"handshake_rtt,optional"`
-	ResolveRTT    *float64 `parquet:"resolve_rtt,optional"`
-	TotalRTT      *float64 `parquet:"total_rtt,optional"`
-	TLSResumed    bool     `parquet:"tls_resumed"`
-	Used0RTT      bool     `parquet:"used_0rtt"`
-	Retry         bool     `parquet:"retry"`
-	TokenUsed     bool     `parquet:"token_used"`
-	QUICVersion   string   `parquet:"quic_version"`
-	ALPN          string   `parquet:"alpn"`
+	RunID         string `parquet:"run_id"`
+	Kind          string `parquet:"kind"`
+	Profile       string `parquet:"profile"`
+	DoxlabVersion string `parquet:"doxlab_version"`
+	Kernel        string `parquet:"kernel"`
+	Hostname      string `parquet:"hostname"`
+	// The vantage point a campaign's worker measured from (empty outside
+	// campaigns), and the delivery of its job that measured it.
+	Vantage         string   `parquet:"vantage"`
+	VantageAddress  string   `parquet:"vantage_address"`
+	VantageNetwork  string   `parquet:"vantage_network"`
+	VantageASN      int64    `parquet:"vantage_asn"`
+	VantageLocation string   `parquet:"vantage_location"`
+	JobAttempt      int64    `parquet:"job_attempt"`
+	StartedAt       string   `parquet:"started_at"`
+	Target          string   `parquet:"target"`
+	URL             string   `parquet:"url"`
+	Transport       string   `parquet:"transport"`
+	Condition       string   `parquet:"condition"`
+	Rep             int64    `parquet:"rep"`
+	Status          string   `parquet:"status"`
+	Rcode           string   `parquet:"rcode"`
+	ProbeRTTMs      *float64 `parquet:"probe_rtt_ms,optional"`
+	HandshakeMs     *float64 `parquet:"handshake_ms,optional"`
+	QueryMs         *float64 `parquet:"query_ms,optional"`
+	TotalMs         *float64 `parquet:"total_ms,optional"`
+	HandshakeRTT    *float64 `parquet:"handshake_rtt,optional"`
+	ResolveRTT      *float64 `parquet:"resolve_rtt,optional"`
+	TotalRTT        *float64 `parquet:"total_rtt,optional"`
+	TLSResumed      bool     `parquet:"tls_resumed"`
+	Used0RTT        bool     `parquet:"used_0rtt"`
+	Retry           bool     `parquet:"retry"`
+	TokenUsed       bool     `parquet:"token_used"`
+	QUICVersion     string   `parquet:"quic_version"`
+	ALPN            string   `parquet:"alpn"`
 	// The measured exchange at the socket (transport.Record's bytes and
 	// packets: UDP payloads or TCP payload with TLS, datagrams or TCP
 	// segments), handshake included on a new connection.
@@ -99,8 +108,17 @@ func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 				Timing         transport.Timing
 				Conn           transport.ConnInfo
 			}
+			Vantage *measure.Vantage
+			Job     *measure.JobInfo
 		}
-		if json.Unmarshal([]byte(raw), &x) == nil && x.Measure != nil {
+		err := json.Unmarshal([]byte(raw), &x)
+		if v := x.Vantage; err == nil && v != nil {
+			r.Vantage, r.VantageAddress, r.VantageNetwork, r.VantageASN, r.VantageLocation = v.Name, v.Address, v.Network, int64(v.ASN), v.Location
+		}
+		if x.Job != nil {
+			r.JobAttempt = int64(x.Job.Attempt)
+		}
+		if err == nil && x.Measure != nil {
 			m := x.Measure
 			r.BytesSent, r.BytesReceived = m.Bytes.Sent, m.Bytes.Received
 			r.PacketsSent, r.PacketsReceived = m.Packets.Sent, m.Packets.Received

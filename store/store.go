@@ -29,7 +29,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -69,9 +69,11 @@ var schema = []string{
 		quic_version TEXT NOT NULL,
 		alpn TEXT NOT NULL,
 		raw TEXT NOT NULL,
+		vantage TEXT NOT NULL DEFAULT '',
 		PRIMARY KEY (run_id, task_key)
 	)`,
 	`CREATE INDEX IF NOT EXISTS samples_by_transport ON samples (transport, cond)`,
+	`CREATE INDEX IF NOT EXISTS samples_by_vantage ON samples (run_id, vantage)`,
 	// Page loads of the web experiment: the columns the figures use, and
 	// the whole sample (browser timings, stub and server records) in raw.
 	`CREATE TABLE IF NOT EXISTS page_loads (
@@ -204,25 +206,72 @@ func redact(dsn string) string {
 	return dsn
 }
 
+// upgrades take a store from the version of their index to the next.
+var upgrades = []string{
+	1: `ALTER TABLE samples ADD COLUMN vantage TEXT NOT NULL DEFAULT ''`,
+}
+
+// migrate creates the schema or upgrades an older one, in one
+// transaction; on PostgreSQL a lock keeps workers that start together
+// from migrating at once.
 func (s *Store) migrate(ctx context.Context) error {
-	for _, stmt := range schema {
-		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+	return s.InTx(ctx, func(tx *sql.Tx) error {
+		if s.postgres {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7310431)`); err != nil { // any constant: doxlab's schema lock
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, schema[0]); err != nil {
 			return fmt.Errorf("creating schema: %w", err)
 		}
-	}
-	var v int
-	err := s.db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		_, err = s.db.ExecContext(ctx, s.rebind(`INSERT INTO schema_version (version) VALUES (?)`), SchemaVersion)
+		var v int
+		err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+		fresh := errors.Is(err, sql.ErrNoRows)
+		if err != nil && !fresh {
+			return err
+		}
+		if !fresh && v > SchemaVersion {
+			return fmt.Errorf("written by a newer doxlab (schema %d, this one knows %d)", v, SchemaVersion)
+		}
+		if !fresh {
+			for ; v < SchemaVersion; v++ {
+				if _, err := tx.ExecContext(ctx, upgrades[v]); err != nil {
+					return fmt.Errorf("upgrading the schema from %d: %w", v, err)
+				}
+			}
+		}
+		for _, stmt := range schema {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("creating schema: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.rebind(`INSERT INTO schema_version (version) VALUES (?)`), SchemaVersion)
 		return err
-	case err != nil:
-		return err
-	case v > SchemaVersion:
-		return fmt.Errorf("written by a newer doxlab (schema %d, this one knows %d)", v, SchemaVersion)
-	}
-	return nil
+	})
 }
+
+// InTx runs f in a transaction, committed if f returns nil.
+func (s *Store) InTx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// DB is the store's database, for the job queue, whose tables live beside
+// the samples so that a sample and its job's completion commit together.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Postgres says whether the store is a PostgreSQL database.
+func (s *Store) Postgres() bool { return s.postgres }
 
 // rebind turns ? placeholders into PostgreSQL's $n.
 func (s *Store) rebind(q string) string {
@@ -246,8 +295,17 @@ func (s *Store) rebind(q string) string {
 func (s *Store) Close() error { return s.db.Close() }
 
 // BeginRun records a run before its first sample.
-func (s *Store) BeginRun(ctx context.Context, r Run) error {
-	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO runs (id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec) VALUES (?,?,?,?,?,?,?,?,?)`),
+func (s *Store) BeginRun(ctx context.Context, r Run) error { return s.BeginRunTx(ctx, s.db, r) }
+
+// Execer is what runs a statement: the store's database or a transaction
+// of it.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// BeginRunTx is BeginRun in a transaction.
+func (s *Store) BeginRunTx(ctx context.Context, ex Execer, r Run) error {
+	_, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO runs (id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec) VALUES (?,?,?,?,?,?,?,?,?)`),
 		r.ID, r.Kind, r.StartedAt.Format(time.RFC3339Nano), r.DoxlabVersion, r.GoVersion, r.Kernel, r.Hostname, r.Profile, string(r.Spec))
 	if err != nil {
 		return fmt.Errorf("store: recording run: %w", err)
@@ -261,12 +319,33 @@ func TaskKey(t measure.Task) string {
 	return fmt.Sprintf("%s|%s|%s|%d", t.URL, t.Transport, t.Condition, t.Rep)
 }
 
+// SampleKey is a sample's key in its run: its task's, after its vantage
+// point's name in a campaign measured from several.
+func SampleKey(x *measure.Sample) string {
+	if x.Vantage != nil {
+		return x.Vantage.Name + "/" + TaskKey(x.Task)
+	}
+	return TaskKey(x.Task)
+}
+
 // Write stores one sample, whole. Writing a task twice is an error, so
 // nothing is ever measured twice into one run.
 func (s *Store) Write(ctx context.Context, runID string, x *measure.Sample) error {
+	_, err := s.write(ctx, s.db, runID, x, false)
+	return err
+}
+
+// WriteOnce stores one sample in tx unless its run holds it already, and
+// says whether it did: a task delivered twice by a job queue is stored
+// once.
+func (s *Store) WriteOnce(ctx context.Context, tx *sql.Tx, runID string, x *measure.Sample) (bool, error) {
+	return s.write(ctx, tx, runID, x, true)
+}
+
+func (s *Store) write(ctx context.Context, ex Execer, runID string, x *measure.Sample, once bool) (bool, error) {
 	raw, err := json.Marshal(x)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var probe, hs, q, tot, hsR, resR, totR sql.NullFloat64
 	var conn struct{ resumed, zero, retry, token bool }
@@ -289,15 +368,24 @@ func (s *Store) Write(ctx context.Context, runID string, x *measure.Sample) erro
 		resR = sql.NullFloat64{Float64: r.Resolve, Valid: true}
 		totR = sql.NullFloat64{Float64: r.Total, Valid: true}
 	}
-	_, err = s.db.ExecContext(ctx, s.rebind(`INSERT INTO samples (run_id, task_key, started_at, target, url, transport, cond, rep, status, rcode,
-		probe_rtt_ms, handshake_ms, query_ms, total_ms, handshake_rtt, resolve_rtt, total_rtt,
-		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn, raw) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`),
-		runID, TaskKey(x.Task), x.Start.Format(time.RFC3339Nano), x.Target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
-		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, string(raw))
-	if err != nil {
-		return fmt.Errorf("store: writing sample %s: %w", TaskKey(x.Task), err)
+	vantage := ""
+	if x.Vantage != nil {
+		vantage = x.Vantage.Name
 	}
-	return nil
+	stmt := `INSERT INTO samples (run_id, task_key, started_at, target, url, transport, cond, rep, status, rcode,
+		probe_rtt_ms, handshake_ms, query_ms, total_ms, handshake_rtt, resolve_rtt, total_rtt,
+		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn, raw, vantage) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	if once {
+		stmt += ` ON CONFLICT (run_id, task_key) DO NOTHING`
+	}
+	res, err := ex.ExecContext(ctx, s.rebind(stmt),
+		runID, SampleKey(x), x.Start.Format(time.RFC3339Nano), x.Target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
+		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, string(raw), vantage)
+	if err != nil {
+		return false, fmt.Errorf("store: writing sample %s: %w", SampleKey(x), err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // Done returns the task keys a run has stored already.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"flag"
 	"os"
 	"path/filepath"
@@ -45,7 +46,9 @@ func fixture() (store.Run, []*measure.Sample) {
 	samples := []*measure.Sample{
 		{Task: measure.Task{URL: "quic://10.200.0.2:853", Target: "10.200.0.2", Transport: "doq", Condition: "0rtt"}, Start: t0.Add(time.Second),
 			Measure: sized(rec(transport.StatusOK, 17.5, 16.25, 18, transport.ConnInfo{TLSResumed: true, Used0RTT: true, TokenUsed: true, QUICVersion: "v1", ALPN: "doq"}), 3868, 2007, 4, 4),
-			Probe:   &measure.ProbeResult{Kind: "quic", RTTMs: 14.9}, RTTs: &measure.InRTTs{Handshake: 1.174, Resolve: 1.091, Total: 1.208}, Status: transport.StatusOK},
+			Probe:   &measure.ProbeResult{Kind: "quic", RTTMs: 14.9}, RTTs: &measure.InRTTs{Handshake: 1.174, Resolve: 1.091, Total: 1.208}, Status: transport.StatusOK,
+			Vantage: &measure.Vantage{Name: "fra1", Address: "10.200.0.1", Network: "Example Net", ASN: 64500, Location: "Frankfurt, DE"},
+			Job:     &measure.JobInfo{ID: 7, Attempt: 2, Worker: "w2", AttemptedBy: []string{"w1", "w2"}}},
 		{Task: measure.Task{URL: "udp://10.200.0.2:53", Target: "10.200.0.2", Transport: "udp", Condition: "fresh"}, Start: t0.Add(2 * time.Second),
 			Measure: wired(sized(rec(transport.StatusOK, 0, 15, 15.1, transport.ConnInfo{}), 30, 83, 1, 1), 14.95),
 			Probe:   &measure.ProbeResult{Kind: "udp", RTTMs: 15}, RTTs: &measure.InRTTs{Resolve: 1, Total: 1.007}, Status: transport.StatusOK},
@@ -67,10 +70,20 @@ func roundTrip(t *testing.T, dsn string) {
 		require.NoError(t, s.Write(ctx, run.ID, x))
 	}
 	require.ErrorContains(t, s.Write(ctx, run.ID, samples[0]), "writing sample", "a task is stored once")
+	var stored []bool
+	for range 2 { // a task a job queue delivered twice
+		require.NoError(t, s.InTx(ctx, func(tx *sql.Tx) error {
+			ok, err := s.WriteOnce(ctx, tx, run.ID, samples[1])
+			stored = append(stored, ok)
+			return err
+		}))
+	}
+	require.Equal(t, []bool{false, false}, stored, "WriteOnce stores nothing a run already holds, without an error")
 	done, err := s.Done(ctx, run.ID)
 	require.NoError(t, err)
 	require.Len(t, done, 3)
 	require.True(t, done[store.TaskKey(samples[1].Task)])
+	require.True(t, done["fra1/"+store.TaskKey(samples[0].Task)], "a campaign's sample is keyed by its vantage point too")
 	runs, err := s.Runs(ctx)
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
@@ -123,6 +136,41 @@ func TestSQLiteRoundTrip(t *testing.T) {
 
 func TestPostgresRoundTrip(t *testing.T) {
 	roundTrip(t, peertest.StartPostgres(t))
+}
+
+// TestUpgradeFromSchema1 opens a store written before vantage points were
+// recorded: Open adds the column, keeps the samples, and stores new ones.
+func TestUpgradeFromSchema1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	for _, stmt := range []string{
+		`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version VALUES (1)`,
+		`CREATE TABLE runs (id TEXT PRIMARY KEY, kind TEXT NOT NULL, started_at TEXT NOT NULL, doxlab_version TEXT NOT NULL, go_version TEXT NOT NULL,
+			kernel TEXT NOT NULL, hostname TEXT NOT NULL, profile TEXT NOT NULL, spec TEXT NOT NULL)`,
+		`CREATE TABLE samples (run_id TEXT NOT NULL REFERENCES runs(id), task_key TEXT NOT NULL, started_at TEXT NOT NULL, target TEXT NOT NULL, url TEXT NOT NULL,
+			transport TEXT NOT NULL, cond TEXT NOT NULL, rep INTEGER NOT NULL, status TEXT NOT NULL, rcode TEXT NOT NULL, probe_rtt_ms DOUBLE PRECISION,
+			handshake_ms DOUBLE PRECISION, query_ms DOUBLE PRECISION, total_ms DOUBLE PRECISION, handshake_rtt DOUBLE PRECISION, resolve_rtt DOUBLE PRECISION,
+			total_rtt DOUBLE PRECISION, tls_resumed BOOLEAN NOT NULL, used_0rtt BOOLEAN NOT NULL, retry BOOLEAN NOT NULL, token_used BOOLEAN NOT NULL,
+			quic_version TEXT NOT NULL, alpn TEXT NOT NULL, raw TEXT NOT NULL, PRIMARY KEY (run_id, task_key))`,
+		`INSERT INTO runs VALUES ('old', 'measure', '2026-01-01T00:00:00Z', 'v0', 'go', 'Linux', 'h', '', '{}')`,
+		`INSERT INTO samples VALUES ('old', 'k', '2026-01-01T00:00:01Z', 't', 'udp://t:53', 'udp', 'fresh', 0, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0, '', '', '{}')`,
+	} {
+		_, err := db.Exec(stmt)
+		require.NoError(t, err, stmt)
+	}
+	require.NoError(t, db.Close())
+
+	s, err := store.Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	_, samples := fixture()
+	require.NoError(t, s.Write(ctx, "old", samples[0]))
+	rows, err := s.Rows(ctx, "old")
+	require.NoError(t, err)
+	require.Len(t, rows, 2, "the old sample is kept beside the new one")
+	require.ElementsMatch(t, []string{"", "fra1"}, []string{rows[0].Vantage, rows[1].Vantage})
 }
 
 func TestOpenErrors(t *testing.T) {
