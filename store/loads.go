@@ -119,11 +119,16 @@ func Kinds() []Kind {
 // WriteResult stores one result without a table of its own, whole, as
 // JSON, under its kind and a key unique within the run.
 func (s *Store) WriteResult(ctx context.Context, runID string, kind Kind, key string, started time.Time, v any) error {
+	return s.WriteResultTx(ctx, s.db, runID, kind, key, started, v)
+}
+
+// WriteResultTx is WriteResult in a transaction.
+func (s *Store) WriteResultTx(ctx context.Context, ex Execer, runID string, kind Kind, key string, started time.Time, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, raw) VALUES (?,?,?,?,?)`),
+	_, err = ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, raw) VALUES (?,?,?,?,?)`),
 		runID, kind, key, started.UTC().Format(time.RFC3339Nano), string(raw))
 	if err != nil {
 		return fmt.Errorf("store: writing %s %s: %w", kind, key, err)

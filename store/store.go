@@ -194,6 +194,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
+// Redact hides a password in a PostgreSQL URL, for printing.
+func Redact(dsn string) string { return redact(dsn) }
+
 // redact hides a password in a PostgreSQL URL.
 func redact(dsn string) string {
 	if i := strings.Index(dsn, "://"); i >= 0 {
@@ -424,7 +427,23 @@ func (s *Store) keys(ctx context.Context, table, runID string) (map[string]bool,
 
 // Runs lists the stored runs, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec FROM runs ORDER BY started_at, id`)
+	return s.runs(ctx, `SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec FROM runs ORDER BY started_at, id`)
+}
+
+// Run reads one run; one the store does not hold is ErrNoRun.
+func (s *Store) Run(ctx context.Context, id string) (Run, error) {
+	runs, err := s.runs(ctx, s.rebind(`SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec FROM runs WHERE id = ?`), id)
+	if err != nil {
+		return Run{}, err
+	}
+	if len(runs) == 0 {
+		return Run{}, fmt.Errorf("store: %w: %s", ErrNoRun, id)
+	}
+	return runs[0], nil
+}
+
+func (s *Store) runs(ctx context.Context, query string, args ...any) ([]Run, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -169,9 +169,18 @@ func LoadCA(path string) (*x509.CertPool, error) {
 	if err != nil {
 		return nil, err
 	}
+	pool, err := CertPool(pem)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", path, err)
+	}
+	return pool, nil
+}
+
+// CertPool is a pool of the PEM certificates given.
+func CertPool(pem []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+		return nil, fmt.Errorf("holds no PEM certificate")
 	}
 	return pool, nil
 }

@@ -1,34 +1,55 @@
 package cli
 
 import (
+	"cmp"
+	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
 	"golang.org/x/term"
 
+	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
 )
 
 const campaignUsage = `usage: doxlab campaign run SPEC.yaml [--store DSN] [--run ID] [--json] [--out FILE]
+       doxlab campaign plan SPEC.yaml --store postgres://...
+       doxlab campaign status [--run ID] [--json] --store postgres://...
 
-Runs a measurement campaign described in YAML (see measure.Campaign):
-targets × transports × conditions × repetitions, stored as it goes. A spec
-with an error is rejected before anything runs, naming file, line and
-field. A run that stopped continues with --run ID.
+run measures a campaign described in YAML (see examples/campaign.yaml) on
+this machine: targets × transports × conditions × repetitions, stored as
+it goes. A spec with an error is rejected before anything runs, naming
+file, line and field. A run that stopped continues with --run ID.
+
+plan expands a spec with vantages into a job per task and vantage point,
+queued in a PostgreSQL store for workers on each vantage machine
+('doxlab worker --vantage NAME'); status shows each vantage point's
+progress (docs/campaigns.md).
 `
 
 func runCampaign(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 		fmt.Fprint(stdout, campaignUsage)
 		return exitOK
+	}
+	if len(args) >= 1 && args[0] == "status" {
+		return runCampaignStatus(args[1:], stdout, stderr)
+	}
+	if len(args) >= 2 && args[0] == "plan" {
+		return runCampaignPlan(args[1:], stdout, stderr)
 	}
 	if len(args) < 2 || args[0] != "run" {
 		fmt.Fprint(stderr, campaignUsage)
@@ -54,6 +75,9 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	c, err := measure.LoadCampaign(pos[0])
 	if err != nil {
 		return fail("%v", err)
+	}
+	if len(c.Vantages) > 0 {
+		return fail("%s names vantages: plan it for workers with 'doxlab campaign plan', or remove them to run it here", pos[0])
 	}
 	targets := c.Targets
 	if c.TargetsFile != "" {
@@ -123,4 +147,186 @@ func newProgress(w io.Writer) func(done, total int) {
 			fmt.Fprintf(w, "progress: %d/%d tasks, %.1f/s, ETA %v\n", done, total, rate, eta)
 		}
 	}
+}
+
+func runCampaignPlan(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("campaign plan", stderr)
+	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the PostgreSQL store every vantage point reaches (default $DOXLAB_STORE, else the spec's store)")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 1 {
+		fmt.Fprint(stderr, campaignUsage)
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab campaign plan: "+format+"\n", a...)
+		return exitUsage
+	}
+	c, err := measure.LoadCampaign(pos[0])
+	if err != nil {
+		return fail("%v", err)
+	}
+	dsn := cmp.Or(*storeDSN, c.Store)
+	if dsn == "" {
+		return fail("no store: give --store postgres://... (or store: in the spec)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer st.Close()
+	run, plan, err := campaign.PlanCampaign(ctx, st, c)
+	if err != nil {
+		return fail("%v", err)
+	}
+	total := 0
+	for _, v := range plan.Vantages {
+		total += v.Tasks
+		fmt.Fprintf(stdout, "vantage %-16s %6d tasks on %d targets, queue %s\n", v.Name, v.Tasks, len(v.Targets), campaign.QueueName(v.Name))
+	}
+	fmt.Fprintf(stdout, "planned run %s: %d tasks for %d vantage points\n", run.ID, total, len(plan.Vantages))
+	fmt.Fprintf(stdout, "start a worker on each vantage point: doxlab worker --vantage NAME --store %s\n", store.Redact(dsn))
+	return exitOK
+}
+
+func runCampaignStatus(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("campaign status", stderr)
+	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the campaign's PostgreSQL store (default $DOXLAB_STORE)")
+	runID := fs.String("run", "", "the planned run (default the one planned last)")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 0 {
+		fmt.Fprint(stderr, campaignUsage)
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab campaign status: "+format+"\n", a...)
+		return exitUsage
+	}
+	if *storeDSN == "" {
+		return fail("no store: give --store postgres://... or set DOXLAB_STORE")
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, *storeDSN)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer st.Close()
+	id := *runID
+	if id == "" {
+		if id, err = campaign.LatestPlanned(ctx, st); err != nil {
+			return fail("%v", err)
+		}
+		if id == "" {
+			return fail("the store holds no planned campaign")
+		}
+	}
+	s, err := campaign.GetStatus(ctx, st, id)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(s)
+		return exitOK
+	}
+	s.Write(stdout, time.Now())
+	return exitOK
+}
+
+const workerUsage = `usage: doxlab worker --vantage NAME --store postgres://... [flags]
+
+Takes the jobs of one vantage point of every planned campaign
+('doxlab campaign plan') from the PostgreSQL store and measures each the
+way 'doxlab measure' does, storing each sample with the vantage point's
+name, address, network and location. Run one or more per vantage machine;
+a worker that dies leaves its jobs to the others of its vantage point.
+Every flag also comes from the environment (DOXLAB_VANTAGE, DOXLAB_STORE,
+...), for containers. SIGTERM finishes the tasks under way, then stops.
+
+`
+
+func runWorker(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("worker", stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, workerUsage); fs.PrintDefaults() }
+	vantage := fs.String("vantage", os.Getenv("DOXLAB_VANTAGE"), "the vantage point whose jobs to take ($DOXLAB_VANTAGE)")
+	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the campaign's PostgreSQL store ($DOXLAB_STORE)")
+	concurrency := fs.Int("concurrency", envInt("DOXLAB_CONCURRENCY", 4), "tasks measured at once ($DOXLAB_CONCURRENCY)")
+	address := fs.String("address", os.Getenv("DOXLAB_ADDRESS"), "the vantage point's address as resolvers see it, e.g. behind NAT ($DOXLAB_ADDRESS; default each connection's local address)")
+	id := fs.String("id", os.Getenv("DOXLAB_WORKER_ID"), "the worker's name in the jobs it takes ($DOXLAB_WORKER_ID; default VANTAGE/HOST/PID)")
+	rescue := fs.Duration("rescue-after", envDuration("DOXLAB_RESCUE_AFTER", 2*time.Minute), "hand a job taken this long ago to another worker, its taker presumed dead; the same for every worker ($DOXLAB_RESCUE_AFTER)")
+	drain := fs.Bool("drain", os.Getenv("DOXLAB_DRAIN") == "1", "exit once the vantage point's queue is empty ($DOXLAB_DRAIN=1), as a Kubernetes Job should")
+	quiet := fs.Bool("quiet", false, "print no line per sample")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab worker: "+format+"\n", a...)
+		return exitUsage
+	}
+	switch {
+	case *vantage == "":
+		return fail("no vantage point: give --vantage NAME or set DOXLAB_VANTAGE")
+	case *storeDSN == "":
+		return fail("no store: give --store postgres://... or set DOXLAB_STORE")
+	case *concurrency < 1:
+		return fail("--concurrency %d: want 1 or more", *concurrency)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := store.Open(ctx, *storeDSN)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer st.Close()
+	w := &campaign.Worker{Store: st, Vantage: *vantage, ID: *id, Concurrency: *concurrency, Address: *address, RescueAfter: *rescue, Drain: *drain, Log: stderr}
+	var mu sync.Mutex
+	if !*quiet {
+		w.Stored = func(x *measure.Sample) {
+			mu.Lock()
+			defer mu.Unlock()
+			ms := "-"
+			if x.Measure != nil && x.Status.HasResponse() {
+				ms = fmt.Sprintf("%.1f ms", x.Measure.Timing.TotalMs)
+			}
+			fmt.Fprintf(stdout, "%s %s %s %s: %s %s (job %d, attempt %d)\n", x.Vantage.Name, x.URL, x.Transport, x.Condition, x.Status, ms, x.Job.ID, x.Job.Attempt)
+		}
+	}
+	err = w.Run(ctx)
+	s := w.Stats()
+	fmt.Fprintf(stderr, "doxlab worker: %d samples stored, %d duplicate deliveries dropped, %d tasks given back\n", s.Stored, s.Duplicates, s.Cancelled)
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "doxlab worker: %v\n", err)
+		return 1
+	}
+	return exitOK
+}
+
+// envInt and envDuration read flags' defaults from the environment, which
+// is how containers configure a worker.
+func envInt(key string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return n
+	}
+	return def
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(key)); err == nil {
+		return d
+	}
+	return def
 }

@@ -26,7 +26,8 @@ func commands() []command {
 	return []command{
 		{"query", "send DNS queries over any transport and show timings and connection facts", runQuery},
 		{"measure", "response times the PAM 2022 way: warm-up, measured query on a fresh connection, RTT probe", runMeasure},
-		{"campaign", "run a measurement campaign from a YAML spec, stored and resumable", runCampaign},
+		{"campaign", "run a measurement campaign from a YAML spec, stored and resumable; or plan one for workers at many vantage points", runCampaign},
+		{"worker", "take one vantage point's jobs of planned campaigns from a PostgreSQL store and measure them", runWorker},
 		{"bench", "load a server over any transport, open loop (latency from each query's intended send time) or closed loop", runBench},
 		{"experiment", "run one of the papers' experiments on the testbed: " + experimentNames(), runExperiment},
 		{"export", "write stored samples as CSV or Parquet", runExport},

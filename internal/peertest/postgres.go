@@ -2,6 +2,7 @@ package peertest
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -16,55 +17,111 @@ import (
 // own in a temp directory and returns a URL for it. PostgreSQL refuses to
 // run as root, so the cluster belongs to the postgres user.
 func StartPostgres(t testing.TB) string {
+	return NewPostgres(t, "127.0.0.1", nil).URL
+}
+
+// Postgres is a PostgreSQL server of a test's own, which the test can
+// restart.
+type Postgres struct {
+	URL string
+
+	t        testing.TB
+	bin, dir string
+	listen   string
+	port     int
+	uid, gid int
+	wrap     func(argv ...string) *exec.Cmd
+	cmd      *exec.Cmd
+}
+
+// NewPostgres starts a PostgreSQL server listening on listen. wrap, if
+// set, runs each of its programs (a testbed host's Command, to serve from
+// inside the host); they then drop root with setpriv.
+func NewPostgres(t testing.TB, listen string, wrap func(argv ...string) *exec.Cmd) *Postgres {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 	if len(bins) == 0 {
 		Missing(t, "PostgreSQL not found: apt-get install postgresql")
 	}
-	bin := filepath.Dir(bins[len(bins)-1])
 	u, err := user.Lookup("postgres")
 	if err != nil {
 		Missing(t, "no postgres user: apt-get install postgresql")
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "doxlab-pg")
+	p := &Postgres{t: t, bin: filepath.Dir(bins[len(bins)-1]), listen: listen, wrap: wrap}
+	p.uid, _ = strconv.Atoi(u.Uid)
+	p.gid, _ = strconv.Atoi(u.Gid)
+	p.dir, err = os.MkdirTemp("", "doxlab-pg")
 	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chown(dir, uid, gid))
-	data := filepath.Join(dir, "data")
-	// Run as the postgres user directly (not through runuser), so that
-	// signalling the process stops PostgreSQL itself.
-	as := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		cmd.Dir = dir
-		return cmd
-	}
-	if out, err := as(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "doxlab", "--no-sync").CombinedOutput(); err != nil {
+	t.Cleanup(func() { os.RemoveAll(p.dir) })
+	must(t, os.Chown(p.dir, p.uid, p.gid))
+	if out, err := p.as(true, "initdb", "-D", p.data(), "-A", "trust", "-U", "doxlab", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v: %s", err, out)
 	}
-	port := FreePort(t)
-	cmd := as(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-p", strconv.Itoa(port), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off")
-	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
-	must(t, err)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	must(t, cmd.Start())
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown: a test cluster has nothing to keep
-		cmd.Wait()
-	})
-	WaitListen(t, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	p.port = FreePort(t)
+	p.URL = fmt.Sprintf("postgres://doxlab@%s/postgres?sslmode=disable", net.JoinHostPort(listen, strconv.Itoa(p.port)))
+	p.Start()
+	t.Cleanup(func() { p.stop(syscall.SIGQUIT) }) // immediate shutdown: a test cluster has nothing to keep
+	return p
+}
+
+func (p *Postgres) data() string { return filepath.Join(p.dir, "data") }
+
+// as runs one of PostgreSQL's programs as the postgres user: directly
+// (not through runuser), so that signalling the process stops PostgreSQL
+// itself; inside wrap, through setpriv, which execs in place too.
+func (p *Postgres) as(drop bool, prog string, args ...string) *exec.Cmd {
+	argv := append([]string{filepath.Join(p.bin, prog)}, args...)
+	var cmd *exec.Cmd
+	switch {
+	case p.wrap != nil && drop:
+		cmd = p.wrap(append([]string{"setpriv", "--reuid", strconv.Itoa(p.uid), "--regid", strconv.Itoa(p.gid), "--clear-groups"}, argv...)...)
+	case p.wrap != nil:
+		cmd = p.wrap(argv...)
+	default:
+		cmd = exec.Command(argv[0], argv[1:]...)
+		if drop {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(p.uid), Gid: uint32(p.gid)}}
+		}
+	}
+	cmd.Dir = p.dir
+	return cmd
+}
+
+// Start starts the server (again) and waits until it accepts queries.
+func (p *Postgres) Start() {
+	p.t.Helper()
+	p.cmd = p.as(true, "postgres", "-D", p.data(), "-k", p.dir, "-p", strconv.Itoa(p.port), "-c", "listen_addresses="+p.listen, "-c", "fsync=off", "-c", "max_connections=200")
+	logf, err := os.OpenFile(filepath.Join(p.dir, "postgres.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	must(p.t, err)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	must(p.t, p.cmd.Start())
 	// Accepting TCP is not accepting queries ("the database system is
 	// starting up"); pg_isready says when it is.
 	for i := 0; ; i++ {
-		if exec.Command(filepath.Join(bin, "pg_isready"), "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(port)).Run() == nil {
+		if p.as(false, "pg_isready", "-q", "-h", p.listen, "-p", strconv.Itoa(p.port)).Run() == nil {
 			break
 		}
 		if i == 150 {
-			t.Fatal("PostgreSQL did not become ready within 15 s")
+			p.t.Fatalf("PostgreSQL did not become ready within 15 s (log: %s)", filepath.Join(p.dir, "postgres.log"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Sprintf("postgres://doxlab@127.0.0.1:%d/postgres?sslmode=disable", port)
+}
+
+// Restart shuts the server down the fast way (clients are disconnected,
+// transactions under way rolled back) and starts it again after pause.
+func (p *Postgres) Restart(pause time.Duration) {
+	p.t.Helper()
+	p.stop(syscall.SIGINT)
+	time.Sleep(pause)
+	p.Start()
+}
+
+func (p *Postgres) stop(sig syscall.Signal) {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	p.cmd.Process.Signal(sig)
+	p.cmd.Wait()
+	p.cmd = nil
 }

@@ -1,0 +1,176 @@
+// Package campaign runs one measurement campaign from many vantage points
+// on a job queue: Plan expands a spec into a job per task and vantage
+// point (a queue each) in the store's PostgreSQL database, Worker takes
+// one vantage point's jobs and measures each with package measure's
+// method, and Status says how far each vantage point is.
+//
+// The queue is River (riverqueue.com), which keeps its jobs in tables
+// beside the samples and locks them with FOR UPDATE SKIP LOCKED. A job is
+// delivered at least once: a worker killed mid-job leaves it running
+// until River's rescuer hands it to another worker of the same vantage
+// point. Samples are stored exactly once all the same, because a worker
+// stores a sample and completes its job in one transaction, and a sample
+// its run already holds is not stored again (store.WriteOnce): a second
+// delivery is recorded as a duplicate, never as a second sample.
+package campaign
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// Kind is the run kind of a planned campaign, as of one run by
+// 'doxlab campaign run'.
+const Kind = "campaign"
+
+// jobKind names doxlab's measurement jobs in River's table.
+const jobKind = "doxlab_measure"
+
+// Duplicates are the deliveries of a task whose sample was stored already
+// (by an earlier delivery): one result each, whole, so that attempts are
+// accounted for.
+var Duplicates = store.NewKind("campaign-duplicate")
+
+// Plan is what a planned campaign's run records as its spec: everything
+// a worker needs to measure its tasks the same way wherever it runs (the
+// CA is kept whole, not as a path on the planning machine).
+type Plan struct {
+	Name        string                `json:"name"`
+	Query       measure.CampaignQuery `json:"query"`
+	Transports  []string              `json:"transports"`
+	Conditions  []string              `json:"conditions"`
+	Repeat      int                   `json:"repeat"`
+	Timeout     time.Duration         `json:"timeout"`
+	Retries     int                   `json:"retries"`
+	Concurrency int                   `json:"concurrency"`
+	Rate        float64               `json:"rate"` // tasks a second per worker; 0: no limit
+	Seed        uint64                `json:"seed"`
+	TLS         TLS                   `json:"tls"`
+	Vantages    []VantagePlan         `json:"vantages"`
+	Campaign    *measure.Campaign     `json:"campaign"` // the spec as given
+}
+
+// TLS is how workers verify servers.
+type TLS struct {
+	CAPEM    string `json:"ca_pem,omitempty"`
+	Insecure bool   `json:"insecure"`
+	SNI      string `json:"sni,omitempty"`
+}
+
+// VantagePlan is one vantage point of a plan: its label, the resolvers it
+// measures and how many tasks that made.
+type VantagePlan struct {
+	measure.Vantage
+	Targets []string `json:"targets"`
+	Tasks   int      `json:"tasks"`
+}
+
+// QueueName is the job queue of a vantage point.
+func QueueName(vantage string) string { return "vantage-" + vantage }
+
+// measureArgs is one job: a task of a run, for one vantage point.
+type measureArgs struct {
+	Run     string       `json:"run"`
+	Vantage string       `json:"vantage"`
+	Task    measure.Task `json:"task"`
+}
+
+func (measureArgs) Kind() string { return jobKind }
+
+// spec is the measure.Spec a worker measures a plan's tasks with.
+func (p *Plan) spec() (measure.Spec, error) {
+	s := measure.Spec{Name: p.Query.Name, Timeout: p.Timeout, Retries: p.Retries,
+		Options: transport.Options{Insecure: p.TLS.Insecure, SNI: p.TLS.SNI}}
+	if p.Query.Type != "" {
+		t, ok := dns.StringToType[strings.ToUpper(p.Query.Type)]
+		if !ok {
+			return s, fmt.Errorf("unknown record type %q", p.Query.Type)
+		}
+		s.Type = t
+	}
+	if p.Query.RD != nil {
+		s.NoRD = !*p.Query.RD
+	}
+	if p.TLS.CAPEM != "" {
+		pool, err := transport.CertPool([]byte(p.TLS.CAPEM))
+		if err != nil {
+			return s, err
+		}
+		s.Options.RootCAs = pool
+	}
+	return s, nil
+}
+
+// taskBudget is the longest a task of p can take: warm-up, measurement
+// and probe, each up to the timeout, on every try, and a margin.
+func (p *Plan) taskBudget() time.Duration {
+	t := p.Timeout
+	if t <= 0 {
+		t = 5 * time.Second
+	}
+	return time.Duration(3*(p.Retries+1))*t + 10*time.Second
+}
+
+// loadPlan reads a planned run's plan from the store.
+func loadPlan(ctx context.Context, st *store.Store, runID string) (*Plan, error) {
+	r, err := st.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var p Plan
+	if err := json.Unmarshal(r.Spec, &p); err != nil || r.Kind != Kind || len(p.Vantages) == 0 {
+		return nil, fmt.Errorf("run %s is not a planned campaign", runID)
+	}
+	return &p, nil
+}
+
+// needPostgres refuses a store the queue cannot share between machines.
+func needPostgres(st *store.Store) error {
+	if !st.Postgres() {
+		return fmt.Errorf("a planned campaign needs a PostgreSQL store (--store postgres://...), which every vantage point reaches; on one machine, 'doxlab campaign run' measures into SQLite")
+	}
+	return nil
+}
+
+// driver is River's driver on the store's database/sql pool. It polls
+// for jobs rather than LISTENing, so nothing but the pool is needed.
+func driver(st *store.Store) *riverdatabasesql.Driver { return riverdatabasesql.New(st.DB()) }
+
+// migrate creates or upgrades River's tables, under a lock so that
+// workers starting together take turns. River's migrations each run in a
+// transaction of their own (one adds an enum value the next uses), so the
+// lock is a session's, on a connection held meanwhile.
+func migrate(ctx context.Context, st *store.Store) error {
+	m, err := rivermigrate.New(driver(st), nil)
+	if err != nil {
+		return err
+	}
+	conn, err := st.DB().Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	const lock = 7310432 // any constant: doxlab's queue-schema lock
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, lock); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, lock)
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("creating the job queue's tables: %w", err)
+	}
+	return nil
+}
+
+var _ river.JobArgs = measureArgs{}

@@ -1,0 +1,102 @@
+package campaign_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/campaign"
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+)
+
+// loopbackServer serves DNS on every transport on loopback.
+func loopbackServer(t *testing.T) *server.Server {
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0", TCP: "127.0.0.1:0", DoT: "127.0.0.1:0", DoQ: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.7"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// TestPlanAndWorkers plans a campaign for two vantage points, each with
+// its own resolver set, and drains it with two workers each: every task
+// is stored once, labelled with its vantage point, and the status says
+// so.
+func TestPlanAndWorkers(t *testing.T) {
+	ctx := context.Background()
+	dsn := peertest.StartPostgres(t)
+	srv := loopbackServer(t)
+	st, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer st.Close()
+	udp, dot := "udp://"+srv.Addr("udp").String(), "tls://"+srv.Addr("dot").String()
+	c := &measure.Campaign{Name: "two", Targets: []string{udp, dot}, Conditions: []string{"fresh", "resumed"}, Repeat: 3, Timeout: 2 * time.Second,
+		TLS: measure.CampaignTLS{Insecure: true},
+		Vantages: []measure.CampaignVantage{
+			{Vantage: measure.Vantage{Name: "fra1", Location: "Frankfurt, DE", Network: "Example", ASN: 64500}},
+			{Vantage: measure.Vantage{Name: "nyc1"}, Targets: []string{udp}},
+		}}
+	run, plan, err := campaign.PlanCampaign(ctx, st, c)
+	require.NoError(t, err)
+	require.Equal(t, 9, plan.Vantages[0].Tasks, "udp fresh and dot fresh+resumed, 3 times")
+	require.Equal(t, 3, plan.Vantages[1].Tasks)
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stored := map[string]int{}
+	for i := range 4 {
+		w := &campaign.Worker{Store: st, Vantage: []string{"fra1", "nyc1"}[i%2], Concurrency: 2, Drain: true,
+			Stored: func(x *measure.Sample) { mu.Lock(); stored[x.Vantage.Name]++; mu.Unlock() }}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			require.NoError(t, w.Run(wctx))
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, map[string]int{"fra1": 9, "nyc1": 3}, stored)
+
+	rows, err := st.Rows(ctx, run.ID)
+	require.NoError(t, err)
+	require.Len(t, rows, 12)
+	for _, r := range rows {
+		require.Equal(t, "ok", r.Status, r.URL)
+		require.Equal(t, "127.0.0.1", r.VantageAddress, "the address the worker measured from")
+		require.EqualValues(t, 1, r.JobAttempt)
+		if r.Vantage == "fra1" {
+			require.Equal(t, "Frankfurt, DE", r.VantageLocation)
+			require.EqualValues(t, 64500, r.VantageASN)
+		} else {
+			require.Equal(t, "udp", r.Transport, "nyc1 measures its own resolver set")
+		}
+	}
+	s, err := campaign.GetStatus(ctx, st, run.ID)
+	require.NoError(t, err)
+	for _, v := range s.Vantages {
+		require.Equal(t, v.Planned, v.Stored, v.Vantage)
+		require.Zero(t, v.Running+v.Waiting+v.Failed, v.Vantage)
+		require.NotZero(t, v.Workers, v.Vantage)
+	}
+	latest, err := campaign.LatestPlanned(ctx, st)
+	require.NoError(t, err)
+	require.Equal(t, run.ID, latest)
+}
+
+// TestPlanNeedsPostgres refuses a SQLite store with a line that says
+// what to do instead.
+func TestPlanNeedsPostgres(t *testing.T) {
+	st, err := store.Open(context.Background(), t.TempDir()+"/x.db")
+	require.NoError(t, err)
+	defer st.Close()
+	_, _, err = campaign.PlanCampaign(context.Background(), st, &measure.Campaign{Targets: []string{"127.0.0.1"}, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "a"}}}})
+	require.ErrorContains(t, err, "PostgreSQL")
+	require.ErrorContains(t, (&campaign.Worker{Store: st, Vantage: "a"}).Run(context.Background()), "PostgreSQL")
+}

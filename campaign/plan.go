@@ -1,0 +1,115 @@
+package campaign
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/riverqueue/river"
+
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
+)
+
+// maxAttempts is how often a job is delivered before River gives up on
+// it: enough for a few killed workers and a database restart.
+const maxAttempts = 10
+
+// PlanCampaign expands c into one job per task and vantage point and
+// records the run, all in one transaction: a plan is whole or absent.
+// Targets files are read here, on the planning machine; so is the CA.
+func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (store.Run, *Plan, error) {
+	if err := needPostgres(st); err != nil {
+		return store.Run{}, nil, err
+	}
+	if len(c.Vantages) == 0 {
+		return store.Run{}, nil, fmt.Errorf("no vantages: a planned campaign names the vantage points it measures from")
+	}
+	p := &Plan{Name: c.Name, Query: c.Query, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat,
+		Timeout: c.Timeout, Retries: c.Retries, Concurrency: c.Concurrency, Rate: c.Rate, Seed: c.Seed,
+		TLS: TLS{Insecure: c.TLS.Insecure, SNI: c.TLS.SNI}, Campaign: c}
+	if c.TLS.CA != "" {
+		pem, err := os.ReadFile(c.TLS.CA)
+		if err != nil {
+			return store.Run{}, nil, err
+		}
+		p.TLS.CAPEM = string(pem)
+	}
+	if _, err := p.spec(); err != nil {
+		return store.Run{}, nil, err
+	}
+	shared, err := targets(c.Targets, c.TargetsFile)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	var jobs []river.InsertManyParams
+	for _, v := range c.Vantages {
+		vp := VantagePlan{Vantage: v.Vantage, Targets: shared}
+		if len(v.Targets) > 0 || v.TargetsFile != "" {
+			if vp.Targets, err = targets(v.Targets, v.TargetsFile); err != nil {
+				return store.Run{}, nil, err
+			}
+		}
+		s := measure.Spec{Targets: vp.Targets, Transports: slices.Clone(c.Transports), Conditions: slices.Clone(c.Conditions), Repeat: c.Repeat, Seed: c.Seed}
+		tasks, err := s.Tasks()
+		if err != nil {
+			return store.Run{}, nil, fmt.Errorf("vantage %s: %w", v.Name, err)
+		}
+		if p.Transports == nil { // the defaults Tasks chose, recorded
+			p.Transports, p.Conditions, p.Repeat = s.Transports, s.Conditions, s.Repeat
+		}
+		vp.Tasks = len(tasks)
+		p.Vantages = append(p.Vantages, vp)
+		for _, t := range tasks {
+			jobs = append(jobs, river.InsertManyParams{Args: measureArgs{Vantage: v.Name, Task: t},
+				InsertOpts: &river.InsertOpts{Queue: QueueName(v.Name), MaxAttempts: maxAttempts}})
+		}
+	}
+	if err := migrate(ctx, st); err != nil {
+		return store.Run{}, nil, err
+	}
+	client, err := river.NewClient(driver(st), &river.Config{})
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	run := store.NewRun(Kind, "", p)
+	for i := range jobs {
+		a := jobs[i].Args.(measureArgs)
+		a.Run = run.ID
+		jobs[i].Args = a
+	}
+	err = st.InTx(ctx, func(tx *sql.Tx) error {
+		if err := st.BeginRunTx(ctx, tx, run); err != nil {
+			return err
+		}
+		const batch = 10000 // rows per statement, well under PostgreSQL's limit of parameters
+		for i := 0; i < len(jobs); i += batch {
+			if _, err := client.InsertManyFastTx(ctx, tx, jobs[i:min(i+batch, len(jobs))]); err != nil {
+				return fmt.Errorf("queueing jobs: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	return run, p, nil
+}
+
+// targets is a target list and the targets of a file, checked.
+func targets(list []string, file string) ([]string, error) {
+	out := slices.Clone(list)
+	if file != "" {
+		more, err := measure.ReadTargets(file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no targets")
+	}
+	return out, nil
+}

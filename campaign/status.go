@@ -1,0 +1,176 @@
+package campaign
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/doxlab/doxlab/store"
+)
+
+// VantageStatus is how far one vantage point of a planned campaign is.
+type VantageStatus struct {
+	Vantage    string    `json:"vantage"`
+	Planned    int       `json:"planned"`    // tasks
+	Stored     int       `json:"stored"`     // samples stored, each task once
+	Running    int       `json:"running"`    // jobs taken by a worker now (or by one that died, until rescued)
+	Waiting    int       `json:"waiting"`    // jobs not yet taken, or waiting to be retried
+	Failed     int       `json:"failed"`     // jobs River gave up on or cancelled: tasks without a sample
+	Retried    int       `json:"retried"`    // jobs delivered more than once
+	Duplicates int       `json:"duplicates"` // deliveries whose sample was stored already
+	Workers    int       `json:"workers"`    // workers that took its jobs
+	Last       time.Time `json:"last_sample,omitzero"`
+}
+
+// Status is a planned campaign's progress.
+type Status struct {
+	Run      string          `json:"run"`
+	Name     string          `json:"name"`
+	Planned  time.Time       `json:"planned_at"`
+	Vantages []VantageStatus `json:"vantages"`
+}
+
+// LatestPlanned is the ID of the campaign planned last, "" if none.
+func LatestPlanned(ctx context.Context, st *store.Store) (string, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range slices.Backward(runs) {
+		var p Plan
+		if r.Kind == Kind && json.Unmarshal(r.Spec, &p) == nil && len(p.Vantages) > 0 {
+			return r.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// GetStatus reads a planned campaign's progress per vantage point: the
+// samples stored, and the queue's jobs by state.
+func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, error) {
+	if err := needPostgres(st); err != nil {
+		return nil, err
+	}
+	p, err := loadPlan(ctx, st, runID)
+	if err != nil {
+		return nil, err
+	}
+	r, _ := st.Run(ctx, runID)
+	s := &Status{Run: runID, Name: p.Name, Planned: r.StartedAt}
+	by := map[string]*VantageStatus{}
+	for _, v := range p.Vantages {
+		s.Vantages = append(s.Vantages, VantageStatus{Vantage: v.Name, Planned: v.Tasks})
+	}
+	for i := range s.Vantages {
+		by[s.Vantages[i].Vantage] = &s.Vantages[i]
+	}
+	db := st.DB()
+	rows, err := db.QueryContext(ctx, `SELECT vantage, count(*), max(started_at) FROM samples WHERE run_id = $1 GROUP BY vantage`, runID)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var v, last string
+		var n int
+		if err := rows.Scan(&v, &n, &last); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if vs := by[v]; vs != nil {
+			vs.Stored = n
+			vs.Last, _ = time.Parse(time.RFC3339Nano, last)
+		}
+	}
+	rows.Close()
+	rows, err = db.QueryContext(ctx, `SELECT args->>'vantage', state, count(*), count(*) FILTER (WHERE attempt > 1)
+		FROM river_job WHERE kind = $1 AND args->>'run' = $2 GROUP BY 1, 2`, jobKind, runID)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var v, state string
+		var n, retried int
+		if err := rows.Scan(&v, &state, &n, &retried); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		vs := by[v]
+		if vs == nil {
+			continue
+		}
+		vs.Retried += retried
+		switch state {
+		case "running":
+			vs.Running += n
+		case "available", "pending", "retryable", "scheduled":
+			vs.Waiting += n
+		case "discarded", "cancelled":
+			vs.Failed += n
+		}
+	}
+	rows.Close()
+	rows, err = db.QueryContext(ctx, `SELECT args->>'vantage', count(DISTINCT w) FROM river_job, unnest(attempted_by) w
+		WHERE kind = $1 AND args->>'run' = $2 GROUP BY 1`, jobKind, runID)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var v string
+		var n int
+		if err := rows.Scan(&v, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if vs := by[v]; vs != nil {
+			vs.Workers = n
+		}
+	}
+	rows.Close()
+	err = st.Results(ctx, runID, Duplicates, func(_ string, raw []byte) error {
+		var x struct{ Vantage struct{ Name string } }
+		if json.Unmarshal(raw, &x) == nil {
+			if vs := by[x.Vantage.Name]; vs != nil {
+				vs.Duplicates++
+			}
+		}
+		return nil
+	})
+	return s, err
+}
+
+// Write prints the status as a table.
+func (s *Status) Write(w io.Writer, now time.Time) error {
+	fmt.Fprintf(w, "campaign %s, run %s, planned %s\n", s.Name, s.Run, s.Planned.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "vantage\tplanned\tstored\tdone\trunning\twaiting\tfailed\tretried\tduplicates\tworkers\tlast sample\t")
+	var total VantageStatus
+	for _, v := range s.Vantages {
+		last := "-"
+		if !v.Last.IsZero() {
+			last = now.Sub(v.Last).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", v.Vantage, v.Planned, v.Stored, share(v.Stored, v.Planned),
+			v.Running, v.Waiting, v.Failed, v.Retried, v.Duplicates, v.Workers, last)
+		total.Planned += v.Planned
+		total.Stored += v.Stored
+		total.Running += v.Running
+		total.Waiting += v.Waiting
+		total.Failed += v.Failed
+		total.Retried += v.Retried
+		total.Duplicates += v.Duplicates
+	}
+	fmt.Fprintf(tw, "all\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t\t\t\n", total.Planned, total.Stored, share(total.Stored, total.Planned),
+		total.Running, total.Waiting, total.Failed, total.Retried, total.Duplicates)
+	return tw.Flush()
+}
+
+func share(n, of int) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}

@@ -1,0 +1,312 @@
+package campaign
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/doxlab/doxlab/internal/buildinfo"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
+)
+
+// Worker takes one vantage point's jobs, from every campaign planned
+// with that vantage point, until its context ends (or, with Drain, until
+// the vantage point's queue is empty).
+type Worker struct {
+	Store   *store.Store
+	Vantage string
+	// ID names the worker in the jobs it takes; default
+	// VANTAGE/HOSTNAME/PID.
+	ID string
+	// Concurrency is how many tasks it measures at once; default 4.
+	Concurrency int
+	// Address is the vantage point's address as the resolvers see it (a
+	// public address behind NAT); default the local address of each
+	// measured connection.
+	Address string
+	// RescueAfter is how long a job may stay taken before River hands it
+	// to another worker: its taker is presumed dead. Default 2 minutes;
+	// every worker of a store should use the same.
+	RescueAfter time.Duration
+	// Drain returns once the vantage point's queue holds no job that is
+	// waiting or taken, instead of waiting for more.
+	Drain bool
+	// Log hears of each sample stored and each problem; default none.
+	Log io.Writer
+	// Stored, if set, is told of each sample stored.
+	Stored func(*measure.Sample)
+
+	mu    sync.Mutex
+	plans map[string]*workPlan
+	pace  pacer
+	stats WorkerStats
+}
+
+// WorkerStats is what a worker did.
+type WorkerStats struct {
+	Stored     int // samples stored
+	Duplicates int // deliveries whose sample was stored already
+	Cancelled  int // tasks given back unfinished, for another delivery
+}
+
+// workPlan is a plan with what measuring its tasks needs.
+type workPlan struct {
+	*Plan
+	spec    measure.Spec
+	vantage measure.Vantage
+}
+
+// Stats is what the worker did so far.
+func (w *Worker) Stats() WorkerStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+// Run works until ctx ends, or with Drain until the queue is empty. On
+// the way out, tasks under way are finished for a few seconds, then given
+// back.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := needPostgres(w.Store); err != nil {
+		return err
+	}
+	if err := measure.CheckVantageName(w.Vantage); err != nil {
+		return err
+	}
+	if w.Log == nil {
+		w.Log = io.Discard
+	}
+	if w.ID == "" {
+		host, _ := os.Hostname()
+		w.ID = fmt.Sprintf("%s/%s/%d", w.Vantage, host, os.Getpid())
+	}
+	w.Concurrency = max(w.Concurrency, 1)
+	if w.RescueAfter <= 0 {
+		w.RescueAfter = 2 * time.Minute
+	}
+	w.plans = map[string]*workPlan{}
+	if err := migrate(ctx, w.Store); err != nil {
+		return err
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &jobWorker{w: w})
+	client, err := river.NewClient(driver(w.Store), &river.Config{
+		ID:     w.ID,
+		Queues: map[string]river.QueueConfig{QueueName(w.Vantage): {MaxWorkers: w.Concurrency}},
+		// Measuring takes far longer than a poll; a worker that finishes a
+		// job fetches the next at once, the poll only finds new plans.
+		FetchPollInterval:    time.Second,
+		RescueStuckJobsAfter: w.RescueAfter,
+		RetryPolicy:          retryPolicy{},
+		Workers:              workers,
+		Logger:               slog.New(slog.NewTextHandler(w.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := client.Start(runCtx); err != nil {
+		return err
+	}
+	fmt.Fprintf(w.Log, "worker %s: taking jobs of vantage point %s, %d at a time\n", w.ID, w.Vantage, w.Concurrency)
+	if w.Drain {
+		go func() {
+			for runCtx.Err() == nil {
+				if n, err := pending(runCtx, w.Store, QueueName(w.Vantage)); err == nil && n == 0 {
+					stop()
+					return
+				}
+				select {
+				case <-time.After(time.Second):
+				case <-runCtx.Done():
+				}
+			}
+		}()
+	}
+	<-runCtx.Done()
+	// Finish what is under way for a moment; what is not done by then is
+	// given back (its jobs are retried), not stored half-measured.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := client.Stop(sctx); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		client.StopAndCancel(cctx)
+	}
+	if ctx.Err() != nil && !w.Drain {
+		return nil // stopped as asked
+	}
+	return ctx.Err()
+}
+
+// pending counts a queue's jobs that are waiting or taken.
+func pending(ctx context.Context, st *store.Store, queue string) (int, error) {
+	var n int
+	err := st.DB().QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE queue = $1 AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`, queue).Scan(&n)
+	return n, err
+}
+
+// plan returns the plan of a run, read once.
+func (w *Worker) plan(ctx context.Context, runID string) (*workPlan, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p, ok := w.plans[runID]; ok {
+		return p, nil
+	}
+	p, err := loadPlan(ctx, w.Store, runID)
+	if err != nil {
+		return nil, err
+	}
+	wp := &workPlan{Plan: p}
+	if wp.spec, err = p.spec(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	for _, v := range p.Vantages {
+		if v.Name == w.Vantage {
+			wp.vantage = v.Vantage
+		}
+	}
+	if wp.vantage.Name == "" {
+		return nil, fmt.Errorf("run %s has no vantage point %s", runID, w.Vantage)
+	}
+	if p.taskBudget() > w.RescueAfter {
+		fmt.Fprintf(w.Log, "worker %s: warning: a task of run %s may take %v, longer than --rescue-after %v: slow tasks will be delivered twice (and stored once)\n",
+			w.ID, runID, p.taskBudget(), w.RescueAfter)
+	}
+	w.plans[runID] = wp
+	return wp, nil
+}
+
+// jobWorker measures one job.
+type jobWorker struct {
+	river.WorkerDefaults[measureArgs]
+	w *Worker
+}
+
+func (j *jobWorker) Timeout(job *river.Job[measureArgs]) time.Duration {
+	if p, err := j.w.plan(context.Background(), job.Args.Run); err == nil {
+		return p.taskBudget()
+	}
+	return 0
+}
+
+func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error {
+	w := j.w
+	p, err := w.plan(ctx, job.Args.Run)
+	if err != nil {
+		return river.JobCancel(err) // a plan that cannot be measured will not become one
+	}
+	if err := w.pace.wait(ctx, p.Rate); err != nil {
+		return err
+	}
+	sample := p.spec.Measure(ctx, job.Args.Task)
+	if ctx.Err() != nil {
+		// Stopped or timed out mid-task: give it back rather than store
+		// a sample the interruption distorted.
+		w.count(func(s *WorkerStats) { s.Cancelled++ })
+		return ctx.Err()
+	}
+	v := p.vantage
+	v.Address = w.Address
+	if v.Address == "" && sample.Measure != nil {
+		if host, _, err := net.SplitHostPort(sample.Measure.Conn.LocalAddr); err == nil {
+			v.Address = host
+		}
+	}
+	sample.Vantage = &v
+	sample.Job = &measure.JobInfo{ID: job.ID, Attempt: job.Attempt, Worker: w.ID, AttemptedBy: job.AttemptedBy, Version: buildinfo.Version()}
+	// The sample and the job's completion commit together; a store that
+	// is briefly away (a database restart) is waited for, so the task is
+	// not measured again for nothing.
+	sctx := context.WithoutCancel(ctx) // keeps River's client for JobCompleteTx
+	var stored bool
+	err = store.Retry(sctx, func() error {
+		return w.Store.InTx(sctx, func(tx *sql.Tx) error {
+			var err error
+			if stored, err = w.Store.WriteOnce(sctx, tx, job.Args.Run, sample); err != nil {
+				return err
+			}
+			if !stored {
+				key := fmt.Sprintf("%s#job%d/attempt%d", store.SampleKey(sample), job.ID, job.Attempt)
+				if err := w.Store.WriteResultTx(sctx, tx, job.Args.Run, Duplicates, key, sample.Start, sample); err != nil {
+					return err
+				}
+			}
+			_, err = river.JobCompleteTx[*riverdatabasesql.Driver](sctx, tx, job)
+			if errors.Is(err, rivertype.ErrNotFound) {
+				return nil // no longer this worker's job (rescued meanwhile): the sample stands, stored once
+			}
+			return err
+		})
+	}, func(err error, wait time.Duration) {
+		fmt.Fprintf(w.Log, "worker %s: %v; trying again in %v\n", w.ID, err, wait)
+	})
+	if err != nil {
+		return err
+	}
+	if stored {
+		w.count(func(s *WorkerStats) { s.Stored++ })
+		if w.Stored != nil {
+			w.Stored(sample)
+		}
+	} else {
+		w.count(func(s *WorkerStats) { s.Duplicates++ })
+		fmt.Fprintf(w.Log, "worker %s: job %d (attempt %d) was stored by an earlier delivery; recorded as a duplicate\n", w.ID, job.ID, job.Attempt)
+	}
+	return nil
+}
+
+func (w *Worker) count(f func(*WorkerStats)) {
+	w.mu.Lock()
+	f(&w.stats)
+	w.mu.Unlock()
+}
+
+// pacer spaces a worker's tasks to at most rate a second.
+type pacer struct {
+	mu   sync.Mutex
+	next time.Time
+}
+
+func (p *pacer) wait(ctx context.Context, rate float64) error {
+	if rate <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	now := time.Now()
+	at := p.next
+	if at.Before(now) {
+		at = now
+	}
+	p.next = at.Add(time.Duration(float64(time.Second) / rate))
+	p.mu.Unlock()
+	select {
+	case <-time.After(time.Until(at)):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retryPolicy retries a job soon: its failures are the infrastructure's
+// (a worker killed, the store away), not the measured server's, which
+// are samples. 1, 4, 9 ... seconds, at most a minute.
+type retryPolicy struct{}
+
+func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	n := time.Duration(job.Attempt)
+	return time.Now().Add(min(n*n*time.Second, time.Minute))
+}
