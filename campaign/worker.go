@@ -97,7 +97,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.RescueAfter = 2 * time.Minute
 	}
 	w.plans = map[string]*workPlan{}
-	if err := migrate(ctx, w.Store); err != nil {
+	// A worker that starts while the database restarts waits for it.
+	notify := func(err error, wait time.Duration) {
+		fmt.Fprintf(w.Log, "worker %s: %v; trying again in %v\n", w.ID, err, wait)
+	}
+	if err := store.Retry(ctx, func() error { return migrate(ctx, w.Store) }, notify); err != nil {
 		return err
 	}
 	workers := river.NewWorkers()
@@ -109,6 +113,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		// job fetches the next at once, the poll only finds new plans.
 		FetchPollInterval:    time.Second,
 		RescueStuckJobsAfter: w.RescueAfter,
+		JobTimeout:           w.RescueAfter, // a job's own is its plan's task budget (jobWorker.Timeout)
 		RetryPolicy:          retryPolicy{},
 		Workers:              workers,
 		Logger:               slog.New(slog.NewTextHandler(w.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -118,7 +123,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	if err := client.Start(runCtx); err != nil {
+	if err := store.Retry(ctx, func() error { return client.Start(runCtx) }, notify); err != nil {
 		return err
 	}
 	fmt.Fprintf(w.Log, "worker %s: taking jobs of vantage point %s, %d at a time\n", w.ID, w.Vantage, w.Concurrency)

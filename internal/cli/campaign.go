@@ -287,7 +287,11 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := store.Open(ctx, *storeDSN)
+	// A worker started while the database restarts waits for it a while.
+	var st *store.Store
+	err = store.Retry(ctx, func() (err error) { st, err = store.Open(ctx, *storeDSN); return err }, func(err error, wait time.Duration) {
+		fmt.Fprintf(stderr, "doxlab worker: %v; trying again in %v\n", err, wait)
+	})
 	if err != nil {
 		return fail("%v", err)
 	}

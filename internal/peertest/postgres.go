@@ -57,6 +57,13 @@ func NewPostgres(t testing.TB, listen string, wrap func(argv ...string) *exec.Cm
 	if out, err := p.as(true, "initdb", "-D", p.data(), "-A", "trust", "-U", "doxlab", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v: %s", err, out)
 	}
+	// initdb trusts loopback only; a server in a testbed host is reached
+	// from the other hosts, on the testbed's own subnet.
+	hba, err := os.OpenFile(filepath.Join(p.data(), "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = fmt.Fprintf(hba, "host all all %s/24 trust\n", listen)
+	must(t, err)
+	must(t, hba.Close())
 	p.port = FreePort(t)
 	p.URL = fmt.Sprintf("postgres://doxlab@%s/postgres?sslmode=disable", net.JoinHostPort(listen, strconv.Itoa(p.port)))
 	p.Start()
