@@ -3,6 +3,8 @@ package dnsrtt
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +64,43 @@ func TestSummarizeMediansPerCell(t *testing.T) {
 	other, err := LoadSamples(ctx, st, "exp2-")
 	require.NoError(t, err)
 	require.Empty(t, other.Summarize(), "only this experiment's runs")
+}
+
+// TestVantagesInTheReport stores a campaign's samples from two vantage
+// points: the section gains the per-vantage table and figure, and the
+// text table the per-vantage lines.
+func TestVantagesInTheReport(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	run := store.NewRun("campaign", "", map[string]any{})
+	require.NoError(t, st.BeginRun(ctx, run))
+	for i, v := range []measure.Vantage{{Name: "fra1", Location: "Frankfurt, DE", ASN: 64500, Address: "192.0.2.1"}, {Name: "nyc1"}} {
+		for rep, total := range []float64{20, 30, 40} {
+			ms, probe := total*float64(i+1), 10*float64(i+1)
+			require.NoError(t, st.Write(ctx, run.ID, &measure.Sample{
+				Task:    measure.Task{URL: "udp://10.0.0.53:53", Target: "10.0.0.53", Transport: "udp", Condition: "fresh", Rep: rep},
+				Start:   time.Unix(int64(rep), 0),
+				Measure: &transport.Record{Status: transport.StatusOK, Answers: []string{}, Timing: transport.Timing{TotalMs: ms}},
+				Probe:   &measure.ProbeResult{RTTMs: probe}, Status: transport.StatusOK, RTTs: &measure.InRTTs{Total: ms / probe},
+				Vantage: &v,
+			}))
+		}
+	}
+	samples, err := LoadSamples(ctx, st, "")
+	require.NoError(t, err)
+	by := samples.ByVantage()
+	require.Len(t, by, 2)
+	require.Equal(t, VantageStat{Vantage: "fra1", Where: "Frankfurt, DE, AS64500, 192.0.2.1", Target: "10.0.0.53", Transport: "udp", N: 3, OK: 3,
+		ProbeMs: 10, MedianMs: 30, P95Ms: 40, MedianRTT: 3, P95RTT: 4}, by[0])
+	require.Equal(t, 60.0, by[1].MedianMs)
+	sec, err := samples.Section(t.TempDir())
+	require.NoError(t, err)
+	require.Contains(t, string(sec.Table), `id="vantages"`)
+	require.Contains(t, string(sec.Table), "Frankfurt, DE")
+	require.True(t, slices.ContainsFunc(sec.Files, func(f string) bool { return strings.HasSuffix(f, "cdf-total-by-vantage.png") }), "%v", sec.Files)
+	var b strings.Builder
+	require.NoError(t, samples.WriteTable(&b))
+	require.Contains(t, b.String(), "nyc1")
 }

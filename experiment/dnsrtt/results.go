@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"html/template"
 	"io"
 	"math"
 	"slices"
@@ -113,7 +114,10 @@ func (s *Samples) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
 	_, err := fmt.Fprintln(w, "serial = the exchange's packets (bytes and packets at the socket, plus IP and UDP/TCP headers) passing the profile's rate limits, in RTTs of the profile, an upper bound since what the connection carries after the answer (ACKs, tickets) counts too; rest = total/em - expected - serial: the hosts' share (crypto, processing, pacing, delayed ACKs)")
-	return err
+	if err != nil {
+		return err
+	}
+	return s.writeVantages(w)
 }
 
 // Stat is one row of the report's table: a profile × transport ×
@@ -221,9 +225,14 @@ func cdfSeries(rows []store.Row, get func(store.Row) *float64) []*figure.Series 
 
 var statsTable = experiment.Table("dns", `<table id="summary"><tr><th class="l">profile</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
 <th>median ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th><th>wire ms</th><th>client ms</th></tr>
-{{range .}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
+{{range .Stats}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
 <td>{{f .MedianMs}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{f .SerialMs}}</td><td>{{f .WireMs}}</td><td>{{f .ClientMs}}</td></tr>
-{{end}}</table>`)
+{{end}}</table>
+{{with .Vantages}}<h3>Per vantage point</h3><table id="vantages"><tr><th class="l">vantage</th><th class="l">where</th><th class="l">resolver</th><th class="l">transport</th><th>ok/n</th>
+<th>probe RTT ms</th><th>median ms</th><th>p95 ms</th><th>median RTT</th><th>p95 RTT</th></tr>
+{{range .}}<tr><td class="l">{{.Vantage}}</td><td class="l">{{.Where}}</td><td class="l">{{.Target}}</td><td class="l">{{.Transport}}</td><td>{{.OK}}/{{.N}}</td>
+<td>{{f .ProbeMs}}</td><td>{{f .MedianMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .P95RTT}}</td></tr>
+{{end}}</table>{{end}}`)
 
 // Section is the report's DNS part: the table, and the CDF of each
 // metric per profile and over all (cross-layer paper Fig. 5-7, PAM 2022
@@ -239,41 +248,59 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 	slices.SortFunc(profiles, order.Compare)
 	for _, m := range Metrics {
 		// Small multiples: all profiles, then each, on one x axis.
-		names := append([]string{"all"}, profiles...)
-		data := figure.Data{Header: []string{"profile", "series", "value", "cdf"}}
-		var panels []*plot.Plot
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for i, p := range names {
-			sel := slices.DeleteFunc(slices.Clone(s.Rows), func(r store.Row) bool { return p != "all" && orNone(r.Profile) != p })
-			plt, d, err := figure.CDF(cdfSeries(sel, m.Get), p, m.Title, false)
-			if err != nil {
-				return nil, err
-			}
-			for _, row := range d.Rows {
-				data.Rows = append(data.Rows, append([]string{p}, row...))
-			}
-			if len(d.Rows) > 0 {
-				lo, hi = min(lo, plt.X.Min), max(hi, plt.X.Max)
-			}
-			if i > 0 {
-				plt.Legend = plot.NewLegend() // one legend, in a panel of its own
-			}
-			panels = append(panels, plt)
-		}
-		for _, plt := range panels {
-			if lo < hi {
-				plt.X.Min, plt.X.Max = lo, hi
-			}
-		}
-		panels = append(panels, figure.LegendPanel(panels[0]))
-		grid := figure.Rows(panels, 4)
-		if err := set.AddGrid(grid, "cdf-"+m.Name, "CDF of the "+m.Title, "over all profiles, then each", 12*vg.Inch, vg.Length(3.2*float64(len(grid)))*vg.Inch, data); err != nil {
+		if err := smallMultiples(set, s.Rows, "profile", func(r store.Row) string { return orNone(r.Profile) }, profiles, m.Get, m.Title,
+			"cdf-"+m.Name, "CDF of the "+m.Title, "over all profiles, then each"); err != nil {
 			return nil, err
 		}
 	}
-	return experiment.NewSection("dns", "DNS exchange in round trips",
-		"Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition. <i>serial</i> is how long the exchange's packets (with IP and UDP/TCP headers) take to pass the profile's rate limits: the link's share of the time above the protocol's round-trip count, at most. <i>wire</i> is the exchange as the client's kernel saw it cross the socket (first packet out to answer in), <i>client</i> the median of the total minus it: the client's own time.",
-		statsTable, s.Stats(), set)
+	intro := "Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition. <i>serial</i> is how long the exchange's packets (with IP and UDP/TCP headers) take to pass the profile's rate limits: the link's share of the time above the protocol's round-trip count, at most. <i>wire</i> is the exchange as the client's kernel saw it cross the socket (first packet out to answer in), <i>client</i> the median of the total minus it: the client's own time."
+	if vantages := s.vantages(); len(vantages) > 0 {
+		intro += " Campaigns measured from several vantage points: the second table and the last figure give each vantage point apart."
+		m := Metrics[0]
+		rows := slices.DeleteFunc(slices.Clone(s.Rows), func(r store.Row) bool { return r.Vantage == "" })
+		if err := smallMultiples(set, rows, "vantage", func(r store.Row) string { return r.Vantage }, vantages, m.Get, m.Title,
+			"cdf-"+m.Name+"-by-vantage", "CDF of the "+m.Title+" per vantage point", "over all vantage points, then each"); err != nil {
+			return nil, err
+		}
+	}
+	return experiment.NewSection("dns", "DNS exchange in round trips", template.HTML(intro), statsTable,
+		map[string]any{"Stats": s.Stats(), "Vantages": s.ByVantage()}, set)
+}
+
+// smallMultiples draws the CDF of get over all rows, then over each
+// group (groupOf) in a panel of its own, on one x axis, a line per
+// transport and condition.
+func smallMultiples(set *figure.Set, rows []store.Row, groupName string, groupOf func(store.Row) string, groups []string, get func(store.Row) *float64,
+	xlabel, name, heading, of string) error {
+	names := append([]string{"all"}, groups...)
+	data := figure.Data{Header: []string{groupName, "series", "value", "cdf"}}
+	var panels []*plot.Plot
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, g := range names {
+		sel := slices.DeleteFunc(slices.Clone(rows), func(r store.Row) bool { return g != "all" && groupOf(r) != g })
+		plt, d, err := figure.CDF(cdfSeries(sel, get), g, xlabel, false)
+		if err != nil {
+			return err
+		}
+		for _, row := range d.Rows {
+			data.Rows = append(data.Rows, append([]string{g}, row...))
+		}
+		if len(d.Rows) > 0 {
+			lo, hi = min(lo, plt.X.Min), max(hi, plt.X.Max)
+		}
+		if i > 0 {
+			plt.Legend = plot.NewLegend() // one legend, in a panel of its own
+		}
+		panels = append(panels, plt)
+	}
+	for _, plt := range panels {
+		if lo < hi {
+			plt.X.Min, plt.X.Max = lo, hi
+		}
+	}
+	panels = append(panels, figure.LegendPanel(panels[0]))
+	grid := figure.Rows(panels, 4)
+	return set.AddGrid(grid, name, heading, of, 12*vg.Inch, vg.Length(3.2*float64(len(grid)))*vg.Inch, data)
 }
 
 // totals is the fresh-connection totals in RTTs of one transport.
