@@ -17,6 +17,7 @@ package campaign
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -123,15 +124,22 @@ func (p *Plan) taskBudget() time.Duration {
 	return time.Duration(3*(p.Retries+1))*t + 10*time.Second
 }
 
+// errNoPlan is a job whose run is not a plan this worker can measure: it
+// never will be, unlike a store that is briefly away.
+var errNoPlan = errors.New("no plan to measure")
+
 // loadPlan reads a planned run's plan from the store.
 func loadPlan(ctx context.Context, st *store.Store, runID string) (*Plan, error) {
 	r, err := st.Run(ctx, runID)
+	if errors.Is(err, store.ErrNoRun) {
+		return nil, fmt.Errorf("%w: %v", errNoPlan, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var p Plan
 	if err := json.Unmarshal(r.Spec, &p); err != nil || r.Kind != Kind || len(p.Vantages) == 0 {
-		return nil, fmt.Errorf("run %s is not a planned campaign", runID)
+		return nil, fmt.Errorf("%w: run %s is not a planned campaign", errNoPlan, runID)
 	}
 	return &p, nil
 }

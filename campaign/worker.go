@@ -109,8 +109,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	client, err := river.NewClient(driver(w.Store), &river.Config{
 		ID:     w.ID,
 		Queues: map[string]river.QueueConfig{QueueName(w.Vantage): {MaxWorkers: w.Concurrency}},
-		// Measuring takes far longer than a poll; a worker that finishes a
-		// job fetches the next at once, the poll only finds new plans.
+		// A worker that finishes a job fetches the next at once (River's
+		// default waits up to 100 ms, which a task of a millisecond on a
+		// near resolver would spend mostly waiting); the poll only finds
+		// new plans and retries.
+		FetchCooldown:        river.FetchCooldownMin,
 		FetchPollInterval:    time.Second,
 		RescueStuckJobsAfter: w.RescueAfter,
 		JobTimeout:           w.RescueAfter, // a job's own is its plan's task budget (jobWorker.Timeout)
@@ -177,7 +180,7 @@ func (w *Worker) plan(ctx context.Context, runID string) (*workPlan, error) {
 	}
 	wp := &workPlan{Plan: p}
 	if wp.spec, err = p.spec(); err != nil {
-		return nil, fmt.Errorf("run %s: %w", runID, err)
+		return nil, fmt.Errorf("%w: run %s: %v", errNoPlan, runID, err)
 	}
 	for _, v := range p.Vantages {
 		if v.Name == w.Vantage {
@@ -185,7 +188,7 @@ func (w *Worker) plan(ctx context.Context, runID string) (*workPlan, error) {
 		}
 	}
 	if wp.vantage.Name == "" {
-		return nil, fmt.Errorf("run %s has no vantage point %s", runID, w.Vantage)
+		return nil, fmt.Errorf("%w: run %s has no vantage point %s", errNoPlan, runID, w.Vantage)
 	}
 	if p.taskBudget() > w.RescueAfter {
 		fmt.Fprintf(w.Log, "worker %s: warning: a task of run %s may take %v, longer than --rescue-after %v: slow tasks will be delivered twice (and stored once)\n",
@@ -211,8 +214,11 @@ func (j *jobWorker) Timeout(job *river.Job[measureArgs]) time.Duration {
 func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error {
 	w := j.w
 	p, err := w.plan(ctx, job.Args.Run)
-	if err != nil {
+	if errors.Is(err, errNoPlan) {
 		return river.JobCancel(err) // a plan that cannot be measured will not become one
+	}
+	if err != nil {
+		return err // the store away: tried again
 	}
 	if err := w.pace.wait(ctx, p.Rate); err != nil {
 		return err
