@@ -16,7 +16,7 @@ import (
 )
 
 // loopbackServer serves DNS on every transport on loopback.
-func loopbackServer(t *testing.T) *server.Server {
+func loopbackServer(t testing.TB) *server.Server {
 	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0", TCP: "127.0.0.1:0", DoT: "127.0.0.1:0", DoQ: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.7"}})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())

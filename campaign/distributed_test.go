@@ -153,8 +153,8 @@ vantages:
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Minute):
-		t.Fatal("the workers did not drain the queues within 5 minutes")
+	case <-time.After(5*time.Minute + time.Duration(repeat)*time.Second):
+		t.Fatal("the workers did not drain the queues in time")
 	}
 	elapsed := time.Since(began)
 
