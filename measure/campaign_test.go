@@ -26,6 +26,10 @@ func TestLoadCampaignErrorsNameFileLineField(t *testing.T) {
 		"targets: [10.0.0.1]\ntransport: [udp]\n":            "line 2: field transport not found",
 		"targets: [10.0.0.1]\ntimeout: soon\n":               "c.yaml: line 2",
 		"targets: [10.0.0.1]\ntls: {ca: /nonexistent.pem}\n": "c.yaml:2: tls: ca:",
+		"targets: [10.0.0.1]\nvantages: [{name: Frankfurt}]\n":  "c.yaml:2: vantages: vantage name \"Frankfurt\"",
+		"targets: [10.0.0.1]\nvantages: [{name: a}, {name: a}]\n": "c.yaml:2: vantages: \"a\" named twice",
+		"vantages: [{name: a, targets: [1.2.3.4]}, {name: b}]\n":   "c.yaml: targets: no targets",
+		"targets: [10.0.0.1]\nvantages: [{name: a, asn: -1}]\n":    "negative asn",
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
@@ -63,4 +67,12 @@ func TestExampleCampaign(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "pam-resolvers", c.Name)
 	require.Len(t, c.Conditions, 4)
+}
+
+func TestExampleVantagesCampaign(t *testing.T) {
+	c, err := measure.LoadCampaign("../examples/campaign-vantages.yaml")
+	require.NoError(t, err)
+	require.Len(t, c.Vantages, 3)
+	require.Equal(t, 3320, c.Vantages[0].ASN)
+	require.Equal(t, []string{"10.200.0.3"}, c.Vantages[2].Targets, "a vantage point with resolvers of its own")
 }

@@ -285,6 +285,9 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	case *concurrency < 1:
 		return fail("--concurrency %d: want 1 or more", *concurrency)
 	}
+	if err := measure.CheckVantageName(*vantage); err != nil {
+		return fail("%v", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// A worker started while the database restarts waits for it a while.

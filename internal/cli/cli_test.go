@@ -237,7 +237,7 @@ func TestVerifyBadInput(t *testing.T) {
 // TestHelpExitsZero: --help is an answer, not a usage error, on every
 // subcommand, and the top-level help lists every experiment.
 func TestHelpExitsZero(t *testing.T) {
-	calls := [][]string{{"--help"}, {"campaign", "--help"}, {"campaign", "run", "--help"}, {"experiment", "--help"},
+	calls := [][]string{{"--help"}, {"campaign", "--help"}, {"campaign", "run", "--help"}, {"campaign", "plan", "--help"}, {"campaign", "status", "--help"}, {"experiment", "--help"},
 		{"testbed", "exec", "--help"}, {"testbed", "up", "--help"}, {"testbed", "profile", "--help"}, {"testbed", "check", "--help"}}
 	for _, c := range commands() {
 		calls = append(calls, []string{c.name, "--help"})

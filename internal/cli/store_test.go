@@ -131,6 +131,54 @@ func TestCampaignRun(t *testing.T) {
 	require.Contains(t, errOut, "c.yaml:2: conditions:")
 }
 
+// TestCampaignPlanAndWorkers plans a campaign for two vantage points in
+// PostgreSQL, drains it with a worker each against CoreDNS, and reads it
+// back through status, export and the report; and refuses what cannot
+// work with one line each.
+func TestCampaignPlanAndWorkers(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	pg := peertest.StartPostgres(t)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "c.yaml")
+	require.NoError(t, os.WriteFile(spec, []byte("name: two\ntargets: [\""+cd.UDP+"\", \""+cd.QUIC+"\"]\nconditions: [fresh]\nquery: {name: example.test}\nrepeat: 2\n"+
+		"tls: {ca: \""+cd.Cert.CertFile+"\"}\nvantages:\n  - {name: fra1, location: \"Frankfurt, DE\", asn: 64500}\n  - {name: nyc1, targets: [\""+cd.UDP+"\"]}\n"), 0o644))
+
+	code, _, errOut := run("campaign", "run", spec)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "names vantages: plan it")
+	code, _, errOut = run("campaign", "plan", spec, "--store", filepath.Join(dir, "x.db"))
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "needs a PostgreSQL store")
+	code, _, errOut = run("worker", "--store", pg)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "no vantage point")
+	code, _, errOut = run("worker", "--vantage", "Frankfurt", "--store", pg)
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "vantage name \"Frankfurt\"")
+
+	code, out, errOut := run("campaign", "plan", spec, "--store", pg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "4 tasks on 2 targets")
+	require.Contains(t, out, "6 tasks for 2 vantage points")
+	for _, v := range []string{"fra1", "nyc1"} {
+		code, out, errOut = run("worker", "--vantage", v, "--store", pg, "--drain")
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, v+" "+cd.UDP+" udp fresh: ok")
+	}
+	code, out, errOut = run("campaign", "status", "--store", pg)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `fra1\s+4\s+4\s+100.0%\s+0\s+0\s+0`, out)
+	require.Regexp(t, `all\s+6\s+6\s+100.0%`, out)
+	code, csvOut, errOut := run("export", "--store", pg)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, csvOut, ",fra1,127.0.0.1,,64500,\"Frankfurt, DE\",1,")
+	code, out, errOut = run("report", "--store", pg, "--out", filepath.Join(dir, "rep"))
+	require.Equal(t, 0, code, errOut)
+	html, err := os.ReadFile(filepath.Join(dir, "rep", "report.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(html), `id="vantages"`)
+}
+
 // TestExperimentWebQuick runs a short web experiment with the real binary
 // (Chromium in the testbed, DNS through the stub) and renders its report.
 func TestExperimentWebQuick(t *testing.T) {
