@@ -19,17 +19,17 @@ func TestLoadCampaignErrorsNameFileLineField(t *testing.T) {
 	for body, want := range map[string]string{
 		"targets: [10.0.0.1]\ntransports: [udp, smtp]\n":     "c.yaml:2: transports: unknown transport \"smtp\"",
 		"name: x\ntargets: [10.0.0.1]\nconditions: [warm]\n": "c.yaml:3: conditions: unknown condition",
-		"name: x\n":                                          "c.yaml: targets: no targets",
-		"targets: [\"not a host\"]\n":                        "c.yaml:1: targets:",
-		"targets: [10.0.0.1]\nquery: {type: NOPE}\n":         "c.yaml:2: query: unknown record type",
-		"targets: [10.0.0.1]\nretries: 99\n":                 "c.yaml:2: retries:",
-		"targets: [10.0.0.1]\ntransport: [udp]\n":            "line 2: field transport not found",
-		"targets: [10.0.0.1]\ntimeout: soon\n":               "c.yaml: line 2",
-		"targets: [10.0.0.1]\ntls: {ca: /nonexistent.pem}\n": "c.yaml:2: tls: ca:",
-		"targets: [10.0.0.1]\nvantages: [{name: Frankfurt}]\n":  "c.yaml:2: vantages: vantage name \"Frankfurt\"",
+		"name: x\n":                                               "c.yaml: targets: no targets",
+		"targets: [\"not a host\"]\n":                             "c.yaml:1: targets:",
+		"targets: [10.0.0.1]\nquery: {type: NOPE}\n":              "c.yaml:2: query: unknown record type",
+		"targets: [10.0.0.1]\nretries: 99\n":                      "c.yaml:2: retries:",
+		"targets: [10.0.0.1]\ntransport: [udp]\n":                 "line 2: field transport not found",
+		"targets: [10.0.0.1]\ntimeout: soon\n":                    "c.yaml: line 2",
+		"targets: [10.0.0.1]\ntls: {ca: /nonexistent.pem}\n":      "c.yaml:2: tls: ca:",
+		"targets: [10.0.0.1]\nvantages: [{name: Frankfurt}]\n":    "c.yaml:2: vantages: vantage name \"Frankfurt\"",
 		"targets: [10.0.0.1]\nvantages: [{name: a}, {name: a}]\n": "c.yaml:2: vantages: \"a\" named twice",
-		"vantages: [{name: a, targets: [1.2.3.4]}, {name: b}]\n":   "c.yaml: targets: no targets",
-		"targets: [10.0.0.1]\nvantages: [{name: a, asn: -1}]\n":    "negative asn",
+		"vantages: [{name: a, targets: [1.2.3.4]}, {name: b}]\n":  "c.yaml: targets: no targets",
+		"targets: [10.0.0.1]\nvantages: [{name: a, asn: -1}]\n":   "negative asn",
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))

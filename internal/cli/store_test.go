@@ -172,7 +172,7 @@ func TestCampaignPlanAndWorkers(t *testing.T) {
 	code, csvOut, errOut := run("export", "--store", pg)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, csvOut, ",fra1,127.0.0.1,,64500,\"Frankfurt, DE\",1,")
-	code, out, errOut = run("report", "--store", pg, "--out", filepath.Join(dir, "rep"))
+	code, _, errOut = run("report", "--store", pg, "--out", filepath.Join(dir, "rep"))
 	require.Equal(t, 0, code, errOut)
 	html, err := os.ReadFile(filepath.Join(dir, "rep", "report.html"))
 	require.NoError(t, err)
