@@ -88,6 +88,28 @@ func TestPlanAndWorkers(t *testing.T) {
 	latest, err := campaign.LatestPlanned(ctx, st)
 	require.NoError(t, err)
 	require.Equal(t, run.ID, latest)
+
+	// A job delivered again after its sample was stored (as when a
+	// worker's acknowledgement is lost): measured, not stored twice, and
+	// recorded as a duplicate.
+	res, err := st.DB().ExecContext(ctx, `UPDATE river_job SET state = 'available', finalized_at = NULL
+		WHERE id = (SELECT min(id) FROM river_job WHERE queue = 'vantage-nyc1')`)
+	require.NoError(t, err)
+	n, _ := res.RowsAffected()
+	require.EqualValues(t, 1, n)
+	w := &campaign.Worker{Store: st, Vantage: "nyc1", Drain: true}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	require.NoError(t, w.Run(wctx))
+	require.Equal(t, campaign.WorkerStats{Duplicates: 1}, w.Stats())
+	s, err = campaign.GetStatus(ctx, st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, s.Vantages[1].Stored, "still one sample per task")
+	require.Equal(t, 1, s.Vantages[1].Duplicates)
+	require.Equal(t, 1, s.Vantages[1].Retried, "the job's second delivery is counted")
+	rows, err = st.Rows(ctx, run.ID)
+	require.NoError(t, err)
+	require.Len(t, rows, 12)
 }
 
 // TestPlanNeedsPostgres refuses a SQLite store with a line that says
