@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/doxlab/doxlab/store"
@@ -145,16 +145,22 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 // Write prints the status as a table.
 func (s *Status) Write(w io.Writer, now time.Time) error {
 	fmt.Fprintf(w, "campaign %s, run %s, planned %s\n", s.Name, s.Run, s.Planned.Format(time.RFC3339))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "vantage\tplanned\tstored\tdone\trunning\twaiting\tfailed\tretried\tduplicates\tworkers\tlast sample\t")
+	width := len("vantage")
+	for _, v := range s.Vantages {
+		width = max(width, len(v.Vantage))
+	}
+	line := func(name, planned, stored, done, running, waiting, failed, retried, dups, workers, last string) {
+		fmt.Fprintf(w, "%-*s %8s %8s %7s %8s %8s %7s %8s %11s %8s  %s\n", width, name, planned, stored, done, running, waiting, failed, retried, dups, workers, last)
+	}
+	line("vantage", "planned", "stored", "done", "running", "waiting", "failed", "retried", "duplicates", "workers", "last sample")
 	var total VantageStatus
+	d := strconv.Itoa
 	for _, v := range s.Vantages {
 		last := "-"
 		if !v.Last.IsZero() {
 			last = now.Sub(v.Last).Round(time.Second).String() + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", v.Vantage, v.Planned, v.Stored, share(v.Stored, v.Planned),
-			v.Running, v.Waiting, v.Failed, v.Retried, v.Duplicates, v.Workers, last)
+		line(v.Vantage, d(v.Planned), d(v.Stored), share(v.Stored, v.Planned), d(v.Running), d(v.Waiting), d(v.Failed), d(v.Retried), d(v.Duplicates), d(v.Workers), last)
 		total.Planned += v.Planned
 		total.Stored += v.Stored
 		total.Running += v.Running
@@ -163,9 +169,8 @@ func (s *Status) Write(w io.Writer, now time.Time) error {
 		total.Retried += v.Retried
 		total.Duplicates += v.Duplicates
 	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t\t\t\n", total.Planned, total.Stored, share(total.Stored, total.Planned),
-		total.Running, total.Waiting, total.Failed, total.Retried, total.Duplicates)
-	return tw.Flush()
+	line("all", d(total.Planned), d(total.Stored), share(total.Stored, total.Planned), d(total.Running), d(total.Waiting), d(total.Failed), d(total.Retried), d(total.Duplicates), "", "")
+	return nil
 }
 
 func share(n, of int) string {
