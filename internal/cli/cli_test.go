@@ -237,7 +237,7 @@ func TestVerifyBadInput(t *testing.T) {
 // TestHelpExitsZero: --help is an answer, not a usage error, on every
 // subcommand, and the top-level help lists every experiment.
 func TestHelpExitsZero(t *testing.T) {
-	calls := [][]string{{"--help"}, {"campaign", "--help"}, {"campaign", "run", "--help"}, {"campaign", "plan", "--help"}, {"campaign", "status", "--help"}, {"experiment", "--help"},
+	calls := [][]string{{"--help"}, {"campaign", "--help"}, {"campaign", "run", "--help"}, {"campaign", "plan", "--help"}, {"campaign", "status", "--help"}, {"campaign", "cancel", "--help"}, {"experiment", "--help"},
 		{"testbed", "exec", "--help"}, {"testbed", "up", "--help"}, {"testbed", "profile", "--help"}, {"testbed", "check", "--help"}}
 	for _, c := range commands() {
 		calls = append(calls, []string{c.name, "--help"})
@@ -263,7 +263,7 @@ func TestExportKnowsEveryKind(t *testing.T) {
 	for _, k := range store.Kinds() {
 		names = append(names, string(k))
 	}
-	require.ElementsMatch(t, []string{"hol-query", "amplification", "overhead-conn", "scan", "verify-doq", "verify-dot", "verify-doh", "bench", "bench-samples", "link-check"}, names)
+	require.ElementsMatch(t, []string{"hol-query", "amplification", "overhead-conn", "scan", "verify-doq", "verify-dot", "verify-doh", "bench", "bench-samples", "link-check", "campaign-duplicate"}, names)
 	db := filepath.Join(t.TempDir(), "x.db")
 	st, err := store.Open(context.Background(), db)
 	require.NoError(t, err)
