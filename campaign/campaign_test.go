@@ -110,6 +110,21 @@ func TestPlanAndWorkers(t *testing.T) {
 	rows, err = st.Rows(ctx, run.ID)
 	require.NoError(t, err)
 	require.Len(t, rows, 12)
+
+	// A second plan, cancelled before any worker takes it: nothing is
+	// left to take, and the status says so.
+	again, _, err := campaign.PlanCampaign(ctx, st, c)
+	require.NoError(t, err)
+	waiting, running, err := campaign.Cancel(ctx, st, again.ID)
+	require.NoError(t, err)
+	require.Equal(t, 12, waiting)
+	require.Zero(t, running)
+	s, err = campaign.GetStatus(ctx, st, again.ID)
+	require.NoError(t, err)
+	for _, v := range s.Vantages {
+		require.Equal(t, v.Planned, v.Failed, "%s: every job cancelled", v.Vantage)
+		require.Zero(t, v.Waiting+v.Stored, v.Vantage)
+	}
 }
 
 // TestPlanNeedsPostgres refuses a SQLite store with a line that says

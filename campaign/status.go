@@ -3,11 +3,15 @@ package campaign
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/doxlab/doxlab/store"
 )
@@ -178,4 +182,51 @@ func share(n, of int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}
+
+// Cancel stops a planned campaign: its jobs not yet taken are cancelled
+// at once, and those under way are asked to stop (a worker gives such a
+// task back unstored). Samples already stored stay. It returns how many
+// of each it cancelled.
+func Cancel(ctx context.Context, st *store.Store, runID string) (waiting, running int, err error) {
+	if err := needPostgres(st); err != nil {
+		return 0, 0, err
+	}
+	if _, err := loadPlan(ctx, st, runID); err != nil {
+		return 0, 0, err
+	}
+	// One statement for the waiting jobs, which may be millions; River's
+	// own cancel, one job at a time, for the few under way, so their
+	// workers hear of it.
+	res, err := st.DB().ExecContext(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now()
+		WHERE kind = $1 AND args->>'run' = $2 AND state IN ('available', 'pending', 'retryable', 'scheduled')`, jobKind, runID)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, _ := res.RowsAffected()
+	rows, err := st.DB().QueryContext(ctx, `SELECT id FROM river_job WHERE kind = $1 AND args->>'run' = $2 AND state = 'running'`, jobKind, runID)
+	if err != nil {
+		return int(n), 0, err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return int(n), 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	client, err := river.NewClient(driver(st), &river.Config{})
+	if err != nil {
+		return int(n), 0, err
+	}
+	for _, id := range ids {
+		if _, err := client.JobCancel(ctx, id); err != nil && !errors.Is(err, rivertype.ErrNotFound) {
+			return int(n), running, err
+		}
+		running++
+	}
+	return int(n), running, nil
 }

@@ -28,6 +28,7 @@ import (
 const campaignUsage = `usage: doxlab campaign run SPEC.yaml [--store DSN] [--run ID] [--json] [--out FILE]
        doxlab campaign plan SPEC.yaml --store postgres://...
        doxlab campaign status [--run ID] [--json] --store postgres://...
+       doxlab campaign cancel --run ID --store postgres://...
 
 run measures a campaign described in YAML (see examples/campaign.yaml) on
 this machine: targets × transports × conditions × repetitions, stored as
@@ -37,7 +38,8 @@ file, line and field. A run that stopped continues with --run ID.
 plan expands a spec with vantages into a job per task and vantage point,
 queued in a PostgreSQL store for workers on each vantage machine
 ('doxlab worker --vantage NAME'); status shows each vantage point's
-progress (docs/campaigns.md).
+progress; cancel stops a planned campaign, keeping what it stored
+(docs/campaigns.md).
 `
 
 func runCampaign(args []string, stdout, stderr io.Writer) int {
@@ -47,6 +49,9 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) >= 1 && args[0] == "status" {
 		return runCampaignStatus(args[1:], stdout, stderr)
+	}
+	if len(args) >= 1 && args[0] == "cancel" {
+		return runCampaignCancel(args[1:], stdout, stderr)
 	}
 	if len(args) >= 2 && args[0] == "plan" {
 		return runCampaignPlan(args[1:], stdout, stderr)
@@ -239,6 +244,42 @@ func runCampaignStatus(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	s.Write(stdout, time.Now())
+	return exitOK
+}
+
+func runCampaignCancel(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("campaign cancel", stderr)
+	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the campaign's PostgreSQL store (default $DOXLAB_STORE)")
+	runID := fs.String("run", "", "the planned run to cancel (required: see campaign status)")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 0 {
+		fmt.Fprint(stderr, campaignUsage)
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab campaign cancel: "+format+"\n", a...)
+		return exitUsage
+	}
+	switch {
+	case *runID == "":
+		return fail("which run? give --run ID (campaign status names it)")
+	case *storeDSN == "":
+		return fail("no store: give --store postgres://... or set DOXLAB_STORE")
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, *storeDSN)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer st.Close()
+	waiting, running, err := campaign.Cancel(ctx, st, *runID)
+	if err != nil {
+		return fail("%v", err)
+	}
+	fmt.Fprintf(stdout, "cancelled run %s: %d jobs not yet taken, %d under way (their workers give them back unstored); stored samples stay\n", *runID, waiting, running)
 	return exitOK
 }
 

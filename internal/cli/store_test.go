@@ -177,6 +177,20 @@ func TestCampaignPlanAndWorkers(t *testing.T) {
 	html, err := os.ReadFile(filepath.Join(dir, "rep", "report.html"))
 	require.NoError(t, err)
 	require.Contains(t, string(html), `id="vantages"`)
+
+	code, _, errOut = run("campaign", "cancel", "--store", pg)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "give --run ID")
+	code, out, errOut = run("campaign", "plan", spec, "--store", pg)
+	require.Equal(t, 0, code, errOut)
+	id := regexp.MustCompile(`planned run (\S+):`).FindStringSubmatch(out)
+	require.Len(t, id, 2)
+	code, out, errOut = run("campaign", "cancel", "--store", pg, "--run", id[1])
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "6 jobs not yet taken, 0 under way")
+	code, out, errOut = run("campaign", "status", "--store", pg)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `all\s+6\s+0\s+0.0%\s+0\s+0\s+6`, out, "the latest plan, all cancelled")
 }
 
 // TestExperimentWebQuick runs a short web experiment with the real binary
