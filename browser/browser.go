@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
@@ -63,6 +64,10 @@ type Browser struct {
 	tab      context.Context
 	version  string
 	tmpDir   string
+
+	traceOnce sync.Once
+	tracer    *tracer
+	listenErr error
 }
 
 // FindExec returns the browser binary to run.
