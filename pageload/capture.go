@@ -1,0 +1,110 @@
+package pageload
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/doxlab/doxlab/browser"
+)
+
+// FromTrace builds a page's dependency graph from a traced Chromium load
+// (browser.Trace): the document is the root; each other request's parent
+// is the resource that initiated it (the document or style sheet the
+// parser found it in, the script on top of the stack), its discovery
+// point the parent's body octets that had arrived when it was requested,
+// and its gap the time from their arrival (or the parent's end) to the
+// request. Requests made after the load event are left out: they are not
+// part of PLT.
+func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenance) (*Graph, error) {
+	if l == nil || l.Status != browser.LoadOK {
+		why := "no load"
+		if l != nil {
+			why = l.Status + ": " + l.Error
+		}
+		return nil, fmt.Errorf("capturing %s: the load failed (%s)", page, why)
+	}
+	var reqs []*browser.TracedRequest
+	for _, r := range tr.Requests {
+		if !strings.HasPrefix(r.URL, "https://") && !strings.HasPrefix(r.URL, "http://") {
+			continue // data: and blob: URLs cost no network
+		}
+		if tr.LoadEvent > 0 && r.Sent > tr.LoadEvent {
+			continue
+		}
+		if r.Failed != "" {
+			return nil, fmt.Errorf("capturing %s: %s failed: %s", page, r.URL, r.Failed)
+		}
+		reqs = append(reqs, r)
+	}
+	root := slices.IndexFunc(reqs, func(r *browser.TracedRequest) bool { return r.Type == "Document" })
+	if root < 0 {
+		return nil, fmt.Errorf("capturing %s: no document request in the trace", page)
+	}
+	// The document first; the rest in the order requested.
+	doc := reqs[root]
+	reqs = append([]*browser.TracedRequest{doc}, slices.Delete(reqs, root, root+1)...)
+	g := &Graph{Page: reqs[0].URL, Captured: prov, PLTMs: l.PLTMs}
+	index := map[string]int{}
+	lastEnd := 0.0
+	for i, r := range reqs {
+		res := Resource{URL: r.URL, Type: r.Type, Priority: r.Priority, Parent: -1, Size: r.Size}
+		if i > 0 {
+			res.Parent = parentOf(r, reqs[:i], index)
+			res.AfterBytes, res.GapMs = discovery(r, reqs[res.Parent])
+		}
+		if _, ok := index[r.URL]; !ok {
+			index[r.URL] = i
+		}
+		lastEnd = math.Max(lastEnd, r.Finished)
+		g.Resources = append(g.Resources, res)
+	}
+	if tr.LoadEvent > 0 {
+		g.OnloadGapMs = round3(math.Max(0, tr.LoadEvent-lastEnd))
+	}
+	return g, g.Check()
+}
+
+// parentOf is the request that initiated r: the one whose URL the
+// initiator names; for a script without a stack, the script that ended
+// last before r was sent; else the document.
+func parentOf(r *browser.TracedRequest, earlier []*browser.TracedRequest, index map[string]int) int {
+	if i, ok := index[r.InitiatorURL]; ok {
+		return i
+	}
+	if r.Initiator == "script" {
+		best, bestEnd := 0, -1.0
+		for i, e := range earlier {
+			if e.Type == "Script" && e.Finished > 0 && e.Finished <= r.Sent && e.Finished > bestEnd {
+				best, bestEnd = i, e.Finished
+			}
+		}
+		return best
+	}
+	return 0
+}
+
+// discovery is how much of the parent had arrived when r was asked for,
+// and how long after that arrival it was.
+func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float64) {
+	if parent.Finished > 0 && parent.Finished <= r.Sent {
+		return parent.Size, round3(r.Sent - parent.Finished)
+	}
+	var at float64
+	for _, c := range parent.Chunks {
+		if c.At > r.Sent {
+			break
+		}
+		afterBytes, at = c.Total, c.At
+	}
+	if afterBytes == 0 { // before any of the body: on the headers (a Link header, a preload)
+		at = parent.Response
+	}
+	if at == 0 || at > r.Sent {
+		return afterBytes, 0
+	}
+	return afterBytes, round3(r.Sent - at)
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }

@@ -1,0 +1,132 @@
+// Package pageload is doxlab's own page loader: it replays the network
+// part of a page load from the page's dependency graph, captured from a
+// real Chromium load (the WProf/Epload approach), over HTTP/3 or HTTP/2
+// with quic-go, and keeps the browser's timing of everything else
+// (parsing, script execution, layout) as gaps. What it does not model: no
+// JavaScript runs, no layout or paint happens; a resource a script would
+// fetch only under conditions that differ from the captured load is
+// fetched as captured.
+package pageload
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+)
+
+// Graph is a page's dependency graph: every resource the captured load
+// fetched, which resource it was discovered from, how far into that
+// parent's body, and how long after that the browser asked for it.
+type Graph struct {
+	// Page is the URL of the document, the graph's root (resource 0).
+	Page string `json:"page"`
+	// Captured says where the graph comes from.
+	Captured Provenance `json:"captured"`
+	// Resources are in the order they were requested; 0 is the document.
+	Resources []Resource `json:"resources"`
+	// OnloadGapMs is the browser's time from the last resource's end to
+	// the end of the load event (its handlers, layout): the part of PLT
+	// that is not network.
+	OnloadGapMs float64 `json:"onload_gap_ms"`
+	// PLTMs is the captured load's own PLT, for reference.
+	PLTMs float64 `json:"plt_ms"`
+}
+
+// Provenance is the load a graph was captured from.
+type Provenance struct {
+	Browser string    `json:"browser"` // "Chrome/131.0.6778.204"
+	Profile string    `json:"profile"` // the testbed profile of the load, if any
+	At      time.Time `json:"at"`
+	Edited  bool      `json:"edited,omitempty"` // changed by hand since
+}
+
+// Resource is one request of the page.
+type Resource struct {
+	URL      string `json:"url"`
+	Type     string `json:"type"`               // DevTools' resource type: Document, Script, Stylesheet, Image, Font, Fetch, ...
+	Priority string `json:"priority,omitempty"` // Chromium's: VeryHigh, High, Medium, Low, VeryLow
+	// Parent is the index of the resource whose body or execution
+	// discovered this one; -1 for the document.
+	Parent int `json:"parent"`
+	// AfterBytes is how much of the parent's body had arrived when the
+	// browser asked for this resource: the parser's position, for
+	// resources found while the body streamed in; the whole body for
+	// those a script or a style sheet asked for once it was complete.
+	AfterBytes int64 `json:"after_bytes"`
+	// GapMs is the browser's compute time from those bytes' arrival (or
+	// the parent's end, for a whole body) to the request.
+	GapMs float64 `json:"gap_ms"`
+	// Size is the body's length in the captured load, in octets, for a
+	// replay to check it fetched the same thing.
+	Size int64 `json:"size"`
+}
+
+// Check rejects a graph no replay can follow: no document, parents that
+// do not come before their children, negative sizes or gaps, bad URLs.
+func (g *Graph) Check() error {
+	if len(g.Resources) == 0 {
+		return fmt.Errorf("graph of %s: no resources", g.Page)
+	}
+	for i, r := range g.Resources {
+		u, err := url.Parse(r.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("graph of %s: resource %d: %q is not an http(s) URL", g.Page, i, r.URL)
+		}
+		switch {
+		case i == 0 && r.Parent != -1:
+			return fmt.Errorf("graph of %s: resource 0 is the document and has no parent", g.Page)
+		case i > 0 && (r.Parent < 0 || r.Parent >= i):
+			return fmt.Errorf("graph of %s: resource %d (%s): parent %d is not an earlier resource", g.Page, i, r.URL, r.Parent)
+		case r.AfterBytes < 0 || r.GapMs < 0 || r.Size < 0:
+			return fmt.Errorf("graph of %s: resource %d (%s): negative bytes, gap or size", g.Page, i, r.URL)
+		case i > 0 && r.AfterBytes > g.Resources[r.Parent].Size:
+			return fmt.Errorf("graph of %s: resource %d (%s): discovered after %d octets of a %d-octet parent", g.Page, i, r.URL, r.AfterBytes, g.Resources[r.Parent].Size)
+		}
+	}
+	if g.OnloadGapMs < 0 {
+		return fmt.Errorf("graph of %s: negative onload gap", g.Page)
+	}
+	return nil
+}
+
+// Hosts are the host names the page's resources come from, in the order
+// first requested.
+func (g *Graph) Hosts() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range g.Resources {
+		u, _ := url.Parse(r.URL)
+		if h := u.Hostname(); !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ReadGraph reads and checks a graph file (JSON).
+func ReadGraph(path string) (*Graph, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var g Graph
+	if err := json.Unmarshal(b, &g); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := g.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &g, nil
+}
+
+// WriteGraph writes a graph as indented JSON, to be read and edited.
+func WriteGraph(path string, g *Graph) error {
+	b, err := json.MarshalIndent(g, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

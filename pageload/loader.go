@@ -1,0 +1,516 @@
+package pageload
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// Resolver looks a host name up for a load and says how: its lookup is
+// part of the load's record.
+type Resolver interface {
+	Resolve(ctx context.Context, host string) ([]netip.Addr, *Lookup, error)
+}
+
+// Config is how a Loader fetches.
+type Config struct {
+	// Protocol is "h3" (HTTP/3 over QUIC, the default) or "h2" (HTTP/2
+	// over TLS over TCP), for every origin.
+	Protocol string
+	// ZeroRTT sends requests in 0-RTT on a connection resumed with a
+	// ticket from an earlier load of this Loader (HTTP/3 only).
+	ZeroRTT bool
+	// Resolver looks up each host once per load.
+	Resolver Resolver
+	// Port the origins listen on; default 443.
+	Port     int
+	RootCAs  *x509.CertPool
+	Insecure bool
+	// OpenSockets, if set, makes the loader's sockets (a testbed host's).
+	OpenSockets func(func() error) error
+	// Timeout bounds a whole load; default 30 s.
+	Timeout time.Duration
+}
+
+// Loader loads pages. It keeps TLS session tickets (and so resumption
+// and 0-RTT) across loads; each load opens its own connections.
+type Loader struct {
+	cfg      Config
+	sessions tls.ClientSessionCache
+}
+
+// New returns a loader.
+func New(cfg Config) (*Loader, error) {
+	switch cfg.Protocol {
+	case "":
+		cfg.Protocol = "h3"
+	case "h3", "h2":
+	default:
+		return nil, fmt.Errorf("protocol %q: want h3 or h2", cfg.Protocol)
+	}
+	if cfg.ZeroRTT && cfg.Protocol != "h3" {
+		return nil, fmt.Errorf("0-RTT needs h3: Go's TLS over TCP sends no early data")
+	}
+	if cfg.Resolver == nil {
+		return nil, fmt.Errorf("no resolver")
+	}
+	if cfg.Port == 0 {
+		cfg.Port = 443
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.OpenSockets == nil {
+		cfg.OpenSockets = func(f func() error) error { return f() }
+	}
+	return &Loader{cfg: cfg, sessions: tls.NewLRUClientSessionCache(256)}, nil
+}
+
+// Forget drops every session ticket: the next load is a cold one.
+func (l *Loader) Forget() { l.sessions = tls.NewLRUClientSessionCache(256) }
+
+// Result is one replayed load. Times are milliseconds from its start, on
+// the monotonic clock.
+type Result struct {
+	Page     string    `json:"page"`
+	Start    time.Time `json:"start"`
+	Protocol string    `json:"protocol"` // h3 or h2
+	ZeroRTT  bool      `json:"zero_rtt"` // asked for
+	Status   string    `json:"status"`   // ok, error, timeout
+	Error    string    `json:"error,omitempty"`
+	// PLTMs is the last resource's end plus the captured onload gap:
+	// comparable with the browser's loadEventEnd.
+	PLTMs       float64   `json:"plt_ms"`
+	NetworkMs   float64   `json:"network_ms"` // the last resource's end
+	OnloadGapMs float64   `json:"onload_gap_ms"`
+	TTFBMs      float64   `json:"ttfb_ms"` // the document's first byte
+	Resources   []Fetch   `json:"resources"`
+	Lookups     []*Lookup `json:"lookups"`
+	Conns       []*Conn   `json:"conns"`
+}
+
+// Fetch is one resource's load.
+type Fetch struct {
+	URL       string  `json:"url"`
+	Due       float64 `json:"due_ms"`        // when the graph says to ask for it
+	Sent      float64 `json:"sent_ms"`       // the request handed to the connection (after DNS and the handshake as needed)
+	FirstByte float64 `json:"first_byte_ms"` // response headers
+	End       float64 `json:"end_ms"`
+	Bytes     int64   `json:"bytes"`
+	Status    int     `json:"http_status"`
+	Conn      int     `json:"conn"` // index into the load's Conns
+	Error     string  `json:"error,omitempty"`
+}
+
+// Lookup is one name resolved for a load.
+type Lookup struct {
+	Host      string   `json:"host"`
+	Transport string   `json:"transport"` // udp, doh2, doq, ... or hosts
+	StartMs   float64  `json:"start_ms"`
+	EndMs     float64  `json:"end_ms"`
+	Addrs     []string `json:"addrs"`
+	// Record is the DNS exchange's record, for transports that make one.
+	Record any    `json:"record,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Conn is one connection a load opened, and what it really did.
+type Conn struct {
+	Origin      string  `json:"origin"` // host:port
+	Remote      string  `json:"remote"`
+	Protocol    string  `json:"protocol"`
+	StartMs     float64 `json:"start_ms"`
+	HandshakeMs float64 `json:"handshake_done_ms"` // when the handshake completed, from the load's start
+	Resumed     bool    `json:"resumed"`
+	Sent0RTT    bool    `json:"sent_0rtt"` // requests went out before the handshake completed
+	Used0RTT    bool    `json:"used_0rtt"` // and the server accepted them
+	Requests    int     `json:"requests"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// Load replays g: the document at once, then each resource once its
+// parent has delivered the octets it was discovered after, and its gap
+// has passed.
+func (l *Loader) Load(ctx context.Context, g *Graph) *Result {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	ld := &load{l: l, g: g, t0: time.Now(), lookups: map[string]*lookupOnce{}, conns: map[string]*connOnce{},
+		res: &Result{Page: g.Page, Protocol: l.cfg.Protocol, ZeroRTT: l.cfg.ZeroRTT, OnloadGapMs: g.OnloadGapMs}}
+	ld.res.Start = ld.t0
+	ld.res.Resources = make([]Fetch, len(g.Resources))
+	ld.children = make([][]int, len(g.Resources))
+	for i, r := range g.Resources {
+		ld.res.Resources[i] = Fetch{URL: r.URL, Conn: -1}
+		if i > 0 {
+			ld.children[r.Parent] = append(ld.children[r.Parent], i)
+		}
+	}
+	ld.wg.Add(len(g.Resources))
+	ld.start(ctx, 0, 0)
+	done := make(chan struct{})
+	go func() { ld.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		<-done // every fetch ends with the context
+	}
+	ld.closeAll()
+	res := ld.res
+	res.Status = "ok"
+	for _, f := range res.Resources {
+		if f.Error != "" && res.Error == "" {
+			res.Status, res.Error = "error", f.URL+": "+f.Error
+		}
+		res.NetworkMs = max(res.NetworkMs, f.End)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		res.Status, res.Error = "timeout", fmt.Sprintf("not loaded within %v", l.cfg.Timeout)
+	}
+	res.TTFBMs = res.Resources[0].FirstByte
+	res.PLTMs = round3(res.NetworkMs + g.OnloadGapMs)
+	return res
+}
+
+// load is one Load under way.
+type load struct {
+	l        *Loader
+	g        *Graph
+	t0       time.Time
+	children [][]int
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	res     *Result
+	lookups map[string]*lookupOnce
+	conns   map[string]*connOnce
+}
+
+func (ld *load) since() float64 {
+	return round3(float64(time.Since(ld.t0)) / float64(time.Millisecond))
+}
+
+// start fetches resource i once gap has passed.
+func (ld *load) start(ctx context.Context, i int, gap float64) {
+	due := ld.since() + gap
+	ld.mu.Lock()
+	ld.res.Resources[i].Due = round3(due)
+	ld.mu.Unlock()
+	go func() {
+		defer ld.wg.Done()
+		if gap > 0 {
+			t := time.NewTimer(time.Duration(gap * float64(time.Millisecond)))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		ld.fetch(ctx, i)
+	}()
+}
+
+// discovered starts the children of i that its first n body octets (or,
+// with all, its whole body) reveal, once each. A child found after the
+// whole body waits for its end, not for its last octet.
+func (ld *load) discovered(ctx context.Context, i int, n int64, all bool, started []bool) {
+	for k, c := range ld.children[i] {
+		after := ld.g.Resources[c].AfterBytes
+		if !started[k] && (all || (after <= n && after < ld.g.Resources[i].Size)) {
+			started[k] = true
+			ld.start(ctx, c, ld.g.Resources[c].GapMs)
+		}
+	}
+}
+
+func (ld *load) fetch(ctx context.Context, i int) {
+	started := make([]bool, len(ld.children[i]))
+	// Whatever happens to this resource, its children still count: they
+	// are started (and fail or succeed on their own) when it ends.
+	defer func() { ld.discovered(ctx, i, 0, true, started) }()
+	fail := func(err error) {
+		ld.mu.Lock()
+		f := &ld.res.Resources[i]
+		f.Error, f.End = err.Error(), ld.since()
+		ld.mu.Unlock()
+	}
+	u, err := url.Parse(ld.g.Resources[i].URL)
+	if err != nil {
+		fail(err)
+		return
+	}
+	c, ci, err := ld.conn(ctx, u.Hostname())
+	if err != nil {
+		fail(err)
+		return
+	}
+	method := http.MethodGet
+	if c.early {
+		method = http3.MethodGet0RTT // http3 sends only these before the handshake
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	req.Header.Set("User-Agent", "doxlab-pageload")
+	ld.mu.Lock()
+	ld.res.Resources[i].Sent, ld.res.Resources[i].Conn = ld.since(), ci
+	ld.res.Conns[ci].Requests++
+	ld.mu.Unlock()
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer resp.Body.Close()
+	ld.mu.Lock()
+	ld.res.Resources[i].FirstByte, ld.res.Resources[i].Status = ld.since(), resp.StatusCode
+	ld.mu.Unlock()
+	ld.discovered(ctx, i, 0, false, started)
+	buf := make([]byte, 16<<10)
+	var n int64
+	for {
+		k, err := resp.Body.Read(buf)
+		n += int64(k)
+		if k > 0 {
+			ld.discovered(ctx, i, n, false, started)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			ld.mu.Lock()
+			ld.res.Resources[i].Bytes = n
+			ld.mu.Unlock()
+			fail(err)
+			return
+		}
+	}
+	ld.mu.Lock()
+	f := &ld.res.Resources[i]
+	f.Bytes, f.End = n, ld.since()
+	if resp.StatusCode >= 400 {
+		f.Error = "HTTP status " + strconv.Itoa(resp.StatusCode)
+	}
+	ld.mu.Unlock()
+}
+
+// lookupOnce is one host's lookup, shared by the requests that need it.
+type lookupOnce struct {
+	done  chan struct{}
+	addrs []netip.Addr
+	err   error
+}
+
+func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a}, nil
+	}
+	ld.mu.Lock()
+	lo, ok := ld.lookups[host]
+	if !ok {
+		lo = &lookupOnce{done: make(chan struct{})}
+		ld.lookups[host] = lo
+	}
+	ld.mu.Unlock()
+	if ok {
+		select {
+		case <-lo.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return lo.addrs, lo.err
+	}
+	start := ld.since()
+	addrs, rec, err := ld.l.cfg.Resolver.Resolve(ctx, host)
+	if rec == nil {
+		rec = &Lookup{}
+	}
+	rec.Host, rec.StartMs, rec.EndMs = host, start, ld.since()
+	if err == nil && len(addrs) == 0 {
+		err = fmt.Errorf("no address for %s", host)
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	for _, a := range addrs {
+		rec.Addrs = append(rec.Addrs, a.String())
+	}
+	ld.mu.Lock()
+	ld.res.Lookups = append(ld.res.Lookups, rec)
+	ld.mu.Unlock()
+	lo.addrs, lo.err = addrs, err
+	close(lo.done)
+	return addrs, err
+}
+
+// connOnce is one origin's connection, shared by its requests.
+type connOnce struct {
+	done  chan struct{}
+	rt    http.RoundTripper
+	index int
+	early bool // 0-RTT: requests may go before the handshake completes
+	close func()
+	err   error
+}
+
+// conn returns the origin's connection, opening it (after resolving its
+// host) for the first request: one connection per origin, as browsers
+// keep for HTTP/2 and HTTP/3.
+func (ld *load) conn(ctx context.Context, host string) (*connOnce, int, error) {
+	origin := net.JoinHostPort(host, strconv.Itoa(ld.l.cfg.Port))
+	ld.mu.Lock()
+	c, ok := ld.conns[origin]
+	if !ok {
+		c = &connOnce{done: make(chan struct{}), index: -1}
+		ld.conns[origin] = c
+	}
+	ld.mu.Unlock()
+	if ok {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+		return c, c.index, c.err
+	}
+	defer close(c.done)
+	addrs, err := ld.resolve(ctx, host)
+	if err != nil {
+		c.err = err
+		return c, -1, err
+	}
+	info := &Conn{Origin: origin, Protocol: ld.l.cfg.Protocol, StartMs: ld.since()}
+	ld.mu.Lock()
+	c.index = len(ld.res.Conns)
+	ld.res.Conns = append(ld.res.Conns, info)
+	ld.mu.Unlock()
+	remote := netip.AddrPortFrom(addrs[0], uint16(ld.l.cfg.Port))
+	info.Remote = remote.String()
+	tlsConf := &tls.Config{ServerName: host, RootCAs: ld.l.cfg.RootCAs, InsecureSkipVerify: ld.l.cfg.Insecure, ClientSessionCache: ld.l.sessions}
+	if ld.l.cfg.Protocol == "h3" {
+		c.err = ld.dialH3(ctx, c, info, remote, tlsConf)
+	} else {
+		c.err = ld.dialH2(ctx, c, info, remote, tlsConf)
+	}
+	if c.err != nil {
+		info.Error = c.err.Error()
+	}
+	return c, c.index, c.err
+}
+
+func (ld *load) dialH3(ctx context.Context, c *connOnce, info *Conn, remote netip.AddrPort, tlsConf *tls.Config) error {
+	tlsConf.NextProtos = []string{http3.NextProtoH3}
+	var udp *net.UDPConn
+	err := ld.l.cfg.OpenSockets(func() (err error) {
+		udp, err = net.ListenUDP("udp", nil)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	tr := &quic.Transport{Conn: udp}
+	qconf := &quic.Config{HandshakeIdleTimeout: ld.l.cfg.Timeout, MaxIdleTimeout: 30 * time.Second}
+	dial := tr.Dial
+	if ld.l.cfg.ZeroRTT {
+		dial = tr.DialEarly
+	}
+	qc, err := dial(ctx, net.UDPAddrFromAddrPort(remote), tlsConf, qconf)
+	if err != nil {
+		tr.Close()
+		udp.Close()
+		return fmt.Errorf("QUIC handshake with %s: %w", remote, err)
+	}
+	select {
+	case <-qc.HandshakeComplete():
+		info.HandshakeMs = ld.since()
+	default:
+		c.early, info.Sent0RTT = true, true
+		go func() {
+			select {
+			case <-qc.HandshakeComplete():
+				ld.mu.Lock()
+				info.HandshakeMs = ld.since()
+				ld.mu.Unlock()
+			case <-qc.Context().Done():
+			}
+		}()
+	}
+	h3 := &http3.Transport{}
+	c.rt = h3.NewClientConn(qc)
+	c.close = func() {
+		st := qc.ConnectionState()
+		ld.mu.Lock()
+		info.Resumed, info.Used0RTT = st.TLS.DidResume, st.Used0RTT
+		ld.mu.Unlock()
+		qc.CloseWithError(0, "")
+		tr.Close()
+		udp.Close()
+	}
+	return nil
+}
+
+func (ld *load) dialH2(ctx context.Context, c *connOnce, info *Conn, remote netip.AddrPort, tlsConf *tls.Config) error {
+	tlsConf.NextProtos = []string{"h2"}
+	var raw net.Conn
+	err := ld.l.cfg.OpenSockets(func() (err error) {
+		raw, err = (&net.Dialer{}).DialContext(ctx, "tcp", remote.String())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	tc := tls.Client(raw, tlsConf)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return fmt.Errorf("TLS handshake with %s: %w", remote, err)
+	}
+	info.HandshakeMs = ld.since()
+	if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+		tc.Close()
+		return fmt.Errorf("%s negotiated %q, not h2", remote, p)
+	}
+	// The standard library speaks HTTP/2 over the connection made here
+	// (in the right namespace, its handshake timed).
+	var protos http.Protocols
+	protos.SetHTTP2(true)
+	h2 := &http.Transport{Protocols: &protos, DialTLSContext: func(context.Context, string, string) (net.Conn, error) { return tc, nil }}
+	cc, err := h2.NewClientConn(ctx, "https", remote.String())
+	if err != nil {
+		tc.Close()
+		return err
+	}
+	info.Resumed = tc.ConnectionState().DidResume
+	c.rt = cc
+	c.close = func() { cc.Close() }
+	return nil
+}
+
+// closeAll closes the load's connections, reading their final facts.
+func (ld *load) closeAll() {
+	ld.mu.Lock()
+	var cs []*connOnce
+	for _, c := range ld.conns {
+		cs = append(cs, c)
+	}
+	ld.mu.Unlock()
+	for _, c := range cs {
+		<-c.done
+		if c.close != nil {
+			c.close()
+		}
+	}
+}
