@@ -66,23 +66,33 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 	return g, g.Check()
 }
 
-// parentOf is the request that initiated r: the one whose URL the
-// initiator names; for a script without a stack, the script that ended
-// last before r was sent; else the document.
+// parentOf is the request r waited for. That is the one its initiator
+// names, unless that is the document and a script ended between the
+// document's end and r: Chromium
+// names the document as the initiator of what a script inserts into it
+// (images made on DOMContentLoaded) and of what the parser finds only
+// after a blocking script ran, so r waited for that script (the one that
+// ended last before it), not for the document. A script initiator
+// without a stack is treated the same way; failing all, the document.
 func parentOf(r *browser.TracedRequest, earlier []*browser.TracedRequest, index map[string]int) int {
-	if i, ok := index[r.InitiatorURL]; ok {
-		return i
+	p, named := index[r.InitiatorURL]
+	if !named && r.Initiator != "script" {
+		return 0
 	}
-	if r.Initiator == "script" {
-		best, bestEnd := 0, -1.0
-		for i, e := range earlier {
-			if e.Type == "Script" && e.Finished > 0 && e.Finished <= r.Sent && e.Finished > bestEnd {
-				best, bestEnd = i, e.Finished
-			}
+	after := -1.0 // scripts that ended after this count
+	if named {
+		if earlier[p].Type != "Document" || earlier[p].Finished == 0 || earlier[p].Finished > r.Sent {
+			return p // found while the parent streamed in, or named by a style sheet or script
 		}
-		return best
+		after = earlier[p].Finished
 	}
-	return 0
+	best, bestEnd := p, after
+	for i, e := range earlier {
+		if e.Type == "Script" && e.Finished > bestEnd && e.Finished <= r.Sent {
+			best, bestEnd = i, e.Finished
+		}
+	}
+	return best
 }
 
 // discovery is how much of the parent had arrived when r was asked for,

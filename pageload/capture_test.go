@@ -25,12 +25,15 @@ func TestFromTrace(t *testing.T) {
 		Finished: 1140, Size: 9000, Chunks: []browser.Chunk{{At: 1140, Total: 9000}}}
 	img := &browser.TracedRequest{ID: "5", URL: "https://p.test/c.png", Type: "Image", Initiator: "script", Sent: 1120, Finished: 1160, Size: 2000,
 		Chunks: []browser.Chunk{{At: 1160, Total: 2000}}}
+	// Inserted on DOMContentLoaded by the script: Chromium names the document.
+	inserted := &browser.TracedRequest{ID: "8", URL: "https://p.test/d.png", Type: "Image", Initiator: "parser", InitiatorURL: "https://p.test/", Sent: 1130,
+		Finished: 1150, Size: 100, Chunks: []browser.Chunk{{At: 1150, Total: 100}}}
 	late := &browser.TracedRequest{ID: "6", URL: "https://p.test/beacon", Type: "Ping", Initiator: "script", Sent: 1300}
 	data := &browser.TracedRequest{ID: "7", URL: "data:image/png;base64,AAAA", Type: "Image", Initiator: "parser", Sent: 1043}
-	tr := &browser.NetTrace{Requests: []*browser.TracedRequest{doc, css, data, js, font, img, late}, LoadEvent: 1175}
+	tr := &browser.NetTrace{Requests: []*browser.TracedRequest{doc, css, data, js, font, img, inserted, late}, LoadEvent: 1175}
 	g, err := pageload.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 180}, tr, pageload.Provenance{Browser: "Chrome/1", At: time.Unix(0, 0)})
 	require.NoError(t, err)
-	require.Len(t, g.Resources, 5)
+	require.Len(t, g.Resources, 6)
 	want := []struct {
 		url    string
 		parent int

@@ -1,6 +1,7 @@
 package pageload
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -145,9 +146,21 @@ type Conn struct {
 // parent has delivered the octets it was discovered after, and its gap
 // has passed.
 func (l *Loader) Load(ctx context.Context, g *Graph) *Result {
+	r, _ := l.load(ctx, g, false)
+	return r
+}
+
+// Document fetches a page's document alone, as a load of its own, and
+// returns its body: what FromHTML reads for a page without a graph.
+func (l *Loader) Document(ctx context.Context, page string) ([]byte, *Result) {
+	r, body := l.load(ctx, &Graph{Page: page, Resources: []Resource{{URL: page, Type: "Document", Parent: -1}}}, true)
+	return body, r
+}
+
+func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []byte) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	ld := &load{l: l, g: g, t0: time.Now(), lookups: map[string]*lookupOnce{}, conns: map[string]*connOnce{},
+	ld := &load{l: l, g: g, t0: time.Now(), keepDoc: keepDoc, lookups: map[string]*lookupOnce{}, conns: map[string]*connOnce{},
 		res: &Result{Page: g.Page, Protocol: l.cfg.Protocol, ZeroRTT: l.cfg.ZeroRTT, OnloadGapMs: g.OnloadGapMs}}
 	ld.res.Start = ld.t0
 	ld.res.Resources = make([]Fetch, len(g.Resources))
@@ -181,7 +194,7 @@ func (l *Loader) Load(ctx context.Context, g *Graph) *Result {
 	}
 	res.TTFBMs = res.Resources[0].FirstByte
 	res.PLTMs = round3(res.NetworkMs + g.OnloadGapMs)
-	return res
+	return res, ld.doc.Bytes()
 }
 
 // load is one Load under way.
@@ -191,6 +204,8 @@ type load struct {
 	t0       time.Time
 	children [][]int
 	wg       sync.WaitGroup
+	keepDoc  bool
+	doc      bytes.Buffer // the document's body, when kept
 
 	mu      sync.Mutex
 	res     *Result
@@ -285,6 +300,9 @@ func (ld *load) fetch(ctx context.Context, i int) {
 	for {
 		k, err := resp.Body.Read(buf)
 		n += int64(k)
+		if i == 0 && ld.keepDoc {
+			ld.doc.Write(buf[:k])
+		}
 		if k > 0 {
 			ld.discovered(ctx, i, n, false, started)
 		}

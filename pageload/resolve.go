@@ -3,6 +3,7 @@ package pageload
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/miekg/dns"
@@ -52,4 +53,14 @@ func (h Hosts) Resolve(_ context.Context, host string) ([]netip.Addr, *Lookup, e
 		return nil, lk, fmt.Errorf("%s is not in the hosts table", host)
 	}
 	return []netip.Addr{a}, lk, nil
+}
+
+// System resolves with the system's resolver (resolv.conf, hosts): what
+// a browser without its own DNS settings does.
+type System struct{}
+
+// Resolve looks host up as the system would.
+func (System) Resolve(ctx context.Context, host string) ([]netip.Addr, *Lookup, error) {
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
+	return addrs, &Lookup{Transport: "system"}, err
 }
