@@ -28,6 +28,7 @@ func commands() []command {
 		{"measure", "response times the PAM 2022 way: warm-up, measured query on a fresh connection, RTT probe", runMeasure},
 		{"campaign", "run a measurement campaign from a YAML spec, stored and resumable; or plan one for workers at many vantage points", runCampaign},
 		{"worker", "take one vantage point's jobs of planned campaigns from a PostgreSQL store and measure them", runWorker},
+		{"load", "load one page with doxlab's own page loader (HTTP/3 or HTTP/2, DNS over any transport), or capture its dependency graph from Chromium", runLoad},
 		{"bench", "load a server over any transport, open loop (latency from each query's intended send time) or closed loop", runBench},
 		{"experiment", "run one of the papers' experiments on the testbed: " + experimentNames(), runExperiment},
 		{"export", "write stored samples as CSV or Parquet", runExport},

@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/internal/buildinfo"
+	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/transport"
+)
+
+const loadUsage = `usage: doxlab load URL [flags]
+
+Loads one page with doxlab's own page loader: the page's resources over
+HTTP/3 (or --h2), in the order and at the moments its dependency graph
+says (--graph, captured from Chromium with --capture; without one, the
+resources its HTML names), each host looked up once (--dns, --resolve,
+else the system's resolver). Prints PLT, first byte, each lookup, each
+connection with what it really did (resumed, 0-RTT), and each resource.
+
+  doxlab load --capture page.json https://page.example/      # trace Chromium's load into a graph
+  doxlab load --graph page.json --dns quic://10.0.0.53 --0rtt --repeat 3 https://page.example/
+
+`
+
+type resolveFlags map[string]netip.Addr
+
+func (r resolveFlags) String() string { return "" }
+
+func (r resolveFlags) Set(s string) error {
+	host, addr, ok := strings.Cut(s, ":")
+	a, err := netip.ParseAddr(addr)
+	if !ok || host == "" || err != nil {
+		return fmt.Errorf("want HOST:ADDRESS, as curl's --resolve without the port")
+	}
+	r[host] = a
+	return nil
+}
+
+func runLoad(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("load", stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, loadUsage); fs.PrintDefaults() }
+	graphPath := fs.String("graph", "", "the page's dependency graph (JSON); default: the resources its HTML names, one level deep")
+	capture := fs.String("capture", "", "load the page in Chromium instead and write its dependency graph to `FILE`")
+	dnsURL := fs.String("dns", "", "resolve over this DNS server URL (udp://, tcp://, tls://, https://, h3://, quic://); default the system's resolver")
+	resolve := resolveFlags{}
+	fs.Var(resolve, "resolve", "`HOST:ADDRESS` without DNS (repeatable)")
+	h2 := fs.Bool("h2", false, "HTTP/2 over TLS over TCP instead of HTTP/3")
+	zeroRTT := fs.Bool("0rtt", false, "send requests in 0-RTT when a ticket from an earlier load allows (with --repeat)")
+	repeat := fs.Int("repeat", 1, "loads of the page, one after another; tickets carry over, connections do not")
+	port := fs.Int("port", 0, "the origins' port (default the URL's, else 443)")
+	caPath := fs.String("ca", "", "verify servers against these PEM certificates")
+	insecure := fs.Bool("insecure", false, "do not verify servers' certificates")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up a load after this long")
+	asJSON := fs.Bool("json", false, "print each load as one JSON line")
+	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab load: "+format+"\n", a...)
+		return exitUsage
+	}
+	page := pos[0]
+	u, err := url.Parse(page)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return fail("%q: want an https:// URL", page)
+	}
+	if *repeat < 1 || *repeat > 10000 {
+		return fail("--repeat %d: want 1 to 10000", *repeat)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *capture != "" {
+		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
+	}
+	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}}
+	if *h2 {
+		cfg.Protocol = "h2"
+	}
+	if cfg.Port == 0 && u.Port() != "" {
+		fmt.Sscan(u.Port(), &cfg.Port)
+	}
+	if *caPath != "" {
+		if cfg.RootCAs, err = loadCA(*caPath); err != nil {
+			return fail("%v", err)
+		}
+	}
+	switch {
+	case len(resolve) > 0 && *dnsURL != "":
+		return fail("give --dns or --resolve, not both")
+	case len(resolve) > 0:
+		cfg.Resolver = pageload.Hosts(resolve)
+	case *dnsURL != "":
+		ep, err := transport.ParseURL(*dnsURL)
+		if err != nil {
+			return fail("--dns: %v", err)
+		}
+		tr, err := transport.New(*dnsURL, transport.Options{Reuse: true, Timeout: 5 * time.Second, RootCAs: cfg.RootCAs, Insecure: *insecure})
+		if err != nil {
+			return fail("--dns: %v", err)
+		}
+		defer tr.Close()
+		cfg.Resolver = &pageload.DNS{Name: ep.Scheme, Transport: tr}
+	}
+	l, err := pageload.New(cfg)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var g *pageload.Graph
+	if *graphPath != "" {
+		if g, err = pageload.ReadGraph(*graphPath); err != nil {
+			return fail("%v", err)
+		}
+		if g.Page != page {
+			fmt.Fprintf(stderr, "doxlab load: note: the graph was captured for %s\n", g.Page)
+		}
+	} else {
+		body, r := l.Document(ctx, page)
+		if r.Status != "ok" {
+			fmt.Fprintf(stderr, "doxlab load: %s: %s\n", page, r.Error)
+			return 1
+		}
+		if g, err = pageload.FromHTML(page, body); err != nil {
+			return fail("reading %s's HTML: %v", page, err)
+		}
+		l.Forget() // the loads below start cold, as --repeat promises
+		fmt.Fprintf(stderr, "doxlab load: no --graph: %d resources named by the page's HTML (scripts' fetches and compute gaps unknown; capture a graph for those)\n", len(g.Resources))
+	}
+	failed := false
+	for i := range *repeat {
+		r := l.Load(ctx, g)
+		if r.Status != "ok" {
+			failed = true
+		}
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(r)
+		} else {
+			writeLoad(stdout, i+1, r)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if failed {
+		return 1
+	}
+	return exitOK
+}
+
+// writeLoad prints one load: the totals, lookups, connections and
+// resources.
+func writeLoad(w io.Writer, n int, r *pageload.Result) {
+	fmt.Fprintf(w, "load %d: %s %s PLT %.1f ms (network %.1f + onload %.1f), first byte %.1f ms", n, r.Status, r.Protocol, r.PLTMs, r.NetworkMs, r.OnloadGapMs, r.TTFBMs)
+	if r.Error != "" {
+		fmt.Fprintf(w, ": %s", r.Error)
+	}
+	fmt.Fprintln(w)
+	for _, lk := range r.Lookups {
+		fmt.Fprintf(w, "  dns  %-30s %-6s %7.1f ms  %s%s\n", lk.Host, lk.Transport, lk.EndMs-lk.StartMs, strings.Join(lk.Addrs, " "), lk.Error)
+	}
+	for _, c := range r.Conns {
+		fmt.Fprintf(w, "  conn %-30s %-3s handshake done %6.1f ms  resumed=%t 0rtt-sent=%t 0rtt-accepted=%t requests=%d %s\n",
+			c.Origin, c.Protocol, c.HandshakeMs, c.Resumed, c.Sent0RTT, c.Used0RTT, c.Requests, c.Error)
+	}
+	for _, f := range r.Resources {
+		fmt.Fprintf(w, "  %7.1f %7.1f %7.1f %7.1f ms %8d B %3d  %s %s\n", f.Due, f.Sent, f.FirstByte, f.End, f.Bytes, f.Status, f.URL, f.Error)
+	}
+}
+
+// captureGraph loads page in Chromium, traces it and writes its graph.
+func captureGraph(ctx context.Context, page, out, spki string, resolve resolveFlags, timeout time.Duration, stdout, stderr io.Writer) int {
+	u, _ := url.Parse(page)
+	origin := u.Host
+	if u.Port() == "" {
+		origin += ":443"
+	}
+	opts := browser.Options{ForceQUIC: []string{origin}}
+	if spki != "" {
+		opts.SPKI = []string{spki}
+	}
+	var rules []string
+	for host, a := range resolve {
+		rules = append(rules, "MAP "+host+" "+a.String())
+	}
+	if len(rules) > 0 {
+		opts.Flags = append(opts.Flags, "host-resolver-rules="+strings.Join(rules, ","))
+	}
+	b, err := browser.Launch(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab load: %v\n", err)
+		return 1
+	}
+	defer b.Close()
+	l, tr, err := b.Trace(ctx, page, timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab load: tracing %s: %v\n", page, err)
+		return 1
+	}
+	g, err := pageload.FromTrace(page, l, tr, pageload.Provenance{Browser: b.Version(), At: time.Now().UTC()})
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab load: %v\n", err)
+		return 1
+	}
+	if err := pageload.WriteGraph(out, g); err != nil {
+		fmt.Fprintf(stderr, "doxlab load: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "captured %s (%s, %s): %d resources from %d hosts, PLT %.1f ms, onload gap %.1f ms -> %s\n",
+		page, b.Version(), buildinfo.Version(), len(g.Resources), len(g.Hosts()), g.PLTMs, g.OnloadGapMs, out)
+	return exitOK
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/web"
+)
+
+// TestLoadCaptureAndReplay serves the corpus's Instagram-like page on
+// loopback, captures its graph from Chromium with doxlab load --capture,
+// and replays it with doxlab load over HTTP/3 in 0-RTT and over HTTP/2,
+// DNS over UDP to doxlab's server: every resource loads, the script-made
+// images hang off a script, and the warm HTTP/3 load is resumed in 0-RTT.
+func TestLoadCaptureAndReplay(t *testing.T) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		peertest.Missing(t, "chromium")
+	}
+	dir := t.TempDir()
+	pages, err := web.Extract(dir)
+	require.NoError(t, err)
+	const host = "insta." + web.Domain
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:0"}, TLS: server.TLS{Names: []string{host}},
+		Web: server.Web{Roots: map[string]string{host: pages[2].Dir}}, Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1"}}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	ca := filepath.Join(dir, "ca.pem")
+	require.NoError(t, os.WriteFile(ca, srv.CertPEM(), 0o644))
+	_, port, _ := strings.Cut(srv.Addr("web").String(), ":")
+	page := "https://" + host + ":" + port + "/"
+	graph := filepath.Join(dir, "insta.json")
+
+	code, out, errOut := run("load", "--capture", graph, "--spki", srv.SPKI(), "--resolve", host+":127.0.0.1", page)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "16 resources from 1 hosts")
+	g, err := pageload.ReadGraph(graph)
+	require.NoError(t, err)
+	for _, r := range g.Resources {
+		if strings.Contains(r.URL, "/img/post") {
+			require.Equal(t, "Script", g.Resources[r.Parent].Type, "%s: a script made it", r.URL)
+		}
+	}
+
+	dns := "udp://" + srv.Addr("udp").String()
+	code, out, errOut = run("load", "--graph", graph, "--dns", dns, "--ca", ca, "--0rtt", "--repeat", "2", "--json", page)
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	var loads [2]pageload.Result
+	for i, line := range lines {
+		require.NoError(t, json.Unmarshal([]byte(line), &loads[i]))
+		require.Equal(t, "ok", loads[i].Status)
+		require.Len(t, loads[i].Resources, 16)
+		require.Len(t, loads[i].Conns, 1)
+		require.Equal(t, "udp", loads[i].Lookups[0].Transport)
+	}
+	require.False(t, loads[0].Conns[0].Resumed, "the first load is cold")
+	require.True(t, loads[1].Conns[0].Used0RTT, "the second is in 0-RTT")
+
+	code, out, errOut = run("load", "--dns", dns, "--ca", ca, "--h2", page)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "10 resources named by the page's HTML")
+	require.Contains(t, out, "ok h2 PLT")
+
+	code, _, errOut = run("load", "--h2", "--0rtt", page)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "0-RTT needs h3")
+	code, _, errOut = run("load", "http://x/")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "want an https:// URL")
+}
