@@ -195,6 +195,7 @@ type LoadRow struct {
 	StubState  string   `parquet:"stub_state"`
 	H3         string   `parquet:"h3"`
 	DNSMode    string   `parquet:"dns_mode"`
+	Engine     string   `parquet:"engine"` // chromium, or doxlab (the page loader)
 	Rep        int64    `parquet:"rep"`
 	Status     string   `parquet:"status"`
 	Error      string   `parquet:"error"`
@@ -215,14 +216,16 @@ func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) 
 	var out []LoadRow
 	err := s.eachLoad(ctx, prefix, func(id string, x *web.Sample) error {
 		r := LoadRow{RunID: id, StartedAt: x.Start.UTC().Format(time.RFC3339Nano), Profile: x.Profile, Page: x.Page, Transport: x.Transport,
-			StubState: x.StubState, H3: x.Task.H3, DNSMode: x.DNSMode, Rep: int64(x.Rep), Status: x.Status, Error: x.Error,
+			StubState: x.StubState, H3: x.Task.H3, DNSMode: x.DNSMode, Engine: x.EngineName(), Rep: int64(x.Rep), Status: x.Status, Error: x.Error,
 			H3Used0RTT: x.H3Used0RTT, H3Resumed: x.H3Resumed}
 		if x.Load != nil {
 			r.Protocol = x.Load.Protocol
 		}
 		if x.Status == "ok" {
 			r.PLTMs, r.FCPMs, r.DNSMs = &x.PLTMs, &x.FCPMs, &x.DNSMs
-			if x.Load != nil {
+			if x.Replay != nil {
+				r.FCPMs = nil // the page loader paints nothing
+			} else if x.Load != nil {
 				r.LCPMs = &x.Load.LCPMs
 			}
 		}

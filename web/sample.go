@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -19,12 +20,34 @@ type Task struct {
 	StubState string `json:"stub_state"` // cold (a new connection per query) or warm (kept from the warm-up)
 	H3        string `json:"h3"`         // 0rtt or 1rtt: whether the browser kept its ticket from the warm-up
 	DNSMode   string `json:"dns_mode"`   // stub (DNS in the browser's path) or decoupled (measured apart and added, as the paper did)
-	Rep       int    `json:"rep"`
+	// Engine loads the page: "" or chromium (the browser), or doxlab
+	// (doxlab's page loader replaying the page's graph, package pageload).
+	Engine string `json:"engine,omitempty"`
+	Rep    int    `json:"rep"`
 }
 
-// Key names the task within a run, for resuming.
+// Engines that load pages.
+const (
+	EngineChromium = "chromium"
+	EngineDoxlab   = "doxlab"
+)
+
+// EngineName is the task's engine, chromium when unset.
+func (t Task) EngineName() string {
+	if t.Engine == "" {
+		return EngineChromium
+	}
+	return t.Engine
+}
+
+// Key names the task within a run, for resuming. Chromium's tasks keep
+// the key they had before there were engines.
 func (t Task) Key() string {
-	return strings.Join([]string{t.Profile, t.Page, t.Transport, t.StubState, t.H3, t.DNSMode, fmt.Sprint(t.Rep)}, "|")
+	k := []string{t.Profile, t.Page, t.Transport, t.StubState, t.H3, t.DNSMode, fmt.Sprint(t.Rep)}
+	if t.EngineName() != EngineChromium {
+		k = append(k, t.Engine)
+	}
+	return strings.Join(k, "|")
 }
 
 // Sample is one measured page load with what really happened on each
@@ -38,6 +61,9 @@ type Sample struct {
 
 	Load   *browser.Load `json:"load"`
 	WarmUp *browser.Load `json:"warm_up,omitempty"`
+	// Replay is doxlab's page loader's own record of the load (engine
+	// doxlab); Load then holds its totals in the browser's terms.
+	Replay *pageload.Result `json:"replay,omitempty"`
 
 	// PLTMs is the page load time: the browser's loadEventEnd in stub
 	// mode; in decoupled mode loadEventEnd plus the DNS time measured
@@ -145,4 +171,14 @@ func (s *Sample) Decouple(dnsMs float64) {
 	s.DNSMs = dnsMs
 	s.PLTMs = s.Load.PLTMs + dnsMs
 	s.FCPMs = s.Load.FCPMs + dnsMs
+}
+
+// ReplayLoad is a page loader's load in the browser's terms, for Assemble
+// and the summaries: status, protocol, PLT and first byte (no paints).
+func ReplayLoad(r *pageload.Result) *browser.Load {
+	l := &browser.Load{URL: r.Page, Start: r.Start, Status: r.Status, Error: r.Error, Protocol: r.Protocol, PLTMs: r.PLTMs, TTFBMs: r.TTFBMs}
+	if r.Status == "ok" {
+		l.Status = browser.LoadOK
+	}
+	return l
 }

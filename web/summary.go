@@ -2,6 +2,8 @@ package web
 
 import (
 	"cmp"
+	"fmt"
+	"math"
 	"slices"
 
 	"github.com/doxlab/doxlab/internal/order"
@@ -12,6 +14,7 @@ import (
 // × page × DNS transport × H3 mode (× stub state × DNS mode).
 type Cell struct {
 	Profile, Page, Transport, H3, StubState, DNSMode string
+	Engine                                           string // chromium or doxlab
 	N, OK                                            int
 	PLT, FCP, DNS                                    float64 // medians, ms
 	Real0RTT, Resumed                                float64 // shares of OK loads whose H3 connection really used 0-RTT, resumed
@@ -29,15 +32,15 @@ func (c Cell) Baseline() bool { return c.Transport == "udp" && c.H3 == "1rtt" }
 
 // Summarize groups page loads into cells, in a stable order.
 func Summarize(samples []*Sample) []Cell {
-	type key struct{ p, g, t, h, s, d string }
+	type key struct{ p, g, t, h, s, d, e string }
 	cells := map[key]*Cell{}
 	dns := map[key][]float64{}
 	var keys []key
 	for _, x := range samples {
-		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode}
+		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode, x.EngineName()}
 		c, ok := cells[k]
 		if !ok {
-			c = &Cell{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d}
+			c = &Cell{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d, Engine: k.e}
 			cells[k] = c
 			keys = append(keys, k)
 		}
@@ -64,23 +67,114 @@ func Summarize(samples []*Sample) []Cell {
 		}
 	}
 	for k, c := range cells {
-		base, ok := cells[key{k.p, k.g, "udp", "1rtt", k.s, k.d}]
-		if !ok || base.PLT == 0 || base.FCP == 0 {
+		base, ok := cells[key{k.p, k.g, "udp", "1rtt", k.s, k.d, k.e}] // each engine against its own baseline
+		if !ok || base.PLT == 0 {
 			continue
 		}
 		c.RelPLT = 100 * (c.PLT/base.PLT - 1)
-		c.RelFCP = 100 * (c.FCP/base.FCP - 1)
+		if base.FCP > 0 { // the page loader paints nothing
+			c.RelFCP = 100 * (c.FCP/base.FCP - 1)
+		}
 		for _, v := range c.PLTs {
 			c.RelPLTs = append(c.RelPLTs, 100*(v/base.PLT-1))
 		}
 	}
 	slices.SortStableFunc(keys, func(a, b key) int {
 		return cmp.Or(order.Compare(a.d, b.d), order.Compare(a.s, b.s), order.Compare(a.p, b.p),
-			order.Compare(a.g, b.g), order.Compare(a.t, b.t), order.Compare(a.h, b.h))
+			order.Compare(a.g, b.g), order.Compare(a.t, b.t), order.Compare(a.h, b.h), cmp.Compare(a.e, b.e))
 	})
 	out := make([]Cell, len(keys))
 	for i, k := range keys {
 		out[i] = *cells[k]
 	}
 	return out
+}
+
+// Fidelity compares doxlab's page loader with Chromium on the cells both
+// loaded: the loader's median PLT against the browser's, per cell.
+type Fidelity struct {
+	Profile, Page, Transport, H3, StubState, DNSMode string
+	Chromium, Doxlab                                 float64 // median PLTs, ms
+	ErrPct                                           float64 // (doxlab - chromium) / chromium, in percent
+}
+
+// FidelitySummary is the error over all cells, and whether the loader
+// ranks the configurations of each (page, profile) as the browser does.
+type FidelitySummary struct {
+	Cells         []Fidelity
+	MAPE, MaxAbs  float64 // mean and largest absolute error, percent
+	SameRanking   int     // (page, profile, stub, dns mode) groups ranked alike
+	Groups        int
+	Disagreements []string // the groups ranked differently, as "page/profile: chromium order vs doxlab order"
+	CellsWithin5  int
+	CellsWithin10 int
+}
+
+// CompareEngines pairs each cell loaded by both engines.
+func CompareEngines(cells []Cell) FidelitySummary {
+	type key struct{ p, g, t, h, s, d string }
+	byEngine := map[string]map[key]Cell{}
+	var keys []key
+	for _, c := range cells {
+		k := key{c.Profile, c.Page, c.Transport, c.H3, c.StubState, c.DNSMode}
+		if byEngine[c.Engine] == nil {
+			byEngine[c.Engine] = map[key]Cell{}
+		}
+		byEngine[c.Engine][k] = c
+		if c.Engine == EngineChromium {
+			keys = append(keys, k)
+		}
+	}
+	var s FidelitySummary
+	type group struct{ p, g, s, d string }
+	ranks := map[group][]Fidelity{}
+	var groups []group
+	for _, k := range keys {
+		ch, dx := byEngine[EngineChromium][k], byEngine[EngineDoxlab][k]
+		if dx.OK == 0 || ch.OK == 0 || ch.PLT == 0 {
+			continue
+		}
+		f := Fidelity{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d, Chromium: ch.PLT, Doxlab: dx.PLT,
+			ErrPct: 100 * (dx.PLT/ch.PLT - 1)}
+		s.Cells = append(s.Cells, f)
+		a := math.Abs(f.ErrPct)
+		s.MAPE += a
+		s.MaxAbs = max(s.MaxAbs, a)
+		if a <= 5 {
+			s.CellsWithin5++
+		}
+		if a <= 10 {
+			s.CellsWithin10++
+		}
+		g := group{k.p, k.g, k.s, k.d}
+		if _, ok := ranks[g]; !ok {
+			groups = append(groups, g)
+		}
+		ranks[g] = append(ranks[g], f)
+	}
+	if len(s.Cells) > 0 {
+		s.MAPE /= float64(len(s.Cells))
+	}
+	name := func(f Fidelity) string { return f.Transport + "/" + f.H3 }
+	for _, g := range groups {
+		fs := ranks[g]
+		if len(fs) < 2 {
+			continue
+		}
+		s.Groups++
+		byCh := slices.Clone(fs)
+		slices.SortStableFunc(byCh, func(a, b Fidelity) int { return cmp.Compare(a.Chromium, b.Chromium) })
+		byDx := slices.Clone(fs)
+		slices.SortStableFunc(byDx, func(a, b Fidelity) int { return cmp.Compare(a.Doxlab, b.Doxlab) })
+		var co, do []string
+		for i := range byCh {
+			co, do = append(co, name(byCh[i])), append(do, name(byDx[i]))
+		}
+		if slices.Equal(co, do) {
+			s.SameRanking++
+		} else {
+			s.Disagreements = append(s.Disagreements, fmt.Sprintf("%s/%s: chromium %v, doxlab %v", g.g, g.p, co, do))
+		}
+	}
+	return s
 }
