@@ -6,6 +6,7 @@ package pageloads
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -46,12 +48,16 @@ type Web struct {
 	Snapshots  []string // more page directories (e.g. wget -mpEk mirrors)
 	StubStates []string // cold (a new connection per query, the default) and warm (kept from the warm-up)
 	DNSModes   []string // stub (default) and decoupled (the paper's: DNS measured apart and added)
-	Repeat     int      // loads per cell; default 10
-	Timeout    time.Duration
-	Seed       uint64 // task order; 0: random
-	Doxlab     string // the binary run as the stub in the client host; default this one
-	Browser    string // Chromium binary; default chromium on PATH
-	NetLogDir  string // if set, one Chromium NetLog per profile and DNS mode
+	// Engines load the pages: chromium (default) and doxlab, doxlab's page
+	// loader replaying each page's graph, captured from Chromium on the
+	// same profile at the run's start; with both, the report compares them.
+	Engines   []string
+	Repeat    int // loads per cell; default 10
+	Timeout   time.Duration
+	Seed      uint64 // task order; 0: random
+	Doxlab    string // the binary run as the stub in the client host; default this one
+	Browser   string // Chromium binary; default chromium on PATH
+	NetLogDir string // if set, one Chromium NetLog per profile and DNS mode
 	experiment.Env
 }
 
@@ -75,6 +81,7 @@ func (c *Web) Flags(fs *flag.FlagSet) {
 	})
 	experiment.ListVar(fs, &c.StubStates, "stub", c.StubStates, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
 	experiment.ListVar(fs, &c.DNSModes, "dns", c.DNSModes, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
+	experiment.ListVar(fs, &c.Engines, "engines", c.Engines, "what loads the pages: chromium, doxlab (doxlab's page loader, replaying each page's graph captured from Chromium), or both, compared")
 	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
@@ -100,6 +107,15 @@ func (c *Web) defaults() error {
 	def(&c.Pages, web.Corpus...)
 	def(&c.StubStates, "cold")
 	def(&c.DNSModes, "stub")
+	def(&c.Engines, web.EngineChromium)
+	for _, e := range c.Engines {
+		if e != web.EngineChromium && e != web.EngineDoxlab {
+			return fmt.Errorf("engine %q is not chromium or doxlab", e)
+		}
+	}
+	if slices.Contains(c.Engines, web.EngineDoxlab) && slices.Contains(c.DNSModes, "decoupled") {
+		return fmt.Errorf("the doxlab engine resolves through the stub only: give --dns stub")
+	}
 	for _, t := range c.Transports {
 		if !slices.Contains(protocol.Default(), t) {
 			return fmt.Errorf("the stub forwards over %s, not %q", protocol.OneOf(protocol.Default()), t)
@@ -140,6 +156,9 @@ type webEnv struct {
 	pages   map[string]web.Page
 	st      *store.Store
 	browser map[string]*browser.Browser // per DNS mode
+	roots   *x509.CertPool              // the server's certificate, for the page loader
+	runID   string                      // the profile's run
+	graphs  map[string]*pageload.Graph  // by profile and page, captured in this process
 
 	srvRecords recordLog // the server's query records and web connection records
 }
@@ -185,7 +204,8 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer closeAll()
-	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]web.Page{}, browser: map[string]*browser.Browser{}}
+	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]web.Page{}, browser: map[string]*browser.Browser{},
+		graphs: map[string]*pageload.Graph{}}
 	if err := e.startServer(pages, dir); err != nil {
 		return "", err
 	}
@@ -202,13 +222,14 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	spec := map[string]any{"server": e.srv.Config(), "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes,
+	spec := map[string]any{"server": e.srv.Config(), "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes, "engines": c.Engines,
 		"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}
 	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
 		done, err := st.LoadsDone(ctx, runID)
 		if err != nil {
 			return err
 		}
+		e.runID = runID
 		if err := e.profile(ctx, rng, p, runID, done); err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
@@ -261,6 +282,8 @@ func (e *webEnv) startServer(pages []web.Page, dir string) error {
 			e.srvRecords.add(r)
 		}
 	})
+	e.roots = x509.NewCertPool()
+	e.roots.AppendCertsFromPEM(e.srv.CertPEM())
 	e.ca = filepath.Join(dir, "server.pem")
 	return os.WriteFile(e.ca, e.srv.CertPEM(), 0o644)
 }
@@ -443,10 +466,15 @@ func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile,
 		for _, page := range e.c.Pages {
 			for _, h3 := range e.c.H3 {
 				for _, mode := range e.c.DNSModes {
-					for rep := range e.c.Repeat {
-						t := web.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Rep: rep}
-						if !done[t.Key()] {
-							tasks = append(tasks, t)
+					for _, engine := range e.c.Engines {
+						for rep := range e.c.Repeat {
+							t := web.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Rep: rep}
+							if engine != web.EngineChromium {
+								t.Engine = engine
+							}
+							if !done[t.Key()] {
+								tasks = append(tasks, t)
+							}
 						}
 					}
 				}
@@ -497,6 +525,9 @@ func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile,
 // measured navigation. An error is returned only when the browser itself
 // is lost; a failed page is a failed sample.
 func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample, error) {
+	if t.EngineName() == web.EngineDoxlab {
+		return e.replay(ctx, st, t)
+	}
 	b, err := e.browserFor(ctx, t.DNSMode)
 	if err != nil {
 		return nil, err
@@ -536,6 +567,82 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	}
 	return x, nil
 }
+
+// replay is one task for doxlab's page loader, as sample is for the
+// browser: a warm-up load, then the measured load with the warm-up's
+// ticket kept (0-RTT) or dropped (1-RTT), its DNS through the stub.
+func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample, error) {
+	page := e.pages[t.Page]
+	fail := func(status string, err error) *web.Sample {
+		return &web.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
+	}
+	g, err := e.graph(ctx, t.Profile, page)
+	if err != nil {
+		return fail("graph-failed", err), nil
+	}
+	inClient := func(open func() error) error { return e.tb.Run("client", open) }
+	dns, err := transport.New("udp://127.0.0.1:53", transport.Options{Timeout: e.c.Timeout, OpenSockets: inClient})
+	if err != nil {
+		return nil, err
+	}
+	defer dns.Close()
+	l, err := pageload.New(pageload.Config{ZeroRTT: t.H3 == "0rtt", Resolver: &pageload.DNS{Name: "stub", Transport: dns}, RootCAs: e.roots,
+		OpenSockets: inClient, Timeout: e.c.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	warm := l.Load(ctx, g)
+	if t.H3 == "1rtt" {
+		l.Forget()
+	}
+	if warm.Status != "ok" {
+		return fail("warm-up-failed", fmt.Errorf("warm-up: %s %s", warm.Status, warm.Error)), nil
+	}
+	sm, cm := st.records.mark(), e.srvRecords.mark()
+	r := l.Load(ctx, g)
+	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
+	x := web.Assemble(t, web.ReplayLoad(r), page.Host, st.records.since(sm), e.srvRecords.since(cm))
+	x.WarmUp, x.Replay = web.ReplayLoad(warm), r
+	return x, nil
+}
+
+// graph is a page's dependency graph on a profile, captured once from
+// Chromium's load of it through the stub (and stored with the run).
+func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pageload.Graph, error) {
+	key := profile + "|" + page.Name
+	if g, ok := e.graphs[key]; ok {
+		return g, nil
+	}
+	b, err := e.browserFor(ctx, "stub")
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Reset(ctx, true); err != nil {
+		return nil, err
+	}
+	l, tr, err := b.Trace(ctx, e.url(page), e.c.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Reset(ctx, true); err != nil {
+		return nil, err
+	}
+	g, err := pageload.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: profile, At: time.Now().UTC()})
+	if err != nil {
+		return nil, err
+	}
+	at := time.Now()
+	if err := e.st.WriteResult(ctx, e.runID, Graphs, fmt.Sprintf("%s|%d", key, at.UnixNano()), at, g); err != nil {
+		return nil, err
+	}
+	e.graphs[key] = g
+	fmt.Fprintf(e.c.Log, "web: captured %s's graph on %s: %d resources, Chromium's PLT %.1f ms\n", page.Name, profile, len(g.Resources), g.PLTMs)
+	return g, nil
+}
+
+// Graphs are the pages' dependency graphs the doxlab engine replayed,
+// one per profile and page, as captured.
+var Graphs = store.NewKind("page-graph")
 
 // restart replaces a browser that stopped answering; the task is stored
 // as failed with the reason.

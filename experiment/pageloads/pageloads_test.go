@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,55 @@ func TestWebLoadsThroughStub(t *testing.T) {
 			require.Zero(t, c.RelPLT)
 		}
 	}
+}
+
+// TestDoxlabEngineBesideChromium runs the web experiment with both
+// engines on one page: doxlab's page loader replays the graph captured
+// from Chromium on the profile, its loads pass the same checks (the
+// page's lookup through the stub over the stub's transport, the warm
+// load's connection resumed in 0-RTT as the server saw it), and the
+// text table compares the engines.
+func TestDoxlabEngineBesideChromium(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	if _, err := browser.FindExec(""); err != nil {
+		peertest.Missing(t, "chromium")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "doxlab")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	db := filepath.Join(dir, "web.db")
+	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp"}, Pages: []string{"insta"}, Engines: []string{"chromium", "doxlab"}, Repeat: 2,
+		Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
+	ctx := context.Background()
+	id, err := c.Run(ctx)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	defer st.Close()
+	loads, err := st.Loads(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, loads, 2*2*2, "engines × h3 modes × repeats")
+	for _, x := range loads {
+		require.Equal(t, "ok", x.Status, "%s: %s", x.Key(), x.Error)
+		require.Equal(t, []string{"udp"}, keys(x.ServerQueries), "%s: the page's lookup went through the stub", x.Key())
+		require.Equal(t, x.H3 == "0rtt", x.H3Used0RTT, "%s: 0-RTT as the server saw it", x.Key())
+		if x.EngineName() == web.EngineDoxlab {
+			require.NotNil(t, x.Replay)
+			require.Len(t, x.Replay.Conns, 1)
+			require.Equal(t, x.H3 == "0rtt", x.Replay.Conns[0].Used0RTT, x.Key())
+			require.Equal(t, "stub", x.Replay.Lookups[0].Transport)
+		}
+	}
+	n := 0
+	require.NoError(t, st.Results(ctx, id, Graphs, func(string, []byte) error { n++; return nil }))
+	require.Equal(t, 1, n, "one graph captured and stored for the page on the profile")
+	var b strings.Builder
+	require.NoError(t, Loads(loads).WriteTable(&b))
+	require.Contains(t, b.String(), "doxlab's page loader against Chromium")
+	require.Len(t, web.CompareEngines(web.Summarize(loads)).Cells, 2)
 }
 
 func keys(m map[string]int) (out []string) {
