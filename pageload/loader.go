@@ -160,7 +160,7 @@ func (l *Loader) Document(ctx context.Context, page string) ([]byte, *Result) {
 func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []byte) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	ld := &load{l: l, g: g, t0: time.Now(), keepDoc: keepDoc, lookups: map[string]*lookupOnce{}, conns: map[string]*connOnce{},
+	ld := &load{l: l, g: g, t0: time.Now(), keepDoc: keepDoc,
 		res: &Result{Page: g.Page, Protocol: l.cfg.Protocol, ZeroRTT: l.cfg.ZeroRTT, OnloadGapMs: g.OnloadGapMs}}
 	ld.res.Start = ld.t0
 	ld.res.Resources = make([]Fetch, len(g.Resources))
@@ -209,8 +209,8 @@ type load struct {
 
 	mu      sync.Mutex
 	res     *Result
-	lookups map[string]*lookupOnce
-	conns   map[string]*connOnce
+	lookups perKey[lookup]
+	conns   perKey[*originConn]
 }
 
 func (ld *load) since() float64 {
@@ -326,9 +326,62 @@ func (ld *load) fetch(ctx context.Context, i int) {
 	ld.mu.Unlock()
 }
 
-// lookupOnce is one host's lookup, shared by the requests that need it.
-type lookupOnce struct {
-	done  chan struct{}
+// perKey runs f once per key for a load; requests that come while it
+// runs wait for its result (one lookup per host, one connection per
+// origin).
+type perKey[T any] struct {
+	mu sync.Mutex
+	m  map[string]*keyed[T]
+}
+
+type keyed[T any] struct {
+	done chan struct{}
+	v    T
+}
+
+func (o *perKey[T]) get(ctx context.Context, key string, f func() T) (T, error) {
+	o.mu.Lock()
+	if o.m == nil {
+		o.m = map[string]*keyed[T]{}
+	}
+	e, ok := o.m[key]
+	if !ok {
+		e = &keyed[T]{done: make(chan struct{})}
+		o.m[key] = e
+	}
+	o.mu.Unlock()
+	if !ok {
+		e.v = f()
+		close(e.done)
+		return e.v, nil
+	}
+	select {
+	case <-e.done:
+		return e.v, nil
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// all waits for every value made, and returns them.
+func (o *perKey[T]) all() []T {
+	o.mu.Lock()
+	es := make([]*keyed[T], 0, len(o.m))
+	for _, e := range o.m {
+		es = append(es, e)
+	}
+	o.mu.Unlock()
+	var out []T
+	for _, e := range es {
+		<-e.done
+		out = append(out, e.v)
+	}
+	return out
+}
+
+// lookup is one host's lookup.
+type lookup struct {
 	addrs []netip.Addr
 	err   error
 }
@@ -337,49 +390,37 @@ func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a}, nil
 	}
-	ld.mu.Lock()
-	lo, ok := ld.lookups[host]
-	if !ok {
-		lo = &lookupOnce{done: make(chan struct{})}
-		ld.lookups[host] = lo
-	}
-	ld.mu.Unlock()
-	if ok {
-		select {
-		case <-lo.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	lo, err := ld.lookups.get(ctx, host, func() lookup {
+		start := ld.since()
+		addrs, rec, err := ld.l.cfg.Resolver.Resolve(ctx, host)
+		if rec == nil {
+			rec = &Lookup{}
 		}
-		return lo.addrs, lo.err
-	}
-	start := ld.since()
-	addrs, rec, err := ld.l.cfg.Resolver.Resolve(ctx, host)
-	if rec == nil {
-		rec = &Lookup{}
-	}
-	rec.Host, rec.StartMs, rec.EndMs = host, start, ld.since()
-	if err == nil && len(addrs) == 0 {
-		err = fmt.Errorf("no address for %s", host)
-	}
+		rec.Host, rec.StartMs, rec.EndMs = host, start, ld.since()
+		if err == nil && len(addrs) == 0 {
+			err = fmt.Errorf("no address for %s", host)
+		}
+		if err != nil {
+			rec.Error = err.Error()
+		}
+		for _, a := range addrs {
+			rec.Addrs = append(rec.Addrs, a.String())
+		}
+		ld.mu.Lock()
+		ld.res.Lookups = append(ld.res.Lookups, rec)
+		ld.mu.Unlock()
+		return lookup{addrs, err}
+	})
 	if err != nil {
-		rec.Error = err.Error()
+		return nil, err
 	}
-	for _, a := range addrs {
-		rec.Addrs = append(rec.Addrs, a.String())
-	}
-	ld.mu.Lock()
-	ld.res.Lookups = append(ld.res.Lookups, rec)
-	ld.mu.Unlock()
-	lo.addrs, lo.err = addrs, err
-	close(lo.done)
-	return addrs, err
+	return lo.addrs, lo.err
 }
 
-// connOnce is one origin's connection, shared by its requests.
-type connOnce struct {
-	done  chan struct{}
+// originConn is one origin's connection, shared by its requests.
+type originConn struct {
 	rt    http.RoundTripper
-	index int
+	index int  // in the load's Conns; -1 before one was begun
 	early bool // 0-RTT: requests may go before the handshake completes
 	close func()
 	err   error
@@ -388,28 +429,22 @@ type connOnce struct {
 // conn returns the origin's connection, opening it (after resolving its
 // host) for the first request: one connection per origin, as browsers
 // keep for HTTP/2 and HTTP/3.
-func (ld *load) conn(ctx context.Context, host string) (*connOnce, int, error) {
+func (ld *load) conn(ctx context.Context, host string) (*originConn, int, error) {
 	origin := net.JoinHostPort(host, strconv.Itoa(ld.l.cfg.Port))
-	ld.mu.Lock()
-	c, ok := ld.conns[origin]
-	if !ok {
-		c = &connOnce{done: make(chan struct{}), index: -1}
-		ld.conns[origin] = c
+	c, err := ld.conns.get(ctx, origin, func() *originConn { return ld.dial(ctx, host, origin) })
+	if err != nil {
+		return nil, -1, err
 	}
-	ld.mu.Unlock()
-	if ok {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			return nil, 0, ctx.Err()
-		}
-		return c, c.index, c.err
-	}
-	defer close(c.done)
+	return c, c.index, c.err
+}
+
+// dial resolves host and opens a connection to origin.
+func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
+	c := &originConn{index: -1}
 	addrs, err := ld.resolve(ctx, host)
 	if err != nil {
 		c.err = err
-		return c, -1, err
+		return c
 	}
 	info := &Conn{Origin: origin, Protocol: ld.l.cfg.Protocol, StartMs: ld.since()}
 	ld.mu.Lock()
@@ -427,10 +462,10 @@ func (ld *load) conn(ctx context.Context, host string) (*connOnce, int, error) {
 	if c.err != nil {
 		info.Error = c.err.Error()
 	}
-	return c, c.index, c.err
+	return c
 }
 
-func (ld *load) dialH3(ctx context.Context, c *connOnce, info *Conn, remote netip.AddrPort, tlsConf *tls.Config) error {
+func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote netip.AddrPort, tlsConf *tls.Config) error {
 	tlsConf.NextProtos = []string{http3.NextProtoH3}
 	var udp *net.UDPConn
 	err := ld.l.cfg.OpenSockets(func() (err error) {
@@ -481,7 +516,7 @@ func (ld *load) dialH3(ctx context.Context, c *connOnce, info *Conn, remote neti
 	return nil
 }
 
-func (ld *load) dialH2(ctx context.Context, c *connOnce, info *Conn, remote netip.AddrPort, tlsConf *tls.Config) error {
+func (ld *load) dialH2(ctx context.Context, c *originConn, info *Conn, remote netip.AddrPort, tlsConf *tls.Config) error {
 	tlsConf.NextProtos = []string{"h2"}
 	var raw net.Conn
 	err := ld.l.cfg.OpenSockets(func() (err error) {
@@ -519,14 +554,7 @@ func (ld *load) dialH2(ctx context.Context, c *connOnce, info *Conn, remote neti
 
 // closeAll closes the load's connections, reading their final facts.
 func (ld *load) closeAll() {
-	ld.mu.Lock()
-	var cs []*connOnce
-	for _, c := range ld.conns {
-		cs = append(cs, c)
-	}
-	ld.mu.Unlock()
-	for _, c := range cs {
-		<-c.done
+	for _, c := range ld.conns.all() {
 		if c.close != nil {
 			c.close()
 		}
