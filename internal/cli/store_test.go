@@ -235,7 +235,9 @@ func TestExperimentWebQuick(t *testing.T) {
 	records, err := csv.NewReader(strings.NewReader(csvOut)).ReadAll()
 	require.NoError(t, err)
 	require.Len(t, records, 33, "a header and every page load")
-	require.Equal(t, "plt_ms", records[0][12])
+	require.Equal(t, "plt_ms", records[0][13])
+	require.Equal(t, "engine", records[0][8])
+	require.Equal(t, "chromium", records[1][8])
 }
 
 // TestExperimentsHOLAndAmplificationQuick runs short hol and amplification
