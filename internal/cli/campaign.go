@@ -65,17 +65,9 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	runID := fs.String("run", "", "continue this run")
 	asJSON := fs.Bool("json", false, "print every sample as a JSON line")
 	outPath := fs.String("out", "", "also write every sample as JSON lines to `FILE`")
-	pos, err := parseInterleaved(fs, args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 1 {
-		fmt.Fprint(stderr, campaignUsage)
-		return exitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "doxlab campaign: "+format+"\n", a...)
-		return exitUsage
+	pos, fail, code, done := subcommand(fs, "campaign", args[1:], 1, campaignUsage, stderr)
+	if done {
+		return code
 	}
 	c, err := measure.LoadCampaign(pos[0])
 	if err != nil {
@@ -157,17 +149,9 @@ func newProgress(w io.Writer) func(done, total int) {
 func runCampaignPlan(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("campaign plan", stderr)
 	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the PostgreSQL store every vantage point reaches (default $DOXLAB_STORE, else the spec's store)")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 1 {
-		fmt.Fprint(stderr, campaignUsage)
-		return exitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "doxlab campaign plan: "+format+"\n", a...)
-		return exitUsage
+	pos, fail, code, done := subcommand(fs, "campaign plan", args, 1, campaignUsage, stderr)
+	if done {
+		return code
 	}
 	c, err := measure.LoadCampaign(pos[0])
 	if err != nil {
@@ -203,27 +187,17 @@ func runCampaignStatus(args []string, stdout, stderr io.Writer) int {
 	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the campaign's PostgreSQL store (default $DOXLAB_STORE)")
 	runID := fs.String("run", "", "the planned run (default the one planned last)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 0 {
-		fmt.Fprint(stderr, campaignUsage)
-		return exitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "doxlab campaign status: "+format+"\n", a...)
-		return exitUsage
-	}
-	if *storeDSN == "" {
-		return fail("no store: give --store postgres://... or set DOXLAB_STORE")
+	_, fail, code, done := subcommand(fs, "campaign status", args, 0, campaignUsage, stderr)
+	if done {
+		return code
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, *storeDSN)
-	if err != nil {
-		return fail("%v", err)
+	st, code, ok := openStore(ctx, *storeDSN, fail)
+	if !ok {
+		return code
 	}
 	defer st.Close()
+	var err error
 	id := *runID
 	if id == "" {
 		if id, err = campaign.LatestPlanned(ctx, st); err != nil {
@@ -251,28 +225,17 @@ func runCampaignCancel(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("campaign cancel", stderr)
 	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the campaign's PostgreSQL store (default $DOXLAB_STORE)")
 	runID := fs.String("run", "", "the planned run to cancel (required: see campaign status)")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+	_, fail, code, done := subcommand(fs, "campaign cancel", args, 0, campaignUsage, stderr)
+	if done {
+		return code
 	}
-	if err != nil || len(pos) != 0 {
-		fmt.Fprint(stderr, campaignUsage)
-		return exitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "doxlab campaign cancel: "+format+"\n", a...)
-		return exitUsage
-	}
-	switch {
-	case *runID == "":
+	if *runID == "" {
 		return fail("which run? give --run ID (campaign status names it)")
-	case *storeDSN == "":
-		return fail("no store: give --store postgres://... or set DOXLAB_STORE")
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, *storeDSN)
-	if err != nil {
-		return fail("%v", err)
+	st, code, ok := openStore(ctx, *storeDSN, fail)
+	if !ok {
+		return code
 	}
 	defer st.Close()
 	waiting, running, err := campaign.Cancel(ctx, st, *runID)
@@ -281,6 +244,42 @@ func runCampaignCancel(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "cancelled run %s: %d jobs not yet taken, %d under way (their workers give them back unstored); stored samples stay\n", *runID, waiting, running)
 	return exitOK
+}
+
+// subcommand parses a subcommand's flags, expecting want positional
+// arguments; usage goes to stderr on a mistake (fs.Usage if usage is
+// ""). When done, it returns the exit code. fail prints one line naming
+// the subcommand.
+func subcommand(fs *flag.FlagSet, name string, args []string, want int, usage string, stderr io.Writer) (pos []string, fail func(string, ...any) int, code int, done bool) {
+	fail = func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab "+name+": "+format+"\n", a...)
+		return exitUsage
+	}
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, fail, exitOK, true
+	}
+	if err != nil || len(pos) != want {
+		if usage == "" {
+			fs.Usage()
+		} else {
+			fmt.Fprint(stderr, usage)
+		}
+		return nil, fail, exitUsage, true
+	}
+	return pos, fail, 0, false
+}
+
+// openStore opens the campaign store a flag or $DOXLAB_STORE names.
+func openStore(ctx context.Context, dsn string, fail func(string, ...any) int) (*store.Store, int, bool) {
+	if dsn == "" {
+		return nil, fail("no store: give --store postgres://... or set DOXLAB_STORE"), false
+	}
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return nil, fail("%v", err), false
+	}
+	return st, 0, true
 }
 
 const workerUsage = `usage: doxlab worker --vantage NAME --store postgres://... [flags]
@@ -306,17 +305,9 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	rescue := fs.Duration("rescue-after", envDuration("DOXLAB_RESCUE_AFTER", 2*time.Minute), "hand a job taken this long ago to another worker, its taker presumed dead; the same for every worker ($DOXLAB_RESCUE_AFTER)")
 	drain := fs.Bool("drain", os.Getenv("DOXLAB_DRAIN") == "1", "exit once the vantage point's queue is empty ($DOXLAB_DRAIN=1), as a Kubernetes Job should")
 	quiet := fs.Bool("quiet", false, "print no line per sample")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 0 {
-		fs.Usage()
-		return exitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "doxlab worker: "+format+"\n", a...)
-		return exitUsage
+	_, fail, code, done := subcommand(fs, "worker", args, 0, "", stderr)
+	if done {
+		return code
 	}
 	switch {
 	case *vantage == "":
@@ -333,7 +324,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	// A worker started while the database restarts waits for it a while.
 	var st *store.Store
-	err = store.Retry(ctx, func() (err error) { st, err = store.Open(ctx, *storeDSN); return err }, func(err error, wait time.Duration) {
+	err := store.Retry(ctx, func() (err error) { st, err = store.Open(ctx, *storeDSN); return err }, func(err error, wait time.Duration) {
 		fmt.Fprintf(stderr, "doxlab worker: %v; trying again in %v\n", err, wait)
 	})
 	if err != nil {

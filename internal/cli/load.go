@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -66,17 +64,9 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 30*time.Second, "give up a load after this long")
 	asJSON := fs.Bool("json", false, "print each load as one JSON line")
 	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil || len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "doxlab load: "+format+"\n", a...)
-		return exitUsage
+	pos, fail, code, done := subcommand(fs, "load", args, 1, "", stderr)
+	if done {
+		return code
 	}
 	page := pos[0]
 	u, err := url.Parse(page)
