@@ -28,16 +28,7 @@ import (
 // ticket was kept, and the page's lookups reaching the server over the
 // stub's transport and no other.
 func TestWebLoadsThroughStub(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
-	if _, err := browser.FindExec(""); err != nil {
-		peertest.Missing(t, "chromium")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "doxlab")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	dir, bin := setup(t)
 	db := filepath.Join(dir, "web.db")
 	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}, Repeat: 1, Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
 	ctx := context.Background()
@@ -78,16 +69,7 @@ func TestWebLoadsThroughStub(t *testing.T) {
 // load's connection resumed in 0-RTT as the server saw it), and the
 // text table compares the engines.
 func TestDoxlabEngineBesideChromium(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
-	if _, err := browser.FindExec(""); err != nil {
-		peertest.Missing(t, "chromium")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "doxlab")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	dir, bin := setup(t)
 	db := filepath.Join(dir, "web.db")
 	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp"}, Pages: []string{"insta"}, Engines: []string{"chromium", "doxlab"}, Repeat: 2,
 		Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
@@ -118,6 +100,22 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 	require.NoError(t, Loads(loads).WriteTable(&b))
 	require.Contains(t, b.String(), "doxlab's page loader against Chromium")
 	require.Len(t, web.CompareEngines(web.Summarize(loads)).Cells, 2)
+}
+
+// setup skips without root or Chromium and builds the doxlab binary the
+// experiment runs as the stub; it returns a directory for the test.
+func setup(t *testing.T) (dir, bin string) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "the testbed needs root")
+	}
+	if _, err := browser.FindExec(""); err != nil {
+		peertest.Missing(t, "chromium")
+	}
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "doxlab")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return dir, bin
 }
 
 func keys(m map[string]int) (out []string) {
