@@ -7,9 +7,10 @@ import (
 )
 
 // The active queue disciplines a direction may use instead of tail drop:
-// CoDel (RFC 8289) and FQ-CoDel (RFC 8290). They decide at dequeue, when
-// a packet reaches the head and the link is free, so unlike tail drop
-// they cannot be computed as each packet arrives: an aqmQueue holds the
+// CoDel (RFC 8289), FQ-CoDel (RFC 8290) and PIE (RFC 8033). CoDel decides
+// at dequeue, when a packet reaches the head and the link is free, and
+// PIE on arrival from the delays of the packets that left, so unlike tail
+// drop they cannot be computed as each packet arrives: an aqmQueue holds the
 // packets and is run in logical time (the packets' kernel timestamps and
 // the link's own clock), so its decisions are exact whenever the
 // emulator gets to them.
@@ -142,7 +143,8 @@ func (c *codelState) dequeue(now time.Time, drop func(aqmPacket)) (aqmPacket, bo
 // for the next one.
 type aqmQueue struct {
 	fq      bool
-	limit   int // packets, all flows together
+	pie     *pieState // PIE instead of CoDel: drops on arrival, one queue
+	limit   int       // packets, all flows together
 	n       int
 	flows   []*fqFlow // FQ-CoDel: 1024 queues; CoDel: one
 	newList []*fqFlow
@@ -162,12 +164,16 @@ type fqFlow struct {
 // fqFlows is RFC 8290's default number of flow queues.
 const fqFlows = 1024
 
-func newAQM(fq bool, c CoDel, limit int) *aqmQueue {
+func newAQM(kind string, c CoDel, limit int) *aqmQueue {
 	c = c.withDefaults()
 	if limit <= 0 {
 		limit = 1000
 	}
+	fq := kind == "fq_codel"
 	a := &aqmQueue{fq: fq, limit: limit, quantum: 1514, seed: maphash.MakeSeed()}
+	if kind == "pie" {
+		a.pie = newPIE()
+	}
 	n := 1
 	if fq {
 		n = fqFlows
@@ -200,6 +206,14 @@ func (a *aqmQueue) empty() bool { return a.n == 0 }
 // packet is dropped: the arriving one under CoDel, the head of the
 // flow with most bytes under FQ-CoDel (RFC 8290 §4.1).
 func (a *aqmQueue) enqueue(p aqmPacket, drop func(aqmPacket)) {
+	if a.pie != nil {
+		a.pie.advance(p.arrival)
+		if a.pie.dropOnArrival(a.flows[0].bytes) {
+			a.Drops++
+			drop(p)
+			return
+		}
+	}
 	f := a.flowOf(p.data)
 	f.push(p)
 	a.n++
@@ -235,6 +249,18 @@ func (a *aqmQueue) enqueue(p aqmPacket, drop func(aqmPacket)) {
 // drops.
 func (a *aqmQueue) dequeue(now time.Time, drop func(aqmPacket)) (aqmPacket, bool) {
 	counted := func(p aqmPacket) { a.n--; a.Drops++; drop(p) }
+	if a.pie != nil {
+		a.pie.advance(now)
+		p, ok := a.flows[0].pop()
+		if ok {
+			a.n--
+			a.pie.qdelay = now.Sub(p.arrival)
+		}
+		if a.n == 0 {
+			a.pie.qdelay = 0
+		}
+		return p, ok
+	}
 	if !a.fq {
 		p, ok := a.flows[0].dequeue(now, counted)
 		if ok {

@@ -104,12 +104,24 @@ func bulkTCP(q *aqmQueue, rate float64, d time.Duration) (time.Duration, float64
 // ramps up, RFC 8289 §1.)
 func TestCoDelHoldsItsTarget(t *testing.T) {
 	for _, rate := range []float64{10e6, 100e6} {
-		median, use := bulkTCP(newAQM(false, CoDel{}, 1000), rate, 30*time.Second)
+		median, use := bulkTCP(newAQM("codel", CoDel{}, 1000), rate, 30*time.Second)
 		require.Less(t, median, 15*time.Millisecond, "%.0f Mbit/s: CoDel keeps the standing queue near 5 ms", rate/1e6)
 		require.Greater(t, use, 0.9, "and the link busy")
-		tail, tailUse := bulkTCP(newAQM(false, CoDel{Target: time.Hour, Interval: time.Hour}, 1000), rate, 30*time.Second)
+		tail, tailUse := bulkTCP(newAQM("codel", CoDel{Target: time.Hour, Interval: time.Hour}, 1000), rate, 30*time.Second)
 		require.Greater(t, tail, 50*time.Millisecond, "tail drop lets the queue stand")
 		t.Logf("%.0f Mbit/s: median sojourn CoDel %s (link %.0f%% busy), tail drop %s (%.0f%%)", rate/1e6, median, 100*use, tail, 100*tailUse)
+	}
+}
+
+// TestPIEHoldsItsTarget: the same bulk Reno flow through PIE: the
+// median sojourn near its 15 ms target, the link busy (RFC 8033 §1:
+// PIE trades a slightly longer queue than CoDel's for fewer drops).
+func TestPIEHoldsItsTarget(t *testing.T) {
+	for _, rate := range []float64{10e6, 100e6} {
+		median, use := bulkTCP(newAQM("pie", CoDel{}, 1000), rate, 30*time.Second)
+		require.Less(t, median, 30*time.Millisecond, "%.0f Mbit/s: PIE keeps the standing queue near 15 ms", rate/1e6)
+		require.Greater(t, use, 0.9, "and the link busy")
+		t.Logf("%.0f Mbit/s: median sojourn PIE %s (link %.0f%% busy)", rate/1e6, median, 100*use)
 	}
 }
 
@@ -151,9 +163,9 @@ func TestFQCoDelIsolatesASparseFlow(t *testing.T) {
 		return s[len(s)/2], b[len(b)/2]
 	}
 	oneBulk := time.Duration(float64(1500*8) / rate * float64(time.Second))
-	sparse, bulk := run(newAQM(true, CoDel{}, 1000))
+	sparse, bulk := run(newAQM("fq_codel", CoDel{}, 1000))
 	require.Less(t, sparse, oneBulk+50*time.Microsecond, "the sparse flow waits at most for the packet on the wire")
-	sparseCoDel, _ := run(newAQM(false, CoDel{}, 1000))
+	sparseCoDel, _ := run(newAQM("codel", CoDel{}, 1000))
 	require.Greater(t, sparseCoDel, 3*time.Millisecond, "behind the bulk flow's queue")
 	require.Greater(t, bulk, sparse)
 }
@@ -173,7 +185,7 @@ func TestExampleProfiles(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("down: {queue: red, rate: 1000000}\n"), 0o644))
 	_, err = LookupProfile(bad)
-	require.ErrorContains(t, err, `down.queue "red" is not tail, codel or fq_codel`)
+	require.ErrorContains(t, err, `down.queue "red" is not tail, codel, fq_codel or pie`)
 	require.NoError(t, os.WriteFile(bad, []byte("down: {queue: codel}\n"), 0o644))
 	_, err = LookupProfile(bad)
 	require.ErrorContains(t, err, "needs a rate or a trace")

@@ -13,7 +13,7 @@ import (
 )
 
 // LoadedRTT is the RTT while one bulk TCP download fills the client's
-// downlink: what the downlink's queue (tail drop, CoDel, FQ-CoDel) does
+// downlink: what the downlink's queue (tail drop, CoDel, FQ-CoDel, PIE) does
 // to everything else on the link, a DNS query included.
 type LoadedRTT struct {
 	Profile string        `json:"profile"`

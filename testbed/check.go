@@ -47,7 +47,7 @@ type CheckResult struct {
 	UpRate, UpAchieved     float64 // bit/s
 	DownRate, DownAchieved float64
 	UpTrace, DownTrace     *TraceFit `json:",omitempty"`
-	// UpQueue, DownQueue: a CoDel or FQ-CoDel queue's delay and drops
+	// UpQueue, DownQueue: a CoDel, FQ-CoDel or PIE queue's delay and drops
 	// during the throughput run.
 	UpQueue, DownQueue *QueueStats `json:",omitempty"`
 	// EmulatorCPU is the emulator's CPU during the throughput runs, as a
@@ -578,12 +578,12 @@ func (tb *Testbed) drain(limit time.Duration) {
 	}
 }
 
-// QueueStats is what a CoDel or FQ-CoDel queue did during a check's
+// QueueStats is what a CoDel, FQ-CoDel or PIE queue did during a check's
 // throughput run: the packets' time in it (bucket bounds, within 25 %)
 // and its drops.
 type QueueStats struct {
 	Discipline             string        `json:"discipline"`
 	SojournP50, SojournP99 time.Duration `json:",omitempty"`
-	Drops                  uint64        `json:"drops"`     // CoDel's
+	Drops                  uint64        `json:"drops"`     // the AQM's
 	Overlimit              uint64        `json:"overlimit"` // over queue_packets
 }

@@ -39,7 +39,7 @@ type HostStats struct {
 	FromHost, ToHost    uint64        // packets from and to the host, at its port (the kernel's forwarding included)
 	UpSent, DownSent    uint64        // packets the emulator passed through each stage
 	UpDropped, DownDrop uint64        // tail drops, and an AQM queue's drops over its limit
-	UpCoDel, DownCoDel  uint64        // drops by CoDel (queue codel or fq_codel)
+	UpCoDel, DownCoDel  uint64        // drops by the AQM (queue codel, fq_codel or pie), on arrival or at the head
 	UpLost, DownLost    uint64        // emulated loss
 	NoRoute, Overflow   uint64        // packets to unknown addresses; writer backlog overflows
 	MeanLateness        time.Duration // mean time writes happened after their departure time

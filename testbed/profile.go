@@ -26,10 +26,12 @@ type Direction struct {
 	Trace string `yaml:"trace" json:"trace,omitempty"`
 	// Queue is the queue discipline in front of the rate limit: "tail"
 	// (the default: an arrival finding the queue full is dropped),
-	// "codel" (RFC 8289) or "fq_codel" (RFC 8290: a CoDel queue per flow
-	// of 1024, served by deficit round robin, new flows first); CoDel's
-	// target and interval default to 5 ms and 100 ms. Both need a rate
-	// or a trace, and take their limit from QueuePackets.
+	// "codel" (RFC 8289), "fq_codel" (RFC 8290: a CoDel queue per flow
+	// of 1024, served by deficit round robin, new flows first) or "pie"
+	// (RFC 8033: drops on arrival with a probability that follows the
+	// queueing delay, target 15 ms); CoDel's target and interval default
+	// to 5 ms and 100 ms. All need a rate or a trace, and take their
+	// limit from QueuePackets.
 	Queue string `yaml:"queue" json:"queue,omitempty"`
 	CoDel CoDel  `yaml:"codel" json:"codel,omitzero"`
 	// QueueBytes, QueuePackets or QueueTime bound the queue in front of
@@ -169,7 +171,7 @@ func (p Profile) Validate() error {
 		}
 		switch d.Queue {
 		case "", "tail":
-		case "codel", "fq_codel":
+		case "codel", "fq_codel", "pie":
 			if d.Rate == 0 && d.Trace == "" {
 				return fmt.Errorf("profile %s: %s.queue %s needs a rate or a trace: without one nothing queues", p.Name, dir, d.Queue)
 			}
@@ -180,7 +182,7 @@ func (p Profile) Validate() error {
 				return fmt.Errorf("profile %s: %s.codel: negative value", p.Name, dir)
 			}
 		default:
-			return fmt.Errorf("profile %s: %s.queue %q is not tail, codel or fq_codel", p.Name, dir, d.Queue)
+			return fmt.Errorf("profile %s: %s.queue %q is not tail, codel, fq_codel or pie", p.Name, dir, d.Queue)
 		}
 		if d.Trace != "" {
 			if _, err := cachedTrace(d.Trace); err != nil {

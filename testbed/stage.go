@@ -54,8 +54,8 @@ func (s *stage) set(d Direction) {
 		s.Dropped += uint64(s.aqm.q.n + len(s.aqm.pending))
 	}
 	s.d, s.trace, s.aqm = d, tc, nil
-	if d.Queue == "codel" || d.Queue == "fq_codel" {
-		s.aqm = &aqmLink{q: newAQM(d.Queue == "fq_codel", d.CoDel, d.QueuePackets), serve: s.serve}
+	if d.Queue == "codel" || d.Queue == "fq_codel" || d.Queue == "pie" {
+		s.aqm = &aqmLink{q: newAQM(d.Queue, d.CoDel, d.QueuePackets), serve: s.serve}
 	}
 	s.aqmOn.Store(s.aqm != nil)
 }

@@ -37,7 +37,7 @@ const testbedUsage = `usage: doxlab testbed COMMAND [flags]
           measure RTT error, throughput and the emulator's CPU on a scratch testbed
   trace   show TRACE | convert LOG | gen MODEL   Mahimahi delivery-opportunity traces (docs/testbed.md)
   bloat   [--profiles P,...] [--duration 10s] [--figure FILE.png]
-          the RTT while one TCP download fills the client's downlink: what its queue (tail, codel, fq_codel) does
+          the RTT while one TCP download fills the client's downlink: what its queue (tail, codel, fq_codel, pie) does
 
 Profiles: none, fiber, cable, dsl, 4g, 4g-medium (the cross-layer paper's Table II), or a YAML file.
 The testbed needs root and veth; it changes nothing outside its own namespaces.
@@ -292,7 +292,7 @@ func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
 			hs := stats.Hosts[h]
 			fmt.Fprintf(stdout, "  pkts out %d in %d  drops %d/%d  lost %d/%d  late %v", hs.FromHost, hs.ToHost, hs.UpDropped, hs.DownDrop, hs.UpLost, hs.DownLost, hs.MeanLateness)
 			if hs.UpCoDel+hs.DownCoDel > 0 {
-				fmt.Fprintf(stdout, "  codel drops %d/%d", hs.UpCoDel, hs.DownCoDel)
+				fmt.Fprintf(stdout, "  aqm drops %d/%d", hs.UpCoDel, hs.DownCoDel)
 			}
 		}
 		fmt.Fprintln(stdout)
@@ -380,8 +380,8 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 			q   *testbed.QueueStats
 		}{{"up", res.UpQueue}, {"down", res.DownQueue}} {
 			if q.q != nil {
-				fmt.Fprintf(stdout, "%-10s %s queue %s: time in queue p50 %s, p99 %s; %d dropped by CoDel, %d over the limit\n",
-					"", q.dir, q.q.Discipline, upTo(q.q.SojournP50), upTo(q.q.SojournP99), q.q.Drops, q.q.Overlimit)
+				fmt.Fprintf(stdout, "%-10s %s queue %s: time in queue p50 %s, p99 %s; %d dropped by %s, %d over the limit\n",
+					"", q.dir, q.q.Discipline, upTo(q.q.SojournP50), upTo(q.q.SojournP99), q.q.Drops, q.q.Discipline, q.q.Overlimit)
 			}
 		}
 		for _, f := range []struct {
@@ -519,7 +519,7 @@ func testbedBloat(args []string, stdout, stderr io.Writer) int {
 		q, drops := "tail drop", "-"
 		if r.Queue != nil {
 			q = fmt.Sprintf("%s/%s", ms(r.Queue.SojournP50), ms(r.Queue.SojournP99))
-			drops = fmt.Sprintf("%d CoDel, %d over limit", r.Queue.Drops, r.Queue.Overlimit)
+			drops = fmt.Sprintf("%d by the AQM, %d over limit", r.Queue.Drops, r.Queue.Overlimit)
 		}
 		fmt.Fprintf(stdout, "%-16s %10s %12s %12s %7.1f Mbit/s %6dms %14s %s\n", p.Name, ms(r.IdleP50), ms(r.LoadedP50), ms(r.LoadedP99), r.Goodput/1e6, r.Steal.Milliseconds(), q, drops)
 	}
