@@ -19,10 +19,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/miekg/dns"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/rivermigrate"
@@ -92,18 +90,8 @@ func (measureArgs) Kind() string { return jobKind }
 
 // spec is the measure.Spec a worker measures a plan's tasks with.
 func (p *Plan) spec() (measure.Spec, error) {
-	s := measure.Spec{Name: p.Query.Name, Timeout: p.Timeout, Retries: p.Retries,
-		Options: transport.Options{Insecure: p.TLS.Insecure, SNI: p.TLS.SNI}}
-	if p.Query.Type != "" {
-		t, ok := dns.StringToType[strings.ToUpper(p.Query.Type)]
-		if !ok {
-			return s, fmt.Errorf("unknown record type %q", p.Query.Type)
-		}
-		s.Type = t
-	}
-	if p.Query.RD != nil {
-		s.NoRD = !*p.Query.RD
-	}
+	s := measure.Spec{Timeout: p.Timeout, Retries: p.Retries, Options: transport.Options{Insecure: p.TLS.Insecure, SNI: p.TLS.SNI}}
+	p.Query.Apply(&s)
 	if p.TLS.CAPEM != "" {
 		pool, err := transport.CertPool([]byte(p.TLS.CAPEM))
 		if err != nil {

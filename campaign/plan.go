@@ -98,18 +98,11 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 	return run, p, nil
 }
 
-// targets is a target list and the targets of a file, checked.
+// targets is a target list and the targets of a file: at least one.
 func targets(list []string, file string) ([]string, error) {
-	out := slices.Clone(list)
-	if file != "" {
-		more, err := measure.ReadTargets(file)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, more...)
+	out, err := measure.Targets(list, file)
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("no targets")
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no targets")
-	}
-	return out, nil
+	return out, err
 }

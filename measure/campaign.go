@@ -215,6 +215,50 @@ func oneLine(err error) string {
 	return strings.TrimPrefix(strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " "), "yaml: ")
 }
 
+// Apply puts the question into s.
+func (q CampaignQuery) Apply(s *Spec) {
+	s.Name = q.Name
+	if q.Type != "" {
+		s.Type = dns.StringToType[strings.ToUpper(q.Type)] // checked by LoadCampaign
+	}
+	if q.RD != nil {
+		s.NoRD = !*q.RD
+	}
+}
+
+// Spec is the measurement the campaign asks for, on one machine: its
+// targets with those of its targets file, its CA read.
+func (c *Campaign) Spec() (Spec, error) {
+	targets, err := Targets(c.Targets, c.TargetsFile)
+	if err != nil {
+		return Spec{}, err
+	}
+	s := Spec{Targets: targets, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat, Timeout: c.Timeout,
+		Retries: c.Retries, Concurrency: c.Concurrency, Rate: c.Rate, Seed: c.Seed,
+		Options: transport.Options{Insecure: c.TLS.Insecure, SNI: c.TLS.SNI}}
+	c.Query.Apply(&s)
+	if c.TLS.CA != "" {
+		if s.Options.RootCAs, err = transport.LoadCA(c.TLS.CA); err != nil {
+			return Spec{}, fmt.Errorf("tls: ca: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Targets is a list of targets followed by those of a targets file ("":
+// none), each checked.
+func Targets(list []string, file string) ([]string, error) {
+	out := slices.Clone(list)
+	if file != "" {
+		more, err := ReadTargets(file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	return out, nil
+}
+
 // ReadTargets reads one target per line; # starts a comment. A bad line
 // is named by file and line.
 func ReadTargets(path string) ([]string, error) {

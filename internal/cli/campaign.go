@@ -16,13 +16,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/miekg/dns"
 	"golang.org/x/term"
 
 	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
-	"github.com/doxlab/doxlab/transport"
 )
 
 const campaignUsage = `usage: doxlab campaign run SPEC.yaml [--store DSN] [--run ID] [--json] [--out FILE]
@@ -76,27 +74,9 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	if len(c.Vantages) > 0 {
 		return fail("%s names vantages: plan it for workers with 'doxlab campaign plan', or remove them to run it here", pos[0])
 	}
-	targets := c.Targets
-	if c.TargetsFile != "" {
-		more, err := measure.ReadTargets(c.TargetsFile)
-		if err != nil {
-			return fail("%v", err)
-		}
-		targets = append(targets, more...)
-	}
-	spec := measure.Spec{Targets: targets, Transports: c.Transports, Conditions: c.Conditions, Name: c.Query.Name,
-		Repeat: c.Repeat, Timeout: c.Timeout, Retries: c.Retries, Concurrency: c.Concurrency, Rate: c.Rate, Seed: c.Seed,
-		Options: transport.Options{Insecure: c.TLS.Insecure, SNI: c.TLS.SNI}}
-	if c.Query.Type != "" {
-		spec.Type = dns.StringToType[strings.ToUpper(c.Query.Type)]
-	}
-	if c.Query.RD != nil {
-		spec.NoRD = !*c.Query.RD
-	}
-	if c.TLS.CA != "" {
-		if spec.Options.RootCAs, err = loadCA(c.TLS.CA); err != nil {
-			return fail("%v", err)
-		}
+	spec, err := c.Spec()
+	if err != nil {
+		return fail("%v", err)
 	}
 	if _, err := spec.Tasks(); err != nil {
 		return fail("%s: %v", pos[0], err)
