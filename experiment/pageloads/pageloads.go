@@ -580,14 +580,13 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	if err != nil {
 		return fail("graph-failed", err), nil
 	}
-	inClient := func(open func() error) error { return e.tb.Run("client", open) }
-	dns, err := transport.New("udp://127.0.0.1:53", transport.Options{Timeout: e.c.Timeout, OpenSockets: inClient})
+	dns, err := e.stubDNS(e.c.Timeout)
 	if err != nil {
 		return nil, err
 	}
 	defer dns.Close()
 	l, err := pageload.New(pageload.Config{ZeroRTT: t.H3 == "0rtt", Resolver: &pageload.DNS{Name: "stub", Transport: dns}, RootCAs: e.roots,
-		OpenSockets: inClient, Timeout: e.c.Timeout})
+		OpenSockets: e.inClient, Timeout: e.c.Timeout})
 	if err != nil {
 		return nil, err
 	}
@@ -657,12 +656,20 @@ func (e *webEnv) restart(ctx context.Context, t web.Task, cause error) (*web.Sam
 	return &web.Sample{Task: t, Start: time.Now(), Status: "browser-error", Error: cause.Error()}, nil
 }
 
+// inClient makes sockets inside the client host.
+func (e *webEnv) inClient(open func() error) error { return e.tb.Run("client", open) }
+
+// stubDNS is DoUDP to the stub, from inside the client host: the lookup
+// path the browser has.
+func (e *webEnv) stubDNS(timeout time.Duration) (transport.Transport, error) {
+	return transport.New("udp://127.0.0.1:53", transport.Options{Timeout: timeout, OpenSockets: e.inClient})
+}
+
 // lookup resolves host through the stub from inside the client host, as
 // the decoupled mode measures DNS apart from the page load: the stub's
 // time including its upstream exchange, on the client's clock.
 func (e *webEnv) lookup(host string) (float64, error) {
-	t, err := transport.New("udp://127.0.0.1:53", transport.Options{Timeout: 10 * time.Second,
-		OpenSockets: func(open func() error) error { return e.tb.Run("client", open) }})
+	t, err := e.stubDNS(10 * time.Second)
 	if err != nil {
 		return 0, err
 	}
