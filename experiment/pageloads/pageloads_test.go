@@ -31,15 +31,7 @@ func TestWebLoadsThroughStub(t *testing.T) {
 	dir, bin := setup(t)
 	db := filepath.Join(dir, "web.db")
 	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}, Repeat: 1, Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
-	ctx := context.Background()
-	id, err := c.Run(ctx)
-	require.NoError(t, err)
-
-	st, err := store.Open(ctx, db)
-	require.NoError(t, err)
-	defer st.Close()
-	loads, err := st.Loads(ctx, id)
-	require.NoError(t, err)
+	loads, _, _ := run(t, c)
 	require.Len(t, loads, 3*6*2, "pages × transports × h3 modes")
 	for _, x := range loads {
 		require.Equal(t, "ok", x.Status, "%s: %s", x.Key(), x.Error)
@@ -73,14 +65,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 	db := filepath.Join(dir, "web.db")
 	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp"}, Pages: []string{"insta"}, Engines: []string{"chromium", "doxlab"}, Repeat: 2,
 		Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
-	ctx := context.Background()
-	id, err := c.Run(ctx)
-	require.NoError(t, err)
-	st, err := store.Open(ctx, db)
-	require.NoError(t, err)
-	defer st.Close()
-	loads, err := st.Loads(ctx, id)
-	require.NoError(t, err)
+	loads, st, id := run(t, c)
 	require.Len(t, loads, 2*2*2, "engines × h3 modes × repeats")
 	for _, x := range loads {
 		require.Equal(t, "ok", x.Status, "%s: %s", x.Key(), x.Error)
@@ -94,7 +79,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 		}
 	}
 	n := 0
-	require.NoError(t, st.Results(ctx, id, Graphs, func(string, []byte) error { n++; return nil }))
+	require.NoError(t, st.Results(context.Background(), id, Graphs, func(string, []byte) error { n++; return nil }))
 	require.Equal(t, 1, n, "one graph captured and stored for the page on the profile")
 	var b strings.Builder
 	require.NoError(t, Loads(loads).WriteTable(&b))
@@ -116,6 +101,20 @@ func setup(t *testing.T) (dir, bin string) {
 	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return dir, bin
+}
+
+// run runs the experiment c and returns its loads, its store (open
+// until the test ends) and its ID.
+func run(t *testing.T, c *Web) ([]*web.Sample, *store.Store, string) {
+	ctx := context.Background()
+	id, err := c.Run(ctx)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, c.Store)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	loads, err := st.Loads(ctx, id)
+	require.NoError(t, err)
+	return loads, st, id
 }
 
 func keys(m map[string]int) (out []string) {
