@@ -179,26 +179,23 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		s.db.SetMaxOpenConns(1)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("store %s: %w", Redact(dsn), err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := s.db.PingContext(pctx); err != nil {
 		s.db.Close()
-		return nil, fmt.Errorf("store %s: unreachable: %w", redact(dsn), err)
+		return nil, fmt.Errorf("store %s: unreachable: %w", Redact(dsn), err)
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.db.Close()
-		return nil, fmt.Errorf("store %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("store %s: %w", Redact(dsn), err)
 	}
 	return s, nil
 }
 
 // Redact hides a password in a PostgreSQL URL, for printing.
-func Redact(dsn string) string { return redact(dsn) }
-
-// redact hides a password in a PostgreSQL URL.
-func redact(dsn string) string {
+func Redact(dsn string) string {
 	if i := strings.Index(dsn, "://"); i >= 0 {
 		if at := strings.LastIndex(dsn, "@"); at > i {
 			if c := strings.Index(dsn[i+3:at], ":"); c >= 0 {
