@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,38 +74,31 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 		by[s.Vantages[i].Vantage] = &s.Vantages[i]
 	}
 	db := st.DB()
-	rows, err := db.QueryContext(ctx, `SELECT vantage, count(*), max(started_at) FROM samples WHERE run_id = $1 GROUP BY vantage`, runID)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
+	err = eachRow(ctx, db, `SELECT vantage, count(*), max(started_at) FROM samples WHERE run_id = $1 GROUP BY vantage`, []any{runID}, func(rows *sql.Rows) error {
 		var v, last string
 		var n int
 		if err := rows.Scan(&v, &n, &last); err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
 		if vs := by[v]; vs != nil {
 			vs.Stored = n
 			vs.Last, _ = time.Parse(time.RFC3339Nano, last)
 		}
-	}
-	rows.Close()
-	rows, err = db.QueryContext(ctx, `SELECT args->>'vantage', state, count(*), count(*) FILTER (WHERE attempt > 1)
-		FROM river_job WHERE kind = $1 AND args->>'run' = $2 GROUP BY 1, 2`, jobKind, runID)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
+	err = eachRow(ctx, db, `SELECT args->>'vantage', state, count(*), count(*) FILTER (WHERE attempt > 1)
+		FROM river_job WHERE kind = $1 AND args->>'run' = $2 GROUP BY 1, 2`, []any{jobKind, runID}, func(rows *sql.Rows) error {
 		var v, state string
 		var n, retried int
 		if err := rows.Scan(&v, &state, &n, &retried); err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
 		vs := by[v]
 		if vs == nil {
-			continue
+			return nil
 		}
 		vs.Retried += retried
 		switch state {
@@ -115,25 +109,26 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 		case "discarded", "cancelled":
 			vs.Failed += n
 		}
-	}
-	rows.Close()
-	rows, err = db.QueryContext(ctx, `SELECT args->>'vantage', count(DISTINCT w) FROM river_job, unnest(attempted_by) w
-		WHERE kind = $1 AND args->>'run' = $2 GROUP BY 1`, jobKind, runID)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
+	err = eachRow(ctx, db, `SELECT args->>'vantage', count(DISTINCT w) FROM river_job, unnest(attempted_by) w
+		WHERE kind = $1 AND args->>'run' = $2 GROUP BY 1`, []any{jobKind, runID}, func(rows *sql.Rows) error {
 		var v string
 		var n int
 		if err := rows.Scan(&v, &n); err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
 		if vs := by[v]; vs != nil {
 			vs.Workers = n
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	rows.Close()
 	err = st.Results(ctx, runID, Duplicates, func(_ string, raw []byte) error {
 		var x struct{ Vantage struct{ Name string } }
 		if json.Unmarshal(raw, &x) == nil {
@@ -204,20 +199,17 @@ func Cancel(ctx context.Context, st *store.Store, runID string) (waiting, runnin
 		return 0, 0, err
 	}
 	n, _ := res.RowsAffected()
-	rows, err := st.DB().QueryContext(ctx, `SELECT id FROM river_job WHERE kind = $1 AND args->>'run' = $2 AND state = 'running'`, jobKind, runID)
+	var ids []int64
+	err = eachRow(ctx, st.DB(), `SELECT id FROM river_job WHERE kind = $1 AND args->>'run' = $2 AND state = 'running'`, []any{jobKind, runID},
+		func(rows *sql.Rows) error {
+			var id int64
+			err := rows.Scan(&id)
+			ids = append(ids, id)
+			return err
+		})
 	if err != nil {
 		return int(n), 0, err
 	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return int(n), 0, err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
 	client, err := river.NewClient(driver(st), &river.Config{})
 	if err != nil {
 		return int(n), 0, err
@@ -229,4 +221,19 @@ func Cancel(ctx context.Context, st *store.Store, runID string) (waiting, runnin
 		running++
 	}
 	return int(n), running, nil
+}
+
+// eachRow runs a query and hands each row to f.
+func eachRow(ctx context.Context, db *sql.DB, query string, args []any, f func(*sql.Rows) error) error {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := f(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
