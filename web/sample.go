@@ -176,9 +176,6 @@ func (s *Sample) Decouple(dnsMs float64) {
 // ReplayLoad is a page loader's load in the browser's terms, for Assemble
 // and the summaries: status, protocol, PLT and first byte (no paints).
 func ReplayLoad(r *pageload.Result) *browser.Load {
-	l := &browser.Load{URL: r.Page, Start: r.Start, Status: r.Status, Error: r.Error, Protocol: r.Protocol, PLTMs: r.PLTMs, TTFBMs: r.TTFBMs}
-	if r.Status == "ok" {
-		l.Status = browser.LoadOK
-	}
-	return l
+	// The loader's statuses are the browser's: ok, error, timeout.
+	return &browser.Load{URL: r.Page, Start: r.Start, Status: r.Status, Error: r.Error, Protocol: r.Protocol, PLTMs: r.PLTMs, TTFBMs: r.TTFBMs}
 }
