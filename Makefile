@@ -51,7 +51,7 @@ bench: peers
 	bash scripts/bench-server.sh
 
 fuzz:
-	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseDoHRequest; do \
+	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseDoHRequest FuzzDNSStream; do \
 		$(GO) test ./internal/dnswire -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s
 	for f in FuzzStreamConn FuzzDoHHandler FuzzDoQQuery; do \

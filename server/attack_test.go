@@ -17,8 +17,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,9 +28,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -467,4 +472,65 @@ func requireClosedWith(t *testing.T, c *quic.Conn, code quic.ApplicationErrorCod
 	var ae *quic.ApplicationError
 	require.True(t, errors.As(context.Cause(c.Context()), &ae), "%v", context.Cause(c.Context()))
 	require.Equal(t, code, ae.ErrorCode)
+}
+
+// TestDNSStreamRules: on the web listener's HTTP/3 connections, a DNS
+// stream (docs/dnsstream.md) is answered; one with a bad frame, two
+// queries or a signal with nothing after it is reset on its own with
+// H3_MESSAGE_ERROR or H3_REQUEST_CANCELLED, and the connection goes on
+// serving DNS streams and page requests.
+func TestDNSStreamRules(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>ok</html>"), 0o644))
+	ts := start(t, func(c *server.Config) {
+		c.Listen.Web = "127.0.0.1:0"
+		c.Web.Roots = map[string]string{"*": dir}
+		c.Limits.HandshakeTimeout = 300 * time.Millisecond
+	})
+	c, err := dialQUIC(t, net.IPv4(127, 0, 0, 1), ts.Addr("web"), "h3")
+	require.NoError(t, err)
+	cc := (&http3.Transport{}).NewClientConn(c)
+	<-cc.ReceivedSettings()
+	require.Equal(t, uint64(1), cc.Settings().Other[dnswire.DNSStreamSetting], "the server offers DNS streams")
+	q := query("stream.example")
+	q.Id = 0
+	wire, _ := q.Pack()
+	good, _ := dnswire.AppendDNSStreamQuery(nil, wire)
+	exchange := func(send []byte, fin bool) ([]byte, error) {
+		str, err := c.OpenStreamSync(context.Background())
+		require.NoError(t, err)
+		str.Write(send)
+		if fin {
+			str.Close()
+		}
+		str.SetReadDeadline(time.Now().Add(2 * time.Second))
+		return io.ReadAll(str)
+	}
+	for name, c := range map[string]struct {
+		send []byte
+		fin  bool
+		code quic.StreamErrorCode
+	}{
+		"short-prefix": {good[:5], true, 0x10e},
+		"two-queries":  {append(slices.Clone(good), good[4:]...), true, 0x10e},
+		"not-dns":      {append(good[:4:4], 0, 12, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12), true, 0x10e},
+		"silent":       {good[:4], false, 0x10c},
+	} {
+		_, err := exchange(c.send, c.fin)
+		var se *quic.StreamError
+		require.ErrorAs(t, err, &se, name)
+		require.Equal(t, c.code, se.ErrorCode, name)
+	}
+	out, err := exchange(good, true)
+	require.NoError(t, err)
+	r := new(dns.Msg)
+	require.NoError(t, r.Unpack(out[2:]))
+	require.Equal(t, dns.RcodeSuccess, r.Rcode)
+	require.NotEmpty(t, r.Answer)
+	req, _ := http.NewRequest(http.MethodGet, "https://"+ts.Addr("web").String()+"/", nil)
+	resp, err := cc.RoundTrip(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	require.Equal(t, "<html>ok</html>", string(body), "the page still loads on the connection")
+	require.NotEmpty(t, ts.records("query", "dnsstream"))
 }

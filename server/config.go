@@ -189,6 +189,9 @@ type Web struct {
 	Roots map[string]string `yaml:"roots"`
 	// NoAltSvc leaves out the Alt-Svc header that announces HTTP/3.
 	NoAltSvc bool `yaml:"no_alt_svc"`
+	// NoDNSStream stops offering DNS streams on HTTP/3 (the SETTINGS
+	// parameter of docs/dnsstream.md); DoH stays.
+	NoDNSStream bool `yaml:"no_dns_stream"`
 }
 
 // LoadConfig reads a YAML config. Unknown fields are errors, named with

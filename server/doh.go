@@ -289,9 +289,67 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 			return context.WithValue(ctx, quicConnKey{}, c)
 		},
 	}
+	dnsStreams := web && !s.cfg.Web.NoDNSStream
+	if dnsStreams {
+		srv.AdditionalSettings = map[uint64]uint64{dnswire.DNSStreamSetting: 1}
+	}
 	s.track(name+"-h3", nil, srv)
-	s.goServe(func() { srv.ServeListener(ln) })
+	s.goServe(func() {
+		for {
+			c, err := ln.Accept(s.ctx)
+			if err != nil {
+				return
+			}
+			go s.serveH3Conn(srv, c, ln.slot(c), name, dnsStreams)
+		}
+	})
 	return nil
+}
+
+// serveH3Conn runs one HTTP/3 connection's stream loops, so that a
+// bidirectional stream that opens with the DNS stream signal is answered
+// as DNS (docs/dnsstream.md) and every other one goes to HTTP/3 as it
+// came. Closing the listener's transport closes the connection.
+func (s *Server) serveH3Conn(srv *http3.Server, c *quic.Conn, sl *slot, name string, dnsStreams bool) {
+	hc, err := srv.NewRawServerConn(c)
+	if err != nil {
+		c.CloseWithError(h3InternalError, "")
+		return
+	}
+	go func() {
+		for {
+			str, err := c.AcceptUniStream(c.Context())
+			if err != nil {
+				return
+			}
+			go hc.HandleUnidirectionalStream(str)
+		}
+	}()
+	d := &doqConn{s: s, c: c, sl: sl, listener: name, transport: "dnsstream", codes: dnsStreamCodes}
+	for {
+		str, err := c.AcceptStream(c.Context())
+		if err != nil {
+			return
+		}
+		// As for DoQ: the handshake's state when the stream is accepted.
+		received, done := time.Now(), handshakeDone(c)
+		go func() {
+			if dnsStreams && d.isDNSStream(str) {
+				d.serveStream(str, received, done)
+				return
+			}
+			hc.HandleRequestStream(str)
+		}()
+	}
+}
+
+// isDNSStream reads a DNS stream's signal off str, or leaves a request
+// stream untouched. The signal must come within handshake_timeout.
+func (d *doqConn) isDNSStream(str *quic.Stream) bool {
+	str.SetReadDeadline(time.Now().Add(d.s.cfg.Limits.HandshakeTimeout))
+	defer str.SetReadDeadline(time.Time{})
+	ok, err := dnswire.IsDNSStream(str)
+	return err == nil && ok && dnswire.SkipDNSStreamSignal(str) == nil
 }
 
 func (s *Server) serveDoH3(addr string) error {

@@ -57,22 +57,53 @@ func (s *Server) serveDoQ(addr string) error {
 	return nil
 }
 
-// doqConn is what a DoQ connection's streams share.
+// doqConn is what a connection's DNS streams share: a DoQ connection's,
+// or an HTTP/3 connection's DNS streams (dnswire.IsDNSStream).
 type doqConn struct {
 	s        *Server
 	c        *quic.Conn
 	sl       *slot
 	buffered atomic.Int64 // octets of unfinished queries held
+
+	listener, transport string
+	codes               streamCodes
 }
 
-// fail closes the connection with an RFC 9250 error and counts why.
+// streamCodes are the error codes a connection's DNS streams end with:
+// DoQ's (RFC 9250 §4.3), or HTTP/3's on a DNS stream.
+type streamCodes struct {
+	noError, protocol, cancelled, excessive quic.ApplicationErrorCode
+	// protocolPerStream resets only the offending stream on a protocol
+	// error: on an HTTP/3 connection a bad DNS stream must not take the
+	// page's requests down with it. DoQ closes the connection (§4.3.3).
+	protocolPerStream bool
+}
+
+var (
+	doqCodes       = streamCodes{doqNoError, doqProtocolError, doqRequestCancelled, doqExcessiveLoad, false}
+	dnsStreamCodes = streamCodes{h3NoError, h3MessageError, h3RequestCancelled, h3ExcessiveLoad, true}
+)
+
+// fail closes the connection with code and counts why.
 func (d *doqConn) fail(code quic.ApplicationErrorCode, reason Reason, msg string) {
-	d.s.refuse("doq", "doq", d.c.RemoteAddr(), reason, msg)
+	d.s.refuse(d.listener, d.transport, d.c.RemoteAddr(), reason, msg)
 	d.c.CloseWithError(code, msg)
 }
 
+// protocolError ends a stream that broke the framing rules: the
+// connection for DoQ, the stream alone on HTTP/3.
+func (d *doqConn) protocolError(str *quic.Stream, reason Reason, msg string) {
+	if !d.codes.protocolPerStream {
+		d.fail(d.codes.protocol, reason, msg)
+		return
+	}
+	d.s.refuse(d.listener, d.transport, d.c.RemoteAddr(), reason, msg)
+	str.CancelRead(quic.StreamErrorCode(d.codes.protocol))
+	str.CancelWrite(quic.StreamErrorCode(d.codes.protocol))
+}
+
 func (s *Server) serveDoQConn(c *quic.Conn, sl *slot) {
-	d := &doqConn{s: s, c: c, sl: sl}
+	d := &doqConn{s: s, c: c, sl: sl, listener: "doq", transport: "doq", codes: doqCodes}
 	go func() {
 		if _, err := c.AcceptUniStream(c.Context()); err == nil {
 			d.fail(doqProtocolError, ReasonProtocol, "unidirectional stream")
@@ -105,7 +136,7 @@ func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept
 		d.sl.begin()
 		defer d.sl.end()
 	}
-	rec := &Record{Transport: "doq", Listener: "doq", Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String()}
+	rec := &Record{Transport: d.transport, Listener: d.listener, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String()}
 	quicFacts(rec, c)
 	rec.EarlyData = !doneAtAccept
 	// A query once begun must arrive whole within handshake_timeout.
@@ -118,24 +149,24 @@ func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept
 		case errors.As(err, &se) || errors.Is(err, io.EOF) && len(wire) == 0 || c.Context().Err() != nil:
 			// the client gave up on the stream, or the connection is gone
 		case errors.Is(err, errBufferFull):
-			d.fail(doqExcessiveLoad, ReasonBuffer, err.Error())
+			d.fail(d.codes.excessive, ReasonBuffer, err.Error())
 		case isTimeout(err):
-			s.refuse("doq", "doq", c.RemoteAddr(), ReasonSlow, "query not received whole in time")
-			str.CancelRead(quic.StreamErrorCode(doqRequestCancelled))
-			str.CancelWrite(quic.StreamErrorCode(doqRequestCancelled))
+			s.refuse(d.listener, d.transport, c.RemoteAddr(), ReasonSlow, "query not received whole in time")
+			str.CancelRead(quic.StreamErrorCode(d.codes.cancelled))
+			str.CancelWrite(quic.StreamErrorCode(d.codes.cancelled))
 		default:
 			// RFC 9250 §4.3.3: a framing violation is a connection error.
-			d.fail(doqProtocolError, ReasonFraming, "bad message framing: "+err.Error())
+			d.protocolError(str, ReasonFraming, "bad message framing: "+err.Error())
 		}
 		return
 	}
 	if len(wire) > s.cfg.Limits.MaxMsg {
-		d.fail(doqProtocolError, ReasonTooLarge, "query too large")
+		d.protocolError(str, ReasonTooLarge, "query too large")
 		return
 	}
 	q, err := doqQuery(wire)
 	if err != nil {
-		d.fail(doqProtocolError, ReasonProtocol, err.Error())
+		d.protocolError(str, ReasonProtocol, err.Error())
 		return
 	}
 	if rec.EarlyData && q.Opcode != dns.OpcodeQuery {
@@ -153,7 +184,7 @@ func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept
 	r.Id = 0
 	out, err := r.Pack()
 	if err != nil {
-		str.CancelWrite(quic.StreamErrorCode(doqProtocolError))
+		str.CancelWrite(quic.StreamErrorCode(d.codes.protocol))
 		return
 	}
 	if prefixed {
@@ -167,7 +198,7 @@ func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept
 		// checked after, so the check costs no latency.
 		str.SetReadDeadline(time.Now().Add(s.cfg.Limits.IdleTimeout))
 		if n, _ := str.Read(make([]byte, 1)); n > 0 {
-			d.fail(doqProtocolError, ReasonProtocol, "more than one message on a stream")
+			d.protocolError(str, ReasonProtocol, "more than one message on a stream")
 		}
 	}
 }

@@ -163,9 +163,11 @@ func handshakeDone(c *quic.Conn) bool {
 // The HTTP/3 error codes the web and DoH/3 listeners close with (RFC 9114
 // §8.1).
 const (
-	h3NoError        quic.ApplicationErrorCode = 0x100
-	h3ExcessiveLoad  quic.ApplicationErrorCode = 0x107
-	h3RequestTimeout quic.ApplicationErrorCode = 0x10c
+	h3NoError          quic.ApplicationErrorCode = 0x100
+	h3InternalError    quic.ApplicationErrorCode = 0x102
+	h3ExcessiveLoad    quic.ApplicationErrorCode = 0x107
+	h3RequestCancelled quic.ApplicationErrorCode = 0x10c
+	h3MessageError     quic.ApplicationErrorCode = 0x10e
 )
 
 // quicListener admits a QUIC listener's connections through a pool (see

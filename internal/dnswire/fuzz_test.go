@@ -121,3 +121,58 @@ func FuzzParseDoHRequest(f *testing.F) {
 		_ = httptest.NewRecorder()
 	})
 }
+
+// peekReader is a stream that can be peeked at, as quic-go's are.
+type peekReader struct{ *bytes.Reader }
+
+func (p peekReader) Peek(b []byte) (int, error) {
+	pos, _ := p.Seek(0, io.SeekCurrent)
+	n, err := io.ReadFull(p.Reader, b)
+	p.Seek(pos, io.SeekStart)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// FuzzDNSStream is a server's side of a DNS stream on HTTP/3: told apart
+// from a request stream without consuming it, then one framed query.
+func FuzzDNSStream(f *testing.F) {
+	q := new(dns.Msg)
+	q.SetQuestion("example.org.", dns.TypeA)
+	q.Id = 0
+	wire, _ := q.Pack()
+	good, _ := AppendDNSStreamQuery(nil, wire)
+	f.Add(good)
+	f.Add(good[:5])
+	f.Add([]byte{0x01, 0x10}) // a HEADERS frame: a request stream
+	f.Add([]byte{0x80, 0x00, 0xd0, 0xc0, 0x00})
+	f.Add([]byte{0xc0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p := peekReader{bytes.NewReader(in)}
+		ok, err := IsDNSStream(p)
+		if p.Len() != len(in) {
+			t.Fatalf("telling the stream apart consumed %d octets", len(in)-p.Len())
+		}
+		if err != nil || !ok {
+			return
+		}
+		if !bytes.HasPrefix(in, good[:4]) {
+			t.Fatalf("took % x for the signal", in[:min(4, len(in))])
+		}
+		if err := SkipDNSStreamSignal(p); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := ReadPrefixed(p)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && err != io.EOF {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		again, err := AppendDNSStreamQuery(nil, msg)
+		if err != nil || !bytes.HasPrefix(in, again) {
+			t.Fatalf("re-framing does not give back what was read: %v", err)
+		}
+	})
+}
