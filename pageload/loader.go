@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -34,8 +36,17 @@ type Config struct {
 	// ZeroRTT sends requests in 0-RTT on a connection resumed with a
 	// ticket from an earlier load of this Loader (HTTP/3 only).
 	ZeroRTT bool
-	// Resolver looks up each host once per load.
+	// Resolver looks up each host once per load, unless Coalesce puts the
+	// lookups on the page's own connection.
 	Resolver Resolver
+	// Coalesce, if set, resolves over the page's HTTP/3 connection: see
+	// Coalesce.
+	Coalesce *Coalesce
+	// WaitSettings holds every request on an HTTP/3 connection until the
+	// server's SETTINGS arrive, instead of going with the remembered ones
+	// (RFC 9114 §7.2.4.2) or none: the round trip the cross-layer paper
+	// blamed for 0-RTT's lost gain.
+	WaitSettings bool
 	// Port the origins listen on; default 443.
 	Port     int
 	RootCAs  *x509.CertPool
@@ -49,8 +60,16 @@ type Config struct {
 // Loader loads pages. It keeps TLS session tickets (and so resumption
 // and 0-RTT) across loads; each load opens its own connections.
 type Loader struct {
-	cfg      Config
+	cfg Config
+
+	mu       sync.Mutex
 	sessions tls.ClientSessionCache
+	// By server name, from the last connection that had them: the
+	// certificate lets a 0-RTT connection be reused for another origin
+	// before the handshake shows it again, and the SETTINGS are what a
+	// 0-RTT client must assume (RFC 9114 §7.2.4.2).
+	certs    map[string]*x509.Certificate
+	settings map[string]map[uint64]uint64
 }
 
 // New returns a loader.
@@ -65,7 +84,10 @@ func New(cfg Config) (*Loader, error) {
 	if cfg.ZeroRTT && cfg.Protocol != "h3" {
 		return nil, fmt.Errorf("0-RTT needs h3: Go's TLS over TCP sends no early data")
 	}
-	if cfg.Resolver == nil {
+	if err := cfg.Coalesce.check(cfg.Protocol); err != nil {
+		return nil, err
+	}
+	if cfg.Resolver == nil && cfg.Coalesce == nil {
 		return nil, fmt.Errorf("no resolver")
 	}
 	if cfg.Port == 0 {
@@ -77,11 +99,20 @@ func New(cfg Config) (*Loader, error) {
 	if cfg.OpenSockets == nil {
 		cfg.OpenSockets = func(f func() error) error { return f() }
 	}
-	return &Loader{cfg: cfg, sessions: tls.NewLRUClientSessionCache(256)}, nil
+	l := &Loader{cfg: cfg}
+	l.Forget()
+	return l, nil
 }
 
-// Forget drops every session ticket: the next load is a cold one.
-func (l *Loader) Forget() { l.sessions = tls.NewLRUClientSessionCache(256) }
+// Forget drops every session ticket, and what was remembered with them
+// (the servers' certificates and SETTINGS): the next load is a cold one.
+func (l *Loader) Forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sessions = tls.NewLRUClientSessionCache(256)
+	l.certs = map[string]*x509.Certificate{}
+	l.settings = map[string]map[uint64]uint64{}
+}
 
 // Result is one replayed load. Times are milliseconds from its start, on
 // the monotonic clock.
@@ -118,8 +149,13 @@ type Fetch struct {
 
 // Lookup is one name resolved for a load.
 type Lookup struct {
-	Host      string   `json:"host"`
-	Transport string   `json:"transport"` // udp, doh2, doq, ... or hosts
+	Host      string `json:"host"`
+	Transport string `json:"transport"` // udp, doh2, doq, ..., hosts; doh3-coalesced, dnsstream
+	// Coalesced lookups went on the load's connection Conn, Early ones
+	// before its handshake completed (in 0-RTT).
+	Coalesced bool     `json:"coalesced,omitempty"`
+	Conn      int      `json:"conn,omitempty"`
+	Early     bool     `json:"early,omitempty"`
 	StartMs   float64  `json:"start_ms"`
 	EndMs     float64  `json:"end_ms"`
 	Addrs     []string `json:"addrs"`
@@ -139,7 +175,17 @@ type Conn struct {
 	Sent0RTT    bool    `json:"sent_0rtt"` // requests went out before the handshake completed
 	Used0RTT    bool    `json:"used_0rtt"` // and the server accepted them
 	Requests    int     `json:"requests"`
-	Error       string  `json:"error,omitempty"`
+	// Origins are those the connection served, the first one it was
+	// opened for; a later one was pooled onto it (same address, and the
+	// certificate covers it), as browsers reuse HTTP/2 and HTTP/3
+	// connections.
+	Origins    []string `json:"origins"`
+	DNSQueries int      `json:"dns_queries,omitempty"` // lookups coalesced onto it
+	// SettingsMs is when the server's HTTP/3 SETTINGS arrived; requests
+	// waited for them with WaitSettings.
+	SettingsMs     float64 `json:"settings_ms,omitempty"`
+	WaitedSettings bool    `json:"waited_settings,omitempty"`
+	Error          string  `json:"error,omitempty"`
 }
 
 // Load replays g: the document at once, then each resource once its
@@ -211,6 +257,7 @@ type load struct {
 	res     *Result
 	lookups perKey[lookup]
 	conns   perKey[*originConn]
+	opened  []*originConn // every connection, once, in order
 }
 
 func (ld *load) since() float64 {
@@ -271,11 +318,11 @@ func (ld *load) fetch(ctx context.Context, i int) {
 		fail(err)
 		return
 	}
-	method := http.MethodGet
-	if c.early {
-		method = http3.MethodGet0RTT // http3 sends only these before the handshake
+	if err := ld.settled(ctx, c); err != nil {
+		fail(err)
+		return
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, c.method(), u.String(), nil)
 	if err != nil {
 		fail(err)
 		return
@@ -392,7 +439,11 @@ func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	}
 	lo, err := ld.lookups.get(ctx, host, func() lookup {
 		start := ld.since()
-		addrs, rec, err := ld.l.cfg.Resolver.Resolve(ctx, host)
+		resolve := ld.resolveOnConn
+		if ld.l.cfg.Coalesce == nil {
+			resolve = ld.l.cfg.Resolver.Resolve
+		}
+		addrs, rec, err := resolve(ctx, host)
 		if rec == nil {
 			rec = &Lookup{}
 		}
@@ -417,13 +468,28 @@ func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	return lo.addrs, lo.err
 }
 
-// originConn is one origin's connection, shared by its requests.
+// originConn is one connection, shared by its origins' requests.
 type originConn struct {
-	rt    http.RoundTripper
-	index int  // in the load's Conns; -1 before one was begun
-	early bool // 0-RTT: requests may go before the handshake completes
-	close func()
-	err   error
+	rt     http.RoundTripper
+	qc     *quic.Conn          // HTTP/3 only
+	cc     *http3.ClientConn   // HTTP/3 only
+	name   string              // the server name its certificate was checked for
+	certs  []*x509.Certificate // HTTP/2's, from its handshake
+	remote netip.AddrPort
+	index  int  // in the load's Conns; -1 before one was begun
+	early  bool // 0-RTT: requests may go before the handshake completes
+	close  func()
+	closed sync.Once
+	err    error
+}
+
+// method is GET, or the GET that quic-go's HTTP/3 sends before the
+// handshake completes.
+func (c *originConn) method() string {
+	if c.early {
+		return http3.MethodGet0RTT
+	}
+	return http.MethodGet
 }
 
 // conn returns the origin's connection, opening it (after resolving its
@@ -438,22 +504,33 @@ func (ld *load) conn(ctx context.Context, host string) (*originConn, int, error)
 	return c, c.index, c.err
 }
 
-// dial resolves host and opens a connection to origin.
+// dial resolves host, and pools the origin onto a connection already
+// open to that address whose certificate covers host, or opens one.
 func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
-	c := &originConn{index: -1}
 	addrs, err := ld.resolve(ctx, host)
 	if err != nil {
-		c.err = err
+		return &originConn{index: -1, err: err}
+	}
+	remote := netip.AddrPortFrom(addrs[0], uint16(ld.l.cfg.Port))
+	if c := ld.pool(ctx, host, origin, remote); c != nil {
 		return c
 	}
-	info := &Conn{Origin: origin, Protocol: ld.l.cfg.Protocol, StartMs: ld.since()}
+	return ld.open(ctx, host, origin, remote)
+}
+
+// open opens a connection to remote for origin, its certificate checked
+// for name.
+func (ld *load) open(ctx context.Context, name, origin string, remote netip.AddrPort) *originConn {
+	c := &originConn{index: -1, name: name, remote: remote}
+	info := &Conn{Origin: origin, Origins: []string{origin}, Protocol: ld.l.cfg.Protocol, StartMs: ld.since(), Remote: remote.String()}
 	ld.mu.Lock()
 	c.index = len(ld.res.Conns)
 	ld.res.Conns = append(ld.res.Conns, info)
 	ld.mu.Unlock()
-	remote := netip.AddrPortFrom(addrs[0], uint16(ld.l.cfg.Port))
-	info.Remote = remote.String()
-	tlsConf := &tls.Config{ServerName: host, RootCAs: ld.l.cfg.RootCAs, InsecureSkipVerify: ld.l.cfg.Insecure, ClientSessionCache: ld.l.sessions}
+	ld.l.mu.Lock()
+	sessions := ld.l.sessions
+	ld.l.mu.Unlock()
+	tlsConf := &tls.Config{ServerName: name, RootCAs: ld.l.cfg.RootCAs, InsecureSkipVerify: ld.l.cfg.Insecure, ClientSessionCache: sessions}
 	if ld.l.cfg.Protocol == "h3" {
 		c.err = ld.dialH3(ctx, c, info, remote, tlsConf)
 	} else {
@@ -462,7 +539,89 @@ func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
 	if c.err != nil {
 		info.Error = c.err.Error()
 	}
+	ld.mu.Lock()
+	ld.opened = append(ld.opened, c)
+	ld.mu.Unlock()
 	return c
+}
+
+// pool returns a connection open to remote whose certificate covers
+// host (RFC 9114 §3.3, RFC 9113 §9.1.1), recording origin on it.
+func (ld *load) pool(ctx context.Context, host, origin string, remote netip.AddrPort) *originConn {
+	ld.mu.Lock()
+	open := slices.Clone(ld.opened)
+	ld.mu.Unlock()
+	for _, c := range open {
+		if c.err != nil || c.remote != remote {
+			continue
+		}
+		cert, err := ld.cert(ctx, c)
+		if err != nil || cert.VerifyHostname(host) != nil {
+			continue
+		}
+		ld.mu.Lock()
+		if info := ld.res.Conns[c.index]; !slices.Contains(info.Origins, origin) {
+			info.Origins = append(info.Origins, origin)
+		}
+		ld.mu.Unlock()
+		return c
+	}
+	return nil
+}
+
+// cert is the certificate c's server showed: from the handshake, or,
+// while a 0-RTT handshake is under way, the one remembered with the
+// ticket.
+func (ld *load) cert(ctx context.Context, c *originConn) (*x509.Certificate, error) {
+	if c.qc != nil && !handshakeDone(c.qc) {
+		ld.l.mu.Lock()
+		cert := ld.l.certs[c.name]
+		ld.l.mu.Unlock()
+		if cert != nil {
+			return cert, nil
+		}
+		select {
+		case <-c.qc.HandshakeComplete():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	certs := c.certs
+	if c.qc != nil {
+		certs = c.qc.ConnectionState().TLS.PeerCertificates
+	}
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("no certificate from %s", c.remote)
+	}
+	return certs[0], nil
+}
+
+// settled waits, if the loader is told to, for the server's SETTINGS
+// before c's first request.
+func (ld *load) settled(ctx context.Context, c *originConn) error {
+	if !ld.l.cfg.WaitSettings || c.cc == nil {
+		return nil
+	}
+	select {
+	case <-c.cc.ReceivedSettings():
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.qc.Context().Done():
+		return fmt.Errorf("connection closed before the server's SETTINGS: %w", context.Cause(c.qc.Context()))
+	}
+	ld.mu.Lock()
+	ld.res.Conns[c.index].WaitedSettings = true
+	ld.mu.Unlock()
+	return nil
+}
+
+func handshakeDone(qc *quic.Conn) bool {
+	select {
+	case <-qc.HandshakeComplete():
+		return true
+	default:
+		return false
+	}
 }
 
 func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote netip.AddrPort, tlsConf *tls.Config) error {
@@ -487,23 +646,44 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 		udp.Close()
 		return fmt.Errorf("QUIC handshake with %s: %w", remote, err)
 	}
-	select {
-	case <-qc.HandshakeComplete():
+	c.qc = qc
+	handshake := func() {
+		ld.mu.Lock()
 		info.HandshakeMs = ld.since()
-	default:
+		ld.mu.Unlock()
+		if certs := qc.ConnectionState().TLS.PeerCertificates; len(certs) > 0 {
+			ld.l.mu.Lock()
+			ld.l.certs[tlsConf.ServerName] = certs[0]
+			ld.l.mu.Unlock()
+		}
+	}
+	if handshakeDone(qc) {
+		handshake()
+	} else {
 		c.early, info.Sent0RTT = true, true
 		go func() {
 			select {
 			case <-qc.HandshakeComplete():
-				ld.mu.Lock()
-				info.HandshakeMs = ld.since()
-				ld.mu.Unlock()
+				handshake()
 			case <-qc.Context().Done():
 			}
 		}()
 	}
 	h3 := &http3.Transport{}
-	c.rt = h3.NewClientConn(qc)
+	c.cc = h3.NewClientConn(qc)
+	c.rt = c.cc
+	go func() {
+		select {
+		case <-c.cc.ReceivedSettings():
+			ld.mu.Lock()
+			info.SettingsMs = ld.since()
+			ld.mu.Unlock()
+			ld.l.mu.Lock()
+			ld.l.settings[tlsConf.ServerName] = maps.Clone(c.cc.Settings().Other)
+			ld.l.mu.Unlock()
+		case <-qc.Context().Done():
+		}
+	}()
 	c.close = func() {
 		st := qc.ConnectionState()
 		ld.mu.Lock()
@@ -547,6 +727,7 @@ func (ld *load) dialH2(ctx context.Context, c *originConn, info *Conn, remote ne
 		return err
 	}
 	info.Resumed = tc.ConnectionState().DidResume
+	c.certs = tc.ConnectionState().PeerCertificates
 	c.rt = cc
 	c.close = func() { cc.Close() }
 	return nil
@@ -554,9 +735,9 @@ func (ld *load) dialH2(ctx context.Context, c *originConn, info *Conn, remote ne
 
 // closeAll closes the load's connections, reading their final facts.
 func (ld *load) closeAll() {
-	for _, c := range ld.conns.all() {
+	for _, c := range ld.conns.all() { // waits for every dial under way
 		if c.close != nil {
-			c.close()
+			c.closed.Do(c.close) // a pooled connection serves several origins
 		}
 	}
 }

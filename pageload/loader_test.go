@@ -3,11 +3,14 @@ package pageload_test
 import (
 	"context"
 	"crypto/x509"
+	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,4 +136,88 @@ func TestLoadFailuresAreRecorded(t *testing.T) {
 	require.NotEmpty(t, r.Resources[5].Error)
 	require.Equal(t, g.Resources[3].Size, r.Resources[3].Bytes, "the rest loads")
 	require.Len(t, r.Lookups, 2)
+}
+
+// TestCoalescedLoads resolves the page on its own connection, by DoH/3
+// and by a DNS stream, cold and then warm in 0-RTT: each load opens
+// exactly one QUIC connection (the server's records say so), its lookup
+// rides on it, and the warm one's query is early data the server
+// answered before the handshake completed.
+func TestCoalescedLoads(t *testing.T) {
+	srv, g := site(t)
+	var mu sync.Mutex
+	var recs []*server.Record
+	srv.OnRecord(func(r *server.Record) {
+		mu.Lock()
+		recs = append(recs, r)
+		mu.Unlock()
+	})
+	web := srv.Addr("web").(*net.UDPAddr).AddrPort()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	for _, mode := range []string{pageload.CoalesceDoH3, pageload.CoalesceDNSStream} {
+		l, err := pageload.New(pageload.Config{ZeroRTT: true, Port: int(web.Port()), RootCAs: roots, Timeout: 10 * time.Second,
+			Coalesce: &pageload.Coalesce{Mode: mode, Server: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), web.Port()), Name: host}})
+		require.NoError(t, err)
+		for _, warm := range []bool{false, true} {
+			name := fmt.Sprintf("%s warm=%v", mode, warm)
+			mu.Lock()
+			recs = nil
+			mu.Unlock()
+			r := l.Load(context.Background(), g)
+			require.Equal(t, "ok", r.Status, "%s: %s", name, r.Error)
+			require.Len(t, r.Conns, 1, "%s: DNS and page on one connection", name)
+			require.Equal(t, 1, r.Conns[0].DNSQueries, name)
+			require.Equal(t, 4, r.Conns[0].Requests, name)
+			require.Len(t, r.Lookups, 1, name)
+			lk := r.Lookups[0]
+			require.True(t, lk.Coalesced, name)
+			require.Equal(t, 0, lk.Conn, name)
+			require.Equal(t, []string{"127.0.0.1"}, lk.Addrs, name)
+			require.Equal(t, warm, lk.Early, "%s: the lookup went in 0-RTT", name)
+			require.Equal(t, warm, r.Conns[0].Used0RTT, name)
+			time.Sleep(50 * time.Millisecond) // the server's conn record follows the handshake
+			mu.Lock()
+			var conns, queries int
+			for _, rec := range recs {
+				if rec.Kind == "conn" && rec.Listener == "web" {
+					conns++
+				}
+				if rec.Kind == "query" {
+					queries++
+					require.Equal(t, map[string]string{"doh3": "doh3", "dnsstream": "dnsstream"}[mode], rec.Transport, name)
+					require.Equal(t, warm, rec.EarlyData, "%s: the server took the query as early data", name)
+					require.Equal(t, "NOERROR", rec.Rcode, name)
+				}
+			}
+			mu.Unlock()
+			require.Equal(t, 1, conns, "%s: the server saw one QUIC handshake", name)
+			require.Equal(t, 1, queries, name)
+		}
+	}
+}
+
+// TestDNSStreamNeedsTheSetting: a server that does not offer DNS streams
+// gets none; the load fails with the reason.
+func TestDNSStreamNeedsTheSetting(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html></html>"), 0o644))
+	srv, err := server.New(&server.Config{
+		Listen:  server.Listen{Web: "127.0.0.1:0"},
+		TLS:     server.TLS{Names: []string{host}},
+		Web:     server.Web{Roots: map[string]string{host: dir}, NoDNSStream: true},
+		Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1"}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	web := srv.Addr("web").(*net.UDPAddr).AddrPort()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	l, err := pageload.New(pageload.Config{Port: int(web.Port()), RootCAs: roots, Timeout: 5 * time.Second,
+		Coalesce: &pageload.Coalesce{Mode: pageload.CoalesceDNSStream, Server: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), web.Port()), Name: host}})
+	require.NoError(t, err)
+	r := l.Load(context.Background(), &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}})
+	require.Equal(t, "error", r.Status)
+	require.Contains(t, r.Error, "does not offer DNS streams")
 }

@@ -31,15 +31,7 @@ func (d *DNS) Resolve(ctx context.Context, host string) ([]netip.Addr, *Lookup, 
 	if rec.Response == nil || rec.Response.Rcode != dns.RcodeSuccess {
 		return nil, lk, fmt.Errorf("looking up %s: %s", host, rec.Rcode)
 	}
-	var addrs []netip.Addr
-	for _, rr := range rec.Response.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			if ip, ok := netip.AddrFromSlice(a.A.To4()); ok {
-				addrs = append(addrs, ip)
-			}
-		}
-	}
-	return addrs, lk, nil
+	return answerAddrs(rec.Response), lk, nil
 }
 
 // Hosts resolves from a fixed table, as curl's --resolve does: no DNS.

@@ -30,6 +30,11 @@ connection with what it really did (resumed, 0-RTT), and each resource.
 
   doxlab load --capture page.json https://page.example/      # trace Chromium's load into a graph
   doxlab load --graph page.json --dns quic://10.0.0.53 --0rtt --repeat 3 https://page.example/
+  doxlab load --graph page.json --coalesce dnsstream --dns https://10.0.0.2/ --0rtt --repeat 2 https://page.example/
+
+With --coalesce, the lookups ride on the page's own HTTP/3 connection to
+the --dns server, which is resolver and origin: as DoH/3 requests (doh3)
+or as DNS streams (dnsstream, docs/dnsstream.md), in 0-RTT when resumed.
 
 `
 
@@ -63,6 +68,8 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	insecure := fs.Bool("insecure", false, "do not verify servers' certificates")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up a load after this long")
 	asJSON := fs.Bool("json", false, "print each load as one JSON line")
+	coalesce := fs.String("coalesce", "", "resolve on the page's own HTTP/3 connection to the --dns server (an https:// URL with an IP address): doh3 or dnsstream")
+	waitSettings := fs.Bool("wait-settings", false, "hold each HTTP/3 connection's requests until the server's SETTINGS arrive")
 	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
 	pos, fail, code, done := subcommand(fs, "load", args, 1, "", stderr)
 	if done {
@@ -81,7 +88,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *capture != "" {
 		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
 	}
-	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}}
+	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings}
 	if *h2 {
 		cfg.Protocol = "h2"
 	}
@@ -96,6 +103,11 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(resolve) > 0 && *dnsURL != "":
 		return fail("give --dns or --resolve, not both")
+	case *coalesce != "":
+		if cfg.Coalesce, err = coalesceFlag(*coalesce, *dnsURL); err != nil {
+			return fail("--coalesce: %v", err)
+		}
+		cfg.Resolver = nil
 	case len(resolve) > 0:
 		cfg.Resolver = pageload.Hosts(resolve)
 	case *dnsURL != "":
@@ -155,6 +167,29 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// coalesceFlag reads --coalesce MODE --dns https://IP[:PORT][/PATH].
+func coalesceFlag(mode, dnsURL string) (*pageload.Coalesce, error) {
+	u, err := url.Parse(dnsURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "h3") {
+		return nil, fmt.Errorf("--dns %q: want the resolver's https:// URL", dnsURL)
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("--dns %q: want the resolver's IP address, the connection's first hop", dnsURL)
+	}
+	port := uint16(443)
+	if u.Port() != "" {
+		if _, err := fmt.Sscan(u.Port(), &port); err != nil {
+			return nil, fmt.Errorf("--dns %q: bad port", dnsURL)
+		}
+	}
+	c := &pageload.Coalesce{Mode: mode, Server: netip.AddrPortFrom(a, port), Name: u.Hostname()}
+	if u.Path != "" && u.Path != "/" {
+		c.Path = u.Path
+	}
+	return c, nil
+}
+
 // writeLoad prints one load: the totals, lookups, connections and
 // resources.
 func writeLoad(w io.Writer, n int, r *pageload.Result) {
@@ -164,11 +199,16 @@ func writeLoad(w io.Writer, n int, r *pageload.Result) {
 	}
 	fmt.Fprintln(w)
 	for _, lk := range r.Lookups {
-		fmt.Fprintf(w, "  dns  %-30s %-6s %7.1f ms  %s%s\n", lk.Host, lk.Transport, lk.EndMs-lk.StartMs, strings.Join(lk.Addrs, " "), lk.Error)
+		on := ""
+		if lk.Coalesced {
+			on = fmt.Sprintf(" on conn %d early=%t", lk.Conn, lk.Early)
+		}
+		fmt.Fprintf(w, "  dns  %-30s %-6s %7.1f ms  %s%s%s\n", lk.Host, lk.Transport, lk.EndMs-lk.StartMs, strings.Join(lk.Addrs, " "), on, lk.Error)
 	}
 	for _, c := range r.Conns {
-		fmt.Fprintf(w, "  conn %-30s %-3s handshake done %6.1f ms  resumed=%t 0rtt-sent=%t 0rtt-accepted=%t requests=%d %s\n",
-			c.Origin, c.Protocol, c.HandshakeMs, c.Resumed, c.Sent0RTT, c.Used0RTT, c.Requests, c.Error)
+		fmt.Fprintf(w, "  conn %-30s %-3s handshake done %6.1f ms  resumed=%t 0rtt-sent=%t 0rtt-accepted=%t requests=%d dns=%d settings %.1f ms%s origins=%s %s\n",
+			c.Origin, c.Protocol, c.HandshakeMs, c.Resumed, c.Sent0RTT, c.Used0RTT, c.Requests, c.DNSQueries, c.SettingsMs,
+			map[bool]string{true: " (waited)"}[c.WaitedSettings], strings.Join(c.Origins, ","), c.Error)
 	}
 	for _, f := range r.Resources {
 		fmt.Fprintf(w, "  %7.1f %7.1f %7.1f %7.1f ms %8d B %3d  %s %s\n", f.Due, f.Sent, f.FirstByte, f.End, f.Bytes, f.Status, f.URL, f.Error)

@@ -29,7 +29,7 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 	pages, err := web.Extract(dir)
 	require.NoError(t, err)
 	const host = "insta." + web.Domain
-	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:0"}, TLS: server.TLS{Names: []string{host}},
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:0"}, TLS: server.TLS{Names: []string{host, "127.0.0.1"}},
 		Web: server.Web{Roots: map[string]string{host: pages[2].Dir}}, Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1"}}})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
@@ -66,6 +66,22 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 	}
 	require.False(t, loads[0].Conns[0].Resumed, "the first load is cold")
 	require.True(t, loads[1].Conns[0].Used0RTT, "the second is in 0-RTT")
+
+	// Coalesced: the lookup on a DNS stream of the page's own connection.
+	code, out, errOut = run("load", "--graph", graph, "--coalesce", "dnsstream", "--dns", "https://127.0.0.1:"+port+"/", "--ca", ca, "--0rtt", "--repeat", "2", "--json", page)
+	require.Equal(t, 0, code, errOut)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	for i, line := range lines {
+		require.NoError(t, json.Unmarshal([]byte(line), &loads[i]))
+		require.Equal(t, "ok", loads[i].Status)
+		require.Len(t, loads[i].Conns, 1, "DNS and page on one connection")
+		require.Equal(t, "dnsstream", loads[i].Lookups[0].Transport)
+		require.Equal(t, i == 1, loads[i].Lookups[0].Early, "the warm load's lookup in 0-RTT")
+	}
+	code, _, errOut = run("load", "--coalesce", "doh3", "--dns", "https://resolver.example/", page)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "want the resolver's IP address")
 
 	code, out, errOut = run("load", "--dns", dns, "--ca", ca, "--h2", page)
 	require.Equal(t, 0, code, errOut)
