@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: build peers test demo bench fuzz lint check
+.PHONY: build peers test demo bench fuzz lint check graphs
 
 build:
 	$(GO) build -buildvcs=true -o bin/doxlab ./cmd/doxlab  # record the commit even where GOFLAGS turns it off
@@ -49,6 +49,10 @@ bench: peers
 	$(GO) test ./transport -run '^$$' -bench . -benchtime 3000x
 	$(GO) test ./server -run '^$$' -bench ServerQPS -benchtime 20000x
 	bash scripts/bench-server.sh
+
+# The corpus pages' dependency graphs, recaptured from Chromium (web/graphs).
+graphs:
+	$(GO) run ./web/internal/gengraphs web/graphs
 
 fuzz:
 	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseDoHRequest FuzzDNSStream; do \

@@ -112,12 +112,21 @@ func ReadGraph(path string) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	var g Graph
-	if err := json.Unmarshal(b, &g); err != nil {
+	g, err := ParseGraph(b)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return g, nil
+}
+
+// ParseGraph reads and checks a graph (JSON).
+func ParseGraph(b []byte) (*Graph, error) {
+	var g Graph
+	if err := json.Unmarshal(b, &g); err != nil {
+		return nil, err
+	}
 	if err := g.Check(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return &g, nil
 }

@@ -3,6 +3,7 @@ package web_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,4 +45,27 @@ func TestCorpusKeepsThePapersSizes(t *testing.T) {
 	p, err := web.Snapshot(dir)
 	require.NoError(t, err)
 	require.Equal(t, "mirror."+web.Domain, p.Host)
+}
+
+// TestShippedGraphs: every corpus page ships a graph of its own origin,
+// as the testbed serves it, whose resources are all in the corpus.
+func TestShippedGraphs(t *testing.T) {
+	pages, err := web.Extract(t.TempDir())
+	require.NoError(t, err)
+	for _, p := range pages {
+		g, err := web.Graph(p.Name)
+		require.NoError(t, err, p.Name)
+		require.Equal(t, "https://"+p.Host+"/", g.Page)
+		require.Equal(t, []string{p.Host}, g.Hosts(), p.Name)
+		for _, r := range g.Resources {
+			path := strings.TrimPrefix(r.URL, g.Page)
+			if path == "" {
+				path = "index.html"
+			}
+			_, err := os.Stat(filepath.Join(p.Dir, path))
+			require.NoError(t, err, "%s: %s is in the corpus", p.Name, r.URL)
+		}
+	}
+	_, err = web.Graph("nosuch")
+	require.ErrorContains(t, err, "no shipped graph")
 }

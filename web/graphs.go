@@ -1,0 +1,28 @@
+package web
+
+import (
+	"embed"
+	"fmt"
+
+	"github.com/doxlab/doxlab/pageload"
+)
+
+// The corpus pages' dependency graphs, captured from Chromium by
+// `make graphs` (web/internal/gengraphs), for doxlab's page loader.
+//
+//go:embed graphs
+var graphs embed.FS
+
+// Graph is a built-in page's dependency graph as shipped. A page added
+// with Snapshot has none: capture one (doxlab load --capture).
+func Graph(page string) (*pageload.Graph, error) {
+	b, err := graphs.ReadFile("graphs/" + page + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("page %q has no shipped graph: capture one with doxlab load --capture", page)
+	}
+	g, err := pageload.ParseGraph(b)
+	if err != nil {
+		return nil, fmt.Errorf("page %q's shipped graph: %w", page, err)
+	}
+	return g, nil
+}

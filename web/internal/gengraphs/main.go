@@ -1,0 +1,106 @@
+// Command gengraphs captures the corpus pages' dependency graphs from
+// Chromium, for doxlab's page loader to replay: `make graphs` writes them
+// to web/graphs. Each page is loaded five times over HTTP/3 on loopback
+// from doxlab's server, and the capture with the median PLT is kept (one
+// real load, not a blend: its gaps are consistent with one another). The
+// URLs lose the loopback port, so the graph names the page as the
+// testbed serves it.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/web"
+)
+
+const captures = 5
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: gengraphs DIR")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "gengraphs:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out string) error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "gengraphs")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	pages, err := web.Extract(dir)
+	if err != nil {
+		return err
+	}
+	cfg := &server.Config{Listen: server.Listen{Web: "127.0.0.1:0"}, Web: server.Web{Roots: map[string]string{}}}
+	for _, p := range pages {
+		cfg.TLS.Names = append(cfg.TLS.Names, p.Host)
+		cfg.Web.Roots[p.Host] = p.Dir
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer srv.Close()
+	_, port, _ := strings.Cut(srv.Addr("web").String(), ":")
+	opts := browser.Options{SPKI: []string{srv.SPKI()}, Flags: []string{"host-resolver-rules=MAP *." + web.Domain + " 127.0.0.1"}}
+	for _, p := range pages {
+		opts.ForceQUIC = append(opts.ForceQUIC, p.Host+":"+port)
+	}
+	b, err := browser.Launch(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	for _, p := range pages {
+		page := "https://" + p.Host + ":" + port + "/"
+		var gs []*pageload.Graph
+		for range captures {
+			if err := b.Reset(ctx, true); err != nil {
+				return err
+			}
+			l, tr, err := b.Trace(ctx, page, 30*time.Second)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Name, err)
+			}
+			g, err := pageload.FromTrace(page, l, tr, pageload.Provenance{Browser: b.Version(), Profile: "loopback", At: time.Now().UTC().Truncate(time.Second)})
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Name, err)
+			}
+			gs = append(gs, g)
+		}
+		slices.SortFunc(gs, func(a, b *pageload.Graph) int { return int(a.PLTMs*1000 - b.PLTMs*1000) })
+		g := gs[len(gs)/2]
+		strip := func(u string) string { return strings.Replace(u, p.Host+":"+port+"/", p.Host+"/", 1) }
+		g.Page = strip(g.Page)
+		for i := range g.Resources {
+			g.Resources[i].URL = strip(g.Resources[i].URL)
+		}
+		if err := pageload.WriteGraph(filepath.Join(out, p.Name+".json"), g); err != nil {
+			return err
+		}
+		var plts []string
+		for _, x := range gs {
+			plts = append(plts, fmt.Sprintf("%.1f", x.PLTMs))
+		}
+		fmt.Printf("%s: %d resources, PLT %.1f ms kept of %s\n", p.Name, len(g.Resources), g.PLTMs, strings.Join(plts, ", "))
+	}
+	return nil
+}
