@@ -17,11 +17,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/web"
 )
 
 // StartServer starts doxlab's server inside the testbed's server host:
@@ -32,6 +34,53 @@ func StartServer(tb *testbed.Testbed, cfg *server.Config) (*server.Server, error
 		return nil, fmt.Errorf("starting the server in the testbed: %w", err)
 	}
 	return srv, nil
+}
+
+// PageServerConfig is doxlab's server as the page-load experiments run
+// it at ip: every DNS transport on its standard port, the pages over
+// HTTP/3 and HTTP/2 on 443 (with DoH and DNS streams on the same
+// listener), one TLS identity for ip and every page host, each page host
+// answered with ip.
+func PageServerConfig(ip string, pages []web.Page) *server.Config {
+	cfg := &server.Config{
+		Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", Web: ip + ":443"},
+		TLS:    server.TLS{Names: []string{ip, "localhost"}},
+		Web:    server.Web{Roots: map[string]string{}},
+	}
+	for _, p := range pages {
+		cfg.Web.Roots[p.Host] = p.Dir
+		cfg.TLS.Names = append(cfg.TLS.Names, p.Host)
+		cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN A %s", p.Host, ip))
+	}
+	return cfg
+}
+
+// RecordLog collects a server's records as they come; a sample takes
+// those since a mark.
+type RecordLog struct {
+	mu   sync.Mutex
+	recs []*server.Record
+}
+
+// Add appends a record (a server's OnRecord hook).
+func (l *RecordLog) Add(r *server.Record) {
+	l.mu.Lock()
+	l.recs = append(l.recs, r)
+	l.mu.Unlock()
+}
+
+// Mark is the position of the next record.
+func (l *RecordLog) Mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.recs)
+}
+
+// Since returns the records from mark i on.
+func (l *RecordLog) Since(i int) []*server.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*server.Record(nil), l.recs[i:]...)
 }
 
 // DefaultSelf sets an empty binary path to this program's, which the

@@ -160,7 +160,7 @@ type webEnv struct {
 	runID   string                      // the profile's run
 	graphs  map[string]*pageload.Graph  // by profile and page, captured in this process
 
-	srvRecords recordLog // the server's query records and web connection records
+	srvRecords experiment.RecordLog // the server's query records and web connection records
 }
 
 // Run runs the experiment and returns its ID (the prefix of its runs).
@@ -261,25 +261,16 @@ func (c *Web) logRate(st *store.Store, expID string, started time.Time) {
 // same listener, one TLS identity for all, the page hosts answered with
 // the server's address.
 func (e *webEnv) startServer(pages []web.Page, dir string) error {
-	ip := e.ip
-	cfg := &server.Config{
-		Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", Web: ip + ":443"},
-		TLS:    server.TLS{Names: []string{ip, "localhost"}},
-		Web:    server.Web{Roots: map[string]string{}},
-	}
 	for _, p := range pages {
 		e.pages[p.Name] = p
-		cfg.Web.Roots[p.Host] = p.Dir
-		cfg.TLS.Names = append(cfg.TLS.Names, p.Host)
-		cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN A %s", p.Host, ip))
 	}
 	var err error
-	if e.srv, err = experiment.StartServer(e.tb, cfg); err != nil {
+	if e.srv, err = experiment.StartServer(e.tb, experiment.PageServerConfig(e.ip, pages)); err != nil {
 		return err
 	}
 	e.srv.OnRecord(func(r *server.Record) {
 		if r.Kind == "query" || (r.Kind == "conn" && r.Listener == "web") {
-			e.srvRecords.add(r)
+			e.srvRecords.Add(r)
 		}
 	})
 	e.roots = x509.NewCertPool()
@@ -328,34 +319,8 @@ func (e *webEnv) browserVersion(ctx context.Context) string {
 // transport. Its records come back over a pipe.
 type stub struct {
 	cmd     *exec.Cmd
-	records recordLog
+	records experiment.RecordLog
 	readers sync.WaitGroup // the stdout and stderr readers: done before Wait
-}
-
-// recordLog collects records as they come; a sample takes those since a
-// mark.
-type recordLog struct {
-	mu   sync.Mutex
-	recs []*server.Record
-}
-
-func (l *recordLog) add(r *server.Record) {
-	l.mu.Lock()
-	l.recs = append(l.recs, r)
-	l.mu.Unlock()
-}
-
-func (l *recordLog) mark() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.recs)
-}
-
-// since returns the records from mark i on.
-func (l *recordLog) since(i int) []*server.Record {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]*server.Record(nil), l.recs[i:]...)
 }
 
 func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error) {
@@ -403,7 +368,7 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 		for sc.Scan() {
 			r := new(server.Record)
 			if json.Unmarshal(sc.Bytes(), r) == nil && r.Kind == "query" {
-				s.records.add(r)
+				s.records.Add(r)
 			}
 		}
 	}()
@@ -554,10 +519,10 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	if t.DNSMode == "decoupled" {
 		dnsMs, dnsErr = e.lookup(page.Host)
 	}
-	sm, cm := st.records.mark(), e.srvRecords.mark()
+	sm, cm := st.records.Mark(), e.srvRecords.Mark()
 	l := b.Load(ctx, e.url(page), e.c.Timeout)
 	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe and the server's handshake goroutine
-	x := web.Assemble(t, l, page.Host, st.records.since(sm), e.srvRecords.since(cm))
+	x := web.Assemble(t, l, page.Host, st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp = warm
 	if t.DNSMode == "decoupled" {
 		if dnsErr != nil {
@@ -597,10 +562,10 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	if warm.Status != "ok" {
 		return fail("warm-up-failed", fmt.Errorf("warm-up: %s %s", warm.Status, warm.Error)), nil
 	}
-	sm, cm := st.records.mark(), e.srvRecords.mark()
+	sm, cm := st.records.Mark(), e.srvRecords.Mark()
 	r := l.Load(ctx, g)
 	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
-	x := web.Assemble(t, web.ReplayLoad(r), page.Host, st.records.since(sm), e.srvRecords.since(cm))
+	x := web.Assemble(t, web.ReplayLoad(r), page.Host, st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp, x.Replay = web.ReplayLoad(warm), r
 	return x, nil
 }
