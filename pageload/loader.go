@@ -168,6 +168,7 @@ type Lookup struct {
 type Conn struct {
 	Origin      string  `json:"origin"` // host:port
 	Remote      string  `json:"remote"`
+	Local       string  `json:"local"` // the socket's own address, as the server sees its port
 	Protocol    string  `json:"protocol"`
 	StartMs     float64 `json:"start_ms"`
 	HandshakeMs float64 `json:"handshake_done_ms"` // when the handshake completed, from the load's start
@@ -634,6 +635,7 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 	if err != nil {
 		return err
 	}
+	info.Local = udp.LocalAddr().String()
 	tr := &quic.Transport{Conn: udp}
 	qconf := &quic.Config{HandshakeIdleTimeout: ld.l.cfg.Timeout, MaxIdleTimeout: 30 * time.Second}
 	dial := tr.Dial
@@ -706,6 +708,7 @@ func (ld *load) dialH2(ctx context.Context, c *originConn, info *Conn, remote ne
 	if err != nil {
 		return err
 	}
+	info.Local = raw.LocalAddr().String()
 	tc := tls.Client(raw, tlsConf)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		raw.Close()
