@@ -1,6 +1,7 @@
 package pageloads
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -94,20 +95,25 @@ type combo struct{ transport, h3 string }
 
 func (c combo) String() string {
 	p, _ := protocol.Lookup(c.transport)
-	name := p.Label
-	if name == "" {
-		name = c.transport
-	}
-	return name + " + H3 " + map[string]string{"0rtt": "0-RTT", "1rtt": "1-RTT"}[c.h3]
+	name := cmp.Or(p.Label, figure.Labels[c.transport], c.transport)
+	return name + " + H3 " + map[string]string{"0rtt": "0-RTT", "1rtt": "1-RTT", "0rtt-wait": "0-RTT, SETTINGS awaited"}[c.h3]
 }
 
 func (c combo) series(values []float64) *figure.Series {
 	s := &figure.Series{Label: c.String(), Color: figure.Colors[c.transport], Values: values}
-	if c.h3 == "0rtt" {
+	switch c.h3 {
+	case "0rtt":
 		s.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+	case "0rtt-wait":
+		s.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
 	}
 	return s
 }
+
+// Figures draws the cross-layer paper's relative-PLT figures (Fig. 8, 9,
+// 10-11, 12) from cells, per DNS mode and stub state: the web
+// experiment's, and the coalescing experiment's from its own loads.
+func Figures(cells []web.Cell, set *figure.Set) error { return figures(cells, set) }
 
 // figures draws the web figures for each variant (DNS mode × stub
 // state) of the cells into set.

@@ -171,6 +171,20 @@ var Colors = map[string]color.Color{
 	"udp": color.RGBA{0x00, 0x00, 0x00, 0xff}, "tcp": color.RGBA{0x00, 0x9e, 0x73, 0xff}, "dot": color.RGBA{0x56, 0xb4, 0xe9, 0xff},
 	"doh1": color.RGBA{0xcc, 0x79, 0xa7, 0xff}, "doh2": color.RGBA{0xd5, 0x5e, 0x00, 0xff}, "doh3": color.RGBA{0xe6, 0x9f, 0x00, 0xff},
 	"doq": color.RGBA{0x00, 0x72, 0xb2, 0xff},
+	// The coalescing experiment's DNS modes: grey for the paper's
+	// emulation, Tol's wine and dark green for the real coalescing.
+	"doq-emulated": color.RGBA{0x88, 0x88, 0x88, 0xff}, "doh3-coalesced": color.RGBA{0x88, 0x22, 0x55, 0xff}, "dnsstream": color.RGBA{0x11, 0x77, 0x33, 0xff},
+}
+
+// Labels name the series that are not a transport of package protocol.
+var Labels = map[string]string{"doq-emulated": "DoQ apart (emulated)", "doh3-coalesced": "DoH/3 coalesced", "dnsstream": "DNS stream"}
+
+// Share formats a fraction as a whole percentage, "–" for NaN.
+func Share(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
 }
 
 // Blue and Red are the two colours of figures that compare two things
@@ -359,5 +373,5 @@ var Funcs = template.FuncMap{
 	},
 	"ms":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"pct":   Pct,
-	"share": func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
+	"share": Share,
 }
