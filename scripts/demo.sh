@@ -141,6 +141,11 @@ echo "while its DNS goes through a doxlab stub over DoUDP, DoH and DoQ"
 "$DOXLAB" experiment web --quick --store demo-output/doxlab.db 2>/dev/null
 
 echo
+echo "Coalescing, quick: doxlab's page loader with the page's DNS on its own connection, emulated as the paper did,"
+echo "or on the page's own QUIC connection (DoH/3, DNS streams), on fiber and 4G"
+"$DOXLAB" experiment coalescing --quick --store demo-output/doxlab.db 2>/dev/null
+
+echo
 echo "Head-of-line blocking, quick: Poisson queries over one connection per transport, some answers delayed"
 "$DOXLAB" experiment hol --quick --store demo-output/doxlab.db 2>/dev/null
 

@@ -4,6 +4,7 @@ package all
 
 import (
 	_ "github.com/doxlab/doxlab/experiment/amplification"
+	_ "github.com/doxlab/doxlab/experiment/coalescing"
 	_ "github.com/doxlab/doxlab/experiment/dnsrtt"
 	_ "github.com/doxlab/doxlab/experiment/hol"
 	_ "github.com/doxlab/doxlab/experiment/overhead"

@@ -1,0 +1,418 @@
+// Package coalescing is the coalescing experiment: doxlab's page loader
+// loads the corpus pages over HTTP/3 with the page's name resolved over
+// a connection of its own (each DNS transport), measured apart and added
+// (the cross-layer paper's emulated coalescing), or on the page's own
+// QUIC connection (DoH/3 and DNS streams: real coalescing), cold and in
+// 0-RTT, per access profile, each sample with the proof of what really
+// happened from the server's records.
+package coalescing
+
+import (
+	"context"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/protocol"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/transport"
+	"github.com/doxlab/doxlab/web"
+)
+
+// The DNS modes besides the transports (DoUDP, DoH/2, DoQ, DoH/3, ...,
+// each on a connection of its own).
+const (
+	// Emulated is the cross-layer paper's emulated coalescing: a DoQ
+	// lookup measured apart, on its own connection, added to a load that
+	// resolves nothing.
+	Emulated = "doq-emulated"
+	// DoH3Coalesced resolves by DoH/3 on the page's own connection.
+	DoH3Coalesced = "doh3-coalesced"
+	// DNSStream resolves on a DNS stream of the page's own connection.
+	DNSStream = "dnsstream"
+)
+
+// Coalesced says whether a DNS mode resolves on the page's connection.
+func Coalesced(mode string) bool { return mode == DoH3Coalesced || mode == DNSStream }
+
+// Coalescing is the experiment's config.
+type Coalescing struct {
+	Profiles []string // default: Table II's five
+	Pages    []string // corpus pages, each replayed from its shipped graph; default all
+	// DNS are the DNS modes: transports (a connection of their own),
+	// doq-emulated, doh3-coalesced and dnsstream.
+	DNS []string
+	H3  []string // 1rtt, 0rtt (default both)
+	// Settings are how 0-RTT loads treat the server's HTTP/3 SETTINGS:
+	// remembered (sent at once, RFC 9114 §7.2.4.2) and wait (held until
+	// they arrive). 1-RTT loads have them by the time they send.
+	Settings []string
+	Repeat   int // loads per cell; default 10
+	Timeout  time.Duration
+	Seed     uint64 // task order; 0: random
+	experiment.Env
+}
+
+func init() {
+	experiment.Register(experiment.Info{Rank: 3, Name: "coalescing", Resumable: true, Quick: "fiber and 4g, the wiki page, five DNS modes, 3 loads per cell",
+		Doc: "doxlab's page loader over HTTP/3 with the page's DNS on a connection\nof its own, emulated as the paper did, or on the page's own QUIC\nconnection (DoH/3, DNS streams), with the proof per load",
+		New: func() experiment.Experiment { return new(Coalescing) }})
+}
+
+// Flags binds the experiment's flags; its defaults are the config's.
+func (c *Coalescing) Flags(fs *flag.FlagSet) {
+	c.defaults()
+	experiment.ListVar(fs, &c.Profiles, "profiles", c.Profiles, "access profiles (--quick: fiber,4g)")
+	experiment.ListVar(fs, &c.Pages, "pages", c.Pages, "corpus pages (--quick: wiki)")
+	experiment.ListVar(fs, &c.DNS, "dns", c.DNS, "DNS modes: transports ("+strings.Join(protocol.Default(), ", ")+"), "+Emulated+", "+DoH3Coalesced+", "+DNSStream)
+	experiment.ListVar(fs, &c.H3, "h3", c.H3, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
+	experiment.ListVar(fs, &c.Settings, "settings", c.Settings, "0-RTT loads' SETTINGS: remembered (sent at once), wait (held for the server's)")
+	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
+	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
+}
+
+// Quick is a run of about a minute.
+func (c *Coalescing) Quick() {
+	c.Profiles = []string{"fiber", "4g"}
+	c.Pages = []string{"wiki"}
+	c.DNS = []string{protocol.UDP, protocol.DoH2, Emulated, DoH3Coalesced, DNSStream}
+	c.Settings = []string{"remembered"}
+	c.Repeat = 3
+}
+
+func (c *Coalescing) defaults() error {
+	def := func(l *[]string, d ...string) {
+		if len(*l) == 0 {
+			*l = d
+		}
+	}
+	def(&c.Profiles, testbed.TableII...)
+	def(&c.Pages, web.Corpus...)
+	def(&c.DNS, protocol.UDP, protocol.DoH2, protocol.DoQ, protocol.DoH3, Emulated, DoH3Coalesced, DNSStream)
+	def(&c.H3, "1rtt", "0rtt")
+	def(&c.Settings, "remembered", "wait")
+	for _, m := range c.DNS {
+		if !slices.Contains(protocol.Default(), m) && m != Emulated && !Coalesced(m) {
+			return fmt.Errorf("DNS mode %q: want %s, %s, %s or %s", m, protocol.OneOf(protocol.Default()), Emulated, DoH3Coalesced, DNSStream)
+		}
+	}
+	for _, m := range c.H3 {
+		if m != "1rtt" && m != "0rtt" {
+			return fmt.Errorf("h3 mode %q is not 1rtt or 0rtt", m)
+		}
+	}
+	for _, s := range c.Settings {
+		if s != "remembered" && s != "wait" {
+			return fmt.Errorf("settings %q is not remembered or wait", s)
+		}
+	}
+	if c.Repeat <= 0 {
+		c.Repeat = 10
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	c.Env.Defaults()
+	return nil
+}
+
+// Task is one page load of the experiment.
+type Task struct {
+	Profile  string `json:"profile"`
+	Page     string `json:"page"`
+	DNS      string `json:"dns"`      // a transport, doq-emulated, doh3-coalesced or dnsstream
+	H3       string `json:"h3"`       // 1rtt or 0rtt
+	Settings string `json:"settings"` // remembered or wait
+	Rep      int    `json:"rep"`
+}
+
+// Key names the task within a run, for resuming.
+func (t Task) Key() string {
+	return fmt.Sprintf("%s|%s|%s|%s|%s|%d", t.Profile, t.Page, t.DNS, t.H3, t.Settings, t.Rep)
+}
+
+// Kind is the stored samples' kind.
+var Kind = store.NewKind("coalescing-load")
+
+// env is the running experiment.
+type env struct {
+	c      *Coalescing
+	tb     *testbed.Testbed
+	st     *store.Store
+	ip     string
+	client string
+	roots  *x509.CertPool
+	pages  map[string]web.Page
+	graphs map[string]*pageload.Graph
+	recs   experiment.RecordLog
+}
+
+// Run runs the experiment and returns its ID.
+func (c *Coalescing) Run(ctx context.Context) (string, error) {
+	started := time.Now()
+	if err := c.defaults(); err != nil {
+		return "", err
+	}
+	profiles, err := testbed.LookupProfiles(c.Profiles)
+	if err != nil {
+		return "", err
+	}
+	e := &env{c: c, pages: map[string]web.Page{}, graphs: map[string]*pageload.Graph{}}
+	for _, name := range c.Pages {
+		if e.graphs[name], err = web.Graph(name); err != nil {
+			return "", err
+		}
+	}
+	dir, err := os.MkdirTemp("", "doxlab-coalescing")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	all, err := web.Extract(filepath.Join(dir, "pages"))
+	if err != nil {
+		return "", err
+	}
+	pages, err := web.Select(all, c.Pages)
+	if err != nil {
+		return "", err
+	}
+	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "coalescing"})
+	if err != nil {
+		return "", err
+	}
+	defer closeAll()
+	e.tb, e.st, e.ip, e.client = tb, st, tb.IPs["server"], tb.IPs["client"]
+	for _, p := range pages {
+		e.pages[p.Name] = p
+	}
+	srv, err := experiment.StartServer(tb, experiment.PageServerConfig(e.ip, pages))
+	if err != nil {
+		return "", err
+	}
+	defer srv.Close()
+	srv.OnRecord(e.recs.Add)
+	e.roots = x509.NewCertPool()
+	e.roots.AppendCertsFromPEM(srv.CertPEM())
+
+	expID := experiment.NewID(c.Resume, "coalescing")
+	seed := c.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	spec := map[string]any{"server": srv.Config(), "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "repeat": c.Repeat, "seed": seed,
+		"graphs": e.provenance()}
+	n := 0
+	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:coalescing", profiles, spec, func(p testbed.Profile, runID string) error {
+		stored, err := experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfRun(runID))
+		if err != nil {
+			return err
+		}
+		done := map[string]bool{}
+		for _, s := range stored {
+			done[s.Key()] = true
+		}
+		// A cell's loads run one after another behind one warm-up (the
+		// loader keeps no state a load does not renew: tickets, the
+		// remembered SETTINGS), the cells in random order.
+		var cells [][]Task
+		for _, page := range c.Pages {
+			for _, mode := range c.DNS {
+				for _, h3 := range c.H3 {
+					for _, set := range c.Settings {
+						if h3 == "1rtt" && set != c.Settings[0] {
+							continue // a 1-RTT load has the SETTINGS before it sends: one variant
+						}
+						var cell []Task
+						for rep := range c.Repeat {
+							if t := (Task{p.Name, page, mode, h3, set, rep}); !done[t.Key()] {
+								cell = append(cell, t)
+							}
+						}
+						if len(cell) > 0 {
+							cells = append(cells, cell)
+						}
+					}
+				}
+			}
+		}
+		rng.Shuffle(len(cells), func(i, j int) { cells[i], cells[j] = cells[j], cells[i] })
+		ok, all := 0, 0
+		for _, cell := range cells {
+			for s := range e.cell(ctx, cell) {
+				if err := st.WriteResult(ctx, runID, Kind, s.Key(), s.Start, s); err != nil {
+					return err
+				}
+				n++
+				all++
+				if s.Status == "ok" {
+					ok++
+				} else {
+					fmt.Fprintf(c.Log, "coalescing: %s: %s %s\n", s.Key(), s.Status, s.Error)
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(c.Log, "coalescing: %s: %d/%d loads ok\n", p.Name, ok, all)
+		return nil
+	})
+	el := time.Since(started)
+	fmt.Fprintf(c.Log, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed start included\n", float64(n)/el.Minutes(), n, el.Seconds())
+	return expID, err
+}
+
+// provenance says where each page's graph comes from, for the run's spec.
+func (e *env) provenance() map[string]pageload.Provenance {
+	out := map[string]pageload.Provenance{}
+	for name, g := range e.graphs {
+		out[name] = g.Captured
+	}
+	return out
+}
+
+// inClient makes sockets inside the client host.
+func (e *env) inClient(open func() error) error { return e.tb.Run("client", open) }
+
+// cell measures one cell's tasks (its repetitions): a warm-up load (the
+// tickets, the remembered SETTINGS, the server's cache), then each task's
+// load, the tickets dropped before each for 1-RTT, each labelled with the
+// server's records of its window. It stops early when ctx ends.
+func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
+	return func(yield func(*Sample) bool) {
+		t := tasks[0]
+		page, g := e.pages[t.Page], e.graphs[t.Page]
+		zero := t.H3 == "0rtt"
+		failAll := func(status string, err error) {
+			for _, t := range tasks {
+				if !yield(&Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}) {
+					return
+				}
+			}
+		}
+		cfg := pageload.Config{ZeroRTT: zero, WaitSettings: zero && t.Settings == "wait", RootCAs: e.roots, OpenSockets: e.inClient, Timeout: e.c.Timeout}
+		// The DNS transports' tickets live as long as the loader's: kept
+		// for 0-RTT, dropped with them for 1-RTT.
+		newSession := func() *transport.Session { return transport.NewSession(transport.SessionConfig{Tickets: true}) }
+		sess := newSession()
+		switch {
+		case Coalesced(t.DNS):
+			mode := pageload.CoalesceDoH3
+			if t.DNS == DNSStream {
+				mode = pageload.CoalesceDNSStream
+			}
+			cfg.Coalesce = &pageload.Coalesce{Mode: mode, Server: netip.AddrPortFrom(netip.MustParseAddr(e.ip), 443), Name: e.ip}
+		case t.DNS == Emulated:
+			cfg.Resolver = pageload.Hosts{page.Host: netip.MustParseAddr(e.ip)}
+		default:
+			cfg.Resolver = &sessionDNS{e: e, name: t.DNS, zero: zero, sess: &sess}
+		}
+		l, err := pageload.New(cfg)
+		if err != nil {
+			failAll("error", err)
+			return
+		}
+		// The emulation's DoQ lookup, apart from the load, on a connection
+		// of its own.
+		lookupApart := func() (*transport.Record, error) {
+			tr, err := e.transport(protocol.DoQ, zero, sess)
+			if err != nil {
+				return nil, err
+			}
+			defer tr.Close()
+			q := new(dns.Msg)
+			q.SetQuestion(dns.Fqdn(page.Host), dns.TypeA)
+			rec, err := tr.Exchange(ctx, q)
+			if err == nil && rec.Rcode != "NOERROR" {
+				err = fmt.Errorf("DoQ lookup of %s: %s", page.Host, rec.Rcode)
+			}
+			return rec, err
+		}
+		if t.DNS == Emulated {
+			if _, err := lookupApart(); err != nil {
+				failAll("warm-up-failed", err)
+				return
+			}
+		}
+		if warm := l.Load(ctx, g); warm.Status != "ok" {
+			failAll("warm-up-failed", fmt.Errorf("warm-up: %s %s", warm.Status, warm.Error))
+			return
+		}
+		for _, t := range tasks {
+			if ctx.Err() != nil {
+				return
+			}
+			if !zero {
+				l.Forget()
+				sess = newSession()
+			}
+			s := &Sample{Task: t}
+			mark := e.recs.Mark()
+			s.Start = time.Now()
+			if t.DNS == Emulated {
+				rec, err := lookupApart()
+				if s.Apart = rec; err != nil {
+					s.Status, s.Error = "dns-failed", err.Error()
+					if !yield(s) {
+						return
+					}
+					continue
+				}
+			}
+			r := l.Load(ctx, g)
+			// The server writes a connection's record as its handshake
+			// completes, well before the load ends; its goroutine may lag.
+			time.Sleep(5 * time.Millisecond)
+			s.Load, s.Status, s.Error = r, r.Status, r.Error
+			s.Server = e.recs.Since(mark)
+			s.prove(page.Host, e.client)
+			if !yield(s) {
+				return
+			}
+		}
+	}
+}
+
+// transport is a DNS transport to the server from the client host, a new
+// connection per lookup, resuming with sess's tickets (in 0-RTT if zero).
+func (e *env) transport(name string, zero bool, sess *transport.Session) (transport.Transport, error) {
+	u, err := measure.URLFor(name, e.ip)
+	if err != nil {
+		return nil, err
+	}
+	return transport.New(u, transport.Options{Timeout: e.c.Timeout, RootCAs: e.roots, OpenSockets: e.inClient, Session: sess, ZeroRTT: zero})
+}
+
+// sessionDNS resolves over a transport of its own per lookup, with the
+// sample's current session: the loader's resolver for the separate modes.
+type sessionDNS struct {
+	e    *env
+	name string
+	zero bool
+	sess **transport.Session
+}
+
+func (d *sessionDNS) Resolve(ctx context.Context, host string) ([]netip.Addr, *pageload.Lookup, error) {
+	tr, err := d.e.transport(d.name, d.zero, *d.sess)
+	if err != nil {
+		return nil, &pageload.Lookup{Transport: d.name}, err
+	}
+	defer tr.Close()
+	return (&pageload.DNS{Name: d.name, Transport: tr}).Resolve(ctx, host)
+}
