@@ -96,7 +96,7 @@ type combo struct{ transport, h3 string }
 func (c combo) String() string {
 	p, _ := protocol.Lookup(c.transport)
 	name := cmp.Or(p.Label, figure.Labels[c.transport], c.transport)
-	return name + " + H3 " + map[string]string{"0rtt": "0-RTT", "1rtt": "1-RTT", "0rtt-wait": "0-RTT, SETTINGS awaited"}[c.h3]
+	return name + " + H3 " + map[string]string{"0rtt": "0-RTT", "1rtt": "1-RTT", "0rtt-wait": "0-RTT wait"}[c.h3]
 }
 
 func (c combo) series(values []float64) *figure.Series {

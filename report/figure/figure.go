@@ -177,7 +177,7 @@ var Colors = map[string]color.Color{
 }
 
 // Labels name the series that are not a transport of package protocol.
-var Labels = map[string]string{"doq-emulated": "DoQ apart (emulated)", "doh3-coalesced": "DoH/3 coalesced", "dnsstream": "DNS stream"}
+var Labels = map[string]string{"doq-emulated": "DoQ emulated", "doh3-coalesced": "DoH/3 coalesced", "dnsstream": "DNS stream"}
 
 // Share formats a fraction as a whole percentage, "–" for NaN.
 func Share(v float64) string {
