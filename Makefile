@@ -20,7 +20,7 @@ peers:
 # DoH/3 in 0-RTT run without -race only. TestDistributedCampaign runs
 # doxlab binaries in the testbed; its in-process twin, TestPlanAndWorkers,
 # is what -race checks.
-RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./experiment ./bench ./campaign
+RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./internal/h3ext ./pageload ./experiment ./bench ./campaign
 RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestRunAgainstServer|TestDistributedCampaign
 # DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
 # the same testbed (web): the second waits for the first.
@@ -57,6 +57,7 @@ graphs:
 fuzz:
 	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseDoHRequest FuzzDNSStream; do \
 		$(GO) test ./internal/dnswire -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
+	$(GO) test ./internal/h3ext -run '^$$' -fuzz FuzzOriginStream -fuzztime 30s
 	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s
 	for f in FuzzStreamConn FuzzDoHHandler FuzzDoQQuery; do \
 		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done

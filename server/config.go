@@ -192,6 +192,11 @@ type Web struct {
 	// NoDNSStream stops offering DNS streams on HTTP/3 (the SETTINGS
 	// parameter of docs/dnsstream.md); DoH stays.
 	NoDNSStream bool `yaml:"no_dns_stream"`
+	// Origins are announced in an ORIGIN frame (RFC 9412) on every HTTP/3
+	// connection, as https:// origins; default every root's host on the
+	// listener's port. NoOrigin announces none (docs/origin.md).
+	Origins  []string `yaml:"origins"`
+	NoOrigin bool     `yaml:"no_origin"`
 }
 
 // LoadConfig reads a YAML config. Unknown fields are errors, named with

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,9 +16,11 @@ import (
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/quicvarint"
 	"golang.org/x/net/http2"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/internal/h3ext"
 )
 
 type quicConnKey struct{}
@@ -284,14 +287,34 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 			h.ServeHTTP(w, r)
 		}),
 		IdleTimeout: s.cfg.Limits.IdleTimeout,
-		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
-			s.recordQUICConn(c, name, label)
-			return context.WithValue(ctx, quicConnKey{}, c)
-		},
 	}
 	dnsStreams := web && !s.cfg.Web.NoDNSStream
 	if dnsStreams {
 		srv.AdditionalSettings = map[uint64]uint64{dnswire.DNSStreamSetting: 1}
+	}
+	var origins []string
+	var originFrame []byte
+	if web && !s.cfg.Web.NoOrigin {
+		origins = s.cfg.Web.Origins
+		if len(origins) == 0 {
+			_, port, _ := net.SplitHostPort(addr)
+			p, _ := strconv.Atoi(port)
+			for host := range s.cfg.Web.Roots {
+				if host != "*" {
+					origins = append(origins, h3ext.Origin(host, p))
+				}
+			}
+			slices.Sort(origins)
+		}
+		if len(origins) > 0 {
+			if originFrame, err = h3ext.AppendOrigin(quicvarint.Append(nil, h3ext.OriginStreamType), origins); err != nil {
+				return err
+			}
+		}
+	}
+	srv.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
+		s.recordQUICConn(c, name, label, origins)
+		return context.WithValue(ctx, quicConnKey{}, c)
 	}
 	s.track(name+"-h3", nil, srv)
 	s.goServe(func() {
@@ -300,7 +323,7 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 			if err != nil {
 				return
 			}
-			go s.serveH3Conn(srv, c, ln.slot(c), name, dnsStreams)
+			go s.serveH3Conn(srv, c, ln.slot(c), name, dnsStreams, originFrame)
 		}
 	})
 	return nil
@@ -309,12 +332,20 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 // serveH3Conn runs one HTTP/3 connection's stream loops, so that a
 // bidirectional stream that opens with the DNS stream signal is answered
 // as DNS (docs/dnsstream.md) and every other one goes to HTTP/3 as it
-// came. Closing the listener's transport closes the connection.
-func (s *Server) serveH3Conn(srv *http3.Server, c *quic.Conn, sl *slot, name string, dnsStreams bool) {
-	hc, err := srv.NewRawServerConn(c)
+// came, and sends the ORIGIN frame, if any (docs/origin.md). Closing the
+// listener's transport closes the connection.
+func (s *Server) serveH3Conn(srv *http3.Server, c *quic.Conn, sl *slot, name string, dnsStreams bool, originFrame []byte) {
+	hc, err := srv.NewRawServerConn(c) // opens the control stream, with SETTINGS
 	if err != nil {
 		c.CloseWithError(h3InternalError, "")
 		return
+	}
+	if originFrame != nil {
+		// In the server's first flight, right after its SETTINGS.
+		if str, err := c.OpenUniStream(); err == nil {
+			str.Write(originFrame)
+			str.Close()
+		}
 	}
 	go func() {
 		for {

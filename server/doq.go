@@ -50,7 +50,7 @@ func (s *Server) serveDoQ(addr string) error {
 			if err != nil {
 				return
 			}
-			s.recordQUICConn(c, "doq", "doq")
+			s.recordQUICConn(c, "doq", "doq", nil)
 			go s.serveDoQConn(c, ln.slot(c))
 		}
 	})

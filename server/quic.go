@@ -123,8 +123,9 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-// recordQUICConn writes a conn record once the handshake completes.
-func (s *Server) recordQUICConn(c *quic.Conn, name, transport string) {
+// recordQUICConn writes a conn record once the handshake completes,
+// with the origins announced on it.
+func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []string) {
 	go func() {
 		select {
 		case <-c.HandshakeComplete():
@@ -135,7 +136,7 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string) {
 		cs := c.ConnectionState()
 		rec := &Record{Kind: "conn", Transport: transport, Listener: name, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
 			Used0RTT: cs.Used0RTT, Retry: info.retry, AddrVerified: info.verified, TokenUsed: info.tokenUsed,
-			HandshakeMs: ms(time.Since(info.start))}
+			HandshakeMs: ms(time.Since(info.start)), Origins: origins}
 		tlsFacts(rec, cs.TLS)
 		s.record(rec)
 	}()

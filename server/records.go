@@ -38,8 +38,9 @@ type Record struct {
 	Dropped bool    `json:"dropped,omitempty"`
 	// ServerMs is the time from the query read to the answer written,
 	// injected delay included.
-	ServerMs    float64 `json:"server_ms,omitempty"`
-	HandshakeMs float64 `json:"handshake_ms,omitempty"` // conn records: first packet (QUIC) or accept (TCP) to handshake complete
+	ServerMs    float64  `json:"server_ms,omitempty"`
+	HandshakeMs float64  `json:"handshake_ms,omitempty"` // conn records: first packet (QUIC) or accept (TCP) to handshake complete
+	Origins     []string `json:"origins,omitempty"`      // conn records: the origins an ORIGIN frame announced on it
 	// Upstream is the forwarder's exchange for this query, when it was
 	// forwarded and not answered from the cache: a stub resolver's
 	// per-query timings and connection facts.

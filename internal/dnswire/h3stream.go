@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/quic-go/quic-go/quicvarint"
+
+	"github.com/doxlab/doxlab/internal/h3ext"
 )
 
 // A DNS stream carries one DNS exchange on an HTTP/3 connection, framed
@@ -30,33 +32,16 @@ func AppendDNSStreamQuery(dst, msg []byte) ([]byte, error) {
 	return AppendPrefixed(quicvarint.Append(dst, DNSStreamSignal), msg)
 }
 
-// Peeker looks at a stream's next octets without consuming them, as
-// quic-go's streams do.
-type Peeker interface {
-	Peek(b []byte) (int, error)
-}
-
 // IsDNSStream reports whether a bidirectional stream on an HTTP/3
 // connection starts with the DNS stream signal, without consuming
 // anything: a request stream is handed on to HTTP/3 untouched. It blocks
 // until the first variable-length integer has arrived.
-func IsDNSStream(p Peeker) (bool, error) {
-	var b [8]byte
-	if _, err := p.Peek(b[:1]); err != nil {
-		return false, err
+func IsDNSStream(p h3ext.Peeker) (bool, error) {
+	v, _, err := h3ext.PeekVarint(p)
+	if errors.Is(err, io.EOF) {
+		return false, nil // too short to be the signal: HTTP/3's to reject
 	}
-	n := 1 << (b[0] >> 6) // a QUIC varint's length is in its first two bits
-	if n != quicvarint.Len(DNSStreamSignal) {
-		return false, nil
-	}
-	if k, err := p.Peek(b[:n]); err != nil {
-		if errors.Is(err, io.EOF) && k < n {
-			return false, nil // too short to be the signal: HTTP/3's to reject
-		}
-		return false, err
-	}
-	v, _, err := quicvarint.Parse(b[:n])
-	return err == nil && v == DNSStreamSignal, nil
+	return err == nil && v == DNSStreamSignal, err
 }
 
 // SkipDNSStreamSignal consumes the signal IsDNSStream found.
