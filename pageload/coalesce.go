@@ -78,31 +78,34 @@ func (ld *load) resolveOnConn(ctx context.Context, host string) ([]netip.Addr, *
 	if err != nil {
 		return nil, lk, err
 	}
-	lk.Conn = c.index
-	q := new(dns.Msg)
-	q.SetQuestion(dns.Fqdn(host), dns.TypeA)
-	q.Id = 0 // RFC 8484 §4.1 and RFC 9250 §4.2.1: cache-friendly, the stream is the ID
 	if err := ld.settled(ctx, c); err != nil {
 		return nil, lk, err
 	}
-	lk.Early = !handshakeDone(c.qc)
-	ld.mu.Lock()
-	ld.res.Conns[c.index].DNSQueries++
-	ld.mu.Unlock()
-	var r *dns.Msg
-	if co.Mode == CoalesceDoH3 {
-		r, err = ld.dohOn(ctx, c, q)
-	} else {
-		r, err = ld.dnsStreamOn(ctx, c, q)
-	}
-	if err != nil {
-		return nil, lk, err
-	}
-	lk.Record = coalescedRecord{Rcode: dns.RcodeToString[r.Rcode], Answers: len(r.Answer)}
-	if r.Rcode != dns.RcodeSuccess {
-		return nil, lk, fmt.Errorf("looking up %s: %s", host, dns.RcodeToString[r.Rcode])
-	}
-	return answerAddrs(r), lk, nil
+	return ld.raceOrigin(ctx, c, host, func(ctx context.Context) ([]netip.Addr, *Lookup, error) {
+		lk := &Lookup{Transport: co.Transport(), Coalesced: true, Conn: c.index}
+		q := new(dns.Msg)
+		q.SetQuestion(dns.Fqdn(host), dns.TypeA)
+		q.Id = 0 // RFC 8484 §4.1 and RFC 9250 §4.2.1: cache-friendly, the stream is the ID
+		lk.Early = !handshakeDone(c.qc)
+		ld.mu.Lock()
+		ld.res.Conns[c.index].DNSQueries++
+		ld.mu.Unlock()
+		var r *dns.Msg
+		var err error
+		if co.Mode == CoalesceDoH3 {
+			r, err = ld.dohOn(ctx, c, q)
+		} else {
+			r, err = ld.dnsStreamOn(ctx, c, q)
+		}
+		if err != nil {
+			return nil, lk, err
+		}
+		lk.Record = coalescedRecord{Rcode: dns.RcodeToString[r.Rcode], Answers: len(r.Answer)}
+		if r.Rcode != dns.RcodeSuccess {
+			return nil, lk, fmt.Errorf("looking up %s: %s", host, dns.RcodeToString[r.Rcode])
+		}
+		return answerAddrs(r), lk, nil
+	})
 }
 
 // coalescedRecord is what a coalesced lookup records of its answer; the

@@ -47,6 +47,9 @@ type Config struct {
 	// (RFC 9114 §7.2.4.2) or none: the round trip the cross-layer paper
 	// blamed for 0-RTT's lost gain.
 	WaitSettings bool
+	// Origins uses servers' ORIGIN frames (RFC 9412, docs/origin.md): an
+	// origin a connection announced is fetched on it without a lookup.
+	Origins bool
 	// Port the origins listen on; default 443.
 	Port     int
 	RootCAs  *x509.CertPool
@@ -182,6 +185,10 @@ type Conn struct {
 	// connections.
 	Origins    []string `json:"origins"`
 	DNSQueries int      `json:"dns_queries,omitempty"` // lookups coalesced onto it
+	// Announced is the origin set the server's ORIGIN frames gave, and
+	// OriginMs when the first arrived.
+	Announced []string `json:"announced,omitempty"`
+	OriginMs  float64  `json:"origin_ms,omitempty"`
 	// SettingsMs is when the server's HTTP/3 SETTINGS arrived; requests
 	// waited for them with WaitSettings.
 	SettingsMs     float64 `json:"settings_ms,omitempty"`
@@ -479,9 +486,14 @@ type originConn struct {
 	remote netip.AddrPort
 	index  int  // in the load's Conns; -1 before one was begun
 	early  bool // 0-RTT: requests may go before the handshake completes
-	close  func()
-	closed sync.Once
-	err    error
+	// The origin set the server announced (ORIGIN frames), and a channel
+	// closed at the first frame.
+	omu       sync.Mutex
+	announced map[string]bool
+	originCh  chan struct{}
+	close     func()
+	closed    sync.Once
+	err       error
 }
 
 // method is GET, or the GET that quic-go's HTTP/3 sends before the
@@ -508,6 +520,9 @@ func (ld *load) conn(ctx context.Context, host string) (*originConn, int, error)
 // dial resolves host, and pools the origin onto a connection already
 // open to that address whose certificate covers host, or opens one.
 func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
+	if c := ld.byOrigin(ctx, host, origin); c != nil {
+		return c
+	}
 	addrs, err := ld.resolve(ctx, host)
 	if err != nil {
 		return &originConn{index: -1, err: err}
@@ -553,21 +568,26 @@ func (ld *load) pool(ctx context.Context, host, origin string, remote netip.Addr
 	open := slices.Clone(ld.opened)
 	ld.mu.Unlock()
 	for _, c := range open {
-		if c.err != nil || c.remote != remote {
-			continue
+		if c.err == nil && c.remote == remote && ld.serves(ctx, c, host, origin) {
+			return c
 		}
-		cert, err := ld.cert(ctx, c)
-		if err != nil || cert.VerifyHostname(host) != nil {
-			continue
-		}
-		ld.mu.Lock()
-		if info := ld.res.Conns[c.index]; !slices.Contains(info.Origins, origin) {
-			info.Origins = append(info.Origins, origin)
-		}
-		ld.mu.Unlock()
-		return c
 	}
 	return nil
+}
+
+// serves says whether c's certificate covers host, and if so records
+// origin as one c serves.
+func (ld *load) serves(ctx context.Context, c *originConn, host, origin string) bool {
+	cert, err := ld.cert(ctx, c)
+	if err != nil || cert.VerifyHostname(host) != nil {
+		return false
+	}
+	ld.mu.Lock()
+	if info := ld.res.Conns[c.index]; !slices.Contains(info.Origins, origin) {
+		info.Origins = append(info.Origins, origin)
+	}
+	ld.mu.Unlock()
+	return true
 }
 
 // cert is the certificate c's server showed: from the handshake, or,
@@ -637,7 +657,8 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 	}
 	info.Local = udp.LocalAddr().String()
 	tr := &quic.Transport{Conn: udp}
-	qconf := &quic.Config{HandshakeIdleTimeout: ld.l.cfg.Timeout, MaxIdleTimeout: 30 * time.Second}
+	qconf := &quic.Config{HandshakeIdleTimeout: ld.l.cfg.Timeout, MaxIdleTimeout: 30 * time.Second,
+		MaxIncomingStreams: -1} // an HTTP/3 server opens no bidirectional streams
 	dial := tr.Dial
 	if ld.l.cfg.ZeroRTT {
 		dial = tr.DialEarly
@@ -672,8 +693,10 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 		}()
 	}
 	h3 := &http3.Transport{}
-	c.cc = h3.NewClientConn(qc)
-	c.rt = c.cc
+	rc := h3.NewRawClientConn(qc)
+	c.cc, c.rt = rc.ClientConn, rc.ClientConn
+	c.originCh = make(chan struct{})
+	go ld.serverStreams(qc, rc, c, info)
 	go func() {
 		select {
 		case <-c.cc.ReceivedSettings():

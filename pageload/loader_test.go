@@ -221,3 +221,77 @@ func TestDNSStreamNeedsTheSetting(t *testing.T) {
 	require.Equal(t, "error", r.Status)
 	require.Contains(t, r.Error, "does not offer DNS streams")
 }
+
+// TestOriginSkipsDNS: the server announces two of the three hosts it
+// serves in an ORIGIN frame; a page with a resource from each looks up
+// the first (its connection had to be opened), takes the announced one
+// on that connection without a lookup, and looks up the unannounced one
+// (then pooled by address and certificate).
+func TestOriginSkipsDNS(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>"+strings.Repeat("x", 5000)+"</html>"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.png"), []byte("png"), 0o644))
+	const other, unannounced = "other.doxlab.test", "unannounced.doxlab.test"
+	port := freePort(t)
+	web, udp := "127.0.0.1:"+strconv.Itoa(port), "127.0.0.1:0"
+	srv, err := server.New(&server.Config{
+		Listen:  server.Listen{UDP: udp, Web: web},
+		TLS:     server.TLS{Names: []string{host, other, unannounced}},
+		Web:     server.Web{Roots: map[string]string{"*": dir}, Origins: []string{"https://" + host + ":" + strconv.Itoa(port), "https://" + other + ":" + strconv.Itoa(port)}},
+		Answers: server.Answers{Any: "127.0.0.1"},
+	})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	var mu sync.Mutex
+	var queried []string
+	srv.OnRecord(func(r *server.Record) {
+		if r.Kind == "query" {
+			mu.Lock()
+			queried = append(queried, strings.TrimSuffix(r.QName, "."))
+			mu.Unlock()
+		}
+	})
+	dnsUDP, err := transport.New("udp://"+srv.Addr("udp").String(), transport.Options{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	defer dnsUDP.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	l2, err := pageload.New(pageload.Config{Origins: true, Resolver: &pageload.DNS{Name: "udp", Transport: dnsUDP}, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	base := "https://" + host + "/"
+	g := &pageload.Graph{Page: base, Resources: []pageload.Resource{
+		{URL: base, Parent: -1, Size: 5013},
+		{URL: "https://" + other + "/a.png", Parent: 0, AfterBytes: 5013, GapMs: 20},
+		{URL: "https://" + unannounced + "/a.png", Parent: 0, AfterBytes: 5013, GapMs: 20},
+	}}
+	r := l2.Load(context.Background(), g)
+	require.Equal(t, "ok", r.Status, r.Error)
+	require.Len(t, r.Conns, 1, "one connection serves all three")
+	require.ElementsMatch(t, []string{"https://" + host + ":" + strconv.Itoa(port), "https://" + other + ":" + strconv.Itoa(port)}, r.Conns[0].Announced)
+	require.Len(t, r.Conns[0].Origins, 3)
+	by := map[string]string{}
+	for _, lk := range r.Lookups {
+		by[lk.Host] = lk.Transport
+	}
+	require.Equal(t, map[string]string{host: "udp", other: "origin", unannounced: "udp"}, by)
+	mu.Lock()
+	defer mu.Unlock()
+	require.ElementsMatch(t, []string{host, unannounced}, queried, "no query for the announced origin")
+}
+
+func freePort(t *testing.T) int {
+	for range 50 {
+		u, err := net.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		p := u.LocalAddr().(*net.UDPAddr).Port
+		tc, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		u.Close()
+		if err == nil {
+			tc.Close()
+			return p
+		}
+	}
+	t.Fatal("no port free on UDP and TCP")
+	return 0
+}

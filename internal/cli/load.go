@@ -70,6 +70,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print each load as one JSON line")
 	coalesce := fs.String("coalesce", "", "resolve on the page's own HTTP/3 connection to the --dns server (an https:// URL with an IP address): doh3 or dnsstream")
 	waitSettings := fs.Bool("wait-settings", false, "hold each HTTP/3 connection's requests until the server's SETTINGS arrive")
+	origins := fs.Bool("origins", false, "fetch an origin a connection announced in an ORIGIN frame on it, without a lookup")
 	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
 	pos, fail, code, done := subcommand(fs, "load", args, 1, "", stderr)
 	if done {
@@ -88,7 +89,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *capture != "" {
 		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
 	}
-	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings}
+	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins}
 	if *h2 {
 		cfg.Protocol = "h2"
 	}
