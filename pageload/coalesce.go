@@ -71,7 +71,7 @@ func (ld *load) resolveOnConn(ctx context.Context, host string) ([]netip.Addr, *
 	origin := net.JoinHostPort(co.Name, strconv.Itoa(int(co.Server.Port())))
 	// Keyed apart from the origin's own entry: when the page's host is the
 	// resolver's name, its connection is being dialled, waiting for this.
-	c, err := ld.conns.get(ctx, "dns "+origin, func() *originConn { return ld.open(ctx, co.Name, origin, co.Server) })
+	c, err := ld.conns.get(ctx, "dns "+origin, func() *originConn { return ld.open(ctx, co.Name, origin, co.Server, "h3") })
 	if err == nil {
 		err = c.err
 	}
@@ -82,35 +82,43 @@ func (ld *load) resolveOnConn(ctx context.Context, host string) ([]netip.Addr, *
 		return nil, lk, err
 	}
 	return ld.raceOrigin(ctx, c, host, func(ctx context.Context) ([]netip.Addr, *Lookup, error) {
-		lk := &Lookup{Transport: co.Transport(), Coalesced: true, Conn: c.index}
-		q := new(dns.Msg)
-		q.SetQuestion(dns.Fqdn(host), dns.TypeA)
-		q.Id = 0 // RFC 8484 §4.1 and RFC 9250 §4.2.1: cache-friendly, the stream is the ID
-		lk.Early = !handshakeDone(c.qc)
-		ld.mu.Lock()
-		ld.res.Conns[c.index].DNSQueries++
-		ld.mu.Unlock()
-		var r *dns.Msg
-		var err error
-		if co.Mode == CoalesceDoH3 {
-			r, err = ld.dohOn(ctx, c, q)
-		} else {
-			r, err = ld.dnsStreamOn(ctx, c, q)
-		}
-		if err != nil {
-			return nil, lk, err
-		}
-		lk.Record = coalescedRecord{Rcode: dns.RcodeToString[r.Rcode], Answers: len(r.Answer)}
-		if r.Rcode != dns.RcodeSuccess {
-			return nil, lk, fmt.Errorf("looking up %s: %s", host, dns.RcodeToString[r.Rcode])
-		}
-		return answerAddrs(r), lk, nil
+		early := !handshakeDone(c.qc)
+		addrs, lk, err := resolveVia(ctx, host, &connExchanger{ld, c}, ld.l.cfg.HTTPSRecords)
+		lk.Coalesced, lk.Conn, lk.Early = true, c.index, early
+		return addrs, lk, err
 	})
+}
+
+// connExchanger asks questions on a coalesced connection.
+type connExchanger struct {
+	ld *load
+	c  *originConn
+}
+
+func (x *connExchanger) Label() string { return x.ld.l.cfg.Coalesce.Transport() }
+
+func (x *connExchanger) Exchange(ctx context.Context, q *dns.Msg) (*dns.Msg, any, error) {
+	q.Id = 0 // RFC 8484 §4.1 and RFC 9250 §4.2.1: cache-friendly, the stream is the ID
+	x.ld.mu.Lock()
+	x.ld.res.Conns[x.c.index].DNSQueries++
+	x.ld.mu.Unlock()
+	var r *dns.Msg
+	var err error
+	if x.ld.l.cfg.Coalesce.Mode == CoalesceDoH3 {
+		r, err = x.ld.dohOn(ctx, x.c, q)
+	} else {
+		r, err = x.ld.dnsStreamOn(ctx, x.c, q)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, coalescedRecord{Type: dns.TypeToString[q.Question[0].Qtype], Rcode: dns.RcodeToString[r.Rcode], Answers: len(r.Answer)}, nil
 }
 
 // coalescedRecord is what a coalesced lookup records of its answer; the
 // connection's facts are the load's Conn.
 type coalescedRecord struct {
+	Type    string `json:"type"`
 	Rcode   string `json:"rcode"`
 	Answers int    `json:"answers"`
 }

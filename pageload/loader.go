@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,8 +32,14 @@ type Resolver interface {
 // Config is how a Loader fetches.
 type Config struct {
 	// Protocol is "h3" (HTTP/3 over QUIC, the default) or "h2" (HTTP/2
-	// over TLS over TCP), for every origin.
+	// over TLS over TCP) for every origin, or "auto": HTTP/3 where the
+	// origin's HTTPS record or an earlier Alt-Svc header offered it, as a
+	// browser discovers it, HTTP/2 otherwise.
 	Protocol string
+	// HTTPSRecords asks each host's HTTPS record (RFC 9460) first, and
+	// skips the A lookup when the record offers HTTP/3 with IPv4 hints.
+	// The Resolver must be an Exchanger (DNS is).
+	HTTPSRecords bool
 	// ZeroRTT sends requests in 0-RTT on a connection resumed with a
 	// ticket from an earlier load of this Loader (HTTP/3 only).
 	ZeroRTT bool
@@ -73,6 +80,7 @@ type Loader struct {
 	// 0-RTT client must assume (RFC 9114 §7.2.4.2).
 	certs    map[string]*x509.Certificate
 	settings map[string]map[uint64]uint64
+	altSvc   map[string]bool // origins whose Alt-Svc offered h3 (Protocol auto)
 }
 
 // New returns a loader.
@@ -80,11 +88,14 @@ func New(cfg Config) (*Loader, error) {
 	switch cfg.Protocol {
 	case "":
 		cfg.Protocol = "h3"
-	case "h3", "h2":
+	case "h3", "h2", "auto":
 	default:
-		return nil, fmt.Errorf("protocol %q: want h3 or h2", cfg.Protocol)
+		return nil, fmt.Errorf("protocol %q: want h3, h2 or auto", cfg.Protocol)
 	}
-	if cfg.ZeroRTT && cfg.Protocol != "h3" {
+	if _, ok := cfg.Resolver.(Exchanger); cfg.HTTPSRecords && cfg.Coalesce == nil && !ok {
+		return nil, fmt.Errorf("HTTPS records need a DNS resolver")
+	}
+	if cfg.ZeroRTT && cfg.Protocol == "h2" {
 		return nil, fmt.Errorf("0-RTT needs h3: Go's TLS over TCP sends no early data")
 	}
 	if err := cfg.Coalesce.check(cfg.Protocol); err != nil {
@@ -115,6 +126,7 @@ func (l *Loader) Forget() {
 	l.sessions = tls.NewLRUClientSessionCache(256)
 	l.certs = map[string]*x509.Certificate{}
 	l.settings = map[string]map[uint64]uint64{}
+	l.altSvc = map[string]bool{}
 }
 
 // Result is one replayed load. Times are milliseconds from its start, on
@@ -156,12 +168,14 @@ type Lookup struct {
 	Transport string `json:"transport"` // udp, doh2, doq, ..., hosts; doh3-coalesced, dnsstream
 	// Coalesced lookups went on the load's connection Conn, Early ones
 	// before its handshake completed (in 0-RTT).
-	Coalesced bool     `json:"coalesced,omitempty"`
-	Conn      int      `json:"conn,omitempty"`
-	Early     bool     `json:"early,omitempty"`
-	StartMs   float64  `json:"start_ms"`
-	EndMs     float64  `json:"end_ms"`
-	Addrs     []string `json:"addrs"`
+	Coalesced bool `json:"coalesced,omitempty"`
+	Conn      int  `json:"conn,omitempty"`
+	Early     bool `json:"early,omitempty"`
+	// HTTPS is what the host's HTTPS record said, when it was asked.
+	HTTPS   *HTTPSInfo `json:"https,omitempty"`
+	StartMs float64    `json:"start_ms"`
+	EndMs   float64    `json:"end_ms"`
+	Addrs   []string   `json:"addrs"`
 	// Record is the DNS exchange's record, for transports that make one.
 	Record any    `json:"record,omitempty"`
 	Error  string `json:"error,omitempty"`
@@ -349,6 +363,11 @@ func (ld *load) fetch(ctx context.Context, i int) {
 	ld.mu.Lock()
 	ld.res.Resources[i].FirstByte, ld.res.Resources[i].Status = ld.since(), resp.StatusCode
 	ld.mu.Unlock()
+	if c.qc == nil && ld.l.cfg.Protocol == "auto" && altSvcH3(resp.Header.Get("Alt-Svc")) {
+		ld.l.mu.Lock()
+		ld.l.altSvc[net.JoinHostPort(u.Hostname(), strconv.Itoa(ld.l.cfg.Port))] = true
+		ld.l.mu.Unlock()
+	}
 	ld.discovered(ctx, i, 0, false, started)
 	buf := make([]byte, 16<<10)
 	var n int64
@@ -438,18 +457,24 @@ func (o *perKey[T]) all() []T {
 // lookup is one host's lookup.
 type lookup struct {
 	addrs []netip.Addr
+	h3    bool // its HTTPS record offered HTTP/3
 	err   error
 }
 
-func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, bool, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{a}, nil
+		return []netip.Addr{a}, false, nil
 	}
 	lo, err := ld.lookups.get(ctx, host, func() lookup {
 		start := ld.since()
 		resolve := ld.resolveOnConn
 		if ld.l.cfg.Coalesce == nil {
 			resolve = ld.l.cfg.Resolver.Resolve
+			if ex, ok := ld.l.cfg.Resolver.(Exchanger); ok && ld.l.cfg.HTTPSRecords {
+				resolve = func(ctx context.Context, host string) ([]netip.Addr, *Lookup, error) {
+					return resolveVia(ctx, host, ex, true)
+				}
+			}
 		}
 		addrs, rec, err := resolve(ctx, host)
 		if rec == nil {
@@ -468,12 +493,12 @@ func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 		ld.mu.Lock()
 		ld.res.Lookups = append(ld.res.Lookups, rec)
 		ld.mu.Unlock()
-		return lookup{addrs, err}
+		return lookup{addrs, rec.HTTPS.h3(), err}
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return lo.addrs, lo.err
+	return lo.addrs, lo.h3, lo.err
 }
 
 // originConn is one connection, shared by its origins' requests.
@@ -523,7 +548,7 @@ func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
 	if c := ld.byOrigin(ctx, host, origin); c != nil {
 		return c
 	}
-	addrs, err := ld.resolve(ctx, host)
+	addrs, h3, err := ld.resolve(ctx, host)
 	if err != nil {
 		return &originConn{index: -1, err: err}
 	}
@@ -531,14 +556,21 @@ func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
 	if c := ld.pool(ctx, host, origin, remote); c != nil {
 		return c
 	}
-	return ld.open(ctx, host, origin, remote)
+	proto := ld.l.cfg.Protocol
+	if proto == "auto" {
+		ld.l.mu.Lock()
+		h3 = h3 || ld.l.altSvc[origin]
+		ld.l.mu.Unlock()
+		proto = map[bool]string{true: "h3", false: "h2"}[h3]
+	}
+	return ld.open(ctx, host, origin, remote, proto)
 }
 
 // open opens a connection to remote for origin, its certificate checked
 // for name.
-func (ld *load) open(ctx context.Context, name, origin string, remote netip.AddrPort) *originConn {
+func (ld *load) open(ctx context.Context, name, origin string, remote netip.AddrPort, proto string) *originConn {
 	c := &originConn{index: -1, name: name, remote: remote}
-	info := &Conn{Origin: origin, Origins: []string{origin}, Protocol: ld.l.cfg.Protocol, StartMs: ld.since(), Remote: remote.String()}
+	info := &Conn{Origin: origin, Origins: []string{origin}, Protocol: proto, StartMs: ld.since(), Remote: remote.String()}
 	ld.mu.Lock()
 	c.index = len(ld.res.Conns)
 	ld.res.Conns = append(ld.res.Conns, info)
@@ -547,7 +579,7 @@ func (ld *load) open(ctx context.Context, name, origin string, remote netip.Addr
 	sessions := ld.l.sessions
 	ld.l.mu.Unlock()
 	tlsConf := &tls.Config{ServerName: name, RootCAs: ld.l.cfg.RootCAs, InsecureSkipVerify: ld.l.cfg.Insecure, ClientSessionCache: sessions}
-	if ld.l.cfg.Protocol == "h3" {
+	if proto == "h3" {
 		c.err = ld.dialH3(ctx, c, info, remote, tlsConf)
 	} else {
 		c.err = ld.dialH2(ctx, c, info, remote, tlsConf)
@@ -766,4 +798,17 @@ func (ld *load) closeAll() {
 			c.closed.Do(c.close) // a pooled connection serves several origins
 		}
 	}
+}
+
+// altSvcH3 says whether an Alt-Svc header (RFC 7838) offers HTTP/3 on
+// the same host: h3=":PORT". An alternative on another host is not
+// followed (the loader fetches each origin where it resolves).
+func altSvcH3(v string) bool {
+	for _, alt := range strings.Split(v, ",") {
+		proto, rest, ok := strings.Cut(strings.TrimSpace(alt), "=")
+		if ok && proto == "h3" && strings.HasPrefix(strings.Trim(strings.SplitN(rest, ";", 2)[0], " \""), ":") {
+			return true
+		}
+	}
+	return false
 }

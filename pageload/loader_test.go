@@ -295,3 +295,62 @@ func freePort(t *testing.T) int {
 	t.Fatal("no port free on UDP and TCP")
 	return 0
 }
+
+// TestHTTPSRecordsAndDiscovery: with HTTPS records, the first load goes
+// to HTTP/3 at once on the record's hint, with no A query; without
+// them, a discovering loader starts over HTTP/2 and takes HTTP/3 on the
+// next load from the Alt-Svc header it was given.
+func TestHTTPSRecordsAndDiscovery(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>hi</html>"), 0o644))
+	port := freePort(t)
+	srv, err := server.New(&server.Config{
+		Listen: server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:" + strconv.Itoa(port)},
+		TLS:    server.TLS{Names: []string{host}},
+		Web:    server.Web{Roots: map[string]string{"*": dir}},
+		Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1",
+			host + ". 300 IN HTTPS 1 . alpn=h3,h2 ipv4hint=127.0.0.1"}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	var mu sync.Mutex
+	var qtypes []string
+	srv.OnRecord(func(r *server.Record) {
+		if r.Kind == "query" {
+			mu.Lock()
+			qtypes = append(qtypes, r.QType)
+			mu.Unlock()
+		}
+	})
+	udp, err := transport.New("udp://"+srv.Addr("udp").String(), transport.Options{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	defer udp.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
+	newLoader := func(https bool) *pageload.Loader {
+		l, err := pageload.New(pageload.Config{Protocol: "auto", HTTPSRecords: https, Resolver: &pageload.DNS{Name: "udp", Transport: udp},
+			Port: port, RootCAs: roots, Timeout: 10 * time.Second})
+		require.NoError(t, err)
+		return l
+	}
+
+	r := newLoader(true).Load(context.Background(), g)
+	require.Equal(t, "ok", r.Status, r.Error)
+	require.Equal(t, "h3", r.Conns[0].Protocol, "the HTTPS record's alpn=h3 took the first load to HTTP/3")
+	require.NotNil(t, r.Lookups[0].HTTPS)
+	require.True(t, r.Lookups[0].HTTPS.UsedHints)
+	require.Equal(t, []string{"127.0.0.1"}, r.Lookups[0].Addrs)
+	mu.Lock()
+	require.Equal(t, []string{"HTTPS"}, qtypes, "the hints spared the A query")
+	qtypes = nil
+	mu.Unlock()
+
+	l := newLoader(false)
+	require.Equal(t, "h2", l.Load(context.Background(), g).Conns[0].Protocol, "nothing said HTTP/3 yet")
+	require.Equal(t, "h3", l.Load(context.Background(), g).Conns[0].Protocol, "the Alt-Svc header did")
+	mu.Lock()
+	require.Equal(t, []string{"A", "A"}, qtypes)
+	mu.Unlock()
+}

@@ -70,6 +70,8 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print each load as one JSON line")
 	coalesce := fs.String("coalesce", "", "resolve on the page's own HTTP/3 connection to the --dns server (an https:// URL with an IP address): doh3 or dnsstream")
 	waitSettings := fs.Bool("wait-settings", false, "hold each HTTP/3 connection's requests until the server's SETTINGS arrive")
+	httpsRR := fs.Bool("https-records", false, "ask each host's HTTPS record first; its IPv4 hints spare the A lookup when it offers h3")
+	discover := fs.Bool("discover", false, "start each origin over HTTP/2 unless its HTTPS record or an earlier Alt-Svc header offered HTTP/3, as a browser does")
 	origins := fs.Bool("origins", false, "fetch an origin a connection announced in an ORIGIN frame on it, without a lookup")
 	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
 	pos, fail, code, done := subcommand(fs, "load", args, 1, "", stderr)
@@ -89,9 +91,14 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *capture != "" {
 		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
 	}
-	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins}
-	if *h2 {
+	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR}
+	switch {
+	case *h2 && *discover:
+		return fail("give --h2 or --discover, not both")
+	case *h2:
 		cfg.Protocol = "h2"
+	case *discover:
+		cfg.Protocol = "auto"
 	}
 	if cfg.Port == 0 && u.Port() != "" {
 		fmt.Sscan(u.Port(), &cfg.Port)
