@@ -40,8 +40,9 @@ func StartServer(tb *testbed.Testbed, cfg *server.Config) (*server.Server, error
 // it at ip: every DNS transport on its standard port, the pages over
 // HTTP/3 and HTTP/2 on 443 (with DoH and DNS streams on the same
 // listener), one TLS identity for ip and every page host, each page host
-// answered with ip.
-func PageServerConfig(ip string, pages []web.Page) *server.Config {
+// answered with ip, and, with https, an HTTPS record (RFC 9460) offering
+// h3 and h2 with ip as the hint.
+func PageServerConfig(ip string, pages []web.Page, https bool) *server.Config {
 	cfg := &server.Config{
 		Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", Web: ip + ":443"},
 		TLS:    server.TLS{Names: []string{ip, "localhost"}},
@@ -51,6 +52,9 @@ func PageServerConfig(ip string, pages []web.Page) *server.Config {
 		cfg.Web.Roots[p.Host] = p.Dir
 		cfg.TLS.Names = append(cfg.TLS.Names, p.Host)
 		cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN A %s", p.Host, ip))
+		if https {
+			cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN HTTPS 1 . alpn=h3,h2 ipv4hint=%s", p.Host, ip))
+		}
 	}
 	return cfg
 }

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -61,9 +62,12 @@ type Coalescing struct {
 	// remembered (sent at once, RFC 9114 §7.2.4.2) and wait (held until
 	// they arrive). 1-RTT loads have them by the time they send.
 	Settings []string
-	Repeat   int // loads per cell; default 10
-	Timeout  time.Duration
-	Seed     uint64 // task order; 0: random
+	// HTTPSRecords has the loader ask each host's HTTPS record first and
+	// skip the A lookup on its hints (the server publishes one per page).
+	HTTPSRecords bool
+	Repeat       int // loads per cell; default 10
+	Timeout      time.Duration
+	Seed         uint64 // task order; 0: random
 	experiment.Env
 }
 
@@ -81,6 +85,7 @@ func (c *Coalescing) Flags(fs *flag.FlagSet) {
 	experiment.ListVar(fs, &c.DNS, "dns", c.DNS, "DNS modes: transports ("+strings.Join(protocol.Default(), ", ")+"), "+Emulated+", "+DoH3Coalesced+", "+DNSStream)
 	experiment.ListVar(fs, &c.H3, "h3", c.H3, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
 	experiment.ListVar(fs, &c.Settings, "settings", c.Settings, "0-RTT loads' SETTINGS: remembered (sent at once), wait (held for the server's)")
+	fs.BoolVar(&c.HTTPSRecords, "https-records", false, "ask each host's HTTPS record first; its hints spare the A lookup")
 	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
@@ -200,7 +205,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	for _, p := range pages {
 		e.pages[p.Name] = p
 	}
-	srv, err := experiment.StartServer(tb, experiment.PageServerConfig(e.ip, pages))
+	srv, err := experiment.StartServer(tb, experiment.PageServerConfig(e.ip, pages, true))
 	if err != nil {
 		return "", err
 	}
@@ -215,7 +220,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	spec := map[string]any{"server": srv.Config(), "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "repeat": c.Repeat, "seed": seed,
+	spec := map[string]any{"server": srv.Config(), "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "repeat": c.Repeat, "seed": seed,
 		"graphs": e.provenance()}
 	n := 0
 	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:coalescing", profiles, spec, func(p testbed.Profile, runID string) error {
@@ -306,11 +311,17 @@ func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
 				}
 			}
 		}
-		cfg := pageload.Config{ZeroRTT: zero, WaitSettings: zero && t.Settings == "wait", RootCAs: e.roots, OpenSockets: e.inClient, Timeout: e.c.Timeout}
+		cfg := pageload.Config{ZeroRTT: zero, WaitSettings: zero && t.Settings == "wait", HTTPSRecords: e.c.HTTPSRecords, RootCAs: e.roots, OpenSockets: e.inClient, Timeout: e.c.Timeout}
 		// The DNS transports' tickets live as long as the loader's: kept
 		// for 0-RTT, dropped with them for 1-RTT.
 		newSession := func() *transport.Session { return transport.NewSession(transport.SessionConfig{Tickets: true}) }
 		sess := newSession()
+		var sdns *sessionDNS // the separate modes' resolver
+		loadDone := func() {
+			if sdns != nil {
+				sdns.done()
+			}
+		}
 		switch {
 		case Coalesced(t.DNS):
 			mode := pageload.CoalesceDoH3
@@ -321,7 +332,8 @@ func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
 		case t.DNS == Emulated:
 			cfg.Resolver = pageload.Hosts{page.Host: netip.MustParseAddr(e.ip)}
 		default:
-			cfg.Resolver = &sessionDNS{e: e, name: t.DNS, zero: zero, sess: &sess}
+			sdns = &sessionDNS{e: e, name: t.DNS, zero: zero, sess: &sess}
+			cfg.Resolver = sdns
 		}
 		l, err := pageload.New(cfg)
 		if err != nil {
@@ -331,7 +343,7 @@ func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
 		// The emulation's DoQ lookup, apart from the load, on a connection
 		// of its own.
 		lookupApart := func() (*transport.Record, error) {
-			tr, err := e.transport(protocol.DoQ, zero, sess)
+			tr, err := e.transport(protocol.DoQ, zero, false, sess)
 			if err != nil {
 				return nil, err
 			}
@@ -350,7 +362,9 @@ func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
 				return
 			}
 		}
-		if warm := l.Load(ctx, g); warm.Status != "ok" {
+		warm := l.Load(ctx, g)
+		loadDone()
+		if warm.Status != "ok" {
 			failAll("warm-up-failed", fmt.Errorf("warm-up: %s %s", warm.Status, warm.Error))
 			return
 		}
@@ -376,6 +390,7 @@ func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
 				}
 			}
 			r := l.Load(ctx, g)
+			loadDone()
 			// The server writes a connection's record as its handshake
 			// completes, well before the load ends; its goroutine may lag.
 			time.Sleep(5 * time.Millisecond)
@@ -389,30 +404,71 @@ func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
 	}
 }
 
-// transport is a DNS transport to the server from the client host, a new
-// connection per lookup, resuming with sess's tickets (in 0-RTT if zero).
-func (e *env) transport(name string, zero bool, sess *transport.Session) (transport.Transport, error) {
+// transport is a DNS transport to the server from the client host,
+// resuming with sess's tickets (in 0-RTT if zero); with reuse, one
+// connection carries every exchange until it is closed.
+func (e *env) transport(name string, zero, reuse bool, sess *transport.Session) (transport.Transport, error) {
 	u, err := measure.URLFor(name, e.ip)
 	if err != nil {
 		return nil, err
 	}
-	return transport.New(u, transport.Options{Timeout: e.c.Timeout, RootCAs: e.roots, OpenSockets: e.inClient, Session: sess, ZeroRTT: zero})
+	return transport.New(u, transport.Options{Timeout: e.c.Timeout, RootCAs: e.roots, OpenSockets: e.inClient, Session: sess, ZeroRTT: zero, Reuse: reuse})
 }
 
-// sessionDNS resolves over a transport of its own per lookup, with the
-// sample's current session: the loader's resolver for the separate modes.
+// sessionDNS is the loader's resolver for the separate modes: a DNS
+// connection of its own per load (opened by its first lookup, closed
+// with done), resuming with the sample's current session, as a browser
+// keeps its DNS connection for a page's lookups.
 type sessionDNS struct {
 	e    *env
 	name string
 	zero bool
 	sess **transport.Session
+
+	mu sync.Mutex
+	tr transport.Transport
 }
 
 func (d *sessionDNS) Resolve(ctx context.Context, host string) ([]netip.Addr, *pageload.Lookup, error) {
-	tr, err := d.e.transport(d.name, d.zero, *d.sess)
-	if err != nil {
-		return nil, &pageload.Lookup{Transport: d.name}, err
-	}
-	defer tr.Close()
-	return (&pageload.DNS{Name: d.name, Transport: tr}).Resolve(ctx, host)
+	return d.dns().Resolve(ctx, host)
 }
+
+// Exchange lets the loader ask for HTTPS records.
+func (d *sessionDNS) Exchange(ctx context.Context, q *dns.Msg) (*dns.Msg, any, error) {
+	return d.dns().Exchange(ctx, q)
+}
+
+func (d *sessionDNS) Label() string { return d.name }
+
+// dns is the load's DNS transport, opened on first use.
+func (d *sessionDNS) dns() *pageload.DNS {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tr == nil {
+		tr, err := d.e.transport(d.name, d.zero, true, *d.sess)
+		if err != nil {
+			tr = failing{err}
+		}
+		d.tr = tr
+	}
+	return &pageload.DNS{Name: d.name, Transport: d.tr}
+}
+
+// done closes the load's DNS connection.
+func (d *sessionDNS) done() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tr != nil {
+		d.tr.Close()
+		d.tr = nil
+	}
+}
+
+// failing is a transport that could not be made: every exchange fails
+// with why.
+type failing struct{ err error }
+
+func (f failing) Exchange(context.Context, *dns.Msg) (*transport.Record, error) {
+	return &transport.Record{Status: transport.Classify(f.err), Error: f.err.Error()}, f.err
+}
+func (f failing) Close() error { return nil }

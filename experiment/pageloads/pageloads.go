@@ -265,7 +265,7 @@ func (e *webEnv) startServer(pages []web.Page, dir string) error {
 		e.pages[p.Name] = p
 	}
 	var err error
-	if e.srv, err = experiment.StartServer(e.tb, experiment.PageServerConfig(e.ip, pages)); err != nil {
+	if e.srv, err = experiment.StartServer(e.tb, experiment.PageServerConfig(e.ip, pages, false)); err != nil {
 		return err
 	}
 	e.srv.OnRecord(func(r *server.Record) {
