@@ -65,9 +65,13 @@ type Coalescing struct {
 	// HTTPSRecords has the loader ask each host's HTTPS record first and
 	// skip the A lookup on its hints (the server publishes one per page).
 	HTTPSRecords bool
-	Repeat       int // loads per cell; default 10
-	Timeout      time.Duration
-	Seed         uint64 // task order; 0: random
+	// Origins has the loader use the server's ORIGIN frame: an announced
+	// origin needs no lookup (on a coalesced connection, the lookup races
+	// the frame).
+	Origins bool
+	Repeat  int // loads per cell; default 10
+	Timeout time.Duration
+	Seed    uint64 // task order; 0: random
 	experiment.Env
 }
 
@@ -86,6 +90,7 @@ func (c *Coalescing) Flags(fs *flag.FlagSet) {
 	experiment.ListVar(fs, &c.H3, "h3", c.H3, "HTTP/3 handshakes: 1rtt (ticket dropped), 0rtt (ticket kept)")
 	experiment.ListVar(fs, &c.Settings, "settings", c.Settings, "0-RTT loads' SETTINGS: remembered (sent at once), wait (held for the server's)")
 	fs.BoolVar(&c.HTTPSRecords, "https-records", false, "ask each host's HTTPS record first; its hints spare the A lookup")
+	fs.BoolVar(&c.Origins, "origins", false, "use the server's ORIGIN frames: an announced origin needs no lookup")
 	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
@@ -220,7 +225,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	spec := map[string]any{"server": srv.Config(), "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "repeat": c.Repeat, "seed": seed,
+	spec := map[string]any{"server": srv.Config(), "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "origins": c.Origins, "repeat": c.Repeat, "seed": seed,
 		"graphs": e.provenance()}
 	n := 0
 	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:coalescing", profiles, spec, func(p testbed.Profile, runID string) error {
@@ -311,7 +316,7 @@ func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
 				}
 			}
 		}
-		cfg := pageload.Config{ZeroRTT: zero, WaitSettings: zero && t.Settings == "wait", HTTPSRecords: e.c.HTTPSRecords, RootCAs: e.roots, OpenSockets: e.inClient, Timeout: e.c.Timeout}
+		cfg := pageload.Config{ZeroRTT: zero, WaitSettings: zero && t.Settings == "wait", HTTPSRecords: e.c.HTTPSRecords, Origins: e.c.Origins, RootCAs: e.roots, OpenSockets: e.inClient, Timeout: e.c.Timeout}
 		// The DNS transports' tickets live as long as the loader's: kept
 		// for 0-RTT, dropped with them for 1-RTT.
 		newSession := func() *transport.Session { return transport.NewSession(transport.SessionConfig{Tickets: true}) }

@@ -56,6 +56,9 @@ type Proof struct {
 	// handshake of its connection completed (0-RTT early data).
 	DNSEarly     bool   `json:"dns_early"`
 	DNSTransport string `json:"dns_transport"` // as the server saw it
+	// DNSSpared: an ORIGIN frame announced the page's origin before the
+	// lookup's answer came, so the load used no answer.
+	DNSSpared bool `json:"dns_spared,omitempty"`
 	// PageUsed0RTT and PageResumed are the server's record of the page's
 	// connection.
 	PageUsed0RTT bool `json:"page_0rtt"`
@@ -85,6 +88,7 @@ func (s *Sample) prove(host, client string) {
 			if s.Apart == nil {
 				s.DNSMs = round3(lk.EndMs - lk.StartMs)
 			}
+			s.Proof.DNSSpared = lk.Transport == "origin"
 			s.Proof.DNSOnPageConn = lk.Coalesced && lk.Conn == page && page >= 0
 		}
 	}
