@@ -74,6 +74,11 @@ type Loader struct {
 
 	mu       sync.Mutex
 	sessions tls.ClientSessionCache
+	// tokens are QUIC NEW_TOKEN tokens (RFC 9000 §8.1.3), kept with the
+	// tickets: a resumed connection that presents one has its address
+	// validated at once, so the server's 0-RTT answer is not held to
+	// three times what the client sent (the anti-amplification limit).
+	tokens quic.TokenStore
 	// By server name, from the last connection that had them: the
 	// certificate lets a 0-RTT connection be reused for another origin
 	// before the handshake shows it again, and the SETTINGS are what a
@@ -124,6 +129,7 @@ func (l *Loader) Forget() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sessions = tls.NewLRUClientSessionCache(256)
+	l.tokens = quic.NewLRUTokenStore(64, 4)
 	l.certs = map[string]*x509.Certificate{}
 	l.settings = map[string]map[uint64]uint64{}
 	l.altSvc = map[string]bool{}
@@ -689,7 +695,10 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 	}
 	info.Local = udp.LocalAddr().String()
 	tr := &quic.Transport{Conn: udp}
-	qconf := &quic.Config{HandshakeIdleTimeout: ld.l.cfg.Timeout, MaxIdleTimeout: 30 * time.Second,
+	ld.l.mu.Lock()
+	tokens := ld.l.tokens
+	ld.l.mu.Unlock()
+	qconf := &quic.Config{HandshakeIdleTimeout: ld.l.cfg.Timeout, MaxIdleTimeout: 30 * time.Second, TokenStore: tokens,
 		MaxIncomingStreams: -1} // an HTTP/3 server opens no bidirectional streams
 	dial := tr.Dial
 	if ld.l.cfg.ZeroRTT {
