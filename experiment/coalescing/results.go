@@ -63,6 +63,9 @@ type Proof struct {
 	// connection.
 	PageUsed0RTT bool `json:"page_0rtt"`
 	PageResumed  bool `json:"page_resumed"`
+	// PageTokenUsed: the page's connection presented a NEW_TOKEN token,
+	// so the server could answer 0-RTT beyond the amplification limit.
+	PageTokenUsed bool `json:"page_token"`
 	// WaitedSettings: the page's requests waited for the server's
 	// SETTINGS; SettingsMs is when they arrived.
 	WaitedSettings bool    `json:"waited_settings"`
@@ -122,7 +125,7 @@ func (s *Sample) prove(host, client string) {
 	for _, rec := range s.Server {
 		_, port, _ := net.SplitHostPort(rec.Remote)
 		if rec.Kind == "conn" && rec.Listener == "web" && rec.ALPN == "h3" && port == pagePort {
-			s.Proof.PageUsed0RTT, s.Proof.PageResumed = rec.Used0RTT, rec.Resumed
+			s.Proof.PageUsed0RTT, s.Proof.PageResumed, s.Proof.PageTokenUsed = rec.Used0RTT, rec.Resumed, rec.TokenUsed
 			break
 		}
 	}
