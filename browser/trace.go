@@ -33,7 +33,13 @@ type TracedRequest struct {
 	Initiator    string
 	InitiatorURL string
 	Sent         float64
-	Response     float64 // headers received
+	// WireSent is when the network stack began sending the request
+	// (DevTools' timing.sendStart): after Sent by whatever held it back.
+	// Held is that wait less the lookup and connection set-up in it: the
+	// browser's own (its resource scheduler holds low-priority requests
+	// while others are in flight; the network service's hops).
+	WireSent, Held float64
+	Response float64 // headers received
 	// Chunks are the body's arrivals: when, and how many octets
 	// (decoded) had arrived by then.
 	Chunks   []Chunk
@@ -91,6 +97,17 @@ func (t *tracer) on(ev any) {
 	case *network.EventResponseReceived:
 		if r := t.byID[e.RequestID]; r != nil {
 			r.Response = msOf(e.Timestamp)
+			if tm := e.Response.Timing; tm != nil && tm.SendStart >= 0 {
+				r.WireSent = tm.RequestTime*1000 + tm.SendStart
+				setup := 0.0 // the lookup and connection the request waited for
+				if tm.DNSStart >= 0 && tm.DNSEnd >= tm.DNSStart {
+					setup += tm.DNSEnd - tm.DNSStart
+				}
+				if tm.ConnectStart >= 0 && tm.ConnectEnd >= tm.ConnectStart {
+					setup += tm.ConnectEnd - tm.ConnectStart
+				}
+				r.Held = max(0, r.WireSent-r.Sent-setup)
+			}
 		}
 	case *network.EventDataReceived:
 		if r := t.byID[e.RequestID]; r != nil {

@@ -50,7 +50,9 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 	lastEnd := 0.0
 	for i, r := range reqs {
 		res := Resource{URL: r.URL, Type: r.Type, Priority: r.Priority, Parent: -1, Size: r.Size}
-		if i > 0 {
+		if i == 0 {
+			res.GapMs = round3(r.Held) // from navigation to the document's request
+		} else {
 			res.Parent = parentOf(r, reqs[:i], index)
 			res.AfterBytes, res.GapMs = discovery(r, reqs[res.Parent])
 		}
@@ -98,8 +100,10 @@ func parentOf(r *browser.TracedRequest, earlier []*browser.TracedRequest, index 
 // discovery is how much of the parent had arrived when r was asked for,
 // and how long after that arrival it was.
 func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float64) {
+	// Discovered at Sent; on the wire after the browser held it (Held).
+	sent := r.Sent + r.Held
 	if parent.Finished > 0 && parent.Finished <= r.Sent {
-		return parent.Size, round3(r.Sent - parent.Finished)
+		return parent.Size, round3(sent - parent.Finished)
 	}
 	var at float64
 	for _, c := range parent.Chunks {
@@ -112,9 +116,9 @@ func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float6
 		at = parent.Response
 	}
 	if at == 0 || at > r.Sent {
-		return afterBytes, 0
+		return afterBytes, round3(r.Held)
 	}
-	return afterBytes, round3(r.Sent - at)
+	return afterBytes, round3(sent - at)
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }

@@ -55,8 +55,11 @@ type Resource struct {
 	// resources found while the body streamed in; the whole body for
 	// those a script or a style sheet asked for once it was complete.
 	AfterBytes int64 `json:"after_bytes"`
-	// GapMs is the browser's compute time from those bytes' arrival (or
-	// the parent's end, for a whole body) to the request.
+	// GapMs is the browser's time from those bytes' arrival (or the
+	// parent's end, for a whole body) to the request on the wire: its
+	// parsing and scripts, and any wait before it sent it (its resource
+	// scheduler), less the lookup and connection set-up, which a replay
+	// makes itself. The document's is from navigation to its request.
 	GapMs float64 `json:"gap_ms"`
 	// Size is the body's length in the captured load, in octets, for a
 	// replay to check it fetched the same thing.

@@ -246,7 +246,7 @@ func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []b
 		}
 	}
 	ld.wg.Add(len(g.Resources))
-	ld.start(ctx, 0, 0)
+	ld.start(ctx, 0, g.Resources[0].GapMs) // the browser's time before it asked for the document
 	done := make(chan struct{})
 	go func() { ld.wg.Wait(); close(done) }()
 	select {
