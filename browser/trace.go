@@ -39,7 +39,7 @@ type TracedRequest struct {
 	// browser's own (its resource scheduler holds low-priority requests
 	// while others are in flight; the network service's hops).
 	WireSent, Held float64
-	Response float64 // headers received
+	Response       float64 // headers received
 	// Chunks are the body's arrivals: when, and how many octets
 	// (decoded) had arrived by then.
 	Chunks   []Chunk
