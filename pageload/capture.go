@@ -1,6 +1,7 @@
 package pageload
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -122,3 +123,17 @@ func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float6
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// MedianGraph is the graph whose captured load had the median PLT (of an
+// even number, the faster middle one): one real load, its gaps
+// consistent with one another, rather than a blend. Chromium's own
+// spread shows in single captures; capturing several and keeping this
+// one steadies a replay.
+func MedianGraph(gs []*Graph) *Graph {
+	if len(gs) == 0 {
+		return nil
+	}
+	s := slices.Clone(gs)
+	slices.SortStableFunc(s, func(a, b *Graph) int { return cmp.Compare(a.PLTMs, b.PLTMs) })
+	return s[(len(s)-1)/2]
+}

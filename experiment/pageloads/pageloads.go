@@ -570,8 +570,9 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	return x, nil
 }
 
-// graph is a page's dependency graph on a profile, captured once from
-// Chromium's load of it through the stub (and stored with the run).
+// graph is a page's dependency graph on a profile, captured from
+// Chromium's loads of it through the stub, the median of graphCaptures
+// (and stored with the run).
 func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pageload.Graph, error) {
 	key := profile + "|" + page.Name
 	if g, ok := e.graphs[key]; ok {
@@ -581,20 +582,25 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 	if err != nil {
 		return nil, err
 	}
+	var gs []*pageload.Graph
+	for range graphCaptures {
+		if err := b.Reset(ctx, true); err != nil {
+			return nil, err
+		}
+		l, tr, err := b.Trace(ctx, e.url(page), e.c.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		g, err := pageload.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: profile, At: time.Now().UTC()})
+		if err != nil {
+			return nil, err
+		}
+		gs = append(gs, g)
+	}
 	if err := b.Reset(ctx, true); err != nil {
 		return nil, err
 	}
-	l, tr, err := b.Trace(ctx, e.url(page), e.c.Timeout)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Reset(ctx, true); err != nil {
-		return nil, err
-	}
-	g, err := pageload.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: profile, At: time.Now().UTC()})
-	if err != nil {
-		return nil, err
-	}
+	g := pageload.MedianGraph(gs)
 	at := time.Now()
 	if err := e.st.WriteResult(ctx, e.runID, Graphs, fmt.Sprintf("%s|%d", key, at.UnixNano()), at, g); err != nil {
 		return nil, err
@@ -603,6 +609,10 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 	fmt.Fprintf(e.c.Log, "web: captured %s's graph on %s: %d resources, Chromium's PLT %.1f ms\n", page.Name, profile, len(g.Resources), g.PLTMs)
 	return g, nil
 }
+
+// graphCaptures is how many times a page is traced per profile; the
+// capture with the median PLT is replayed.
+const graphCaptures = 3
 
 // Graphs are the pages' dependency graphs the doxlab engine replayed,
 // one per profile and page, as captured.

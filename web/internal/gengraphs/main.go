@@ -8,6 +8,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -86,8 +87,7 @@ func run(out string) error {
 			}
 			gs = append(gs, g)
 		}
-		slices.SortFunc(gs, func(a, b *pageload.Graph) int { return int(a.PLTMs*1000 - b.PLTMs*1000) })
-		g := gs[len(gs)/2]
+		g := pageload.MedianGraph(gs)
 		strip := func(u string) string { return strings.Replace(u, p.Host+":"+port+"/", p.Host+"/", 1) }
 		g.Page = strip(g.Page)
 		for i := range g.Resources {
@@ -97,6 +97,7 @@ func run(out string) error {
 			return err
 		}
 		var plts []string
+		slices.SortFunc(gs, func(a, b *pageload.Graph) int { return cmp.Compare(a.PLTMs, b.PLTMs) })
 		for _, x := range gs {
 			plts = append(plts, fmt.Sprintf("%.1f", x.PLTMs))
 		}
