@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -154,6 +155,17 @@ func (l listValue) Set(s string) error {
 func ListVar(fs *flag.FlagSet, p *[]string, name string, def []string, usage string) {
 	*p = slices.Clone(def)
 	fs.Var(listValue{p}, name, usage)
+}
+
+// CheckValues says which of a list flag's values is not one allowed:
+// "h3 mode \"2rtt\" is not 1rtt or 0rtt".
+func CheckValues(what string, values []string, allowed ...string) error {
+	for _, v := range values {
+		if !slices.Contains(allowed, v) {
+			return fmt.Errorf("%s %q is not %s", what, v, protocol.OneOf(allowed))
+		}
+	}
+	return nil
 }
 
 // ApplyQuick shrinks e to a quick run, keeping what the command line

@@ -8,6 +8,7 @@
 package coalescing
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"flag"
@@ -121,15 +122,9 @@ func (c *Coalescing) defaults() error {
 			return fmt.Errorf("DNS mode %q: want %s, %s, %s or %s", m, protocol.OneOf(protocol.Default()), Emulated, DoH3Coalesced, DNSStream)
 		}
 	}
-	for _, m := range c.H3 {
-		if m != "1rtt" && m != "0rtt" {
-			return fmt.Errorf("h3 mode %q is not 1rtt or 0rtt", m)
-		}
-	}
-	for _, s := range c.Settings {
-		if s != "remembered" && s != "wait" {
-			return fmt.Errorf("settings %q is not remembered or wait", s)
-		}
+	if err := cmp.Or(experiment.CheckValues("h3 mode", c.H3, "1rtt", "0rtt"),
+		experiment.CheckValues("settings", c.Settings, "remembered", "wait")); err != nil {
+		return err
 	}
 	if c.Repeat <= 0 {
 		c.Repeat = 10

@@ -5,6 +5,7 @@ package pageloads
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -121,20 +122,10 @@ func (c *Web) defaults() error {
 			return fmt.Errorf("the stub forwards over %s, not %q", protocol.OneOf(protocol.Default()), t)
 		}
 	}
-	for _, m := range c.H3 {
-		if m != "1rtt" && m != "0rtt" {
-			return fmt.Errorf("h3 mode %q is not 1rtt or 0rtt", m)
-		}
-	}
-	for _, s := range c.StubStates {
-		if s != "cold" && s != "warm" {
-			return fmt.Errorf("stub state %q is not cold or warm", s)
-		}
-	}
-	for _, m := range c.DNSModes {
-		if m != "stub" && m != "decoupled" {
-			return fmt.Errorf("dns mode %q is not stub or decoupled", m)
-		}
+	if err := cmp.Or(experiment.CheckValues("h3 mode", c.H3, "1rtt", "0rtt"),
+		experiment.CheckValues("stub state", c.StubStates, "cold", "warm"),
+		experiment.CheckValues("dns mode", c.DNSModes, "stub", "decoupled")); err != nil {
+		return err
 	}
 	if c.Repeat <= 0 {
 		c.Repeat = 10
