@@ -199,12 +199,8 @@ func (ld *load) offersDNSStream(ctx context.Context, c *originConn) error {
 		ld.l.mu.Unlock()
 	}
 	if settings == nil {
-		select {
-		case <-c.cc.ReceivedSettings():
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.qc.Context().Done():
-			return fmt.Errorf("connection closed before the server's SETTINGS: %w", context.Cause(c.qc.Context()))
+		if err := c.awaitSettings(ctx); err != nil {
+			return err
 		}
 		settings = c.cc.Settings().Other
 	}

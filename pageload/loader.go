@@ -664,17 +664,25 @@ func (ld *load) settled(ctx context.Context, c *originConn) error {
 	if !ld.l.cfg.WaitSettings || c.cc == nil {
 		return nil
 	}
-	select {
-	case <-c.cc.ReceivedSettings():
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.qc.Context().Done():
-		return fmt.Errorf("connection closed before the server's SETTINGS: %w", context.Cause(c.qc.Context()))
+	if err := c.awaitSettings(ctx); err != nil {
+		return err
 	}
 	ld.mu.Lock()
 	ld.res.Conns[c.index].WaitedSettings = true
 	ld.mu.Unlock()
 	return nil
+}
+
+// awaitSettings waits for the server's SETTINGS on c.
+func (c *originConn) awaitSettings(ctx context.Context) error {
+	select {
+	case <-c.cc.ReceivedSettings():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.qc.Context().Done():
+		return fmt.Errorf("connection closed before the server's SETTINGS: %w", context.Cause(c.qc.Context()))
+	}
 }
 
 func handshakeDone(qc *quic.Conn) bool {
