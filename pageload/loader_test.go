@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
@@ -235,7 +236,7 @@ func TestOriginSkipsDNS(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>"+strings.Repeat("x", 5000)+"</html>"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.png"), []byte("png"), 0o644))
 	const other, unannounced = "other.doxlab.test", "unannounced.doxlab.test"
-	port := freePort(t)
+	port := peertest.FreePort(t)
 	web, udp := "127.0.0.1:"+strconv.Itoa(port), "127.0.0.1:0"
 	srv, err := server.New(&server.Config{
 		Listen:  server.Listen{UDP: udp, Web: web},
@@ -283,22 +284,6 @@ func TestOriginSkipsDNS(t *testing.T) {
 	require.ElementsMatch(t, []string{host, unannounced}, queried, "no query for the announced origin")
 }
 
-func freePort(t *testing.T) int {
-	for range 50 {
-		u, err := net.ListenPacket("udp", "127.0.0.1:0")
-		require.NoError(t, err)
-		p := u.LocalAddr().(*net.UDPAddr).Port
-		tc, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		u.Close()
-		if err == nil {
-			tc.Close()
-			return p
-		}
-	}
-	t.Fatal("no port free on UDP and TCP")
-	return 0
-}
-
 // TestHTTPSRecordsAndDiscovery: with HTTPS records, the first load goes
 // to HTTP/3 at once on the record's hint, with no A query; without
 // them, a discovering loader starts over HTTP/2 and takes HTTP/3 on the
@@ -306,7 +291,7 @@ func freePort(t *testing.T) int {
 func TestHTTPSRecordsAndDiscovery(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>hi</html>"), 0o644))
-	port := freePort(t)
+	port := peertest.FreePort(t)
 	srv, err := server.New(&server.Config{
 		Listen: server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:" + strconv.Itoa(port)},
 		TLS:    server.TLS{Names: []string{host}},
