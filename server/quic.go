@@ -130,7 +130,11 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 		select {
 		case <-c.HandshakeComplete():
 		case <-c.Context().Done():
-			return
+			// A client that closes right after its Finished (a one-request
+			// 0-RTT load) ends both at once; select picks either.
+			if !handshakeDone(c) {
+				return
+			}
 		}
 		info := connInfo(c)
 		cs := c.ConnectionState()
