@@ -259,7 +259,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		rng.Shuffle(len(cells), func(i, j int) { cells[i], cells[j] = cells[j], cells[i] })
 		ok, all := 0, 0
 		for _, cell := range cells {
-			for s := range e.cell(ctx, cell) {
+			for s := range e.cell(ctx, cell, max(5*time.Millisecond, p.RTT())) {
 				if err := st.WriteResult(ctx, runID, Kind, s.Key(), s.Start, s); err != nil {
 					return err
 				}
@@ -299,7 +299,7 @@ func (e *env) inClient(open func() error) error { return e.tb.Run("client", open
 // tickets, the remembered SETTINGS, the server's cache), then each task's
 // load, the tickets dropped before each for 1-RTT, each labelled with the
 // server's records of its window. It stops early when ctx ends.
-func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
+func (e *env) cell(ctx context.Context, tasks []Task, settle time.Duration) iter.Seq[*Sample] {
 	return func(yield func(*Sample) bool) {
 		t := tasks[0]
 		page, g := e.pages[t.Page], e.graphs[t.Page]
@@ -392,8 +392,9 @@ func (e *env) cell(ctx context.Context, tasks []Task) iter.Seq[*Sample] {
 			r := l.Load(ctx, g)
 			loadDone()
 			// The server writes a connection's record as its handshake
-			// completes, well before the load ends; its goroutine may lag.
-			time.Sleep(5 * time.Millisecond)
+			// completes: in 0-RTT when the client's Finished arrives, which
+			// can be half a round trip after a short load ended.
+			time.Sleep(settle)
 			s.Load, s.Status, s.Error = r, r.Status, r.Error
 			s.Server = e.recs.Since(mark)
 			s.prove(page.Host, e.client)
