@@ -16,12 +16,12 @@ peers:
 # timed to tens of microseconds, which -race's slowdown would distort.
 # RACE_SKIP: quic-go v0.65's http3 client races with its own handshake on
 # a 0-RTT request (connection.go handleTransportParameters against
-# http3's openControlStream; seen once here), so the tests that send
-# DoH/3 in 0-RTT run without -race only. TestDistributedCampaign runs
+# http3's openControlStream; seen here in transport and pageload), so the
+# tests that send HTTP/3 in 0-RTT run without -race only. TestDistributedCampaign runs
 # doxlab binaries in the testbed; its in-process twin, TestPlanAndWorkers,
 # is what -race checks.
 RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./internal/h3ext ./pageload ./experiment ./bench ./campaign
-RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestRunAgainstServer|TestDistributedCampaign
+RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestCoalescedLoads
 # DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
 # the same testbed (web): the second waits for the first.
 test: peers lint
