@@ -2,6 +2,7 @@ package pageload
 
 import (
 	"context"
+	"io"
 	"net/netip"
 	"slices"
 
@@ -22,8 +23,9 @@ func (ld *load) serverStreams(qc *quic.Conn, rc *http3.RawClientConn, c *originC
 		}
 		go func() {
 			if typ, n, err := h3ext.PeekVarint(str); err == nil && typ == h3ext.OriginStreamType {
-				str.Read(make([]byte, n))
-				ld.readOrigins(str, c, info)
+				if _, err := io.ReadFull(str, make([]byte, n)); err == nil {
+					ld.readOrigins(str, c, info)
+				}
 				return
 			}
 			rc.HandleUnidirectionalStream(str)
@@ -38,7 +40,9 @@ func (ld *load) readOrigins(str *quic.ReceiveStream, c *originConn, info *Conn) 
 	for {
 		typ, payload, err := h3ext.ReadFrame(r)
 		if err != nil {
-			str.CancelRead(0x106) // H3_FRAME_ERROR, or the stream is done
+			if err != io.EOF {
+				str.CancelRead(0x106) // H3_FRAME_ERROR: read no further
+			}
 			return
 		}
 		if typ != h3ext.FrameOrigin {
