@@ -199,9 +199,11 @@ vantages:
 	}
 	require.Equal(t, retried, redelivered, "each sample records the delivery that measured it")
 	// Each vantage point's RTTs are its own link's: the quickest probe
-	// is the profile's RTT (the median rises with the load the workers
-	// put on the link themselves), and the medians rank as the profiles.
-	var medians []float64
+	// is the profile's RTT, and the quickest rank as the profiles. The
+	// medians are logged, not ranked: they rise with the load eight
+	// workers and a database put on two cores (fiber's once reached
+	// 28.5 ms, above cable's 27.3).
+	var fastests []float64
 	for _, v := range []string{"fiber", "cable", "dsl", "mobile"} {
 		p, err := testbed.LookupProfile(vantageProfiles[v])
 		require.NoError(t, err)
@@ -209,9 +211,9 @@ vantages:
 		fastest, med := slices.Min(rtts[v]), measure.Median(rtts[v])
 		t.Logf("vantage %-6s probe RTT min %6.1f ms, median %6.1f ms (profile %s: %.1f ms)", v, fastest, med, p.Name, want)
 		require.InDelta(t, want, fastest, 0.05*want+1, "%s: its RTTs are its own link's", v)
-		medians = append(medians, med)
+		fastests = append(fastests, fastest)
 	}
-	require.True(t, slices.IsSorted(medians), "median RTTs rank as the profiles: %v", medians)
+	require.True(t, slices.IsSorted(fastests), "the quickest RTTs rank as the profiles: %v", fastests)
 	t.Logf("%d tasks, 8 workers, %d kills, 1 database restart: stored %d, lost 0, duplicated 0; %d jobs delivered more than once, %d duplicate deliveries dropped; %.1f s (%.1f tasks/s)",
 		total, kills, total, retried, dups, elapsed.Seconds(), float64(total)/elapsed.Seconds())
 	require.Equal(t, 4*perVantage, total)
