@@ -312,10 +312,7 @@ func (e *env) cell(ctx context.Context, tasks []Task, settle time.Duration) iter
 			}
 		}
 		cfg := pageload.Config{ZeroRTT: zero, WaitSettings: zero && t.Settings == "wait", HTTPSRecords: e.c.HTTPSRecords, Origins: e.c.Origins, RootCAs: e.roots, OpenSockets: e.inClient, Timeout: e.c.Timeout}
-		// The DNS transports' tickets live as long as the loader's: kept
-		// for 0-RTT, dropped with them for 1-RTT.
-		newSession := func() *transport.Session { return transport.NewSession(transport.SessionConfig{Tickets: true}) }
-		sess := newSession()
+		tickets := newDNSTickets()
 		var sdns *sessionDNS // the separate modes' resolver
 		loadDone := func() {
 			if sdns != nil {
@@ -332,7 +329,7 @@ func (e *env) cell(ctx context.Context, tasks []Task, settle time.Duration) iter
 		case t.DNS == Emulated:
 			cfg.Resolver = pageload.Hosts{page.Host: netip.MustParseAddr(e.ip)}
 		default:
-			sdns = &sessionDNS{e: e, name: t.DNS, zero: zero, sess: &sess}
+			sdns = &sessionDNS{e: e, name: t.DNS, zero: zero, tickets: tickets}
 			cfg.Resolver = sdns
 		}
 		l, err := pageload.New(cfg)
@@ -343,7 +340,7 @@ func (e *env) cell(ctx context.Context, tasks []Task, settle time.Duration) iter
 		// The emulation's DoQ lookup, apart from the load, on a connection
 		// of its own.
 		lookupApart := func() (*transport.Record, error) {
-			tr, err := e.transport(protocol.DoQ, zero, false, sess)
+			tr, err := e.transport(protocol.DoQ, zero, false, tickets.s)
 			if err != nil {
 				return nil, err
 			}
@@ -374,7 +371,7 @@ func (e *env) cell(ctx context.Context, tasks []Task, settle time.Duration) iter
 			}
 			if !zero {
 				l.Forget()
-				sess = newSession()
+				tickets.forget()
 			}
 			s := &Sample{Task: t}
 			mark := e.recs.Mark()
@@ -416,15 +413,27 @@ func (e *env) transport(name string, zero, reuse bool, sess *transport.Session) 
 	return transport.New(u, transport.Options{Timeout: e.c.Timeout, RootCAs: e.roots, OpenSockets: e.inClient, Session: sess, ZeroRTT: zero, Reuse: reuse})
 }
 
+// dnsTickets are a cell's DNS transports' tickets: they live as long as
+// the loader's, kept for 0-RTT and dropped with them for 1-RTT.
+type dnsTickets struct{ s *transport.Session }
+
+func newDNSTickets() *dnsTickets {
+	t := &dnsTickets{}
+	t.forget()
+	return t
+}
+
+func (t *dnsTickets) forget() { t.s = transport.NewSession(transport.SessionConfig{Tickets: true}) }
+
 // sessionDNS is the loader's resolver for the separate modes: a DNS
 // connection of its own per load (opened by its first lookup, closed
-// with done), resuming with the sample's current session, as a browser
+// with done), resuming with the cell's DNS tickets, as a browser
 // keeps its DNS connection for a page's lookups.
 type sessionDNS struct {
-	e    *env
-	name string
-	zero bool
-	sess **transport.Session
+	e       *env
+	name    string
+	zero    bool
+	tickets *dnsTickets
 
 	mu sync.Mutex
 	tr transport.Transport
@@ -446,7 +455,7 @@ func (d *sessionDNS) dns() *pageload.DNS {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.tr == nil {
-		tr, err := d.e.transport(d.name, d.zero, true, *d.sess)
+		tr, err := d.e.transport(d.name, d.zero, true, d.tickets.s)
 		if err != nil {
 			tr = failing{err}
 		}

@@ -84,7 +84,10 @@ func (s *Sample) prove(host, client string) {
 	if r == nil {
 		return
 	}
-	s.PLTMs = r.PLTMs + s.DNSMs*b2f(s.Apart != nil)
+	s.PLTMs = r.PLTMs
+	if s.Apart != nil {
+		s.PLTMs += s.DNSMs // the paper's sum: the lookup measured apart, then the load
+	}
 	page := r.Resources[0].Conn
 	for _, lk := range r.Lookups {
 		if strings.EqualFold(lk.Host, host) {
