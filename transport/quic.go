@@ -42,6 +42,11 @@ type quicConn struct {
 // on to the qlog file when one is written.
 type quicObserver struct {
 	retry, vn, token atomic.Bool
+	// earlyRequest: a 0-RTT packet carried request data, i.e. a STREAM
+	// frame on a client-initiated bidirectional stream. Dialling early is
+	// no proof: on a fast link the handshake may end before the query is
+	// written, and it then leaves in 1-RTT packets.
+	earlyRequest atomic.Bool
 }
 
 type observedTrace struct {
@@ -70,6 +75,14 @@ func (r *observedRecorder) RecordEvent(ev qlogwriter.Event) {
 		}
 	case qlog.VersionNegotiationReceived:
 		r.o.vn.Store(true)
+	case qlog.PacketSent:
+		if e.Header.PacketType == qlog.PacketType0RTT && !r.o.earlyRequest.Load() {
+			for _, f := range e.Frames {
+				if sf, ok := f.Frame.(*qlog.StreamFrame); ok && sf.StreamID%4 == 0 {
+					r.o.earlyRequest.Store(true)
+				}
+			}
+		}
 	}
 	if r.inner != nil {
 		r.inner.RecordEvent(ev)
@@ -275,7 +288,7 @@ func (qc *quicConn) label(ctx context.Context, x *exch, reused, rejected bool) {
 	ci.QUICVersion = cs.Version.String()
 	ci.Retry, ci.VersionNeg, ci.TokenUsed = qc.obs.retry.Load(), qc.obs.vn.Load(), qc.obs.token.Load()
 	if !reused {
-		ci.Attempted0RTT = qc.early || rejected
+		ci.Attempted0RTT = qc.early && qc.obs.earlyRequest.Load() || rejected
 		ci.Used0RTT = cs.Used0RTT
 		ci.Rejected0RTT = rejected
 		x.rec.Timing.SocketMs = qc.socketMs
