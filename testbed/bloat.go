@@ -3,13 +3,9 @@ package testbed
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // LoadedRTT is the RTT while one bulk TCP download fills the client's
@@ -49,41 +45,9 @@ func (tb *Testbed) MeasureLoadedRTT(ctx context.Context, p Profile, d time.Durat
 		return nil, err
 	}
 	tb.drain(5 * time.Second)
-	out := &LoadedRTT{Profile: p.Name}
-	var ln net.Listener
-	if err := tb.Run(server, func() error {
-		var err error
-		ln, err = net.Listen("tcp4", net.JoinHostPort(tb.IP(server).String(), "0"))
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("TCP source in %s: %w", server, err)
-	}
-	defer ln.Close()
+	out := &LoadedRTT{Profile: p.Name, CongestionControl: cc}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var ccErr error // the source's, read after wg.Wait
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Add(1)
-	go func() { // the source: writes until the connection closes
-		defer wg.Done()
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		if cc != "" {
-			if rc, err := c.(*net.TCPConn).SyscallConn(); err == nil {
-				rc.Control(func(fd uintptr) { ccErr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc) })
-			}
-		}
-		buf := make([]byte, 64<<10)
-		for ctx.Err() == nil {
-			if _, err := c.Write(buf); err != nil {
-				return
-			}
-		}
-	}()
 	start := time.Now()
 	var mu sync.Mutex
 	record := func(sent int64, rtt time.Duration) {
@@ -101,39 +65,21 @@ func (tb *Testbed) MeasureLoadedRTT(ctx context.Context, p Profile, d time.Durat
 	time.Sleep(time.Second) // idle
 	before, drops0, over0, aqm := tb.links[client].down.queueSnapshot()
 	steal0 := stealTime()
-	var c net.Conn
-	if err := tb.Run(client, func() error {
-		var err error
-		c, err = net.Dial("tcp4", ln.Addr().String())
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("TCP sink in %s: %w", client, err)
+	b, err := tb.startBulk(client, server, true, cc)
+	if err != nil {
+		cancel()
+		<-probeErr
+		return nil, fmt.Errorf("bulk download: %w", err)
 	}
-	var got atomic.Int64
 	t0 := time.Now()
-	go func() {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := c.Read(buf)
-			got.Add(int64(n))
-			if err != nil {
-				return // closed at the end, or the source went away
-			}
-		}
-	}()
 	select {
 	case <-time.After(d):
 	case <-ctx.Done():
 	}
-	out.Goodput = float64(got.Load()*8) / time.Since(t0).Seconds()
+	out.Goodput = float64(b.delivered.Load()*8) / time.Since(t0).Seconds()
 	out.Steal = stealTime() - steal0
-	c.Close()
+	b.stop()
 	cancel()
-	wg.Wait()
-	if ccErr != nil {
-		return nil, fmt.Errorf("congestion control %q: %w", cc, ccErr)
-	}
-	out.CongestionControl = cc
 	if err := <-probeErr; err != nil && len(out.Samples) == 0 {
 		return nil, err
 	}

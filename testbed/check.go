@@ -67,7 +67,7 @@ type CheckOptions struct {
 const probeSize = 28 + 32 // IPv4 and ICMP headers, 32 octets of payload
 
 // Check applies profile p to the first host's link and measures it.
-func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*CheckResult, error) {
+func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (_ *CheckResult, err error) {
 	if len(tb.Spec.Hosts) < 2 {
 		return nil, fmt.Errorf("check needs two hosts")
 	}
@@ -81,8 +81,19 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (*Check
 		o.Throughput = 2 * time.Second
 	}
 	client, server := tb.Spec.Hosts[0], tb.Spec.Hosts[1]
-	if err := tb.SetProfile(client, p); err != nil {
+	// The check measures the link alone: cross traffic pauses meanwhile,
+	// and resumes after it.
+	bare := p
+	bare.Cross = Cross{}
+	if err := tb.SetProfile(client, bare); err != nil {
 		return nil, err
+	}
+	if p.Cross.flows() > 0 {
+		defer func() {
+			if rerr := tb.SetProfile(client, p); err == nil {
+				err = rerr
+			}
+		}()
 	}
 	res := &CheckResult{Profile: p.Name, UpRate: p.Up.MeanRate(), DownRate: p.Down.MeanRate()}
 	// A probe's serialization; on a trace, the wait for an opportunity

@@ -43,6 +43,7 @@ type HostStats struct {
 	UpLost, DownLost    uint64        // emulated loss
 	NoRoute, Overflow   uint64        // packets to unknown addresses; writer backlog overflows
 	MeanLateness        time.Duration // mean time writes happened after their departure time
+	CrossDown, CrossUp  int64         // bytes the host's cross traffic delivered each way since it started
 }
 
 func (tb *Testbed) serveControl() error {
@@ -121,7 +122,10 @@ func (tb *Testbed) SetProfile(host string, p Profile) error {
 	tb.Profiles[host] = p
 	err := tb.save()
 	tb.mu.Unlock()
-	return err
+	if err != nil {
+		return err
+	}
+	return tb.setCross(host, p.Cross)
 }
 
 // Stats reads the counters.
@@ -155,6 +159,9 @@ func (tb *Testbed) Stats() Stats {
 		l.down.mu.Unlock()
 		if n := l.tx.Load(); n > 0 {
 			hs.MeanLateness = time.Duration(l.lateNs.Load() / int64(n))
+		}
+		if c, ok := tb.Cross(h); ok {
+			hs.CrossDown, hs.CrossUp = c.DownBytes, c.UpBytes
 		}
 		st.Hosts[h] = hs
 	}

@@ -63,6 +63,18 @@ func (d Direction) MeanRate() float64 {
 	return d.Rate
 }
 
+// MeanLoss is the share of packets the direction loses in the long run.
+func (d Direction) MeanLoss() float64 {
+	if g := d.GilbertElliott; g != nil {
+		if g.P+g.R == 0 {
+			return g.LossGood
+		}
+		bad := g.P / (g.P + g.R)
+		return bad*g.LossBad + (1-bad)*g.LossGood
+	}
+	return d.Loss
+}
+
 // GilbertElliott is the two-state loss model: P and R are the chances to
 // move from the good to the bad state and back per packet; LossGood and
 // LossBad are the loss probabilities in each state.
@@ -80,7 +92,27 @@ type Profile struct {
 	Up   Direction `yaml:"up" json:"up"`
 	// MTU of the host's interface. Zero means 1500.
 	MTU int `yaml:"mtu" json:"mtu"`
+	// Cross is traffic that shares the link with what is measured.
+	Cross Cross `yaml:"cross" json:"cross,omitzero"`
 }
+
+// Cross is cross traffic on a host's access link: bulk TCP flows between
+// the host and a peer host, each as fast as its congestion control lets
+// it, as a download or an upload running beside the measurement would.
+// The testbed runs them while the host has the profile, and pauses them
+// while it checks the link.
+type Cross struct {
+	Down int `yaml:"down" json:"down,omitempty"` // flows towards the host
+	Up   int `yaml:"up" json:"up,omitempty"`     // flows away from it
+	// Peer is the host at the flows' far end. Default "server", or the
+	// first other host when there is none.
+	Peer string `yaml:"peer" json:"peer,omitempty"`
+	// CongestionControl of the senders: default "cubic", Linux's default,
+	// which fills any buffer; "bbr" keeps queues short by itself.
+	CongestionControl string `yaml:"congestion_control" json:"congestion_control,omitempty"`
+}
+
+func (c Cross) flows() int { return c.Down + c.Up }
 
 // mtu is the host interface's MTU: MTU, or 1500.
 func (p Profile) mtu() int {
@@ -133,16 +165,21 @@ func LookupProfiles(names []string) ([]Profile, error) {
 }
 
 // LookupProfile finds a built-in profile (case-insensitive, "DSL" or
-// "4G-medium" work) or loads a YAML file holding one profile.
+// "4G-medium" work), a variant of one (see Variant: "4g+loss1",
+// "dsl+bulk+fq_codel"), or loads a YAML file holding one profile.
 func LookupProfile(name string) (Profile, error) {
 	if p, ok := Profiles[strings.ToLower(name)]; ok {
 		return p, nil
 	}
 	b, err := os.ReadFile(name)
 	if err != nil {
+		if base, mods, ok := strings.Cut(name, "+"); ok {
+			return variant(base, mods)
+		}
 		names := ProfileNames()
 		sort.Strings(names)
-		return Profile{}, fmt.Errorf("unknown profile %q: not one of %s, and not a readable YAML file", name, strings.Join(names, ", "))
+		return Profile{}, fmt.Errorf("unknown profile %q: not one of %s (each may take +variants: %s), and not a readable YAML file",
+			name, strings.Join(names, ", "), Variants)
 	}
 	var p Profile
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -196,6 +233,9 @@ func (p Profile) Validate() error {
 				}
 			}
 		}
+	}
+	if p.Cross.Down < 0 || p.Cross.Up < 0 || p.Cross.flows() > maxCrossFlows {
+		return fmt.Errorf("profile %s: cross: between 0 and %d flows in all", p.Name, maxCrossFlows)
 	}
 	if p.MTU != 0 && (p.MTU < 1280 || p.MTU > 65535) {
 		return fmt.Errorf("profile %s: mtu %d outside 1280..65535", p.Name, p.MTU)

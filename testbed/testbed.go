@@ -148,6 +148,7 @@ type Testbed struct {
 	spin     *idleSpinners
 	kmu      sync.Mutex // kernelPaths
 	noKernel error      // why the kernel cannot forward (no ingress qdisc, u32 or mirred here)
+	cross    map[string]*crossFlows
 }
 
 func stateDir(name string) string { return filepath.Join(StateRoot, name) }
@@ -200,6 +201,12 @@ func Start(spec Spec) (*Testbed, error) {
 	if err := tb.build(); err != nil {
 		tb.Close()
 		return nil, err
+	}
+	for _, h := range spec.Hosts {
+		if err := tb.setCross(h, tb.Profiles[h].Cross); err != nil {
+			tb.Close()
+			return nil, err
+		}
 	}
 	return tb, nil
 }
@@ -420,6 +427,7 @@ func (tb *Testbed) Close() error {
 		if tb.ctl != nil {
 			tb.ctl.Close()
 		}
+		tb.stopCross()
 		if tb.emu != nil {
 			tb.emu.stop()
 		}

@@ -40,6 +40,8 @@ const testbedUsage = `usage: doxlab testbed COMMAND [flags]
           the RTT while one TCP download fills the client's downlink: what its queue (tail, codel, fq_codel, pie) does
 
 Profiles: none, fiber, cable, dsl, 4g, 4g-medium (the cross-layer paper's Table II), or a YAML file.
+Variants follow a "+" and combine (dsl+bulk+fq_codel): lossN, burstN, codel, fq_codel, pie,
+bulk[N], bulkup[N] (docs/testbed.md).
 The testbed needs root and veth; it changes nothing outside its own namespaces.
 `
 
@@ -293,6 +295,9 @@ func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  pkts out %d in %d  drops %d/%d  lost %d/%d  late %v", hs.FromHost, hs.ToHost, hs.UpDropped, hs.DownDrop, hs.UpLost, hs.DownLost, hs.MeanLateness)
 			if hs.UpCoDel+hs.DownCoDel > 0 {
 				fmt.Fprintf(stdout, "  aqm drops %d/%d", hs.UpCoDel, hs.DownCoDel)
+			}
+			if c := p.Cross; c.Down+c.Up > 0 {
+				fmt.Fprintf(stdout, "  cross %d↓ %d↑ flows, %.1f/%.1f MB", c.Down, c.Up, float64(hs.CrossDown)/1e6, float64(hs.CrossUp)/1e6)
 			}
 		}
 		fmt.Fprintln(stdout)
