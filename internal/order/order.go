@@ -39,8 +39,18 @@ var rank = func() map[string]int {
 }()
 
 // Compare orders two labels of one kind: known labels as listed, before
-// unknown ones (custom profiles), which sort alphabetically.
+// unknown ones (custom profiles), which sort alphabetically. A profile's
+// variant follows its base: fiber, fiber+loss1, cable.
 func Compare(a, b string) int {
+	ba, va, _ := strings.Cut(a, "+")
+	bb, vb, _ := strings.Cut(b, "+")
+	if c := compareLabel(ba, bb); c != 0 || (va == "" && vb == "") {
+		return c
+	}
+	return strings.Compare(va, vb)
+}
+
+func compareLabel(a, b string) int {
 	ra, aok := rank[a]
 	rb, bok := rank[b]
 	switch {

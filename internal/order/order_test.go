@@ -12,6 +12,13 @@ func TestCompare(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
+	// A profile's variants follow it.
+	got = []string{"cable", "fiber+loss1", "custom", "fiber", "fiber+bulk", "dsl+loss1"}
+	slices.SortFunc(got, Compare)
+	want = []string{"fiber", "fiber+bulk", "fiber+loss1", "cable", "dsl+loss1", "custom"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
 	// Labels of two kinds agree with both.
 	for _, p := range [][2]string{{"none", "fiber"}, {"none", "retry"}, {"retry", "token"}, {"resumed", "0rtt"}, {"1rtt", "0rtt"}} {
 		if Compare(p[0], p[1]) >= 0 || Compare(p[1], p[0]) <= 0 {
