@@ -234,13 +234,14 @@ func EachProfile(ctx context.Context, st *store.Store, tb *testbed.Testbed, expI
 		if err := BeginRun(ctx, st, runID, kind, p.Name, s); err != nil {
 			return err
 		}
-		if _, err := CheckLink(ctx, st, tb, runID, "before", p); err != nil {
+		if _, err := CheckLink(ctx, st, tb, runID, "before", p, nil); err != nil {
 			return err
 		}
+		cross := crossMeter(tb)
 		if err := f(p, runID); err != nil {
 			return err
 		}
-		if _, err := CheckLink(ctx, st, tb, runID, "after", p); err != nil {
+		if _, err := CheckLink(ctx, st, tb, runID, "after", p, cross()); err != nil {
 			return err
 		}
 	}

@@ -32,6 +32,36 @@ type LinkCheck struct {
 	EmulatorCPU  float64 `json:"emulator_cpu"` // of one core
 	OK           bool    `json:"ok"`
 	Why          string  `json:"why,omitempty"` // what was off
+	// Cross is what the profile's cross traffic delivered while the run
+	// measured (on the check after it).
+	Cross *CrossLoad `json:"cross,omitempty"`
+}
+
+// CrossLoad is the goodput of a run's cross traffic: bulk TCP flows on
+// the client's link beside the measurement (testbed.Cross).
+type CrossLoad struct {
+	DownFlows int     `json:"down_flows,omitempty"`
+	UpFlows   int     `json:"up_flows,omitempty"`
+	DownMbps  float64 `json:"down_mbps"`
+	UpMbps    float64 `json:"up_mbps"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// crossMeter reads the client's cross traffic now; the function it
+// returns gives what was delivered since, or nil without cross traffic.
+func crossMeter(tb *testbed.Testbed) func() *CrossLoad {
+	c0, ok := tb.Cross("client")
+	t0 := time.Now()
+	return func() *CrossLoad {
+		c1, still := tb.Cross("client")
+		if !ok || !still || !c1.Since.Equal(c0.Since) {
+			return nil
+		}
+		secs := time.Since(t0).Seconds()
+		mbps := func(b int64) float64 { return float64(b) * 8 / secs / 1e6 }
+		return &CrossLoad{DownFlows: c1.DownFlows, UpFlows: c1.UpFlows, Seconds: secs,
+			DownMbps: mbps(c1.DownBytes - c0.DownBytes), UpMbps: mbps(c1.UpBytes - c0.UpBytes)}
+	}
 }
 
 // KindLinkCheck is a LinkCheck in the store.
@@ -51,8 +81,8 @@ var linkCheckOptions = testbed.CheckOptions{Probes: 100, Interval: 2 * time.Mill
 // CheckLink checks the client's link with profile p and stores the
 // result for run runID. A check that cannot be taken is stored as failed
 // with its reason; only a store error is returned.
-func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID, when string, p testbed.Profile) (*LinkCheck, error) {
-	lc := &LinkCheck{Run: runID, When: when, Profile: p.Name, At: time.Now().UTC()}
+func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID, when string, p testbed.Profile, cross *CrossLoad) (*LinkCheck, error) {
+	lc := &LinkCheck{Run: runID, When: when, Profile: p.Name, At: time.Now().UTC(), Cross: cross}
 	res, err := tb.Check(ctx, p, linkCheckOptions)
 	if err != nil {
 		lc.Why = "check failed: " + err.Error()
@@ -66,7 +96,7 @@ func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID,
 		for _, d := range []struct {
 			name      string
 			want, got float64
-		}{{"up", res.UpRate, res.UpAchieved}, {"down", res.DownRate, res.DownAchieved}} {
+		}{{"up", res.UpRate * (1 - p.Up.MeanLoss()), res.UpAchieved}, {"down", res.DownRate * (1 - p.Down.MeanLoss()), res.DownAchieved}} {
 			if d.want > 0 && d.got < MinRateShare*d.want {
 				off = append(off, fmt.Sprintf("%s delivered %.1f of %.1f Mbit/s", d.name, d.got/1e6, d.want/1e6))
 			}

@@ -194,7 +194,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 	for _, s := range stored {
 		done[s.key()] = true
 	}
-	if _, err := experiment.CheckLink(ctx, st, tb, runID, "before", c.Profile); err != nil {
+	if _, err := experiment.CheckLink(ctx, st, tb, runID, "before", c.Profile, nil); err != nil {
 		return expID, err
 	}
 	qlogs := filepath.Join(dir, "qlog")
@@ -224,7 +224,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	if _, err := experiment.CheckLink(ctx, st, tb, runID, "after", c.Profile); err != nil {
+	if _, err := experiment.CheckLink(ctx, st, tb, runID, "after", c.Profile, nil); err != nil {
 		return expID, err
 	}
 	return expID, nil
