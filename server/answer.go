@@ -157,11 +157,29 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport
 	name := dns.CanonicalName(qq.Name)
 	if rrs, ok := a.records[name]; ok {
 		r.Authoritative = true
-		for _, rr := range rrs {
-			t := rr.Header().Rrtype
-			if t == qq.Qtype || qq.Qtype == dns.TypeANY || (t == dns.TypeCNAME && qq.Qtype != dns.TypeCNAME) {
-				r.Answer = append(r.Answer, rr)
+		// A CNAME whose target is in our data is followed, as RFC 1034
+		// §4.3.2 has an authoritative server do, so that a CDN customer's
+		// alias comes with the CDN's addresses in one answer. Eight
+		// links at most, and a loop ends where it closes.
+		seen := map[string]bool{name: true}
+		for hop := 0; ; hop++ {
+			next := ""
+			for _, rr := range rrs {
+				t := rr.Header().Rrtype
+				if t == qq.Qtype || qq.Qtype == dns.TypeANY || (t == dns.TypeCNAME && qq.Qtype != dns.TypeCNAME) {
+					r.Answer = append(r.Answer, rr)
+				}
+				if c, ok := rr.(*dns.CNAME); ok && qq.Qtype != dns.TypeCNAME && qq.Qtype != dns.TypeANY {
+					next = dns.CanonicalName(c.Target)
+				}
 			}
+			if next == "" || seen[next] || hop == 8 {
+				break
+			}
+			if rrs, ok = a.records[next]; !ok {
+				break
+			}
+			seen[next], name = true, next
 		}
 		if len(r.Answer) == 0 {
 			if soa := a.zoneOf(name); soa != nil {

@@ -340,6 +340,29 @@ func TestAnswerSources(t *testing.T) {
 	require.Equal(t, transport.StatusNXDomain, ask(t, ts.url("udp"), o, "elsewhere.example").Status)
 }
 
+// TestCNAMEChase: an alias whose target is in the server's data comes
+// with the target's records; a loop ends where it closes.
+func TestCNAMEChase(t *testing.T) {
+	ts := start(t, func(c *server.Config) {
+		c.Answers = server.Answers{Static: []string{
+			"static.shop.test. 300 IN CNAME shop.edge.cdn.test.",
+			"shop.edge.cdn.test. 60 IN CNAME e1.cdn.test.",
+			"e1.cdn.test. 20 IN A 203.0.113.7",
+			"loop1.test. 60 IN CNAME loop2.test.",
+			"loop2.test. 60 IN CNAME loop1.test.",
+			"away.test. 60 IN CNAME elsewhere.example.",
+		}}
+	})
+	rec := ask(t, ts.url("udp"), ts.pool(), "static.shop.test")
+	require.Equal(t, transport.StatusOK, rec.Status)
+	require.Len(t, rec.Response.Answer, 3, "%v", rec.Answers)
+	require.Equal(t, "203.0.113.7", rec.Response.Answer[2].(*dns.A).A.String())
+	rec = ask(t, ts.url("udp"), ts.pool(), "loop1.test")
+	require.Len(t, rec.Response.Answer, 2, "each link of the loop once")
+	rec = ask(t, ts.url("udp"), ts.pool(), "away.test")
+	require.Len(t, rec.Response.Answer, 1, "a target outside the data is left to the client")
+}
+
 // TestForwardAndCache forwards to CoreDNS, then stops it: cached answers
 // still come, uncached ones fail.
 func TestForwardAndCache(t *testing.T) {
