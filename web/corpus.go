@@ -19,12 +19,23 @@ import (
 //go:embed corpus
 var corpus embed.FS
 
-// Page is one page of the corpus, served from one host as in the
-// cross-layer paper (every resource from the page's own origin).
+// Page is one page of the corpus. The paper's pages are served from one
+// host (every resource from the page's own origin); the Sites load from
+// many, and Origins lists them.
 type Page struct {
-	Name string // example, wiki, insta, or a snapshot directory's name
-	Host string // the host name it is served and resolved as
-	Dir  string // the directory served, once extracted
+	Name string // example, wiki, insta, o20, or a snapshot directory's name
+	Host string // the host name its document is served and resolved as
+	Dir  string // the directory served as Host, once extracted
+	// Origins are every host the page loads from, Host's first.
+	Origins []Origin
+}
+
+// MultiOrigin reports whether the page loads from more than its own host.
+func (p Page) MultiOrigin() bool { return len(p.Origins) > 1 }
+
+// singleOrigin is a page served from its one host.
+func singleOrigin(name, host, dir string) Page {
+	return Page{Name: name, Host: host, Dir: dir, Origins: []Origin{{Host: host, Dir: dir, Party: PartyFirst, TTL: 300, HTTPS: true}}}
 }
 
 // Domain is the zone the corpus hosts live under; the testbed's server
@@ -37,7 +48,10 @@ const Domain = "doxlab.test"
 // script-loaded images and a script-built cookie banner (Instagram style).
 var Corpus = []string{"example", "wiki", "insta"}
 
-// Extract writes the built-in pages under dir and returns them.
+// Extract writes the built-in pages under dir and returns them: the
+// paper's (Corpus) and the multi-origin Sites, which are generated here
+// rather than embedded (some 13 MB; the generator is deterministic, and
+// TestSitesAreDeterministic pins their bytes).
 func Extract(dir string) ([]Page, error) {
 	sub, err := fs.Sub(corpus, "corpus")
 	if err == nil {
@@ -48,7 +62,14 @@ func Extract(dir string) ([]Page, error) {
 	}
 	var pages []Page
 	for _, n := range Corpus {
-		pages = append(pages, Page{Name: n, Host: n + "." + Domain, Dir: filepath.Join(dir, n)})
+		pages = append(pages, singleOrigin(n, n+"."+Domain, filepath.Join(dir, n)))
+	}
+	for _, s := range Sites {
+		origins, err := generateSite(filepath.Join(dir, "sites"), s)
+		if err != nil {
+			return nil, fmt.Errorf("generating page %s: %w", s.Name, err)
+		}
+		pages = append(pages, Page{Name: s.Name, Host: origins[0].Host, Dir: origins[0].Dir, Origins: origins})
 	}
 	return pages, nil
 }
@@ -64,7 +85,7 @@ func Snapshot(dir string) (Page, error) {
 		return Page{}, fmt.Errorf("page %s: no index.html", dir)
 	}
 	name := filepath.Base(abs)
-	return Page{Name: name, Host: name + "." + Domain, Dir: abs}, nil
+	return singleOrigin(name, name+"."+Domain, abs), nil
 }
 
 // Select picks pages by name from all, in the order named.
