@@ -52,6 +52,13 @@ type Resource struct {
 	DurationMs   float64 `json:"duration_ms"`
 	TransferSize int64   `json:"transfer_size"`
 	BodySize     int64   `json:"body_size"`
+	// DNSMs is the wait for a lookup before the request could go
+	// (domainLookupEnd - domainLookupStart): non-zero only for a request
+	// that opened a connection to a host not yet resolved. ConnectMs is
+	// its connection set-up. A cross-origin resource reports both only
+	// with Timing-Allow-Origin, which doxlab serve sends.
+	DNSMs     float64 `json:"dns_ms,omitempty"`
+	ConnectMs float64 `json:"connect_ms,omitempty"`
 }
 
 // Load statuses.
@@ -91,7 +98,8 @@ const collect = `(async () => {
     nav: nav ? nav.toJSON() : null, paint, lcp,
     resources: performance.getEntriesByType('resource').map(r => ({
       name: r.name, initiator: r.initiatorType, protocol: r.nextHopProtocol,
-      start_ms: r.startTime, duration_ms: r.duration, transfer_size: r.transferSize, body_size: r.encodedBodySize})),
+      start_ms: r.startTime, duration_ms: r.duration, transfer_size: r.transferSize, body_size: r.encodedBodySize,
+      dns_ms: r.domainLookupEnd - r.domainLookupStart, connect_ms: r.connectEnd - r.connectStart})),
   });
 })()`
 

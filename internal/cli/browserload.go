@@ -26,7 +26,11 @@ func browserLoad(ctx context.Context, tb *testbed.Testbed, host string) (stop fu
 	if err != nil {
 		return nil, err
 	}
-	pages, err := web.Extract(dir)
+	all, err := web.Extract(dir)
+	if err == nil { // the one-origin pages: every file under the page's directory
+		all, err = web.Select(all, web.Corpus)
+	}
+	pages := all
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
