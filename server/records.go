@@ -24,6 +24,7 @@ type Record struct {
 
 	ALPN         string `json:"alpn,omitempty"`
 	TLSVersion   string `json:"tls_version,omitempty"`
+	SNI          string `json:"sni,omitempty"` // the server name the client asked for: the origin a web connection was opened to
 	Resumed      bool   `json:"resumed"`
 	Used0RTT     bool   `json:"used_0rtt"`
 	EarlyData    bool   `json:"early"`          // the server took the query before the handshake completed (checked as the stream or request was accepted; on loopback the client's Finished can beat a busy server to it)

@@ -266,7 +266,7 @@ func padResponse(q, r *dns.Msg, encrypted bool) {
 
 // tlsFacts copies a TLS connection's facts into a record.
 func tlsFacts(rec *Record, cs tls.ConnectionState) {
-	rec.ALPN, rec.Resumed = cs.NegotiatedProtocol, cs.DidResume
+	rec.ALPN, rec.Resumed, rec.SNI = cs.NegotiatedProtocol, cs.DidResume, cs.ServerName
 	switch cs.Version {
 	case tls.VersionTLS13:
 		rec.TLSVersion = "1.3"

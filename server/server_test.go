@@ -560,6 +560,11 @@ func TestWeb(t *testing.T) {
 	// carry: h3 for aioquic's page load and the DoH query, h2 over TCP.
 	require.Eventually(t, func() bool { return len(ts.records("conn", "h3")) >= 2 && len(ts.records("conn", "h2")) >= 1 }, 3*time.Second, 10*time.Millisecond)
 	require.Empty(t, ts.records("conn", "doh3"), "no page connection labelled DoH")
+	sni := map[string]bool{}
+	for _, r := range ts.records("conn", "h2") {
+		sni[r.SNI] = true
+	}
+	require.True(t, sni["localhost"], "a web connection names the server name it was opened to: %v", sni)
 	require.Len(t, ts.records("query", "doh3"), 1, "the query is DoH/3")
 }
 
