@@ -33,6 +33,18 @@ type Page struct {
 // MultiOrigin reports whether the page loads from more than its own host.
 func (p Page) MultiOrigin() bool { return len(p.Origins) > 1 }
 
+// Hostnames are the page's origins' host names, its own first.
+func (p Page) Hostnames() []string {
+	if len(p.Origins) == 0 {
+		return []string{p.Host}
+	}
+	out := make([]string, len(p.Origins))
+	for i, o := range p.Origins {
+		out[i] = o.Host
+	}
+	return out
+}
+
 // singleOrigin is a page served from its one host.
 func singleOrigin(name, host, dir string) Page {
 	return Page{Name: name, Host: host, Dir: dir, Origins: []Origin{{Host: host, Dir: dir, Party: PartyFirst, TTL: 300, HTTPS: true}}}

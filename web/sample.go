@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -83,7 +84,20 @@ type Sample struct {
 	// server, by transport: proof of the path the browser's DNS took.
 	ServerQueries map[string]int `json:"server_queries,omitempty"`
 
-	// H3 is the server's record of the browser's QUIC connection.
+	// The page's lookups and connections, over all its origins (a
+	// one-origin page has one name): the names the stub resolved during
+	// the load, those a request had to wait for (its lookup wait in
+	// resource timing was not zero: on the critical path of that
+	// request) and the sum of those waits, beside the stub's time per
+	// name summed; and the servers' web connections per origin (SNI).
+	Lookups         int            `json:"lookups"`
+	LookupsBlocking int            `json:"lookups_blocking"`
+	DNSBlockingMs   float64        `json:"dns_blocking_ms"`
+	DNSTotalMs      float64        `json:"dns_total_ms"`
+	ConnsPerOrigin  map[string]int `json:"conns_per_origin,omitempty"`
+
+	// H3 is the server's record of the browser's QUIC connection (to the
+	// page's own host, on a multi-origin page).
 	H3Conns    int            `json:"h3_conns"`
 	H3Conn     *server.Record `json:"h3_conn,omitempty"`
 	H3Used0RTT bool           `json:"h3_0rtt"`
@@ -102,19 +116,28 @@ type DNSFacts struct {
 }
 
 // Assemble labels a measured load with the stub's and the server's
-// records from its time window. stub are the stub's query records; srv
-// are the server's records: its query records, and the connection
-// records of the web listener. A connection the stub made itself (DoH to
-// the web server) is told apart by its address.
-func Assemble(task Task, l *browser.Load, host string, stub, srv []*server.Record) *Sample {
+// records from its time window. hosts are the page's origins, its own
+// first. stub are the stub's query records; srv are the servers' records:
+// their query records, and the connection records of the web listeners.
+// A connection the stub made itself (DoH to the web server) is told apart
+// by its address.
+func Assemble(task Task, l *browser.Load, hosts []string, stub, srv []*server.Record) *Sample {
 	s := &Sample{Task: task, Start: l.Start, Load: l, Status: l.Status, Error: l.Error}
+	ofPage := map[string]bool{}
+	for _, h := range hosts {
+		ofPage[strings.ToLower(h)] = true
+	}
+	name := func(q string) string { return strings.ToLower(strings.TrimSuffix(q, ".")) }
 	stubAddrs := map[string]bool{}
 	var first, last time.Time
+	type span struct{ first, last time.Time }
+	perName := map[string]*span{}
 	for _, r := range stub {
 		if up := r.Upstream; up != nil && up.Conn.LocalAddr != "" {
 			stubAddrs[up.Conn.LocalAddr] = true
 		}
-		if !strings.EqualFold(strings.TrimSuffix(r.QName, "."), host) {
+		n := name(r.QName)
+		if !ofPage[n] {
 			s.Ignored++
 			continue
 		}
@@ -126,17 +149,45 @@ func Assemble(task Task, l *browser.Load, host string, stub, srv []*server.Recor
 		if r.Time.After(last) {
 			last = r.Time
 		}
+		sp := perName[n]
+		if sp == nil {
+			sp = &span{begin, r.Time}
+			perName[n] = sp
+		}
+		sp.first, sp.last = minTime(sp.first, begin), maxTime(sp.last, r.Time)
 		if up := r.Upstream; up != nil && s.DNSFacts == nil {
 			s.DNSFacts = &DNSFacts{Status: string(up.Status), TotalMs: up.Timing.TotalMs, HandshakeMs: up.Timing.HandshakeMs,
 				Reused: up.Conn.Reused, Resumed: up.Conn.TLSResumed, Used0RTT: up.Conn.Used0RTT, Protocol: up.Protocol}
 		}
 	}
 	if !first.IsZero() {
-		s.DNSMs = float64(last.Sub(first).Microseconds()) / 1000
+		s.DNSMs = msOf(last.Sub(first))
+	}
+	s.Lookups = len(perName)
+	for _, sp := range perName {
+		s.DNSTotalMs += msOf(sp.last.Sub(sp.first))
+	}
+	// The waits requests had for a lookup, the longest per host.
+	wait := map[string]float64{}
+	if l.DNSMs > 0 && len(hosts) > 0 {
+		wait[strings.ToLower(hosts[0])] = l.DNSMs
+	}
+	for _, r := range l.Resources {
+		if r.DNSMs <= 0 {
+			continue
+		}
+		if u, err := url.Parse(r.Name); err == nil {
+			h := strings.ToLower(u.Hostname())
+			wait[h] = max(wait[h], r.DNSMs)
+		}
+	}
+	s.LookupsBlocking = len(wait)
+	for _, w := range wait {
+		s.DNSBlockingMs += w
 	}
 	for _, c := range srv {
 		if c.Kind == "query" {
-			if strings.EqualFold(strings.TrimSuffix(c.QName, "."), host) {
+			if ofPage[name(c.QName)] {
 				if s.ServerQueries == nil {
 					s.ServerQueries = map[string]int{}
 				}
@@ -144,11 +195,20 @@ func Assemble(task Task, l *browser.Load, host string, stub, srv []*server.Recor
 			}
 			continue
 		}
-		if c.Listener != "web" || stubAddrs[c.Remote] || c.ALPN != "h3" {
+		if c.Listener != "web" || stubAddrs[c.Remote] || c.ALPN != "h3" && c.ALPN != "h2" {
+			continue
+		}
+		if c.SNI != "" {
+			if s.ConnsPerOrigin == nil {
+				s.ConnsPerOrigin = map[string]int{}
+			}
+			s.ConnsPerOrigin[strings.ToLower(c.SNI)]++
+		}
+		if c.ALPN != "h3" {
 			continue
 		}
 		s.H3Conns++
-		if s.H3Conn == nil {
+		if s.H3Conn == nil || (len(hosts) > 0 && strings.EqualFold(c.SNI, hosts[0]) && !strings.EqualFold(s.H3Conn.SNI, hosts[0])) {
 			s.H3Conn, s.H3Used0RTT, s.H3Resumed = c, c.Used0RTT, c.Resumed
 		}
 	}
@@ -159,10 +219,26 @@ func Assemble(task Task, l *browser.Load, host string, stub, srv []*server.Recor
 	switch {
 	case l.Protocol != "h3":
 		s.Status, s.Error = "not-h3", fmt.Sprintf("the page came over %q", l.Protocol)
-	case task.DNSMode == "stub" && len(s.DNS) == 0:
-		s.Status, s.Error = "dns-bypassed", "no lookup of "+host+" reached the stub during the navigation"
+	case task.DNSMode == "stub" && (len(hosts) == 0 || perName[strings.ToLower(hosts[0])] == nil):
+		s.Status, s.Error = "dns-bypassed", "no lookup of "+strings.Join(hosts[:min(1, len(hosts))], "")+" reached the stub during the navigation"
 	}
 	return s
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Decouple adds DNS measured apart to a load's times, as the

@@ -513,7 +513,7 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	sm, cm := st.records.Mark(), e.srvRecords.Mark()
 	l := b.Load(ctx, e.url(page), e.c.Timeout)
 	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe and the server's handshake goroutine
-	x := web.Assemble(t, l, page.Host, st.records.Since(sm), e.srvRecords.Since(cm))
+	x := web.Assemble(t, l, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp = warm
 	if t.DNSMode == "decoupled" {
 		if dnsErr != nil {
@@ -556,7 +556,7 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	sm, cm := st.records.Mark(), e.srvRecords.Mark()
 	r := l.Load(ctx, g)
 	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
-	x := web.Assemble(t, web.ReplayLoad(r), page.Host, st.records.Since(sm), e.srvRecords.Since(cm))
+	x := web.Assemble(t, web.ReplayLoad(r), page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp, x.Replay = web.ReplayLoad(warm), r
 	return x, nil
 }

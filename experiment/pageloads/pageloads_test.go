@@ -148,7 +148,7 @@ func TestAssembleLabels(t *testing.T) {
 	}
 	task := web.Task{Profile: "fiber", Page: "wiki", Transport: "doh3", StubState: "cold", H3: "0rtt", DNSMode: "stub", Rep: 3}
 	require.Equal(t, "fiber|wiki|doh3|cold|0rtt|stub|3", task.Key())
-	x := web.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120, FCPMs: 80}, "wiki.doxlab.test", stub, srv)
+	x := web.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120, FCPMs: 80}, []string{"wiki.doxlab.test"}, stub, srv)
 	require.Equal(t, "ok", x.Status)
 	require.Len(t, x.DNS, 2)
 	require.Equal(t, 1, x.Ignored, "the browser's own lookup is left out")
@@ -158,11 +158,41 @@ func TestAssembleLabels(t *testing.T) {
 	require.Equal(t, map[string]int{"doh3": 1}, x.ServerQueries)
 	require.True(t, x.DNSFacts.Resumed)
 
-	x = web.Assemble(task, &browser.Load{Status: "ok", Protocol: "h2", PLTMs: 120}, "wiki.doxlab.test", stub, srv)
+	x = web.Assemble(task, &browser.Load{Status: "ok", Protocol: "h2", PLTMs: 120}, []string{"wiki.doxlab.test"}, stub, srv)
 	require.Equal(t, "not-h3", x.Status, "a page that fell back to HTTP/2 is labelled, not counted")
-	x = web.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120}, "wiki.doxlab.test", stub[2:], nil)
+	x = web.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120}, []string{"wiki.doxlab.test"}, stub[2:], nil)
 	require.Equal(t, "dns-bypassed", x.Status)
 	x.Status = "ok"
 	x.Decouple(20)
 	require.Equal(t, 140.0, x.PLTMs)
+
+	// A multi-origin page: lookups per name, those a request waited for,
+	// connections per origin.
+	hosts := []string{"www.o5.doxlab.test", "static.o5.doxlab.test", "tags.tagmanager.doxlab.test"}
+	stub = []*server.Record{
+		{Kind: "query", QName: "www.o5.doxlab.test.", QType: "A", Time: t0.Add(20 * time.Millisecond), ServerMs: 20},
+		{Kind: "query", QName: "www.o5.doxlab.test.", QType: "HTTPS", Time: t0.Add(22 * time.Millisecond), ServerMs: 22},
+		{Kind: "query", QName: "static.o5.doxlab.test.", QType: "A", Time: t0.Add(80 * time.Millisecond), ServerMs: 20},
+		{Kind: "query", QName: "tags.tagmanager.doxlab.test.", QType: "A", Time: t0.Add(90 * time.Millisecond), ServerMs: 10},
+	}
+	srv = []*server.Record{
+		{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "static.o5.doxlab.test", Remote: "10.200.0.1:1"},
+		{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "www.o5.doxlab.test", Remote: "10.200.0.1:2", Used0RTT: true},
+		{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "tags.tagmanager.doxlab.test", Remote: "10.200.0.1:3"},
+		{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "tags.tagmanager.doxlab.test", Remote: "10.200.0.1:4"},
+	}
+	l := &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 300, DNSMs: 22, Resources: []browser.Resource{
+		{Name: "https://static.o5.doxlab.test/o5/js1.js", DNSMs: 19.5},
+		{Name: "https://static.o5.doxlab.test/o5/js2.js"},
+		{Name: "https://tags.tagmanager.doxlab.test/o5/js3.js"}, // resolved by a preconnect: no wait
+	}}
+	x = web.Assemble(task, l, hosts, stub, srv)
+	require.Equal(t, "ok", x.Status)
+	require.Equal(t, 3, x.Lookups)
+	require.InDelta(t, 22+20+10, x.DNSTotalMs, 0.01, "each name from its first query to its last answer")
+	require.Equal(t, 2, x.LookupsBlocking, "the document's and static's; the tag manager's was resolved ahead")
+	require.InDelta(t, 22+19.5, x.DNSBlockingMs, 0.01)
+	require.Equal(t, map[string]int{"www.o5.doxlab.test": 1, "static.o5.doxlab.test": 1, "tags.tagmanager.doxlab.test": 2}, x.ConnsPerOrigin)
+	require.Equal(t, "www.o5.doxlab.test", x.H3Conn.SNI, "the page's own connection labels the load")
+	require.True(t, x.H3Used0RTT)
 }
