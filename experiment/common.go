@@ -23,40 +23,21 @@ import (
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
-	"github.com/doxlab/doxlab/web"
 )
 
 // StartServer starts doxlab's server inside the testbed's server host:
 // its listeners' sockets are made there. The caller closes it.
 func StartServer(tb *testbed.Testbed, cfg *server.Config) (*server.Server, error) {
-	srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run("server", f) })
-	if err != nil {
-		return nil, fmt.Errorf("starting the server in the testbed: %w", err)
-	}
-	return srv, nil
+	return StartServerIn(tb, "server", cfg)
 }
 
-// PageServerConfig is doxlab's server as the page-load experiments run
-// it at ip: every DNS transport on its standard port, the pages over
-// HTTP/3 and HTTP/2 on 443 (with DoH and DNS streams on the same
-// listener), one TLS identity for ip and every page host, each page host
-// answered with ip, and, with https, an HTTPS record (RFC 9460) offering
-// h3 and h2 with ip as the hint.
-func PageServerConfig(ip string, pages []web.Page, https bool) *server.Config {
-	cfg := &server.Config{
-		Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", Web: ip + ":443"},
-		TLS:    server.TLS{Names: []string{ip, "localhost"}},
-		Web:    server.Web{Roots: map[string]string{}},
+// StartServerIn starts doxlab's server inside a testbed host.
+func StartServerIn(tb *testbed.Testbed, host string, cfg *server.Config) (*server.Server, error) {
+	srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run(host, f) })
+	if err != nil {
+		return nil, fmt.Errorf("starting the server in the testbed's %s: %w", host, err)
 	}
-	for _, p := range pages {
-		cfg.Web.Roots[p.Host] = p.Dir
-		cfg.TLS.Names = append(cfg.TLS.Names, p.Host)
-		cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN A %s", p.Host, ip))
-		if https {
-			cfg.Answers.Static = append(cfg.Answers.Static, fmt.Sprintf("%s. 300 IN HTTPS 1 . alpn=h3,h2 ipv4hint=%s", p.Host, ip))
-		}
-	}
-	return cfg
+	return srv, nil
 }
 
 // RecordLog collects a server's records as they come; a sample takes

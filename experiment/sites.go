@@ -1,0 +1,174 @@
+package experiment
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/web"
+)
+
+// Placement lays a multi-origin page's origins out over server hosts, as
+// on the web: the first party on its origin server, shared CDN origins on
+// a CDN edge near the client, third parties on a host of their own, each
+// host with its own access link, so that each is at its own distance.
+// The paper's one-origin pages stay on "server", which is also the
+// resolver for every origin.
+type Placement struct {
+	Host     map[string]string        // an origin's party → the testbed host serving it
+	Distance map[string]time.Duration // a server host → the RTT its link adds
+}
+
+// DefaultPlacement puts the first party 30 ms beyond the client's access
+// link, a CDN edge 2 ms beyond it and the third parties 10 ms: the
+// access profile's RTT reaches the resolver, as in the papers.
+var DefaultPlacement = Placement{
+	Host:     map[string]string{web.PartyFirst: "origin", web.PartyCDN: "cdn", web.PartyThird: "third"},
+	Distance: map[string]time.Duration{"origin": 30 * time.Millisecond, "cdn": 2 * time.Millisecond, "third": 10 * time.Millisecond},
+}
+
+// HostOf is the testbed host serving origin o of page p.
+func (pl Placement) HostOf(p web.Page, o web.Origin) string {
+	if h, ok := pl.Host[o.Party]; ok && p.MultiOrigin() {
+		return h
+	}
+	return "server"
+}
+
+// Hosts are the server hosts pages need besides "server", in order.
+func (pl Placement) Hosts(pages []web.Page) []string {
+	var out []string
+	for _, p := range pages {
+		for _, o := range p.Origins {
+			if h := pl.HostOf(p, o); h != "server" && !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Apply sets each extra server host's link to its distance: half of it
+// each way, nothing else shaped.
+func (pl Placement) Apply(tb *testbed.Testbed, hosts []string) error {
+	for _, h := range hosts {
+		d := pl.Distance[h]
+		p := testbed.Profile{Name: fmt.Sprintf("+%s", d), Up: testbed.Direction{Delay: d / 2}, Down: testbed.Direction{Delay: d - d/2}}
+		if err := tb.SetProfile(h, p); err != nil {
+			return fmt.Errorf("server host %s: %w", h, err)
+		}
+	}
+	return nil
+}
+
+// PageServerConfig is doxlab's server as the page-load experiments run
+// it at ip, every page on it: see PageServers.
+func PageServerConfig(ip string, pages []web.Page, https bool) *server.Config {
+	return PageServers(map[string]string{"server": ip}, pages, https, Placement{})["server"]
+}
+
+// PageServers configures doxlab's server for each server host, given
+// their addresses. "server" runs every DNS transport on its standard port
+// and answers for every origin: its address records point at the host
+// serving it, with the origin's TTL, through the CDN's name where the
+// origin is a CNAME, and, with https, an HTTPS record (RFC 9460) offering
+// h3 and h2 where the origin publishes one. Every host serves its origins
+// over HTTP/3 and HTTP/2 on 443 ("server" with DoH and DNS streams on the
+// same listener), with one TLS identity for its address and its origins.
+func PageServers(ips map[string]string, pages []web.Page, https bool, pl Placement) map[string]*server.Config {
+	cfgs := map[string]*server.Config{}
+	cfg := func(host string) *server.Config {
+		if c, ok := cfgs[host]; ok {
+			return c
+		}
+		ip := ips[host]
+		c := &server.Config{
+			Listen: server.Listen{Web: ip + ":443"},
+			TLS:    server.TLS{Names: []string{ip, "localhost"}},
+			Web:    server.Web{Roots: map[string]string{}},
+		}
+		if host == "server" {
+			c.Listen = server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", Web: ip + ":443"}
+		}
+		cfgs[host] = c
+		return c
+	}
+	dns := cfg("server")
+	seen := map[string]bool{}
+	for _, p := range pages {
+		for _, o := range p.Origins {
+			if seen[o.Host] {
+				continue
+			}
+			seen[o.Host] = true
+			host := pl.HostOf(p, o)
+			ip := ips[host]
+			c := cfg(host)
+			c.Web.Roots[o.Host] = o.Dir
+			c.TLS.Names = append(c.TLS.Names, o.Host)
+			owner := o.Host
+			if o.CNAME != "" {
+				dns.Answers.Static = append(dns.Answers.Static, fmt.Sprintf("%s. 300 IN CNAME %s.", o.Host, o.CNAME))
+				owner = o.CNAME
+			}
+			dns.Answers.Static = append(dns.Answers.Static, fmt.Sprintf("%s. %d IN A %s", owner, o.TTL, ip))
+			if https && o.HTTPS {
+				dns.Answers.Static = append(dns.Answers.Static, fmt.Sprintf("%s. %d IN HTTPS 1 . alpn=h3,h2 ipv4hint=%s", owner, o.TTL, ip))
+			}
+		}
+	}
+	return cfgs
+}
+
+// Servers are the page servers of an experiment, one per server host.
+type Servers map[string]*server.Server
+
+// StartPageServers starts PageServers' configurations in their hosts:
+// "server" first, the others after.
+func StartPageServers(tb *testbed.Testbed, cfgs map[string]*server.Config) (Servers, error) {
+	srvs := Servers{}
+	hosts := slices.Sorted(maps.Keys(cfgs))
+	if i := slices.Index(hosts, "server"); i > 0 {
+		hosts = append([]string{"server"}, slices.Delete(hosts, i, i+1)...)
+	}
+	for _, h := range hosts {
+		srv, err := StartServerIn(tb, h, cfgs[h])
+		if err != nil {
+			srvs.Close()
+			return nil, err
+		}
+		srvs[h] = srv
+	}
+	return srvs, nil
+}
+
+// Close stops every server.
+func (s Servers) Close() {
+	for _, srv := range s {
+		srv.Close()
+	}
+}
+
+// SPKIs are the servers' public key pins, for Chromium.
+func (s Servers) SPKIs() []string {
+	var out []string
+	for _, srv := range s {
+		out = append(out, srv.SPKI())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CertPEM is every server's certificate, for a client's trust.
+func (s Servers) CertPEM() []byte {
+	var b strings.Builder
+	for _, h := range slices.Sorted(maps.Keys(s)) {
+		b.Write(s[h].CertPEM())
+	}
+	return []byte(b.String())
+}
