@@ -61,6 +61,12 @@ type TLS struct {
 	// Names are the DNS names and IP addresses a generated certificate
 	// covers. Default: localhost, 127.0.0.1, ::1 and the listen addresses.
 	Names []string `yaml:"names"`
+	// CertPerName generates a certificate of its own for each DNS name of
+	// Names (one key for all, so one SPKI pin), chosen by the client's
+	// SNI, as independent sites have: a client then cannot pool one
+	// name's connection for another (RFC 9110 §4.3.3, Chromium's IP
+	// pooling). Another SNI, or none, gets the certificate for all.
+	CertPerName bool `yaml:"cert_per_name"`
 	// TicketKeys is a file of session-ticket keys (32 random octets each,
 	// first one current). It is created if missing, so restarts keep
 	// tickets valid. Empty: fresh keys each start. The keys are shared by

@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -27,7 +28,8 @@ import (
 // CoreDNS fork for.
 type identity struct {
 	cert       tls.Certificate
-	certPEM    []byte
+	byName     map[string]*tls.Certificate // with tls.cert_per_name
+	certPEM    []byte                      // every certificate in use
 	spki       string // base64 SHA-256 of the SubjectPublicKeyInfo, for Chromium's --ignore-certificate-errors-spki-list
 	ticketKeys [][32]byte
 	tokenKey   quic.TokenGeneratorKey
@@ -36,13 +38,36 @@ type identity struct {
 func loadIdentity(c *TLS, names []string) (*identity, error) {
 	id := &identity{}
 	var err error
+	if c.CertPerName && c.Cert != "" {
+		return nil, fmt.Errorf("tls.cert_per_name generates the certificates: give no tls.cert")
+	}
 	if c.Cert != "" {
 		if id.cert, err = tls.LoadX509KeyPair(c.Cert, c.Key); err != nil {
 			return nil, fmt.Errorf("loading tls.cert/tls.key: %w", err)
 		}
 		id.certPEM, _ = os.ReadFile(c.Cert)
-	} else if id.cert, id.certPEM, err = generateCert(append(c.Names, names...)); err != nil {
-		return nil, err
+	} else {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		if id.cert, id.certPEM, err = generateCert(key, append(c.Names, names...)); err != nil {
+			return nil, err
+		}
+		if c.CertPerName {
+			id.byName = map[string]*tls.Certificate{}
+			for _, n := range c.Names {
+				if net.ParseIP(n) != nil || id.byName[strings.ToLower(n)] != nil {
+					continue
+				}
+				cert, pemBytes, err := generateCert(key, []string{n})
+				if err != nil {
+					return nil, err
+				}
+				id.byName[strings.ToLower(n)] = &cert
+				id.certPEM = append(id.certPEM, pemBytes...)
+			}
+		}
 	}
 	leaf, err := x509.ParseCertificate(id.cert.Certificate[0])
 	if err != nil {
@@ -95,6 +120,14 @@ func keyFile(path string, n int) ([]byte, error) {
 // tlsConfig is a server config with the shared identity and ticket keys.
 func (id *identity) tlsConfig(alpn ...string) *tls.Config {
 	cfg := &tls.Config{Certificates: []tls.Certificate{id.cert}, NextProtos: alpn, MinVersion: tls.VersionTLS12}
+	if id.byName != nil {
+		cfg.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if c := id.byName[strings.ToLower(hello.ServerName)]; c != nil {
+				return c, nil
+			}
+			return &id.cert, nil
+		}
+	}
 	cfg.SetSessionTicketKeys(id.ticketKeys)
 	return cfg
 }
@@ -109,13 +142,10 @@ func (s *Server) tcpTLS(alpn ...string) *tls.Config {
 	return cfg
 }
 
-// generateCert makes a small self-signed ECDSA P-256 certificate: small so
-// that a QUIC server's first flight stays under the 3x amplification limit.
-func generateCert(names []string) (tls.Certificate, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
+// generateCert makes a small self-signed certificate for an ECDSA P-256
+// key: small so that a QUIC server's first flight stays under the 3x
+// amplification limit.
+func generateCert(key *ecdsa.PrivateKey, names []string) (tls.Certificate, []byte, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(time.Now().UnixNano()),
 		Subject:               pkix.Name{CommonName: "doxlab"},

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -566,6 +567,32 @@ func TestWeb(t *testing.T) {
 	}
 	require.True(t, sni["localhost"], "a web connection names the server name it was opened to: %v", sni)
 	require.Len(t, ts.records("query", "doh3"), 1, "the query is DoH/3")
+}
+
+// TestCertPerName: with tls.cert_per_name each name gets a certificate
+// of its own, so a client cannot pool one name's connection for another;
+// one key, so one pin; an unknown name gets the certificate for all.
+func TestCertPerName(t *testing.T) {
+	ts := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{Web: "127.0.0.1:0"}
+		c.TLS = server.TLS{Names: []string{"a.test", "b.test"}, CertPerName: true}
+	})
+	pool := certPool(ts.CertPEM())
+	leaf := func(sni string) *x509.Certificate {
+		c, err := tls.Dial("tcp", ts.Addr("web").String(), &tls.Config{ServerName: sni, RootCAs: pool, NextProtos: []string{"h2"}})
+		require.NoError(t, err, sni)
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0]
+	}
+	a, b, other := leaf("a.test"), leaf("b.test"), leaf("localhost")
+	require.NoError(t, a.VerifyHostname("a.test"))
+	require.Error(t, a.VerifyHostname("b.test"), "a.test's certificate does not cover b.test")
+	require.NoError(t, b.VerifyHostname("b.test"))
+	require.NoError(t, other.VerifyHostname("a.test"))
+	require.NoError(t, other.VerifyHostname("b.test"))
+	require.Equal(t, a.RawSubjectPublicKeyInfo, b.RawSubjectPublicKeyInfo, "one key: one SPKI pin")
+	_, err := server.New(&server.Config{Listen: server.Listen{Web: "127.0.0.1:0"}, TLS: server.TLS{Cert: "x.pem", Key: "x.key", CertPerName: true}})
+	require.ErrorContains(t, err, "cert_per_name")
 }
 
 // TestExampleConfigs loads the shipped configs and serves them: the
