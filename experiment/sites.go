@@ -79,7 +79,8 @@ func PageServerConfig(ip string, pages []web.Page, https bool) *server.Config {
 // origin is a CNAME, and, with https, an HTTPS record (RFC 9460) offering
 // h3 and h2 where the origin publishes one. Every host serves its origins
 // over HTTP/3 and HTTP/2 on 443 ("server" with DoH and DNS streams on the
-// same listener), with one TLS identity for its address and its origins.
+// same listener), with one TLS key for its address and its origins; the
+// other hosts with a certificate per origin.
 func PageServers(ips map[string]string, pages []web.Page, https bool, pl Placement) map[string]*server.Config {
 	cfgs := map[string]*server.Config{}
 	cfg := func(host string) *server.Config {
@@ -94,6 +95,11 @@ func PageServers(ips map[string]string, pages []web.Page, https bool, pl Placeme
 		}
 		if host == "server" {
 			c.Listen = server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", Web: ip + ":443"}
+		} else {
+			// Independent sites: no origin's certificate covers another,
+			// so a browser opens a connection per origin, as on the web,
+			// rather than pooling origins that share an address.
+			c.TLS.CertPerName = true
 		}
 		cfgs[host] = c
 		return c

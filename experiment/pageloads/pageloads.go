@@ -141,7 +141,8 @@ func (c *Web) defaults() error {
 type webEnv struct {
 	c       *Web
 	tb      *testbed.Testbed
-	srv     *server.Server
+	srv     *server.Server     // in host server: the resolver, and the one-origin pages
+	srvs    experiment.Servers // srv, and the multi-origin pages' server hosts
 	ip      string
 	ca      string
 	pages   map[string]web.Page
@@ -190,17 +191,34 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "web", HostNameservers: map[string]string{"client": "127.0.0.1"}})
+	for _, p := range pages {
+		if !p.MultiOrigin() {
+			continue
+		}
+		if slices.Contains(c.DNSModes, "decoupled") {
+			return "", fmt.Errorf("page %s loads from %d origins: decoupled DNS measures one lookup apart; give --dns stub", p.Name, len(p.Origins))
+		}
+		if slices.Contains(c.Engines, web.EngineDoxlab) {
+			return "", fmt.Errorf("page %s loads from %d origins: doxlab's page loader replays one-origin pages only so far; give --engines chromium", p.Name, len(p.Origins))
+		}
+	}
+	place := experiment.DefaultPlacement
+	servers := place.Hosts(pages)
+	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "web", Hosts: append([]string{"client", "server"}, servers...),
+		HostNameservers: map[string]string{"client": "127.0.0.1"}})
 	if err != nil {
 		return "", err
 	}
 	defer closeAll()
-	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]web.Page{}, browser: map[string]*browser.Browser{},
-		graphs: map[string]*pageload.Graph{}}
-	if err := e.startServer(pages, dir); err != nil {
+	if err := place.Apply(tb, servers); err != nil {
 		return "", err
 	}
-	defer e.srv.Close()
+	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]web.Page{}, browser: map[string]*browser.Browser{},
+		graphs: map[string]*pageload.Graph{}}
+	if err := e.startServers(pages, dir, place); err != nil {
+		return "", err
+	}
+	defer e.srvs.Close()
 	defer func() {
 		for _, b := range e.browser {
 			b.Close()
@@ -213,7 +231,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	spec := map[string]any{"server": e.srv.Config(), "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes, "engines": c.Engines,
+	spec := map[string]any{"server": e.srv.Config(), "servers": e.serverConfigs(), "placement": place, "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes, "engines": c.Engines,
 		"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}
 	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
 		done, err := st.LoadsDone(ctx, runID)
@@ -247,27 +265,43 @@ func (c *Web) logRate(st *store.Store, expID string, started time.Time) {
 	fmt.Fprintf(c.Log, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed and browser start included\n", float64(n)/el.Minutes(), n, el.Seconds())
 }
 
-// startServer runs doxlab's server in the server host: every DNS
+// startServers runs doxlab's server in the server host: every DNS
 // transport, the pages over HTTP/3 (and HTTP/2) on 443 with DoH on the
 // same listener, one TLS identity for all, the page hosts answered with
-// the server's address.
-func (e *webEnv) startServer(pages []web.Page, dir string) error {
+// the address of the host serving them; and, for multi-origin pages, a
+// server in each host place puts their origins on.
+func (e *webEnv) startServers(pages []web.Page, dir string, place experiment.Placement) error {
 	for _, p := range pages {
 		e.pages[p.Name] = p
 	}
 	var err error
-	if e.srv, err = experiment.StartServer(e.tb, experiment.PageServerConfig(e.ip, pages, false)); err != nil {
+	if e.srvs, err = experiment.StartPageServers(e.tb, experiment.PageServers(e.tb.IPs, pages, false, place)); err != nil {
 		return err
 	}
-	e.srv.OnRecord(func(r *server.Record) {
-		if r.Kind == "query" || (r.Kind == "conn" && r.Listener == "web") {
-			e.srvRecords.Add(r)
-		}
-	})
+	e.srv = e.srvs["server"]
+	for _, srv := range e.srvs {
+		srv.OnRecord(func(r *server.Record) {
+			if r.Kind == "query" || (r.Kind == "conn" && r.Listener == "web") {
+				e.srvRecords.Add(r)
+			}
+		})
+	}
 	e.roots = x509.NewCertPool()
-	e.roots.AppendCertsFromPEM(e.srv.CertPEM())
+	e.roots.AppendCertsFromPEM(e.srvs.CertPEM())
 	e.ca = filepath.Join(dir, "server.pem")
-	return os.WriteFile(e.ca, e.srv.CertPEM(), 0o644)
+	return os.WriteFile(e.ca, e.srvs.CertPEM(), 0o644)
+}
+
+// serverConfigs are the extra server hosts' configurations, for the run's
+// record.
+func (e *webEnv) serverConfigs() map[string]*server.Config {
+	out := map[string]*server.Config{}
+	for h, srv := range e.srvs {
+		if h != "server" {
+			out[h] = srv.Config()
+		}
+	}
+	return out
 }
 
 func (e *webEnv) url(p web.Page) string { return "https://" + p.Host + "/" }
@@ -279,10 +313,15 @@ func (e *webEnv) browserFor(ctx context.Context, mode string) (*browser.Browser,
 	if b, ok := e.browser[mode]; ok {
 		return b, nil
 	}
-	opts := browser.Options{Exec: e.c.Browser, NetNS: e.tb.NS["client"], SPKI: []string{e.srv.SPKI()}}
+	opts := browser.Options{Exec: e.c.Browser, NetNS: e.tb.NS["client"], SPKI: e.srvs.SPKIs()}
 	for _, p := range e.pages {
-		opts.ForceQUIC = append(opts.ForceQUIC, p.Host+":443")
+		for _, h := range p.Hostnames() {
+			if o := h + ":443"; !slices.Contains(opts.ForceQUIC, o) {
+				opts.ForceQUIC = append(opts.ForceQUIC, o)
+			}
+		}
 	}
+	slices.Sort(opts.ForceQUIC) // one browser's flags, whatever the map's order
 	if mode == "decoupled" {
 		opts.Flags = append(opts.Flags, "host-resolver-rules=MAP *."+web.Domain+" "+e.ip)
 	}
