@@ -30,7 +30,7 @@ type identity struct {
 	cert       tls.Certificate
 	byName     map[string]*tls.Certificate // with tls.cert_per_name
 	certPEM    []byte                      // every certificate in use
-	spki       string // base64 SHA-256 of the SubjectPublicKeyInfo, for Chromium's --ignore-certificate-errors-spki-list
+	spki       string                      // base64 SHA-256 of the SubjectPublicKeyInfo, for Chromium's --ignore-certificate-errors-spki-list
 	ticketKeys [][32]byte
 	tokenKey   quic.TokenGeneratorKey
 }
