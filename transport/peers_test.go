@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/peertest"
@@ -159,6 +161,41 @@ func TestResumptionAndZeroRTT(t *testing.T) {
 				require.True(t, second.Conn.TokenUsed, "quic-go sends NEW_TOKEN; the second Initial carries it")
 				requireTimingOrder(t, second, true)
 			}
+		})
+	}
+}
+
+// TestFreshConnectionsDialInParallel: without Reuse, concurrent
+// exchanges each open their own connection at once, rather than queueing
+// behind one another's handshakes (a stub forwarding a page's lookups).
+// Through a relay holding replies 200 ms, queued handshakes would take
+// 200 ms more each.
+func TestFreshConnectionsDialInParallel(t *testing.T) {
+	cd := peertest.StartCoreDNS(t)
+	const hold = 200 * time.Millisecond
+	for _, c := range []struct{ name, url string }{
+		{"doq", "quic://" + peertest.DelayUDP(t, cd.DoQ, hold)},
+		{"doh3", "h3://" + peertest.DelayUDP(t, cd.DoH, hold) + "/dns-query"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := transport.New(c.url, transport.Options{RootCAs: cd.Cert.Pool})
+			require.NoError(t, err)
+			defer tr.Close()
+			var wg sync.WaitGroup
+			totals := make([]float64, 4)
+			for i := range totals {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rec, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+					if assert.NoError(t, err) {
+						totals[i] = rec.Timing.TotalMs
+					}
+				}()
+			}
+			wg.Wait()
+			slices.Sort(totals)
+			require.Less(t, totals[3]-totals[0], float64(hold/time.Millisecond)*0.75, "exchanges waited for one another: %v ms", totals)
 		})
 	}
 }

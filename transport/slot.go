@@ -4,7 +4,9 @@ import "sync"
 
 // slot holds the one connection a transport keeps with Reuse. Dialing
 // happens under its lock, so concurrent exchanges wait for the connection
-// and share it instead of each opening their own.
+// and share it instead of each opening their own. Without Reuse each
+// exchange dials its own, in parallel: a stub forwarding a page's twenty
+// lookups at once must not queue them behind one another's handshakes.
 type slot[C comparable] struct {
 	mu   sync.Mutex
 	conn C
@@ -13,6 +15,10 @@ type slot[C comparable] struct {
 // get returns the kept connection while alive says it is, or dials a new
 // one (kept only with reuse). reused says which happened.
 func (s *slot[C]) get(reuse bool, alive func(C) bool, dial func() (C, error)) (c C, reused bool, err error) {
+	if !reuse {
+		c, err = dial()
+		return c, false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var zero C
@@ -22,9 +28,7 @@ func (s *slot[C]) get(reuse bool, alive func(C) bool, dial func() (C, error)) (c
 	if c, err = dial(); err != nil {
 		return zero, false, err
 	}
-	if reuse {
-		s.conn = c
-	}
+	s.conn = c
 	return c, false, nil
 }
 
