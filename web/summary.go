@@ -25,7 +25,15 @@ type Cell struct {
 	RelPLT, RelFCP float64
 	// RelPLTs are each load's PLT relative to the baseline's median.
 	RelPLTs []float64
+	// Medians of the page's lookups (all, and those a request waited
+	// for), of the DNS time on requests' paths and in all, and of the
+	// web connections the servers saw (see Sample).
+	Lookups, LookupsBlocking, DNSBlocking, DNSTotal, Conns float64
+	LookupCounts                                           []float64 // each OK load's lookups
 }
+
+// MultiOrigin reports whether the cell's page loads from several origins.
+func (c Cell) MultiOrigin() bool { return c.Lookups > 1 }
 
 // Baseline is the cell the others are compared with.
 func (c Cell) Baseline() bool { return c.Transport == "udp" && c.H3 == "1rtt" }
@@ -35,6 +43,7 @@ func Summarize(samples []*Sample) []Cell {
 	type key struct{ p, g, t, h, s, d, e string }
 	cells := map[key]*Cell{}
 	dns := map[key][]float64{}
+	more := map[key]*[5][]float64{}
 	var keys []key
 	for _, x := range samples {
 		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode, x.EngineName()}
@@ -52,6 +61,18 @@ func Summarize(samples []*Sample) []Cell {
 		c.PLTs = append(c.PLTs, x.PLTMs)
 		c.FCPs = append(c.FCPs, x.FCPMs)
 		dns[k] = append(dns[k], x.DNSMs)
+		m := more[k]
+		if m == nil {
+			m = &[5][]float64{}
+			more[k] = m
+		}
+		conns := 0
+		for _, n := range x.ConnsPerOrigin {
+			conns += n
+		}
+		for i, v := range []float64{float64(x.Lookups), float64(x.LookupsBlocking), x.DNSBlockingMs, x.DNSTotalMs, float64(conns)} {
+			m[i] = append(m[i], v)
+		}
 		if x.H3Used0RTT {
 			c.Real0RTT++
 		}
@@ -61,6 +82,10 @@ func Summarize(samples []*Sample) []Cell {
 	}
 	for k, c := range cells {
 		c.PLT, c.FCP, c.DNS = measure.Median(c.PLTs), measure.Median(c.FCPs), measure.Median(dns[k])
+		if m := more[k]; m != nil {
+			c.Lookups, c.LookupsBlocking, c.DNSBlocking, c.DNSTotal, c.Conns = measure.Median(m[0]), measure.Median(m[1]), measure.Median(m[2]), measure.Median(m[3]), measure.Median(m[4])
+			c.LookupCounts = m[0]
+		}
 		if c.OK > 0 {
 			c.Real0RTT /= float64(c.OK)
 			c.Resumed /= float64(c.OK)

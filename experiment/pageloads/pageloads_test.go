@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,42 @@ func TestWebLoadsThroughStub(t *testing.T) {
 			require.Zero(t, c.RelPLT)
 		}
 	}
+}
+
+// TestMultiOriginPage loads o20 in Chromium, its origins on three server
+// hosts at their distances: every lookup of its 20 names goes through the
+// stub, most block a request, each origin gets a connection of its own
+// (no certificate covers two), the first party's connection labels the
+// load, and the report's findings and figure see the lookups.
+func TestMultiOriginPage(t *testing.T) {
+	dir, bin := setup(t)
+	db := filepath.Join(dir, "web.db")
+	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp"}, Pages: []string{"o20"}, Repeat: 1,
+		Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
+	loads, _, _ := run(t, c)
+	require.Len(t, loads, 2, "h3 modes")
+	for _, x := range loads {
+		require.Equal(t, "ok", x.Status, "%s: %s", x.Key(), x.Error)
+		require.Equal(t, 20, x.Lookups, x.Key())
+		require.Greater(t, x.LookupsBlocking, 10, "%s: most lookups held a request up", x.Key())
+		require.Positive(t, x.DNSBlockingMs)
+		require.Len(t, x.ConnsPerOrigin, 20, "%s: a connection per origin: %v", x.Key(), x.ConnsPerOrigin)
+		require.Equal(t, "www.o20.doxlab.test", x.H3Conn.SNI)
+		require.Equal(t, x.H3 == "0rtt", x.H3Used0RTT, "%s: the first party's 0-RTT as the server saw it", x.Key())
+	}
+	var b strings.Builder
+	require.NoError(t, Loads(loads).WriteTable(&b))
+	require.Contains(t, b.String(), "pages over several origins")
+	fs := Loads(loads).Findings()
+	require.Equal(t, "A typical page needs about 20 DNS lookups", fs[2].Claim)
+	require.Equal(t, experiment.Holds, fs[2].Verdict, fs[2].Here)
+	sec, err := Loads(loads).Section(t.TempDir())
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(sec.Files, func(f string) bool { return strings.Contains(f, "web-lookups") }), "%v", sec.Files)
+
+	c.Engines = []string{"doxlab"}
+	_, err = c.Run(context.Background())
+	require.ErrorContains(t, err, "one-origin pages only")
 }
 
 // TestDoxlabEngineBesideChromium runs the web experiment with both
