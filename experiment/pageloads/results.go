@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"image/color"
 	"io"
 	"maps"
 	"math"
@@ -453,32 +452,24 @@ const paperLookups = 20
 
 // lookupsFigure is the DoH-cost paper's Fig. 1 for the corpus: the CDF of
 // the DNS lookups per page load in Chromium (the names the stub resolved
-// for the page), one line per page and one for all, beside the paper's
-// median.
+// for the page) over every load, beside the paper's median.
 func lookupsFigure(cells []web.Cell, set *figure.Set) error {
+	if !slices.ContainsFunc(cells, web.Cell.MultiOrigin) {
+		return nil
+	}
 	var all []float64
-	byPage := map[string][]float64{}
 	var pages []string
 	for _, c := range cells {
 		if c.Engine != web.EngineChromium || len(c.LookupCounts) == 0 {
 			continue
 		}
-		if _, ok := byPage[c.Page]; !ok {
+		if !slices.Contains(pages, c.Page) {
 			pages = append(pages, c.Page)
 		}
-		byPage[c.Page] = append(byPage[c.Page], c.LookupCounts...)
 		all = append(all, c.LookupCounts...)
 	}
-	if !slices.ContainsFunc(cells, web.Cell.MultiOrigin) {
-		return nil
-	}
-	ss := []*figure.Series{{Label: "every load", Values: all}}
-	// Okabe and Ito's colour-blind-safe palette, one colour per page.
-	palette := []color.Color{color.RGBA{0x56, 0xb4, 0xe9, 0xff}, color.RGBA{0x00, 0x9e, 0x73, 0xff}, color.RGBA{0xd5, 0x5e, 0x00, 0xff},
-		color.RGBA{0xcc, 0x79, 0xa7, 0xff}, color.RGBA{0xe6, 0x9f, 0x00, 0xff}, color.RGBA{0x00, 0x72, 0xb2, 0xff}}
-	for i, pg := range pages {
-		ss = append(ss, &figure.Series{Label: pg, Color: palette[i%len(palette)], Dashes: []vg.Length{vg.Points(3), vg.Points(2)}, Values: byPage[pg]})
-	}
+	slices.SortFunc(pages, order.Compare)
+	ss := []*figure.Series{{Label: "every load of " + strings.Join(pages, ", "), Values: all}}
 	p, data, err := figure.CDF(ss, "DNS lookups per page load (Chromium)", "lookups per load", false)
 	if err != nil {
 		return err

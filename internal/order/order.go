@@ -22,7 +22,7 @@ var known = []string{
 	// measurement conditions, then HTTP/3 handshakes
 	"fresh", "pam", "resumed", "1rtt", "0rtt",
 	// pages, stub states, DNS modes
-	"example", "wiki", "insta", "cold", "warm", "stub", "decoupled",
+	"example", "wiki", "insta", "o1", "o5", "o20", "o30", "o45", "cold", "warm", "stub", "decoupled",
 	// certificates, key shares, address validation, connection modes
 	"small", "large", "pq", "classic", "retry", "token", "new", "persistent",
 }
