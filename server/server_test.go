@@ -546,6 +546,7 @@ func TestWeb(t *testing.T) {
 	require.Equal(t, "<html>site A</html>", string(body))
 	require.Equal(t, fmt.Sprintf(`h3=":%s"; ma=86400`, port), resp.Header.Get("Alt-Svc"))
 	require.Equal(t, "*", resp.Header.Get("Timing-Allow-Origin"), "other origins' pages see the resource's timing")
+	require.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"), "and may load it where CORS applies, as web fonts")
 
 	resp, err = client.Get("https://127.0.0.1:" + port + "/index.html")
 	require.NoError(t, err)

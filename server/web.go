@@ -33,8 +33,10 @@ func (s *Server) serveWeb(addr string) error {
 			http.Error(w, "no site for "+host, http.StatusNotFound)
 			return
 		}
-		// A page on another origin sees this resource's DNS, connection
-		// and request timing, as many CDNs and third parties allow.
+		// A page on another origin may use this resource where CORS
+		// applies (fonts, fetch) and sees its DNS, connection and request
+		// timing, as font services, CDNs and third parties allow.
+		w.Header().Set("Access-Control-Allow-Origin", "*")
 		w.Header().Set("Timing-Allow-Origin", "*")
 		h.ServeHTTP(w, r)
 	})
