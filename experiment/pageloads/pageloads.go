@@ -198,9 +198,6 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		if slices.Contains(c.DNSModes, "decoupled") {
 			return "", fmt.Errorf("page %s loads from %d origins: decoupled DNS measures one lookup apart; give --dns stub", p.Name, len(p.Origins))
 		}
-		if slices.Contains(c.Engines, web.EngineDoxlab) {
-			return "", fmt.Errorf("page %s loads from %d origins: doxlab's page loader replays one-origin pages only so far; give --engines chromium", p.Name, len(p.Origins))
-		}
 	}
 	place := experiment.DefaultPlacement
 	servers := place.Hosts(pages)
@@ -597,6 +594,15 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
 	x := web.Assemble(t, web.ReplayLoad(r), page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp, x.Replay = web.ReplayLoad(warm), r
+	// The loader resolves a host when a request needs it: each of its
+	// lookups held a request up.
+	x.LookupsBlocking, x.DNSBlockingMs = 0, 0
+	for _, lk := range r.Lookups {
+		if lk.EndMs > lk.StartMs {
+			x.LookupsBlocking++
+			x.DNSBlockingMs += lk.EndMs - lk.StartMs
+		}
+	}
 	return x, nil
 }
 

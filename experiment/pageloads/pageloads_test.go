@@ -86,9 +86,9 @@ func TestMultiOriginPage(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, slices.ContainsFunc(sec.Files, func(f string) bool { return strings.Contains(f, "web-lookups") }), "%v", sec.Files)
 
-	c.Engines = []string{"doxlab"}
+	c.DNSModes = []string{"decoupled"}
 	_, err = c.Run(context.Background())
-	require.ErrorContains(t, err, "one-origin pages only")
+	require.ErrorContains(t, err, "decoupled DNS measures one lookup apart")
 }
 
 // TestDoxlabEngineBesideChromium runs the web experiment with both
