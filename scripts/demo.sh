@@ -141,6 +141,11 @@ echo "while its DNS goes through a doxlab stub over DoUDP, DoH and DoQ"
 "$DOXLAB" experiment web --quick --store demo-output/doxlab.db 2>/dev/null
 
 echo
+echo "Pages as the web is: pages over 5, 20 and 45 origins on three servers at different distances, on fiber,"
+echo "the stub's connection kept warm, as the DoH-cost paper's Firefox did (its Fig. 1 and Fig. 6)"
+"$DOXLAB" experiment web --profiles fiber --pages o5,o20,o45 --transports udp,doh2 --stub warm --h3 1rtt --repeat 2 --store demo-output/doxlab.db 2>/dev/null
+
+echo
 echo "Coalescing, quick: doxlab's page loader with the page's DNS on its own connection, emulated as the paper did,"
 echo "or on the page's own QUIC connection (DoH/3, DNS streams), on fiber and 4G"
 "$DOXLAB" experiment coalescing --quick --store demo-output/doxlab.db 2>/dev/null
