@@ -1,10 +1,11 @@
 // Command gengraphs captures the corpus pages' dependency graphs from
 // Chromium, for doxlab's page loader to replay: `make graphs` writes them
-// to web/graphs. Each page is loaded five times over HTTP/3 on loopback
-// from doxlab's server, and the capture with the median PLT is kept (one
-// real load, not a blend: its gaps are consistent with one another). The
-// URLs lose the loopback port, so the graph names the page as the
-// testbed serves it.
+// to web/graphs (`gengraphs DIR PAGE...` captures only those pages). Each
+// page is loaded five times over HTTP/3 on loopback from doxlab's server,
+// and the capture with the median PLT is kept (one real load, not a
+// blend: its gaps are consistent with one another). The server listens
+// on 127.0.0.1:443, as the testbed's do, so the graphs name the pages as
+// the testbed serves them; that needs root.
 package main
 
 import (
@@ -26,17 +27,17 @@ import (
 const captures = 5
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gengraphs DIR")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: gengraphs DIR [PAGE...]")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1]); err != nil {
+	if err := run(os.Args[1], os.Args[2:]); err != nil {
 		fmt.Fprintln(os.Stderr, "gengraphs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string) error {
+func run(out string, only []string) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "gengraphs")
 	if err != nil {
@@ -47,10 +48,22 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
-	cfg := &server.Config{Listen: server.Listen{Web: "127.0.0.1:0"}, Web: server.Web{Roots: map[string]string{}}}
+	if len(only) > 0 {
+		if pages, err = web.Select(pages, only); err != nil {
+			return err
+		}
+	}
+	// Port 443, as in the testbed: the multi-origin pages name their
+	// hosts without a port. A certificate per origin, so that Chromium
+	// opens a connection per origin as it does there.
+	cfg := &server.Config{Listen: server.Listen{Web: "127.0.0.1:443"}, Web: server.Web{Roots: map[string]string{}}, TLS: server.TLS{CertPerName: true}}
 	for _, p := range pages {
-		cfg.TLS.Names = append(cfg.TLS.Names, p.Host)
-		cfg.Web.Roots[p.Host] = p.Dir
+		for _, o := range p.Origins {
+			if _, ok := cfg.Web.Roots[o.Host]; !ok {
+				cfg.TLS.Names = append(cfg.TLS.Names, o.Host)
+				cfg.Web.Roots[o.Host] = o.Dir
+			}
+		}
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -63,7 +76,9 @@ func run(out string) error {
 	_, port, _ := strings.Cut(srv.Addr("web").String(), ":")
 	opts := browser.Options{SPKI: []string{srv.SPKI()}, Flags: []string{"host-resolver-rules=MAP *." + web.Domain + " 127.0.0.1"}}
 	for _, p := range pages {
-		opts.ForceQUIC = append(opts.ForceQUIC, p.Host+":"+port)
+		for _, h := range p.Hostnames() {
+			opts.ForceQUIC = append(opts.ForceQUIC, h+":"+port)
+		}
 	}
 	b, err := browser.Launch(ctx, opts)
 	if err != nil {
