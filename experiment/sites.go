@@ -19,17 +19,38 @@ import (
 // The paper's one-origin pages stay on "server", which is also the
 // resolver for every origin.
 type Placement struct {
-	Host     map[string]string        // an origin's party → the testbed host serving it
-	Distance map[string]time.Duration // a server host → the RTT its link adds
+	Name     string                   `json:"name"`
+	Host     map[string]string        `json:"host"`     // an origin's party → the testbed host serving it
+	Distance map[string]time.Duration `json:"distance"` // a server host → the RTT its link adds
+	// SharedCert names the server hosts whose origins share one
+	// certificate, as a CDN's customers on one shared certificate; the
+	// other hosts have a certificate per origin, as independent sites.
+	SharedCert map[string]bool `json:"shared_cert,omitempty"`
 }
 
 // DefaultPlacement puts the first party 30 ms beyond the client's access
 // link, a CDN edge 2 ms beyond it and the third parties 10 ms: the
 // access profile's RTT reaches the resolver, as in the papers.
 var DefaultPlacement = Placement{
+	Name:     "separate",
 	Host:     map[string]string{web.PartyFirst: "origin", web.PartyCDN: "cdn", web.PartyThird: "third"},
 	Distance: map[string]time.Duration{"origin": 30 * time.Millisecond, "cdn": 2 * time.Millisecond, "third": 10 * time.Millisecond},
 }
+
+// CDNPlacement serves every origin of a multi-origin page from one CDN
+// edge 2 ms beyond the access link, on one certificate that covers them
+// all: what a CDN fronting a site and its third parties offers, and where
+// ORIGIN frames (RFC 9412) can spare a page all but one lookup and one
+// handshake.
+var CDNPlacement = Placement{
+	Name:       "cdn",
+	Host:       map[string]string{web.PartyFirst: "cdn", web.PartyCDN: "cdn", web.PartyThird: "cdn"},
+	Distance:   map[string]time.Duration{"cdn": 2 * time.Millisecond},
+	SharedCert: map[string]bool{"cdn": true},
+}
+
+// Placements are the placements by name.
+var Placements = map[string]Placement{DefaultPlacement.Name: DefaultPlacement, CDNPlacement.Name: CDNPlacement}
 
 // HostOf is the testbed host serving origin o of page p.
 func (pl Placement) HostOf(p web.Page, o web.Origin) string {
@@ -98,8 +119,9 @@ func PageServers(ips map[string]string, pages []web.Page, https bool, pl Placeme
 		} else {
 			// Independent sites: no origin's certificate covers another,
 			// so a browser opens a connection per origin, as on the web,
-			// rather than pooling origins that share an address.
-			c.TLS.CertPerName = true
+			// rather than pooling origins that share an address; a CDN's
+			// shared certificate covers all its origins.
+			c.TLS.CertPerName = !pl.SharedCert[host]
 		}
 		cfgs[host] = c
 		return c

@@ -70,7 +70,12 @@ type Coalescing struct {
 	// origin needs no lookup (on a coalesced connection, the lookup races
 	// the frame).
 	Origins bool
-	Repeat  int // loads per cell; default 10
+	// Placement lays a multi-origin page's origins out: "separate" (the
+	// first party, CDN hosts and third parties on servers of their own,
+	// a certificate per origin) or "cdn" (every origin on one CDN edge
+	// with one certificate); see experiment.Placement.
+	Placement string
+	Repeat    int // loads per cell; default 10
 	Timeout time.Duration
 	Seed    uint64 // task order; 0: random
 	experiment.Env
@@ -92,6 +97,7 @@ func (c *Coalescing) Flags(fs *flag.FlagSet) {
 	experiment.ListVar(fs, &c.Settings, "settings", c.Settings, "0-RTT loads' SETTINGS: remembered (sent at once), wait (held for the server's)")
 	fs.BoolVar(&c.HTTPSRecords, "https-records", false, "ask each host's HTTPS record first; its hints spare the A lookup")
 	fs.BoolVar(&c.Origins, "origins", false, "use the server's ORIGIN frames: an announced origin needs no lookup")
+	fs.StringVar(&c.Placement, "placement", c.Placement, "where a multi-origin page's origins are served: separate (a server per party, a certificate per origin) or cdn (one CDN edge, one certificate)")
 	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
@@ -126,6 +132,12 @@ func (c *Coalescing) defaults() error {
 		experiment.CheckValues("settings", c.Settings, "remembered", "wait")); err != nil {
 		return err
 	}
+	if c.Placement == "" {
+		c.Placement = experiment.DefaultPlacement.Name
+	}
+	if _, ok := experiment.Placements[c.Placement]; !ok {
+		return fmt.Errorf("placement %q: want separate or cdn", c.Placement)
+	}
 	if c.Repeat <= 0 {
 		c.Repeat = 10
 	}
@@ -134,6 +146,24 @@ func (c *Coalescing) defaults() error {
 	}
 	c.Env.Defaults()
 	return nil
+}
+
+// setup names what the run's flags change about every load: the
+// placement of a multi-origin page's origins when not the default, ORIGIN
+// frames, HTTPS records ("cdn+origins+https"; "" for none), so that cells
+// of runs set up differently stay apart.
+func (c *Coalescing) setup() string {
+	var parts []string
+	if c.Placement != experiment.DefaultPlacement.Name {
+		parts = append(parts, c.Placement)
+	}
+	if c.Origins {
+		parts = append(parts, "origins")
+	}
+	if c.HTTPSRecords {
+		parts = append(parts, "https")
+	}
+	return strings.Join(parts, "+")
 }
 
 // Task is one page load of the experiment.
@@ -196,23 +226,38 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "coalescing"})
+	for _, p := range pages {
+		for _, m := range c.DNS {
+			if p.MultiOrigin() && (m == Emulated || Coalesced(m)) {
+				return "", fmt.Errorf("page %s loads from %d origins on servers other than the resolver: DNS mode %s needs the page on the resolver's server; give DNS transports", p.Name, len(p.Origins), m)
+			}
+		}
+	}
+	place := experiment.Placements[c.Placement]
+	servers := place.Hosts(pages)
+	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "coalescing", Hosts: append([]string{"client", "server"}, servers...)})
 	if err != nil {
 		return "", err
 	}
 	defer closeAll()
+	if err := place.Apply(tb, servers); err != nil {
+		return "", err
+	}
 	e.tb, e.st, e.ip, e.client = tb, st, tb.IPs["server"], tb.IPs["client"]
 	for _, p := range pages {
 		e.pages[p.Name] = p
 	}
-	srv, err := experiment.StartServer(tb, experiment.PageServerConfig(e.ip, pages, true))
+	srvs, err := experiment.StartPageServers(tb, experiment.PageServers(tb.IPs, pages, true, place))
 	if err != nil {
 		return "", err
 	}
-	defer srv.Close()
-	srv.OnRecord(e.recs.Add)
+	defer srvs.Close()
+	srv := srvs["server"]
+	for _, s := range srvs {
+		s.OnRecord(e.recs.Add)
+	}
 	e.roots = x509.NewCertPool()
-	e.roots.AppendCertsFromPEM(srv.CertPEM())
+	e.roots.AppendCertsFromPEM(srvs.CertPEM())
 
 	expID := experiment.NewID(c.Resume, "coalescing")
 	seed := c.Seed
@@ -220,7 +265,13 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	spec := map[string]any{"server": srv.Config(), "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "origins": c.Origins, "repeat": c.Repeat, "seed": seed,
+	others := map[string]any{}
+	for h, s := range srvs {
+		if h != "server" {
+			others[h] = s.Config()
+		}
+	}
+	spec := map[string]any{"server": srv.Config(), "servers": others, "placement": place, "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "origins": c.Origins, "repeat": c.Repeat, "seed": seed,
 		"graphs": e.provenance()}
 	n := 0
 	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:coalescing", profiles, spec, func(p testbed.Profile, runID string) error {
@@ -373,7 +424,7 @@ func (e *env) cell(ctx context.Context, tasks []Task, settle time.Duration) iter
 				l.Forget()
 				tickets.forget()
 			}
-			s := &Sample{Task: t}
+			s := &Sample{Task: t, Setup: e.c.setup()}
 			mark := e.recs.Mark()
 			s.Start = time.Now()
 			if t.DNS == Emulated {

@@ -26,6 +26,8 @@ import (
 // Sample is one measured load, stored whole, with its proof.
 type Sample struct {
 	Task
+	// Setup is the run's placement and options (Coalescing.setup).
+	Setup  string    `json:"setup,omitempty"`
 	Start  time.Time `json:"start"`
 	Status string    `json:"status"` // ok, error, timeout, warm-up-failed, dns-failed
 	Error  string    `json:"error,omitempty"`
@@ -49,6 +51,10 @@ type Proof struct {
 	// saw the client complete during the load, DNS included.
 	QUICHandshakes int `json:"quic_handshakes"`
 	TCPHandshakes  int `json:"tcp_handshakes"`
+	// Lookups are the names the loader resolved during the load; Spared
+	// those an ORIGIN frame made a lookup unnecessary for (RFC 9412).
+	Lookups int `json:"lookups"`
+	Spared  int `json:"lookups_spared"`
 	// DNSOnPageConn: the page's lookup went on the connection that then
 	// fetched the page.
 	DNSOnPageConn bool `json:"dns_on_page_conn"`
@@ -89,6 +95,13 @@ func (s *Sample) prove(host, client string) {
 		s.PLTMs += s.DNSMs // the paper's sum: the lookup measured apart, then the load
 	}
 	page := r.Resources[0].Conn
+	for _, lk := range r.Lookups {
+		if lk.Transport == "origin" {
+			s.Proof.Spared++
+		} else {
+			s.Proof.Lookups++
+		}
+	}
 	for _, lk := range r.Lookups {
 		if strings.EqualFold(lk.Host, host) {
 			if s.Apart == nil {
@@ -159,6 +172,7 @@ func (ss Samples) Count() (int, string) { return len(ss), "coalescing page loads
 // shares of what the proofs say.
 type Cell struct {
 	Profile, Page, DNS, H3, Settings string
+	Setup                            string // placement and options: separate, cdn+origins, ...
 	N, OK                            int
 	PLT, DNS_                        float64 // medians, ms
 	// RelPLT is the median's change over DoUDP + H3 1-RTT, Rel0RTT over
@@ -170,6 +184,7 @@ type Cell struct {
 	// SETTINGS.
 	OneHandshake, OnPageConn, DNSEarly, Used0RTT, Waited float64
 	Handshakes                                           float64 // median handshakes, QUIC and TCP
+	Lookups, Spared                                      float64 // median lookups made, and spared by ORIGIN frames
 }
 
 // Variant is the H3 handshake with the SETTINGS treatment: 1rtt, 0rtt,
@@ -185,17 +200,18 @@ func variant(h3, settings string) string {
 
 // Summarize groups the loads into cells, in a stable order.
 func Summarize(ss Samples) []Cell {
-	type key struct{ p, g, d, v string }
+	type key struct{ p, g, d, v, s string }
 	cells := map[key]*Cell{}
 	var keys []key
 	plts := map[key][]float64{}
 	dnss := map[key][]float64{}
 	hs := map[key][]float64{}
+	lks, spared := map[key][]float64{}, map[key][]float64{}
 	for _, s := range ss {
-		k := key{s.Profile, s.Page, s.DNS, variant(s.H3, s.Settings)}
+		k := key{s.Profile, s.Page, s.DNS, variant(s.H3, s.Settings), s.Setup}
 		c, ok := cells[k]
 		if !ok {
-			c = &Cell{Profile: s.Profile, Page: s.Page, DNS: s.DNS, H3: s.H3, Settings: s.Settings}
+			c = &Cell{Profile: s.Profile, Page: s.Page, DNS: s.DNS, H3: s.H3, Settings: s.Settings, Setup: s.Setup}
 			if s.H3 == "1rtt" {
 				c.Settings = ""
 			}
@@ -210,6 +226,8 @@ func Summarize(ss Samples) []Cell {
 		plts[k] = append(plts[k], s.PLTMs)
 		dnss[k] = append(dnss[k], s.DNSMs)
 		hs[k] = append(hs[k], float64(s.Proof.QUICHandshakes+s.Proof.TCPHandshakes))
+		lks[k] = append(lks[k], float64(s.Proof.Lookups))
+		spared[k] = append(spared[k], float64(s.Proof.Spared))
 		p := s.Proof
 		c.OneHandshake += b2f(p.QUICHandshakes == 1 && p.TCPHandshakes == 0)
 		c.OnPageConn += b2f(p.DNSOnPageConn)
@@ -219,6 +237,7 @@ func Summarize(ss Samples) []Cell {
 	}
 	for k, c := range cells {
 		c.PLT, c.DNS_, c.Handshakes = experiment.Median(plts[k]), experiment.Median(dnss[k]), experiment.Median(hs[k])
+		c.Lookups, c.Spared = experiment.Median(lks[k]), experiment.Median(spared[k])
 		if c.OK > 0 {
 			n := float64(c.OK)
 			c.OneHandshake, c.OnPageConn, c.DNSEarly, c.Used0RTT, c.Waited = c.OneHandshake/n, c.OnPageConn/n, c.DNSEarly/n, c.Used0RTT/n, c.Waited/n
@@ -231,11 +250,11 @@ func Summarize(ss Samples) []Cell {
 		return 100 * (c.PLT/base.PLT - 1)
 	}
 	for k, c := range cells {
-		c.RelPLT = rel(c, cells[key{k.p, k.g, "udp", "1rtt"}])
-		c.Rel0RTT = rel(c, cells[key{k.p, k.g, "udp", "0rtt"}])
+		c.RelPLT = rel(c, cells[key{k.p, k.g, "udp", "1rtt", k.s}])
+		c.Rel0RTT = rel(c, cells[key{k.p, k.g, "udp", "0rtt", k.s}])
 	}
 	slices.SortStableFunc(keys, func(a, b key) int {
-		return cmp.Or(order.Compare(a.p, b.p), order.Compare(a.g, b.g), order.Compare(a.d, b.d), order.Compare(a.v, b.v))
+		return cmp.Or(order.Compare(a.s, b.s), order.Compare(a.p, b.p), order.Compare(a.g, b.g), order.Compare(a.d, b.d), order.Compare(a.v, b.v))
 	})
 	out := make([]Cell, len(keys))
 	for i, k := range keys {
@@ -247,10 +266,10 @@ func Summarize(ss Samples) []Cell {
 // WriteTable writes the cells.
 func (ss Samples) WriteTable(w io.Writer) error {
 	fmt.Fprintln(w, "medians in ms; Δ against DoUDP + H3 1-RTT and against DoUDP + H3 0-RTT; shares of the ok loads")
-	fmt.Fprintf(w, "%-10s %-8s %-15s %-10s %6s %8s %7s %8s %8s %6s %6s %6s %6s %6s\n", "profile", "page", "dns", "h3", "ok", "PLT", "DNS", "Δ1-RTT", "Δ0-RTT", "hs", "1-hs", "onconn", "early", "0-RTT")
+	fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %6s %8s %7s %8s %8s %6s %7s %6s %6s %6s %6s %6s\n", "setup", "profile", "page", "dns", "h3", "ok", "PLT", "DNS", "Δ1-RTT", "Δ0-RTT", "hs", "lookups", "spared", "1-hs", "onconn", "early", "0-RTT")
 	for _, c := range Summarize(ss) {
-		if _, err := fmt.Fprintf(w, "%-10s %-8s %-15s %-10s %3d/%-2d %8.1f %7.1f %7s %8s %6.1f %5.0f%% %5.0f%% %5.0f%% %5.0f%%\n", c.Profile, c.Page, c.DNS, c.Variant(), c.OK, c.N,
-			c.PLT, c.DNS_, figure.Pct(c.RelPLT), figure.Pct(c.Rel0RTT), c.Handshakes, 100*c.OneHandshake, 100*c.OnPageConn, 100*c.DNSEarly, 100*c.Used0RTT); err != nil {
+		if _, err := fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %3d/%-2d %8.1f %7.1f %7s %8s %6.1f %7.0f %6.0f %5.0f%% %5.0f%% %5.0f%% %5.0f%%\n", cmp.Or(c.Setup, "-"), c.Profile, c.Page, c.DNS, c.Variant(), c.OK, c.N,
+			c.PLT, c.DNS_, figure.Pct(c.RelPLT), figure.Pct(c.Rel0RTT), c.Handshakes, c.Lookups, c.Spared, 100*c.OneHandshake, 100*c.OnPageConn, 100*c.DNSEarly, 100*c.Used0RTT); err != nil {
 			return err
 		}
 	}
@@ -260,10 +279,10 @@ func (ss Samples) WriteTable(w io.Writer) error {
 	return nil
 }
 
-var table = experiment.Table("coalescing", `<table id="coalescing-cells"><tr><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>ok/n</th>
-<th>PLT ms</th><th>DNS ms</th><th>Δ DoUDP 1-RTT</th><th>Δ DoUDP 0-RTT</th><th>handshakes</th><th>one handshake</th><th>DNS on page's conn</th><th>DNS in 0-RTT</th><th>page in 0-RTT</th></tr>
-{{range .}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.DNS}}</td><td class="l">{{.Variant}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{ms .PLT}}</td><td>{{ms .DNS_}}</td><td>{{pct .RelPLT}}</td><td>{{pct .Rel0RTT}}</td><td>{{ms .Handshakes}}</td><td>{{share .OneHandshake}}</td><td>{{share .OnPageConn}}</td><td>{{share .DNSEarly}}</td><td>{{share .Used0RTT}}</td></tr>
+var table = experiment.Table("coalescing", `<table id="coalescing-cells"><tr><th class="l">setup</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>ok/n</th>
+<th>PLT ms</th><th>DNS ms</th><th>Δ DoUDP 1-RTT</th><th>Δ DoUDP 0-RTT</th><th>handshakes</th><th>lookups</th><th>spared by ORIGIN</th><th>one handshake</th><th>DNS on page's conn</th><th>DNS in 0-RTT</th><th>page in 0-RTT</th></tr>
+{{range .}}<tr><td class="l">{{or .Setup "–"}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.DNS}}</td><td class="l">{{.Variant}}</td><td>{{.OK}}/{{.N}}</td>
+<td>{{ms .PLT}}</td><td>{{ms .DNS_}}</td><td>{{pct .RelPLT}}</td><td>{{pct .Rel0RTT}}</td><td>{{ms .Handshakes}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .Spared}}</td><td>{{share .OneHandshake}}</td><td>{{share .OnPageConn}}</td><td>{{share .DNSEarly}}</td><td>{{share .Used0RTT}}</td></tr>
 {{end}}</table>`)
 
 // Section is the report's part: the cells, and the web experiment's
@@ -285,7 +304,7 @@ func webCells(ss Samples) []web.Cell {
 	var ws []*web.Sample
 	for _, s := range ss {
 		ws = append(ws, &web.Sample{Task: web.Task{Profile: s.Profile, Page: s.Page, Transport: s.DNS, H3: variant(s.H3, s.Settings),
-			StubState: "cold", DNSMode: "loader", Engine: web.EngineDoxlab, Rep: s.Rep}, Status: s.Status, PLTMs: s.PLTMs, DNSMs: s.DNSMs,
+			StubState: "cold", DNSMode: strings.TrimSuffix("loader "+s.Setup, " "), Engine: web.EngineDoxlab, Rep: s.Rep}, Status: s.Status, PLTMs: s.PLTMs, DNSMs: s.DNSMs,
 			H3Used0RTT: s.Proof.PageUsed0RTT, H3Resumed: s.Proof.PageResumed})
 	}
 	return web.Summarize(ws)
@@ -307,7 +326,7 @@ func (ss Samples) Findings() []experiment.Finding {
 	var tuples []tuple
 	for i := range cells {
 		c := &cells[i]
-		if c.OK == 0 {
+		if c.OK == 0 || c.Setup != "" { // the papers' setup: one server, no frames or records
 			continue
 		}
 		k := tuple{c.Profile, c.Page}
@@ -429,7 +448,55 @@ func (ss Samples) Findings() []experiment.Finding {
 			Figure:  "coalescing",
 			Verdict: experiment.Within(experiment.Median(waits), 0.5, 1.5),
 		},
+		originFinding(cells),
 	}
+}
+
+// originFinding compares many-origin pages served from one CDN edge with
+// ORIGIN frames against the same pages on separate servers: how many
+// lookups and handshakes the frames and the shared certificate remove.
+func originFinding(cells []Cell) experiment.Finding {
+	f := experiment.Finding{
+		Claim:  "On one CDN with ORIGIN frames, a many-origin page costs one lookup and one handshake",
+		Source: "RFC 9412; issue: pages as the web is",
+		Paper:  "not measured: no browser reads ORIGIN frames",
+		Why:    "holds when every many-origin cell on one CDN with ORIGIN frames has a median of one lookup and at most one handshake more than its DNS transport's own",
+		Figure: "coalescing",
+	}
+	type key struct{ p, g, d, v string }
+	separate := map[key]*Cell{}
+	for i := range cells {
+		if c := &cells[i]; c.Setup == "" {
+			separate[key{c.Profile, c.Page, c.DNS, c.Variant()}] = c
+		}
+	}
+	var here []string
+	n, ok := 0, 0
+	for _, c := range cells {
+		if c.OK == 0 || c.Lookups+c.Spared <= 1 || !strings.Contains(c.Setup, "cdn") || !strings.Contains(c.Setup, "origins") {
+			continue
+		}
+		n++
+		own := 0.0 // the DNS transport's own connection
+		if c.DNS != "udp" {
+			own = 1
+		}
+		if c.Lookups <= 1 && c.Handshakes <= 1+own {
+			ok++
+		}
+		was := ""
+		if b := separate[key{c.Profile, c.Page, c.DNS, c.Variant()}]; b != nil && b.OK > 0 {
+			was = fmt.Sprintf(" (separate servers: %.0f and %.0f, PLT %s)", b.Lookups+b.Spared, b.Handshakes, figure.Pct(100*(c.PLT/b.PLT-1)))
+		}
+		here = append(here, fmt.Sprintf("%s %s %s %s: %.0f lookups, %.0f handshakes%s", c.Page, c.Profile, c.DNS, c.Variant(), c.Lookups, c.Handshakes, was))
+	}
+	if n == 0 {
+		f.Here, f.Verdict = "no loads of a many-origin page on one CDN with ORIGIN frames (--placement cdn --origins)", experiment.NoData
+		return f
+	}
+	f.Here = strings.Join(here, "; ")
+	f.Verdict = experiment.Within(float64(ok), float64(n), float64(n))
+	return f
 }
 
 func waitHere(waits []float64, per []string) string {
