@@ -86,18 +86,40 @@ func Extract(dir string) ([]Page, error) {
 	return pages, nil
 }
 
-// Snapshot adds a directory of a page's files (e.g. a `wget -mpEk`
-// mirror) as a page named after the directory; it must hold index.html.
-func Snapshot(dir string) (Page, error) {
+// Snapshot adds a directory of a page's files as a page named after the
+// directory. A directory holding index.html is a one-origin page (a
+// `wget -mpEk` mirror), served as NAME.doxlab.test. A directory of host
+// directories (`wget -mpEk -H`: one per host) is a multi-origin page: the
+// host whose directory holds index.html is its own, the others third
+// parties, each served under its own name. wget -k rewrote the links
+// between hosts into relative paths (../cdn.example/x.js), which a
+// browser would ask the page's own host for; a copy under work gets them
+// back as absolute URLs (https://cdn.example/x.js).
+func Snapshot(dir, work string) (Page, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Page{}, err
 	}
-	if _, err := os.Stat(filepath.Join(abs, "index.html")); err != nil {
-		return Page{}, fmt.Errorf("page %s: no index.html", dir)
-	}
 	name := filepath.Base(abs)
-	return singleOrigin(name, name+"."+Domain, abs), nil
+	if _, err := os.Stat(filepath.Join(abs, "index.html")); err == nil {
+		return singleOrigin(name, name+"."+Domain, abs), nil
+	}
+	hosts, first, err := mirrorHosts(abs)
+	if err != nil {
+		return Page{}, fmt.Errorf("page %s: %w", dir, err)
+	}
+	out := filepath.Join(work, "snapshot-"+name)
+	if err := copyMirror(abs, out, hosts); err != nil {
+		return Page{}, fmt.Errorf("page %s: %w", dir, err)
+	}
+	p := Page{Name: name, Host: first, Dir: filepath.Join(out, first)}
+	p.Origins = append(p.Origins, Origin{Host: first, Dir: p.Dir, Party: PartyFirst, TTL: 300})
+	for _, h := range hosts {
+		if h != first {
+			p.Origins = append(p.Origins, Origin{Host: h, Dir: filepath.Join(out, h), Party: PartyThird, TTL: 300})
+		}
+	}
+	return p, nil
 }
 
 // Select picks pages by name from all, in the order named.

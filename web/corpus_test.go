@@ -38,14 +38,55 @@ func TestCorpusKeepsThePapersSizes(t *testing.T) {
 
 	_, err = web.Select(pages, []string{"nope"})
 	require.ErrorContains(t, err, `no page "nope"`)
-	_, err = web.Snapshot(t.TempDir())
+	_, err = web.Snapshot(t.TempDir(), t.TempDir())
 	require.ErrorContains(t, err, "no index.html")
 	dir := filepath.Join(t.TempDir(), "mirror")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<p>hi</p>"), 0o644))
-	p, err := web.Snapshot(dir)
+	p, err := web.Snapshot(dir, t.TempDir())
 	require.NoError(t, err)
 	require.Equal(t, "mirror."+web.Domain, p.Host)
+	require.False(t, p.MultiOrigin())
+}
+
+// TestMultiHostSnapshot: a `wget -mpEk -H` mirror, one directory per
+// host, is a page over those hosts, each served under its own name, the
+// links wget made relative across hosts absolute again.
+func TestMultiHostSnapshot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shop")
+	write := func(rel, body string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(body), 0o644))
+	}
+	write("www.shop.example/index.html", `<link href="css/site.css" rel="stylesheet"><script src="../cdn.example.net/lib/x.js"></script>`+
+		`<img src='../img.example.org/a.png'><a href="https://elsewhere.example/">x</a>`)
+	write("www.shop.example/css/site.css", `body{background:url(../../img.example.org/bg.png)} .l{background:url("logo.png")}`)
+	write("cdn.example.net/lib/x.js", `var x`)
+	write("img.example.org/a.png", "png")
+	write("img.example.org/bg.png", "png")
+	work := t.TempDir()
+	p, err := web.Snapshot(dir, work)
+	require.NoError(t, err)
+	require.Equal(t, "shop", p.Name)
+	require.Equal(t, "www.shop.example", p.Host)
+	require.Equal(t, []string{"www.shop.example", "cdn.example.net", "img.example.org"}, p.Hostnames())
+	require.Equal(t, web.PartyThird, p.Origins[1].Party)
+	doc, err := os.ReadFile(filepath.Join(p.Dir, "index.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(doc), `href="css/site.css"`, "a link within the host stays")
+	require.Contains(t, string(doc), `src="https://cdn.example.net/lib/x.js"`)
+	require.Contains(t, string(doc), `src='https://img.example.org/a.png'`)
+	require.Contains(t, string(doc), `href="https://elsewhere.example/"`)
+	css, err := os.ReadFile(filepath.Join(p.Dir, "css", "site.css"))
+	require.NoError(t, err)
+	require.Contains(t, string(css), `url(https://img.example.org/bg.png)`)
+	require.Contains(t, string(css), `url("logo.png")`)
+	orig, _ := os.ReadFile(filepath.Join(dir, "www.shop.example", "index.html"))
+	require.Contains(t, string(orig), "../cdn.example.net", "the mirror itself is left alone")
+
+	write("cdn.example.net/index.html", "<p>another page</p>")
+	_, err = web.Snapshot(dir, t.TempDir())
+	require.ErrorContains(t, err, "several host directories hold an index.html")
 }
 
 // TestShippedGraphs: every corpus page ships a graph over its origins,

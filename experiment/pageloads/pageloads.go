@@ -178,7 +178,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	for _, d := range c.Snapshots {
-		p, err := web.Snapshot(d)
+		p, err := web.Snapshot(d, dir)
 		if err != nil {
 			return "", err
 		}
