@@ -3,9 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
@@ -15,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/doxlab/doxlab/web/internal/pngtext"
 )
 
 // Origin is one host a page loads from, and how the DNS publishes it.
@@ -408,19 +408,11 @@ func pngPadded(w, h, size int, rng *rand.Rand) []byte {
 	var buf bytes.Buffer
 	png.Encode(&buf, img)
 	b := buf.Bytes()
-	const iend = 12
-	data := []byte("Comment\x00")
-	for len(data) < size-len(b)-12 {
-		data = append(data, byte('a'+rng.IntN(26)))
+	var text []byte
+	for len(text)+len("Comment\x00") < size-len(b)-12 {
+		text = append(text, byte('a'+rng.IntN(26)))
 	}
-	var chunk bytes.Buffer
-	binary.Write(&chunk, binary.BigEndian, uint32(len(data)))
-	chunk.WriteString("tEXt")
-	chunk.Write(data)
-	binary.Write(&chunk, binary.BigEndian, crc32.ChecksumIEEE(append([]byte("tEXt"), data...)))
-	out := append([]byte{}, b[:len(b)-iend]...)
-	out = append(out, chunk.Bytes()...)
-	return append(out, b[len(b)-iend:]...)
+	return pngtext.Pad(b, text)
 }
 
 // pixelGIF is a 1×1 GIF, padded with a comment extension to size octets

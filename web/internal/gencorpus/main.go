@@ -7,9 +7,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
@@ -18,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/doxlab/doxlab/web/internal/pngtext"
 )
 
 var rng = rand.New(rand.NewPCG(2022, 6))
@@ -83,20 +83,11 @@ func pngOf(w, h, size int, seed uint64) []byte {
 		log.Fatal(err)
 	}
 	b := buf.Bytes()
-	const iend = 12 // length, type, CRC of the IEND chunk
-	need := size - len(b) - 12 - len("Comment\x00")
+	need := size - len(b) - pngtext.Overhead
 	if need < 0 {
 		log.Fatalf("png %dx%d is %d octets, more than %d", w, h, len(b), size)
 	}
-	data := append([]byte("Comment\x00"), []byte(text(need))...)
-	var chunk bytes.Buffer
-	binary.Write(&chunk, binary.BigEndian, uint32(len(data)))
-	chunk.WriteString("tEXt")
-	chunk.Write(data)
-	binary.Write(&chunk, binary.BigEndian, crc32.ChecksumIEEE(append([]byte("tEXt"), data...)))
-	out := append([]byte{}, b[:len(b)-iend]...)
-	out = append(out, chunk.Bytes()...)
-	return append(out, b[len(b)-iend:]...)
+	return pngtext.Pad(b, []byte(text(need)))
 }
 
 func write(dir, name string, b []byte) {
