@@ -76,8 +76,8 @@ type Coalescing struct {
 	// with one certificate); see experiment.Placement.
 	Placement string
 	Repeat    int // loads per cell; default 10
-	Timeout time.Duration
-	Seed    uint64 // task order; 0: random
+	Timeout   time.Duration
+	Seed      uint64 // task order; 0: random
 	experiment.Env
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"slices"
@@ -460,20 +461,32 @@ func originFinding(cells []Cell) experiment.Finding {
 		Claim:  "On one CDN with ORIGIN frames, a many-origin page costs one lookup and one handshake",
 		Source: "RFC 9412; issue: pages as the web is",
 		Paper:  "not measured: no browser reads ORIGIN frames",
-		Why:    "holds when every many-origin cell on one CDN with ORIGIN frames has a median of one lookup and at most one handshake more than its DNS transport's own",
+		Why:    "holds when every many-origin cell on one CDN with ORIGIN frames has a median of one lookup and one handshake besides its DNS transport's own connection",
 		Figure: "coalescing",
 	}
-	type key struct{ p, g, d, v string }
-	separate := map[key]*Cell{}
-	for i := range cells {
-		if c := &cells[i]; c.Setup == "" {
-			separate[key{c.Profile, c.Page, c.DNS, c.Variant()}] = c
+	// Per page: the range of median lookups and handshakes over its
+	// cells on one CDN with frames, and on separate servers.
+	type span struct{ lo, hi float64 }
+	widen := func(m map[string]*[2]span, page string, lookups, hs float64) {
+		r := m[page]
+		if r == nil {
+			r = &[2]span{{lookups, lookups}, {hs, hs}}
+			m[page] = r
 		}
+		r[0] = span{min(r[0].lo, lookups), max(r[0].hi, lookups)}
+		r[1] = span{min(r[1].lo, hs), max(r[1].hi, hs)}
 	}
-	var here []string
+	onCDN, separate := map[string]*[2]span{}, map[string]*[2]span{}
 	n, ok := 0, 0
 	for _, c := range cells {
-		if c.OK == 0 || c.Lookups+c.Spared <= 1 || !strings.Contains(c.Setup, "cdn") || !strings.Contains(c.Setup, "origins") {
+		if c.OK == 0 || c.Lookups+c.Spared <= 1 {
+			continue
+		}
+		if c.Setup == "" {
+			widen(separate, c.Page, c.Lookups+c.Spared, c.Handshakes)
+			continue
+		}
+		if !strings.Contains(c.Setup, "cdn") || !strings.Contains(c.Setup, "origins") {
 			continue
 		}
 		n++
@@ -484,15 +497,26 @@ func originFinding(cells []Cell) experiment.Finding {
 		if c.Lookups <= 1 && c.Handshakes <= 1+own {
 			ok++
 		}
-		was := ""
-		if b := separate[key{c.Profile, c.Page, c.DNS, c.Variant()}]; b != nil && b.OK > 0 {
-			was = fmt.Sprintf(" (separate servers: %.0f and %.0f, PLT %s)", b.Lookups+b.Spared, b.Handshakes, figure.Pct(100*(c.PLT/b.PLT-1)))
-		}
-		here = append(here, fmt.Sprintf("%s %s %s %s: %.0f lookups, %.0f handshakes%s", c.Page, c.Profile, c.DNS, c.Variant(), c.Lookups, c.Handshakes, was))
+		widen(onCDN, c.Page, c.Lookups, c.Handshakes)
 	}
 	if n == 0 {
 		f.Here, f.Verdict = "no loads of a many-origin page on one CDN with ORIGIN frames (--placement cdn --origins)", experiment.NoData
 		return f
+	}
+	rng := func(s span) string {
+		if s.lo == s.hi {
+			return fmt.Sprintf("%.0f", s.lo)
+		}
+		return fmt.Sprintf("%.0f-%.0f", s.lo, s.hi)
+	}
+	var here []string
+	for _, page := range slices.SortedFunc(maps.Keys(onCDN), order.Compare) {
+		r := onCDN[page]
+		line := fmt.Sprintf("%s: %s lookups, %s handshakes", page, rng(r[0]), rng(r[1]))
+		if b := separate[page]; b != nil {
+			line += fmt.Sprintf(" (separate servers: %s and %s)", rng(b[0]), rng(b[1]))
+		}
+		here = append(here, line)
 	}
 	f.Here = strings.Join(here, "; ")
 	f.Verdict = experiment.Within(float64(ok), float64(n), float64(n))
