@@ -97,8 +97,10 @@ func PageServerConfig(ip string, pages []web.Page, https bool) *server.Config {
 // their addresses. "server" runs every DNS transport on its standard port
 // and answers for every origin: its address records point at the host
 // serving it, with the origin's TTL, through the CDN's name where the
-// origin is a CNAME, and, with https, an HTTPS record (RFC 9460) offering
-// h3 and h2 where the origin publishes one. Every host serves its origins
+// origin is a CNAME, and an HTTPS record (RFC 9460) offering h3 and h2
+// where the origin publishes one: always on a multi-origin page, as on
+// the web, and on a one-origin page with https (the papers' setups had
+// none). Every host serves its origins
 // over HTTP/3 and HTTP/2 on 443 ("server" with DoH and DNS streams on the
 // same listener), with one TLS key for its address and its origins; the
 // other hosts with a certificate per origin.
@@ -145,7 +147,7 @@ func PageServers(ips map[string]string, pages []web.Page, https bool, pl Placeme
 				owner = o.CNAME
 			}
 			dns.Answers.Static = append(dns.Answers.Static, fmt.Sprintf("%s. %d IN A %s", owner, o.TTL, ip))
-			if https && o.HTTPS {
+			if o.HTTPS && (https || p.MultiOrigin()) {
 				dns.Answers.Static = append(dns.Answers.Static, fmt.Sprintf("%s. %d IN HTTPS 1 . alpn=h3,h2 ipv4hint=%s", owner, o.TTL, ip))
 			}
 		}
