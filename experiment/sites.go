@@ -184,6 +184,25 @@ func (s Servers) Close() {
 	}
 }
 
+// OnRecord hands every server's records to f.
+func (s Servers) OnRecord(f func(*server.Record)) {
+	for _, srv := range s {
+		srv.OnRecord(f)
+	}
+}
+
+// Configs are the configurations of the server hosts other than
+// "server", for a run's record.
+func (s Servers) Configs() map[string]*server.Config {
+	out := map[string]*server.Config{}
+	for h, srv := range s {
+		if h != "server" {
+			out[h] = srv.Config()
+		}
+	}
+	return out
+}
+
 // SPKIs are the servers' public key pins, for Chromium.
 func (s Servers) SPKIs() []string {
 	var out []string

@@ -253,9 +253,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	}
 	defer srvs.Close()
 	srv := srvs["server"]
-	for _, s := range srvs {
-		s.OnRecord(e.recs.Add)
-	}
+	srvs.OnRecord(e.recs.Add)
 	e.roots = x509.NewCertPool()
 	e.roots.AppendCertsFromPEM(srvs.CertPEM())
 
@@ -265,13 +263,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	others := map[string]any{}
-	for h, s := range srvs {
-		if h != "server" {
-			others[h] = s.Config()
-		}
-	}
-	spec := map[string]any{"server": srv.Config(), "servers": others, "placement": place, "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "origins": c.Origins, "repeat": c.Repeat, "seed": seed,
+	spec := map[string]any{"server": srv.Config(), "servers": srvs.Configs(), "placement": place, "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "origins": c.Origins, "repeat": c.Repeat, "seed": seed,
 		"graphs": e.provenance()}
 	n := 0
 	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:coalescing", profiles, spec, func(p testbed.Profile, runID string) error {

@@ -228,7 +228,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	spec := map[string]any{"server": e.srv.Config(), "servers": e.serverConfigs(), "placement": place, "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes, "engines": c.Engines,
+	spec := map[string]any{"server": e.srv.Config(), "servers": e.srvs.Configs(), "placement": place, "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes, "engines": c.Engines,
 		"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}
 	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
 		done, err := st.LoadsDone(ctx, runID)
@@ -276,29 +276,15 @@ func (e *webEnv) startServers(pages []web.Page, dir string, place experiment.Pla
 		return err
 	}
 	e.srv = e.srvs["server"]
-	for _, srv := range e.srvs {
-		srv.OnRecord(func(r *server.Record) {
-			if r.Kind == "query" || (r.Kind == "conn" && r.Listener == "web") {
-				e.srvRecords.Add(r)
-			}
-		})
-	}
+	e.srvs.OnRecord(func(r *server.Record) {
+		if r.Kind == "query" || (r.Kind == "conn" && r.Listener == "web") {
+			e.srvRecords.Add(r)
+		}
+	})
 	e.roots = x509.NewCertPool()
 	e.roots.AppendCertsFromPEM(e.srvs.CertPEM())
 	e.ca = filepath.Join(dir, "server.pem")
 	return os.WriteFile(e.ca, e.srvs.CertPEM(), 0o644)
-}
-
-// serverConfigs are the extra server hosts' configurations, for the run's
-// record.
-func (e *webEnv) serverConfigs() map[string]*server.Config {
-	out := map[string]*server.Config{}
-	for h, srv := range e.srvs {
-		if h != "server" {
-			out[h] = srv.Config()
-		}
-	}
-	return out
 }
 
 func (e *webEnv) url(p web.Page) string { return "https://" + p.Host + "/" }
