@@ -57,6 +57,10 @@ type Config struct {
 	// Origins uses servers' ORIGIN frames (RFC 9412, docs/origin.md): an
 	// origin a connection announced is fetched on it without a lookup.
 	Origins bool
+	// MaxLookups bounds the lookups in flight, as a browser's host
+	// resolver does (ChromiumMaxLookups; the rest wait their turn, and
+	// the wait is part of the lookup). 0: no bound.
+	MaxLookups int
 	// Port the origins listen on; default 443.
 	Port     int
 	RootCAs  *x509.CertPool
@@ -66,6 +70,11 @@ type Config struct {
 	// Timeout bounds a whole load; default 30 s.
 	Timeout time.Duration
 }
+
+// ChromiumMaxLookups is how many host resolutions Chromium runs at once
+// (its host resolver's job limit, "6 concurrent resolver threads"); a
+// page's further lookups queue behind them.
+const ChromiumMaxLookups = 6
 
 // Loader loads pages. It keeps TLS session tickets (and so resumption
 // and 0-RTT) across loads; each load opens its own connections.
@@ -99,6 +108,9 @@ func New(cfg Config) (*Loader, error) {
 	}
 	if _, ok := cfg.Resolver.(Exchanger); cfg.HTTPSRecords && cfg.Coalesce == nil && !ok {
 		return nil, fmt.Errorf("HTTPS records need a DNS resolver")
+	}
+	if cfg.MaxLookups < 0 {
+		return nil, fmt.Errorf("max lookups %d: want 0 (no bound) or more", cfg.MaxLookups)
 	}
 	if cfg.ZeroRTT && cfg.Protocol == "h2" {
 		return nil, fmt.Errorf("0-RTT needs h3: Go's TLS over TCP sends no early data")
@@ -237,6 +249,9 @@ func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []b
 	ld := &load{l: l, g: g, t0: time.Now(), keepDoc: keepDoc,
 		res: &Result{Page: g.Page, Protocol: l.cfg.Protocol, ZeroRTT: l.cfg.ZeroRTT, OnloadGapMs: g.OnloadGapMs}}
 	ld.res.Start = ld.t0
+	if l.cfg.MaxLookups > 0 {
+		ld.slots = make(chan struct{}, l.cfg.MaxLookups)
+	}
 	ld.res.Resources = make([]Fetch, len(g.Resources))
 	ld.children = make([][]int, len(g.Resources))
 	for i, r := range g.Resources {
@@ -284,6 +299,7 @@ type load struct {
 	mu      sync.Mutex
 	res     *Result
 	lookups perKey[lookup]
+	slots   chan struct{} // with MaxLookups, one per lookup in flight
 	conns   perKey[*originConn]
 	opened  []*originConn // every connection, once, in order
 }
@@ -476,6 +492,14 @@ func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, bool, e
 	}
 	lo, err := ld.lookups.get(ctx, host, func() lookup {
 		start := ld.since()
+		if ld.slots != nil {
+			select {
+			case ld.slots <- struct{}{}:
+				defer func() { <-ld.slots }()
+			case <-ctx.Done():
+				return lookup{err: ctx.Err()}
+			}
+		}
 		resolve := ld.resolveOnConn
 		if ld.l.cfg.Coalesce == nil {
 			resolve = ld.l.cfg.Resolver.Resolve

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,4 +342,61 @@ func TestHTTPSRecordsAndDiscovery(t *testing.T) {
 	mu.Lock()
 	require.Equal(t, []string{"A", "A"}, qtypes)
 	mu.Unlock()
+}
+
+// slowHosts resolves every name to 127.0.0.1 after a pause, and notes
+// the most lookups it had in flight at once.
+type slowHosts struct {
+	inflight, most atomic.Int32
+}
+
+func (s *slowHosts) Resolve(ctx context.Context, host string) ([]netip.Addr, *pageload.Lookup, error) {
+	n := s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	time.Sleep(30 * time.Millisecond)
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, &pageload.Lookup{Transport: "test"}, nil
+}
+
+// TestMaxLookups: a page whose document names six origins at once
+// resolves them six at a time without a bound, two at a time with
+// MaxLookups 2, as a browser's host resolver queues its jobs; a lookup
+// that waited for its turn records the wait.
+func TestMaxLookups(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html></html>"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.png"), []byte("png"), 0o644))
+	names := []string{host}
+	for i := range 6 {
+		names = append(names, fmt.Sprintf("o%d.doxlab.test", i))
+	}
+	srv, err := server.New(&server.Config{Listen: server.Listen{Web: "127.0.0.1:0"}, TLS: server.TLS{Names: names, CertPerName: true}, Web: server.Web{Roots: map[string]string{"*": dir}}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	base := "https://" + host + "/"
+	g := &pageload.Graph{Page: base, Resources: []pageload.Resource{{URL: base, Parent: -1, Size: 13}}}
+	for _, n := range names[1:] {
+		g.Resources = append(g.Resources, pageload.Resource{URL: "https://" + n + "/a.png", Parent: 0, AfterBytes: 13, Size: 3})
+	}
+	for _, tc := range []struct{ max, want int32 }{{0, 6}, {2, 2}} {
+		res := &slowHosts{}
+		l, err := pageload.New(pageload.Config{Resolver: res, MaxLookups: int(tc.max), Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
+		require.NoError(t, err)
+		r := l.Load(context.Background(), g)
+		require.Equal(t, "ok", r.Status, r.Error)
+		require.Equal(t, tc.want, res.most.Load(), "lookups in flight at once with MaxLookups %d", tc.max)
+		longest := 0.0
+		for _, lk := range r.Lookups {
+			longest = max(longest, lk.EndMs-lk.StartMs)
+		}
+		if tc.max == 2 {
+			require.Greater(t, longest, 80.0, "the last of six, two at a time, waited two turns of 30 ms")
+		}
+	}
+	_, err = pageload.New(pageload.Config{Resolver: &slowHosts{}, MaxLookups: -1})
+	require.ErrorContains(t, err, "max lookups -1")
 }
