@@ -73,6 +73,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	httpsRR := fs.Bool("https-records", false, "ask each host's HTTPS record first; its IPv4 hints spare the A lookup when it offers h3")
 	discover := fs.Bool("discover", false, "start each origin over HTTP/2 unless its HTTPS record or an earlier Alt-Svc header offered HTTP/3, as a browser does")
 	origins := fs.Bool("origins", false, "fetch an origin a connection announced in an ORIGIN frame on it, without a lookup")
+	maxLookups := fs.Int("max-lookups", pageload.ChromiumMaxLookups, "lookups in flight at once, as a browser's host resolver allows (Chromium's 6); 0: no bound")
 	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
 	pos, fail, code, done := subcommand(fs, "load", args, 1, "", stderr)
 	if done {
@@ -91,7 +92,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *capture != "" {
 		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
 	}
-	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR}
+	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, MaxLookups: *maxLookups}
 	switch {
 	case *h2 && *discover:
 		return fail("give --h2 or --discover, not both")
