@@ -93,7 +93,6 @@ type resource struct {
 	host, path, kind string
 	size             int
 	parent           int  // index of the resource that loads it; -1 for the document
-	injected         bool // inserted by a script, not named in markup
 	async            bool // a third party's script tag
 }
 
@@ -176,7 +175,7 @@ func planResources(rng *rand.Rand, s SiteSize, hosts []Origin) []resource {
 	}
 	count := func(kind string) int { return max(1, int(requestShare[kind]*float64(s.Requests)+0.5)) }
 	res := []resource{{host: first, path: "/", kind: "html", parent: -1}}
-	add := func(host, kind string, parent int, injected bool) int {
+	add := func(host, kind string, parent int) int {
 		n := 0
 		for _, r := range res {
 			if r.kind == kind {
@@ -184,44 +183,44 @@ func planResources(rng *rand.Rand, s SiteSize, hosts []Origin) []resource {
 			}
 		}
 		ext := map[string]string{"js": "js", "css": "css", "img": "png", "font": "woff2", "pixel": "gif", "json": "json"}[kind]
-		res = append(res, resource{host: host, path: fmt.Sprintf("/%s/%s%d.%s", s.Name, kind, n, ext), kind: kind, parent: parent, injected: injected,
+		res = append(res, resource{host: host, path: fmt.Sprintf("/%s/%s%d.%s", s.Name, kind, n, ext), kind: kind, parent: parent,
 			async: slices.Contains(third, host)})
 		return len(res) - 1
 	}
 	// Style sheets: the site's own, then a font service's.
-	css := []int{add(first, "css", 0, false)}
+	css := []int{add(first, "css", 0)}
 	fontCSS := css[0]
 	if f := pick("fonts.cdn"); f != static {
-		fontCSS = add(f, "css", 0, false)
+		fontCSS = add(f, "css", 0)
 		css = append(css, fontCSS)
 	}
 	for len(css) < count("css") {
-		css = append(css, add(static, "css", 0, false))
+		css = append(css, add(static, "css", 0))
 	}
 	for range count("font") {
-		add(pick("fontfiles.cdn"), "font", fontCSS, false)
+		add(pick("fontfiles.cdn"), "font", fontCSS)
 	}
 	// Scripts: a library from a public CDN and the app in the head.
-	add(pick("cdnjs.cdn"), "js", 0, false)
-	app := add(static, "js", 0, false)
+	add(pick("cdnjs.cdn"), "js", 0)
+	app := add(static, "js", 0)
 	// Third parties: a third from the document, the rest from the tag
 	// manager (itself loaded by the document), each a script that loads a
 	// pixel; every third one also syncs with the next third party.
 	var thirdScripts []int
 	if len(third) > 0 {
-		tm := add(third[0], "js", 0, false)
+		tm := add(third[0], "js", 0)
 		thirdScripts = append(thirdScripts, tm)
 		for i, h := range third[1:] {
 			parent := tm
 			if i%3 == 0 {
 				parent = 0
 			}
-			thirdScripts = append(thirdScripts, add(h, "js", parent, parent != 0))
+			thirdScripts = append(thirdScripts, add(h, "js", parent))
 		}
 	}
 	jsLeft := count("js") - len(thirdScripts) - 2
 	for i := 0; i < jsLeft; i++ { // more of the site's own scripts
-		add(static, "js", 0, false)
+		add(static, "js", 0)
 	}
 	// Images: half in the document, half inserted by the app.
 	imgHost := pick("img.cdn")
@@ -233,7 +232,7 @@ func planResources(rng *rand.Rand, s SiteSize, hosts []Origin) []resource {
 		if i%2 == 1 {
 			parent = app
 		}
-		add(host, "img", parent, parent != 0)
+		add(host, "img", parent)
 	}
 	// Pixels and data fill the remaining requests: each third-party
 	// script sends a beacon to its host, every third syncs with the
@@ -250,9 +249,9 @@ func planResources(rng *rand.Rand, s SiteSize, hosts []Origin) []resource {
 				}
 				host = third[(k+1)%len(third)]
 			}
-			add(host, "pixel", thirdScripts[k], true)
+			add(host, "pixel", thirdScripts[k])
 		default:
-			add(first, "json", app, true)
+			add(first, "json", app)
 		}
 	}
 	// Sizes: each type's share of the bytes, split evenly with a jitter
