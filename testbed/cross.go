@@ -96,7 +96,6 @@ type bulk struct {
 	delivered atomic.Int64 // bytes the receiving end has read
 	wg        sync.WaitGroup
 	once      sync.Once
-	ccErr     error // setting the sender's congestion control
 }
 
 // startBulk starts a flow between host and peer, towards host when down.
@@ -146,13 +145,14 @@ func (tb *Testbed) startBulk(host, peer string, down bool, cc string) (*bulk, er
 		b.snd, b.rcv = far, dialed
 	}
 	if cc != "" {
+		var ccErr error
 		if rc, err := b.snd.(*net.TCPConn).SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { b.ccErr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc) })
+			rc.Control(func(fd uintptr) { ccErr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc) })
 		}
-		if b.ccErr != nil {
+		if ccErr != nil {
 			b.snd.Close()
 			b.rcv.Close()
-			return nil, fmt.Errorf("congestion control %q: %w", cc, b.ccErr)
+			return nil, fmt.Errorf("congestion control %q: %w", cc, ccErr)
 		}
 	}
 	b.wg.Add(2)
