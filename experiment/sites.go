@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -188,6 +189,17 @@ func (s Servers) Close() {
 func (s Servers) OnRecord(f func(*server.Record)) {
 	for _, srv := range s {
 		srv.OnRecord(f)
+	}
+}
+
+// Settle waits, at most a second, until every server has written the
+// records of the QUIC connections whose handshakes are done (see
+// server.Server.Settle).
+func (s Servers) Settle(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for _, srv := range s {
+		srv.Settle(ctx)
 	}
 }
 

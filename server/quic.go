@@ -126,7 +126,9 @@ func (f closerFunc) Close() error { return f() }
 // recordQUICConn writes a conn record once the handshake completes,
 // with the origins announced on it.
 func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []string) {
+	written := s.pending.add(c)
 	go func() {
+		defer s.pending.remove(c, written)
 		select {
 		case <-c.HandshakeComplete():
 		case <-c.Context().Done():
@@ -136,6 +138,7 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 				return
 			}
 		}
+		time.Sleep(time.Duration(recordLag.Load())) // zero but in tests of Settle
 		info := connInfo(c)
 		cs := c.ConnectionState()
 		rec := &Record{Kind: "conn", Transport: transport, Listener: name, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
@@ -144,6 +147,64 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 		tlsFacts(rec, cs.TLS)
 		s.record(rec)
 	}()
+}
+
+// recordLag holds conn records back in tests, as a busy machine would.
+var recordLag atomic.Int64
+
+// pendingConns are the QUIC connections whose conn record waits for the
+// end of their handshake, each with a channel closed once it is written.
+type pendingConns struct {
+	mu sync.Mutex
+	m  map[*quic.Conn]chan struct{}
+}
+
+func (p *pendingConns) add(c *quic.Conn) chan struct{} {
+	ch := make(chan struct{})
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = map[*quic.Conn]chan struct{}{}
+	}
+	p.m[c] = ch
+	p.mu.Unlock()
+	return ch
+}
+
+func (p *pendingConns) remove(c *quic.Conn, ch chan struct{}) {
+	p.mu.Lock()
+	delete(p.m, c)
+	p.mu.Unlock()
+	close(ch)
+}
+
+// handshaken are the channels of the pending connections whose handshake
+// has already completed: their records are on their way.
+func (p *pendingConns) handshaken() (out []chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c, ch := range p.m {
+		if handshakeDone(c) {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// Settle returns once the record of every QUIC connection whose
+// handshake has completed by now is written, or when ctx ends. A
+// measurement that takes the server's records right after a load calls
+// it, so a connection the load used is never missed because its
+// record's goroutine had not run yet (on a busy machine it may wait tens
+// of milliseconds). TCP connections' records are not waited for:
+// crypto/tls cannot say whether a handshake is done without blocking.
+func (s *Server) Settle(ctx context.Context) {
+	for _, ch := range s.pending.handshaken() {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // quicFacts fills a query record from its connection.

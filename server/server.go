@@ -28,6 +28,7 @@ type Server struct {
 	rec      *recorder
 	metrics  *metrics
 	refusals *refusals
+	pending  pendingConns // QUIC connections whose conn record is not written yet
 
 	mu      sync.Mutex
 	addrs   map[string]net.Addr

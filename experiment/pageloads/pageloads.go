@@ -534,7 +534,8 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	}
 	sm, cm := st.records.Mark(), e.srvRecords.Mark()
 	l := b.Load(ctx, e.url(page), e.c.Timeout)
-	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe and the server's handshake goroutine
+	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe
+	e.srvs.Settle(ctx)                // and the servers' records of the load's connections
 	x := web.Assemble(t, l, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp = warm
 	if t.DNSMode == "decoupled" {
@@ -578,6 +579,7 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	sm, cm := st.records.Mark(), e.srvRecords.Mark()
 	r := l.Load(ctx, g)
 	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
+	e.srvs.Settle(ctx)
 	x := web.Assemble(t, web.ReplayLoad(r), page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp, x.Replay = web.ReplayLoad(warm), r
 	// The loader resolves a host when a request needs it: each of its
