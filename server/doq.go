@@ -126,7 +126,8 @@ func (s *Server) serveDoQConn(c *quic.Conn, sl *slot) {
 		// Look at the handshake as the stream is accepted, not when its
 		// goroutine runs: under load that can be after the client's
 		// Finished has arrived.
-		go d.serveStream(str, time.Now(), handshakeDone(c))
+		received, done := time.Now(), handshakeDone(c)
+		s.workers.run(func() { d.serveStream(str, received, done) })
 	}
 }
 
@@ -141,7 +142,7 @@ func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept
 	rec.EarlyData = !doneAtAccept
 	// A query once begun must arrive whole within handshake_timeout.
 	str.SetReadDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
-	prefixed := dnswire.DoQPrefixed(c.ConnectionState().TLS.NegotiatedProtocol)
+	prefixed := dnswire.DoQPrefixed(rec.ALPN)
 	wire, err := d.readQuery(str, prefixed)
 	if err != nil {
 		var se *quic.StreamError
