@@ -364,13 +364,13 @@ func (s *Server) serveH3Conn(srv *http3.Server, c *quic.Conn, sl *slot, name str
 		}
 		// As for DoQ: the handshake's state when the stream is accepted.
 		received, done := time.Now(), handshakeDone(c)
-		go func() {
+		s.workers.run(func() {
 			if dnsStreams && d.isDNSStream(str) {
 				d.serveStream(str, received, done)
 				return
 			}
 			hc.HandleRequestStream(str)
-		}()
+		})
 	}
 }
 

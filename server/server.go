@@ -29,6 +29,7 @@ type Server struct {
 	metrics  *metrics
 	refusals *refusals
 	pending  pendingConns // QUIC connections whose conn record is not written yet
+	workers  *workers     // goroutines for per-stream work
 
 	mu      sync.Mutex
 	addrs   map[string]net.Addr
@@ -58,6 +59,7 @@ func New(cfg *Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, id: id, ans: ans, faults: newFaults(cfg.Faults), rec: rec, refusals: newRefusals(), addrs: map[string]net.Addr{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.workers = newWorkers(s.ctx.Done())
 	return s, nil
 }
 
