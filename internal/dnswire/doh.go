@@ -135,13 +135,31 @@ func Unpack(wire []byte) (*dns.Msg, error) {
 // application/dns-message body, or the JSON API's GET ?name=&type=. The
 // error is an *HTTPError with the status to answer.
 func ParseDoHRequest(r *http.Request) (q *dns.Msg, asJSON bool, err error) {
+	req := DoHRequest{Method: r.Method, RawQuery: r.URL.RawQuery, ContentType: r.Header.Get("Content-Type"), ContentLength: r.ContentLength}
+	if r.Method == http.MethodPost && r.ContentLength <= MaxMsg {
+		if req.Body, err = ReadBody(r.Body); err != nil {
+			return nil, false, &HTTPError{Code: http.StatusBadRequest, Msg: err.Error()}
+		}
+	}
+	return ParseDoH(req)
+}
+
+// DoHRequest is what ParseDoH needs of a request, whatever server read it.
+type DoHRequest struct {
+	Method, RawQuery, ContentType string
+	ContentLength                 int64 // -1 if not announced
+	Body                          []byte
+}
+
+// ParseDoH is ParseDoHRequest on a request already read whole.
+func ParseDoH(r DoHRequest) (q *dns.Msg, asJSON bool, err error) {
 	bad := func(code int, format string, a ...any) (*dns.Msg, bool, error) {
 		return nil, false, &HTTPError{Code: code, Msg: fmt.Sprintf(format, a...)}
 	}
 	var wire []byte
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		qs := r.URL.Query()
+		qs, _ := url.ParseQuery(r.RawQuery)
 		if name := qs.Get("name"); name != "" && qs.Get("dns") == "" {
 			return parseJSONQuery(qs)
 		}
@@ -153,18 +171,15 @@ func ParseDoHRequest(r *http.Request) (q *dns.Msg, asJSON bool, err error) {
 			return bad(http.StatusBadRequest, "dns parameter is not base64url: %v", err)
 		}
 	case http.MethodPost:
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != MimeDNS {
-			return bad(http.StatusUnsupportedMediaType, "content type %q, want %s", r.Header.Get("Content-Type"), MimeDNS)
+		if mt, _, _ := mime.ParseMediaType(r.ContentType); mt != MimeDNS {
+			return bad(http.StatusUnsupportedMediaType, "content type %q, want %s", r.ContentType, MimeDNS)
 		}
 		if r.ContentLength > MaxMsg {
 			// Refused before reading: waiting for a body announced as a
 			// terabyte would hold the request until the client gives up.
 			return bad(http.StatusRequestEntityTooLarge, "content length %d exceeds %d", r.ContentLength, MaxMsg)
 		}
-		if wire, err = ReadBody(r.Body); err != nil {
-			return bad(http.StatusBadRequest, "%v", err)
-		}
-		if len(wire) > MaxMsg {
+		if wire = r.Body; len(wire) > MaxMsg {
 			return bad(http.StatusRequestEntityTooLarge, "query exceeds %d octets", MaxMsg)
 		}
 	default:
