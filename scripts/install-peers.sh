@@ -14,6 +14,7 @@
 set -euo pipefail
 
 COREDNS_VERSION=v1.15.0
+H2SPEC_VERSION=v2.2.1+incompatible
 AIOQUIC_VERSION=1.7.2
 DNSLIB_VERSION=0.9.26
 DNSPYTHON_VERSION=2.9.2
@@ -42,6 +43,12 @@ have=$("$GOBIN/coredns" -version 2>/dev/null || true)
 if [[ "$have" != *"CoreDNS-${COREDNS_VERSION#v}"* ]]; then
   say "building CoreDNS $COREDNS_VERSION (a few minutes)"
   go install "github.com/coredns/coredns@$COREDNS_VERSION"
+fi
+
+# h2spec checks the DoH listener's HTTP/2 against RFC 7540 and 7541.
+if ! go version -m "$GOBIN/h2spec" 2>/dev/null | grep -q "$H2SPEC_VERSION"; then
+  say "building h2spec $H2SPEC_VERSION"
+  go install "github.com/summerwind/h2spec/cmd/h2spec@$H2SPEC_VERSION"
 fi
 
 if ! python3 -c "import aioquic, dnslib, wsproto, dns.version, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION' or dns.version.version != '$DNSPYTHON_VERSION')" 2>/dev/null; then

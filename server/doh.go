@@ -137,9 +137,16 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler, web bool) error {
 	srv.Protocols.SetHTTP1(true)
 	// HTTP/2 through x/net's server on a recordConn (see serveH2); with
 	// TLSNextProto set, net/http leaves its bundled HTTP/2 off.
+	// A DoH listener answers HTTP/2 itself (see doh2Conn).
 	h2 := &http2.Server{IdleTimeout: lim.IdleTimeout} //nolint:staticcheck // see serveH2
 	srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
-		http2.NextProtoTLS: func(hs *http.Server, tc *tls.Conn, h http.Handler) { serveH2(h2, hs, tc, h) },
+		http2.NextProtoTLS: func(hs *http.Server, tc *tls.Conn, h http.Handler) {
+			if web {
+				serveH2(h2, hs, tc, h)
+			} else {
+				s.serveDoH2(name, hs, tc)
+			}
+		},
 	}
 	s.track(name, ln.Addr(), srv)
 	s.goServe(func() { srv.Serve(tlsListener{ln, srv.TLSConfig, s, name, web}) })
@@ -160,6 +167,9 @@ func (l tlsListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
+	}
+	if !l.web {
+		c = &batchConn{Conn: c} // for doh2Conn
 	}
 	tc := tls.Server(c, l.conf)
 	if l.s.rec != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // The listeners' input paths under fuzzing: whatever arrives, the server
@@ -46,6 +49,68 @@ func FuzzStreamConn(f *testing.F) {
 		done := make(chan struct{})
 		sl, _, _ := newPool(10, 10).admit(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, func() {})
 		go func() { s.serveStreamConn("tcp", srv, false, sl); close(done) }()
+		go io.Copy(io.Discard, client)
+		client.SetWriteDeadline(time.Now().Add(time.Second))
+		client.Write(in)
+		client.Close()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			t.Fatal("connection handler did not return")
+		}
+	})
+}
+
+// h2Seed is a client's side of an HTTP/2 connection: the preface, its
+// SETTINGS and what frames writes.
+func h2Seed(frames func(fr *http2.Framer, hpk func(fields ...string) []byte)) []byte {
+	var b, hb bytes.Buffer
+	b.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&b, nil)
+	fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 100})
+	enc := hpack.NewEncoder(&hb)
+	frames(fr, func(fields ...string) []byte {
+		hb.Reset()
+		for i := 0; i+1 < len(fields); i += 2 {
+			enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
+		}
+		return append([]byte(nil), hb.Bytes()...)
+	})
+	return b.Bytes()
+}
+
+// pipeTLS stands in for the TLS connection around the fuzzer's bytes.
+type pipeTLS struct{ net.Conn }
+
+func (pipeTLS) ConnectionState() tls.ConnectionState { return tls.ConnectionState{} }
+
+// FuzzDoH2Conn feeds bytes to the DoH listener's HTTP/2 connection.
+func FuzzDoH2Conn(f *testing.F) {
+	get := []string{":method", "GET", ":scheme", "https", ":path", "/dns-query?dns=AAABAAABAAAAAAAAAWEHZXhhbXBsZQAAAQAB", ":authority", "dns.test"}
+	f.Add(h2Seed(func(fr *http2.Framer, hpk func(...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hpk(get...), EndHeaders: true, EndStream: true})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: hpk(get...), EndHeaders: true, EndStream: true})
+		fr.WriteWindowUpdate(0, 1000)
+		fr.WriteWindowUpdate(3, 1000)
+	}))
+	f.Add(h2Seed(func(fr *http2.Framer, hpk func(...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hpk(":method", "POST", ":scheme", "https", ":path", "/dns-query",
+			"content-type", "application/dns-message", "content-length", "29"), EndHeaders: true})
+		fr.WriteData(1, false, packed("a.example.", 9)[:10])
+		fr.WritePing(false, [8]byte{1})
+		fr.WriteData(1, true, packed("a.example.", 9)[10:])
+		fr.WriteRSTStream(1, http2.ErrCodeCancel)
+	}))
+	f.Add(h2Seed(func(fr *http2.Framer, hpk func(...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hpk(get[:4]...), EndHeaders: false})
+		fr.WriteContinuation(1, true, hpk("x", "y"))
+		fr.WriteGoAway(0, http2.ErrCodeNo, nil)
+	}))
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		client, srv := net.Pipe()
+		done := make(chan struct{})
+		go func() { s.serveH2Conn("doh", pipeTLS{srv}, nil, nil); close(done) }()
 		go io.Copy(io.Discard, client)
 		client.SetWriteDeadline(time.Now().Add(time.Second))
 		client.Write(in)
