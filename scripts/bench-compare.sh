@@ -36,9 +36,19 @@ dnsperf_run() { # mode port
   pin_client dnsperf -s 127.0.0.1 -p "$2" -m $m -d "$work/queries" -l "$SECS" -c "$CLIENTS" -q "$OUTSTANDING" 2>&1 |
     awk '/Queries per second/ {q=$4} /Queries lost/ {l=$3} /Average Latency/ {a=$4*1000} END {printf "%.0f %.3f %s", q, a, l}'
 }
+# h2load asks the same 10,000 names as dnsperf and doxlab bench, a GET
+# URI each with the query's ID 0 (RFC 8484 §4.1), in turn: one URI asked
+# over and over would make every request header a one-octet HPACK index.
 h2load_run() { # port
+  python3 - "$work/queries" "$1" >"$work/uris" <<'EOF_PY'
+import base64, sys
+for line in open(sys.argv[1]):
+    name = line.split()[0].rstrip(".")
+    wire = b"\0\0\1\0\0\1\0\0\0\0\0\0" + b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0\0\1\0\1"
+    print(f"https://127.0.0.1:{sys.argv[2]}/dns-query?dns=" + base64.urlsafe_b64encode(wire).decode().rstrip("="))
+EOF_PY
   pin_client h2load -D "$SECS" -t 1 -c "$CLIENTS" -m $((OUTSTANDING / CLIENTS)) -H 'accept: application/dns-message' \
-    "https://127.0.0.1:$1/dns-query?dns=$(doh_get_query)" 2>&1 |
+    -i "$work/uris" 2>&1 |
     awk '/^finished in/ {gsub(",","",$4); r=$4}
          /^requests:/ {f=$10}
          /^time for request:/ {v=$6; u=v; sub(/[a-z]+$/,"",v); sub(/^[0-9.]+/,"",u); ms=(u=="us")?v/1000:(u=="s")?v*1000:v}
