@@ -59,6 +59,6 @@ fuzz:
 		$(GO) test ./internal/dnswire -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./internal/h3ext -run '^$$' -fuzz FuzzOriginStream -fuzztime 30s
 	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s
-	for f in FuzzStreamConn FuzzDoHHandler FuzzDoQQuery; do \
+	for f in FuzzStreamConn FuzzDoHHandler FuzzDoH2Conn FuzzDoQQuery; do \
 		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./overhead -run '^$$' -fuzz FuzzAttribute -fuzztime 30s
