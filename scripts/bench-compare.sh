@@ -59,14 +59,6 @@ doxlab_run() { # url
     --conns "$CLIENTS" --duration "${SECS}s" --names "$work/queries" "$1" |
     jq -r '"\(.answered_qps|floor) \(.service.mean_ms*1000|floor/1000) \(.sent - .answered) \(.cpu_per_query_us*10|floor/10)"'
 }
-url() { # server mode
-  local p; p=$(port "$1" "$2")
-  case $2 in
-    udp) echo "udp://127.0.0.1:$p" ;; tcp) echo "tcp://127.0.0.1:$p" ;; dot) echo "tls://127.0.0.1:$p" ;;
-    doh) echo "https://127.0.0.1:$p/dns-query" ;; doh3) echo "h3://127.0.0.1:$p/dns-query" ;; doq) echo "quic://127.0.0.1:$p" ;;
-  esac
-}
-
 # window QPS MS: the queries really in flight, by Little's law: a tool
 # that keeps more in flight than asked shows it here.
 window() { awk -v q="$1" -v l="$2" 'BEGIN {printf "%.0f", q * l / 1000}'; }

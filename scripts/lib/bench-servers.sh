@@ -94,6 +94,15 @@ port() {
   esac
 }
 
+# url SERVER MODE: doxlab's URL for the server's listener.
+url() { # server mode
+  local p; p=$(port "$1" "$2")
+  case $2 in
+    udp) echo "udp://127.0.0.1:$p" ;; tcp) echo "tcp://127.0.0.1:$p" ;; dot) echo "tls://127.0.0.1:$p" ;;
+    doh) echo "https://127.0.0.1:$p/dns-query" ;; doh3) echo "h3://127.0.0.1:$p/dns-query" ;; doq) echo "quic://127.0.0.1:$p" ;;
+  esac
+}
+
 # doh_get_query: the base64url of a query for www.example.test A, ID 0.
 doh_get_query() {
   printf '\0\0\1\0\0\1\0\0\0\0\0\0\3www\7example\4test\0\0\1\0\1' | base64 -w0 | tr '+/' '-_' | tr -d '='
