@@ -60,15 +60,19 @@ type Query struct {
 
 // Result is what a run measured.
 type Result struct {
-	URL                 string
-	Protocol            string    // as the transport's records name it: udp, doh2, ...
-	Start               time.Time // wall clock; Sample.At counts from it
-	OpenLoop            bool
-	Intended            float64 // queries per second asked for (open loop)
-	Achieved            float64 // queries sent per second
-	Answered            float64 // answers per second
-	Sent, OK            int
-	Errors              map[transport.Status]int
+	URL      string
+	Protocol string    // as the transport's records name it: udp, doh2, ...
+	Start    time.Time // wall clock; Sample.At counts from it
+	OpenLoop bool
+	Intended float64 // queries per second asked for (open loop)
+	Achieved float64 // queries sent per second
+	Answered float64 // answers per second
+	Sent, OK int
+	Errors   map[transport.Status]int
+	// ConnErrors are the connections that ended mid-run (lean path), by
+	// the error that ended them: their queries in flight time out, and
+	// this says why (a server's GOAWAY, a reset, EOF).
+	ConnErrors          map[string]int
 	Elapsed             time.Duration
 	CPUUser, CPUSys     time.Duration           // this process's
 	Latency             *hdrhistogram.Histogram // µs; open loop from the intended send time, closed loop from the call

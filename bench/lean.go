@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -212,6 +214,7 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 
 	var rmu sync.Mutex // the receivers' end state
 	var readErr error
+	connErr := make([]error, len(conns)) // what ended each connection mid-run
 	var wg, readers sync.WaitGroup
 	stopReading := make(chan struct{})
 	n := len(conns)
@@ -253,6 +256,9 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 				if err != nil {
 					rmu.Lock()
 					readErr = err
+					if connErr[k] == nil {
+						connErr[k] = err
+					}
 					rmu.Unlock()
 				}
 			}
@@ -275,6 +281,9 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 					rmu.Lock()
 					if readErr == nil {
 						readErr = err
+					}
+					if connErr[k] == nil {
+						connErr[k] = err
 					}
 					rmu.Unlock()
 					return false
@@ -384,8 +393,26 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 	// does not dilute the rate.
 	res.Answered = float64(res.OK) / max(time.Duration(lastAnswer), time.Millisecond).Seconds()
 	res.MaxInFlightObserved = int(maxSeen.Load())
+	for _, err := range connErr {
+		if err != nil {
+			if res.ConnErrors == nil {
+				res.ConnErrors = map[string]int{}
+			}
+			res.ConnErrors[connLost(err)]++
+		}
+	}
 	if readErr != nil && res.OK == 0 {
 		return readErr
 	}
 	return nil
+}
+
+// connLost says why a connection ended, without its addresses, so that
+// connections lost alike count together.
+func connLost(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Op + ": " + oe.Err.Error()
+	}
+	return err.Error()
 }

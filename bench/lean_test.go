@@ -1,8 +1,12 @@
 package bench_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/x509"
+	"io"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +91,50 @@ func TestLeanPathCountsFailures(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, res.OK)
 	require.Equal(t, 50, res.Errors[transport.StatusHTTP])
+}
+
+// TestLeanPathSaysWhyConnectionsEnded: a server that closes each
+// connection mid-run leaves its queries to time out, and the result
+// says which connections ended and why.
+func TestLeanPathSaysWhyConnectionsEnded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Answer (the query back, QR set) for 100 ms, then close.
+			go func() {
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+				r := bufio.NewReader(c)
+				for {
+					var n [2]byte
+					if _, err := io.ReadFull(r, n[:]); err != nil {
+						break
+					}
+					m := make([]byte, int(n[0])<<8|int(n[1]))
+					if _, err := io.ReadFull(r, m); err != nil {
+						break
+					}
+					m[2] |= 0x80
+					c.Write(append(n[:], m...))
+				}
+				io.Copy(io.Discard, c) // what came after: the close is a FIN, not a reset
+			}()
+		}
+	}()
+	res, err := bench.Run(context.Background(), bench.Config{URL: "tcp://" + ln.Addr().String(), Rate: 200, Duration: 300 * time.Millisecond, Conns: 2,
+		Options: transport.Options{Reuse: true, Timeout: 200 * time.Millisecond}})
+	require.NoError(t, err)
+	s := res.Summarize()
+	require.Positive(t, s.Answered)
+	require.Positive(t, s.Errors["timeout"], "the queries sent after the close")
+	require.Equal(t, map[string]int{"EOF": 2}, s.ConnErrors)
+	var b strings.Builder
+	s.Write(&b)
+	require.Contains(t, b.String(), "connections lost: 2 × EOF")
 }

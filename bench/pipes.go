@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -332,7 +333,11 @@ func (p *h2Pipe) read(got func(uint16, transport.Status)) error {
 				}
 			}
 		case *http2.GoAwayFrame:
-			return fmt.Errorf("the server sent GOAWAY (%v) after stream %d", f.ErrCode, f.LastStreamID)
+			why := f.ErrCode.String()
+			if d := f.DebugData(); len(d) > 0 {
+				why += ": " + strconv.QuoteToGraphic(string(d[:min(len(d), 100)]))
+			}
+			return fmt.Errorf("the server sent GOAWAY (%s) after stream %d", why, f.LastStreamID)
 		}
 	}
 }

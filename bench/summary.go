@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -41,6 +42,7 @@ type Summary struct {
 	Sent          int            `json:"sent"`
 	Answered      int            `json:"answered"`
 	Errors        map[string]int `json:"errors"`
+	ConnErrors    map[string]int `json:"conn_errors,omitempty"` // connections lost mid-run, by why
 	ElapsedS      float64        `json:"elapsed_s"`
 	CPUPerQueryUs float64        `json:"cpu_per_query_us"` // this process, user and system
 	Latency       Dist           `json:"latency"`          // open loop: from the intended send time
@@ -60,6 +62,7 @@ func (r *Result) Summarize() Summary {
 	for st, n := range r.Errors {
 		s.Errors[string(st)] = n
 	}
+	s.ConnErrors = r.ConnErrors
 	if r.Sent > 0 {
 		s.CPUPerQueryUs = float64((r.CPUUser + r.CPUSys).Microseconds()) / float64(r.Sent)
 	}
@@ -86,6 +89,9 @@ func (s Summary) Write(w io.Writer) {
 			fmt.Fprintf(w, " %s %d", k, s.Errors[k])
 		}
 		fmt.Fprintln(w)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.ConnErrors)) {
+		fmt.Fprintf(w, "connections lost: %d × %s\n", s.ConnErrors[k], k)
 	}
 	fmt.Fprintf(w, "%-10s %8s %9s", "ms", "n", "mean")
 	for _, p := range Percentiles {
