@@ -56,7 +56,7 @@ func TestLeanPathEveryTransport(t *testing.T) {
 
 // TestLeanPathCountsFailures: lost datagrams time out without holding
 // up the schedule, rcodes count as answers, and a DoH server that refuses
-// RFC 8484 answers http-error.
+// RFC 8484 answers http-error, over HTTP/2 and HTTP/3.
 func TestLeanPathCountsFailures(t *testing.T) {
 	lossy, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
 		Faults: server.Faults{DropProbability: 0.2}})
@@ -82,15 +82,17 @@ func TestLeanPathCountsFailures(t *testing.T) {
 	require.NotEqual(t, transport.StatusOK, res.Samples[0].Status)
 	require.True(t, res.Samples[0].Status.HasResponse())
 
-	jsonOnly, err := server.New(&server.Config{Listen: server.Listen{DoH: "127.0.0.1:0"}, DoHJSONOnly: true, Answers: server.Answers{Any: "192.0.2.1"}})
+	jsonOnly, err := server.New(&server.Config{Listen: server.Listen{DoH: "127.0.0.1:0", DoH3: "127.0.0.1:0"}, DoHJSONOnly: true, Answers: server.Answers{Any: "192.0.2.1"}})
 	require.NoError(t, err)
 	require.NoError(t, jsonOnly.Start())
 	defer jsonOnly.Close()
-	res, err = bench.Run(context.Background(), bench.Config{URL: "https://" + jsonOnly.Addr("doh").String() + "/dns-query", Rate: 200, Duration: 250 * time.Millisecond,
-		Options: transport.Options{Reuse: true, Insecure: true}})
-	require.NoError(t, err)
-	require.Zero(t, res.OK)
-	require.Equal(t, 50, res.Errors[transport.StatusHTTP])
+	for _, url := range []string{"https://" + jsonOnly.Addr("doh").String() + "/dns-query", "h3://" + jsonOnly.Addr("doh3").String() + "/dns-query"} {
+		res, err = bench.Run(context.Background(), bench.Config{URL: url, Rate: 200, Duration: 250 * time.Millisecond,
+			Options: transport.Options{Reuse: true, Insecure: true}})
+		require.NoError(t, err)
+		require.Zero(t, res.OK, url)
+		require.Equal(t, 50, res.Errors[transport.StatusHTTP], url)
+	}
 }
 
 // TestLeanPathSaysWhyConnectionsEnded: a server that closes each

@@ -1,16 +1,20 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/quic-go/qpack"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/quicvarint"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/transport"
@@ -22,14 +26,16 @@ import (
 // got from one goroutine as the other pipes do. The socket is quic-go's
 // own, unwrapped, so that it batches with GSO where the kernel can.
 type quicPipe struct {
-	udp     *net.UDPConn
-	tr      *quic.Transport
-	conn    *quic.Conn
-	h3      *http3.ClientConn // DoH/3; nil for DoQ
-	url     string            // DoH/3: the endpoint with "?dns=" or "&dns="
-	reqs    map[string]*http.Request
-	timeout time.Duration
-	answers chan answer
+	udp  *net.UDPConn
+	tr   *quic.Transport
+	conn *quic.Conn
+	h3   *http3.ClientConn // DoH/3; nil for DoQ
+	// DoH/3: the authority and the endpoint's path with "?dns=" or
+	// "&dns=", and each query's HEADERS frame.
+	authority, path string
+	reqs            map[string][]byte
+	timeout         time.Duration
+	answers         chan answer
 }
 
 type answer struct {
@@ -46,7 +52,7 @@ func dialQUICPipe(ctx context.Context, ep *transport.Endpoint, opts transport.Op
 	if err != nil {
 		return nil, err
 	}
-	p := &quicPipe{udp: udp, tr: &quic.Transport{Conn: udp}, timeout: opts.Timeout, answers: make(chan answer, 4096), reqs: map[string]*http.Request{}}
+	p := &quicPipe{udp: udp, tr: &quic.Transport{Conn: udp}, timeout: opts.Timeout, answers: make(chan answer, 4096), reqs: map[string][]byte{}}
 	alpn := "doq"
 	if ep.Protocol == transport.ProtoDoH3 {
 		alpn = http3.NextProtoH3
@@ -59,7 +65,7 @@ func dialQUICPipe(ctx context.Context, ep *transport.Endpoint, opts transport.Op
 	}
 	if ep.Protocol == transport.ProtoDoH3 {
 		p.h3 = (&http3.Transport{}).NewClientConn(p.conn)
-		p.url = "https://" + ep.HostPort() + dohPath(ep)
+		p.authority, p.path = ep.HostPort(), dohPath(ep)
 	}
 	return p, nil
 }
@@ -104,42 +110,118 @@ func (p *quicPipe) send(slot uint16, q []byte) error {
 		}()
 		return nil
 	}
-	req := p.reqs[string(q)]
-	if req == nil {
+	// DoH/3: a GET's HEADERS frame, encoded once per query, on a stream
+	// of our own; http3's ClientConn keeps the control streams.
+	frame := p.reqs[string(q)]
+	if frame == nil {
 		var err error
-		if req, err = http.NewRequest(http.MethodGet, p.url+b64.EncodeToString(q), nil); err != nil {
+		if frame, err = p.headersFrame(q); err != nil {
 			return err
 		}
-		req.Header.Set("accept", "application/dns-message")
-		p.reqs[string(q)] = req
+		p.reqs[string(q)] = frame
 	}
-	rs, err := p.h3.OpenRequestStream(ctx)
+	str, err := p.conn.OpenStreamSync(ctx)
 	if err != nil {
 		return err
 	}
-	rs.SetDeadline(deadline)
-	if err := rs.SendRequestHeader(req); err != nil {
+	str.SetDeadline(deadline)
+	if _, err := str.Write(frame); err != nil {
 		return err
 	}
-	rs.Close()
+	str.Close()
 	go func() {
-		resp, err := rs.ReadResponse()
+		status, body, err := readH3Response(str)
 		st := transport.Classify(err)
-		if err == nil {
-			var m []byte
-			m, err = io.ReadAll(io.LimitReader(resp.Body, dnswire.MaxMsg+1))
-			switch {
-			case err != nil:
-				st = transport.Classify(err)
-			case resp.StatusCode != http.StatusOK:
-				st = transport.StatusHTTP
-			default:
-				st = answerStatus(m)
-			}
+		switch {
+		case err != nil:
+		case status != http.StatusOK:
+			st = transport.StatusHTTP
+		default:
+			st = answerStatus(body)
 		}
 		p.answers <- answer{slot, st}
 	}()
 	return nil
+}
+
+// headersFrame is an HTTP/3 HEADERS frame (RFC 9114 §7.2.2) asking the
+// DoH endpoint for q with GET, QPACK-encoded without a dynamic table.
+func (p *quicPipe) headersFrame(q []byte) ([]byte, error) {
+	var block bytes.Buffer
+	enc := qpack.NewEncoder(&block)
+	for _, f := range []qpack.HeaderField{{Name: ":method", Value: http.MethodGet}, {Name: ":scheme", Value: "https"},
+		{Name: ":authority", Value: p.authority}, {Name: ":path", Value: p.path + b64.EncodeToString(q)},
+		{Name: "accept", Value: dnswire.MimeDNS}} {
+		if err := enc.WriteField(f); err != nil {
+			return nil, err
+		}
+	}
+	frame := quicvarint.Append(quicvarint.Append(nil, h3FrameHeaders), uint64(block.Len()))
+	return append(frame, block.Bytes()...), nil
+}
+
+// HTTP/3 frame types (RFC 9114 §7.2).
+const (
+	h3FrameData    = 0x0
+	h3FrameHeaders = 0x1
+)
+
+// readH3Response reads a response off a request stream: the status from
+// its HEADERS, the body from its DATA frames, at most a DNS message's
+// worth; frames of unknown types (RFC 9114 §9) are skipped.
+func readH3Response(str io.Reader) (status int, body []byte, err error) {
+	r := quicvarint.NewReader(str)
+	for {
+		t, err := quicvarint.Read(r)
+		if err == io.EOF && status != 0 {
+			return status, body, nil
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		n, err := quicvarint.Read(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		if n > dnswire.MaxMsg+1024 || uint64(len(body))+n > dnswire.MaxMsg {
+			return 0, nil, dnswire.Malformed("HTTP/3 frame of %d octets", n)
+		}
+		switch t {
+		case h3FrameHeaders:
+			block := make([]byte, n)
+			if _, err := io.ReadFull(r, block); err != nil {
+				return 0, nil, err
+			}
+			if status != 0 {
+				continue // trailers
+			}
+			next := qpack.NewDecoder().Decode(block)
+			for {
+				f, err := next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					return 0, nil, dnswire.Malformed("QPACK: %v", err)
+				}
+				if f.Name == ":status" {
+					status, _ = strconv.Atoi(f.Value)
+				}
+			}
+			if status == 0 {
+				return 0, nil, dnswire.Malformed("HTTP/3 response without :status")
+			}
+		case h3FrameData:
+			body = append(body, make([]byte, n)...)
+			if _, err := io.ReadFull(r, body[len(body)-int(n):]); err != nil {
+				return 0, nil, err
+			}
+		default:
+			if _, err := io.CopyN(io.Discard, r, int64(n)); err != nil {
+				return 0, nil, err
+			}
+		}
+	}
 }
 
 func (p *quicPipe) read(got func(uint16, transport.Status)) error {
