@@ -54,8 +54,8 @@ EOF_PY
          /^time for request:/ {v=$6; u=v; sub(/[a-z]+$/,"",v); sub(/^[0-9.]+/,"",u); ms=(u=="us")?v/1000:(u=="s")?v*1000:v}
          END {printf "%.0f %.3f %s", r, ms, f}'
 }
-doxlab_run() { # url
-  pin_client bin/doxlab bench --quiet --json --ca "$work/cert.pem" --rate 1000000 --max-in-flight "$OUTSTANDING" \
+doxlab_run() { # url [in-flight]
+  pin_client bin/doxlab bench --quiet --json --ca "$work/cert.pem" --rate 1000000 --max-in-flight "${2:-$OUTSTANDING}" \
     --conns "$CLIENTS" --duration "${SECS}s" --names "$work/queries" "$1" |
     jq -r '"\(.answered_qps|floor) \(.service.mean_ms*1000|floor/1000) \(.sent - .answered) \(.cpu_per_query_us*10|floor/10)"'
 }
@@ -85,7 +85,17 @@ for srv in "${SERVERS[@]}"; do
       "$( [ "$dq" = - ] && echo - || printf '%s/s %s ms ~%s %s lost' "$dq" "$dl" "$(window "$dq" "$dl")" "$dlost")" \
       "$( [ "$hq" = - ] && echo - || printf '%s/s %s ms ~%s %s failed' "$hq" "$hl" "$(window "$hq" "$hl")" "$hlost")" \
       "$(printf '%s/s %s ms ~%s %s lost %s us/q' "$xq" "$xl" "$(window "$xq" "$xl")" "$xlost" "$xcpu")" "$ratio"
+    # dnsperf keeps more in flight than -q over DoT and DoH: doxlab bench
+    # again with the window dnsperf really kept, against dnsperf alone.
+    if [ "$dq" != - ] && [ "$(window "$dq" "$dl")" -gt $((OUTSTANDING * 3 / 2)) ]; then
+      w=$(window "$dq" "$dl")
+      x=$(doxlab_run "$(url "$srv" "$mode")" "$w") || x="0 0 - -"
+      read -r xq xl xlost xcpu <<<"$x"
+      printf '%-14s %-5s %32s %32s %38s %6s\n' "" "" "at dnsperf's window" "" \
+        "$(printf '%s/s %s ms ~%s %s lost %s us/q' "$xq" "$xl" "$(window "$xq" "$xl")" "$xlost" "$xcpu")" \
+        "$(awk -v a="$xq" -v b="$dq" 'BEGIN {printf "%.2f", a/b}')"
+    fi
   done
 done
 echo "ratio: doxlab bench's queries/s over the best of dnsperf and h2load against the same server."
-echo "dnsperf keeps more than -q in flight over DoT and DoH (see ~in flight): compare those rows with that in mind."
+echo "dnsperf keeps more than -q in flight over DoT and DoH (see ~in flight): the row below such a row gives doxlab bench the window dnsperf kept, and its ratio to dnsperf's rate."
