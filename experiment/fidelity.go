@@ -30,6 +30,11 @@ type LinkCheck struct {
 	DownRate     float64 `json:"down_rate"`
 	DownAchieved float64 `json:"down_achieved"`
 	EmulatorCPU  float64 `json:"emulator_cpu"` // of one core
+	// GCPauses and GCPauseMaxUs are the garbage collector's
+	// stop-the-world pauses in the experiment's process while the probes
+	// ran: the emulator runs there, and a pause holds its packets.
+	GCPauses     int     `json:"gc_pauses"`
+	GCPauseMaxUs float64 `json:"gc_pause_max_us"`
 	OK           bool    `json:"ok"`
 	Why          string  `json:"why,omitempty"` // what was off
 	// Cross is what the profile's cross traffic delivered while the run
@@ -92,6 +97,7 @@ func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID,
 		lc.ErrP50Us, lc.ErrP99Us, lc.ErrMaxUs, lc.Lost = us(res.ErrP50), us(res.ErrP99), us(res.ErrMax), res.Lost
 		lc.UpRate, lc.UpAchieved, lc.DownRate, lc.DownAchieved = res.UpRate, res.UpAchieved, res.DownRate, res.DownAchieved
 		lc.EmulatorCPU = res.EmulatorCPU
+		lc.GCPauses, lc.GCPauseMaxUs = res.GCPauses, us(res.GCPauseMax)
 		var off []string
 		for _, d := range []struct {
 			name      string
@@ -102,7 +108,11 @@ func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID,
 			}
 		}
 		if res.ErrP99 > MaxErrP99 {
-			off = append(off, fmt.Sprintf("RTT error p99 %.0f µs", us(res.ErrP99)))
+			why := fmt.Sprintf("RTT error p99 %.0f µs", us(res.ErrP99))
+			if res.GCPauseMax >= MaxErrP99/2 {
+				why += fmt.Sprintf(" (a GC pause of up to %.1f ms in this process, which runs the emulator)", us(res.GCPauseMax)/1000)
+			}
+			off = append(off, why)
 		}
 		lc.Why = strings.Join(off, "; ")
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,12 @@ type CheckResult struct {
 	// running delivers nothing on time, so on a VM it explains much of
 	// the error's tail. Zero on bare metal.
 	Steal time.Duration
+	// GCPauses and GCPauseMax are the stop-the-world pauses of this
+	// process's garbage collector while the probes ran (bucket bounds,
+	// within 25 %). The emulator runs in this process: a pause stops it
+	// too, and a probe that crosses one arrives that much late.
+	GCPauses   int
+	GCPauseMax time.Duration
 	// Preemption is the kernel's preemption model (sysinfo.Preemption):
 	// under none, a busy machine delays the emulator's threads.
 	Preemption string
@@ -108,7 +115,7 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (_ *Che
 	// Packets of an earlier profile or check may still be queued on the
 	// link: the probes would wait behind them.
 	tb.drain(5 * time.Second)
-	steal0 := stealTime()
+	steal0, gc0 := stealTime(), gcPauses()
 	var late0 lateCounts
 	if tb.emu != nil {
 		late0 = tb.emu.lateness()
@@ -117,6 +124,7 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (_ *Che
 		return nil, err
 	}
 	res.Steal = stealTime() - steal0
+	res.GCPauses, res.GCPauseMax = gcPauses().since(gc0)
 	if tb.emu != nil {
 		late := tb.emu.lateness().since(late0)
 		res.LateP50, res.LateP99 = late.quantile(0.5), late.quantile(0.99)
@@ -351,6 +359,46 @@ func stealTime() time.Duration {
 	}
 	ticks, _ := strconv.ParseInt(f[8], 10, 64)
 	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
+}
+
+// pauseCounts are the process's GC stop-the-world pauses so far, by
+// runtime/metrics bucket.
+type pauseCounts struct {
+	counts  []uint64
+	buckets []float64 // seconds; bucket i is [buckets[i], buckets[i+1])
+}
+
+const gcPauseMetric = "/sched/pauses/total/gc:seconds"
+
+func gcPauses() pauseCounts {
+	s := []metrics.Sample{{Name: gcPauseMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return pauseCounts{}
+	}
+	h := s[0].Value.Float64Histogram()
+	return pauseCounts{counts: slices.Clone(h.Counts), buckets: h.Buckets}
+}
+
+// since gives how many pauses came after p0, and the upper bound of the
+// longest one's bucket.
+func (p pauseCounts) since(p0 pauseCounts) (n int, longest time.Duration) {
+	for i := range p.counts {
+		d := p.counts[i]
+		if i < len(p0.counts) {
+			d -= p0.counts[i]
+		}
+		if d == 0 {
+			continue
+		}
+		n += int(d)
+		if hi := p.buckets[i+1]; !math.IsInf(hi, 1) {
+			longest = time.Duration(hi * float64(time.Second))
+		} else {
+			longest = time.Duration(p.buckets[i] * float64(time.Second))
+		}
+	}
+	return n, longest
 }
 
 // checksum is the Internet checksum (RFC 1071).

@@ -423,3 +423,44 @@ func captureUDP(t *testing.T, tb *Testbed, tshark, dir string, n int) map[string
 	}
 	return times
 }
+
+// TestCheckCountsGCPauses: the check says how often, and how long, the
+// garbage collector stopped the process that runs the emulator while
+// the probes ran.
+func TestCheckCountsGCPauses(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tgc", Profile: "none"})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				runtime.GC()
+			}
+		}
+	}()
+	res, err := tb.Check(context.Background(), Profiles["none"], CheckOptions{Probes: 50, SkipThroughput: true})
+	close(stop)
+	<-done
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, res.GCPauses, 2, "a forced collection stops the world twice")
+	require.Positive(t, res.GCPauseMax)
+}
+
+func TestPauseCountsSince(t *testing.T) {
+	buckets := []float64{0, 1e-6, 1e-3, 5e-3, math.Inf(1)}
+	p0 := pauseCounts{counts: []uint64{0, 4, 1, 0}, buckets: buckets}
+	p1 := pauseCounts{counts: []uint64{0, 9, 1, 2}, buckets: buckets}
+	n, longest := p1.since(p0)
+	require.Equal(t, 7, n)
+	require.Equal(t, 5*time.Millisecond, longest)
+	n, longest = p1.since(p1)
+	require.Zero(t, n)
+	require.Zero(t, longest)
+	p2 := pauseCounts{counts: []uint64{0, 9, 1, 2, 1}, buckets: append(buckets[:4:4], 1, math.Inf(1))}
+	_, longest = p2.since(p1)
+	require.Equal(t, time.Second, longest, "the open last bucket is given by its lower bound")
+}

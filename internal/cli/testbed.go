@@ -380,6 +380,9 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%% %4dms %9s %9s\n", p.Name, float64(res.ConfiguredRTT)/1e6,
 			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate, res.UpTrace), rate(res.DownAchieved, res.DownRate, res.DownTrace), 100*res.EmulatorCPU, res.Steal.Milliseconds(),
 			upTo(res.LateP50), upTo(res.LateP99))
+		if res.GCPauseMax >= 500*time.Microsecond {
+			fmt.Fprintf(stdout, "%-10s this process, which runs the emulator, stopped %d times for GC while the probes ran, the longest ≤%s\n", "", res.GCPauses, us(res.GCPauseMax))
+		}
 		for _, q := range []struct {
 			dir string
 			q   *testbed.QueueStats
