@@ -25,7 +25,7 @@ import (
 // against the DoH listener's HTTP/2, then asks it as a client would:
 // nothing h2spec sent may have left it broken.
 func TestDoH2Conformance(t *testing.T) {
-	bin := peertest.Need(t, "h2spec", "go install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1")
+	bin := peertest.Need(t, "h2spec", "go install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible")
 	ts := start(t, nil)
 	out, err := exec.Command(bin, "-h", "127.0.0.1", "-p", ts.port("doh"), "-t", "-k", "-P", "/dns-query", "-o", "2").CombinedOutput()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")

@@ -45,20 +45,28 @@ func FuzzStreamConn(f *testing.F) {
 	f.Add(append(append([]byte{0, byte(len(q))}, q...), 0, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		client, srv := net.Pipe()
-		done := make(chan struct{})
-		sl, _, _ := newPool(10, 10).admit(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, func() {})
-		go func() { s.serveStreamConn("tcp", srv, false, sl); close(done) }()
-		go io.Copy(io.Discard, client)
-		client.SetWriteDeadline(time.Now().Add(time.Second))
-		client.Write(in)
-		client.Close()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			t.Fatal("connection handler did not return")
-		}
+		feed(t, in, func(srv net.Conn) {
+			sl, _, _ := newPool(10, 10).admit(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, func() {})
+			s.serveStreamConn("tcp", srv, false, sl)
+		})
 	})
+}
+
+// feed writes in to a connection that serve handles and closes it;
+// serve must then return, whatever in was.
+func feed(t *testing.T, in []byte, serve func(net.Conn)) {
+	client, srv := net.Pipe()
+	done := make(chan struct{})
+	go func() { serve(srv); close(done) }()
+	go io.Copy(io.Discard, client)
+	client.SetWriteDeadline(time.Now().Add(time.Second))
+	client.Write(in)
+	client.Close()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("connection handler did not return")
+	}
 }
 
 // h2Seed is a client's side of an HTTP/2 connection: the preface, its
@@ -108,18 +116,7 @@ func FuzzDoH2Conn(f *testing.F) {
 	}))
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		client, srv := net.Pipe()
-		done := make(chan struct{})
-		go func() { s.serveH2Conn("doh", pipeTLS{srv}, nil, nil); close(done) }()
-		go io.Copy(io.Discard, client)
-		client.SetWriteDeadline(time.Now().Add(time.Second))
-		client.Write(in)
-		client.Close()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			t.Fatal("connection handler did not return")
-		}
+		feed(t, in, func(srv net.Conn) { s.serveH2Conn("doh", pipeTLS{srv}, nil, nil) })
 	})
 }
 
