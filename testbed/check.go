@@ -48,6 +48,9 @@ type CheckResult struct {
 	// probes' packets (bucket bounds, within 25 %): its own share of the
 	// error. The rest is the kernels' work along the path.
 	LateP50, LateP99 time.Duration
+	// LateMax is the latest of them: one late probe is the error's p99
+	// over 100 probes, but not the lateness's p99 over their packets.
+	LateMax time.Duration
 	// Throughput per direction against the configured rate (0: unlimited,
 	// not measured); for a trace, its mean rate, and what arrived per
 	// 100 ms window against what the trace delivers in it (Up/DownTrace).
@@ -127,7 +130,7 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (_ *Che
 	res.GCPauses, res.GCPauseMax = gcPauses().since(gc0)
 	if tb.emu != nil {
 		late := tb.emu.lateness().since(late0)
-		res.LateP50, res.LateP99 = late.quantile(0.5), late.quantile(0.99)
+		res.LateP50, res.LateP99, res.LateMax = late.quantile(0.5), late.quantile(0.99), late.quantile(1)
 	}
 	res.Preemption = sysinfo.Preemption()
 	if !o.SkipThroughput {
