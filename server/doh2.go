@@ -382,7 +382,7 @@ func (d *doh2Conn) headers(f *http2.MetaHeadersFrame) (http2.ErrCode, string) {
 		return http2.ErrCodeNo, ""
 	}
 	if d.open >= d.s.cfg.Limits.MaxStreams {
-		d.s.refuse(d.name, "doh2", d.tc.RemoteAddr(), ReasonProtocol, "more streams than max_streams")
+		d.refuse(ReasonProtocol, "more streams than max_streams")
 		d.resetLocked(id, http2.ErrCodeRefusedStream)
 		return http2.ErrCodeNo, ""
 	}
@@ -553,7 +553,7 @@ func (d *doh2Conn) fail(st *h2stream, reason Reason, he *dnswire.HTTPError) {
 	rec := d.base
 	rec.Error = he.Error()
 	d.s.record(&rec)
-	d.s.refuse(d.name, "doh2", d.tc.RemoteAddr(), reason, fmt.Sprintf("%d %s", he.Code, he.Msg))
+	d.refuse(reason, fmt.Sprintf("%d %s", he.Code, he.Msg))
 	d.respond(st, he.Code, "text/plain; charset=utf-8", -1, []byte(he.Msg+"\n"))
 }
 
