@@ -49,47 +49,63 @@ func (s *Server) dohHandler(listener string) http.HandlerFunc {
 			tlsFacts(rec, *r.TLS)
 		}
 		q, asJSON, err := dnswire.ParseDoHRequest(r)
-		if err == nil && !asJSON && s.cfg.DoHJSONOnly {
-			err = &dnswire.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: "only application/dns-json here"}
-		}
-		if err == nil && q.Response {
-			// Never answer an answer (see serveUDP).
-			err = &dnswire.HTTPError{Code: http.StatusBadRequest, Msg: "not a query: QR=1"}
-		}
-		if err != nil {
-			var he *dnswire.HTTPError
-			errors.As(err, &he)
-			rec.Kind, rec.Error = "query", err.Error()
+		if reason, he := s.dohRefusal(q, asJSON, err); he != nil {
+			rec.Kind, rec.Error = "query", he.Error()
 			s.record(rec)
-			reason := ReasonBadRequest
-			if q != nil && q.Response {
-				reason = ReasonResponse
-			}
 			s.refuse(listener, rec.Transport, remoteAddr(r), reason, fmt.Sprintf("%d %s", he.Code, he.Msg))
 			http.Error(w, he.Msg, he.Code)
 			return
 		}
-		id := q.Id
+		id := q.Id // the answerer may change it when it forwards
 		resp := s.handle(r.Context(), q, rec, received)
 		if resp == nil {
 			<-r.Context().Done() // dropped: the client times out
 			return
 		}
-		resp.Id = id
-		w.Header().Set("Cache-Control", "max-age="+strconv.Itoa(int(minTTL(resp)))) // RFC 8484 §5.1
-		if asJSON {
-			w.Header().Set("Content-Type", dnswire.MimeJSON)
-			w.Write(dnswire.EncodeJSON(resp))
-			return
-		}
-		out, err := resp.Pack()
+		ctype, maxAge, body, err := dohAnswer(id, resp, asJSON)
 		if err != nil {
 			http.Error(w, "packing answer", http.StatusInternalServerError)
 			return
 		}
-		w.Header().Set("Content-Type", dnswire.MimeDNS)
-		w.Write(out)
+		w.Header().Set("Cache-Control", "max-age="+strconv.Itoa(maxAge))
+		w.Header().Set("Content-Type", ctype)
+		w.Write(body)
 	}
+}
+
+// dohRefusal is why a parsed DoH request gets no answer, on any HTTP
+// version, and its status; nil when it is answered.
+func (s *Server) dohRefusal(q *dns.Msg, asJSON bool, err error) (Reason, *dnswire.HTTPError) {
+	switch {
+	case err == nil && !asJSON && s.cfg.DoHJSONOnly:
+		reason := ReasonBadRequest
+		if q.Response {
+			reason = ReasonResponse
+		}
+		return reason, &dnswire.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: "only application/dns-json here"}
+	case err == nil && q.Response:
+		// Never answer an answer (see serveUDP).
+		return ReasonResponse, &dnswire.HTTPError{Code: http.StatusBadRequest, Msg: "not a query: QR=1"}
+	case err != nil:
+		var he *dnswire.HTTPError
+		if !errors.As(err, &he) {
+			he = &dnswire.HTTPError{Code: http.StatusBadRequest, Msg: err.Error()}
+		}
+		return ReasonBadRequest, he
+	}
+	return "", nil
+}
+
+// dohAnswer is a DoH response's content type, max-age (the answer's
+// smallest TTL, RFC 8484 §5.1) and body, with the query's ID.
+func dohAnswer(id uint16, resp *dns.Msg, asJSON bool) (ctype string, maxAge int, body []byte, err error) {
+	resp.Id = id
+	maxAge = int(minTTL(resp))
+	if asJSON {
+		return dnswire.MimeJSON, maxAge, dnswire.EncodeJSON(resp), nil
+	}
+	body, err = resp.Pack()
+	return dnswire.MimeDNS, maxAge, body, err
 }
 
 // remoteAddr is a request's client address, for refusals.

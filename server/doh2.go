@@ -24,7 +24,6 @@ import (
 
 // HTTP/2 limits of the DoH listener.
 const (
-	h2Preface       = http2.ClientPreface
 	h2MaxHeaderList = 16 << 10 // as net/http's MaxHeaderBytes on the listener
 	h2MaxWindow     = 1<<31 - 1
 	h2DefaultWindow = 65535
@@ -132,8 +131,8 @@ func (s *Server) serveH2Conn(name string, tc tlsConn, bc *batchConn, connState f
 func (d *doh2Conn) serve() {
 	lim := d.s.cfg.Limits
 	d.tc.SetDeadline(time.Now().Add(lim.HandshakeTimeout))
-	var preface [len(h2Preface)]byte
-	if _, err := io.ReadFull(d.br, preface[:]); err != nil || string(preface[:]) != h2Preface {
+	var preface [len(http2.ClientPreface)]byte
+	if _, err := io.ReadFull(d.br, preface[:]); err != nil || string(preface[:]) != http2.ClientPreface {
 		if err == nil || isTimeout(err) {
 			d.refuse(ReasonProtocol, "no HTTP/2 connection preface")
 		}
@@ -487,24 +486,13 @@ func (d *doh2Conn) complete(st *h2stream) {
 		return
 	}
 	q, asJSON, err := dnswire.ParseDoH(dnswire.DoHRequest{Method: st.method, RawQuery: rawQuery, ContentType: st.ctype, ContentLength: st.clen, Body: st.body})
-	if err == nil && !asJSON && d.s.cfg.DoHJSONOnly {
-		err = &dnswire.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: "only application/dns-json here"}
-	}
-	if err == nil && q.Response {
-		d.fail(st, ReasonResponse, &dnswire.HTTPError{Code: http.StatusBadRequest, Msg: "not a query: QR=1"})
+	if reason, he := d.s.dohRefusal(q, asJSON, err); he != nil {
+		d.fail(st, reason, he)
 		return
 	}
-	if err != nil {
-		var he *dnswire.HTTPError
-		if !errors.As(err, &he) {
-			he = &dnswire.HTTPError{Code: http.StatusBadRequest, Msg: err.Error()}
-		}
-		d.fail(st, ReasonBadRequest, he)
-		return
-	}
-	rec := d.base
+	rec, id := d.base, q.Id // the answerer may change q's ID when it forwards
 	if d.s.quick() {
-		d.answer(st, q, asJSON, d.s.handle(d.ctx, q, &rec, st.completeAt))
+		d.answer(st, id, asJSON, d.s.handle(d.ctx, q, &rec, st.completeAt))
 		return
 	}
 	st.busy = true
@@ -522,29 +510,23 @@ func (d *doh2Conn) complete(st *h2stream) {
 			d.doneLocked(st)
 			return
 		}
-		d.answer(st, q, asJSON, resp)
+		d.answer(st, id, asJSON, resp)
 		d.flushLocked()
 	})
 }
 
 // answer writes a query's answer; a nil answer is dropped (faults): the
 // stream stays until the client resets it, as the client then times out.
-func (d *doh2Conn) answer(st *h2stream, q *dns.Msg, asJSON bool, resp *dns.Msg) {
+func (d *doh2Conn) answer(st *h2stream, id uint16, asJSON bool, resp *dns.Msg) {
 	if resp == nil {
 		return
 	}
-	resp.Id = q.Id
-	maxAge := int(minTTL(resp)) // RFC 8484 §5.1
-	if asJSON {
-		d.respond(st, http.StatusOK, dnswire.MimeJSON, maxAge, dnswire.EncodeJSON(resp))
-		return
-	}
-	out, err := resp.Pack()
+	ctype, maxAge, body, err := dohAnswer(id, resp, asJSON)
 	if err != nil {
 		d.respond(st, http.StatusInternalServerError, "text/plain; charset=utf-8", -1, []byte("packing answer\n"))
 		return
 	}
-	d.respond(st, http.StatusOK, dnswire.MimeDNS, maxAge, out)
+	d.respond(st, http.StatusOK, ctype, maxAge, body)
 }
 
 // fail answers an HTTP error and records and counts the refusal, as the

@@ -162,7 +162,9 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 				return
 			}
 		}
-		time.Sleep(time.Duration(recordLag.Load())) // zero but in tests of Settle
+		if lag := recordLag.Load(); lag > 0 { // tests of Settle
+			time.Sleep(time.Duration(lag))
+		}
 		info := connInfo(c)
 		cs := c.ConnectionState()
 		rec := &Record{Kind: "conn", Transport: transport, Listener: name, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
