@@ -20,13 +20,10 @@ cd "$(dirname "$0")/.."
 SECS=${SECS:-5}
 CLIENTS=${CLIENTS:-4}
 OUTSTANDING=${OUTSTANDING:-100}
-if [ "$(nproc)" -ge 2 ]; then CLIENT_CPUS=${CLIENT_CPUS-0}; SERVER_CPUS=${SERVER_CPUS-1}; fi
-export SERVER_CPUS
 PATH=$(go env GOPATH)/bin:$PATH
 . scripts/lib/bench-servers.sh
+split_cpus
 bench_prelude dnsperf h2load jq
-
-pin_client() { if [ -n "${CLIENT_CPUS:-}" ]; then taskset -c "$CLIENT_CPUS" "$@"; else "$@"; fi; }
 
 # Each prints "queries/s mean-ms lost".
 dnsperf_run() { # mode port

@@ -13,13 +13,10 @@ cd "$(dirname "$0")/.."
 SECS=${SECS:-5}
 RATE=${RATE:-50000}
 DOH_RATE=${DOH_RATE:-20000}
-if [ "$(nproc)" -ge 2 ]; then CLIENT_CPUS=${CLIENT_CPUS-0}; SERVER_CPUS=${SERVER_CPUS-1}; fi
-export SERVER_CPUS
 PATH=$(go env GOPATH)/bin:$PATH
 . scripts/lib/bench-servers.sh
+split_cpus
 bench_prelude jq
-
-pin_client() { if [ -n "${CLIENT_CPUS:-}" ]; then taskset -c "$CLIENT_CPUS" "$@"; else "$@"; fi; }
 
 # pids SERVER: the server's processes, found by the ports it was given.
 pids() {

@@ -11,6 +11,14 @@ declare -A BASE=([doxlab]=20000 [coredns]=10000 [unbound]=30000 [knot-resolver]=
 
 # pin_servers CMD...: run as (pin_servers CMD) & so that the job is the
 # server itself, which the caller's 'kill $(jobs -p)' reaches.
+# split_cpus: load generators on CLIENT_CPUS, servers on SERVER_CPUS
+# (defaults: CPU 0 and CPU 1 on a machine with two or more), so that a
+# generator cannot take its server's core. Call it before bench_prelude.
+split_cpus() {
+  if [ "$(nproc)" -ge 2 ]; then CLIENT_CPUS=${CLIENT_CPUS-0}; SERVER_CPUS=${SERVER_CPUS-1}; fi
+  export SERVER_CPUS
+}
+pin_client() { if [ -n "${CLIENT_CPUS:-}" ]; then taskset -c "$CLIENT_CPUS" "$@"; else "$@"; fi; }
 pin_servers() { if [ -n "${SERVER_CPUS:-}" ]; then exec taskset -c "$SERVER_CPUS" "$@"; else exec "$@"; fi; }
 
 # bench_prelude TOOL...: checks the tools and the servers are installed,
