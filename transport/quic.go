@@ -308,14 +308,16 @@ func (qc *quicConn) close(s *Session, family, serverName string, code quic.Appli
 }
 
 // rejected0RTT reports whether err came from the server refusing early
-// data. HTTP/3 reports it as a failed stream, so the early connection's
-// close cause is the reliable sign.
+// data. The error itself says so even when the handshake, and with it the
+// rejection, completed before DialEarly returned (qc.early is then false,
+// yet no stream opens until next). HTTP/3 can also report it as a failed
+// stream, so the early connection's close cause is the other sign.
 func (qc *quicConn) rejected0RTT(err error) bool {
-	if err == nil || !qc.early {
-		return false
-	}
 	if errors.Is(err, quic.Err0RTTRejected) {
 		return true
+	}
+	if err == nil || !qc.early {
+		return false
 	}
 	// The connection closes with the rejection as its cause once quic-go
 	// has processed the server's reply, which can lag the failed request

@@ -118,6 +118,18 @@ func TestDoQPrefixedByALPN(t *testing.T) {
 	}
 }
 
+// TestRejectedZeroRTTSeenAfterFastHandshake: when the handshake, and with
+// it the server's refusal of early data, completes before DialEarly
+// returns, the connection is not marked early, yet every stream fails
+// with the rejection until the continuation is taken. CI saw DoH/3 give
+// up on that error instead of redialling.
+func TestRejectedZeroRTTSeenAfterFastHandshake(t *testing.T) {
+	qc := &quicConn{} // early == false: the handshake was already done
+	require.True(t, qc.rejected0RTT(fmt.Errorf("http3: conn unusable: %w", quic.Err0RTTRejected)))
+	require.False(t, qc.rejected0RTT(errors.New("stream reset")))
+	require.False(t, qc.rejected0RTT(nil))
+}
+
 func TestMuxFailsPendingWhenReaderStops(t *testing.T) {
 	block := make(chan struct{})
 	m := newMux(func([]byte) (time.Time, error) { return time.Time{}, nil }, func() ([]byte, error) { <-block; return nil, io.EOF }, nil, true)
