@@ -6,7 +6,9 @@
 # Ports: doxlab 2xxxx, CoreDNS 1xxxx, Unbound 3xxxx, Knot Resolver 4xxxx;
 # x5300 Do53, x8853 DoT (and DoQ on UDP, doxlab only), x8443 DoH (and
 # DoH/3 on UDP, doxlab only).
-SERVERS=(doxlab coredns unbound knot-resolver)
+# BENCH_SERVERS picks some of them: BENCH_SERVERS="coredns unbound".
+# shellcheck disable=SC2206
+SERVERS=(${BENCH_SERVERS:-doxlab coredns unbound knot-resolver})
 declare -A BASE=([doxlab]=20000 [coredns]=10000 [unbound]=30000 [knot-resolver]=40000)
 
 # pin_servers CMD...: run as (pin_servers CMD) & so that the job is the
