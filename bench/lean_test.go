@@ -54,6 +54,27 @@ func TestLeanPathEveryTransport(t *testing.T) {
 	require.False(t, bench.Lean(c), "Full asks for the transport's records")
 }
 
+// TestLeanPathFullWindow: with the window full all run long, queries
+// go in bursts as room frees and the readers poll, and still every query
+// is sent once, answered, and never more in flight than the window.
+func TestLeanPathFullWindow(t *testing.T) {
+	lo := "127.0.0.1:0"
+	srv, err := server.New(&server.Config{Listen: server.Listen{TCP: lo, DoT: lo}, Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	for _, url := range []string{"tcp://" + srv.Addr("tcp").String(), "tls://" + srv.Addr("dot").String()} {
+		res, err := bench.Run(context.Background(), bench.Config{URL: url, Rate: 1e6, MaxQueries: 20000, MaxInFlight: 64, Conns: 2,
+			Duration: 10 * time.Second, Options: transport.Options{Reuse: true, Insecure: true}})
+		require.NoError(t, err)
+		s := res.Summarize()
+		require.Equal(t, 20000, s.Sent, url)
+		require.Equal(t, 20000, s.Answered, "%s: %v", url, s.Errors)
+		require.LessOrEqual(t, s.MaxInFlight, 64)
+		require.GreaterOrEqual(t, s.MaxInFlight, 32, "the window filled")
+	}
+}
+
 // TestLeanPathCountsFailures: lost datagrams time out without holding
 // up the schedule, rcodes count as answers, and a DoH server that refuses
 // RFC 8484 answers http-error, over HTTP/2 and HTTP/3.
