@@ -279,6 +279,14 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 				if len(seqs) == 0 {
 					return true
 				}
+				// The service time counts from the write, not from
+				// when the query joined the batch.
+				now := max(1, time.Since(start).Nanoseconds())
+				lc.mu.Lock()
+				for _, s := range seqs {
+					lc.slots[uint16(s)].sent = now
+				}
+				lc.mu.Unlock()
 				if err := lc.p.write(seqs, qs); err != nil {
 					rmu.Lock()
 					if readErr == nil {
