@@ -97,9 +97,14 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 			}
 		}
 	}()
+	var inFlight atomic.Int64
+	var busy func() bool
+	if !c.NoBusyPoll {
+		busy = func() bool { return inFlight.Load()*2 >= int64(c.MaxInFlight) }
+	}
 	for i := range conns {
 		t0 := time.Now()
-		p, err := dialPipe(ctx, ep, c.Options)
+		p, err := dialPipe(ctx, ep, c.Options, busy)
 		if err != nil {
 			return fmt.Errorf("connection %d: %w", i+1, err)
 		}
@@ -116,7 +121,6 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 		mu         sync.Mutex // res, interval, lastAnswer
 		lastAnswer int64
 		interval   = newHist()
-		inFlight   atomic.Int64
 		maxSeen    atomic.Int64
 		sent       atomic.Int64
 		global     = make(chan struct{}, c.MaxInFlight)

@@ -22,8 +22,10 @@ import (
 	"github.com/doxlab/doxlab/transport"
 )
 
-// dialPipe opens one connection of the lean path to ep.
-func dialPipe(ctx context.Context, ep *transport.Endpoint, opts transport.Options) (pipe, error) {
+// dialPipe opens one connection of the lean path to ep. Over UDP and TCP
+// its reads poll rather than sleep while busy() holds (pollWhile); busy
+// may be nil.
+func dialPipe(ctx context.Context, ep *transport.Endpoint, opts transport.Options, busy func() bool) (pipe, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	var d net.Dialer
@@ -41,12 +43,13 @@ func dialPipe(ctx context.Context, ep *transport.Endpoint, opts transport.Option
 		if err != nil {
 			return nil, err
 		}
-		return newUDPPipe(c.(*net.UDPConn)), nil
+		return newUDPPipe(c.(*net.UDPConn), busy), nil
 	case transport.ProtoTCP, transport.ProtoDoT, transport.ProtoDoH2:
 		c, err := d.DialContext(ctx, "tcp", ep.HostPort())
 		if err != nil {
 			return nil, err
 		}
+		c = pollWhile(c, busy)
 		if ep.Protocol == transport.ProtoTCP {
 			return newStreamPipe(c), nil
 		}
@@ -104,10 +107,10 @@ type udpPipe struct {
 	out []ipv4.Message
 }
 
-func newUDPPipe(c *net.UDPConn) *udpPipe {
+func newUDPPipe(c *net.UDPConn, busy func() bool) *udpPipe {
 	c.SetReadBuffer(4 << 20) // a burst of answers must not overflow it
 	c.SetWriteBuffer(4 << 20)
-	return &udpPipe{c: c, pc: ipv4.NewPacketConn(c)}
+	return &udpPipe{c: c, pc: ipv4.NewPacketConn(pollWhile(c, busy).(net.PacketConn))}
 }
 
 func (p *udpPipe) write(seqs []uint32, qs [][]byte) error {
