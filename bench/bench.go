@@ -75,9 +75,11 @@ type Result struct {
 	Sent, OK int
 	Errors   map[transport.Status]int
 	// ConnErrors are the connections that ended mid-run (lean path), by
-	// the error that ended them: their queries in flight time out, and
-	// this says why (a server's GOAWAY, a reset, EOF).
+	// the error that ended them (a server's GOAWAY, a reset, EOF): their
+	// queries in flight end as closed, and this says why. Reconnects
+	// counts the connections opened to replace them.
 	ConnErrors          map[string]int
+	Reconnects          int
 	Elapsed             time.Duration
 	CPUUser, CPUSys     time.Duration           // this process's
 	Latency             *hdrhistogram.Histogram // µs; open loop from the intended send time, closed loop from the call

@@ -65,13 +65,23 @@ type flight struct {
 	due, sent int64
 }
 
-// leanConn is a pipe with its slots.
+// leanConn is a pipe with its slots. Its sender replaces the pipe when
+// the server ends it (p and dead are the sender's to change).
 type leanConn struct {
-	p     pipe
-	mu    sync.Mutex
-	slots [1 << 16]flight
-	free  chan struct{} // a token per query the pipe may still take
+	p         pipe
+	dead      chan struct{} // closed when p's reader has stopped
+	lossNoted bool          // why p ended is noted (under the run's rmu)
+	mu        sync.Mutex
+	slots     [1 << 16]flight
+	free      chan struct{} // a token per query the pipe may still take
 }
+
+// maxRevivals bounds how often one connection is replaced in a run, so
+// that a server closing every connection at once does not turn the run
+// into a connection storm.
+const maxRevivals = 1000
+
+var errTooManyRevivals = fmt.Errorf("replaced %d times already", maxRevivals)
 
 // runLean is Run on the lean path.
 func runLean(ctx context.Context, c Config, res *Result) error {
@@ -219,25 +229,33 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 		}
 	}()
 
-	var rmu sync.Mutex // the receivers' end state
+	var rmu sync.Mutex // losses, readErr, leanConn.lossNoted
 	var readErr error
-	connErr := make([]error, len(conns)) // what ended each connection mid-run
+	var losses []error // what ended connections mid-run, one per loss
+	// noteLoss notes once why lc's current pipe ended.
+	noteLoss := func(lc *leanConn, err error) {
+		rmu.Lock()
+		defer rmu.Unlock()
+		if !lc.lossNoted {
+			lc.lossNoted = true
+			readErr = err
+			losses = append(losses, err)
+		}
+	}
 	var wg, readers sync.WaitGroup
 	stopReading := make(chan struct{})
-	n := len(conns)
-	interval64 := float64(time.Second) / c.Rate
-	rng := rand.New(rand.NewPCG(c.Seed, 2))
-	order := make([]int, min(c.MaxQueries, 1<<20))
-	for i := range order {
-		order[i] = rng.IntN(len(mix))
-	}
-	for k, lc := range conns {
-		// Receiver: match answers to slots.
+
+	// startReader matches the answers on lc's pipe to its slots until
+	// the pipe ends, and then closes lc.dead.
+	startReader := func(lc *leanConn) {
+		p, dead := lc.p, make(chan struct{})
+		lc.dead = dead
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
+			defer close(dead)
 			var batch []doneQ
-			err := lc.p.read(func(slot uint16, st transport.Status) {
+			err := p.read(func(slot uint16, st transport.Status) {
 				now := time.Since(start).Nanoseconds()
 				lc.mu.Lock()
 				f := lc.slots[slot]
@@ -261,15 +279,49 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 			case <-stopReading: // closed on purpose
 			default:
 				if err != nil {
-					rmu.Lock()
-					readErr = err
-					if connErr[k] == nil {
-						connErr[k] = err
-					}
-					rmu.Unlock()
+					noteLoss(lc, err)
 				}
 			}
 		}()
+	}
+	// failInFlight ends what lc had in flight on a pipe that is gone, at
+	// once rather than at the timeout, so that it gives its room back:
+	// status closed. The queries of keep, a batch not yet written, stay.
+	failInFlight := func(lc *leanConn, keep []uint32) {
+		now := time.Since(start).Nanoseconds()
+		held := make([]flight, len(keep))
+		var gone []doneQ
+		lc.mu.Lock()
+		for i, s := range keep {
+			held[i], lc.slots[uint16(s)] = lc.slots[uint16(s)], flight{}
+		}
+		for s, f := range lc.slots {
+			if f.sent != 0 {
+				gone = append(gone, doneQ{f, now, transport.StatusClosed})
+				lc.slots[s] = flight{}
+			}
+		}
+		for i, s := range keep {
+			lc.slots[uint16(s)] = held[i]
+		}
+		lc.mu.Unlock()
+		for range gone {
+			answered(lc)
+		}
+		finish(gone)
+	}
+	for _, lc := range conns {
+		startReader(lc)
+	}
+
+	n := len(conns)
+	interval64 := float64(time.Second) / c.Rate
+	rng := rand.New(rand.NewPCG(c.Seed, 2))
+	order := make([]int, min(c.MaxQueries, 1<<20))
+	for i := range order {
+		order[i] = rng.IntN(len(mix))
+	}
+	for k, lc := range conns {
 		// Sender: query i (i ≡ k mod n) is due at start + i/Rate.
 		wg.Add(1)
 		go func() {
@@ -280,30 +332,70 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 			var seq uint32
 			timer := time.NewTimer(time.Hour)
 			defer timer.Stop()
-			flush := func() bool {
-				if len(seqs) == 0 {
-					return true
+			// revive replaces a connection the server ended, as dnsperf
+			// reconnects: what it had in flight is lost (closed), and
+			// the batch not yet written goes on the new one. It says
+			// whether there is a new one.
+			revivals := 0
+			revive := func() bool {
+				lc.p.close()
+				<-lc.dead // its reader is done with the slots
+				failInFlight(lc, seqs)
+				var p pipe
+				err := errTooManyRevivals
+				t0 := time.Now()
+				if revivals < maxRevivals {
+					p, err = dialPipe(ctx, ep, c.Options, busy)
 				}
-				// The service time counts from the write, not from
-				// when the query joined the batch.
-				now := max(1, time.Since(start).Nanoseconds())
-				lc.mu.Lock()
-				for _, s := range seqs {
-					lc.slots[uint16(s)].sent = now
-				}
-				lc.mu.Unlock()
-				if err := lc.p.write(seqs, qs); err != nil {
-					rmu.Lock()
-					if readErr == nil {
-						readErr = err
+				if err != nil {
+					if ctx.Err() == nil {
+						rmu.Lock()
+						losses = append(losses, fmt.Errorf("reconnecting: %w", err))
+						rmu.Unlock()
 					}
-					if connErr[k] == nil {
-						connErr[k] = err
-					}
-					rmu.Unlock()
+					failInFlight(lc, nil)
+					seqs, qs = seqs[:0], qs[:0]
 					return false
 				}
-				seqs, qs = seqs[:0], qs[:0]
+				revivals++
+				mu.Lock()
+				res.Handshake.RecordValue(max(1, time.Since(t0).Microseconds()))
+				res.Reconnects++
+				mu.Unlock()
+				rmu.Lock()
+				lc.lossNoted = false
+				rmu.Unlock()
+				lc.p = p
+				startReader(lc)
+				return true
+			}
+			flush := func() bool {
+				for len(seqs) > 0 {
+					select {
+					case <-lc.dead:
+						if !revive() {
+							return false
+						}
+					default:
+					}
+					// The service time counts from the write, not from
+					// when the query joined the batch.
+					now := max(1, time.Since(start).Nanoseconds())
+					lc.mu.Lock()
+					for _, s := range seqs {
+						lc.slots[uint16(s)].sent = now
+					}
+					lc.mu.Unlock()
+					err := lc.p.write(seqs, qs)
+					if err == nil {
+						seqs, qs = seqs[:0], qs[:0]
+						break
+					}
+					noteLoss(lc, err)
+					if !revive() {
+						return false
+					}
+				}
 				return true
 			}
 			for i := k; i < c.MaxQueries; i += n {
@@ -323,30 +415,51 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 					}
 				}
 				// Room on this connection and in all: beyond, the
-				// schedule waits and the wait counts in the latency.
-				select {
-				case <-lc.free:
-				default:
+				// schedule waits and the wait counts in the latency. A
+				// connection lost meanwhile is replaced, which gives
+				// back the room its queries held.
+				for took := false; !took; {
+					select {
+					case <-lc.free:
+						took = true
+						continue
+					default:
+					}
 					if !flush() {
 						return
 					}
 					select {
 					case <-lc.free:
+						took = true
+					case <-lc.dead:
+						if !revive() {
+							return
+						}
 					case <-ctx.Done():
 						return
 					}
 				}
-				select {
-				case global <- struct{}{}:
-				default:
+				for took := false; !took; {
+					select {
+					case global <- struct{}{}:
+						took = true
+						continue
+					default:
+					}
 					if len(seqs) > 0 && roomSoon(global) {
-						break
+						took = true
+						continue
 					}
 					if !flush() {
 						return
 					}
 					select {
 					case global <- struct{}{}:
+						took = true
+					case <-lc.dead:
+						if !revive() {
+							return
+						}
 					case <-ctx.Done():
 						return
 					}
@@ -385,8 +498,16 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 	sendEnd := time.Now()
 	res.Sent = int(sent.Load())
 	// Wait for the answers in flight, up to the timeout; then sweep.
+	// What a connection lost by now had in flight will not come.
 	deadline := time.Now().Add(c.Options.Timeout)
 	for inFlight.Load() > 0 && time.Now().Before(deadline) {
+		for _, lc := range conns {
+			select {
+			case <-lc.dead:
+				failInFlight(lc, nil)
+			default:
+			}
+		}
 		time.Sleep(time.Millisecond)
 	}
 	close(sweepDone)
@@ -411,16 +532,14 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 	// does not dilute the rate.
 	res.Answered = float64(res.OK) / max(time.Duration(lastAnswer), time.Millisecond).Seconds()
 	res.MaxInFlightObserved = int(maxSeen.Load())
-	for _, err := range connErr {
-		if err != nil {
-			if res.ConnErrors == nil {
-				res.ConnErrors = map[string]int{}
-			}
-			res.ConnErrors[connLost(err)]++
+	for _, err := range losses {
+		if res.ConnErrors == nil {
+			res.ConnErrors = map[string]int{}
 		}
+		res.ConnErrors[connLost(err)]++
 	}
 	if readErr != nil && res.OK == 0 {
-		return readErr
+		return fmt.Errorf("no answers; the connection ended: %w", readErr)
 	}
 	return nil
 }

@@ -340,7 +340,9 @@ func (p *h2Pipe) read(got func(uint16, transport.Status)) error {
 			if d := f.DebugData(); len(d) > 0 {
 				why += ": " + strconv.QuoteToGraphic(string(d[:min(len(d), 100)]))
 			}
-			return fmt.Errorf("the server sent GOAWAY (%s) after stream %d", why, f.LastStreamID)
+			// Not the last stream's number: losses count together by
+			// their text (connLost).
+			return fmt.Errorf("the server sent GOAWAY (%s)", why)
 		}
 	}
 }

@@ -43,6 +43,7 @@ type Summary struct {
 	Answered      int            `json:"answered"`
 	Errors        map[string]int `json:"errors"`
 	ConnErrors    map[string]int `json:"conn_errors,omitempty"` // connections lost mid-run, by why
+	Reconnects    int            `json:"reconnects,omitempty"`  // connections opened to replace them
 	ElapsedS      float64        `json:"elapsed_s"`
 	CPUPerQueryUs float64        `json:"cpu_per_query_us"` // this process, user and system
 	Latency       Dist           `json:"latency"`          // open loop: from the intended send time
@@ -62,7 +63,7 @@ func (r *Result) Summarize() Summary {
 	for st, n := range r.Errors {
 		s.Errors[string(st)] = n
 	}
-	s.ConnErrors = r.ConnErrors
+	s.ConnErrors, s.Reconnects = r.ConnErrors, r.Reconnects
 	if r.Sent > 0 {
 		s.CPUPerQueryUs = float64((r.CPUUser + r.CPUSys).Microseconds()) / float64(r.Sent)
 	}
@@ -92,6 +93,9 @@ func (s Summary) Write(w io.Writer) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.ConnErrors)) {
 		fmt.Fprintf(w, "connections lost: %d × %s\n", s.ConnErrors[k], k)
+	}
+	if s.Reconnects > 0 {
+		fmt.Fprintf(w, "reconnected %d times; what a lost connection had in flight counts as closed\n", s.Reconnects)
 	}
 	fmt.Fprintf(w, "%-10s %8s %9s", "ms", "n", "mean")
 	for _, p := range Percentiles {
