@@ -14,12 +14,15 @@
 # saturating run should show). The load generators run pinned to
 # CLIENT_CPUS, the servers to SERVER_CPUS (defaults: CPU 0 and CPU 1 on a
 # machine with two or more), so a generator cannot take its server's core.
-#   SECS=5 CLIENTS=4 OUTSTANDING=100 bash scripts/bench-compare.sh
+# Run to run, a rate moves by up to ±10 % here: ROUNDS=3 runs each tool
+# three times in turn and keeps each one's median run.
+#   SECS=5 CLIENTS=4 OUTSTANDING=100 ROUNDS=1 bash scripts/bench-compare.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-5}
 CLIENTS=${CLIENTS:-4}
 OUTSTANDING=${OUTSTANDING:-100}
+ROUNDS=${ROUNDS:-1}
 PATH=$(go env GOPATH)/bin:$PATH
 . scripts/lib/bench-servers.sh
 split_cpus
@@ -59,21 +62,28 @@ doxlab_run() { # url [in-flight]
     --conns "$CLIENTS" --duration "${SECS}s" --names "$work/queries" "$1" |
     jq -r '"\(.answered_qps|floor) \(.service.mean_ms*1000|floor/1000) \(.sent - .answered) \(.cpu_per_query_us*10|floor/10)"'
 }
+# median: of the runs given one per line (after a first line, "-" when
+# the tool does not run here), the one of median queries/s.
+median() { sed 1d | sort -n -k1,1 | awk '{l[NR]=$0} END {print NR ? l[int((NR+1)/2)] : "-"}'; }
 # window QPS MS: the queries really in flight, by Little's law: a tool
 # that keeps more in flight than asked shows it here.
 window() { awk -v q="$1" -v l="$2" 'BEGIN {printf "%.0f", q * l / 1000}'; }
 
-echo "doxlab bench beside dnsperf and h2load: $CLIENTS connections, $OUTSTANDING queries in flight at most, $SECS s each"
+echo "doxlab bench beside dnsperf and h2load: $CLIENTS connections, $OUTSTANDING queries in flight at most, $SECS s each, median of $ROUNDS run(s)"
 echo "load generators on CPU ${CLIENT_CPUS:-any}, servers on CPU ${SERVER_CPUS:-any}; qps answered, mean ms from the send, ~in flight (qps × mean), lost"
 printf '%-14s %-5s %32s %32s %38s %6s\n' server mode dnsperf h2load "doxlab bench" ratio
 for srv in "${SERVERS[@]}"; do
   for mode in udp tcp dot doh doq doh3; do
     case $mode in doq|doh3) [ "$srv" = doxlab ] || continue ;; esac
-    d=- h=-
-    # A tool that fails leaves its cell at 0/s and the row goes on.
-    case $mode in doq|doh3) ;; *) d=$(dnsperf_run "$mode" "$(port "$srv" "$mode")") || d="0 0 -" ;; esac
-    [ "$mode" = doh ] && { h=$(h2load_run "$(port "$srv" doh)") || h="0 0 -"; }
-    x=$(doxlab_run "$(url "$srv" "$mode")") || x="0 0 - -"
+    d=- h=- x=
+    # A tool that fails leaves its cell at 0/s and the row goes on. With
+    # ROUNDS > 1 the tools take turns, and each cell is its median run.
+    for _ in $(seq "$ROUNDS"); do
+      case $mode in doq|doh3) ;; *) d+=$'\n'$(dnsperf_run "$mode" "$(port "$srv" "$mode")" || echo "0 0 -") ;; esac
+      [ "$mode" = doh ] && h+=$'\n'$(h2load_run "$(port "$srv" doh)" || echo "0 0 -")
+      x+=$'\n'$(doxlab_run "$(url "$srv" "$mode")" || echo "0 0 - -")
+    done
+    d=$(median <<<"$d") h=$(median <<<"$h") x=$(median <<<"$x")
     read -r dq dl dlost <<<"${d/-/- - -}"
     read -r hq hl hlost <<<"${h/-/- - -}"
     read -r xq xl xlost xcpu <<<"$x"
