@@ -210,7 +210,10 @@ type Conn struct {
 	Resumed     bool    `json:"resumed"`
 	Sent0RTT    bool    `json:"sent_0rtt"` // requests went out before the handshake completed
 	Used0RTT    bool    `json:"used_0rtt"` // and the server accepted them
-	Requests    int     `json:"requests"`
+	// Rejected0RTT: the server refused the 0-RTT the handshake offered;
+	// the requests were asked again on the connection that follows it.
+	Rejected0RTT bool `json:"rejected_0rtt,omitempty"`
+	Requests     int  `json:"requests"`
 	// Origins are those the connection served, the first one it was
 	// opened for; a later one was pooled onto it (same address, and the
 	// certificate covers it), as browsers reuse HTTP/2 and HTTP/3
@@ -357,29 +360,41 @@ func (ld *load) fetch(ctx context.Context, i int) {
 		fail(err)
 		return
 	}
-	c, ci, err := ld.conn(ctx, u.Hostname())
+	c, _, err := ld.conn(ctx, u.Hostname())
 	if err != nil {
 		fail(err)
 		return
 	}
-	if err := ld.settled(ctx, c); err != nil {
-		fail(err)
-		return
+	// ask sends the request on c; Sent stays the first try's.
+	ask := func(c *originConn, first bool) (*http.Response, error) {
+		if err := ld.settled(ctx, c); err != nil {
+			return nil, err
+		}
+		req, err := http.NewRequestWithContext(ctx, c.method(), u.String(), nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("User-Agent", "doxlab-pageload")
+		if p := priorityHeader(ld.g.Resources[i].Priority, ld.g.Resources[i].Type); p != "" {
+			req.Header.Set("Priority", p)
+		}
+		ld.mu.Lock()
+		if first {
+			ld.res.Resources[i].Sent = ld.since()
+		}
+		ld.res.Resources[i].Conn = c.index
+		ld.res.Conns[c.index].Requests++
+		ld.mu.Unlock()
+		return c.rt.RoundTrip(req)
 	}
-	req, err := http.NewRequestWithContext(ctx, c.method(), u.String(), nil)
-	if err != nil {
-		fail(err)
-		return
+	resp, err := ask(c, true)
+	if err != nil && c.qc != nil && errors.Is(err, quic.Err0RTTRejected) {
+		if c = ld.successor(ctx, c); c.err != nil {
+			err = c.err
+		} else {
+			resp, err = ask(c, false)
+		}
 	}
-	req.Header.Set("User-Agent", "doxlab-pageload")
-	if p := priorityHeader(ld.g.Resources[i].Priority, ld.g.Resources[i].Type); p != "" {
-		req.Header.Set("Priority", p)
-	}
-	ld.mu.Lock()
-	ld.res.Resources[i].Sent, ld.res.Resources[i].Conn = ld.since(), ci
-	ld.res.Conns[ci].Requests++
-	ld.mu.Unlock()
-	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
 		fail(err)
 		return
@@ -542,8 +557,10 @@ type originConn struct {
 	name   string              // the server name its certificate was checked for
 	certs  []*x509.Certificate // HTTP/2's, from its handshake
 	remote netip.AddrPort
-	index  int  // in the load's Conns; -1 before one was begun
-	early  bool // 0-RTT: requests may go before the handshake completes
+	nmu    sync.Mutex
+	next   *originConn // what replaced it after the server rejected its 0-RTT (successor)
+	index  int         // in the load's Conns; -1 before one was begun
+	early  bool        // 0-RTT: requests may go before the handshake completes
 	// The origin set the server announced (ORIGIN frames), and a channel
 	// closed at the first frame.
 	omu       sync.Mutex
@@ -572,7 +589,41 @@ func (ld *load) conn(ctx context.Context, host string) (*originConn, int, error)
 	if err != nil {
 		return nil, -1, err
 	}
+	c = c.current()
 	return c, c.index, c.err
+}
+
+// successor is the connection that replaces c once the server rejected
+// the 0-RTT requests c sent, dialled by the first request to learn it.
+// A browser's QUIC stack sends such requests again once the handshake
+// completes, on the same connection; quic-go's HTTP/3 cannot go on over
+// it (quic-go#3259), so the loader asks again on a connection without
+// 0-RTT, which costs a handshake more, and c's record says rejected.
+func (ld *load) successor(ctx context.Context, c *originConn) *originConn {
+	c.nmu.Lock()
+	defer c.nmu.Unlock()
+	if c.next == nil {
+		ld.mu.Lock()
+		info := ld.res.Conns[c.index]
+		info.Rejected0RTT = true
+		origin := info.Origin
+		ld.mu.Unlock()
+		c.next = ld.open(ctx, c.name, origin, c.remote, "h3", false)
+	}
+	return c.next
+}
+
+// current is c, or what replaced it after a rejected 0-RTT.
+func (c *originConn) current() *originConn {
+	for {
+		c.nmu.Lock()
+		n := c.next
+		c.nmu.Unlock()
+		if n == nil {
+			return c
+		}
+		c = n
+	}
 }
 
 // dial resolves host, and pools the origin onto a connection already
@@ -596,12 +647,12 @@ func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
 		ld.l.mu.Unlock()
 		proto = map[bool]string{true: "h3", false: "h2"}[h3]
 	}
-	return ld.open(ctx, host, origin, remote, proto)
+	return ld.open(ctx, host, origin, remote, proto, ld.l.cfg.ZeroRTT)
 }
 
 // open opens a connection to remote for origin, its certificate checked
-// for name.
-func (ld *load) open(ctx context.Context, name, origin string, remote netip.AddrPort, proto string) *originConn {
+// for name; over HTTP/3 in 0-RTT if early and the session allows.
+func (ld *load) open(ctx context.Context, name, origin string, remote netip.AddrPort, proto string, early bool) *originConn {
 	c := &originConn{index: -1, name: name, remote: remote}
 	info := &Conn{Origin: origin, Origins: []string{origin}, Protocol: proto, StartMs: ld.since(), Remote: remote.String()}
 	ld.mu.Lock()
@@ -613,7 +664,7 @@ func (ld *load) open(ctx context.Context, name, origin string, remote netip.Addr
 	ld.l.mu.Unlock()
 	tlsConf := &tls.Config{ServerName: name, RootCAs: ld.l.cfg.RootCAs, InsecureSkipVerify: ld.l.cfg.Insecure, ClientSessionCache: sessions}
 	if proto == "h3" {
-		c.err = ld.dialH3(ctx, c, info, remote, tlsConf)
+		c.err = ld.dialH3(ctx, c, info, remote, tlsConf, early)
 	} else {
 		c.err = ld.dialH2(ctx, c, info, remote, tlsConf)
 	}
@@ -633,7 +684,7 @@ func (ld *load) pool(ctx context.Context, host, origin string, remote netip.Addr
 	open := slices.Clone(ld.opened)
 	ld.mu.Unlock()
 	for _, c := range open {
-		if c.err == nil && c.remote == remote && ld.serves(ctx, c, host, origin) {
+		if c.err == nil && c.remote == remote && c.current() == c && ld.serves(ctx, c, host, origin) {
 			return c
 		}
 	}
@@ -718,7 +769,7 @@ func handshakeDone(qc *quic.Conn) bool {
 	}
 }
 
-func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote netip.AddrPort, tlsConf *tls.Config) error {
+func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote netip.AddrPort, tlsConf *tls.Config, early bool) error {
 	tlsConf.NextProtos = []string{http3.NextProtoH3}
 	var udp *net.UDPConn
 	err := ld.l.cfg.OpenSockets(func() (err error) {
@@ -736,7 +787,7 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 	qconf := &quic.Config{HandshakeIdleTimeout: ld.l.cfg.Timeout, MaxIdleTimeout: 30 * time.Second, TokenStore: tokens,
 		MaxIncomingStreams: -1} // an HTTP/3 server opens no bidirectional streams
 	dial := tr.Dial
-	if ld.l.cfg.ZeroRTT {
+	if early {
 		dial = tr.DialEarly
 	}
 	qc, err := dial(ctx, net.UDPAddrFromAddrPort(remote), tlsConf, qconf)

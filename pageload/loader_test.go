@@ -121,6 +121,55 @@ func TestReplayFollowsTheGraph(t *testing.T) {
 	}
 }
 
+// TestZeroRTTRejectedIsRetried: a server restarted with fresh ticket
+// keys rejects the 0-RTT a warm load sends; the load still completes,
+// its requests asked again on a connection dialled without 0-RTT, and
+// the connection says the 0-RTT was sent and rejected.
+func TestZeroRTTRejectedIsRetried(t *testing.T) {
+	srv, g := site(t)
+	dns, err := transport.New("udp://"+srv.Addr("udp").String(), transport.Options{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	defer dns.Close()
+	roots := x509.NewCertPool() // both servers' certificates, the second's once it is made
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	l, err := pageload.New(pageload.Config{Protocol: "h3", ZeroRTT: true, Resolver: &pageload.DNS{Name: "udp", Transport: dns},
+		Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	cold := l.Load(context.Background(), g)
+	require.Equal(t, "ok", cold.Status, cold.Error)
+	web, udp := srv.Addr("web").String(), srv.Addr("udp").String()
+	dir := t.TempDir()
+	for _, r := range g.Resources { // the same files, served again
+		name := strings.TrimPrefix(r.URL, "https://"+host+"/")
+		if name == "" {
+			name = "index.html"
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), make([]byte, r.Size), 0o644))
+	}
+	srv.Close()
+	again, err := server.New(&server.Config{
+		Listen:  server.Listen{UDP: udp, Web: web},
+		TLS:     server.TLS{Names: []string{host}},
+		Web:     server.Web{Roots: map[string]string{host: dir}},
+		Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1"}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, again.Start())
+	defer again.Close()
+	roots.AppendCertsFromPEM(again.CertPEM())
+	warm := l.Load(context.Background(), g)
+	require.Equal(t, "ok", warm.Status, warm.Error)
+	for i, f := range warm.Resources {
+		require.Equal(t, g.Resources[i].Size, f.Bytes, "%s whole", f.URL)
+	}
+	require.Len(t, warm.Conns, 2, "the rejected connection, and the one that asked again")
+	rejected, next := warm.Conns[0], warm.Conns[1]
+	require.True(t, rejected.Rejected0RTT)
+	require.False(t, rejected.Used0RTT)
+	require.False(t, next.Sent0RTT)
+	require.Equal(t, 4, next.Requests)
+}
+
 // TestLoadFailuresAreRecorded: a name that does not resolve and a
 // missing resource end the load with an error that names them, and the
 // other resources still load.
