@@ -174,10 +174,9 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 		}
 	}
 	// A query takes a token of its connection's room (free) and puts one
-	// into global, which holds MaxInFlight at most; its answer, or its
-	// timeout, gives them back.
-	// inFlight drops before the room is given back, so that it never
-	// counts a query more than the window holds.
+	// into global, which holds MaxInFlight at most; its answer, its
+	// timeout or its connection's loss gives them back. inFlight drops
+	// first, so that it never counts more queries than the window holds.
 	answered := func(lc *leanConn) {
 		inFlight.Add(-1)
 		lc.free <- struct{}{}
