@@ -57,8 +57,8 @@ EOF_PY
          /^time for request:/ {v=$6; u=v; sub(/[a-z]+$/,"",v); sub(/^[0-9.]+/,"",u); ms=(u=="us")?v/1000:(u=="s")?v*1000:v}
          END {printf "%.0f %.3f %s", r, ms, f}'
 }
-doxlab_run() { # url [in-flight]
-  pin_client bin/doxlab bench --quiet --json --ca "$work/cert.pem" --rate 1000000 --max-in-flight "${2:-$OUTSTANDING}" \
+doxlab_run() { # url
+  pin_client bin/doxlab bench --quiet --json --ca "$work/cert.pem" --rate 1000000 --max-in-flight "$OUTSTANDING" \
     --conns "$CLIENTS" --duration "${SECS}s" --names "$work/queries" "$1" |
     jq -r '"\(.answered_qps|floor) \(.service.mean_ms*1000|floor/1000) \(.sent - .answered) \(.cpu_per_query_us*10|floor/10)"'
 }
@@ -66,7 +66,7 @@ doxlab_run() { # url [in-flight]
 # the tool does not run here), the one of median queries/s.
 median() { sed 1d | sort -n -k1,1 | awk '{l[NR]=$0} END {print NR ? l[int((NR+1)/2)] : "-"}'; }
 # window QPS MS: the queries really in flight, by Little's law: a tool
-# that keeps more in flight than asked shows it here.
+# that keeps fewer in flight than asked (its own CPU the limit) shows it.
 window() { awk -v q="$1" -v l="$2" 'BEGIN {printf "%.0f", q * l / 1000}'; }
 
 echo "doxlab bench beside dnsperf and h2load: $CLIENTS connections, $OUTSTANDING queries in flight at most, $SECS s each, median of $ROUNDS run(s)"
@@ -95,17 +95,6 @@ for srv in "${SERVERS[@]}"; do
       "$( [ "$dq" = - ] && echo - || printf '%s/s %s ms ~%s %s lost' "$dq" "$dl" "$(window "$dq" "$dl")" "$dlost")" \
       "$( [ "$hq" = - ] && echo - || printf '%s/s %s ms ~%s %s failed' "$hq" "$hl" "$(window "$hq" "$hl")" "$hlost")" \
       "$(printf '%s/s %s ms ~%s %s lost %s us/q' "$xq" "$xl" "$(window "$xq" "$xl")" "$xlost" "$xcpu")" "$ratio"
-    # Should dnsperf keep more than -q in flight: doxlab bench again with
-    # the window dnsperf really kept, against dnsperf alone.
-    if [ "$dq" != - ] && [ "$(window "$dq" "$dl")" -gt $((OUTSTANDING * 3 / 2)) ]; then
-      w=$(window "$dq" "$dl")
-      x=$(doxlab_run "$(url "$srv" "$mode")" "$w") || x="0 0 - -"
-      read -r xq xl xlost xcpu <<<"$x"
-      printf '%-14s %-5s %32s %32s %38s %6s\n' "" "" "at dnsperf's window" "" \
-        "$(printf '%s/s %s ms ~%s %s lost %s us/q' "$xq" "$xl" "$(window "$xq" "$xl")" "$xlost" "$xcpu")" \
-        "$(awk -v a="$xq" -v b="$dq" 'BEGIN {printf "%.2f", a/b}')"
-    fi
   done
 done
 echo "ratio: doxlab bench's queries/s over the best of dnsperf and h2load against the same server."
-echo "where dnsperf kept over 1.5 × -q in flight (see ~in flight), the row below gives doxlab bench the window dnsperf kept, and its ratio to dnsperf's rate."
