@@ -46,7 +46,7 @@ type Config struct {
 	// Full sends every query through the transport's Exchange, with its
 	// full record, also where the lean path (Lean) would go.
 	Full bool
-	// NoBusyPoll lets the lean path's TCP and TLS readers sleep whenever
+	// NoBusyPoll lets the lean path's UDP, TCP and TLS readers sleep whenever
 	// their socket is empty. By default, while at least half of
 	// MaxInFlight awaits answers, they poll a little first (pollWhile):
 	// a saturated server then need not wake an idle generator per answer.

@@ -58,7 +58,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	label := fs.String("label", "", "name the benchmarks in the store and the report (default: the protocol)")
 	progress := fs.Bool("progress", false, "report progress every second even when standard error is not a terminal (on a terminal it always does)")
 	quiet := fs.Bool("quiet", false, "no progress")
-	busyPoll := fs.Bool("busy-poll", true, "while half the in-flight window awaits answers, let TCP and TLS readers poll their socket briefly before sleeping, so that a saturated server need not wake an idle generator per answer")
+	busyPoll := fs.Bool("busy-poll", true, "while half the in-flight window awaits answers, let UDP, TCP and TLS readers poll their socket briefly before sleeping, so that a saturated server need not wake an idle generator per answer")
 	full := fs.Bool("full", false, "send every query through the transport with its full record (as doxlab query does), not the lean path; costs tens of µs of CPU per query")
 	cpuProfile := fs.String("cpuprofile", "", "write the client's CPU profile (pprof) to `FILE`")
 	urls, code, ok := parseArgs(fs, args)
