@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,6 +103,55 @@ type Sample struct {
 	H3Conn     *server.Record `json:"h3_conn,omitempty"`
 	H3Used0RTT bool           `json:"h3_0rtt"`
 	H3Resumed  bool           `json:"h3_resumed"`
+
+	// Origins says, per origin the load touched, what happened: so that a
+	// multi-origin page's third party over h2, or a name the stub never
+	// saw, is on the record rather than hidden in the page's totals.
+	Origins []OriginFacts `json:"origins,omitempty"`
+}
+
+// OriginFacts is what one origin of a page did during a load.
+type OriginFacts struct {
+	Host     string `json:"host"`
+	Requests int    `json:"requests"` // resources fetched from it, the document included
+	// Protocol is what they came over (nextHopProtocol): h3, h2,
+	// http/1.1, several joined by "+"; empty if none said.
+	Protocol string `json:"protocol"`
+	// Lookup is how its name was resolved: "upstream" (through the stub,
+	// which asked the resolver), "stub-cache" (the stub answered from its
+	// cache), or "none" (no query reached the stub during the load: the
+	// browser's own cache, or a connection pooled from another origin).
+	Lookup    string `json:"lookup"`
+	Conns     int    `json:"conns"`         // web connections the servers saw for it (by SNI)
+	Conns0RTT int    `json:"conns_0rtt"`    // of those, with 0-RTT accepted
+	Resumed   int    `json:"conns_resumed"` // of those, resumed
+}
+
+// Lookup labels of OriginFacts.
+const (
+	LookupUpstream  = "upstream"
+	LookupStubCache = "stub-cache"
+	LookupNone      = "none"
+)
+
+// H3 reports whether everything from the origin came over HTTP/3.
+func (o OriginFacts) H3() bool { return o.Protocol == "h3" }
+
+// OriginCounts sums a load's OriginFacts: the origins requested not
+// wholly over HTTP/3, those requested with no lookup reaching the stub,
+// and the web connections, and those of them in 0-RTT.
+func (s *Sample) OriginCounts() (notH3, noLookup, conns, conns0RTT int) {
+	for _, o := range s.Origins {
+		if o.Requests > 0 && !o.H3() {
+			notH3++
+		}
+		if o.Requests > 0 && o.Lookup == LookupNone {
+			noLookup++
+		}
+		conns += o.Conns
+		conns0RTT += o.Conns0RTT
+	}
+	return
 }
 
 // DNSFacts is what the stub's upstream exchange really did.
@@ -212,6 +262,7 @@ func Assemble(task Task, l *browser.Load, hosts []string, stub, srv []*server.Re
 			s.H3Conn, s.H3Used0RTT, s.H3Resumed = c, c.Used0RTT, c.Resumed
 		}
 	}
+	s.Origins = originFacts(l, hosts, stub, srv, stubAddrs, name)
 	s.PLTMs, s.FCPMs = l.PLTMs, l.FCPMs
 	if s.Status != browser.LoadOK {
 		return s
@@ -223,6 +274,77 @@ func Assemble(task Task, l *browser.Load, hosts []string, stub, srv []*server.Re
 		s.Status, s.Error = "dns-bypassed", "no lookup of "+strings.Join(hosts[:min(1, len(hosts))], "")+" reached the stub during the navigation"
 	}
 	return s
+}
+
+// originFacts gathers per origin the load's requests and their protocols,
+// how its name was resolved, and the servers' connections for it, in the
+// page's order of origins, then any other host a request went to.
+func originFacts(l *browser.Load, hosts []string, stub, srv []*server.Record, stubAddrs map[string]bool, name func(string) string) []OriginFacts {
+	var out []OriginFacts
+	at := map[string]int{}
+	get := func(h string) *OriginFacts {
+		h = strings.ToLower(h)
+		i, ok := at[h]
+		if !ok {
+			i = len(out)
+			at[h] = i
+			out = append(out, OriginFacts{Host: h, Lookup: LookupNone})
+		}
+		return &out[i]
+	}
+	for _, h := range hosts {
+		get(h)
+	}
+	protos := map[string][]string{}
+	request := func(h, proto string) {
+		o := get(h)
+		o.Requests++
+		if proto != "" && !slices.Contains(protos[o.Host], proto) {
+			protos[o.Host] = append(protos[o.Host], proto)
+		}
+	}
+	if len(hosts) > 0 && l.Status == browser.LoadOK {
+		request(hosts[0], l.Protocol)
+	}
+	for _, r := range l.Resources {
+		if u, err := url.Parse(r.Name); err == nil && u.Hostname() != "" {
+			request(u.Hostname(), r.Protocol)
+		}
+	}
+	for h, ps := range protos {
+		slices.Sort(ps)
+		out[at[h]].Protocol = strings.Join(ps, "+")
+	}
+	for _, r := range stub {
+		i, ok := at[name(r.QName)]
+		if !ok {
+			continue
+		}
+		switch {
+		case r.Upstream != nil:
+			out[i].Lookup = LookupUpstream
+		case out[i].Lookup == LookupNone:
+			out[i].Lookup = LookupStubCache
+		}
+	}
+	for _, c := range srv {
+		if c.Kind != "conn" || c.Listener != "web" || stubAddrs[c.Remote] || c.SNI == "" || c.ALPN != "h3" && c.ALPN != "h2" {
+			continue
+		}
+		i, ok := at[strings.ToLower(c.SNI)]
+		if !ok {
+			continue
+		}
+		out[i].Conns++
+		if c.Used0RTT {
+			out[i].Conns0RTT++
+		}
+		if c.Resumed {
+			out[i].Resumed++
+		}
+	}
+	// Origins of the page the load never touched are not part of its story.
+	return slices.DeleteFunc(out, func(o OriginFacts) bool { return o.Requests == 0 && o.Conns == 0 && o.Lookup == LookupNone })
 }
 
 func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -254,4 +376,26 @@ func (s *Sample) Decouple(dnsMs float64) {
 func ReplayLoad(r *pageload.Result) *browser.Load {
 	// The loader's statuses are the browser's: ok, error, timeout.
 	return &browser.Load{URL: r.Page, Start: r.Start, Status: r.Status, Error: r.Error, Protocol: r.Protocol, PLTMs: r.PLTMs, TTFBMs: r.TTFBMs}
+}
+
+// AssembleReplay is Assemble for a load of doxlab's page loader. Its
+// resources are read as the browser's resource timing would list them
+// (the document apart, each over its connection's protocol) for the
+// per-origin labels, and left out of the stored Load: Replay holds them.
+func AssembleReplay(task Task, r *pageload.Result, hosts []string, stub, srv []*server.Record) *Sample {
+	l := ReplayLoad(r)
+	for i, f := range r.Resources {
+		if i == 0 || f.Error != "" {
+			continue
+		}
+		proto := ""
+		if f.Conn >= 0 && f.Conn < len(r.Conns) {
+			proto = r.Conns[f.Conn].Protocol
+		}
+		l.Resources = append(l.Resources, browser.Resource{Name: f.URL, Protocol: proto})
+	}
+	x := Assemble(task, l, hosts, stub, srv)
+	l.Resources = nil
+	x.Replay = r
+	return x
 }

@@ -30,6 +30,10 @@ type Cell struct {
 	// web connections the servers saw (see Sample).
 	Lookups, LookupsBlocking, DNSBlocking, DNSTotal, Conns float64
 	LookupCounts                                           []float64 // each OK load's lookups
+	// Medians per load of the origins not wholly over HTTP/3 and of
+	// those requested with no lookup reaching the stub, and the share of
+	// all the loads' web connections that used 0-RTT (see OriginFacts).
+	NotH3, NoLookup, Conns0RTT float64
 }
 
 // MultiOrigin reports whether the cell's page loads from several origins.
@@ -43,7 +47,8 @@ func Summarize(samples []*Sample) []Cell {
 	type key struct{ p, g, t, h, s, d, e string }
 	cells := map[key]*Cell{}
 	dns := map[key][]float64{}
-	more := map[key]*[5][]float64{}
+	more := map[key]*[7][]float64{}
+	conns0RTT := map[key][2]int{}
 	var keys []key
 	for _, x := range samples {
 		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode, x.EngineName()}
@@ -63,14 +68,18 @@ func Summarize(samples []*Sample) []Cell {
 		dns[k] = append(dns[k], x.DNSMs)
 		m := more[k]
 		if m == nil {
-			m = &[5][]float64{}
+			m = &[7][]float64{}
 			more[k] = m
 		}
 		conns := 0
 		for _, n := range x.ConnsPerOrigin {
 			conns += n
 		}
-		for i, v := range []float64{float64(x.Lookups), float64(x.LookupsBlocking), x.DNSBlockingMs, x.DNSTotalMs, float64(conns)} {
+		notH3, noLookup, all, early := x.OriginCounts()
+		z := conns0RTT[k]
+		z[0], z[1] = z[0]+early, z[1]+all
+		conns0RTT[k] = z
+		for i, v := range []float64{float64(x.Lookups), float64(x.LookupsBlocking), x.DNSBlockingMs, x.DNSTotalMs, float64(conns), float64(notH3), float64(noLookup)} {
 			m[i] = append(m[i], v)
 		}
 		if x.H3Used0RTT {
@@ -85,6 +94,10 @@ func Summarize(samples []*Sample) []Cell {
 		if m := more[k]; m != nil {
 			c.Lookups, c.LookupsBlocking, c.DNSBlocking, c.DNSTotal, c.Conns = measure.Median(m[0]), measure.Median(m[1]), measure.Median(m[2]), measure.Median(m[3]), measure.Median(m[4])
 			c.LookupCounts = m[0]
+			c.NotH3, c.NoLookup = measure.Median(m[5]), measure.Median(m[6])
+		}
+		if z := conns0RTT[k]; z[1] > 0 {
+			c.Conns0RTT = float64(z[0]) / float64(z[1])
 		}
 		if c.OK > 0 {
 			c.Real0RTT /= float64(c.OK)

@@ -580,8 +580,8 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	r := l.Load(ctx, g)
 	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
 	e.srvs.Settle(ctx)
-	x := web.Assemble(t, web.ReplayLoad(r), page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
-	x.WarmUp, x.Replay = web.ReplayLoad(warm), r
+	x := web.AssembleReplay(t, r, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
+	x.WarmUp = web.ReplayLoad(warm)
 	// The loader resolves a host when a request needs it: each of its
 	// lookups held a request up.
 	x.LookupsBlocking, x.DNSBlockingMs = 0, 0

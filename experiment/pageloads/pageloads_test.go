@@ -75,6 +75,16 @@ func TestMultiOriginPage(t *testing.T) {
 		require.Len(t, x.ConnsPerOrigin, 20, "%s: a connection per origin: %v", x.Key(), x.ConnsPerOrigin)
 		require.Equal(t, "www.o20.doxlab.test", x.H3Conn.SNI)
 		require.Equal(t, x.H3 == "0rtt", x.H3Used0RTT, "%s: the first party's 0-RTT as the server saw it", x.Key())
+		require.Len(t, x.Origins, 20, x.Key())
+		requested := 0
+		for _, o := range x.Origins {
+			require.Equal(t, web.LookupUpstream, o.Lookup, "%s: %s", x.Key(), o.Host)
+			if o.Requests > 0 { // a preconnected origin may have none
+				requested++
+				require.Equal(t, "h3", o.Protocol, "%s: %s", x.Key(), o.Host)
+			}
+		}
+		require.Greater(t, requested, 15, x.Key())
 	}
 	var b strings.Builder
 	require.NoError(t, Loads(loads).WriteTable(&b))
@@ -232,4 +242,24 @@ func TestAssembleLabels(t *testing.T) {
 	require.Equal(t, map[string]int{"www.o5.doxlab.test": 1, "static.o5.doxlab.test": 1, "tags.tagmanager.doxlab.test": 2}, x.ConnsPerOrigin)
 	require.Equal(t, "www.o5.doxlab.test", x.H3Conn.SNI, "the page's own connection labels the load")
 	require.True(t, x.H3Used0RTT)
+
+	// Per origin: what came over what, how each name was resolved, and
+	// each origin's connections, a third party over h2 and a font host
+	// the stub never saw (the browser's cache) included.
+	l.Resources = append(l.Resources,
+		browser.Resource{Name: "https://tags.tagmanager.doxlab.test/o5/px.gif", Protocol: "h2"},
+		browser.Resource{Name: "https://fonts.doxlab.test/f.woff2", Protocol: "h3"})
+	l.Resources[0].Protocol, l.Resources[1].Protocol, l.Resources[2].Protocol = "h3", "h3", "h3"
+	stub = append(stub, &server.Record{Kind: "query", QName: "static.o5.doxlab.test.", QType: "A", Time: t0.Add(81 * time.Millisecond), Upstream: up})
+	x = web.Assemble(task, l, append(hosts, "fonts.doxlab.test", "unused.doxlab.test"), stub, srv)
+	require.Equal(t, []web.OriginFacts{
+		{Host: "www.o5.doxlab.test", Requests: 1, Protocol: "h3", Lookup: web.LookupStubCache, Conns: 1, Conns0RTT: 1},
+		{Host: "static.o5.doxlab.test", Requests: 2, Protocol: "h3", Lookup: web.LookupUpstream, Conns: 1},
+		{Host: "tags.tagmanager.doxlab.test", Requests: 2, Protocol: "h2+h3", Lookup: web.LookupStubCache, Conns: 2},
+		{Host: "fonts.doxlab.test", Requests: 1, Protocol: "h3", Lookup: web.LookupNone},
+	}, x.Origins, "the origin the load never touched is left out")
+	c := web.Summarize([]*web.Sample{x})[0]
+	require.Equal(t, 1.0, c.NotH3, "the tag manager's pixel came over h2")
+	require.Equal(t, 1.0, c.NoLookup, "the font host's name never reached the stub")
+	require.InDelta(t, 0.25, c.Conns0RTT, 1e-9, "one of four connections in 0-RTT")
 }

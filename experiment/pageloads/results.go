@@ -50,10 +50,10 @@ func (ls Loads) WriteTable(w io.Writer) error {
 	}
 	if multi := multiOrigin(cells); len(multi) > 0 {
 		fmt.Fprintln(w, "\npages over several origins: medians per load (lookups a request waited for, and the DNS time on requests' paths, from resource timing)")
-		fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8s %9s %12s %11s %6s %8s\n", "engine", "profile", "page", "dns", "stub", "h3", "lookups", "blocking", "DNS path ms", "DNS all ms", "conns", "ΔPLT %")
+		fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8s %9s %12s %11s %6s %6s %9s %6s %8s\n", "engine", "profile", "page", "dns", "stub", "h3", "lookups", "blocking", "DNS path ms", "DNS all ms", "conns", "0-RTT", "no lookup", "not h3", "ΔPLT %")
 		for _, x := range multi {
-			fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8.0f %9.0f %12.1f %11.1f %6.0f %+8.1f\n", x.Engine, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-				x.Lookups, x.LookupsBlocking, x.DNSBlocking, x.DNSTotal, x.Conns, x.RelPLT)
+			fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8.0f %9.0f %12.1f %11.1f %6.0f %5.0f%% %9.0f %6.0f %+8.1f\n", x.Engine, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+				x.Lookups, x.LookupsBlocking, x.DNSBlocking, x.DNSTotal, x.Conns, 100*x.Conns0RTT, x.NoLookup, x.NotH3, x.RelPLT)
 		}
 	}
 	f := web.CompareEngines(cells)
@@ -79,9 +79,9 @@ var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">eng
 <td>{{ms .PLT}}</td><td>{{ms .FCP}}</td><td>{{ms .DNS}}</td><td>{{pct .RelPLT}}</td><td>{{pct .RelFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td></tr>
 {{end}}</table>
 {{with .Multi}}<h3>Pages over several origins</h3>
-<p>Medians per load: the page's host names the stub resolved, those a request had to wait for (its lookup wait in resource timing was not zero), the sum of those waits (DNS time on requests' paths) beside the stub's time per name summed, and the web connections the servers saw.</p>
-<table id="web-origins"><tr><th class="l">engine</th><th class="l">stub</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>lookups</th><th>blocking a request</th><th>DNS on path ms</th><th>DNS in all ms</th><th>connections</th><th>ΔPLT</th></tr>
-{{range .}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .LookupsBlocking}}</td><td>{{ms .DNSBlocking}}</td><td>{{ms .DNSTotal}}</td><td>{{printf "%.0f" .Conns}}</td><td>{{pct .RelPLT}}</td></tr>
+<p>Medians per load: the page's host names the stub resolved, those a request had to wait for (its lookup wait in resource timing was not zero), the sum of those waits (DNS time on requests' paths) beside the stub's time per name summed, and the web connections the servers saw; the share of those connections that used 0-RTT; the origins requested with no lookup reaching the stub (the browser's cache, or a pooled connection), and those not wholly over HTTP/3. Each load's record lists these per origin.</p>
+<table id="web-origins"><tr><th class="l">engine</th><th class="l">stub</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>lookups</th><th>blocking a request</th><th>DNS on path ms</th><th>DNS in all ms</th><th>connections</th><th>0-RTT</th><th>no lookup</th><th>not h3</th><th>ΔPLT</th></tr>
+{{range .}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .LookupsBlocking}}</td><td>{{ms .DNSBlocking}}</td><td>{{ms .DNSTotal}}</td><td>{{printf "%.0f" .Conns}}</td><td>{{share .Conns0RTT}}</td><td>{{printf "%.0f" .NoLookup}}</td><td>{{printf "%.0f" .NotH3}}</td><td>{{pct .RelPLT}}</td></tr>
 {{end}}</table>{{end}}
 {{with .Fidelity}}{{if .Cells}}<h3>doxlab's page loader against Chromium</h3>
 <p>{{len .Cells}} cells: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin5}} within 5 %, {{.CellsWithin10}} within 10 %; configurations ranked alike in {{.SameRanking}} of {{.Groups}} (page, profile) groups. Lighthouse's simulated throttling misses by 20-34 % (MAPE).</p>
