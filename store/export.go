@@ -209,6 +209,20 @@ type LoadRow struct {
 	DNSReused  bool     `parquet:"dns_reused"`
 	DNSResumed bool     `parquet:"dns_resumed"`
 	DNS0RTT    bool     `parquet:"dns_0rtt"`
+	// The page's lookups and origins (see web.Sample and web.OriginFacts):
+	// names the stub resolved, those a request waited for and the DNS time
+	// on requests' paths and in all; the origins the load touched, those
+	// not wholly over HTTP/3 and those requested with no lookup reaching
+	// the stub; the web connections the servers saw, and those in 0-RTT.
+	Lookups         int64   `parquet:"lookups"`
+	LookupsBlocking int64   `parquet:"lookups_blocking"`
+	DNSBlockingMs   float64 `parquet:"dns_blocking_ms"`
+	DNSTotalMs      float64 `parquet:"dns_total_ms"`
+	Origins         int64   `parquet:"origins"`
+	OriginsNotH3    int64   `parquet:"origins_not_h3"`
+	OriginsNoLookup int64   `parquet:"origins_no_lookup"`
+	Conns           int64   `parquet:"conns"`
+	Conns0RTT       int64   `parquet:"conns_0rtt"`
 }
 
 // LoadRows flattens the page loads of the runs whose ID starts with prefix.
@@ -232,6 +246,9 @@ func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) 
 		if f := x.DNSFacts; f != nil {
 			r.DNSReused, r.DNSResumed, r.DNS0RTT = f.Reused, f.Resumed, f.Used0RTT
 		}
+		r.Lookups, r.LookupsBlocking, r.DNSBlockingMs, r.DNSTotalMs = int64(x.Lookups), int64(x.LookupsBlocking), x.DNSBlockingMs, x.DNSTotalMs
+		notH3, noLookup, conns, early := x.OriginCounts()
+		r.Origins, r.OriginsNotH3, r.OriginsNoLookup, r.Conns, r.Conns0RTT = int64(len(x.Origins)), int64(notH3), int64(noLookup), int64(conns), int64(early)
 		out = append(out, r)
 		return nil
 	})

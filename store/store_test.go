@@ -116,7 +116,12 @@ func roundTrip(t *testing.T, dsn string) {
 		r.ID = id
 		require.NoError(t, s.BeginRun(ctx, r))
 		require.NoError(t, s.WriteResult(ctx, id, store.Kind("k"), "1", run.StartedAt, map[string]string{"run": id}))
-		require.NoError(t, s.WriteLoad(ctx, id, &web.Sample{Task: web.Task{Profile: id, Page: "wiki"}, Start: run.StartedAt, Status: "ok"}))
+		require.NoError(t, s.WriteLoad(ctx, id, &web.Sample{Task: web.Task{Profile: id, Page: "o5"}, Start: run.StartedAt, Status: "ok", Lookups: 3, LookupsBlocking: 2,
+			Origins: []web.OriginFacts{
+				{Host: "www.o5", Requests: 3, Protocol: "h3", Lookup: web.LookupUpstream, Conns: 1, Conns0RTT: 1},
+				{Host: "tags", Requests: 2, Protocol: "h2+h3", Lookup: web.LookupUpstream, Conns: 2},
+				{Host: "fonts", Requests: 1, Protocol: "h3", Lookup: web.LookupNone},
+			}}))
 	}
 	var got []string
 	require.NoError(t, s.Results(ctx, "exp-4g-", store.Kind("k"), func(id string, _ []byte) error { got = append(got, id); return nil }))
@@ -128,6 +133,9 @@ func roundTrip(t *testing.T, dsn string) {
 	require.NoError(t, err)
 	require.Len(t, lrows, 1)
 	require.Equal(t, "exp-4g-medium", lrows[0].RunID)
+	r := lrows[0]
+	require.Equal(t, [7]int64{3, 2, 3, 1, 1, 3, 1}, [7]int64{r.Lookups, r.LookupsBlocking, r.Origins, r.OriginsNotH3, r.OriginsNoLookup, r.Conns, r.Conns0RTT},
+		"lookups, blocking, origins, not h3, no lookup, conns, 0-RTT conns")
 }
 
 func TestSQLiteRoundTrip(t *testing.T) {
