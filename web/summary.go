@@ -105,12 +105,15 @@ func Summarize(samples []*Sample) []Cell {
 		}
 	}
 	for k, c := range cells {
+		// A cell with no load that succeeded, or no baseline to compare
+		// with, has no change to show: "–", not −100 % or 0.
+		c.RelPLT, c.RelFCP = math.NaN(), math.NaN()
 		base, ok := cells[key{k.p, k.g, "udp", "1rtt", k.s, k.d, k.e}] // each engine against its own baseline
-		if !ok || base.PLT == 0 {
+		if !ok || base.PLT == 0 || c.OK == 0 {
 			continue
 		}
 		c.RelPLT = 100 * (c.PLT/base.PLT - 1)
-		if base.FCP > 0 { // the page loader paints nothing
+		if base.FCP > 0 && c.FCP > 0 { // the page loader paints nothing
 			c.RelFCP = 100 * (c.FCP/base.FCP - 1)
 		}
 		for _, v := range c.PLTs {

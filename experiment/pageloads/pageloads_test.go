@@ -2,6 +2,7 @@ package pageloads
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,4 +263,17 @@ func TestAssembleLabels(t *testing.T) {
 	require.Equal(t, 1.0, c.NotH3, "the tag manager's pixel came over h2")
 	require.Equal(t, 1.0, c.NoLookup, "the font host's name never reached the stub")
 	require.InDelta(t, 0.25, c.Conns0RTT, 1e-9, "one of four connections in 0-RTT")
+
+	// A cell whose loads all failed has no change to show, not −100 %.
+	base, failed := *x, *x
+	base.Transport, base.H3 = "udp", "1rtt"
+	failed.Transport, failed.H3, failed.Status = "doh2", "1rtt", "warm-up-failed"
+	cells := web.Summarize([]*web.Sample{&base, &failed})
+	require.Equal(t, "doh2", cells[1].Transport)
+	require.True(t, math.IsNaN(cells[1].RelPLT), "%v", cells[1].RelPLT)
+	require.Zero(t, cells[0].RelPLT, "the baseline against itself")
+	var b strings.Builder
+	require.NoError(t, Loads{&base, &failed}.WriteTable(&b))
+	require.NotContains(t, b.String(), "-100")
+	require.Regexp(t, `doh2 +cold +1rtt +0/1 .* – +– `, b.String())
 }

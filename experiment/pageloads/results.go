@@ -41,19 +41,19 @@ func (ls Loads) Count() (int, string) { return len(ls), "page loads" }
 func (ls Loads) WriteTable(w io.Writer) error {
 	cells := web.Summarize(ls)
 	fmt.Fprintln(w, "medians in ms, relative to DoUDP + H3 1-RTT (each engine against its own)")
-	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT %", "ΔFCP %", "0-RTT", "resum")
+	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum")
 	for _, x := range cells {
-		if _, err := fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %+8.1f %+8.1f %5.0f%% %5.0f%%\n", x.Engine, x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-			x.OK, x.N, x.PLT, x.FCP, x.DNS, x.RelPLT, x.RelFCP, 100*x.Real0RTT, 100*x.Resumed); err != nil {
+		if _, err := fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %8s %8s %5.0f%% %5.0f%%\n", x.Engine, x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+			x.OK, x.N, x.PLT, x.FCP, x.DNS, figure.Pct(x.RelPLT), figure.Pct(x.RelFCP), 100*x.Real0RTT, 100*x.Resumed); err != nil {
 			return err
 		}
 	}
 	if multi := multiOrigin(cells); len(multi) > 0 {
 		fmt.Fprintln(w, "\npages over several origins: medians per load (lookups a request waited for, and the DNS time on requests' paths, from resource timing)")
-		fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8s %9s %12s %11s %6s %6s %9s %6s %8s\n", "engine", "profile", "page", "dns", "stub", "h3", "lookups", "blocking", "DNS path ms", "DNS all ms", "conns", "0-RTT", "no lookup", "not h3", "ΔPLT %")
+		fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8s %9s %12s %11s %6s %6s %9s %6s %8s\n", "engine", "profile", "page", "dns", "stub", "h3", "lookups", "blocking", "DNS path ms", "DNS all ms", "conns", "0-RTT", "no lookup", "not h3", "ΔPLT")
 		for _, x := range multi {
-			fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8.0f %9.0f %12.1f %11.1f %6.0f %5.0f%% %9.0f %6.0f %+8.1f\n", x.Engine, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-				x.Lookups, x.LookupsBlocking, x.DNSBlocking, x.DNSTotal, x.Conns, 100*x.Conns0RTT, x.NoLookup, x.NotH3, x.RelPLT)
+			fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8.0f %9.0f %12.1f %11.1f %6.0f %5.0f%% %9.0f %6.0f %8s\n", x.Engine, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+				x.Lookups, x.LookupsBlocking, x.DNSBlocking, x.DNSTotal, x.Conns, 100*x.Conns0RTT, x.NoLookup, x.NotH3, figure.Pct(x.RelPLT))
 		}
 	}
 	f := web.CompareEngines(cells)
@@ -421,7 +421,7 @@ func multiOriginFindings(cells []web.Cell) []experiment.Finding {
 	var rel []float64
 	var where []string
 	for _, c := range multi {
-		if c.Transport == "doh2" && c.H3 == "1rtt" && c.StubState == "warm" && c.Lookups >= paperLookups {
+		if c.Transport == "doh2" && c.H3 == "1rtt" && c.StubState == "warm" && c.Lookups >= paperLookups && !math.IsNaN(c.RelPLT) {
 			rel = append(rel, c.RelPLT)
 			where = append(where, fmt.Sprintf("%s %s %s", c.Page, c.Profile, figure.Pct(c.RelPLT)))
 		}
