@@ -37,6 +37,9 @@ type RTTSample struct {
 // ("cubic", the common default, fills any buffer; "bbr" keeps queues
 // short by itself; "" is the kernel's default here).
 func (tb *Testbed) MeasureLoadedRTT(ctx context.Context, p Profile, d time.Duration, cc string) (*LoadedRTT, error) {
+	if tb.child != nil {
+		return nil, errSeparate("measuring the loaded RTT")
+	}
 	if len(tb.Spec.Hosts) < 2 {
 		return nil, fmt.Errorf("loaded RTT needs two hosts")
 	}

@@ -35,9 +35,9 @@ type CheckResult struct {
 	// running delivers nothing on time, so on a VM it explains much of
 	// the error's tail. Zero on bare metal.
 	Steal time.Duration
-	// GCPauses and GCPauseMax are the stop-the-world pauses of this
-	// process's garbage collector while the probes ran (bucket bounds,
-	// within 25 %). The emulator runs in this process: a pause stops it
+	// GCPauses and GCPauseMax are the stop-the-world pauses of the
+	// garbage collector of the process that runs the emulator while the
+	// probes ran (bucket bounds, within 25 %): a pause stops the emulator
 	// too, and a probe that crosses one arrives that much late.
 	GCPauses   int
 	GCPauseMax time.Duration
@@ -78,6 +78,19 @@ const probeSize = 28 + 32 // IPv4 and ICMP headers, 32 octets of payload
 
 // Check applies profile p to the first host's link and measures it.
 func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (_ *CheckResult, err error) {
+	if tb.child != nil { // measured by the emulator's process, whose clocks and counters it reads
+		r, err := tb.remote(ctx, request{Op: "check", Profile: &p, Check: &o}, checkTimeout)
+		if err != nil {
+			return nil, err
+		}
+		if r.Check == nil {
+			return nil, fmt.Errorf("testbed %s: the check came back empty", tb.Spec.Name)
+		}
+		tb.mu.Lock()
+		tb.Profiles[tb.Spec.Hosts[0]] = p
+		tb.mu.Unlock()
+		return r.Check, nil
+	}
 	if len(tb.Spec.Hosts) < 2 {
 		return nil, fmt.Errorf("check needs two hosts")
 	}
@@ -372,6 +385,16 @@ type pauseCounts struct {
 }
 
 const gcPauseMetric = "/sched/pauses/total/gc:seconds"
+
+// gcCycles is how many collections this process has completed.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
 
 func gcPauses() pauseCounts {
 	s := []metrics.Sample{{Name: gcPauseMetric}}

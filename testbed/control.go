@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,21 +16,31 @@ import (
 // and read its counters: one JSON request and one JSON answer per connection.
 
 type request struct {
-	Op      string   `json:"op"` // profile or stats
-	Host    string   `json:"host,omitempty"`
-	Profile *Profile `json:"profile,omitempty"`
+	Op      string        `json:"op"` // profile, stats, check or cross
+	Host    string        `json:"host,omitempty"`
+	Profile *Profile      `json:"profile,omitempty"`
+	Check   *CheckOptions `json:"check,omitempty"`
 }
 
 type response struct {
-	Error string `json:"error,omitempty"`
-	Stats *Stats `json:"stats,omitempty"`
+	Error string       `json:"error,omitempty"`
+	Stats *Stats       `json:"stats,omitempty"`
+	Check *CheckResult `json:"check,omitempty"`
+	Cross *CrossStats  `json:"cross,omitempty"` // nil: the host has no cross traffic running
 }
+
+// checkTimeout bounds a link check asked over the control socket.
+const checkTimeout = 3 * time.Minute
 
 // Stats are the emulator's counters.
 type Stats struct {
-	PID      int                  `json:"pid"`
-	FIFO     bool                 `json:"sched_fifo"` // writer threads run SCHED_FIFO
-	CPU      time.Duration        `json:"cpu"`        // CPU time of the emulator's threads so far
+	PID  int           `json:"pid"`
+	FIFO bool          `json:"sched_fifo"` // writer threads run SCHED_FIFO
+	CPU  time.Duration `json:"cpu"`        // CPU time of the emulator's threads so far
+	// GCCycles counts the collections of the emulator's process so far:
+	// each stops it. A Separate testbed's process collects only near
+	// its memory limit, so this stays 0 there.
+	GCCycles uint64               `json:"gc_cycles"`
 	Hosts    map[string]HostStats `json:"hosts"`
 	Profiles map[string]Profile   `json:"profiles"`
 }
@@ -74,6 +85,7 @@ func (tb *Testbed) handleControl(c net.Conn) {
 	if err := json.NewDecoder(c).Decode(&req); err != nil {
 		resp.Error = "bad request: " + err.Error()
 	} else {
+		c.SetDeadline(time.Now().Add(checkTimeout + 5*time.Second))
 		switch req.Op {
 		case "profile":
 			if req.Profile == nil {
@@ -84,6 +96,22 @@ func (tb *Testbed) handleControl(c net.Conn) {
 		case "stats":
 			st := tb.Stats()
 			resp.Stats = &st
+		case "check":
+			if req.Profile == nil || req.Check == nil {
+				resp.Error = "no profile or options"
+				break
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+			var err error
+			resp.Check, err = tb.Check(ctx, *req.Profile, *req.Check)
+			cancel()
+			if err != nil {
+				resp.Error = err.Error()
+			}
+		case "cross":
+			if st, ok := tb.Cross(req.Host); ok {
+				resp.Cross = &st
+			}
 		default:
 			resp.Error = "unknown op " + req.Op
 		}
@@ -96,6 +124,15 @@ func (tb *Testbed) handleControl(c net.Conn) {
 func (tb *Testbed) SetProfile(host string, p Profile) error {
 	if err := p.Validate(); err != nil {
 		return err
+	}
+	if tb.child != nil {
+		if _, err := tb.remote(context.Background(), request{Op: "profile", Host: host, Profile: &p}, 30*time.Second); err != nil {
+			return err
+		}
+		tb.mu.Lock()
+		tb.Profiles[host] = p
+		tb.mu.Unlock()
+		return nil
 	}
 	if tb.Spec.Backend == "netem" {
 		if _, ok := tb.NS[host]; !ok {
@@ -130,7 +167,13 @@ func (tb *Testbed) SetProfile(host string, p Profile) error {
 
 // Stats reads the counters.
 func (tb *Testbed) Stats() Stats {
-	st := Stats{PID: os.Getpid(), Hosts: map[string]HostStats{}, Profiles: map[string]Profile{}}
+	if tb.child != nil {
+		if r, err := tb.remote(context.Background(), request{Op: "stats"}, 5*time.Second); err == nil && r.Stats != nil {
+			return *r.Stats
+		}
+		return Stats{PID: tb.PID}
+	}
+	st := Stats{PID: os.Getpid(), Hosts: map[string]HostStats{}, Profiles: map[string]Profile{}, GCCycles: gcCycles()}
 	if tb.emu != nil {
 		st.FIFO, st.CPU = tb.emu.fifo.Load(), tb.emu.cpu()
 	}
@@ -174,12 +217,17 @@ func (tb *Testbed) Stats() Stats {
 
 // Control sends a request to testbed name's control socket.
 func control(name string, req request) (*response, error) {
+	return controlWithin(name, req, 5*time.Second)
+}
+
+// controlWithin is control with the time the answer may take.
+func controlWithin(name string, req request, timeout time.Duration) (*response, error) {
 	c, err := net.DialTimeout("unix", filepath.Join(stateDir(name), "ctl.sock"), 2*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("testbed %s is not running: %w", name, err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c.SetDeadline(time.Now().Add(timeout))
 	if err := json.NewEncoder(c).Encode(req); err != nil {
 		return nil, err
 	}

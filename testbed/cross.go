@@ -207,6 +207,13 @@ func (cf *crossFlows) stats() CrossStats {
 // Cross reports what host's cross traffic delivered since it started;
 // ok is false when the host has none running.
 func (tb *Testbed) Cross(host string) (st CrossStats, ok bool) {
+	if tb.child != nil {
+		r, err := tb.remote(context.Background(), request{Op: "cross", Host: host}, 5*time.Second)
+		if err != nil || r.Cross == nil {
+			return CrossStats{}, false
+		}
+		return *r.Cross, true
+	}
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	cf := tb.cross[host]

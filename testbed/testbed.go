@@ -63,6 +63,11 @@ type Spec struct {
 	// power meanwhile, so it is opt-in; nothing remains once the testbed
 	// stops.
 	LowLatency bool `json:"low_latency,omitempty"`
+	// Separate runs the emulator in a process of its own, this program
+	// re-executed (see process.go), rather than in this one: then no
+	// garbage collection of this process's work stops the links. The
+	// testbed is used the same way; only MeasureLoadedRTT needs it here.
+	Separate bool `json:"separate,omitempty"`
 }
 
 func (s *Spec) defaults() error {
@@ -149,14 +154,15 @@ type Testbed struct {
 	kmu      sync.Mutex // kernelPaths
 	noKernel error      // why the kernel cannot forward (no ingress qdisc, u32 or mirred here)
 	cross    map[string]*crossFlows
+	child    *child // the emulator's process, for a Separate testbed
 }
 
 func stateDir(name string) string { return filepath.Join(StateRoot, name) }
 
 func nsName(tb, host string) string { return "doxlab-" + tb + "-" + host }
 
-// Start creates the hosts and runs the link emulator in this process until
-// Close. It refuses to start over a testbed that is still running, and
+// Start creates the hosts and runs the link emulator in this process (or,
+// with spec.Separate, in a process of its own) until Close. It refuses to start over a testbed that is still running, and
 // clears the leftovers of one that died.
 func Start(spec Spec) (*Testbed, error) {
 	if err := checkPrivileges(); err != nil {
@@ -181,6 +187,9 @@ func Start(spec Spec) (*Testbed, error) {
 	}
 	if err := Down(spec.Name); err != nil {
 		return nil, fmt.Errorf("clearing an old testbed %s: %w", spec.Name, err)
+	}
+	if spec.Separate {
+		return startChild(spec)
 	}
 	tb := &Testbed{dir: stateDir(spec.Name), links: map[string]*link{}}
 	if spec.LowLatency {
@@ -424,6 +433,10 @@ func (tb *Testbed) save() error {
 func (tb *Testbed) Close() error {
 	var err error
 	tb.once.Do(func() {
+		if tb.child != nil {
+			err = tb.child.close(tb.Spec.Name)
+			return
+		}
 		if tb.ctl != nil {
 			tb.ctl.Close()
 		}
