@@ -186,12 +186,16 @@ func ApplyQuick(e Experiment, fs *flag.FlagSet) error {
 
 // Start opens the store first, so that an unreachable store fails before
 // a testbed is built, then starts the testbed with spec and Env's latency
-// mode. done closes both, the testbed first.
+// mode, its emulator in a process of its own. done closes both, the testbed first.
 func (e *Env) Start(ctx context.Context, spec testbed.Spec) (st *store.Store, tb *testbed.Testbed, done func(), err error) {
 	if st, err = store.Open(ctx, e.Store); err != nil {
 		return nil, nil, nil, err
 	}
 	spec.LowLatency = e.LowLatency
+	// The emulator in a process of its own: the experiment's servers,
+	// loaders and store allocate, and their garbage collection would stop
+	// the links for milliseconds at a time.
+	spec.Separate = true
 	if tb, err = testbed.Start(spec); err != nil {
 		st.Close()
 		return nil, nil, nil, err

@@ -118,7 +118,7 @@ func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID,
 			why := fmt.Sprintf("RTT error p99 %.0f µs", us(res.ErrP99))
 			switch {
 			case res.GCPauseMax >= MaxErrP99/2:
-				why += fmt.Sprintf(" (a GC pause of up to %.1f ms in this process, which runs the emulator)", us(res.GCPauseMax)/1000)
+				why += fmt.Sprintf(" (a GC pause of up to %.1f ms in the process that runs the emulator)", us(res.GCPauseMax)/1000)
 			case res.LateMax >= MaxErrP99/2:
 				why += fmt.Sprintf(" (the emulator delivered a packet up to %.1f ms late)", us(res.LateMax)/1000)
 			case res.Steal >= MaxErrP99/2:
