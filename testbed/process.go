@@ -29,9 +29,20 @@ import (
 // control socket.
 const childEnv = "DOXLAB_TESTBED_CHILD"
 
-// childHeapLimit is the emulator's process's soft memory limit, the only
-// trigger of its garbage collector.
-const childHeapLimit = 1 << 30
+// HoldGC keeps this process's garbage collector from running until the
+// heap nears gcHeapLimit, for a process whose work is the emulator (a
+// Separate testbed's child, 'testbed up', 'check', 'bloat'): it
+// allocates nothing per packet, and a collection stops the emulator for
+// as long as stopping the world takes, once 0.95 s here (docs/testbed.md).
+// restore undoes it.
+func HoldGC() (restore func()) {
+	pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(gcHeapLimit)
+	return func() { debug.SetGCPercent(pct); debug.SetMemoryLimit(limit) }
+}
+
+// gcHeapLimit is the soft memory limit under HoldGC, then the only
+// trigger of a collection.
+const gcHeapLimit = 1 << 30
 
 func init() {
 	if spec, ok := os.LookupEnv(childEnv); ok {
@@ -49,11 +60,7 @@ func runChild(specJSON string) int {
 		return 2
 	}
 	spec.Separate = false
-	// No collection unless the heap nears childHeapLimit: the emulator
-	// allocates nothing per packet, and a collection's stop-the-world can
-	// wait on its real-time threads (see Stats.GCCycles).
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(childHeapLimit)
+	HoldGC()
 	stop := make(chan os.Signal, 1)
 	ossignal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	tb, err := Start(spec)

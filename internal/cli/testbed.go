@@ -93,6 +93,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "error: %v\n", err)
 			return 1
 		}
+		testbed.HoldGC() // this process only emulates
 		tb, err := testbed.Start(s)
 		if err != nil {
 			fmt.Fprintf(stdout, "error: %v\n", err)
@@ -311,6 +312,7 @@ func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
 // testbedCheck measures each profile on a testbed of its own (the check
 // switches profiles, so it never disturbs one that is up).
 func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Duration, withBrowser, asJSON bool, stdout, stderr io.Writer) int {
+	defer testbed.HoldGC()() // the checks measure the emulator, which runs here
 	tb, err := testbed.Start(spec)
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab testbed check: %v\n", err)
@@ -500,6 +502,7 @@ func testbedBloat(args []string, stdout, stderr io.Writer) int {
 		}
 		ps = append(ps, p)
 	}
+	defer testbed.HoldGC()() // the download and the probes measure the emulator, which runs here
 	tb, err := testbed.Start(testbed.Spec{Name: *name + "-bloat"})
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab testbed bloat: %v\n", err)
