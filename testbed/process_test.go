@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,19 +48,9 @@ func TestSeparateProcess(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(t0), 10*time.Millisecond, "the up leg's delay, applied by the child")
 
 	// Collections here stop nothing there.
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-				runtime.GC()
-			}
-		}
-	}()
+	stop := collectEvery(5 * time.Millisecond)
 	res, err := tb.Check(context.Background(), Profiles["fiber"], CheckOptions{Probes: 50, SkipThroughput: true})
-	close(stop)
+	stop()
 	require.NoError(t, err)
 	require.Equal(t, "fiber", res.Profile)
 	require.Zero(t, res.Lost)

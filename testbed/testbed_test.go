@@ -427,24 +427,29 @@ func captureUDP(t *testing.T, tb *Testbed, tshark, dir string, n int) map[string
 // TestCheckCountsGCPauses: the check says how often, and how long, the
 // garbage collector stopped the process that runs the emulator while
 // the probes ran.
-func TestCheckCountsGCPauses(t *testing.T) {
-	tb := startTB(t, Spec{Name: "tgc", Profile: "none"})
-	stop := make(chan struct{})
-	done := make(chan struct{})
+// collectEvery forces a garbage collection in this process every d
+// until stop returns.
+func collectEvery(d time.Duration) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
 			select {
-			case <-stop:
+			case <-quit:
 				return
-			case <-time.After(10 * time.Millisecond):
+			case <-time.After(d):
 				runtime.GC()
 			}
 		}
 	}()
+	return func() { close(quit); <-done }
+}
+
+func TestCheckCountsGCPauses(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tgc", Profile: "none"})
+	stop := collectEvery(10 * time.Millisecond)
 	res, err := tb.Check(context.Background(), Profiles["none"], CheckOptions{Probes: 50, SkipThroughput: true})
-	close(stop)
-	<-done
+	stop()
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, res.GCPauses, 2, "a forced collection stops the world twice")
 	require.Positive(t, res.GCPauseMax)
