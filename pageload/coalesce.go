@@ -2,12 +2,14 @@ package pageload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 
 	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 )
@@ -81,15 +83,18 @@ func (ld *load) resolveOnConn(ctx context.Context, host string) ([]netip.Addr, *
 	if err := ld.settled(ctx, c); err != nil {
 		return nil, lk, err
 	}
+	c = c.current() // a rejected 0-RTT replaced it
 	return ld.raceOrigin(ctx, c, host, func(ctx context.Context) ([]netip.Addr, *Lookup, error) {
 		early := !handshakeDone(c.qc)
-		addrs, lk, err := resolveVia(ctx, host, &connExchanger{ld, c}, ld.l.cfg.HTTPSRecords)
-		lk.Coalesced, lk.Conn, lk.Early = true, c.index, early
+		x := &connExchanger{ld: ld, c: c}
+		addrs, lk, err := resolveVia(ctx, host, x, ld.l.cfg.HTTPSRecords)
+		lk.Coalesced, lk.Conn, lk.Early = true, x.c.index, early && x.c == c
 		return addrs, lk, err
 	})
 }
 
-// connExchanger asks questions on a coalesced connection.
+// connExchanger asks a lookup's questions on a coalesced connection, c,
+// or on the one that replaced it when the server rejected c's 0-RTT.
 type connExchanger struct {
 	ld *load
 	c  *originConn
@@ -99,20 +104,32 @@ func (x *connExchanger) Label() string { return x.ld.l.cfg.Coalesce.Transport() 
 
 func (x *connExchanger) Exchange(ctx context.Context, q *dns.Msg) (*dns.Msg, any, error) {
 	q.Id = 0 // RFC 8484 §4.1 and RFC 9250 §4.2.1: cache-friendly, the stream is the ID
-	x.ld.mu.Lock()
-	x.ld.res.Conns[x.c.index].DNSQueries++
-	x.ld.mu.Unlock()
-	var r *dns.Msg
-	var err error
-	if x.ld.l.cfg.Coalesce.Mode == CoalesceDoH3 {
-		r, err = x.ld.dohOn(ctx, x.c, q)
-	} else {
-		r, err = x.ld.dnsStreamOn(ctx, x.c, q)
+	x.c = x.c.current()
+	r, err := x.ask(ctx, q)
+	// As the page's requests do (fetch): asked again on the connection
+	// that follows, which a request of the page may have dialled already.
+	if err != nil && x.c.qc != nil && errors.Is(err, quic.Err0RTTRejected) {
+		next := x.ld.successor(ctx, x.c)
+		if next.err != nil {
+			return nil, nil, next.err
+		}
+		x.c = next
+		r, err = x.ask(ctx, q)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	return r, coalescedRecord{Type: dns.TypeToString[q.Question[0].Qtype], Rcode: dns.RcodeToString[r.Rcode], Answers: len(r.Answer)}, nil
+}
+
+func (x *connExchanger) ask(ctx context.Context, q *dns.Msg) (*dns.Msg, error) {
+	x.ld.mu.Lock()
+	x.ld.res.Conns[x.c.index].DNSQueries++
+	x.ld.mu.Unlock()
+	if x.ld.l.cfg.Coalesce.Mode == CoalesceDoH3 {
+		return x.ld.dohOn(ctx, x.c, q)
+	}
+	return x.ld.dnsStreamOn(ctx, x.c, q)
 }
 
 // coalescedRecord is what a coalesced lookup records of its answer; the

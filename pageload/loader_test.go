@@ -135,8 +135,36 @@ func TestZeroRTTRejectedIsRetried(t *testing.T) {
 	l, err := pageload.New(pageload.Config{Protocol: "h3", ZeroRTT: true, Resolver: &pageload.DNS{Name: "udp", Transport: dns},
 		Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
+	warm := loadRejected(t, l, srv, g, roots)
+	for i, f := range warm.Resources {
+		require.Equal(t, g.Resources[i].Size, f.Bytes, "%s whole", f.URL)
+	}
+	next := warm.Conns[1]
+	require.False(t, next.Sent0RTT)
+	require.Equal(t, 4, next.Requests)
+}
+
+// loadRejected loads g with l (a ticket), restarts srv with new keys and
+// loads again: the load must succeed on a connection that followed the
+// rejected one.
+func loadRejected(t *testing.T, l *pageload.Loader, srv *server.Server, g *pageload.Graph, roots *x509.CertPool) *pageload.Result {
+	t.Helper()
 	cold := l.Load(context.Background(), g)
 	require.Equal(t, "ok", cold.Status, cold.Error)
+	restart(t, srv, g, roots)
+	warm := l.Load(context.Background(), g)
+	require.Equal(t, "ok", warm.Status, warm.Error)
+	require.Len(t, warm.Conns, 2, "the rejected connection, and the one that asked again")
+	require.True(t, warm.Conns[0].Rejected0RTT)
+	require.False(t, warm.Conns[0].Used0RTT)
+	return warm
+}
+
+// restart replaces srv by a server on the same addresses with the same
+// files but new ticket keys (and certificate, added to roots), so that
+// the 0-RTT a loader's ticket offers is rejected.
+func restart(t *testing.T, srv *server.Server, g *pageload.Graph, roots *x509.CertPool) {
+	t.Helper()
 	web, udp := srv.Addr("web").String(), srv.Addr("udp").String()
 	dir := t.TempDir()
 	for _, r := range g.Resources { // the same files, served again
@@ -155,19 +183,34 @@ func TestZeroRTTRejectedIsRetried(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, again.Start())
-	defer again.Close()
+	t.Cleanup(func() { again.Close() })
 	roots.AppendCertsFromPEM(again.CertPEM())
-	warm := l.Load(context.Background(), g)
-	require.Equal(t, "ok", warm.Status, warm.Error)
-	for i, f := range warm.Resources {
-		require.Equal(t, g.Resources[i].Size, f.Bytes, "%s whole", f.URL)
+}
+
+// TestCoalescedLookupRetriedAfterRejected0RTT: a lookup on the page's
+// connection whose 0-RTT the server rejects is asked again on the
+// connection that replaces it, in both coalescing modes.
+func TestCoalescedLookupRetriedAfterRejected0RTT(t *testing.T) {
+	for _, mode := range []string{pageload.CoalesceDoH3, pageload.CoalesceDNSStream} {
+		t.Run(mode, func(t *testing.T) {
+			srv, g := site(t)
+			web := srv.Addr("web").(*net.UDPAddr).AddrPort()
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(srv.CertPEM())
+			l, err := pageload.New(pageload.Config{ZeroRTT: true, Port: int(web.Port()), RootCAs: roots, Timeout: 10 * time.Second,
+				Coalesce: &pageload.Coalesce{Mode: mode, Server: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), web.Port()), Name: host}})
+			require.NoError(t, err)
+			warm := loadRejected(t, l, srv, g, roots)
+			require.Len(t, warm.Lookups, 1)
+			lk := warm.Lookups[0]
+			require.True(t, lk.Coalesced)
+			require.Equal(t, 1, lk.Conn, "answered on the connection that followed")
+			require.False(t, lk.Early)
+			require.Equal(t, []string{"127.0.0.1"}, lk.Addrs)
+			require.Equal(t, 1, warm.Conns[1].DNSQueries)
+			require.Equal(t, 4, warm.Conns[1].Requests)
+		})
 	}
-	require.Len(t, warm.Conns, 2, "the rejected connection, and the one that asked again")
-	rejected, next := warm.Conns[0], warm.Conns[1]
-	require.True(t, rejected.Rejected0RTT)
-	require.False(t, rejected.Used0RTT)
-	require.False(t, next.Sent0RTT)
-	require.Equal(t, 4, next.Requests)
 }
 
 // TestLoadFailuresAreRecorded: a name that does not resolve and a
