@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -332,6 +333,7 @@ func (e *webEnv) browserVersion(ctx context.Context) string {
 // transport. Its records come back over a pipe.
 type stub struct {
 	cmd     *exec.Cmd
+	stdin   io.Closer // held open: should this process die, the stub stops (--exit-on-eof)
 	records experiment.RecordLog
 	readers sync.WaitGroup // the stdout and stderr readers: done before Wait
 }
@@ -361,7 +363,10 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 	if err := os.WriteFile(base+".yaml", b, 0o644); err != nil {
 		return nil, err
 	}
-	s := &stub{cmd: e.tb.Command("client", e.c.Doxlab, "serve", "--config", base+".yaml", "--ready", readyFile)}
+	s := &stub{cmd: e.tb.Command("client", e.c.Doxlab, "serve", "--config", base+".yaml", "--ready", readyFile, "--exit-on-eof")}
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -423,6 +428,7 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 // stop kills the stub; its pipes are read to the end before Wait closes
 // them, as os/exec requires.
 func (s *stub) stop() {
+	s.stdin.Close()
 	s.cmd.Process.Kill()
 	s.readers.Wait()
 	s.cmd.Wait()

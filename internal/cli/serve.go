@@ -39,6 +39,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		any, zone, hosts, forward, records, cert string
 		key, certOut, retry, metrics, dohPath    string
 		readyFile, cpuProfile                    string
+		exitOnEOF                                bool
 		static, sites                            stringList
 		noZeroRTT, inOrder, cache                bool
 		delay                                    time.Duration
@@ -69,6 +70,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&delayEvery, "delay-every", 0, "delay every `N`th answer by 1 s")
 	fs.BoolVar(&inOrder, "in-order", false, "answer each TCP/DoT connection strictly in query order")
 	fs.StringVar(&readyFile, "ready", "", "once every listener is bound, write `file` as JSON: the listeners' addresses and the SPKI (for programs that wait for the server)")
+	fs.BoolVar(&exitOnEOF, "exit-on-eof", false, "stop when standard input ends: a program that starts the server holds it open, and its end, a crash included, stops the server")
 	fs.StringVar(&records, "records", "", "write a JSON line per query and connection to `file` (- for stdout)")
 	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on `addr`")
 	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
@@ -166,6 +168,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	if exitOnEOF {
+		go func() {
+			io.Copy(io.Discard, os.Stdin)
+			sig <- syscall.SIGTERM
+		}()
+	}
 	<-sig
 	return exitOK
 }

@@ -74,3 +74,32 @@ func TestServeBinary(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"transport":"doq"`)
 }
+
+// TestServeExitsOnEOF: with --exit-on-eof the server stops, exit 0, when
+// the program that started it closes its stdin or dies.
+func TestServeExitsOnEOF(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(doxlabBinary(t), "serve", "--udp", "127.0.0.1:0", "--ready", filepath.Join(dir, "ready.json"), "--exit-on-eof")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "ready.json"))
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("exited with stdin open: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	stdin.Close()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("still serving 10 s after its stdin closed")
+	}
+}
