@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
@@ -40,6 +41,13 @@ type Config struct {
 	// skips the A lookup when the record offers HTTP/3 with IPv4 hints.
 	// The Resolver must be an Exchanger (DNS is).
 	HTTPSRecords bool
+	// HTTPSAlongside asks each host's HTTPS record beside its A records
+	// and goes on once the A answer is in, as Chromium's resolver does
+	// over plain DNS (it gives the HTTPS answer no extra time): the query
+	// costs the resolver what it costs (a stub's upstream connection of
+	// its own, when cold), and no request waits for it. The Resolver
+	// must be an Exchanger; not with HTTPSRecords or Coalesce.
+	HTTPSAlongside bool
 	// ZeroRTT sends requests in 0-RTT on a connection resumed with a
 	// ticket from an earlier load of this Loader (HTTP/3 only).
 	ZeroRTT bool
@@ -106,8 +114,11 @@ func New(cfg Config) (*Loader, error) {
 	default:
 		return nil, fmt.Errorf("protocol %q: want h3, h2 or auto", cfg.Protocol)
 	}
-	if _, ok := cfg.Resolver.(Exchanger); cfg.HTTPSRecords && cfg.Coalesce == nil && !ok {
+	if _, ok := cfg.Resolver.(Exchanger); (cfg.HTTPSRecords || cfg.HTTPSAlongside) && cfg.Coalesce == nil && !ok {
 		return nil, fmt.Errorf("HTTPS records need a DNS resolver")
+	}
+	if cfg.HTTPSAlongside && (cfg.HTTPSRecords || cfg.Coalesce != nil) {
+		return nil, fmt.Errorf("HTTPS queries alongside A are for a resolver's plain lookups: not with HTTPS records used or coalescing")
 	}
 	if cfg.MaxLookups < 0 {
 		return nil, fmt.Errorf("max lookups %d: want 0 (no bound) or more", cfg.MaxLookups)
@@ -190,10 +201,13 @@ type Lookup struct {
 	Conn      int  `json:"conn,omitempty"`
 	Early     bool `json:"early,omitempty"`
 	// HTTPS is what the host's HTTPS record said, when it was asked.
-	HTTPS   *HTTPSInfo `json:"https,omitempty"`
-	StartMs float64    `json:"start_ms"`
-	EndMs   float64    `json:"end_ms"`
-	Addrs   []string   `json:"addrs"`
+	HTTPS *HTTPSInfo `json:"https,omitempty"`
+	// HTTPSAlongside: an HTTPS query went beside the A query, its answer
+	// not waited for (Config.HTTPSAlongside).
+	HTTPSAlongside bool     `json:"https_alongside,omitempty"`
+	StartMs        float64  `json:"start_ms"`
+	EndMs          float64  `json:"end_ms"`
+	Addrs          []string `json:"addrs"`
 	// Record is the DNS exchange's record, for transports that make one.
 	Record any    `json:"record,omitempty"`
 	Error  string `json:"error,omitempty"`
@@ -524,10 +538,21 @@ func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, bool, e
 				}
 			}
 		}
+		alongside := ld.l.cfg.HTTPSAlongside
+		if alongside {
+			hctx, stop := context.WithCancel(ctx)
+			defer stop() // once the A answer is in: the query has gone, its answer is not waited for
+			go func() {
+				q := new(dns.Msg)
+				q.SetQuestion(dns.Fqdn(host), dns.TypeHTTPS)
+				ld.l.cfg.Resolver.(Exchanger).Exchange(hctx, q)
+			}()
+		}
 		addrs, rec, err := resolve(ctx, host)
 		if rec == nil {
 			rec = &Lookup{}
 		}
+		rec.HTTPSAlongside = alongside
 		rec.Host, rec.StartMs, rec.EndMs = host, start, ld.since()
 		if err == nil && len(addrs) == 0 {
 			err = fmt.Errorf("no address for %s", host)

@@ -492,3 +492,42 @@ func TestMaxLookups(t *testing.T) {
 	_, err = pageload.New(pageload.Config{Resolver: &slowHosts{}, MaxLookups: -1})
 	require.ErrorContains(t, err, "max lookups -1")
 }
+
+// TestHTTPSAlongside: as Chromium's resolver, the loader asks the HTTPS
+// record beside the A records and goes on with the A answer; the server
+// sees both, the lookup says so, and it makes no other difference.
+func TestHTTPSAlongside(t *testing.T) {
+	srv, g := site(t)
+	var mu sync.Mutex
+	types := map[string]int{}
+	srv.OnRecord(func(r *server.Record) {
+		if r.Kind == "query" {
+			mu.Lock()
+			types[r.QType]++
+			mu.Unlock()
+		}
+	})
+	udp, err := transport.New("udp://"+srv.Addr("udp").String(), transport.Options{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	defer udp.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	cfg := pageload.Config{Protocol: "h3", Resolver: &pageload.DNS{Name: "udp", Transport: udp}, HTTPSAlongside: true,
+		Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second}
+	l, err := pageload.New(cfg)
+	require.NoError(t, err)
+	r := l.Load(context.Background(), g)
+	require.Equal(t, "ok", r.Status, r.Error)
+	require.Len(t, r.Lookups, 1)
+	require.True(t, r.Lookups[0].HTTPSAlongside)
+	require.Nil(t, r.Lookups[0].HTTPS, "the HTTPS answer is not waited for, nor used")
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return types["A"] == 1 && types["HTTPS"] == 1
+	}, 2*time.Second, 10*time.Millisecond, "the server saw one A and one HTTPS query: %v", types)
+
+	cfg.HTTPSRecords = true
+	_, err = pageload.New(cfg)
+	require.ErrorContains(t, err, "not with HTTPS records")
+}
