@@ -71,6 +71,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	coalesce := fs.String("coalesce", "", "resolve on the page's own HTTP/3 connection to the --dns server (an https:// URL with an IP address): doh3 or dnsstream")
 	waitSettings := fs.Bool("wait-settings", false, "hold each HTTP/3 connection's requests until the server's SETTINGS arrive")
 	httpsRR := fs.Bool("https-records", false, "ask each host's HTTPS record first; its IPv4 hints spare the A lookup when it offers h3")
+	alongside := fs.Bool("https-alongside", false, "with --dns: ask each host's HTTPS record beside its A records and go on with the A answer, as Chromium does over plain DNS")
 	discover := fs.Bool("discover", false, "start each origin over HTTP/2 unless its HTTPS record or an earlier Alt-Svc header offered HTTP/3, as a browser does")
 	origins := fs.Bool("origins", false, "fetch an origin a connection announced in an ORIGIN frame on it, without a lookup")
 	maxLookups := fs.Int("max-lookups", pageload.ChromiumMaxLookups, "lookups in flight at once, as a browser's host resolver allows (Chromium's 6); 0: no bound")
@@ -92,7 +93,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *capture != "" {
 		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
 	}
-	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, MaxLookups: *maxLookups}
+	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, HTTPSAlongside: *alongside, MaxLookups: *maxLookups}
 	switch {
 	case *h2 && *discover:
 		return fail("give --h2 or --discover, not both")
