@@ -59,13 +59,52 @@ func site(t *testing.T) (*server.Server, *pageload.Graph) {
 	return srv, g
 }
 
-func loader(t *testing.T, srv *server.Server, proto string, zeroRTT bool) *pageload.Loader {
+// resolverAndRoots is DoUDP to srv, and a pool that trusts srv.
+func resolverAndRoots(t *testing.T, srv *server.Server) (*pageload.DNS, *x509.CertPool) {
+	t.Helper()
 	udp, err := transport.New("udp://"+srv.Addr("udp").String(), transport.Options{Timeout: 2 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { udp.Close() })
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(srv.CertPEM())
-	l, err := pageload.New(pageload.Config{Protocol: proto, ZeroRTT: zeroRTT, Resolver: &pageload.DNS{Name: "udp", Transport: udp},
+	return &pageload.DNS{Name: "udp", Transport: udp}, roots
+}
+
+// queries collects the query records srv writes; take returns those
+// since the last take.
+func queries(srv *server.Server) (take func() []*server.Record) {
+	var mu sync.Mutex
+	var got []*server.Record
+	srv.OnRecord(func(r *server.Record) {
+		if r.Kind == "query" {
+			mu.Lock()
+			got = append(got, r)
+			mu.Unlock()
+		}
+	})
+	return func() []*server.Record {
+		mu.Lock()
+		defer mu.Unlock()
+		out := got
+		got = nil
+		return out
+	}
+}
+
+// field maps records to one of their fields.
+func field(rs []*server.Record, f func(*server.Record) string) []string {
+	out := []string{}
+	for _, r := range rs {
+		out = append(out, f(r))
+	}
+	return out
+}
+
+func qtype(r *server.Record) string { return r.QType }
+
+func loader(t *testing.T, srv *server.Server, proto string, zeroRTT bool) *pageload.Loader {
+	dns, roots := resolverAndRoots(t, srv)
+	l, err := pageload.New(pageload.Config{Protocol: proto, ZeroRTT: zeroRTT, Resolver: dns,
 		Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	return l
@@ -127,12 +166,8 @@ func TestReplayFollowsTheGraph(t *testing.T) {
 // the connection says the 0-RTT was sent and rejected.
 func TestZeroRTTRejectedIsRetried(t *testing.T) {
 	srv, g := site(t)
-	dns, err := transport.New("udp://"+srv.Addr("udp").String(), transport.Options{Timeout: 2 * time.Second})
-	require.NoError(t, err)
-	defer dns.Close()
-	roots := x509.NewCertPool() // both servers' certificates, the second's once it is made
-	roots.AppendCertsFromPEM(srv.CertPEM())
-	l, err := pageload.New(pageload.Config{Protocol: "h3", ZeroRTT: true, Resolver: &pageload.DNS{Name: "udp", Transport: dns},
+	dns, roots := resolverAndRoots(t, srv) // roots gets the second server's certificate once it is made
+	l, err := pageload.New(pageload.Config{Protocol: "h3", ZeroRTT: true, Resolver: dns,
 		Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	warm := loadRejected(t, l, srv, g, roots)
@@ -340,21 +375,9 @@ func TestOriginSkipsDNS(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
 	defer srv.Close()
-	var mu sync.Mutex
-	var queried []string
-	srv.OnRecord(func(r *server.Record) {
-		if r.Kind == "query" {
-			mu.Lock()
-			queried = append(queried, strings.TrimSuffix(r.QName, "."))
-			mu.Unlock()
-		}
-	})
-	dnsUDP, err := transport.New("udp://"+srv.Addr("udp").String(), transport.Options{Timeout: 2 * time.Second})
-	require.NoError(t, err)
-	defer dnsUDP.Close()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(srv.CertPEM())
-	l2, err := pageload.New(pageload.Config{Origins: true, Resolver: &pageload.DNS{Name: "udp", Transport: dnsUDP}, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
+	take := queries(srv)
+	dnsUDP, roots := resolverAndRoots(t, srv)
+	l2, err := pageload.New(pageload.Config{Origins: true, Resolver: dnsUDP, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	base := "https://" + host + "/"
 	g := &pageload.Graph{Page: base, Resources: []pageload.Resource{
@@ -372,8 +395,7 @@ func TestOriginSkipsDNS(t *testing.T) {
 		by[lk.Host] = lk.Transport
 	}
 	require.Equal(t, map[string]string{host: "udp", other: "origin", unannounced: "udp"}, by)
-	mu.Lock()
-	defer mu.Unlock()
+	queried := field(take(), func(r *server.Record) string { return strings.TrimSuffix(r.QName, ".") })
 	require.ElementsMatch(t, []string{host, unannounced}, queried, "no query for the announced origin")
 }
 
@@ -395,23 +417,11 @@ func TestHTTPSRecordsAndDiscovery(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
 	defer srv.Close()
-	var mu sync.Mutex
-	var qtypes []string
-	srv.OnRecord(func(r *server.Record) {
-		if r.Kind == "query" {
-			mu.Lock()
-			qtypes = append(qtypes, r.QType)
-			mu.Unlock()
-		}
-	})
-	udp, err := transport.New("udp://"+srv.Addr("udp").String(), transport.Options{Timeout: 2 * time.Second})
-	require.NoError(t, err)
-	defer udp.Close()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(srv.CertPEM())
+	take := queries(srv)
+	dns, roots := resolverAndRoots(t, srv)
 	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
 	newLoader := func(https bool) *pageload.Loader {
-		l, err := pageload.New(pageload.Config{Protocol: "auto", HTTPSRecords: https, Resolver: &pageload.DNS{Name: "udp", Transport: udp},
+		l, err := pageload.New(pageload.Config{Protocol: "auto", HTTPSRecords: https, Resolver: dns,
 			Port: port, RootCAs: roots, Timeout: 10 * time.Second})
 		require.NoError(t, err)
 		return l
@@ -423,17 +433,12 @@ func TestHTTPSRecordsAndDiscovery(t *testing.T) {
 	require.NotNil(t, r.Lookups[0].HTTPS)
 	require.True(t, r.Lookups[0].HTTPS.UsedHints)
 	require.Equal(t, []string{"127.0.0.1"}, r.Lookups[0].Addrs)
-	mu.Lock()
-	require.Equal(t, []string{"HTTPS"}, qtypes, "the hints spared the A query")
-	qtypes = nil
-	mu.Unlock()
+	require.Equal(t, []string{"HTTPS"}, field(take(), qtype), "the hints spared the A query")
 
 	l := newLoader(false)
 	require.Equal(t, "h2", l.Load(context.Background(), g).Conns[0].Protocol, "nothing said HTTP/3 yet")
 	require.Equal(t, "h3", l.Load(context.Background(), g).Conns[0].Protocol, "the Alt-Svc header did")
-	mu.Lock()
-	require.Equal(t, []string{"A", "A"}, qtypes)
-	mu.Unlock()
+	require.Equal(t, []string{"A", "A"}, field(take(), qtype))
 }
 
 // slowHosts resolves every name to 127.0.0.1 after a pause, and notes
@@ -498,21 +503,9 @@ func TestMaxLookups(t *testing.T) {
 // sees both, the lookup says so, and it makes no other difference.
 func TestHTTPSAlongside(t *testing.T) {
 	srv, g := site(t)
-	var mu sync.Mutex
-	types := map[string]int{}
-	srv.OnRecord(func(r *server.Record) {
-		if r.Kind == "query" {
-			mu.Lock()
-			types[r.QType]++
-			mu.Unlock()
-		}
-	})
-	udp, err := transport.New("udp://"+srv.Addr("udp").String(), transport.Options{Timeout: 2 * time.Second})
-	require.NoError(t, err)
-	defer udp.Close()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(srv.CertPEM())
-	cfg := pageload.Config{Protocol: "h3", Resolver: &pageload.DNS{Name: "udp", Transport: udp}, HTTPSAlongside: true,
+	take := queries(srv)
+	dns, roots := resolverAndRoots(t, srv)
+	cfg := pageload.Config{Protocol: "h3", Resolver: dns, HTTPSAlongside: true,
 		Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second}
 	l, err := pageload.New(cfg)
 	require.NoError(t, err)
@@ -521,11 +514,12 @@ func TestHTTPSAlongside(t *testing.T) {
 	require.Len(t, r.Lookups, 1)
 	require.True(t, r.Lookups[0].HTTPSAlongside)
 	require.Nil(t, r.Lookups[0].HTTPS, "the HTTPS answer is not waited for, nor used")
+	var seen []string
 	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return types["A"] == 1 && types["HTTPS"] == 1
-	}, 2*time.Second, 10*time.Millisecond, "the server saw one A and one HTTPS query: %v", types)
+		seen = append(seen, field(take(), qtype)...)
+		return len(seen) >= 2
+	}, 2*time.Second, 10*time.Millisecond, "the server saw two queries")
+	require.ElementsMatch(t, []string{"A", "HTTPS"}, seen, "one A and one HTTPS query")
 
 	cfg.HTTPSRecords = true
 	_, err = pageload.New(cfg)
