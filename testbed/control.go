@@ -235,8 +235,8 @@ func controlWithin(name string, req request, timeout time.Duration) (*response, 
 	if err := json.NewDecoder(c).Decode(&resp); err != nil {
 		return nil, fmt.Errorf("testbed %s: reading control answer: %w", name, err)
 	}
-	if resp.Error != "" {
-		return nil, fmt.Errorf("testbed %s: %s", name, resp.Error)
+	if resp.Error != "" { // the answer is the error
+		return &resp, fmt.Errorf("testbed %s: %s", name, resp.Error)
 	}
 	return &resp, nil
 }

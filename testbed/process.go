@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,7 @@ import (
 	"os/exec"
 	ossignal "os/signal"
 	"runtime/debug"
-	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -98,7 +99,8 @@ func startChild(spec Spec) (*Testbed, error) {
 	b, _ := json.Marshal(spec)
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
-	cmd.Stderr = os.Stderr
+	said := &lastLine{w: os.Stderr}
+	cmd.Stderr = said
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -128,7 +130,11 @@ func startChild(spec Spec) (*Testbed, error) {
 	select {
 	case ok := <-ready:
 		if !ok {
-			return fail(fmt.Errorf("testbed %s: the emulator's process ended before the testbed was up: %v", spec.Name, <-c.done))
+			err := <-c.done
+			if l := said.last(); l != "" {
+				err = errors.New(l)
+			}
+			return fail(fmt.Errorf("testbed %s: the emulator's process ended before the testbed was up: %v", spec.Name, err))
 		}
 	case <-time.After(2 * time.Minute):
 		return fail(fmt.Errorf("testbed %s: the emulator's process did not bring the testbed up in 2 minutes", spec.Name))
@@ -169,13 +175,16 @@ func (tb *Testbed) remote(ctx context.Context, req request, timeout time.Duratio
 		r, err := controlWithin(tb.Spec.Name, req, timeout)
 		ch <- answer{r, err}
 	}()
+	ended := func(err error) error {
+		tb.child.done <- err // for close
+		return fmt.Errorf("testbed %s: the emulator's process ended: %v", tb.Spec.Name, err)
+	}
 	select {
 	case a := <-ch:
-		if a.err != nil { // say why, if the reason is that the child died
+		if a.err != nil && a.r == nil { // no answer: say why, if the child died
 			select {
 			case err := <-tb.child.done:
-				tb.child.done <- err
-				return nil, fmt.Errorf("testbed %s: the emulator's process ended: %v", tb.Spec.Name, err)
+				return nil, ended(err)
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
@@ -183,13 +192,38 @@ func (tb *Testbed) remote(ctx context.Context, req request, timeout time.Duratio
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case err := <-tb.child.done:
-		tb.child.done <- err // for close
-		return nil, fmt.Errorf("testbed %s: the emulator's process ended: %v", tb.Spec.Name, err)
+		return nil, ended(err)
 	}
 }
 
 // errSeparate is what the parts that need the emulator in this process
 // say of a Separate testbed.
 func errSeparate(what string) error {
-	return fmt.Errorf("%s needs the emulator in this process; start the testbed without Separate", strings.TrimSpace(what))
+	return fmt.Errorf("%s needs the emulator in this process; start the testbed without Separate", what)
+}
+
+// lastLine passes what the child says on to w and keeps its last line,
+// for the error when the child fails.
+type lastLine struct {
+	w    io.Writer
+	mu   sync.Mutex
+	line []byte
+}
+
+func (l *lastLine) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	if t := bytes.TrimRight(p, "\n"); len(t) > 0 {
+		if i := bytes.LastIndexByte(t, '\n'); i >= 0 {
+			t = t[i+1:]
+		}
+		l.line = append(l.line[:0], t...)
+	}
+	l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lastLine) last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.line)
 }

@@ -82,3 +82,13 @@ func TestSeparateProcessKilled(t *testing.T) {
 		require.False(t, strings.HasPrefix(e.Name(), "doxlab-tsepkill-"), "left behind: %s", e.Name())
 	}
 }
+
+// TestSeparateProcessFails: a child that cannot build the testbed makes
+// Start fail with the child's own reason, and leaves nothing.
+func TestSeparateProcessFails(t *testing.T) {
+	needRoot(t)
+	_, err := Start(Spec{Name: "tsepbad", Separate: true, Profile: "no-such-profile"})
+	require.ErrorContains(t, err, "the emulator's process ended before the testbed was up")
+	require.ErrorContains(t, err, "no-such-profile")
+	require.NoDirExists(t, stateDir("tsepbad"))
+}
