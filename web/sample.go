@@ -245,7 +245,7 @@ func Assemble(task Task, l *browser.Load, hosts []string, stub, srv []*server.Re
 			}
 			continue
 		}
-		if c.Listener != "web" || stubAddrs[c.Remote] || c.ALPN != "h3" && c.ALPN != "h2" {
+		if !pageConn(c, stubAddrs) {
 			continue
 		}
 		if c.SNI != "" {
@@ -274,6 +274,13 @@ func Assemble(task Task, l *browser.Load, hosts []string, stub, srv []*server.Re
 		s.Status, s.Error = "dns-bypassed", "no lookup of "+strings.Join(hosts[:min(1, len(hosts))], "")+" reached the stub during the navigation"
 	}
 	return s
+}
+
+// pageConn says whether a server's record is of a connection the page
+// made: an HTTP/3 or HTTP/2 connection to a web listener, not the stub's
+// own DoH connection (by its address).
+func pageConn(c *server.Record, stubAddrs map[string]bool) bool {
+	return c.Listener == "web" && !stubAddrs[c.Remote] && (c.ALPN == "h3" || c.ALPN == "h2")
 }
 
 // originFacts gathers per origin the load's requests and their protocols,
@@ -328,7 +335,7 @@ func originFacts(l *browser.Load, hosts []string, stub, srv []*server.Record, st
 		}
 	}
 	for _, c := range srv {
-		if c.Kind != "conn" || c.Listener != "web" || stubAddrs[c.Remote] || c.SNI == "" || c.ALPN != "h3" && c.ALPN != "h2" {
+		if c.Kind != "conn" || c.SNI == "" || !pageConn(c, stubAddrs) {
 			continue
 		}
 		i, ok := at[strings.ToLower(c.SNI)]
