@@ -183,7 +183,11 @@ func Assemble(task Task, l *browser.Load, hosts []string, stub, srv []*server.Re
 	type span struct{ first, last time.Time }
 	perName := map[string]*span{}
 	for _, r := range stub {
-		if up := r.Upstream; up != nil && up.Conn.LocalAddr != "" {
+		// Only the stub's DoH can reach a web listener. Its DoUDP and DoQ
+		// sockets' ports are the host's ephemeral ones, as the browser's
+		// QUIC sockets' are: counting them would, now and then, take a
+		// page's connection for the stub's.
+		if up := r.Upstream; up != nil && up.Conn.LocalAddr != "" && strings.HasPrefix(up.Protocol, "doh") {
 			stubAddrs[up.Conn.LocalAddr] = true
 		}
 		n := name(r.QName)

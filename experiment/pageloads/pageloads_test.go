@@ -244,6 +244,14 @@ func TestAssembleLabels(t *testing.T) {
 	require.Equal(t, "www.o5.doxlab.test", x.H3Conn.SNI, "the page's own connection labels the load")
 	require.True(t, x.H3Used0RTT)
 
+	// A DoUDP query of the stub's that left from the port a page's QUIC
+	// connection had too (both the host's ephemeral ports) is no DoH
+	// connection of the stub's: the page's connection still counts.
+	udpUp := &transport.Record{Protocol: "udp", Conn: transport.ConnInfo{LocalAddr: "10.200.0.1:3"}}
+	collided := append(slices.Clone(stub), &server.Record{Kind: "query", QName: "tags.tagmanager.doxlab.test.", QType: "HTTPS", Time: t0.Add(91 * time.Millisecond), Upstream: udpUp})
+	x = web.Assemble(task, l, hosts, collided, srv)
+	require.Equal(t, 2, x.ConnsPerOrigin["tags.tagmanager.doxlab.test"])
+
 	// Per origin: what came over what, how each name was resolved, and
 	// each origin's connections, a third party over h2 and a font host
 	// the stub never saw (the browser's cache) included.
