@@ -31,10 +31,14 @@ type LinkCheck struct {
 	DownAchieved float64 `json:"down_achieved"`
 	EmulatorCPU  float64 `json:"emulator_cpu"` // of one core
 	// GCPauses and GCPauseMaxUs are the garbage collector's
-	// stop-the-world pauses in the experiment's process while the probes
-	// ran: the emulator runs there, and a pause holds its packets.
-	GCPauses     int     `json:"gc_pauses"`
-	GCPauseMaxUs float64 `json:"gc_pause_max_us"`
+	// stop-the-world pauses, while the probes ran, in the process that
+	// runs the emulator: a pause holds its packets. EmulatorOwnProcess
+	// says that process was one of its own, with its collector held
+	// (testbed.Spec.Separate), rather than the experiment's, where
+	// every run stored before it had the emulator.
+	GCPauses           int     `json:"gc_pauses"`
+	GCPauseMaxUs       float64 `json:"gc_pause_max_us"`
+	EmulatorOwnProcess bool    `json:"emulator_own_process"`
 	// LateMaxUs is how late the emulator itself delivered the latest of
 	// the probes' packets (a bucket bound: its share of the error; the
 	// rest is the kernels'), StealMs the CPU time the hypervisor took
@@ -93,7 +97,7 @@ var linkCheckOptions = testbed.CheckOptions{Probes: 100, Interval: 2 * time.Mill
 // result for run runID. A check that cannot be taken is stored as failed
 // with its reason; only a store error is returned.
 func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID, when string, p testbed.Profile, cross *CrossLoad) (*LinkCheck, error) {
-	lc := &LinkCheck{Run: runID, When: when, Profile: p.Name, At: time.Now().UTC(), Cross: cross}
+	lc := &LinkCheck{Run: runID, When: when, Profile: p.Name, At: time.Now().UTC(), Cross: cross, EmulatorOwnProcess: tb.Spec.Separate}
 	res, err := tb.Check(ctx, p, linkCheckOptions)
 	if err != nil {
 		lc.Why = "check failed: " + err.Error()

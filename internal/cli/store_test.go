@@ -266,6 +266,9 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	require.Contains(t, string(html), `id="amp"`)
 	checkReport(t, filepath.Join(dir, "rep", "report.html"), "hol", "amplification", "links")
 	require.Contains(t, string(html), `id="link-checks"`, "each run's link, checked before and after")
+	code, stdout, errOut = run("export", "--store", db, "--table", "results", "--kind", "link-check")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 4, strings.Count(stdout, `"emulator_own_process":true`), "each check says the emulator ran in its own process: %s", stdout)
 }
 
 // TestExperimentOverheadQuick resolves names over every transport in the
