@@ -38,15 +38,7 @@ func site(t *testing.T) (*server.Server, *pageload.Graph) {
 	for name, body := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
-	srv, err := server.New(&server.Config{
-		Listen:  server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:0"},
-		TLS:     server.TLS{Names: []string{host}},
-		Web:     server.Web{Roots: map[string]string{host: dir}},
-		Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1"}},
-	})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	t.Cleanup(func() { srv.Close() })
+	srv := serveSite(t, "127.0.0.1:0", "127.0.0.1:0", dir)
 	base := "https://" + host + "/"
 	size := func(n string) int64 { return int64(len(files[n])) }
 	g := &pageload.Graph{Page: base, OnloadGapMs: 5, Resources: []pageload.Resource{
@@ -57,6 +49,22 @@ func site(t *testing.T) (*server.Server, *pageload.Graph) {
 	}}
 	require.NoError(t, g.Check())
 	return srv, g
+}
+
+// serveSite serves the site's files from dir over the web listener on
+// web (UDP for HTTP/3, TCP for HTTP/2) and its name's A record on udp.
+func serveSite(t *testing.T, udp, web, dir string) *server.Server {
+	t.Helper()
+	srv, err := server.New(&server.Config{
+		Listen:  server.Listen{UDP: udp, Web: web},
+		TLS:     server.TLS{Names: []string{host}},
+		Web:     server.Web{Roots: map[string]string{host: dir}},
+		Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1"}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { srv.Close() })
+	return srv
 }
 
 // resolverAndRoots is DoUDP to srv, and a pool that trusts srv.
@@ -210,16 +218,7 @@ func restart(t *testing.T, srv *server.Server, g *pageload.Graph, roots *x509.Ce
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), make([]byte, r.Size), 0o644))
 	}
 	srv.Close()
-	again, err := server.New(&server.Config{
-		Listen:  server.Listen{UDP: udp, Web: web},
-		TLS:     server.TLS{Names: []string{host}},
-		Web:     server.Web{Roots: map[string]string{host: dir}},
-		Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1"}},
-	})
-	require.NoError(t, err)
-	require.NoError(t, again.Start())
-	t.Cleanup(func() { again.Close() })
-	roots.AppendCertsFromPEM(again.CertPEM())
+	roots.AppendCertsFromPEM(serveSite(t, udp, web, dir).CertPEM())
 }
 
 // TestCoalescedLookupRetriedAfterRejected0RTT: a lookup on the page's
