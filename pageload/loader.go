@@ -69,6 +69,9 @@ type Config struct {
 	// resolver does (ChromiumMaxLookups; the rest wait their turn, and
 	// the wait is part of the lookup). 0: no bound.
 	MaxLookups int
+	// Tokens is how QUIC NEW_TOKEN tokens are kept for later connections:
+	// TokensKeep (the default) or TokensChromium.
+	Tokens string
 	// Port the origins listen on; default 443.
 	Port     int
 	RootCAs  *x509.CertPool
@@ -95,7 +98,7 @@ type Loader struct {
 	// tickets: a resumed connection that presents one has its address
 	// validated at once, so the server's 0-RTT answer is not held to
 	// three times what the client sent (the anti-amplification limit).
-	tokens quic.TokenStore
+	tokens *tokenKeeper
 	// By server name, from the last connection that had them: the
 	// certificate lets a 0-RTT connection be reused for another origin
 	// before the handshake shows it again, and the SETTINGS are what a
@@ -119,6 +122,13 @@ func New(cfg Config) (*Loader, error) {
 	}
 	if cfg.HTTPSAlongside && (cfg.HTTPSRecords || cfg.Coalesce != nil) {
 		return nil, fmt.Errorf("HTTPS queries alongside A are for a resolver's plain lookups: not with HTTPS records used or coalescing")
+	}
+	switch cfg.Tokens {
+	case "":
+		cfg.Tokens = TokensKeep
+	case TokensKeep, TokensChromium:
+	default:
+		return nil, fmt.Errorf("tokens %q: want %s or %s", cfg.Tokens, TokensKeep, TokensChromium)
 	}
 	if cfg.MaxLookups < 0 {
 		return nil, fmt.Errorf("max lookups %d: want 0 (no bound) or more", cfg.MaxLookups)
@@ -152,7 +162,7 @@ func (l *Loader) Forget() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sessions = tls.NewLRUClientSessionCache(256)
-	l.tokens = quic.NewLRUTokenStore(64, 4)
+	l.tokens = newTokenKeeper(l.cfg.Tokens)
 	l.certs = map[string]*x509.Certificate{}
 	l.settings = map[string]map[uint64]uint64{}
 	l.altSvc = map[string]bool{}
@@ -222,8 +232,9 @@ type Conn struct {
 	StartMs     float64 `json:"start_ms"`
 	HandshakeMs float64 `json:"handshake_done_ms"` // when the handshake completed, from the load's start
 	Resumed     bool    `json:"resumed"`
-	Sent0RTT    bool    `json:"sent_0rtt"` // requests went out before the handshake completed
-	Used0RTT    bool    `json:"used_0rtt"` // and the server accepted them
+	TokenSent   bool    `json:"token_sent,omitempty"` // its first packet carried a NEW_TOKEN token
+	Sent0RTT    bool    `json:"sent_0rtt"`            // requests went out before the handshake completed
+	Used0RTT    bool    `json:"used_0rtt"`            // and the server accepted them
 	// Rejected0RTT: the server refused the 0-RTT the handshake offered;
 	// the requests were asked again on the connection that follows it.
 	Rejected0RTT bool `json:"rejected_0rtt,omitempty"`
@@ -807,8 +818,9 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 	info.Local = udp.LocalAddr().String()
 	tr := &quic.Transport{Conn: udp}
 	ld.l.mu.Lock()
-	tokens := ld.l.tokens
+	tokens := ld.l.tokens.forConn(tlsConf.ClientSessionCache)
 	ld.l.mu.Unlock()
+	tlsConf.ClientSessionCache = tokens.Tickets()
 	qconf := &quic.Config{HandshakeIdleTimeout: ld.l.cfg.Timeout, MaxIdleTimeout: 30 * time.Second, TokenStore: tokens,
 		MaxIncomingStreams: -1} // an HTTP/3 server opens no bidirectional streams
 	dial := tr.Dial
@@ -822,6 +834,7 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 		return fmt.Errorf("QUIC handshake with %s: %w", remote, err)
 	}
 	c.qc = qc
+	info.TokenSent = tokens.Presented()
 	handshake := func() {
 		ld.mu.Lock()
 		info.HandshakeMs = ld.since()
@@ -852,6 +865,7 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 	go func() {
 		select {
 		case <-c.cc.ReceivedSettings():
+			tokens.Settled()
 			ld.mu.Lock()
 			info.SettingsMs = ld.since()
 			ld.mu.Unlock()

@@ -74,6 +74,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	alongside := fs.Bool("https-alongside", false, "with --dns: ask each host's HTTPS record beside its A records and go on with the A answer, as Chromium does over plain DNS")
 	discover := fs.Bool("discover", false, "start each origin over HTTP/2 unless its HTTPS record or an earlier Alt-Svc header offered HTTP/3, as a browser does")
 	origins := fs.Bool("origins", false, "fetch an origin a connection announced in an ORIGIN frame on it, without a lookup")
+	tokens := fs.String("tokens", pageload.TokensKeep, "how QUIC NEW_TOKEN tokens are kept for later loads: keep (the newest from each server) or chromium (as Chromium's session cache keeps them: only one that arrived after its connection's ticket)")
 	maxLookups := fs.Int("max-lookups", pageload.ChromiumMaxLookups, "lookups in flight at once, as a browser's host resolver allows (Chromium's 6); 0: no bound")
 	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
 	pos, fail, code, done := subcommand(fs, "load", args, 1, "", stderr)
@@ -93,7 +94,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *capture != "" {
 		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
 	}
-	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, HTTPSAlongside: *alongside, MaxLookups: *maxLookups}
+	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, HTTPSAlongside: *alongside, MaxLookups: *maxLookups, Tokens: *tokens}
 	switch {
 	case *h2 && *discover:
 		return fail("give --h2 or --discover, not both")
