@@ -18,6 +18,12 @@ type Cell struct {
 	N, OK                                            int
 	PLT, FCP, DNS                                    float64 // medians, ms
 	Real0RTT, Resumed                                float64 // shares of OK loads whose H3 connection really used 0-RTT, resumed
+	// Token is the share of OK loads whose H3 connection the server
+	// validated by a NEW_TOKEN token: a resumed connection without one
+	// has its 0-RTT answer held to three times what the client sent.
+	// Tokens says it per load, as PLTs.
+	Token  float64
+	Tokens []bool
 	PLTs, FCPs                                       []float64
 	// RelPLT and RelFCP are the median relative increases over the
 	// baseline cell (DoUDP + H3 1-RTT, same profile, page, stub state and
@@ -88,6 +94,11 @@ func Summarize(samples []*Sample) []Cell {
 		if x.H3Resumed {
 			c.Resumed++
 		}
+		token := x.H3Conn != nil && x.H3Conn.TokenUsed
+		if token {
+			c.Token++
+		}
+		c.Tokens = append(c.Tokens, token)
 	}
 	for k, c := range cells {
 		c.PLT, c.FCP, c.DNS = measure.Median(c.PLTs), measure.Median(c.FCPs), measure.Median(dns[k])
@@ -102,6 +113,7 @@ func Summarize(samples []*Sample) []Cell {
 		if c.OK > 0 {
 			c.Real0RTT /= float64(c.OK)
 			c.Resumed /= float64(c.OK)
+			c.Token /= float64(c.OK)
 		}
 	}
 	for k, c := range cells {
@@ -135,8 +147,42 @@ func Summarize(samples []*Sample) []Cell {
 // loaded: the loader's median PLT against the browser's, per cell.
 type Fidelity struct {
 	Profile, Page, Transport, H3, StubState, DNSMode string
-	Chromium, Doxlab                                 float64 // median PLTs, ms
+	Chromium, Doxlab                                 float64 // median PLTs, ms (token-matched when Matched)
 	ErrPct                                           float64 // (doxlab - chromium) / chromium, in percent
+	// Matched: the cell's loads differ in whether their connection
+	// presented a NEW_TOKEN token, a coin flip for both engines (see
+	// pageload.TokensChromium), so each engine's PLT is its median with
+	// a token and its median without, weighted alike: by the share of
+	// the cell's loads, both engines', that had one. RawErrPct compares
+	// the plain medians.
+	Matched   bool
+	RawErrPct float64
+}
+
+// tokenMatched gives both engines' PLTs under one mix of loads with and
+// without a token; ok is false when an engine lacks one of the two
+// kinds the cell has, and then the plain medians are the best there is.
+func tokenMatched(ch, dx Cell) (chPLT, dxPLT float64, ok bool) {
+	split := func(c Cell) (with, without []float64) {
+		for i, v := range c.PLTs {
+			if i < len(c.Tokens) && c.Tokens[i] {
+				with = append(with, v)
+			} else {
+				without = append(without, v)
+			}
+		}
+		return with, without
+	}
+	chT, chN := split(ch)
+	dxT, dxN := split(dx)
+	if len(chT) == 0 || len(chN) == 0 || len(dxT) == 0 || len(dxN) == 0 {
+		return ch.PLT, dx.PLT, false
+	}
+	w := float64(len(chT)+len(dxT)) / float64(len(ch.PLTs)+len(dx.PLTs))
+	mix := func(with, without []float64) float64 {
+		return w*measure.Median(with) + (1-w)*measure.Median(without)
+	}
+	return mix(chT, chN), mix(dxT, dxN), true
 }
 
 // FidelitySummary is the error over all cells, and whether the loader
@@ -149,6 +195,10 @@ type FidelitySummary struct {
 	Disagreements []string // the groups ranked differently, as "page/profile: chromium order vs doxlab order"
 	CellsWithin5  int
 	CellsWithin10 int
+	// Matched cells compared loads with and without a token alike;
+	// RawMAPE is the mean absolute error of the plain medians.
+	Matched int
+	RawMAPE float64
 }
 
 // CompareEngines pairs each cell loaded by both engines.
@@ -175,9 +225,14 @@ func CompareEngines(cells []Cell) FidelitySummary {
 		if dx.OK == 0 || ch.OK == 0 || ch.PLT == 0 {
 			continue
 		}
-		f := Fidelity{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d, Chromium: ch.PLT, Doxlab: dx.PLT,
-			ErrPct: 100 * (dx.PLT/ch.PLT - 1)}
+		f := Fidelity{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d, RawErrPct: 100 * (dx.PLT/ch.PLT - 1)}
+		f.Chromium, f.Doxlab, f.Matched = tokenMatched(ch, dx)
+		f.ErrPct = 100 * (f.Doxlab/f.Chromium - 1)
 		s.Cells = append(s.Cells, f)
+		s.RawMAPE += math.Abs(f.RawErrPct)
+		if f.Matched {
+			s.Matched++
+		}
 		a := math.Abs(f.ErrPct)
 		s.MAPE += a
 		s.MaxAbs = max(s.MaxAbs, a)
@@ -195,6 +250,7 @@ func CompareEngines(cells []Cell) FidelitySummary {
 	}
 	if len(s.Cells) > 0 {
 		s.MAPE /= float64(len(s.Cells))
+		s.RawMAPE /= float64(len(s.Cells))
 	}
 	name := func(f Fidelity) string { return f.Transport + "/" + f.H3 }
 	for _, g := range groups {

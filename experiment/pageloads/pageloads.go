@@ -571,7 +571,7 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	}
 	defer dns.Close()
 	l, err := pageload.New(pageload.Config{ZeroRTT: t.H3 == "0rtt", Resolver: &pageload.DNS{Name: "stub", Transport: dns}, RootCAs: e.roots,
-		MaxLookups: pageload.ChromiumMaxLookups, HTTPSAlongside: true, OpenSockets: e.inClient, Timeout: e.c.Timeout})
+		MaxLookups: pageload.ChromiumMaxLookups, HTTPSAlongside: true, Tokens: pageload.TokensChromium, OpenSockets: e.inClient, Timeout: e.c.Timeout})
 	if err != nil {
 		return nil, err
 	}

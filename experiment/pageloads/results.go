@@ -41,10 +41,10 @@ func (ls Loads) Count() (int, string) { return len(ls), "page loads" }
 func (ls Loads) WriteTable(w io.Writer) error {
 	cells := web.Summarize(ls)
 	fmt.Fprintln(w, "medians in ms, relative to DoUDP + H3 1-RTT (each engine against its own)")
-	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum")
+	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum", "token")
 	for _, x := range cells {
-		if _, err := fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %8s %8s %5.0f%% %5.0f%%\n", x.Engine, x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-			x.OK, x.N, x.PLT, x.FCP, x.DNS, figure.Pct(x.RelPLT), figure.Pct(x.RelFCP), 100*x.Real0RTT, 100*x.Resumed); err != nil {
+		if _, err := fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %8s %8s %5.0f%% %5.0f%% %5.0f%%\n", x.Engine, x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+			x.OK, x.N, x.PLT, x.FCP, x.DNS, figure.Pct(x.RelPLT), figure.Pct(x.RelFCP), 100*x.Real0RTT, 100*x.Resumed, 100*x.Token); err != nil {
 			return err
 		}
 	}
@@ -61,12 +61,19 @@ func (ls Loads) WriteTable(w io.Writer) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\ndoxlab's page loader against Chromium: median PLT per cell")
-	fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9s %9s %8s\n", "profile", "page", "dns", "stub", "h3", "chromium", "doxlab", "error")
+	fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9s %9s %8s %9s\n", "profile", "page", "dns", "stub", "h3", "chromium", "doxlab", "error", "unmatched")
 	for _, c := range f.Cells {
-		fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9.1f %9.1f %+7.1f%%\n", c.Profile, c.Page, c.Transport, c.StubState, c.H3, c.Chromium, c.Doxlab, c.ErrPct)
+		raw := ""
+		if c.Matched {
+			raw = fmt.Sprintf("%+8.1f%%", c.RawErrPct)
+		}
+		fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9.1f %9.1f %+7.1f%% %9s\n", c.Profile, c.Page, c.Transport, c.StubState, c.H3, c.Chromium, c.Doxlab, c.ErrPct, raw)
 	}
 	_, err := fmt.Fprintf(w, "%d cells: mean absolute error %.1f %%, largest %.1f %%, %d within 5 %%, %d within 10 %%; configurations ranked alike in %d of %d (page, profile) groups\n",
 		len(f.Cells), f.MAPE, f.MaxAbs, f.CellsWithin5, f.CellsWithin10, f.SameRanking, f.Groups)
+	if f.Matched > 0 {
+		fmt.Fprintf(w, "%d cells token-matched (loads with and without a NEW_TOKEN token weighted alike for both engines); the plain medians' mean absolute error is %.1f %%\n", f.Matched, f.RawMAPE)
+	}
 	for _, d := range f.Disagreements {
 		fmt.Fprintf(w, "  ranked differently: %s\n", d)
 	}
@@ -74,9 +81,9 @@ func (ls Loads) WriteTable(w io.Writer) error {
 }
 
 var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">engine</th><th class="l">dns mode</th><th class="l">stub</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>ok/n</th>
-<th>PLT ms</th><th>FCP ms</th><th>DNS ms</th><th>ΔPLT</th><th>ΔFCP</th><th>0-RTT</th><th>resumed</th></tr>
+<th>PLT ms</th><th>FCP ms</th><th>DNS ms</th><th>ΔPLT</th><th>ΔFCP</th><th>0-RTT</th><th>resumed</th><th>token</th></tr>
 {{range .Cells}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.DNSMode}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{ms .PLT}}</td><td>{{ms .FCP}}</td><td>{{ms .DNS}}</td><td>{{pct .RelPLT}}</td><td>{{pct .RelFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td></tr>
+<td>{{ms .PLT}}</td><td>{{ms .FCP}}</td><td>{{ms .DNS}}</td><td>{{pct .RelPLT}}</td><td>{{pct .RelFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td><td>{{share .Token}}</td></tr>
 {{end}}</table>
 {{with .Multi}}<h3>Pages over several origins</h3>
 <p>Medians per load: the page's host names the stub resolved, those a request had to wait for (its lookup wait in resource timing was not zero), the sum of those waits (DNS time on requests' paths) beside the stub's time per name summed, and the web connections the servers saw; the share of those connections that used 0-RTT; the origins requested with no lookup reaching the stub (the browser's cache, or a pooled connection), and those not wholly over HTTP/3. Each load's record lists these per origin.</p>
@@ -84,9 +91,9 @@ var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">eng
 {{range .}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .LookupsBlocking}}</td><td>{{ms .DNSBlocking}}</td><td>{{ms .DNSTotal}}</td><td>{{printf "%.0f" .Conns}}</td><td>{{share .Conns0RTT}}</td><td>{{printf "%.0f" .NoLookup}}</td><td>{{printf "%.0f" .NotH3}}</td><td>{{pct .RelPLT}}</td></tr>
 {{end}}</table>{{end}}
 {{with .Fidelity}}{{if .Cells}}<h3>doxlab's page loader against Chromium</h3>
-<p>{{len .Cells}} cells: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin5}} within 5 %, {{.CellsWithin10}} within 10 %; configurations ranked alike in {{.SameRanking}} of {{.Groups}} (page, profile) groups. Lighthouse's simulated throttling misses by 20-34 % (MAPE).</p>
-<table id="web-fidelity"><tr><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">stub</th><th class="l">H3</th><th>Chromium PLT ms</th><th>doxlab PLT ms</th><th>error</th></tr>
-{{range .Cells}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.StubState}}</td><td class="l">{{.H3}}</td><td>{{ms .Chromium}}</td><td>{{ms .Doxlab}}</td><td>{{pct .ErrPct}}</td></tr>
+<p>{{len .Cells}} cells: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin5}} within 5 %, {{.CellsWithin10}} within 10 %; configurations ranked alike in {{.SameRanking}} of {{.Groups}} (page, profile) groups. Lighthouse's simulated throttling misses by 20-34 % (MAPE).{{if .Matched}} In {{.Matched}} cells some loads presented a QUIC NEW_TOKEN token and some did not, a coin flip for both engines (the server shuffles its frames, and a token that arrives before its connection's ticket is lost); there each engine's PLT weights its medians with and without a token alike, and "unmatched" is the error of the plain medians (mean {{printf "%.1f" .RawMAPE}} %).{{end}}</p>
+<table id="web-fidelity"><tr><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">stub</th><th class="l">H3</th><th>Chromium PLT ms</th><th>doxlab PLT ms</th><th>error</th><th>unmatched</th></tr>
+{{range .Cells}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.StubState}}</td><td class="l">{{.H3}}</td><td>{{ms .Chromium}}</td><td>{{ms .Doxlab}}</td><td>{{pct .ErrPct}}</td><td>{{if .Matched}}{{pct .RawErrPct}}{{end}}</td></tr>
 {{end}}</table>{{end}}{{end}}`)
 
 // Section is the report's part: the cells, the cross-layer paper's
@@ -107,7 +114,7 @@ func (ls Loads) Section(dir string) (*experiment.Section, error) {
 		return nil, err
 	}
 	return experiment.NewSection("web", "Page loads over HTTP/3",
-		"Medians per cell; PLT is loadEventEnd (plus the DNS time in decoupled mode), DNS the stub's time for the page's lookups. Δ is the median's change over DoUDP + H3 1-RTT in the same profile, page, stub state and DNS mode (the IMC 2022 slides' FCP and PLT relative to DoUDP). 0-RTT and resumed are the shares of loads whose HTTP/3 connection the server saw use them. The engine <i>doxlab</i> is doxlab's page loader replaying each page's graph captured from Chromium (its PLT is the replay's last resource plus the captured onload gap; it paints nothing); the figures are Chromium's loads.",
+		"Medians per cell; PLT is loadEventEnd (plus the DNS time in decoupled mode), DNS the stub's time for the page's lookups. Δ is the median's change over DoUDP + H3 1-RTT in the same profile, page, stub state and DNS mode (the IMC 2022 slides' FCP and PLT relative to DoUDP). 0-RTT and resumed are the shares of loads whose HTTP/3 connection the server saw use them; token, of those it saw present a NEW_TOKEN token (without one, a resumed connection's 0-RTT answer is held to three times what the client sent until the handshake completes). The engine <i>doxlab</i> is doxlab's page loader replaying each page's graph captured from Chromium (its PLT is the replay's last resource plus the captured onload gap; it paints nothing); the figures are Chromium's loads.",
 		table, map[string]any{"Cells": cells, "Multi": multiOrigin(cells), "Fidelity": web.CompareEngines(cells)}, set)
 }
 
