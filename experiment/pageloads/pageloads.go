@@ -217,11 +217,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer e.srvs.Close()
-	defer func() {
-		for _, b := range e.browser {
-			b.Close()
-		}
-	}()
+	defer e.closeBrowsers()
 
 	expID := experiment.NewID(c.Resume, "web")
 	seed := c.Seed
@@ -290,7 +286,8 @@ func (e *webEnv) startServers(pages []web.Page, dir string, place experiment.Pla
 
 func (e *webEnv) url(p web.Page) string { return "https://" + p.Host + "/" }
 
-// browserFor returns the browser of a DNS mode, starting it once. In
+// browserFor returns the browser of a DNS mode, starting one if the
+// current stub has none yet. In
 // decoupled mode the browser resolves nothing: the page hosts are mapped
 // to the server, as the paper's setup did.
 func (e *webEnv) browserFor(ctx context.Context, mode string) (*browser.Browser, error) {
@@ -310,7 +307,7 @@ func (e *webEnv) browserFor(ctx context.Context, mode string) (*browser.Browser,
 		opts.Flags = append(opts.Flags, "host-resolver-rules=MAP *."+web.Domain+" "+e.ip)
 	}
 	if e.c.NetLogDir != "" {
-		opts.NetLog = filepath.Join(e.c.NetLogDir, fmt.Sprintf("netlog-%s-%d.json", mode, time.Now().Unix()))
+		opts.NetLog = filepath.Join(e.c.NetLogDir, fmt.Sprintf("netlog-%s-%d.json", mode, time.Now().UnixNano()))
 	}
 	b, err := browser.Launch(ctx, opts)
 	if err != nil {
@@ -472,6 +469,13 @@ func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile,
 		if err != nil {
 			return err
 		}
+		// A new stub is a new DNS configuration, though the browser
+		// cannot tell: the stub listens where the last one did. Chromium
+		// resends a query once the answer is later than the 99th
+		// percentile of its server's earlier answers, and forgets them
+		// on a configuration change. A browser of its own per stub keeps
+		// the cells before from deciding its resends.
+		e.closeBrowsers()
 		start := time.Now()
 		ok := 0
 		for _, t := range tasks {
@@ -647,6 +651,14 @@ const graphCaptures = 3
 // Graphs are the pages' dependency graphs the doxlab engine replayed,
 // one per profile and page, as captured.
 var Graphs = store.NewKind("page-graph")
+
+// closeBrowsers ends every browser; the next sample starts its own.
+func (e *webEnv) closeBrowsers() {
+	for mode, b := range e.browser {
+		b.Close()
+		delete(e.browser, mode)
+	}
+}
 
 // restart replaces a browser that stopped answering; the task is stored
 // as failed with the reason.
