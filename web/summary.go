@@ -22,9 +22,9 @@ type Cell struct {
 	// validated by a NEW_TOKEN token: a resumed connection without one
 	// has its 0-RTT answer held to three times what the client sent.
 	// Tokens says it per load, as PLTs.
-	Token  float64
-	Tokens []bool
-	PLTs, FCPs                                       []float64
+	Token      float64
+	Tokens     []bool
+	PLTs, FCPs []float64
 	// RelPLT and RelFCP are the median relative increases over the
 	// baseline cell (DoUDP + H3 1-RTT, same profile, page, stub state and
 	// DNS mode), in percent: the cross-layer paper's Fig. 8-12.
@@ -157,6 +157,8 @@ type Fidelity struct {
 	// the plain medians.
 	Matched   bool
 	RawErrPct float64
+
+	chPLTs, dxPLTs []float64 // each engine's loads, to tell configurations apart
 }
 
 // tokenMatched gives both engines' PLTs under one mix of loads with and
@@ -199,7 +201,18 @@ type FidelitySummary struct {
 	// RawMAPE is the mean absolute error of the plain medians.
 	Matched int
 	RawMAPE float64
+	// SameRankingApart counts the groups where every two configurations
+	// that either engine's own loads tell apart (MannWhitneyP below
+	// ApartP) are ordered alike by both: configurations within each
+	// other's spread have no order to agree on. Conflicts lists the
+	// pairs ordered differently.
+	SameRankingApart int
+	Conflicts        []string
 }
+
+// ApartP is the p-value below which an engine's loads tell two
+// configurations apart.
+const ApartP = 0.05
 
 // CompareEngines pairs each cell loaded by both engines.
 func CompareEngines(cells []Cell) FidelitySummary {
@@ -225,7 +238,8 @@ func CompareEngines(cells []Cell) FidelitySummary {
 		if dx.OK == 0 || ch.OK == 0 || ch.PLT == 0 {
 			continue
 		}
-		f := Fidelity{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d, RawErrPct: 100 * (dx.PLT/ch.PLT - 1)}
+		f := Fidelity{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d, RawErrPct: 100 * (dx.PLT/ch.PLT - 1),
+			chPLTs: ch.PLTs, dxPLTs: dx.PLTs}
 		f.Chromium, f.Doxlab, f.Matched = tokenMatched(ch, dx)
 		f.ErrPct = 100 * (f.Doxlab/f.Chromium - 1)
 		s.Cells = append(s.Cells, f)
@@ -271,6 +285,20 @@ func CompareEngines(cells []Cell) FidelitySummary {
 			s.SameRanking++
 		} else {
 			s.Disagreements = append(s.Disagreements, fmt.Sprintf("%s/%s: chromium %v, doxlab %v", g.g, g.p, co, do))
+		}
+		alike := true
+		for i, a := range fs {
+			for _, b := range fs[i+1:] {
+				apart := measure.MannWhitneyP(a.chPLTs, b.chPLTs) < ApartP || measure.MannWhitneyP(a.dxPLTs, b.dxPLTs) < ApartP
+				if apart && cmp.Compare(a.Chromium, b.Chromium) != cmp.Compare(a.Doxlab, b.Doxlab) {
+					alike = false
+					s.Conflicts = append(s.Conflicts, fmt.Sprintf("%s/%s/%s: %s against %s, chromium %.1f and %.1f ms, doxlab %.1f and %.1f",
+						g.g, g.p, g.s, name(a), name(b), a.Chromium, b.Chromium, a.Doxlab, b.Doxlab))
+				}
+			}
+		}
+		if alike {
+			s.SameRankingApart++
 		}
 	}
 	return s

@@ -54,3 +54,40 @@ func TestFidelityMatchesTokens(t *testing.T) {
 	require.InDelta(t, 104, c.Doxlab, 1e-9)
 	require.Equal(t, c.RawErrPct, c.ErrPct)
 }
+
+// TestRankingApart: two configurations ordered differently by the
+// engines count against the ranking only when either engine's loads
+// tell them apart.
+func TestRankingApart(t *testing.T) {
+	group := func(chUDP, chDoQ, dxUDP, dxDoQ []float64) FidelitySummary {
+		var loads []*Sample
+		add := func(engine, tr string, plts []float64) {
+			for _, v := range plts {
+				x := load(engine, v, false)
+				x.Transport = tr
+				loads = append(loads, x)
+			}
+		}
+		add(EngineChromium, "udp", chUDP)
+		add(EngineChromium, "doq", chDoQ)
+		add(EngineDoxlab, "udp", dxUDP)
+		add(EngineDoxlab, "doq", dxDoQ)
+		return CompareEngines(Summarize(loads))
+	}
+	// Chromium: DoQ a clear 100 ms slower; the loader has it faster.
+	f := group([]float64{100, 101, 102, 103, 104}, []float64{200, 201, 202, 203, 204},
+		[]float64{150, 151, 152, 153, 154}, []float64{140, 141, 142, 143, 144})
+	require.Equal(t, 1, f.Groups)
+	require.Equal(t, 0, f.SameRanking)
+	require.Equal(t, 0, f.SameRankingApart)
+	require.Len(t, f.Conflicts, 1)
+	require.Contains(t, f.Conflicts[0], "insta/fiber/cold: udp/0rtt against doq/0rtt")
+
+	// Both within each other's spread on both engines: the medians'
+	// order differs, but there is no order to agree on.
+	f = group([]float64{100, 110, 120, 130, 140}, []float64{105, 115, 125, 135, 145},
+		[]float64{100, 110, 121, 130, 140}, []float64{105, 115, 119, 135, 145})
+	require.Equal(t, 0, f.SameRanking, "the strict ranking still differs")
+	require.Equal(t, 1, f.SameRankingApart)
+	require.Empty(t, f.Conflicts)
+}

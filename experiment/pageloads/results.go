@@ -74,6 +74,10 @@ func (ls Loads) WriteTable(w io.Writer) error {
 	if f.Matched > 0 {
 		fmt.Fprintf(w, "%d cells token-matched (loads with and without a NEW_TOKEN token weighted alike for both engines); the plain medians' mean absolute error is %.1f %%\n", f.Matched, f.RawMAPE)
 	}
+	fmt.Fprintf(w, "configurations either engine's loads tell apart (Mann-Whitney, p < %.2f) ordered alike in %d of %d groups\n", web.ApartP, f.SameRankingApart, f.Groups)
+	for _, c := range f.Conflicts {
+		fmt.Fprintf(w, "  ordered differently: %s\n", c)
+	}
 	for _, d := range f.Disagreements {
 		fmt.Fprintf(w, "  ranked differently: %s\n", d)
 	}
@@ -91,7 +95,7 @@ var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">eng
 {{range .}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .LookupsBlocking}}</td><td>{{ms .DNSBlocking}}</td><td>{{ms .DNSTotal}}</td><td>{{printf "%.0f" .Conns}}</td><td>{{share .Conns0RTT}}</td><td>{{printf "%.0f" .NoLookup}}</td><td>{{printf "%.0f" .NotH3}}</td><td>{{pct .RelPLT}}</td></tr>
 {{end}}</table>{{end}}
 {{with .Fidelity}}{{if .Cells}}<h3>doxlab's page loader against Chromium</h3>
-<p>{{len .Cells}} cells: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin5}} within 5 %, {{.CellsWithin10}} within 10 %; configurations ranked alike in {{.SameRanking}} of {{.Groups}} (page, profile) groups. Lighthouse's simulated throttling misses by 20-34 % (MAPE).{{if .Matched}} In {{.Matched}} cells some loads presented a QUIC NEW_TOKEN token and some did not, a coin flip for both engines (the server shuffles its frames, and a token that arrives before its connection's ticket is lost); there each engine's PLT weights its medians with and without a token alike, and "unmatched" is the error of the plain medians (mean {{printf "%.1f" .RawMAPE}} %).{{end}}</p>
+<p>{{len .Cells}} cells: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin5}} within 5 %, {{.CellsWithin10}} within 10 %; configurations ranked alike in {{.SameRanking}} of {{.Groups}} (page, profile) groups, and those either engine's own loads tell apart (Mann-Whitney, p &lt; 0.05) ordered alike in {{.SameRankingApart}}. Lighthouse's simulated throttling misses by 20-34 % (MAPE).{{if .Matched}} In {{.Matched}} cells some loads presented a QUIC NEW_TOKEN token and some did not, a coin flip for both engines (the server shuffles its frames, and a token that arrives before its connection's ticket is lost); there each engine's PLT weights its medians with and without a token alike, and "unmatched" is the error of the plain medians (mean {{printf "%.1f" .RawMAPE}} %).{{end}}</p>
 <table id="web-fidelity"><tr><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">stub</th><th class="l">H3</th><th>Chromium PLT ms</th><th>doxlab PLT ms</th><th>error</th><th>unmatched</th></tr>
 {{range .Cells}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.StubState}}</td><td class="l">{{.H3}}</td><td>{{ms .Chromium}}</td><td>{{ms .Doxlab}}</td><td>{{pct .ErrPct}}</td><td>{{if .Matched}}{{pct .RawErrPct}}{{end}}</td></tr>
 {{end}}</table>{{end}}{{end}}`)
