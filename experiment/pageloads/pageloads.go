@@ -646,7 +646,7 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 
 // graphCaptures is how many times a page is traced per profile; the
 // capture with the median PLT is replayed.
-const graphCaptures = 5
+const graphCaptures = 3
 
 // Graphs are the pages' dependency graphs the doxlab engine replayed,
 // one per profile and page, as captured.
