@@ -148,7 +148,7 @@ type webEnv struct {
 	ca      string
 	pages   map[string]web.Page
 	st      *store.Store
-	browser map[string]*browser.Browser // per DNS mode
+	browser map[string]*browser.Browser // per DNS mode, and captureBrowser
 	roots   *x509.CertPool              // the server's certificate, for the page loader
 	runID   string                      // the profile's run
 	graphs  map[string]*pageload.Graph  // by profile and page, captured in this process
@@ -624,7 +624,7 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 		if err := b.Reset(ctx, true); err != nil {
 			return nil, err
 		}
-		b.Load(ctx, e.url(page), e.c.Timeout)
+		b.Load(ctx, e.url(page), e.c.Timeout) // a failure shows in the captures
 	}
 	var gs []*pageload.Graph
 	for range graphCaptures {
