@@ -214,6 +214,9 @@ type FidelitySummary struct {
 // configurations apart.
 const ApartP = 0.05
 
+// ApartP is the package's ApartP, for templates.
+func (FidelitySummary) ApartP() float64 { return ApartP }
+
 // CompareEngines pairs each cell loaded by both engines.
 func CompareEngines(cells []Cell) FidelitySummary {
 	type key struct{ p, g, t, h, s, d string }
