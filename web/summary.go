@@ -18,11 +18,9 @@ type Cell struct {
 	N, OK                                            int
 	PLT, FCP, DNS                                    float64 // medians, ms
 	Real0RTT, Resumed                                float64 // shares of OK loads whose H3 connection really used 0-RTT, resumed
-	// Token is the share of OK loads whose H3 connection the server
-	// validated by a NEW_TOKEN token: a resumed connection without one
-	// has its 0-RTT answer held to three times what the client sent.
-	// Tokens says it per load, as PLTs.
-	Token      float64
+	// Tokens says, per OK load as PLTs, whether the server validated its
+	// H3 connection by a NEW_TOKEN token: a resumed connection without
+	// one has its 0-RTT answer held to three times what the client sent.
 	Tokens     []bool
 	PLTs, FCPs []float64
 	// RelPLT and RelFCP are the median relative increases over the
@@ -40,6 +38,20 @@ type Cell struct {
 	// those requested with no lookup reaching the stub, and the share of
 	// all the loads' web connections that used 0-RTT (see OriginFacts).
 	NotH3, NoLookup, Conns0RTT float64
+}
+
+// Token is the share of OK loads whose connection presented a token.
+func (c Cell) Token() float64 {
+	if len(c.Tokens) == 0 {
+		return 0
+	}
+	n := 0
+	for _, t := range c.Tokens {
+		if t {
+			n++
+		}
+	}
+	return float64(n) / float64(len(c.Tokens))
 }
 
 // MultiOrigin reports whether the cell's page loads from several origins.
@@ -94,11 +106,7 @@ func Summarize(samples []*Sample) []Cell {
 		if x.H3Resumed {
 			c.Resumed++
 		}
-		token := x.H3Conn != nil && x.H3Conn.TokenUsed
-		if token {
-			c.Token++
-		}
-		c.Tokens = append(c.Tokens, token)
+		c.Tokens = append(c.Tokens, x.H3Conn != nil && x.H3Conn.TokenUsed)
 	}
 	for k, c := range cells {
 		c.PLT, c.FCP, c.DNS = measure.Median(c.PLTs), measure.Median(c.FCPs), measure.Median(dns[k])
@@ -113,7 +121,6 @@ func Summarize(samples []*Sample) []Cell {
 		if c.OK > 0 {
 			c.Real0RTT /= float64(c.OK)
 			c.Resumed /= float64(c.OK)
-			c.Token /= float64(c.OK)
 		}
 	}
 	for k, c := range cells {

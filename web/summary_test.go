@@ -30,8 +30,8 @@ func TestFidelityMatchesTokens(t *testing.T) {
 	}
 	cells := Summarize(loads)
 	require.Len(t, cells, 2)
-	require.InDelta(t, 1.0/3, cells[0].Token, 1e-9, "chromium's share of loads with a token")
-	require.InDelta(t, 2.0/3, cells[1].Token, 1e-9)
+	require.InDelta(t, 1.0/3, cells[0].Token(), 1e-9, "chromium's share of loads with a token")
+	require.InDelta(t, 2.0/3, cells[1].Token(), 1e-9)
 
 	f := CompareEngines(cells)
 	require.Len(t, f.Cells, 1)

@@ -44,7 +44,7 @@ func (ls Loads) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum", "token")
 	for _, x := range cells {
 		if _, err := fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %8s %8s %5.0f%% %5.0f%% %5.0f%%\n", x.Engine, x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-			x.OK, x.N, x.PLT, x.FCP, x.DNS, figure.Pct(x.RelPLT), figure.Pct(x.RelFCP), 100*x.Real0RTT, 100*x.Resumed, 100*x.Token); err != nil {
+			x.OK, x.N, x.PLT, x.FCP, x.DNS, figure.Pct(x.RelPLT), figure.Pct(x.RelFCP), 100*x.Real0RTT, 100*x.Resumed, 100*x.Token()); err != nil {
 			return err
 		}
 	}
