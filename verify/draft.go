@@ -1,17 +1,15 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 //go:embed draft/doq_draft_client.py
@@ -20,25 +18,6 @@ var draftClient []byte
 // DraftPython is the Python with aioquic 0.9.25, the last QUIC stack
 // here that speaks drafts 29-32 (scripts/install-peers.sh installs it).
 var DraftPython = "/opt/doxlab-peers/aioquic-drafts/bin/python"
-
-var (
-	draftOnce sync.Once
-	draftPath string
-	draftErr  error
-)
-
-func draftScript() (string, error) {
-	draftOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "doxlab-verify")
-		if err != nil {
-			draftErr = err
-			return
-		}
-		draftPath = filepath.Join(dir, "doq_draft_client.py")
-		draftErr = os.WriteFile(draftPath, draftClient, 0o644)
-	})
-	return draftPath, draftErr
-}
 
 // isDraft reports whether a Version Negotiation entry is an IETF draft
 // (0xff0000xx).
@@ -59,19 +38,16 @@ func tryDrafts(ctx context.Context, target string, o Options, r *DoQ) bool {
 	if len(drafts) == 0 {
 		return false
 	}
-	script, err := draftScript()
-	if err != nil {
-		r.Error = err.Error()
-		return false
-	}
 	host, port, _ := net.SplitHostPort(target)
-	argv := append([]string{DraftPython, script, host, port, o.Name, strconv.FormatFloat(o.Timeout.Seconds(), 'f', 1, 64)}, drafts...)
+	// The script goes in on stdin ("-"), so no file outlives the run.
+	argv := append([]string{DraftPython, "-", host, port, o.Name, strconv.FormatFloat(o.Timeout.Seconds(), 'f', 1, 64)}, drafts...)
 	var cmd *exec.Cmd
 	if o.Command != nil {
 		cmd = o.Command(argv...)
 	} else {
 		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 	}
+	cmd.Stdin = bytes.NewReader(draftClient)
 	out, err := cmd.Output()
 	if err != nil {
 		r.Error = fmt.Sprintf("draft versions offered, but the draft client failed (%v; is %s installed?)", err, DraftPython)
