@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -63,7 +64,8 @@ type Browser struct {
 	cancel   context.CancelFunc
 	tab      context.Context
 	version  string
-	tmpDir   string
+	tmpDir   string // a profile Launch made, removed by Close
+	profile  string
 
 	traceOnce sync.Once
 	tracer    *tracer
@@ -100,6 +102,7 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		}
 		opts.UserDataDir = b.tmpDir
 	}
+	b.profile = opts.UserDataDir
 	flags := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.UserDataDir(opts.UserDataDir),
@@ -184,10 +187,29 @@ func (b *Browser) Version() string { return b.version }
 // Close stops the browser and removes a temporary profile.
 func (b *Browser) Close() error {
 	b.cancel()
+	removeSingleton(b.profile)
 	if b.tmpDir != "" {
 		return os.RemoveAll(b.tmpDir)
 	}
 	return nil
+}
+
+// removeSingleton removes the directory Chromium made in the temporary
+// directory for its process-singleton socket. The profile links to it;
+// Chromium removes it only when it exits on its own, and Close kills
+// it, so each run would otherwise leave one behind.
+func removeSingleton(profile string) {
+	if profile == "" {
+		return
+	}
+	sock, err := os.Readlink(filepath.Join(profile, "SingletonSocket"))
+	if err != nil {
+		return
+	}
+	dir := filepath.Dir(sock)
+	if strings.HasPrefix(filepath.Base(dir), "org.chromium.") {
+		os.RemoveAll(dir)
+	}
 }
 
 const resetScript = `(async () => {
