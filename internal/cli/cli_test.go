@@ -149,6 +149,16 @@ var (
 	binErr  error
 )
 
+// TestMain removes the binary doxlabBinary built: 65 MB a run otherwise
+// piles up in the temporary directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // doxlabBinary builds the doxlab binary once for the tests that need a
 // real process (serving in the background, the testbed's daemon).
 func doxlabBinary(t *testing.T) string {
