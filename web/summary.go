@@ -211,10 +211,14 @@ type FidelitySummary struct {
 	// SameRankingApart counts the groups where every two configurations
 	// that either engine's own loads tell apart (MannWhitneyP below
 	// ApartP) are ordered alike by both: configurations within each
-	// other's spread have no order to agree on. Conflicts lists the
-	// pairs ordered differently.
-	SameRankingApart int
-	Conflicts        []string
+	// other's spread have no order to agree on. SameRankingChromiumApart
+	// asks it only of the pairs Chromium's loads tell apart: where the
+	// loader's steadier loads tell two configurations apart and the
+	// browser's do not, the browser's order is noise. Conflicts lists
+	// the pairs ordered differently, and whose loads told them apart.
+	SameRankingApart         int
+	SameRankingChromiumApart int
+	Conflicts                []string
 }
 
 // ApartP is the p-value below which an engine's loads tell two
@@ -296,19 +300,34 @@ func CompareEngines(cells []Cell) FidelitySummary {
 		} else {
 			s.Disagreements = append(s.Disagreements, fmt.Sprintf("%s/%s: chromium %v, doxlab %v", g.g, g.p, co, do))
 		}
-		alike := true
+		alike, alikeCh := true, true
 		for i, a := range fs {
 			for _, b := range fs[i+1:] {
-				apart := measure.MannWhitneyP(a.chPLTs, b.chPLTs) < ApartP || measure.MannWhitneyP(a.dxPLTs, b.dxPLTs) < ApartP
-				if apart && cmp.Compare(a.Chromium, b.Chromium) != cmp.Compare(a.Doxlab, b.Doxlab) {
-					alike = false
-					s.Conflicts = append(s.Conflicts, fmt.Sprintf("%s/%s/%s: %s against %s, chromium %.1f and %.1f ms, doxlab %.1f and %.1f",
-						g.g, g.p, g.s, name(a), name(b), a.Chromium, b.Chromium, a.Doxlab, b.Doxlab))
+				chApart := measure.MannWhitneyP(a.chPLTs, b.chPLTs) < ApartP
+				dxApart := measure.MannWhitneyP(a.dxPLTs, b.dxPLTs) < ApartP
+				if !chApart && !dxApart || cmp.Compare(a.Chromium, b.Chromium) == cmp.Compare(a.Doxlab, b.Doxlab) {
+					continue
 				}
+				alike = false
+				by := "doxlab's"
+				switch {
+				case chApart && dxApart:
+					by = "both engines'"
+				case chApart:
+					by = "chromium's"
+				}
+				if chApart {
+					alikeCh = false
+				}
+				s.Conflicts = append(s.Conflicts, fmt.Sprintf("%s/%s/%s: %s against %s, chromium %.1f and %.1f ms, doxlab %.1f and %.1f (apart by %s loads)",
+					g.g, g.p, g.s, name(a), name(b), a.Chromium, b.Chromium, a.Doxlab, b.Doxlab, by))
 			}
 		}
 		if alike {
 			s.SameRankingApart++
+		}
+		if alikeCh {
+			s.SameRankingChromiumApart++
 		}
 	}
 	return s

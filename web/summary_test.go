@@ -80,8 +80,20 @@ func TestRankingApart(t *testing.T) {
 	require.Equal(t, 1, f.Groups)
 	require.Equal(t, 0, f.SameRanking)
 	require.Equal(t, 0, f.SameRankingApart)
+	require.Equal(t, 0, f.SameRankingChromiumApart)
 	require.Len(t, f.Conflicts, 1)
 	require.Contains(t, f.Conflicts[0], "insta/fiber/cold: udp/0rtt against doq/0rtt")
+	require.Contains(t, f.Conflicts[0], "apart by both engines' loads")
+
+	// Only the loader's steady loads tell them apart; Chromium's overlap
+	// and their medians fall the other way: a conflict of the loader's
+	// order with noise, not with an order the browser showed.
+	f = group([]float64{100, 119, 130, 141, 159}, []float64{101, 120, 131, 140, 160},
+		[]float64{130, 130.5, 131, 131.5, 132}, []float64{125, 125.5, 126, 126.5, 127})
+	require.Equal(t, 0, f.SameRankingApart)
+	require.Equal(t, 1, f.SameRankingChromiumApart)
+	require.Len(t, f.Conflicts, 1)
+	require.Contains(t, f.Conflicts[0], "apart by doxlab's loads")
 
 	// Both within each other's spread on both engines: the medians'
 	// order differs, but there is no order to agree on.
@@ -89,5 +101,6 @@ func TestRankingApart(t *testing.T) {
 		[]float64{100, 110, 121, 130, 140}, []float64{105, 115, 119, 135, 145})
 	require.Equal(t, 0, f.SameRanking, "the strict ranking still differs")
 	require.Equal(t, 1, f.SameRankingApart)
+	require.Equal(t, 1, f.SameRankingChromiumApart)
 	require.Empty(t, f.Conflicts)
 }
