@@ -65,7 +65,7 @@ type Browser struct {
 	tab      context.Context
 	version  string
 	tmpDir   string // a profile Launch made, removed by Close
-	profile  string
+	profile  string // the user data directory, whatever made it
 
 	traceOnce sync.Once
 	tracer    *tracer
