@@ -112,6 +112,10 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		if err := testbed.Down(*name); err != nil {
 			return fail(err)
 		}
+		// The emulator's log is kept only when it has something to say.
+		if fi, err := os.Stat(testbedLog(*name)); err == nil && fi.Size() == 0 {
+			os.Remove(testbedLog(*name))
+		}
 		fmt.Fprintf(stdout, "testbed %s is down\n", *name)
 		return exitOK
 	case "status":
@@ -234,7 +238,7 @@ func testbedUp(spec testbed.Spec, stdout, stderr io.Writer) int {
 	b, _ := json.Marshal(spec)
 	cmd := exec.Command(self, "testbed", "daemon", "--spec", string(b))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survives the shell that ran 'up'
-	logPath := filepath.Join(os.TempDir(), "doxlab-testbed-"+spec.Name+".log")
+	logPath := testbedLog(spec.Name)
 	logf, _ := os.Create(logPath)
 	cmd.Stderr = logf
 	out, _ := cmd.StdoutPipe()
@@ -267,6 +271,11 @@ func testbedUp(spec testbed.Spec, stdout, stderr io.Writer) int {
 	}
 	cmd.Process.Release()
 	return testbedStatus(spec.Name, false, stdout, stderr)
+}
+
+// testbedLog is where a testbed's emulator writes its errors.
+func testbedLog(name string) string {
+	return filepath.Join(os.TempDir(), "doxlab-testbed-"+name+".log")
 }
 
 func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,6 +60,7 @@ func TestTestbedLifecycle(t *testing.T) {
 		require.False(t, strings.HasPrefix(e.Name(), "doxlab-tcli-"), "left behind: %s", e.Name())
 	}
 	require.NoDirExists(t, "/etc/netns/doxlab-tcli-client")
+	require.NoFileExists(t, filepath.Join(os.TempDir(), "doxlab-testbed-tcli.log"), "an empty emulator log is removed")
 }
 
 // TestCheckUnderBrowserLoad runs the fidelity check while real Chromium
