@@ -388,5 +388,5 @@ func Median(v []float64) float64 {
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)
-	return s[len(s)/2]
+	return Quantile(s, 0.5)
 }

@@ -2,6 +2,16 @@ package measure
 
 import "math"
 
+// Quantile is the q-quantile of sorted values: the value at index
+// floor(q·n), with no interpolation, so it is always a value that was
+// measured. NaN for none.
+func Quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
 // MannWhitneyP is the two-sided p-value of the Mann-Whitney U test that
 // x and y come from one distribution: small when one's values tend to
 // lie above the other's. It makes no assumption about their shape, which

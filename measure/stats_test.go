@@ -3,6 +3,8 @@ package measure
 import (
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestMannWhitneyP(t *testing.T) {
@@ -37,4 +39,15 @@ func TestMannWhitneyP(t *testing.T) {
 	if p := MannWhitneyP(x, x); p < 0.9 {
 		t.Errorf("a sample against itself: p = %v, want about 1", p)
 	}
+}
+
+func TestQuantile(t *testing.T) {
+	s := []float64{10, 20, 30, 40, 50}
+	require.Equal(t, 10.0, Quantile(s, 0))
+	require.Equal(t, 20.0, Quantile(s, 0.25))
+	require.Equal(t, 30.0, Quantile(s, 0.5))
+	require.Equal(t, 40.0, Quantile(s, 0.75))
+	require.Equal(t, 50.0, Quantile(s, 1), "the largest, not past the end")
+	require.True(t, math.IsNaN(Quantile(nil, 0.5)))
+	require.Equal(t, 30.0, Median([]float64{50, 10, 40, 30, 20}), "Median sorts first")
 }

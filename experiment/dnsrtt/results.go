@@ -137,13 +137,6 @@ type Stat struct {
 	WireMs, ClientMs float64
 }
 
-func quantile(s []float64, q float64) float64 {
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
 func orNone(s string) string {
 	if s == "" {
 		return "none"
@@ -181,11 +174,11 @@ func (s *Samples) Stats() []Stat {
 		slices.Sort(rtt)
 		slices.Sort(ser)
 		if len(ser) > 0 {
-			st.SerialMs = quantile(ser, 0.5)
+			st.SerialMs = measure.Quantile(ser, 0.5)
 		}
 		st.WireMs, st.ClientMs = experiment.Median(wire), experiment.Median(client)
-		st.MedianMs, st.IQRMs, st.P95Ms = quantile(ms, 0.5), quantile(ms, 0.75)-quantile(ms, 0.25), quantile(ms, 0.95)
-		st.MedianRTT, st.IQRRTT, st.P95RTT = quantile(rtt, 0.5), quantile(rtt, 0.75)-quantile(rtt, 0.25), quantile(rtt, 0.95)
+		st.MedianMs, st.IQRMs, st.P95Ms = measure.Quantile(ms, 0.5), measure.Quantile(ms, 0.75)-measure.Quantile(ms, 0.25), measure.Quantile(ms, 0.95)
+		st.MedianRTT, st.IQRRTT, st.P95RTT = measure.Quantile(rtt, 0.5), measure.Quantile(rtt, 0.75)-measure.Quantile(rtt, 0.25), measure.Quantile(rtt, 0.95)
 		out = append(out, st)
 	}
 	return out

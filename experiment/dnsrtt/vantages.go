@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/doxlab/doxlab/internal/order"
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -65,9 +66,9 @@ func (s *Samples) ByVantage() []VantageStat {
 		slices.Sort(ms)
 		slices.Sort(rtt)
 		slices.Sort(probe)
-		st.ProbeMs = quantile(probe, 0.5)
-		st.MedianMs, st.P95Ms = quantile(ms, 0.5), quantile(ms, 0.95)
-		st.MedianRTT, st.P95RTT = quantile(rtt, 0.5), quantile(rtt, 0.95)
+		st.ProbeMs = measure.Quantile(probe, 0.5)
+		st.MedianMs, st.P95Ms = measure.Quantile(ms, 0.5), measure.Quantile(ms, 0.95)
+		st.MedianRTT, st.P95RTT = measure.Quantile(rtt, 0.5), measure.Quantile(rtt, 0.95)
 		out = append(out, st)
 	}
 	return out
