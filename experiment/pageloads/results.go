@@ -61,13 +61,13 @@ func (ls Loads) WriteTable(w io.Writer) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\ndoxlab's page loader against Chromium: median PLT per cell")
-	fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9s %9s %8s %9s\n", "profile", "page", "dns", "stub", "h3", "chromium", "doxlab", "error", "unmatched")
+	fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9s %9s %8s %9s %8s\n", "profile", "page", "dns", "stub", "h3", "chromium", "doxlab", "error", "unmatched", "chr IQR")
 	for _, c := range f.Cells {
 		raw := ""
 		if c.Matched {
 			raw = fmt.Sprintf("%+8.1f%%", c.RawErrPct)
 		}
-		fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9.1f %9.1f %+7.1f%% %9s\n", c.Profile, c.Page, c.Transport, c.StubState, c.H3, c.Chromium, c.Doxlab, c.ErrPct, raw)
+		fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9.1f %9.1f %+7.1f%% %9s %7.1f%%\n", c.Profile, c.Page, c.Transport, c.StubState, c.H3, c.Chromium, c.Doxlab, c.ErrPct, raw, c.ChromiumIQRPct)
 	}
 	_, err := fmt.Fprintf(w, "%d cells: mean absolute error %.1f %%, largest %.1f %%, %d within 5 %%, %d within 10 %%; configurations ranked alike in %d of %d (page, profile) groups\n",
 		len(f.Cells), f.MAPE, f.MaxAbs, f.CellsWithin5, f.CellsWithin10, f.SameRanking, f.Groups)
@@ -95,9 +95,9 @@ var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">eng
 {{range .}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .LookupsBlocking}}</td><td>{{ms .DNSBlocking}}</td><td>{{ms .DNSTotal}}</td><td>{{printf "%.0f" .Conns}}</td><td>{{share .Conns0RTT}}</td><td>{{printf "%.0f" .NoLookup}}</td><td>{{printf "%.0f" .NotH3}}</td><td>{{pct .RelPLT}}</td></tr>
 {{end}}</table>{{end}}
 {{with .Fidelity}}{{if .Cells}}<h3>doxlab's page loader against Chromium</h3>
-<p>{{len .Cells}} cells: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin5}} within 5 %, {{.CellsWithin10}} within 10 %; configurations ranked alike in {{.SameRanking}} of {{.Groups}} (page, profile) groups, and those either engine's own loads tell apart (Mann-Whitney, p &lt; {{printf "%.2f" .ApartP}}) ordered alike in {{.SameRankingApart}}, those Chromium's loads tell apart in {{.SameRankingChromiumApart}} (the loader's loads are steadier, so it tells apart configurations whose order in the browser's loads is noise). Lighthouse's simulated throttling misses by 20-34 % (MAPE).{{if .Matched}} In {{.Matched}} cells some loads presented a QUIC NEW_TOKEN token and some did not, a coin flip for both engines (the server shuffles its frames, and a token that arrives before its connection's ticket is lost); there each engine's PLT weights its medians with and without a token alike, and "unmatched" is the error of the plain medians (mean {{printf "%.1f" .RawMAPE}} %).{{end}}</p>
-<table id="web-fidelity"><tr><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">stub</th><th class="l">H3</th><th>Chromium PLT ms</th><th>doxlab PLT ms</th><th>error</th><th>unmatched</th></tr>
-{{range .Cells}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.StubState}}</td><td class="l">{{.H3}}</td><td>{{ms .Chromium}}</td><td>{{ms .Doxlab}}</td><td>{{pct .ErrPct}}</td><td>{{if .Matched}}{{pct .RawErrPct}}{{end}}</td></tr>
+<p>{{len .Cells}} cells: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin5}} within 5 %, {{.CellsWithin10}} within 10 %; configurations ranked alike in {{.SameRanking}} of {{.Groups}} (page, profile) groups, and those either engine's own loads tell apart (Mann-Whitney, p &lt; {{printf "%.2f" .ApartP}}) ordered alike in {{.SameRankingApart}}, those Chromium's loads tell apart in {{.SameRankingChromiumApart}} (the loader's loads are steadier, so it tells apart configurations whose order in the browser's loads is noise). Lighthouse's simulated throttling misses by 20-34 % (MAPE). "Chromium IQR" is the interquartile range of the browser's loads in the cell, in percent of their median: its own spread, to read the error against.{{if .Matched}} In {{.Matched}} cells some loads presented a QUIC NEW_TOKEN token and some did not, a coin flip for both engines (the server shuffles its frames, and a token that arrives before its connection's ticket is lost); there each engine's PLT weights its medians with and without a token alike, and "unmatched" is the error of the plain medians (mean {{printf "%.1f" .RawMAPE}} %).{{end}}</p>
+<table id="web-fidelity"><tr><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">stub</th><th class="l">H3</th><th>Chromium PLT ms</th><th>doxlab PLT ms</th><th>error</th><th>unmatched</th><th>Chromium IQR</th></tr>
+{{range .Cells}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.StubState}}</td><td class="l">{{.H3}}</td><td>{{ms .Chromium}}</td><td>{{ms .Doxlab}}</td><td>{{pct .ErrPct}}</td><td>{{if .Matched}}{{pct .RawErrPct}}{{end}}</td><td>{{printf "%.1f %%" .ChromiumIQRPct}}</td></tr>
 {{end}}</table>{{end}}{{end}}`)
 
 // Section is the report's part: the cells, the cross-layer paper's
