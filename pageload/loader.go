@@ -551,12 +551,13 @@ func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, bool, e
 		}
 		alongside := ld.l.cfg.HTTPSAlongside
 		if alongside {
-			hctx, stop := context.WithCancel(ctx)
-			defer stop() // once the A answer is in: the query has gone, its answer is not waited for
+			// Nothing waits for its answer, and nothing cancels it when the
+			// A answer comes: on a fast path that can be before this
+			// goroutine has sent it. The load's end bounds it.
 			go func() {
 				q := new(dns.Msg)
 				q.SetQuestion(dns.Fqdn(host), dns.TypeHTTPS)
-				ld.l.cfg.Resolver.(Exchanger).Exchange(hctx, q)
+				ld.l.cfg.Resolver.(Exchanger).Exchange(ctx, q)
 			}()
 		}
 		addrs, rec, err := resolve(ctx, host)
