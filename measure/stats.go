@@ -12,6 +12,9 @@ func Quantile(sorted []float64, q float64) float64 {
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
+// IQR is the interquartile range of sorted values, by Quantile.
+func IQR(sorted []float64) float64 { return Quantile(sorted, 0.75) - Quantile(sorted, 0.25) }
+
 // MannWhitneyP is the two-sided p-value of the Mann-Whitney U test that
 // x and y come from one distribution: small when one's values tend to
 // lie above the other's. It makes no assumption about their shape, which

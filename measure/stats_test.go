@@ -50,4 +50,5 @@ func TestQuantile(t *testing.T) {
 	require.Equal(t, 50.0, Quantile(s, 1), "the largest, not past the end")
 	require.True(t, math.IsNaN(Quantile(nil, 0.5)))
 	require.Equal(t, 30.0, Median([]float64{50, 10, 40, 30, 20}), "Median sorts first")
+	require.Equal(t, 20.0, IQR(s))
 }

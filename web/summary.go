@@ -261,7 +261,7 @@ func CompareEngines(cells []Cell) FidelitySummary {
 		f.Chromium, f.Doxlab, f.Matched = tokenMatched(ch, dx)
 		f.ErrPct = 100 * (f.Doxlab/f.Chromium - 1)
 		sorted := slices.Sorted(slices.Values(ch.PLTs))
-		f.ChromiumIQRPct = 100 * (measure.Quantile(sorted, 0.75) - measure.Quantile(sorted, 0.25)) / measure.Quantile(sorted, 0.5)
+		f.ChromiumIQRPct = 100 * measure.IQR(sorted) / measure.Quantile(sorted, 0.5)
 		s.Cells = append(s.Cells, f)
 		s.RawMAPE += math.Abs(f.RawErrPct)
 		if f.Matched {

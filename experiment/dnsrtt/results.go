@@ -177,8 +177,8 @@ func (s *Samples) Stats() []Stat {
 			st.SerialMs = measure.Quantile(ser, 0.5)
 		}
 		st.WireMs, st.ClientMs = experiment.Median(wire), experiment.Median(client)
-		st.MedianMs, st.IQRMs, st.P95Ms = measure.Quantile(ms, 0.5), measure.Quantile(ms, 0.75)-measure.Quantile(ms, 0.25), measure.Quantile(ms, 0.95)
-		st.MedianRTT, st.IQRRTT, st.P95RTT = measure.Quantile(rtt, 0.5), measure.Quantile(rtt, 0.75)-measure.Quantile(rtt, 0.25), measure.Quantile(rtt, 0.95)
+		st.MedianMs, st.IQRMs, st.P95Ms = measure.Quantile(ms, 0.5), measure.IQR(ms), measure.Quantile(ms, 0.95)
+		st.MedianRTT, st.IQRRTT, st.P95RTT = measure.Quantile(rtt, 0.5), measure.IQR(rtt), measure.Quantile(rtt, 0.95)
 		out = append(out, st)
 	}
 	return out
