@@ -164,12 +164,16 @@ type Fidelity struct {
 	// the plain medians.
 	Matched   bool
 	RawErrPct float64
-	// ChromiumIQRPct is the interquartile range of Chromium's loads in
-	// the cell, in percent of their median: the browser's own spread,
-	// to read the error against.
-	ChromiumIQRPct float64
 
 	chPLTs, dxPLTs []float64 // each engine's loads, to tell configurations apart
+}
+
+// ChromiumIQRPct is the interquartile range of Chromium's loads in the
+// cell, in percent of their median: the browser's own spread, to read
+// the error against.
+func (f Fidelity) ChromiumIQRPct() float64 {
+	sorted := slices.Sorted(slices.Values(f.chPLTs))
+	return 100 * measure.IQR(sorted) / measure.Quantile(sorted, 0.5)
 }
 
 // tokenMatched gives both engines' PLTs under one mix of loads with and
@@ -260,8 +264,6 @@ func CompareEngines(cells []Cell) FidelitySummary {
 			chPLTs: ch.PLTs, dxPLTs: dx.PLTs}
 		f.Chromium, f.Doxlab, f.Matched = tokenMatched(ch, dx)
 		f.ErrPct = 100 * (f.Doxlab/f.Chromium - 1)
-		sorted := slices.Sorted(slices.Values(ch.PLTs))
-		f.ChromiumIQRPct = 100 * measure.IQR(sorted) / measure.Quantile(sorted, 0.5)
 		s.Cells = append(s.Cells, f)
 		s.RawMAPE += math.Abs(f.RawErrPct)
 		if f.Matched {

@@ -78,7 +78,7 @@ func TestRankingApart(t *testing.T) {
 	f := group([]float64{100, 101, 102, 103, 104}, []float64{200, 201, 202, 203, 204},
 		[]float64{150, 151, 152, 153, 154}, []float64{140, 141, 142, 143, 144})
 	require.Equal(t, 1, f.Groups)
-	require.InDelta(t, 100*2.0/102, f.Cells[0].ChromiumIQRPct, 1e-9, "101 to 103 around a median of 102")
+	require.InDelta(t, 100*2.0/102, f.Cells[0].ChromiumIQRPct(), 1e-9, "101 to 103 around a median of 102")
 	require.Equal(t, 0, f.SameRanking)
 	require.Equal(t, 0, f.SameRankingApart)
 	require.Equal(t, 0, f.SameRankingChromiumApart)

@@ -67,7 +67,7 @@ func (ls Loads) WriteTable(w io.Writer) error {
 		if c.Matched {
 			raw = fmt.Sprintf("%+8.1f%%", c.RawErrPct)
 		}
-		fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9.1f %9.1f %+7.1f%% %9s %7.1f%%\n", c.Profile, c.Page, c.Transport, c.StubState, c.H3, c.Chromium, c.Doxlab, c.ErrPct, raw, c.ChromiumIQRPct)
+		fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9.1f %9.1f %+7.1f%% %9s %7.1f%%\n", c.Profile, c.Page, c.Transport, c.StubState, c.H3, c.Chromium, c.Doxlab, c.ErrPct, raw, c.ChromiumIQRPct())
 	}
 	_, err := fmt.Fprintf(w, "%d cells: mean absolute error %.1f %%, largest %.1f %%, %d within 5 %%, %d within 10 %%; configurations ranked alike in %d of %d (page, profile) groups\n",
 		len(f.Cells), f.MAPE, f.MaxAbs, f.CellsWithin5, f.CellsWithin10, f.SameRanking, f.Groups)
