@@ -50,7 +50,8 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 	index := map[string]int{}
 	lastEnd := 0.0
 	for i, r := range reqs {
-		res := Resource{URL: r.URL, Type: r.Type, Priority: r.Priority, Parent: -1, Size: r.Size}
+		res := Resource{URL: r.URL, Type: r.Type, Priority: r.Priority, Parent: -1, Size: r.Size,
+			SentMs: round3(r.Sent + r.Held - doc.Sent), EndMs: round3(r.Finished - doc.Sent)}
 		if i == 0 {
 			res.GapMs = round3(r.Held) // from navigation to the document's request
 		} else {

@@ -53,6 +53,8 @@ func TestFromTrace(t *testing.T) {
 		require.Equal(t, w.after, r.AfterBytes, w.url)
 		require.InDelta(t, w.gap, r.GapMs, 1e-9, w.url)
 	}
+	require.InDelta(t, 42, g.Resources[1].SentMs, 1e-9, "the style sheet's request, from the document's")
+	require.InDelta(t, 81, g.Resources[1].EndMs, 1e-9)
 	require.InDelta(t, 15, g.OnloadGapMs, 1e-9, "load event 15 ms after the last resource")
 	require.Equal(t, []string{"p.test", "cdn.test"}, g.Hosts())
 

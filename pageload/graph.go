@@ -64,6 +64,12 @@ type Resource struct {
 	// Size is the body's length in the captured load, in octets, for a
 	// replay to check it fetched the same thing.
 	Size int64 `json:"size"`
+	// SentMs and EndMs are when the captured load put the request on the
+	// wire and when its body ended, from the document's request: what a
+	// replay's own times are compared with, step by step. A replay does
+	// not use them; graphs captured before they were kept lack them.
+	SentMs float64 `json:"sent_ms,omitempty"`
+	EndMs  float64 `json:"end_ms,omitempty"`
 }
 
 // Check rejects a graph no replay can follow: no document, parents that
