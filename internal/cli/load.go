@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -166,7 +167,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 		if *asJSON {
 			json.NewEncoder(stdout).Encode(r)
 		} else {
-			writeLoad(stdout, i+1, r)
+			writeLoad(stdout, i+1, r, g)
 		}
 		if ctx.Err() != nil {
 			break
@@ -202,9 +203,13 @@ func coalesceFlag(mode, dnsURL string) (*pageload.Coalesce, error) {
 }
 
 // writeLoad prints one load: the totals, lookups, connections and
-// resources.
-func writeLoad(w io.Writer, n int, r *pageload.Result) {
+// resources; beside each resource, when the graph kept them, the captured
+// load's own times, so a replay can be compared with it step by step.
+func writeLoad(w io.Writer, n int, r *pageload.Result, g *pageload.Graph) {
 	fmt.Fprintf(w, "load %d: %s %s PLT %.1f ms (network %.1f + onload %.1f), first byte %.1f ms", n, r.Status, r.Protocol, r.PLTMs, r.NetworkMs, r.OnloadGapMs, r.TTFBMs)
+	if g.PLTMs > 0 {
+		fmt.Fprintf(w, "; the captured load's PLT %.1f ms", g.PLTMs)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, ": %s", r.Error)
 	}
@@ -221,8 +226,19 @@ func writeLoad(w io.Writer, n int, r *pageload.Result) {
 			c.Origin, c.Protocol, c.HandshakeMs, c.Resumed, c.Sent0RTT, c.Used0RTT, c.Requests, c.DNSQueries, c.SettingsMs,
 			map[bool]string{true: " (waited)"}[c.WaitedSettings], strings.Join(c.Origins, ","), c.Error)
 	}
-	for _, f := range r.Resources {
-		fmt.Fprintf(w, "  %7.1f %7.1f %7.1f %7.1f ms %8d B %3d  %s %s\n", f.Due, f.Sent, f.FirstByte, f.End, f.Bytes, f.Status, f.URL, f.Error)
+	captured := slices.ContainsFunc(g.Resources, func(c pageload.Resource) bool { return c.EndMs > 0 })
+	fmt.Fprintf(w, "  %7s %7s %7s %7s    %8s   %3s", "due", "sent", "first", "end", "octets", "st")
+	if captured {
+		fmt.Fprintf(w, "  %7s %7s %6s", "c.sent", "c.end", "Δend")
+	}
+	fmt.Fprintln(w, "  url (ms from the load's start; c.: the captured load's)")
+	for i, f := range r.Resources {
+		fmt.Fprintf(w, "  %7.1f %7.1f %7.1f %7.1f ms %8d B %3d", f.Due, f.Sent, f.FirstByte, f.End, f.Bytes, f.Status)
+		if captured && i < len(g.Resources) {
+			c := g.Resources[i]
+			fmt.Fprintf(w, "  %7.1f %7.1f %+6.1f", c.SentMs, c.EndMs, f.End-c.EndMs)
+		}
+		fmt.Fprintf(w, "  %s %s\n", f.URL, f.Error)
 	}
 }
 

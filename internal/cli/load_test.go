@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +53,14 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 	}
 
 	dns := "udp://" + srv.Addr("udp").String()
+	// Printed, a replay stands beside the captured load, resource by resource.
+	code, out, errOut = run("load", "--graph", graph, "--dns", dns, "--ca", ca, page)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, fmt.Sprintf("the captured load's PLT %.1f ms", g.PLTMs))
+	require.Contains(t, out, "c.end")
+	for _, r := range g.Resources {
+		require.Contains(t, out, fmt.Sprintf("%7.1f %7.1f ", r.SentMs, r.EndMs), "%s's captured times", r.URL)
+	}
 	code, out, errOut = run("load", "--graph", graph, "--dns", dns, "--ca", ca, "--0rtt", "--repeat", "2", "--json", page)
 	require.Equal(t, 0, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
