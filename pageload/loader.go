@@ -22,6 +22,8 @@ import (
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
+	"github.com/doxlab/doxlab/transport"
 )
 
 // Resolver looks a host name up for a load and says how: its lookup is
@@ -699,7 +701,8 @@ func (ld *load) open(ctx context.Context, name, origin string, remote netip.Addr
 	ld.l.mu.Lock()
 	sessions := ld.l.sessions
 	ld.l.mu.Unlock()
-	tlsConf := &tls.Config{ServerName: name, RootCAs: ld.l.cfg.RootCAs, InsecureSkipVerify: ld.l.cfg.Insecure, ClientSessionCache: sessions}
+	tlsConf := &tls.Config{ServerName: name, RootCAs: ld.l.cfg.RootCAs, InsecureSkipVerify: ld.l.cfg.Insecure, ClientSessionCache: sessions,
+		KeyLogWriter: transport.KeyLog(nil)}
 	if proto == "h3" {
 		c.err = ld.dialH3(ctx, c, info, remote, tlsConf, early)
 	} else {

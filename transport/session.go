@@ -194,9 +194,10 @@ var (
 	keyLogFile io.Writer
 )
 
-// keyLog returns w, or the file SSLKEYLOGFILE names (opened once, for
-// appending), so captures of doxlab's traffic open decrypted in Wireshark.
-func keyLog(w io.Writer) io.Writer {
+// KeyLog returns w, or the file SSLKEYLOGFILE names (opened once, for
+// appending), so captures of doxlab's traffic open decrypted in Wireshark,
+// as Chromium's do with the same variable.
+func KeyLog(w io.Writer) io.Writer {
 	if w != nil {
 		return w
 	}

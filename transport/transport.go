@@ -333,7 +333,7 @@ func (b *base) tlsConfig(alpn []string, cache tls.ClientSessionCache) *tls.Confi
 		RootCAs:            b.opts.RootCAs,
 		InsecureSkipVerify: b.opts.Insecure,
 		ClientSessionCache: cache,
-		KeyLogWriter:       keyLog(b.opts.KeyLog),
+		KeyLogWriter:       KeyLog(b.opts.KeyLog),
 		MinVersion:         tls.VersionTLS12,
 		CurvePreferences:   b.opts.KeyShares,
 	}
