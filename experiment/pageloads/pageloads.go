@@ -60,6 +60,7 @@ type Web struct {
 	Doxlab    string // the binary run as the stub in the client host; default this one
 	Browser   string // Chromium binary; default chromium on PATH
 	NetLogDir string // if set, one Chromium NetLog per profile and DNS mode
+	PcapDir   string // if set, the testbed's link captures (HOST-up.pcap, HOST-down.pcap)
 	experiment.Env
 }
 
@@ -89,6 +90,7 @@ func (c *Web) Flags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
 	fs.StringVar(&c.Browser, "browser", "", "the Chromium binary (default chromium on PATH)")
 	fs.StringVar(&c.NetLogDir, "netlog", "", "a directory for Chromium's NetLogs")
+	fs.StringVar(&c.PcapDir, "pcap", "", "a directory for the testbed's packet captures, per host and direction, as the emulator delivered them")
 }
 
 // Quick is a run of a few minutes: fiber and 4G, 2 loads per cell.
@@ -203,7 +205,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	place := experiment.DefaultPlacement
 	servers := place.Hosts(pages)
 	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "web", Hosts: append([]string{"client", "server"}, servers...),
-		HostNameservers: map[string]string{"client": "127.0.0.1"}})
+		HostNameservers: map[string]string{"client": "127.0.0.1"}, PcapDir: c.PcapDir})
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/pageload"
 
 	"github.com/stretchr/testify/require"
 
@@ -107,12 +108,14 @@ func TestMultiOriginPage(t *testing.T) {
 // from Chromium on the profile, its loads pass the same checks (the
 // page's lookup through the stub over the stub's transport, the warm
 // load's connection resumed in 0-RTT as the server saw it), and the
-// text table compares the engines.
+// text table compares the engines. The graph keeps the captured load's
+// own times, and the client's link is captured (--pcap) for a look at
+// both engines' packets.
 func TestDoxlabEngineBesideChromium(t *testing.T) {
 	dir, bin := setup(t)
 	db := filepath.Join(dir, "web.db")
 	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp"}, Pages: []string{"insta"}, Engines: []string{"chromium", "doxlab"}, Repeat: 2,
-		Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin}
+		Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin, PcapDir: filepath.Join(dir, "pcap")}
 	loads, st, id := run(t, c)
 	require.Len(t, loads, 2*2*2, "engines × h3 modes × repeats")
 	for _, x := range loads {
@@ -127,8 +130,22 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 		}
 	}
 	n := 0
-	require.NoError(t, st.Results(context.Background(), id, Graphs, func(string, []byte) error { n++; return nil }))
+	require.NoError(t, st.Results(context.Background(), id, Graphs, func(_ string, raw []byte) error {
+		n++
+		g, err := pageload.ParseGraph(raw)
+		require.NoError(t, err)
+		for _, r := range g.Resources {
+			require.Greater(t, r.EndMs, r.SentMs, "%s: the captured load's times", r.URL)
+		}
+		require.LessOrEqual(t, g.Resources[len(g.Resources)-1].EndMs, g.PLTMs)
+		return nil
+	}))
 	require.Equal(t, 1, n, "one graph captured and stored for the page on the profile")
+	// Both engines' packets, from the server's port 443, as the client's link delivered them.
+	tshark := peertest.Need(t, "tshark", "apt-get install tshark")
+	out, err := exec.Command(tshark, "-r", filepath.Join(c.PcapDir, "client-down.pcap"), "-Y", "udp.srcport == 443", "-T", "fields", "-e", "frame.number").Output()
+	require.NoError(t, err)
+	require.Greater(t, strings.Count(string(out), "\n"), 8*16, "at least a packet per resource of every load")
 	var b strings.Builder
 	require.NoError(t, Loads(loads).WriteTable(&b))
 	require.Contains(t, b.String(), "doxlab's page loader against Chromium")
