@@ -51,7 +51,7 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 	lastEnd := 0.0
 	for i, r := range reqs {
 		res := Resource{URL: r.URL, Type: r.Type, Priority: r.Priority, Parent: -1, Size: r.Size,
-			SentMs: round3(r.Sent + r.Held - doc.Sent), EndMs: round3(r.Finished - doc.Sent)}
+			SentMs: round3(wireSent(r) - doc.Sent), EndMs: round3(r.Finished - doc.Sent)}
 		if i == 0 {
 			res.GapMs = round3(r.Held) // from navigation to the document's request
 		} else {
@@ -121,6 +121,15 @@ func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float6
 		return afterBytes, round3(r.Held)
 	}
 	return afterBytes, round3(sent - at)
+}
+
+// wireSent is when r's request went on the wire: after its lookup and
+// connection, unlike the discovery gap, which leaves them to the replay.
+func wireSent(r *browser.TracedRequest) float64 {
+	if r.WireSent > 0 {
+		return r.WireSent
+	}
+	return r.Sent + r.Held
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }

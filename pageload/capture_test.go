@@ -15,7 +15,7 @@ import (
 // asked for, an image a script asked for after running (no stack), a
 // request after the load event and a data: URL, both left out.
 func TestFromTrace(t *testing.T) {
-	doc := &browser.TracedRequest{ID: "1", URL: "https://p.test/", Type: "Document", Initiator: "other", Sent: 1000, Response: 1040,
+	doc := &browser.TracedRequest{ID: "1", URL: "https://p.test/", Type: "Document", Initiator: "other", Sent: 1000, WireSent: 1025, Response: 1040,
 		Chunks: []browser.Chunk{{At: 1041, Total: 1000}, {At: 1050, Total: 5000}}, Finished: 1050, Size: 5000}
 	css := &browser.TracedRequest{ID: "2", URL: "https://p.test/a.css", Type: "Stylesheet", Initiator: "parser", InitiatorURL: "https://p.test/", Sent: 1042,
 		Response: 1080, Chunks: []browser.Chunk{{At: 1081, Total: 300}}, Finished: 1081, Size: 300}
@@ -53,6 +53,7 @@ func TestFromTrace(t *testing.T) {
 		require.Equal(t, w.after, r.AfterBytes, w.url)
 		require.InDelta(t, w.gap, r.GapMs, 1e-9, w.url)
 	}
+	require.InDelta(t, 25, g.Resources[0].SentMs, 1e-9, "the document on the wire after its lookup and connection")
 	require.InDelta(t, 42, g.Resources[1].SentMs, 1e-9, "the style sheet's request, from the document's")
 	require.InDelta(t, 81, g.Resources[1].EndMs, 1e-9)
 	require.InDelta(t, 15, g.OnloadGapMs, 1e-9, "load event 15 ms after the last resource")

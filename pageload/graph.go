@@ -65,7 +65,8 @@ type Resource struct {
 	// replay to check it fetched the same thing.
 	Size int64 `json:"size"`
 	// SentMs and EndMs are when the captured load put the request on the
-	// wire and when its body ended, from the document's request: what a
+	// wire (after any lookup and connection set-up) and when its body
+	// ended, from the document's request (navigation): what a
 	// replay's own times are compared with, step by step. A replay does
 	// not use them; graphs captured before they were kept lack them.
 	SentMs float64 `json:"sent_ms,omitempty"`
