@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -372,8 +373,12 @@ func TestTCPKeepsTheDelay(t *testing.T) {
 	}
 	for _, r := range rtts {
 		require.GreaterOrEqual(t, r, 10*time.Millisecond, "never faster than the link")
-		require.Less(t, r, 30*time.Millisecond, "no more than a round trip late")
 	}
+	// Packets moved by TCP's departure times would make every exchange
+	// late; a stall of this 2-vCPU machine makes one late (31 ms once in
+	// CI), so the median is what is held to the link's 10 ms.
+	slices.Sort(rtts)
+	require.Less(t, rtts[len(rtts)/2], 15*time.Millisecond, "the median exchange within half a round trip of the link's; all: %v", rtts)
 }
 
 // TestKernelPathsFollowProfiles switches a link between nothing to
