@@ -82,6 +82,18 @@ type Conn struct {
 	App            string // dns, dot, doh (HTTP/1.1 or /2), doq, doh3
 	Packets        []*Packet
 	Decrypted      bool // the keys were found and used
+	// Streams are a decrypted QUIC connection's request streams (client-
+	// initiated, bidirectional), in the order their requests left.
+	Streams []Stream
+}
+
+// Stream is one request stream of a QUIC connection, as the capture saw
+// it: when its first octet left the client and when the last octet of
+// the answer arrived, the times a page load's replay is held to.
+type Stream struct {
+	ID            uint64
+	Request, Last time.Time // Last is zero if no answer came
+	Octets        int       // the answer's stream octets (HTTP/3 frames)
 }
 
 // Totals sums a connection's packets per direction.

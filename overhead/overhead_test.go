@@ -65,6 +65,13 @@ func TestAttributionAddsUpExactly(t *testing.T) {
 		if c.Proto == "udp" {
 			require.Positive(t, all[overhead.QUIC])
 			require.Zero(t, all[overhead.TLS], "QUIC has no TLS records")
+			// One query, on the client's first bidirectional stream: its
+			// request leaves before its answer's last octet arrives.
+			require.Len(t, c.Streams, 1, c.App)
+			st := c.Streams[0]
+			require.Zero(t, st.ID)
+			require.True(t, st.Request.After(c.Packets[0].Time) && st.Last.After(st.Request), "%s: %v", c.App, st)
+			require.Positive(t, st.Octets, "%s: the answer", c.App)
 		}
 	}
 	require.Equal(t, 5, n, "DoT, DoH/1.1, DoH/2, DoH/3, DoQ")

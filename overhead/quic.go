@@ -103,6 +103,36 @@ func (u *udpConn) attribute(c *Conn, kl KeyLog) {
 		count(&o.pkt.Layers, labels[o.stream][o.offset:o.offset+len(o.data)])
 	}
 	c.Decrypted = st.decrypted
+	c.Streams = requestStreams(st.occ, streams)
+}
+
+// requestStreams times the client's bidirectional streams: the first
+// octet from the client, and the last packet with answer data (a
+// retransmission that completes it included).
+func requestStreams(occ []occurrence, streams map[streamKey][]byte) []Stream {
+	var out []Stream
+	at := map[uint64]int{}
+	for _, o := range occ {
+		if o.stream.crypto || o.stream.id&0x03 != 0 {
+			continue
+		}
+		i, ok := at[o.stream.id]
+		if !ok {
+			if o.stream.dir != 0 {
+				continue // an answer before its request: not this capture's
+			}
+			i = len(out)
+			at[o.stream.id] = i
+			out = append(out, Stream{ID: o.stream.id, Request: o.pkt.Time})
+		}
+		if o.stream.dir == 1 && o.pkt.Time.After(out[i].Last) {
+			out[i].Last = o.pkt.Time
+		}
+	}
+	for i := range out {
+		out[i].Octets = len(streams[streamKey{dir: 1, id: out[i].ID}])
+	}
+	return out
 }
 
 // datagram walks the QUIC packets coalesced in one datagram.
