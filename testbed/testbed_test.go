@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -379,6 +380,39 @@ func TestTCPKeepsTheDelay(t *testing.T) {
 	// CI), so the median is what is held to the link's 10 ms.
 	slices.Sort(rtts)
 	require.Less(t, rtts[len(rtts)/2], 15*time.Millisecond, "the median exchange within half a round trip of the link's; all: %v", rtts)
+}
+
+// TestSniffSeesBothWays records one TCP echo on the client's link with
+// Sniff: the client's packets to the server and the server's back, in
+// order, the reply one round trip (10 ms here) after the request.
+func TestSniffSeesBothWays(t *testing.T) {
+	tb := startTB(t, Spec{Name: "tsniff"})
+	require.NoError(t, tb.SetProfile("client", Profile{Name: "d", Up: Direction{Delay: 4 * time.Millisecond}, Down: Direction{Delay: 6 * time.Millisecond}}))
+	dial := tcpEcho(t, tb, 7002)
+	c := dial()
+	sn, err := tb.Sniff("client")
+	require.NoError(t, err)
+	msg := bytes.Repeat([]byte("x"), 700)
+	_, err = c.Write(msg)
+	require.NoError(t, err)
+	_, err = io.ReadFull(c, msg)
+	require.NoError(t, err)
+	pkts, err := sn.Stop()
+	require.NoError(t, err)
+	client, server := net.ParseIP(tb.IPs["client"]).To4(), net.ParseIP(tb.IPs["server"]).To4()
+	var sent, echoed time.Time
+	for _, p := range pkts {
+		require.Equal(t, byte(4), p.Data[0]>>4, "IPv4 only")
+		src, dst := net.IP(p.Data[12:16]), net.IP(p.Data[16:20])
+		switch {
+		case len(p.Data) > 700 && src.Equal(client) && dst.Equal(server):
+			sent = p.Time
+		case len(p.Data) > 700 && src.Equal(server) && dst.Equal(client):
+			echoed = p.Time
+		}
+	}
+	require.False(t, sent.IsZero() || echoed.IsZero(), "the request and its echo among %d packets", len(pkts))
+	require.GreaterOrEqual(t, echoed.Sub(sent), 10*time.Millisecond, "the echo a round trip later")
 }
 
 // TestKernelPathsFollowProfiles switches a link between nothing to
