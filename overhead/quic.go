@@ -56,6 +56,39 @@ type quicState struct {
 	phase     [2]byte
 	occ       []occurrence
 	decrypted bool
+	hello     [2]helloPrefix // the start of each side's Initial CRYPTO stream
+}
+
+// helloPrefix gathers the first octets of a hello, which a client may
+// send in small CRYPTO frames out of order (Chromium's "chaos
+// protection" scatters its ClientHello so), until the random and the
+// cipher suite are in.
+type helloPrefix struct {
+	b    [helloPrefixLen]byte
+	have [helloPrefixLen]bool
+	done bool
+}
+
+// helloPrefixLen covers a ServerHello's cipher suite after a session ID
+// of up to 32 octets.
+const helloPrefixLen = 4 + 2 + 32 + 1 + 32 + 2
+
+// add copies data at off into the prefix and returns the whole prefix
+// the first time every octet of it is there, nil otherwise.
+func (h *helloPrefix) add(off int, data []byte) []byte {
+	if h.done || off >= helloPrefixLen {
+		return nil
+	}
+	for i, c := range data[:min(len(data), helloPrefixLen-off)] {
+		h.b[off+i], h.have[off+i] = c, true
+	}
+	for _, ok := range h.have {
+		if !ok {
+			return nil
+		}
+	}
+	h.done = true
+	return h.b[:]
 }
 
 func (u *udpConn) attribute(c *Conn, kl KeyLog) {
@@ -372,11 +405,14 @@ func (st *quicState) frames(pkt *Packet, dir, level int, b []byte) {
 }
 
 // crypto records CRYPTO data; the ClientHello's random and the
-// ServerHello's cipher suite, read from offset 0 of the Initial streams,
+// ServerHello's cipher suite, read from the start of the Initial streams,
 // unlock the Handshake and 1-RTT keys.
 func (st *quicState) crypto(pkt *Packet, dir, level, off int, data []byte) {
 	st.occ = append(st.occ, occurrence{pkt, streamKey{dir: dir, crypto: true, level: level}, off, data})
-	if level != 0 || off != 0 || len(data) < 4+2+32+1 {
+	if level != 0 {
+		return
+	}
+	if data = st.hello[dir].add(off, data); data == nil {
 		return
 	}
 	if dir == 0 && data[0] == 1 {
