@@ -83,6 +83,11 @@ type TLS struct {
 	// NoDoTALPN leaves "dot" out of DoT's handshake, as many DoT servers
 	// do: clients offering it get no ALPN back.
 	NoDoTALPN bool `yaml:"no_dot_alpn"`
+	// KeyLog is a file every connection's TLS secrets are appended to, in
+	// NSS key log format, as each handshake goes: a capture of any
+	// client's traffic (a browser's too) then decrypts in Wireshark and
+	// in doxlab's overhead attribution.
+	KeyLog string `yaml:"key_log"`
 }
 
 // Answers says where answers come from, tried in this order: Static,

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"net"
@@ -33,6 +34,7 @@ type identity struct {
 	spki       string                      // base64 SHA-256 of the SubjectPublicKeyInfo, for Chromium's --ignore-certificate-errors-spki-list
 	ticketKeys [][32]byte
 	tokenKey   quic.TokenGeneratorKey
+	keyLog     io.Writer // tls.key_log, if set
 }
 
 func loadIdentity(c *TLS, names []string) (*identity, error) {
@@ -129,6 +131,7 @@ func (id *identity) tlsConfig(alpn ...string) *tls.Config {
 		}
 	}
 	cfg.SetSessionTicketKeys(id.ticketKeys)
+	cfg.KeyLogWriter = id.keyLog
 	return cfg
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -58,6 +59,15 @@ func New(cfg *Config) (*Server, error) {
 		return nil, fmt.Errorf("records: %w", err)
 	}
 	s := &Server{cfg: cfg, id: id, ans: ans, faults: newFaults(cfg.Faults), rec: rec, refusals: newRefusals(), addrs: map[string]net.Addr{}}
+	if cfg.TLS.KeyLog != "" {
+		f, err := os.OpenFile(cfg.TLS.KeyLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			rec.close()
+			return nil, fmt.Errorf("tls.key_log: %w", err)
+		}
+		id.keyLog = f
+		s.closers = append(s.closers, f)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.workers = newWorkers(s.ctx.Done())
 	return s, nil

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -695,4 +696,33 @@ func TestConfigRoundTrip(t *testing.T) {
 	require.Equal(t, cfg.Answers.Forward, got.Answers.Forward)
 	require.Equal(t, 10*time.Second, got.Answers.ForwardTimeout)
 	require.Equal(t, "fresh", got.Answers.ForwardConn)
+}
+
+// TestKeyLog has the server append every connection's TLS secrets to
+// tls.key_log: over TCP and QUIC, the client's secrets (each named by its
+// ClientHello random) are there too, so either side's log decrypts a
+// capture.
+func TestKeyLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.log")
+	ts := start(t, func(c *server.Config) { c.TLS.KeyLog = path })
+	for _, name := range []string{"dot", "doq", "doh3"} {
+		var client bytes.Buffer
+		o := ts.pool()
+		o.KeyLog = &client
+		tr, err := transport.New(ts.url(name), o)
+		require.NoError(t, err)
+		_, err = tr.Exchange(context.Background(), query("keys.example"))
+		tr.Close()
+		require.NoError(t, err, name)
+		logged, err := os.ReadFile(path)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(client.String()), "\n")
+		require.NotEmpty(t, lines, name)
+		for _, l := range lines {
+			require.Contains(t, string(logged), l, "%s: the client's secret in the server's log", name)
+		}
+	}
+	require.NoError(t, ts.Close())
+	_, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, TLS: server.TLS{KeyLog: filepath.Join(t.TempDir(), "no", "such", "dir", "k.log")}})
+	require.ErrorContains(t, err, "tls.key_log")
 }
