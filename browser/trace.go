@@ -46,6 +46,10 @@ type TracedRequest struct {
 	Finished float64
 	Size     int64 // decoded body octets
 	Failed   string
+	// WireEnd is when the body's last octet reached the client, on the
+	// same clock, where a packet capture of the load was matched to it
+	// (pageload.MatchWire); 0 if unknown. DevTools' Finished comes later.
+	WireEnd float64
 }
 
 // Chunk is part of a body arriving.

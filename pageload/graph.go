@@ -40,6 +40,9 @@ type Provenance struct {
 	Profile string    `json:"profile"` // the testbed profile of the load, if any
 	At      time.Time `json:"at"`
 	Edited  bool      `json:"edited,omitempty"` // changed by hand since
+	// WireEnds counts the resources whose end on the wire a packet
+	// capture of the load gave (Resource.WireEndMs).
+	WireEnds int `json:"wire_ends,omitempty"`
 }
 
 // Resource is one request of the page.
@@ -71,6 +74,12 @@ type Resource struct {
 	// not use them; graphs captured before they were kept lack them.
 	SentMs float64 `json:"sent_ms,omitempty"`
 	EndMs  float64 `json:"end_ms,omitempty"`
+	// WireEndMs is when the body's last octet reached the client in the
+	// captured load, where a packet capture of it was matched (EndMs,
+	// DevTools' end, comes later by the browser's intake of it). The gaps
+	// of the resources that waited for this whole body, and the onload
+	// gap, count from it then.
+	WireEndMs float64 `json:"wire_end_ms,omitempty"`
 }
 
 // Check rejects a graph no replay can follow: no document, parents that

@@ -1,0 +1,108 @@
+package pageload
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/doxlab/doxlab/browser"
+)
+
+// WireStream is one request stream as a packet capture of the traced
+// load saw it (package overhead decrypts and times them).
+type WireStream struct {
+	Request, Last time.Time // the request's first octet out, the answer's last in
+}
+
+// wireTolerance is how far apart, in ms, a request's DevTools send time
+// and its first octet in the capture may be and still be the same
+// request. DevTools' sendStart and the wire agree within tenths of a ms
+// (15 requests of a capture on fiber: 1.2 ms in all).
+const wireTolerance = 1.0
+
+// MatchWire finds each traced request's stream in a capture of the same
+// load and sets its WireEnd: when the body's last octet arrived, on the
+// trace's clock. DevTools registers a body's end some ms after that
+// (1-19 ms on fiber for a page's scripts), and a replay's bodies end
+// when their last octet arrives, so gaps counted from the wire's end
+// replay the browser's intake with them. The two clocks differ by an
+// offset, found as the one that pairs the most requests with streams.
+// It returns how many requests it matched.
+func MatchWire(tr *browser.NetTrace, streams []WireStream) int {
+	var reqs []*browser.TracedRequest
+	for _, r := range tr.Requests {
+		if r.WireSent > 0 {
+			reqs = append(reqs, r)
+		}
+	}
+	if len(reqs) == 0 || len(streams) == 0 {
+		return 0
+	}
+	ms := func(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
+	sent := make([]float64, len(streams))
+	for i, s := range streams {
+		sent[i] = ms(s.Request)
+	}
+	slices.Sort(sent)
+	// pairs counts the requests with a stream within the tolerance at
+	// offset off, and their total distance.
+	pairs := func(off float64) (n int, dist float64) {
+		for _, r := range reqs {
+			at := r.WireSent + off
+			i, _ := slices.BinarySearch(sent, at)
+			d := math.Inf(1)
+			for _, j := range []int{i - 1, i} {
+				if j >= 0 && j < len(sent) {
+					d = math.Min(d, math.Abs(sent[j]-at))
+				}
+			}
+			if d <= wireTolerance {
+				n, dist = n+1, dist+d
+			}
+		}
+		return n, dist
+	}
+	best, bestN, bestDist := 0.0, 0, math.Inf(1)
+	for _, r := range reqs {
+		for _, s := range sent {
+			off := s - r.WireSent
+			if n, d := pairs(off); n > bestN || (n == bestN && d < bestDist) {
+				best, bestN, bestDist = off, n, d
+			}
+		}
+	}
+	if bestN < max(2, len(reqs)/2) {
+		return 0 // not this load's capture, or too little of it
+	}
+	// Each request takes its nearest stream, the closest pairs first.
+	type pair struct {
+		r *browser.TracedRequest
+		s int
+		d float64
+	}
+	var ps []pair
+	for _, r := range reqs {
+		for i, s := range streams {
+			if d := math.Abs(ms(s.Request) - (r.WireSent + best)); d <= wireTolerance && !s.Last.IsZero() {
+				ps = append(ps, pair{r, i, d})
+			}
+		}
+	}
+	slices.SortFunc(ps, func(a, b pair) int { return cmp.Compare(a.d, b.d) })
+	usedR, usedS := map[*browser.TracedRequest]bool{}, map[int]bool{}
+	n := 0
+	for _, p := range ps {
+		if usedR[p.r] || usedS[p.s] {
+			continue
+		}
+		end := ms(streams[p.s].Last) - best
+		if p.r.Finished > 0 && end > p.r.Finished+wireTolerance {
+			continue // after DevTools said the body ended: not its stream
+		}
+		usedR[p.r], usedS[p.s] = true, true
+		p.r.WireEnd = end
+		n++
+	}
+	return n
+}

@@ -1,0 +1,56 @@
+package pageload_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/pageload"
+)
+
+// TestMatchWire pairs a trace's requests with a capture's streams on
+// another clock, takes each body's end from the wire, and builds the
+// graph's gaps from there: a script's child and the onload gap count
+// from the script's last octet, 5 ms before DevTools registered it.
+func TestMatchWire(t *testing.T) {
+	doc := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Initiator: "other", Sent: 1000, WireSent: 1020, Response: 1035,
+		Chunks: []browser.Chunk{{At: 1036, Total: 500}}, Finished: 1037, Size: 500}
+	js := &browser.TracedRequest{URL: "https://p.test/a.js", Type: "Script", Initiator: "parser", InitiatorURL: "https://p.test/", Sent: 1038, WireSent: 1038.2,
+		Response: 1060, Chunks: []browser.Chunk{{At: 1066, Total: 900}}, Finished: 1067, Size: 900}
+	img := &browser.TracedRequest{URL: "https://p.test/b.png", Type: "Image", Initiator: "script", InitiatorURL: "https://p.test/a.js", Sent: 1080, WireSent: 1080.3,
+		Response: 1100, Chunks: []browser.Chunk{{At: 1101, Total: 100}}, Finished: 1101, Size: 100}
+	tr := &browser.NetTrace{Requests: []*browser.TracedRequest{doc, js, img}, LoadEvent: 1111}
+
+	epoch := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
+	at := func(ms float64) time.Time { return epoch.Add(time.Duration(ms * float64(time.Millisecond))) } // the capture's clock: the trace's + epoch
+	streams := []pageload.WireStream{
+		{Request: at(1020.1), Last: at(1036.5)},
+		{Request: at(1038.3), Last: at(1062)},   // 5 ms before DevTools' end
+		{Request: at(1080.2), Last: at(1100.6)}, // the image
+		{Request: at(1500), Last: at(1520)},     // another load's
+	}
+	require.Equal(t, 3, pageload.MatchWire(tr, streams))
+	// The clocks' offset is known to the sends' agreement, tenths of a ms.
+	require.InDelta(t, 1062, js.WireEnd, 0.25)
+	require.InDelta(t, 1100.6, img.WireEnd, 0.25)
+
+	g, err := pageload.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 111}, tr, pageload.Provenance{})
+	require.NoError(t, err)
+	require.Equal(t, 3, g.Captured.WireEnds)
+	require.InDelta(t, 62, g.Resources[1].WireEndMs, 0.25)
+	require.InDelta(t, 67, g.Resources[1].EndMs, 1e-6)
+	require.InDelta(t, 1080.3-1062, g.Resources[2].GapMs, 0.25, "the image's gap from the script's last octet")
+	require.InDelta(t, 1111-1100.6, g.OnloadGapMs, 0.25, "the onload gap from the last octet")
+
+	// A stream that ends after DevTools said the body did is not its.
+	for _, r := range tr.Requests {
+		r.WireEnd = 0
+	}
+	streams[1].Last = at(1070)
+	require.Equal(t, 2, pageload.MatchWire(tr, streams))
+	require.Zero(t, js.WireEnd)
+	// Nothing near: nothing matched.
+	require.Zero(t, pageload.MatchWire(tr, []pageload.WireStream{{Request: at(5000), Last: at(5001)}}))
+}
