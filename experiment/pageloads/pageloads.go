@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
@@ -154,6 +156,7 @@ type webEnv struct {
 	roots   *x509.CertPool              // the server's certificate, for the page loader
 	runID   string                      // the profile's run
 	graphs  map[string]*pageload.Graph  // by profile and page, captured in this process
+	keyLog  string                      // the page servers' TLS secrets (tls.key_log), to decrypt captures
 
 	srvRecords experiment.RecordLog // the server's query records and web connection records
 }
@@ -214,7 +217,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]web.Page{}, browser: map[string]*browser.Browser{},
-		graphs: map[string]*pageload.Graph{}}
+		graphs: map[string]*pageload.Graph{}, keyLog: filepath.Join(dir, "keys.log")}
 	if err := e.startServers(pages, dir, place); err != nil {
 		return "", err
 	}
@@ -270,8 +273,12 @@ func (e *webEnv) startServers(pages []web.Page, dir string, place experiment.Pla
 	for _, p := range pages {
 		e.pages[p.Name] = p
 	}
+	cfgs := experiment.PageServers(e.tb.IPs, pages, false, place)
+	for _, c := range cfgs {
+		c.TLS.KeyLog = e.keyLog // decrypts the graph captures' packets
+	}
 	var err error
-	if e.srvs, err = experiment.StartPageServers(e.tb, experiment.PageServers(e.tb.IPs, pages, false, place)); err != nil {
+	if e.srvs, err = experiment.StartPageServers(e.tb, cfgs); err != nil {
 		return err
 	}
 	e.srv = e.srvs["server"]
@@ -631,7 +638,7 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 		if err := b.Reset(ctx, true); err != nil {
 			return nil, err
 		}
-		l, tr, err := b.Trace(ctx, e.url(page), e.c.Timeout)
+		l, tr, err := e.trace(ctx, b, page)
 		if err != nil {
 			return nil, err
 		}
@@ -650,8 +657,66 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 		return nil, err
 	}
 	e.graphs[key] = g
-	fmt.Fprintf(e.c.Log, "web: captured %s's graph on %s: %d resources, Chromium's PLT %.1f ms\n", page.Name, profile, len(g.Resources), g.PLTMs)
+	fmt.Fprintf(e.c.Log, "web: captured %s's graph on %s: %d resources (%d ends on the wire), Chromium's PLT %.1f ms\n",
+		page.Name, profile, len(g.Resources), g.Captured.WireEnds, g.PLTMs)
 	return g, nil
+}
+
+// trace traces one load of page in the capture browser while the client's
+// link is sniffed, and gives each body its end on the wire
+// (pageload.MatchWire): the load's QUIC, decrypted with the page
+// servers' TLS secrets. Without them (or the packets) the graph counts
+// from DevTools' ends, which come later by Chromium's intake of each
+// body; the graph says how many ends it has from the wire.
+func (e *webEnv) trace(ctx context.Context, b *browser.Browser, page web.Page) (*browser.Load, *browser.NetTrace, error) {
+	sn, err := e.tb.Sniff("client")
+	if err != nil {
+		return nil, nil, err
+	}
+	l, tr, err := b.Trace(ctx, e.url(page), e.c.Timeout)
+	pkts, serr := sn.Stop()
+	if err != nil {
+		return nil, nil, err
+	}
+	if kl, kerr := readKeyLog(e.keyLog); serr == nil && kerr == nil {
+		pageload.MatchWire(tr, quicStreams(pkts, kl))
+	}
+	return l, tr, nil
+}
+
+func readKeyLog(path string) (overhead.KeyLog, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return overhead.ReadKeyLog(f)
+}
+
+// quicStreams are the request streams of the QUIC connections in pkts,
+// to every server the client sent UDP to port 443, decrypted with kl.
+func quicStreams(pkts []testbed.Packet, kl overhead.KeyLog) []pageload.WireStream {
+	raws := make([]overhead.Raw, len(pkts))
+	servers := map[netip.Addr]bool{}
+	for i, p := range pkts {
+		raws[i] = overhead.Raw{Time: p.Time, Data: p.Data}
+		if d := p.Data; len(d) >= 24 && d[0] == 0x45 && d[9] == 17 && d[22] == 1 && d[23] == 187 { // IPv4, UDP, to port 443
+			servers[netip.AddrFrom4([4]byte(d[16:20]))] = true
+		}
+	}
+	var streams []pageload.WireStream
+	for srv := range servers {
+		conns, err := overhead.Attribute(raws, srv, overhead.DefaultApps, kl)
+		if err != nil {
+			continue
+		}
+		for _, c := range conns {
+			for _, st := range c.Streams {
+				streams = append(streams, pageload.WireStream{Request: st.Request, Last: st.Last})
+			}
+		}
+	}
+	return streams
 }
 
 // graphCaptures is how many times a page is traced per profile; the

@@ -109,8 +109,9 @@ func TestMultiOriginPage(t *testing.T) {
 // page's lookup through the stub over the stub's transport, the warm
 // load's connection resumed in 0-RTT as the server saw it), and the
 // text table compares the engines. The graph keeps the captured load's
-// own times, and the client's link is captured (--pcap) for a look at
-// both engines' packets.
+// own times, its bodies' ends on the wire among them (the capture's
+// packets, decrypted), and the client's link is captured (--pcap) for a
+// look at both engines' packets.
 func TestDoxlabEngineBesideChromium(t *testing.T) {
 	dir, bin := setup(t)
 	db := filepath.Join(dir, "web.db")
@@ -136,7 +137,13 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 		require.NoError(t, err)
 		for _, r := range g.Resources {
 			require.Greater(t, r.EndMs, r.SentMs, "%s: the captured load's times", r.URL)
+			if r.WireEndMs > 0 {
+				require.Less(t, r.WireEndMs, r.EndMs+1, "%s: on the wire before DevTools registered it", r.URL)
+			}
 		}
+		// Chromium's QUIC decrypted with the server's key log, and most
+		// requests paired with their streams.
+		require.GreaterOrEqual(t, g.Captured.WireEnds, len(g.Resources)/2, "bodies' ends from the link")
 		require.LessOrEqual(t, g.Resources[len(g.Resources)-1].EndMs, g.PLTMs)
 		return nil
 	}))
