@@ -72,7 +72,7 @@ func MatchWire(tr *browser.NetTrace, streams []WireStream) int {
 			}
 		}
 	}
-	if bestN < max(2, len(reqs)/2) {
+	if bestN == 0 || 2*bestN < len(reqs) {
 		return 0 // not this load's capture, or too little of it
 	}
 	// Each request takes its nearest stream, the closest pairs first.

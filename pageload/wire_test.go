@@ -51,6 +51,10 @@ func TestMatchWire(t *testing.T) {
 	streams[1].Last = at(1070)
 	require.Equal(t, 2, pageload.MatchWire(tr, streams))
 	require.Zero(t, js.WireEnd)
+	// A page of one request: its one stream.
+	one := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Sent: 1000, WireSent: 1020, Finished: 1037, Size: 500}
+	require.Equal(t, 1, pageload.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{one}}, streams[:1]))
+	require.InDelta(t, 1036.5, one.WireEnd, 0.25)
 	// Nothing near: nothing matched.
 	require.Zero(t, pageload.MatchWire(tr, []pageload.WireStream{{Request: at(5000), Last: at(5001)}}))
 }
