@@ -15,9 +15,8 @@ import (
 // is the resource that initiated it (the document or style sheet the
 // parser found it in, the script on top of the stack), its discovery
 // point the parent's body octets that had arrived when it was requested,
-// and its gap the time from their arrival (or the parent's end: its last
-// octet's arrival where MatchWire found it, DevTools' end otherwise) to
-// the request. Requests made after the load event are left out: they are not
+// and its gap the time from their arrival (or the parent's end) to the
+// request. Requests made after the load event are left out: they are not
 // part of PLT.
 func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenance) (*Graph, error) {
 	if l == nil || l.Status != browser.LoadOK {
@@ -66,7 +65,7 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 		if _, ok := index[r.URL]; !ok {
 			index[r.URL] = i
 		}
-		lastEnd = math.Max(lastEnd, bodyEnd(r))
+		lastEnd = math.Max(lastEnd, r.Finished)
 		g.Resources = append(g.Resources, res)
 	}
 	if tr.LoadEvent > 0 {
@@ -110,7 +109,7 @@ func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float6
 	// Discovered at Sent; on the wire after the browser held it (Held).
 	sent := r.Sent + r.Held
 	if parent.Finished > 0 && parent.Finished <= r.Sent {
-		return parent.Size, round3(sent - bodyEnd(parent))
+		return parent.Size, round3(sent - parent.Finished)
 	}
 	var at float64
 	for _, c := range parent.Chunks {
@@ -126,17 +125,6 @@ func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float6
 		return afterBytes, round3(r.Held)
 	}
 	return afterBytes, round3(sent - at)
-}
-
-// bodyEnd is when r's body ended: its last octet's arrival where a
-// capture gave it, else DevTools' end. A replay's body ends as its last
-// octet arrives, so counted from there the gaps after it keep the
-// browser's own intake of the body.
-func bodyEnd(r *browser.TracedRequest) float64 {
-	if r.WireEnd > 0 {
-		return r.WireEnd
-	}
-	return r.Finished
 }
 
 // wireSent is when r's request went on the wire: after its lookup and

@@ -75,10 +75,10 @@ type Resource struct {
 	SentMs float64 `json:"sent_ms,omitempty"`
 	EndMs  float64 `json:"end_ms,omitempty"`
 	// WireEndMs is when the body's last octet reached the client in the
-	// captured load, where a packet capture of it was matched (EndMs,
-	// DevTools' end, comes later by the browser's intake of it). The gaps
-	// of the resources that waited for this whole body, and the onload
-	// gap, count from it then.
+	// captured load, where a packet capture of it was matched: EndMs,
+	// DevTools' end, comes later by the browser's intake of the body. The
+	// gaps still count from EndMs (docs/pageload.md says why); this is
+	// what a replay's own end compares with.
 	WireEndMs float64 `json:"wire_end_ms,omitempty"`
 }
 

@@ -24,11 +24,11 @@ const wireTolerance = 1.0
 // MatchWire finds each traced request's stream in a capture of the same
 // load and sets its WireEnd: when the body's last octet arrived, on the
 // trace's clock. DevTools registers a body's end some ms after that
-// (1-19 ms on fiber for a page's scripts), and a replay's bodies end
-// when their last octet arrives, so gaps counted from the wire's end
-// replay the browser's intake with them. The two clocks differ by an
-// offset, found as the one that pairs the most requests with streams.
-// It returns how many requests it matched.
+// (1-19 ms on fiber for a page's scripts), while a replay's bodies end
+// when their last octet arrives: the wire's end is what a replay's end
+// compares with. The two clocks differ by an offset, found as the one
+// that pairs the most requests with streams. It returns how many
+// requests it matched.
 func MatchWire(tr *browser.NetTrace, streams []WireStream) int {
 	var reqs []*browser.TracedRequest
 	for _, r := range tr.Requests {

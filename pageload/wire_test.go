@@ -11,9 +11,9 @@ import (
 )
 
 // TestMatchWire pairs a trace's requests with a capture's streams on
-// another clock, takes each body's end from the wire, and builds the
-// graph's gaps from there: a script's child and the onload gap count
-// from the script's last octet, 5 ms before DevTools registered it.
+// another clock and takes each body's end from the wire, 5 ms before
+// DevTools registered the script's: the graph keeps both, its gaps
+// counting from DevTools' ends.
 func TestMatchWire(t *testing.T) {
 	doc := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Initiator: "other", Sent: 1000, WireSent: 1020, Response: 1035,
 		Chunks: []browser.Chunk{{At: 1036, Total: 500}}, Finished: 1037, Size: 500}
@@ -41,8 +41,8 @@ func TestMatchWire(t *testing.T) {
 	require.Equal(t, 3, g.Captured.WireEnds)
 	require.InDelta(t, 62, g.Resources[1].WireEndMs, 0.25)
 	require.InDelta(t, 67, g.Resources[1].EndMs, 1e-6)
-	require.InDelta(t, 1080.3-1062, g.Resources[2].GapMs, 0.25, "the image's gap from the script's last octet")
-	require.InDelta(t, 1111-1100.6, g.OnloadGapMs, 0.25, "the onload gap from the last octet")
+	require.InDelta(t, 1080-1067, g.Resources[2].GapMs, 1e-6, "the image's gap from DevTools' end of the script")
+	require.InDelta(t, 1111-1101, g.OnloadGapMs, 1e-6, "the onload gap from DevTools' last end")
 
 	// A stream that ends after DevTools said the body did is not its.
 	for _, r := range tr.Requests {
