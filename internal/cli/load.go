@@ -231,12 +231,16 @@ func writeLoad(w io.Writer, n int, r *pageload.Result, g *pageload.Graph) {
 	if captured {
 		fmt.Fprintf(w, "  %7s %7s %6s", "c.sent", "c.end", "Δend")
 	}
-	fmt.Fprintln(w, "  url (ms from the load's start; c.: the captured load's)")
+	fmt.Fprintln(w, "  url (ms from the load's start; c.: the captured load's, its end on the wire where it was captured)")
 	for i, f := range r.Resources {
 		fmt.Fprintf(w, "  %7.1f %7.1f %7.1f %7.1f ms %8d B %3d", f.Due, f.Sent, f.FirstByte, f.End, f.Bytes, f.Status)
 		if captured && i < len(g.Resources) {
 			c := g.Resources[i]
-			fmt.Fprintf(w, "  %7.1f %7.1f %+6.1f", c.SentMs, c.EndMs, f.End-c.EndMs)
+			end := c.EndMs
+			if c.WireEndMs > 0 {
+				end = c.WireEndMs // where a replay's end is measured too
+			}
+			fmt.Fprintf(w, "  %7.1f %7.1f %+6.1f", c.SentMs, end, f.End-end)
 		}
 		fmt.Fprintf(w, "  %s %s\n", f.URL, f.Error)
 	}

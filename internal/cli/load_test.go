@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,6 +61,19 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 	require.Contains(t, out, "c.end")
 	for _, r := range g.Resources {
 		require.Contains(t, out, fmt.Sprintf("%7.1f %7.1f ", r.SentMs, r.EndMs), "%s's captured times", r.URL)
+	}
+	// Where the graph has a body's end on the wire, that is the end shown.
+	wired := *g
+	wired.Resources = slices.Clone(g.Resources)
+	for i := range wired.Resources {
+		wired.Resources[i].WireEndMs = wired.Resources[i].EndMs - 0.5
+	}
+	wiredPath := filepath.Join(dir, "insta-wire.json")
+	require.NoError(t, pageload.WriteGraph(wiredPath, &wired))
+	code, out, errOut = run("load", "--graph", wiredPath, "--dns", dns, "--ca", ca, page)
+	require.Equal(t, 0, code, errOut)
+	for _, r := range wired.Resources {
+		require.Contains(t, out, fmt.Sprintf("%7.1f %7.1f ", r.SentMs, r.WireEndMs), "%s's end on the wire", r.URL)
 	}
 	code, out, errOut = run("load", "--graph", graph, "--dns", dns, "--ca", ca, "--0rtt", "--repeat", "2", "--json", page)
 	require.Equal(t, 0, code, errOut)
