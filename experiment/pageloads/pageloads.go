@@ -665,9 +665,9 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 // trace traces one load of page in the capture browser while the client's
 // link is sniffed, and gives each body its end on the wire
 // (pageload.MatchWire): the load's QUIC, decrypted with the page
-// servers' TLS secrets. Without them (or the packets) the graph counts
-// from DevTools' ends, which come later by Chromium's intake of each
-// body; the graph says how many ends it has from the wire.
+// servers' TLS secrets. DevTools' ends come later, by Chromium's intake
+// of each body; the graph keeps both, and says how many ends it has from
+// the wire.
 func (e *webEnv) trace(ctx context.Context, b *browser.Browser, page web.Page) (*browser.Load, *browser.NetTrace, error) {
 	sn, err := e.tb.Sniff("client")
 	if err != nil {
