@@ -124,7 +124,14 @@ func offloadsOff(name string) error {
 // protocol (ETH_P_ALL) sees a device's outgoing packets; its filter
 // (tapFilter) keeps those.
 func openTap(ns string) (int, error) {
-	var fd int
+	return openDx0(ns, tapFilter(nil), 8<<20)
+}
+
+// openDx0 opens, inside host namespace ns, a non-blocking packet socket
+// for every protocol on dx0, with filter, kernel timestamps and a receive
+// buffer of rcvbuf octets.
+func openDx0(ns string, filter []unix.SockFilter, rcvbuf int) (int, error) {
+	fd := -1
 	err := inNetns(ns, func() error {
 		iface, err := net.InterfaceByName("dx0")
 		if err != nil {
@@ -134,9 +141,9 @@ func openTap(ns string) (int, error) {
 			return err
 		}
 		return sockopts(fd,
-			func() error { return setFilter(fd, tapFilter(nil)) },
+			func() error { return setFilter(fd, filter) },
 			func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
-			func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20) },
+			func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) },
 			func() error {
 				return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: iface.Index})
 			})

@@ -3,7 +3,6 @@ package testbed
 import (
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"time"
 
@@ -44,27 +43,11 @@ func (tb *Testbed) Sniff(host string) (*Sniff, error) {
 	if !ok {
 		return nil, fmt.Errorf("no host %q", host)
 	}
-	s := &Sniff{fd: -1}
-	err := inNetns(ns, func() error {
-		iface, err := net.InterfaceByName("dx0")
-		if err != nil {
-			return err
-		}
-		if s.fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL))); err != nil {
-			return err
-		}
-		return sockopts(s.fd,
-			func() error { return setFilter(s.fd, sniffFilter) },
-			func() error { return unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
-			func() error { return unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, sniffBuffer) },
-			func() error {
-				return unix.Bind(s.fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: iface.Index})
-			})
-	})
+	fd, err := openDx0(ns, sniffFilter, sniffBuffer)
 	if err != nil {
 		return nil, fmt.Errorf("sniffing %s: %w", host, err)
 	}
-	return s, nil
+	return &Sniff{fd: fd}, nil
 }
 
 // Stop ends the recording and returns its packets, in the order the
