@@ -54,7 +54,6 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 			SentMs: round3(wireSent(r) - doc.Sent), EndMs: round3(r.Finished - doc.Sent)}
 		if r.WireEnd > 0 {
 			res.WireEndMs = round3(r.WireEnd - doc.Sent)
-			g.Captured.WireEnds++
 		}
 		if i == 0 {
 			res.GapMs = round3(r.Held) // from navigation to the document's request

@@ -40,9 +40,6 @@ type Provenance struct {
 	Profile string    `json:"profile"` // the testbed profile of the load, if any
 	At      time.Time `json:"at"`
 	Edited  bool      `json:"edited,omitempty"` // changed by hand since
-	// WireEnds counts the resources whose end on the wire a packet
-	// capture of the load gave (Resource.WireEndMs).
-	WireEnds int `json:"wire_ends,omitempty"`
 }
 
 // Resource is one request of the page.
@@ -108,6 +105,17 @@ func (g *Graph) Check() error {
 		return fmt.Errorf("graph of %s: negative onload gap", g.Page)
 	}
 	return nil
+}
+
+// WireEnds counts the resources whose end on the wire a packet capture
+// of the load gave (Resource.WireEndMs).
+func (g *Graph) WireEnds() (n int) {
+	for _, r := range g.Resources {
+		if r.WireEndMs > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Hosts are the host names the page's resources come from, in the order

@@ -38,7 +38,7 @@ func TestMatchWire(t *testing.T) {
 
 	g, err := pageload.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 111}, tr, pageload.Provenance{})
 	require.NoError(t, err)
-	require.Equal(t, 3, g.Captured.WireEnds)
+	require.Equal(t, 3, g.WireEnds())
 	require.InDelta(t, 62, g.Resources[1].WireEndMs, 0.25)
 	require.InDelta(t, 67, g.Resources[1].EndMs, 1e-6)
 	require.InDelta(t, 1080-1067, g.Resources[2].GapMs, 1e-6, "the image's gap from DevTools' end of the script")

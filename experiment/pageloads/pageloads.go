@@ -658,7 +658,7 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 	}
 	e.graphs[key] = g
 	fmt.Fprintf(e.c.Log, "web: captured %s's graph on %s: %d resources (%d ends on the wire), Chromium's PLT %.1f ms\n",
-		page.Name, profile, len(g.Resources), g.Captured.WireEnds, g.PLTMs)
+		page.Name, profile, len(g.Resources), g.WireEnds(), g.PLTMs)
 	return g, nil
 }
 

@@ -143,7 +143,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 		}
 		// Chromium's QUIC decrypted with the server's key log, and most
 		// requests paired with their streams.
-		require.GreaterOrEqual(t, g.Captured.WireEnds, len(g.Resources)/2, "bodies' ends from the link")
+		require.GreaterOrEqual(t, g.WireEnds(), len(g.Resources)/2, "bodies' ends from the link")
 		require.LessOrEqual(t, g.Resources[len(g.Resources)-1].EndMs, g.PLTMs)
 		return nil
 	}))
