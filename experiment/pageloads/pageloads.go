@@ -274,8 +274,10 @@ func (e *webEnv) startServers(pages []web.Page, dir string, place experiment.Pla
 		e.pages[p.Name] = p
 	}
 	cfgs := experiment.PageServers(e.tb.IPs, pages, false, place)
-	for _, c := range cfgs {
-		c.TLS.KeyLog = e.keyLog // decrypts the graph captures' packets
+	if slices.Contains(e.c.Engines, web.EngineDoxlab) {
+		for _, c := range cfgs {
+			c.TLS.KeyLog = e.keyLog // decrypts the graph captures' packets
+		}
 	}
 	var err error
 	if e.srvs, err = experiment.StartPageServers(e.tb, cfgs); err != nil {
