@@ -681,7 +681,7 @@ func (e *webEnv) trace(ctx context.Context, b *browser.Browser, page web.Page) (
 		return nil, nil, err
 	}
 	if kl, kerr := readKeyLog(e.keyLog); serr == nil && kerr == nil {
-		pageload.MatchWire(tr, quicStreams(pkts, kl))
+		pageload.MatchWire(tr, e.quicStreams(pkts, kl))
 	}
 	return l, tr, nil
 }
@@ -695,19 +695,19 @@ func readKeyLog(path string) (overhead.KeyLog, error) {
 	return overhead.ReadKeyLog(f)
 }
 
-// quicStreams are the request streams of the QUIC connections in pkts,
-// to every server the client sent UDP to port 443, decrypted with kl.
-func quicStreams(pkts []testbed.Packet, kl overhead.KeyLog) []pageload.WireStream {
+// quicStreams are the request streams of the QUIC connections in pkts
+// to the page servers, decrypted with kl.
+func (e *webEnv) quicStreams(pkts []testbed.Packet, kl overhead.KeyLog) []pageload.WireStream {
 	raws := make([]overhead.Raw, len(pkts))
-	servers := map[netip.Addr]bool{}
 	for i, p := range pkts {
 		raws[i] = overhead.Raw{Time: p.Time, Data: p.Data}
-		if d := p.Data; len(d) >= 24 && d[0] == 0x45 && d[9] == 17 && d[22] == 1 && d[23] == 187 { // IPv4, UDP, to port 443
-			servers[netip.AddrFrom4([4]byte(d[16:20]))] = true
-		}
 	}
 	var streams []pageload.WireStream
-	for srv := range servers {
+	for host := range e.srvs {
+		srv, err := netip.ParseAddr(e.tb.IPs[host])
+		if err != nil {
+			continue
+		}
 		conns, err := overhead.Attribute(raws, srv, overhead.DefaultApps, kl)
 		if err != nil {
 			continue
