@@ -347,12 +347,7 @@ func (ld *load) start(ctx context.Context, i int, gap float64) {
 	go func() {
 		defer ld.wg.Done()
 		if gap > 0 {
-			t := time.NewTimer(time.Duration(gap * float64(time.Millisecond)))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
+			waitUntil(ctx, ld.t0.Add(time.Duration(due*float64(time.Millisecond))))
 		}
 		ld.fetch(ctx, i)
 	}()
