@@ -15,9 +15,10 @@ import (
 // is the resource that initiated it (the document or style sheet the
 // parser found it in, the script on top of the stack), its discovery
 // point the parent's body octets that had arrived when it was requested,
-// and its gap the time from their arrival (or the parent's end) to the
-// request. Requests made after the load event are left out: they are not
-// part of PLT.
+// and its gap the time from their arrival (or the parent's end: its last
+// octet's arrival where MatchWire found it, DevTools' end otherwise) to
+// the request. Requests made after the load event are left out: they are
+// not part of PLT.
 func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenance) (*Graph, error) {
 	if l == nil || l.Status != browser.LoadOK {
 		why := "no load"
@@ -47,16 +48,25 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 	doc := reqs[root]
 	reqs = append([]*browser.TracedRequest{doc}, slices.Delete(reqs, root, root+1)...)
 	g := &Graph{Page: reqs[0].URL, Captured: prov, PLTMs: l.PLTMs}
+	// The graph's times, like a replay's, count from the navigation's
+	// start. DevTools announces the document's request (Sent) about a ms
+	// later; the PLT, from navigation, less the load event's time from
+	// that announcement says how much (at most navSlack: more would be
+	// the two clocks disagreeing).
+	nav := doc.Sent
+	if tr.LoadEvent > 0 {
+		nav -= min(max(0, l.PLTMs-(tr.LoadEvent-doc.Sent)), navSlack)
+	}
 	index := map[string]int{}
 	lastEnd := 0.0
 	for i, r := range reqs {
 		res := Resource{URL: r.URL, Type: r.Type, Priority: r.Priority, Parent: -1, Size: r.Size,
-			SentMs: round3(wireSent(r) - doc.Sent), EndMs: round3(r.Finished - doc.Sent)}
+			SentMs: round3(wireSent(r) - nav), EndMs: round3(r.Finished - nav)}
 		if r.WireEnd > 0 {
-			res.WireEndMs = round3(r.WireEnd - doc.Sent)
+			res.WireEndMs = round3(r.WireEnd - nav)
 		}
 		if i == 0 {
-			res.GapMs = round3(r.Held) // from navigation to the document's request
+			res.GapMs = round3(docGap(r, nav))
 		} else {
 			res.Parent = parentOf(r, reqs[:i], index)
 			res.AfterBytes, res.GapMs = discovery(r, reqs[res.Parent])
@@ -64,7 +74,7 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 		if _, ok := index[r.URL]; !ok {
 			index[r.URL] = i
 		}
-		lastEnd = math.Max(lastEnd, r.Finished)
+		lastEnd = math.Max(lastEnd, bodyEnd(r))
 		g.Resources = append(g.Resources, res)
 	}
 	if tr.LoadEvent > 0 {
@@ -108,7 +118,7 @@ func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float6
 	// Discovered at Sent; on the wire after the browser held it (Held).
 	sent := r.Sent + r.Held
 	if parent.Finished > 0 && parent.Finished <= r.Sent {
-		return parent.Size, round3(sent - parent.Finished)
+		return parent.Size, round3(sent - bodyEnd(parent))
 	}
 	var at float64
 	for _, c := range parent.Chunks {
@@ -124,6 +134,31 @@ func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float6
 		return afterBytes, round3(r.Held)
 	}
 	return afterBytes, round3(sent - at)
+}
+
+// docGap is the browser's time from navigation (nav) to the document's
+// request on the wire, less its lookup and handshake, which a replay
+// makes itself: as the wire saw them where MatchWire measured them, else
+// as DevTools reported them. From the wire it may be negative: the
+// browser's lookup left before navigation began (its loading predictor
+// resolves a host it has loaded before as the navigation starts, and the
+// browser's navigation start is stamped after that).
+func docGap(doc *browser.TracedRequest, nav float64) float64 {
+	if doc.WireSetup > 0 {
+		return doc.WireSent - nav - doc.WireSetup
+	}
+	return doc.Sent - nav + doc.Held
+}
+
+// bodyEnd is when r's body ended: its last octet's arrival where a
+// capture gave it, else DevTools' end. A replay's body ends as its last
+// octet arrives, so counted from there the gaps after it keep the
+// browser's own intake of the body (1-19 ms per body on fiber).
+func bodyEnd(r *browser.TracedRequest) float64 {
+	if r.WireEnd > 0 {
+		return r.WireEnd
+	}
+	return r.Finished
 }
 
 // wireSent is when r's request went on the wire: after its lookup and

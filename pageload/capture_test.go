@@ -40,7 +40,7 @@ func TestFromTrace(t *testing.T) {
 		after  int64
 		gap    float64
 	}{
-		{"https://p.test/", -1, 0, 0},
+		{"https://p.test/", -1, 0, 5},          // navigation (PLT 180 ms, load event 175 ms after Sent) 5 ms before DevTools' Sent
 		{"https://p.test/a.css", 0, 1000, 1},   // mid-document: after the first 1000 octets, 1 ms later
 		{"https://cdn.test/b.js", 0, 5000, 2},  // after the whole document
 		{"https://p.test/f.woff2", 1, 300, 19}, // the style sheet's, 19 ms after it ended
@@ -53,9 +53,9 @@ func TestFromTrace(t *testing.T) {
 		require.Equal(t, w.after, r.AfterBytes, w.url)
 		require.InDelta(t, w.gap, r.GapMs, 1e-9, w.url)
 	}
-	require.InDelta(t, 25, g.Resources[0].SentMs, 1e-9, "the document on the wire after its lookup and connection")
-	require.InDelta(t, 42, g.Resources[1].SentMs, 1e-9, "the style sheet's request, from the document's")
-	require.InDelta(t, 81, g.Resources[1].EndMs, 1e-9)
+	require.InDelta(t, 30, g.Resources[0].SentMs, 1e-9, "the document on the wire after its lookup and connection, from navigation")
+	require.InDelta(t, 47, g.Resources[1].SentMs, 1e-9, "the style sheet's request, from navigation")
+	require.InDelta(t, 86, g.Resources[1].EndMs, 1e-9)
 	require.InDelta(t, 15, g.OnloadGapMs, 1e-9, "load event 15 ms after the last resource")
 	require.Equal(t, []string{"p.test", "cdn.test"}, g.Hosts())
 

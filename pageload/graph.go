@@ -59,23 +59,26 @@ type Resource struct {
 	// parent's end, for a whole body) to the request on the wire: its
 	// parsing and scripts, and any wait before it sent it (its resource
 	// scheduler), less the lookup and connection set-up, which a replay
-	// makes itself. The document's is from navigation to its request.
+	// makes itself. The document's is from navigation to its request,
+	// and may be negative: the browser's lookup began before navigation
+	// did (a replay then starts its clock that much after the lookup).
 	GapMs float64 `json:"gap_ms"`
 	// Size is the body's length in the captured load, in octets, for a
 	// replay to check it fetched the same thing.
 	Size int64 `json:"size"`
 	// SentMs and EndMs are when the captured load put the request on the
 	// wire (after any lookup and connection set-up) and when its body
-	// ended, from the document's request (navigation): what a
+	// ended, from navigation: what a
 	// replay's own times are compared with, step by step. A replay does
 	// not use them; graphs captured before they were kept lack them.
 	SentMs float64 `json:"sent_ms,omitempty"`
 	EndMs  float64 `json:"end_ms,omitempty"`
 	// WireEndMs is when the body's last octet reached the client in the
 	// captured load, where a packet capture of it was matched: EndMs,
-	// DevTools' end, comes later by the browser's intake of the body. The
-	// gaps still count from EndMs (docs/pageload.md says why); this is
-	// what a replay's own end compares with.
+	// DevTools' end, comes later by the browser's intake of the body.
+	// The gaps of the resources that waited for this whole body, and the
+	// onload gap, count from it then: a replay's body ends with its last
+	// octet.
 	WireEndMs float64 `json:"wire_end_ms,omitempty"`
 }
 
@@ -95,7 +98,7 @@ func (g *Graph) Check() error {
 			return fmt.Errorf("graph of %s: resource 0 is the document and has no parent", g.Page)
 		case i > 0 && (r.Parent < 0 || r.Parent >= i):
 			return fmt.Errorf("graph of %s: resource %d (%s): parent %d is not an earlier resource", g.Page, i, r.URL, r.Parent)
-		case r.AfterBytes < 0 || r.GapMs < 0 || r.Size < 0:
+		case r.AfterBytes < 0 || (r.GapMs < 0 && i > 0) || r.Size < 0:
 			return fmt.Errorf("graph of %s: resource %d (%s): negative bytes, gap or size", g.Page, i, r.URL)
 		case i > 0 && r.AfterBytes > g.Resources[r.Parent].Size:
 			return fmt.Errorf("graph of %s: resource %d (%s): discovered after %d octets of a %d-octet parent", g.Page, i, r.URL, r.AfterBytes, g.Resources[r.Parent].Size)

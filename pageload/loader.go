@@ -276,7 +276,10 @@ func (l *Loader) Document(ctx context.Context, page string) ([]byte, *Result) {
 func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []byte) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	ld := &load{l: l, g: g, t0: time.Now(), keepDoc: keepDoc,
+	// A negative gap of the document is the browser's lookup leading its
+	// navigation: the load's clock then starts that much after the lookup.
+	lead := time.Duration(max(0, -g.Resources[0].GapMs) * float64(time.Millisecond))
+	ld := &load{l: l, g: g, t0: time.Now().Add(lead), keepDoc: keepDoc,
 		res: &Result{Page: g.Page, Protocol: l.cfg.Protocol, ZeroRTT: l.cfg.ZeroRTT, OnloadGapMs: g.OnloadGapMs}}
 	ld.res.Start = ld.t0
 	if l.cfg.MaxLookups > 0 {
@@ -291,7 +294,7 @@ func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []b
 		}
 	}
 	ld.wg.Add(len(g.Resources))
-	ld.start(ctx, 0, g.Resources[0].GapMs) // the browser's time before it asked for the document
+	ld.start(ctx, 0, max(0, g.Resources[0].GapMs)) // the browser's time before it asked for the document
 	done := make(chan struct{})
 	go func() { ld.wg.Wait(); close(done) }()
 	select {

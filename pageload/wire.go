@@ -9,10 +9,26 @@ import (
 	"github.com/doxlab/doxlab/browser"
 )
 
-// WireStream is one request stream as a packet capture of the traced
-// load saw it (package overhead decrypts and times them).
+// Wire is a packet capture of a traced load on the client's link: its
+// request streams, decrypted, and every packet to or from the resolver
+// and the page servers, each with its connection.
+type Wire struct {
+	Streams []WireStream
+	Packets []WirePacket
+}
+
+// WireStream is one request stream as the capture saw it (package
+// overhead decrypts and times them).
 type WireStream struct {
+	Conn          int       // the connection it went on
 	Request, Last time.Time // the request's first octet out, the answer's last in
+}
+
+// WirePacket is one packet of the capture.
+type WirePacket struct {
+	Conn int // a connection to the resolver or a page server, as WireStream's
+	At   time.Time
+	Up   bool // from the client
 }
 
 // wireTolerance is how far apart, in ms, a request's DevTools send time
@@ -28,8 +44,10 @@ const wireTolerance = 1.0
 // when their last octet arrives: the wire's end is what a replay's end
 // compares with. The two clocks differ by an offset, found as the one
 // that pairs the most requests with streams. It returns how many
-// requests it matched.
-func MatchWire(tr *browser.NetTrace, streams []WireStream) int {
+// requests it matched. With the offset it also measures the document's
+// set-up on the wire (docSetup).
+func MatchWire(tr *browser.NetTrace, w Wire) int {
+	streams := w.Streams
 	var reqs []*browser.TracedRequest
 	for _, r := range tr.Requests {
 		if r.WireSent > 0 {
@@ -91,6 +109,9 @@ func MatchWire(tr *browser.NetTrace, streams []WireStream) int {
 	}
 	slices.SortFunc(ps, func(a, b pair) int { return cmp.Compare(a.d, b.d) })
 	usedR, usedS := map[*browser.TracedRequest]bool{}, map[int]bool{}
+	web := map[int]bool{} // the connections that carried the load's requests
+	var doc *browser.TracedRequest
+	docConn := -1
 	n := 0
 	for _, p := range ps {
 		if usedR[p.r] || usedS[p.s] {
@@ -102,7 +123,54 @@ func MatchWire(tr *browser.NetTrace, streams []WireStream) int {
 		}
 		usedR[p.r], usedS[p.s] = true, true
 		p.r.WireEnd = end
+		web[streams[p.s].Conn] = true
+		if p.r.Type == "Document" && doc == nil {
+			doc, docConn = p.r, streams[p.s].Conn
+		}
 		n++
 	}
+	if doc != nil {
+		docSetup(doc, w.Packets, web, docConn, best)
+	}
 	return n
+}
+
+// navSlack is how long before the document's request DevTools announced
+// (its Sent) the page's lookup may have left: the browser's time from
+// navigation to that announcement is about a millisecond.
+const navSlack = 5.0
+
+// docSetup sets the document's WireSetup from the packets of the load on
+// the trace's clock (the wire's, less off): its lookup is the resolver's
+// connections' packets (any connection but the load's own, web), from the
+// first one out to the last one in before the document's connection
+// (conn) sent its first; its handshake, from then to the last packet in
+// on conn before the request left. Without a handshake in view (no
+// packet in on conn before the request) it is left unknown.
+func docSetup(doc *browser.TracedRequest, pkts []WirePacket, web map[int]bool, conn int, off float64) {
+	from, sent := doc.Sent-navSlack, doc.WireSent
+	var q, a, c0, done float64
+	for _, p := range slices.SortedFunc(slices.Values(pkts), func(x, y WirePacket) int { return x.At.Compare(y.At) }) {
+		t := float64(p.At.UnixNano())/1e6 - off
+		if t < from || t >= sent {
+			continue
+		}
+		switch {
+		case !web[p.Conn] && c0 == 0 && p.Up && q == 0:
+			q = t
+		case !web[p.Conn] && c0 == 0 && !p.Up && q > 0:
+			a = t
+		case p.Conn == conn && p.Up && c0 == 0:
+			c0 = t
+		case p.Conn == conn && !p.Up && c0 > 0:
+			done = t
+		}
+	}
+	if c0 == 0 || done == 0 {
+		return
+	}
+	doc.WireSetup = done - c0
+	if a > q {
+		doc.WireSetup += a - q
+	}
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // TestMatchWire pairs a trace's requests with a capture's streams on
-// another clock and takes each body's end from the wire, 5 ms before
-// DevTools registered the script's: the graph keeps both, its gaps
-// counting from DevTools' ends.
+// another clock, takes each body's end from the wire, and builds the
+// graph's gaps from there: a script's child and the onload gap count
+// from the script's last octet, 5 ms before DevTools registered it, and
+// the document's from navigation less its lookup and handshake as the
+// packets show them.
 func TestMatchWire(t *testing.T) {
 	doc := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Initiator: "other", Sent: 1000, WireSent: 1020, Response: 1035,
 		Chunks: []browser.Chunk{{At: 1036, Total: 500}}, Finished: 1037, Size: 500}
@@ -27,34 +29,45 @@ func TestMatchWire(t *testing.T) {
 	at := func(ms float64) time.Time { return epoch.Add(time.Duration(ms * float64(time.Millisecond))) } // the capture's clock: the trace's + epoch
 	streams := []pageload.WireStream{
 		{Request: at(1020.1), Last: at(1036.5)},
-		{Request: at(1038.3), Last: at(1062)},   // 5 ms before DevTools' end
-		{Request: at(1080.2), Last: at(1100.6)}, // the image
-		{Request: at(1500), Last: at(1520)},     // another load's
+		{Request: at(1038.3), Last: at(1062)},        // 5 ms before DevTools' end
+		{Request: at(1080.2), Last: at(1100.6)},      // the image
+		{Conn: 2, Request: at(1500), Last: at(1520)}, // another load's
 	}
-	require.Equal(t, 3, pageload.MatchWire(tr, streams))
+	// Connection 1 is the resolver's: the lookup takes 5 ms on the wire,
+	// the handshake 13.5 (its flight's last packet in at 1019.5).
+	packets := []pageload.WirePacket{
+		{Conn: 1, At: at(990), Up: true}, // before navigation: not the page's
+		{Conn: 1, At: at(1000.5), Up: true}, {Conn: 1, At: at(1005.5)},
+		{Conn: 0, At: at(1006.1), Up: true}, {Conn: 0, At: at(1011)}, {Conn: 1, At: at(1012)}, {Conn: 0, At: at(1019.6)},
+		{Conn: 0, At: at(1020.1), Up: true}, {Conn: 0, At: at(1036.5)},
+	}
+	w := pageload.Wire{Streams: streams, Packets: packets}
+	require.Equal(t, 3, pageload.MatchWire(tr, w))
 	// The clocks' offset is known to the sends' agreement, tenths of a ms.
 	require.InDelta(t, 1062, js.WireEnd, 0.25)
 	require.InDelta(t, 1100.6, img.WireEnd, 0.25)
+	require.InDelta(t, 5+13.5, doc.WireSetup, 0.01)
 
 	g, err := pageload.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 111}, tr, pageload.Provenance{})
 	require.NoError(t, err)
 	require.Equal(t, 3, g.WireEnds())
 	require.InDelta(t, 62, g.Resources[1].WireEndMs, 0.25)
 	require.InDelta(t, 67, g.Resources[1].EndMs, 1e-6)
-	require.InDelta(t, 1080-1067, g.Resources[2].GapMs, 1e-6, "the image's gap from DevTools' end of the script")
-	require.InDelta(t, 1111-1101, g.OnloadGapMs, 1e-6, "the onload gap from DevTools' last end")
+	require.InDelta(t, 1080.3-1062, g.Resources[2].GapMs, 0.25, "the image's gap from the script's last octet")
+	require.InDelta(t, 1111-1100.6, g.OnloadGapMs, 0.25, "the onload gap from the last octet")
+	require.InDelta(t, 1020-1000-18.5, g.Resources[0].GapMs, 0.25, "the document's gap: the browser's part of its path")
 
 	// A stream that ends after DevTools said the body did is not its.
 	for _, r := range tr.Requests {
 		r.WireEnd = 0
 	}
 	streams[1].Last = at(1070)
-	require.Equal(t, 2, pageload.MatchWire(tr, streams))
+	require.Equal(t, 2, pageload.MatchWire(tr, w))
 	require.Zero(t, js.WireEnd)
 	// A page of one request: its one stream.
 	one := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Sent: 1000, WireSent: 1020, Finished: 1037, Size: 500}
-	require.Equal(t, 1, pageload.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{one}}, streams[:1]))
+	require.Equal(t, 1, pageload.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{one}}, pageload.Wire{Streams: streams[:1]}))
 	require.InDelta(t, 1036.5, one.WireEnd, 0.25)
 	// Nothing near: nothing matched.
-	require.Zero(t, pageload.MatchWire(tr, []pageload.WireStream{{Request: at(5000), Last: at(5001)}}))
+	require.Zero(t, pageload.MatchWire(tr, pageload.Wire{Streams: []pageload.WireStream{{Request: at(5000), Last: at(5001)}}}))
 }

@@ -659,8 +659,8 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 		return nil, err
 	}
 	e.graphs[key] = g
-	fmt.Fprintf(e.c.Log, "web: captured %s's graph on %s: %d resources (%d ends on the wire), Chromium's PLT %.1f ms\n",
-		page.Name, profile, len(g.Resources), g.WireEnds(), g.PLTMs)
+	fmt.Fprintf(e.c.Log, "web: captured %s's graph on %s: %d resources (%d ends on the wire), the document's gap %.1f ms, Chromium's PLT %.1f ms\n",
+		page.Name, profile, len(g.Resources), g.WireEnds(), g.Resources[0].GapMs, g.PLTMs)
 	return g, nil
 }
 
@@ -681,7 +681,7 @@ func (e *webEnv) trace(ctx context.Context, b *browser.Browser, page web.Page) (
 		return nil, nil, err
 	}
 	if kl, kerr := readKeyLog(e.keyLog); serr == nil && kerr == nil {
-		pageload.MatchWire(tr, e.quicStreams(pkts, kl))
+		pageload.MatchWire(tr, e.wire(pkts, kl))
 	}
 	return l, tr, nil
 }
@@ -695,16 +695,22 @@ func readKeyLog(path string) (overhead.KeyLog, error) {
 	return overhead.ReadKeyLog(f)
 }
 
-// quicStreams are the request streams of the QUIC connections in pkts
-// to the page servers, decrypted with kl.
-func (e *webEnv) quicStreams(pkts []testbed.Packet, kl overhead.KeyLog) []pageload.WireStream {
+// wire is the load in pkts as MatchWire reads it: the connections to
+// the page servers and the resolver (the stub's upstream), their
+// packets, and the QUIC ones' request streams, decrypted with kl.
+func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog) pageload.Wire {
 	raws := make([]overhead.Raw, len(pkts))
 	for i, p := range pkts {
 		raws[i] = overhead.Raw{Time: p.Time, Data: p.Data}
 	}
-	var streams []pageload.WireStream
+	addrs := map[string]bool{e.ip: true}
 	for host := range e.srvs {
-		srv, err := netip.ParseAddr(e.tb.IPs[host])
+		addrs[e.tb.IPs[host]] = true
+	}
+	var w pageload.Wire
+	n := 0 // connections so far
+	for a := range addrs {
+		srv, err := netip.ParseAddr(a)
 		if err != nil {
 			continue
 		}
@@ -714,11 +720,15 @@ func (e *webEnv) quicStreams(pkts []testbed.Packet, kl overhead.KeyLog) []pagelo
 		}
 		for _, c := range conns {
 			for _, st := range c.Streams {
-				streams = append(streams, pageload.WireStream{Request: st.Request, Last: st.Last})
+				w.Streams = append(w.Streams, pageload.WireStream{Conn: n, Request: st.Request, Last: st.Last})
 			}
+			for _, p := range c.Packets {
+				w.Packets = append(w.Packets, pageload.WirePacket{Conn: n, At: p.Time, Up: p.FromClient})
+			}
+			n++
 		}
 	}
-	return streams
+	return w
 }
 
 // graphCaptures is how many times a page is traced per profile; the
