@@ -3,6 +3,7 @@ package overhead
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"time"
 )
 
 // udpConn keeps the datagrams of one UDP 4-tuple: Do53, or a QUIC
@@ -57,6 +58,9 @@ type quicState struct {
 	occ       []occurrence
 	decrypted bool
 	hello     [2]helloPrefix // the start of each side's Initial CRYPTO stream
+	// early is when the client's first 0-RTT packet left (see
+	// requestStreams).
+	early time.Time
 }
 
 // helloPrefix gathers the first octets of a hello, which a client may
@@ -136,13 +140,17 @@ func (u *udpConn) attribute(c *Conn, kl KeyLog) {
 		count(&o.pkt.Layers, labels[o.stream][o.offset:o.offset+len(o.data)])
 	}
 	c.Decrypted = st.decrypted
-	c.Streams = requestStreams(st.occ, streams)
+	c.Streams = requestStreams(st.occ, streams, st.early)
 }
 
 // requestStreams times the client's bidirectional streams: the first
 // octet from the client, and the last packet with answer data (a
-// retransmission that completes it included).
-func requestStreams(occ []occurrence, streams map[streamKey][]byte) []Stream {
+// retransmission that completes it included). Requests sent in 0-RTT
+// are not seen: their keys come from the early secret, which Go's TLS
+// does not log (a Go server's key log never has it). A stream answered
+// without its request seen, on a connection that sent 0-RTT packets
+// (the first at early), was asked in them, and is timed from the first.
+func requestStreams(occ []occurrence, streams map[streamKey][]byte, early time.Time) []Stream {
 	var out []Stream
 	at := map[uint64]int{}
 	for _, o := range occ {
@@ -151,12 +159,16 @@ func requestStreams(occ []occurrence, streams map[streamKey][]byte) []Stream {
 		}
 		i, ok := at[o.stream.id]
 		if !ok {
+			sent := o.pkt.Time
 			if o.stream.dir != 0 {
-				continue // an answer before its request: not this capture's
+				if early.IsZero() {
+					continue // an answer before its request: not this capture's
+				}
+				sent = early
 			}
 			i = len(out)
 			at[o.stream.id] = i
-			out = append(out, Stream{ID: o.stream.id, Request: o.pkt.Time})
+			out = append(out, Stream{ID: o.stream.id, Request: sent})
 		}
 		if o.stream.dir == 1 && o.pkt.Time.After(out[i].Last) {
 			out[i].Last = o.pkt.Time
@@ -227,6 +239,9 @@ func (st *quicState) packet(pkt *Packet, dir int, b []byte) int {
 				return 0
 			}
 			level = -1
+			if dir == 0 && st.early.IsZero() {
+				st.early = pkt.Time
+			}
 		}
 		length, n := varint(b[min(i, len(b)):])
 		if n == 0 {
