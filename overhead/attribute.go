@@ -81,7 +81,8 @@ type Conn struct {
 	Client, Server netip.AddrPort
 	App            string // dns, dot, doh (HTTP/1.1 or /2), doq, doh3
 	Packets        []*Packet
-	Decrypted      bool // the keys were found and used
+	Decrypted      bool   // the keys were found and used
+	SNI            string // the name the ClientHello asked for, where seen
 	// Streams are a decrypted QUIC connection's request streams (client-
 	// initiated, bidirectional), in the order their requests left.
 	Streams []Stream

@@ -140,6 +140,7 @@ func (u *udpConn) attribute(c *Conn, kl KeyLog) {
 		count(&o.pkt.Layers, labels[o.stream][o.offset:o.offset+len(o.data)])
 	}
 	c.Decrypted = st.decrypted
+	c.SNI = serverName(streams[streamKey{dir: 0, crypto: true, level: 0}])
 	c.Streams = requestStreams(st.occ, streams, st.early)
 }
 

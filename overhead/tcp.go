@@ -2,6 +2,7 @@ package overhead
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"strconv"
 	"strings"
@@ -68,6 +69,9 @@ func (t *tcpConn) attribute(c *Conn, kl KeyLog) {
 		}
 	default:
 		labels, c.Decrypted = tlsLabels(t.data, kl, c.App)
+		if b := t.data[0]; len(b) > 5 && b[0] == 22 { // a handshake record: the ClientHello
+			c.SNI = serverName(b[5:])
+		}
 	}
 	for _, s := range t.segs {
 		count(&s.pkt.Layers, labels[s.dir][s.start:s.start+s.len])
@@ -200,6 +204,48 @@ func clientRandom(b []byte) []byte {
 		return nil
 	}
 	return b[5+4+2 : 5+4+2+32]
+}
+
+// serverName reads the server_name extension (RFC 6066 §3) of a
+// ClientHello handshake message; "" if it has none or is cut short.
+func serverName(b []byte) string {
+	u16 := func(b []byte) int { return int(binary.BigEndian.Uint16(b)) }
+	// type and length, version, random
+	if len(b) < 4+2+32+1 || b[0] != 1 {
+		return ""
+	}
+	b = b[4+2+32:]
+	for _, lenOctets := range []int{1, 2, 1} { // session ID, cipher suites, compression methods
+		if len(b) < lenOctets {
+			return ""
+		}
+		n := int(b[0])
+		if lenOctets == 2 {
+			n = u16(b)
+		}
+		if len(b) < lenOctets+n {
+			return ""
+		}
+		b = b[lenOctets+n:]
+	}
+	if len(b) < 2 {
+		return ""
+	}
+	b = b[2:min(len(b), 2+u16(b))]
+	for len(b) >= 4 {
+		typ, n := u16(b), u16(b[2:])
+		if len(b) < 4+n {
+			return ""
+		}
+		if d := b[4 : 4+n]; typ == 0 { // server_name: a list of (type, name)
+			if len(d) < 5 || d[2] != 0 || len(d) < 5+u16(d[3:]) {
+				return ""
+			}
+			return string(d[5 : 5+u16(d[3:])])
+		}
+		b = b[4+n:]
+	}
+	return ""
 }
 
 // serverCipher finds the ServerHello's cipher suite.
