@@ -111,7 +111,7 @@ func MatchWire(tr *browser.NetTrace, w Wire) int {
 	usedR, usedS := map[*browser.TracedRequest]bool{}, map[int]bool{}
 	web := map[int]bool{} // the connections that carried the load's requests
 	var doc *browser.TracedRequest
-	docConn := -1
+	docConn, docSent := -1, 0.0
 	n := 0
 	for _, p := range ps {
 		if usedR[p.r] || usedS[p.s] {
@@ -125,12 +125,12 @@ func MatchWire(tr *browser.NetTrace, w Wire) int {
 		p.r.WireEnd = end
 		web[streams[p.s].Conn] = true
 		if p.r.Type == "Document" && doc == nil {
-			doc, docConn = p.r, streams[p.s].Conn
+			doc, docConn, docSent = p.r, streams[p.s].Conn, ms(streams[p.s].Request)-best
 		}
 		n++
 	}
 	if doc != nil {
-		docSetup(doc, w.Packets, web, docConn, best)
+		docSetup(doc, docSent, w.Packets, web, docConn, best)
 	}
 	return n
 }
@@ -145,14 +145,15 @@ const navSlack = 5.0
 // connections' packets (any connection but the load's own, web), from the
 // first one out to the last one in before the document's connection
 // (conn) sent its first; its handshake, from then to the last packet in
-// on conn before the request left. Without a handshake in view (no
-// packet in on conn before the request) it is left unknown.
-func docSetup(doc *browser.TracedRequest, pkts []WirePacket, web map[int]bool, conn int, off float64) {
-	from, sent := doc.Sent-navSlack, doc.WireSent
+// on conn before the request left at sent (none when the request went in
+// 0-RTT, with the connection's first packets). Without the connection's
+// first packet in view it is left unknown.
+func docSetup(doc *browser.TracedRequest, sent float64, pkts []WirePacket, web map[int]bool, conn int, off float64) {
+	from := doc.Sent - navSlack
 	var q, a, c0, done float64
 	for _, p := range slices.SortedFunc(slices.Values(pkts), func(x, y WirePacket) int { return x.At.Compare(y.At) }) {
 		t := float64(p.At.UnixNano())/1e6 - off
-		if t < from || t >= sent {
+		if t < from || t > sent {
 			continue
 		}
 		switch {
@@ -166,10 +167,10 @@ func docSetup(doc *browser.TracedRequest, pkts []WirePacket, web map[int]bool, c
 			done = t
 		}
 	}
-	if c0 == 0 || done == 0 {
+	if c0 == 0 {
 		return
 	}
-	doc.WireSetup = done - c0
+	doc.WireSetup = max(0, done-c0)
 	if a > q {
 		doc.WireSetup += a - q
 	}

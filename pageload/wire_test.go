@@ -68,6 +68,14 @@ func TestMatchWire(t *testing.T) {
 	one := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Sent: 1000, WireSent: 1020, Finished: 1037, Size: 500}
 	require.Equal(t, 1, pageload.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{one}}, pageload.Wire{Streams: streams[:1]}))
 	require.InDelta(t, 1036.5, one.WireEnd, 0.25)
+	// The document asked in 0-RTT, with its connection's first packet:
+	// no handshake on its path, the lookup only.
+	early := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Sent: 1000, WireSent: 1006.2, Finished: 1030, Size: 500}
+	require.Equal(t, 1, pageload.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{early}}, pageload.Wire{
+		Streams: []pageload.WireStream{{Request: at(1006.1), Last: at(1029)}},
+		Packets: []pageload.WirePacket{{Conn: 1, At: at(1000.5), Up: true}, {Conn: 1, At: at(1005.5)}, {Conn: 0, At: at(1006.1), Up: true}, {Conn: 0, At: at(1021)}},
+	}))
+	require.InDelta(t, 5, early.WireSetup, 0.01)
 	// Nothing near: nothing matched.
 	require.Zero(t, pageload.MatchWire(tr, pageload.Wire{Streams: []pageload.WireStream{{Request: at(5000), Last: at(5001)}}}))
 }
