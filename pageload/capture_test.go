@@ -75,3 +75,26 @@ func TestGraphCheck(t *testing.T) {
 		require.Error(t, g.Check())
 	}
 }
+
+// TestMedianGraph chooses among loads of different network conditions by
+// the browser's own time, not by PLT: the slow network's load had the
+// median PLT, the fast one's the median browser time.
+func TestMedianGraph(t *testing.T) {
+	graph := func(plt, gap, onload float64) *pageload.Graph {
+		return &pageload.Graph{Page: "https://p.test/", PLTMs: plt, OnloadGapMs: onload, Resources: []pageload.Resource{
+			{URL: "https://p.test/", Parent: -1, GapMs: -1},
+			{URL: "https://p.test/a.js", Parent: 0, GapMs: gap},
+			{URL: "https://p.test/b.png", Parent: 1, GapMs: 2},
+			{URL: "https://p.test/c.png", Parent: 0, GapMs: 1},
+		}}
+	}
+	fast := graph(100, 10, 5)  // browser: -1+10+2+5 = 16 ms
+	slow := graph(150, 30, 10) // 41 ms
+	dns := graph(120, 2, 4)    // a slower lookup, the browser quick: 7 ms
+	require.InDelta(t, 16, fast.BrowserMs(), 1e-9)
+	m := pageload.MedianGraph([]*pageload.Graph{slow, dns, fast})
+	require.Equal(t, 100.0, m.PLTMs, "the median browser time's load")
+	require.Equal(t, 3, m.Captured.Loads)
+	require.Zero(t, fast.Captured.Loads, "the captures are left as they were")
+	require.Nil(t, pageload.MedianGraph(nil))
+}

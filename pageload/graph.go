@@ -40,6 +40,9 @@ type Provenance struct {
 	Profile string    `json:"profile"` // the testbed profile of the load, if any
 	At      time.Time `json:"at"`
 	Edited  bool      `json:"edited,omitempty"` // changed by hand since
+	// Loads is how many captured loads the graph was chosen among
+	// (MedianGraph); 0 for a single capture.
+	Loads int `json:"loads,omitempty"`
 }
 
 // Resource is one request of the page.
@@ -108,6 +111,23 @@ func (g *Graph) Check() error {
 		return fmt.Errorf("graph of %s: negative onload gap", g.Page)
 	}
 	return nil
+}
+
+// BrowserMs is the browser's own time on the graph's longest path, as
+// if the network took none: the gaps along each chain of discovery, and
+// the onload gap. Loads of a page under different network conditions
+// differ in it only by the browser's speed at the moment.
+func (g *Graph) BrowserMs() float64 {
+	at := make([]float64, len(g.Resources))
+	last := 0.0
+	for i, r := range g.Resources {
+		if i > 0 {
+			at[i] = at[r.Parent]
+		}
+		at[i] += r.GapMs
+		last = max(last, at[i])
+	}
+	return last + g.OnloadGapMs
 }
 
 // WireEnds counts the resources whose end on the wire a packet capture
