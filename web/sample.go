@@ -66,6 +66,10 @@ type Sample struct {
 	// Replay is doxlab's page loader's own record of the load (engine
 	// doxlab); Load then holds its totals in the browser's terms.
 	Replay *pageload.Result `json:"replay,omitempty"`
+	// Graph is the browser's load as a dependency graph, where it was
+	// traced for the doxlab engine to replay (its graph is chosen among
+	// the browser's measured loads of the page on the profile).
+	Graph *pageload.Graph `json:"graph,omitempty"`
 
 	// PLTMs is the page load time: the browser's loadEventEnd in stub
 	// mode; in decoupled mode loadEventEnd plus the DNS time measured

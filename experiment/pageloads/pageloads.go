@@ -53,8 +53,10 @@ type Web struct {
 	StubStates []string // cold (a new connection per query, the default) and warm (kept from the warm-up)
 	DNSModes   []string // stub (default) and decoupled (the paper's: DNS measured apart and added)
 	// Engines load the pages: chromium (default) and doxlab, doxlab's page
-	// loader replaying each page's graph, captured from Chromium on the
-	// same profile at the run's start; with both, the report compares them.
+	// loader replaying each page's graph: beside chromium, chosen among
+	// Chromium's measured loads on the profile (each traced), after them;
+	// alone, captured from Chromium at the run's start. With both, the
+	// report compares them.
 	Engines   []string
 	Repeat    int // loads per cell; default 10
 	Timeout   time.Duration
@@ -86,7 +88,7 @@ func (c *Web) Flags(fs *flag.FlagSet) {
 	})
 	experiment.ListVar(fs, &c.StubStates, "stub", c.StubStates, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
 	experiment.ListVar(fs, &c.DNSModes, "dns", c.DNSModes, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
-	experiment.ListVar(fs, &c.Engines, "engines", c.Engines, "what loads the pages: chromium, doxlab (doxlab's page loader, replaying each page's graph captured from Chromium), or both, compared")
+	experiment.ListVar(fs, &c.Engines, "engines", c.Engines, "what loads the pages: chromium, doxlab (doxlab's page loader, replaying each page's graph captured from Chromium; beside chromium, chosen among its measured loads), or both, compared")
 	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
@@ -152,11 +154,12 @@ type webEnv struct {
 	ca      string
 	pages   map[string]web.Page
 	st      *store.Store
-	browser map[string]*browser.Browser // per DNS mode, and captureBrowser
-	roots   *x509.CertPool              // the server's certificate, for the page loader
-	runID   string                      // the profile's run
-	graphs  map[string]*pageload.Graph  // by profile and page, captured in this process
-	keyLog  string                      // the page servers' TLS secrets (tls.key_log), to decrypt captures
+	browser map[string]*browser.Browser  // per DNS mode, and captureBrowser
+	roots   *x509.CertPool               // the server's certificate, for the page loader
+	runID   string                       // the profile's run
+	graphs  map[string]*pageload.Graph   // by profile and page, captured in this process
+	pool    map[string][]*pageload.Graph // by profile and page: the graphs of Chromium's measured loads
+	keyLog  string                       // the page servers' TLS secrets (tls.key_log), to decrypt captures
 
 	srvRecords experiment.RecordLog // the server's query records and web connection records
 }
@@ -217,7 +220,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]web.Page{}, browser: map[string]*browser.Browser{},
-		graphs: map[string]*pageload.Graph{}, keyLog: filepath.Join(dir, "keys.log")}
+		graphs: map[string]*pageload.Graph{}, pool: map[string][]*pageload.Graph{}, keyLog: filepath.Join(dir, "keys.log")}
 	if err := e.startServers(pages, dir, place); err != nil {
 		return "", err
 	}
@@ -453,6 +456,45 @@ func (s *stub) stop() {
 // profile measures every task of one access profile: per stub
 // configuration (in random order) a stub, then its tasks in random order.
 func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile, runID string, done map[string]bool) error {
+	if !e.replaysBrowser() {
+		return e.blocks(ctx, rng, p, runID, done, e.c.Engines)
+	}
+	// The browser's loads first, each traced, then the replays of the
+	// graph chosen among them (graph).
+	if err := e.poolGraphs(ctx, p.Name, runID); err != nil {
+		return err
+	}
+	if err := e.blocks(ctx, rng, p, runID, done, []string{web.EngineChromium}); err != nil {
+		return err
+	}
+	return e.blocks(ctx, rng, p, runID, done, []string{web.EngineDoxlab})
+}
+
+// replaysBrowser says whether the doxlab engine runs beside Chromium: its
+// graphs then come from Chromium's measured loads, each traced.
+func (e *webEnv) replaysBrowser() bool {
+	return slices.Contains(e.c.Engines, web.EngineChromium) && slices.Contains(e.c.Engines, web.EngineDoxlab)
+}
+
+// poolGraphs gathers the graphs of the profile's traced loads already
+// stored (a resumed run's).
+func (e *webEnv) poolGraphs(ctx context.Context, profile, runID string) error {
+	loads, err := e.st.Loads(ctx, runID) // and of runs whose ID runID begins
+	if err != nil {
+		return err
+	}
+	for _, x := range loads {
+		if x.Profile == profile && x.Graph != nil {
+			key := x.Profile + "|" + x.Page
+			e.pool[key] = append(e.pool[key], x.Graph)
+		}
+	}
+	return nil
+}
+
+// blocks measures the profile's tasks for engines, a block per stub
+// (DNS transport and state) in random order.
+func (e *webEnv) blocks(ctx context.Context, rng *rand.Rand, p testbed.Profile, runID string, done map[string]bool, engines []string) error {
 	type block struct{ tr, state string }
 	var blocks []block
 	for _, t := range e.c.Transports {
@@ -466,7 +508,7 @@ func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile,
 		for _, page := range e.c.Pages {
 			for _, h3 := range e.c.H3 {
 				for _, mode := range e.c.DNSModes {
-					for _, engine := range e.c.Engines {
+					for _, engine := range engines {
 						for rep := range e.c.Repeat {
 							t := web.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Rep: rep}
 							if engine != web.EngineChromium {
@@ -562,11 +604,31 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 		dnsMs, dnsErr = e.lookup(page.Host)
 	}
 	sm, cm := st.records.Mark(), e.srvRecords.Mark()
-	l := b.Load(ctx, e.url(page), e.c.Timeout)
+	var l *browser.Load
+	var tr *browser.NetTrace
+	if e.replaysBrowser() {
+		// Traced, for the replays' graph: tracing and sniffing cost the
+		// load nothing measurable (80 loads on fiber, every other one
+		// traced: medians 1.3 % faster traced, within their spread).
+		if l, tr, err = e.trace(ctx, b, page); err != nil {
+			return e.restart(ctx, t, err)
+		}
+	} else {
+		l = b.Load(ctx, e.url(page), e.c.Timeout)
+	}
 	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe
 	e.srvs.Settle(ctx)                // and the servers' records of the load's connections
 	x := web.Assemble(t, l, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp = warm
+	if tr != nil && l.Status == browser.LoadOK {
+		x.Graph, err = pageload.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: t.Profile, At: x.Start.UTC()})
+		if err != nil {
+			fmt.Fprintf(e.c.Log, "web: %s: no graph: %v\n", t.Key(), err)
+		} else {
+			key := t.Profile + "|" + t.Page
+			e.pool[key] = append(e.pool[key], x.Graph)
+		}
+	}
 	if t.DNSMode == "decoupled" {
 		if dnsErr != nil {
 			return fail("dns-failed", dnsErr), nil
@@ -623,13 +685,24 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	return x, nil
 }
 
-// graph is a page's dependency graph on a profile, captured from
-// Chromium's loads of it through the stub, the median of graphCaptures
-// (and stored with the run).
+// graph is a page's dependency graph on a profile, stored with the run:
+// beside Chromium, the one chosen among Chromium's measured loads of the
+// page on the profile, all traced (MedianGraph). Chromium's time for a
+// page on fiber moves by more than the fidelity target from minute to
+// minute, so a graph of three loads in a row, at one moment, missed the
+// run's other loads by up to 20 %. The doxlab engine alone captures
+// graphCaptures loads and chooses among them.
 func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pageload.Graph, error) {
 	key := profile + "|" + page.Name
 	if g, ok := e.graphs[key]; ok {
 		return g, nil
+	}
+	if e.replaysBrowser() {
+		g := pageload.MedianGraph(e.pool[key])
+		if g == nil {
+			return nil, fmt.Errorf("no load of %s by Chromium on %s gave a graph", page.Name, profile)
+		}
+		return e.keepGraph(ctx, key, page.Name, profile, g)
 	}
 	b, err := e.browserFor(ctx, captureBrowser, &page)
 	if err != nil {
@@ -653,14 +726,19 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 	if err := b.Reset(ctx, true); err != nil {
 		return nil, err
 	}
-	g := pageload.MedianGraph(gs)
+	return e.keepGraph(ctx, key, page.Name, profile, pageload.MedianGraph(gs))
+}
+
+// keepGraph stores g as the graph of a page on a profile, for the run's
+// replays.
+func (e *webEnv) keepGraph(ctx context.Context, key, page, profile string, g *pageload.Graph) (*pageload.Graph, error) {
 	at := time.Now()
 	if err := e.st.WriteResult(ctx, e.runID, Graphs, fmt.Sprintf("%s|%d", key, at.UnixNano()), at, g); err != nil {
 		return nil, err
 	}
 	e.graphs[key] = g
-	fmt.Fprintf(e.c.Log, "web: captured %s's graph on %s: %d resources (%d ends on the wire), the document's gap %.1f ms, Chromium's PLT %.1f ms\n",
-		page.Name, profile, len(g.Resources), g.WireEnds(), g.Resources[0].GapMs, g.PLTMs)
+	fmt.Fprintf(e.c.Log, "web: %s's graph on %s, of %d Chromium loads: %d resources (%d ends on the wire), the browser's time %.1f ms (the document's gap %.1f), Chromium's PLT %.1f ms\n",
+		page, profile, g.Captured.Loads, len(g.Resources), g.WireEnds(), g.BrowserMs(), g.Resources[0].GapMs, g.PLTMs)
 	return g, nil
 }
 
@@ -681,7 +759,7 @@ func (e *webEnv) trace(ctx context.Context, b *browser.Browser, page web.Page) (
 		return nil, nil, err
 	}
 	if kl, kerr := readKeyLog(e.keyLog); serr == nil && kerr == nil {
-		pageload.MatchWire(tr, e.wire(pkts, kl))
+		pageload.MatchWire(tr, e.wire(pkts, kl, page.Hostnames()))
 	}
 	return l, tr, nil
 }
@@ -697,8 +775,11 @@ func readKeyLog(path string) (overhead.KeyLog, error) {
 
 // wire is the load in pkts as MatchWire reads it: the connections to
 // the page servers and the resolver (the stub's upstream), their
-// packets, and the QUIC ones' request streams, decrypted with kl.
-func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog) pageload.Wire {
+// packets, and the request streams of the QUIC connections to the page's
+// hosts, decrypted with kl. The stub's DoQ and DoH/3 connections have
+// request streams too, and a one-request page's document could pair
+// with one of them: the ClientHello's server name tells them apart.
+func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog, hosts []string) pageload.Wire {
 	raws := make([]overhead.Raw, len(pkts))
 	for i, p := range pkts {
 		raws[i] = overhead.Raw{Time: p.Time, Data: p.Data}
@@ -720,7 +801,9 @@ func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog) pageload.Wire {
 		}
 		for _, c := range conns {
 			for _, st := range c.Streams {
-				w.Streams = append(w.Streams, pageload.WireStream{Conn: n, Request: st.Request, Last: st.Last})
+				if slices.Contains(hosts, c.SNI) {
+					w.Streams = append(w.Streams, pageload.WireStream{Conn: n, Request: st.Request, Last: st.Last})
+				}
 			}
 			for _, p := range c.Packets {
 				w.Packets = append(w.Packets, pageload.WirePacket{Conn: n, At: p.Time, Up: p.FromClient})

@@ -104,25 +104,36 @@ func TestMultiOriginPage(t *testing.T) {
 }
 
 // TestDoxlabEngineBesideChromium runs the web experiment with both
-// engines on one page: doxlab's page loader replays the graph captured
-// from Chromium on the profile, its loads pass the same checks (the
-// page's lookup through the stub over the stub's transport, the warm
-// load's connection resumed in 0-RTT as the server saw it), and the
-// text table compares the engines. The graph keeps the captured load's
-// own times, its bodies' ends on the wire among them (the capture's
-// packets, decrypted), and the client's link is captured (--pcap) for a
-// look at both engines' packets.
+// engines on two pages, the stub on DoQ: doxlab's page loader replays
+// the graph chosen among Chromium's measured loads on the profile, its
+// loads pass the same checks (the page's lookup through the stub over
+// the stub's transport, the warm load's connection resumed in 0-RTT as
+// the server saw it), and the text table compares the engines. Every
+// Chromium load carries its graph, with the load's own times, its
+// bodies' ends on the wire among them (its packets, decrypted), and the
+// document's gap counts its lookup and handshake as the packets show
+// them: the stub's DoQ connections carry request streams too, and the
+// one-request page's document must not pair with one of them. The
+// client's link is captured (--pcap) for a look at both engines'
+// packets.
 func TestDoxlabEngineBesideChromium(t *testing.T) {
 	dir, bin := setup(t)
 	db := filepath.Join(dir, "web.db")
-	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"udp"}, Pages: []string{"insta"}, Engines: []string{"chromium", "doxlab"}, Repeat: 2,
+	c := &Web{Profiles: []string{"fiber"}, Transports: []string{"doq"}, StubStates: []string{"cold"}, Pages: []string{"insta", "example"}, Engines: []string{"chromium", "doxlab"}, Repeat: 2,
 		Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin, PcapDir: filepath.Join(dir, "pcap")}
 	loads, st, id := run(t, c)
-	require.Len(t, loads, 2*2*2, "engines × h3 modes × repeats")
+	require.Len(t, loads, 2*2*2*2, "pages × engines × h3 modes × repeats")
 	for _, x := range loads {
 		require.Equal(t, "ok", x.Status, "%s: %s", x.Key(), x.Error)
-		require.Equal(t, []string{"udp"}, keys(x.ServerQueries), "%s: the page's lookup went through the stub", x.Key())
+		require.Equal(t, []string{"doq"}, keys(x.ServerQueries), "%s: the page's lookup went through the stub", x.Key())
 		require.Equal(t, x.H3 == "0rtt", x.H3Used0RTT, "%s: 0-RTT as the server saw it", x.Key())
+		if x.EngineName() == web.EngineChromium {
+			require.NotNil(t, x.Graph, "%s: the browser's measured load, traced for the replays", x.Key())
+			require.GreaterOrEqual(t, x.Graph.WireEnds(), len(x.Graph.Resources)/2, "%s: bodies' ends from the link", x.Key())
+			require.Positive(t, x.Graph.Resources[0].WireEndMs, "%s: the document's among them", x.Key())
+			// The stub's cold DoQ lookup is two round trips of 14.8 ms.
+			require.Less(t, x.Graph.Resources[0].GapMs, 10.0, "%s: the document's lookup is not the browser's time", x.Key())
+		}
 		if x.EngineName() == web.EngineDoxlab {
 			require.NotNil(t, x.Replay)
 			require.Len(t, x.Replay.Conns, 1)
@@ -143,20 +154,20 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 		}
 		// Chromium's QUIC decrypted with the server's key log, and most
 		// requests paired with their streams.
-		require.GreaterOrEqual(t, g.WireEnds(), len(g.Resources)/2, "bodies' ends from the link")
+		require.Equal(t, 2*2, g.Captured.Loads, "chosen among Chromium's measured loads")
 		require.LessOrEqual(t, g.Resources[len(g.Resources)-1].EndMs, g.PLTMs)
 		return nil
 	}))
-	require.Equal(t, 1, n, "one graph captured and stored for the page on the profile")
+	require.Equal(t, 2, n, "a graph chosen and stored for each page on the profile")
 	// Both engines' packets, from the server's port 443, as the client's link delivered them.
 	tshark := peertest.Need(t, "tshark", "apt-get install tshark")
 	out, err := exec.Command(tshark, "-r", filepath.Join(c.PcapDir, "client-down.pcap"), "-Y", "udp.srcport == 443", "-T", "fields", "-e", "frame.number").Output()
 	require.NoError(t, err)
-	require.Greater(t, strings.Count(string(out), "\n"), 8*16, "at least a packet per resource of every load")
+	require.Greater(t, strings.Count(string(out), "\n"), 8*(16+1), "at least a packet per resource of every load")
 	var b strings.Builder
 	require.NoError(t, Loads(loads).WriteTable(&b))
 	require.Contains(t, b.String(), "doxlab's page loader against Chromium")
-	require.Len(t, web.CompareEngines(web.Summarize(loads)).Cells, 2)
+	require.Len(t, web.CompareEngines(web.Summarize(loads)).Cells, 2*2)
 }
 
 // setup skips without root or Chromium and builds the doxlab binary the
