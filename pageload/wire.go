@@ -41,8 +41,8 @@ const wireTolerance = 1.0
 // load and sets its WireEnd: when the body's last octet arrived, on the
 // trace's clock. DevTools registers a body's end some ms after that
 // (1-19 ms on fiber for a page's scripts), while a replay's bodies end
-// when their last octet arrives: the wire's end is what a replay's end
-// compares with. The two clocks differ by an offset, found as the one
+// when their last octet arrives: the graph's gaps count from the wire's
+// end (FromTrace). The two clocks differ by an offset, found as the one
 // that pairs the most requests with streams. It returns how many
 // requests it matched. With the offset it also measures the document's
 // set-up on the wire (docSetup).
