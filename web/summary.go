@@ -177,8 +177,10 @@ func (f Fidelity) ChromiumIQRPct() float64 {
 }
 
 // tokenMatched gives both engines' PLTs under one mix of loads with and
-// without a token; ok is false when an engine lacks one of the two
-// kinds the cell has, and then the plain medians are the best there is.
+// without a token. Where an engine had loads of one kind only and the
+// other of both, they are compared on that kind; ok is false when they
+// share no kind, or all their loads were of one kind: then the plain
+// medians are the comparison.
 func tokenMatched(ch, dx Cell) (chPLT, dxPLT float64, ok bool) {
 	split := func(c Cell) (with, without []float64) {
 		for i, v := range c.PLTs {
@@ -192,14 +194,29 @@ func tokenMatched(ch, dx Cell) (chPLT, dxPLT float64, ok bool) {
 	}
 	chT, chN := split(ch)
 	dxT, dxN := split(dx)
-	if len(chT) == 0 || len(chN) == 0 || len(dxT) == 0 || len(dxN) == 0 {
-		return ch.PLT, dx.PLT, false
+	all := func(a ...[]float64) bool {
+		for _, x := range a {
+			if len(x) == 0 {
+				return false
+			}
+		}
+		return true
 	}
-	w := float64(len(chT)+len(dxT)) / float64(len(ch.PLTs)+len(dx.PLTs))
-	mix := func(with, without []float64) float64 {
-		return w*measure.Median(with) + (1-w)*measure.Median(without)
+	switch {
+	case all(chT, chN, dxT, dxN):
+		w := float64(len(chT)+len(dxT)) / float64(len(ch.PLTs)+len(dx.PLTs))
+		mix := func(with, without []float64) float64 {
+			return w*measure.Median(with) + (1-w)*measure.Median(without)
+		}
+		return mix(chT, chN), mix(dxT, dxN), true
+	case (len(chN) == 0 && len(dxN) == 0) || (len(chT) == 0 && len(dxT) == 0):
+		return ch.PLT, dx.PLT, false // one kind: nothing to match
+	case all(chT, dxT):
+		return measure.Median(chT), measure.Median(dxT), true
+	case all(chN, dxN):
+		return measure.Median(chN), measure.Median(dxN), true
 	}
-	return mix(chT, chN), mix(dxT, dxN), true
+	return ch.PLT, dx.PLT, false
 }
 
 // FidelitySummary is the error over all cells, and whether the loader

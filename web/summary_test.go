@@ -21,7 +21,8 @@ func load(engine string, plt float64, token bool) *Sample {
 // TestFidelityMatchesTokens: a load with a token is a round trip faster
 // than one without, and which it is is a coin flip for both engines, so
 // the engines are compared under one mix of the two; where an engine
-// lacks one kind, the plain medians are compared.
+// lacks one kind, on the kind both have; where they share none, or all
+// loads are of one kind, the plain medians are compared.
 func TestFidelityMatchesTokens(t *testing.T) {
 	loads := []*Sample{
 		// Chromium: 1 of 3 with a token; the loader: 2 of 3, as fast.
@@ -46,11 +47,18 @@ func TestFidelityMatchesTokens(t *testing.T) {
 	require.InDelta(t, 100*(104.0/200-1), c.RawErrPct, 1e-9, "the plain medians are a round trip apart")
 	require.Equal(t, 1, f.Matched)
 
-	// No load of Chromium's had a token: nothing to match.
+	// No load of Chromium's had a token: the loads without one compared.
 	loads[0].H3Conn.TokenUsed = false
 	c = CompareEngines(Summarize(loads)).Cells[0]
-	require.False(t, c.Matched)
+	require.True(t, c.Matched)
 	require.InDelta(t, 200, c.Chromium, 1e-9)
+	require.InDelta(t, 205, c.Doxlab, 1e-9)
+	require.InDelta(t, 100*(104.0/200-1), c.RawErrPct, 1e-9)
+
+	// Nor any of the loader's: nothing to match.
+	loads[3].H3Conn.TokenUsed, loads[4].H3Conn.TokenUsed = false, false
+	c = CompareEngines(Summarize(loads)).Cells[0]
+	require.False(t, c.Matched)
 	require.InDelta(t, 104, c.Doxlab, 1e-9)
 	require.Equal(t, c.RawErrPct, c.ErrPct)
 }
