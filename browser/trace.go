@@ -51,12 +51,11 @@ type TracedRequest struct {
 	// (pageload.MatchWire); 0 if unknown. DevTools' Finished comes later.
 	WireEnd float64
 	// WireSetup is, for the document where a capture of the load was
-	// matched, the network's part of its path to the request, on the
-	// wire: the lookup (the first packet out to the resolver, to its
-	// last answer in before the page's connection began) and the
-	// handshake (that connection's first packet out, to the last of the
-	// server's flight in before the request left); 0 if unknown. The
-	// rest of the time from navigation to the request is the browser's.
+	// matched, its lookup and connection on the wire: from the first
+	// packet out to the resolver to its last answer in before the page's
+	// connection began, and from that connection's first packet out to
+	// the request's; 0 if unknown. The rest of the time from navigation
+	// to the request is the browser's.
 	WireSetup float64
 }
 

@@ -144,33 +144,34 @@ const navSlack = 5.0
 // the trace's clock (the wire's, less off): its lookup is the resolver's
 // connections' packets (any connection but the load's own, web), from the
 // first one out to the last one in before the document's connection
-// (conn) sent its first; its handshake, from then to the last packet in
-// on conn before the request left at sent (none when the request went in
-// 0-RTT, with the connection's first packets). Without the connection's
-// first packet in view it is left unknown.
+// (conn) sent its first; its connection, from that first packet to the
+// request's (at sent). The connection's part holds the browser's own
+// work on the server's handshake flight (a millisecond or so on fiber:
+// the certificate's verification), as a replay's handshake holds its
+// own; a request in 0-RTT, sent with the connection's first packets,
+// has none. Without the connection's first packet in view it is left
+// unknown.
 func docSetup(doc *browser.TracedRequest, sent float64, pkts []WirePacket, web map[int]bool, conn int, off float64) {
 	from := doc.Sent - navSlack
-	var q, a, c0, done float64
+	var q, a, c0 float64
 	for _, p := range slices.SortedFunc(slices.Values(pkts), func(x, y WirePacket) int { return x.At.Compare(y.At) }) {
 		t := float64(p.At.UnixNano())/1e6 - off
-		if t < from || t > sent {
+		if t < from || t > sent || c0 > 0 {
 			continue
 		}
 		switch {
-		case !web[p.Conn] && c0 == 0 && p.Up && q == 0:
+		case !web[p.Conn] && p.Up && q == 0:
 			q = t
-		case !web[p.Conn] && c0 == 0 && !p.Up && q > 0:
+		case !web[p.Conn] && !p.Up && q > 0:
 			a = t
-		case p.Conn == conn && p.Up && c0 == 0:
+		case p.Conn == conn && p.Up:
 			c0 = t
-		case p.Conn == conn && !p.Up && c0 > 0:
-			done = t
 		}
 	}
 	if c0 == 0 {
 		return
 	}
-	doc.WireSetup = max(0, done-c0)
+	doc.WireSetup = sent - c0
 	if a > q {
 		doc.WireSetup += a - q
 	}

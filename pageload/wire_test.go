@@ -34,7 +34,7 @@ func TestMatchWire(t *testing.T) {
 		{Conn: 2, Request: at(1500), Last: at(1520)}, // another load's
 	}
 	// Connection 1 is the resolver's: the lookup takes 5 ms on the wire,
-	// the handshake 13.5 (its flight's last packet in at 1019.5).
+	// the connection 14 to the request (its first packet at 1006.1).
 	packets := []pageload.WirePacket{
 		{Conn: 1, At: at(990), Up: true}, // before navigation: not the page's
 		{Conn: 1, At: at(1000.5), Up: true}, {Conn: 1, At: at(1005.5)},
@@ -46,7 +46,7 @@ func TestMatchWire(t *testing.T) {
 	// The clocks' offset is known to the sends' agreement, tenths of a ms.
 	require.InDelta(t, 1062, js.WireEnd, 0.25)
 	require.InDelta(t, 1100.6, img.WireEnd, 0.25)
-	require.InDelta(t, 5+13.5, doc.WireSetup, 0.01)
+	require.InDelta(t, 5+14, doc.WireSetup, 0.01)
 
 	g, err := pageload.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 111}, tr, pageload.Provenance{})
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestMatchWire(t *testing.T) {
 	require.InDelta(t, 67, g.Resources[1].EndMs, 1e-6)
 	require.InDelta(t, 1080.3-1062, g.Resources[2].GapMs, 0.25, "the image's gap from the script's last octet")
 	require.InDelta(t, 1111-1100.6, g.OnloadGapMs, 0.25, "the onload gap from the last octet")
-	require.InDelta(t, 1020-1000-18.5, g.Resources[0].GapMs, 0.25, "the document's gap: the browser's part of its path")
+	require.InDelta(t, 1020-1000-19, g.Resources[0].GapMs, 0.25, "the document's gap: the browser's part of its path")
 
 	// A stream that ends after DevTools said the body did is not its.
 	for _, r := range tr.Requests {
@@ -69,7 +69,7 @@ func TestMatchWire(t *testing.T) {
 	require.Equal(t, 1, pageload.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{one}}, pageload.Wire{Streams: streams[:1]}))
 	require.InDelta(t, 1036.5, one.WireEnd, 0.25)
 	// The document asked in 0-RTT, with its connection's first packet:
-	// no handshake on its path, the lookup only.
+	// the lookup only.
 	early := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Sent: 1000, WireSent: 1006.2, Finished: 1030, Size: 500}
 	require.Equal(t, 1, pageload.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{early}}, pageload.Wire{
 		Streams: []pageload.WireStream{{Request: at(1006.1), Last: at(1029)}},
