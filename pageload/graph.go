@@ -71,9 +71,9 @@ type Resource struct {
 	Size int64 `json:"size"`
 	// SentMs and EndMs are when the captured load put the request on the
 	// wire (after any lookup and connection set-up) and when its body
-	// ended, from navigation: what a
-	// replay's own times are compared with, step by step. A replay does
-	// not use them; graphs captured before they were kept lack them.
+	// ended, from navigation: what a replay's own times are compared
+	// with, step by step. A replay does not use them; graphs captured
+	// before they were kept lack them.
 	SentMs float64 `json:"sent_ms,omitempty"`
 	EndMs  float64 `json:"end_ms,omitempty"`
 	// WireEndMs is when the body's last octet reached the client in the
@@ -86,7 +86,8 @@ type Resource struct {
 }
 
 // Check rejects a graph no replay can follow: no document, parents that
-// do not come before their children, negative sizes or gaps, bad URLs.
+// do not come before their children, negative sizes or gaps (but the
+// document's), bad URLs.
 func (g *Graph) Check() error {
 	if len(g.Resources) == 0 {
 		return fmt.Errorf("graph of %s: no resources", g.Page)

@@ -479,7 +479,7 @@ func (e *webEnv) replaysBrowser() bool {
 // poolGraphs gathers the graphs of the profile's traced loads already
 // stored (a resumed run's).
 func (e *webEnv) poolGraphs(ctx context.Context, profile, runID string) error {
-	loads, err := e.st.Loads(ctx, runID) // and of runs whose ID runID begins
+	loads, err := e.st.Loads(ctx, runID) // and of runs whose ID begins with runID's
 	if err != nil {
 		return err
 	}
@@ -690,7 +690,7 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 // page on the profile, all traced (MedianGraph). Chromium's time for a
 // page on fiber moves by more than the fidelity target from minute to
 // minute, so a graph of three loads in a row, at one moment, missed the
-// run's other loads by up to 20 %. The doxlab engine alone captures
+// run's other loads by up to 29 %. The doxlab engine alone captures
 // graphCaptures loads and chooses among them.
 func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pageload.Graph, error) {
 	key := profile + "|" + page.Name
