@@ -253,6 +253,28 @@ const ApartP = 0.05
 // ApartP is the package's ApartP, for templates.
 func (FidelitySummary) ApartP() float64 { return ApartP }
 
+// ChromiumSplitHalf compares Chromium's loads with themselves, as
+// CompareEngines compares the engines: in each cell its loads of even
+// repetitions against those of odd ones. That is the agreement the
+// browser's own spread allows: two halves of its loads of one cell,
+// minutes apart, differ by that much, and rank the configurations of a
+// group alike that often.
+func ChromiumSplitHalf(samples []*Sample) FidelitySummary {
+	var halves []*Sample
+	for _, x := range samples {
+		if x.EngineName() != EngineChromium {
+			continue
+		}
+		y := *x
+		if y.Rep%2 == 1 {
+			y.Engine = EngineDoxlab
+		}
+		y.Rep /= 2
+		halves = append(halves, &y)
+	}
+	return CompareEngines(Summarize(halves))
+}
+
 // CompareEngines pairs each cell loaded by both engines.
 func CompareEngines(cells []Cell) FidelitySummary {
 	type key struct{ p, g, t, h, s, d string }

@@ -113,3 +113,24 @@ func TestRankingApart(t *testing.T) {
 	require.Equal(t, 1, f.SameRankingChromiumApart)
 	require.Empty(t, f.Conflicts)
 }
+
+// TestChromiumSplitHalf compares Chromium's even repetitions with its
+// odd ones, cell by cell, leaving the loader's loads out and the
+// samples as they were.
+func TestChromiumSplitHalf(t *testing.T) {
+	var loads []*Sample
+	for rep, plt := range []float64{100, 110, 102, 112} {
+		x := load(EngineChromium, plt, true)
+		x.Rep = rep
+		loads = append(loads, x)
+	}
+	loads = append(loads, load(EngineDoxlab, 500, true))
+	f := ChromiumSplitHalf(loads)
+	require.Len(t, f.Cells, 1)
+	c := f.Cells[0]
+	require.InDelta(t, 102, c.Chromium, 1e-9, "reps 0 and 2: the upper middle")
+	require.InDelta(t, 112, c.Doxlab, 1e-9, "reps 1 and 3")
+	require.InDelta(t, 100*(112.0/102-1), f.MAPE, 1e-9)
+	require.Equal(t, EngineChromium, loads[1].EngineName(), "the samples are left as they were")
+	require.Equal(t, 1, loads[1].Rep)
+}
