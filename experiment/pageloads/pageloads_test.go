@@ -123,6 +123,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 		Env: experiment.Env{Store: db, Log: testWriter{t}}, Doxlab: bin, PcapDir: filepath.Join(dir, "pcap")}
 	loads, st, id := run(t, c)
 	require.Len(t, loads, 2*2*2*2, "pages × engines × h3 modes × repeats")
+	docsOnWire := 0
 	for _, x := range loads {
 		require.Equal(t, "ok", x.Status, "%s: %s", x.Key(), x.Error)
 		require.Equal(t, []string{"doq"}, keys(x.ServerQueries), "%s: the page's lookup went through the stub", x.Key())
@@ -130,9 +131,14 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 		if x.EngineName() == web.EngineChromium {
 			require.NotNil(t, x.Graph, "%s: the browser's measured load, traced for the replays", x.Key())
 			require.GreaterOrEqual(t, x.Graph.WireEnds(), len(x.Graph.Resources)/2, "%s: bodies' ends from the link", x.Key())
-			require.Positive(t, x.Graph.Resources[0].WireEndMs, "%s: the document's among them", x.Key())
-			// The stub's cold DoQ lookup is two round trips of 14.8 ms.
-			require.Less(t, x.Graph.Resources[0].GapMs, 10.0, "%s: the document's lookup is not the browser's time", x.Key())
+			// A document asked in 0-RTT is timed from its connection's
+			// first 0-RTT packet, and misses DevTools' send time in about
+			// one load in a hundred; its gap is then DevTools'.
+			if x.Graph.Resources[0].WireEndMs > 0 {
+				docsOnWire++
+				// The stub's cold DoQ lookup is two round trips of 14.8 ms.
+				require.Less(t, x.Graph.Resources[0].GapMs, 10.0, "%s: the document's lookup is not the browser's time", x.Key())
+			}
 		}
 		if x.EngineName() == web.EngineDoxlab {
 			require.NotNil(t, x.Replay)
@@ -141,6 +147,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 			require.Equal(t, "stub", x.Replay.Lookups[0].Transport)
 		}
 	}
+	require.GreaterOrEqual(t, docsOnWire, 2*2*2-1, "the documents' ends from the link")
 	n := 0
 	require.NoError(t, st.Results(context.Background(), id, Graphs, func(_ string, raw []byte) error {
 		n++
