@@ -485,7 +485,7 @@ func (e *webEnv) poolGraphs(ctx context.Context, profile, runID string) error {
 	}
 	for _, x := range loads {
 		if x.Profile == profile && x.Graph != nil {
-			key := x.Profile + "|" + x.Page
+			key := graphKey(x.Profile, x.Page)
 			e.pool[key] = append(e.pool[key], x.Graph)
 		}
 	}
@@ -625,7 +625,7 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 		if err != nil {
 			fmt.Fprintf(e.c.Log, "web: %s: no graph: %v\n", t.Key(), err)
 		} else {
-			key := t.Profile + "|" + t.Page
+			key := graphKey(t.Profile, t.Page)
 			e.pool[key] = append(e.pool[key], x.Graph)
 		}
 	}
@@ -693,7 +693,7 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 // run's other loads by up to 29 %. The doxlab engine alone captures
 // graphCaptures loads and chooses among them.
 func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pageload.Graph, error) {
-	key := profile + "|" + page.Name
+	key := graphKey(profile, page.Name)
 	if g, ok := e.graphs[key]; ok {
 		return g, nil
 	}
@@ -728,6 +728,10 @@ func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pag
 	}
 	return e.keepGraph(ctx, key, page.Name, profile, pageload.MedianGraph(gs))
 }
+
+// graphKey is a page's key on a profile in webEnv's graphs and pool, and
+// in the stored graphs' task keys.
+func graphKey(profile, page string) string { return profile + "|" + page }
 
 // keepGraph stores g as the graph of a page on a profile, for the run's
 // replays.
