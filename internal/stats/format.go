@@ -1,0 +1,72 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// None is how a missing value prints.
+const None = "–"
+
+// F formats v with prec decimals, None for NaN, "∞" for infinities.
+func F(v float64, prec int) string {
+	switch {
+	case math.IsNaN(v):
+		return None
+	case math.IsInf(v, 1):
+		return "∞"
+	case math.IsInf(v, -1):
+		return "-∞"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
+// CI formats the median's interval as "[lo, hi]", "[±∞]" when the
+// sample is too small for one, None for no data.
+func (s Summary) CI(prec int) string {
+	switch {
+	case s.N == 0:
+		return None
+	case !s.Bounded():
+		return "[±∞]"
+	}
+	return "[" + F(s.Lo, prec) + ", " + F(s.Hi, prec) + "]"
+}
+
+// String is "median [lo, hi] n=N" with two decimals.
+func (s Summary) String() string {
+	if s.N == 0 {
+		return None + " n=0"
+	}
+	return fmt.Sprintf("%s %s n=%d", F(s.Median, 2), s.CI(2), s.N)
+}
+
+// FormatDelta is the relative change as benchstat prints it: "+15.1 %"
+// when significant, "~" when not, None when it cannot be computed. The
+// p-value and the sizes follow in parentheses: "+15.1 % (p=0.008 n=10+10)".
+func (c Comparison) FormatDelta() string {
+	if math.IsNaN(c.P) || math.IsNaN(c.Delta) {
+		return None
+	}
+	d := "~"
+	if c.Significant() {
+		d = fmt.Sprintf("%+.1f %%", 100*c.Delta)
+	}
+	return fmt.Sprintf("%s (%s)", d, c.Test())
+}
+
+// Test is "p=0.008 n=10+10".
+func (c Comparison) Test() string {
+	return fmt.Sprintf("p=%s n=%d+%d", formatP(c.P), c.Base.N, c.Other.N)
+}
+
+func formatP(p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return None
+	case p < 0.001:
+		return "<0.001"
+	}
+	return strconv.FormatFloat(p, 'f', 3, 64)
+}
