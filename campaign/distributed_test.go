@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/internal/peertest"
-	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/testbed"
 )
@@ -208,7 +209,7 @@ vantages:
 		p, err := testbed.LookupProfile(vantageProfiles[v])
 		require.NoError(t, err)
 		want := float64(p.RTT()) / float64(time.Millisecond)
-		fastest, med := slices.Min(rtts[v]), measure.Median(rtts[v])
+		fastest, med := slices.Min(rtts[v]), stats.Median(rtts[v])
 		t.Logf("vantage %-6s probe RTT min %6.1f ms, median %6.1f ms (profile %s: %.1f ms)", v, fastest, med, p.Name, want)
 		require.InDelta(t, want, fastest, 0.05*want+1, "%s: its RTTs are its own link's", v)
 		fastests = append(fastests, fastest)

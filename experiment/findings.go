@@ -3,8 +3,6 @@ package experiment
 import (
 	"fmt"
 	"math"
-
-	"github.com/doxlab/doxlab/measure"
 )
 
 // Verdict is whether a paper's claim holds in a store's data.
@@ -67,15 +65,6 @@ func F2(v float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.2f", v)
-}
-
-// Median is measure.Median, but NaN when v is empty, so that a missing
-// value never reads as zero.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	return measure.Median(v)
 }
 
 // Share formats a fraction as a percentage, "–" for NaN.

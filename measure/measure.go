@@ -12,7 +12,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -380,13 +379,3 @@ func (s *Spec) probe(ctx context.Context, task Task) *ProbeResult {
 }
 
 func round(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
-
-// Median is the middle value (the upper one of an even count); 0 for none.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return Quantile(s, 0.5)
-}

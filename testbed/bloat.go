@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/doxlab/doxlab/internal/stats"
 )
 
 // LoadedRTT is the RTT while one bulk TCP download fills the client's
@@ -106,10 +108,7 @@ func (tb *Testbed) MeasureLoadedRTT(ctx context.Context, p Profile, d time.Durat
 }
 
 func quantileOf(v []time.Duration, q float64) time.Duration {
-	if len(v) == 0 {
-		return 0
-	}
 	s := slices.Clone(v)
 	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
+	return stats.DurationQuantile(s, q)
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/doxlab/doxlab/internal/sysinfo"
@@ -330,7 +332,7 @@ func (tb *Testbed) checkRTT(ctx context.Context, client, server string, o CheckO
 		errs[i] = r - res.ConfiguredRTT
 	}
 	slices.Sort(errs)
-	pct := func(q float64) time.Duration { return errs[min(len(errs)-1, int(q*float64(len(errs))))] }
+	pct := func(q float64) time.Duration { return stats.DurationQuantile(errs, q) }
 	res.ErrP50, res.ErrP90, res.ErrP99, res.ErrMax = pct(0.5), pct(0.9), pct(0.99), errs[len(errs)-1]
 	return nil
 }
@@ -631,7 +633,7 @@ func (tb *Testbed) traceThroughput(ctx context.Context, from, to string, st *sta
 	}
 	slices.Sort(errs)
 	if len(errs) > 0 {
-		fit.ErrP50, fit.ErrMax = errs[len(errs)/2], errs[len(errs)-1]
+		fit.ErrP50, fit.ErrMax = stats.Quantile(errs, 0.5), errs[len(errs)-1]
 	}
 	fit.Total = float64(got) / float64(want)
 	fit.Achieved = float64(got*8) / (time.Duration(fit.Windows) * FitWindow).Seconds()

@@ -6,8 +6,9 @@ import (
 	"math"
 	"slices"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/measure"
 )
 
 // Cell is one cell of the web experiment: the medians of one profile
@@ -109,11 +110,11 @@ func Summarize(samples []*Sample) []Cell {
 		c.Tokens = append(c.Tokens, x.H3Conn != nil && x.H3Conn.TokenUsed)
 	}
 	for k, c := range cells {
-		c.PLT, c.FCP, c.DNS = measure.Median(c.PLTs), measure.Median(c.FCPs), measure.Median(dns[k])
+		c.PLT, c.FCP, c.DNS = stats.Median(c.PLTs), stats.Median(c.FCPs), stats.Median(dns[k])
 		if m := more[k]; m != nil {
-			c.Lookups, c.LookupsBlocking, c.DNSBlocking, c.DNSTotal, c.Conns = measure.Median(m[0]), measure.Median(m[1]), measure.Median(m[2]), measure.Median(m[3]), measure.Median(m[4])
+			c.Lookups, c.LookupsBlocking, c.DNSBlocking, c.DNSTotal, c.Conns = stats.Median(m[0]), stats.Median(m[1]), stats.Median(m[2]), stats.Median(m[3]), stats.Median(m[4])
 			c.LookupCounts = m[0]
-			c.NotH3, c.NoLookup = measure.Median(m[5]), measure.Median(m[6])
+			c.NotH3, c.NoLookup = stats.Median(m[5]), stats.Median(m[6])
 		}
 		if z := conns0RTT[k]; z[1] > 0 {
 			c.Conns0RTT = float64(z[0]) / float64(z[1])
@@ -173,7 +174,7 @@ type Fidelity struct {
 // the error against.
 func (f Fidelity) ChromiumIQRPct() float64 {
 	sorted := slices.Sorted(slices.Values(f.chPLTs))
-	return 100 * measure.IQR(sorted) / measure.Quantile(sorted, 0.5)
+	return 100 * stats.IQR(sorted) / stats.Quantile(sorted, 0.5)
 }
 
 // tokenMatched gives both engines' PLTs under one mix of loads with and
@@ -206,15 +207,15 @@ func tokenMatched(ch, dx Cell) (chPLT, dxPLT float64, ok bool) {
 	case all(chT, chN, dxT, dxN):
 		w := float64(len(chT)+len(dxT)) / float64(len(ch.PLTs)+len(dx.PLTs))
 		mix := func(with, without []float64) float64 {
-			return w*measure.Median(with) + (1-w)*measure.Median(without)
+			return w*stats.Median(with) + (1-w)*stats.Median(without)
 		}
 		return mix(chT, chN), mix(dxT, dxN), true
 	case (len(chN) == 0 && len(dxN) == 0) || (len(chT) == 0 && len(dxT) == 0):
 		return ch.PLT, dx.PLT, false // one kind: nothing to match
 	case all(chT, dxT):
-		return measure.Median(chT), measure.Median(dxT), true
+		return stats.Median(chT), stats.Median(dxT), true
 	case all(chN, dxN):
-		return measure.Median(chN), measure.Median(dxN), true
+		return stats.Median(chN), stats.Median(dxN), true
 	}
 	return ch.PLT, dx.PLT, false
 }
@@ -350,8 +351,8 @@ func CompareEngines(cells []Cell) FidelitySummary {
 		alike, alikeCh := true, true
 		for i, a := range fs {
 			for _, b := range fs[i+1:] {
-				chApart := measure.MannWhitneyP(a.chPLTs, b.chPLTs) < ApartP
-				dxApart := measure.MannWhitneyP(a.dxPLTs, b.dxPLTs) < ApartP
+				chApart := stats.MannWhitneyP(a.chPLTs, b.chPLTs) < ApartP
+				dxApart := stats.MannWhitneyP(a.dxPLTs, b.dxPLTs) < ApartP
 				if !chApart && !dxApart || cmp.Compare(a.Chromium, b.Chromium) == cmp.Compare(a.Doxlab, b.Doxlab) {
 					continue
 				}

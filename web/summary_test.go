@@ -38,12 +38,12 @@ func TestFidelityMatchesTokens(t *testing.T) {
 	require.Len(t, f.Cells, 1)
 	c := f.Cells[0]
 	require.True(t, c.Matched)
-	// Both engines weighted 3 of 6 with a token (medians of an even
-	// count are the upper middle): chromium 0.5·100 + 0.5·210, the loader
-	// 0.5·104 + 0.5·205.
-	require.InDelta(t, 155, c.Chromium, 1e-9)
-	require.InDelta(t, 154.5, c.Doxlab, 1e-9)
-	require.InDelta(t, 100*(154.5/155-1), c.ErrPct, 1e-9)
+	// Both engines weighted 3 of 6 with a token (the median of an even
+	// count is the mean of the middle two): chromium 0.5·100 + 0.5·205,
+	// the loader 0.5·102 + 0.5·205.
+	require.InDelta(t, 152.5, c.Chromium, 1e-9)
+	require.InDelta(t, 153.5, c.Doxlab, 1e-9)
+	require.InDelta(t, 100*(153.5/152.5-1), c.ErrPct, 1e-9)
 	require.InDelta(t, 100*(104.0/200-1), c.RawErrPct, 1e-9, "the plain medians are a round trip apart")
 	require.Equal(t, 1, f.Matched)
 
@@ -128,9 +128,9 @@ func TestChromiumSplitHalf(t *testing.T) {
 	f := ChromiumSplitHalf(loads)
 	require.Len(t, f.Cells, 1)
 	c := f.Cells[0]
-	require.InDelta(t, 102, c.Chromium, 1e-9, "reps 0 and 2: the upper middle")
-	require.InDelta(t, 112, c.Doxlab, 1e-9, "reps 1 and 3")
-	require.InDelta(t, 100*(112.0/102-1), f.MAPE, 1e-9)
+	require.InDelta(t, 101, c.Chromium, 1e-9, "reps 0 and 2: the mean of the two")
+	require.InDelta(t, 111, c.Doxlab, 1e-9, "reps 1 and 3")
+	require.InDelta(t, 100*(111.0/101-1), f.MAPE, 1e-9)
 	require.Equal(t, EngineChromium, loads[1].EngineName(), "the samples are left as they were")
 	require.Equal(t, 1, loads[1].Rep)
 }

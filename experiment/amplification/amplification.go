@@ -17,12 +17,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/miekg/dns"
 
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -370,8 +371,8 @@ func Summarize(ss []*Sample) []Cell {
 			cell.Retried += b2f(s.Retry)
 			cell.Token += b2f(s.TokenUsed)
 		}
-		cell.HandshakeRTTs, cell.TotalMs = measure.Median(hs), measure.Median(tot)
-		cell.ClientFirstFlight, cell.ServerFirstBurst = measure.Median(cf), measure.Median(sb)
+		cell.HandshakeRTTs, cell.TotalMs = stats.Median(hs), stats.Median(tot)
+		cell.ClientFirstFlight, cell.ServerFirstBurst = stats.Median(cf), stats.Median(sb)
 		if cell.OK > 0 {
 			cell.Stalled /= float64(cell.OK)
 			cell.Retried /= float64(cell.OK)

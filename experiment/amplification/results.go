@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -102,13 +104,13 @@ func (ss Samples) Findings() []experiment.Finding {
 			validated = append(validated, c.Stalled)
 		}
 	}
-	l, s := experiment.Median(large), experiment.Median(small)
+	l, s := stats.Median(large), stats.Median(small)
 	share := math.NaN()
 	if n > 0 {
 		share = stalled / float64(n)
 	}
 	v := experiment.Both(experiment.Within(l-s, 0.5, 1.5), experiment.Within(share, 0.5, 1))
-	if len(validated) > 0 && v == experiment.Holds && experiment.Median(validated) > 0.5 {
+	if len(validated) > 0 && v == experiment.Holds && stats.Median(validated) > 0.5 {
 		v = experiment.Differs // Retry or a token should have lifted the limit
 	}
 	return []experiment.Finding{{

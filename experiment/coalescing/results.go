@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/pageloads"
 	"github.com/doxlab/doxlab/internal/order"
@@ -237,8 +239,8 @@ func Summarize(ss Samples) []Cell {
 		c.Waited += b2f(p.WaitedSettings)
 	}
 	for k, c := range cells {
-		c.PLT, c.DNS_, c.Handshakes = experiment.Median(plts[k]), experiment.Median(dnss[k]), experiment.Median(hs[k])
-		c.Lookups, c.Spared = experiment.Median(lks[k]), experiment.Median(spared[k])
+		c.PLT, c.DNS_, c.Handshakes = stats.Median(plts[k]), stats.Median(dnss[k]), stats.Median(hs[k])
+		c.Lookups, c.Spared = stats.Median(lks[k]), stats.Median(spared[k])
 		if c.OK > 0 {
 			n := float64(c.OK)
 			c.OneHandshake, c.OnPageConn, c.DNSEarly, c.Used0RTT, c.Waited = c.OneHandshake/n, c.OnPageConn/n, c.DNSEarly/n, c.Used0RTT/n, c.Waited/n
@@ -447,7 +449,7 @@ func (ss Samples) Findings() []experiment.Finding {
 			Here:    waitHere(waits, waitRTT),
 			Why:     "holds when the median extra PLT of 0-RTT loads that wait for SETTINGS is 0.5 to 1.5 RTT",
 			Figure:  "coalescing",
-			Verdict: experiment.Within(experiment.Median(waits), 0.5, 1.5),
+			Verdict: experiment.Within(stats.Median(waits), 0.5, 1.5),
 		},
 		originFinding(cells),
 	}
@@ -527,5 +529,5 @@ func waitHere(waits []float64, per []string) string {
 	if len(waits) == 0 {
 		return "no 0-RTT loads that waited for SETTINGS beside ones that did not"
 	}
-	return fmt.Sprintf("median %+.2f RTT (%s)", experiment.Median(waits), strings.Join(per, "; "))
+	return fmt.Sprintf("median %+.2f RTT (%s)", stats.Median(waits), strings.Join(per, "; "))
 }

@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -92,11 +93,11 @@ func (s *Samples) Summarize() []Summary {
 				ser = append(ser, SerializationMs(r, p))
 			}
 		}
-		sum.Handshake, sum.Resolve, sum.Total = measure.Median(hs), measure.Median(res), measure.Median(tot)
+		sum.Handshake, sum.Resolve, sum.Total = stats.Median(hs), stats.Median(res), stats.Median(tot)
 		if known && p.RTT() > 0 {
 			rttMs := float64(p.RTT()) / float64(time.Millisecond)
-			sum.TotalEmulated = measure.Median(totMs) / rttMs
-			sum.Serialization = measure.Median(ser) / rttMs
+			sum.TotalEmulated = stats.Median(totMs) / rttMs
+			sum.Serialization = stats.Median(ser) / rttMs
 		}
 		out = append(out, sum)
 	}
@@ -174,11 +175,11 @@ func (s *Samples) Stats() []Stat {
 		slices.Sort(rtt)
 		slices.Sort(ser)
 		if len(ser) > 0 {
-			st.SerialMs = measure.Quantile(ser, 0.5)
+			st.SerialMs = stats.Quantile(ser, 0.5)
 		}
-		st.WireMs, st.ClientMs = experiment.Median(wire), experiment.Median(client)
-		st.MedianMs, st.IQRMs, st.P95Ms = measure.Quantile(ms, 0.5), measure.IQR(ms), measure.Quantile(ms, 0.95)
-		st.MedianRTT, st.IQRRTT, st.P95RTT = measure.Quantile(rtt, 0.5), measure.IQR(rtt), measure.Quantile(rtt, 0.95)
+		st.WireMs, st.ClientMs = stats.Median(wire), stats.Median(client)
+		st.MedianMs, st.IQRMs, st.P95Ms = stats.Quantile(ms, 0.5), stats.IQR(ms), stats.Quantile(ms, 0.95)
+		st.MedianRTT, st.IQRRTT, st.P95RTT = stats.Quantile(rtt, 0.5), stats.IQR(rtt), stats.Quantile(rtt, 0.95)
 		out = append(out, st)
 	}
 	return out
@@ -311,8 +312,8 @@ func (s *Samples) totals(transport string) []float64 {
 // takes one round trip, and DoQ's exchange is about one round trip
 // shorter than DoH's, on new connections over all profiles.
 func (s *Samples) Findings() []experiment.Finding {
-	udp := experiment.Median(s.totals("udp"))
-	doq, doh := experiment.Median(s.totals("doq")), experiment.Median(s.totals("doh2"))
+	udp := stats.Median(s.totals("udp"))
+	doq, doh := stats.Median(s.totals("doq")), stats.Median(s.totals("doh2"))
 	return []experiment.Finding{
 		{
 			Claim:  "DoUDP resolves in one round trip",

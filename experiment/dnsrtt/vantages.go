@@ -7,8 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -66,9 +67,9 @@ func (s *Samples) ByVantage() []VantageStat {
 		slices.Sort(ms)
 		slices.Sort(rtt)
 		slices.Sort(probe)
-		st.ProbeMs = measure.Quantile(probe, 0.5)
-		st.MedianMs, st.P95Ms = measure.Quantile(ms, 0.5), measure.Quantile(ms, 0.95)
-		st.MedianRTT, st.P95RTT = measure.Quantile(rtt, 0.5), measure.Quantile(rtt, 0.95)
+		st.ProbeMs = stats.Quantile(probe, 0.5)
+		st.MedianMs, st.P95Ms = stats.Quantile(ms, 0.5), stats.Quantile(ms, 0.95)
+		st.MedianRTT, st.P95RTT = stats.Quantile(rtt, 0.5), stats.Quantile(rtt, 0.95)
 		out = append(out, st)
 	}
 	return out

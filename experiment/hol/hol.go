@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/miekg/dns"
@@ -345,7 +347,7 @@ func Summarize(qs []*Query) []Summary {
 		k := key{q.Profile, q.Transport}
 		s, ok := sums[k]
 		if !ok {
-			s = &Summary{Profile: q.Profile, Transport: q.Transport, BaselineMedian: measure.Median(base[k])}
+			s = &Summary{Profile: q.Profile, Transport: q.Transport, BaselineMedian: stats.Median(base[k])}
 			sums[k] = s
 			keys = append(keys, k)
 		}

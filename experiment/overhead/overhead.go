@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/miekg/dns"
@@ -384,8 +386,8 @@ func Summarize(cs []*Conn) []Cell {
 			}
 		}
 		if k.m == "new" {
-			cell.Total, cell.HandshakeUp, cell.HandshakeDown = measure.Median(total), measure.Median(hu), measure.Median(hd)
-			cell.Query, cell.Response = measure.Median(q), measure.Median(r)
+			cell.Total, cell.HandshakeUp, cell.HandshakeDown = stats.Median(total), stats.Median(hu), stats.Median(hd)
+			cell.Query, cell.Response = stats.Median(q), stats.Median(r)
 		}
 		out = append(out, cell)
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -17,7 +19,6 @@ import (
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
@@ -418,11 +419,11 @@ func multiOriginFindings(cells []web.Cell) []experiment.Finding {
 	var medians []float64
 	var each []string
 	for _, pg := range slices.SortedFunc(maps.Keys(perPage), order.Compare) {
-		m := measure.Median(perPage[pg])
+		m := stats.Median(perPage[pg])
 		medians = append(medians, m)
 		each = append(each, fmt.Sprintf("%s %.0f", pg, m))
 	}
-	median := measure.Median(medians)
+	median := stats.Median(medians)
 	out := []experiment.Finding{{
 		Claim:   "A typical page needs about 20 DNS lookups",
 		Source:  "DoH-cost paper §1, Fig. 1",

@@ -1,17 +1,22 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/doxlab/doxlab/internal/order"
+	"github.com/doxlab/doxlab/internal/stats"
 
 	"github.com/miekg/dns"
 
@@ -184,6 +189,12 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 			json.NewEncoder(stdout).Encode(s)
 		}
 	})
+	failed := 0
+	for _, s := range samples {
+		if !answered(s) {
+			failed++
+		}
+	}
 	if !mr.json {
 		summarize(stdout, samples)
 	}
@@ -194,6 +205,13 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab %s: stopped: %v (%d samples kept)\n", mr.kind, err, len(samples))
 		return 1
+	}
+	switch {
+	case len(samples) > 0 && failed == len(samples):
+		fmt.Fprintf(stderr, "doxlab %s: every one of the %d measured tasks failed; nothing answered\n", mr.kind, failed)
+		return 1
+	case failed > 0:
+		fmt.Fprintf(stderr, "doxlab %s: %d of %d measured tasks failed\n", mr.kind, failed, len(samples))
 	}
 	return exitOK
 }
@@ -208,41 +226,38 @@ func splitList(s string) []string {
 	return out
 }
 
-// summarize prints medians per transport and condition, in ms and RTTs.
+// summarize prints, per target (resolver), transport and condition, the
+// answered count and the medians of the answered samples, the total with
+// its 95 % interval; failed samples are counted by status, never timed.
 func summarize(w io.Writer, samples []*measure.Sample) {
-	type key struct{ tr, cond string }
-	groups := map[key][]*measure.Sample{}
-	for _, s := range samples {
-		k := key{s.Transport, s.Condition}
-		groups[k] = append(groups[k], s)
-	}
-	keys := make([]key, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	order := map[string]int{"udp": 0, "tcp": 1, "dot": 2, "doh1": 3, "doh2": 4, "doh3": 5, "doq": 6, "fresh": 0, "pam": 1, "resumed": 2, "0rtt": 3}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].cond != keys[j].cond {
-			return order[keys[i].cond] < order[keys[j].cond]
-		}
-		return order[keys[i].tr] < order[keys[j].tr]
+	type key struct{ target, tr, cond string }
+	keys, groups := order.Group(samples, func(s *measure.Sample) key { return key{s.Target, s.Transport, s.Condition} })
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(strings.Compare(a.target, b.target), order.Compare(a.cond, b.cond), order.Compare(a.tr, b.tr))
 	})
-	fmt.Fprintf(w, "%-6s %-8s %5s %9s %9s %9s %9s %8s %8s %8s %7s %5s\n", "transp", "cond", "ok", "probe_ms", "hs_ms", "query_ms", "total_ms", "hs_rtt", "res_rtt", "tot_rtt", "resumed", "0rtt")
+	tw := len("target")
+	for _, k := range keys {
+		tw = max(tw, len(k.target))
+	}
+	fmt.Fprintln(w, "medians of the answered samples; total_ms with its 95 % confidence interval ([±∞]: too few samples for one)")
+	fmt.Fprintf(w, "%-*s %-6s %-8s %7s %9s %9s %9s %9s %-21s %8s %8s %8s %7s %5s\n", tw, "target", "transp", "cond", "ok/n", "probe_ms", "hs_ms", "query_ms", "total_ms", "total_ms 95% CI", "hs_rtt", "res_rtt", "tot_rtt", "resumed", "0rtt")
+	byStatus, failed := map[transport.Status]int{}, 0
 	for _, k := range keys {
 		var probe, hs, q, tot, hsR, resR, totR []float64
 		ok, resumed, zero := 0, 0, 0
 		for _, s := range groups[k] {
-			if s.Status.HasResponse() {
-				ok++
+			if !answered(s) {
+				byStatus[s.Status]++
+				failed++
+				continue
 			}
-			if s.Measure != nil {
-				hs, q, tot = append(hs, s.Measure.Timing.HandshakeMs), append(q, s.Measure.Timing.QueryMs), append(tot, s.Measure.Timing.TotalMs)
-				if s.Measure.Conn.TLSResumed {
-					resumed++
-				}
-				if s.Measure.Conn.Used0RTT {
-					zero++
-				}
+			ok++
+			hs, q, tot = append(hs, s.Measure.Timing.HandshakeMs), append(q, s.Measure.Timing.QueryMs), append(tot, s.Measure.Timing.TotalMs)
+			if s.Measure.Conn.TLSResumed {
+				resumed++
+			}
+			if s.Measure.Conn.Used0RTT {
+				zero++
 			}
 			if s.Probe != nil && s.Probe.RTTMs > 0 {
 				probe = append(probe, s.Probe.RTTMs)
@@ -251,11 +266,31 @@ func summarize(w io.Writer, samples []*measure.Sample) {
 				hsR, resR, totR = append(hsR, s.RTTs.Handshake), append(resR, s.RTTs.Resolve), append(totR, s.RTTs.Total)
 			}
 		}
+		total := stats.Summarize(tot)
 		n := len(groups[k])
-		fmt.Fprintf(w, "%-6s %-8s %2d/%-2d %9.3f %9.3f %9.3f %9.3f %8.2f %8.2f %8.2f %4d/%-2d %2d/%-2d\n", k.tr, k.cond, ok, n,
-			measure.Median(probe), measure.Median(hs), measure.Median(q), measure.Median(tot), measure.Median(hsR), measure.Median(resR), measure.Median(totR), resumed, n, zero, n)
+		f3 := func(v []float64) string { return stats.F(stats.Median(v), 3) }
+		f2 := func(v []float64) string { return stats.F(stats.Median(v), 2) }
+		fmt.Fprintf(w, "%-*s %-6s %-8s %7s %9s %9s %9s %9s %-21s %8s %8s %8s %7s %5s\n", tw, k.target, k.tr, k.cond, fmt.Sprintf("%d/%d", ok, n),
+			f3(probe), f3(hs), f3(q), stats.F(total.Median, 3), total.CI(3), f2(hsR), f2(resR), f2(totR),
+			fmt.Sprintf("%d/%d", resumed, ok), fmt.Sprintf("%d/%d", zero, ok))
 	}
+	fmt.Fprintf(w, "answered %d/%d", len(samples)-failed, len(samples))
+	if failed > 0 {
+		var parts []string
+		sts := slices.Sorted(maps.Keys(byStatus))
+		slices.SortStableFunc(sts, func(a, b transport.Status) int { return cmp.Compare(byStatus[b], byStatus[a]) })
+		for _, st := range sts {
+			parts = append(parts, fmt.Sprintf("%s %d", cmp.Or(st, "unknown"), byStatus[st]))
+		}
+		fmt.Fprintf(w, "; failed %d (%s)", failed, strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
 }
+
+// answered is whether the measured exchange got an answer: only those
+// are timed.
+func answered(s *measure.Sample) bool { return s.Status.HasResponse() && s.Measure != nil }
+
 
 // lastRun is the newest stored run of this kind with the same spec, or "".
 func lastRun(ctx context.Context, st *store.Store, kind string, spec measure.Spec) string {

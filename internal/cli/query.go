@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 
@@ -183,9 +185,9 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 		totals = append(totals, rec.Timing.TotalMs)
 	}
 	if !f.json && f.repeat > 1 && len(totals) > 0 {
-		slices.Sort(totals)
-		fmt.Fprintf(stdout, ";; %d/%d answered; total ms min %.3f median %.3f max %.3f\n",
-			len(totals), f.repeat, totals[0], totals[len(totals)/2], totals[len(totals)-1])
+		s := stats.Summarize(totals)
+		fmt.Fprintf(stdout, ";; %d/%d answered; total ms min %.3f median %.3f %s max %.3f\n",
+			len(totals), f.repeat, slices.Min(totals), s.Median, s.CI(3), slices.Max(totals))
 	}
 	return code
 }

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/server"
+)
+
+// startServe runs 'doxlab serve' with args until the test ends and
+// returns its listeners once every one is bound.
+func startServe(t *testing.T, args ...string) server.Ready {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(doxlabBinary(t), append([]string{"serve", "--ready", filepath.Join(dir, "ready.json")}, args...)...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var ready server.Ready
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "ready.json"))
+		return err == nil && json.Unmarshal(b, &ready) == nil
+	}, 10*time.Second, 10*time.Millisecond, "serve wrote no ready file")
+	return ready
+}
+
+func TestMeasureExitsNonZeroWhenEveryTaskFailed(t *testing.T) {
+	nothing := fmt.Sprintf("udp://127.0.0.1:%d", peertest.FreePort(t))
+	code, out, errOut := run("measure", "--timeout", "500ms", "--repeat", "2", nothing)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "every one of the 2 measured tasks failed")
+	require.Contains(t, out, "answered 0/2; failed 2 (refused 2)")
+	require.Contains(t, out, "0/2", "the cell counts what answered")
+	require.NotContains(t, out, "1000.", "a failed sample's time is never printed as a timing")
+}
+
+// TestMeasureKeepsResolversApart: a fast and a slow resolver are two rows,
+// not one pooled median.
+func TestMeasureKeepsResolversApart(t *testing.T) {
+	fast := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
+	slow := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1", "--delay", "30ms")
+	fastURL, slowURL := "udp://"+fast.Listeners["udp"], "udp://"+slow.Listeners["udp"]
+	code, out, errOut := run("measure", "--conditions", "fresh", "--repeat", "6", fastURL, slowURL)
+	require.Equal(t, 0, code, errOut)
+	medians := map[string]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 6 && (f[0] == fastURL || f[0] == slowURL) {
+			require.Equal(t, "6/6", f[3], line)
+			v, err := strconv.ParseFloat(f[7], 64) // total_ms
+			require.NoError(t, err, line)
+			medians[f[0]] = v
+		}
+	}
+	require.Len(t, medians, 2, out)
+	require.Less(t, medians[fastURL], 25.0, out)
+	require.GreaterOrEqual(t, medians[slowURL], 30.0, out)
+	require.Contains(t, out, "answered 12/12")
+}
