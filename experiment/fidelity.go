@@ -140,3 +140,15 @@ func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID,
 func LoadLinkChecks(ctx context.Context, st *store.Store, keep func(runID string) bool) ([]*LinkCheck, error) {
 	return LoadResults[LinkCheck](ctx, st, KindLinkCheck, keep)
 }
+
+// EvidenceOf is what the link checks lcs say about verdicts: the checks
+// that failed.
+func EvidenceOf(lcs []*LinkCheck) Evidence {
+	var ev Evidence
+	for _, lc := range lcs {
+		if !lc.OK {
+			ev.FailedChecks = append(ev.FailedChecks, fmt.Sprintf("run %s (%s, %s): %s", lc.Run, lc.Profile, lc.When, lc.Why))
+		}
+	}
+	return ev
+}

@@ -2,7 +2,12 @@ package experiment
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"slices"
+	"strings"
+
+	"github.com/doxlab/doxlab/internal/stats"
 )
 
 // Verdict is whether a paper's claim holds in a store's data.
@@ -10,10 +15,16 @@ type Verdict string
 
 // The verdicts.
 const (
-	Holds   Verdict = "holds"
-	Differs Verdict = "differs"
-	NoData  Verdict = "no data" // the store lacks what the claim needs
+	Holds        Verdict = "holds"
+	Differs      Verdict = "differs"
+	NoData       Verdict = "no data"      // the store lacks what the claim needs
+	Inconclusive Verdict = "inconclusive" // the data cannot carry a verdict (Earn says why)
 )
+
+// MinSamples is the fewest samples a cell behind a verdict must have: with
+// fewer, no median has a 95 % interval and Mann-Whitney cannot reach
+// p < 0.05 (it needs 4 a side), so a verdict would rest on noise.
+const MinSamples = 5
 
 // Finding is one of a paper's headline claims checked against a store:
 // what the paper measured beside what this store holds, and whether the
@@ -26,6 +37,69 @@ type Finding struct {
 	Verdict Verdict // Holds, Differs or NoData
 	Why     string  // the test the verdict applied, or what is missing
 	Figure  string  // the anchor of the figure or table that shows it
+
+	// What the verdict rests on, for Earn: the fewest samples in a cell
+	// behind it; whether the claim is in round trips of an emulated link
+	// (no verdict on loopback, where there is no RTT to speak of) and
+	// whether its data had one; for a claim of a difference, the test.
+	N          int
+	InRTTs     bool
+	OnLoopback bool
+	Test       *stats.Comparison
+	// Reason says why the verdict is Inconclusive (set by Earn).
+	Reason string
+}
+
+// Evidence is what a verdict needs beyond the cells: the link checks
+// of the runs behind the findings that failed.
+type Evidence struct {
+	FailedChecks []string // "run e1-fiber (fiber, before): RTT error p99 1.4 ms"
+}
+
+// Earn keeps a finding's verdict only where the data earns one: every
+// cell has MinSamples, a claimed difference is significant, every link
+// check of the runs held, and a claim in RTTs was measured on an emulated
+// link. Otherwise the verdict is Inconclusive, with the reason.
+func Earn(fs []Finding, ev Evidence) []Finding {
+	out := slices.Clone(fs)
+	for i := range out {
+		f := &out[i]
+		if f.Verdict == NoData {
+			continue
+		}
+		var why []string
+		if len(ev.FailedChecks) > 0 {
+			why = append(why, "a link check of these runs failed ("+strings.Join(ev.FailedChecks, "; ")+")")
+		}
+		if f.InRTTs && f.OnLoopback {
+			why = append(why, "measured on loopback, where a claim in round trips has no RTT to rest on")
+		}
+		if f.N < MinSamples {
+			why = append(why, fmt.Sprintf("too few samples (n=%d, at least %d a cell)", f.N, MinSamples))
+		}
+		if f.Test != nil && !f.Test.Significant() {
+			why = append(why, "the difference is not significant ("+f.Test.Test()+")")
+		}
+		if len(why) > 0 {
+			f.Verdict, f.Reason = Inconclusive, strings.Join(why, "; ")
+		}
+	}
+	return out
+}
+
+// WriteFindings writes findings as text, a line each, with the reason
+// of an inconclusive one.
+func WriteFindings(w io.Writer, fs []Finding) error {
+	for _, f := range fs {
+		line := fmt.Sprintf("%s: %s (%s)", f.Verdict, f.Claim, f.Here)
+		if f.Reason != "" {
+			line += ": " + f.Reason
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Finder is Results that can check their paper's claims.

@@ -89,7 +89,7 @@ func Render(in Input, dir, title string) (*Report, error) {
 		rep.Sections = append(rep.Sections, s)
 		rep.Figures = append(rep.Figures, s.Files...)
 		if f, ok := r.Results.(experiment.Finder); ok {
-			rep.Findings = append(rep.Findings, f.Findings()...)
+			rep.Findings = append(rep.Findings, experiment.Earn(f.Findings(), experiment.EvidenceOf(in.Links))...)
 		}
 	}
 	if in.Survey != nil && !in.Survey.Empty() {
@@ -104,8 +104,8 @@ func Render(in Input, dir, title string) (*Report, error) {
 			failed = append(failed, lc)
 		}
 	}
-	if err := page.Execute(&b, map[string]any{"Title": title, "Findings": rep.Findings, "Env": environment(in.Runs), "Sections": rep.Sections, "Survey": rep.Survey,
-		"Links": in.Links, "LinksFailed": failed}); err != nil {
+	if err := page.Execute(&b, map[string]any{"Title": title, "Findings": rep.Findings, "Env": environment(in.Runs, in.Links), "Sections": rep.Sections, "Survey": rep.Survey,
+		"Links": in.Links, "LinksFailed": failed, "MinSamples": experiment.MinSamples}); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(rep.HTML, b.Bytes(), 0o644); err != nil {
@@ -140,9 +140,9 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 {{range .LinksFailed}}<li>{{.Run}} ({{.Profile}}, {{.When}} the run): {{.Why}}</li>
 {{end}}</ul></div>{{end}}
 {{if .Findings}}<h2 id="findings">Findings</h2>
-<p>Each paper's headline claim, the paper's figures, the same measure from this store, and whether the claim holds here (the test applied is in the last column).</p>
+<p>Each paper's headline claim, the paper's figures, the same measure from this store, and whether the claim holds here (the test applied is in the last column). A verdict is given only where the data earns one: at least {{.MinSamples}} samples in every cell behind it, a claimed difference significant (Mann-Whitney, p &lt; 0.05), every link check of the runs held, and a claim in round trips measured on an emulated link; otherwise it is <i>inconclusive</i>, with the reason.</p>
 <table id="findings"><tr><th class="l">claim</th><th class="l">paper</th><th class="l">here</th><th class="l">verdict</th><th class="l">test</th></tr>
-{{range .Findings}}<tr class="finding"><td><a href="#{{.Figure}}">{{.Claim}}</a><br><small>{{.Source}}</small></td><td>{{.Paper}}</td><td>{{.Here}}</td><td class="verdict {{if eq .Verdict "holds"}}holds{{else if eq .Verdict "differs"}}differs{{else}}nodata{{end}}">{{.Verdict}}</td><td><small>{{.Why}}</small></td></tr>
+{{range .Findings}}<tr class="finding"><td><a href="#{{.Figure}}">{{.Claim}}</a><br><small>{{.Source}}</small></td><td>{{.Paper}}</td><td>{{.Here}}</td><td class="verdict {{if eq .Verdict "holds"}}holds{{else if eq .Verdict "differs"}}differs{{else}}nodata{{end}}">{{.Verdict}}</td><td><small>{{.Why}}{{with .Reason}}<br><b>inconclusive:</b> {{.}}{{end}}</small></td></tr>
 {{end}}</table>{{end}}
 {{range .Sections}}<section id="{{.ID}}"><h2>{{.Title}}</h2>
 <p>{{.Intro}}</p>
@@ -163,8 +163,9 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 </main></body></html>
 `))
 
-// environment says where and with what the runs were measured.
-func environment(runs []store.Run) string {
+// environment says where and with what the runs were measured, and what
+// the link checks say (never contradicting the link section).
+func environment(runs []store.Run, links []*experiment.LinkCheck) string {
 	if len(runs) == 0 {
 		return ""
 	}
@@ -186,20 +187,31 @@ func environment(runs []store.Run) string {
 			last = r.StartedAt
 		}
 	}
-	fidelity := "the link's fidelity was not recorded with these runs (run doxlab testbed check)"
+	return fmt.Sprintf("%d runs from %s to %s on %s (kernel %s), doxlab %s, %s; %s.", len(runs),
+		first.UTC().Format("2006-01-02 15:04"), last.UTC().Format("2006-01-02 15:04 MST"),
+		set(func(r store.Run) string { return r.Hostname }), set(func(r store.Run) string { return r.Kernel }),
+		set(func(r store.Run) string { return r.DoxlabVersion }), set(func(r store.Run) string { return r.GoVersion }), fidelity(runs, links))
+}
+
+// fidelity says what is known of the links the runs were measured on:
+// the link checks where there are any, else whether the runs recorded a
+// fidelity check of their own.
+func fidelity(runs []store.Run, links []*experiment.LinkCheck) string {
+	if len(links) > 0 {
+		if bad := len(experiment.EvidenceOf(links).FailedChecks); bad > 0 {
+			return fmt.Sprintf("%d link checks recorded with the runs, %d FAILED (see Links)", len(links), bad)
+		}
+		return fmt.Sprintf("%d link checks recorded with the runs, all held", len(links))
+	}
 	for _, r := range runs {
 		var spec struct {
 			Fidelity json.RawMessage `json:"fidelity"`
 		}
 		if json.Unmarshal(r.Spec, &spec) == nil && len(spec.Fidelity) > 0 {
-			fidelity = "each run records its link's fidelity check"
-			break
+			return "each run records its link's fidelity check"
 		}
 	}
-	return fmt.Sprintf("%d runs from %s to %s on %s (kernel %s), doxlab %s, %s; %s.", len(runs),
-		first.UTC().Format("2006-01-02 15:04"), last.UTC().Format("2006-01-02 15:04 MST"),
-		set(func(r store.Run) string { return r.Hostname }), set(func(r store.Run) string { return r.Kernel }),
-		set(func(r store.Run) string { return r.DoxlabVersion }), set(func(r store.Run) string { return r.GoVersion }), fidelity)
+	return "the link's fidelity was not recorded with these runs (run doxlab testbed check)"
 }
 
 // Title names a report after the runs it covers.

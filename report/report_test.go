@@ -102,6 +102,28 @@ func TestRender(t *testing.T) {
 	require.ErrorContains(t, err, "no samples")
 }
 
+// TestFailedLinkCheckMakesFindingsInconclusive: a run whose link did
+// not hold earns no verdict, and the header says what the link section
+// says.
+func TestFailedLinkCheckMakesFindingsInconclusive(t *testing.T) {
+	in := samples(t)
+	in.Runs = []store.Run{{ID: "e1-fiber", Kind: "experiment:dns-rtt"}}
+	in.Links = []*experiment.LinkCheck{
+		{Run: "e1-fiber", When: "before", Profile: "fiber", OK: true},
+		{Run: "e1-fiber", When: "after", Profile: "fiber", OK: false, Why: "RTT error p99 1400 µs > 1000"},
+	}
+	rep, err := report.Render(in, t.TempDir(), "doxlab report: test")
+	require.NoError(t, err)
+	require.Equal(t, experiment.Inconclusive, rep.Findings[0].Verdict, "DoUDP in one RTT would hold, but the link did not")
+	require.Contains(t, rep.Findings[0].Reason, "a link check of these runs failed (run e1-fiber (fiber, after): RTT error p99 1400 µs > 1000)")
+	require.Equal(t, experiment.NoData, rep.Findings[1].Verdict)
+	html, err := os.ReadFile(rep.HTML)
+	require.NoError(t, err)
+	require.Contains(t, string(html), "2 link checks recorded with the runs, 1 FAILED")
+	require.NotContains(t, string(html), "fidelity was not recorded")
+	require.Contains(t, string(html), "1 link check(s) failed")
+}
+
 // TestReportRendersInChromium opens the page in headless Chromium at a
 // desktop and a laptop width, as a reader would: the findings come
 // first, every figure draws data and links it, nothing needs sideways

@@ -30,6 +30,11 @@ type Cell struct {
 	RelPLT, RelFCP float64
 	// RelPLTs are each load's PLT relative to the baseline's median.
 	RelPLTs []float64
+	// PLTStat and FCPStat are the medians with their 95 % intervals;
+	// DeltaPLT and DeltaFCP compare the cell's loads with the baseline's
+	// (Mann-Whitney; "~" when not significant).
+	PLTStat, FCPStat   stats.Summary
+	DeltaPLT, DeltaFCP stats.Comparison
 	// Medians of the page's lookups (all, and those a request waited
 	// for), of the DNS time on requests' paths and in all, and of the
 	// web connections the servers saw (see Sample).
@@ -128,10 +133,13 @@ func Summarize(samples []*Sample) []Cell {
 		// A cell with no load that succeeded, or no baseline to compare
 		// with, has no change to show: "–", not −100 % or 0.
 		c.RelPLT, c.RelFCP = math.NaN(), math.NaN()
+		c.PLTStat, c.FCPStat = stats.Summarize(c.PLTs), stats.Summarize(c.FCPs)
 		base, ok := cells[key{k.p, k.g, "udp", "1rtt", k.s, k.d, k.e}] // each engine against its own baseline
 		if !ok || base.PLT == 0 || c.OK == 0 {
+			c.DeltaPLT, c.DeltaFCP = stats.Compare(nil, nil), stats.Compare(nil, nil)
 			continue
 		}
+		c.DeltaPLT, c.DeltaFCP = stats.Compare(base.PLTs, c.PLTs), stats.Compare(base.FCPs, c.FCPs)
 		c.RelPLT = 100 * (c.PLT/base.PLT - 1)
 		if base.FCP > 0 && c.FCP > 0 { // the page loader paints nothing
 			c.RelFCP = 100 * (c.FCP/base.FCP - 1)
@@ -168,6 +176,10 @@ type Fidelity struct {
 
 	chPLTs, dxPLTs []float64 // each engine's loads, to tell configurations apart
 }
+
+// Test is the Mann-Whitney test that both engines' loads in the cell come
+// from one distribution: whether the error is more than noise.
+func (f Fidelity) Test() stats.Comparison { return stats.Compare(f.chPLTs, f.dxPLTs) }
 
 // ChromiumIQRPct is the interquartile range of Chromium's loads in the
 // cell, in percent of their median: the browser's own spread, to read

@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,7 +66,17 @@ func TestCoalescingProvesEachLoad(t *testing.T) {
 	}
 	var table bytes.Buffer
 	require.NoError(t, ss.WriteTable(&table))
-	require.Contains(t, table.String(), "holds: A coalesced single-origin page costs exactly one QUIC handshake")
+	require.Contains(t, table.String(), "[±∞]", "two loads a cell have no 95 % interval")
+	fs := ss.Findings()
+	one := slices.IndexFunc(fs, func(f experiment.Finding) bool {
+		return strings.HasPrefix(f.Claim, "A coalesced single-origin page costs exactly one")
+	})
+	require.GreaterOrEqual(t, one, 0)
+	require.Equal(t, experiment.Holds, fs[one].Verdict, fs[one].Here)
+	// Two loads a cell cannot earn it.
+	earned := experiment.Earn(fs, experiment.Evidence{})[one]
+	require.Equal(t, experiment.Inconclusive, earned.Verdict)
+	require.Contains(t, earned.Reason, "too few samples (n=2")
 	sec, err := ss.Section(t.TempDir())
 	require.NoError(t, err)
 	require.NotEmpty(t, sec.Figures)

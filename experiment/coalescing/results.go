@@ -181,6 +181,12 @@ type Cell struct {
 	// RelPLT is the median's change over DoUDP + H3 1-RTT, Rel0RTT over
 	// DoUDP + H3 0-RTT (SETTINGS remembered), in percent.
 	RelPLT, Rel0RTT float64
+	// PLTStat is the PLT's median with its 95 % interval; Delta1RTT and
+	// Delta0RTT compare the loads with those two baselines' (Mann-Whitney,
+	// "~" when not significant).
+	PLTStat              stats.Summary
+	Delta1RTT, Delta0RTT stats.Comparison
+	PLTs                 []float64 // each OK load's PLT, ms
 	// Shares of the OK loads: exactly one QUIC handshake (and none over
 	// TCP), the lookup on the page's connection, the lookup in early
 	// data, the page's connection in 0-RTT, requests that waited for
@@ -239,22 +245,23 @@ func Summarize(ss Samples) []Cell {
 		c.Waited += b2f(p.WaitedSettings)
 	}
 	for k, c := range cells {
-		c.PLT, c.DNS_, c.Handshakes = stats.Median(plts[k]), stats.Median(dnss[k]), stats.Median(hs[k])
+		c.PLTs, c.PLTStat = plts[k], stats.Summarize(plts[k])
+		c.PLT, c.DNS_, c.Handshakes = c.PLTStat.Median, stats.Median(dnss[k]), stats.Median(hs[k])
 		c.Lookups, c.Spared = stats.Median(lks[k]), stats.Median(spared[k])
 		if c.OK > 0 {
 			n := float64(c.OK)
 			c.OneHandshake, c.OnPageConn, c.DNSEarly, c.Used0RTT, c.Waited = c.OneHandshake/n, c.OnPageConn/n, c.DNSEarly/n, c.Used0RTT/n, c.Waited/n
 		}
 	}
-	rel := func(c *Cell, base *Cell) float64 {
+	rel := func(c *Cell, base *Cell) (float64, stats.Comparison) {
 		if base == nil || !(base.PLT > 0) {
-			return math.NaN()
+			return math.NaN(), stats.Compare(nil, nil)
 		}
-		return 100 * (c.PLT/base.PLT - 1)
+		return 100 * (c.PLT/base.PLT - 1), stats.Compare(base.PLTs, c.PLTs)
 	}
 	for k, c := range cells {
-		c.RelPLT = rel(c, cells[key{k.p, k.g, "udp", "1rtt", k.s}])
-		c.Rel0RTT = rel(c, cells[key{k.p, k.g, "udp", "0rtt", k.s}])
+		c.RelPLT, c.Delta1RTT = rel(c, cells[key{k.p, k.g, "udp", "1rtt", k.s}])
+		c.Rel0RTT, c.Delta0RTT = rel(c, cells[key{k.p, k.g, "udp", "0rtt", k.s}])
 	}
 	slices.SortStableFunc(keys, func(a, b key) int {
 		return cmp.Or(order.Compare(a.s, b.s), order.Compare(a.p, b.p), order.Compare(a.g, b.g), order.Compare(a.d, b.d), order.Compare(a.v, b.v))
@@ -268,24 +275,22 @@ func Summarize(ss Samples) []Cell {
 
 // WriteTable writes the cells.
 func (ss Samples) WriteTable(w io.Writer) error {
-	fmt.Fprintln(w, "medians in ms; Δ against DoUDP + H3 1-RTT and against DoUDP + H3 0-RTT; shares of the ok loads")
-	fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %6s %8s %7s %8s %8s %6s %7s %6s %6s %6s %6s %6s\n", "setup", "profile", "page", "dns", "h3", "ok", "PLT", "DNS", "Δ1-RTT", "Δ0-RTT", "hs", "lookups", "spared", "1-hs", "onconn", "early", "0-RTT")
+	fmt.Fprintln(w, "medians in ms with the PLT's 95 % interval; Δ against DoUDP + H3 1-RTT and against DoUDP + H3 0-RTT, \"~\" where Mann-Whitney finds no difference (p ≥ 0.05); shares of the ok loads")
+	fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %6s %8s %-17s %7s %-26s %-26s %6s %7s %6s %6s %6s %6s %6s\n", "setup", "profile", "page", "dns", "h3", "ok", "PLT", "PLT 95% CI", "DNS", "Δ1-RTT", "Δ0-RTT", "hs", "lookups", "spared", "1-hs", "onconn", "early", "0-RTT")
 	for _, c := range Summarize(ss) {
-		if _, err := fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %3d/%-2d %8.1f %7.1f %7s %8s %6.1f %7.0f %6.0f %5.0f%% %5.0f%% %5.0f%% %5.0f%%\n", cmp.Or(c.Setup, "-"), c.Profile, c.Page, c.DNS, c.Variant(), c.OK, c.N,
-			c.PLT, c.DNS_, figure.Pct(c.RelPLT), figure.Pct(c.Rel0RTT), c.Handshakes, c.Lookups, c.Spared, 100*c.OneHandshake, 100*c.OnPageConn, 100*c.DNSEarly, 100*c.Used0RTT); err != nil {
+		if _, err := fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %3d/%-2d %8s %-17s %7s %-26s %-26s %6s %7s %6s %5.0f%% %5.0f%% %5.0f%% %5.0f%%\n", cmp.Or(c.Setup, "-"), c.Profile, c.Page, c.DNS, c.Variant(), c.OK, c.N,
+			stats.F(c.PLT, 1), c.PLTStat.CI(1), stats.F(c.DNS_, 1), c.Delta1RTT.FormatDelta(), c.Delta0RTT.FormatDelta(), stats.F(c.Handshakes, 1), stats.F(c.Lookups, 0), stats.F(c.Spared, 0),
+			100*c.OneHandshake, 100*c.OnPageConn, 100*c.DNSEarly, 100*c.Used0RTT); err != nil {
 			return err
 		}
-	}
-	for _, f := range ss.Findings() {
-		fmt.Fprintf(w, "%s: %s (%s)\n", f.Verdict, f.Claim, f.Here)
 	}
 	return nil
 }
 
 var table = experiment.Table("coalescing", `<table id="coalescing-cells"><tr><th class="l">setup</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>ok/n</th>
-<th>PLT ms</th><th>DNS ms</th><th>Δ DoUDP 1-RTT</th><th>Δ DoUDP 0-RTT</th><th>handshakes</th><th>lookups</th><th>spared by ORIGIN</th><th>one handshake</th><th>DNS on page's conn</th><th>DNS in 0-RTT</th><th>page in 0-RTT</th></tr>
+<th>PLT ms</th><th>95 % CI</th><th>DNS ms</th><th>Δ DoUDP 1-RTT</th><th>Δ DoUDP 0-RTT</th><th>handshakes</th><th>lookups</th><th>spared by ORIGIN</th><th>one handshake</th><th>DNS on page's conn</th><th>DNS in 0-RTT</th><th>page in 0-RTT</th></tr>
 {{range .}}<tr><td class="l">{{or .Setup "–"}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.DNS}}</td><td class="l">{{.Variant}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{ms .PLT}}</td><td>{{ms .DNS_}}</td><td>{{pct .RelPLT}}</td><td>{{pct .Rel0RTT}}</td><td>{{ms .Handshakes}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .Spared}}</td><td>{{share .OneHandshake}}</td><td>{{share .OnPageConn}}</td><td>{{share .DNSEarly}}</td><td>{{share .Used0RTT}}</td></tr>
+<td>{{ms .PLT}}</td><td>{{ci1 .PLTStat}}</td><td>{{ms .DNS_}}</td><td>{{delta .Delta1RTT}}</td><td>{{delta .Delta0RTT}}</td><td>{{ms .Handshakes}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .Spared}}</td><td>{{share .OneHandshake}}</td><td>{{share .OnPageConn}}</td><td>{{share .DNSEarly}}</td><td>{{share .Used0RTT}}</td></tr>
 {{end}}</table>`)
 
 // Section is the report's part: the cells, and the web experiment's
@@ -350,6 +355,7 @@ func (ss Samples) Findings() []experiment.Finding {
 		return best
 	}
 	var gainN, gainOK, freeN, freeOK int
+	gainMin, freeMin := math.MaxInt, math.MaxInt // the fewest loads in a cell behind each
 	var gains, frees []string
 	for _, k := range tuples {
 		m := by[k]
@@ -360,6 +366,7 @@ func (ss Samples) Findings() []experiment.Finding {
 				want = 0.5
 			}
 			gainN++
+			gainMin = min(gainMin, co.OK, doh.OK, cells0(m["udp/1rtt"]))
 			// The share of DoH's inflation taken back; a tuple where DoH
 			// costs nothing measurable (under 1 %) holds if coalescing
 			// costs no more.
@@ -371,6 +378,7 @@ func (ss Samples) Findings() []experiment.Finding {
 		}
 		if u0 := m["udp/0rtt"]; co != nil && u0 != nil {
 			freeN++
+			freeMin = min(freeMin, co.OK, u0.OK)
 			d := 100 * (co.PLT/u0.PLT - 1)
 			if d <= 1 {
 				freeOK++
@@ -379,13 +387,16 @@ func (ss Samples) Findings() []experiment.Finding {
 		}
 	}
 	var oneN int
+	oneMin, waitMin := math.MaxInt, math.MaxInt
 	var oneOK float64
 	var waits []float64
 	var waitRTT []string
+	var waitTest *stats.Comparison // the least significant of the pairs
 	for i := range cells {
 		c := &cells[i]
 		if Coalesced(c.DNS) && c.OK > 0 {
 			oneN++
+			oneMin = min(oneMin, c.OK)
 			oneOK += c.OneHandshake
 		}
 		if c.Variant() == "0rtt-wait" {
@@ -393,6 +404,10 @@ func (ss Samples) Findings() []experiment.Finding {
 				if p, ok := testbed.Profiles[c.Profile]; ok && p.RTT() > 0 {
 					rtts := (c.PLT - r.PLT) / (float64(p.RTT()) / float64(time.Millisecond))
 					waits = append(waits, rtts)
+					waitMin = min(waitMin, c.OK, r.OK)
+					if t := stats.Compare(r.PLTs, c.PLTs); waitTest == nil || !(t.P <= waitTest.P) {
+						waitTest = &t
+					}
 					waitRTT = append(waitRTT, fmt.Sprintf("%s %s/%s %+.2f", c.DNS, c.Page, c.Profile, rtts))
 				}
 			}
@@ -423,6 +438,7 @@ func (ss Samples) Findings() []experiment.Finding {
 			Why:     "holds when the best coalesced 0-RTT mode's median PLT increase over DoUDP + H3 1-RTT is at most two thirds of DoH/2's on fiber, cable and DSL, at most half on 4G, in every (page, profile)",
 			Figure:  "coalescing",
 			Verdict: all(gainOK, gainN),
+			N:       fewest(gainMin),
 		},
 		{
 			Claim:   "Encrypted DNS at no cost: coalesced + 0-RTT within +1 % of DoUDP + H3 0-RTT",
@@ -432,6 +448,7 @@ func (ss Samples) Findings() []experiment.Finding {
 			Why:     "holds when the best coalesced 0-RTT mode's median PLT is at most 1 % above DoUDP + H3 0-RTT's in every (page, profile)",
 			Figure:  "coalescing",
 			Verdict: all(freeOK, freeN),
+			N:       fewest(freeMin),
 		},
 		{
 			Claim:   "A coalesced single-origin page costs exactly one QUIC handshake, DNS included",
@@ -441,18 +458,36 @@ func (ss Samples) Findings() []experiment.Finding {
 			Why:     "holds when every ok coalesced load shows one QUIC handshake and no TCP one",
 			Figure:  "coalescing",
 			Verdict: experiment.Within(oneShare, 1, 1),
+			N:       fewest(oneMin),
 		},
 		{
 			Claim:   "Waiting for the server's SETTINGS costs 0-RTT a round trip",
 			Source:  "cross-layer paper §IV-C (the H3 SETTINGS exchange cost the round trip 0-RTT should save)",
 			Paper:   "about one RTT lost",
 			Here:    waitHere(waits, waitRTT),
-			Why:     "holds when the median extra PLT of 0-RTT loads that wait for SETTINGS is 0.5 to 1.5 RTT",
+			Why:     "holds when the median extra PLT of 0-RTT loads that wait for SETTINGS is 0.5 to 1.5 RTT, and Mann-Whitney tells every waiting cell from its twin",
 			Figure:  "coalescing",
 			Verdict: experiment.Within(stats.Median(waits), 0.5, 1.5),
+			N:       fewest(waitMin), InRTTs: true, Test: waitTest,
 		},
 		originFinding(cells),
 	}
+}
+
+// fewest is a running minimum of samples, 0 where nothing was counted.
+func fewest(n int) int {
+	if n == math.MaxInt {
+		return 0
+	}
+	return n
+}
+
+// cells0 is a cell's OK loads, MaxInt for none (so min ignores it).
+func cells0(c *Cell) int {
+	if c == nil {
+		return math.MaxInt
+	}
+	return c.OK
 }
 
 // originFinding compares many-origin pages served from one CDN edge with
@@ -479,7 +514,7 @@ func originFinding(cells []Cell) experiment.Finding {
 		r[1] = span{min(r[1].lo, hs), max(r[1].hi, hs)}
 	}
 	onCDN, separate := map[string]*[2]span{}, map[string]*[2]span{}
-	n, ok := 0, 0
+	n, ok, least := 0, 0, math.MaxInt
 	for _, c := range cells {
 		if c.OK == 0 || c.Lookups+c.Spared <= 1 {
 			continue
@@ -492,6 +527,7 @@ func originFinding(cells []Cell) experiment.Finding {
 			continue
 		}
 		n++
+		least = min(least, c.OK)
 		own := 0.0 // the DNS transport's own connection
 		if c.DNS != "udp" {
 			own = 1
@@ -522,6 +558,7 @@ func originFinding(cells []Cell) experiment.Finding {
 	}
 	f.Here = strings.Join(here, "; ")
 	f.Verdict = experiment.Within(float64(ok), float64(n), float64(n))
+	f.N = fewest(least)
 	return f
 }
 
@@ -530,4 +567,17 @@ func waitHere(waits []float64, per []string) string {
 		return "no 0-RTT loads that waited for SETTINGS beside ones that did not"
 	}
 	return fmt.Sprintf("median %+.2f RTT (%s)", stats.Median(waits), strings.Join(per, "; "))
+}
+
+// Cells are the cells' PLT as numbers, against DoUDP + H3 1-RTT and
+// against DoUDP + H3 0-RTT.
+func (ss Samples) Cells() []experiment.Cell {
+	var out []experiment.Cell
+	for _, c := range Summarize(ss) {
+		keys := map[string]string{"setup": c.Setup, "profile": c.Profile, "page": c.Page, "dns": c.DNS, "h3": c.Variant()}
+		out = append(out,
+			experiment.NewCell("coalescing", keys, "plt_ms", c.N, c.PLTStat).Versus("udp/1rtt", c.Delta1RTT),
+			experiment.NewCell("coalescing", keys, "plt_ms", c.N, c.PLTStat).Versus("udp/0rtt", c.Delta0RTT))
+	}
+	return out
 }

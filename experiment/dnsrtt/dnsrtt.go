@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/stats"
 
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/protocol"
@@ -143,8 +144,9 @@ func Expected(transport, condition string) float64 {
 type Summary struct {
 	Profile, Transport, Condition string
 	N, OK                         int
-	Handshake, Resolve, Total     float64 // medians, in RTTs of the probe (the PAM paper's normalisation)
-	TotalEmulated                 float64 // median total in RTTs of the profile (the cross-layer paper's)
+	Handshake, Resolve, Total     float64       // medians, in RTTs of the probe (the PAM paper's normalisation)
+	TotalStat                     stats.Summary // Total with its 95 % interval
+	TotalEmulated                 float64       // median total in RTTs of the profile (the cross-layer paper's)
 	Expected                      float64
 	// Serialization is the median time the exchange's packets take to
 	// cross the profile's rate limits, one after another (IP and UDP or

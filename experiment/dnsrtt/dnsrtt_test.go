@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -92,8 +94,12 @@ func TestVantagesInTheReport(t *testing.T) {
 	require.NoError(t, err)
 	by := samples.ByVantage()
 	require.Len(t, by, 2)
+	fra := by[0]
+	require.Equal(t, 3, fra.Ms.N)
+	require.False(t, fra.Ms.Bounded(), "3 samples have no 95 % interval")
+	fra.Ms = stats.Summary{}
 	require.Equal(t, VantageStat{Vantage: "fra1", Where: "Frankfurt, DE, AS64500, 192.0.2.1", Target: "10.0.0.53", Transport: "udp", N: 3, OK: 3,
-		ProbeMs: 10, MedianMs: 30, P95Ms: 39, MedianRTT: 3, P95RTT: 3.9}, by[0])
+		ProbeMs: 10, MedianMs: 30, P95Ms: 39, MedianRTT: 3, P95RTT: 3.9}, fra)
 	require.Equal(t, 60.0, by[1].MedianMs)
 	sec, err := samples.Section(t.TempDir())
 	require.NoError(t, err)
@@ -103,4 +109,33 @@ func TestVantagesInTheReport(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, samples.WriteTable(&b))
 	require.Contains(t, b.String(), "nyc1")
+}
+
+// TestRTTFindingsNeedAnEmulatedLink: loopback's RTT is tens of
+// microseconds, so a claim in round trips earns no verdict there.
+func TestRTTFindingsNeedAnEmulatedLink(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	var rows []store.Row
+	for i := range 10 {
+		for tr, rtts := range map[string]float64{"udp": 5.7, "doq": 20, "doh2": 30} {
+			rows = append(rows, store.Row{RunID: "m1", Transport: tr, Condition: "fresh", Status: "ok", TotalRTT: f(rtts + float64(i)/10)})
+		}
+	}
+	fs := (&Samples{Rows: rows}).Findings()
+	require.Equal(t, experiment.Differs, fs[0].Verdict, "loopback's DoUDP is 5.7 of its tiny RTTs")
+	earned := experiment.Earn(fs, experiment.Evidence{})
+	for _, e := range earned {
+		require.Equal(t, experiment.Inconclusive, e.Verdict, e.Claim)
+		require.Contains(t, e.Reason, "measured on loopback")
+	}
+	// The same on a profile: earned.
+	for i := range rows {
+		rows[i].Profile = "fiber"
+		if rows[i].Transport == "udp" {
+			rows[i].TotalRTT = f(1 + float64(i%10)/100)
+		}
+	}
+	earned = experiment.Earn((&Samples{Rows: rows}).Findings(), experiment.Evidence{})
+	require.Equal(t, experiment.Holds, earned[0].Verdict, earned[0].Reason)
+	require.Equal(t, experiment.Differs, earned[1].Verdict, "DoH 10 RTT above DoQ, significantly: %s", earned[1].Reason)
 }

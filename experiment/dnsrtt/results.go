@@ -93,7 +93,8 @@ func (s *Samples) Summarize() []Summary {
 				ser = append(ser, SerializationMs(r, p))
 			}
 		}
-		sum.Handshake, sum.Resolve, sum.Total = stats.Median(hs), stats.Median(res), stats.Median(tot)
+		sum.TotalStat = stats.Summarize(tot)
+		sum.Handshake, sum.Resolve, sum.Total = stats.Median(hs), stats.Median(res), sum.TotalStat.Median
 		if known && p.RTT() > 0 {
 			rttMs := float64(p.RTT()) / float64(time.Millisecond)
 			sum.TotalEmulated = stats.Median(totMs) / rttMs
@@ -107,17 +108,19 @@ func (s *Samples) Summarize() []Summary {
 // WriteTable writes the medians per profile, transport and condition, in
 // RTTs.
 func (s *Samples) WriteTable(w io.Writer) error {
-	fmt.Fprintln(w, "medians in RTTs of the probe, and the total in RTTs of the profile")
-	fmt.Fprintf(w, "%-10s %-6s %-8s %6s %9s %8s %8s %8s %8s %7s %7s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess", "serial", "rest")
+	fmt.Fprintln(w, "medians in RTTs of the probe (the total with its 95 % interval), and the total in RTTs of the profile")
+	fmt.Fprintf(w, "%-10s %-6s %-8s %7s %9s %8s %8s %-14s %8s %8s %7s %7s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total 95% CI", "total/em", "expected", "excess", "serial", "rest")
 	for _, x := range s.Summarize() {
-		fmt.Fprintf(w, "%-10s %-6s %-8s %3d/%-2d %9.2f %8.2f %8.2f %8.2f %8.0f %+7.2f %7.2f %+7.2f\n", x.Profile, x.Transport, x.Condition, x.OK, x.N, x.Handshake, x.Resolve, x.Total, x.TotalEmulated, x.Expected, x.Total-x.Expected,
-			x.Serialization, x.TotalEmulated-x.Expected-x.Serialization)
+		fmt.Fprintf(w, "%-10s %-6s %-8s %7s %9s %8s %8s %-14s %8s %8.0f %7s %7s %7s\n", x.Profile, x.Transport, x.Condition, fmt.Sprintf("%d/%d", x.OK, x.N),
+			stats.F(x.Handshake, 2), stats.F(x.Resolve, 2), stats.F(x.Total, 2), x.TotalStat.CI(2), stats.F(x.TotalEmulated, 2), x.Expected, signed(x.Total-x.Expected),
+			stats.F(x.Serialization, 2), signed(x.TotalEmulated-x.Expected-x.Serialization))
 	}
 	fmt.Fprintln(w, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
 	_, err := fmt.Fprintln(w, "serial = the exchange's packets (bytes and packets at the socket, plus IP and UDP/TCP headers) passing the profile's rate limits, in RTTs of the profile, an upper bound since what the connection carries after the answer (ACKs, tickets) counts too; rest = total/em - expected - serial: the hosts' share (crypto, processing, pacing, delayed ACKs)")
 	if err != nil {
 		return err
 	}
+	s.writeResolvers(w)
 	return s.writeVantages(w)
 }
 
@@ -127,6 +130,7 @@ type Stat struct {
 	Profile, Transport, Condition string
 	N, OK                         int
 	MedianMs, IQRMs, P95Ms        float64
+	Ms                            stats.Summary // the total in ms, with the median's 95 % interval
 	MedianRTT, IQRRTT, P95RTT     float64
 	// SerialMs is the median time the exchange's packets take to pass
 	// the profile's rate limits (SerializationMs); NaN where the profile
@@ -136,6 +140,14 @@ type Stat struct {
 	// ClientMs the median of total minus wire: the client's own time. NaN
 	// where the records have no wire times.
 	WireMs, ClientMs float64
+}
+
+// signed is v with its sign and two decimals, "–" for NaN.
+func signed(v float64) string {
+	if math.IsNaN(v) {
+		return stats.None
+	}
+	return fmt.Sprintf("%+.2f", v)
 }
 
 func orNone(s string) string {
@@ -178,7 +190,8 @@ func (s *Samples) Stats() []Stat {
 			st.SerialMs = stats.Quantile(ser, 0.5)
 		}
 		st.WireMs, st.ClientMs = stats.Median(wire), stats.Median(client)
-		st.MedianMs, st.IQRMs, st.P95Ms = stats.Quantile(ms, 0.5), stats.IQR(ms), stats.Quantile(ms, 0.95)
+		st.Ms = stats.Summarize(ms)
+		st.MedianMs, st.IQRMs, st.P95Ms = st.Ms.Median, st.Ms.IQR(), st.Ms.P95
 		st.MedianRTT, st.IQRRTT, st.P95RTT = stats.Quantile(rtt, 0.5), stats.IQR(rtt), stats.Quantile(rtt, 0.95)
 		out = append(out, st)
 	}
@@ -218,10 +231,15 @@ func cdfSeries(rows []store.Row, get func(store.Row) *float64) []*figure.Series 
 }
 
 var statsTable = experiment.Table("dns", `<table id="summary"><tr><th class="l">profile</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
-<th>median ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th><th>wire ms</th><th>client ms</th></tr>
+<th>median ms</th><th>95 % CI ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th><th>wire ms</th><th>client ms</th></tr>
 {{range .Stats}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{f .MedianMs}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{f .SerialMs}}</td><td>{{f .WireMs}}</td><td>{{f .ClientMs}}</td></tr>
+<td>{{f .MedianMs}}</td><td>{{ci .Ms}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{f .SerialMs}}</td><td>{{f .WireMs}}</td><td>{{f .ClientMs}}</td></tr>
 {{end}}</table>
+{{with .Resolvers}}<h3>Per resolver</h3><table id="resolvers"><tr><th>rank</th><th class="l">resolver</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
+<th>median ms</th><th>95 % CI ms</th><th>median RTT</th><th>probe RTT ms</th><th class="l">against the fastest</th></tr>
+{{range .}}<tr><td>{{.Rank}}</td><td class="l">{{.Target}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
+<td>{{f .Ms.Median}}</td><td>{{ci .Ms}}</td><td>{{f .RTT}}</td><td>{{f .Probe}}</td><td class="l">{{if eq .Rank 1}}fastest{{else}}{{delta .VsFastest}}{{end}}</td></tr>
+{{end}}</table>{{end}}
 {{with .Vantages}}<h3>Per vantage point</h3><table id="vantages"><tr><th class="l">vantage</th><th class="l">where</th><th class="l">resolver</th><th class="l">transport</th><th>ok/n</th>
 <th>probe RTT ms</th><th>median ms</th><th>p95 ms</th><th>median RTT</th><th>p95 RTT</th></tr>
 {{range .}}<tr><td class="l">{{.Vantage}}</td><td class="l">{{.Where}}</td><td class="l">{{.Target}}</td><td class="l">{{.Transport}}</td><td>{{.OK}}/{{.N}}</td>
@@ -257,8 +275,15 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 			return nil, err
 		}
 	}
+	if err := s.resolverFigure(set); err != nil {
+		return nil, err
+	}
+	resolvers := s.ByResolver()
+	if len(resolvers) > 0 {
+		intro += " Several resolvers were measured: the per-resolver table ranks them within each transport and condition, and the last figure draws each apart."
+	}
 	return experiment.NewSection("dns", "DNS exchange in round trips", template.HTML(intro), statsTable,
-		map[string]any{"Stats": s.Stats(), "Vantages": s.ByVantage()}, set)
+		map[string]any{"Stats": s.Stats(), "Vantages": s.ByVantage(), "Resolvers": resolvers}, set)
 }
 
 // smallMultiples draws the CDF of get over all rows, then over each
@@ -297,23 +322,28 @@ func smallMultiples(set *figure.Set, rows []store.Row, groupName string, groupOf
 	return set.AddGrid(grid, name, heading, of, 12*vg.Inch, vg.Length(3.2*float64(len(grid)))*vg.Inch, data)
 }
 
-// totals is the fresh-connection totals in RTTs of one transport.
-func (s *Samples) totals(transport string) []float64 {
-	var out []float64
+// totals is the fresh-connection totals in RTTs of one transport,
+// measured on an emulated link where any were; onLoopback says that
+// none were, so the RTTs are loopback's.
+func (s *Samples) totals(transport string) (out []float64, onLoopback bool) {
+	emulated := slices.ContainsFunc(s.Rows, func(r store.Row) bool { return r.Profile != "" && r.Profile != "none" })
 	for _, r := range s.Rows {
-		if r.Transport == transport && r.Condition == "fresh" && r.TotalRTT != nil {
+		if r.Transport == transport && r.Condition == "fresh" && r.TotalRTT != nil && (!emulated || (r.Profile != "" && r.Profile != "none")) {
 			out = append(out, *r.TotalRTT)
 		}
 	}
-	return out
+	return out, !emulated
 }
 
 // Findings checks the cross-layer paper's §IV-B claims (Fig. 5): DoUDP
 // takes one round trip, and DoQ's exchange is about one round trip
 // shorter than DoH's, on new connections over all profiles.
 func (s *Samples) Findings() []experiment.Finding {
-	udp := stats.Median(s.totals("udp"))
-	doq, doh := stats.Median(s.totals("doq")), stats.Median(s.totals("doh2"))
+	udps, loopback := s.totals("udp")
+	doqs, _ := s.totals("doq")
+	dohs, _ := s.totals("doh2")
+	udp, doq, doh := stats.Median(udps), stats.Median(doqs), stats.Median(dohs)
+	apart := stats.Compare(doqs, dohs)
 	return []experiment.Finding{
 		{
 			Claim:  "DoUDP resolves in one round trip",
@@ -322,14 +352,16 @@ func (s *Samples) Findings() []experiment.Finding {
 			Here:   experiment.F2(udp) + " RTT",
 			Why:    "holds within 0.95-1.15 RTT",
 			Figure: "cdf-total", Verdict: experiment.Within(udp, 0.95, 1.15),
+			N: len(udps), InRTTs: true, OnLoopback: loopback,
 		},
 		{
 			Claim:  "DoQ's DNS exchange is about one round trip shorter than DoH's",
 			Source: "cross-layer paper §IV-B, Fig. 5",
 			Paper:  "DoQ 2.50, DoH 3.43 RTT: 0.93 apart (medians, new connections)",
 			Here:   fmt.Sprintf("DoQ %s, DoH/2 %s RTT: %s apart", experiment.F2(doq), experiment.F2(doh), experiment.F2(doh-doq)),
-			Why:    "holds when DoH's median exceeds DoQ's by 0.6-1.4 RTT",
+			Why:    "holds when DoH's median exceeds DoQ's by 0.6-1.4 RTT and Mann-Whitney tells them apart",
 			Figure: "cdf-total", Verdict: experiment.Within(doh-doq, 0.6, 1.4),
+			N: min(len(doqs), len(dohs)), InRTTs: true, OnLoopback: loopback, Test: &apart,
 		},
 	}
 }

@@ -24,6 +24,7 @@ type VantageStat struct {
 	ProbeMs   float64 // the median RTT probed to the resolver
 	MedianMs  float64
 	P95Ms     float64
+	Ms        stats.Summary // the total in ms
 	MedianRTT float64
 	P95RTT    float64
 }
@@ -68,7 +69,8 @@ func (s *Samples) ByVantage() []VantageStat {
 		slices.Sort(rtt)
 		slices.Sort(probe)
 		st.ProbeMs = stats.Quantile(probe, 0.5)
-		st.MedianMs, st.P95Ms = stats.Quantile(ms, 0.5), stats.Quantile(ms, 0.95)
+		st.Ms = stats.Summarize(ms)
+		st.MedianMs, st.P95Ms = st.Ms.Median, st.Ms.P95
 		st.MedianRTT, st.P95RTT = stats.Quantile(rtt, 0.5), stats.Quantile(rtt, 0.95)
 		out = append(out, st)
 	}

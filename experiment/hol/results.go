@@ -129,6 +129,19 @@ func (qs Queries) Findings() []experiment.Finding {
 		knock[s.Transport] += s.KnockOn
 		seen[s.Transport] = true
 	}
+	// The fewest answered queries of the delayed run of a transport.
+	answered := map[string]int{}
+	for _, q := range qs {
+		if q.Run == "delayed" && q.Status == "ok" {
+			answered[q.Transport]++
+		}
+	}
+	n := -1
+	for t := range seen {
+		if n < 0 || answered[t] < n {
+			n = answered[t]
+		}
+	}
 	list := func(ts []string) (string, bool) {
 		var parts []string
 		any := false
@@ -164,6 +177,7 @@ func (qs Queries) Findings() []experiment.Finding {
 		Why:     "holds when every in-order transport shows knock-on and no other does",
 		Figure:  "hol",
 		Verdict: v,
+		N:       max(n, 0),
 	}}
 }
 

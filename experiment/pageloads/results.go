@@ -41,11 +41,11 @@ func (ls Loads) Count() (int, string) { return len(ls), "page loads" }
 // how doxlab's page loader compares with Chromium where both loaded.
 func (ls Loads) WriteTable(w io.Writer) error {
 	cells := web.Summarize(ls)
-	fmt.Fprintln(w, "medians in ms, relative to DoUDP + H3 1-RTT (each engine against its own)")
-	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %8s %7s %8s %8s %6s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum", "token")
+	fmt.Fprintln(w, "medians in ms with the PLT's 95 % interval; Δ against DoUDP + H3 1-RTT (each engine against its own), \"~\" where Mann-Whitney finds no difference (p ≥ 0.05)")
+	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %-17s %8s %7s %-26s %-26s %6s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "PLT 95% CI", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum", "token")
 	for _, x := range cells {
-		if _, err := fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8.1f %8.1f %7.1f %8s %8s %5.0f%% %5.0f%% %5.0f%%\n", x.Engine, x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-			x.OK, x.N, x.PLT, x.FCP, x.DNS, figure.Pct(x.RelPLT), figure.Pct(x.RelFCP), 100*x.Real0RTT, 100*x.Resumed, 100*x.Token()); err != nil {
+		if _, err := fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8s %-17s %8s %7s %-26s %-26s %5.0f%% %5.0f%% %5.0f%%\n", x.Engine, x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+			x.OK, x.N, stats.F(x.PLT, 1), x.PLTStat.CI(1), stats.F(x.FCP, 1), stats.F(x.DNS, 1), x.DeltaPLT.FormatDelta(), x.DeltaFCP.FormatDelta(), 100*x.Real0RTT, 100*x.Resumed, 100*x.Token()); err != nil {
 			return err
 		}
 	}
@@ -53,8 +53,8 @@ func (ls Loads) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w, "\npages over several origins: medians per load (lookups a request waited for, and the DNS time on requests' paths, from resource timing)")
 		fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8s %9s %12s %11s %6s %6s %9s %6s %8s\n", "engine", "profile", "page", "dns", "stub", "h3", "lookups", "blocking", "DNS path ms", "DNS all ms", "conns", "0-RTT", "no lookup", "not h3", "ΔPLT")
 		for _, x := range multi {
-			fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8.0f %9.0f %12.1f %11.1f %6.0f %5.0f%% %9.0f %6.0f %8s\n", x.Engine, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-				x.Lookups, x.LookupsBlocking, x.DNSBlocking, x.DNSTotal, x.Conns, 100*x.Conns0RTT, x.NoLookup, x.NotH3, figure.Pct(x.RelPLT))
+			fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8.0f %9.0f %12.1f %11.1f %6.0f %5.0f%% %9.0f %6.0f %s\n", x.Engine, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+				x.Lookups, x.LookupsBlocking, x.DNSBlocking, x.DNSTotal, x.Conns, 100*x.Conns0RTT, x.NoLookup, x.NotH3, x.DeltaPLT.FormatDelta())
 		}
 	}
 	f := web.CompareEngines(cells)
@@ -62,13 +62,13 @@ func (ls Loads) WriteTable(w io.Writer) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\ndoxlab's page loader against Chromium: median PLT per cell")
-	fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9s %9s %8s %9s %8s\n", "profile", "page", "dns", "stub", "h3", "chromium", "doxlab", "error", "unmatched", "chr IQR")
+	fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9s %9s %8s %9s %8s  %s\n", "profile", "page", "dns", "stub", "h3", "chromium", "doxlab", "error", "unmatched", "chr IQR", "engines apart? (Mann-Whitney)")
 	for _, c := range f.Cells {
 		raw := ""
 		if c.Matched {
 			raw = fmt.Sprintf("%+8.1f%%", c.RawErrPct)
 		}
-		fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9.1f %9.1f %+7.1f%% %9s %7.1f%%\n", c.Profile, c.Page, c.Transport, c.StubState, c.H3, c.Chromium, c.Doxlab, c.ErrPct, raw, c.ChromiumIQRPct())
+		fmt.Fprintf(w, "%-10s %-8s %-5s %-5s %-4s %9.1f %9.1f %+7.1f%% %9s %7.1f%%  %s\n", c.Profile, c.Page, c.Transport, c.StubState, c.H3, c.Chromium, c.Doxlab, c.ErrPct, raw, c.ChromiumIQRPct(), c.Test().Apart())
 	}
 	_, err := fmt.Fprintf(w, "%d cells: mean absolute error %.1f %%, largest %.1f %%, %d within 5 %%, %d within 10 %%; configurations ranked alike in %d of %d (page, profile) groups\n",
 		len(f.Cells), f.MAPE, f.MaxAbs, f.CellsWithin5, f.CellsWithin10, f.SameRanking, f.Groups)
@@ -90,19 +90,19 @@ func (ls Loads) WriteTable(w io.Writer) error {
 }
 
 var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">engine</th><th class="l">dns mode</th><th class="l">stub</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>ok/n</th>
-<th>PLT ms</th><th>FCP ms</th><th>DNS ms</th><th>ΔPLT</th><th>ΔFCP</th><th>0-RTT</th><th>resumed</th><th>token</th></tr>
+<th>PLT ms</th><th>95 % CI</th><th>FCP ms</th><th>DNS ms</th><th>ΔPLT</th><th>ΔFCP</th><th>0-RTT</th><th>resumed</th><th>token</th></tr>
 {{range .Cells}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.DNSMode}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{ms .PLT}}</td><td>{{ms .FCP}}</td><td>{{ms .DNS}}</td><td>{{pct .RelPLT}}</td><td>{{pct .RelFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td><td>{{share .Token}}</td></tr>
+<td>{{ms .PLT}}</td><td>{{ci1 .PLTStat}}</td><td>{{ms .FCP}}</td><td>{{ms .DNS}}</td><td>{{delta .DeltaPLT}}</td><td>{{delta .DeltaFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td><td>{{share .Token}}</td></tr>
 {{end}}</table>
 {{with .Multi}}<h3>Pages over several origins</h3>
 <p>Medians per load: the page's host names the stub resolved, those a request had to wait for (its lookup wait in resource timing was not zero), the sum of those waits (DNS time on requests' paths) beside the stub's time per name summed, and the web connections the servers saw; the share of those connections that used 0-RTT; the origins requested with no lookup reaching the stub (the browser's cache, or a pooled connection), and those not wholly over HTTP/3. Each load's record lists these per origin.</p>
 <table id="web-origins"><tr><th class="l">engine</th><th class="l">stub</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>lookups</th><th>blocking a request</th><th>DNS on path ms</th><th>DNS in all ms</th><th>connections</th><th>0-RTT</th><th>no lookup</th><th>not h3</th><th>ΔPLT</th></tr>
-{{range .}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .LookupsBlocking}}</td><td>{{ms .DNSBlocking}}</td><td>{{ms .DNSTotal}}</td><td>{{printf "%.0f" .Conns}}</td><td>{{share .Conns0RTT}}</td><td>{{printf "%.0f" .NoLookup}}</td><td>{{printf "%.0f" .NotH3}}</td><td>{{pct .RelPLT}}</td></tr>
+{{range .}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .LookupsBlocking}}</td><td>{{ms .DNSBlocking}}</td><td>{{ms .DNSTotal}}</td><td>{{printf "%.0f" .Conns}}</td><td>{{share .Conns0RTT}}</td><td>{{printf "%.0f" .NoLookup}}</td><td>{{printf "%.0f" .NotH3}}</td><td>{{delta .DeltaPLT}}</td></tr>
 {{end}}</table>{{end}}
 {{with .Fidelity}}{{if .Cells}}<h3>doxlab's page loader against Chromium</h3>
 <p>{{len .Cells}} cells: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin5}} within 5 %, {{.CellsWithin10}} within 10 %; configurations ranked alike in {{.SameRanking}} of {{.Groups}} (page, profile) groups, and those either engine's own loads tell apart (Mann-Whitney, p &lt; {{printf "%.2f" .ApartP}}) ordered alike in {{.SameRankingApart}}, those Chromium's loads tell apart in {{.SameRankingChromiumApart}} (the loader's loads are steadier, so it tells apart configurations whose order in the browser's loads is noise). Lighthouse's simulated throttling misses by 20-34 % (MAPE). "Chromium IQR" is the interquartile range of the browser's loads in the cell, in percent of their median: its own spread, to read the error against.{{if .Matched}} In {{.Matched}} cells some loads presented a QUIC NEW_TOKEN token and some did not, a coin flip for both engines (the server shuffles its frames, and a token that arrives before its connection's ticket is lost); there each engine's PLT weights its medians with and without a token alike, or, where one engine's loads were all of one kind, is its median of the kind both engines had; "unmatched" is the error of the plain medians (mean {{printf "%.1f" .RawMAPE}} %).{{end}}{{with $.Self}}{{if .Cells}} Chromium against itself, in each cell its even repetitions against its odd ones, minutes apart: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin10}} of {{len .Cells}} cells within 10 %, ranked alike in {{.SameRanking}} of {{.Groups}} groups: the agreement the browser's own spread allows.{{end}}{{end}}</p>
-<table id="web-fidelity"><tr><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">stub</th><th class="l">H3</th><th>Chromium PLT ms</th><th>doxlab PLT ms</th><th>error</th><th>unmatched</th><th>Chromium IQR</th></tr>
-{{range .Cells}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.StubState}}</td><td class="l">{{.H3}}</td><td>{{ms .Chromium}}</td><td>{{ms .Doxlab}}</td><td>{{pct .ErrPct}}</td><td>{{if .Matched}}{{pct .RawErrPct}}{{end}}</td><td>{{printf "%.1f %%" .ChromiumIQRPct}}</td></tr>
+<table id="web-fidelity"><tr><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">stub</th><th class="l">H3</th><th>Chromium PLT ms</th><th>doxlab PLT ms</th><th>error</th><th>unmatched</th><th>Chromium IQR</th><th>engines apart?</th></tr>
+{{range .Cells}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.StubState}}</td><td class="l">{{.H3}}</td><td>{{ms .Chromium}}</td><td>{{ms .Doxlab}}</td><td>{{pct .ErrPct}}</td><td>{{if .Matched}}{{pct .RawErrPct}}{{end}}</td><td>{{printf "%.1f %%" .ChromiumIQRPct}}</td><td>{{.Test.Apart}}</td></tr>
 {{end}}</table>{{end}}{{end}}`)
 
 // Section is the report's part: the cells, the cross-layer paper's
@@ -327,6 +327,7 @@ func addCDF(set *figure.Set, ss []*figure.Series, name, title, xlabel string, si
 func (ls Loads) Findings() []experiment.Finding {
 	type tuple struct{ mode, state, profile, page string }
 	rel := map[tuple]map[string]float64{}
+	ok := map[tuple]map[string]int{} // loads behind each median
 	var tuples []tuple
 	for _, c := range web.Summarize(ls) {
 		if len(c.RelPLTs) == 0 || c.OK == 0 || c.Engine != web.EngineChromium { // the papers' claims are the browser's
@@ -334,12 +335,14 @@ func (ls Loads) Findings() []experiment.Finding {
 		}
 		k := tuple{c.DNSMode, c.StubState, c.Profile, c.Page}
 		if rel[k] == nil {
-			rel[k] = map[string]float64{}
+			rel[k], ok[k] = map[string]float64{}, map[string]int{}
 			tuples = append(tuples, k)
 		}
 		rel[k][c.Transport+"/"+c.H3] = c.RelPLT
+		ok[k][c.Transport+"/"+c.H3] = c.OK
 	}
 	var n, dohWorst, doqBest int
+	least := 0 // the fewest loads in a cell behind the verdicts
 	worst, worstAt := math.Inf(-1), ""
 	for _, k := range tuples {
 		doh, ok1 := rel[k]["doh2/1rtt"]
@@ -349,6 +352,10 @@ func (ls Loads) Findings() []experiment.Finding {
 			continue
 		}
 		n++
+		m := min(ok[k]["doh2/1rtt"], ok[k]["doq/1rtt"], ok[k]["doq/0rtt"], ok[k]["udp/1rtt"])
+		if n == 1 || m < least {
+			least = m
+		}
 		if doh >= doq1 && doh >= doq0 {
 			dohWorst++
 		}
@@ -384,6 +391,7 @@ func (ls Loads) Findings() []experiment.Finding {
 			Why:     "holds when DoH/2 is highest in at least 80 % of tuples",
 			Figure:  "web",
 			Verdict: share(dohWorst),
+			N:       least,
 		},
 		{
 			Claim:   "DoQ + H3 0-RTT takes back most of encryption's cost",
@@ -393,6 +401,7 @@ func (ls Loads) Findings() []experiment.Finding {
 			Why:     "holds when DoQ + H3 0-RTT is lowest in at least 80 % of tuples",
 			Figure:  "web",
 			Verdict: share(doqBest),
+			N:       least,
 		},
 	}, multiOriginFindings(web.Summarize(ls))...)
 }
@@ -416,6 +425,10 @@ func multiOriginFindings(cells []web.Cell) []experiment.Finding {
 	for _, c := range multi {
 		perPage[c.Page] = append(perPage[c.Page], c.LookupCounts...)
 	}
+	fewestLoads := math.MaxInt
+	for _, v := range perPage {
+		fewestLoads = min(fewestLoads, len(v))
+	}
 	var medians []float64
 	var each []string
 	for _, pg := range slices.SortedFunc(maps.Keys(perPage), order.Compare) {
@@ -432,12 +445,15 @@ func multiOriginFindings(cells []web.Cell) []experiment.Finding {
 		Why:     "holds when the median of the pages loaded makes 20 or more; the corpus' median page is o20",
 		Figure:  "web-lookups",
 		Verdict: experiment.Within(median, paperLookups, math.Inf(1)),
+		N:       fewestLoads,
 	}}
 	// DoH's cost with a warm connection, on pages of 20 origins or more.
 	var rel []float64
 	var where []string
+	least := math.MaxInt
 	for _, c := range multi {
 		if c.Transport == "doh2" && c.H3 == "1rtt" && c.StubState == "warm" && c.Lookups >= paperLookups && !math.IsNaN(c.RelPLT) {
+			least = min(least, c.OK, c.DeltaPLT.Base.N)
 			rel = append(rel, c.RelPLT)
 			where = append(where, fmt.Sprintf("%s %s %s", c.Page, c.Profile, figure.Pct(c.RelPLT)))
 		}
@@ -458,6 +474,7 @@ func multiOriginFindings(cells []web.Cell) []experiment.Finding {
 		}
 		f.Here = "median PLT change over DoUDP: " + strings.Join(where, "; ")
 		f.Verdict = experiment.Within(worst, 0, 5)
+		f.N = least
 	}
 	return append(out, f)
 }
@@ -501,4 +518,17 @@ func lookupsFigure(cells []web.Cell, set *figure.Set) error {
 	p.X.Max = max(p.X.Max, paperLookups*1.5)
 	data.Add("doh-cost paper fig. 1 (median, from its text)", paperLookups, 0.5)
 	return set.Add(p, "web-lookups", "Lookups per page", "the DoH-cost paper's Fig. 1 for the corpus", figure.CDFWidth, figure.CDFHeight, data)
+}
+
+// Cells are the cells' PLT and FCP as numbers, each against DoUDP + H3
+// 1-RTT.
+func (ls Loads) Cells() []experiment.Cell {
+	var out []experiment.Cell
+	for _, x := range web.Summarize(ls) {
+		keys := map[string]string{"engine": x.Engine, "dns_mode": x.DNSMode, "stub": x.StubState, "profile": x.Profile, "page": x.Page, "transport": x.Transport, "h3": x.H3}
+		out = append(out,
+			experiment.NewCell("web", keys, "plt_ms", x.N, x.PLTStat).Versus("udp/1rtt", x.DeltaPLT),
+			experiment.NewCell("web", keys, "fcp_ms", x.N, x.FCPStat).Versus("udp/1rtt", x.DeltaFCP))
+	}
+	return out
 }

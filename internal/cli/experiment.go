@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -92,16 +93,39 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		if err := res.WriteTable(stdout); err != nil {
 			return err
 		}
-		return writeLinkChecks(ctx, stdout, st, id)
+		lcs, err := experiment.LoadLinkChecks(ctx, st, experiment.OfExperiment(id+"-"))
+		if err != nil {
+			return err
+		}
+		writeLinkChecks(stdout, lcs)
+		// The findings last, each verdict only where the data earns it.
+		if f, ok := res.(experiment.Finder); ok {
+			return experiment.WriteFindings(stdout, experiment.Earn(f.Findings(), experiment.EvidenceOf(lcs)))
+		}
+		return nil
 	})
 }
 
-// writeLinkChecks says how the emulated links held during the runs of
-// experiment id: one line, or a line per check that failed.
-func writeLinkChecks(ctx context.Context, w io.Writer, st *store.Store, id string) error {
-	lcs, err := experiment.LoadLinkChecks(ctx, st, experiment.OfExperiment(id+"-"))
-	if err != nil || len(lcs) == 0 {
-		return err
+// notDesign are the flags that say how or where an experiment runs, not
+// what it measures: a resume may change them.
+var notDesign = []string{"store", "resume", "force", "low-latency", "netlog", "pcap", "browser", "keep", "quick", "seed"}
+
+// design is what an experiment measures: its flags' values, by name.
+func design(fs *flag.FlagSet) map[string]string {
+	out := map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if !slices.Contains(notDesign, f.Name) {
+			out[f.Name] = f.Value.String()
+		}
+	})
+	return out
+}
+
+// writeLinkChecks says how the emulated links held during the runs: one
+// line, or a line per check that failed.
+func writeLinkChecks(w io.Writer, lcs []*experiment.LinkCheck) {
+	if len(lcs) == 0 {
+		return
 	}
 	bad := 0
 	worst := 0.0
@@ -115,7 +139,6 @@ func writeLinkChecks(ctx context.Context, w io.Writer, st *store.Store, id strin
 	if bad == 0 {
 		fmt.Fprintf(w, "links: %d checks before and after the runs held (rates ≥ %.0f%% of the profiles', RTT error p99 ≤ %.0f µs)\n", len(lcs), 100*experiment.MinRateShare, worst)
 	}
-	return nil
 }
 
 // runAndShow runs an experiment until done or interrupted, then prints

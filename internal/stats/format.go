@@ -56,6 +56,18 @@ func (c Comparison) FormatDelta() string {
 	return fmt.Sprintf("%s (%s)", d, c.Test())
 }
 
+// Apart says whether the two differ: "yes (p=0.008 n=10+10)" when
+// significant, "~ (p=0.400 n=5+5)" when not, None without data.
+func (c Comparison) Apart() string {
+	switch {
+	case math.IsNaN(c.P):
+		return None
+	case c.Significant():
+		return "yes (" + c.Test() + ")"
+	}
+	return "~ (" + c.Test() + ")"
+}
+
 // Test is "p=0.008 n=10+10".
 func (c Comparison) Test() string {
 	return fmt.Sprintf("p=%s n=%d+%d", formatP(c.P), c.Base.N, c.Other.N)

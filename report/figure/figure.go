@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
@@ -200,6 +202,24 @@ type Series struct {
 	Color  color.Color // nil: black
 	Dashes []vg.Length // nil: solid
 	Values []float64   // sorted in place when drawn
+	// Band shades the 95 % confidence band of the empirical CDF
+	// (Dvoretzky-Kiefer-Wolfowitz: ±sqrt(ln(2/0.05)/2n), distribution
+	// free), so a reader sees which lines the samples really tell apart.
+	Band bool
+}
+
+// dkwBand is the polygon of a sorted sample's 95 % DKW band.
+func dkwBand(sorted []float64) plotter.XYs {
+	n := float64(len(sorted))
+	eps := math.Sqrt(math.Log(2/stats.Alpha) / (2 * n))
+	var upper, lower plotter.XYs
+	for i, v := range sorted {
+		before, after := float64(i)/n, float64(i+1)/n
+		upper = append(upper, plotter.XY{X: v, Y: min(1, before+eps)}, plotter.XY{X: v, Y: min(1, after+eps)})
+		lower = append(lower, plotter.XY{X: v, Y: max(0, before-eps)}, plotter.XY{X: v, Y: max(0, after-eps)})
+	}
+	slices.Reverse(lower)
+	return append(upper, lower...)
 }
 
 // CDFWidth and CDFHeight are the size CDFs are saved in.
@@ -238,6 +258,16 @@ func CDF(ss []*Series, title, xlabel string, signed bool) (*plot.Plot, Data, err
 		l.Color = s.Color
 		if l.Color == nil {
 			l.Color = color.Black
+		}
+		if s.Band && len(s.Values) > 1 {
+			band, err := plotter.NewPolygon(dkwBand(s.Values))
+			if err != nil {
+				return nil, data, err
+			}
+			r, g, b, _ := l.Color.RGBA()
+			band.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x30}
+			band.LineStyle.Width = 0
+			p.Add(band)
 		}
 		l.Width = vg.Points(1.5)
 		l.Dashes = s.Dashes
@@ -361,17 +391,17 @@ func Pct(v float64) string {
 	return strings.Replace(fmt.Sprintf("%+.1f%%", v), "+0.0%", "0.0%", 1)
 }
 
-// Funcs are the formats the report's tables share: f (two decimals, "–"
-// for NaN), ms (one decimal), pct (a relative change), share (a fraction
-// as a percentage).
+// Funcs are the formats the report's tables share, each "–" for no
+// data: f (two decimals), ms (one decimal), pct (a relative change),
+// share (a fraction as a percentage), ci and ci1 (a median's 95 %
+// interval, two and one decimals), delta (a comparison with its
+// baseline, benchstat's way: "+15.1 % (p=0.008 n=10+10)" or "~ (…)").
 var Funcs = template.FuncMap{
-	"f": func(v float64) string {
-		if math.IsNaN(v) {
-			return "–"
-		}
-		return fmt.Sprintf("%.2f", v)
-	},
-	"ms":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"f":     func(v float64) string { return stats.F(v, 2) },
+	"ms":    func(v float64) string { return stats.F(v, 1) },
 	"pct":   Pct,
 	"share": Share,
+	"ci":    func(s stats.Summary) string { return s.CI(2) },
+	"ci1":   func(s stats.Summary) string { return s.CI(1) },
+	"delta": func(c stats.Comparison) string { return c.FormatDelta() },
 }

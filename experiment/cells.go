@@ -1,0 +1,64 @@
+package experiment
+
+import (
+	"math"
+
+	"github.com/doxlab/doxlab/internal/stats"
+)
+
+// Cell is one statistic of a results table as numbers, for scripts and
+// CI jobs (doxlab report --json): the cell's grouping keys, the metric,
+// how many samples it holds and how many the statistic is over, the
+// median with its interval, and, where the table compares the cell with
+// a baseline, the comparison. A number without data is null.
+type Cell struct {
+	Experiment string            `json:"experiment"`
+	Table      string            `json:"table"`
+	Keys       map[string]string `json:"keys"`
+	Metric     string            `json:"metric"`
+	Samples    int               `json:"samples"` // all of the cell's, failed ones included
+	N          int               `json:"n"`       // those the statistic is over (answered, ok)
+	Median     *float64          `json:"median"`
+	CILo       *float64          `json:"ci_lo"` // the median's interval at CILevel; null when too few samples
+	CIHi       *float64          `json:"ci_hi"`
+	CILevel    *float64          `json:"ci_level"`
+	P25        *float64          `json:"p25"`
+	P75        *float64          `json:"p75"`
+	P95        *float64          `json:"p95"`
+	// Against a baseline: the relative change of the medians, the
+	// Mann-Whitney p-value, and whether it is significant at 0.05.
+	Baseline    string   `json:"baseline,omitempty"`
+	Delta       *float64 `json:"delta,omitempty"`
+	P           *float64 `json:"p,omitempty"`
+	Significant *bool    `json:"significant,omitempty"`
+	Rank        int      `json:"rank,omitempty"`
+}
+
+// Num is v for JSON: nil for NaN and infinities.
+func Num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// NewCell is a cell of table with keys, holding samples, summarized by s.
+func NewCell(table string, keys map[string]string, metric string, samples int, s stats.Summary) Cell {
+	return Cell{Table: table, Keys: keys, Metric: metric, Samples: samples, N: s.N,
+		Median: Num(s.Median), CILo: Num(s.Lo), CIHi: Num(s.Hi), CILevel: Num(s.Level), P25: Num(s.P25), P75: Num(s.P75), P95: Num(s.P95)}
+}
+
+// Versus adds the comparison with a baseline, named.
+func (c Cell) Versus(baseline string, cmp stats.Comparison) Cell {
+	if math.IsNaN(cmp.P) {
+		return c
+	}
+	sig := cmp.Significant()
+	c.Baseline, c.Delta, c.P, c.Significant = baseline, Num(cmp.Delta), Num(cmp.P), &sig
+	return c
+}
+
+// Tabler is Results that give their tables' statistics as cells.
+type Tabler interface {
+	Cells() []Cell
+}

@@ -1,0 +1,45 @@
+package experiment
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/stats"
+)
+
+func TestEarnGivesVerdictsOnlyWhereEarned(t *testing.T) {
+	var fast, slow []float64
+	for i := range 10 {
+		fast, slow = append(fast, float64(10+i)), append(slow, float64(30+i))
+	}
+	apart := stats.Compare(fast, slow)
+	same := stats.Compare(fast, fast)
+	cases := []struct {
+		name   string
+		f      Finding
+		ev     Evidence
+		want   Verdict
+		reason string
+	}{
+		{"earned", Finding{Verdict: Holds, N: 10, InRTTs: true, Test: &apart}, Evidence{}, Holds, ""},
+		{"a differs is earned too", Finding{Verdict: Differs, N: 10}, Evidence{}, Differs, ""},
+		{"too few samples", Finding{Verdict: Holds, N: 3}, Evidence{}, Inconclusive, "too few samples (n=3, at least 5 a cell)"},
+		{"no sample count", Finding{Verdict: Differs}, Evidence{}, Inconclusive, "too few samples (n=0"},
+		{"not significant", Finding{Verdict: Holds, N: 10, Test: &same}, Evidence{}, Inconclusive, "the difference is not significant (p=1.000 n=10+10)"},
+		{"link check failed", Finding{Verdict: Holds, N: 10}, Evidence{FailedChecks: []string{"run e1-fiber (fiber, after): RTT error p99 1.4 ms"}}, Inconclusive, "a link check of these runs failed (run e1-fiber"},
+		{"RTTs on loopback", Finding{Verdict: Differs, N: 10, InRTTs: true, OnLoopback: true}, Evidence{}, Inconclusive, "measured on loopback"},
+		{"loopback is fine for a claim not in RTTs", Finding{Verdict: Holds, N: 10, OnLoopback: true}, Evidence{}, Holds, ""},
+		{"no data stays no data", Finding{Verdict: NoData}, Evidence{FailedChecks: []string{"x"}}, NoData, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Earn([]Finding{c.f}, c.ev)[0]
+			require.Equal(t, c.want, got.Verdict)
+			require.Contains(t, got.Reason, c.reason)
+			if c.reason == "" {
+				require.Empty(t, got.Reason)
+			}
+		})
+	}
+}
