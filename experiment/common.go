@@ -79,31 +79,6 @@ func DefaultSelf(path *string) error {
 	return err
 }
 
-// NewID is the ID to resume, or a new one with the prefix.
-func NewID(resume, prefix string) string {
-	if resume != "" {
-		return resume
-	}
-	return prefix + "-" + store.NewID()
-}
-
-// BeginRun records a run of an experiment unless it exists (a resumed
-// experiment continues its runs).
-func BeginRun(ctx context.Context, st *store.Store, runID, kind, profile string, spec any) error {
-	runs, err := st.Runs(ctx)
-	if err != nil {
-		return err
-	}
-	for _, r := range runs {
-		if r.ID == runID {
-			return nil
-		}
-	}
-	run := store.NewRun(kind, profile, spec)
-	run.ID = runID
-	return st.BeginRun(ctx, run)
-}
-
 // LoadResults decodes the stored results of one kind from the runs keep
 // accepts.
 func LoadResults[T any](ctx context.Context, st *store.Store, kind store.Kind, keep func(runID string) bool) ([]*T, error) {
@@ -200,7 +175,7 @@ func chainOctets(certs [][]byte) (n int) {
 // plus the experiment's ID and the whole profile: the report reads the
 // link from there. The link is checked before and after f (CheckLink).
 // It stops at the first error or when ctx ends.
-func EachProfile(ctx context.Context, st *store.Store, tb *testbed.Testbed, expID, kind string, profiles []testbed.Profile, spec map[string]any,
+func (e *Env) EachProfile(ctx context.Context, st *store.Store, tb *testbed.Testbed, expID, kind string, profiles []testbed.Profile, spec map[string]any,
 	f func(p testbed.Profile, runID string) error) error {
 	for _, p := range profiles {
 		if err := ctx.Err(); err != nil {
@@ -212,7 +187,7 @@ func EachProfile(ctx context.Context, st *store.Store, tb *testbed.Testbed, expI
 		runID := expID + "-" + p.Name
 		s := maps.Clone(spec)
 		s["experiment"], s["profile"] = expID, p
-		if err := BeginRun(ctx, st, runID, kind, p.Name, s); err != nil {
+		if err := e.BeginRun(ctx, st, runID, kind, p.Name, s); err != nil {
 			return err
 		}
 		if _, err := CheckLink(ctx, st, tb, runID, "before", p, nil); err != nil {

@@ -26,9 +26,14 @@ import (
 // experiment's config embeds it.
 type Env struct {
 	Store      string    // SQLite file or postgres:// URL; default doxlab.db
-	Resume     string    // an experiment ID to continue, measuring only what is not stored
+	Resume     string    // an experiment ID to continue, measuring only what is not stored; it must be in the store
 	LowLatency bool      // testbed.Spec.LowLatency
 	Log        io.Writer // progress; default none
+	// Design is what the experiment measures (the CLI's flags, by name),
+	// recorded with its runs: a resume with another is refused unless
+	// Force, which the run then records. Nil: not checked.
+	Design map[string]string
+	Force  bool
 }
 
 // Environment returns the Env itself, so that every config that embeds
@@ -50,7 +55,8 @@ func (e *Env) Defaults() {
 func (e *Env) Flags(fs *flag.FlagSet, resumable bool) {
 	fs.StringVar(&e.Store, "store", "doxlab.db", "the store (SQLite file or postgres:// URL)")
 	if resumable {
-		fs.StringVar(&e.Resume, "resume", "", "continue the experiment with this ID")
+		fs.StringVar(&e.Resume, "resume", "", "continue the experiment with this `ID` (exactly, as printed when it started)")
+		fs.BoolVar(&e.Force, "force", false, "with --resume: continue even though the design flags differ from the stored ones (recorded with the run)")
 	}
 	fs.BoolVar(&e.LowLatency, "low-latency", false, "keep every CPU from halting while the testbed runs (see testbed up --low-latency), for VMs slow to wake a halted vCPU")
 }
@@ -189,6 +195,12 @@ func ApplyQuick(e Experiment, fs *flag.FlagSet) error {
 // mode, its emulator in a process of its own. done closes both, the testbed first.
 func (e *Env) Start(ctx context.Context, spec testbed.Spec) (st *store.Store, tb *testbed.Testbed, done func(), err error) {
 	if st, err = store.Open(ctx, e.Store); err != nil {
+		return nil, nil, nil, err
+	}
+	// An experiment to resume must be stored: a mistyped ID measures
+	// nothing rather than everything again.
+	if err := e.checkResume(ctx, st); err != nil {
+		st.Close()
 		return nil, nil, nil, err
 	}
 	spec.LowLatency = e.LowLatency

@@ -181,9 +181,12 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 			port++
 		}
 	}
-	expID := experiment.NewID(c.Resume, "amplification")
+	expID, err := c.ExperimentID("amplification")
+	if err != nil {
+		return "", err
+	}
 	runID := expID + "-" + c.Profile.Name
-	if err := experiment.BeginRun(ctx, st, runID, "experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
+	if err := c.BeginRun(ctx, st, runID, "experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
 		"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat}); err != nil {
 		return "", err
 	}

@@ -257,7 +257,10 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	e.roots = x509.NewCertPool()
 	e.roots.AppendCertsFromPEM(srvs.CertPEM())
 
-	expID := experiment.NewID(c.Resume, "coalescing")
+	expID, err := c.ExperimentID("coalescing")
+	if err != nil {
+		return "", err
+	}
 	seed := c.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -266,7 +269,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	spec := map[string]any{"server": srv.Config(), "servers": srvs.Configs(), "placement": place, "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "origins": c.Origins, "repeat": c.Repeat, "seed": seed,
 		"graphs": e.provenance()}
 	n := 0
-	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:coalescing", profiles, spec, func(p testbed.Profile, runID string) error {
+	err = c.EachProfile(ctx, st, tb, expID, "experiment:coalescing", profiles, spec, func(p testbed.Profile, runID string) error {
 		stored, err := experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfRun(runID))
 		if err != nil {
 			return err

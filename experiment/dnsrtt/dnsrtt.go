@@ -98,9 +98,12 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	ca := x509.NewCertPool()
 	ca.AppendCertsFromPEM(srv.CertPEM())
 
-	expID := experiment.NewID(c.Resume, "dnsrtt")
+	expID, err := c.ExperimentID("dnsrtt")
+	if err != nil {
+		return "", err
+	}
 	spec := map[string]any{"server": cfg, "transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat}
-	return expID, experiment.EachProfile(ctx, st, tb, expID, "experiment:dns-rtt", profiles, spec, func(p testbed.Profile, runID string) error {
+	return expID, c.EachProfile(ctx, st, tb, expID, "experiment:dns-rtt", profiles, spec, func(p testbed.Profile, runID string) error {
 		fmt.Fprintf(c.Log, "dns-rtt: %s (RTT %v): %d lookups per transport and condition\n", p.Name, p.RTT(), c.Repeat)
 		// The PAM method in-process, every socket (exchanges and probes)
 		// opened inside the client host, as hol and overhead do.

@@ -209,9 +209,12 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		}
 		defer srv.Close()
 	}
-	expID := experiment.NewID(c.Resume, "hol")
+	expID, err := c.ExperimentID("hol")
+	if err != nil {
+		return "", err
+	}
 	spec := map[string]any{"transports": c.Transports, "queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed}
-	return expID, experiment.EachProfile(ctx, st, tb, expID, "experiment:hol", profiles, spec, func(p testbed.Profile, runID string) error {
+	return expID, c.EachProfile(ctx, st, tb, expID, "experiment:hol", profiles, spec, func(p testbed.Profile, runID string) error {
 		stored, err := experiment.LoadResults[Query](ctx, st, KindQuery, experiment.OfRun(runID))
 		if err != nil {
 			return err

@@ -231,9 +231,12 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	expID := experiment.NewID(c.Resume, "overhead")
+	expID, err := c.ExperimentID("overhead")
+	if err != nil {
+		return "", err
+	}
 	runID := expID + "-none"
-	if err := experiment.BeginRun(ctx, st, runID, "experiment:overhead", "none", map[string]any{"experiment": expID, "transports": c.Transports,
+	if err := c.BeginRun(ctx, st, runID, "experiment:overhead", "none", map[string]any{"experiment": expID, "transports": c.Transports,
 		"modes": c.Modes, "certs": octets, "names": len(c.Names), "key_share": c.KeyShare}); err != nil {
 		return expID, err
 	}

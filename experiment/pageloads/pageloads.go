@@ -227,7 +227,10 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	defer e.srvs.Close()
 	defer e.closeBrowsers(true)
 
-	expID := experiment.NewID(c.Resume, "web")
+	expID, err := c.ExperimentID("web")
+	if err != nil {
+		return "", err
+	}
 	seed := c.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -235,7 +238,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	spec := map[string]any{"server": e.srv.Config(), "servers": e.srvs.Configs(), "placement": place, "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes, "engines": c.Engines,
 		"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}
-	err = experiment.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
+	err = c.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
 		done, err := st.LoadsDone(ctx, runID)
 		if err != nil {
 			return err

@@ -126,10 +126,13 @@ func (c *ServerLoad) Run(ctx context.Context) (string, error) {
 	defer srv.Close()
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(srv.CertPEM())
-	expID := experiment.NewID("", "server-load")
+	expID, err := c.ExperimentID("server-load")
+	if err != nil {
+		return "", err
+	}
 	runID := expID + "-loopback"
 	bound := bench.Bound{P99: c.P99, MaxLoss: c.MaxLoss}
-	if err := experiment.BeginRun(ctx, st, runID, "experiment:server-load", "", map[string]any{"experiment": expID, "transports": c.Transports,
+	if err := c.BeginRun(ctx, st, runID, "experiment:server-load", "", map[string]any{"experiment": expID, "transports": c.Transports,
 		"rates": rates, "step": c.Step.String(), "bound": bound, "conns": c.Conns, "server": "doxlab serve, in process, static answers",
 		"cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "pinning": "client and server share this process and its cores, unpinned"}); err != nil {
 		return "", err

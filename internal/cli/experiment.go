@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -72,13 +73,17 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	env.Log = stderr
+	env.Design = design(fs)
 	run := e.Run
 	if info.Resumable {
 		// The library returns the ID with its error; the hint is the CLI's.
 		run = func(ctx context.Context) (string, error) {
 			id, err := e.Run(ctx)
-			if err != nil && id != "" {
-				err = fmt.Errorf("%w (what was measured is stored; continue with --resume %s)", err, id)
+			switch {
+			case errors.Is(err, experiment.ErrDesignChanged):
+				err = fmt.Errorf("%w (resume with the same flags, or add --force to mix the designs anyway)", err)
+			case err != nil && id != "":
+				err = fmt.Errorf("%w (what was measured is stored; continue with: doxlab experiment %s --resume %s --store %s)", err, info.Name, id, env.Store)
 			}
 			return id, err
 		}
@@ -150,8 +155,8 @@ func runAndShow(name, dsn string, stderr io.Writer, run func(context.Context) (s
 	id, err := run(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", name, err)
-		if id == "" {
-			return 1
+		if id == "" || errors.Is(err, experiment.ErrDesignChanged) {
+			return 1 // nothing of this run to show
 		}
 	}
 	st, err2 := store.Open(context.Background(), dsn)

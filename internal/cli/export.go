@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -19,7 +20,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dsn := new(string)
 	storeFlag(fs, dsn)
-	runID := fs.String("run", "", "only this run (default: all)")
+	runID := fs.String("run", "", "only this run, or every run of this experiment, by its exact `ID` (default: all)")
 	format := fs.String("format", "csv", "csv or parquet")
 	outPath := fs.String("out", "", "write to `FILE` (default: standard output; required for parquet)")
 	list := fs.Bool("runs", false, "list the runs instead")
@@ -59,6 +60,10 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	default:
 		return fail(exitUsage, "unknown table %q (want samples, loads or results)", *table)
 	}
+	sel, err := selectRun(ctx, st, *runID)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
 	if *table == "results" && *format != "csv" {
 		return fail(exitUsage, "results are JSON lines; leave --format out")
 	}
@@ -72,16 +77,17 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		w = f
 	}
 	var n int
-	var err error
 	switch *table {
 	case "samples":
 		var rows []store.Row
-		if rows, err = st.Rows(ctx, *runID); err == nil {
+		if rows, err = st.Rows(ctx, ""); err == nil {
+			rows = slices.DeleteFunc(rows, func(r store.Row) bool { return !sel.keep(r.RunID) })
 			n, err = len(rows), writeRows(w, *format, rows)
 		}
 	case "loads":
 		var rows []store.LoadRow
-		if rows, err = st.LoadRows(ctx, *runID); err == nil {
+		if rows, err = st.LoadRows(ctx, sel.prefix()); err == nil {
+			rows = slices.DeleteFunc(rows, func(r store.LoadRow) bool { return !sel.keep(r.RunID) })
 			n, err = len(rows), writeRows(w, *format, rows)
 		}
 	case "results":
@@ -94,7 +100,10 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, k := range kinds {
 			if err == nil {
-				err = st.Results(ctx, *runID, k, func(id string, raw []byte) error {
+				err = st.Results(ctx, sel.prefix(), k, func(id string, raw []byte) error {
+					if !sel.keep(id) {
+						return nil
+					}
 					n++
 					_, err := fmt.Fprintf(w, "{\"run_id\":%q,\"kind\":%q,\"record\":%s}\n", id, k, raw)
 					return err
@@ -150,4 +159,65 @@ func writeRows[T store.Exportable](w io.Writer, format string, rows []T) error {
 		return store.WriteParquet(w, rows)
 	}
 	return store.WriteCSV(w, rows)
+}
+
+// selection is what --run names: every run (""), one run exactly, or
+// every run of one experiment.
+type selection struct {
+	id         string
+	experiment bool // id is an experiment's: its runs are id + "-" + profile
+}
+
+// keep reports whether a run ID is selected.
+func (s selection) keep(runID string) bool {
+	switch {
+	case s.id == "":
+		return true
+	case s.experiment:
+		return strings.HasPrefix(runID, s.id+"-")
+	}
+	return runID == s.id
+}
+
+// prefix is the selection as a run-ID prefix, for the loaders that take
+// one; selectRun makes sure it selects nothing more.
+func (s selection) prefix() string {
+	if s.experiment {
+		return s.id + "-"
+	}
+	return s.id
+}
+
+// selectRun resolves --run exactly, against the store's run and
+// experiment IDs: an unknown ID is an error naming the closest known.
+func selectRun(ctx context.Context, st *store.Store, id string) (selection, error) {
+	if id == "" {
+		return selection{}, nil
+	}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return selection{}, err
+	}
+	exps, err := experiment.StoredIDs(ctx, st)
+	if err != nil {
+		return selection{}, err
+	}
+	if slices.Contains(exps, id) {
+		return selection{id: id, experiment: true}, nil
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	if !slices.Contains(ids, id) {
+		return selection{}, fmt.Errorf("no run or experiment %q in the store%s", id, experiment.Closest(id, append(exps, ids...)))
+	}
+	// A run ID that starts another's ("-4g" and "-4g-medium") would
+	// select both where runs are chosen by prefix.
+	for _, other := range ids {
+		if other != id && strings.HasPrefix(other, id) {
+			return selection{}, fmt.Errorf("run %q is the start of run %q too; name the experiment instead (%s) or export the run alone", id, other, experiment.Closest(id, exps))
+		}
+	}
+	return selection{id: id}, nil
 }

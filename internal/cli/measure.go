@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
 
@@ -143,6 +144,9 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 			mr.runID = lastRun(ctx, st, mr.kind, spec)
 		}
 		if mr.runID != "" {
+			if err := knownRun(ctx, st, mr.runID, mr.kind); err != nil {
+				return fail("%v", err)
+			}
 			done, err := st.Done(ctx, mr.runID)
 			if err != nil {
 				return fail("%v", err)
@@ -155,7 +159,7 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 			if err := st.BeginRun(ctx, run); err != nil {
 				return fail("%v", err)
 			}
-			fmt.Fprintf(stderr, "doxlab %s: run %s\n", mr.kind, run.ID)
+			fmt.Fprintf(stderr, "doxlab %s: run %s (continue it with the same arguments and --run %s)\n", mr.kind, run.ID, run.ID)
 		}
 	}
 	var storeErr error
@@ -287,10 +291,29 @@ func summarize(w io.Writer, samples []*measure.Sample) {
 	fmt.Fprintln(w)
 }
 
+// knownRun fails unless the store holds a run of kind with exactly this
+// ID, naming the closest it holds.
+func knownRun(ctx context.Context, st *store.Store, id, kind string) error {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, r := range runs {
+		if r.Kind != kind {
+			continue
+		}
+		if r.ID == id {
+			return nil
+		}
+		ids = append(ids, r.ID)
+	}
+	return fmt.Errorf("no %s run %q in the store%s", kind, id, experiment.Closest(id, ids))
+}
+
 // answered is whether the measured exchange got an answer: only those
 // are timed.
 func answered(s *measure.Sample) bool { return s.Status.HasResponse() && s.Measure != nil }
-
 
 // lastRun is the newest stored run of this kind with the same spec, or "".
 func lastRun(ctx context.Context, st *store.Store, kind string, spec measure.Spec) string {

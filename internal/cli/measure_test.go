@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
 )
 
 // startServe runs 'doxlab serve' with args until the test ends and
@@ -65,4 +67,47 @@ func TestMeasureKeepsResolversApart(t *testing.T) {
 	require.Less(t, medians[fastURL], 25.0, out)
 	require.GreaterOrEqual(t, medians[slowURL], 30.0, out)
 	require.Contains(t, out, "answered 12/12")
+}
+
+// TestRunIDsAreExact: a mistyped or unknown ID measures, reports and
+// exports nothing, and names the IDs the store does hold.
+func TestRunIDsAreExact(t *testing.T) {
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "s.db")
+	srv := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
+	code, _, errOut := run("measure", "--store", dsn, "--conditions", "fresh", "--transports", "udp", "udp://"+srv.Listeners["udp"])
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "continue it with the same arguments and --run ")
+	st, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	runs, err := st.Runs(ctx)
+	require.NoError(t, err)
+	st.Close()
+	require.Len(t, runs, 1)
+	id := runs[0].ID
+
+	for _, args := range [][]string{
+		{"measure", "--store", dsn, "--run", id[:len(id)-1], "udp://" + srv.Listeners["udp"]},
+		{"report", "--store", dsn, "--run", id[:len(id)-1], "--out", t.TempDir()},
+		{"export", "--store", dsn, "--run", id + "x"},
+	} {
+		code, out, errOut := run(args...)
+		require.Equal(t, 2, code, "%v: %s", args, errOut)
+		require.Contains(t, errOut, "the closest it holds: "+id, args)
+		require.Empty(t, out, args)
+	}
+	st, err = store.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer st.Close()
+	rows, err := st.Rows(ctx, "")
+	require.NoError(t, err)
+	require.Len(t, rows, 1, "nothing measured again")
+
+	// An experiment resumed by an unknown ID fails before its testbed.
+	code, _, errOut = run("experiment", "dns-rtt", "--store", dsn, "--resume", "dnsrtt-nosuch")
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, `no experiment "dnsrtt-nosuch"`)
+	after, err := st.Runs(ctx)
+	require.NoError(t, err)
+	require.Len(t, after, 1, "no run begun")
 }

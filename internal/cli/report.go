@@ -15,7 +15,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dsn := new(string)
 	storeFlag(fs, dsn)
-	runPrefix := fs.String("run", "", "only runs whose ID starts with this (an experiment ID, a run ID); default all")
+	runID := fs.String("run", "", "only this experiment's runs, or this run, by its exact `ID` (default: all)")
 	out := fs.String("out", "doxlab-report", "directory for report.html and the figures")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
@@ -30,7 +30,11 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer st.Close()
-	in, runs, err := report.Load(ctx, st, *runPrefix)
+	sel, err := selectRun(ctx, st, *runID)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	in, runs, err := report.Load(ctx, st, sel.prefix())
 	if err != nil {
 		return fail(1, "%v", err)
 	}

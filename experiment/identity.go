@@ -1,0 +1,174 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/doxlab/doxlab/store"
+)
+
+// ForcedKind records a resume that --force let through with a design
+// other than the stored one: the differences, beside the run's samples.
+var ForcedKind = store.NewKind("resume-forced")
+
+// StoredIDs lists the experiment IDs the store's runs belong to (each
+// run's spec names its experiment), oldest first.
+func StoredIDs(ctx context.Context, st *store.Store) ([]string, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range runs {
+		if id := experimentOf(r); id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// experimentOf is the experiment a run belongs to, "" for a run of none.
+func experimentOf(r store.Run) string {
+	var spec struct {
+		Experiment string `json:"experiment"`
+	}
+	if json.Unmarshal(r.Spec, &spec) != nil {
+		return ""
+	}
+	return spec.Experiment
+}
+
+// checkResume fails unless the store holds the experiment to resume,
+// exactly by its ID, naming the closest IDs it does hold.
+func (e *Env) checkResume(ctx context.Context, st *store.Store) error {
+	if e.Resume == "" {
+		return nil
+	}
+	ids, err := StoredIDs(ctx, st)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(ids, e.Resume) {
+		return nil
+	}
+	return fmt.Errorf("no experiment %q in %s%s", e.Resume, store.Redact(e.Store), Closest(e.Resume, ids))
+}
+
+// Closest says which of known are nearest to id, by edit distance: "; the
+// closest: a, b", or "" when known is empty.
+func Closest(id string, known []string) string {
+	if len(known) == 0 {
+		return " (it holds none)"
+	}
+	ks := slices.Clone(known)
+	slices.SortStableFunc(ks, func(a, b string) int { return distance(id, a) - distance(id, b) })
+	return "; the closest it holds: " + strings.Join(ks[:min(3, len(ks))], ", ")
+}
+
+// distance is the Levenshtein distance of a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// ExperimentID is the ID to resume (checked against the store by Start)
+// or a new one with the prefix, said on the log with the command that
+// resumes it, before anything is measured.
+func (e *Env) ExperimentID(prefix string) (string, error) {
+	id := e.Resume
+	if id == "" {
+		id = prefix + "-" + store.NewID()
+		fmt.Fprintf(e.Log, "%s: experiment %s (continue it with: doxlab experiment %s --resume %s --store %s)\n", prefix, id, cmdName(prefix), id, e.Store)
+		return id, nil
+	}
+	if !strings.HasPrefix(id, prefix+"-") {
+		return "", fmt.Errorf("experiment %q is not a %s experiment", id, cmdName(prefix))
+	}
+	fmt.Fprintf(e.Log, "%s: continuing experiment %s\n", prefix, id)
+	return id, nil
+}
+
+// cmdName is the command-line name of an experiment whose IDs start
+// with prefix.
+func cmdName(prefix string) string {
+	if prefix == "dnsrtt" {
+		return "dns-rtt"
+	}
+	return prefix
+}
+
+// BeginRun records a run of an experiment, with its design (Env.Design)
+// in its spec. A resumed experiment continues its runs: the design must
+// be the one stored, unless Env.Force, which the run then records
+// (ForcedKind).
+func (e *Env) BeginRun(ctx context.Context, st *store.Store, runID, kind, profile string, spec map[string]any) error {
+	if e.Design != nil {
+		spec = maps.Clone(spec)
+		spec["design"] = e.Design
+	}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(runs, func(r store.Run) bool { return r.ID == runID })
+	if i < 0 {
+		run := store.NewRun(kind, profile, spec)
+		run.ID = runID
+		return st.BeginRun(ctx, run)
+	}
+	var stored struct {
+		Design map[string]string `json:"design"`
+	}
+	if json.Unmarshal(runs[i].Spec, &stored) != nil || stored.Design == nil || e.Design == nil {
+		return nil // a run from before designs were recorded, or a caller without one
+	}
+	diff := DesignDiff(stored.Design, e.Design)
+	if len(diff) == 0 {
+		return nil
+	}
+	if !e.Force {
+		return fmt.Errorf("%w: %s", ErrDesignChanged, strings.Join(diff, "; "))
+	}
+	fmt.Fprintf(e.Log, "%s: resuming with a changed design, as forced: %s\n", runID, strings.Join(diff, "; "))
+	return st.WriteResult(ctx, runID, ForcedKind, time.Now().UTC().Format(time.RFC3339Nano), time.Now(), map[string]any{"differences": diff, "stored": stored.Design, "now": e.Design})
+}
+
+// ErrDesignChanged is resuming an experiment with other design flags
+// than it was begun with: its samples would mix two designs.
+var ErrDesignChanged = fmt.Errorf("the experiment was begun with another design")
+
+// DesignDiff lists how b differs from a: "repeat: 3 → 5".
+func DesignDiff(a, b map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if v, ok := b[k]; !ok || v != a[k] {
+			out = append(out, fmt.Sprintf("%s: %q → %q", k, a[k], v))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		if _, ok := a[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: (unset) → %q", k, b[k]))
+		}
+	}
+	return out
+}
