@@ -44,8 +44,12 @@ func Num(v float64) *float64 {
 
 // NewCell is a cell of table with keys, holding samples, summarized by s.
 func NewCell(table string, keys map[string]string, metric string, samples int, s stats.Summary) Cell {
-	return Cell{Table: table, Keys: keys, Metric: metric, Samples: samples, N: s.N,
-		Median: Num(s.Median), CILo: Num(s.Lo), CIHi: Num(s.Hi), CILevel: Num(s.Level), P25: Num(s.P25), P75: Num(s.P75), P95: Num(s.P95)}
+	c := Cell{Table: table, Keys: keys, Metric: metric, Samples: samples, N: s.N,
+		Median: Num(s.Median), P25: Num(s.P25), P75: Num(s.P75), P95: Num(s.P95)}
+	if s.Bounded() {
+		c.CILo, c.CIHi, c.CILevel = Num(s.Lo), Num(s.Hi), Num(s.Level)
+	}
+	return c
 }
 
 // Versus adds the comparison with a baseline, named.

@@ -10,7 +10,8 @@
 #                    chromium (the web experiment; renders the HTML report in a test)
 #   PyPI:            aioquic 1.7.2 (its DoQ server and HTTP/3 client examples),
 #                    aioquic 0.9.25 in a venv (QUIC drafts 29-32, for verify),
-#                    dnslib, wsproto, dnspython 2.9.2 with DoH and DoQ
+#                    dnslib, wsproto, dnspython 2.9.2 with DoH and DoQ,
+#                    numpy (the reference for the statistics tests)
 set -euo pipefail
 
 COREDNS_VERSION=v1.15.0
@@ -19,12 +20,13 @@ AIOQUIC_VERSION=1.7.2
 DNSLIB_VERSION=0.9.26
 DNSPYTHON_VERSION=2.9.2
 WSPROTO_VERSION=1.2.0
+NUMPY_VERSION=2.4.6
 PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 postgresql chromium python3-venv python3-numpy; do
+for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 postgresql chromium python3-venv; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
@@ -51,10 +53,12 @@ if ! go version -m "$GOBIN/h2spec" 2>/dev/null | grep -q "$H2SPEC_VERSION"; then
   go install "github.com/summerwind/h2spec/cmd/h2spec@$H2SPEC_VERSION"
 fi
 
-if ! python3 -c "import aioquic, dnslib, wsproto, dns.version, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION' or dns.version.version != '$DNSPYTHON_VERSION')" 2>/dev/null; then
-  say "pip install aioquic==$AIOQUIC_VERSION dnslib==$DNSLIB_VERSION wsproto==$WSPROTO_VERSION dnspython[doh,doq]==$DNSPYTHON_VERSION"
+# numpy is the reference outside Go that doxlab's statistics are checked
+# against (type-7 quantiles, as pandas and DuckDB compute them).
+if ! python3 -c "import aioquic, dnslib, wsproto, dns.version, numpy, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION' or dns.version.version != '$DNSPYTHON_VERSION' or numpy.__version__ != '$NUMPY_VERSION')" 2>/dev/null; then
+  say "pip install aioquic==$AIOQUIC_VERSION dnslib==$DNSLIB_VERSION wsproto==$WSPROTO_VERSION dnspython[doh,doq]==$DNSPYTHON_VERSION numpy==$NUMPY_VERSION"
   python3 -m pip install -q --root-user-action=ignore "aioquic==$AIOQUIC_VERSION" "dnslib==$DNSLIB_VERSION" \
-    "wsproto==$WSPROTO_VERSION" "dnspython[doh,doq]==$DNSPYTHON_VERSION"
+    "wsproto==$WSPROTO_VERSION" "dnspython[doh,doq]==$DNSPYTHON_VERSION" "numpy==$NUMPY_VERSION"
 fi
 
 # aioquic's DoQ server is an example: it ships in the sdist only.

@@ -51,7 +51,9 @@ func TestMeasureKeepsResolversApart(t *testing.T) {
 	fast := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
 	slow := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1", "--delay", "30ms")
 	fastURL, slowURL := "udp://"+fast.Listeners["udp"], "udp://"+slow.Listeners["udp"]
-	code, out, errOut := run("measure", "--conditions", "fresh", "--repeat", "6", fastURL, slowURL)
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "s.db")
+	code, out, errOut := run("measure", "--store", dsn, "--conditions", "fresh", "--repeat", "6", fastURL, slowURL)
 	require.Equal(t, 0, code, errOut)
 	medians := map[string]float64{}
 	for _, line := range strings.Split(out, "\n") {
@@ -67,6 +69,43 @@ func TestMeasureKeepsResolversApart(t *testing.T) {
 	require.Less(t, medians[fastURL], 25.0, out)
 	require.GreaterOrEqual(t, medians[slowURL], 30.0, out)
 	require.Contains(t, out, "answered 12/12")
+
+	// The report ranks them, the slow one significantly behind.
+	code, _, errOut = run("report", "--store", dsn, "--out", dir)
+	require.Equal(t, 0, code, errOut)
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	require.NoError(t, err)
+	page := string(html)
+	require.Contains(t, page, `id="resolvers"`)
+	require.Contains(t, page, `id="cdf-total-by-resolver"`)
+	i, j := strings.Index(page, "<td>1</td><td class=\"l\">"+fastURL), strings.Index(page, "<td>2</td><td class=\"l\">"+slowURL)
+	require.True(t, i > 0 && j > i, "fast ranked first, then slow")
+	require.Regexp(t, `<td class="l">&#43;[0-9.]+ % \(p=[0-9.]+ n=6&#43;6\)</td>`, page[j:], "the slow one apart from the fastest (html/template writes + as &#43;)")
+
+	// So does the JSON summary.
+	code, out, errOut = run("report", "--store", dsn, "--json")
+	require.Equal(t, 0, code, errOut)
+	var sum struct {
+		Cells []struct {
+			Table       string
+			Keys        map[string]string
+			Rank        int
+			Median      float64
+			Significant *bool
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	ranks := map[string]int{}
+	for _, c := range sum.Cells {
+		if c.Table == "resolvers" {
+			ranks[c.Keys["resolver"]] = c.Rank
+			if c.Rank == 2 {
+				require.True(t, *c.Significant)
+				require.GreaterOrEqual(t, c.Median, 30.0)
+			}
+		}
+	}
+	require.Equal(t, map[string]int{fastURL: 1, slowURL: 2}, ranks)
 }
 
 // TestRunIDsAreExact: a mistyped or unknown ID measures, reports and
@@ -110,4 +149,63 @@ func TestRunIDsAreExact(t *testing.T) {
 	after, err := st.Runs(ctx)
 	require.NoError(t, err)
 	require.Len(t, after, 1, "no run begun")
+}
+
+// TestStatisticsAgreeWithNumpyOnTheExport: the medians and quantiles
+// 'report --json' prints equal numpy's (linear, type 7) over 'export' of
+// the same store, per resolver, transport and condition, to 1e-9.
+func TestStatisticsAgreeWithNumpyOnTheExport(t *testing.T) {
+	py := peertest.Need(t, "python3", "apt-get install python3")
+	if exec.Command(py, "-c", "import numpy").Run() != nil {
+		peertest.Missing(t, "numpy not found; install it with: pip install numpy (or run bash .ci/run)")
+	}
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "s.db")
+	fast := startServe(t, "--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--any", "192.0.2.1")
+	slow := startServe(t, "--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--any", "192.0.2.1", "--delay", "3ms")
+	var targets []string
+	for _, s := range []server.Ready{fast, slow} {
+		targets = append(targets, "udp://"+s.Listeners["udp"], "tcp://"+s.Listeners["tcp"])
+	}
+	code, _, errOut := run(append([]string{"measure", "--store", dsn, "--conditions", "fresh", "--repeat", "8"}, targets...)...)
+	require.Equal(t, 0, code, errOut)
+	csv := filepath.Join(dir, "samples.csv")
+	code, _, errOut = run("export", "--store", dsn, "--out", csv)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := run("report", "--store", dsn, "--json")
+	require.Equal(t, 0, code, errOut)
+	var sum struct {
+		Cells []struct {
+			Table                 string
+			Keys                  map[string]string
+			N                     int
+			Median, P25, P75, P95 float64
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	cmd := exec.Command(py, "-c", `import csv, json, sys, numpy as np
+groups = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["total_ms"]:
+        groups.setdefault("|".join((r["target"], r["transport"], r["cond"] if "cond" in r else r["condition"])), []).append(float(r["total_ms"]))
+json.dump({k: [len(v), float(np.median(v))] + [float(np.percentile(v, q)) for q in (25, 75, 95)] for k, v in groups.items()}, sys.stdout)`, csv)
+	b, err := cmd.Output()
+	require.NoError(t, err)
+	var want map[string][5]float64
+	require.NoError(t, json.Unmarshal(b, &want))
+	require.Len(t, want, 4)
+	seen := 0
+	for _, c := range sum.Cells {
+		if c.Table != "resolvers" {
+			continue
+		}
+		w, ok := want[c.Keys["resolver"]+"|"+c.Keys["transport"]+"|"+c.Keys["condition"]]
+		require.True(t, ok, "%v", c.Keys)
+		require.Equal(t, int(w[0]), c.N, "%v", c.Keys)
+		for i, got := range []float64{c.Median, c.P25, c.P75, c.P95} {
+			require.InDelta(t, w[i+1], got, 1e-9, "%v, statistic %d", c.Keys, i)
+		}
+		seen++
+	}
+	require.Equal(t, 4, seen, "both resolvers over both transports, apart")
 }

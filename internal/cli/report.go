@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	storeFlag(fs, dsn)
 	runID := fs.String("run", "", "only this experiment's runs, or this run, by its exact `ID` (default: all)")
 	out := fs.String("out", "doxlab-report", "directory for report.html and the figures")
+	asJSON := fs.Bool("json", false, "print every statistic of the tables and findings as JSON instead (cells with their keys, n, median, 95 % interval, p-value; findings with their verdicts)")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -37,6 +39,17 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	in, runs, err := report.Load(ctx, st, sel.prefix())
 	if err != nil {
 		return fail(1, "%v", err)
+	}
+	if *asJSON {
+		if in.Empty() {
+			return fail(1, "no samples to report")
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report.Summarize(in)); err != nil {
+			return fail(1, "%v", err)
+		}
+		return exitOK
 	}
 	rep, err := report.Render(in, *out, report.Title(runs))
 	if err != nil {

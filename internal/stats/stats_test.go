@@ -87,7 +87,7 @@ func TestMannWhitneyExactValues(t *testing.T) {
 func TestAgreesWithNumpy(t *testing.T) {
 	py := peertest.Need(t, "python3", "apt-get install python3")
 	if exec.Command(py, "-c", "import numpy").Run() != nil {
-		peertest.Missing(t, "python3-numpy not found; install it with: apt-get install python3-numpy (or run bash .ci/run)")
+		peertest.Missing(t, "numpy not found; install it with: pip install numpy (or run bash .ci/run)")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	qs := []float64{0, 0.05, 0.25, 0.4, 0.5, 0.75, 0.8, 0.9, 0.95, 0.99, 1}
