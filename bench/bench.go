@@ -251,7 +251,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		stop := reportProgress(ctx, c, start, func(p *Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			p.snapshot(res.Sent, res.OK, inFlight, interval)
+			p.snapshot(res.Sent, res, interval)
 		})
 		defer stop()
 	}
@@ -338,10 +338,17 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 }
 
 // snapshot fills p from a run's counts and the latencies of its
-// interval, and starts the next interval.
-func (p *Progress) snapshot(sent, ok, inFlight int, interval *hdrhistogram.Histogram) {
-	p.Sent, p.OK, p.InFlight = sent, ok, inFlight
-	p.Failed = sent - ok - inFlight
+// interval, and starts the next interval. Answered and failed are the
+// counters the summary reports (Result.OK and Errors), read under the
+// lock that guards them; in flight is what is sent and not yet counted
+// either way. Deriving failed from a separately kept in-flight count
+// showed failures that never happened while answers were being counted.
+func (p *Progress) snapshot(sent int, res *Result, interval *hdrhistogram.Histogram) {
+	p.Sent, p.OK = sent, res.OK
+	for _, n := range res.Errors {
+		p.Failed += n
+	}
+	p.InFlight = max(0, sent-p.OK-p.Failed)
 	p.P50 = time.Duration(interval.ValueAtQuantile(50)) * time.Microsecond
 	p.P99 = time.Duration(interval.ValueAtQuantile(99)) * time.Microsecond
 	interval.Reset()

@@ -193,7 +193,7 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 		stop := reportProgress(ctx, c, start, func(p *Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			p.snapshot(int(sent.Load()), res.OK, int(inFlight.Load()), interval)
+			p.snapshot(int(sent.Load()), res, interval)
 		})
 		defer stop()
 	}

@@ -33,9 +33,11 @@ func TestLeanPathEveryTransport(t *testing.T) {
 	for proto, url := range map[string]string{"udp": "udp://" + a("udp"), "tcp": "tcp://" + a("tcp"), "dot": "tls://" + a("dot"),
 		"doh2": "https://" + a("doh") + "/dns-query", "doh3": "h3://" + a("doh3") + "/dns-query", "doq": "quic://" + a("doq")} {
 		t.Run(proto, func(t *testing.T) {
+			var reports []bench.Progress // from one goroutine, which Run ends before it returns
 			c := bench.Config{URL: url, Rate: 1000, Duration: 500 * time.Millisecond, Conns: 2, Keep: true,
-				Names:   []bench.Query{{Name: "a.example", Type: 1}, {Name: "b.example", Type: 28}},
-				Options: transport.Options{Reuse: true, RootCAs: roots}}
+				Names:    []bench.Query{{Name: "a.example", Type: 1}, {Name: "b.example", Type: 28}},
+				Options:  transport.Options{Reuse: true, RootCAs: roots},
+				Progress: func(p bench.Progress) { reports = append(reports, p) }, ProgressEvery: 20 * time.Millisecond}
 			require.True(t, bench.Lean(c))
 			res, err := bench.Run(context.Background(), c)
 			require.NoError(t, err)
@@ -46,6 +48,13 @@ func TestLeanPathEveryTransport(t *testing.T) {
 			require.Len(t, res.Samples, 500)
 			require.EqualValues(t, 2, s.Handshake.N, "one handshake per connection")
 			require.Positive(t, s.MaxInFlight)
+			// Progress counts what the summary counts: no failure shown
+			// where none happened.
+			require.NotEmpty(t, reports)
+			for _, p := range reports {
+				require.Zero(t, p.Failed, "%+v", p)
+				require.Equal(t, p.Sent, p.OK+p.InFlight, "%+v", p)
+			}
 		})
 	}
 	c := bench.Config{URL: "https://" + a("doh") + "/dns-query", Rate: 10, Options: transport.Options{Reuse: true, HTTPVersion: "1.1"}}
