@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"strconv"
@@ -30,33 +31,33 @@ type Row struct {
 	Hostname      string `parquet:"hostname"`
 	// The vantage point a campaign's worker measured from (empty outside
 	// campaigns), and the delivery of its job that measured it.
-	Vantage         string   `parquet:"vantage"`
-	VantageAddress  string   `parquet:"vantage_address"`
-	VantageNetwork  string   `parquet:"vantage_network"`
-	VantageASN      int64    `parquet:"vantage_asn"`
-	VantageLocation string   `parquet:"vantage_location"`
-	JobAttempt      int64    `parquet:"job_attempt"`
-	StartedAt       string   `parquet:"started_at"`
-	Target          string   `parquet:"target"`
-	URL             string   `parquet:"url"`
-	Transport       string   `parquet:"transport"`
-	Condition       string   `parquet:"condition"`
-	Rep             int64    `parquet:"rep"`
-	Status          string   `parquet:"status"`
-	Rcode           string   `parquet:"rcode"`
-	ProbeRTTMs      *float64 `parquet:"probe_rtt_ms,optional"`
-	HandshakeMs     *float64 `parquet:"handshake_ms,optional"`
-	QueryMs         *float64 `parquet:"query_ms,optional"`
-	TotalMs         *float64 `parquet:"total_ms,optional"`
-	HandshakeRTT    *float64 `parquet:"handshake_rtt,optional"`
-	ResolveRTT      *float64 `parquet:"resolve_rtt,optional"`
-	TotalRTT        *float64 `parquet:"total_rtt,optional"`
-	TLSResumed      bool     `parquet:"tls_resumed"`
-	Used0RTT        bool     `parquet:"used_0rtt"`
-	Retry           bool     `parquet:"retry"`
-	TokenUsed       bool     `parquet:"token_used"`
-	QUICVersion     string   `parquet:"quic_version"`
-	ALPN            string   `parquet:"alpn"`
+	Vantage         string    `parquet:"vantage"`
+	VantageAddress  string    `parquet:"vantage_address"`
+	VantageNetwork  string    `parquet:"vantage_network"`
+	VantageASN      int64     `parquet:"vantage_asn"`
+	VantageLocation string    `parquet:"vantage_location"`
+	JobAttempt      int64     `parquet:"job_attempt"`
+	StartedAt       time.Time `parquet:"started_at,timestamp(microsecond:utc)"`
+	Target          string    `parquet:"target"`
+	URL             string    `parquet:"url"`
+	Transport       string    `parquet:"transport"`
+	Condition       string    `parquet:"condition"`
+	Rep             int64     `parquet:"rep"`
+	Status          string    `parquet:"status"`
+	Rcode           string    `parquet:"rcode"`
+	ProbeRTTMs      *float64  `parquet:"probe_rtt_ms,optional"`
+	HandshakeMs     *float64  `parquet:"handshake_ms,optional"`
+	QueryMs         *float64  `parquet:"query_ms,optional"`
+	TotalMs         *float64  `parquet:"total_ms,optional"`
+	HandshakeRTT    *float64  `parquet:"handshake_rtt,optional"`
+	ResolveRTT      *float64  `parquet:"resolve_rtt,optional"`
+	TotalRTT        *float64  `parquet:"total_rtt,optional"`
+	TLSResumed      bool      `parquet:"tls_resumed"`
+	Used0RTT        bool      `parquet:"used_0rtt"`
+	Retry           bool      `parquet:"retry"`
+	TokenUsed       bool      `parquet:"token_used"`
+	QUICVersion     string    `parquet:"quic_version"`
+	ALPN            string    `parquet:"alpn"`
 	// The measured exchange at the socket (transport.Record's bytes and
 	// packets: UDP payloads or TCP payload with TLS, datagrams or TCP
 	// segments), handshake included on a new connection.
@@ -96,12 +97,17 @@ func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 	for rows.Next() {
 		var r Row
 		var f [7]sql.NullFloat64
-		var raw string
-		if err := rows.Scan(&r.RunID, &r.Kind, &r.Profile, &r.DoxlabVersion, &r.Kernel, &r.Hostname, &r.StartedAt, &r.Target, &r.URL,
+		var raw, started string
+		if err := rows.Scan(&r.RunID, &r.Kind, &r.Profile, &r.DoxlabVersion, &r.Kernel, &r.Hostname, &started, &r.Target, &r.URL,
 			&r.Transport, &r.Condition, &r.Rep, &r.Status, &r.Rcode, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6],
 			&r.TLSResumed, &r.Used0RTT, &r.Retry, &r.TokenUsed, &r.QUICVersion, &r.ALPN, &raw); err != nil {
 			return nil, err
 		}
+		var err error
+		if r.StartedAt, err = time.Parse(time.RFC3339Nano, started); err != nil {
+			return nil, fmt.Errorf("sample of run %s: start time %q: %w", r.RunID, started, err)
+		}
+		r.StartedAt = r.StartedAt.UTC()
 		var x struct {
 			Measure *struct {
 				Bytes, Packets transport.Counts
@@ -111,7 +117,7 @@ func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 			Vantage *measure.Vantage
 			Job     *measure.JobInfo
 		}
-		err := json.Unmarshal([]byte(raw), &x)
+		err = json.Unmarshal([]byte(raw), &x)
 		if v := x.Vantage; err == nil && v != nil {
 			r.Vantage, r.VantageAddress, r.VantageNetwork, r.VantageASN, r.VantageLocation = v.Name, v.Address, v.Network, int64(v.ASN), v.Location
 		}
@@ -142,13 +148,11 @@ func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 	return out, rows.Err()
 }
 
-// Exportable are the row types the store exports: samples and page loads.
-type Exportable interface{ Row | LoadRow }
-
 // WriteCSV writes rows with a header, a column per field named by its
 // parquet tag, so the CSV and Parquet exports always have the same
 // columns; missing values are empty cells.
-func WriteCSV[T Exportable](w io.Writer, rows []T) error {
+// A time is written in RFC 3339 with nanoseconds, in UTC.
+func WriteCSV[T any](w io.Writer, rows []T) error {
 	t := reflect.TypeFor[T]()
 	cw := csv.NewWriter(w)
 	var header []string
@@ -166,6 +170,10 @@ func WriteCSV[T Exportable](w io.Writer, rows []T) error {
 					continue
 				}
 				f = f.Elem()
+			}
+			if t, ok := f.Interface().(time.Time); ok {
+				rec[i] = t.UTC().Format(time.RFC3339Nano)
+				continue
 			}
 			switch f.Kind() {
 			case reflect.String:
@@ -187,28 +195,28 @@ func WriteCSV[T Exportable](w io.Writer, rows []T) error {
 // LoadRow is one page load of the web experiment, flattened; the whole
 // sample (timings, stub and server records) stays in the store.
 type LoadRow struct {
-	RunID      string   `parquet:"run_id"`
-	StartedAt  string   `parquet:"started_at"`
-	Profile    string   `parquet:"profile"`
-	Page       string   `parquet:"page"`
-	Transport  string   `parquet:"transport"`
-	StubState  string   `parquet:"stub_state"`
-	H3         string   `parquet:"h3"`
-	DNSMode    string   `parquet:"dns_mode"`
-	Engine     string   `parquet:"engine"` // chromium, or doxlab (the page loader)
-	Rep        int64    `parquet:"rep"`
-	Status     string   `parquet:"status"`
-	Error      string   `parquet:"error"`
-	Protocol   string   `parquet:"protocol"`
-	PLTMs      *float64 `parquet:"plt_ms,optional"`
-	FCPMs      *float64 `parquet:"fcp_ms,optional"`
-	LCPMs      *float64 `parquet:"lcp_ms,optional"`
-	DNSMs      *float64 `parquet:"dns_ms,optional"`
-	H3Used0RTT bool     `parquet:"h3_0rtt"`
-	H3Resumed  bool     `parquet:"h3_resumed"`
-	DNSReused  bool     `parquet:"dns_reused"`
-	DNSResumed bool     `parquet:"dns_resumed"`
-	DNS0RTT    bool     `parquet:"dns_0rtt"`
+	RunID      string    `parquet:"run_id"`
+	StartedAt  time.Time `parquet:"started_at,timestamp(microsecond:utc)"`
+	Profile    string    `parquet:"profile"`
+	Page       string    `parquet:"page"`
+	Transport  string    `parquet:"transport"`
+	StubState  string    `parquet:"stub_state"`
+	H3         string    `parquet:"h3"`
+	DNSMode    string    `parquet:"dns_mode"`
+	Engine     string    `parquet:"engine"` // chromium, or doxlab (the page loader)
+	Rep        int64     `parquet:"rep"`
+	Status     string    `parquet:"status"`
+	Error      string    `parquet:"error"`
+	Protocol   string    `parquet:"protocol"`
+	PLTMs      *float64  `parquet:"plt_ms,optional"`
+	FCPMs      *float64  `parquet:"fcp_ms,optional"`
+	LCPMs      *float64  `parquet:"lcp_ms,optional"`
+	DNSMs      *float64  `parquet:"dns_ms,optional"`
+	H3Used0RTT bool      `parquet:"h3_0rtt"`
+	H3Resumed  bool      `parquet:"h3_resumed"`
+	DNSReused  bool      `parquet:"dns_reused"`
+	DNSResumed bool      `parquet:"dns_resumed"`
+	DNS0RTT    bool      `parquet:"dns_0rtt"`
 	// The page's lookups and origins (see web.Sample and web.OriginFacts):
 	// names the stub resolved, those a request waited for and the DNS time
 	// on requests' paths and in all; the origins the load touched, those
@@ -229,7 +237,7 @@ type LoadRow struct {
 func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) {
 	var out []LoadRow
 	err := s.eachLoad(ctx, prefix, func(id string, x *web.Sample) error {
-		r := LoadRow{RunID: id, StartedAt: x.Start.UTC().Format(time.RFC3339Nano), Profile: x.Profile, Page: x.Page, Transport: x.Transport,
+		r := LoadRow{RunID: id, StartedAt: x.Start.UTC(), Profile: x.Profile, Page: x.Page, Transport: x.Transport,
 			StubState: x.StubState, H3: x.Task.H3, DNSMode: x.DNSMode, Engine: x.EngineName(), Rep: int64(x.Rep), Status: x.Status, Error: x.Error,
 			H3Used0RTT: x.H3Used0RTT, H3Resumed: x.H3Resumed}
 		if x.Load != nil {
@@ -256,4 +264,4 @@ func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) 
 }
 
 // WriteParquet writes rows as one Parquet file.
-func WriteParquet[T Exportable](w io.Writer, rows []T) error { return parquet.Write(w, rows) }
+func WriteParquet[T any](w io.Writer, rows []T) error { return parquet.Write(w, rows) }

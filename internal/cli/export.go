@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -24,7 +25,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "csv", "csv or parquet")
 	outPath := fs.String("out", "", "write to `FILE` (default: standard output; required for parquet)")
 	list := fs.Bool("runs", false, "list the runs instead")
-	table := fs.String("table", "samples", "samples (DNS measurements), loads (page loads of the web experiment), or results (the other experiments' records, as JSON lines; --kind picks one)")
+	table := fs.String("table", "samples", "samples (DNS measurements), loads (page loads of the web experiment), "+exportTables()+", or results (every experiment's records whole, as JSON lines; --kind picks one)")
 	kind := fs.String("kind", "", "with --table results: one of "+kindList()+" (default all)")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
@@ -55,10 +56,12 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	switch *table {
-	case "samples", "loads", "results":
-	default:
-		return fail(exitUsage, "unknown table %q (want samples, loads or results)", *table)
+	tables := []string{"samples", "loads"}
+	for _, e := range experiment.Exports() {
+		tables = append(tables, e.Table)
+	}
+	if tables = append(tables, "results"); !slices.Contains(tables, *table) {
+		return fail(exitUsage, "unknown table %q (want %s)", *table, strings.Join(tables, ", "))
 	}
 	sel, err := selectRun(ctx, st, *runID)
 	if err != nil {
@@ -110,14 +113,33 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 				})
 			}
 		}
+	default:
+		for _, e := range experiment.Exports() {
+			if e.Table == *table {
+				n, err = e.Write(ctx, st, sel.keep, w, *format == "parquet")
+			}
+		}
 	}
 	if err != nil {
 		return fail(1, "%v", err)
+	}
+	if n == 0 {
+		// An empty file is no answer: say so, and fail, as grep does.
+		return fail(1, "no %s in %s (tables: %s)", *table, cmp.Or(*runID, "the store"), strings.Join(tables, ", "))
 	}
 	if *outPath != "" {
 		fmt.Fprintf(stderr, "doxlab export: %d %s to %s\n", n, *table, *outPath)
 	}
 	return exitOK
+}
+
+// exportTables names the experiments' own export tables for help.
+func exportTables() string {
+	var out []string
+	for _, e := range experiment.Exports() {
+		out = append(out, e.Table+" ("+e.Doc+")")
+	}
+	return strings.Join(out, ", ")
 }
 
 // kindList spells the declared result kinds for help and errors.
@@ -154,7 +176,7 @@ func openExistingStore(ctx context.Context, dsn, cmd string, stderr io.Writer) (
 }
 
 // writeRows writes rows as Parquet or CSV.
-func writeRows[T store.Exportable](w io.Writer, format string, rows []T) error {
+func writeRows[T any](w io.Writer, format string, rows []T) error {
 	if format == "parquet" {
 		return store.WriteParquet(w, rows)
 	}
