@@ -3,12 +3,14 @@ package bench_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
@@ -73,6 +75,17 @@ func TestRunKeepsSamples(t *testing.T) {
 		seen[s.At] = true
 		require.GreaterOrEqual(t, s.Latency, s.Service)
 	}
+	// Kept samples give exact percentiles, the ones numpy computes on
+	// the export (internal/stats), not the histogram's 3 digits.
+	sum := res.Summarize()
+	require.True(t, sum.Latency.Exact)
+	var lat []float64
+	for _, s := range res.Samples {
+		lat = append(lat, float64(s.Latency)/float64(time.Millisecond))
+	}
+	slices.Sort(lat)
+	require.Equal(t, stats.Quantile(lat, 0.5), sum.Latency.P["50"])
+	require.Equal(t, stats.Quantile(lat, 0.99), sum.Latency.P["99"])
 	require.NotEmpty(t, reports, "progress while it sends")
 	last := reports[len(reports)-1]
 	require.Positive(t, last.OK)

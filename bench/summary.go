@@ -5,19 +5,39 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/doxlab/doxlab/internal/stats"
 )
 
 // Percentiles are the ones every summary gives.
 var Percentiles = []float64{50, 90, 99, 99.9, 99.99}
 
-// Dist is a histogram's summary in ms.
+// Dist is a distribution's summary in ms.
 type Dist struct {
 	N    int64              `json:"n"`
 	Mean float64            `json:"mean_ms"`
 	Max  float64            `json:"max_ms"`
 	P    map[string]float64 `json:"percentiles_ms"` // "50", "99.9", ...
+	// Exact: the percentiles come from every sample (internal/stats,
+	// type 7, as numpy computes them), where the run kept them; else
+	// from an HDR histogram, to 3 significant digits.
+	Exact bool `json:"exact"`
+}
+
+// exactDist summarizes kept values (ms) exactly.
+func exactDist(v []float64) Dist {
+	s := stats.Sorted(v)
+	d := Dist{N: int64(len(s)), P: map[string]float64{}, Exact: true}
+	if len(s) == 0 {
+		return d
+	}
+	d.Mean, d.Max = stats.Mean(s), s[len(s)-1]
+	for _, p := range Percentiles {
+		d.P[fmt.Sprint(p)] = stats.Quantile(s, p/100)
+	}
+	return d
 }
 
 func dist(h *hdrhistogram.Histogram) Dist {
@@ -59,6 +79,25 @@ func (r *Result) Summarize() Summary {
 		Handshake: dist(r.Handshake), MaxInFlight: r.MaxInFlightObserved}
 	if r.OpenLoop {
 		s.Mode, s.IntendedQPS = "open-loop", r.Intended
+	}
+	if len(r.Samples) > 0 {
+		// Every query was kept: exact figures, the ones the export
+		// gives pandas and DuckDB.
+		var lat, svc, hs []float64
+		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+		for _, x := range r.Samples {
+			if !x.Status.HasResponse() {
+				continue
+			}
+			lat, svc = append(lat, ms(x.Latency)), append(svc, ms(x.Service))
+			if x.Handshake > 0 {
+				hs = append(hs, ms(x.Handshake))
+			}
+		}
+		s.Latency, s.Service = exactDist(lat), exactDist(svc)
+		if len(hs) > 0 { // the lean path keeps no handshake per query
+			s.Handshake = exactDist(hs)
+		}
 	}
 	for st, n := range r.Errors {
 		s.Errors[string(st)] = n

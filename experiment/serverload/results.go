@@ -18,6 +18,7 @@ import (
 	"github.com/doxlab/doxlab/bench"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
+	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
@@ -381,7 +382,7 @@ func spectrumFigure(set *figure.Set, picked []*bench.Stored) error {
 		for i := 0; i <= 200; i++ {
 			x := last * float64(i) / 200
 			q := 1 - math.Pow(10, -x)
-			v := lats[min(len(lats)-1, int(q*n))]
+			v := stats.Quantile(lats, q)
 			pts = append(pts, plotter.XY{X: x, Y: v})
 			data.Add(b.Run, b.Name(), 100*q, v)
 		}
