@@ -31,6 +31,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/quicvarint"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
@@ -341,14 +342,25 @@ func TestDoQConnectionBuffer(t *testing.T) {
 }
 
 // TestDoQStreamRules: RFC 9250 allows one query per bidirectional stream;
-// a unidirectional stream, a second message or trailing octets close the
-// connection with DOQ_PROTOCOL_ERROR.
+// a unidirectional stream, a second message, trailing octets or a
+// response (QR=1) sent as a query close the connection with
+// DOQ_PROTOCOL_ERROR.
 func TestDoQStreamRules(t *testing.T) {
 	ts := start(t, nil)
 	q := query("rules.example")
 	q.Id = 0
 	b, _ := q.Pack()
+	q.Response = true
+	resp, _ := q.Pack()
 	for name, send := range map[string]func(*quic.Conn) error{
+		"response": func(c *quic.Conn) error {
+			str, err := c.OpenStream()
+			if err == nil {
+				_, err = str.Write(prefix(resp))
+				str.Close()
+			}
+			return err
+		},
 		"unidirectional": func(c *quic.Conn) error {
 			str, err := c.OpenUniStream()
 			if err == nil {
@@ -476,9 +488,11 @@ func requireClosedWith(t *testing.T, c *quic.Conn, code quic.ApplicationErrorCod
 
 // TestDNSStreamRules: on the web listener's HTTP/3 connections, a DNS
 // stream (docs/dnsstream.md) is answered; one with a bad frame, two
-// queries or a signal with nothing after it is reset on its own with
-// H3_MESSAGE_ERROR or H3_REQUEST_CANCELLED, and the connection goes on
-// serving DNS streams and page requests.
+// queries, a signal then FIN, or a response (QR=1) is reset on its own
+// with H3_MESSAGE_ERROR, and the connection goes on serving DNS streams
+// and page requests. A connection whose only stream stalls (a signal
+// with nothing after it, half a signal) is closed once handshake_timeout
+// has passed.
 func TestDNSStreamRules(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>ok</html>"), 0o644))
@@ -514,7 +528,9 @@ func TestDNSStreamRules(t *testing.T) {
 		"short-prefix": {good[:5], true, 0x10e},
 		"two-queries":  {append(slices.Clone(good), good[4:]...), true, 0x10e},
 		"not-dns":      {append(good[:4:4], 0, 12, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12), true, 0x10e},
-		"silent":       {good[:4], false, 0x10c},
+		"bare-signal":  {good[:4], true, 0x10e},
+		"half-signal":  {good[:2], true, 0x10d}, // not a signal: an incomplete HTTP/3 request
+		"response":     {responseStream(t), true, 0x10e},
 	} {
 		_, err := exchange(c.send, c.fin)
 		var se *quic.StreamError
@@ -533,4 +549,149 @@ func TestDNSStreamRules(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	require.Equal(t, "<html>ok</html>", string(body), "the page still loads on the connection")
 	require.NotEmpty(t, ts.records("query", "dnsstream"))
+
+	for name, send := range map[string][]byte{"silent": good[:4], "half-signal": good[:2], "frame-type": {0x40}} {
+		c, err := dialQUIC(t, net.IPv4(127, 0, 0, 1), ts.Addr("web"), "h3")
+		require.NoError(t, err, name)
+		str, err := c.OpenStreamSync(context.Background())
+		require.NoError(t, err)
+		str.Write(send)
+		start := time.Now()
+		requireClosedWith(t, c, 0x100)
+		t.Logf("%s: closed after %v", name, time.Since(start).Round(time.Millisecond))
+		require.Less(t, time.Since(start), 300*time.Millisecond+2*time.Second, name)
+	}
+}
+
+// responseStream is a DNS stream carrying a response (QR=1) as a query.
+func responseStream(t *testing.T) []byte {
+	m := query("stream.example")
+	m.Id, m.Response = 0, true
+	wire, err := m.Pack()
+	require.NoError(t, err)
+	out, err := dnswire.AppendDNSStreamQuery(nil, wire)
+	require.NoError(t, err)
+	return out
+}
+
+// TestStalledStreamsLockNobodyOut: the connection limit's worth of QUIC
+// connections from 10 sources (10 each, the per-source cap), each holding
+// one stream whose end never comes: a DoQ query answered but never
+// FIN'd, a DoH/3 POST whose body never ends (on the DoH/3 and the web
+// listener), a DNS stream answered but never FIN'd, a header block that
+// never ends. Good clients keep being answered, and every attacking
+// connection is closed within handshake_timeout + 2 s. All used to lock
+// good clients out (0/100) for as long as the attacker liked.
+func TestStalledStreamsLockNobodyOut(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>ok</html>"), 0o644))
+	const timeout = time.Second
+	ts := start(t, func(c *server.Config) {
+		c.Listen.Web = "127.0.0.1:0"
+		c.Web.Roots = map[string]string{"*": dir}
+		c.Limits.MaxConns, c.Limits.MaxConnsPerSource = 100, 10
+		c.Limits.HandshakeTimeout = timeout
+	})
+	q := query("stalled.example")
+	q.Id = 0
+	wire, err := q.Pack()
+	require.NoError(t, err)
+	prefixed, _ := dnswire.AppendPrefixed(nil, wire)
+	dnsStream, _ := dnswire.AppendDNSStreamQuery(nil, wire)
+	post := func(c *quic.Conn, path string) {
+		cc := (&http3.Transport{}).NewClientConn(c)
+		body, _ := io.Pipe() // never written, never closed
+		req, _ := http.NewRequest(http.MethodPost, "https://dns.test"+path, body)
+		req.ContentLength = int64(len(wire))
+		req.Header.Set("Content-Type", "application/dns-message")
+		go cc.RoundTrip(req)
+	}
+	raw := func(send []byte, streams int) func(*quic.Conn, string) {
+		return func(c *quic.Conn, _ string) {
+			for range streams {
+				if str, err := c.OpenStreamSync(context.Background()); err == nil {
+					str.Write(send)
+				}
+			}
+		}
+	}
+	// A HEADERS frame announcing 30 kB (under the 32 kB bound) of which
+	// 1 kB comes; and one announcing 1 MB.
+	headers := func(n int) []byte {
+		b := quicvarint.Append([]byte{0x01}, uint64(n))
+		return append(b, make([]byte, 1024)...)
+	}
+	for _, a := range []struct {
+		name, listener, alpn string
+		stall                func(*quic.Conn, string)
+		// refused: the server answers the stream at once (431), so the
+		// connection is idle, not stalled: evictable, and not closed.
+		refused bool
+	}{
+		{"doq-no-fin", "doq", "doq", raw(prefixed, 1), false},
+		{"doh3-post-body", "doh3", "h3", post, false},
+		{"web-post-body", "web", "h3", post, false},
+		{"web-dnsstream-no-fin", "web", "h3", raw(dnsStream, 1), false},
+		{"web-header-block", "web", "h3", raw(headers(30<<10), 10), false},
+		{"web-huge-header-block", "web", "h3", raw(headers(1<<20), 10), true},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			g := startGood(t, ts.url(a.listener), ts.pool())
+			heap := heapKiB()
+			var conns []*quic.Conn
+			for i := range 100 {
+				c, err := dialQUIC(t, attacker(i%10), ts.Addr(a.listener), a.alpn)
+				if err != nil {
+					continue
+				}
+				conns = append(conns, c)
+				a.stall(c, "/dns-query")
+			}
+			deadline := time.Now().Add(timeout + 2*time.Second)
+			for time.Now().Before(deadline) {
+				open := 0
+				for _, c := range conns {
+					if c.Context().Err() == nil {
+						open++
+					}
+				}
+				if open == 0 {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			open := 0
+			for _, c := range conns {
+				if c.Context().Err() == nil {
+					open++
+				}
+			}
+			heap = heapKiB() - heap
+			t.Logf("%d attacking connections, %d still open after handshake_timeout + 2 s; heap +%d KiB", len(conns), open, heap)
+			require.Less(t, heap, 64<<10, "the heap kept more than 64 MiB")
+			if !a.refused {
+				require.Zero(t, open, "attacking connections closed")
+			}
+			g.finish(t)
+		})
+	}
+}
+
+// TestQPACKStreamsAreRead: quic-go's HTTP/3 leaves a peer's QPACK encoder
+// and decoder streams unread (it uses no dynamic table), so each could
+// park a flow-control window's worth of data in the server. The server
+// reads and discards it: 2 MB written on each goes through.
+func TestQPACKStreamsAreRead(t *testing.T) {
+	ts := start(t, nil)
+	for _, typ := range []byte{0x02, 0x03} {
+		c, err := dialQUIC(t, attacker(0), ts.Addr("doh3"), "h3")
+		require.NoError(t, err)
+		str, err := c.OpenUniStream()
+		require.NoError(t, err)
+		str.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_, err = str.Write([]byte{typ})
+		require.NoError(t, err)
+		_, err = str.Write(make([]byte, 2<<20))
+		require.NoError(t, err, "stream type %#x: the server stopped reading", typ)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -302,17 +303,26 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 	ln := s.limitQUIC(eln, name, "doh3", h3ExcessiveLoad, h3NoError)
 	srv := &http3.Server{
 		// A connection with a request in flight is busy: the pool closes
-		// only idle ones to make room.
+		// only idle ones to make room. A request is in flight once it has
+		// arrived whole (its body read to the end), so a request whose
+		// body never ends holds nothing until its deadline resets it.
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if c, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
 				if sl := ln.slot(c); sl != nil {
-					sl.begin()
-					defer sl.end()
+					b := &busyOnEnd{ReadCloser: r.Body, sl: sl}
+					defer b.done()
+					if r.Method == http.MethodGet || r.Method == http.MethodHead {
+						b.begin() // no body to wait for
+					}
+					r.Body = b
 				}
 			}
 			h.ServeHTTP(w, r)
 		}),
 		IdleTimeout: s.cfg.Limits.IdleTimeout,
+		// A header block is read whole before it is parsed: bounded, and
+		// advertised as SETTINGS_MAX_FIELD_SECTION_SIZE.
+		MaxHeaderBytes: maxHeaderBytes,
 	}
 	dnsStreams := web && !s.cfg.Web.NoDNSStream
 	if dnsStreams {
@@ -379,7 +389,15 @@ func (s *Server) serveH3Conn(srv *http3.Server, c *quic.Conn, sl *slot, name str
 			if err != nil {
 				return
 			}
-			go hc.HandleUnidirectionalStream(str)
+			go func() {
+				hc.HandleUnidirectionalStream(str)
+				// quic-go's HTTP/3 returns at once on the QPACK encoder and
+				// decoder streams (it uses no dynamic table) without reading
+				// them, so what a peer sends there would sit in the
+				// flow-control window: read and discard it. On any other
+				// stream it returns once the stream is done.
+				io.Copy(io.Discard, str)
+			}()
 		}
 	}()
 	d := &doqConn{s: s, c: c, sl: sl, listener: name, transport: "dnsstream", codes: dnsStreamCodes}
@@ -390,21 +408,65 @@ func (s *Server) serveH3Conn(srv *http3.Server, c *quic.Conn, sl *slot, name str
 		}
 		// As for DoQ: the handshake's state when the stream is accepted.
 		received, done := time.Now(), handshakeDone(c)
+		d.open.Add(1)
 		s.workers.run(func() {
+			// A request must arrive whole (a DNS stream's signal, or the
+			// headers and body) within handshake_timeout, and its answer
+			// be taken within idle_timeout; past either, quic-go's HTTP/3
+			// resets the stream (H3_REQUEST_INCOMPLETE).
+			str.SetReadDeadline(received.Add(s.cfg.Limits.HandshakeTimeout))
+			str.SetWriteDeadline(received.Add(s.cfg.Limits.IdleTimeout))
 			if dnsStreams && d.isDNSStream(str) {
-				d.serveStream(str, received, done)
+				d.streamDone(received, d.serveStream(str, received, done))
 				return
 			}
 			hc.HandleRequestStream(str)
+			// Answered: whatever of the request is still to come is not
+			// needed (RFC 9114 §4.1, H3_NO_ERROR); a body that never ends
+			// no longer holds the stream open.
+			str.CancelRead(quic.StreamErrorCode(h3NoError))
+			d.streamDone(received, false)
 		})
 	}
 }
 
+// maxHeaderBytes bounds an HTTP/3 request's header block: Chromium's
+// requests carry 1-3 kB, and nginx's default buffers hold 32 kB.
+const maxHeaderBytes = 32 << 10
+
+// busyOnEnd marks a connection busy once its request has arrived whole:
+// its body read to the end (or at once, for a request without one), and
+// idle again when the handler returns.
+type busyOnEnd struct {
+	io.ReadCloser
+	sl    *slot
+	began bool // the handler's goroutine alone reads and sets it
+}
+
+func (b *busyOnEnd) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.begin()
+	}
+	return n, err
+}
+
+func (b *busyOnEnd) begin() {
+	if !b.began {
+		b.began = true
+		b.sl.begin()
+	}
+}
+
+func (b *busyOnEnd) done() {
+	if b.began {
+		b.sl.end()
+	}
+}
+
 // isDNSStream reads a DNS stream's signal off str, or leaves a request
-// stream untouched. The signal must come within handshake_timeout.
+// stream untouched. The caller's read deadline bounds the wait.
 func (d *doqConn) isDNSStream(str *quic.Stream) bool {
-	str.SetReadDeadline(time.Now().Add(d.s.cfg.Limits.HandshakeTimeout))
-	defer str.SetReadDeadline(time.Time{})
 	ok, err := dnswire.IsDNSStream(str)
 	return err == nil && ok && dnswire.SkipDNSStreamSignal(str) == nil
 }

@@ -64,6 +64,7 @@ type doqConn struct {
 	c        *quic.Conn
 	sl       *slot
 	buffered atomic.Int64 // octets of unfinished queries held
+	open     atomic.Int64 // bidirectional streams being served
 
 	listener, transport string
 	codes               streamCodes
@@ -127,16 +128,36 @@ func (s *Server) serveDoQConn(c *quic.Conn, sl *slot) {
 		// goroutine runs: under load that can be after the client's
 		// Finished has arrived.
 		received, done := time.Now(), handshakeDone(c)
-		s.workers.run(func() { d.serveStream(str, received, done) })
+		d.open.Add(1)
+		s.workers.run(func() { d.streamDone(received, d.serveStream(str, received, done)) })
 	}
 }
 
-func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept bool) {
-	s, c := d.s, d.c
-	if d.sl != nil {
-		d.sl.begin()
-		defer d.sl.end()
+// streamDone ends a stream of the connection's. A connection whose only
+// streams were stalled (reset for slowness, or ended slow with no query
+// or request arriving whole since they began) holds a slot for nothing:
+// it is closed, as a TCP connection that stalls a query is. One that is
+// serving anything else is left alone.
+func (d *doqConn) streamDone(received time.Time, slow bool) {
+	if d.open.Add(-1) > 0 || d.c.Context().Err() != nil {
+		return
 	}
+	timeout := d.s.cfg.Limits.HandshakeTimeout
+	if !slow {
+		slow = time.Since(received) >= timeout && d.sl != nil && !d.sl.arrivedSince(received)
+	}
+	if slow {
+		d.fail(d.codes.noError, ReasonSlow, "nothing but stalled streams")
+	}
+}
+
+// serveStream reads a stream's query, answers it and checks its end. The
+// connection counts as busy (not to be evicted) only while a query read
+// whole is being answered: a stream whose query or FIN never comes holds
+// nothing, so stalled streams cannot make a connection unevictable, and
+// each is reset once handshake_timeout has passed: slow says so.
+func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept bool) (slow bool) {
+	s, c := d.s, d.c
 	rec := &Record{Transport: d.transport, Listener: d.listener, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String()}
 	quicFacts(rec, c)
 	rec.EarlyData = !doneAtAccept
@@ -147,6 +168,10 @@ func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept
 	if err != nil {
 		var se *quic.StreamError
 		switch {
+		case errors.Is(err, io.EOF) && len(wire) == 0 && d.codes.protocolPerStream && c.Context().Err() == nil:
+			// A DNS stream's signal and then its end: no message at all
+			// (docs/dnsstream.md), H3_MESSAGE_ERROR.
+			d.protocolError(str, ReasonFraming, "DNS stream ended with no message")
 		case errors.As(err, &se) || errors.Is(err, io.EOF) && len(wire) == 0 || c.Context().Err() != nil:
 			// the client gave up on the stream, or the connection is gone
 		case errors.Is(err, errBufferFull):
@@ -155,38 +180,54 @@ func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept
 			s.refuse(d.listener, d.transport, c.RemoteAddr(), ReasonSlow, "query not received whole in time")
 			str.CancelRead(quic.StreamErrorCode(d.codes.cancelled))
 			str.CancelWrite(quic.StreamErrorCode(d.codes.cancelled))
+			return true
 		default:
 			// RFC 9250 §4.3.3: a framing violation is a connection error.
 			d.protocolError(str, ReasonFraming, "bad message framing: "+err.Error())
 		}
-		return
+		return false
 	}
 	if len(wire) > s.cfg.Limits.MaxMsg {
 		d.protocolError(str, ReasonTooLarge, "query too large")
-		return
+		return false
 	}
 	q, err := doqQuery(wire)
 	if err != nil {
-		d.protocolError(str, ReasonProtocol, err.Error())
-		return
+		reason := ReasonProtocol
+		if errors.Is(err, errResponse) {
+			reason = ReasonResponse
+		}
+		d.protocolError(str, reason, err.Error())
+		return false
 	}
+	if d.sl != nil {
+		d.sl.begin() // a whole query to answer: busy until the answer is written
+	}
+	answered := false
+	end := func() {
+		if d.sl != nil && !answered {
+			answered = true
+			d.sl.end()
+		}
+	}
+	defer end()
 	if rec.EarlyData && q.Opcode != dns.OpcodeQuery {
 		// RFC 9250 §4.5: only QUERY and NOTIFY may be answered from 0-RTT.
 		select {
 		case <-c.HandshakeComplete():
 		case <-c.Context().Done():
-			return
+			return false
 		}
 	}
 	r := s.handle(c.Context(), q, rec, received)
 	if r == nil {
-		return // dropped: the client times out
+		return false // dropped: the client times out
 	}
 	r.Id = 0
 	out, err := r.Pack()
 	if err != nil {
 		str.CancelWrite(quic.StreamErrorCode(d.codes.protocol))
-		return
+		return false
 	}
 	if prefixed {
 		out, _ = dnswire.AppendPrefixed(nil, out)
@@ -194,15 +235,30 @@ func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept
 	str.SetWriteDeadline(time.Now().Add(s.cfg.Limits.IdleTimeout))
 	str.Write(out)
 	str.Close()
+	end() // answered: the connection may be idle again
 	if prefixed {
 		// RFC 9250 §4.2: one query per stream, then FIN. Answered first,
-		// checked after, so the check costs no latency.
-		str.SetReadDeadline(time.Now().Add(s.cfg.Limits.IdleTimeout))
-		if n, _ := str.Read(make([]byte, 1)); n > 0 {
+		// checked after, so the check costs no latency. A FIN that never
+		// comes is waited for as long as a query may take, then the
+		// stream is reset.
+		str.SetReadDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
+		n, err := str.Read(make([]byte, 1))
+		switch {
+		case n > 0:
 			d.protocolError(str, ReasonProtocol, "more than one message on a stream")
+		case isTimeout(err):
+			s.refuse(d.listener, d.transport, c.RemoteAddr(), ReasonSlow, "stream not ended in time after its answer")
+			str.CancelRead(quic.StreamErrorCode(d.codes.cancelled))
+			return true
 		}
 	}
+	return false
 }
+
+// errResponse is a message with QR=1 where a query belongs. Answering
+// it would let one spoofed message start an answer loop between servers;
+// UDP, TCP, DoT and DoH refuse it too.
+var errResponse = errors.New("a response (QR=1) sent as a query")
 
 var errBufferFull = errors.New("unfinished queries exceed the connection's buffer")
 
@@ -258,6 +314,9 @@ func doqQuery(wire []byte) (*dns.Msg, error) {
 	q, err := dnswire.Unpack(wire)
 	if err != nil {
 		return nil, err
+	}
+	if q.Response {
+		return nil, errResponse
 	}
 	if q.Id != 0 { // §4.2.1
 		return nil, errors.New("message ID is not 0")

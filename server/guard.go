@@ -117,7 +117,10 @@ func sourceOf(a net.Addr) string {
 // from one source. At the limit it makes room by closing the connection
 // that has been idle longest (no query in flight), as RFC 7766 §6.2.3
 // suggests and Unbound does, so a client that holds connections it does
-// not use cannot lock others out; with none idle the new one is refused.
+// not use cannot lock others out. With none idle, it closes one of the
+// source that holds the most, if that source holds more than the new
+// one's would: a few addresses keeping every connection busy cannot lock
+// out the rest. Otherwise the new one is refused.
 type pool struct {
 	max, perSource int
 
@@ -138,7 +141,10 @@ type slot struct {
 	evict  func() // closes the connection
 	busy   int    // queries in flight
 	idle   time.Time
-	gone   bool
+	// arrived is when the last query or request arrived whole: a stream
+	// that ends slow with nothing arrived since it began was stalled.
+	arrived time.Time
+	gone    bool
 }
 
 // admit takes a slot for a connection from remote, or says why not. The
@@ -159,6 +165,9 @@ func (p *pool) admit(remote net.Addr, evict func()) (*slot, Reason, *slot) {
 			}
 		}
 		if victim == nil {
+			victim = p.fairShareVictim(src)
+		}
+		if victim == nil {
 			return nil, ReasonConnLimit, nil
 		}
 		p.releaseLocked(victim)
@@ -167,6 +176,28 @@ func (p *pool) admit(remote net.Addr, evict func()) (*slot, Reason, *slot) {
 	p.slots[sl] = struct{}{}
 	p.bySource[src]++
 	return sl, "", victim
+}
+
+// fairShareVictim is the least recently active connection of the source
+// holding the most, when it holds more than src would with one more; nil
+// otherwise.
+func (p *pool) fairShareVictim(src string) *slot {
+	top, most := "", 0
+	for s, n := range p.bySource {
+		if n > most {
+			top, most = s, n
+		}
+	}
+	if top == src || most <= p.bySource[src]+1 {
+		return nil
+	}
+	var victim *slot
+	for sl := range p.slots {
+		if sl.source == top && (victim == nil || sl.idle.Before(victim.idle)) {
+			victim = sl
+		}
+	}
+	return victim
 }
 
 // release frees the slot; a second call, or one after eviction, does
@@ -193,7 +224,15 @@ func (p *pool) releaseLocked(sl *slot) {
 func (sl *slot) begin() {
 	sl.p.mu.Lock()
 	sl.busy++
+	sl.arrived = time.Now()
 	sl.p.mu.Unlock()
+}
+
+// arrivedSince reports whether a query or request arrived whole after t.
+func (sl *slot) arrivedSince(t time.Time) bool {
+	sl.p.mu.Lock()
+	defer sl.p.mu.Unlock()
+	return sl.arrived.After(t)
 }
 
 func (sl *slot) end() {
