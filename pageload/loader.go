@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -82,7 +83,17 @@ type Config struct {
 	OpenSockets func(func() error) error
 	// Timeout bounds a whole load; default 30 s.
 	Timeout time.Duration
+	// MaxResourceBytes and MaxPageBytes bound what a load reads: a
+	// response body past the first fails its resource, and the page's
+	// bodies together past the second end the load with an error, so a
+	// hostile or broken server cannot make the loader hold gigabytes.
+	// Defaults 32 MiB and 64 MiB.
+	MaxResourceBytes, MaxPageBytes int64
 }
+
+// ErrTooLarge is a response body, or a page's bodies, over the loader's
+// bounds.
+var ErrTooLarge = errors.New("over the loader's size bound")
 
 // ChromiumMaxLookups is how many host resolutions Chromium runs at once
 // (its host resolver's job limit, "6 concurrent resolver threads"); a
@@ -118,6 +129,12 @@ func New(cfg Config) (*Loader, error) {
 	case "h3", "h2", "auto":
 	default:
 		return nil, fmt.Errorf("protocol %q: want h3, h2 or auto", cfg.Protocol)
+	}
+	if cfg.MaxResourceBytes <= 0 {
+		cfg.MaxResourceBytes = 32 << 20
+	}
+	if cfg.MaxPageBytes <= 0 {
+		cfg.MaxPageBytes = 64 << 20
 	}
 	if _, ok := cfg.Resolver.(Exchanger); (cfg.HTTPSRecords || cfg.HTTPSAlongside) && cfg.Coalesce == nil && !ok {
 		return nil, fmt.Errorf("HTTPS records need a DNS resolver")
@@ -276,10 +293,12 @@ func (l *Loader) Document(ctx context.Context, page string) ([]byte, *Result) {
 func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []byte) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	// A negative gap of the document is the browser's lookup leading its
 	// navigation: the load's clock then starts that much after the lookup.
 	lead := time.Duration(max(0, -g.Resources[0].GapMs) * float64(time.Millisecond))
-	ld := &load{l: l, g: g, t0: time.Now().Add(lead), keepDoc: keepDoc,
+	ld := &load{l: l, g: g, t0: time.Now().Add(lead), keepDoc: keepDoc, abort: abort,
 		res: &Result{Page: g.Page, Protocol: l.cfg.Protocol, ZeroRTT: l.cfg.ZeroRTT, OnloadGapMs: g.OnloadGapMs}}
 	ld.res.Start = ld.t0
 	if l.cfg.MaxLookups > 0 {
@@ -311,7 +330,10 @@ func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []b
 		}
 		res.NetworkMs = max(res.NetworkMs, f.End)
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrTooLarge):
+		res.Status, res.Error = "error", cause.Error()
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		res.Status, res.Error = "timeout", fmt.Sprintf("not loaded within %v", l.cfg.Timeout)
 	}
 	res.TTFBMs = res.Resources[0].FirstByte
@@ -328,6 +350,8 @@ type load struct {
 	wg       sync.WaitGroup
 	keepDoc  bool
 	doc      bytes.Buffer // the document's body, when kept
+	bytes    atomic.Int64 // the bodies read so far, for MaxPageBytes
+	abort    context.CancelCauseFunc
 
 	mu      sync.Mutex
 	res     *Result
@@ -439,6 +463,13 @@ func (ld *load) fetch(ctx context.Context, i int) {
 	for {
 		k, err := resp.Body.Read(buf)
 		n += int64(k)
+		if n > ld.l.cfg.MaxResourceBytes {
+			err = fmt.Errorf("response body %w of %d octets a resource", ErrTooLarge, ld.l.cfg.MaxResourceBytes)
+		}
+		if total := ld.bytes.Add(int64(k)); total > ld.l.cfg.MaxPageBytes {
+			err = fmt.Errorf("page's bodies %w of %d octets a page", ErrTooLarge, ld.l.cfg.MaxPageBytes)
+			ld.abort(err)
+		}
 		if i == 0 && ld.keepDoc {
 			ld.doc.Write(buf[:k])
 		}

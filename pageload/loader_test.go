@@ -524,3 +524,61 @@ func TestHTTPSAlongside(t *testing.T) {
 	_, err = pageload.New(cfg)
 	require.ErrorContains(t, err, "not with HTTPS records")
 }
+
+// TestLoaderBoundsWhatItReads: a body over the resource bound fails its
+// resource, bodies over the page bound end the load with an error, a
+// graph file without end or with too many resources is refused, each
+// with a line that says so.
+func TestLoaderBoundsWhatItReads(t *testing.T) {
+	dir := t.TempDir()
+	big := make([]byte, 3<<20)
+	for _, n := range []string{"index.html", "a.bin", "b.bin"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), big, 0o644))
+	}
+	srv := serveSite(t, "127.0.0.1:0", "127.0.0.1:0", dir)
+	dns, roots := resolverAndRoots(t, srv)
+	base := "https://" + host + "/"
+	g := &pageload.Graph{Page: base, Resources: []pageload.Resource{
+		{URL: base, Type: "Document", Parent: -1, Size: int64(len(big))},
+		{URL: base + "a.bin", Parent: 0, AfterBytes: 1, Size: int64(len(big))},
+		{URL: base + "b.bin", Parent: 0, AfterBytes: 1, Size: int64(len(big))},
+	}}
+	for _, c := range []struct {
+		name           string
+		resource, page int64
+		want           string
+		wholeResources int
+	}{
+		{"resource", 1 << 20, 64 << 20, "response body over the loader's size bound of 1048576 octets a resource", 0},
+		{"page", 8 << 20, 4 << 20, "page's bodies over the loader's size bound of 4194304 octets a page", 1},
+		{"within", 8 << 20, 16 << 20, "", 3},
+	} {
+		l, err := pageload.New(pageload.Config{Resolver: dns, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second,
+			MaxResourceBytes: c.resource, MaxPageBytes: c.page})
+		require.NoError(t, err)
+		r := l.Load(context.Background(), g)
+		whole := 0
+		for _, f := range r.Resources {
+			if f.Bytes == int64(len(big)) && f.Error == "" {
+				whole++
+			}
+			require.LessOrEqual(t, f.Bytes, c.resource+16<<10, c.name)
+		}
+		if c.want == "" {
+			require.Equal(t, "ok", r.Status, r.Error)
+		} else {
+			require.Equal(t, "error", r.Status, c.name)
+			require.Contains(t, r.Error, c.want, c.name)
+		}
+		require.LessOrEqual(t, whole, c.wholeResources, c.name)
+	}
+
+	_, err := pageload.ReadGraph("/dev/zero")
+	require.ErrorContains(t, err, "larger than a graph may be (64 MiB)")
+	many := &pageload.Graph{Page: base, Resources: make([]pageload.Resource, pageload.MaxResources+1)}
+	many.Resources[0] = pageload.Resource{URL: base, Parent: -1}
+	for i := 1; i < len(many.Resources); i++ {
+		many.Resources[i] = pageload.Resource{URL: base, Parent: 0}
+	}
+	require.ErrorContains(t, many.Check(), "10001 resources, more than 10000")
+}

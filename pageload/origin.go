@@ -54,19 +54,19 @@ func (ld *load) readOrigins(str *quic.ReceiveStream, c *originConn, info *Conn) 
 		if first {
 			c.announced = map[string]bool{}
 		}
+		var added []string // new to the set: a list scanned per entry was quadratic
 		for _, o := range origins {
-			c.announced[o] = true
+			if !c.announced[o] {
+				c.announced[o] = true
+				added = append(added, o)
+			}
 		}
 		c.omu.Unlock()
 		ld.mu.Lock()
 		if first {
 			info.OriginMs = ld.since()
 		}
-		for _, o := range origins {
-			if !slices.Contains(info.Announced, o) {
-				info.Announced = append(info.Announced, o)
-			}
-		}
+		info.Announced = append(info.Announced, added...)
 		ld.mu.Unlock()
 		if first {
 			close(c.originCh)

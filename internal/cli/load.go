@@ -77,6 +77,8 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	origins := fs.Bool("origins", false, "fetch an origin a connection announced in an ORIGIN frame on it, without a lookup")
 	tokens := fs.String("tokens", pageload.TokensKeep, "how QUIC NEW_TOKEN tokens are kept for later loads: keep (the newest from each server) or chromium (as Chromium's session cache keeps them: only one that arrived after its connection's ticket)")
 	maxLookups := fs.Int("max-lookups", pageload.ChromiumMaxLookups, "lookups in flight at once, as a browser's host resolver allows (Chromium's 6); 0: no bound")
+	maxPage := fs.Int64("max-page-mib", 64, "end a load whose response bodies together exceed this many MiB")
+	maxResource := fs.Int64("max-resource-mib", 32, "fail a resource whose body exceeds this many MiB")
 	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
 	pos, fail, code, done := subcommand(fs, "load", args, 1, "", stderr)
 	if done {
@@ -95,7 +97,11 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *capture != "" {
 		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
 	}
-	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, HTTPSAlongside: *alongside, MaxLookups: *maxLookups, Tokens: *tokens}
+	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, HTTPSAlongside: *alongside, MaxLookups: *maxLookups, Tokens: *tokens,
+		MaxPageBytes: *maxPage << 20, MaxResourceBytes: *maxResource << 20}
+	if *maxPage <= 0 || *maxResource <= 0 {
+		return fail("--max-page-mib and --max-resource-mib: want a positive size")
+	}
 	switch {
 	case *h2 && *discover:
 		return fail("give --h2 or --discover, not both")
