@@ -24,6 +24,7 @@ type answerer struct {
 	any     net.IP
 	anyTTL  uint32
 	fwd     transport.Transport
+	fwdSlot chan struct{} // one per forwarded query in flight
 	cache   *cache
 	local   bool // static records or hosts: unknown names are NXDOMAIN, not REFUSED
 }
@@ -64,6 +65,7 @@ func newAnswerer(c *Answers) (*answerer, error) {
 			}
 			opts.RootCAs = pool
 		}
+		a.fwdSlot = make(chan struct{}, max(1, c.ForwardMaxInFlight))
 		t, err := transport.New(c.Forward, opts)
 		if err != nil {
 			return nil, fmt.Errorf("answers.forward: %w", err)
@@ -142,16 +144,18 @@ func (a *answerer) zoneOf(name string) *dns.SOA {
 }
 
 // answer builds the response to q (with q's ID; the caller frames it).
-// A forwarded query also returns the upstream exchange's record.
-func (a *answerer) answer(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport.Record) {
-	r := new(dns.Msg)
+// A forwarded query also returns the upstream exchange's record; why
+// says when the answer is a refusal of the server's own (a SERVFAIL past
+// the forwarder's bound).
+func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *transport.Record, why Reason) {
+	r = new(dns.Msg)
 	r.SetReply(q)
 	if q.Opcode != dns.OpcodeQuery || len(q.Question) != 1 {
 		r.Rcode = dns.RcodeNotImplemented
 		if len(q.Question) != 1 {
 			r.Rcode = dns.RcodeFormatError
 		}
-		return r, nil
+		return r, nil, ""
 	}
 	qq := q.Question[0]
 	name := dns.CanonicalName(qq.Name)
@@ -186,11 +190,11 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport
 				r.Ns = []dns.RR{soa}
 			}
 		}
-		return r, nil
+		return r, nil, ""
 	}
 	if soa := a.zoneOf(name); soa != nil {
 		r.Authoritative, r.Rcode, r.Ns = true, dns.RcodeNameError, []dns.RR{soa}
-		return r, nil
+		return r, nil, ""
 	}
 	if a.any != nil {
 		hdr := dns.RR_Header{Name: qq.Name, Class: dns.ClassINET, Ttl: a.anyTTL}
@@ -203,7 +207,7 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport
 			r.Answer = []dns.RR{&dns.AAAA{Hdr: hdr, AAAA: a.any}}
 		}
 		r.Authoritative = true
-		return r, nil
+		return r, nil, ""
 	}
 	if a.fwd != nil {
 		return a.forward(ctx, q)
@@ -213,28 +217,39 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport
 	} else {
 		r.Rcode = dns.RcodeRefused
 	}
-	return r, nil
+	return r, nil, ""
 }
 
-func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport.Record) {
+// forward answers q from the cache or the upstream; past the bound on
+// queries in flight upstream, SERVFAIL at once.
+func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport.Record, Reason) {
 	key := cacheKeyOf(q)
 	if a.cache != nil {
 		if m := a.cache.get(key, q.Id); m != nil {
-			return m, nil
+			return m, nil, ""
 		}
+	}
+	servfail := func() *dns.Msg {
+		r := new(dns.Msg)
+		r.SetRcode(q, dns.RcodeServerFailure)
+		return r
+	}
+	select {
+	case a.fwdSlot <- struct{}{}:
+		defer func() { <-a.fwdSlot }()
+	default:
+		return servfail(), nil, ReasonForwardLimit
 	}
 	rec, err := a.fwd.Exchange(ctx, q)
 	if err != nil {
-		r := new(dns.Msg)
-		r.SetRcode(q, dns.RcodeServerFailure)
-		return r, rec
+		return servfail(), rec, ""
 	}
 	r := rec.Response
 	r.Id = q.Id
 	if a.cache != nil {
 		a.cache.put(key, r)
 	}
-	return r, rec
+	return r, rec, ""
 }
 
 type cacheKey struct {

@@ -695,3 +695,76 @@ func TestQPACKStreamsAreRead(t *testing.T) {
 		require.NoError(t, err, "stream type %#x: the server stopped reading", typ)
 	}
 }
+
+// TestWebServesNothingOutsideItsRoot: the web listener lists no
+// directory and follows no symlink or path out of its site.
+func TestWebServesNothingOutsideItsRoot(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>ok</html>"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "assets"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "assets", "a.css"), []byte("body{}"), 0o644))
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	require.NoError(t, os.WriteFile(secret, []byte("not for the web"), 0o644))
+	require.NoError(t, os.Symlink(secret, filepath.Join(dir, "link.txt")))
+	ts := start(t, func(c *server.Config) {
+		c.Listen.Web = "127.0.0.1:0"
+		c.Web.Roots = map[string]string{"*": dir}
+	})
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}, Timeout: 5 * time.Second}
+	get := func(p string) (int, string) {
+		resp, err := client.Get("https://" + ts.Addr("web-tcp").String() + p)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/")
+	require.Equal(t, 200, code)
+	require.Equal(t, "<html>ok</html>", body)
+	code, body = get("/assets/a.css")
+	require.Equal(t, 200, code)
+	require.Equal(t, "body{}", body)
+	for _, p := range []string{"/assets/", "/link.txt", "/../" + filepath.Base(filepath.Dir(secret)) + "/secret.txt"} {
+		code, body = get(p)
+		require.Equal(t, http.StatusNotFound, code, p)
+		require.NotContains(t, body, "not for the web", p)
+		require.NotContains(t, body, "a.css", p)
+	}
+}
+
+// TestForwarderBoundsQueriesInFlight: to an upstream that never answers,
+// queries past answers.forward_max_in_flight are answered SERVFAIL at
+// once and counted, instead of each holding a goroutine for the whole
+// forward timeout.
+func TestForwarderBoundsQueriesInFlight(t *testing.T) {
+	sink, err := net.ListenPacket("udp", "127.0.0.1:0") // reads nothing, answers nothing
+	require.NoError(t, err)
+	defer sink.Close()
+	ts := start(t, func(c *server.Config) {
+		c.Answers = server.Answers{Forward: "udp://" + sink.LocalAddr().String(), ForwardMaxInFlight: 10, ForwardTimeout: 2 * time.Second}
+	})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	fast := 0
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &dns.Client{Net: "udp", Timeout: 4 * time.Second}
+			start := time.Now()
+			r, _, err := c.Exchange(query(fmt.Sprintf("f%d.example", i)), ts.Addr("udp").String())
+			if err == nil && r.Rcode == dns.RcodeServerFailure && time.Since(start) < time.Second {
+				mu.Lock()
+				fast++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d of 50 answered SERVFAIL at once (10 waited for the upstream)", fast)
+	require.GreaterOrEqual(t, fast, 40)
+	require.GreaterOrEqual(t, len(ts.records("refusal", "")), 1)
+	for _, r := range ts.records("refusal", "") {
+		require.Equal(t, "forward-limit", r.Reason)
+	}
+}

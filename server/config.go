@@ -115,6 +115,12 @@ type Answers struct {
 	ForwardSNI string `yaml:"forward_sni"`
 	// ForwardTimeout bounds one upstream exchange. Default 3 s.
 	ForwardTimeout time.Duration `yaml:"forward_timeout"`
+	// ForwardMaxInFlight bounds the queries forwarded and not yet
+	// answered; beyond it a query is answered SERVFAIL at once (counted as
+	// forward-limit), so an upstream that never answers cannot make the
+	// server hold a goroutine per query for the whole timeout. Default
+	// 1024.
+	ForwardMaxInFlight int `yaml:"forward_max_in_flight"`
 }
 
 // QUIC holds the knobs of the DoQ, DoH/3 and web listeners.
@@ -294,6 +300,9 @@ func (c *Config) Validate() error {
 	case fc == "" || fc == "reuse":
 	case transport.Conditions[fc].Name == "":
 		return fmt.Errorf("answers.forward_conn: %q is not reuse, fresh, pam, resumed or 0rtt", fc)
+	}
+	if c.Answers.ForwardMaxInFlight <= 0 {
+		c.Answers.ForwardMaxInFlight = 1024
 	}
 	if c.Answers.ForwardTimeout <= 0 {
 		c.Answers.ForwardTimeout = 3 * time.Second

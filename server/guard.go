@@ -49,6 +49,9 @@ const (
 	ReasonBuffer Reason = "buffer-limit"
 	// ReasonBadRequest: a DoH request was refused with a 4xx status.
 	ReasonBadRequest Reason = "bad-request"
+	// ReasonForwardLimit: answers.forward_max_in_flight queries were
+	// already forwarded and unanswered; answered SERVFAIL at once.
+	ReasonForwardLimit Reason = "forward-limit"
 )
 
 // refusalRecords bounds the refusal records written per second, so an

@@ -220,8 +220,11 @@ func (s *Server) handle(ctx context.Context, q *dns.Msg, rec *Record, received t
 		s.record(rec)
 		return nil
 	}
-	r, up := s.ans.answer(ctx, q)
+	r, up, why := s.ans.answer(ctx, q)
 	rec.Upstream = up
+	if why != "" {
+		s.refuse(rec.Listener, rec.Transport, nil, why, "from "+rec.Remote)
+	}
 	if delay > 0 {
 		rec.DelayMs = ms(delay)
 		t := time.NewTimer(delay)

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"net/http"
+	"os"
+	"path"
 	"strings"
 
 	"github.com/klauspost/compress/gzhttp"
@@ -18,7 +22,14 @@ import (
 func (s *Server) serveWeb(addr string) error {
 	roots := map[string]http.Handler{}
 	for host, dir := range s.cfg.Web.Roots {
-		roots[strings.ToLower(host)] = http.FileServer(http.Dir(dir))
+		// os.Root keeps every open inside the site: a symlink or ".."
+		// that leads out of it fails.
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return fmt.Errorf("web root %s: %w", dir, err)
+		}
+		s.track("web-root", nil, root)
+		roots[strings.ToLower(host)] = http.FileServerFS(noListing{root.FS()})
 	}
 	pages := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := strings.ToLower(r.Host)
@@ -59,6 +70,27 @@ func (s *Server) serveWeb(addr string) error {
 		})
 	}
 	return s.serveHTTPS("web-tcp", net.JoinHostPort(host, fmt.Sprint(port)), h, true)
+}
+
+// noListing serves a directory only through its index.html: a directory
+// without one is not found, never listed.
+type noListing struct{ fs.FS }
+
+func (n noListing) Open(name string) (fs.File, error) {
+	f, err := n.FS.Open(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, err
+		}
+		return nil, fs.ErrNotExist // a path out of the root is not there, not a server error
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		if _, err := fs.Stat(n.FS, path.Join(name, "index.html")); err != nil {
+			f.Close()
+			return nil, fs.ErrNotExist
+		}
+	}
+	return f, nil
 }
 
 // quietLog drops net/http's per-connection error logs (TLS handshake
