@@ -216,9 +216,24 @@ type Web struct {
 	NoOrigin bool     `yaml:"no_origin"`
 }
 
-// LoadConfig reads a YAML config. Unknown fields are errors, named with
-// their line, so a typo never silently changes an experiment.
+// LoadConfig reads a YAML config (ReadConfig) and checks it whole
+// (Validate). Unknown fields are errors, named with their line, so a typo
+// never silently changes an experiment.
 func LoadConfig(path string) (*Config, error) {
+	c, err := ReadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ReadConfig reads a config file strictly (unknown fields are errors)
+// without checking it as a whole: a caller that sets more on top (the
+// command line's flags override the file) validates after (New does).
+func ReadConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
@@ -231,9 +246,6 @@ func LoadConfig(path string) (*Config, error) {
 		msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
 		msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
 		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(msg, "yaml: "))
-	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &c, nil
 }

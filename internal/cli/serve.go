@@ -83,7 +83,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := &server.Config{}
 	if *cfgPath != "" {
-		c, err := server.LoadConfig(*cfgPath)
+		c, err := server.ReadConfig(*cfgPath) // checked whole by server.New, once the flags are on it
 		if err != nil {
 			return fail(err)
 		}

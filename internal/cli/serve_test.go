@@ -103,3 +103,16 @@ func TestServeExitsOnEOF(t *testing.T) {
 		t.Fatal("still serving 10 s after its stdin closed")
 	}
 }
+
+// TestServeFlagsOverrideTheConfig: a config of limits alone plus a
+// listener flag serves, as the help says flags override the file (it
+// said "no listener configured").
+func TestServeFlagsOverrideTheConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "limits.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("limits:\n  max_conns: 10\n"), 0o644))
+	ready := startServe(t, "--config", cfg, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
+	require.Len(t, ready.Listeners, 1)
+	code, out, errOut := run("query", "udp://"+ready.Listeners["udp"], "x.example")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "192.0.2.1")
+}
