@@ -18,7 +18,7 @@ type Export struct {
 	Doc   string // what a row is
 	// Write writes the rows of the runs keep accepts; it returns how
 	// many.
-	Write func(ctx context.Context, st *store.Store, keep func(runID string) bool, w io.Writer, parquet bool) (int, error)
+	Write func(ctx context.Context, st *store.Store, keep func(runID string) bool, w io.Writer, f store.Format) (int, error)
 }
 
 var (
@@ -31,15 +31,12 @@ var (
 func RegisterExport[T any](table, doc string, rows func(ctx context.Context, st *store.Store, keep func(runID string) bool) ([]T, error)) {
 	exportsMu.Lock()
 	defer exportsMu.Unlock()
-	exports = append(exports, Export{Table: table, Doc: doc, Write: func(ctx context.Context, st *store.Store, keep func(string) bool, w io.Writer, parquet bool) (int, error) {
+	exports = append(exports, Export{Table: table, Doc: doc, Write: func(ctx context.Context, st *store.Store, keep func(string) bool, w io.Writer, f store.Format) (int, error) {
 		rs, err := rows(ctx, st, keep)
 		if err != nil {
 			return 0, err
 		}
-		if parquet {
-			return len(rs), store.WriteParquet(w, rs)
-		}
-		return len(rs), store.WriteCSV(w, rs)
+		return len(rs), store.Write(w, f, rs)
 	}})
 }
 

@@ -148,11 +148,48 @@ func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
 	return out, rows.Err()
 }
 
+// Format is how rows are exported.
+type Format string
+
+// The formats. CSV neutralises text cells a spreadsheet would run as a
+// formula (OWASP's CSV injection advice: a cell starting with =, +, -,
+// @, tab or carriage return gets a leading '), since stored text comes
+// from the network (server names, errors, a vantage point's label);
+// RawCSV writes them as they are, for tools that are not spreadsheets.
+const (
+	CSV     Format = "csv"
+	RawCSV  Format = "csv-raw"
+	Parquet Format = "parquet"
+)
+
+// Write writes rows in format f.
+func Write[T any](w io.Writer, f Format, rows []T) error {
+	switch f {
+	case Parquet:
+		return WriteParquet(w, rows)
+	case RawCSV:
+		return writeCSV(w, rows, false)
+	}
+	return writeCSV(w, rows, true)
+}
+
 // WriteCSV writes rows with a header, a column per field named by its
 // parquet tag, so the CSV and Parquet exports always have the same
-// columns; missing values are empty cells.
-// A time is written in RFC 3339 with nanoseconds, in UTC.
-func WriteCSV[T any](w io.Writer, rows []T) error {
+// columns; missing values are empty cells; text that would run as a
+// formula is neutralised (see CSV). A time is written in RFC 3339 with
+// nanoseconds, in UTC.
+func WriteCSV[T any](w io.Writer, rows []T) error { return writeCSV(w, rows, true) }
+
+// neutralise prefixes a text cell a spreadsheet would take for a
+// formula with a quote.
+func neutralise(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+func writeCSV[T any](w io.Writer, rows []T, safe bool) error {
 	t := reflect.TypeFor[T]()
 	cw := csv.NewWriter(w)
 	var header []string
@@ -178,6 +215,9 @@ func WriteCSV[T any](w io.Writer, rows []T) error {
 			switch f.Kind() {
 			case reflect.String:
 				rec[i] = f.String()
+				if safe {
+					rec[i] = neutralise(rec[i])
+				}
 			case reflect.Int, reflect.Int64:
 				rec[i] = strconv.FormatInt(f.Int(), 10)
 			case reflect.Float64:

@@ -198,3 +198,20 @@ func TestNewRunRecordsEnvironment(t *testing.T) {
 	require.NotEmpty(t, r.GoVersion)
 	require.JSONEq(t, `{"repeat":3}`, string(r.Spec))
 }
+
+// TestCSVNeutralisesFormulas: text from the network that a spreadsheet
+// would run ('=HYPERLINK(…)' as a vantage point's label) gets a leading
+// quote; numbers, negative ones too, and csv-raw stay as they are.
+func TestCSVNeutralisesFormulas(t *testing.T) {
+	neg := -1.5
+	rows := []store.Row{{RunID: "r", Vantage: `=HYPERLINK("http://x","y")`, Target: "+1", Status: "-x", Rcode: "@SUM(A1)", ProbeRTTMs: &neg}}
+	var safe, raw bytes.Buffer
+	require.NoError(t, store.Write(&safe, store.CSV, rows))
+	require.NoError(t, store.Write(&raw, store.RawCSV, rows))
+	require.Contains(t, safe.String(), `"'=HYPERLINK(""http://x"",""y"")"`)
+	for _, cell := range []string{",'+1,", ",'-x,", ",'@SUM(A1),", ",-1.5,"} {
+		require.Contains(t, safe.String(), cell)
+	}
+	require.Contains(t, raw.String(), `"=HYPERLINK(""http://x"",""y"")"`)
+	require.Contains(t, raw.String(), ",+1,")
+}

@@ -22,7 +22,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	dsn := new(string)
 	storeFlag(fs, dsn)
 	runID := fs.String("run", "", "only this run, or every run of this experiment, by its exact `ID` (default: all)")
-	format := fs.String("format", "csv", "csv or parquet")
+	format := fs.String("format", "csv", "csv, csv-raw or parquet: csv neutralises text cells a spreadsheet would run as a formula (a leading ' before =, +, -, @); csv-raw leaves them as they are")
 	outPath := fs.String("out", "", "write to `FILE` (default: standard output; required for parquet)")
 	list := fs.Bool("runs", false, "list the runs instead")
 	table := fs.String("table", "samples", "samples (DNS measurements), loads (page loads of the web experiment), "+exportTables()+", or results (every experiment's records whole, as JSON lines; --kind picks one)")
@@ -34,8 +34,9 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab export: "+format+"\n", a...)
 		return code
 	}
-	if *format != "csv" && *format != "parquet" {
-		return fail(exitUsage, "unknown format %q (want csv or parquet)", *format)
+	f := store.Format(*format)
+	if f != store.CSV && f != store.RawCSV && f != store.Parquet {
+		return fail(exitUsage, "unknown format %q (want csv, csv-raw or parquet)", *format)
 	}
 	if *format == "parquet" && *outPath == "" {
 		return fail(exitUsage, "parquet needs --out FILE")
@@ -67,7 +68,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	if *table == "results" && *format != "csv" {
+	if *table == "results" && f == store.Parquet {
 		return fail(exitUsage, "results are JSON lines; leave --format out")
 	}
 	w := stdout
@@ -85,13 +86,13 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		var rows []store.Row
 		if rows, err = st.Rows(ctx, ""); err == nil {
 			rows = slices.DeleteFunc(rows, func(r store.Row) bool { return !sel.keep(r.RunID) })
-			n, err = len(rows), writeRows(w, *format, rows)
+			n, err = len(rows), store.Write(w, f, rows)
 		}
 	case "loads":
 		var rows []store.LoadRow
 		if rows, err = st.LoadRows(ctx, sel.prefix()); err == nil {
 			rows = slices.DeleteFunc(rows, func(r store.LoadRow) bool { return !sel.keep(r.RunID) })
-			n, err = len(rows), writeRows(w, *format, rows)
+			n, err = len(rows), store.Write(w, f, rows)
 		}
 	case "results":
 		kinds := store.Kinds()
@@ -116,7 +117,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	default:
 		for _, e := range experiment.Exports() {
 			if e.Table == *table {
-				n, err = e.Write(ctx, st, sel.keep, w, *format == "parquet")
+				n, err = e.Write(ctx, st, sel.keep, w, f)
 			}
 		}
 	}
@@ -173,14 +174,6 @@ func openExistingStore(ctx context.Context, dsn, cmd string, stderr io.Writer) (
 		return nil, 1
 	}
 	return st, exitOK
-}
-
-// writeRows writes rows as Parquet or CSV.
-func writeRows[T any](w io.Writer, format string, rows []T) error {
-	if format == "parquet" {
-		return store.WriteParquet(w, rows)
-	}
-	return store.WriteCSV(w, rows)
 }
 
 // selection is what --run names: every run (""), one run exactly, or
