@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/printable"
+
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -143,10 +145,10 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 
 // Write prints the status as a table.
 func (s *Status) Write(w io.Writer, now time.Time) error {
-	fmt.Fprintf(w, "campaign %s, run %s, planned %s\n", s.Name, s.Run, s.Planned.Format(time.RFC3339))
+	fmt.Fprintf(w, "campaign %s, run %s, planned %s\n", printable.String(s.Name), printable.String(s.Run), s.Planned.Format(time.RFC3339))
 	width := len("vantage")
 	for _, v := range s.Vantages {
-		width = max(width, len(v.Vantage))
+		width = max(width, len(printable.String(v.Vantage)))
 	}
 	line := func(name, planned, stored, done, running, waiting, failed, retried, dups, workers, last string) {
 		fmt.Fprintf(w, "%-*s %8s %8s %7s %8s %8s %7s %8s %11s %8s  %s\n", width, name, planned, stored, done, running, waiting, failed, retried, dups, workers, last)
@@ -159,7 +161,7 @@ func (s *Status) Write(w io.Writer, now time.Time) error {
 		if !v.Last.IsZero() {
 			last = now.Sub(v.Last).Round(time.Second).String() + " ago"
 		}
-		line(v.Vantage, d(v.Planned), d(v.Stored), share(v.Stored, v.Planned), d(v.Running), d(v.Waiting), d(v.Failed), d(v.Retried), d(v.Duplicates), d(v.Workers), last)
+		line(printable.String(v.Vantage), d(v.Planned), d(v.Stored), share(v.Stored, v.Planned), d(v.Running), d(v.Waiting), d(v.Failed), d(v.Retried), d(v.Duplicates), d(v.Workers), last)
 		total.Planned += v.Planned
 		total.Stored += v.Stored
 		total.Running += v.Running

@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/doxlab/doxlab/internal/printable"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
@@ -120,7 +122,7 @@ func (s *Samples) writeResolvers(w io.Writer) {
 		if x.Rank > 1 {
 			vs = x.VsFastest.FormatDelta()
 		}
-		fmt.Fprintf(w, "%-4d %-*s %-6s %-8s %9s %9s %-21s %8s %8s  %s\n", x.Rank, tw, x.Target, x.Transport, x.Condition, fmt.Sprintf("%d/%d", x.OK, x.N),
+		fmt.Fprintf(w, "%-4d %-*s %-6s %-8s %9s %9s %-21s %8s %8s  %s\n", x.Rank, tw, printable.String(x.Target), x.Transport, x.Condition, fmt.Sprintf("%d/%d", x.OK, x.N),
 			stats.F(x.Ms.Median, 2), x.Ms.CI(2), stats.F(x.RTT, 2), stats.F(x.Probe, 2), vs)
 	}
 }

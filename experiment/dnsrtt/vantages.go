@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/doxlab/doxlab/internal/printable"
+
 	"github.com/doxlab/doxlab/internal/stats"
 
 	"github.com/doxlab/doxlab/internal/order"
@@ -104,7 +106,7 @@ func (s *Samples) writeVantages(w io.Writer) error {
 	fmt.Fprintln(w, "\nper vantage point, all conditions: medians and 95th percentiles, in ms and in RTTs of the probe")
 	fmt.Fprintf(w, "%-12s %-22s %-6s %9s %9s %9s %9s %8s %8s  %s\n", "vantage", "resolver", "transp", "ok", "probe_ms", "median_ms", "p95_ms", "med_rtt", "p95_rtt", "where")
 	for _, x := range stats {
-		fmt.Fprintf(w, "%-12s %-22s %-6s %4d/%-4d %9.1f %9.1f %9.1f %8.2f %8.2f  %s\n", x.Vantage, x.Target, x.Transport, x.OK, x.N, x.ProbeMs, x.MedianMs, x.P95Ms, x.MedianRTT, x.P95RTT, x.Where)
+		fmt.Fprintf(w, "%-12s %-22s %-6s %4d/%-4d %9.1f %9.1f %9.1f %8.2f %8.2f  %s\n", printable.String(x.Vantage), printable.String(x.Target), x.Transport, x.OK, x.N, x.ProbeMs, x.MedianMs, x.P95Ms, x.MedianRTT, x.P95RTT, printable.String(x.Where))
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/printable"
+
 	"golang.org/x/term"
 
 	"github.com/doxlab/doxlab/campaign"
@@ -155,7 +157,7 @@ func runCampaignPlan(args []string, stdout, stderr io.Writer) int {
 	total := 0
 	for _, v := range plan.Vantages {
 		total += v.Tasks
-		fmt.Fprintf(stdout, "vantage %-16s %6d tasks on %d targets, queue %s\n", v.Name, v.Tasks, len(v.Targets), campaign.QueueName(v.Name))
+		fmt.Fprintf(stdout, "vantage %-16s %6d tasks on %d targets, queue %s\n", printable.String(v.Name), v.Tasks, len(v.Targets), printable.String(campaign.QueueName(v.Name)))
 	}
 	fmt.Fprintf(stdout, "planned run %s: %d tasks for %d vantage points\n", run.ID, total, len(plan.Vantages))
 	fmt.Fprintf(stdout, "start a worker on each vantage point: doxlab worker --vantage NAME --store %s\n", store.Redact(dsn))
@@ -321,7 +323,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 			if x.Measure != nil && x.Status.HasResponse() {
 				ms = fmt.Sprintf("%.1f ms", x.Measure.Timing.TotalMs)
 			}
-			fmt.Fprintf(stdout, "%s %s %s %s: %s %s (job %d, attempt %d)\n", x.Vantage.Name, x.URL, x.Transport, x.Condition, x.Status, ms, x.Job.ID, x.Job.Attempt)
+			fmt.Fprintf(stdout, "%s %s %s %s: %s %s (job %d, attempt %d)\n", printable.String(x.Vantage.Name), printable.String(x.URL), x.Transport, x.Condition, x.Status, ms, x.Job.ID, x.Job.Attempt)
 		}
 	}
 	err = w.Run(ctx)

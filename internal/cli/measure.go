@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/printable"
+
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
@@ -274,7 +276,7 @@ func summarize(w io.Writer, samples []*measure.Sample) {
 		n := len(groups[k])
 		f3 := func(v []float64) string { return stats.F(stats.Median(v), 3) }
 		f2 := func(v []float64) string { return stats.F(stats.Median(v), 2) }
-		fmt.Fprintf(w, "%-*s %-6s %-8s %7s %9s %9s %9s %9s %-21s %8s %8s %8s %7s %5s\n", tw, k.target, k.tr, k.cond, fmt.Sprintf("%d/%d", ok, n),
+		fmt.Fprintf(w, "%-*s %-6s %-8s %7s %9s %9s %9s %9s %-21s %8s %8s %8s %7s %5s\n", tw, printable.String(k.target), k.tr, k.cond, fmt.Sprintf("%d/%d", ok, n),
 			f3(probe), f3(hs), f3(q), stats.F(total.Median, 3), total.CI(3), f2(hsR), f2(resR), f2(totR),
 			fmt.Sprintf("%d/%d", resumed, ok), fmt.Sprintf("%d/%d", zero, ok))
 	}
