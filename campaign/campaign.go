@@ -16,6 +16,8 @@ package campaign
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,11 +81,20 @@ type VantagePlan struct {
 // QueueName is the job queue of a vantage point.
 func QueueName(vantage string) string { return "vantage-" + vantage }
 
-// measureArgs is one job: a task of a run, for one vantage point.
+// measureArgs is one job: a task of a run, for one vantage point, and
+// the identity of the plan it was queued under (planID), so that a
+// worker measures nothing its stored plan does not hold.
 type measureArgs struct {
 	Run     string       `json:"run"`
+	Plan    string       `json:"plan,omitempty"` // empty in jobs queued before plans had an identity
 	Vantage string       `json:"vantage"`
 	Task    measure.Task `json:"task"`
+}
+
+// planID is a plan's identity: a digest of its run's spec as stored.
+func planID(spec []byte) string {
+	h := sha256.Sum256(spec)
+	return hex.EncodeToString(h[:16])
 }
 
 func (measureArgs) Kind() string { return jobKind }
@@ -116,20 +127,20 @@ func (p *Plan) taskBudget() time.Duration {
 // never will be, unlike a store that is briefly away.
 var errNoPlan = errors.New("no plan to measure")
 
-// loadPlan reads a planned run's plan from the store.
-func loadPlan(ctx context.Context, st *store.Store, runID string) (*Plan, error) {
+// loadPlan reads a planned run's plan from the store, with its identity.
+func loadPlan(ctx context.Context, st *store.Store, runID string) (*Plan, string, error) {
 	r, err := st.Run(ctx, runID)
 	if errors.Is(err, store.ErrNoRun) {
-		return nil, fmt.Errorf("%w: %v", errNoPlan, err)
+		return nil, "", fmt.Errorf("%w: %v", errNoPlan, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var p Plan
 	if err := json.Unmarshal(r.Spec, &p); err != nil || r.Kind != Kind || len(p.Vantages) == 0 {
-		return nil, fmt.Errorf("%w: run %s is not a planned campaign", errNoPlan, runID)
+		return nil, "", fmt.Errorf("%w: run %s is not a planned campaign", errNoPlan, runID)
 	}
-	return &p, nil
+	return &p, planID(r.Spec), nil
 }
 
 // needPostgres refuses a store the queue cannot share between machines.

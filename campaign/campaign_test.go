@@ -2,6 +2,8 @@ package campaign_test
 
 import (
 	"context"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,4 +138,79 @@ func TestPlanNeedsPostgres(t *testing.T) {
 	_, _, err = campaign.PlanCampaign(context.Background(), st, &measure.Campaign{Targets: []string{"127.0.0.1"}, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "a"}}}})
 	require.ErrorContains(t, err, "PostgreSQL")
 	require.ErrorContains(t, (&campaign.Worker{Store: st, Vantage: "a"}).Run(context.Background()), "PostgreSQL")
+}
+
+// TestWorkersMeasureOnlyTheirPlan: a job edited in the database to aim
+// at another address, and one whose plan was edited after its jobs were
+// queued, are refused with their reason, and nothing is sent to the
+// address no plan named; a target too long for the queue is refused at
+// plan time, before any job exists; a slow rate does not time jobs out.
+func TestWorkersMeasureOnlyTheirPlan(t *testing.T) {
+	ctx := context.Background()
+	dsn := peertest.StartPostgres(t)
+	srv := loopbackServer(t)
+	st, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer st.Close()
+	udp := "udp://" + srv.Addr("udp").String()
+	c := &measure.Campaign{Name: "edited", Targets: []string{udp}, Conditions: []string{"fresh"}, Repeat: 3, Timeout: time.Second,
+		Rate: 2, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "fra1"}}}}
+
+	long := *c
+	long.Targets = []string{"udp://127.0.0.1:53/" + strings.Repeat("x", 9000)}
+	_, _, err = campaign.PlanCampaign(ctx, st, &long)
+	require.ErrorContains(t, err, "longer than 1024 octets")
+	var jobs int
+	require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_name = 'river_job'`).Scan(&jobs))
+	if jobs > 0 {
+		require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs))
+		require.Zero(t, jobs, "no job exists for a plan refused")
+	}
+
+	run, _, err := campaign.PlanCampaign(ctx, st, c)
+	require.NoError(t, err)
+	elsewhere, err := net.ListenPacket("udp", "127.0.0.1:0") // the address no plan named
+	require.NoError(t, err)
+	defer elsewhere.Close()
+	_, err = st.DB().ExecContext(ctx, `UPDATE river_job SET args = jsonb_set(args, '{task,url}', to_jsonb($1::text))
+		WHERE id = (SELECT min(id) FROM river_job WHERE queue = 'vantage-fra1')`, "udp://"+elsewhere.LocalAddr().String())
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `UPDATE river_job SET args = jsonb_set(args, '{plan}', '"0000"')
+		WHERE id = (SELECT max(id) FROM river_job WHERE queue = 'vantage-fra1')`)
+	require.NoError(t, err)
+
+	var log strings.Builder
+	w := &campaign.Worker{Store: st, Vantage: "fra1", Concurrency: 3, Drain: true, Log: &log}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	require.NoError(t, w.Run(wctx))
+	require.Equal(t, campaign.WorkerStats{Stored: 1, Refused: 2}, w.Stats(), log.String())
+	require.Contains(t, log.String(), "is not in run "+run.ID+"'s plan")
+	require.Contains(t, log.String(), "changed after its jobs were queued")
+	elsewhere.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	_, _, err = elsewhere.ReadFrom(make([]byte, 512))
+	require.Error(t, err, "a query went to an address no plan named")
+	s, err := campaign.GetStatus(ctx, st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, s.Vantages[0].Failed)
+	require.Zero(t, s.Vantages[0].Retried, "refused for good, not retried")
+
+	// A sample the database can never take (here a constraint refuses
+	// repetition 1: class 23) fails its job at once, with the reason.
+	_, err = st.DB().ExecContext(ctx, `ALTER TABLE samples ADD CONSTRAINT no_rep_1 CHECK (rep <> 1)`)
+	require.NoError(t, err)
+	defer st.DB().ExecContext(ctx, `ALTER TABLE samples DROP CONSTRAINT no_rep_1`)
+	again, _, err := campaign.PlanCampaign(ctx, st, c)
+	require.NoError(t, err)
+	log.Reset()
+	w = &campaign.Worker{Store: st, Vantage: "fra1", Concurrency: 3, Drain: true, Log: &log}
+	start := time.Now()
+	require.NoError(t, w.Run(wctx))
+	require.Equal(t, campaign.WorkerStats{Stored: 2, Refused: 1}, w.Stats(), log.String())
+	require.Contains(t, log.String(), "its sample cannot be stored")
+	require.NotContains(t, log.String(), "trying again", "not retried")
+	require.Less(t, time.Since(start), 30*time.Second)
+	s, err = campaign.GetStatus(ctx, st, again.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, s.Vantages[0].Failed)
 }

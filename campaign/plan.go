@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 
+	"github.com/doxlab/doxlab/internal/printable"
+
 	"github.com/riverqueue/river"
 
 	"github.com/doxlab/doxlab/measure"
@@ -52,6 +54,16 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 				return store.Run{}, nil, err
 			}
 		}
+		// Checked here too, before any job exists: a caller may not have
+		// loaded c with LoadCampaign, and targets files are read here.
+		if err := measure.CheckVantageName(v.Name); err != nil {
+			return store.Run{}, nil, err
+		}
+		for _, t := range vp.Targets {
+			if err := measure.CheckTarget(t); err != nil {
+				return store.Run{}, nil, fmt.Errorf("vantage %s: target %q: %w", v.Name, printable.String(t[:min(len(t), 64)]), err)
+			}
+		}
 		s := measure.Spec{Targets: vp.Targets, Transports: slices.Clone(c.Transports), Conditions: slices.Clone(c.Conditions), Repeat: c.Repeat, Seed: c.Seed}
 		tasks, err := s.Tasks()
 		if err != nil {
@@ -75,9 +87,10 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 		return store.Run{}, nil, err
 	}
 	run := store.NewRun(Kind, "", p)
+	id := planID(run.Spec)
 	for i := range jobs {
 		a := jobs[i].Args.(measureArgs)
-		a.Run = run.ID
+		a.Run, a.Plan = run.ID, id
 		jobs[i].Args = a
 	}
 	err = st.InTx(ctx, func(tx *sql.Tx) error {

@@ -62,7 +62,7 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 	if err := needPostgres(st); err != nil {
 		return nil, err
 	}
-	p, err := loadPlan(ctx, st, runID)
+	p, _, err := loadPlan(ctx, st, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func Cancel(ctx context.Context, st *store.Store, runID string) (waiting, runnin
 	if err := needPostgres(st); err != nil {
 		return 0, 0, err
 	}
-	if _, err := loadPlan(ctx, st, runID); err != nil {
+	if _, _, err := loadPlan(ctx, st, runID); err != nil {
 		return 0, 0, err
 	}
 	// One statement for the waiting jobs, which may be millions; River's

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/printable"
+
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/rivertype"
@@ -59,11 +61,16 @@ type WorkerStats struct {
 	Stored     int // samples stored
 	Duplicates int // deliveries whose sample was stored already
 	Cancelled  int // tasks given back unfinished, for another delivery
+	// Refused are jobs failed for good, with their reason in the queue:
+	// not in their stored plan, or a sample that cannot be stored.
+	Refused int
 }
 
 // workPlan is a plan with what measuring its tasks needs.
 type workPlan struct {
 	*Plan
+	id      string                // planID of the run's spec as stored
+	tasks   map[measure.Task]bool // this vantage point's tasks, as the plan makes them
 	spec    measure.Spec
 	vantage measure.Vantage
 }
@@ -174,17 +181,26 @@ func (w *Worker) plan(ctx context.Context, runID string) (*workPlan, error) {
 	if p, ok := w.plans[runID]; ok {
 		return p, nil
 	}
-	p, err := loadPlan(ctx, w.Store, runID)
+	p, id, err := loadPlan(ctx, w.Store, runID)
 	if err != nil {
 		return nil, err
 	}
-	wp := &workPlan{Plan: p}
+	wp := &workPlan{Plan: p, id: id, tasks: map[measure.Task]bool{}}
 	if wp.spec, err = p.spec(); err != nil {
 		return nil, fmt.Errorf("%w: run %s: %v", errNoPlan, runID, err)
 	}
 	for _, v := range p.Vantages {
-		if v.Name == w.Vantage {
-			wp.vantage = v.Vantage
+		if v.Name != w.Vantage {
+			continue
+		}
+		wp.vantage = v.Vantage
+		s := measure.Spec{Targets: v.Targets, Transports: p.Transports, Conditions: p.Conditions, Repeat: p.Repeat, Seed: p.Seed}
+		tasks, err := s.Tasks()
+		if err != nil {
+			return nil, fmt.Errorf("%w: run %s: %v", errNoPlan, runID, err)
+		}
+		for _, t := range tasks {
+			wp.tasks[t] = true
 		}
 	}
 	if wp.vantage.Name == "" {
@@ -204,11 +220,23 @@ type jobWorker struct {
 	w *Worker
 }
 
+// Timeout is the plan's task budget plus the longest the worker's pacing
+// can hold a task before it starts: the rate's wait must not eat the
+// measurement's time (at rate 0.05 every job timed out and was retried).
 func (j *jobWorker) Timeout(job *river.Job[measureArgs]) time.Duration {
 	if p, err := j.w.plan(context.Background(), job.Args.Run); err == nil {
-		return p.taskBudget()
+		return p.taskBudget() + paceAllowance(p.Rate, j.w.Concurrency)
 	}
 	return 0
+}
+
+// paceAllowance is how long a task may wait for its turn at rate tasks a
+// second with concurrency taken at once.
+func paceAllowance(rate float64, concurrency int) time.Duration {
+	if rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(concurrency+1) / rate * float64(time.Second))
 }
 
 func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error {
@@ -219,6 +247,15 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error
 	}
 	if err != nil {
 		return err // the store away: tried again
+	}
+	// Only what the stored plan holds is measured: a job or plan edited
+	// in the database could otherwise aim a worker anywhere.
+	switch {
+	case job.Args.Plan != "" && job.Args.Plan != p.id:
+		return w.refuse(fmt.Errorf("job %d: the plan of run %s changed after its jobs were queued", job.ID, job.Args.Run))
+	case job.Args.Vantage != w.Vantage || !p.tasks[job.Args.Task]:
+		return w.refuse(fmt.Errorf("job %d: its task (%s %s) is not in run %s's plan for vantage point %s", job.ID,
+			printable.String(job.Args.Task.URL), job.Args.Task.Condition, job.Args.Run, w.Vantage))
 	}
 	if err := w.pace.wait(ctx, p.Rate); err != nil {
 		return err
@@ -265,6 +302,9 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error
 	}, func(err error, wait time.Duration) {
 		fmt.Fprintf(w.Log, "worker %s: %v; trying again in %v\n", w.ID, err, wait)
 	})
+	if store.Permanent(err) {
+		return w.refuse(fmt.Errorf("job %d: its sample cannot be stored: %w", job.ID, err))
+	}
 	if err != nil {
 		return err
 	}
@@ -278,6 +318,14 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error
 		fmt.Fprintf(w.Log, "worker %s: job %d (attempt %d) was stored by an earlier delivery; recorded as a duplicate\n", w.ID, job.ID, job.Attempt)
 	}
 	return nil
+}
+
+// refuse fails a job for good with why, recorded in the queue (River
+// keeps a cancelled job's error) and on the log.
+func (w *Worker) refuse(why error) error {
+	w.count(func(s *WorkerStats) { s.Refused++ })
+	fmt.Fprintf(w.Log, "worker %s: refused: %v\n", w.ID, why)
+	return river.JobCancel(why)
 }
 
 func (w *Worker) count(f func(*WorkerStats)) {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/miekg/dns"
 	"gopkg.in/yaml.v3"
@@ -116,10 +118,18 @@ func LoadCampaign(path string) (*Campaign, error) {
 		}
 		return fmt.Errorf("%s: %s: %s", path, field, fmt.Sprintf(format, a...)) // a field that is missing has no line
 	}
+	if err := CheckLabel(c.Name); err != nil {
+		return nil, bad("name", "%v", err)
+	}
 	seen := map[string]bool{}
 	for _, v := range c.Vantages {
 		if err := CheckVantageName(v.Name); err != nil {
 			return nil, bad("vantages", "%v", err)
+		}
+		for field, s := range map[string]string{"location": v.Location, "network": v.Network, "address": v.Address} {
+			if err := CheckLabel(s); err != nil {
+				return nil, bad("vantages", "%s: %s: %v", v.Name, field, err)
+			}
 		}
 		if seen[v.Name] {
 			return nil, bad("vantages", "%q named twice", v.Name)
@@ -183,8 +193,36 @@ func LoadCampaign(path string) (*Campaign, error) {
 	return &c, nil
 }
 
-// CheckTarget accepts a host name, an IP address or a server URL.
+// MaxTarget is the longest target accepted, in octets: room for any
+// server URL, far below what a job or an index row can carry (PostgreSQL
+// refused a 9,000-octet target mid-run: "index row requires 9096 bytes").
+const MaxTarget = 1024
+
+// MaxLabel is the longest free-text label (a campaign's name, a vantage
+// point's location or network).
+const MaxLabel = 200
+
+// CheckLabel accepts free text of at most MaxLabel octets without
+// control characters: it reaches terminals, CSV files and job rows.
+func CheckLabel(s string) error {
+	switch {
+	case len(s) > MaxLabel:
+		return fmt.Errorf("longer than %d octets", MaxLabel)
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl):
+		return fmt.Errorf("has control characters or is not UTF-8")
+	}
+	return nil
+}
+
+// CheckTarget accepts a host name, an IP address or a server URL, of at
+// most MaxTarget octets.
 func CheckTarget(t string) error {
+	if len(t) > MaxTarget {
+		return fmt.Errorf("longer than %d octets", MaxTarget)
+	}
+	if strings.ContainsFunc(t, unicode.IsControl) {
+		return fmt.Errorf("has control characters")
+	}
 	if strings.Contains(t, "://") {
 		_, err := transport.ParseURL(t)
 		return err

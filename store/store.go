@@ -18,9 +18,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"golang.org/x/sys/unix"
-	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
+	"modernc.org/sqlite" // database/sql driver "sqlite", pure Go
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/internal/sysinfo"
@@ -461,14 +463,15 @@ func (s *Store) runs(ctx context.Context, query string, args ...any) ([]Run, err
 
 // Retry runs op until it succeeds, backing off from 100 ms to 5 s
 // between tries, for at most a minute or until ctx ends: a lock held by
-// another writer or a database restart does not end a run. notify, if
+// another writer or a database restart does not end a run. An error
+// that can never succeed (Permanent) is returned at once. notify, if
 // set, hears of each failure and the wait before the next try.
 func Retry(ctx context.Context, op func() error, notify func(error, time.Duration)) error {
 	const budget = time.Minute
 	wait, deadline := 100*time.Millisecond, time.Now().Add(budget)
 	for {
 		err := op()
-		if err == nil || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+		if err == nil || ctx.Err() != nil || Permanent(err) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
 		if notify != nil {
@@ -481,4 +484,24 @@ func Retry(ctx context.Context, op func() error, notify func(error, time.Duratio
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// Permanent reports whether a database error can never succeed on a
+// retry: PostgreSQL's data exceptions (class 22), integrity constraint
+// violations (23) and program limits exceeded (54, an index row too
+// large), and SQLite's constraint, too-big and mismatch errors.
+func Permanent(err error) bool {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		switch pe.Code[:2] {
+		case "22", "23", "54":
+			return true
+		}
+	}
+	if se, ok := errors.AsType[*sqlite.Error](err); ok {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+			return true
+		}
+	}
+	return false
 }

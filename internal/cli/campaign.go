@@ -63,6 +63,7 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("campaign run", stderr)
 	storeDSN := fs.String("store", "", "the store (default: the spec's store, else doxlab.db)")
 	runID := fs.String("run", "", "continue this run")
+	fresh := fs.Bool("new", false, "begin a new run even though an earlier run of the same spec is in the store")
 	asJSON := fs.Bool("json", false, "print every sample as a JSON line")
 	outPath := fs.String("out", "", "also write every sample as JSON lines to `FILE`")
 	pos, fail, code, done := subcommand(fs, "campaign", args[1:], 1, campaignUsage, stderr)
@@ -90,7 +91,7 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	if dsn == "" {
 		dsn = "doxlab.db"
 	}
-	return runMeasurement(spec, measureRun{store: dsn, runID: *runID, kind: "campaign", json: *asJSON, out: *outPath}, stdout, stderr)
+	return runMeasurement(spec, measureRun{store: dsn, runID: *runID, kind: "campaign", json: *asJSON, out: *outPath, fresh: *fresh}, stdout, stderr)
 }
 
 // newProgress reports progress on w: a bar redrawn in place with rate and
@@ -328,7 +329,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	}
 	err = w.Run(ctx)
 	s := w.Stats()
-	fmt.Fprintf(stderr, "doxlab worker: %d samples stored, %d duplicate deliveries dropped, %d tasks given back\n", s.Stored, s.Duplicates, s.Cancelled)
+	fmt.Fprintf(stderr, "doxlab worker: %d samples stored, %d duplicate deliveries dropped, %d tasks given back, %d jobs refused\n", s.Stored, s.Duplicates, s.Cancelled, s.Refused)
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "doxlab worker: %v\n", err)
 		return 1

@@ -112,6 +112,7 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 type measureRun struct {
 	store, runID, kind, out string
 	json                    bool
+	fresh                   bool // campaign run --new: never continue an earlier run by its spec
 }
 
 // runMeasurement runs a spec for 'measure' and 'campaign run': opens the
@@ -130,7 +131,8 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 		return fail("--run needs --store")
 	}
 	// A spec no run can mean fails here, before a run is begun.
-	if _, err := spec.Tasks(); err != nil {
+	tasks, err := spec.Tasks()
+	if err != nil {
 		return fail("%v", err)
 	}
 	if mr.store != "" {
@@ -141,9 +143,20 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 			return fail("%v", err)
 		}
 		defer st.Close()
-		if mr.runID == "" && mr.kind == "campaign" {
-			// Running the same campaign again continues its last run.
-			mr.runID = lastRun(ctx, st, mr.kind, spec)
+		if mr.runID == "" && mr.kind == "campaign" && !mr.fresh {
+			// Running the same campaign again continues its last run, and
+			// says so; a finished one is not re-opened unasked.
+			if mr.runID = lastRun(ctx, st, mr.kind, spec); mr.runID != "" {
+				done, err := st.Done(ctx, mr.runID)
+				if err != nil {
+					return fail("%v", err)
+				}
+				if len(done) >= len(tasks) {
+					fmt.Fprintf(stderr, "doxlab campaign: run %s of this spec is complete (%d samples); add --new to measure it again as a new run, or see it with: doxlab report --run %s\n", mr.runID, len(done), mr.runID)
+					return exitUsage
+				}
+				fmt.Fprintf(stderr, "doxlab campaign: this spec's run %s is unfinished (%d of %d tasks stored): continuing it (--new begins a new run)\n", mr.runID, len(done), len(tasks))
+			}
 		}
 		if mr.runID != "" {
 			if err := knownRun(ctx, st, mr.runID, mr.kind); err != nil {
@@ -178,7 +191,7 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	spec.Progress = newProgress(stderr)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err := measure.Run(ctx, spec, func(s *measure.Sample) {
+	err = measure.Run(ctx, spec, func(s *measure.Sample) {
 		samples = append(samples, s)
 		if st != nil && storeErr == nil {
 			storeErr = store.Retry(ctx, func() error { return st.Write(ctx, run.ID, s) }, func(err error, wait time.Duration) {

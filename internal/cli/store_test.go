@@ -113,15 +113,20 @@ func TestCampaignRun(t *testing.T) {
 	code, _, errOut = run("campaign", "run", spec, "--run", id[1])
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "continuing run "+id[1]+" (9 samples stored)")
+	// The same campaign run again does not silently re-open its finished
+	// run: it says so and fails; --new measures it again.
 	code, _, errOut = run("campaign", "run", spec)
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "run "+id[1]+" of this spec is complete (9 samples); add --new")
+	code, _, errOut = run("campaign", "run", spec, "--new")
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, errOut, "continuing run "+id[1], "the same campaign run again continues its run")
+	require.NotContains(t, errOut, id[1])
 
 	// The report renders from this store.
 	repDir := filepath.Join(dir, "rep")
 	code, out, errOut = run("report", "--store", db, "--out", repDir)
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "9 samples")
+	require.Contains(t, out, "18 samples")
 	require.FileExists(t, filepath.Join(repDir, "report.html"))
 	require.FileExists(t, filepath.Join(repDir, "cdf-total.svg"))
 
