@@ -345,6 +345,7 @@ type Cell struct {
 	Cert, KeyShare, Validation string
 	CertOctets, N, OK          int
 	HandshakeRTTs, TotalMs     float64
+	HandshakeStat              stats.Summary // HandshakeRTTs with its 95 % interval
 	ClientFirstFlight          float64
 	ServerFirstBurst           float64
 	Stalled, Retried, Token    float64 // shares of OK handshakes
@@ -374,7 +375,8 @@ func Summarize(ss []*Sample) []Cell {
 			cell.Retried += b2f(s.Retry)
 			cell.Token += b2f(s.TokenUsed)
 		}
-		cell.HandshakeRTTs, cell.TotalMs = stats.Median(hs), stats.Median(tot)
+		cell.HandshakeStat = stats.Summarize(hs)
+		cell.HandshakeRTTs, cell.TotalMs = cell.HandshakeStat.Median, stats.Median(tot)
 		cell.ClientFirstFlight, cell.ServerFirstBurst = stats.Median(cf), stats.Median(sb)
 		if cell.OK > 0 {
 			cell.Stalled /= float64(cell.OK)

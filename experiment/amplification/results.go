@@ -31,19 +31,19 @@ func (ss Samples) Count() (int, string) { return len(ss), "handshakes" }
 
 // WriteTable writes the medians per cell.
 func (ss Samples) WriteTable(w io.Writer) error {
-	fmt.Fprintln(w, "DoQ handshakes, medians; a stall is a pause over three quarters of an RTT within the server's handshake flight (client qlog)")
-	fmt.Fprintf(w, "%-6s %7s %-8s %-6s %6s %14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
+	fmt.Fprintln(w, "DoQ handshakes, medians (the handshake's with its 95 % interval); a stall is a pause over three quarters of an RTT within the server's handshake flight (client qlog)")
+	fmt.Fprintf(w, "%-6s %7s %-8s %-6s %7s %14s %-14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "95% CI", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
 	for _, x := range Summarize(ss) {
-		if _, err := fmt.Fprintf(w, "%-6s %7d %-8s %-6s %3d/%-2d %14.2f %10.1f %13.0f %13.0f %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, x.OK, x.N,
-			x.HandshakeRTTs, x.TotalMs, x.ClientFirstFlight, x.ServerFirstBurst, 100*x.Stalled, 100*x.Retried, 100*x.Token); err != nil {
+		if _, err := fmt.Fprintf(w, "%-6s %7d %-8s %-6s %7s %14s %-14s %10s %13s %13s %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, fmt.Sprintf("%d/%d", x.OK, x.N),
+			stats.F(x.HandshakeRTTs, 2), x.HandshakeStat.CI(2), stats.F(x.TotalMs, 1), stats.F(x.ClientFirstFlight, 0), stats.F(x.ServerFirstBurst, 0), 100*x.Stalled, 100*x.Retried, 100*x.Token); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-var table = experiment.Table("amplification", `<table id="amp"><tr><th class="l">cert</th><th>octets</th><th class="l">key share</th><th class="l">validation</th><th>ok/n</th><th>handshake RTTs</th><th>total ms</th><th>client first flight</th><th>server first burst</th><th>stalled</th><th>Retry</th><th>token</th></tr>
-{{range .}}<tr><td class="l">{{.Cert}}</td><td>{{.CertOctets}}</td><td class="l">{{.KeyShare}}</td><td class="l">{{.Validation}}</td><td>{{.OK}}/{{.N}}</td><td>{{f .HandshakeRTTs}}</td><td>{{ms .TotalMs}}</td><td>{{ms .ClientFirstFlight}}</td><td>{{ms .ServerFirstBurst}}</td><td>{{share .Stalled}}</td><td>{{share .Retried}}</td><td>{{share .Token}}</td></tr>
+var table = experiment.Table("amplification", `<table id="amp"><tr><th class="l">cert</th><th>octets</th><th class="l">key share</th><th class="l">validation</th><th>ok/n</th><th>handshake RTTs</th><th>95 % CI</th><th>total ms</th><th>client first flight</th><th>server first burst</th><th>stalled</th><th>Retry</th><th>token</th></tr>
+{{range .}}<tr><td class="l">{{.Cert}}</td><td>{{.CertOctets}}</td><td class="l">{{.KeyShare}}</td><td class="l">{{.Validation}}</td><td>{{.OK}}/{{.N}}</td><td>{{f .HandshakeRTTs}}</td><td>{{ci .HandshakeStat}}</td><td>{{ms .TotalMs}}</td><td>{{ms .ClientFirstFlight}}</td><td>{{ms .ServerFirstBurst}}</td><td>{{share .Stalled}}</td><td>{{share .Retried}}</td><td>{{share .Token}}</td></tr>
 {{end}}</table>`)
 
 // Section is the report's part: the table, and the median handshake in

@@ -318,10 +318,11 @@ func msOf(d time.Duration) float64 { return math.Round(float64(d)/float64(time.M
 // Summary is one transport's result on one profile.
 type Summary struct {
 	Profile, Transport string
-	BaselineMedian     float64 // ms, of the baseline run
-	DelayedOwn         int     // queries the server delayed
-	KnockOn            int     // other queries slowed by more than KnockOnThreshold
-	KnockOnSumMs       float64 // their delay beyond the baseline median, summed
+	BaselineMedian     float64       // ms, of the baseline run
+	Baseline           stats.Summary // the baseline run's resolution times, ms
+	DelayedOwn         int           // queries the server delayed
+	KnockOn            int           // other queries slowed by more than KnockOnThreshold
+	KnockOnSumMs       float64       // their delay beyond the baseline median, summed
 	KnockOnMaxMs       float64
 	Failed             int
 }
@@ -350,7 +351,8 @@ func Summarize(qs []*Query) []Summary {
 		k := key{q.Profile, q.Transport}
 		s, ok := sums[k]
 		if !ok {
-			s = &Summary{Profile: q.Profile, Transport: q.Transport, BaselineMedian: stats.Median(base[k])}
+			b := stats.Summarize(base[k])
+			s = &Summary{Profile: q.Profile, Transport: q.Transport, BaselineMedian: b.Median, Baseline: b}
 			sums[k] = s
 			keys = append(keys, k)
 		}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -34,17 +36,17 @@ func (qs Queries) Count() (int, string) { return len(qs), "head-of-line queries"
 // WriteTable writes the knock-on delay per profile and transport.
 func (qs Queries) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "knock-on: not delayed itself, but slower than the baseline median by more than %.0f ms\n", KnockOnThreshold)
-	fmt.Fprintf(w, "%-10s %-12s %12s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "delayed", "knock-on", "sum ms", "max ms", "failed")
+	fmt.Fprintf(w, "%-10s %-12s %12s %-16s %8s %8s %12s %10s %7s\n", "profile", "transport", "baseline ms", "95% CI (n)", "delayed", "knock-on", "sum ms", "max ms", "failed")
 	for _, s := range Summarize(qs) {
-		if _, err := fmt.Fprintf(w, "%-10s %-12s %12.2f %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, s.BaselineMedian, s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed); err != nil {
+		if _, err := fmt.Fprintf(w, "%-10s %-12s %12s %-16s %8d %8d %12.0f %10.0f %7d\n", s.Profile, s.Transport, stats.F(s.BaselineMedian, 2), fmt.Sprintf("%s (%d)", s.Baseline.CI(2), s.Baseline.N), s.DelayedOwn, s.KnockOn, s.KnockOnSumMs, s.KnockOnMaxMs, s.Failed); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-var table = experiment.Table("hol", `<table id="hol-summary"><tr><th class="l">profile</th><th class="l">transport</th><th>baseline median ms</th><th>delayed</th><th>knock-on</th><th>sum ms</th><th>max ms</th><th>failed</th></tr>
-{{range .}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td>{{f .BaselineMedian}}</td><td>{{.DelayedOwn}}</td><td>{{.KnockOn}}</td><td>{{ms .KnockOnSumMs}}</td><td>{{ms .KnockOnMaxMs}}</td><td>{{.Failed}}</td></tr>
+var table = experiment.Table("hol", `<table id="hol-summary"><tr><th class="l">profile</th><th class="l">transport</th><th>baseline median ms</th><th>95 % CI (n)</th><th>delayed</th><th>knock-on</th><th>sum ms</th><th>max ms</th><th>failed</th></tr>
+{{range .}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td>{{f .BaselineMedian}}</td><td>{{ci .Baseline}} ({{.Baseline.N}})</td><td>{{.DelayedOwn}}</td><td>{{.KnockOn}}</td><td>{{ms .KnockOnSumMs}}</td><td>{{ms .KnockOnMaxMs}}</td><td>{{.Failed}}</td></tr>
 {{end}}</table>`)
 
 // Section is the report's part: the knock-on table, and the DoH-cost
