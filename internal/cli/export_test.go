@@ -2,7 +2,11 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment/coalescing"
+	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/web"
 )
 
 // TestExportCoalescingLoadsAsATable: coalescing loads are a table like
@@ -65,4 +71,96 @@ func TestExportCoalescingLoadsAsATable(t *testing.T) {
 	code, _, errOut = run("export", "--store", db, "--table", "loads")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no loads in the store")
+}
+
+// TestLoadStatisticsAgreeWithNumpy: the page-load and coalescing cells
+// 'report --json' prints equal numpy's statistics over 'doxlab export'
+// of the same store (the loads and coalescing tables), to 1e-9.
+func TestLoadStatisticsAgreeWithNumpy(t *testing.T) {
+	py := peertest.Need(t, "python3", "apt-get install python3")
+	if exec.Command(py, "-c", "import numpy").Run() != nil {
+		peertest.Missing(t, "numpy not found; install it with: pip install numpy (or run bash .ci/run)")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(3, 4))
+	start := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
+	webRun := store.NewRun("experiment:web", "fiber", map[string]any{"experiment": "web-x"})
+	webRun.ID = "web-x-fiber"
+	require.NoError(t, st.BeginRun(ctx, webRun))
+	coRun := store.NewRun("experiment:coalescing", "fiber", map[string]any{"experiment": "coalescing-x"})
+	coRun.ID = "coalescing-x-fiber"
+	require.NoError(t, st.BeginRun(ctx, coRun))
+	for _, tr := range []string{"udp", "doh2", "doq"} {
+		for _, h3 := range []string{"1rtt", "0rtt"} {
+			for rep := range 7 {
+				x := &web.Sample{Task: web.Task{Profile: "fiber", Page: "wiki", Transport: tr, StubState: "cold", H3: h3, DNSMode: "stub", Rep: rep},
+					Start: start.Add(time.Duration(rep) * time.Second), Status: "ok", PLTMs: math.Round(100+rng.ExpFloat64()*40e3) / 1e3, FCPMs: math.Round(50+rng.ExpFloat64()*20e3) / 1e3}
+				require.NoError(t, st.WriteLoad(ctx, webRun.ID, x))
+				s := coalescing.Sample{Task: coalescing.Task{Profile: "fiber", Page: "wiki", DNS: tr, H3: h3, Settings: "remembered", Rep: rep},
+					Start: x.Start, Status: "ok", PLTMs: math.Round(90+rng.ExpFloat64()*30e3) / 1e3}
+				require.NoError(t, st.WriteResult(ctx, coRun.ID, coalescing.Kind, s.Key(), s.Start, s))
+			}
+		}
+	}
+	st.Close()
+
+	code, out, errOut := run("report", "--store", db, "--json")
+	require.Equal(t, 0, code, errOut)
+	var sum struct {
+		Cells []struct {
+			Table, Metric         string
+			Keys                  map[string]string
+			N                     int
+			Median, P25, P75, P95 float64
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	numpy := func(csvPath, value string, keys ...string) map[string][5]float64 {
+		script := `import csv, json, sys, numpy as np
+path, value, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+groups = {}
+for r in csv.DictReader(open(path)):
+    if r[value]:
+        groups.setdefault("|".join(r[k] for k in keys), []).append(float(r[value]))
+json.dump({k: [len(v), float(np.median(v))] + [float(np.percentile(v, q)) for q in (25, 75, 95)] for k, v in groups.items()}, sys.stdout)`
+		b, err := exec.Command(py, append([]string{"-c", script, csvPath, value}, keys...)...).Output()
+		require.NoError(t, err)
+		var m map[string][5]float64
+		require.NoError(t, json.Unmarshal(b, &m))
+		return m
+	}
+	export := func(table string) string {
+		p := filepath.Join(dir, table+".csv")
+		code, _, errOut := run("export", "--store", db, "--table", table, "--out", p)
+		require.Equal(t, 0, code, errOut)
+		return p
+	}
+	want := map[string]map[string][5]float64{
+		"web plt_ms":        numpy(export("loads"), "plt_ms", "transport", "h3"),
+		"web fcp_ms":        numpy(filepath.Join(dir, "loads.csv"), "fcp_ms", "transport", "h3"),
+		"coalescing plt_ms": numpy(export("coalescing"), "plt_ms", "dns", "h3"),
+	}
+	seen := map[string]int{}
+	for _, c := range sum.Cells {
+		w, ok := want[c.Table+" "+c.Metric]
+		if !ok {
+			continue
+		}
+		tr := c.Keys["transport"]
+		if c.Table == "coalescing" {
+			tr = c.Keys["dns"]
+		}
+		exp, ok := w[tr+"|"+c.Keys["h3"]]
+		require.True(t, ok, "%s %v", c.Table, c.Keys)
+		require.Equal(t, int(exp[0]), c.N)
+		for i, got := range []float64{c.Median, c.P25, c.P75, c.P95} {
+			require.InDelta(t, exp[i+1], got, 1e-9, "%s %s %v, statistic %d", c.Table, c.Metric, c.Keys, i)
+		}
+		seen[c.Table+" "+c.Metric]++
+	}
+	require.Equal(t, map[string]int{"web plt_ms": 6, "web fcp_ms": 6, "coalescing plt_ms": 12}, seen, "coalescing has a cell against each baseline")
 }
