@@ -10,6 +10,7 @@ import (
 	"github.com/doxlab/doxlab/internal/printable"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/doxlab/doxlab/experiment"
@@ -149,11 +150,27 @@ func (s *Samples) resolverFigure(set *figure.Set) error {
 	trs, groups := order.Group(s.Rows, func(r store.Row) string { return r.Transport })
 	slices.SortFunc(trs, order.Compare)
 	data := figure.Data{Header: []string{"transport", "resolver", "value", "cdf"}}
+	// One legend of every resolver: a panel's own names only those it
+	// drew (a URL target is measured over one transport).
+	legend := plot.New()
+	look := func(i int) (color.Color, []vg.Length) {
+		return palette[i%len(palette)], paletteDashes[(i/len(palette))%len(paletteDashes)]
+	}
+	for i, tg := range targets {
+		l, err := plotter.NewLine(plotter.XYs{{}})
+		if err != nil {
+			return err
+		}
+		l.Color, l.Dashes = look(i)
+		l.Width = vg.Points(1.5)
+		legend.Legend.Add(printable.String(tg), l)
+	}
 	var panels []*plot.Plot
 	for _, tr := range trs {
 		var ss []*figure.Series
 		for i, tg := range targets {
-			sr := &figure.Series{Label: tg, Color: palette[i%len(palette)], Dashes: paletteDashes[(i/len(palette))%len(paletteDashes)], Band: true}
+			c, dashes := look(i)
+			sr := &figure.Series{Label: tg, Color: c, Dashes: dashes, Band: true}
 			for _, r := range groups[tr] {
 				if r.Target == tg && r.TotalMs != nil && (!fresh || r.Condition == "fresh") {
 					sr.Values = append(sr.Values, *r.TotalMs)
@@ -168,12 +185,10 @@ func (s *Samples) resolverFigure(set *figure.Set) error {
 		for _, row := range d.Rows {
 			data.Rows = append(data.Rows, append([]string{tr}, row...))
 		}
-		if len(panels) > 0 {
-			p.Legend = plot.NewLegend()
-		}
+		p.Legend = plot.NewLegend()
 		panels = append(panels, p)
 	}
-	panels = append(panels, figure.LegendPanel(panels[0]))
+	panels = append(panels, figure.LegendPanel(legend))
 	grid := figure.Rows(panels, 4)
 	return set.AddGrid(grid, "cdf-total-by-resolver", "CDF of the DNS exchange per resolver", "a panel per transport, fresh connections, with 95 % bands (DKW)",
 		12*vg.Inch, vg.Length(3.2*float64(len(grid)))*vg.Inch, data)
