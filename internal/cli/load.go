@@ -155,7 +155,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	} else {
 		body, r := l.Document(ctx, page)
 		if r.Status != "ok" {
-			fmt.Fprintf(stderr, "doxlab load: %s: %s\n", page, r.Error)
+			fmt.Fprintf(stderr, "doxlab load: %s\n", r.Error) // it names the page
 			return 1
 		}
 		if g, err = pageload.FromHTML(page, body); err != nil {
