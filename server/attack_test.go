@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -766,5 +767,63 @@ func TestForwarderBoundsQueriesInFlight(t *testing.T) {
 	require.GreaterOrEqual(t, len(ts.records("refusal", "")), 1)
 	for _, r := range ts.records("refusal", "") {
 		require.Equal(t, "forward-limit", r.Reason)
+	}
+}
+
+// TestHTTP2SlowlorisReopened: the connection limit's worth and more of
+// HTTP/2 connections from 11 sources, each with a DoH POST whose body
+// never comes, every closed one reopened at once, on the web listener's
+// HTTP/2 side and on the DoH listener. The good client is still served:
+// at the limit with every connection busy, a newcomer takes one of the
+// source holding the most (it was 43/50 on the web listener).
+func TestHTTP2SlowlorisReopened(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>ok</html>"), 0o644))
+	ts := start(t, func(c *server.Config) {
+		c.Listen.Web = "127.0.0.1:0"
+		c.Web.Roots = map[string]string{"*": dir}
+		c.Limits.MaxConns, c.Limits.MaxConnsPerSource = 100, 10
+	})
+	for _, listener := range []string{"web-tcp", "doh"} {
+		t.Run(listener, func(t *testing.T) {
+			url := "https://" + ts.Addr(listener).String() + "/dns-query"
+			g := startGood(t, url, ts.pool())
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var opened atomic.Int64
+			for i := range 110 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: attacker(i % 11)}, Timeout: 2 * time.Second}
+						tr := &http.Transport{DialContext: d.DialContext, ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+						body, w := io.Pipe()
+						req, _ := http.NewRequest(http.MethodPost, url, body)
+						req.ContentLength = 40
+						req.Header.Set("Content-Type", "application/dns-message")
+						opened.Add(1)
+						done := make(chan struct{})
+						go func() { tr.RoundTrip(req); close(done) }()
+						select {
+						case <-done: // closed or answered: reopen at once
+						case <-stop:
+						}
+						w.Close()
+						tr.CloseIdleConnections()
+					}
+				}()
+			}
+			time.Sleep(4 * time.Second)
+			close(stop)
+			wg.Wait()
+			t.Logf("%s: %d attacking connections opened in all", listener, opened.Load())
+			g.finish(t)
+		})
 	}
 }

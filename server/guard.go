@@ -117,13 +117,16 @@ func sourceOf(a net.Addr) string {
 }
 
 // pool admits a listener's connections: at most max in all and perSource
-// from one source. At the limit it makes room by closing the connection
-// that has been idle longest (no query in flight), as RFC 7766 §6.2.3
-// suggests and Unbound does, so a client that holds connections it does
-// not use cannot lock others out. With none idle, it closes one of the
-// source that holds the most, if that source holds more than the new
-// one's would: a few addresses keeping every connection busy cannot lock
-// out the rest. Otherwise the new one is refused.
+// from one source. At the limit it makes room by closing a connection of
+// the source that holds the most: an idle one (no query in flight) idle
+// longest, as RFC 7766 §6.2.3 suggests and Unbound does, so a client that
+// holds connections it does not use cannot lock others out; else a busy
+// one, if that source holds more than the newcomer's will, so a few
+// addresses keeping every connection busy cannot lock out the rest. A
+// source holding fewer than the newcomer's will never gives one up (a
+// flood cannot close a client's connection still in its handshake), but
+// a source may always replace its own idle connection. Otherwise the new
+// one is refused.
 type pool struct {
 	max, perSource int
 
@@ -162,15 +165,7 @@ func (p *pool) admit(remote net.Addr, evict func()) (*slot, Reason, *slot) {
 	}
 	var victim *slot
 	if len(p.slots) >= p.max {
-		for sl := range p.slots {
-			if sl.busy == 0 && (victim == nil || sl.idle.Before(victim.idle)) {
-				victim = sl
-			}
-		}
-		if victim == nil {
-			victim = p.fairShareVictim(src)
-		}
-		if victim == nil {
+		if victim = p.victim(src); victim == nil {
 			return nil, ReasonConnLimit, nil
 		}
 		p.releaseLocked(victim)
@@ -181,26 +176,41 @@ func (p *pool) admit(remote net.Addr, evict func()) (*slot, Reason, *slot) {
 	return sl, "", victim
 }
 
-// fairShareVictim is the least recently active connection of the source
-// holding the most, when it holds more than src would with one more; nil
-// otherwise.
-func (p *pool) fairShareVictim(src string) *slot {
-	top, most := "", 0
-	for s, n := range p.bySource {
-		if n > most {
-			top, most = s, n
-		}
-	}
-	if top == src || most <= p.bySource[src]+1 {
-		return nil
-	}
-	var victim *slot
+// victim is the connection to close to make room for one from src, or
+// nil: one of the source holding the most, which must hold at least as
+// many as src will (more, to lose a busy one), or src's own idle one;
+// among a source's connections an idle one first, then the least
+// recently active.
+func (p *pool) victim(src string) *slot {
+	want := p.bySource[src] + 1
+	var best *slot
 	for sl := range p.slots {
-		if sl.source == top && (victim == nil || sl.idle.Before(victim.idle)) {
-			victim = sl
+		n := p.bySource[sl.source]
+		own := sl.source == src
+		switch {
+		case sl.busy == 0 && (n >= want || own):
+		case sl.busy > 0 && n > want && !own:
+		default:
+			continue
+		}
+		if best == nil || betterVictim(sl, best) {
+			best = sl
 		}
 	}
-	return victim
+	return best
+}
+
+// betterVictim orders candidates: the source holding more, then idle
+// before busy, then idle (or active) longer ago.
+func betterVictim(a, b *slot) bool {
+	na, nb := a.p.bySource[a.source], b.p.bySource[b.source]
+	switch {
+	case na != nb:
+		return na > nb
+	case (a.busy == 0) != (b.busy == 0):
+		return a.busy == 0
+	}
+	return a.idle.Before(b.idle)
 }
 
 // release frees the slot; a second call, or one after eviction, does
