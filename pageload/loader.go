@@ -89,6 +89,12 @@ type Config struct {
 	// hostile or broken server cannot make the loader hold gigabytes.
 	// Defaults 32 MiB and 64 MiB.
 	MaxResourceBytes, MaxPageBytes int64
+	// MaxRequests bounds the requests a load has in flight; the rest
+	// wait their turn, as a browser's do (Chromium pools at most 256
+	// sockets). Default 256, far above what the corpus's pages use at
+	// once, so it shapes no real page: it keeps a hostile graph from
+	// starting thousands of requests together.
+	MaxRequests int
 }
 
 // ErrTooLarge is a response body, or a page's bodies, over the loader's
@@ -135,6 +141,9 @@ func New(cfg Config) (*Loader, error) {
 	}
 	if cfg.MaxPageBytes <= 0 {
 		cfg.MaxPageBytes = 64 << 20
+	}
+	if cfg.MaxRequests <= 0 {
+		cfg.MaxRequests = 256
 	}
 	if _, ok := cfg.Resolver.(Exchanger); (cfg.HTTPSRecords || cfg.HTTPSAlongside) && cfg.Coalesce == nil && !ok {
 		return nil, fmt.Errorf("HTTPS records need a DNS resolver")
@@ -304,6 +313,7 @@ func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []b
 	if l.cfg.MaxLookups > 0 {
 		ld.slots = make(chan struct{}, l.cfg.MaxLookups)
 	}
+	ld.fetches = make(chan struct{}, l.cfg.MaxRequests)
 	ld.res.Resources = make([]Fetch, len(g.Resources))
 	ld.children = make([][]int, len(g.Resources))
 	for i, r := range g.Resources {
@@ -357,6 +367,7 @@ type load struct {
 	res     *Result
 	lookups perKey[lookup]
 	slots   chan struct{} // with MaxLookups, one per lookup in flight
+	fetches chan struct{} // one per request in flight (MaxRequests)
 	conns   perKey[*originConn]
 	opened  []*originConn // every connection, once, in order
 }
@@ -375,6 +386,11 @@ func (ld *load) start(ctx context.Context, i int, gap float64) {
 		defer ld.wg.Done()
 		if gap > 0 {
 			waitUntil(ctx, ld.t0.Add(time.Duration(due*float64(time.Millisecond))))
+		}
+		select {
+		case ld.fetches <- struct{}{}:
+			defer func() { <-ld.fetches }()
+		case <-ctx.Done():
 		}
 		ld.fetch(ctx, i)
 	}()

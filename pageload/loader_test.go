@@ -582,3 +582,34 @@ func TestLoaderBoundsWhatItReads(t *testing.T) {
 	}
 	require.ErrorContains(t, many.Check(), "10001 resources, more than 10000")
 }
+
+// TestLoaderBoundsRequestsInFlight: a graph of many resources discovered
+// at once starts them MaxRequests at a time.
+func TestLoaderBoundsRequestsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	body := make([]byte, 200<<10)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html></html>"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "r.bin"), body, 0o644))
+	srv := serveSite(t, "127.0.0.1:0", "127.0.0.1:0", dir)
+	dns, roots := resolverAndRoots(t, srv)
+	base := "https://" + host + "/"
+	g := &pageload.Graph{Page: base, Resources: []pageload.Resource{{URL: base, Type: "Document", Parent: -1, Size: 13}}}
+	for i := range 40 {
+		g.Resources = append(g.Resources, pageload.Resource{URL: fmt.Sprintf("%sr.bin?%d", base, i), Parent: 0, AfterBytes: 13, Size: int64(len(body))})
+	}
+	l, err := pageload.New(pageload.Config{Resolver: dns, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second, MaxRequests: 4})
+	require.NoError(t, err)
+	r := l.Load(context.Background(), g)
+	require.Equal(t, "ok", r.Status, r.Error)
+	most := 0
+	for _, a := range r.Resources {
+		n := 0
+		for _, b := range r.Resources {
+			if b.Sent <= a.Sent && a.Sent < b.End {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	require.LessOrEqual(t, most, 4, "requests in flight at once")
+}
