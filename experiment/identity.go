@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/suggest"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -65,30 +66,7 @@ func Closest(id string, known []string) string {
 	if len(known) == 0 {
 		return " (it holds none)"
 	}
-	ks := slices.Clone(known)
-	slices.SortStableFunc(ks, func(a, b string) int { return distance(id, a) - distance(id, b) })
-	return "; the closest it holds: " + strings.Join(ks[:min(3, len(ks))], ", ")
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			sub := prev[j-1]
-			if a[i-1] != b[j-1] {
-				sub++
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return "; the closest it holds: " + strings.Join(suggest.Nearest(id, known, 3, false), ", ")
 }
 
 // ExperimentID is the ID to resume (checked against the store by Start)

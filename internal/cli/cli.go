@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/doxlab/doxlab/internal/buildinfo"
+	"github.com/doxlab/doxlab/internal/suggest"
 )
 
 // Exit codes shared by all subcommands. Measurement outcomes get their own
@@ -45,20 +47,42 @@ func commands() []command {
 
 // Main runs doxlab with args (without the program name) and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	if isHelp(args[0]) {
+		usage(stdout)
 		return exitOK
 	}
+	var names []string
 	for _, c := range commands() {
 		if c.name == args[0] {
+			if slices.ContainsFunc(beforeDashes(args[1:]), isHelp) {
+				// Help is the answer asked for: on standard output, exit 0,
+				// whatever the command's own usage writes to.
+				return c.run(args[1:], stdout, stdout)
+			}
 			return c.run(args[1:], stdout, stderr)
 		}
+		names = append(names, c.name)
 	}
-	fmt.Fprintf(stderr, "doxlab: unknown command %q (run 'doxlab help')\n", args[0])
+	msg := fmt.Sprintf("doxlab: unknown command %q", args[0])
+	if near := suggest.Nearest(args[0], names, 1, true); len(near) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", near[0])
+	}
+	fmt.Fprintln(stderr, msg+"; 'doxlab help' lists them")
 	return exitUsage
+}
+
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "help" }
+
+// beforeDashes is args up to a "--".
+func beforeDashes(args []string) []string {
+	if i := slices.Index(args, "--"); i >= 0 {
+		return args[:i]
+	}
+	return args
 }
 
 func usage(w io.Writer) {
@@ -69,14 +93,24 @@ func usage(w io.Writer) {
 	}
 }
 
-func runVersion(_ []string, stdout, _ io.Writer) int {
+func runVersion(args []string, stdout, _ io.Writer) int {
+	if slices.ContainsFunc(args, isHelp) {
+		fmt.Fprintln(stdout, "usage: doxlab version\n\nprints doxlab's version and the commit it was built from")
+		return exitOK
+	}
 	fmt.Fprintln(stdout, "doxlab", buildinfo.Version())
 	return exitOK
 }
 
-// newFlagSet is a flag set that reports to stderr and returns errors.
+// newFlagSet is a flag set that reports to stderr and returns errors,
+// with the usage format every command shares; a command with more to say
+// sets its own Usage in the same format.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: doxlab %s [flags]\n\nflags:\n", name)
+		fs.PrintDefaults()
+	}
 	return fs
 }

@@ -256,13 +256,35 @@ func TestHelpExitsZero(t *testing.T) {
 		calls = append(calls, []string{"experiment", name, "--help"})
 	}
 	for _, args := range calls {
-		code, _, errOut := run(args...)
+		code, out, errOut := run(args...)
 		require.Equal(t, 0, code, "%v: %s", args, errOut)
+		require.Empty(t, errOut, "%v: help goes to standard output", args)
+		require.True(t, strings.HasPrefix(out, "usage: doxlab"), "%v: one help format: %q", args, out[:min(len(out), 40)])
 	}
-	code, _, errOut := run("--help")
+	code, out, _ := run("--help")
 	require.Equal(t, 0, code)
 	for _, name := range experiment.Names() {
-		require.Contains(t, errOut, name)
+		require.Contains(t, out, name)
+	}
+}
+
+// TestMistakesGetOneLine: a mistyped command or flag, and a duration
+// without its unit, get one line saying what was meant, not the usage.
+func TestMistakesGetOneLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"mesure", "127.0.0.1"}, `unknown command "mesure" (did you mean measure?)`},
+		{[]string{"experiment", "web", "--profile", "fiber"}, "unknown flag --profile (did you mean --profiles?)"},
+		{[]string{"bench", "--duration", "3", "udp://127.0.0.1:1"}, "--duration 3: missing unit (e.g. 3s or 3ms)"},
+		{[]string{"measure", "--timeout", "soon", "127.0.0.1"}, `--timeout "soon": not a duration`},
+	} {
+		code, out, errOut := run(c.args...)
+		require.Equal(t, exitUsage, code, "%v", c.args)
+		require.Empty(t, out)
+		require.Contains(t, errOut, c.msg, "%v", c.args)
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
 	}
 }
 

@@ -59,6 +59,10 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	}
 	e := info.New()
 	fs := newFlagSet("experiment "+info.Name, stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: doxlab experiment %s [flags]\n\n%s\n\nflags:\n", info.Name, info.Doc)
+		fs.PrintDefaults()
+	}
 	quick := fs.Bool("quick", false, info.Quick)
 	env := e.Environment()
 	env.Flags(fs, info.Resumable)

@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +16,7 @@ import (
 // runExport writes a store's samples as CSV or Parquet for pandas, DuckDB
 // or R.
 func runExport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs := newFlagSet("export", stderr)
 	fs.SetOutput(stderr)
 	dsn := new(string)
 	storeFlag(fs, dsn)

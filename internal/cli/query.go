@@ -11,10 +11,12 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/internal/suggest"
 
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
@@ -98,10 +100,27 @@ func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool
 	return pos, exitOK, true
 }
 
+// parseInterleaved parses flags wherever they stand among the
+// positional arguments. A bad flag gets one line, with the flag a typo
+// was probably meant to be ("did you mean --profiles?") and what a
+// duration wants, instead of the whole usage; -h prints the usage.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	out, usage := fs.Output(), fs.Usage
+	if usage == nil {
+		usage = func() { fmt.Fprintf(out, "usage of doxlab %s:\n", fs.Name()); fs.PrintDefaults() }
+	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	defer func() { fs.SetOutput(out); fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			fs.SetOutput(out)
+			if errors.Is(err, flag.ErrHelp) {
+				usage()
+				return nil, err
+			}
+			fmt.Fprintf(out, "doxlab %s: %s (doxlab %s --help lists the flags)\n", fs.Name(), explainFlagError(fs, err), fs.Name())
 			return nil, err
 		}
 		rest := fs.Args()
@@ -113,6 +132,34 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
+}
+
+// explainFlagError says what was wrong with a flag in terms a newcomer
+// can act on.
+func explainFlagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		s := fmt.Sprintf("unknown flag --%s", name)
+		if near := suggest.Nearest(strings.TrimLeft(name, "-"), names, 1, true); len(near) > 0 {
+			s += fmt.Sprintf(" (did you mean --%s?)", near[0])
+		}
+		return s
+	}
+	// invalid value "3" for flag -duration: parse error
+	var val, name string
+	if _, e := fmt.Sscanf(msg, "invalid value %q for flag -%s", &val, &name); e == nil {
+		name = strings.TrimSuffix(name, ":")
+		if f := fs.Lookup(name); f != nil && fmt.Sprintf("%T", f.Value) == "*flag.durationValue" {
+			if _, e := strconv.ParseFloat(val, 64); e == nil {
+				return fmt.Sprintf("--%s %s: missing unit (e.g. %ss or %sms)", name, val, val, val)
+			}
+			return fmt.Sprintf("--%s %q: not a duration (e.g. 3s, 500ms, 2m)", name, val)
+		}
+		return fmt.Sprintf("--%s %q: %s", name, val, strings.TrimSpace(msg[strings.LastIndex(msg, ":")+1:]))
+	}
+	return strings.Replace(msg, "flag needs an argument: -", "flag needs a value: --", 1)
 }
 
 func runQuery(args []string, stdout, stderr io.Writer) int {

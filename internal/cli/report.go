@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 
@@ -12,7 +11,7 @@ import (
 
 // runReport renders stored samples as figures and one HTML page.
 func runReport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs := newFlagSet("report", stderr)
 	fs.SetOutput(stderr)
 	dsn := new(string)
 	storeFlag(fs, dsn)

@@ -57,7 +57,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab testbed %s: %v\n", args[0], err)
 		return 1
 	}
-	fs := flag.NewFlagSet("testbed "+args[0], flag.ContinueOnError)
+	fs := newFlagSet("testbed "+args[0], stderr)
 	fs.SetOutput(stderr)
 	name := fs.String("name", "doxlab", "testbed `name`")
 	switch args[0] {
@@ -491,7 +491,7 @@ func traceNames() []string {
 // testbedBloat measures the RTT under a bulk TCP download per profile on
 // a scratch testbed, and draws it over time.
 func testbedBloat(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("testbed bloat", flag.ContinueOnError)
+	fs := newFlagSet("testbed bloat", stderr)
 	fs.SetOutput(stderr)
 	profiles := fs.String("profiles", "dsl", "profiles (names or YAML files) to measure")
 	d := fs.Duration("duration", 10*time.Second, "how long the download runs")

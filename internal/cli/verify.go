@@ -160,7 +160,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 
 // runSurvey prints the survey tables of verifications kept in a store.
 func runSurvey(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("survey", flag.ContinueOnError)
+	fs := newFlagSet("survey", stderr)
 	fs.SetOutput(stderr)
 	dsn := new(string)
 	storeFlag(fs, dsn)
