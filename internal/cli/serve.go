@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -29,6 +30,50 @@ udp and tcp 127.0.0.1:5300, dot and doq 127.0.0.1:8853, doh (TCP) and doh3
 
 flags:
 `
+
+// listenerURL is the URL that reaches a listener, ready for doxlab query
+// and measure.
+func listenerURL(name, addr, dohPath string) string {
+	switch name {
+	case "udp", "tcp", "dot", "doq":
+		p, _ := protocol.Lookup(name)
+		return p.Scheme + "://" + addr
+	case "doh":
+		return "https://" + addr + dohPath
+	case "doh3":
+		return "h3://" + addr + dohPath
+	case "web":
+		return "https://" + addr + "/ (pages; DoH/3 at h3://" + addr + dohPath + ")"
+	case "metrics":
+		return "http://" + addr + "/metrics"
+	}
+	return ""
+}
+
+// answersSaid says what the server answers with, and, when nothing is
+// configured, that every query is refused and how to change that.
+func answersSaid(a server.Answers) string {
+	var what []string
+	if n := len(a.Static); n > 0 {
+		what = append(what, fmt.Sprintf("%d static records", n))
+	}
+	if a.Zone != "" {
+		what = append(what, "the zone in "+a.Zone)
+	}
+	if a.Hosts != "" {
+		what = append(what, "the names in "+a.Hosts)
+	}
+	if a.Any != "" {
+		what = append(what, "any other name with "+a.Any)
+	}
+	if a.Forward != "" {
+		what = append(what, "the rest forwarded to "+a.Forward)
+	}
+	if len(what) == 0 {
+		return "none configured: every query is answered REFUSED (add --any IP, --zone FILE, --hosts FILE or --forward URL)"
+	}
+	return strings.Join(what, "; ")
+}
 
 func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -152,10 +197,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer srv.Close()
 	for _, name := range server.ListenerNames {
 		if a := srv.Addr(name); a != nil {
-			fmt.Fprintf(stderr, "doxlab serve: %-7s %s\n", name, a)
+			fmt.Fprintf(stderr, "doxlab serve: %-7s %-21s %s\n", name, a, listenerURL(name, a.String(), cfg.DoHPath))
 		}
 	}
-	fmt.Fprintf(stderr, "doxlab serve: certificate SPKI %s\n", srv.SPKI())
+	fmt.Fprintf(stderr, "doxlab serve: answers: %s\n", answersSaid(cfg.Answers))
+	fmt.Fprintf(stderr, "doxlab serve: certificate SPKI %s (clients: --ca with the file --cert-out writes, or --insecure)\n", srv.SPKI())
 	if readyFile != "" {
 		// Written whole, then renamed: a waiter never reads half of it.
 		b, _ := json.Marshal(srv.Ready())
