@@ -187,13 +187,25 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	defer cancel()
 	if err := s.db.PingContext(pctx); err != nil {
 		s.db.Close()
+		if notDatabase(err) {
+			return nil, fmt.Errorf("%s is not a doxlab store (not a SQLite database)", Redact(dsn))
+		}
 		return nil, fmt.Errorf("store %s: unreachable: %w", Redact(dsn), err)
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.db.Close()
+		if notDatabase(err) {
+			return nil, fmt.Errorf("%s is not a doxlab store (not a SQLite database)", Redact(dsn))
+		}
 		return nil, fmt.Errorf("store %s: %w", Redact(dsn), err)
 	}
 	return s, nil
+}
+
+// notDatabase reports SQLite's "file is not a database" (SQLITE_NOTADB).
+func notDatabase(err error) bool {
+	se, ok := errors.AsType[*sqlite.Error](err)
+	return ok && se.Code()&0xff == sqlite3.SQLITE_NOTADB
 }
 
 // Redact hides a password in a PostgreSQL URL, for printing.

@@ -215,3 +215,12 @@ func TestCSVNeutralisesFormulas(t *testing.T) {
 	require.Contains(t, raw.String(), `"=HYPERLINK(""http://x"",""y"")"`)
 	require.Contains(t, raw.String(), ",+1,")
 }
+
+// TestOpenNamesAFileThatIsNoStore: a file that is not a database is said
+// to be one, not "unreachable".
+func TestOpenNamesAFileThatIsNoStore(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(p, []byte("hello, this is not SQLite, but long enough to have a header of its own\n"), 0o644))
+	_, err := store.Open(context.Background(), p)
+	require.EqualError(t, err, p+" is not a doxlab store (not a SQLite database)")
+}
