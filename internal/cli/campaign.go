@@ -91,7 +91,7 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	if dsn == "" {
 		dsn = "doxlab.db"
 	}
-	return runMeasurement(spec, measureRun{store: dsn, runID: *runID, kind: "campaign", json: *asJSON, out: *outPath, fresh: *fresh}, stdout, stderr)
+	return runMeasurement(spec, measureRun{store: dsn, runID: *runID, kind: "campaign", json: *asJSON, out: *outPath, fresh: *fresh, args: append([]string{"campaign"}, args...)}, stdout, stderr)
 }
 
 // newProgress reports progress on w: a bar redrawn in place with rate and

@@ -105,7 +105,7 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 	if _, err := spec.Tasks(); err != nil {
 		return fail("%v", err)
 	}
-	return runMeasurement(spec, measureRun{store: *storeDSN, runID: *runID, kind: "measure", json: *asJSON, out: *outPath}, stdout, stderr)
+	return runMeasurement(spec, measureRun{store: *storeDSN, runID: *runID, kind: "measure", json: *asJSON, out: *outPath, args: append([]string{"measure"}, args...)}, stdout, stderr)
 }
 
 // measureRun says where a measurement's samples go.
@@ -113,6 +113,30 @@ type measureRun struct {
 	store, runID, kind, out string
 	json                    bool
 	fresh                   bool // campaign run --new: never continue an earlier run by its spec
+	// args are the command's own (after "doxlab"), for the line that
+	// says how to continue an interrupted run.
+	args []string
+}
+
+// resumeCommand is the command that continues run id: this one's
+// arguments with --run id instead of any earlier --run or --new.
+func (mr measureRun) resumeCommand(id string) string {
+	var kept []string
+	for i := 0; i < len(mr.args); i++ {
+		a := mr.args[i]
+		switch {
+		case a == "--run" || a == "-run":
+			i++ // and its value
+			continue
+		case strings.HasPrefix(a, "--run=") || strings.HasPrefix(a, "-run=") || a == "--new" || a == "-new":
+			continue
+		}
+		if strings.ContainsAny(a, " '\"$&;|<>*?") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		kept = append(kept, a)
+	}
+	return "doxlab " + strings.Join(append(kept, "--run", id), " ")
 }
 
 // runMeasurement runs a spec for 'measure' and 'campaign run': opens the
@@ -218,11 +242,16 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 		summarize(stdout, samples)
 	}
 	if storeErr != nil {
-		fmt.Fprintf(stderr, "doxlab %s: %v (samples stored before it are kept; continue with --run %s)\n", mr.kind, storeErr, run.ID)
+		fmt.Fprintf(stderr, "doxlab %s: %v (samples stored before it are kept; continue with: %s)\n", mr.kind, storeErr, mr.resumeCommand(run.ID))
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "doxlab %s: stopped: %v (%d samples kept)\n", mr.kind, err, len(samples))
+		switch {
+		case st != nil:
+			fmt.Fprintf(stderr, "doxlab %s: stopped (%v) after %d samples, all stored; continue with: %s\n", mr.kind, err, len(samples), mr.resumeCommand(run.ID))
+		default:
+			fmt.Fprintf(stderr, "doxlab %s: stopped (%v) after %d samples; none was stored (--store keeps them, and lets a run be continued)\n", mr.kind, err, len(samples))
+		}
 		return 1
 	}
 	switch {

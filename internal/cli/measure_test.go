@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,4 +209,31 @@ json.dump({k: [len(v), float(np.median(v))] + [float(np.percentile(v, q)) for q 
 		seen++
 	}
 	require.Equal(t, 4, seen, "both resolvers over both transports, apart")
+}
+
+// TestInterruptedMeasureSaysHowToContinue: SIGINT ends a measurement
+// with the exact command that continues it, and that command measures
+// only what is left.
+func TestInterruptedMeasureSaysHowToContinue(t *testing.T) {
+	srv := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "s.db")
+	args := []string{"measure", "--store", dsn, "--conditions", "fresh", "--repeat", "40", "--rate", "20", "udp://" + srv.Listeners["udp"]}
+	cmd := exec.Command(doxlabBinary(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	time.Sleep(700 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	require.Error(t, cmd.Wait(), "an interrupted run exits non-zero")
+	line := regexp.MustCompile(`continue with: doxlab (measure .* --run \S+)`).FindStringSubmatch(stderr.String())
+	require.Len(t, line, 2, stderr.String())
+	code, _, errOut := run(strings.Fields(line[1])...)
+	require.Equal(t, 0, code, errOut)
+	st, err := store.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	defer st.Close()
+	rows, err := st.Rows(context.Background(), "")
+	require.NoError(t, err)
+	require.Len(t, rows, 40, "each task once: the first run's and the rest")
 }
