@@ -34,6 +34,29 @@ type Env struct {
 	// Force, which the run then records. Nil: not checked.
 	Design map[string]string
 	Force  bool
+	// Progress, if set, hears how far the run is: done of total
+	// measurements (queries, loads, handshakes), those a resumed run
+	// finds stored counted done. The CLI draws it with a rate and an ETA.
+	Progress func(done, total int)
+
+	progressMu  sync.Mutex
+	done, total int
+}
+
+// Plan adds n measurements to the run's total.
+func (e *Env) Plan(n int) { e.advance(0, n) }
+
+// Advance counts n measurements done (or found stored).
+func (e *Env) Advance(n int) { e.advance(n, 0) }
+
+func (e *Env) advance(done, total int) {
+	e.progressMu.Lock()
+	e.done, e.total = e.done+done, e.total+total
+	d, t := e.done, e.total
+	e.progressMu.Unlock()
+	if e.Progress != nil {
+		e.Progress(d, t)
+	}
 }
 
 // Environment returns the Env itself, so that every config that embeds

@@ -201,6 +201,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 	if _, err := experiment.CheckLink(ctx, st, tb, runID, "before", c.Profile, nil); err != nil {
 		return expID, err
 	}
+	c.Plan(len(c.CertSizes) * len(c.KeyShares) * len(c.Validations) * c.Repeat)
 	qlogs := filepath.Join(dir, "qlog")
 	rtt := float64(c.Profile.RTT()) / float64(time.Millisecond)
 	for _, size := range c.CertSizes {
@@ -214,6 +215,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 				for rep := range c.Repeat {
 					s := &Sample{Profile: c.Profile.Name, Cert: size, CertOctets: octets[size], KeyShare: ks, Validation: v, Rep: rep, RTTMs: rtt}
 					if done[s.key()] {
+						c.Advance(1)
 						continue
 					}
 					if err := ctx.Err(); err != nil {
@@ -223,6 +225,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 					if err := st.WriteResult(ctx, runID, Kind, s.key(), time.Now(), s); err != nil {
 						return expID, err
 					}
+					c.Advance(1)
 				}
 				fmt.Fprintf(c.Log, "amplification: cert %s (%d octets), key share %s, validation %s: %d handshakes\n", size, octets[size], ks, v, c.Repeat)
 			}

@@ -269,6 +269,19 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	spec := map[string]any{"server": srv.Config(), "servers": srvs.Configs(), "placement": place, "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "origins": c.Origins, "repeat": c.Repeat, "seed": seed,
 		"graphs": e.provenance()}
 	n := 0
+	perProfile := 0
+	for range c.Pages {
+		for range c.DNS {
+			for _, h3 := range c.H3 {
+				if h3 == "1rtt" {
+					perProfile += c.Repeat // one SETTINGS variant
+				} else {
+					perProfile += len(c.Settings) * c.Repeat
+				}
+			}
+		}
+	}
+	c.Plan(perProfile * len(profiles))
 	err = c.EachProfile(ctx, st, tb, expID, "experiment:coalescing", profiles, spec, func(p testbed.Profile, runID string) error {
 		stored, err := experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfRun(runID))
 		if err != nil {
@@ -281,6 +294,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		// A cell's loads run one after another behind one warm-up (the
 		// loader keeps no state a load does not renew: tickets, the
 		// remembered SETTINGS), the cells in random order.
+		c.Advance(len(done))
 		var cells [][]Task
 		for _, page := range c.Pages {
 			for _, mode := range c.DNS {
@@ -309,6 +323,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 				if err := st.WriteResult(ctx, runID, Kind, s.Key(), s.Start, s); err != nil {
 					return err
 				}
+				c.Advance(1)
 				n++
 				all++
 				if s.Status == "ok" {

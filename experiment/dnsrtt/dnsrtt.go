@@ -103,6 +103,9 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	spec := map[string]any{"server": cfg, "transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat}
+	if tasks, err := (&measure.Spec{Targets: []string{ip}, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat}).Tasks(); err == nil {
+		c.Plan(len(tasks) * len(profiles))
+	}
 	return expID, c.EachProfile(ctx, st, tb, expID, "experiment:dns-rtt", profiles, spec, func(p testbed.Profile, runID string) error {
 		fmt.Fprintf(c.Log, "dns-rtt: %s (RTT %v): %d lookups per transport and condition\n", p.Name, p.RTT(), c.Repeat)
 		// The PAM method in-process, every socket (exchanges and probes)
@@ -111,6 +114,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		if err != nil {
 			return err
 		}
+		c.Advance(len(done))
 		spec := measure.Spec{Targets: []string{ip}, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat, Timeout: 10 * time.Second,
 			Options: transport.Options{RootCAs: ca, SNI: "localhost", OpenSockets: func(open func() error) error { return tb.Run("client", open) }},
 			Skip:    func(t measure.Task) bool { return done[store.TaskKey(t)] }}
@@ -119,6 +123,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 			if werr == nil {
 				werr = store.Retry(ctx, func() error { return st.Write(ctx, runID, x) }, nil)
 			}
+			c.Advance(1)
 		})
 		if err = cmp.Or(werr, err); err != nil {
 			return fmt.Errorf("measuring %s: %w", p.Name, err)

@@ -214,6 +214,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	spec := map[string]any{"transports": c.Transports, "queries": c.Queries, "rate": c.Rate, "delay_every": c.DelayEvery, "delay": c.Delay.String(), "base": c.Base, "seed": c.Seed}
+	c.Plan(2 * len(c.Transports) * len(profiles)) // a baseline and a delayed run of each
 	return expID, c.EachProfile(ctx, st, tb, expID, "experiment:hol", profiles, spec, func(p testbed.Profile, runID string) error {
 		stored, err := experiment.LoadResults[Query](ctx, st, KindQuery, experiment.OfRun(runID))
 		if err != nil {
@@ -226,6 +227,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		for _, t := range c.Transports {
 			for _, run := range []string{"baseline", "delayed"} {
 				if done[t+"|"+run] {
+					c.Advance(1)
 					continue
 				}
 				if err := ctx.Err(); err != nil {
@@ -243,6 +245,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 					}
 				}
 				fmt.Fprintf(c.Log, "hol: %s %s %s: %d queries\n", p.Name, t, run, len(qs))
+				c.Advance(1)
 			}
 		}
 		return nil

@@ -164,6 +164,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 	var keyLog lockedBuffer
 	var windows []window
 	octets := map[string]int{}
+	c.Plan(len(c.Certs) * len(c.Transports) * len(c.Modes))
 	for _, cert := range c.Certs {
 		certFile, keyFile, n, err := experiment.WriteChain(dir, cert, c.LargeCertOctets)
 		if err != nil {
@@ -191,6 +192,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 				w.to = time.Now()
 				windows = append(windows, w)
 				fmt.Fprintf(c.Log, "overhead: cert %s, %s, %s connection: %d names\n", cert, t, m, len(c.Names))
+				c.Advance(1)
 			}
 		}
 		srv.Close()

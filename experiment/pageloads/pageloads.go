@@ -238,11 +238,13 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	spec := map[string]any{"server": e.srv.Config(), "servers": e.srvs.Configs(), "placement": place, "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes, "engines": c.Engines,
 		"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}
+	c.Plan(len(profiles) * len(c.Transports) * len(c.StubStates) * len(c.Pages) * len(c.H3) * len(c.DNSModes) * len(c.Engines) * c.Repeat)
 	err = c.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
 		done, err := st.LoadsDone(ctx, runID)
 		if err != nil {
 			return err
 		}
+		c.Advance(len(done))
 		e.runID = runID
 		if err := e.profile(ctx, rng, p, runID, done); err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
@@ -556,6 +558,7 @@ func (e *webEnv) blocks(ctx context.Context, rng *rand.Rand, p testbed.Profile, 
 				st.stop()
 				return err
 			}
+			e.c.Advance(1)
 			if x.Status == "ok" {
 				ok++
 			} else {

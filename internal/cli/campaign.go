@@ -11,14 +11,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/doxlab/doxlab/internal/printable"
-
-	"golang.org/x/term"
 
 	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/measure"
@@ -92,41 +89,6 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 		dsn = "doxlab.db"
 	}
 	return runMeasurement(spec, measureRun{store: dsn, runID: *runID, kind: "campaign", json: *asJSON, out: *outPath, fresh: *fresh, args: append([]string{"campaign"}, args...)}, stdout, stderr)
-}
-
-// newProgress reports progress on w: a bar redrawn in place with rate and
-// ETA on a terminal, a plain line every tenth of the way otherwise.
-func newProgress(w io.Writer) func(done, total int) {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
-	start := time.Now()
-	var mu sync.Mutex
-	lastTenth := -1
-	return func(done, total int) {
-		mu.Lock()
-		defer mu.Unlock()
-		el := time.Since(start)
-		rate := float64(done) / el.Seconds()
-		eta := time.Duration(0)
-		if rate > 0 {
-			eta = time.Duration(float64(total-done) / rate * float64(time.Second)).Round(time.Second)
-		}
-		if tty {
-			const width = 30
-			n := width * done / max(total, 1)
-			fmt.Fprintf(w, "\r[%s%s] %d/%d %.1f/s ETA %v ", strings.Repeat("=", n), strings.Repeat(" ", width-n), done, total, rate, eta)
-			if done == total {
-				fmt.Fprintln(w)
-			}
-			return
-		}
-		if tenth := 10 * done / max(total, 1); tenth != lastTenth {
-			lastTenth = tenth
-			fmt.Fprintf(w, "progress: %d/%d tasks, %.1f/s, ETA %v\n", done, total, rate, eta)
-		}
-	}
 }
 
 func runCampaignPlan(args []string, stdout, stderr io.Writer) int {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	_ "github.com/doxlab/doxlab/experiment/all" // registers every experiment
+	"github.com/doxlab/doxlab/internal/progress"
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
@@ -76,7 +77,9 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	env.Log = stderr
+	meter := progress.New(stderr, "measurements")
+	defer meter.Done()
+	env.Log, env.Progress = meter, meter.Update // log lines above the bar
 	env.Design = design(fs)
 	run := e.Run
 	if info.Resumable {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/internal/printable"
+	"github.com/doxlab/doxlab/internal/progress"
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
@@ -212,7 +213,9 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 		out = f
 	}
 	var samples []*measure.Sample
-	spec.Progress = newProgress(stderr)
+	meter := progress.New(stderr, "tasks")
+	defer meter.Done()
+	spec.Progress = meter.Update
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err = measure.Run(ctx, spec, func(s *measure.Sample) {

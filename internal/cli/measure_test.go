@@ -237,3 +237,16 @@ func TestInterruptedMeasureSaysHowToContinue(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 40, "each task once: the first run's and the rest")
 }
+
+// TestProgressOnATerminal: on a terminal (a pseudo-terminal made by
+// util-linux's script), measure draws a bar redrawn in place with the
+// count, the rate and an ETA.
+func TestProgressOnATerminal(t *testing.T) {
+	script := peertest.Need(t, "script", "apt-get install bsdutils")
+	srv := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
+	cmdline := doxlabBinary(t) + " measure --conditions fresh --repeat 30 --rate 60 udp://" + srv.Listeners["udp"]
+	out, err := exec.Command(script, "-qefc", cmdline, "/dev/null").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Regexp(t, `\r\x1b\[K\[=+ *\] \d+/30 tasks, [0-9.]+/s, ETA \d+`, string(out))
+	require.Contains(t, string(out), "] 30/30 tasks")
+}

@@ -89,6 +89,7 @@ func TestExperimentDNSRTT(t *testing.T) {
 	out, err := exec.Command(doxlabBinary(t), "experiment", "dns-rtt", "--quick", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	// 5 profiles × (udp, tcp fresh; dot, doh2, doh3, doq fresh and resumed; doh3, doq 0-RTT) × 3 lookups.
+	require.Contains(t, string(out), "progress: 180/180 measurements", "plain progress lines off a terminal")
 	for _, cell := range []string{`fiber\s+udp\s+fresh\s+3/3 `, `dsl\s+dot\s+resumed\s+3/3 `, `4g-medium\s+doq\s+0rtt\s+3/3 `} {
 		require.Regexp(t, cell, string(out))
 	}
