@@ -453,6 +453,24 @@ func (tb *Testbed) Close() error {
 	return err
 }
 
+// Names lists the testbeds that are up (their state recorded), by name.
+func Names() ([]string, error) {
+	ents, err := os.ReadDir(StateRoot)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if _, err := os.Stat(filepath.Join(StateRoot, e.Name(), "state.json")); e.IsDir() && err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
 // Load reads the state of a testbed that was started, perhaps by another
 // process.
 func Load(name string) (*State, error) {

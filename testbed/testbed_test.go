@@ -508,3 +508,22 @@ func TestPauseCountsSince(t *testing.T) {
 	_, longest = p2.since(p1)
 	require.Equal(t, time.Second, longest, "the open last bucket is given by its lower bound")
 }
+
+// TestNamesListsTestbedsUp: every state directory with a state file is a
+// testbed that is up; a stray directory is not.
+func TestNamesListsTestbedsUp(t *testing.T) {
+	old := StateRoot
+	StateRoot = t.TempDir()
+	defer func() { StateRoot = old }()
+	names, err := Names()
+	require.NoError(t, err)
+	require.Empty(t, names)
+	for _, n := range []string{"web", "dnsrtt"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(StateRoot, n), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(StateRoot, n, "state.json"), []byte("{}"), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(StateRoot, "stray"), 0o755))
+	names, err = Names()
+	require.NoError(t, err)
+	require.Equal(t, []string{"dnsrtt", "web"}, names)
+}

@@ -123,7 +123,25 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		if _, code, ok := parseArgs(fs, args[1:]); !ok {
 			return code
 		}
-		return testbedStatus(*name, *asJSON, stdout, stderr)
+		named := false
+		fs.Visit(func(f *flag.Flag) { named = named || f.Name == "name" })
+		if named {
+			return testbedStatus(*name, *asJSON, stdout, stderr)
+		}
+		// Without --name: every testbed that is up.
+		names, err := testbed.Names()
+		if err != nil {
+			return fail(err)
+		}
+		if len(names) == 0 {
+			fmt.Fprintln(stdout, "no testbed is up")
+			return exitOK
+		}
+		code := exitOK
+		for _, n := range names {
+			code = max(code, testbedStatus(n, *asJSON, stdout, stderr))
+		}
+		return code
 	case "exec":
 		rest := args[1:]
 		i := slices.Index(rest, "--")
@@ -291,7 +309,7 @@ func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
 	}
 	alive := "running"
 	if !st.Alive() || serr != nil {
-		alive = "NOT RUNNING (run 'doxlab testbed down' to clean up)"
+		alive = fmt.Sprintf("NOT RUNNING (run 'doxlab testbed down --name %s' to clean up)", name)
 	}
 	fmt.Fprintf(stdout, "testbed %s: emulator pid %d, %s, since %s\n", name, st.PID, alive, st.Started.Format(time.RFC3339))
 	for _, h := range st.Spec.Hosts {
