@@ -105,7 +105,7 @@ func Render(in Input, dir, title string) (*Report, error) {
 		}
 	}
 	if err := page.Execute(&b, map[string]any{"Title": title, "Findings": rep.Findings, "Env": environment(in.Runs, in.Links), "Sections": rep.Sections, "Survey": rep.Survey,
-		"Links": in.Links, "LinksFailed": failed, "MinSamples": experiment.MinSamples}); err != nil {
+		"Links": in.Links, "LinksFailed": failed, "MinSamples": experiment.MinSamples, "FontCSS": figure.FontCSS()}); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(rep.HTML, b.Bytes(), 0o644); err != nil {
@@ -119,6 +119,7 @@ var page = template.Must(template.New("report").Funcs(figure.Funcs).Funcs(templa
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.Title}}</title>
 <style>
+{{.FontCSS}}
 body{font-family:system-ui,sans-serif;margin:0;color:#222;line-height:1.45}
 main{max-width:1180px;margin:0 auto;padding:1.5em 2em}
 nav{position:sticky;top:0;background:#fafafa;border-bottom:1px solid #ddd;padding:.5em 2em;font-size:14px;z-index:1}

@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/doxlab/doxlab/internal/stats"
 
@@ -24,6 +26,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Figure is one figure: Dir/Name.png and Dir/Name.svg, and the SVG to
@@ -79,9 +82,16 @@ func (s *Set) AddGrid(panels [][]*plot.Plot, name, heading, of string, w, h vg.L
 	}
 	var svg []byte
 	for _, format := range []string{"png", "svg"} {
-		c, err := draw.NewFormattedCanvas(w, h, format)
-		if err != nil {
-			return err
+		var c vg.CanvasWriterTo
+		if format == "svg" {
+			// The fonts go inside the file: a reader's machine may lack
+			// Liberation Serif, and a wider stand-in cuts labels off.
+			c = vgsvg.NewWith(vgsvg.UseWH(w, h), vgsvg.EmbedFonts(true))
+		} else {
+			var err error
+			if c, err = draw.NewFormattedCanvas(w, h, format); err != nil {
+				return err
+			}
 		}
 		dc := draw.New(c)
 		if len(panels) == 1 && len(panels[0]) == 1 {
@@ -109,12 +119,45 @@ func (s *Set) AddGrid(panels [][]*plot.Plot, name, heading, of string, w, h vg.L
 			svg = b.Bytes()
 		}
 	}
-	// Inline SVG: drop the XML prolog.
+	// Inline SVG: drop the XML prolog, and the fonts, which the page
+	// declares once (FontCSS) for all its figures.
 	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
 		svg = svg[i:]
 	}
+	svg = takeFonts(svg)
 	s.Figures = append(s.Figures, Figure{Name: name, Heading: heading, Of: of, SVG: template.HTML(svg), CSV: name + ".csv"})
 	return nil
+}
+
+var (
+	fontsMu sync.Mutex
+	fonts   = map[string]bool{} // @font-face rules the figures drawn so far use
+)
+
+// takeFonts removes an SVG's embedded font declarations, keeping them
+// for FontCSS.
+func takeFonts(svg []byte) []byte {
+	start := bytes.Index(svg, []byte("<defs>"))
+	end := bytes.Index(svg, []byte("</defs>"))
+	if start < 0 || end < start || !bytes.Contains(svg[start:end], []byte("@font-face")) {
+		return svg
+	}
+	fontsMu.Lock()
+	for _, rule := range strings.SplitAfter(string(svg[start:end]), "}") {
+		if i := strings.Index(rule, "@font-face"); i >= 0 {
+			fonts[strings.TrimSpace(rule[i:])] = true
+		}
+	}
+	fontsMu.Unlock()
+	return append(svg[:start:start], svg[end+len("</defs>"):]...)
+}
+
+// FontCSS declares the fonts of every figure drawn so far, embedded, for
+// a page that inlines them: text renders the same on every machine.
+func FontCSS() template.CSS {
+	fontsMu.Lock()
+	defer fontsMu.Unlock()
+	return template.CSS(strings.Join(slices.Sorted(maps.Keys(fonts)), "\n"))
 }
 
 // LegendPanel moves p's legend into a panel of its own, for small
