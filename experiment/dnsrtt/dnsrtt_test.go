@@ -2,6 +2,7 @@ package dnsrtt
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -138,4 +139,30 @@ func TestRTTFindingsNeedAnEmulatedLink(t *testing.T) {
 	earned = experiment.Earn((&Samples{Rows: rows}).Findings(), experiment.Evidence{})
 	require.Equal(t, experiment.Holds, earned[0].Verdict, earned[0].Reason)
 	require.Equal(t, experiment.Differs, earned[1].Verdict, "DoH 10 RTT above DoQ, significantly: %s", earned[1].Reason)
+}
+
+// TestLoopbackStaysOutOfThePool: loopback's exchanges (tens of its tiny
+// RTTs) get a panel of their own, not a place in the pooled one.
+func TestLoopbackStaysOutOfThePool(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	var rows []store.Row
+	for i := range 5 {
+		rows = append(rows,
+			store.Row{RunID: "m", Transport: "udp", Condition: "fresh", Status: "ok", TotalRTT: f(30 + float64(i))},
+			store.Row{RunID: "e-fiber", Profile: "fiber", Transport: "udp", Condition: "fresh", Status: "ok", TotalRTT: f(1 + float64(i)/100)})
+	}
+	dir := t.TempDir()
+	sec, err := (&Samples{Rows: rows}).Section(dir)
+	require.NoError(t, err)
+	require.Equal(t, "over the emulated profiles, then each (loopback, none, apart: its RTT is tens of microseconds)", sec.Figures[0].Of)
+	b, err := os.ReadFile(filepath.Join(dir, "cdf-total.csv"))
+	require.NoError(t, err)
+	pooled := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "all emulated,") {
+			pooled++
+			require.NotContains(t, line, ",3", "no loopback value in the pool: %s", line)
+		}
+	}
+	require.Equal(t, 5, pooled)
 }

@@ -258,10 +258,19 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 		}
 	}
 	slices.SortFunc(profiles, order.Compare)
+	// Loopback's RTT is tens of microseconds, so its exchanges are tens
+	// of "RTTs": pooled with emulated links they would stretch every
+	// panel's axis. They keep a panel of their own, outside the pool.
+	all, of := "all", "over all profiles, then each"
+	inAll := func(store.Row) bool { return true }
+	if slices.Contains(profiles, "none") && len(profiles) > 1 {
+		all, of = "all emulated", "over the emulated profiles, then each (loopback, none, apart: its RTT is tens of microseconds)"
+		inAll = func(r store.Row) bool { return orNone(r.Profile) != "none" }
+	}
 	for _, m := range Metrics {
 		// Small multiples: all profiles, then each, on one x axis.
-		if err := smallMultiples(set, s.Rows, "profile", func(r store.Row) string { return orNone(r.Profile) }, profiles, m.Get, m.Title,
-			"cdf-"+m.Name, "CDF of the "+m.Title, "over all profiles, then each"); err != nil {
+		if err := smallMultiples(set, s.Rows, "profile", func(r store.Row) string { return orNone(r.Profile) }, profiles, all, inAll, m.Get, m.Title,
+			"cdf-"+m.Name, "CDF of the "+m.Title, of); err != nil {
 			return nil, err
 		}
 	}
@@ -270,7 +279,7 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 		intro += " Campaigns measured from several vantage points: the second table and the last figure give each vantage point apart."
 		m := Metrics[0]
 		rows := slices.DeleteFunc(slices.Clone(s.Rows), func(r store.Row) bool { return r.Vantage == "" })
-		if err := smallMultiples(set, rows, "vantage", func(r store.Row) string { return r.Vantage }, vantages, m.Get, m.Title,
+		if err := smallMultiples(set, rows, "vantage", func(r store.Row) string { return r.Vantage }, vantages, "all", func(store.Row) bool { return true }, m.Get, m.Title,
 			"cdf-"+m.Name+"-by-vantage", "CDF of the "+m.Title+" per vantage point", "over all vantage points, then each"); err != nil {
 			return nil, err
 		}
@@ -286,17 +295,24 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 		map[string]any{"Stats": s.Stats(), "Vantages": s.ByVantage(), "Resolvers": resolvers}, set)
 }
 
-// smallMultiples draws the CDF of get over all rows, then over each
-// group (groupOf) in a panel of its own, on one x axis, a line per
-// transport and condition.
-func smallMultiples(set *figure.Set, rows []store.Row, groupName string, groupOf func(store.Row) string, groups []string, get func(store.Row) *float64,
-	xlabel, name, heading, of string) error {
-	names := append([]string{"all"}, groups...)
+// smallMultiples draws the CDF of get over the rows inAll keeps (a panel
+// called all), then over each group (groupOf) in a panel of its own, a
+// line per transport and condition; the panels share the x axis, but for
+// a group outside the pool, which keeps its own.
+func smallMultiples(set *figure.Set, rows []store.Row, groupName string, groupOf func(store.Row) string, groups []string, all string, inAll func(store.Row) bool,
+	get func(store.Row) *float64, xlabel, name, heading, of string) error {
+	names := append([]string{all}, groups...)
 	data := figure.Data{Header: []string{groupName, "series", "value", "cdf"}}
 	var panels []*plot.Plot
+	var shared []bool // the panel takes the shared x axis
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, g := range names {
-		sel := slices.DeleteFunc(slices.Clone(rows), func(r store.Row) bool { return g != "all" && groupOf(r) != g })
+		keep := func(r store.Row) bool { return groupOf(r) == g }
+		if i == 0 {
+			keep = inAll
+		}
+		pooled := i == 0 || slices.ContainsFunc(rows, func(r store.Row) bool { return groupOf(r) == g && inAll(r) })
+		sel := slices.DeleteFunc(slices.Clone(rows), func(r store.Row) bool { return !keep(r) })
 		plt, d, err := figure.CDF(cdfSeries(sel, get), g, xlabel, false)
 		if err != nil {
 			return err
@@ -304,16 +320,16 @@ func smallMultiples(set *figure.Set, rows []store.Row, groupName string, groupOf
 		for _, row := range d.Rows {
 			data.Rows = append(data.Rows, append([]string{g}, row...))
 		}
-		if len(d.Rows) > 0 {
+		if len(d.Rows) > 0 && pooled {
 			lo, hi = min(lo, plt.X.Min), max(hi, plt.X.Max)
 		}
 		if i > 0 {
 			plt.Legend = plot.NewLegend() // one legend, in a panel of its own
 		}
-		panels = append(panels, plt)
+		panels, shared = append(panels, plt), append(shared, pooled)
 	}
-	for _, plt := range panels {
-		if lo < hi {
+	for i, plt := range panels {
+		if lo < hi && shared[i] {
 			plt.X.Min, plt.X.Max = lo, hi
 		}
 	}
