@@ -179,7 +179,7 @@ func TestWorkersMeasureOnlyTheirPlan(t *testing.T) {
 		WHERE id = (SELECT max(id) FROM river_job WHERE queue = 'vantage-fra1')`)
 	require.NoError(t, err)
 
-	var log strings.Builder
+	var log syncLog // the worker's jobs log from goroutines of their own
 	w := &campaign.Worker{Store: st, Vantage: "fra1", Concurrency: 3, Drain: true, Log: &log}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -213,4 +213,28 @@ func TestWorkersMeasureOnlyTheirPlan(t *testing.T) {
 	s, err = campaign.GetStatus(ctx, st, again.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, s.Vantages[0].Failed)
+}
+
+// syncLog is a log several goroutines write to.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *syncLog) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
 }

@@ -312,7 +312,7 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 					b := &busyOnEnd{ReadCloser: r.Body, sl: sl}
 					defer b.done()
 					if r.Method == http.MethodGet || r.Method == http.MethodHead {
-						b.begin() // no body to wait for
+						b.begin() // no body to wait for, nor to cancel
 					}
 					r.Body = b
 				}
@@ -421,10 +421,6 @@ func (s *Server) serveH3Conn(srv *http3.Server, c *quic.Conn, sl *slot, name str
 				return
 			}
 			hc.HandleRequestStream(str)
-			// Answered: whatever of the request is still to come is not
-			// needed (RFC 9114 §4.1, H3_NO_ERROR); a body that never ends
-			// no longer holds the stream open.
-			str.CancelRead(quic.StreamErrorCode(h3NoError))
 			d.streamDone(received, false)
 		})
 	}
@@ -458,10 +454,15 @@ func (b *busyOnEnd) begin() {
 	}
 }
 
+// done ends the request: idle again if it was answered whole; a body
+// not read to its end is no longer read (its stream's receiving side is
+// cancelled), so one that never ends holds the stream no longer.
 func (b *busyOnEnd) done() {
 	if b.began {
 		b.sl.end()
+		return
 	}
+	b.ReadCloser.Close()
 }
 
 // isDNSStream reads a DNS stream's signal off str, or leaves a request

@@ -35,6 +35,11 @@ type Cell struct {
 	// (Mann-Whitney; "~" when not significant).
 	PLTStat, FCPStat   stats.Summary
 	DeltaPLT, DeltaFCP stats.Comparison
+	// DNSStat and the multi-origin medians (Lookups ... NoLookup) with
+	// their intervals.
+	DNSStat                                                         stats.Summary
+	LookupsStat, LookupsBlockingStat, DNSBlockingStat, DNSTotalStat stats.Summary
+	ConnsStat, NotH3Stat, NoLookupStat                              stats.Summary
 	// Medians of the page's lookups (all, and those a request waited
 	// for), of the DNS time on requests' paths and in all, and of the
 	// web connections the servers saw (see Sample).
@@ -115,11 +120,17 @@ func Summarize(samples []*Sample) []Cell {
 		c.Tokens = append(c.Tokens, x.H3Conn != nil && x.H3Conn.TokenUsed)
 	}
 	for k, c := range cells {
-		c.PLT, c.FCP, c.DNS = stats.Median(c.PLTs), stats.Median(c.FCPs), stats.Median(dns[k])
+		c.DNSStat = stats.Summarize(dns[k])
+		c.PLT, c.FCP, c.DNS = stats.Median(c.PLTs), stats.Median(c.FCPs), c.DNSStat.Median
 		if m := more[k]; m != nil {
-			c.Lookups, c.LookupsBlocking, c.DNSBlocking, c.DNSTotal, c.Conns = stats.Median(m[0]), stats.Median(m[1]), stats.Median(m[2]), stats.Median(m[3]), stats.Median(m[4])
+			ss := make([]stats.Summary, len(m))
+			for i := range m {
+				ss[i] = stats.Summarize(m[i])
+			}
+			c.LookupsStat, c.LookupsBlockingStat, c.DNSBlockingStat, c.DNSTotalStat, c.ConnsStat, c.NotH3Stat, c.NoLookupStat = ss[0], ss[1], ss[2], ss[3], ss[4], ss[5], ss[6]
+			c.Lookups, c.LookupsBlocking, c.DNSBlocking, c.DNSTotal, c.Conns = ss[0].Median, ss[1].Median, ss[2].Median, ss[3].Median, ss[4].Median
 			c.LookupCounts = m[0]
-			c.NotH3, c.NoLookup = stats.Median(m[5]), stats.Median(m[6])
+			c.NotH3, c.NoLookup = ss[5].Median, ss[6].Median
 		}
 		if z := conns0RTT[k]; z[1] > 0 {
 			c.Conns0RTT = float64(z[0]) / float64(z[1])

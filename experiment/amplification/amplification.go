@@ -349,6 +349,8 @@ type Cell struct {
 	CertOctets, N, OK          int
 	HandshakeRTTs, TotalMs     float64
 	HandshakeStat              stats.Summary // HandshakeRTTs with its 95 % interval
+	TotalStat, ClientFirstStat stats.Summary // TotalMs and ClientFirstFlight with theirs
+	ServerFirstStat            stats.Summary // ServerFirstBurst with its
 	ClientFirstFlight          float64
 	ServerFirstBurst           float64
 	Stalled, Retried, Token    float64 // shares of OK handshakes
@@ -378,9 +380,10 @@ func Summarize(ss []*Sample) []Cell {
 			cell.Retried += b2f(s.Retry)
 			cell.Token += b2f(s.TokenUsed)
 		}
-		cell.HandshakeStat = stats.Summarize(hs)
-		cell.HandshakeRTTs, cell.TotalMs = cell.HandshakeStat.Median, stats.Median(tot)
-		cell.ClientFirstFlight, cell.ServerFirstBurst = stats.Median(cf), stats.Median(sb)
+		cell.HandshakeStat, cell.TotalStat = stats.Summarize(hs), stats.Summarize(tot)
+		cell.ClientFirstStat, cell.ServerFirstStat = stats.Summarize(cf), stats.Summarize(sb)
+		cell.HandshakeRTTs, cell.TotalMs = cell.HandshakeStat.Median, cell.TotalStat.Median
+		cell.ClientFirstFlight, cell.ServerFirstBurst = cell.ClientFirstStat.Median, cell.ServerFirstStat.Median
 		if cell.OK > 0 {
 			cell.Stalled /= float64(cell.OK)
 			cell.Retried /= float64(cell.OK)

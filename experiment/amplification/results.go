@@ -32,10 +32,10 @@ func (ss Samples) Count() (int, string) { return len(ss), "handshakes" }
 // WriteTable writes the medians per cell.
 func (ss Samples) WriteTable(w io.Writer) error {
 	fmt.Fprintln(w, "DoQ handshakes, medians (the handshake's with its 95 % interval); a stall is a pause over three quarters of an RTT within the server's handshake flight (client qlog)")
-	fmt.Fprintf(w, "%-6s %7s %-8s %-6s %7s %14s %-14s %10s %13s %13s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "95% CI", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
+	fmt.Fprintf(w, "%-6s %7s %-8s %-6s %7s %14s %-14s %-21s %-19s %-19s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "95% CI", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
 	for _, x := range Summarize(ss) {
-		if _, err := fmt.Fprintf(w, "%-6s %7d %-8s %-6s %7s %14s %-14s %10s %13s %13s %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, fmt.Sprintf("%d/%d", x.OK, x.N),
-			stats.F(x.HandshakeRTTs, 2), x.HandshakeStat.CI(2), stats.F(x.TotalMs, 1), stats.F(x.ClientFirstFlight, 0), stats.F(x.ServerFirstBurst, 0), 100*x.Stalled, 100*x.Retried, 100*x.Token); err != nil {
+		if _, err := fmt.Fprintf(w, "%-6s %7d %-8s %-6s %7s %14s %-14s %-21s %-19s %-19s %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, fmt.Sprintf("%d/%d", x.OK, x.N),
+			stats.F(x.HandshakeRTTs, 2), x.HandshakeStat.CI(2), x.TotalStat.Cell(1), x.ClientFirstStat.Cell(0), x.ServerFirstStat.Cell(0), 100*x.Stalled, 100*x.Retried, 100*x.Token); err != nil {
 			return err
 		}
 	}
@@ -43,7 +43,7 @@ func (ss Samples) WriteTable(w io.Writer) error {
 }
 
 var table = experiment.Table("amplification", `<table id="amp"><tr><th class="l">cert</th><th>octets</th><th class="l">key share</th><th class="l">validation</th><th>ok/n</th><th>handshake RTTs</th><th>95 % CI</th><th>total ms</th><th>client first flight</th><th>server first burst</th><th>stalled</th><th>Retry</th><th>token</th></tr>
-{{range .}}<tr><td class="l">{{.Cert}}</td><td>{{.CertOctets}}</td><td class="l">{{.KeyShare}}</td><td class="l">{{.Validation}}</td><td>{{.OK}}/{{.N}}</td><td>{{f .HandshakeRTTs}}</td><td>{{ci .HandshakeStat}}</td><td>{{ms .TotalMs}}</td><td>{{ms .ClientFirstFlight}}</td><td>{{ms .ServerFirstBurst}}</td><td>{{share .Stalled}}</td><td>{{share .Retried}}</td><td>{{share .Token}}</td></tr>
+{{range .}}<tr><td class="l">{{.Cert}}</td><td>{{.CertOctets}}</td><td class="l">{{.KeyShare}}</td><td class="l">{{.Validation}}</td><td>{{.OK}}/{{.N}}</td><td>{{f .HandshakeRTTs}}</td><td>{{ci .HandshakeStat}}</td><td>{{mci1 .TotalStat}}</td><td>{{mci0 .ClientFirstStat}}</td><td>{{mci0 .ServerFirstStat}}</td><td>{{share .Stalled}}</td><td>{{share .Retried}}</td><td>{{share .Token}}</td></tr>
 {{end}}</table>`)
 
 // Section is the report's part: the table, and the median handshake in
@@ -143,4 +143,18 @@ func (ss Samples) Findings() []experiment.Finding {
 		InRTTs:  true, OnLoopback: loopback,
 		Test: &apart,
 	}}
+}
+
+// Cells are the table's medians as numbers.
+func (ss Samples) Cells() []experiment.Cell {
+	var out []experiment.Cell
+	for _, x := range Summarize(ss) {
+		keys := map[string]string{"cert": x.Cert, "key_share": x.KeyShare, "validation": x.Validation}
+		out = append(out,
+			experiment.NewCell("amplification", keys, "handshake_rtts", x.N, x.HandshakeStat),
+			experiment.NewCell("amplification", keys, "total_ms", x.N, x.TotalStat),
+			experiment.NewCell("amplification", keys, "client_first_flight_octets", x.N, x.ClientFirstStat),
+			experiment.NewCell("amplification", keys, "server_first_burst_octets", x.N, x.ServerFirstStat))
+	}
+	return out
 }

@@ -186,6 +186,9 @@ type Cell struct {
 	// "~" when not significant).
 	PLTStat              stats.Summary
 	Delta1RTT, Delta0RTT stats.Comparison
+	// DNSStat, HandshakesStat, LookupsStat, SparedStat: the other medians
+	// with their intervals.
+	DNSStat, HandshakesStat, LookupsStat, SparedStat stats.Summary
 	PLTs                 []float64 // each OK load's PLT, ms
 	// Shares of the OK loads: exactly one QUIC handshake (and none over
 	// TCP), the lookup on the page's connection, the lookup in early
@@ -246,8 +249,9 @@ func Summarize(ss Samples) []Cell {
 	}
 	for k, c := range cells {
 		c.PLTs, c.PLTStat = plts[k], stats.Summarize(plts[k])
-		c.PLT, c.DNS_, c.Handshakes = c.PLTStat.Median, stats.Median(dnss[k]), stats.Median(hs[k])
-		c.Lookups, c.Spared = stats.Median(lks[k]), stats.Median(spared[k])
+		c.DNSStat, c.HandshakesStat, c.LookupsStat, c.SparedStat = stats.Summarize(dnss[k]), stats.Summarize(hs[k]), stats.Summarize(lks[k]), stats.Summarize(spared[k])
+		c.PLT, c.DNS_, c.Handshakes = c.PLTStat.Median, c.DNSStat.Median, c.HandshakesStat.Median
+		c.Lookups, c.Spared = c.LookupsStat.Median, c.SparedStat.Median
 		if c.OK > 0 {
 			n := float64(c.OK)
 			c.OneHandshake, c.OnPageConn, c.DNSEarly, c.Used0RTT, c.Waited = c.OneHandshake/n, c.OnPageConn/n, c.DNSEarly/n, c.Used0RTT/n, c.Waited/n
@@ -275,11 +279,11 @@ func Summarize(ss Samples) []Cell {
 
 // WriteTable writes the cells.
 func (ss Samples) WriteTable(w io.Writer) error {
-	fmt.Fprintln(w, "medians in ms with the PLT's 95 % interval; Δ against DoUDP + H3 1-RTT and against DoUDP + H3 0-RTT, \"~\" where Mann-Whitney finds no difference (p ≥ 0.05); shares of the ok loads")
-	fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %6s %8s %-17s %7s %-26s %-26s %6s %7s %6s %6s %6s %6s %6s\n", "setup", "profile", "page", "dns", "h3", "ok", "PLT", "PLT 95% CI", "DNS", "Δ1-RTT", "Δ0-RTT", "hs", "lookups", "spared", "1-hs", "onconn", "early", "0-RTT")
+	fmt.Fprintln(w, "medians in ms with their 95 % intervals; Δ against DoUDP + H3 1-RTT and against DoUDP + H3 0-RTT, \"~\" where Mann-Whitney finds no difference (p ≥ 0.05); shares of the ok loads")
+	fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %6s %8s %-17s %-19s %-26s %-26s %-14s %-14s %-14s %6s %6s %6s %6s\n", "setup", "profile", "page", "dns", "h3", "ok", "PLT", "PLT 95% CI", "DNS", "Δ1-RTT", "Δ0-RTT", "hs", "lookups", "spared", "1-hs", "onconn", "early", "0-RTT")
 	for _, c := range Summarize(ss) {
-		if _, err := fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %3d/%-2d %8s %-17s %7s %-26s %-26s %6s %7s %6s %5.0f%% %5.0f%% %5.0f%% %5.0f%%\n", cmp.Or(c.Setup, "-"), c.Profile, c.Page, c.DNS, c.Variant(), c.OK, c.N,
-			stats.F(c.PLT, 1), c.PLTStat.CI(1), stats.F(c.DNS_, 1), c.Delta1RTT.FormatDelta(), c.Delta0RTT.FormatDelta(), stats.F(c.Handshakes, 1), stats.F(c.Lookups, 0), stats.F(c.Spared, 0),
+		if _, err := fmt.Fprintf(w, "%-22s %-10s %-8s %-15s %-10s %3d/%-2d %8s %-17s %-19s %-26s %-26s %-14s %-14s %-14s %5.0f%% %5.0f%% %5.0f%% %5.0f%%\n", cmp.Or(c.Setup, "-"), c.Profile, c.Page, c.DNS, c.Variant(), c.OK, c.N,
+			stats.F(c.PLT, 1), c.PLTStat.CI(1), c.DNSStat.Cell(1), c.Delta1RTT.FormatDelta(), c.Delta0RTT.FormatDelta(), c.HandshakesStat.Cell(0), c.LookupsStat.Cell(0), c.SparedStat.Cell(0),
 			100*c.OneHandshake, 100*c.OnPageConn, 100*c.DNSEarly, 100*c.Used0RTT); err != nil {
 			return err
 		}
@@ -290,7 +294,7 @@ func (ss Samples) WriteTable(w io.Writer) error {
 var table = experiment.Table("coalescing", `<table id="coalescing-cells"><tr><th class="l">setup</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>ok/n</th>
 <th>PLT ms</th><th>95 % CI</th><th>DNS ms</th><th>Δ DoUDP 1-RTT</th><th>Δ DoUDP 0-RTT</th><th>handshakes</th><th>lookups</th><th>spared by ORIGIN</th><th>one handshake</th><th>DNS on page's conn</th><th>DNS in 0-RTT</th><th>page in 0-RTT</th></tr>
 {{range .}}<tr><td class="l">{{or .Setup "–"}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.DNS}}</td><td class="l">{{.Variant}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{ms .PLT}}</td><td>{{ci1 .PLTStat}}</td><td>{{ms .DNS_}}</td><td>{{delta .Delta1RTT}}</td><td>{{delta .Delta0RTT}}</td><td>{{ms .Handshakes}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .Spared}}</td><td>{{share .OneHandshake}}</td><td>{{share .OnPageConn}}</td><td>{{share .DNSEarly}}</td><td>{{share .Used0RTT}}</td></tr>
+<td>{{ms .PLT}}</td><td>{{ci1 .PLTStat}}</td><td>{{mci1 .DNSStat}}</td><td>{{delta .Delta1RTT}}</td><td>{{delta .Delta0RTT}}</td><td>{{mci0 .HandshakesStat}}</td><td>{{mci0 .LookupsStat}}</td><td>{{mci0 .SparedStat}}</td><td>{{share .OneHandshake}}</td><td>{{share .OnPageConn}}</td><td>{{share .DNSEarly}}</td><td>{{share .Used0RTT}}</td></tr>
 {{end}}</table>`)
 
 // Section is the report's part: the cells, and the web experiment's
@@ -577,7 +581,11 @@ func (ss Samples) Cells() []experiment.Cell {
 		keys := map[string]string{"setup": c.Setup, "profile": c.Profile, "page": c.Page, "dns": c.DNS, "h3": c.Variant()}
 		out = append(out,
 			experiment.NewCell("coalescing", keys, "plt_ms", c.N, c.PLTStat).Versus("udp/1rtt", c.Delta1RTT),
-			experiment.NewCell("coalescing", keys, "plt_ms", c.N, c.PLTStat).Versus("udp/0rtt", c.Delta0RTT))
+			experiment.NewCell("coalescing", keys, "plt_ms", c.N, c.PLTStat).Versus("udp/0rtt", c.Delta0RTT),
+			experiment.NewCell("coalescing", keys, "dns_ms", c.N, c.DNSStat),
+			experiment.NewCell("coalescing", keys, "handshakes", c.N, c.HandshakesStat),
+			experiment.NewCell("coalescing", keys, "lookups", c.N, c.LookupsStat),
+			experiment.NewCell("coalescing", keys, "lookups_spared", c.N, c.SparedStat))
 	}
 	return out
 }

@@ -154,6 +154,10 @@ type Summary struct {
 	N, OK                         int
 	Handshake, Resolve, Total     float64       // medians, in RTTs of the probe (the PAM paper's normalisation)
 	TotalStat                     stats.Summary // Total with its 95 % interval
+	HandshakeStat, ResolveStat    stats.Summary
+	// TotalEmulatedStat and SerializationStat: TotalEmulated and
+	// Serialization with their intervals.
+	TotalEmulatedStat, SerializationStat stats.Summary
 	TotalEmulated                 float64       // median total in RTTs of the profile (the cross-layer paper's)
 	Expected                      float64
 	// Serialization is the median time the exchange's packets take to

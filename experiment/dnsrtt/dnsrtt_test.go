@@ -98,7 +98,9 @@ func TestVantagesInTheReport(t *testing.T) {
 	fra := by[0]
 	require.Equal(t, 3, fra.Ms.N)
 	require.False(t, fra.Ms.Bounded(), "3 samples have no 95 % interval")
-	fra.Ms = stats.Summary{}
+	require.Equal(t, 3.0, fra.RTT.Median)
+	require.Equal(t, 10.0, fra.Probe.Median)
+	fra.Ms, fra.RTT, fra.Probe = stats.Summary{}, stats.Summary{}, stats.Summary{}
 	require.Equal(t, VantageStat{Vantage: "fra1", Where: "Frankfurt, DE, AS64500, 192.0.2.1", Target: "10.0.0.53", Transport: "udp", N: 3, OK: 3,
 		ProbeMs: 10, MedianMs: 30, P95Ms: 39, MedianRTT: 3, P95RTT: 3.9}, fra)
 	require.Equal(t, 60.0, by[1].MedianMs)

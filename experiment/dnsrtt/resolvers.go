@@ -30,8 +30,8 @@ type ResolverStat struct {
 	Rank  int
 	N, OK int
 	Ms    stats.Summary // total ms of the answered exchanges
-	RTT   float64       // median total in RTTs of the probe
-	Probe float64       // median probed RTT, ms
+	RTT   stats.Summary // total in RTTs of the probe
+	Probe stats.Summary // probed RTT, ms
 	// VsFastest compares the resolver's totals with the fastest one's
 	// (Mann-Whitney): is it really slower, or is the order noise?
 	VsFastest stats.Comparison
@@ -71,7 +71,7 @@ func (s *Samples) ByResolver() []ResolverStat {
 				rtt = append(rtt, *r.TotalRTT)
 			}
 		}
-		st.Ms, st.RTT, st.Probe = stats.Summarize(totals[k]), stats.Median(rtt), stats.Median(probe)
+		st.Ms, st.RTT, st.Probe = stats.Summarize(totals[k]), stats.Summarize(rtt), stats.Summarize(probe)
 		out = append(out, st)
 	}
 	// Rank within each transport and condition, fastest median first;
@@ -117,14 +117,14 @@ func (s *Samples) writeResolvers(w io.Writer) {
 		tw = max(tw, len(x.Target))
 	}
 	fmt.Fprintln(w, "\nper resolver, ranked within each transport and condition by the median total (ms, answered exchanges, with its 95 % interval); against the fastest: Mann-Whitney, \"~\" where not significant")
-	fmt.Fprintf(w, "%-4s %-*s %-6s %-8s %9s %9s %-21s %8s %8s  %s\n", "rank", tw, "resolver", "transp", "cond", "ok", "median", "95% CI", "med_rtt", "probe", "vs fastest")
+	fmt.Fprintf(w, "%-4s %-*s %-6s %-8s %9s %9s %-21s %-19s %-19s  %s\n", "rank", tw, "resolver", "transp", "cond", "ok", "median", "95% CI", "median RTTs", "probe ms", "vs fastest")
 	for _, x := range rs {
 		vs := "fastest"
 		if x.Rank > 1 {
 			vs = x.VsFastest.FormatDelta()
 		}
-		fmt.Fprintf(w, "%-4d %-*s %-6s %-8s %9s %9s %-21s %8s %8s  %s\n", x.Rank, tw, printable.String(x.Target), x.Transport, x.Condition, fmt.Sprintf("%d/%d", x.OK, x.N),
-			stats.F(x.Ms.Median, 2), x.Ms.CI(2), stats.F(x.RTT, 2), stats.F(x.Probe, 2), vs)
+		fmt.Fprintf(w, "%-4d %-*s %-6s %-8s %9s %9s %-21s %-19s %-19s  %s\n", x.Rank, tw, printable.String(x.Target), x.Transport, x.Condition, fmt.Sprintf("%d/%d", x.OK, x.N),
+			stats.F(x.Ms.Median, 2), x.Ms.CI(2), x.RTT.Cell(2), x.Probe.Cell(2), vs)
 	}
 }
 
@@ -199,21 +199,27 @@ func (s *Samples) resolverFigure(set *figure.Set) error {
 func (s *Samples) Cells() []experiment.Cell {
 	var out []experiment.Cell
 	for _, x := range s.Stats() {
-		out = append(out, experiment.NewCell("dns", map[string]string{"profile": x.Profile, "transport": x.Transport, "condition": x.Condition},
-			"total_ms", x.N, x.Ms))
+		keys := map[string]string{"profile": x.Profile, "transport": x.Transport, "condition": x.Condition}
+		for _, m := range []struct {
+			name string
+			s    stats.Summary
+		}{{"total_ms", x.Ms}, {"total_rtt", x.RTT}, {"serial_ms", x.Serial}, {"wire_ms", x.Wire}, {"client_ms", x.Client}} {
+			out = append(out, experiment.NewCell("dns", keys, m.name, x.N, m.s))
+		}
 	}
 	for _, x := range s.ByResolver() {
-		c := experiment.NewCell("resolvers", map[string]string{"resolver": x.Target, "transport": x.Transport, "condition": x.Condition},
-			"total_ms", x.N, x.Ms)
+		keys := map[string]string{"resolver": x.Target, "transport": x.Transport, "condition": x.Condition}
+		c := experiment.NewCell("resolvers", keys, "total_ms", x.N, x.Ms)
 		c.Rank = x.Rank
 		if x.Rank > 1 {
 			c = c.Versus("fastest resolver", x.VsFastest)
 		}
-		out = append(out, c)
+		out = append(out, c, experiment.NewCell("resolvers", keys, "total_rtt", x.N, x.RTT), experiment.NewCell("resolvers", keys, "probe_ms", x.N, x.Probe))
 	}
 	for _, x := range s.ByVantage() {
-		out = append(out, experiment.NewCell("vantages", map[string]string{"vantage": x.Vantage, "resolver": x.Target, "transport": x.Transport},
-			"total_ms", x.N, x.Ms))
+		keys := map[string]string{"vantage": x.Vantage, "resolver": x.Target, "transport": x.Transport}
+		out = append(out, experiment.NewCell("vantages", keys, "total_ms", x.N, x.Ms), experiment.NewCell("vantages", keys, "total_rtt", x.N, x.RTT),
+			experiment.NewCell("vantages", keys, "probe_ms", x.N, x.Probe))
 	}
 	return out
 }

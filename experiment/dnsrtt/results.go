@@ -75,7 +75,8 @@ func (s *Samples) Summarize() []Summary {
 	})
 	var out []Summary
 	for _, k := range keys {
-		sum := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: len(groups[k]), Expected: Expected(k.t, k.c)}
+		sum := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: len(groups[k]), Expected: Expected(k.t, k.c),
+			TotalEmulated: math.NaN(), Serialization: math.NaN()} // no profile, no emulated RTT
 		var p testbed.Profile
 		known := false
 		var hs, res, tot, totMs, ser []float64
@@ -93,12 +94,12 @@ func (s *Samples) Summarize() []Summary {
 				ser = append(ser, SerializationMs(r, p))
 			}
 		}
-		sum.TotalStat = stats.Summarize(tot)
-		sum.Handshake, sum.Resolve, sum.Total = stats.Median(hs), stats.Median(res), sum.TotalStat.Median
+		sum.TotalStat, sum.HandshakeStat, sum.ResolveStat = stats.Summarize(tot), stats.Summarize(hs), stats.Summarize(res)
+		sum.Handshake, sum.Resolve, sum.Total = sum.HandshakeStat.Median, sum.ResolveStat.Median, sum.TotalStat.Median
 		if known && p.RTT() > 0 {
-			rttMs := float64(p.RTT()) / float64(time.Millisecond)
-			sum.TotalEmulated = stats.Median(totMs) / rttMs
-			sum.Serialization = stats.Median(ser) / rttMs
+			perRTT := float64(time.Millisecond) / float64(p.RTT())
+			sum.TotalEmulatedStat, sum.SerializationStat = stats.Summarize(totMs).Scale(perRTT), stats.Summarize(ser).Scale(perRTT)
+			sum.TotalEmulated, sum.Serialization = sum.TotalEmulatedStat.Median, sum.SerializationStat.Median
 		}
 		out = append(out, sum)
 	}
@@ -108,12 +109,12 @@ func (s *Samples) Summarize() []Summary {
 // WriteTable writes the medians per profile, transport and condition, in
 // RTTs.
 func (s *Samples) WriteTable(w io.Writer) error {
-	fmt.Fprintln(w, "medians in RTTs of the probe (the total with its 95 % interval), and the total in RTTs of the profile")
-	fmt.Fprintf(w, "%-10s %-6s %-8s %7s %9s %8s %8s %-14s %8s %8s %7s %7s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total 95% CI", "total/em", "expected", "excess", "serial", "rest")
+	fmt.Fprintln(w, "medians with their 95 % intervals, in RTTs of the probe, and the total in RTTs of the profile; excess and rest are differences of medians")
+	fmt.Fprintf(w, "%-10s %-6s %-8s %7s %-19s %-19s %-19s %-19s %8s %7s %-19s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess", "serial", "rest")
 	for _, x := range s.Summarize() {
-		fmt.Fprintf(w, "%-10s %-6s %-8s %7s %9s %8s %8s %-14s %8s %8.0f %7s %7s %7s\n", x.Profile, x.Transport, x.Condition, fmt.Sprintf("%d/%d", x.OK, x.N),
-			stats.F(x.Handshake, 2), stats.F(x.Resolve, 2), stats.F(x.Total, 2), x.TotalStat.CI(2), stats.F(x.TotalEmulated, 2), x.Expected, signed(x.Total-x.Expected),
-			stats.F(x.Serialization, 2), signed(x.TotalEmulated-x.Expected-x.Serialization))
+		fmt.Fprintf(w, "%-10s %-6s %-8s %7s %-19s %-19s %-19s %-19s %8.0f %7s %-19s %7s\n", x.Profile, x.Transport, x.Condition, fmt.Sprintf("%d/%d", x.OK, x.N),
+			x.HandshakeStat.Cell(2), x.ResolveStat.Cell(2), x.TotalStat.Cell(2), x.TotalEmulatedStat.Cell(2), x.Expected, signed(x.Total-x.Expected),
+			x.SerializationStat.Cell(2), signed(x.TotalEmulated-x.Expected-x.Serialization))
 	}
 	fmt.Fprintln(w, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
 	_, err := fmt.Fprintln(w, "serial = the exchange's packets (bytes and packets at the socket, plus IP and UDP/TCP headers) passing the profile's rate limits, in RTTs of the profile, an upper bound since what the connection carries after the answer (ACKs, tickets) counts too; rest = total/em - expected - serial: the hosts' share (crypto, processing, pacing, delayed ACKs)")
@@ -132,6 +133,10 @@ type Stat struct {
 	MedianMs, IQRMs, P95Ms        float64
 	Ms                            stats.Summary // the total in ms, with the median's 95 % interval
 	MedianRTT, IQRRTT, P95RTT     float64
+	RTT                           stats.Summary // the total in RTTs of the probe
+	// Serial, Wire and Client are SerialMs, WireMs and ClientMs with
+	// their intervals.
+	Serial, Wire, Client stats.Summary
 	// SerialMs is the median time the exchange's packets take to pass
 	// the profile's rate limits (SerializationMs); NaN where the profile
 	// is not known.
@@ -186,13 +191,11 @@ func (s *Samples) Stats() []Stat {
 		slices.Sort(ms)
 		slices.Sort(rtt)
 		slices.Sort(ser)
-		if len(ser) > 0 {
-			st.SerialMs = stats.Quantile(ser, 0.5)
-		}
-		st.WireMs, st.ClientMs = stats.Median(wire), stats.Median(client)
-		st.Ms = stats.Summarize(ms)
+		st.Serial, st.Wire, st.Client = stats.Summarize(ser), stats.Summarize(wire), stats.Summarize(client)
+		st.SerialMs, st.WireMs, st.ClientMs = st.Serial.Median, st.Wire.Median, st.Client.Median
+		st.Ms, st.RTT = stats.Summarize(ms), stats.Summarize(rtt)
 		st.MedianMs, st.IQRMs, st.P95Ms = st.Ms.Median, st.Ms.IQR(), st.Ms.P95
-		st.MedianRTT, st.IQRRTT, st.P95RTT = stats.Quantile(rtt, 0.5), stats.IQR(rtt), stats.Quantile(rtt, 0.95)
+		st.MedianRTT, st.IQRRTT, st.P95RTT = st.RTT.Median, st.RTT.IQR(), st.RTT.P95
 		out = append(out, st)
 	}
 	return out
@@ -233,17 +236,17 @@ func cdfSeries(rows []store.Row, get func(store.Row) *float64) []*figure.Series 
 var statsTable = experiment.Table("dns", `<table id="summary"><tr><th class="l">profile</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
 <th>median ms</th><th>95 % CI ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th><th>wire ms</th><th>client ms</th></tr>
 {{range .Stats}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{f .MedianMs}}</td><td>{{ci .Ms}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{f .SerialMs}}</td><td>{{f .WireMs}}</td><td>{{f .ClientMs}}</td></tr>
+<td>{{f .MedianMs}}</td><td>{{ci .Ms}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{mci .RTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{mci .Serial}}</td><td>{{mci .Wire}}</td><td>{{mci .Client}}</td></tr>
 {{end}}</table>
 {{with .Resolvers}}<h3>Per resolver</h3><table id="resolvers"><tr><th>rank</th><th class="l">resolver</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
 <th>median ms</th><th>95 % CI ms</th><th>median RTT</th><th>probe RTT ms</th><th class="l">against the fastest</th></tr>
 {{range .}}<tr><td>{{.Rank}}</td><td class="l">{{.Target}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{f .Ms.Median}}</td><td>{{ci .Ms}}</td><td>{{f .RTT}}</td><td>{{f .Probe}}</td><td class="l">{{if eq .Rank 1}}fastest{{else}}{{delta .VsFastest}}{{end}}</td></tr>
+<td>{{f .Ms.Median}}</td><td>{{ci .Ms}}</td><td>{{mci .RTT}}</td><td>{{mci .Probe}}</td><td class="l">{{if eq .Rank 1}}fastest{{else}}{{delta .VsFastest}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{with .Vantages}}<h3>Per vantage point</h3><table id="vantages"><tr><th class="l">vantage</th><th class="l">where</th><th class="l">resolver</th><th class="l">transport</th><th>ok/n</th>
 <th>probe RTT ms</th><th>median ms</th><th>p95 ms</th><th>median RTT</th><th>p95 RTT</th></tr>
 {{range .}}<tr><td class="l">{{.Vantage}}</td><td class="l">{{.Where}}</td><td class="l">{{.Target}}</td><td class="l">{{.Transport}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{f .ProbeMs}}</td><td>{{f .MedianMs}}</td><td>{{f .P95Ms}}</td><td>{{f .MedianRTT}}</td><td>{{f .P95RTT}}</td></tr>
+<td>{{mci .Probe}}</td><td>{{mci .Ms}}</td><td>{{f .P95Ms}}</td><td>{{mci .RTT}}</td><td>{{f .P95RTT}}</td></tr>
 {{end}}</table>{{end}}`)
 
 // Section is the report's DNS part: the table, and the CDF of each

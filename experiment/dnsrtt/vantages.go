@@ -24,11 +24,13 @@ type VantageStat struct {
 	Transport string
 	N, OK     int
 	ProbeMs   float64 // the median RTT probed to the resolver
+	Probe     stats.Summary
 	MedianMs  float64
 	P95Ms     float64
 	Ms        stats.Summary // the total in ms
 	MedianRTT float64
 	P95RTT    float64
+	RTT       stats.Summary // the total in RTTs of the probe
 }
 
 // vantages are the vantage points the samples name, in order.
@@ -70,10 +72,12 @@ func (s *Samples) ByVantage() []VantageStat {
 		slices.Sort(ms)
 		slices.Sort(rtt)
 		slices.Sort(probe)
-		st.ProbeMs = stats.Quantile(probe, 0.5)
+		st.Probe = stats.Summarize(probe)
+		st.ProbeMs = st.Probe.Median
 		st.Ms = stats.Summarize(ms)
 		st.MedianMs, st.P95Ms = st.Ms.Median, st.Ms.P95
-		st.MedianRTT, st.P95RTT = stats.Quantile(rtt, 0.5), stats.Quantile(rtt, 0.95)
+		st.RTT = stats.Summarize(rtt)
+		st.MedianRTT, st.P95RTT = st.RTT.Median, st.RTT.P95
 		out = append(out, st)
 	}
 	return out
@@ -103,10 +107,11 @@ func (s *Samples) writeVantages(w io.Writer) error {
 	if len(stats) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nper vantage point, all conditions: medians and 95th percentiles, in ms and in RTTs of the probe")
-	fmt.Fprintf(w, "%-12s %-22s %-6s %9s %9s %9s %9s %8s %8s  %s\n", "vantage", "resolver", "transp", "ok", "probe_ms", "median_ms", "p95_ms", "med_rtt", "p95_rtt", "where")
+	fmt.Fprintln(w, "\nper vantage point, all conditions: medians with their 95 % intervals and 95th percentiles, in ms and in RTTs of the probe")
+	fmt.Fprintf(w, "%-12s %-22s %-6s %9s %-17s %-19s %9s %-17s %8s  %s\n", "vantage", "resolver", "transp", "ok", "probe_ms", "median_ms", "p95_ms", "median RTTs", "p95_rtt", "where")
 	for _, x := range stats {
-		fmt.Fprintf(w, "%-12s %-22s %-6s %4d/%-4d %9.1f %9.1f %9.1f %8.2f %8.2f  %s\n", printable.String(x.Vantage), printable.String(x.Target), x.Transport, x.OK, x.N, x.ProbeMs, x.MedianMs, x.P95Ms, x.MedianRTT, x.P95RTT, printable.String(x.Where))
+		fmt.Fprintf(w, "%-12s %-22s %-6s %4d/%-4d %-17s %-19s %9.1f %-17s %8.2f  %s\n", printable.String(x.Vantage), printable.String(x.Target), x.Transport, x.OK, x.N,
+			x.Probe.Cell(1), x.Ms.Cell(1), x.P95Ms, x.RTT.Cell(2), x.P95RTT, printable.String(x.Where))
 	}
 	return nil
 }

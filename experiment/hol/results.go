@@ -189,3 +189,12 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// Cells are the baseline medians as numbers.
+func (qs Queries) Cells() []experiment.Cell {
+	var out []experiment.Cell
+	for _, s := range Summarize(qs) {
+		out = append(out, experiment.NewCell("hol", map[string]string{"profile": s.Profile, "transport": s.Transport}, "baseline_ms", s.Baseline.N, s.Baseline))
+	}
+	return out
+}

@@ -41,20 +41,20 @@ func (ls Loads) Count() (int, string) { return len(ls), "page loads" }
 // how doxlab's page loader compares with Chromium where both loaded.
 func (ls Loads) WriteTable(w io.Writer) error {
 	cells := web.Summarize(ls)
-	fmt.Fprintln(w, "medians in ms with the PLT's 95 % interval; Δ against DoUDP + H3 1-RTT (each engine against its own), \"~\" where Mann-Whitney finds no difference (p ≥ 0.05)")
-	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %-17s %8s %7s %-26s %-26s %6s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "PLT 95% CI", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum", "token")
+	fmt.Fprintln(w, "medians in ms with their 95 % intervals; Δ against DoUDP + H3 1-RTT (each engine against its own), \"~\" where Mann-Whitney finds no difference (p ≥ 0.05)")
+	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %-17s %-24s %-21s %-26s %-26s %6s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "PLT 95% CI", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum", "token")
 	for _, x := range cells {
-		if _, err := fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8s %-17s %8s %7s %-26s %-26s %5.0f%% %5.0f%% %5.0f%%\n", x.Engine, x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-			x.OK, x.N, stats.F(x.PLT, 1), x.PLTStat.CI(1), stats.F(x.FCP, 1), stats.F(x.DNS, 1), x.DeltaPLT.FormatDelta(), x.DeltaFCP.FormatDelta(), 100*x.Real0RTT, 100*x.Resumed, 100*x.Token()); err != nil {
+		if _, err := fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %3d/%-2d %8s %-17s %-24s %-21s %-26s %-26s %5.0f%% %5.0f%% %5.0f%%\n", x.Engine, x.DNSMode, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+			x.OK, x.N, stats.F(x.PLT, 1), x.PLTStat.CI(1), x.FCPStat.Cell(1), x.DNSStat.Cell(1), x.DeltaPLT.FormatDelta(), x.DeltaFCP.FormatDelta(), 100*x.Real0RTT, 100*x.Resumed, 100*x.Token()); err != nil {
 			return err
 		}
 	}
 	if multi := multiOrigin(cells); len(multi) > 0 {
-		fmt.Fprintln(w, "\npages over several origins: medians per load (lookups a request waited for, and the DNS time on requests' paths, from resource timing)")
-		fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8s %9s %12s %11s %6s %6s %9s %6s %8s\n", "engine", "profile", "page", "dns", "stub", "h3", "lookups", "blocking", "DNS path ms", "DNS all ms", "conns", "0-RTT", "no lookup", "not h3", "ΔPLT")
+		fmt.Fprintln(w, "\npages over several origins: medians per load with their 95 % intervals (lookups a request waited for, and the DNS time on requests' paths, from resource timing)")
+		fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %-14s %-14s %-20s %-20s %-14s %6s %-14s %-14s %s\n", "engine", "profile", "page", "dns", "stub", "h3", "lookups", "blocking", "DNS path ms", "DNS all ms", "conns", "0-RTT", "no lookup", "not h3", "ΔPLT")
 		for _, x := range multi {
-			fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %8.0f %9.0f %12.1f %11.1f %6.0f %5.0f%% %9.0f %6.0f %s\n", x.Engine, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
-				x.Lookups, x.LookupsBlocking, x.DNSBlocking, x.DNSTotal, x.Conns, 100*x.Conns0RTT, x.NoLookup, x.NotH3, x.DeltaPLT.FormatDelta())
+			fmt.Fprintf(w, "%-8s %-10s %-8s %-5s %-5s %-4s %-14s %-14s %-20s %-20s %-14s %5.0f%% %-14s %-14s %s\n", x.Engine, x.Profile, x.Page, x.Transport, x.StubState, x.H3,
+				x.LookupsStat.Cell(0), x.LookupsBlockingStat.Cell(0), x.DNSBlockingStat.Cell(1), x.DNSTotalStat.Cell(1), x.ConnsStat.Cell(0), 100*x.Conns0RTT, x.NoLookupStat.Cell(0), x.NotH3Stat.Cell(0), x.DeltaPLT.FormatDelta())
 		}
 	}
 	f := web.CompareEngines(cells)
@@ -92,12 +92,12 @@ func (ls Loads) WriteTable(w io.Writer) error {
 var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">engine</th><th class="l">dns mode</th><th class="l">stub</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>ok/n</th>
 <th>PLT ms</th><th>95 % CI</th><th>FCP ms</th><th>DNS ms</th><th>ΔPLT</th><th>ΔFCP</th><th>0-RTT</th><th>resumed</th><th>token</th></tr>
 {{range .Cells}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.DNSMode}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{ms .PLT}}</td><td>{{ci1 .PLTStat}}</td><td>{{ms .FCP}}</td><td>{{ms .DNS}}</td><td>{{delta .DeltaPLT}}</td><td>{{delta .DeltaFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td><td>{{share .Token}}</td></tr>
+<td>{{ms .PLT}}</td><td>{{ci1 .PLTStat}}</td><td>{{mci1 .FCPStat}}</td><td>{{mci1 .DNSStat}}</td><td>{{delta .DeltaPLT}}</td><td>{{delta .DeltaFCP}}</td><td>{{share .Real0RTT}}</td><td>{{share .Resumed}}</td><td>{{share .Token}}</td></tr>
 {{end}}</table>
 {{with .Multi}}<h3>Pages over several origins</h3>
 <p>Medians per load: the page's host names the stub resolved, those a request had to wait for (its lookup wait in resource timing was not zero), the sum of those waits (DNS time on requests' paths) beside the stub's time per name summed, and the web connections the servers saw; the share of those connections that used 0-RTT; the origins requested with no lookup reaching the stub (the browser's cache, or a pooled connection), and those not wholly over HTTP/3. Each load's record lists these per origin.</p>
 <table id="web-origins"><tr><th class="l">engine</th><th class="l">stub</th><th class="l">profile</th><th class="l">page</th><th class="l">DNS</th><th class="l">H3</th><th>lookups</th><th>blocking a request</th><th>DNS on path ms</th><th>DNS in all ms</th><th>connections</th><th>0-RTT</th><th>no lookup</th><th>not h3</th><th>ΔPLT</th></tr>
-{{range .}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{printf "%.0f" .Lookups}}</td><td>{{printf "%.0f" .LookupsBlocking}}</td><td>{{ms .DNSBlocking}}</td><td>{{ms .DNSTotal}}</td><td>{{printf "%.0f" .Conns}}</td><td>{{share .Conns0RTT}}</td><td>{{printf "%.0f" .NoLookup}}</td><td>{{printf "%.0f" .NotH3}}</td><td>{{delta .DeltaPLT}}</td></tr>
+{{range .}}<tr><td class="l">{{.Engine}}</td><td class="l">{{.StubState}}</td><td class="l">{{.Profile}}</td><td class="l">{{.Page}}</td><td class="l">{{.Transport}}</td><td class="l">{{.H3}}</td><td>{{mci0 .LookupsStat}}</td><td>{{mci0 .LookupsBlockingStat}}</td><td>{{mci1 .DNSBlockingStat}}</td><td>{{mci1 .DNSTotalStat}}</td><td>{{mci0 .ConnsStat}}</td><td>{{share .Conns0RTT}}</td><td>{{mci0 .NoLookupStat}}</td><td>{{mci0 .NotH3Stat}}</td><td>{{delta .DeltaPLT}}</td></tr>
 {{end}}</table>{{end}}
 {{with .Fidelity}}{{if .Cells}}<h3>doxlab's page loader against Chromium</h3>
 <p>{{len .Cells}} cells: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin5}} within 5 %, {{.CellsWithin10}} within 10 %; configurations ranked alike in {{.SameRanking}} of {{.Groups}} (page, profile) groups, and those either engine's own loads tell apart (Mann-Whitney, p &lt; {{printf "%.2f" .ApartP}}) ordered alike in {{.SameRankingApart}}, those Chromium's loads tell apart in {{.SameRankingChromiumApart}} (the loader's loads are steadier, so it tells apart configurations whose order in the browser's loads is noise). Lighthouse's simulated throttling misses by 20-34 % (MAPE). "Chromium IQR" is the interquartile range of the browser's loads in the cell, in percent of their median: its own spread, to read the error against.{{if .Matched}} In {{.Matched}} cells some loads presented a QUIC NEW_TOKEN token and some did not, a coin flip for both engines (the server shuffles its frames, and a token that arrives before its connection's ticket is lost); there each engine's PLT weights its medians with and without a token alike, or, where one engine's loads were all of one kind, is its median of the kind both engines had; "unmatched" is the error of the plain medians (mean {{printf "%.1f" .RawMAPE}} %).{{end}}{{with $.Self}}{{if .Cells}} Chromium against itself, in each cell its even repetitions against its odd ones, minutes apart: mean absolute error {{printf "%.1f" .MAPE}} %, largest {{printf "%.1f" .MaxAbs}} %, {{.CellsWithin10}} of {{len .Cells}} cells within 10 %, ranked alike in {{.SameRanking}} of {{.Groups}} groups: the agreement the browser's own spread allows.{{end}}{{end}}</p>
@@ -520,15 +520,25 @@ func lookupsFigure(cells []web.Cell, set *figure.Set) error {
 	return set.Add(p, "web-lookups", "Lookups per page", "the DoH-cost paper's Fig. 1 for the corpus", figure.CDFWidth, figure.CDFHeight, data)
 }
 
-// Cells are the cells' PLT and FCP as numbers, each against DoUDP + H3
-// 1-RTT.
+// Cells are the cells' statistics as numbers: PLT and FCP each against
+// DoUDP + H3 1-RTT, the page's DNS time, and the multi-origin counts.
 func (ls Loads) Cells() []experiment.Cell {
 	var out []experiment.Cell
 	for _, x := range web.Summarize(ls) {
 		keys := map[string]string{"engine": x.Engine, "dns_mode": x.DNSMode, "stub": x.StubState, "profile": x.Profile, "page": x.Page, "transport": x.Transport, "h3": x.H3}
 		out = append(out,
 			experiment.NewCell("web", keys, "plt_ms", x.N, x.PLTStat).Versus("udp/1rtt", x.DeltaPLT),
-			experiment.NewCell("web", keys, "fcp_ms", x.N, x.FCPStat).Versus("udp/1rtt", x.DeltaFCP))
+			experiment.NewCell("web", keys, "fcp_ms", x.N, x.FCPStat).Versus("udp/1rtt", x.DeltaFCP),
+			experiment.NewCell("web", keys, "dns_ms", x.N, x.DNSStat))
+		if x.MultiOrigin() {
+			for _, m := range []struct {
+				name string
+				s    stats.Summary
+			}{{"lookups", x.LookupsStat}, {"lookups_blocking", x.LookupsBlockingStat}, {"dns_blocking_ms", x.DNSBlockingStat}, {"dns_total_ms", x.DNSTotalStat},
+				{"conns", x.ConnsStat}, {"origins_no_lookup", x.NoLookupStat}, {"origins_not_h3", x.NotH3Stat}} {
+				out = append(out, experiment.NewCell("web-origins", keys, m.name, x.N, m.s))
+			}
+		}
 	}
 	return out
 }

@@ -34,6 +34,15 @@ func (s Summary) CI(prec int) string {
 	return "[" + F(s.Lo, prec) + ", " + F(s.Hi, prec) + "]"
 }
 
+// Cell is "median [lo, hi]" with prec decimals: a table cell that
+// carries its interval; None for no data.
+func (s Summary) Cell(prec int) string {
+	if s.N == 0 {
+		return None
+	}
+	return F(s.Median, prec) + " " + s.CI(prec)
+}
+
 // String is "median [lo, hi] n=N" with two decimals.
 func (s Summary) String() string {
 	if s.N == 0 {

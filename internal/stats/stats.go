@@ -118,6 +118,13 @@ func Summarize(v []float64) Summary {
 	}
 }
 
+// Scale is the summary of the sample multiplied by k > 0 (ms to RTTs):
+// order statistics, and so the interval, scale with it.
+func (s Summary) Scale(k float64) Summary {
+	s.Median, s.Lo, s.Hi, s.P25, s.P75, s.P95 = k*s.Median, k*s.Lo, k*s.Hi, k*s.P25, k*s.P75, k*s.P95
+	return s
+}
+
 // IQR is the summary's interquartile range.
 func (s Summary) IQR() float64 { return s.P75 - s.P25 }
 

@@ -437,7 +437,8 @@ func Pct(v float64) string {
 // Funcs are the formats the report's tables share, each "–" for no
 // data: f (two decimals), ms (one decimal), pct (a relative change),
 // share (a fraction as a percentage), ci and ci1 (a median's 95 %
-// interval, two and one decimals), delta (a comparison with its
+// interval, two and one decimals), mci, mci1 and mci0 (a median with its
+// interval in one cell), delta (a comparison with its
 // baseline, benchstat's way: "+15.1 % (p=0.008 n=10+10)" or "~ (…)").
 var Funcs = template.FuncMap{
 	"f":     func(v float64) string { return stats.F(v, 2) },
@@ -445,6 +446,9 @@ var Funcs = template.FuncMap{
 	"pct":   Pct,
 	"share": Share,
 	"ci":    func(s stats.Summary) string { return s.CI(2) },
+	"mci":   func(s stats.Summary) string { return s.Cell(2) },
+	"mci1":  func(s stats.Summary) string { return s.Cell(1) },
+	"mci0":  func(s stats.Summary) string { return s.Cell(0) },
 	"ci1":   func(s stats.Summary) string { return s.CI(1) },
 	"delta": func(c stats.Comparison) string { return c.FormatDelta() },
 }
