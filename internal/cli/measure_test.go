@@ -88,17 +88,17 @@ func TestMeasureKeepsResolversApart(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	var sum struct {
 		Cells []struct {
-			Table       string
-			Keys        map[string]string
-			Rank        int
-			Median      float64
-			Significant *bool
+			Table, Metric string
+			Keys          map[string]string
+			Rank          int
+			Median        float64
+			Significant   *bool
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &sum))
 	ranks := map[string]int{}
 	for _, c := range sum.Cells {
-		if c.Table == "resolvers" {
+		if c.Table == "resolvers" && c.Metric == "total_ms" {
 			ranks[c.Keys["resolver"]] = c.Rank
 			if c.Rank == 2 {
 				require.True(t, *c.Significant)
@@ -177,7 +177,7 @@ func TestStatisticsAgreeWithNumpyOnTheExport(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	var sum struct {
 		Cells []struct {
-			Table                 string
+			Table, Metric         string
 			Keys                  map[string]string
 			N                     int
 			Median, P25, P75, P95 float64
@@ -197,7 +197,7 @@ json.dump({k: [len(v), float(np.median(v))] + [float(np.percentile(v, q)) for q 
 	require.Len(t, want, 4)
 	seen := 0
 	for _, c := range sum.Cells {
-		if c.Table != "resolvers" {
+		if c.Table != "resolvers" || c.Metric != "total_ms" {
 			continue
 		}
 		w, ok := want[c.Keys["resolver"]+"|"+c.Keys["transport"]+"|"+c.Keys["condition"]]
