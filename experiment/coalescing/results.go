@@ -189,7 +189,7 @@ type Cell struct {
 	// DNSStat, HandshakesStat, LookupsStat, SparedStat: the other medians
 	// with their intervals.
 	DNSStat, HandshakesStat, LookupsStat, SparedStat stats.Summary
-	PLTs                 []float64 // each OK load's PLT, ms
+	PLTs                                             []float64 // each OK load's PLT, ms
 	// Shares of the OK loads: exactly one QUIC handshake (and none over
 	// TCP), the lookup on the page's connection, the lookup in early
 	// data, the page's connection in 0-RTT, requests that waited for

@@ -158,8 +158,8 @@ type Summary struct {
 	// TotalEmulatedStat and SerializationStat: TotalEmulated and
 	// Serialization with their intervals.
 	TotalEmulatedStat, SerializationStat stats.Summary
-	TotalEmulated                 float64       // median total in RTTs of the profile (the cross-layer paper's)
-	Expected                      float64
+	TotalEmulated                        float64 // median total in RTTs of the profile (the cross-layer paper's)
+	Expected                             float64
 	// Serialization is the median time the exchange's packets take to
 	// cross the profile's rate limits, one after another (IP and UDP or
 	// TCP headers included), in RTTs of the profile: the part of the
