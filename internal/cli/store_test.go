@@ -262,8 +262,9 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	require.Regexp(t, `(?m)^(links: 2 checks before and after the runs held|link check FAILED, run )`, string(out), "the link's check, whatever it found")
 	out, err = exec.Command(doxlabBinary(t), "experiment", "amplification", "--quick", "--certs", "large", "--key-shares", "classic", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	// ok/n, handshake RTTs, its interval, total ms, client's first flight, server's first burst
-	require.Regexp(t, `large\s+\d+ classic\s+none\s+3/3\s+[0-9.]+\s+\S+\s+[0-9.]+\s+1280\s+3[89]\d\d\s+100%`, string(out), "stalled at three times one Initial")
+	// ok/n, handshake RTTs, its interval, then total ms, the client's
+	// first flight and the server's first burst, each with its interval
+	require.Regexp(t, `large\s+\d+ classic\s+none\s+3/3\s+[0-9.]+\s+\S+\s+[0-9.]+ \S+\s+1280 \S+\s+3[89]\d\d \S+\s+100%`, string(out), "stalled at three times one Initial")
 	require.Regexp(t, `large\s+\d+ classic\s+token\s+3/3 .* 0%\s+0%\s+100%`, string(out))
 	code, stdout, errOut := run("report", "--store", db, "--out", filepath.Join(dir, "rep"))
 	require.Equal(t, 0, code, errOut)
