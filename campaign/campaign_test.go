@@ -196,12 +196,13 @@ func TestWorkersMeasureOnlyTheirPlan(t *testing.T) {
 	require.Zero(t, s.Vantages[0].Retried, "refused for good, not retried")
 
 	// A sample the database can never take (here a constraint refuses
-	// repetition 1: class 23) fails its job at once, with the reason.
-	_, err = st.DB().ExecContext(ctx, `ALTER TABLE samples ADD CONSTRAINT no_rep_1 CHECK (rep <> 1)`)
-	require.NoError(t, err)
-	defer st.DB().ExecContext(ctx, `ALTER TABLE samples DROP CONSTRAINT no_rep_1`)
+	// the new run's repetition 1: class 23) fails its job at once, with
+	// the reason.
 	again, _, err := campaign.PlanCampaign(ctx, st, c)
 	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `ALTER TABLE samples ADD CONSTRAINT no_rep_1 CHECK (run_id <> '`+again.ID+`' OR rep <> 1)`)
+	require.NoError(t, err)
+	defer st.DB().ExecContext(ctx, `ALTER TABLE samples DROP CONSTRAINT no_rep_1`)
 	log.Reset()
 	w = &campaign.Worker{Store: st, Vantage: "fra1", Concurrency: 3, Drain: true, Log: &log}
 	start := time.Now()
