@@ -110,28 +110,9 @@ func TestLoadStatisticsAgreeWithNumpy(t *testing.T) {
 
 	code, out, errOut := run("report", "--store", db, "--json")
 	require.Equal(t, 0, code, errOut)
-	var sum struct {
-		Cells []struct {
-			Table, Metric         string
-			Keys                  map[string]string
-			N                     int
-			Median, P25, P75, P95 float64
-		}
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	sum := summaryCells(t, out)
 	numpy := func(csvPath, value string, keys ...string) map[string][5]float64 {
-		script := `import csv, json, sys, numpy as np
-path, value, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
-groups = {}
-for r in csv.DictReader(open(path)):
-    if r[value]:
-        groups.setdefault("|".join(r[k] for k in keys), []).append(float(r[value]))
-json.dump({k: [len(v), float(np.median(v))] + [float(np.percentile(v, q)) for q in (25, 75, 95)] for k, v in groups.items()}, sys.stdout)`
-		b, err := exec.Command(py, append([]string{"-c", script, csvPath, value}, keys...)...).Output()
-		require.NoError(t, err)
-		var m map[string][5]float64
-		require.NoError(t, json.Unmarshal(b, &m))
-		return m
+		return numpyGroups(t, py, csvPath, value, keys...)
 	}
 	export := func(table string) string {
 		p := filepath.Join(dir, table+".csv")
@@ -163,4 +144,37 @@ json.dump({k: [len(v), float(np.median(v))] + [float(np.percentile(v, q)) for q 
 		seen[c.Table+" "+c.Metric]++
 	}
 	require.Equal(t, map[string]int{"web plt_ms": 6, "web fcp_ms": 6, "coalescing plt_ms": 12}, seen, "coalescing has a cell against each baseline")
+}
+
+// summaryCells reads the cells of 'report --json'.
+func summaryCells(t *testing.T, out string) (sum struct {
+	Cells []struct {
+		Table, Metric         string
+		Keys                  map[string]string
+		N                     int
+		Median, P25, P75, P95 float64
+	}
+}) {
+	t.Helper()
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	return sum
+}
+
+// numpyGroups is numpy's count, median, p25, p75 and p95 of an exported
+// CSV's column value, grouped by keys joined with "|": the reference
+// outside Go the statistics are checked against.
+func numpyGroups(t *testing.T, py, csvPath, value string, keys ...string) map[string][5]float64 {
+	t.Helper()
+	script := `import csv, json, sys, numpy as np
+path, value, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+groups = {}
+for r in csv.DictReader(open(path)):
+    if r[value]:
+        groups.setdefault("|".join(r[k] for k in keys), []).append(float(r[value]))
+json.dump({k: [len(v), float(np.median(v))] + [float(np.percentile(v, q)) for q in (25, 75, 95)] for k, v in groups.items()}, sys.stdout)`
+	b, err := exec.Command(py, append([]string{"-c", script, csvPath, value}, keys...)...).Output()
+	require.NoError(t, err)
+	var m map[string][5]float64
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
 }

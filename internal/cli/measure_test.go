@@ -175,25 +175,8 @@ func TestStatisticsAgreeWithNumpyOnTheExport(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	code, out, errOut := run("report", "--store", dsn, "--json")
 	require.Equal(t, 0, code, errOut)
-	var sum struct {
-		Cells []struct {
-			Table, Metric         string
-			Keys                  map[string]string
-			N                     int
-			Median, P25, P75, P95 float64
-		}
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &sum))
-	cmd := exec.Command(py, "-c", `import csv, json, sys, numpy as np
-groups = {}
-for r in csv.DictReader(open(sys.argv[1])):
-    if r["total_ms"]:
-        groups.setdefault("|".join((r["target"], r["transport"], r["cond"] if "cond" in r else r["condition"])), []).append(float(r["total_ms"]))
-json.dump({k: [len(v), float(np.median(v))] + [float(np.percentile(v, q)) for q in (25, 75, 95)] for k, v in groups.items()}, sys.stdout)`, csv)
-	b, err := cmd.Output()
-	require.NoError(t, err)
-	var want map[string][5]float64
-	require.NoError(t, json.Unmarshal(b, &want))
+	sum := summaryCells(t, out)
+	want := numpyGroups(t, py, csv, "total_ms", "target", "transport", "condition")
 	require.Len(t, want, 4)
 	seen := 0
 	for _, c := range sum.Cells {
