@@ -69,6 +69,23 @@ type Report struct {
 	Survey   string // the survey's tables, as text
 }
 
+// evidence is what the link checks of one experiment's runs say: a
+// check that failed in another experiment's run does not touch its
+// findings.
+func (in Input) evidence(name string) experiment.Evidence {
+	kinds := map[string]string{}
+	for _, r := range in.Runs {
+		kinds[r.ID] = r.Kind
+	}
+	var lcs []*experiment.LinkCheck
+	for _, lc := range in.Links {
+		if k, ok := kinds[lc.Run]; !ok || k == "experiment:"+name {
+			lcs = append(lcs, lc) // a check of a run not loaded is kept: unknown is not held
+		}
+	}
+	return experiment.EvidenceOf(lcs)
+}
+
 // Render draws in into dir.
 func Render(in Input, dir, title string) (*Report, error) {
 	if in.Empty() {
@@ -89,7 +106,7 @@ func Render(in Input, dir, title string) (*Report, error) {
 		rep.Sections = append(rep.Sections, s)
 		rep.Figures = append(rep.Figures, s.Files...)
 		if f, ok := r.Results.(experiment.Finder); ok {
-			rep.Findings = append(rep.Findings, experiment.Earn(f.Findings(), experiment.EvidenceOf(in.Links))...)
+			rep.Findings = append(rep.Findings, experiment.Earn(f.Findings(), in.evidence(r.Experiment))...)
 		}
 	}
 	if in.Survey != nil && !in.Survey.Empty() {

@@ -122,6 +122,13 @@ func TestFailedLinkCheckMakesFindingsInconclusive(t *testing.T) {
 	require.Contains(t, string(html), "2 link checks recorded with the runs, 1 FAILED")
 	require.NotContains(t, string(html), "fidelity was not recorded")
 	require.Contains(t, string(html), "1 link check(s) failed")
+
+	// Another experiment's failed check leaves these findings alone.
+	in.Runs = append(in.Runs, store.Run{ID: "web-x-4g", Kind: "experiment:web"})
+	in.Links[1].Run = "web-x-4g"
+	rep, err = report.Render(in, t.TempDir(), "doxlab report: test")
+	require.NoError(t, err)
+	require.Equal(t, experiment.Holds, rep.Findings[0].Verdict, rep.Findings[0].Reason)
 }
 
 // TestReportRendersInChromium opens the page in headless Chromium at a

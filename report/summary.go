@@ -64,7 +64,7 @@ func Summarize(in Input) Summary {
 			}
 		}
 		if f, ok := r.Results.(experiment.Finder); ok {
-			for _, x := range experiment.Earn(f.Findings(), ev) {
+			for _, x := range experiment.Earn(f.Findings(), in.evidence(r.Experiment)) {
 				fs := FindingSummary{Experiment: r.Experiment, Claim: x.Claim, Source: x.Source, Paper: x.Paper, Here: x.Here,
 					Verdict: string(x.Verdict), Reason: x.Reason, Test: x.Why, N: x.N}
 				if x.Test != nil {
