@@ -3,7 +3,9 @@
 # zone over Do53, DoT, DoH/1.1, DoH/2, DoH/3 and DoQ; doxlab measures every
 # transport of each under the papers' conditions (a fresh connection per query; resumed with
 # a TLS ticket; 0-RTT where the transport allows), after a cache-warming
-# query, and prints medians from its own per-exchange JSON records.
+# query, and prints medians from its own per-exchange JSON records (the
+# median of an even count is the mean of the middle two, as numpy's and
+# internal/stats' are).
 # Only loopback is used. Run it with 'make demo'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,13 +58,13 @@ row() { # transport condition url flags...
   "$DOXLAB" query --json --warmup --repeat "$N" --ca "$work/cert.pem" "$@" "$url" example.test A |
     jq -rs --arg n "$name" --arg c "$cond" '
       map(select(.warmup != true)) as $r
-      | def med(f): ($r | map(f) | sort | .[(length/2|floor)]);
+      | def med(f): ($r | map(f) | sort) as $s | ($s | length) as $n | if $n == 0 then null elif $n % 2 == 1 then $s[($n - 1) / 2] else ($s[$n / 2 - 1] + $s[$n / 2]) / 2 end;
       [$n, $c, med(.timing.connect_ms), med(.timing.handshake_ms), med(.timing.query_ms), med(.timing.total_ms),
        med(.bytes.sent), med(.bytes.received),
        ($r | map(select(.conn.tls_resumed)) | length | tostring) + "/" + ($r|length|tostring),
        ($r | map(select(.conn.used_0rtt)) | length | tostring) + "/" + ($r|length|tostring),
        ($r | map(select(.status != "ok")) | length) ] | @tsv' |
-    awk -F'\t' '{printf "%-6s %-8s %10.3f %10.3f %10.3f %10.3f %9d %8d %6s %6s%s\n",$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,($11>0?"  FAILED "$11:"")}'
+    awk -F'\t' '{printf "%-6s %-8s %10.3f %10.3f %10.3f %10.3f %9.1f %8.1f %6s %6s%s\n",$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,($11>0?"  FAILED "$11:"")}'
 }
 
 header() {
@@ -113,7 +115,7 @@ rtts() { # transport condition url flags...
   "$DOXLAB" testbed exec --name "$tb" client -- "$DOXLAB" query --json --warmup --repeat "$N" --ca "$work/cert.pem" --sni dns.test "$@" "$url" example.test A |
     jq -rs --arg n "$name" --arg c "$cond" --argjson rtt "$rtt" '
       map(select(.warmup != true)) as $r
-      | def med(f): ($r | map(f) | sort | .[(length/2|floor)]);
+      | def med(f): ($r | map(f) | sort) as $s | ($s | length) as $n | if $n == 0 then null elif $n % 2 == 1 then $s[($n - 1) / 2] else ($s[$n / 2 - 1] + $s[$n / 2]) / 2 end;
       [$n, $c, med(.timing.handshake_ms)/$rtt, med(.timing.query_ms)/$rtt, med(.timing.total_ms)/$rtt] | @tsv' |
     awk -F'\t' '{printf "%-6s %-8s %12.2f %12.2f %12.2f\n",$1,$2,$3,$4,$5}'
 }
