@@ -3,7 +3,9 @@ module github.com/doxlab/doxlab
 go 1.26.8
 
 require (
+	github.com/DataDog/sketches-go v1.4.8
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/gopacket/gopacket v1.7.7
@@ -34,7 +36,6 @@ require (
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
-	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/andybalholm/brotli v1.1.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -105,8 +105,10 @@ type Summary struct {
 
 // Summarize is v's summary (v in any order, NaNs dropped). A summary of
 // nothing has N 0 and NaN everywhere else.
-func Summarize(v []float64) Summary {
-	s := Sorted(v)
+func Summarize(v []float64) Summary { return summarizeSorted(Sorted(v)) }
+
+// summarizeSorted is the summary of sorted values without NaNs.
+func summarizeSorted(s []float64) Summary {
 	if len(s) == 0 {
 		nan := math.NaN()
 		return Summary{Median: nan, Lo: nan, Hi: nan, Level: nan, P25: nan, P75: nan, P95: nan}
@@ -143,9 +145,11 @@ type Comparison struct {
 }
 
 // Compare compares other with base.
-func Compare(base, other []float64) Comparison {
-	b, o := Sorted(base), Sorted(other)
-	c := Comparison{Base: Summarize(b), Other: Summarize(o), P: math.NaN(), Delta: math.NaN()}
+func Compare(base, other []float64) Comparison { return compareSorted(Sorted(base), Sorted(other)) }
+
+// compareSorted is Compare of sorted values without NaNs.
+func compareSorted(b, o []float64) Comparison {
+	c := Comparison{Base: summarizeSorted(b), Other: summarizeSorted(o), P: math.NaN(), Delta: math.NaN()}
 	if len(b) == 0 || len(o) == 0 {
 		return c
 	}

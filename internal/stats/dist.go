@@ -1,0 +1,329 @@
+package stats
+
+import (
+	"math"
+	"slices"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	mstats "github.com/aclements/go-moremath/stats"
+)
+
+// A Dist is a sample read in one pass, in any order, from a store too
+// large to hold in memory: the analysis of 10 million samples keeps one
+// Dist per table cell and metric, never the samples.
+//
+// Up to ExactLimit values it keeps them whole, and everything computed
+// from it is exactly what Summarize and Compare give. Beyond that it
+// folds them into a DDSketch (DataDog's sketches-go) of relative accuracy
+// SketchAccuracy: each order statistic it gives is within 0.1 % of the
+// true one, and so are the type-7 quantiles and the median's interval
+// built from them (an interpolation of two values within 0.1 % is within
+// 0.1 %). Its size depends on the range of the values (about 1,200 bins
+// per decade), not on how many there are. Dists merge, so a table cell
+// pooled over profiles or vantage points is the merge of its parts.
+type Dist struct {
+	vals   []float64          // whole, while sketch is nil; sorted when sorted is set
+	sorted bool               // vals is in order
+	sketch *ddsketch.DDSketch // the values, folded, beyond ExactLimit
+	n      int
+	limit  int // ExactLimit, or smaller in tests
+}
+
+// ExactLimit is how many values a Dist keeps whole before it folds them
+// into a sketch: a paper's figure (a few thousand samples a cell) is
+// drawn from exact values.
+const ExactLimit = 1 << 14
+
+// SketchAccuracy is the relative accuracy of a folded Dist's order
+// statistics.
+const SketchAccuracy = 0.001
+
+// NewDist is an empty Dist.
+func NewDist() *Dist { return &Dist{limit: ExactLimit} }
+
+// Add adds v; a NaN is not a value and is dropped.
+func (d *Dist) Add(v float64) {
+	if math.IsNaN(v) {
+		return
+	}
+	d.n++
+	if d.sketch != nil {
+		d.sketch.Add(v)
+		return
+	}
+	d.vals, d.sorted = append(d.vals, v), false
+	if len(d.vals) > d.exactLimit() {
+		d.fold()
+	}
+}
+
+func (d *Dist) exactLimit() int {
+	if d.limit == 0 {
+		return ExactLimit
+	}
+	return d.limit
+}
+
+// fold moves the whole values into the sketch.
+func (d *Dist) fold() {
+	s, err := ddsketch.LogUnboundedDenseDDSketch(SketchAccuracy)
+	if err != nil {
+		panic(err) // only for an accuracy outside (0, 1)
+	}
+	for _, v := range d.vals {
+		s.Add(v)
+	}
+	d.sketch, d.vals = s, nil
+}
+
+// Merge adds o's values to d.
+func (d *Dist) Merge(o *Dist) {
+	if o == nil || o.n == 0 {
+		return
+	}
+	d.n += o.n
+	switch {
+	case d.sketch == nil && o.sketch == nil:
+		d.vals, d.sorted = append(d.vals, o.vals...), false
+		if len(d.vals) > d.exactLimit() {
+			d.fold()
+		}
+		return
+	case d.sketch == nil:
+		d.fold()
+	}
+	if o.sketch != nil {
+		d.sketch.MergeWith(o.sketch)
+		return
+	}
+	for _, v := range o.vals {
+		d.sketch.Add(v)
+	}
+}
+
+// N is the number of values.
+func (d *Dist) N() int {
+	if d == nil {
+		return 0
+	}
+	return d.n
+}
+
+// Exact is whether d holds its values whole.
+func (d *Dist) Exact() bool { return d == nil || d.sketch == nil }
+
+// Values are d's values in order, if d holds them whole.
+func (d *Dist) Values() ([]float64, bool) {
+	if d == nil {
+		return nil, true
+	}
+	if d.sketch != nil {
+		return nil, false
+	}
+	if !d.sorted {
+		slices.Sort(d.vals)
+		d.sorted = true
+	}
+	return d.vals, true
+}
+
+// bin is a value and how many of the sample sit there.
+type bin struct{ v, count float64 }
+
+// bins are a folded Dist's values as bins in order.
+func (d *Dist) bins() []bin {
+	var neg, pos []bin
+	m := d.sketch.IndexMapping
+	d.sketch.GetNegativeValueStore().ForEach(func(i int, c float64) bool {
+		neg = append(neg, bin{-m.Value(i), c})
+		return false
+	})
+	d.sketch.GetPositiveValueStore().ForEach(func(i int, c float64) bool {
+		pos = append(pos, bin{m.Value(i), c})
+		return false
+	})
+	slices.Reverse(neg) // the store orders them by magnitude
+	if z := d.sketch.GetZeroCount(); z > 0 {
+		neg = append(neg, bin{0, z})
+	}
+	return append(neg, pos...)
+}
+
+// orderStats are the values at 0-based ranks (ascending), read from the
+// bins in one walk.
+func orderStats(bins []bin, ranks []int) []float64 {
+	out := make([]float64, len(ranks))
+	seen, b := 0.0, 0
+	for i, r := range ranks {
+		for b < len(bins)-1 && float64(r) >= seen+bins[b].count {
+			seen += bins[b].count
+			b++
+		}
+		out[i] = bins[b].v
+	}
+	return out
+}
+
+// Summary is d's summary: Summarize of its values when exact.
+func (d *Dist) Summary() Summary {
+	if vals, ok := d.Values(); ok {
+		return summarizeSorted(vals)
+	}
+	n := d.n
+	ci := mstats.QuantileCI(n, 0.5, Confidence)
+	qs := []float64{0.5, 0.25, 0.75, 0.95}
+	var ranks []int
+	for _, q := range qs {
+		h := q * float64(n-1)
+		ranks = append(ranks, int(math.Floor(h)), min(int(math.Floor(h))+1, n-1))
+	}
+	lo, hi := ci.LoOrder-1, ci.HiOrder-1 // the interval's order statistics, 0-based
+	ranks = append(ranks, max(lo, 0), min(hi, n-1))
+	sr := sortedRanks(ranks)
+	v := orderStats(d.bins(), sr)
+	at := func(r int) float64 { i, _ := slices.BinarySearch(sr, r); return v[i] }
+	q := func(p float64) float64 {
+		h := p * float64(n-1)
+		i := int(math.Floor(h))
+		if i >= n-1 {
+			return at(n - 1)
+		}
+		return at(i) + (h-float64(i))*(at(i+1)-at(i))
+	}
+	s := Summary{N: n, Median: q(0.5), Lo: math.Inf(-1), Hi: math.Inf(1), Level: ci.Confidence, P25: q(0.25), P75: q(0.75), P95: q(0.95)}
+	if lo >= 0 {
+		s.Lo = at(lo)
+	}
+	if hi < n {
+		s.Hi = at(hi)
+	}
+	return s
+}
+
+func sortedRanks(r []int) []int {
+	s := slices.Clone(r)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// Point is a point of an empirical CDF: the share P of the sample at or
+// below X.
+type Point struct{ X, P float64 }
+
+// CDF is d's empirical CDF in at most max points (max ≥ 2): every value
+// when d is exact and holds no more, else values at evenly spaced ranks
+// (the first and the last among them), so a line of 10 million samples
+// is drawn from as many points as one of a few thousand.
+func (d *Dist) CDF(max int) []Point {
+	n := d.N()
+	if n == 0 {
+		return nil
+	}
+	if vals, ok := d.Values(); ok && n <= max {
+		out := make([]Point, n)
+		for i, v := range vals {
+			out[i] = Point{v, float64(i+1) / float64(n)}
+		}
+		return out
+	}
+	k := min(max, n)
+	ranks := make([]int, k)
+	for i := range ranks {
+		ranks[i] = int(math.Round(float64(i) * float64(n-1) / float64(k-1)))
+	}
+	var v []float64
+	if vals, ok := d.Values(); ok {
+		for _, r := range ranks {
+			v = append(v, vals[r])
+		}
+	} else {
+		v = orderStats(d.bins(), ranks)
+	}
+	out := make([]Point, k)
+	for i, r := range ranks {
+		out[i] = Point{v[i], float64(r+1) / float64(n)}
+	}
+	return out
+}
+
+// CompareDists is Compare of two Dists: exactly Compare when both hold
+// their values whole. When either is folded, the Mann-Whitney test runs
+// on both samples binned as the sketch bins them (values within 0.1 %
+// tie), with the normal approximation benchmath itself uses for samples
+// this large.
+func CompareDists(base, other *Dist) Comparison {
+	b, bok := base.Values()
+	o, ook := other.Values()
+	if bok && ook {
+		return compareSorted(b, o)
+	}
+	c := Comparison{Base: base.Summary(), Other: other.Summary(), P: math.NaN(), Delta: math.NaN()}
+	if base.N() == 0 || other.N() == 0 {
+		return c
+	}
+	c.P = uTestBinned(binned(base), binned(other))
+	if c.Base.Median != 0 {
+		c.Delta = c.Other.Median/c.Base.Median - 1
+	}
+	return c
+}
+
+// binned is d's values in the sketch's bins.
+func binned(d *Dist) []bin {
+	if d.sketch != nil {
+		return d.bins()
+	}
+	f := &Dist{limit: -1}
+	f.vals = d.vals
+	f.fold()
+	return f.bins()
+}
+
+// uTestBinned is the two-sided Mann-Whitney U test of two binned samples
+// (bins in order, one mapping): each bin is a run of ties. It follows
+// go-moremath's MannWhitneyUTest (what benchmath runs) on large samples:
+// the normal approximation with the tie correction and a continuity
+// correction; p is 1 when the samples cannot be told apart at all, as
+// benchmath reports a failed test.
+func uTestBinned(a, b []bin) float64 {
+	var n1, n2, r1, ties float64
+	rank := 0.0 // ranks given so far
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var v float64
+		switch {
+		case j == len(b) || (i < len(a) && a[i].v < b[j].v):
+			v = a[i].v
+		default:
+			v = b[j].v
+		}
+		var ca, cb float64
+		if i < len(a) && a[i].v == v {
+			ca = a[i].count
+			i++
+		}
+		if j < len(b) && b[j].v == v {
+			cb = b[j].count
+			j++
+		}
+		t := ca + cb
+		r1 += ca * (rank + (t+1)/2) // the run's mean rank
+		rank += t
+		ties += t*t*t - t
+		n1, n2 = n1+ca, n2+cb
+	}
+	u1 := r1 - n1*(n1+1)/2
+	n := n1 + n2
+	sigma := math.Sqrt(n1 * n2 * ((n + 1) - ties/(n*(n-1))) / 12)
+	if sigma == 0 || math.IsNaN(sigma) {
+		return 1
+	}
+	num := u1 - n1*n2/2
+	if num > 0 {
+		num -= 0.5
+	} else if num < 0 {
+		num += 0.5
+	}
+	z := num / sigma
+	return 2 * math.Min(mstats.StdNormal.CDF(z), 1-mstats.StdNormal.CDF(z))
+}

@@ -1,0 +1,128 @@
+package stats
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/DataDog/sketches-go/ddsketch/mapping"
+)
+
+// lognormal is a skewed sample like DNS timings, with ties (rounded to
+// the microsecond).
+func lognormal(r *rand.Rand, n int, mu float64) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = math.Round(math.Exp(mu+0.6*r.NormFloat64())*1e3) / 1e3
+	}
+	return v
+}
+
+func distOf(v []float64, limit int) *Dist {
+	d := &Dist{limit: limit}
+	for _, x := range v {
+		d.Add(x)
+	}
+	return d
+}
+
+func TestDistIsExactUpToItsLimit(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 2, 5, 6, 7, 30, 31, 500} {
+		v := lognormal(r, n, 3)
+		d := distOf(v, 0)
+		if !d.Exact() {
+			t.Fatalf("n=%d: folded below the limit", n)
+		}
+		if got, want := d.Summary(), Summarize(v); !sameSummary(got, want, 0) {
+			t.Errorf("n=%d: %+v, want %+v", n, got, want)
+		}
+		w := lognormal(r, n+3, 3.1)
+		if got, want := CompareDists(d, distOf(w, 0)), Compare(v, w); !same(got.P, want.P, 0) || !same(got.Delta, want.Delta, 0) {
+			t.Errorf("n=%d: compare %+v, want %+v", n, got, want)
+		}
+	}
+}
+
+func TestFoldedDistIsWithinItsStatedError(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{101, 1000, 20001} {
+		v := lognormal(r, n, 3)
+		d := distOf(v, 100)
+		if d.Exact() {
+			t.Fatalf("n=%d: not folded", n)
+		}
+		got, want := d.Summary(), Summarize(v)
+		if !sameSummary(got, want, SketchAccuracy) {
+			t.Errorf("n=%d: %+v, want %+v within %g", n, got, want, SketchAccuracy)
+		}
+		// The CDF's points lie on the sample's order statistics.
+		sorted := Sorted(v)
+		pts := d.CDF(50)
+		if len(pts) != 50 || pts[len(pts)-1].P != 1 {
+			t.Fatalf("n=%d: %d points, last %+v", n, len(pts), pts[len(pts)-1])
+		}
+		for _, p := range pts {
+			rank := int(math.Round(p.P*float64(n))) - 1
+			if !same(p.X, sorted[rank], SketchAccuracy) {
+				t.Errorf("n=%d: point %+v, order statistic %g", n, p, sorted[rank])
+			}
+		}
+	}
+}
+
+func TestMergedDistsAreTheirPool(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	a, b := lognormal(r, 80, 3), lognormal(r, 90, 3.2)
+	for _, limit := range []int{0, 100} { // exact, and folded by the merge
+		d := distOf(a, limit)
+		d.Merge(distOf(b, limit))
+		if got, want := d.Summary(), Summarize(append(a, b...)); d.N() != 170 || !sameSummary(got, want, SketchAccuracy) {
+			t.Errorf("limit %d: %+v, want %+v", limit, got, want)
+		}
+	}
+}
+
+// On values a sketch's bins hold exactly, the binned U test is
+// benchmath's own: the same p, ties and all.
+func TestBinnedUTestIsBenchmaths(t *testing.T) {
+	m, err := mapping.NewLogarithmicMapping(SketchAccuracy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	onBins := func(n int, mu float64) []float64 {
+		v := lognormal(r, n, mu)
+		for i := range v {
+			v[i] = m.Value(m.Index(v[i]))
+		}
+		return v
+	}
+	for _, shift := range []float64{0, 0.01, 0.05} {
+		a, b := onBins(3000, 3), onBins(2500, 3+shift)
+		got := CompareDists(distOf(a, 100), distOf(b, 100))
+		want := MannWhitneyP(a, b)
+		if !same(got.P, want, 1e-9) {
+			t.Errorf("shift %g: p %g, benchmath %g", shift, got.P, want)
+		}
+	}
+	same := onBins(200, 3)
+	if p := CompareDists(distOf([]float64{same[0], same[0]}, 1), distOf([]float64{same[0]}, 1)).P; p != 1 {
+		t.Errorf("identical samples: p %g, want 1", p)
+	}
+}
+
+func sameSummary(a, b Summary, rel float64) bool {
+	return a.N == b.N && same(a.Median, b.Median, rel) && same(a.Lo, b.Lo, rel) && same(a.Hi, b.Hi, rel) &&
+		same(a.Level, b.Level, 0) && same(a.P25, b.P25, rel) && same(a.P75, b.P75, rel) && same(a.P95, b.P95, rel)
+}
+
+func same(a, b, rel float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= rel*math.Abs(b)+1e-12
+}
