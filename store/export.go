@@ -4,18 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/doxlab/doxlab/measure"
-	"github.com/doxlab/doxlab/transport"
 	"github.com/doxlab/doxlab/web"
 )
 
@@ -75,77 +73,109 @@ type Row struct {
 	DelayedACKStall bool `parquet:"delayed_ack_stall"`
 }
 
-// Rows returns the samples of one run, or of all runs when runID is "",
-// in a stable order.
-func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
-	q := `SELECT s.run_id, r.kind, r.profile, r.doxlab_version, r.kernel, r.hostname, s.started_at, s.target, s.url, s.transport, s.cond, s.rep,
-		s.status, s.rcode, s.probe_rtt_ms, s.handshake_ms, s.query_ms, s.total_ms, s.handshake_rtt, s.resolve_rtt, s.total_rtt,
-		s.tls_resumed, s.used_0rtt, s.retry, s.token_used, s.quic_version, s.alpn, s.raw
-		FROM samples s JOIN runs r ON r.id = s.run_id`
-	var args []any
-	if runID != "" {
-		q += ` WHERE s.run_id = ?`
-		args = append(args, runID)
+// Filter selects what a report or export reads, pushed down into the
+// query so that the store sends nothing else.
+type Filter struct {
+	RunPrefix string // the runs whose ID starts with it; "" for all
+	Vantage   string // only what this vantage point measured; "" for all
+}
+
+// where is the filter as SQL on a table with run_id (and vantage, if
+// vantage is set), with its arguments.
+func (f Filter) where(vantage bool) (string, []any) {
+	q, args := runPrefix, []any{utf8.RuneCountInString(f.RunPrefix), f.RunPrefix}
+	if vantage && f.Vantage != "" {
+		q += ` AND vantage = ?`
+		args = append(args, f.Vantage)
 	}
-	q += ` ORDER BY s.run_id, s.started_at, s.task_key`
+	return q, args
+}
+
+// Rows returns the samples of one run, or of all runs when runID is "".
+// It holds them all: EachRow streams.
+func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
+	var out []Row
+	err := s.EachRow(ctx, Filter{RunPrefix: runID}, func(r *Row) error {
+		if runID == "" || r.RunID == runID {
+			out = append(out, r.Clone())
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Clone is a copy of r that shares nothing with it.
+func (r *Row) Clone() Row {
+	c := *r
+	for _, p := range []**float64{&c.ProbeRTTMs, &c.HandshakeMs, &c.QueryMs, &c.TotalMs, &c.HandshakeRTT, &c.ResolveRTT, &c.TotalRTT, &c.WireMs, &c.WireQueryMs} {
+		if *p != nil {
+			v := **p
+			*p = &v
+		}
+	}
+	return c
+}
+
+// EachRow hands f each sample the filter selects, flattened from the
+// typed columns (never the raw JSON), one at a time: memory does not grow
+// with the store. SQLite gives them in the order they were stored,
+// PostgreSQL in its table's order (the same for a store only appended
+// to). f must not keep r: it is reused.
+func (s *Store) EachRow(ctx context.Context, f Filter, fn func(r *Row) error) error {
+	runs := map[string]Run{}
+	all, err := s.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range all {
+		runs[r.ID] = r
+	}
+	where, args := f.where(true)
+	q := `SELECT run_id, started_at, target, url, transport, cond, rep, status, rcode,
+		probe_rtt_ms, handshake_ms, query_ms, total_ms, handshake_rtt, resolve_rtt, total_rtt,
+		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn,
+		vantage, vantage_address, vantage_network, vantage_asn, vantage_location, job_attempt,
+		bytes_sent, bytes_received, packets_sent, packets_received, wire_ms, wire_query_ms, delayed_ack_stall
+		FROM samples WHERE ` + where
+	if !s.postgres {
+		q += ` ORDER BY rowid` // the order stored, for free
+	}
 	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []Row
+	var r Row
+	var fl [9]sql.NullFloat64
+	var started string
+	ptrs := []**float64{&r.ProbeRTTMs, &r.HandshakeMs, &r.QueryMs, &r.TotalMs, &r.HandshakeRTT, &r.ResolveRTT, &r.TotalRTT, &r.WireMs, &r.WireQueryMs}
+	vals := make([]float64, len(ptrs))
 	for rows.Next() {
-		var r Row
-		var f [7]sql.NullFloat64
-		var raw, started string
-		if err := rows.Scan(&r.RunID, &r.Kind, &r.Profile, &r.DoxlabVersion, &r.Kernel, &r.Hostname, &started, &r.Target, &r.URL,
-			&r.Transport, &r.Condition, &r.Rep, &r.Status, &r.Rcode, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6],
-			&r.TLSResumed, &r.Used0RTT, &r.Retry, &r.TokenUsed, &r.QUICVersion, &r.ALPN, &raw); err != nil {
-			return nil, err
+		if err := rows.Scan(&r.RunID, &started, &r.Target, &r.URL, &r.Transport, &r.Condition, &r.Rep, &r.Status, &r.Rcode,
+			&fl[0], &fl[1], &fl[2], &fl[3], &fl[4], &fl[5], &fl[6],
+			&r.TLSResumed, &r.Used0RTT, &r.Retry, &r.TokenUsed, &r.QUICVersion, &r.ALPN,
+			&r.Vantage, &r.VantageAddress, &r.VantageNetwork, &r.VantageASN, &r.VantageLocation, &r.JobAttempt,
+			&r.BytesSent, &r.BytesReceived, &r.PacketsSent, &r.PacketsReceived, &fl[7], &fl[8], &r.DelayedACKStall); err != nil {
+			return err
 		}
-		var err error
 		if r.StartedAt, err = time.Parse(time.RFC3339Nano, started); err != nil {
-			return nil, fmt.Errorf("sample of run %s: start time %q: %w", r.RunID, started, err)
+			return fmt.Errorf("sample of run %s: start time %q: %w", r.RunID, started, err)
 		}
 		r.StartedAt = r.StartedAt.UTC()
-		var x struct {
-			Measure *struct {
-				Bytes, Packets transport.Counts
-				Timing         transport.Timing
-				Conn           transport.ConnInfo
-			}
-			Vantage *measure.Vantage
-			Job     *measure.JobInfo
-		}
-		err = json.Unmarshal([]byte(raw), &x)
-		if v := x.Vantage; err == nil && v != nil {
-			r.Vantage, r.VantageAddress, r.VantageNetwork, r.VantageASN, r.VantageLocation = v.Name, v.Address, v.Network, int64(v.ASN), v.Location
-		}
-		if x.Job != nil {
-			r.JobAttempt = int64(x.Job.Attempt)
-		}
-		if err == nil && x.Measure != nil {
-			m := x.Measure
-			r.BytesSent, r.BytesReceived = m.Bytes.Sent, m.Bytes.Received
-			r.PacketsSent, r.PacketsReceived = m.Packets.Sent, m.Packets.Received
-			if m.Timing.WireMs > 0 {
-				r.WireMs = &m.Timing.WireMs
-			}
-			if m.Timing.WireQueryMs > 0 {
-				r.WireQueryMs = &m.Timing.WireQueryMs
-			}
-			r.DelayedACKStall = m.Conn.DelayedACKStall
-		}
-		ptrs := []**float64{&r.ProbeRTTMs, &r.HandshakeMs, &r.QueryMs, &r.TotalMs, &r.HandshakeRTT, &r.ResolveRTT, &r.TotalRTT}
-		for i, v := range f {
+		run := runs[r.RunID]
+		r.Kind, r.Profile, r.DoxlabVersion, r.Kernel, r.Hostname = run.Kind, run.Profile, run.DoxlabVersion, run.Kernel, run.Hostname
+		for i, v := range fl {
+			*ptrs[i] = nil
 			if v.Valid {
-				x := v.Float64
-				*ptrs[i] = &x
+				vals[i] = v.Float64
+				*ptrs[i] = &vals[i]
 			}
 		}
-		out = append(out, r)
+		if err := fn(&r); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // Format is how rows are exported.

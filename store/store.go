@@ -27,11 +27,12 @@ import (
 	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/internal/sysinfo"
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/transport"
 )
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -72,6 +73,7 @@ var schema = []string{
 		alpn TEXT NOT NULL,
 		raw TEXT NOT NULL,
 		vantage TEXT NOT NULL DEFAULT '',
+		`+sampleColumnsV3+`,
 		PRIMARY KEY (run_id, task_key)
 	)`,
 	`CREATE INDEX IF NOT EXISTS samples_by_transport ON samples (transport, cond)`,
@@ -220,9 +222,61 @@ func Redact(dsn string) string {
 	return dsn
 }
 
+// sampleColumnsV3 are what analysis reads of a sample beyond its first
+// columns, typed, so that a report or export of millions of samples
+// never decodes raw JSON: the exchange's octets and packets at the
+// socket, its kernel-timestamped wire times, the delayed-ACK label, the
+// job's delivery and the vantage point.
+const sampleColumnsV3 = `bytes_sent BIGINT NOT NULL DEFAULT 0,
+		bytes_received BIGINT NOT NULL DEFAULT 0,
+		packets_sent BIGINT NOT NULL DEFAULT 0,
+		packets_received BIGINT NOT NULL DEFAULT 0,
+		wire_ms DOUBLE PRECISION,
+		wire_query_ms DOUBLE PRECISION,
+		delayed_ack_stall BOOLEAN NOT NULL DEFAULT FALSE,
+		job_attempt BIGINT NOT NULL DEFAULT 0,
+		vantage_address TEXT NOT NULL DEFAULT '',
+		vantage_network TEXT NOT NULL DEFAULT '',
+		vantage_asn BIGINT NOT NULL DEFAULT 0,
+		vantage_location TEXT NOT NULL DEFAULT ''`
+
 // upgrades take a store from the version of their index to the next.
-var upgrades = []string{
-	1: `ALTER TABLE samples ADD COLUMN vantage TEXT NOT NULL DEFAULT ''`,
+func (s *Store) upgrades(from int) []string {
+	switch from {
+	case 1:
+		return []string{`ALTER TABLE samples ADD COLUMN vantage TEXT NOT NULL DEFAULT ''`}
+	case 2:
+		// The typed columns, filled from each sample's raw JSON once.
+		var out []string
+		for _, col := range strings.Split(sampleColumnsV3, ",\n") {
+			out = append(out, `ALTER TABLE samples ADD COLUMN `+strings.TrimSpace(col))
+		}
+		get := func(path, typ string) string {
+			if s.postgres {
+				return `(raw::jsonb #>> '{` + strings.ReplaceAll(path, ".", ",") + `}')::` + typ
+			}
+			return `json_extract(raw, '$.` + path + `')`
+		}
+		positive := func(path string) string {
+			v := get(path, "double precision")
+			return `CASE WHEN ` + v + ` > 0 THEN ` + v + ` END`
+		}
+		out = append(out, `UPDATE samples SET
+			bytes_sent = COALESCE(`+get("measure.bytes.sent", "bigint")+`, 0),
+			bytes_received = COALESCE(`+get("measure.bytes.received", "bigint")+`, 0),
+			packets_sent = COALESCE(`+get("measure.packets.sent", "bigint")+`, 0),
+			packets_received = COALESCE(`+get("measure.packets.received", "bigint")+`, 0),
+			wire_ms = `+positive("measure.timing.wire_ms")+`,
+			wire_query_ms = `+positive("measure.timing.wire_query_ms")+`,
+			delayed_ack_stall = COALESCE(`+get("measure.conn.delayed_ack_stall", "boolean")+`, FALSE),
+			job_attempt = COALESCE(`+get("job.attempt", "bigint")+`, 0),
+			vantage_address = COALESCE(`+get("vantage.address", "text")+`, ''),
+			vantage_network = COALESCE(`+get("vantage.network", "text")+`, ''),
+			vantage_asn = COALESCE(`+get("vantage.asn", "bigint")+`, 0),
+			vantage_location = COALESCE(`+get("vantage.location", "text")+`, '')`)
+		return out
+	}
+	return nil
 }
 
 // migrate creates the schema or upgrades an older one, in one
@@ -249,8 +303,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		if !fresh {
 			for ; v < SchemaVersion; v++ {
-				if _, err := tx.ExecContext(ctx, upgrades[v]); err != nil {
-					return fmt.Errorf("upgrading the schema from %d: %w", v, err)
+				for _, stmt := range s.upgrades(v) {
+					if _, err := tx.ExecContext(ctx, stmt); err != nil {
+						return fmt.Errorf("upgrading the schema from %d: %w", v, err)
+					}
 				}
 			}
 		}
@@ -356,7 +412,7 @@ func (s *Store) WriteOnce(ctx context.Context, tx *sql.Tx, runID string, x *meas
 	return s.write(ctx, tx, runID, x, true)
 }
 
-func (s *Store) write(ctx context.Context, ex Execer, runID string, x *measure.Sample, once bool) (bool, error) {
+func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.Sample, once bool) (bool, error) {
 	raw, err := json.Marshal(x)
 	if err != nil {
 		return false, err
@@ -382,19 +438,38 @@ func (s *Store) write(ctx context.Context, ex Execer, runID string, x *measure.S
 		resR = sql.NullFloat64{Float64: r.Resolve, Valid: true}
 		totR = sql.NullFloat64{Float64: r.Total, Valid: true}
 	}
-	vantage := ""
+	var v measure.Vantage
 	if x.Vantage != nil {
-		vantage = x.Vantage.Name
+		v = *x.Vantage
+	}
+	var more struct {
+		bytes, packets transport.Counts
+		wire, wireQuery sql.NullFloat64
+		stall           bool
+		attempt         int
+	}
+	if m := x.Measure; m != nil {
+		more.bytes, more.packets, more.stall = m.Bytes, m.Packets, m.Conn.DelayedACKStall
+		more.wire = sql.NullFloat64{Float64: m.Timing.WireMs, Valid: m.Timing.WireMs > 0}
+		more.wireQuery = sql.NullFloat64{Float64: m.Timing.WireQueryMs, Valid: m.Timing.WireQueryMs > 0}
+	}
+	if x.Job != nil {
+		more.attempt = x.Job.Attempt
 	}
 	stmt := `INSERT INTO samples (run_id, task_key, started_at, target, url, transport, cond, rep, status, rcode,
 		probe_rtt_ms, handshake_ms, query_ms, total_ms, handshake_rtt, resolve_rtt, total_rtt,
-		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn, raw, vantage) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn, raw, vantage,
+		bytes_sent, bytes_received, packets_sent, packets_received, wire_ms, wire_query_ms, delayed_ack_stall, job_attempt,
+		vantage_address, vantage_network, vantage_asn, vantage_location)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	if once {
 		stmt += ` ON CONFLICT (run_id, task_key) DO NOTHING`
 	}
-	res, err := ex.ExecContext(ctx, s.rebind(stmt),
+	res, err := db.ExecContext(ctx, s.rebind(stmt),
 		runID, SampleKey(x), x.Start.Format(time.RFC3339Nano), x.Target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
-		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, string(raw), vantage)
+		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, string(raw), v.Name,
+		more.bytes.Sent, more.bytes.Received, more.packets.Sent, more.packets.Received, more.wire, more.wireQuery, more.stall, more.attempt,
+		v.Address, v.Network, v.ASN, v.Location)
 	if err != nil {
 		return false, fmt.Errorf("store: writing sample %s: %w", SampleKey(x), err)
 	}

@@ -146,13 +146,15 @@ func TestPostgresRoundTrip(t *testing.T) {
 	roundTrip(t, peertest.StartPostgres(t))
 }
 
-// TestUpgradeFromSchema1 opens a store written before vantage points were
-// recorded: Open adds the column, keeps the samples, and stores new ones.
-func TestUpgradeFromSchema1(t *testing.T) {
+// upgradeFromSchema1 opens a store written before vantage points and
+// the typed columns of schema 3: Open adds the columns, fills them from
+// each sample's raw JSON, keeps the samples, and stores new ones.
+func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open(driver, dsn)
 	require.NoError(t, err)
+	raw := `{"measure":{"bytes":{"sent":30,"received":83},"packets":{"sent":1,"received":1},"timing":{"wire_ms":14.95,"wire_query_ms":14.9},` +
+		`"conn":{"delayed_ack_stall":true}},"vantage":{"name":"fra1","address":"10.200.0.1","network":"Example Net","asn":64500,"location":"Frankfurt, DE"},"job":{"attempt":2}}`
 	for _, stmt := range []string{
 		`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version VALUES (1)`,
 		`CREATE TABLE runs (id TEXT PRIMARY KEY, kind TEXT NOT NULL, started_at TEXT NOT NULL, doxlab_version TEXT NOT NULL, go_version TEXT NOT NULL,
@@ -163,22 +165,43 @@ func TestUpgradeFromSchema1(t *testing.T) {
 			total_rtt DOUBLE PRECISION, tls_resumed BOOLEAN NOT NULL, used_0rtt BOOLEAN NOT NULL, retry BOOLEAN NOT NULL, token_used BOOLEAN NOT NULL,
 			quic_version TEXT NOT NULL, alpn TEXT NOT NULL, raw TEXT NOT NULL, PRIMARY KEY (run_id, task_key))`,
 		`INSERT INTO runs VALUES ('old', 'measure', '2026-01-01T00:00:00Z', 'v0', 'go', 'Linux', 'h', '', '{}')`,
-		`INSERT INTO samples VALUES ('old', 'k', '2026-01-01T00:00:01Z', 't', 'udp://t:53', 'udp', 'fresh', 0, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0, '', '', '{}')`,
+		`INSERT INTO samples VALUES ('old', 'k', '2026-01-01T00:00:01Z', 't', 'udp://t:53', 'udp', 'fresh', 5, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '{}')`,
+		`INSERT INTO samples VALUES ('old', 'k2', '2026-01-01T00:00:02Z', 't', 'udp://t:53', 'udp', 'fresh', 6, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '` + raw + `')`,
 	} {
 		_, err := db.Exec(stmt)
 		require.NoError(t, err, stmt)
 	}
 	require.NoError(t, db.Close())
 
-	s, err := store.Open(ctx, path)
+	s, err := store.Open(ctx, dsn)
 	require.NoError(t, err)
 	defer s.Close()
 	_, samples := fixture()
 	require.NoError(t, s.Write(ctx, "old", samples[0]))
 	rows, err := s.Rows(ctx, "old")
 	require.NoError(t, err)
-	require.Len(t, rows, 2, "the old sample is kept beside the new one")
-	require.ElementsMatch(t, []string{"", "fra1"}, []string{rows[0].Vantage, rows[1].Vantage})
+	require.Len(t, rows, 3, "the old samples are kept beside the new one")
+	byKey := map[int64]store.Row{}
+	for _, r := range rows {
+		byKey[r.Rep] = r
+	}
+	require.Empty(t, byKey[5].Vantage)
+	require.Nil(t, byKey[5].WireMs, "no wire time in the raw sample: none in its column")
+	r := byKey[6]
+	require.Equal(t, [4]int64{30, 83, 1, 1}, [4]int64{r.BytesSent, r.BytesReceived, r.PacketsSent, r.PacketsReceived})
+	require.NotNil(t, r.WireMs)
+	require.InDelta(t, 14.95, *r.WireMs, 1e-9)
+	require.True(t, r.DelayedACKStall)
+	require.Equal(t, int64(2), r.JobAttempt)
+	require.Equal(t, []any{"10.200.0.1", "Example Net", int64(64500), "Frankfurt, DE"}, []any{r.VantageAddress, r.VantageNetwork, r.VantageASN, r.VantageLocation})
+}
+
+func TestUpgradeFromSchema1(t *testing.T) {
+	upgradeFromSchema1(t, "sqlite", filepath.Join(t.TempDir(), "old.db"))
+}
+
+func TestPostgresUpgradeFromSchema1(t *testing.T) {
+	upgradeFromSchema1(t, "pgx", peertest.StartPostgres(t))
 }
 
 func TestOpenErrors(t *testing.T) {
