@@ -47,7 +47,7 @@ func samples(t *testing.T) report.Input {
 		require.NoError(t, err)
 		profiles["e1-"+name] = p
 	}
-	return report.Input{Results: []report.Results{{Experiment: "dns-rtt", Results: &dnsrtt.Samples{Rows: fixture(), Profiles: profiles}}}}
+	return report.Input{Results: []report.Results{{Experiment: "dns-rtt", Results: dnsrtt.NewSamples(fixture(), profiles)}}}
 }
 
 func TestRender(t *testing.T) {
@@ -191,8 +191,7 @@ func TestLoadTakesProfilesFromTheStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	require.Equal(t, "dns-rtt", in.Results[0].Experiment)
-	ms, ok := in.Results[0].Results.(*dnsrtt.Samples).SerializationMs(store.Row{RunID: run.ID, BytesSent: 125, BytesReceived: 250})
-	require.True(t, ok)
+	ms := dnsrtt.SerializationMs(store.Row{RunID: run.ID, BytesSent: 125, BytesReceived: 250}, profiles[run.ID])
 	require.InDelta(t, 2.0, ms, 0.001, "125 octets at 1 Mbit/s and 250 at 2, no packets")
 	require.True(t, in.Empty(), "a run with no samples")
 }

@@ -50,7 +50,7 @@ func TestSummarizeMediansPerCell(t *testing.T) {
 			}))
 		}
 	}
-	samples, err := LoadSamples(ctx, st, "exp1-")
+	samples, err := LoadSamples(ctx, st, store.Filter{RunPrefix: "exp1-"})
 	require.NoError(t, err)
 	sums := samples.Summarize()
 	require.Len(t, sums, 2)
@@ -64,7 +64,7 @@ func TestSummarizeMediansPerCell(t *testing.T) {
 	require.Equal(t, "dsl", sums[1].Profile)
 	require.InDelta(t, 0.652, sums[1].Serialization, 0.001)
 	require.InDelta(t, 0.0344, sums[0].Serialization, 0.0005, "fiber: 0.51 ms of 14.8")
-	other, err := LoadSamples(ctx, st, "exp2-")
+	other, err := LoadSamples(ctx, st, store.Filter{RunPrefix: "exp2-"})
 	require.NoError(t, err)
 	require.Empty(t, other.Summarize(), "only this experiment's runs")
 }
@@ -91,7 +91,7 @@ func TestVantagesInTheReport(t *testing.T) {
 			}))
 		}
 	}
-	samples, err := LoadSamples(ctx, st, "")
+	samples, err := LoadSamples(ctx, st, store.Filter{})
 	require.NoError(t, err)
 	by := samples.ByVantage()
 	require.Len(t, by, 2)
@@ -112,6 +112,21 @@ func TestVantagesInTheReport(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, samples.WriteTable(&b))
 	require.Contains(t, b.String(), "nyc1")
+
+	// A vantage point's samples alone, selected in the query.
+	nyc, err := LoadSamples(ctx, st, store.Filter{RunPrefix: run.ID, Vantage: "nyc1"})
+	require.NoError(t, err)
+	by = nyc.ByVantage()
+	require.Len(t, by, 1)
+	require.Equal(t, "nyc1", by[0].Vantage)
+	require.Equal(t, 60.0, by[0].MedianMs)
+	none, err := LoadSamples(ctx, st, store.Filter{Vantage: "ams1"})
+	require.NoError(t, err)
+	n, _ := none.Count()
+	require.Zero(t, n)
+	vs, err := st.Vantages(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"fra1", "nyc1"}, vs)
 }
 
 // TestRTTFindingsNeedAnEmulatedLink: loopback's RTT is tens of
@@ -124,7 +139,7 @@ func TestRTTFindingsNeedAnEmulatedLink(t *testing.T) {
 			rows = append(rows, store.Row{RunID: "m1", Transport: tr, Condition: "fresh", Status: "ok", TotalRTT: f(rtts + float64(i)/10)})
 		}
 	}
-	fs := (&Samples{Rows: rows}).Findings()
+	fs := NewSamples(rows, nil).Findings()
 	require.Equal(t, experiment.Differs, fs[0].Verdict, "loopback's DoUDP is 5.7 of its tiny RTTs")
 	earned := experiment.Earn(fs, experiment.Evidence{})
 	for _, e := range earned {
@@ -138,7 +153,7 @@ func TestRTTFindingsNeedAnEmulatedLink(t *testing.T) {
 			rows[i].TotalRTT = f(1 + float64(i%10)/100)
 		}
 	}
-	earned = experiment.Earn((&Samples{Rows: rows}).Findings(), experiment.Evidence{})
+	earned = experiment.Earn(NewSamples(rows, nil).Findings(), experiment.Evidence{})
 	require.Equal(t, experiment.Holds, earned[0].Verdict, earned[0].Reason)
 	require.Equal(t, experiment.Differs, earned[1].Verdict, "DoH 10 RTT above DoQ, significantly: %s", earned[1].Reason)
 }
@@ -154,7 +169,7 @@ func TestLoopbackStaysOutOfThePool(t *testing.T) {
 			store.Row{RunID: "e-fiber", Profile: "fiber", Transport: "udp", Condition: "fresh", Status: "ok", TotalRTT: f(1 + float64(i)/100)})
 	}
 	dir := t.TempDir()
-	sec, err := (&Samples{Rows: rows}).Section(dir)
+	sec, err := NewSamples(rows, nil).Section(dir)
 	require.NoError(t, err)
 	require.Equal(t, "over the emulated profiles, then each (loopback, none, apart: its RTT is tens of microseconds)", sec.Figures[0].Of)
 	b, err := os.ReadFile(filepath.Join(dir, "cdf-total.csv"))

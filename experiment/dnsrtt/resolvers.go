@@ -17,7 +17,6 @@ import (
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/report/figure"
-	"github.com/doxlab/doxlab/store"
 )
 
 // ResolverStat is one resolver (target) × transport × condition, over
@@ -39,7 +38,7 @@ type ResolverStat struct {
 
 // targets are the resolvers the samples name, in order.
 func (s *Samples) targets() []string {
-	keys, _ := order.Group(s.Rows, func(r store.Row) string { return r.Target })
+	keys, _ := pool(s.Groups, func(c *Group) string { return c.Target })
 	slices.Sort(keys)
 	return keys
 }
@@ -52,26 +51,14 @@ func (s *Samples) ByResolver() []ResolverStat {
 		return nil
 	}
 	type key struct{ target, tr, cond string }
-	keys, groups := order.Group(s.Rows, func(r store.Row) key { return key{r.Target, r.Transport, r.Condition} })
+	keys, groups := pool(s.Groups, func(c *Group) key { return key{c.Target, c.Transport, c.Condition} })
 	var out []ResolverStat
-	totals := map[key][]float64{}
+	totals := map[key]*stats.Dist{}
 	for _, k := range keys {
-		st := ResolverStat{Target: k.target, Transport: k.tr, Condition: k.cond, N: len(groups[k])}
-		var rtt, probe []float64
-		for _, r := range groups[k] {
-			if r.ProbeRTTMs != nil {
-				probe = append(probe, *r.ProbeRTTMs)
-			}
-			if r.TotalMs == nil {
-				continue
-			}
-			st.OK++
-			totals[k] = append(totals[k], *r.TotalMs)
-			if r.TotalRTT != nil {
-				rtt = append(rtt, *r.TotalRTT)
-			}
-		}
-		st.Ms, st.RTT, st.Probe = stats.Summarize(totals[k]), stats.Summarize(rtt), stats.Summarize(probe)
+		g := groups[k]
+		st := ResolverStat{Target: k.target, Transport: k.tr, Condition: k.cond, N: g.N, OK: g.MsAll.N()}
+		totals[k] = g.MsAll
+		st.Ms, st.RTT, st.Probe = g.MsAll.Summary(), g.RTT.Summary(), g.Probe.Summary()
 		out = append(out, st)
 	}
 	// Rank within each transport and condition, fastest median first;
@@ -87,13 +74,13 @@ func (s *Samples) ByResolver() []ResolverStat {
 			out[i].Rank = out[i-1].Rank + 1
 		}
 	}
-	var fastest []float64
+	var fastest *stats.Dist
 	for i := range out {
 		x := &out[i]
 		if x.Rank == 1 {
 			fastest = totals[key{x.Target, x.Transport, x.Condition}]
 		}
-		x.VsFastest = stats.Compare(fastest, totals[key{x.Target, x.Transport, x.Condition}])
+		x.VsFastest = stats.CompareDists(fastest, totals[key{x.Target, x.Transport, x.Condition}])
 	}
 	return out
 }
@@ -146,8 +133,11 @@ func (s *Samples) resolverFigure(set *figure.Set) error {
 	if len(targets) < 2 {
 		return nil
 	}
-	fresh := slices.ContainsFunc(s.Rows, func(r store.Row) bool { return r.Condition == "fresh" })
-	trs, groups := order.Group(s.Rows, func(r store.Row) string { return r.Transport })
+	fresh := slices.ContainsFunc(s.Groups, func(c *Group) bool { return c.Condition == "fresh" })
+	cells := filter(s.Groups, func(c *Group) bool { return !fresh || c.Condition == "fresh" })
+	type key struct{ transport, target string }
+	_, lines := pool(cells, func(c *Group) key { return key{c.Transport, c.Target} })
+	trs, _ := pool(cells, func(c *Group) string { return c.Transport })
 	slices.SortFunc(trs, order.Compare)
 	data := figure.Data{Header: []string{"transport", "resolver", "value", "cdf"}}
 	// One legend of every resolver: a panel's own names only those it
@@ -170,11 +160,9 @@ func (s *Samples) resolverFigure(set *figure.Set) error {
 		var ss []*figure.Series
 		for i, tg := range targets {
 			c, dashes := look(i)
-			sr := &figure.Series{Label: tg, Color: c, Dashes: dashes, Band: true}
-			for _, r := range groups[tr] {
-				if r.Target == tg && r.TotalMs != nil && (!fresh || r.Condition == "fresh") {
-					sr.Values = append(sr.Values, *r.TotalMs)
-				}
+			sr := &figure.Series{Label: tg, Color: c, Dashes: dashes, Band: true, Dist: stats.NewDist()}
+			if g, ok := lines[key{tr, tg}]; ok {
+				sr.Dist = g.MsAll
 			}
 			ss = append(ss, sr)
 		}

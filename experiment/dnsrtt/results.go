@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/doxlab/doxlab/internal/stats"
@@ -17,88 +16,55 @@ import (
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
-	"github.com/doxlab/doxlab/testbed"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 )
 
 // Samples are DNS samples as stored (by dns-rtt, measure and campaigns),
-// with the link each run recorded.
+// gathered into cells.
 type Samples struct {
-	Rows []store.Row
-	// Profiles is the access profile of each run with one, by run ID
-	// (StoredProfiles).
-	Profiles map[string]testbed.Profile
+	Groups []*Group
 }
 
 // Load reads the DNS samples of the runs whose IDs start with prefix, of
 // any kind: the report draws measure's and campaigns' samples too.
 func (c *DNSRTT) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
-	return LoadSamples(ctx, st, prefix)
+	return LoadSamples(ctx, st, store.Filter{RunPrefix: prefix})
 }
 
-// LoadSamples reads the DNS samples of the runs whose IDs start with
-// prefix, with their runs' profiles.
-func LoadSamples(ctx context.Context, st *store.Store, prefix string) (*Samples, error) {
-	rows, err := st.Rows(ctx, "") // by run ID exactly; the prefix is matched here
-	if err != nil {
-		return nil, err
-	}
-	profiles, err := StoredProfiles(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	rows = slices.DeleteFunc(rows, func(r store.Row) bool { return !strings.HasPrefix(r.RunID, prefix) })
-	return &Samples{Rows: rows, Profiles: profiles}, nil
+// LoadFiltered is Load of what a filter selects: its samples name the
+// vantage point that measured them.
+func (c *DNSRTT) LoadFiltered(ctx context.Context, st *store.Store, f store.Filter) (experiment.Results, error) {
+	return LoadSamples(ctx, st, f)
 }
 
 // Count is the number of samples.
-func (s *Samples) Count() (int, string) { return len(s.Rows), "samples" }
-
-// SerializationMs is SerializationMs on the profile r's run was measured
-// on; false where the run has none.
-func (s *Samples) SerializationMs(r store.Row) (float64, bool) {
-	p, ok := s.Profiles[r.RunID]
-	if !ok {
-		return 0, false
+func (s *Samples) Count() (int, string) {
+	n := 0
+	for _, c := range s.Groups {
+		n += c.N
 	}
-	return SerializationMs(r, p), true
+	return n, "samples"
 }
 
 // Summarize is the medians per profile, transport and condition, in
 // RTTs, with what the protocol and the link explain of them.
 func (s *Samples) Summarize() []Summary {
 	type key struct{ p, t, c string }
-	keys, groups := order.Group(s.Rows, func(r store.Row) key { return key{r.Profile, r.Transport, r.Condition} })
+	keys, groups := pool(s.Groups, func(c *Group) key { return key{c.Profile, c.Transport, c.Condition} })
 	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(order.Compare(a.p, b.p), order.Compare(a.c, b.c), order.Compare(a.t, b.t))
 	})
 	var out []Summary
 	for _, k := range keys {
-		sum := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: len(groups[k]), Expected: Expected(k.t, k.c),
+		g := groups[k]
+		sum := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: g.N, OK: g.RTT.N(), Expected: Expected(k.t, k.c),
 			TotalEmulated: math.NaN(), Serialization: math.NaN()} // no profile, no emulated RTT
-		var p testbed.Profile
-		known := false
-		var hs, res, tot, totMs, ser []float64
-		for _, r := range groups[k] {
-			if rp, ok := s.Profiles[r.RunID]; ok {
-				p, known = rp, true
-			}
-			if r.TotalRTT == nil {
-				continue
-			}
-			sum.OK++
-			hs, res, tot = append(hs, deref(r.HandshakeRTT)), append(res, deref(r.ResolveRTT)), append(tot, *r.TotalRTT)
-			totMs = append(totMs, deref(r.TotalMs))
-			if known {
-				ser = append(ser, SerializationMs(r, p))
-			}
-		}
-		sum.TotalStat, sum.HandshakeStat, sum.ResolveStat = stats.Summarize(tot), stats.Summarize(hs), stats.Summarize(res)
+		sum.TotalStat, sum.HandshakeStat, sum.ResolveStat = g.RTT.Summary(), g.Handshake.Summary(), g.Resolve.Summary()
 		sum.Handshake, sum.Resolve, sum.Total = sum.HandshakeStat.Median, sum.ResolveStat.Median, sum.TotalStat.Median
-		if known && p.RTT() > 0 {
+		if p := g.Link; p != nil && p.RTT() > 0 {
 			perRTT := float64(time.Millisecond) / float64(p.RTT())
-			sum.TotalEmulatedStat, sum.SerializationStat = stats.Summarize(totMs).Scale(perRTT), stats.Summarize(ser).Scale(perRTT)
+			sum.TotalEmulatedStat, sum.SerializationStat = g.Ms.Summary().Scale(perRTT), g.Serial.Summary().Scale(perRTT)
 			sum.TotalEmulated, sum.Serialization = sum.TotalEmulatedStat.Median, sum.SerializationStat.Median
 		}
 		out = append(out, sum)
@@ -166,34 +132,17 @@ func orNone(s string) string {
 // transport × condition, in ms and in RTTs.
 func (s *Samples) Stats() []Stat {
 	type key struct{ p, t, c string }
-	keys, groups := order.Group(s.Rows, func(r store.Row) key { return key{orNone(r.Profile), r.Transport, r.Condition} })
+	keys, groups := pool(s.Groups, func(c *Group) key { return key{orNone(c.Profile), c.Transport, c.Condition} })
 	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(order.Compare(a.p, b.p), order.Compare(a.c, b.c), order.Compare(a.t, b.t))
 	})
 	var out []Stat
 	for _, k := range keys {
 		g := groups[k]
-		st := Stat{Profile: k.p, Transport: k.t, Condition: k.c, N: len(g), SerialMs: math.NaN()}
-		var ms, rtt, ser, wire, client []float64
-		for _, r := range g {
-			if r.TotalMs == nil || r.TotalRTT == nil {
-				continue
-			}
-			st.OK++
-			ms, rtt = append(ms, *r.TotalMs), append(rtt, *r.TotalRTT)
-			if r.WireMs != nil {
-				wire, client = append(wire, *r.WireMs), append(client, *r.TotalMs-*r.WireMs)
-			}
-			if v, ok := s.SerializationMs(r); ok {
-				ser = append(ser, v)
-			}
-		}
-		slices.Sort(ms)
-		slices.Sort(rtt)
-		slices.Sort(ser)
-		st.Serial, st.Wire, st.Client = stats.Summarize(ser), stats.Summarize(wire), stats.Summarize(client)
+		st := Stat{Profile: k.p, Transport: k.t, Condition: k.c, N: g.N, OK: g.OK()}
+		st.Serial, st.Wire, st.Client = g.Serial.Summary(), g.Wire.Summary(), g.Client.Summary()
 		st.SerialMs, st.WireMs, st.ClientMs = st.Serial.Median, st.Wire.Median, st.Client.Median
-		st.Ms, st.RTT = stats.Summarize(ms), stats.Summarize(rtt)
+		st.Ms, st.RTT = g.Ms.Summary(), g.RTT.Summary()
 		st.MedianMs, st.IQRMs, st.P95Ms = st.Ms.Median, st.Ms.IQR(), st.Ms.P95
 		st.MedianRTT, st.IQRRTT, st.P95RTT = st.RTT.Median, st.RTT.IQR(), st.RTT.P95
 		out = append(out, st)
@@ -204,30 +153,24 @@ func (s *Samples) Stats() []Stat {
 // Metrics are the durations the report draws, each in RTTs.
 var Metrics = []struct {
 	Name, Title string
-	Get         func(store.Row) *float64
+	Get         func(*Group) *stats.Dist
 }{
-	{"total", "DNS exchange (multiples of the RTT)", func(r store.Row) *float64 { return r.TotalRTT }},
-	{"handshake", "handshake (multiples of the RTT)", func(r store.Row) *float64 { return r.HandshakeRTT }},
-	{"resolve", "query to answer (multiples of the RTT)", func(r store.Row) *float64 { return r.ResolveRTT }},
+	{"total", "DNS exchange (multiples of the RTT)", func(c *Group) *stats.Dist { return c.RTT }},
+	{"handshake", "handshake (multiples of the RTT)", func(c *Group) *stats.Dist { return c.Handshake }},
+	{"resolve", "query to answer (multiples of the RTT)", func(c *Group) *stats.Dist { return c.Resolve }},
 }
 
 var conditionDashes = map[string][]vg.Length{"fresh": nil, "pam": {vg.Points(1), vg.Points(2)}, "resumed": {vg.Points(5), vg.Points(3)}, "0rtt": {vg.Points(2), vg.Points(2)}}
 
 // cdfSeries is a line per transport × condition of one metric.
-func cdfSeries(rows []store.Row, get func(store.Row) *float64) []*figure.Series {
+func cdfSeries(cells []*Group, get func(*Group) *stats.Dist) []*figure.Series {
 	type key struct{ t, c string }
-	keys, groups := order.Group(rows, func(r store.Row) key { return key{r.Transport, r.Condition} })
+	keys, groups := pool(cells, func(c *Group) key { return key{c.Transport, c.Condition} })
 	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(order.Compare(a.t, b.t), order.Compare(a.c, b.c)) })
 	var out []*figure.Series
 	for _, k := range keys {
-		s := &figure.Series{Label: k.t + " " + k.c, Color: figure.Colors[k.t], Dashes: conditionDashes[k.c]}
-		for _, r := range groups[k] {
-			if v := get(r); v != nil && !math.IsNaN(*v) {
-				s.Values = append(s.Values, *v)
-			}
-		}
-		if len(s.Values) > 0 {
-			out = append(out, s)
+		if d := get(groups[k]); d.N() > 0 {
+			out = append(out, &figure.Series{Label: k.t + " " + k.c, Color: figure.Colors[k.t], Dashes: conditionDashes[k.c], Dist: d})
 		}
 	}
 	return out
@@ -255,8 +198,8 @@ var statsTable = experiment.Table("dns", `<table id="summary"><tr><th class="l">
 func (s *Samples) Section(dir string) (*experiment.Section, error) {
 	set := &figure.Set{Dir: dir}
 	var profiles []string
-	for _, r := range s.Rows {
-		if p := orNone(r.Profile); !slices.Contains(profiles, p) {
+	for _, c := range s.Groups {
+		if p := orNone(c.Profile); !slices.Contains(profiles, p) {
 			profiles = append(profiles, p)
 		}
 	}
@@ -265,14 +208,14 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 	// of "RTTs": pooled with emulated links they would stretch every
 	// panel's axis. They keep a panel of their own, outside the pool.
 	all, of := "all", "over all profiles, then each"
-	inAll := func(store.Row) bool { return true }
+	inAll := func(*Group) bool { return true }
 	if slices.Contains(profiles, "none") && len(profiles) > 1 {
 		all, of = "all emulated", "over the emulated profiles, then each (loopback, none, apart: its RTT is tens of microseconds)"
-		inAll = func(r store.Row) bool { return orNone(r.Profile) != "none" }
+		inAll = func(c *Group) bool { return orNone(c.Profile) != "none" }
 	}
 	for _, m := range Metrics {
 		// Small multiples: all profiles, then each, on one x axis.
-		if err := smallMultiples(set, s.Rows, "profile", func(r store.Row) string { return orNone(r.Profile) }, profiles, all, inAll, m.Get, m.Title,
+		if err := smallMultiples(set, s.Groups, "profile", func(c *Group) string { return orNone(c.Profile) }, profiles, all, inAll, m.Get, m.Title,
 			"cdf-"+m.Name, "CDF of the "+m.Title, of); err != nil {
 			return nil, err
 		}
@@ -281,8 +224,8 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 	if vantages := s.vantages(); len(vantages) > 0 {
 		intro += " Campaigns measured from several vantage points: the second table and the last figure give each vantage point apart."
 		m := Metrics[0]
-		rows := slices.DeleteFunc(slices.Clone(s.Rows), func(r store.Row) bool { return r.Vantage == "" })
-		if err := smallMultiples(set, rows, "vantage", func(r store.Row) string { return r.Vantage }, vantages, "all", func(store.Row) bool { return true }, m.Get, m.Title,
+		cells := filter(s.Groups, func(c *Group) bool { return c.Vantage != "" })
+		if err := smallMultiples(set, cells, "vantage", func(c *Group) string { return c.Vantage }, vantages, "all", func(*Group) bool { return true }, m.Get, m.Title,
 			"cdf-"+m.Name+"-by-vantage", "CDF of the "+m.Title+" per vantage point", "over all vantage points, then each"); err != nil {
 			return nil, err
 		}
@@ -302,21 +245,20 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 // called all), then over each group (groupOf) in a panel of its own, a
 // line per transport and condition; the panels share the x axis, but for
 // a group outside the pool, which keeps its own.
-func smallMultiples(set *figure.Set, rows []store.Row, groupName string, groupOf func(store.Row) string, groups []string, all string, inAll func(store.Row) bool,
-	get func(store.Row) *float64, xlabel, name, heading, of string) error {
+func smallMultiples(set *figure.Set, cells []*Group, groupName string, groupOf func(*Group) string, groups []string, all string, inAll func(*Group) bool,
+	get func(*Group) *stats.Dist, xlabel, name, heading, of string) error {
 	names := append([]string{all}, groups...)
 	data := figure.Data{Header: []string{groupName, "series", "value", "cdf"}}
 	var panels []*plot.Plot
 	var shared []bool // the panel takes the shared x axis
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, g := range names {
-		keep := func(r store.Row) bool { return groupOf(r) == g }
+		keep := func(c *Group) bool { return groupOf(c) == g }
 		if i == 0 {
 			keep = inAll
 		}
-		pooled := i == 0 || slices.ContainsFunc(rows, func(r store.Row) bool { return groupOf(r) == g && inAll(r) })
-		sel := slices.DeleteFunc(slices.Clone(rows), func(r store.Row) bool { return !keep(r) })
-		plt, d, err := figure.CDF(cdfSeries(sel, get), g, xlabel, false)
+		pooled := i == 0 || slices.ContainsFunc(cells, func(c *Group) bool { return groupOf(c) == g && inAll(c) })
+		plt, d, err := figure.CDF(cdfSeries(filter(cells, keep), get), g, xlabel, false)
 		if err != nil {
 			return err
 		}
@@ -344,11 +286,12 @@ func smallMultiples(set *figure.Set, rows []store.Row, groupName string, groupOf
 // totals is the fresh-connection totals in RTTs of one transport,
 // measured on an emulated link where any were; onLoopback says that
 // none were, so the RTTs are loopback's.
-func (s *Samples) totals(transport string) (out []float64, onLoopback bool) {
-	emulated := slices.ContainsFunc(s.Rows, func(r store.Row) bool { return r.Profile != "" && r.Profile != "none" })
-	for _, r := range s.Rows {
-		if r.Transport == transport && r.Condition == "fresh" && r.TotalRTT != nil && (!emulated || (r.Profile != "" && r.Profile != "none")) {
-			out = append(out, *r.TotalRTT)
+func (s *Samples) totals(transport string) (out *stats.Dist, onLoopback bool) {
+	emulated := slices.ContainsFunc(s.Groups, func(c *Group) bool { return c.Profile != "" && c.Profile != "none" })
+	out = stats.NewDist()
+	for _, c := range s.Groups {
+		if c.Transport == transport && c.Condition == "fresh" && (!emulated || (c.Profile != "" && c.Profile != "none")) {
+			out.Merge(c.RTT)
 		}
 	}
 	return out, !emulated
@@ -361,8 +304,8 @@ func (s *Samples) Findings() []experiment.Finding {
 	udps, loopback := s.totals("udp")
 	doqs, _ := s.totals("doq")
 	dohs, _ := s.totals("doh2")
-	udp, doq, doh := stats.Median(udps), stats.Median(doqs), stats.Median(dohs)
-	apart := stats.Compare(doqs, dohs)
+	udp, doq, doh := udps.Summary().Median, doqs.Summary().Median, dohs.Summary().Median
+	apart := stats.CompareDists(doqs, dohs)
 	return []experiment.Finding{
 		{
 			Claim:  "DoUDP resolves in one round trip",
@@ -371,7 +314,7 @@ func (s *Samples) Findings() []experiment.Finding {
 			Here:   experiment.F2(udp) + " RTT",
 			Why:    "holds within 0.95-1.15 RTT",
 			Figure: "cdf-total", Verdict: experiment.Within(udp, 0.95, 1.15),
-			N: len(udps), InRTTs: true, OnLoopback: loopback,
+			N: udps.N(), InRTTs: true, OnLoopback: loopback,
 		},
 		{
 			Claim:  "DoQ's DNS exchange is about one round trip shorter than DoH's",
@@ -380,7 +323,7 @@ func (s *Samples) Findings() []experiment.Finding {
 			Here:   fmt.Sprintf("DoQ %s, DoH/2 %s RTT: %s apart", experiment.F2(doq), experiment.F2(doh), experiment.F2(doh-doq)),
 			Why:    "holds when DoH's median exceeds DoQ's by 0.6-1.4 RTT and Mann-Whitney tells them apart",
 			Figure: "cdf-total", Verdict: experiment.Within(doh-doq, 0.6, 1.4),
-			N: min(len(doqs), len(dohs)), InRTTs: true, OnLoopback: loopback, Test: &apart,
+			N: min(doqs.N(), dohs.N()), InRTTs: true, OnLoopback: loopback, Test: &apart,
 		},
 	}
 }

@@ -36,9 +36,9 @@ type VantageStat struct {
 // vantages are the vantage points the samples name, in order.
 func (s *Samples) vantages() []string {
 	var out []string
-	for _, r := range s.Rows {
-		if r.Vantage != "" && !slices.Contains(out, r.Vantage) {
-			out = append(out, r.Vantage)
+	for _, c := range s.Groups {
+		if c.Vantage != "" && !slices.Contains(out, c.Vantage) {
+			out = append(out, c.Vantage)
 		}
 	}
 	slices.SortFunc(out, order.Compare)
@@ -49,34 +49,20 @@ func (s *Samples) vantages() []string {
 // vantage point, resolver and transport.
 func (s *Samples) ByVantage() []VantageStat {
 	type key struct{ v, t, tr string }
-	rows := slices.DeleteFunc(slices.Clone(s.Rows), func(r store.Row) bool { return r.Vantage == "" })
-	keys, groups := order.Group(rows, func(r store.Row) key { return key{r.Vantage, r.Target, r.Transport} })
+	cells := filter(s.Groups, func(c *Group) bool { return c.Vantage != "" })
+	keys, groups := pool(cells, func(c *Group) key { return key{c.Vantage, c.Target, c.Transport} })
 	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(order.Compare(a.v, b.v), order.Compare(a.t, b.t), order.Compare(a.tr, b.tr))
 	})
 	var out []VantageStat
 	for _, k := range keys {
 		g := groups[k]
-		st := VantageStat{Vantage: k.v, Where: where(g[0]), Target: k.t, Transport: k.tr, N: len(g)}
-		var ms, rtt, probe []float64
-		for _, r := range g {
-			if r.ProbeRTTMs != nil {
-				probe = append(probe, *r.ProbeRTTMs)
-			}
-			if r.TotalMs == nil || r.TotalRTT == nil {
-				continue
-			}
-			st.OK++
-			ms, rtt = append(ms, *r.TotalMs), append(rtt, *r.TotalRTT)
-		}
-		slices.Sort(ms)
-		slices.Sort(rtt)
-		slices.Sort(probe)
-		st.Probe = stats.Summarize(probe)
+		st := VantageStat{Vantage: k.v, Where: g.Where, Target: k.t, Transport: k.tr, N: g.N, OK: g.OK()}
+		st.Probe = g.Probe.Summary()
 		st.ProbeMs = st.Probe.Median
-		st.Ms = stats.Summarize(ms)
+		st.Ms = g.Ms.Summary()
 		st.MedianMs, st.P95Ms = st.Ms.Median, st.Ms.P95
-		st.RTT = stats.Summarize(rtt)
+		st.RTT = g.RTT.Summary()
 		st.MedianRTT, st.P95RTT = st.RTT.Median, st.RTT.P95
 		out = append(out, st)
 	}
@@ -85,7 +71,7 @@ func (s *Samples) ByVantage() []VantageStat {
 
 // where says what is known of a vantage point: location, network, AS,
 // address.
-func where(r store.Row) string {
+func where(r *store.Row) string {
 	var parts []string
 	for _, p := range []string{r.VantageLocation, r.VantageNetwork} {
 		if p != "" {
