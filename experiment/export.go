@@ -26,17 +26,18 @@ var (
 	exports   []Export
 )
 
-// RegisterExport declares an experiment's table: rows reads the rows of
-// the runs keep accepts. T is a struct whose fields carry parquet tags.
-func RegisterExport[T any](table, doc string, rows func(ctx context.Context, st *store.Store, keep func(runID string) bool) ([]T, error)) {
+// RegisterExport declares an experiment's table: each hands emit the rows
+// of the runs keep accepts, one at a time, and they are written as they
+// come. T is a struct whose fields carry parquet tags.
+func RegisterExport[T any](table, doc string, each func(ctx context.Context, st *store.Store, keep func(runID string) bool, emit func(T) error) error) {
 	exportsMu.Lock()
 	defer exportsMu.Unlock()
 	exports = append(exports, Export{Table: table, Doc: doc, Write: func(ctx context.Context, st *store.Store, keep func(string) bool, w io.Writer, f store.Format) (int, error) {
-		rs, err := rows(ctx, st, keep)
-		if err != nil {
-			return 0, err
+		rw := store.NewRowWriter[T](w, f)
+		if err := each(ctx, st, keep, rw.Write); err != nil {
+			return rw.N, err
 		}
-		return len(rs), store.Write(w, f, rs)
+		return rw.N, rw.Close()
 	}})
 }
 

@@ -246,21 +246,46 @@ func Title(runs []store.Run) string {
 	return "doxlab report: " + strings.Join(ks, ", ")
 }
 
+// FilterLoader is an experiment whose samples name the vantage point
+// that measured them, so a filter's vantage point selects among them.
+type FilterLoader interface {
+	LoadFiltered(ctx context.Context, st *store.Store, f store.Filter) (experiment.Results, error)
+}
+
 // Load reads what a report draws from a store alone: the results of every
 // registered experiment and the survey, of the runs whose ID starts with
 // prefix ("" for all), and the runs themselves.
 func Load(ctx context.Context, st *store.Store, prefix string) (Input, []store.Run, error) {
+	return LoadFiltered(ctx, st, store.Filter{RunPrefix: prefix})
+}
+
+// LoadFiltered is Load of what f selects. With a vantage point, only the
+// experiments whose samples name one report anything.
+func LoadFiltered(ctx context.Context, st *store.Store, f store.Filter) (Input, []store.Run, error) {
 	var in Input
+	prefix := f.RunPrefix
 	for _, info := range experiment.Registered() {
-		r, err := info.New().Load(ctx, st, prefix)
+		var r experiment.Results
+		var err error
+		switch e := info.New().(type) {
+		case FilterLoader:
+			r, err = e.LoadFiltered(ctx, st, f)
+		default:
+			if f.Vantage != "" {
+				continue // nothing of it was measured from a vantage point
+			}
+			r, err = e.Load(ctx, st, prefix)
+		}
 		if err != nil {
 			return in, nil, fmt.Errorf("loading %s: %w", info.Name, err)
 		}
 		in.Results = append(in.Results, Results{Experiment: info.Name, Results: r})
 	}
-	var err error
-	if in.Survey, err = verify.LoadSurvey(ctx, st, prefix); err != nil {
-		return in, nil, err
+	if f.Vantage == "" {
+		var err error
+		if in.Survey, err = verify.LoadSurvey(ctx, st, prefix); err != nil {
+			return in, nil, err
+		}
 	}
 	runs, err := st.Runs(ctx)
 	if err != nil {

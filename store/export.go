@@ -91,6 +91,24 @@ func (f Filter) where(vantage bool) (string, []any) {
 	return q, args
 }
 
+// Vantages are the vantage points the samples name, in order.
+func (s *Store) Vantages(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT vantage FROM samples WHERE vantage <> '' ORDER BY vantage`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // Rows returns the samples of one run, or of all runs when runID is "".
 // It holds them all: EachRow streams.
 func (s *Store) Rows(ctx context.Context, runID string) ([]Row, error) {
@@ -194,13 +212,69 @@ const (
 
 // Write writes rows in format f.
 func Write[T any](w io.Writer, f Format, rows []T) error {
-	switch f {
-	case Parquet:
-		return WriteParquet(w, rows)
-	case RawCSV:
-		return writeCSV(w, rows, false)
+	rw := NewRowWriter[T](w, f)
+	for _, r := range rows {
+		if err := rw.Write(r); err != nil {
+			return err
+		}
 	}
-	return writeCSV(w, rows, true)
+	return rw.Close()
+}
+
+// RowGroupRows is how many rows a Parquet row group of an export holds:
+// the most an export keeps in memory.
+const RowGroupRows = 64 << 10
+
+// RowWriter writes rows as they come: CSV a line at a time, Parquet a row
+// group at a time, so an export of 10 million samples needs the memory
+// of one row group.
+type RowWriter[T any] struct {
+	csv   *csv.Writer
+	safe  bool
+	pq    *parquet.GenericWriter[T]
+	batch []T
+	N     int // rows written
+}
+
+// NewRowWriter writes rows of T to w in format f.
+func NewRowWriter[T any](w io.Writer, f Format) *RowWriter[T] {
+	if f == Parquet {
+		return &RowWriter[T]{pq: parquet.NewGenericWriter[T](w, parquet.MaxRowsPerRowGroup(RowGroupRows))}
+	}
+	rw := &RowWriter[T]{csv: csv.NewWriter(w), safe: f != RawCSV}
+	rw.csv.Write(csvHeader[T]())
+	return rw
+}
+
+// Write writes one row.
+func (rw *RowWriter[T]) Write(r T) error {
+	rw.N++
+	if rw.pq == nil {
+		return rw.csv.Write(csvRecord(r, rw.safe))
+	}
+	if rw.batch = append(rw.batch, r); len(rw.batch) == 1024 {
+		return rw.flush()
+	}
+	return nil
+}
+
+func (rw *RowWriter[T]) flush() error {
+	_, err := rw.pq.Write(rw.batch)
+	clear(rw.batch) // let go of what the rows point to
+	rw.batch = rw.batch[:0]
+	return err
+}
+
+// Close writes what is buffered and ends the file (Parquet's footer).
+func (rw *RowWriter[T]) Close() error {
+	if rw.pq == nil {
+		rw.csv.Flush()
+		return rw.csv.Error()
+	}
+	if err := rw.flush(); err != nil {
+		return err
+	}
+	return rw.pq.Close()
 }
 
 // WriteCSV writes rows with a header, a column per field named by its
@@ -220,46 +294,55 @@ func neutralise(s string) string {
 }
 
 func writeCSV[T any](w io.Writer, rows []T, safe bool) error {
+	f := CSV
+	if !safe {
+		f = RawCSV
+	}
+	return Write(w, f, rows)
+}
+
+// csvHeader is T's columns, named by their parquet tags.
+func csvHeader[T any]() []string {
 	t := reflect.TypeFor[T]()
-	cw := csv.NewWriter(w)
 	var header []string
 	for i := range t.NumField() {
 		header = append(header, strings.Split(t.Field(i).Tag.Get("parquet"), ",")[0])
 	}
-	cw.Write(header)
-	for _, r := range rows {
-		v := reflect.ValueOf(r)
-		rec := make([]string, t.NumField())
-		for i := range rec {
-			f := v.Field(i)
-			if f.Kind() == reflect.Pointer {
-				if f.IsNil() {
-					continue
-				}
-				f = f.Elem()
-			}
-			if t, ok := f.Interface().(time.Time); ok {
-				rec[i] = t.UTC().Format(time.RFC3339Nano)
+	return header
+}
+
+// csvRecord is r as CSV cells.
+func csvRecord[T any](r T, safe bool) []string {
+	t := reflect.TypeFor[T]()
+	v := reflect.ValueOf(r)
+	rec := make([]string, t.NumField())
+	for i := range rec {
+		f := v.Field(i)
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
 				continue
 			}
-			switch f.Kind() {
-			case reflect.String:
-				rec[i] = f.String()
-				if safe {
-					rec[i] = neutralise(rec[i])
-				}
-			case reflect.Int, reflect.Int64:
-				rec[i] = strconv.FormatInt(f.Int(), 10)
-			case reflect.Float64:
-				rec[i] = strconv.FormatFloat(f.Float(), 'f', -1, 64)
-			case reflect.Bool:
-				rec[i] = strconv.FormatBool(f.Bool())
-			}
+			f = f.Elem()
 		}
-		cw.Write(rec)
+		if t, ok := f.Interface().(time.Time); ok {
+			rec[i] = t.UTC().Format(time.RFC3339Nano)
+			continue
+		}
+		switch f.Kind() {
+		case reflect.String:
+			rec[i] = f.String()
+			if safe {
+				rec[i] = neutralise(rec[i])
+			}
+		case reflect.Int, reflect.Int64:
+			rec[i] = strconv.FormatInt(f.Int(), 10)
+		case reflect.Float64:
+			rec[i] = strconv.FormatFloat(f.Float(), 'f', -1, 64)
+		case reflect.Bool:
+			rec[i] = strconv.FormatBool(f.Bool())
+		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return rec
 }
 
 // LoadRow is one page load of the web experiment, flattened; the whole
@@ -306,7 +389,17 @@ type LoadRow struct {
 // LoadRows flattens the page loads of the runs whose ID starts with prefix.
 func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) {
 	var out []LoadRow
-	err := s.eachLoad(ctx, prefix, func(id string, x *web.Sample) error {
+	err := s.EachLoadRow(ctx, prefix, func(r LoadRow) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// EachLoadRow hands fn the page loads of the runs whose ID starts with
+// prefix, flattened, one at a time.
+func (s *Store) EachLoadRow(ctx context.Context, prefix string, fn func(LoadRow) error) error {
+	return s.eachLoad(ctx, prefix, func(id string, x *web.Sample) error {
 		r := LoadRow{RunID: id, StartedAt: x.Start.UTC(), Profile: x.Profile, Page: x.Page, Transport: x.Transport,
 			StubState: x.StubState, H3: x.Task.H3, DNSMode: x.DNSMode, Engine: x.EngineName(), Rep: int64(x.Rep), Status: x.Status, Error: x.Error,
 			H3Used0RTT: x.H3Used0RTT, H3Resumed: x.H3Resumed}
@@ -327,11 +420,9 @@ func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) 
 		r.Lookups, r.LookupsBlocking, r.DNSBlockingMs, r.DNSTotalMs = int64(x.Lookups), int64(x.LookupsBlocking), x.DNSBlockingMs, x.DNSTotalMs
 		notH3, noLookup, conns, early := x.OriginCounts()
 		r.Origins, r.OriginsNotH3, r.OriginsNoLookup, r.Conns, r.Conns0RTT = int64(len(x.Origins)), int64(notH3), int64(noLookup), int64(conns), int64(early)
-		out = append(out, r)
-		return nil
+		return fn(r)
 	})
-	return out, err
 }
 
 // WriteParquet writes rows as one Parquet file.
-func WriteParquet[T any](w io.Writer, rows []T) error { return parquet.Write(w, rows) }
+func WriteParquet[T any](w io.Writer, rows []T) error { return Write(w, Parquet, rows) }

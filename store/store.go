@@ -73,7 +73,7 @@ var schema = []string{
 		alpn TEXT NOT NULL,
 		raw TEXT NOT NULL,
 		vantage TEXT NOT NULL DEFAULT '',
-		`+sampleColumnsV3+`,
+		` + sampleColumnsV3 + `,
 		PRIMARY KEY (run_id, task_key)
 	)`,
 	`CREATE INDEX IF NOT EXISTS samples_by_transport ON samples (transport, cond)`,
@@ -443,7 +443,7 @@ func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.S
 		v = *x.Vantage
 	}
 	var more struct {
-		bytes, packets transport.Counts
+		bytes, packets  transport.Counts
 		wire, wireQuery sql.NullFloat64
 		stall           bool
 		attempt         int

@@ -40,9 +40,8 @@ type Row struct {
 
 func init() {
 	experiment.RegisterExport("coalescing", "a row per coalescing page load: its cell, status, PLT and lookup time, and the server's proof",
-		func(ctx context.Context, st *store.Store, keep func(string) bool) ([]Row, error) {
-			var out []Row
-			err := st.Results(ctx, "", Kind, func(runID string, raw []byte) error {
+		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(Row) error) error {
+			return st.Results(ctx, "", Kind, func(runID string, raw []byte) error {
 				if !keep(runID) {
 					return nil
 				}
@@ -59,9 +58,7 @@ func init() {
 				if s.Status == "ok" {
 					r.PLTMs, r.DNSMs = &s.PLTMs, &s.DNSMs
 				}
-				out = append(out, r)
-				return nil
+				return emit(r)
 			})
-			return out, err
 		})
 }

@@ -23,6 +23,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	runID := fs.String("run", "", "only this run, or every run of this experiment, by its exact `ID` (default: all)")
 	format := fs.String("format", "csv", "csv, csv-raw or parquet: csv neutralises text cells a spreadsheet would run as a formula (a leading ' before =, +, -, @); csv-raw leaves them as they are")
 	outPath := fs.String("out", "", "write to `FILE` (default: standard output; required for parquet)")
+	vantage := fs.String("vantage", "", "with --table samples: only what this campaign vantage point measured, by its `NAME`")
 	list := fs.Bool("runs", false, "list the runs instead")
 	table := fs.String("table", "samples", "samples (DNS measurements), loads (page loads of the web experiment), "+exportTables()+", or results (every experiment's records whole, as JSON lines; --kind picks one)")
 	kind := fs.String("kind", "", "with --table results: one of "+kindList()+" (default all)")
@@ -67,6 +68,9 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
+	if *vantage != "" && *table != "samples" {
+		return fail(exitUsage, "--vantage selects samples; the %s table has no vantage points", *table)
+	}
 	if *table == "results" && f == store.Parquet {
 		return fail(exitUsage, "results are JSON lines; leave --format out")
 	}
@@ -82,17 +86,17 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	var n int
 	switch *table {
 	case "samples":
-		var rows []store.Row
-		if rows, err = st.Rows(ctx, ""); err == nil {
-			rows = slices.DeleteFunc(rows, func(r store.Row) bool { return !sel.keep(r.RunID) })
-			n, err = len(rows), store.Write(w, f, rows)
+		rw := store.NewRowWriter[store.Row](w, f)
+		if err = st.EachRow(ctx, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage}, func(r *store.Row) error { return rw.Write(*r) }); err == nil {
+			err = rw.Close()
 		}
+		n = rw.N
 	case "loads":
-		var rows []store.LoadRow
-		if rows, err = st.LoadRows(ctx, sel.prefix()); err == nil {
-			rows = slices.DeleteFunc(rows, func(r store.LoadRow) bool { return !sel.keep(r.RunID) })
-			n, err = len(rows), store.Write(w, f, rows)
+		rw := store.NewRowWriter[store.LoadRow](w, f)
+		if err = st.EachLoadRow(ctx, sel.prefix(), rw.Write); err == nil {
+			err = rw.Close()
 		}
+		n = rw.N
 	case "results":
 		kinds := store.Kinds()
 		if *kind != "" {
@@ -125,12 +129,24 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	}
 	if n == 0 {
 		// An empty file is no answer: say so, and fail, as grep does.
+		if *vantage != "" {
+			return fail(1, "no samples measured from vantage point %q in %s%s", *vantage, cmp.Or(*runID, "the store"), closestVantage(ctx, st, *vantage))
+		}
 		return fail(1, "no %s in %s (tables: %s)", *table, cmp.Or(*runID, "the store"), strings.Join(tables, ", "))
 	}
 	if *outPath != "" {
 		fmt.Fprintf(stderr, "doxlab export: %d %s to %s\n", n, *table, *outPath)
 	}
 	return exitOK
+}
+
+// closestVantage suggests the stored vantage point closest to name.
+func closestVantage(ctx context.Context, st *store.Store, name string) string {
+	vs, err := st.Vantages(ctx)
+	if err != nil || len(vs) == 0 {
+		return " (it holds no campaign samples)"
+	}
+	return experiment.Closest(name, vs)
 }
 
 // exportTables names the experiments' own export tables for help.

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/doxlab/doxlab/report"
+	"github.com/doxlab/doxlab/store"
 )
 
 // runReport renders stored samples as figures and one HTML page.
@@ -16,6 +17,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	dsn := new(string)
 	storeFlag(fs, dsn)
 	runID := fs.String("run", "", "only this experiment's runs, or this run, by its exact `ID` (default: all)")
+	vantage := fs.String("vantage", "", "only the DNS samples this campaign vantage point measured, by its `NAME`")
 	out := fs.String("out", "doxlab-report", "directory for report.html and the figures")
 	asJSON := fs.Bool("json", false, "print every statistic of the tables and findings as JSON instead (cells with their keys, n, median, 95 % interval, p-value; findings with their verdicts)")
 	if _, code, ok := parseArgs(fs, args); !ok {
@@ -35,9 +37,12 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	in, runs, err := report.Load(ctx, st, sel.prefix())
+	in, runs, err := report.LoadFiltered(ctx, st, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage})
 	if err != nil {
 		return fail(1, "%v", err)
+	}
+	if *vantage != "" && in.Empty() {
+		return fail(1, "no samples measured from vantage point %q%s", *vantage, closestVantage(ctx, st, *vantage))
 	}
 	if *asJSON {
 		if in.Empty() {
