@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,6 +141,66 @@ func (r *Row) Clone() Row {
 // PostgreSQL in its table's order (the same for a store only appended
 // to). f must not keep r: it is reused.
 func (s *Store) EachRow(ctx context.Context, f Filter, fn func(r *Row) error) error {
+	return s.eachRow(ctx, f, allColumns, fn)
+}
+
+// EachTiming is EachRow reading only what analysis needs: the run,
+// vantage point, target, transport and condition, the timings, octets and
+// packets, and the vantage point's details. The other fields are zero. Each column read costs (SQLite's API takes a lock per
+// value), so a report of 10 million samples reads half of them.
+func (s *Store) EachTiming(ctx context.Context, f Filter, fn func(r *Row) error) error {
+	return s.eachRow(ctx, f, timingColumns, fn)
+}
+
+// scanned is a row as scanned, before its times and floats are set.
+type scanned struct {
+	Row
+	started string
+	fl      [9]sql.NullFloat64
+	where   sql.NullString
+}
+
+// column is one column EachRow may read and where it goes.
+type column struct {
+	expr string
+	dest func(*scanned) any
+}
+
+var columns = map[string]column{}
+
+func col(expr string, dest func(*scanned) any) string {
+	columns[expr] = column{expr, dest}
+	return expr
+}
+
+var (
+	runCols = []string{col("run_id", func(x *scanned) any { return &x.RunID }), col("vantage", func(x *scanned) any { return &x.Vantage }),
+		col("target", func(x *scanned) any { return &x.Target }), col("transport", func(x *scanned) any { return &x.Transport }),
+		col("cond", func(x *scanned) any { return &x.Condition })}
+	floatCols = []string{col("probe_rtt_ms", func(x *scanned) any { return &x.fl[0] }), col("handshake_ms", func(x *scanned) any { return &x.fl[1] }),
+		col("query_ms", func(x *scanned) any { return &x.fl[2] }), col("total_ms", func(x *scanned) any { return &x.fl[3] }),
+		col("handshake_rtt", func(x *scanned) any { return &x.fl[4] }), col("resolve_rtt", func(x *scanned) any { return &x.fl[5] }),
+		col("total_rtt", func(x *scanned) any { return &x.fl[6] }), col("wire_ms", func(x *scanned) any { return &x.fl[7] }),
+		col("wire_query_ms", func(x *scanned) any { return &x.fl[8] })}
+	countCols = []string{col("bytes_sent", func(x *scanned) any { return &x.BytesSent }), col("bytes_received", func(x *scanned) any { return &x.BytesReceived }),
+		col("packets_sent", func(x *scanned) any { return &x.PacketsSent }), col("packets_received", func(x *scanned) any { return &x.PacketsReceived })}
+	restCols = []string{col("started_at", func(x *scanned) any { return &x.started }), col("url", func(x *scanned) any { return &x.URL }),
+		col("rep", func(x *scanned) any { return &x.Rep }), col("status", func(x *scanned) any { return &x.Status }), col("rcode", func(x *scanned) any { return &x.Rcode }),
+		col("tls_resumed", func(x *scanned) any { return &x.TLSResumed }), col("used_0rtt", func(x *scanned) any { return &x.Used0RTT }),
+		col("retry", func(x *scanned) any { return &x.Retry }), col("token_used", func(x *scanned) any { return &x.TokenUsed }),
+		col("quic_version", func(x *scanned) any { return &x.QUICVersion }), col("alpn", func(x *scanned) any { return &x.ALPN }),
+		col("vantage_address", func(x *scanned) any { return &x.VantageAddress }), col("vantage_network", func(x *scanned) any { return &x.VantageNetwork }),
+		col("vantage_asn", func(x *scanned) any { return &x.VantageASN }), col("vantage_location", func(x *scanned) any { return &x.VantageLocation }),
+		col("job_attempt", func(x *scanned) any { return &x.JobAttempt }), col("delayed_ack_stall", func(x *scanned) any { return &x.DelayedACKStall })}
+	// whereCol is the vantage point's details as one value, NULL outside
+	// campaigns: one column read instead of four, joined by the unit
+	// separator, which a vantage point's labels cannot hold.
+	whereCol      = col("CASE WHEN vantage = '' THEN NULL ELSE vantage_location || char(31) || vantage_network || char(31) || vantage_asn || char(31) || vantage_address END", func(x *scanned) any { return &x.where })
+	allColumns    = slices.Concat(runCols, floatCols, countCols, restCols)
+	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{whereCol})
+)
+
+func (s *Store) eachRow(ctx context.Context, f Filter, cols []string, fn func(r *Row) error) error {
 	runs := map[string]Run{}
 	all, err := s.Runs(ctx)
 	if err != nil {
@@ -149,12 +210,11 @@ func (s *Store) EachRow(ctx context.Context, f Filter, fn func(r *Row) error) er
 		runs[r.ID] = r
 	}
 	where, args := f.where(true)
-	q := `SELECT run_id, started_at, target, url, transport, cond, rep, status, rcode,
-		probe_rtt_ms, handshake_ms, query_ms, total_ms, handshake_rtt, resolve_rtt, total_rtt,
-		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn,
-		vantage, vantage_address, vantage_network, vantage_asn, vantage_location, job_attempt,
-		bytes_sent, bytes_received, packets_sent, packets_received, wire_ms, wire_query_ms, delayed_ack_stall
-		FROM samples WHERE ` + where
+	exprs := slices.Clone(cols)
+	if s.postgres && slices.Contains(cols, whereCol) { // PostgreSQL's || takes no bigint
+		exprs[slices.Index(cols, whereCol)] = strings.NewReplacer("vantage_asn", "vantage_asn::text", "char(31)", "chr(31)").Replace(whereCol)
+	}
+	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM samples WHERE ` + where
 	if !s.postgres {
 		q += ` ORDER BY rowid` // the order stored, for free
 	}
@@ -163,37 +223,54 @@ func (s *Store) EachRow(ctx context.Context, f Filter, fn func(r *Row) error) er
 		return err
 	}
 	defer rows.Close()
-	var r Row
-	var fl [9]sql.NullFloat64
-	var started string
+	var x scanned
+	dest := make([]any, len(cols))
+	for i, c := range cols {
+		dest[i] = columns[c].dest(&x)
+	}
+	_, timed := columns["started_at"]
+	timed = timed && slices.Contains(cols, "started_at")
+	r := &x.Row
 	ptrs := []**float64{&r.ProbeRTTMs, &r.HandshakeMs, &r.QueryMs, &r.TotalMs, &r.HandshakeRTT, &r.ResolveRTT, &r.TotalRTT, &r.WireMs, &r.WireQueryMs}
 	vals := make([]float64, len(ptrs))
 	for rows.Next() {
-		if err := rows.Scan(&r.RunID, &started, &r.Target, &r.URL, &r.Transport, &r.Condition, &r.Rep, &r.Status, &r.Rcode,
-			&fl[0], &fl[1], &fl[2], &fl[3], &fl[4], &fl[5], &fl[6],
-			&r.TLSResumed, &r.Used0RTT, &r.Retry, &r.TokenUsed, &r.QUICVersion, &r.ALPN,
-			&r.Vantage, &r.VantageAddress, &r.VantageNetwork, &r.VantageASN, &r.VantageLocation, &r.JobAttempt,
-			&r.BytesSent, &r.BytesReceived, &r.PacketsSent, &r.PacketsReceived, &fl[7], &fl[8], &r.DelayedACKStall); err != nil {
+		x.fl = [9]sql.NullFloat64{}
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		if r.StartedAt, err = time.Parse(time.RFC3339Nano, started); err != nil {
-			return fmt.Errorf("sample of run %s: start time %q: %w", r.RunID, started, err)
+		if timed {
+			if r.StartedAt, err = time.Parse(time.RFC3339Nano, x.started); err != nil {
+				return fmt.Errorf("sample of run %s: start time %q: %w", r.RunID, x.started, err)
+			}
+			r.StartedAt = r.StartedAt.UTC()
 		}
-		r.StartedAt = r.StartedAt.UTC()
+		if x.where.Valid {
+			setVantage(r, x.where.String)
+		}
 		run := runs[r.RunID]
 		r.Kind, r.Profile, r.DoxlabVersion, r.Kernel, r.Hostname = run.Kind, run.Profile, run.DoxlabVersion, run.Kernel, run.Hostname
-		for i, v := range fl {
+		for i, v := range x.fl {
 			*ptrs[i] = nil
 			if v.Valid {
 				vals[i] = v.Float64
 				*ptrs[i] = &vals[i]
 			}
 		}
-		if err := fn(&r); err != nil {
+		if err := fn(r); err != nil {
 			return err
 		}
 	}
 	return rows.Err()
+}
+
+// setVantage sets r's vantage point details from whereCol.
+func setVantage(r *Row, joined string) {
+	f := strings.SplitN(joined, "\x1f", 4)
+	if len(f) != 4 {
+		return
+	}
+	r.VantageLocation, r.VantageNetwork, r.VantageAddress = f[0], f[1], f[3]
+	r.VantageASN, _ = strconv.ParseInt(f[2], 10, 64)
 }
 
 // Format is how rows are exported.
@@ -231,6 +308,7 @@ const RowGroupRows = 64 << 10
 type RowWriter[T any] struct {
 	csv   *csv.Writer
 	safe  bool
+	idx   []int // the fields written
 	pq    *parquet.GenericWriter[T]
 	batch []T
 	N     int // rows written
@@ -241,7 +319,7 @@ func NewRowWriter[T any](w io.Writer, f Format) *RowWriter[T] {
 	if f == Parquet {
 		return &RowWriter[T]{pq: parquet.NewGenericWriter[T](w, parquet.MaxRowsPerRowGroup(RowGroupRows))}
 	}
-	rw := &RowWriter[T]{csv: csv.NewWriter(w), safe: f != RawCSV}
+	rw := &RowWriter[T]{csv: csv.NewWriter(w), safe: f != RawCSV, idx: fields(reflect.TypeFor[T]())}
 	rw.csv.Write(csvHeader[T]())
 	return rw
 }
@@ -250,7 +328,7 @@ func NewRowWriter[T any](w io.Writer, f Format) *RowWriter[T] {
 func (rw *RowWriter[T]) Write(r T) error {
 	rw.N++
 	if rw.pq == nil {
-		return rw.csv.Write(csvRecord(r, rw.safe))
+		return rw.csv.Write(csvRecord(r, rw.idx, rw.safe))
 	}
 	if rw.batch = append(rw.batch, r); len(rw.batch) == 1024 {
 		return rw.flush()
@@ -301,23 +379,34 @@ func writeCSV[T any](w io.Writer, rows []T, safe bool) error {
 	return Write(w, f, rows)
 }
 
+// fields are the indices of T's exported columns: every field but
+// those tagged parquet:"-".
+func fields(t reflect.Type) []int {
+	var out []int
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("parquet") != "-" {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // csvHeader is T's columns, named by their parquet tags.
 func csvHeader[T any]() []string {
 	t := reflect.TypeFor[T]()
 	var header []string
-	for i := range t.NumField() {
+	for _, i := range fields(t) {
 		header = append(header, strings.Split(t.Field(i).Tag.Get("parquet"), ",")[0])
 	}
 	return header
 }
 
 // csvRecord is r as CSV cells.
-func csvRecord[T any](r T, safe bool) []string {
-	t := reflect.TypeFor[T]()
+func csvRecord[T any](r T, idx []int, safe bool) []string {
 	v := reflect.ValueOf(r)
-	rec := make([]string, t.NumField())
-	for i := range rec {
-		f := v.Field(i)
+	rec := make([]string, len(idx))
+	for i, fi := range idx {
+		f := v.Field(fi)
 		if f.Kind() == reflect.Pointer {
 			if f.IsNil() {
 				continue

@@ -141,7 +141,7 @@ func LoadSamples(ctx context.Context, st *store.Store, f store.Filter) (*Samples
 		return nil, err
 	}
 	cs := &cells{byKey: map[cellKey]*Group{}, profiles: profiles}
-	err = st.EachRow(ctx, f, func(r *store.Row) error {
+	err = st.EachTiming(ctx, f, func(r *store.Row) error {
 		cs.add(r)
 		return nil
 	})
