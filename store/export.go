@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -141,15 +142,18 @@ func (r *Row) Clone() Row {
 // PostgreSQL in its table's order (the same for a store only appended
 // to). f must not keep r: it is reused.
 func (s *Store) EachRow(ctx context.Context, f Filter, fn func(r *Row) error) error {
-	return s.eachRow(ctx, f, allColumns, fn)
+	return s.scan(ctx, f, allColumns, fn, nil)
 }
 
-// EachTiming is EachRow reading only what analysis needs: the run,
-// vantage point, target, transport and condition, the timings, octets and
-// packets, and the vantage point's details. The other fields are zero. Each column read costs (SQLite's API takes a lock per
-// value), so a report of 10 million samples reads half of them.
-func (s *Store) EachTiming(ctx context.Context, f Filter, fn func(r *Row) error) error {
-	return s.eachRow(ctx, f, timingColumns, fn)
+// EachTiming is EachRow for analysis, which needs no order: it reads
+// only the run, vantage point, target, transport and condition, the
+// timings, octets and packets, and the vantage point's details (the
+// other fields are zero), since each column read costs (SQLite's API
+// takes a lock per value); and a large SQLite store is read on several
+// connections at once, each handing its rows to a sink of its own, made
+// by newSink. A sink must not keep r.
+func (s *Store) EachTiming(ctx context.Context, f Filter, newSink func() func(r *Row) error) error {
+	return s.scan(ctx, f, timingColumns, nil, newSink)
 }
 
 // scanned is a row as scanned, before its times and floats are set.
@@ -200,7 +204,9 @@ var (
 	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{whereCol})
 )
 
-func (s *Store) eachRow(ctx context.Context, f Filter, cols []string, fn func(r *Row) error) error {
+// scan reads cols of the samples f selects: in order into fn, or in
+// any order into sinks made by newSink.
+func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Row) error, newSink func() func(*Row) error) error {
 	runs := map[string]Run{}
 	all, err := s.Runs(ctx)
 	if err != nil {
@@ -215,10 +221,128 @@ func (s *Store) eachRow(ctx context.Context, f Filter, cols []string, fn func(r 
 		exprs[slices.Index(cols, whereCol)] = strings.NewReplacer("vantage_asn", "vantage_asn::text", "char(31)", "chr(31)").Replace(whereCol)
 	}
 	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM samples WHERE ` + where
-	if !s.postgres {
-		q += ` ORDER BY rowid` // the order stored, for free
+	if fn == nil {
+		fn = newSink()
 	}
-	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
+	if s.postgres {
+		return scanRows(ctx, s.db, s.rebind(q), args, cols, runs, fn)
+	}
+	return s.scanChunks(ctx, q, args, cols, runs, fn, newSink)
+}
+
+// chunkRows is how many rowids one part of a SQLite scan covers (a
+// variable for tests).
+var chunkRows int64 = 1 << 15
+
+// scanWorkers is how many connections read a large SQLite store at once.
+const scanWorkers = 2
+
+// scanChunks runs a SQLite scan as ranges of rowids read on several
+// connections at once: the driver's per-value cost, not the disk, bounds
+// a scan, and two cores halve it. Without newSink, fn gets the rows in
+// the order stored, and at most scanWorkers+1 ranges are in memory at a
+// time; with it, each reader hands its rows to a sink of its own as it
+// reads them. Rows stored after the scan began are not read.
+func (s *Store) scanChunks(ctx context.Context, q string, args []any, cols []string, runs map[string]Run, fn func(*Row) error, newSink func() func(*Row) error) error {
+	var lo, hi sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT min(rowid), max(rowid) FROM samples`).Scan(&lo, &hi); err != nil || !lo.Valid {
+		return err
+	}
+	q += ` AND rowid BETWEEN ? AND ? ORDER BY rowid`
+	size := chunkRows
+	n := int((hi.Int64-lo.Int64)/size + 1)
+	if n == 1 {
+		return scanRows(ctx, s.db, q, append(args, lo.Int64, hi.Int64), cols, runs, fn)
+	}
+	readers, err := s.readers()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // no reader outlives the scan
+	defer cancel()
+	type part struct {
+		rows []Row
+		err  error
+	}
+	parts := make([]chan part, n)
+	for i := range parts {
+		parts[i] = make(chan part, 1)
+	}
+	next := make(chan int)
+	slots := make(chan struct{}, scanWorkers+1) // ranges read but not yet handed on
+	wg.Go(func() {
+		defer close(next)
+		for i := range n {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	for w := range scanWorkers {
+		sink := fn
+		if newSink != nil && w > 0 {
+			sink = newSink()
+		}
+		wg.Go(func() {
+			for i := range next {
+				from := lo.Int64 + int64(i)*size
+				var p part
+				keep := sink
+				if newSink == nil {
+					keep = func(r *Row) error {
+						p.rows = append(p.rows, r.Clone())
+						return nil
+					}
+				}
+				p.err = scanRows(ctx, readers, q, append(slices.Clone(args), from, from+size-1), cols, runs, keep)
+				parts[i] <- p
+			}
+		})
+	}
+	for i := range n {
+		var p part
+		select {
+		case p = <-parts[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if p.err != nil {
+			return p.err
+		}
+		for j := range p.rows {
+			if err := fn(&p.rows[j]); err != nil {
+				return err
+			}
+		}
+		<-slots
+	}
+	return nil
+}
+
+// readers is a pool of connections for scans, beside the one that
+// writes: WAL lets them read while it writes.
+func (s *Store) readers() (*sql.DB, error) {
+	s.readOnce.Do(func() {
+		s.read, s.readErr = sql.Open("sqlite", s.sqliteDSN)
+		if s.readErr == nil {
+			s.read.SetMaxOpenConns(scanWorkers)
+		}
+	})
+	return s.read, s.readErr
+}
+
+// scanRows hands fn each row of a query over cols.
+func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []string, runs map[string]Run, fn func(*Row) error) error {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -228,13 +352,13 @@ func (s *Store) eachRow(ctx context.Context, f Filter, cols []string, fn func(r 
 	for i, c := range cols {
 		dest[i] = columns[c].dest(&x)
 	}
-	_, timed := columns["started_at"]
-	timed = timed && slices.Contains(cols, "started_at")
+	timed := slices.Contains(cols, "started_at")
 	r := &x.Row
 	ptrs := []**float64{&r.ProbeRTTMs, &r.HandshakeMs, &r.QueryMs, &r.TotalMs, &r.HandshakeRTT, &r.ResolveRTT, &r.TotalRTT, &r.WireMs, &r.WireQueryMs}
 	vals := make([]float64, len(ptrs))
 	for rows.Next() {
 		x.fl = [9]sql.NullFloat64{}
+		x.where = sql.NullString{}
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -246,6 +370,8 @@ func (s *Store) eachRow(ctx context.Context, f Filter, cols []string, fn func(r 
 		}
 		if x.where.Valid {
 			setVantage(r, x.where.String)
+		} else if !slices.Contains(cols, "vantage_address") {
+			r.VantageLocation, r.VantageNetwork, r.VantageASN, r.VantageAddress = "", "", 0, ""
 		}
 		run := runs[r.RunID]
 		r.Kind, r.Profile, r.DoxlabVersion, r.Kernel, r.Hostname = run.Kind, run.Profile, run.DoxlabVersion, run.Kernel, run.Hostname

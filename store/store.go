@@ -16,6 +16,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -160,6 +161,11 @@ func kernel() string {
 type Store struct {
 	db       *sql.DB
 	postgres bool
+	// sqliteDSN opens the SQLite file again, for the readers of a scan.
+	sqliteDSN string
+	read      *sql.DB
+	readOnce  sync.Once
+	readErr   error
 }
 
 // Open opens (creating if needed) a store: a file path or sqlite://PATH
@@ -179,7 +185,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		}
 		// WAL lets readers (reports, exports) work while a run writes; the
 		// busy timeout rides out their brief locks.
-		s.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)")
+		s.sqliteDSN = "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"
+		s.db, err = sql.Open("sqlite", s.sqliteDSN)
 		s.db.SetMaxOpenConns(1)
 	}
 	if err != nil {
@@ -362,7 +369,12 @@ func (s *Store) rebind(q string) string {
 }
 
 // Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.read != nil {
+		s.read.Close()
+	}
+	return s.db.Close()
+}
 
 // BeginRun records a run before its first sample.
 func (s *Store) BeginRun(ctx context.Context, r Run) error { return s.BeginRunTx(ctx, s.db, r) }

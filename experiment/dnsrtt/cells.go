@@ -140,12 +140,31 @@ func LoadSamples(ctx context.Context, st *store.Store, f store.Filter) (*Samples
 	if err != nil {
 		return nil, err
 	}
-	cs := &cells{byKey: map[cellKey]*Group{}, profiles: profiles}
-	err = st.EachTiming(ctx, f, func(r *store.Row) error {
-		cs.add(r)
-		return nil
+	var parts []*cells // one per reader of the store
+	err = st.EachTiming(ctx, f, func() func(*store.Row) error {
+		cs := &cells{byKey: map[cellKey]*Group{}, profiles: profiles}
+		parts = append(parts, cs)
+		return func(r *store.Row) error {
+			cs.add(r)
+			return nil
+		}
 	})
-	return &Samples{Groups: cs.order}, err
+	if err != nil {
+		return nil, err
+	}
+	all := parts[0]
+	for _, cs := range parts[1:] {
+		for _, g := range cs.order {
+			k := cellKey{g.Profile, g.Vantage, g.Target, g.Transport, g.Condition}
+			if mine, ok := all.byKey[k]; ok {
+				mine.merge(g)
+			} else {
+				all.byKey[k] = g
+				all.order = append(all.order, g)
+			}
+		}
+	}
+	return &Samples{Groups: all.order}, nil
 }
 
 // pool merges the cells by key, the keys in the order first seen.
