@@ -149,23 +149,34 @@ func Load(ctx context.Context, st *store.Store, keep func(runID string) bool) ([
 		if s == nil {
 			return fmt.Errorf("bench samples %s/%d of run %s belong to no stored benchmark", c.Key, c.Part, runID)
 		}
-		n := len(c.AtUs)
-		if len(c.LatencyUs) != n || len(c.ServiceUs) != n || len(c.HandshakeUs) != n || len(c.Status) != n || len(c.Flags) != n {
-			return fmt.Errorf("bench samples %s/%d of run %s: columns of different lengths", c.Key, c.Part, runID)
+		ss, err := c.samples()
+		if err != nil {
+			return fmt.Errorf("bench samples %s/%d of run %s: %w", c.Key, c.Part, runID, err)
 		}
-		for i := range n {
-			if c.Status[i] < 0 || c.Status[i] >= len(c.Statuses) {
-				return fmt.Errorf("bench samples %s/%d of run %s: status index %d out of range", c.Key, c.Part, runID, c.Status[i])
-			}
-			s.Samples = append(s.Samples, Sample{At: us(c.AtUs[i]), Latency: us(c.LatencyUs[i]), Service: us(c.ServiceUs[i]),
-				Handshake: us(c.HandshakeUs[i]), Status: transport.Status(c.Statuses[c.Status[i]]), Resumed: c.Flags[i]&1 != 0, ZeroRTT: c.Flags[i]&2 != 0})
-		}
+		s.Samples = append(s.Samples, ss...)
 		return nil
 	})
 	for _, s := range out {
 		slices.SortStableFunc(s.Samples, func(a, b Sample) int { return int(a.At - b.At) })
 	}
 	return out, err
+}
+
+// samples are the chunk's queries, checked.
+func (c *chunk) samples() ([]Sample, error) {
+	n := len(c.AtUs)
+	if len(c.LatencyUs) != n || len(c.ServiceUs) != n || len(c.HandshakeUs) != n || len(c.Status) != n || len(c.Flags) != n {
+		return nil, fmt.Errorf("columns of different lengths")
+	}
+	out := make([]Sample, n)
+	for i := range n {
+		if c.Status[i] < 0 || c.Status[i] >= len(c.Statuses) {
+			return nil, fmt.Errorf("status index %d out of range", c.Status[i])
+		}
+		out[i] = Sample{At: us(c.AtUs[i]), Latency: us(c.LatencyUs[i]), Service: us(c.ServiceUs[i]),
+			Handshake: us(c.HandshakeUs[i]), Status: transport.Status(c.Statuses[c.Status[i]]), Resumed: c.Flags[i]&1 != 0, ZeroRTT: c.Flags[i]&2 != 0}
+	}
+	return out, nil
 }
 
 func us(v int64) time.Duration { return time.Duration(v) * time.Microsecond }

@@ -1,15 +1,18 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -51,6 +54,21 @@ func TestStoreKeepsEveryQuery(t *testing.T) {
 	require.Equal(t, "udp", got[0].Label)
 	require.Equal(t, n, got[0].Sent)
 	require.Equal(t, samples, got[0].Samples)
+
+	// Exported as a table, a row per query, streamed chunk by chunk.
+	i := slices.IndexFunc(experiment.Exports(), func(e experiment.Export) bool { return e.Table == "bench" })
+	require.GreaterOrEqual(t, i, 0, "bench registers its table")
+	var out bytes.Buffer
+	rows, err := experiment.Exports()[i].Write(ctx, st, func(string) bool { return true }, &out, store.Parquet)
+	require.NoError(t, err)
+	require.Equal(t, n, rows)
+	back, err := parquet.Read[bench.Row](bytes.NewReader(out.Bytes()), int64(out.Len()))
+	require.NoError(t, err)
+	require.Len(t, back, n)
+	x := back[1003]
+	require.Equal(t, bench.Row{RunID: run.ID, Key: "0", Label: "udp", Protocol: "udp", Policy: "reuse", Conns: 1, Step: -1, Mode: "open-loop",
+		AtMs: 20.06, LatencyMs: 0.126, ServiceMs: 0.116, HandshakeMs: 2, Status: "ok", Resumed: true, ZeroRTT: true}, x)
+	require.Equal(t, "timeout", back[1000].Status)
 }
 
 // TestRunKeepsSamples: with Keep, a run against doxlab's server has one
