@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: build peers test demo bench fuzz lint check graphs
+.PHONY: build peers test demo bench scale-bench fuzz lint check graphs
 
 build:
 	$(GO) build -buildvcs=true -o bin/doxlab ./cmd/doxlab  # record the commit even where GOFLAGS turns it off
@@ -49,6 +49,12 @@ bench: peers
 	$(GO) test ./transport -run '^$$' -bench . -benchtime 3000x
 	$(GO) test ./server -run '^$$' -bench ServerQPS -benchtime 20000x
 	bash scripts/bench-server.sh
+
+# report and export on stores of 100k, 1M and 10M DNS samples, SQLite and
+# PostgreSQL, beside DuckDB: prints time and peak RSS (docs/store.md).
+# Needs root (the seed is measured on the testbed) and ~45 GB of disk.
+scale-bench: peers
+	bash scripts/scale-bench.sh
 
 # The corpus pages' dependency graphs, recaptured from Chromium (web/graphs).
 graphs:
