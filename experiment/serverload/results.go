@@ -280,7 +280,7 @@ func timeFigures(set *figure.Set, picked []*bench.Stored) error {
 			x := at.Seconds()
 			if len(lats) > 0 {
 				slices.Sort(lats)
-				q := func(p float64) float64 { return lats[min(len(lats)-1, int(p*float64(len(lats))))] }
+				q := func(p float64) float64 { return stats.Quantile(lats, p) }
 				p50 = append(p50, plotter.XY{X: x, Y: q(0.5)})
 				p90 = append(p90, plotter.XY{X: x, Y: q(0.9)})
 				pmax = append(pmax, plotter.XY{X: x, Y: lats[len(lats)-1]})
