@@ -10,8 +10,8 @@
 #   bash scripts/scale-bench.sh                    # 100k, 1M and 10M, SQLite and PostgreSQL
 #   SIZES="100000 1000000" BACKENDS=sqlite bash scripts/scale-bench.sh
 #
-# Disk: a dns-rtt sample takes about 4.3 KB in SQLite (its raw JSON is
-# 2 KB) and about as much in PostgreSQL: 10M samples need ~45 GB free in
+# Disk: a dns-rtt sample takes about 4.5 KB in SQLite (its raw JSON is
+# 2 KB) and about as much in PostgreSQL: 10M samples need ~50 GB free in
 # WORK (default /var/tmp/doxlab-scale); each backend's store is removed
 # after its largest size. PostgreSQL is Debian's, started by the script
 # as the postgres user on a private socket and port, and stopped at exit.
@@ -79,6 +79,7 @@ seed() { # STORE: a seed of real samples
 }
 
 [ -f "$WORK/seed.db" ] || seed "$WORK/seed.db"
+"$dox" export --runs --store "$WORK/seed.db" >/dev/null # a seed from an older doxlab takes this one's schema
 seedn=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM samples")
 all=$(cols)
 copy=${all/task_key/task_key || \'#\' || i}
@@ -94,7 +95,9 @@ pg_start() {
 	"$dox" export --runs --store "$PGURL" >/dev/null
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT * FROM runs" >"$WORK/runs.csv"
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT $all FROM samples" >"$WORK/samples.csv"
-	psql -q "$PGURL" -c "\\copy runs FROM '$WORK/runs.csv' CSV HEADER" -c "\\copy samples ($all) FROM '$WORK/samples.csv' CSV HEADER"
+	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, task_key, raw FROM sample_raw" >"$WORK/raw.csv"
+	psql -q "$PGURL" -c "\\copy runs FROM '$WORK/runs.csv' CSV HEADER" -c "\\copy samples ($all) FROM '$WORK/samples.csv' CSV HEADER" \
+		-c "\\copy sample_raw FROM '$WORK/raw.csv' CSV HEADER"
 }
 
 # grow BACKEND N: replicates the seed until the store holds ~N samples
@@ -105,14 +108,18 @@ grow() {
 		local have; have=$(sqlite3 "$WORK/s.db" "SELECT count(*) FROM samples")
 		have=$(( have / seedn ))
 		sqlite3 "$WORK/s.db" "PRAGMA journal_mode=WAL; CREATE TEMP TABLE seed AS SELECT * FROM samples WHERE instr(task_key, '#') = 0;
+			CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw WHERE instr(task_key, '#') = 0;
 			WITH RECURSIVE k(i) AS (SELECT $have UNION ALL SELECT i+1 FROM k WHERE i < $((want - 1))) INSERT INTO samples ($all) SELECT $copy FROM seed, k;
+			WITH RECURSIVE k(i) AS (SELECT $have UNION ALL SELECT i+1 FROM k WHERE i < $((want - 1))) INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, raw FROM seed_raw, k;
 			PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 		sqlite3 "$WORK/s.db" "SELECT count(*) FROM samples"
 	else
 		local have; have=$(psql -tA "$PGURL" -c "SELECT count(*) FROM samples")
 		have=$(( have / seedn ))
 		psql -q "$PGURL" -c "CREATE TEMP TABLE seed AS SELECT * FROM samples WHERE position('#' in task_key) = 0;
-			INSERT INTO samples ($all) SELECT $copy FROM seed, generate_series($have, $((want - 1))) i;" -c "VACUUM ANALYZE samples"
+			CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw WHERE position('#' in task_key) = 0;
+			INSERT INTO samples ($all) SELECT $copy FROM seed, generate_series($have, $((want - 1))) i;
+			INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, raw FROM seed_raw, generate_series($have, $((want - 1))) i;" -c "VACUUM ANALYZE samples"
 		psql -tA "$PGURL" -c "SELECT count(*) FROM samples"
 	fi
 }
@@ -134,5 +141,5 @@ for b in $BACKENDS; do
 		printf '%-9s %11s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$rep" "$exp" "$dk" "$gap"
 	done
 	rm -f "$WORK"/s.db* "$WORK/samples.parquet"
-	[ "$b" = postgres ] && { psql -q "$PGURL" -c "DROP TABLE samples CASCADE" >/dev/null 2>&1 || true; }
+	[ "$b" = postgres ] && { psql -q "$PGURL" -c "DROP TABLE sample_raw, samples CASCADE" >/dev/null 2>&1 || true; }
 done

@@ -33,7 +33,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -72,11 +72,11 @@ var schema = []string{
 		token_used BOOLEAN NOT NULL,
 		quic_version TEXT NOT NULL,
 		alpn TEXT NOT NULL,
-		raw TEXT NOT NULL,
 		vantage TEXT NOT NULL DEFAULT '',
 		` + sampleColumnsV3 + `,
 		PRIMARY KEY (run_id, task_key)
 	)`,
+	sampleRaw,
 	`CREATE INDEX IF NOT EXISTS samples_by_transport ON samples (transport, cond)`,
 	`CREATE INDEX IF NOT EXISTS samples_by_vantage ON samples (run_id, vantage)`,
 	// Page loads of the web experiment: the columns the figures use, and
@@ -247,6 +247,17 @@ const sampleColumnsV3 = `bytes_sent BIGINT NOT NULL DEFAULT 0,
 		vantage_asn BIGINT NOT NULL DEFAULT 0,
 		vantage_location TEXT NOT NULL DEFAULT ''`
 
+// sampleRaw holds each DNS sample whole, as JSON (schema 4): apart from
+// the columns a report scans, which are a tenth of its size, so that a
+// scan of 10 million samples reads 2.5 GB, not 40.
+const sampleRaw = `CREATE TABLE IF NOT EXISTS sample_raw (
+		run_id TEXT NOT NULL,
+		task_key TEXT NOT NULL,
+		raw TEXT NOT NULL,
+		PRIMARY KEY (run_id, task_key),
+		FOREIGN KEY (run_id, task_key) REFERENCES samples (run_id, task_key)
+	)`
+
 // upgrades take a store from the version of their index to the next.
 func (s *Store) upgrades(from int) []string {
 	switch from {
@@ -282,6 +293,9 @@ func (s *Store) upgrades(from int) []string {
 			vantage_asn = COALESCE(`+get("vantage.asn", "bigint")+`, 0),
 			vantage_location = COALESCE(`+get("vantage.location", "text")+`, '')`)
 		return out
+	case 3:
+		return []string{sampleRaw, `INSERT INTO sample_raw (run_id, task_key, raw) SELECT run_id, task_key, raw FROM samples`,
+			`ALTER TABLE samples DROP COLUMN raw`}
 	}
 	return nil
 }
@@ -413,8 +427,10 @@ func SampleKey(x *measure.Sample) string {
 // Write stores one sample, whole. Writing a task twice is an error, so
 // nothing is ever measured twice into one run.
 func (s *Store) Write(ctx context.Context, runID string, x *measure.Sample) error {
-	_, err := s.write(ctx, s.db, runID, x, false)
-	return err
+	return s.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := s.write(ctx, tx, runID, x, false)
+		return err
+	})
 }
 
 // WriteOnce stores one sample in tx unless its run holds it already, and
@@ -470,23 +486,39 @@ func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.S
 	}
 	stmt := `INSERT INTO samples (run_id, task_key, started_at, target, url, transport, cond, rep, status, rcode,
 		probe_rtt_ms, handshake_ms, query_ms, total_ms, handshake_rtt, resolve_rtt, total_rtt,
-		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn, raw, vantage,
+		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn, vantage,
 		bytes_sent, bytes_received, packets_sent, packets_received, wire_ms, wire_query_ms, delayed_ack_stall, job_attempt,
 		vantage_address, vantage_network, vantage_asn, vantage_location)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	if once {
 		stmt += ` ON CONFLICT (run_id, task_key) DO NOTHING`
 	}
 	res, err := db.ExecContext(ctx, s.rebind(stmt),
 		runID, SampleKey(x), x.Start.Format(time.RFC3339Nano), x.Target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
-		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, string(raw), v.Name,
+		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, v.Name,
 		more.bytes.Sent, more.bytes.Received, more.packets.Sent, more.packets.Received, more.wire, more.wireQuery, more.stall, more.attempt,
 		v.Address, v.Network, v.ASN, v.Location)
 	if err != nil {
 		return false, fmt.Errorf("store: writing sample %s: %w", SampleKey(x), err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	if n, err := res.RowsAffected(); n != 1 || err != nil {
+		return false, err // held already
+	}
+	if _, err := db.ExecContext(ctx, s.rebind(`INSERT INTO sample_raw (run_id, task_key, raw) VALUES (?,?,?)`), runID, SampleKey(x), string(raw)); err != nil {
+		return false, fmt.Errorf("store: writing sample %s: %w", SampleKey(x), err)
+	}
+	return true, nil
+}
+
+// Raw is a stored sample whole, as JSON; ErrNoRun's kin when the run does
+// not hold it.
+func (s *Store) Raw(ctx context.Context, runID, key string) (json.RawMessage, error) {
+	var raw string
+	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT raw FROM sample_raw WHERE run_id = ? AND task_key = ?`), runID, key).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: no sample %s in run %s", key, runID)
+	}
+	return json.RawMessage(raw), err
 }
 
 // Done returns the task keys a run has stored already.

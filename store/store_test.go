@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -93,6 +94,12 @@ func roundTrip(t *testing.T, dsn string) {
 	rows, err := s.Rows(ctx, "")
 	require.NoError(t, err)
 	require.Len(t, rows, 3)
+	raw, err := s.Raw(ctx, run.ID, store.SampleKey(samples[0]))
+	require.NoError(t, err)
+	var whole measure.Sample
+	require.NoError(t, json.Unmarshal(raw, &whole))
+	require.Equal(t, *samples[0].Job, *whole.Job, "the sample is kept whole")
+	require.Equal(t, samples[0].Measure.Bytes, whole.Measure.Bytes)
 	var csv bytes.Buffer
 	require.NoError(t, store.WriteCSV(&csv, rows))
 	golden := filepath.Join("testdata", "export.csv")
@@ -194,6 +201,9 @@ func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 	require.True(t, r.DelayedACKStall)
 	require.Equal(t, int64(2), r.JobAttempt)
 	require.Equal(t, []any{"10.200.0.1", "Example Net", int64(64500), "Frankfurt, DE"}, []any{r.VantageAddress, r.VantageNetwork, r.VantageASN, r.VantageLocation})
+	moved, err := s.Raw(ctx, "old", "k2")
+	require.NoError(t, err)
+	require.JSONEq(t, raw, string(moved), "the raw sample moved to its own table whole (schema 4)")
 }
 
 func TestUpgradeFromSchema1(t *testing.T) {
