@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/doxlab/doxlab/experiment"
@@ -66,7 +65,8 @@ type Report struct {
 	Figures  []string // PNG and SVG files
 	Findings []experiment.Finding
 	Sections []*experiment.Section
-	Survey   string // the survey's tables, as text
+	Survey   string   // the survey's tables, as text
+	measured []string // each section's subject and count: "page loads (84 page loads)"
 }
 
 // evidence is what the link checks of one experiment's runs say: a
@@ -104,6 +104,8 @@ func Render(in Input, dir, title string) (*Report, error) {
 			return nil, fmt.Errorf("%s: %w", r.Experiment, err)
 		}
 		rep.Sections = append(rep.Sections, s)
+		n, unit := r.Count()
+		rep.measured = append(rep.measured, fmt.Sprintf("%s (%d %s)", lowerFirst(s.Title), n, unit))
 		rep.Figures = append(rep.Figures, s.Files...)
 		if f, ok := r.Results.(experiment.Finder); ok {
 			rep.Findings = append(rep.Findings, experiment.Earn(f.Findings(), in.evidence(r.Experiment))...)
@@ -121,7 +123,7 @@ func Render(in Input, dir, title string) (*Report, error) {
 			failed = append(failed, lc)
 		}
 	}
-	if err := page.Execute(&b, map[string]any{"Title": title, "Findings": rep.Findings, "Env": environment(in.Runs, in.Links), "Sections": rep.Sections, "Survey": rep.Survey,
+	if err := page.Execute(&b, map[string]any{"Title": title, "Summary": summary(in, rep), "Findings": rep.Findings, "Env": environment(in.Runs, in.Links), "Sections": rep.Sections, "Survey": rep.Survey,
 		"Links": in.Links, "LinksFailed": failed, "MinSamples": experiment.MinSamples, "FontCSS": figure.FontCSS()}); err != nil {
 		return nil, err
 	}
@@ -147,12 +149,13 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em;border-bottom:
 details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 #findings td{text-align:left}.verdict{font-weight:600;white-space:nowrap}
 .holds{color:#009e73}.differs{color:#d55e00}.nodata{color:#777}
-.env{font-size:13px;color:#555}
+.env{font-size:13px;color:#555}.summary{font-size:16px;max-width:60em}.table{overflow-x:auto;margin:1em 0}
 .warn{background:#fff3e0;border-left:4px solid #d55e00;padding:.5em 1em}
 </style></head><body>
 <nav><b>doxlab</b> &nbsp; {{if .Findings}}<a href="#findings">Findings</a>{{end}}{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}{{if .Survey}}<a href="#survey">Resolver survey</a>{{end}}{{if .Links}}<a href="#links">Links</a>{{end}}</nav>
 <main>
 <h1>{{.Title}}</h1>
+<p class="summary">{{.Summary}}</p>
 <p class="env">{{.Env}}</p>
 {{if .LinksFailed}}<div class="warn" id="links-failed"><b>{{len .LinksFailed}} link check(s) failed</b>: the emulated link of these runs did not hold its profile, so their results may be distorted (<a href="#links">all checks</a>).<ul>
 {{range .LinksFailed}}<li>{{.Run}} ({{.Profile}}, {{.When}} the run): {{.Why}}</li>
@@ -165,9 +168,9 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 {{range .Sections}}<section id="{{.ID}}"><h2>{{.Title}}</h2>
 <p>{{.Intro}}</p>
 {{range .Figures}}<div class="fig" id="{{.Name}}"><h3>{{.Heading}}{{if .Of}} — {{.Of}}{{end}}</h3>{{.SVG}}{{if .CSV}}<p><a href="{{.CSV}}">data (CSV)</a></p>{{end}}</div>
-{{end}}<details><summary>Table</summary>
+{{end}}<div class="table">
 {{.Table}}
-</details></section>
+</div></section>
 {{end}}
 {{if .Survey}}<section id="survey"><h2>Resolver survey</h2>
 <p>From <code>doxlab verify</code>: the PAM paper's DoQ version breakdown and the DoH-cost paper's Tables 1-2.</p>
@@ -232,18 +235,91 @@ func fidelity(runs []store.Run, links []*experiment.LinkCheck) string {
 	return "the link's fidelity was not recorded with these runs (run doxlab testbed check)"
 }
 
-// Title names a report after the runs it covers.
+// Title names a report after what its runs measured and when: "doxlab:
+// 7 experiments on 5 emulated access profiles, 2026-11-26".
 func Title(runs []store.Run) string {
-	kinds := map[string]bool{}
+	if len(runs) == 0 {
+		return "doxlab report"
+	}
+	var exps, profiles, days []string
 	for _, r := range runs {
-		kinds[r.Kind] = true
+		if name, ok := strings.CutPrefix(r.Kind, "experiment:"); ok && !slices.Contains(exps, name) {
+			exps = append(exps, name)
+		}
+		if r.Profile != "" && !slices.Contains(profiles, r.Profile) {
+			profiles = append(profiles, r.Profile)
+		}
+		if d := r.StartedAt.UTC().Format("2006-01-02"); !slices.Contains(days, d) {
+			days = append(days, d)
+		}
 	}
-	var ks []string
-	for k := range kinds {
-		ks = append(ks, k)
+	slices.Sort(days)
+	what := "DNS measurements"
+	switch {
+	case len(exps) == 1:
+		what = "the " + exps[0] + " experiment"
+	case len(exps) > 1:
+		what = fmt.Sprintf("%d experiments", len(exps))
 	}
-	sort.Strings(ks)
-	return "doxlab report: " + strings.Join(ks, ", ")
+	where := "on real networks"
+	switch {
+	case len(profiles) == 1:
+		where = "on the " + profiles[0] + " access profile"
+	case len(profiles) > 1:
+		where = fmt.Sprintf("on %d emulated access profiles", len(profiles))
+	}
+	when := days[0]
+	if len(days) > 1 {
+		when += " to " + days[len(days)-1]
+	}
+	return fmt.Sprintf("doxlab: %s %s, %s", what, where, when)
+}
+
+// lowerFirst lowers a title's first letter unless it starts an acronym
+// ("DNS exchange" stays).
+func lowerFirst(s string) string {
+	if len(s) > 1 && strings.ToUpper(s[:2]) == s[:2] {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// summary is the report's opening paragraph: what was measured, where,
+// when, and what the findings say.
+func summary(in Input, rep *Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "This report covers %d runs: %s.", len(in.Runs), strings.Join(rep.measured, "; "))
+	var profiles []string
+	vantage := false
+	for _, r := range in.Runs {
+		if r.Profile != "" && !slices.Contains(profiles, r.Profile) {
+			profiles = append(profiles, r.Profile)
+		}
+		vantage = vantage || r.Kind == "campaign"
+	}
+	if len(profiles) > 0 {
+		fmt.Fprintf(&b, " The testbed emulated the access links %s between network namespaces on one machine;", strings.Join(profiles, ", "))
+		fmt.Fprintf(&b, " %s.", fidelity(in.Runs, in.Links))
+	}
+	if vantage {
+		b.WriteString(" Campaign samples were measured from vantage points on real networks.")
+	}
+	tally := map[experiment.Verdict]int{}
+	for _, f := range rep.Findings {
+		tally[f.Verdict]++
+	}
+	if len(rep.Findings) > 0 {
+		verb := func(n int, one, many string) string {
+			if n == 1 {
+				return "1 " + one
+			}
+			return fmt.Sprintf("%d %s", n, many)
+		}
+		fmt.Fprintf(&b, " Of the papers' %d claims checked here, %s, %s and %s (see Findings).", len(rep.Findings),
+			verb(tally[experiment.Holds], "holds", "hold"), verb(tally[experiment.Differs], "differs", "differ"),
+			verb(tally[experiment.Inconclusive]+tally[experiment.NoData], "is inconclusive or lacks data", "are inconclusive or lack data"))
+	}
+	return b.String()
 }
 
 // FilterLoader is an experiment whose samples name the vantage point

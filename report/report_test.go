@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/dnsrtt"
@@ -194,4 +195,30 @@ func TestLoadTakesProfilesFromTheStore(t *testing.T) {
 	ms := dnsrtt.SerializationMs(store.Row{RunID: run.ID, BytesSent: 125, BytesReceived: 250}, profiles[run.ID])
 	require.InDelta(t, 2.0, ms, 0.001, "125 octets at 1 Mbit/s and 250 at 2, no packets")
 	require.True(t, in.Empty(), "a run with no samples")
+}
+
+// TestTitleAndSummarySayWhatWhereWhen: the page opens like a paper's
+// results section: what was measured, on which links, when, and what the
+// findings say; each section's table shown, not folded away.
+func TestTitleAndSummarySayWhatWhereWhen(t *testing.T) {
+	day := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	runs := []store.Run{{ID: "e1-fiber", Kind: "experiment:dns-rtt", Profile: "fiber", StartedAt: day}, {ID: "e1-dsl", Kind: "experiment:dns-rtt", Profile: "dsl", StartedAt: day.Add(time.Hour)}}
+	require.Equal(t, "doxlab: the dns-rtt experiment on 2 emulated access profiles, 2026-11-26", report.Title(runs))
+	require.Equal(t, "doxlab: 2 experiments on real networks, 2026-11-26 to 2026-11-27",
+		report.Title([]store.Run{{Kind: "experiment:web", StartedAt: day}, {Kind: "experiment:hol", StartedAt: day.Add(24 * time.Hour)}}))
+	in := samples(t)
+	in.Runs = runs
+	rep, err := report.Render(in, t.TempDir(), report.Title(runs))
+	require.NoError(t, err)
+	html, err := os.ReadFile(rep.HTML)
+	require.NoError(t, err)
+	page := string(html)
+	i := strings.Index(page, "<h1>")
+	require.Positive(t, i)
+	page = page[i:] // after the embedded font
+	require.Contains(t, page, "<h1>doxlab: the dns-rtt experiment on 2 emulated access profiles, 2026-11-26</h1>")
+	require.Contains(t, page, `<p class="summary">This report covers 2 runs: DNS exchange in round trips (122 samples). The testbed emulated the access links fiber, dsl`)
+	require.Contains(t, page, "Of the papers&#39; 2 claims checked here, 1 holds, 0 differ and 1 is inconclusive or lacks data")
+	require.NotContains(t, page, "<details><summary>Table", "the key table is shown")
+	require.Contains(t, page, `<div class="table">`)
 }
