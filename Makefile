@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: build peers test demo bench scale-bench fuzz lint check graphs
+.PHONY: build peers test vet unit race demo bench scale-bench fuzz lint check graphs
 
 build:
 	$(GO) build -buildvcs=true -o bin/doxlab ./cmd/doxlab  # record the commit even where GOFLAGS turns it off
@@ -24,9 +24,17 @@ RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire
 RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners/doh3|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT
 # DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
 # the same testbed (web): the second waits for the first.
-test: peers lint
+# make test runs four lanes, each its own target, so a failure names its
+# lane (.ci/run reports each apart): lint, vet, unit, race.
+test: peers lint vet unit race
+
+vet:
 	CI=true $(GO) vet ./...
+
+unit:
 	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 ./...
+
+race:
 	CI=true $(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
 # golangci-lint, pinned; built from the module proxy once.
