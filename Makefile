@@ -12,15 +12,16 @@ peers:
 
 # CI=true turns a missing peer into a failure instead of a skip.
 # Every test runs once as it is, then the concurrent packages run again
-# under the race detector. The testbed's emulator and the experiments are
-# timed to tens of microseconds, which -race's slowdown would distort.
+# under the race detector. The experiments are timed to tens of
+# microseconds, which -race's slowdown would distort; the testbed's own
+# tests (its emulator, checks and capture) hold under it.
 # RACE_SKIP: quic-go v0.65's http3 client races with its own handshake on
 # a 0-RTT request (connection.go handleTransportParameters against
 # http3's openControlStream; seen here in transport and pageload), so the
 # tests that send HTTP/3 in 0-RTT run without -race only. TestDistributedCampaign runs
 # doxlab binaries in the testbed; its in-process twin, TestPlanAndWorkers,
 # is what -race checks.
-RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./internal/h3ext ./pageload ./experiment ./bench ./campaign
+RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./internal/h3ext ./pageload ./experiment ./bench ./campaign ./testbed ./internal/stats
 RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners/doh3|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT
 # DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
 # the same testbed (web): the second waits for the first.
