@@ -26,7 +26,9 @@ Serves DNS over UDP, TCP, DoT, DoH (HTTP/1.1, /2, /3) and DoQ, and web
 pages over HTTP/3 and HTTP/2, with one TLS identity and one set of ticket
 and token keys. Without --config or listener flags it serves on loopback:
 udp and tcp 127.0.0.1:5300, dot and doq 127.0.0.1:8853, doh (TCP) and doh3
-(UDP) 127.0.0.1:8443. Flags override the config file.
+(UDP) 127.0.0.1:8443, and prints the URL that reaches each (a URL
+without a port means 53, 853 or 443: --standard-ports serves on those).
+Flags override the config file.
 
 flags:
 `
@@ -86,7 +88,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		readyFile, cpuProfile                    string
 		exitOnEOF                                bool
 		static, sites                            stringList
-		noZeroRTT, inOrder, cache                bool
+		noZeroRTT, inOrder, cache, standardPorts bool
 		delay                                    time.Duration
 		delayEvery                               int
 	)
@@ -106,6 +108,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&hosts, "hosts", "", "serve the names in this hosts `file`")
 	fs.StringVar(&forward, "forward", "", "forward other queries to this upstream `URL`")
 	fs.BoolVar(&cache, "cache", false, "cache forwarded answers")
+	fs.BoolVar(&standardPorts, "standard-ports", false, "without listener flags, serve on loopback's standard ports (53, 853, 443: what URLs without a port reach; needs root or CAP_NET_BIND_SERVICE)")
 	fs.StringVar(&cert, "cert", "", "certificate PEM `file` (default: generated)")
 	fs.StringVar(&key, "key", "", "key PEM `file`")
 	fs.StringVar(&certOut, "cert-out", "", "write the certificate in use to `file` (for clients' --ca)")
@@ -148,7 +151,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	set(&l.DoQ, doq)
 	set(&l.Web, web)
 	if *l == (server.Listen{}) {
-		*l = server.Listen{UDP: "127.0.0.1:5300", TCP: "127.0.0.1:5300", DoT: "127.0.0.1:8853", DoQ: "127.0.0.1:8853", DoH: "127.0.0.1:8443", DoH3: "127.0.0.1:8443"}
+		dns, tls, https := "5300", "8853", "8443" // unprivileged: serve prints the URLs that reach them
+		if standardPorts {
+			dns, tls, https = "53", "853", "443"
+		}
+		*l = server.Listen{UDP: "127.0.0.1:" + dns, TCP: "127.0.0.1:" + dns, DoT: "127.0.0.1:" + tls, DoQ: "127.0.0.1:" + tls, DoH: "127.0.0.1:" + https, DoH3: "127.0.0.1:" + https}
 	}
 	set(&cfg.DoHPath, dohPath)
 	set(&cfg.Answers.Any, any)

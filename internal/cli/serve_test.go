@@ -116,3 +116,31 @@ func TestServeFlagsOverrideTheConfig(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "192.0.2.1")
 }
+
+// TestServeOnStandardPorts: with --standard-ports a default serve is
+// reached by URLs without a port, the first thing a newcomer types.
+func TestServeOnStandardPorts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		peertest.Missing(t, "ports below 1024 need root")
+	}
+	dir := t.TempDir()
+	certFile := filepath.Join(dir, "cert.pem")
+	cmd := exec.Command(doxlabBinary(t), "serve", "--standard-ports", "--any", "192.0.2.9", "--cert-out", certFile, "--ready", filepath.Join(dir, "ready.json"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	var ready server.Ready
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "ready.json"))
+		return err == nil && json.Unmarshal(b, &ready) == nil
+	}, 10*time.Second, 10*time.Millisecond, "serve wrote no ready file")
+	require.Equal(t, map[string]string{"udp": "127.0.0.1:53", "tcp": "127.0.0.1:53", "dot": "127.0.0.1:853", "doq": "127.0.0.1:853", "doh": "127.0.0.1:443", "doh3": "127.0.0.1:443"}, ready.Listeners)
+	for _, url := range []string{"udp://127.0.0.1", "tls://127.0.0.1", "quic://127.0.0.1", "https://127.0.0.1/dns-query", "h3://127.0.0.1/dns-query"} {
+		code, stdout, errOut := run("query", "--ca", certFile, url, "x.example")
+		require.Equal(t, 0, code, "%s: %s", url, errOut)
+		require.Contains(t, stdout, "192.0.2.9", url)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), stderr.String())
+}
