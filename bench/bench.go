@@ -55,6 +55,8 @@ type Config struct {
 	// the run sends, from its own goroutine.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
+	// StepDone, if set, is called by Steps after each step.
+	StepDone func(Step)
 }
 
 // Query is one entry of the query mix.

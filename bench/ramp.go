@@ -52,6 +52,9 @@ func Steps(ctx context.Context, c Config, rates []float64, b Bound) ([]Step, flo
 		}
 		st := Step{Summary: s, Result: res, Held: s.Answered > 0 && s.Latency.P["99"] <= float64(b.P99)/float64(time.Millisecond) && lost <= b.MaxLoss}
 		steps = append(steps, st)
+		if c.StepDone != nil {
+			c.StepDone(st)
+		}
 		if !st.Held || ctx.Err() != nil {
 			break
 		}

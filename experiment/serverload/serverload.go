@@ -138,12 +138,13 @@ func (c *ServerLoad) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	u := urls(srv)
+	c.Plan(len(c.Transports) * len(rates)) // a transport's steps past the first not held are skipped
 	for _, t := range c.Transports {
 		opts := transport.Options{Reuse: true, RootCAs: roots, Timeout: 2 * time.Second}
 		if t == "doh1" {
 			opts.HTTPVersion = "1.1"
 		}
-		cfg := bench.Config{URL: u[t], Duration: c.Step, Conns: c.Conns, Options: opts, Keep: true}
+		cfg := bench.Config{URL: u[t], Duration: c.Step, Conns: c.Conns, Options: opts, Keep: true, StepDone: func(bench.Step) { c.Advance(1) }}
 		fmt.Fprintf(c.Log, "%s: %v queries/s, %s each\n", t, rates, c.Step)
 		steps, held, err := bench.Steps(ctx, cfg, rates, bound)
 		for i, s := range steps {
@@ -156,6 +157,7 @@ func (c *ServerLoad) Run(ctx context.Context) (string, error) {
 		if err != nil {
 			return expID, fmt.Errorf("%s: %w", t, err)
 		}
+		c.Advance(len(rates) - len(steps))
 		fmt.Fprintf(c.Log, "%s: held %.0f queries/s\n", t, held)
 	}
 	return expID, nil
