@@ -139,6 +139,8 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 			if x.Graph.Resources[0].WireEndMs > 0 {
 				docsOnWire++
 				docGaps = append(docGaps, x.Graph.Resources[0].GapMs)
+			} else {
+				t.Logf("%s (h3 %s): the document's stream not found in the capture", x.Key(), x.H3)
 			}
 		}
 		if x.EngineName() == web.EngineDoxlab {
