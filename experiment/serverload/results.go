@@ -176,11 +176,6 @@ func manyRuns(bs []*bench.Stored) bool {
 	return slices.ContainsFunc(bs, func(b *bench.Stored) bool { return b.Run != bs[0].Run })
 }
 
-func logY(p *plot.Plot) {
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-}
-
 func addLine(p *plot.Plot, pts plotter.XYs, c color.Color, dashes []vg.Length, label string) error {
 	if len(pts) == 0 {
 		return nil
@@ -207,7 +202,7 @@ func rateFigure(set *figure.Set, bs Benches) error {
 	answered.Y.Label.Text, p99.Y.Label.Text = "answered (queries/s)", "p99 (ms)"
 	answered.Add(plotter.NewGrid())
 	p99.Add(plotter.NewGrid())
-	logY(p99)
+	figure.LogY(p99)
 	data := figure.Data{Header: []string{"run", "benchmark", "intended qps", "answered qps", "p99 ms", "held"}}
 	runs := manyRuns(bs)
 	top := 0.0
@@ -306,7 +301,7 @@ func timeFigures(set *figure.Set, picked []*bench.Stored) error {
 		lp.Title.Text = title(b, runs)
 		lp.X.Label.Text, lp.Y.Label.Text = "intended send time (s)", "latency (ms)"
 		lp.Add(plotter.NewGrid())
-		logY(lp)
+		figure.LogY(lp)
 		c := colour(b)
 		for _, l := range []struct {
 			pts    plotter.XYs
@@ -353,7 +348,7 @@ func spectrumFigure(set *figure.Set, picked []*bench.Stored) error {
 	p.Title.Text = "Percentile spectrum of the latency from the intended send time"
 	p.X.Label.Text, p.Y.Label.Text = "percentile", "latency (ms)"
 	p.Add(plotter.NewGrid())
-	logY(p)
+	figure.LogY(p)
 	var ticks plot.ConstantTicks
 	for i, l := range []string{"0%", "90%", "99%", "99.9%", "99.99%", "99.999%"} {
 		ticks = append(ticks, plot.Tick{Value: float64(i), Label: l})

@@ -590,7 +590,7 @@ func drawBloat(rs []*testbed.LoadedRTT, file string) error {
 		p.Title.Text = r.Profile
 		p.X.Label.Text, p.Y.Label.Text = "time (s); the download starts at 1 s", "RTT (ms)"
 		p.Add(plotter.NewGrid())
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		figure.LogY(p)
 		if len(pts) > 0 {
 			l, err := plotter.NewLine(pts)
 			if err != nil {

@@ -80,6 +80,13 @@ func (s *Set) AddGrid(panels [][]*plot.Plot, name, heading, of string, w, h vg.L
 	if err := writeCSV(base+".csv", data); err != nil {
 		return err
 	}
+	for _, row := range panels {
+		for _, p := range row {
+			if p != nil {
+				logHeadroom(p)
+			}
+		}
+	}
 	var svg []byte
 	for _, format := range []string{"png", "svg"} {
 		var c vg.CanvasWriterTo

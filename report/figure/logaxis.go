@@ -1,0 +1,61 @@
+package figure
+
+import (
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot"
+)
+
+// LogY puts p's y axis on a log scale with every decade labelled.
+func LogY(p *plot.Plot) {
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = DecadeTicks{}
+}
+
+// logHeadroom widens a log y axis by a factor of 1.3 at each end, so
+// that the highest and lowest lines are not drawn on the frame. A set
+// saves each plot once, so it is widened once.
+func logHeadroom(p *plot.Plot) {
+	if _, ok := p.Y.Scale.(plot.LogScale); ok && p.Y.Min > 0 && p.Y.Max > p.Y.Min {
+		p.Y.Min, p.Y.Max = p.Y.Min/1.3, p.Y.Max*1.3
+	}
+}
+
+// DecadeTicks marks a log axis: every decade in range labelled, the
+// values between unlabelled; where under three labels would show (an axis
+// within one or two decades), 2 and 5 of each decade are labelled too.
+// gonum's LogTicks labels powers of ten only, and leaves a narrow axis
+// with one number on it.
+type DecadeTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (DecadeTicks) Ticks(lo, hi float64) []plot.Tick {
+	if lo <= 0 || hi <= lo || math.IsInf(hi, 0) || math.IsNaN(lo) || math.IsNaN(hi) {
+		return nil
+	}
+	first, last := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
+	in := func(v float64) bool { return v >= lo*(1-1e-9) && v <= hi*(1+1e-9) }
+	decades := 0
+	for d := first; d <= last; d++ {
+		if in(math.Pow(10, float64(d))) {
+			decades++
+		}
+	}
+	var ticks []plot.Tick
+	for d := first; d <= last; d++ {
+		base := math.Pow(10, float64(d))
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * base
+			if !in(v) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || (decades < 3 && (m == 2 || m == 5)) {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
