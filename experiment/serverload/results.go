@@ -271,7 +271,9 @@ func timeFigures(set *figure.Set, picked []*bench.Stored) error {
 		var p50, p90, pmax, rate plotter.XYs
 		var lats []float64
 		failed := 0
-		flush := func(at time.Duration) {
+		// flush ends the window from at, of length d: the last one is cut
+		// short by the run's end, and its rate is over what it covered.
+		flush := func(at, d time.Duration) {
 			x := at.Seconds()
 			if len(lats) > 0 {
 				slices.Sort(lats)
@@ -279,15 +281,15 @@ func timeFigures(set *figure.Set, picked []*bench.Stored) error {
 				p50 = append(p50, plotter.XY{X: x, Y: q(0.5)})
 				p90 = append(p90, plotter.XY{X: x, Y: q(0.9)})
 				pmax = append(pmax, plotter.XY{X: x, Y: lats[len(lats)-1]})
-				latData.Add(b.Run, b.Name(), x, q(0.5), q(0.9), lats[len(lats)-1], float64(len(lats))/w.Seconds(), failed)
+				latData.Add(b.Run, b.Name(), x, q(0.5), q(0.9), lats[len(lats)-1], float64(len(lats))/d.Seconds(), failed)
 			}
-			rate = append(rate, plotter.XY{X: x, Y: float64(len(lats)) / w.Seconds()})
+			rate = append(rate, plotter.XY{X: x, Y: float64(len(lats)) / d.Seconds()})
 			lats, failed = lats[:0], 0
 		}
 		at := time.Duration(0)
 		for _, s := range b.Samples {
 			for s.At >= at+w {
-				flush(at)
+				flush(at, w)
 				at += w
 			}
 			if s.Status.HasResponse() {
@@ -296,7 +298,15 @@ func timeFigures(set *figure.Set, picked []*bench.Stored) error {
 				failed++
 			}
 		}
-		flush(at)
+		// The last window ends with the sending, not with the run (which
+		// waits for the last answers): at the last send plus one gap.
+		end := span
+		if n := len(b.Samples); n > 0 && b.Mode == "open-loop" && b.IntendedQPS > 0 {
+			end = b.Samples[n-1].At + time.Duration(float64(time.Second)/b.IntendedQPS)
+		}
+		if last := end - at; last >= w/10 {
+			flush(at, min(last, w))
+		} // a sliver of a window says nothing of a rate
 		lp := plot.New()
 		lp.Title.Text = title(b, runs)
 		lp.X.Label.Text, lp.Y.Label.Text = "intended send time (s)", "latency (ms)"
@@ -328,6 +338,8 @@ func timeFigures(set *figure.Set, picked []*bench.Stored) error {
 			}
 		}
 		tp.Legend.Top = true
+		tp.Y.Max *= 1.3 // room above the lines for the legend
+		tp.Y.Tick.Marker = figure.PlainTicks{}
 		thr = append(thr, tp)
 	}
 	rows := func(ps []*plot.Plot) [][]*plot.Plot { return figure.Rows(ps, 2) }

@@ -59,3 +59,19 @@ func (DecadeTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	return ticks
 }
+
+// PlainTicks are gonum's default ticks with their labels written as
+// short as they read ("5000", not "5000.00", which gonum prints for an
+// axis whose end is not round).
+type PlainTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (PlainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+		}
+	}
+	return ts
+}

@@ -25,3 +25,13 @@ func TestDecadeTicksLabelEveryDecade(t *testing.T) {
 	require.Empty(t, labels(0, 10), "no log axis through 0")
 	require.Len(t, (DecadeTicks{}).Ticks(1, 100), 19, "1-9, 10-90 and 100: minor ticks between")
 }
+
+func TestPlainTicksReadShort(t *testing.T) {
+	var got []string
+	for _, tk := range (PlainTicks{}).Ticks(0, 5200) {
+		if tk.Label != "" {
+			got = append(got, tk.Label)
+		}
+	}
+	require.Equal(t, []string{"0", "2500", "5000"}, got)
+}
