@@ -153,11 +153,14 @@ func (s *Samples) Stats() []Stat {
 // Metrics are the durations the report draws, each in RTTs.
 var Metrics = []struct {
 	Name, Title string
+	Note        string // what the figure must say of its values
 	Get         func(*Group) *stats.Dist
 }{
-	{"total", "DNS exchange (multiples of the RTT)", func(c *Group) *stats.Dist { return c.RTT }},
-	{"handshake", "handshake (multiples of the RTT)", func(c *Group) *stats.Dist { return c.Handshake }},
-	{"resolve", "query to answer (multiples of the RTT)", func(c *Group) *stats.Dist { return c.Resolve }},
+	{"total", "DNS exchange (multiples of the RTT)", "", func(c *Group) *stats.Dist { return c.RTT }},
+	{"handshake", "handshake (multiples of the RTT)",
+		"the TLS or QUIC handshake: UDP and TCP have none, so theirs is 0 by definition (TCP's connect, one RTT, counts in the total alone)",
+		func(c *Group) *stats.Dist { return c.Handshake }},
+	{"resolve", "query to answer (multiples of the RTT)", "", func(c *Group) *stats.Dist { return c.Resolve }},
 }
 
 var conditionDashes = map[string][]vg.Length{"fresh": nil, "pam": {vg.Points(1), vg.Points(2)}, "resumed": {vg.Points(5), vg.Points(3)}, "0rtt": {vg.Points(2), vg.Points(2)}}
@@ -215,8 +218,12 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 	}
 	for _, m := range Metrics {
 		// Small multiples: all profiles, then each, on one x axis.
+		note := of
+		if m.Note != "" {
+			note += "; " + m.Note
+		}
 		if err := smallMultiples(set, s.Groups, "profile", func(c *Group) string { return orNone(c.Profile) }, profiles, all, inAll, m.Get, m.Title,
-			"cdf-"+m.Name, "CDF of the "+m.Title, of); err != nil {
+			"cdf-"+m.Name, "CDF of the "+m.Title, note); err != nil {
 			return nil, err
 		}
 	}
