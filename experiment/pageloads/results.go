@@ -225,7 +225,21 @@ func figures(cells []web.Cell, set *figure.Set) error {
 			heats = append(heats, p)
 			hw, hh = max(hw, w), max(hh, h)
 		}
-		if len(heats) > 0 {
+		if len(heats) > 0 && len(profiles)*len(pages) == 1 {
+			// One profile and one page: a heat map per combination would
+			// be a single cell each; one bar per combination says it.
+			var bars []figure.Bar
+			for _, cb := range others {
+				bars = append(bars, figure.Bar{Label: cb.String(), Value: rel(cb)(profiles[0], pages[0]), Color: figure.Colors[cb.transport]})
+			}
+			p, w, h, d, err := figure.Bars(bars, pages[0]+", "+profiles[0], "median PLT increase over DoUDP + H3 1-RTT (%)")
+			if err != nil {
+				return err
+			}
+			if err := set.Add(p, "fig8-"+tag, "Fig. 8: median PLT increase over DoUDP + H3 1-RTT (%)", about, w, h, d); err != nil {
+				return err
+			}
+		} else if len(heats) > 0 {
 			rows := figure.Rows(heats, 3)
 			hw, hh = hw*vg.Length(len(rows[0])), hh*vg.Length(len(rows))
 			if err := set.AddGrid(rows, "fig8-"+tag, "Fig. 8: median PLT increase over DoUDP + H3 1-RTT (%)", about, hw, hh, heatData); err != nil {
