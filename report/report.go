@@ -246,7 +246,7 @@ func Title(runs []store.Run) string {
 		if name, ok := strings.CutPrefix(r.Kind, "experiment:"); ok && !slices.Contains(exps, name) {
 			exps = append(exps, name)
 		}
-		if r.Profile != "" && !slices.Contains(profiles, r.Profile) {
+		if r.Profile != "" && r.Profile != "none" && !slices.Contains(profiles, r.Profile) { // none: loopback, not a link
 			profiles = append(profiles, r.Profile)
 		}
 		if d := r.StartedAt.UTC().Format("2006-01-02"); !slices.Contains(days, d) {
@@ -292,7 +292,7 @@ func summary(in Input, rep *Report) string {
 	var profiles []string
 	vantage := false
 	for _, r := range in.Runs {
-		if r.Profile != "" && !slices.Contains(profiles, r.Profile) {
+		if r.Profile != "" && r.Profile != "none" && !slices.Contains(profiles, r.Profile) { // none: loopback, not a link
 			profiles = append(profiles, r.Profile)
 		}
 		vantage = vantage || r.Kind == "campaign"
