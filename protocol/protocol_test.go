@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"image/color"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,4 +21,23 @@ func TestTable(t *testing.T) {
 	_, ok = protocol.Lookup("doh4")
 	require.False(t, ok)
 	require.Equal(t, "a, b or c", protocol.OneOf([]string{"a", "b", "c"}))
+}
+
+// TestEveryProtocolHasItsOwnColour: a protocol added to the table
+// without a colour, or with another's, fails here before a figure
+// draws two transports alike.
+func TestEveryProtocolHasItsOwnColour(t *testing.T) {
+	seen := map[color.RGBA]string{}
+	for _, p := range protocol.All {
+		if p.Color.A == 0 {
+			t.Errorf("%s has no colour", p.Name)
+		}
+		if other, ok := seen[p.Color]; ok {
+			t.Errorf("%s has %s's colour", p.Name, other)
+		}
+		seen[p.Color] = p.Name
+		if p.Label == "" {
+			t.Errorf("%s has no label", p.Name)
+		}
+	}
 }

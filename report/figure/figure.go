@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/protocol"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
@@ -216,17 +217,21 @@ func writeCSV(path string, d Data) error {
 	return f.Close()
 }
 
-// Colors are the transports' colours, the same in every figure: the
-// Okabe-Ito palette, which readers with any colour-vision deficiency can
-// tell apart.
-var Colors = map[string]color.Color{
-	"udp": color.RGBA{0x00, 0x00, 0x00, 0xff}, "tcp": color.RGBA{0x00, 0x9e, 0x73, 0xff}, "dot": color.RGBA{0x56, 0xb4, 0xe9, 0xff},
-	"doh1": color.RGBA{0xcc, 0x79, 0xa7, 0xff}, "doh2": color.RGBA{0xd5, 0x5e, 0x00, 0xff}, "doh3": color.RGBA{0xe6, 0x9f, 0x00, 0xff},
-	"doq": color.RGBA{0x00, 0x72, 0xb2, 0xff},
-	// The coalescing experiment's DNS modes: grey for the paper's
-	// emulation, Tol's wine and dark green for the real coalescing.
-	"doq-emulated": color.RGBA{0x88, 0x88, 0x88, 0xff}, "doh3-coalesced": color.RGBA{0x88, 0x22, 0x55, 0xff}, "dnsstream": color.RGBA{0x11, 0x77, 0x33, 0xff},
-}
+// Colors are the transports' colours, the same in every figure, from
+// the protocol table (Okabe-Ito's palette, which readers with any
+// colour-vision deficiency can tell apart), and the coalescing
+// experiment's DNS modes.
+var Colors = func() map[string]color.Color {
+	m := map[string]color.Color{
+		// The coalescing experiment's DNS modes: grey for the paper's
+		// emulation, Tol's wine and dark green for the real coalescing.
+		"doq-emulated": color.RGBA{0x88, 0x88, 0x88, 0xff}, "doh3-coalesced": color.RGBA{0x88, 0x22, 0x55, 0xff}, "dnsstream": color.RGBA{0x11, 0x77, 0x33, 0xff},
+	}
+	for _, p := range protocol.All {
+		m[p.Name] = p.Color
+	}
+	return m
+}()
 
 // Labels name the series that are not a transport of package protocol.
 var Labels = map[string]string{"doq-emulated": "DoQ emulated", "doh3-coalesced": "DoH/3 coalesced", "dnsstream": "DNS stream"}
