@@ -17,7 +17,9 @@ import (
 
 	"github.com/doxlab/doxlab/experiment/coalescing"
 	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
 	"github.com/doxlab/doxlab/web"
 )
 
@@ -177,4 +179,40 @@ json.dump({k: [len(v), float(np.median(v))] + [float(np.percentile(v, q)) for q 
 	var m map[string][5]float64
 	require.NoError(t, json.Unmarshal(b, &m))
 	return m
+}
+
+// TestParquetExportKeepsEachRowsValues: the Parquet writer holds a row
+// group of rows before writing them; each exported row keeps its own
+// values (they once all took the last read row's, on PostgreSQL and on
+// SQLite stores under 32,768 samples).
+func TestParquetExportKeepsEachRowsValues(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	sr := store.NewRun("measure", "", map[string]any{})
+	require.NoError(t, st.BeginRun(ctx, sr))
+	for i := range 40 {
+		require.NoError(t, st.Write(ctx, sr.ID, &measure.Sample{
+			Task:    measure.Task{URL: "udp://10.0.0.53:53", Target: "10.0.0.53", Transport: "udp", Condition: "fresh", Rep: i},
+			Start:   time.Unix(int64(i), 0),
+			Measure: &transport.Record{Status: transport.StatusOK, Answers: []string{}, Timing: transport.Timing{TotalMs: float64(10 + i)}},
+			Status:  transport.StatusOK, RTTs: &measure.InRTTs{Total: float64(i) / 10},
+		}))
+	}
+	require.NoError(t, st.Close())
+	out := filepath.Join(dir, "s.parquet")
+	code, _, errOut := run("export", "--store", db, "--format", "parquet", "--out", out)
+	require.Equal(t, 0, code, errOut)
+	rows, err := parquet.ReadFile[store.Row](out)
+	require.NoError(t, err)
+	require.Len(t, rows, 40)
+	seen := map[float64]bool{}
+	for _, r := range rows {
+		require.NotNil(t, r.TotalMs)
+		require.InDelta(t, (*r.TotalMs-10)/10, *r.TotalRTT, 1e-9, "a row's values are its own")
+		seen[*r.TotalMs] = true
+	}
+	require.Len(t, seen, 40, "forty rows, forty totals")
 }
