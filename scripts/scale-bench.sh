@@ -149,5 +149,7 @@ for b in $BACKENDS; do
 		printf '%-9s %11s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$rep" "$exp" "$dk" "$gap"
 	done
 	rm -f "$WORK"/s.db* "$WORK/samples.parquet"
-	[ "$b" = postgres ] && { psql -q "$PGURL" -c "DROP TABLE sample_raw, samples CASCADE" >/dev/null 2>&1 || true; }
+	if [ "$b" = postgres ]; then
+		psql -q "$PGURL" -c "DROP TABLE sample_raw, samples CASCADE" >/dev/null 2>&1 || true
+	fi
 done

@@ -12,7 +12,7 @@ import (
 // large to hold in memory: the analysis of 10 million samples keeps one
 // Dist per table cell and metric, never the samples.
 //
-// Up to ExactLimit values it keeps them whole, and everything computed
+// Up to ExactLimit values (4,096) it keeps them whole, and everything computed
 // from it is exactly what Summarize and Compare give. Beyond that it
 // folds them into a DDSketch (DataDog's sketches-go) of relative accuracy
 // SketchAccuracy: each order statistic it gives is within 0.1 % of the
@@ -30,9 +30,11 @@ type Dist struct {
 }
 
 // ExactLimit is how many values a Dist keeps whole before it folds them
-// into a sketch: a paper's figure (a few thousand samples a cell) is
-// drawn from exact values.
-const ExactLimit = 1 << 14
+// into a sketch: a paper's cell (tens to a few thousand samples) is drawn
+// from exact values. It bounds a report's memory too: every cell and
+// metric holds at most this many values in each of the store's readers
+// (60 cells × 9 metrics × 2 readers × 4,096 × 8 octets is 35 MB).
+const ExactLimit = 1 << 12
 
 // SketchAccuracy is the relative accuracy of a folded Dist's order
 // statistics.
