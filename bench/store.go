@@ -110,11 +110,13 @@ func Save(ctx context.Context, st *store.Store, runID string, rec Record, sample
 	return nil
 }
 
-// Stored is one stored benchmark with its samples, sorted by At.
+// Stored is one stored benchmark: with its samples sorted by At (Load),
+// or folded into an Aggregate (LoadAggregated).
 type Stored struct {
 	Run string `json:"run"`
 	Record
-	Samples []Sample `json:"-"`
+	Samples []Sample   `json:"-"` // Load's
+	Agg     *Aggregate `json:"-"` // LoadAggregated's
 }
 
 // Load reads the benchmarks of the runs keep accepts, in the order they

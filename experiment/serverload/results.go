@@ -18,7 +18,6 @@ import (
 	"github.com/doxlab/doxlab/bench"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
@@ -30,7 +29,9 @@ type Benches []*bench.Stored
 // Load reads the benchmarks of the runs whose IDs start with prefix (""
 // for every benchmark stored, the CLI's included).
 func (c *ServerLoad) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
-	bs, err := bench.Load(ctx, st, experiment.OfExperiment(prefix))
+	bs, err := bench.LoadAggregated(ctx, st, experiment.OfExperiment(prefix), func(r bench.Record) time.Duration {
+		return window(time.Duration(r.ElapsedS*float64(time.Second)), r.AnsweredQPS)
+	})
 	return Benches(bs), err
 }
 
@@ -267,46 +268,33 @@ func timeFigures(set *figure.Set, picked []*bench.Stored) error {
 	latData := figure.Data{Header: []string{"run", "benchmark", "window start s", "p50 ms", "p90 ms", "max ms", "answered qps", "failed"}}
 	for _, b := range picked {
 		span := time.Duration(b.ElapsedS * float64(time.Second))
-		w := window(span, b.AnsweredQPS)
+		agg := b.Agg
+		w := agg.Window
 		var p50, p90, pmax, rate plotter.XYs
-		var lats []float64
-		failed := 0
-		// flush ends the window from at, of length d: the last one is cut
-		// short by the run's end, and its rate is over what it covered.
-		flush := func(at, d time.Duration) {
+		// The last window ends with the sending, not with the run (which
+		// waits for the last answers): at the last send plus one gap. Its
+		// rate is over what it covered, and a sliver under a tenth of a
+		// window says nothing of a rate.
+		end := span
+		if b.Mode == "open-loop" && b.IntendedQPS > 0 && len(agg.Windows) > 0 {
+			end = agg.LastAt + time.Duration(float64(time.Second)/b.IntendedQPS)
+		}
+		for i, win := range agg.Windows {
+			at := time.Duration(i) * w
+			d := min(w, end-at)
+			if d < w/10 {
+				break
+			}
 			x := at.Seconds()
-			if len(lats) > 0 {
-				slices.Sort(lats)
-				q := func(p float64) float64 { return stats.Quantile(lats, p) }
+			if win.Answered > 0 {
+				q := win.Latency.Quantile
 				p50 = append(p50, plotter.XY{X: x, Y: q(0.5)})
 				p90 = append(p90, plotter.XY{X: x, Y: q(0.9)})
-				pmax = append(pmax, plotter.XY{X: x, Y: lats[len(lats)-1]})
-				latData.Add(b.Run, b.Name(), x, q(0.5), q(0.9), lats[len(lats)-1], float64(len(lats))/d.Seconds(), failed)
+				pmax = append(pmax, plotter.XY{X: x, Y: q(1)})
+				latData.Add(b.Run, b.Name(), x, q(0.5), q(0.9), q(1), float64(win.Answered)/d.Seconds(), win.Failed)
 			}
-			rate = append(rate, plotter.XY{X: x, Y: float64(len(lats)) / d.Seconds()})
-			lats, failed = lats[:0], 0
+			rate = append(rate, plotter.XY{X: x, Y: float64(win.Answered) / d.Seconds()})
 		}
-		at := time.Duration(0)
-		for _, s := range b.Samples {
-			for s.At >= at+w {
-				flush(at, w)
-				at += w
-			}
-			if s.Status.HasResponse() {
-				lats = append(lats, max(float64(s.Latency)/float64(time.Millisecond), 0.001))
-			} else {
-				failed++
-			}
-		}
-		// The last window ends with the sending, not with the run (which
-		// waits for the last answers): at the last send plus one gap.
-		end := span
-		if n := len(b.Samples); n > 0 && b.Mode == "open-loop" && b.IntendedQPS > 0 {
-			end = b.Samples[n-1].At + time.Duration(float64(time.Second)/b.IntendedQPS)
-		}
-		if last := end - at; last >= w/10 {
-			flush(at, min(last, w))
-		} // a sliver of a window says nothing of a rate
 		lp := plot.New()
 		lp.Title.Text = title(b, runs)
 		lp.X.Label.Text, lp.Y.Label.Text = "intended send time (s)", "latency (ms)"
@@ -371,17 +359,11 @@ func spectrumFigure(set *figure.Set, picked []*bench.Stored) error {
 	seen := map[string]int{} // lines of one colour so far
 	patterns := [][]vg.Length{nil, {vg.Points(6), vg.Points(2)}, {vg.Points(1), vg.Points(2)}, {vg.Points(6), vg.Points(2), vg.Points(1), vg.Points(2)}}
 	for _, b := range picked {
-		var lats []float64
-		for _, s := range b.Samples {
-			if s.Status.HasResponse() {
-				lats = append(lats, max(float64(s.Latency)/float64(time.Millisecond), 0.001))
-			}
-		}
-		if len(lats) == 0 {
+		lats := b.Agg.Latency
+		if lats.N() == 0 {
 			continue
 		}
-		slices.Sort(lats)
-		n := float64(len(lats))
+		n := float64(lats.N())
 		// x = log10(1/(1-q)): 1 at p90, 2 at p99, ...; 200 points from the
 		// median to the last sample.
 		var pts plotter.XYs
@@ -389,7 +371,7 @@ func spectrumFigure(set *figure.Set, picked []*bench.Stored) error {
 		for i := 0; i <= 200; i++ {
 			x := last * float64(i) / 200
 			q := 1 - math.Pow(10, -x)
-			v := stats.Quantile(lats, q)
+			v := lats.Quantile(q)
 			pts = append(pts, plotter.XY{X: x, Y: v})
 			data.Add(b.Run, b.Name(), 100*q, v)
 		}

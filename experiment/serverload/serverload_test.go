@@ -14,7 +14,8 @@ import (
 
 // TestServerLoad steps two transports through three rates on loopback:
 // every query is stored, each step says whether it held, and the
-// section draws its four figures from the stored samples.
+// section draws its four figures from the stored samples, folded as
+// they are read.
 func TestServerLoad(t *testing.T) {
 	c := &ServerLoad{Transports: []string{"udp", "doq"}, Start: 200, Limit: 800, Step: 400 * time.Millisecond, P99: 2 * time.Second,
 		Env: experiment.Env{Store: filepath.Join(t.TempDir(), "load.db")}}
@@ -27,8 +28,15 @@ func TestServerLoad(t *testing.T) {
 		require.Equal(t, i%3, b.Step)
 		require.Equal(t, []float64{200, 400, 800}[i%3], b.IntendedQPS)
 		require.True(t, b.Held, "%s: a 2 s bound holds on loopback", b.Name())
-		require.Len(t, b.Samples, b.Sent, b.Name())
 		require.Equal(t, b.Sent, b.Summary.Answered, b.Name())
+		// Every stored query is in the aggregate the figures draw, each in
+		// one window of its send time.
+		require.Equal(t, b.Sent, b.Agg.Latency.N(), b.Name())
+		inWindows := 0
+		for _, w := range b.Agg.Windows {
+			inWindows += w.Answered + w.Failed
+		}
+		require.Equal(t, b.Sent, inWindows, b.Name())
 	}
 	sec, err := res.Section(t.TempDir())
 	require.NoError(t, err)

@@ -56,6 +56,11 @@ func TestFoldedDistIsWithinItsStatedError(t *testing.T) {
 		if !sameSummary(got, want, SketchAccuracy) {
 			t.Errorf("n=%d: %+v, want %+v within %g", n, got, want, SketchAccuracy)
 		}
+		for _, q := range []float64{0, 0.5, 0.9, 0.999, 1} {
+			if got, want := d.Quantile(q), Quantile(Sorted(v), q); !same(got, want, SketchAccuracy) {
+				t.Errorf("n=%d: q%g %g, want %g", n, q, got, want)
+			}
+		}
 		// The CDF's points lie on the sample's order statistics.
 		sorted := Sorted(v)
 		pts := d.CDF(50)

@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/store"
+)
+
+// Aggregate is a stored benchmark's queries as distributions, read chunk
+// by chunk: what the report's spectra and time panels draw, in memory
+// that does not grow with the queries (a minute at 100,000 queries/s is
+// six million of them).
+type Aggregate struct {
+	// Latency is the answered queries' latency, in ms (at least 1 µs,
+	// for log axes).
+	Latency *stats.Dist
+	// Window is the width of Windows, by intended send time.
+	Window  time.Duration
+	Windows []Window
+	// LastAt is the latest intended send time.
+	LastAt time.Duration
+}
+
+// Window is the queries of one window of intended send times.
+type Window struct {
+	Latency          *stats.Dist // answered, ms
+	Answered, Failed int
+}
+
+// LoadAggregated is Load with each benchmark's queries folded into an
+// Aggregate as they are read, windowed by window(record) (a width by the
+// benchmark's duration and rate), instead of kept.
+func LoadAggregated(ctx context.Context, st *store.Store, keep func(runID string) bool, window func(Record) time.Duration) ([]*Stored, error) {
+	var out []*Stored
+	byKey := map[string]*Stored{}
+	err := st.Results(ctx, "", Kind, func(runID string, raw []byte) error {
+		if !keep(runID) {
+			return nil
+		}
+		s := &Stored{Run: runID}
+		if err := json.Unmarshal(raw, &s.Record); err != nil {
+			return err
+		}
+		s.Agg = &Aggregate{Latency: stats.NewDist(), Window: max(window(s.Record), time.Millisecond)}
+		out = append(out, s)
+		byKey[runID+"\x00"+s.Key] = s
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = st.Results(ctx, "", KindSamples, func(runID string, raw []byte) error {
+		if !keep(runID) {
+			return nil
+		}
+		var c chunk
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return err
+		}
+		s := byKey[runID+"\x00"+c.Key]
+		if s == nil {
+			return fmt.Errorf("bench samples %s/%d of run %s belong to no stored benchmark", c.Key, c.Part, runID)
+		}
+		ss, err := c.samples()
+		if err != nil {
+			return fmt.Errorf("bench samples %s/%d of run %s: %w", c.Key, c.Part, runID, err)
+		}
+		for _, x := range ss {
+			s.Agg.add(x)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (a *Aggregate) add(x Sample) {
+	i := max(int(x.At/a.Window), 0)
+	for len(a.Windows) <= i {
+		a.Windows = append(a.Windows, Window{Latency: stats.NewDist()})
+	}
+	a.LastAt = max(a.LastAt, x.At)
+	w := &a.Windows[i]
+	if !x.Status.HasResponse() {
+		w.Failed++
+		return
+	}
+	ms := max(float64(x.Latency)/float64(time.Millisecond), 0.001)
+	w.Answered++
+	w.Latency.Add(ms)
+	a.Latency.Add(ms)
+}
