@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/doxlab/doxlab/internal/stats"
@@ -35,46 +33,14 @@ type Window struct {
 // Aggregate as they are read, windowed by window(record) (a width by the
 // benchmark's duration and rate), instead of kept.
 func LoadAggregated(ctx context.Context, st *store.Store, keep func(runID string) bool, window func(Record) time.Duration) ([]*Stored, error) {
-	var out []*Stored
-	byKey := map[string]*Stored{}
-	err := st.Results(ctx, "", Kind, func(runID string, raw []byte) error {
-		if !keep(runID) {
-			return nil
-		}
-		s := &Stored{Run: runID}
-		if err := json.Unmarshal(raw, &s.Record); err != nil {
-			return err
-		}
+	return eachStored(ctx, st, keep, func(s *Stored) {
 		s.Agg = &Aggregate{Latency: stats.NewDist(), Window: max(window(s.Record), time.Millisecond)}
-		out = append(out, s)
-		byKey[runID+"\x00"+s.Key] = s
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = st.Results(ctx, "", KindSamples, func(runID string, raw []byte) error {
-		if !keep(runID) {
-			return nil
-		}
-		var c chunk
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return err
-		}
-		s := byKey[runID+"\x00"+c.Key]
-		if s == nil {
-			return fmt.Errorf("bench samples %s/%d of run %s belong to no stored benchmark", c.Key, c.Part, runID)
-		}
-		ss, err := c.samples()
-		if err != nil {
-			return fmt.Errorf("bench samples %s/%d of run %s: %w", c.Key, c.Part, runID, err)
-		}
+	}, func(s *Stored, ss []Sample) error {
 		for _, x := range ss {
 			s.Agg.add(x)
 		}
 		return nil
 	})
-	return out, err
 }
 
 func (a *Aggregate) add(x Sample) {

@@ -2,8 +2,7 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"time"
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
@@ -33,45 +32,17 @@ type Row struct {
 func init() {
 	experiment.RegisterExport("bench", "a row per benchmark query (bench --store, server-load): its benchmark's settings, send time, latency, service time, handshake, status",
 		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(Row) error) error {
-			records := map[string]Record{}
-			err := st.Results(ctx, "", Kind, func(runID string, raw []byte) error {
-				var r Record
-				if !keep(runID) {
-					return nil
-				}
-				if err := json.Unmarshal(raw, &r); err != nil {
-					return err
-				}
-				records[runID+"\x00"+r.Key] = r
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			ms := func(us int64) float64 { return float64(us) / 1e3 }
-			return st.Results(ctx, "", KindSamples, func(runID string, raw []byte) error {
-				if !keep(runID) {
-					return nil
-				}
-				var c chunk
-				if err := json.Unmarshal(raw, &c); err != nil {
-					return err
-				}
-				r, ok := records[runID+"\x00"+c.Key]
-				if !ok {
-					return fmt.Errorf("bench samples %s/%d of run %s belong to no stored benchmark", c.Key, c.Part, runID)
-				}
-				if _, err := c.samples(); err != nil {
-					return fmt.Errorf("bench samples %s/%d of run %s: %w", c.Key, c.Part, runID, err)
-				}
-				for i := range c.AtUs {
-					if err := emit(Row{RunID: runID, Key: r.Key, Label: r.Label, Protocol: r.Protocol, Policy: r.Policy, Conns: int64(r.Conns), Step: int64(r.Step), Mode: r.Mode,
-						AtMs: ms(c.AtUs[i]), LatencyMs: ms(c.LatencyUs[i]), ServiceMs: ms(c.ServiceUs[i]), HandshakeMs: ms(c.HandshakeUs[i]),
-						Status: c.Statuses[c.Status[i]], Resumed: c.Flags[i]&1 != 0, ZeroRTT: c.Flags[i]&2 != 0}); err != nil {
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			_, err := eachStored(ctx, st, keep, func(*Stored) {}, func(s *Stored, ss []Sample) error {
+				for _, x := range ss {
+					if err := emit(Row{RunID: s.Run, Key: s.Key, Label: s.Label, Protocol: s.Protocol, Policy: s.Policy, Conns: int64(s.Conns), Step: int64(s.Step), Mode: s.Mode,
+						AtMs: ms(x.At), LatencyMs: ms(x.Latency), ServiceMs: ms(x.Service), HandshakeMs: ms(x.Handshake),
+						Status: string(x.Status), Resumed: x.Resumed, ZeroRTT: x.ZeroRTT}); err != nil {
 						return err
 					}
 				}
 				return nil
 			})
+			return err
 		})
 }

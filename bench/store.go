@@ -122,39 +122,7 @@ type Stored struct {
 // Load reads the benchmarks of the runs keep accepts, in the order they
 // ran.
 func Load(ctx context.Context, st *store.Store, keep func(runID string) bool) ([]*Stored, error) {
-	var out []*Stored
-	byKey := map[string]*Stored{}
-	err := st.Results(ctx, "", Kind, func(runID string, raw []byte) error {
-		if !keep(runID) {
-			return nil
-		}
-		s := &Stored{Run: runID}
-		if err := json.Unmarshal(raw, &s.Record); err != nil {
-			return err
-		}
-		out = append(out, s)
-		byKey[runID+"\x00"+s.Key] = s
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = st.Results(ctx, "", KindSamples, func(runID string, raw []byte) error {
-		if !keep(runID) {
-			return nil
-		}
-		var c chunk
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return err
-		}
-		s := byKey[runID+"\x00"+c.Key]
-		if s == nil {
-			return fmt.Errorf("bench samples %s/%d of run %s belong to no stored benchmark", c.Key, c.Part, runID)
-		}
-		ss, err := c.samples()
-		if err != nil {
-			return fmt.Errorf("bench samples %s/%d of run %s: %w", c.Key, c.Part, runID, err)
-		}
+	out, err := eachStored(ctx, st, keep, func(*Stored) {}, func(s *Stored, ss []Sample) error {
 		s.Samples = append(s.Samples, ss...)
 		return nil
 	})
@@ -179,6 +147,49 @@ func (c *chunk) samples() ([]Sample, error) {
 			Handshake: us(c.HandshakeUs[i]), Status: transport.Status(c.Statuses[c.Status[i]]), Resumed: c.Flags[i]&1 != 0, ZeroRTT: c.Flags[i]&2 != 0}
 	}
 	return out, nil
+}
+
+// eachStored reads the benchmarks of the runs keep accepts: each record
+// is handed to begin, then each stored chunk of its queries, checked, to
+// add, chunk by chunk.
+func eachStored(ctx context.Context, st *store.Store, keep func(runID string) bool, begin func(*Stored), add func(*Stored, []Sample) error) ([]*Stored, error) {
+	var out []*Stored
+	byKey := map[string]*Stored{}
+	err := st.Results(ctx, "", Kind, func(runID string, raw []byte) error {
+		if !keep(runID) {
+			return nil
+		}
+		s := &Stored{Run: runID}
+		if err := json.Unmarshal(raw, &s.Record); err != nil {
+			return err
+		}
+		begin(s)
+		out = append(out, s)
+		byKey[runID+"\x00"+s.Key] = s
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = st.Results(ctx, "", KindSamples, func(runID string, raw []byte) error {
+		if !keep(runID) {
+			return nil
+		}
+		var c chunk
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return err
+		}
+		s := byKey[runID+"\x00"+c.Key]
+		if s == nil {
+			return fmt.Errorf("bench samples %s/%d of run %s belong to no stored benchmark", c.Key, c.Part, runID)
+		}
+		ss, err := c.samples()
+		if err != nil {
+			return fmt.Errorf("bench samples %s/%d of run %s: %w", c.Key, c.Part, runID, err)
+		}
+		return add(s, ss)
+	})
+	return out, err
 }
 
 func us(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
