@@ -53,11 +53,7 @@ func TestServeBinary(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	defer cmd.Process.Kill()
 	// --ready: the listeners and SPKI as JSON, once every listener is bound.
-	var ready server.Ready
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "ready.json"))
-		return err == nil && json.Unmarshal(b, &ready) == nil
-	}, 10*time.Second, 10*time.Millisecond, "serve wrote no ready file") // stderr is read once it has exited
+	ready := waitReady(t, filepath.Join(dir, "ready.json"))
 	require.Equal(t, fmt.Sprintf("127.0.0.1:%d", udp), ready.Listeners["udp"])
 	require.Equal(t, fmt.Sprintf("127.0.0.1:%d", doq), ready.Listeners["doq"])
 	require.NotEmpty(t, ready.SPKI)
@@ -130,11 +126,7 @@ func TestServeOnStandardPorts(t *testing.T) {
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	defer cmd.Process.Kill()
-	var ready server.Ready
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "ready.json"))
-		return err == nil && json.Unmarshal(b, &ready) == nil
-	}, 10*time.Second, 10*time.Millisecond, "serve wrote no ready file")
+	ready := waitReady(t, filepath.Join(dir, "ready.json"))
 	require.Equal(t, map[string]string{"udp": "127.0.0.1:53", "tcp": "127.0.0.1:53", "dot": "127.0.0.1:853", "doq": "127.0.0.1:853", "doh": "127.0.0.1:443", "doh3": "127.0.0.1:443"}, ready.Listeners)
 	for _, url := range []string{"udp://127.0.0.1", "tls://127.0.0.1", "quic://127.0.0.1", "https://127.0.0.1/dns-query", "h3://127.0.0.1/dns-query"} {
 		code, stdout, errOut := run("query", "--ca", certFile, url, "x.example")
@@ -143,4 +135,16 @@ func TestServeOnStandardPorts(t *testing.T) {
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), stderr.String())
+}
+
+// waitReady reads the file serve --ready writes once every listener is
+// bound (stderr is read once serve has exited).
+func waitReady(t *testing.T, path string) server.Ready {
+	t.Helper()
+	var ready server.Ready
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && json.Unmarshal(b, &ready) == nil
+	}, 10*time.Second, 10*time.Millisecond, "serve wrote no ready file")
+	return ready
 }
