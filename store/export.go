@@ -287,11 +287,17 @@ func (s *Store) scanChunks(ctx context.Context, q string, args []any, cols []str
 			}
 		}
 	})
-	for w := range scanWorkers {
+	// Every reader's sink is made before any reader starts: a caller's
+	// newSink need not be safe beside a running sink.
+	sinks := []func(*Row) error{fn}
+	for len(sinks) < scanWorkers {
 		sink := fn
-		if newSink != nil && w > 0 {
+		if newSink != nil {
 			sink = newSink()
 		}
+		sinks = append(sinks, sink)
+	}
+	for _, sink := range sinks {
 		wg.Go(func() {
 			for i := range next {
 				from := lo.Int64 + int64(i)*size
