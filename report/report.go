@@ -190,15 +190,7 @@ func environment(runs []store.Run, links []*experiment.LinkCheck) string {
 	if len(runs) == 0 {
 		return ""
 	}
-	set := func(f func(store.Run) string) string {
-		var out []string
-		for _, r := range runs {
-			if v := f(r); v != "" && !slices.Contains(out, v) {
-				out = append(out, v)
-			}
-		}
-		return strings.Join(out, ", ")
-	}
+	set := func(f func(store.Run) string) string { return strings.Join(distinct(runs, f), ", ") }
 	first, last := runs[0].StartedAt, runs[0].StartedAt
 	for _, r := range runs {
 		if r.StartedAt.Before(first) {
@@ -241,18 +233,14 @@ func Title(runs []store.Run) string {
 	if len(runs) == 0 {
 		return "doxlab report"
 	}
-	var exps, profiles, days []string
-	for _, r := range runs {
-		if name, ok := strings.CutPrefix(r.Kind, "experiment:"); ok && !slices.Contains(exps, name) {
-			exps = append(exps, name)
+	exps := distinct(runs, func(r store.Run) string {
+		if name, ok := strings.CutPrefix(r.Kind, "experiment:"); ok {
+			return name
 		}
-		if r.Profile != "" && r.Profile != "none" && !slices.Contains(profiles, r.Profile) { // none: loopback, not a link
-			profiles = append(profiles, r.Profile)
-		}
-		if d := r.StartedAt.UTC().Format("2006-01-02"); !slices.Contains(days, d) {
-			days = append(days, d)
-		}
-	}
+		return ""
+	})
+	profiles := distinct(runs, emulated)
+	days := distinct(runs, func(r store.Run) string { return r.StartedAt.UTC().Format("2006-01-02") })
 	slices.Sort(days)
 	what := "DNS measurements"
 	switch {
@@ -275,6 +263,26 @@ func Title(runs []store.Run) string {
 	return fmt.Sprintf("doxlab: %s %s, %s", what, where, when)
 }
 
+// distinct are the runs' values of f, each once, in order, none empty.
+func distinct(runs []store.Run, f func(store.Run) string) []string {
+	var out []string
+	for _, r := range runs {
+		if v := f(r); v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// emulated is the access profile a run emulated: none for loopback
+// (profile "none") or a real network.
+func emulated(r store.Run) string {
+	if r.Profile == "none" {
+		return ""
+	}
+	return r.Profile
+}
+
 // lowerFirst lowers a title's first letter unless it starts an acronym
 // ("DNS exchange" stays).
 func lowerFirst(s string) string {
@@ -289,14 +297,8 @@ func lowerFirst(s string) string {
 func summary(in Input, rep *Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "This report covers %d runs: %s.", len(in.Runs), strings.Join(rep.measured, "; "))
-	var profiles []string
-	vantage := false
-	for _, r := range in.Runs {
-		if r.Profile != "" && r.Profile != "none" && !slices.Contains(profiles, r.Profile) { // none: loopback, not a link
-			profiles = append(profiles, r.Profile)
-		}
-		vantage = vantage || r.Kind == "campaign"
-	}
+	profiles := distinct(in.Runs, emulated)
+	vantage := slices.ContainsFunc(in.Runs, func(r store.Run) bool { return r.Kind == "campaign" })
 	if len(profiles) > 0 {
 		fmt.Fprintf(&b, " The testbed emulated the access links %s between network namespaces on one machine;", strings.Join(profiles, ", "))
 		fmt.Fprintf(&b, " %s.", fidelity(in.Runs, in.Links))

@@ -82,11 +82,10 @@ type Filter struct {
 	Vantage   string // only what this vantage point measured; "" for all
 }
 
-// where is the filter as SQL on a table with run_id (and vantage, if
-// vantage is set), with its arguments.
-func (f Filter) where(vantage bool) (string, []any) {
+// where is the filter as SQL on the samples table, with its arguments.
+func (f Filter) where() (string, []any) {
 	q, args := runPrefix, []any{utf8.RuneCountInString(f.RunPrefix), f.RunPrefix}
-	if vantage && f.Vantage != "" {
+	if f.Vantage != "" {
 		q += ` AND vantage = ?`
 		args = append(args, f.Vantage)
 	}
@@ -215,7 +214,7 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 	for _, r := range all {
 		runs[r.ID] = r
 	}
-	where, args := f.where(true)
+	where, args := f.where()
 	exprs := slices.Clone(cols)
 	if s.postgres && slices.Contains(cols, whereCol) { // PostgreSQL's || takes no bigint
 		exprs[slices.Index(cols, whereCol)] = strings.NewReplacer("vantage_asn", "vantage_asn::text", "char(31)", "chr(31)").Replace(whereCol)
