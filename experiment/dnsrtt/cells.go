@@ -101,9 +101,18 @@ type cellKey struct{ profile, vantage, target, transport, condition string }
 
 // cells gathers rows into cells, in the order first seen.
 type cells struct {
-	byKey    map[cellKey]*Group
-	order    []*Group
-	profiles map[string]testbed.Profile
+	byKey map[cellKey]*Group
+	order []*Group
+	links map[string]*testbed.Profile // by run ID, made once: add runs per row
+}
+
+// newCells gathers rows measured on the runs' profiles (by run ID).
+func newCells(profiles map[string]testbed.Profile) *cells {
+	links := map[string]*testbed.Profile{}
+	for id, p := range profiles {
+		links[id] = &p
+	}
+	return &cells{byKey: map[cellKey]*Group{}, links: links}
 }
 
 func (cs *cells) add(r *store.Row) {
@@ -115,17 +124,13 @@ func (cs *cells) add(r *store.Row) {
 		cs.byKey[k] = c
 		cs.order = append(cs.order, c)
 	}
-	var link *testbed.Profile
-	if p, ok := cs.profiles[r.RunID]; ok {
-		link = &p
-	}
-	c.add(r, link)
+	c.add(r, cs.links[r.RunID])
 }
 
 // NewSamples is rows gathered into cells, with the profile of each run
 // that has one (StoredProfiles).
 func NewSamples(rows []store.Row, profiles map[string]testbed.Profile) *Samples {
-	cs := &cells{byKey: map[cellKey]*Group{}, profiles: profiles}
+	cs := newCells(profiles)
 	for i := range rows {
 		cs.add(&rows[i])
 	}
@@ -142,7 +147,7 @@ func LoadSamples(ctx context.Context, st *store.Store, f store.Filter) (*Samples
 	}
 	var parts []*cells // one per reader of the store
 	err = st.EachTiming(ctx, f, func() func(*store.Row) error {
-		cs := &cells{byKey: map[cellKey]*Group{}, profiles: profiles}
+		cs := newCells(profiles)
 		parts = append(parts, cs)
 		return func(r *store.Row) error {
 			cs.add(r)
