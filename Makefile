@@ -25,9 +25,11 @@ RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire
 RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners/doh3|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT
 # DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
 # the same testbed (web): the second waits for the first.
-# make test runs four lanes, each its own target, so a failure names its
-# lane (.ci/run reports each apart): lint, vet, unit, race.
-test: peers lint vet unit race
+# make test runs four lanes, each its own target, through
+# scripts/lanes.sh: every lane runs, each is reported apart, and a failure
+# names its lane.
+test: peers
+	bash scripts/lanes.sh lint vet unit race
 
 vet:
 	CI=true $(GO) vet ./...
