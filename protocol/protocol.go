@@ -36,6 +36,10 @@ type Protocol struct {
 	// Color is its colour in every figure: Okabe-Ito's palette, which
 	// colour-blind readers tell apart, one colour a protocol.
 	Color color.RGBA
+	// Marker is the shape its lines are marked with, so that a series is
+	// told apart without its colour (in greyscale print, say): circle,
+	// ring, square, box, triangle, pyramid, cross or plus.
+	Marker string
 }
 
 // DoH says whether the protocol is DNS over HTTPS.
@@ -44,13 +48,13 @@ func (p Protocol) DoH() bool { return p.HTTP != "" }
 // All is the table, in display order: plain before encrypted, TCP before
 // QUIC.
 var All = []Protocol{
-	{Name: UDP, Scheme: "udp", Port: 53, Datagram: true, Label: "DoUDP", Color: color.RGBA{0x00, 0x00, 0x00, 0xff}},
-	{Name: TCP, Scheme: "tcp", Port: 53, Label: "DoTCP", Color: color.RGBA{0x00, 0x9e, 0x73, 0xff}},
-	{Name: DoT, Scheme: "tls", Port: 853, Label: "DoT", Color: color.RGBA{0x56, 0xb4, 0xe9, 0xff}},
-	{Name: DoH1, Scheme: "https", Port: 443, HTTP: "1.1", Label: "DoH/1.1", Secondary: true, Color: color.RGBA{0xcc, 0x79, 0xa7, 0xff}},
-	{Name: DoH2, Scheme: "https", Port: 443, HTTP: "2", Label: "DoH", Color: color.RGBA{0xd5, 0x5e, 0x00, 0xff}},
-	{Name: DoH3, Scheme: "h3", Port: 443, Datagram: true, HTTP: "3", Label: "DoH3", Color: color.RGBA{0xe6, 0x9f, 0x00, 0xff}},
-	{Name: DoQ, Scheme: "quic", Port: 853, Datagram: true, Label: "DoQ", Color: color.RGBA{0x00, 0x72, 0xb2, 0xff}},
+	{Name: UDP, Scheme: "udp", Port: 53, Datagram: true, Label: "DoUDP", Color: color.RGBA{0x00, 0x00, 0x00, 0xff}, Marker: "circle"},
+	{Name: TCP, Scheme: "tcp", Port: 53, Label: "DoTCP", Color: color.RGBA{0x00, 0x9e, 0x73, 0xff}, Marker: "square"},
+	{Name: DoT, Scheme: "tls", Port: 853, Label: "DoT", Color: color.RGBA{0x56, 0xb4, 0xe9, 0xff}, Marker: "triangle"},
+	{Name: DoH1, Scheme: "https", Port: 443, HTTP: "1.1", Label: "DoH/1.1", Secondary: true, Color: color.RGBA{0xcc, 0x79, 0xa7, 0xff}, Marker: "plus"},
+	{Name: DoH2, Scheme: "https", Port: 443, HTTP: "2", Label: "DoH", Color: color.RGBA{0xd5, 0x5e, 0x00, 0xff}, Marker: "box"},
+	{Name: DoH3, Scheme: "h3", Port: 443, Datagram: true, HTTP: "3", Label: "DoH3", Color: color.RGBA{0xe6, 0x9f, 0x00, 0xff}, Marker: "pyramid"},
+	{Name: DoQ, Scheme: "quic", Port: 853, Datagram: true, Label: "DoQ", Color: color.RGBA{0x00, 0x72, 0xb2, 0xff}, Marker: "ring"},
 }
 
 // Lookup finds a protocol by name.

@@ -23,12 +23,17 @@ func TestTable(t *testing.T) {
 	require.Equal(t, "a, b or c", protocol.OneOf([]string{"a", "b", "c"}))
 }
 
-// TestEveryProtocolHasItsOwnColour: a protocol added to the table
-// without a colour, or with another's, fails here before a figure
-// draws two transports alike.
-func TestEveryProtocolHasItsOwnColour(t *testing.T) {
+// TestEveryProtocolHasItsOwnLook: a protocol added to the table
+// without a colour or a marker, or with another's, fails here before a
+// figure draws two transports alike.
+func TestEveryProtocolHasItsOwnLook(t *testing.T) {
 	seen := map[color.RGBA]string{}
+	marked := map[string]string{}
 	for _, p := range protocol.All {
+		if other, ok := marked[p.Marker]; ok || p.Marker == "" {
+			t.Errorf("%s has no marker of its own (%q, as %s)", p.Name, p.Marker, other)
+		}
+		marked[p.Marker] = p.Name
 		if p.Color.A == 0 {
 			t.Errorf("%s has no colour", p.Name)
 		}
