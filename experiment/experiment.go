@@ -257,7 +257,7 @@ type Section struct {
 	Intro   template.HTML // what the table and figures show
 	Table   template.HTML // the summary, one HTML table
 	Figures []figure.Figure
-	Files   []string // the figures' PNG and SVG files
+	Files   []string // the figures' files: SVG, PDF and PNG at both widths
 }
 
 // NewSection renders table (an html/template with figure.Funcs) with

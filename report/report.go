@@ -1,7 +1,8 @@
 // Package report renders what a store holds as one self-contained HTML
-// page, with every figure also saved as PNG and SVG. It draws nothing of
-// its own: it loads each registered experiment's results from the store
-// and lays out the sections they render (the DNS exchange in RTTs, page
+// page, with every figure also saved as SVG, PDF and PNG at a paper's
+// one- and two-column widths. It draws nothing of its own: it loads each
+// registered experiment's results from the store and lays out the
+// sections they render (the DNS exchange in RTTs, page
 // loads, head-of-line blocking, amplification, octets by layer), then the
 // resolver survey.
 package report
@@ -62,7 +63,7 @@ func (in Input) Counts() string {
 type Report struct {
 	Dir      string
 	HTML     string   // the page
-	Figures  []string // PNG and SVG files
+	Figures  []string // every figure's files: SVG, PDF and PNG at both widths
 	Findings []experiment.Finding
 	Sections []*experiment.Section
 	Survey   string   // the survey's tables, as text
@@ -145,7 +146,7 @@ nav{position:sticky;top:0;background:#fafafa;border-bottom:1px solid #ddd;paddin
 nav a{margin-right:1.2em;color:#0072b2;text-decoration:none}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right;vertical-align:top}
 th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:2em;border-bottom:2px solid #222}h3{margin:1.5em 0 .3em;font-size:1em}
-.fig svg{max-width:100%;height:auto}.fig p{margin:.2em 0;font-size:13px}
+.fig svg{width:100%;height:auto}.fig p{margin:.2em 0;font-size:13px}
 details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 #findings td{text-align:left}.verdict{font-weight:600;white-space:nowrap}
 .holds{color:#009e73}.differs{color:#d55e00}.nodata{color:#777}
@@ -167,7 +168,7 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 {{end}}</table>{{end}}
 {{range .Sections}}<section id="{{.ID}}"><h2>{{.Title}}</h2>
 <p>{{.Intro}}</p>
-{{range .Figures}}<div class="fig" id="{{.Name}}"><h3>{{.Heading}}{{if .Of}} — {{.Of}}{{end}}</h3>{{.SVG}}{{if .CSV}}<p><a href="{{.CSV}}">data (CSV)</a></p>{{end}}</div>
+{{range .Figures}}<div class="fig" id="{{.Name}}"><h3>{{.Heading}}{{if .Of}} — {{.Of}}{{end}}</h3>{{.SVG}}<p>{{if .CSV}}<a href="{{.CSV}}">data (CSV)</a> · {{end}}for print: two columns (7 in) <a href="{{.Name}}.pdf">PDF</a>, <a href="{{.Name}}.png">PNG</a>; one column (3.5 in) <a href="{{.Name}}-1col.pdf">PDF</a>, <a href="{{.Name}}-1col.png">PNG</a></p></div>
 {{end}}<div class="table">
 {{.Table}}
 </div></section>

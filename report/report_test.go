@@ -11,6 +11,7 @@ import (
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/dnsrtt"
+	"github.com/doxlab/doxlab/report/figure"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,7 +57,7 @@ func TestRender(t *testing.T) {
 	in := samples(t)
 	rep, err := report.Render(in, dir, "doxlab report: test")
 	require.NoError(t, err)
-	require.Len(t, rep.Figures, 2*3, "3 metrics, each one grid of (all, fiber, dsl), as PNG and SVG")
+	require.Len(t, rep.Figures, 3*len(figure.Suffixes), "3 metrics, each one grid of (all, fiber, dsl), as SVG, PDF and PNG at two widths")
 	for _, f := range rep.Figures {
 		require.FileExists(t, f)
 		if strings.HasSuffix(f, ".png") {
@@ -151,6 +152,7 @@ func TestReportRendersInChromium(t *testing.T) {
 			require.Greater(t, f.Marks, 50, "%s draws its data", f.ID)
 			require.False(t, f.NoData, "%s has an empty panel", f.ID)
 			require.True(t, f.CSV, "%s links its data", f.ID)
+			require.Empty(t, f.Legible.Problems, "%s reads cleanly at %d px", f.ID, p.Width)
 			require.Greater(t, f.Width, 0.6*float64(min(p.Width, 1180)), "%s fills the column at %d px", f.ID, p.Width)
 		}
 		require.False(t, p.Overflow, "no sideways scrolling at %d px", p.Width)

@@ -166,7 +166,7 @@ func (s *Samples) resolverFigure(set *figure.Set) error {
 			}
 			ss = append(ss, sr)
 		}
-		p, d, err := figure.CDF(ss, tr, "DNS exchange (ms)", false)
+		p, d, err := figure.CDFPanel(ss, tr, "DNS exchange (ms)", false)
 		if err != nil {
 			return err
 		}

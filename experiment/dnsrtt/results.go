@@ -173,7 +173,7 @@ func cdfSeries(cells []*Group, get func(*Group) *stats.Dist) []*figure.Series {
 	var out []*figure.Series
 	for _, k := range keys {
 		if d := get(groups[k]); d.N() > 0 {
-			out = append(out, &figure.Series{Label: k.t + " " + k.c, Color: figure.Colors[k.t], Dashes: conditionDashes[k.c], Dist: d})
+			out = append(out, &figure.Series{Label: k.t + " " + k.c, Color: figure.Colors[k.t], Glyph: figure.Glyphs[k.t], Dashes: conditionDashes[k.c], Dist: d})
 		}
 	}
 	return out
@@ -265,7 +265,7 @@ func smallMultiples(set *figure.Set, cells []*Group, groupName string, groupOf f
 			keep = inAll
 		}
 		pooled := i == 0 || slices.ContainsFunc(cells, func(c *Group) bool { return groupOf(c) == g && inAll(c) })
-		plt, d, err := figure.CDF(cdfSeries(filter(cells, keep), get), g, xlabel, false)
+		plt, d, err := figure.CDFPanel(cdfSeries(filter(cells, keep), get), g, xlabel, false)
 		if err != nil {
 			return err
 		}

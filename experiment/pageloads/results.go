@@ -142,7 +142,7 @@ func (c combo) String() string {
 }
 
 func (c combo) series(values []float64) *figure.Series {
-	s := &figure.Series{Label: c.String(), Color: figure.Colors[c.transport], Values: values}
+	s := &figure.Series{Label: c.String(), Color: figure.Colors[c.transport], Glyph: figure.Glyphs[c.transport], Values: values}
 	switch c.h3 {
 	case "0rtt":
 		s.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
@@ -264,7 +264,7 @@ func figures(cells []web.Cell, set *figure.Set) error {
 							ss = append(ss, cb.series(slices.Clone(values(c))))
 						}
 					}
-					plt, d, err := figure.CDF(ss, g+", "+p, xlabel, signed)
+					plt, d, err := figure.CDFPanel(ss, g+", "+p, xlabel, signed)
 					if err != nil {
 						return err
 					}

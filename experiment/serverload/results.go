@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/doxlab/doxlab/bench"
 	"github.com/doxlab/doxlab/experiment"
@@ -116,6 +117,9 @@ func colour(b *bench.Stored) color.Color {
 	return color.Black
 }
 
+// glyph is a benchmark's marker: its transport's, else none.
+func glyph(b *bench.Stored) draw.GlyphDrawer { return figure.Glyphs[b.Protocol] }
+
 // series groups benchmarks by run and label: one stepped run each, or a
 // single run.
 func series(bs Benches) ([]string, map[string][]*bench.Stored) {
@@ -177,7 +181,9 @@ func manyRuns(bs []*bench.Stored) bool {
 	return slices.ContainsFunc(bs, func(b *bench.Stored) bool { return b.Run != bs[0].Run })
 }
 
-func addLine(p *plot.Plot, pts plotter.XYs, c color.Color, dashes []vg.Length, label string) error {
+// addLine draws pts in c with dashes, marked with g (nil: no marks),
+// and names it in the legend unless label is "".
+func addLine(p *plot.Plot, pts plotter.XYs, c color.Color, g draw.GlyphDrawer, dashes []vg.Length, label string) error {
 	if len(pts) == 0 {
 		return nil
 	}
@@ -187,8 +193,13 @@ func addLine(p *plot.Plot, pts plotter.XYs, c color.Color, dashes []vg.Length, l
 	}
 	l.Color, l.Width, l.Dashes = c, vg.Points(1.5), dashes
 	p.Add(l)
+	thumbs := []plot.Thumbnailer{l}
+	if m := figure.Marks(pts, c, g, len(pts)); m != nil {
+		p.Add(m)
+		thumbs = append(thumbs, m)
+	}
 	if label != "" {
-		p.Legend.Add(label, l)
+		p.Legend.Add(label, thumbs...)
 	}
 	return nil
 }
@@ -223,15 +234,15 @@ func rateFigure(set *figure.Set, bs Benches) error {
 		if runs {
 			label = shortRun(s[0].Run) + " " + label
 		}
-		if err := addLine(answered, a, colour(s[0]), nil, label); err != nil {
+		if err := addLine(answered, a, colour(s[0]), glyph(s[0]), nil, label); err != nil {
 			return err
 		}
-		if err := addLine(p99, l, colour(s[0]), nil, ""); err != nil {
+		if err := addLine(p99, l, colour(s[0]), glyph(s[0]), nil, ""); err != nil {
 			return err
 		}
 		if s[0].Bound != nil {
 			bound := float64(s[0].Bound.P99) / float64(time.Millisecond)
-			if err := addLine(p99, plotter.XYs{{X: s[0].IntendedQPS, Y: bound}, {X: s[len(s)-1].IntendedQPS, Y: bound}}, color.Gray{0x99}, []vg.Length{vg.Points(3), vg.Points(3)}, ""); err != nil {
+			if err := addLine(p99, plotter.XYs{{X: s[0].IntendedQPS, Y: bound}, {X: s[len(s)-1].IntendedQPS, Y: bound}}, color.Gray{0x99}, nil, []vg.Length{vg.Points(3), vg.Points(3)}, ""); err != nil {
 				return err
 			}
 		}
@@ -240,7 +251,7 @@ func rateFigure(set *figure.Set, bs Benches) error {
 		return nil
 	}
 	// The rate a server keeps up with lies on the diagonal.
-	if err := addLine(answered, plotter.XYs{{X: 0, Y: 0}, {X: top, Y: top}}, color.Gray{0x99}, []vg.Length{vg.Points(3), vg.Points(3)}, "intended"); err != nil {
+	if err := addLine(answered, plotter.XYs{{X: 0, Y: 0}, {X: top, Y: top}}, color.Gray{0x99}, nil, []vg.Length{vg.Points(3), vg.Points(3)}, "intended"); err != nil {
 		return err
 	}
 	answered.Legend.Top, answered.Legend.Left = true, true
@@ -306,7 +317,7 @@ func timeFigures(set *figure.Set, picked []*bench.Stored) error {
 			label  string
 			dashes []vg.Length
 		}{{p50, "p50", nil}, {p90, "p90", []vg.Length{vg.Points(4), vg.Points(2)}}, {pmax, "max", []vg.Length{vg.Points(1), vg.Points(2)}}} {
-			if err := addLine(lp, l.pts, c, l.dashes, l.label); err != nil {
+			if err := addLine(lp, l.pts, c, glyph(b), l.dashes, l.label); err != nil {
 				return err
 			}
 		}
@@ -322,11 +333,11 @@ func timeFigures(set *figure.Set, picked []*bench.Stored) error {
 		tp.X.Label.Text, tp.Y.Label.Text = "intended send time (s)", "answered (queries/s)"
 		tp.Add(plotter.NewGrid())
 		tp.Y.Min = 0
-		if err := addLine(tp, rate, c, nil, "answered"); err != nil {
+		if err := addLine(tp, rate, c, glyph(b), nil, "answered"); err != nil {
 			return err
 		}
 		if b.Mode == "open-loop" && len(rate) > 0 {
-			if err := addLine(tp, plotter.XYs{{X: 0, Y: b.IntendedQPS}, {X: rate[len(rate)-1].X, Y: b.IntendedQPS}}, color.Gray{0x99}, []vg.Length{vg.Points(3), vg.Points(3)}, "intended"); err != nil {
+			if err := addLine(tp, plotter.XYs{{X: 0, Y: b.IntendedQPS}, {X: rate[len(rate)-1].X, Y: b.IntendedQPS}}, color.Gray{0x99}, nil, []vg.Length{vg.Points(3), vg.Points(3)}, "intended"); err != nil {
 				return err
 			}
 		}
@@ -383,7 +394,7 @@ func spectrumFigure(set *figure.Set, picked []*bench.Stored) error {
 		xMax = max(xMax, last)
 		dashes := patterns[seen[b.Protocol]%len(patterns)]
 		seen[b.Protocol]++
-		if err := addLine(p, pts, colour(b), dashes, title(b, runs)); err != nil {
+		if err := addLine(p, pts, colour(b), glyph(b), dashes, title(b, runs)); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/doxlab/doxlab/report"
+	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -59,6 +60,6 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	fmt.Fprintf(stdout, "%s: %s, %d figures (PNG and SVG)\n", rep.HTML, in.Counts(), len(rep.Figures)/2)
+	fmt.Fprintf(stdout, "%s: %s, %d figures (SVG, PDF and 300-dpi PNG, one and two columns wide)\n", rep.HTML, in.Counts(), len(rep.Figures)/len(figure.Suffixes))
 	return exitOK
 }

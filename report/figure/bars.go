@@ -15,11 +15,13 @@ type Bar struct {
 	Label string
 	Value float64 // NaN: no data, drawn as an empty row
 	Color color.Color
+	Text  string // written beside the bar; "" for the value as a relative change, "+12.3%"
 }
 
 // Bars draws a horizontal bar per value, each labelled with it, on a
 // shared zero: what a heat map of a single cell per panel becomes (one
-// profile and one page), a relative change in percent per combination.
+// profile and one page), a relative change in percent per combination,
+// or any quantity per category whose names would not fit side by side.
 // It returns the size to save it in.
 func Bars(bars []Bar, title, xlabel string) (*plot.Plot, vg.Length, vg.Length, Data, error) {
 	data := Data{Header: []string{"series", "value"}}
@@ -48,7 +50,11 @@ func Bars(bars []Bar, title, xlabel string) (*plot.Plot, vg.Length, vg.Length, D
 		}
 		p.Add(c)
 		labels.XYs = append(labels.XYs, plotter.XY{X: b.Value, Y: float64(i)})
-		labels.Labels = append(labels.Labels, fmt.Sprintf(" %+.1f%% ", b.Value))
+		text := b.Text
+		if text == "" {
+			text = fmt.Sprintf("%+.1f%%", b.Value)
+		}
+		labels.Labels = append(labels.Labels, " "+text+" ")
 	}
 	if len(labels.XYs) > 0 {
 		l, err := plotter.NewLabels(labels)
@@ -60,13 +66,16 @@ func Bars(bars []Bar, title, xlabel string) (*plot.Plot, vg.Length, vg.Length, D
 			if labels.XYs[i].X < 0 {
 				l.TextStyle[i].XAlign = -1 // beside the bar's end, outside it
 			}
-			l.TextStyle[i].Font.Size = vg.Points(9)
+			l.TextStyle[i].Font.Size = valueSize
 		}
 		p.Add(l)
 	}
 	p.NominalY(names...)
 	span := max(hi-lo, 1)
 	p.X.Min, p.X.Max = lo-0.25*span, hi+0.25*span // room for the values' labels
+	if lo == 0 {
+		p.X.Min = 0 // nothing below zero to label
+	}
 	h := vg.Length(0.9+0.28*float64(len(bars))) * vg.Inch
 	return p, 7 * vg.Inch, h, data, nil
 }

@@ -1,11 +1,13 @@
 // Package figure draws the report's figures with gonum/plot, each saved
-// as PNG and SVG and inlined in the HTML page, and holds what every
+// as SVG, PDF and 300-dpi PNG at a paper's one- and two-column widths and
+// inlined in the HTML page, and holds what every
 // experiment's section of the report shares: the transports' colours,
 // CDFs, heat maps and the formats of table cells.
 package figure
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"html/template"
@@ -27,7 +29,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Figure is one figure: Dir/Name.png and Dir/Name.svg, and the SVG to
@@ -67,8 +68,10 @@ func (d *Data) Add(values ...any) {
 	d.Rows = append(d.Rows, row)
 }
 
-// Add saves p as name.png and name.svg in the set's directory, w × h, and
-// its data as name.csv.
+// Add saves p in the set's directory as name.svg, name.pdf and name.png
+// two columns wide and as name-1col.* one column wide, and its data as
+// name.csv. w × h is the shape it was designed in: it is drawn at print
+// width, never taller than that shape at that width.
 func (s *Set) Add(p *plot.Plot, name, heading, of string, w, h vg.Length, data Data) error {
 	return s.AddGrid([][]*plot.Plot{{p}}, name, heading, of, w, h, data)
 }
@@ -84,48 +87,18 @@ func (s *Set) AddGrid(panels [][]*plot.Plot, name, heading, of string, w, h vg.L
 	for _, row := range panels {
 		for _, p := range row {
 			if p != nil {
-				logHeadroom(p)
+				style(p)
 			}
 		}
 	}
-	var svg []byte
-	for _, format := range []string{"png", "svg"} {
-		var c vg.CanvasWriterTo
-		if format == "svg" {
-			// The fonts go inside the file: a reader's machine may lack
-			// Liberation Serif, and a wider stand-in cuts labels off.
-			c = vgsvg.NewWith(vgsvg.UseWH(w, h), vgsvg.EmbedFonts(true))
-		} else {
-			var err error
-			if c, err = draw.NewFormattedCanvas(w, h, format); err != nil {
-				return err
-			}
+	svg, err := save(panels, base, w, h)
+	for _, row := range panels {
+		for _, p := range row {
+			legendPanels.Delete(p)
 		}
-		dc := draw.New(c)
-		if len(panels) == 1 && len(panels[0]) == 1 {
-			panels[0][0].Draw(dc)
-		} else {
-			tiles := draw.Tiles{Rows: len(panels), Cols: len(panels[0]), PadX: vg.Millimeter * 3, PadY: vg.Millimeter * 3,
-				PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-			canvases := plot.Align(panels, tiles, dc)
-			for j, row := range panels {
-				for i, p := range row {
-					if p != nil {
-						p.Draw(canvases[j][i])
-					}
-				}
-			}
-		}
-		var b bytes.Buffer
-		if _, err := c.WriteTo(&b); err != nil {
-			return fmt.Errorf("drawing %s.%s: %w", base, format, err)
-		}
-		if err := os.WriteFile(base+"."+format, b.Bytes(), 0o644); err != nil {
-			return err
-		}
-		if format == "svg" {
-			svg = b.Bytes()
-		}
+	}
+	if err != nil {
+		return err
 	}
 	// Inline SVG: drop the XML prolog, and the fonts, which the page
 	// declares once (FontCSS) for all its figures.
@@ -169,17 +142,23 @@ func FontCSS() template.CSS {
 }
 
 // LegendPanel moves p's legend into a panel of its own, for small
-// multiples whose panels are too full to hold it.
+// multiples whose panels are too full to hold it. Two columns wide it
+// takes a panel's place; one column wide, where half the width cannot
+// hold its labels, it is drawn below the panels across the whole width.
 func LegendPanel(p *plot.Plot) *plot.Plot {
 	lp := plot.New()
 	lp.HideAxes()
 	lp.Legend = p.Legend
 	lp.Legend.Top, lp.Legend.Left = true, true
 	lp.Legend.XOffs, lp.Legend.YOffs = 0, 0
-	lp.Legend.TextStyle.Font.Size = vg.Points(10)
 	p.Legend = plot.NewLegend()
+	legendPanels.Store(lp, true)
 	return lp
 }
+
+// legendPanels are the panels LegendPanel made, until their figure is
+// saved.
+var legendPanels sync.Map
 
 // Rows lays panels out in rows of cols, the last row padded with nil.
 func Rows(panels []*plot.Plot, cols int) [][]*plot.Plot {
@@ -193,11 +172,14 @@ func Rows(panels []*plot.Plot, cols int) [][]*plot.Plot {
 	return out
 }
 
-// Files lists the PNG and SVG files of the set's figures.
+// Files lists the files of the set's figures: SVG, PDF and PNG at each
+// size (Suffixes).
 func (s *Set) Files() []string {
 	var out []string
 	for _, f := range s.Figures {
-		out = append(out, filepath.Join(s.Dir, f.Name+".png"), filepath.Join(s.Dir, f.Name+".svg"))
+		for _, suffix := range Suffixes {
+			out = append(out, filepath.Join(s.Dir, f.Name+suffix))
+		}
 	}
 	return out
 }
@@ -233,6 +215,38 @@ var Colors = func() map[string]color.Color {
 	return m
 }()
 
+// Glyphs are the transports' markers, from the protocol table, so that
+// a line is told apart without its colour; the coalescing experiment's
+// DNS modes have theirs.
+var Glyphs = func() map[string]draw.GlyphDrawer {
+	m := map[string]draw.GlyphDrawer{"doq-emulated": draw.RingGlyph{}, "doh3-coalesced": draw.PyramidGlyph{}, "dnsstream": draw.SquareGlyph{}}
+	for _, p := range protocol.All {
+		m[p.Name] = Shapes[p.Marker]
+	}
+	return m
+}()
+
+// Shapes are the markers the protocol table names.
+var Shapes = map[string]draw.GlyphDrawer{
+	"circle": draw.CircleGlyph{}, "ring": draw.RingGlyph{}, "square": draw.SquareGlyph{}, "box": draw.BoxGlyph{},
+	"triangle": draw.TriangleGlyph{}, "pyramid": draw.PyramidGlyph{}, "cross": draw.CrossGlyph{}, "plus": draw.PlusGlyph{},
+}
+
+// Marks are glyphs on a line at a few of its points, evenly spaced, the
+// i-th line's shifted so that lines that run together keep their marks
+// apart; nil when g is nil or there are no points.
+func Marks(pts plotter.XYs, c color.Color, g draw.GlyphDrawer, i int) *plotter.Scatter {
+	if g == nil || len(pts) == 0 {
+		return nil
+	}
+	var at plotter.XYs
+	for _, f := range []float64{0.2, 0.5, 0.8} {
+		f += 0.035 * float64(i%5)
+		at = append(at, pts[min(len(pts)-1, int(f*float64(len(pts))))])
+	}
+	return marks(at, c, g)
+}
+
 // Labels name the series that are not a transport of package protocol.
 var Labels = map[string]string{"doq-emulated": "DoQ emulated", "doh3-coalesced": "DoH/3 coalesced", "dnsstream": "DNS stream"}
 
@@ -254,9 +268,10 @@ var (
 // Series is one line of a CDF.
 type Series struct {
 	Label  string
-	Color  color.Color // nil: black
-	Dashes []vg.Length // nil: solid
-	Values []float64   // sorted in place when drawn
+	Color  color.Color      // nil: black
+	Dashes []vg.Length      // nil: solid
+	Glyph  draw.GlyphDrawer // marks on the line (Glyphs); nil for none
+	Values []float64        // sorted in place when drawn
 	// Dist, if set, is drawn instead of Values: from at most MaxCDFPoints
 	// of its order statistics, so a line of 10 million samples is as
 	// small and fast as one of a thousand.
@@ -301,9 +316,19 @@ func dkwBand(pts []stats.Point, n int) plotter.XYs {
 // CDFWidth and CDFHeight are the size CDFs are saved in.
 const CDFWidth, CDFHeight = 7 * vg.Inch, 4.5 * vg.Inch
 
-// CDF plots the empirical CDF of each series. signed lets the x axis go
-// below zero (relative changes).
+// CDF plots the empirical CDF of each series, with room on the right for
+// its legend. signed lets the x axis go below zero (relative changes).
 func CDF(ss []*Series, title, xlabel string, signed bool) (*plot.Plot, Data, error) {
+	return cdf(ss, title, xlabel, signed, true)
+}
+
+// CDFPanel is CDF for a panel of small multiples whose legend goes to a
+// LegendPanel: no room is kept for it.
+func CDFPanel(ss []*Series, title, xlabel string, signed bool) (*plot.Plot, Data, error) {
+	return cdf(ss, title, xlabel, signed, false)
+}
+
+func cdf(ss []*Series, title, xlabel string, signed, legendRoom bool) (*plot.Plot, Data, error) {
 	data := Data{Header: []string{"series", "value", "cdf"}}
 	p := plot.New()
 	p.Title.Text = title
@@ -350,20 +375,53 @@ func CDF(ss []*Series, title, xlabel string, signed bool) (*plot.Plot, Data, err
 		l.Width = vg.Points(1.5)
 		l.Dashes = s.Dashes
 		p.Add(l)
-		p.Legend.Add(s.Label, l)
+		if m := cdfMarks(cdf, l.Color, s.Glyph, n-1); m != nil {
+			p.Add(m)
+			p.Legend.Add(s.Label, l, m)
+		} else {
+			p.Legend.Add(s.Label, l)
+		}
 	}
 	if n == 0 {
 		p.Title.Text += " (no data)"
 	} else {
 		// Room on the right for the legend, so it never covers a line.
 		span := max(hi-lo, 0.5)
-		p.X.Min, p.X.Max = lo-0.05*span, hi+0.45*span
+		p.X.Min, p.X.Max = lo-0.05*span, hi+0.05*span
+		if legendRoom {
+			p.X.Max = hi + 0.45*span
+		}
 		if !signed {
 			p.X.Min = max(0, p.X.Min)
 		}
 	}
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	return p, data, nil
+}
+
+// cdfMarks marks a CDF where it crosses 0.2, 0.5 and 0.8 (shifted up for
+// the i-th line), so marks sit on the rising part, not on the flat tail.
+func cdfMarks(cdf []stats.Point, c color.Color, g draw.GlyphDrawer, i int) *plotter.Scatter {
+	if g == nil || len(cdf) == 0 {
+		return nil
+	}
+	var at plotter.XYs
+	for _, f := range []float64{0.2, 0.5, 0.8} {
+		f += 0.035 * float64(i%5)
+		j, _ := slices.BinarySearchFunc(cdf, f, func(p stats.Point, f float64) int { return cmp.Compare(p.P, f) })
+		j = min(j, len(cdf)-1)
+		at = append(at, plotter.XY{X: cdf[j].X, Y: f})
+	}
+	return marks(at, c, g)
+}
+
+func marks(at plotter.XYs, c color.Color, g draw.GlyphDrawer) *plotter.Scatter {
+	s, err := plotter.NewScatter(at)
+	if err != nil {
+		return nil
+	}
+	s.GlyphStyle.Color, s.GlyphStyle.Shape, s.GlyphStyle.Radius = c, g, vg.Points(2.5)
+	return s
 }
 
 // grid is a heat map's values.
@@ -439,7 +497,7 @@ func HeatMap(cols, rows []string, z func(col, row string) float64, scale float64
 	}
 	for i := range l.TextStyle {
 		l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = -0.5, -0.5
-		l.TextStyle[i].Font.Size = vg.Points(10)
+		l.TextStyle[i].Font.Size = valueSize
 		if v := z(cols[int(labels.XYs[i].X)], rows[int(labels.XYs[i].Y)]); math.Abs(v) > 0.6*m {
 			l.TextStyle[i].Color = color.White // legible on a dark cell
 		}

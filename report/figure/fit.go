@@ -1,0 +1,136 @@
+package figure
+
+import (
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// margin is left blank around a whole figure: a browser's text box
+// reaches past the ink gonum measures, and a label drawn on the edge
+// would be cut.
+const margin = 4 * vg.Millimeter / 2
+
+// yAxisRoom is what a panel's y axis (its label and tick labels) takes
+// of its width, and the x axis of its height, roughly: the rest is
+// where the other axis's label must fit.
+const yAxisRoom = 0.45 * vg.Inch
+
+// fitting is a panel's words being fit to the room it has at one size:
+// the title and the axis labels wrapped at spaces onto lines that fit,
+// and tick labels thinned so that neighbours never touch. undo restores
+// them for the next size.
+type fitting struct {
+	p                *plot.Plot
+	title, xl, yl    string
+	xmarker, ymarker plot.Ticker
+}
+
+// wrapWords wraps p's title and axis labels to c, the panel's canvas.
+func wrapWords(p *plot.Plot, c draw.Canvas) *fitting {
+	f := &fitting{p: p, title: p.Title.Text, xl: p.X.Label.Text, yl: p.Y.Label.Text, xmarker: p.X.Tick.Marker, ymarker: p.Y.Tick.Marker}
+	w, h := c.Max.X-c.Min.X, c.Max.Y-c.Min.Y
+	p.Title.Text = wrap(f.title, p.Title.TextStyle, w)
+	p.X.Label.Text = wrap(f.xl, p.X.Label.TextStyle, w-yAxisRoom)
+	p.Y.Label.Text = wrap(f.yl, p.Y.Label.TextStyle, h-yAxisRoom)
+	return f
+}
+
+// thin thins p's tick labels to the data area it has on c. Named ticks
+// (categories) are never thinned: a category must keep its name.
+func (f *fitting) thin(c draw.Canvas) {
+	p := f.p
+	da := p.DataCanvas(c)
+	if _, named := f.xmarker.(plot.ConstantTicks); !named && f.xmarker != nil {
+		p.X.Tick.Marker = thinTicks{inner: f.xmarker, scale: p.X.Scale, style: p.X.Tick.Label, room: da.Max.X - da.Min.X}
+	}
+	if _, named := f.ymarker.(plot.ConstantTicks); !named && f.ymarker != nil {
+		p.Y.Tick.Marker = thinTicks{inner: f.ymarker, scale: p.Y.Scale, style: p.Y.Tick.Label, room: da.Max.Y - da.Min.Y, upright: true}
+	}
+}
+
+func (f *fitting) undo() {
+	f.p.Title.Text, f.p.X.Label.Text, f.p.Y.Label.Text = f.title, f.xl, f.yl
+	f.p.X.Tick.Marker, f.p.Y.Tick.Marker = f.xmarker, f.ymarker
+}
+
+// wrap breaks s at spaces into lines no wider than width, as drawn in
+// style; a word wider than width stays whole on its line.
+func wrap(s string, style text.Style, width vg.Length) string {
+	if s == "" || style.Width(s) <= width {
+		return s
+	}
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && style.Width(line+" "+word) > width {
+			lines = append(lines, line)
+			line = word
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return strings.Join(append(lines, line), "\n")
+}
+
+// thinTicks are inner's ticks with labels removed where one would come
+// within 4 pt of another: gonum chooses ticks without knowing the axis's
+// length, and in a narrow panel "1.25" lands on "1.50". Powers of ten are
+// placed first, so a log axis keeps every decade it can; then the rest,
+// in order. A tick whose label goes stays, unlabelled.
+type thinTicks struct {
+	inner   plot.Ticker
+	scale   plot.Normalizer
+	style   text.Style
+	room    vg.Length
+	upright bool // a y axis: labels stack, their height is what counts
+}
+
+// Ticks implements plot.Ticker.
+func (t thinTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := t.inner.Ticks(lo, hi)
+	if hi <= lo {
+		return ts
+	}
+	type span struct{ from, to vg.Length }
+	var taken []span
+	place := func(i int) {
+		at := vg.Length(t.scale.Normalize(lo, hi, ts[i].Value)) * t.room
+		half := t.style.Width(ts[i].Label) / 2
+		if t.upright {
+			half = t.style.Height(ts[i].Label) / 2
+		}
+		s := span{at - half - vg.Points(2), at + half + vg.Points(2)}
+		for _, o := range taken {
+			if s.from < o.to && o.from < s.to {
+				ts[i].Label = ""
+				return
+			}
+		}
+		taken = append(taken, s)
+	}
+	for _, decades := range []bool{true, false} {
+		for i, tk := range ts {
+			if tk.Label != "" && decade(tk.Value) == decades {
+				place(i)
+			}
+		}
+	}
+	return ts
+}
+
+// decade says whether v is a power of ten.
+func decade(v float64) bool {
+	if v <= 0 {
+		return false
+	}
+	l := math.Log10(v)
+	return math.Abs(l-math.Round(l)) < 1e-9
+}
