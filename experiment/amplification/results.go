@@ -8,10 +8,6 @@ import (
 
 	"github.com/doxlab/doxlab/internal/stats"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
@@ -50,31 +46,22 @@ var table = experiment.Table("amplification", `<table id="amp"><tr><th class="l"
 // RTTs per certificate × key share × validation, stalled cells in red.
 func (ss Samples) Section(dir string) (*experiment.Section, error) {
 	cells := Summarize(ss)
-	p := plot.New()
-	p.Title.Text = "DoQ handshake per certificate, key share and address validation"
-	p.Y.Label.Text = "median handshake (multiples of the RTT)"
-	p.Add(plotter.NewGrid())
-	var names []string
+	var bars []figure.Bar
 	data := figure.Data{Header: []string{"cert", "key share", "validation", "median handshake (RTTs)", "stalled share"}}
-	for i, c := range cells {
+	for _, c := range cells {
 		data.Add(c.Cert, c.KeyShare, c.Validation, c.HandshakeRTTs, c.Stalled)
-		bar, err := plotter.NewBarChart(plotter.Values{c.HandshakeRTTs}, vg.Points(18))
-		if err != nil {
-			return nil, err
-		}
-		bar.XMin = float64(i)
-		bar.Color = figure.Blue
+		b := figure.Bar{Label: fmt.Sprintf("%s, %s, %s", c.Cert, c.KeyShare, c.Validation), Value: c.HandshakeRTTs, Color: figure.Blue, Text: stats.F(c.HandshakeRTTs, 2)}
 		if c.Stalled > 0.5 {
-			bar.Color = figure.Red
+			b.Color = figure.Red
 		}
-		bar.LineStyle.Width = 0
-		p.Add(bar)
-		names = append(names, fmt.Sprintf("%s\n%s\n%s", c.Cert, c.KeyShare, c.Validation))
+		bars = append(bars, b)
 	}
-	p.NominalX(names...)
-	p.Y.Min = 0
+	p, w, h, _, err := figure.Bars(bars, "DoQ handshake per certificate, key share and address validation", "median handshake (multiples of the RTT)")
+	if err != nil {
+		return nil, err
+	}
 	set := &figure.Set{Dir: dir}
-	if err := set.Add(p, "amp-handshake", "amplification limit: handshake in RTTs (red: the server stalled for an ACK)", "", vg.Length(0.6*float64(len(cells))+1.5)*vg.Inch, 4*vg.Inch, data); err != nil {
+	if err := set.Add(p, "amp-handshake", "amplification limit: handshake in RTTs (red: the server stalled for an ACK)", "", w, h, data); err != nil {
 		return nil, err
 	}
 	return experiment.NewSection("amplification", "QUIC's amplification limit",

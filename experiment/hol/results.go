@@ -105,12 +105,12 @@ func (qs Queries) Section(dir string) (*experiment.Section, error) {
 					p.Legend.Add(s.label, sc)
 				}
 			}
-			p.Legend.Top = true
 			panels = append(panels, p)
 		}
 		for _, p := range panels {
 			p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, xMax*1.02, 0, yMax*1.05
 		}
+		panels = append(panels, figure.LegendPanel(panels[0]))
 		grid := figure.Rows(panels, 3)
 		if err := set.AddGrid(grid, "hol-"+prof, "Fig. 2: head-of-line blocking, each query's resolution time in the run with delayed answers", "profile "+prof,
 			10*vg.Inch, vg.Length(2.6*float64(len(grid)))*vg.Inch, data); err != nil {

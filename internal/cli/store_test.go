@@ -305,7 +305,8 @@ func TestExperimentOverheadQuick(t *testing.T) {
 
 // checkReport opens a report in headless Chromium at a desktop and a
 // laptop width: it has exactly these sections, a verdict for each finding,
-// and every figure draws data and links it.
+// and every figure draws data, links it and reads cleanly (no text cut
+// off or on other text, no two series alike), one column wide too.
 func checkReport(t *testing.T, html string, sections ...string) {
 	t.Helper()
 	peertest.Need(t, "chromium", "apt-get install chromium")
@@ -322,8 +323,18 @@ func checkReport(t *testing.T, html string, sections ...string) {
 			require.Greater(t, f.Marks, 10, "%s draws its data", f.ID)
 			require.False(t, f.NoData, "%s has an empty panel", f.ID)
 			require.True(t, f.CSV, "%s links its data", f.ID)
+			require.Empty(t, f.Legible.Problems, "%s at %d px", f.ID, p.Width)
 		}
 		require.False(t, p.Overflow, "no sideways scrolling at %d px", p.Width)
+	}
+	var cols []string
+	for _, f := range pages[0].Figures {
+		cols = append(cols, filepath.Join(filepath.Dir(html), f.ID+"-1col.svg"))
+	}
+	got, err := reportcheck.Files(context.Background(), cols...)
+	require.NoError(t, err)
+	for _, f := range cols {
+		require.Empty(t, got[f].Problems, f)
 	}
 }
 

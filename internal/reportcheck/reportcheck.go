@@ -1,6 +1,8 @@
 // Package reportcheck opens a rendered report in headless Chromium, as a
 // reader would, and says what the page holds: the findings and their
-// verdicts, the sections, and for every figure how much it draws. Tests
+// verdicts, the sections, and for every figure how much it draws and
+// whether it can be read: no text cut off or on other text, no two series
+// alike. Tests
 // use it to check the report's structure at desktop and laptop widths,
 // and keep full-page screenshots for a person to look at.
 package reportcheck
@@ -35,9 +37,12 @@ type Figure struct {
 	Height float64 `json:"height"`
 	NoData bool    `json:"noData"` // a panel says "(no data)"
 	CSV    bool    `json:"csv"`    // links its data
+	// Legible is what makes it hard to read, as laid out: text leaving
+	// the figure or overlapping other text, series that look alike.
+	Legible Legibility `json:"legible"`
 }
 
-const inspect = `(() => ({
+const inspect = `(() => { const legible = ` + legible + `; return {
   findings: [...document.querySelectorAll('#findings tr.finding td.verdict')].map(e => e.textContent.trim()),
   sections: [...document.querySelectorAll('main section')].map(e => e.id),
   figures: [...document.querySelectorAll('.fig')].map(f => {
@@ -45,10 +50,10 @@ const inspect = `(() => ({
     const r = s ? s.getBoundingClientRect() : {width: 0, height: 0};
     return {id: f.id, marks: s ? s.querySelectorAll('path,rect,circle,polygon,polyline,line').length : 0,
       width: r.width, height: r.height, noData: f.textContent.includes('(no data)'),
-      csv: !!f.querySelector('a[href$=".csv"]')};
+      csv: !!f.querySelector('a[href$=".csv"]'), legible: s ? legible(s) : {problems: ['no figure']}};
   }),
   overflow: document.documentElement.scrollWidth > window.innerWidth + 1,
-}))()`
+}})()`
 
 // Open loads html (a report.html) in headless Chromium at each width and
 // saves a full-page PNG screenshot of each into dir.
