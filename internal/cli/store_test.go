@@ -281,15 +281,21 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 }
 
 // TestExperimentOverheadQuick resolves names over every transport in the
-// testbed, attributes the capture to layers, and renders the report.
+// testbed, attributes the capture to layers, and renders the report. It
+// runs on a terminal (a pseudo-terminal made by util-linux's script), as
+// a user would, and an experiment's progress bar is drawn there.
 func TestExperimentOverheadQuick(t *testing.T) {
 	if os.Geteuid() != 0 {
 		peertest.Missing(t, "the testbed needs root")
 	}
+	script := peertest.Need(t, "script", "apt-get install bsdutils")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "o.db")
-	out, err := exec.Command(doxlabBinary(t), "experiment", "overhead", "--quick", "--key-share", "classic", "--keep", filepath.Join(dir, "cap"), "--store", db).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	cmdline := strings.Join([]string{doxlabBinary(t), "experiment", "overhead", "--quick", "--key-share", "classic", "--keep", filepath.Join(dir, "cap"), "--store", db}, " ")
+	raw, err := exec.Command(script, "-qefc", cmdline, "/dev/null").CombinedOutput()
+	require.NoError(t, err, "%s", raw)
+	require.Regexp(t, `\r\x1b\[K\[=* *\] \d+/\d+ \w+, [0-9.]+/(s|min), ETA `, string(raw), "a bar with the count, the rate and an ETA")
+	out := strings.ReplaceAll(string(raw), "\r\n", "\n")
 	// 10 names; new connections: one per name; persistent: 10 on one.
 	for _, line := range []string{`small  new        udp      10 `, `small  persistent doq      10 `, `small  new        doh2     10 `} {
 		require.Contains(t, string(out), line)
