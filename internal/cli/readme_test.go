@@ -15,20 +15,26 @@ import (
 // TestReadmeExamples runs the README's first steps as written, as
 // CoreDNS's test/readme_test.go does for its plugins: every "$ doxlab"
 // line between the examples markers, servers in the background, the
-// rest in a temporary directory, each ending with exit 0.
+// rest in a temporary directory, each ending with exit 0. "$ sudo doxlab"
+// lines need root (an emulated network of their own): they run as root
+// and are skipped, said so, otherwise.
 func TestReadmeExamples(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
 	text := string(b)
 	start, end := strings.Index(text, "<!-- examples"), strings.Index(text, "<!-- /examples -->")
 	require.True(t, start > 0 && end > start, "the README marks its examples")
-	var cmds []string
+	var cmds, rooted []string
 	for _, line := range strings.Split(text[start:end], "\n") {
 		if c, ok := strings.CutPrefix(line, "$ doxlab "); ok {
 			cmds = append(cmds, c)
 		}
+		if c, ok := strings.CutPrefix(line, "$ sudo doxlab "); ok {
+			rooted = append(rooted, c)
+		}
 	}
 	require.GreaterOrEqual(t, len(cmds), 6)
+	require.NotEmpty(t, rooted)
 	bin := doxlabBinary(t) // built before leaving the package's directory
 	t.Chdir(t.TempDir())
 	outputs := map[string]string{}
@@ -62,4 +68,14 @@ func TestReadmeExamples(t *testing.T) {
 	require.Contains(t, outputs["measure"], "answered 24/24")
 	require.Contains(t, outputs["export"], "24 samples to first.parquet")
 	require.Contains(t, outputs["bench"], "4000 answered")
+	for _, c := range rooted {
+		if os.Geteuid() != 0 {
+			peertest.Missing(t, "doxlab "+c+" needs root")
+			continue
+		}
+		out, err := exec.Command(bin, strings.Fields(c)...).CombinedOutput()
+		require.NoError(t, err, "doxlab %s: %s", c, out)
+		require.Contains(t, string(out), "stored in web.db: 12 page loads")
+		require.Regexp(t, `chromium stub +fiber +wiki +doq +cold +1rtt +6/6 `, string(out))
+	}
 }
