@@ -61,6 +61,31 @@ type Plan struct {
 	TLS         TLS                   `json:"tls"`
 	Vantages    []VantagePlan         `json:"vantages"`
 	Campaign    *measure.Campaign     `json:"campaign"` // the spec as given
+	// Rounds, if any, repeat every task, round k due Every × (k-1)
+	// after the run was planned.
+	Every  time.Duration `json:"every,omitempty"`
+	Rounds int           `json:"rounds,omitempty"`
+}
+
+// inRounds is tasks once per round, each labelled with its round; tasks
+// as they are for a campaign not in rounds.
+func (p *Plan) inRounds(tasks []measure.Task) []measure.Task {
+	if p.Rounds == 0 {
+		return tasks
+	}
+	out := make([]measure.Task, 0, len(tasks)*p.Rounds)
+	for r := 1; r <= p.Rounds; r++ {
+		for _, t := range tasks {
+			t.Round = r
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// due is when round r (from 1) of a run planned at start is due.
+func (p *Plan) due(start time.Time, r int) time.Time {
+	return start.Add(time.Duration(max(r-1, 0)) * p.Every)
 }
 
 // TLS is how workers verify servers.

@@ -239,3 +239,60 @@ func (l *syncLog) Reset() {
 	defer l.mu.Unlock()
 	l.b.Reset()
 }
+
+// TestCampaignInRounds plans two rounds 3 s apart: the second is queued
+// at plan time as River scheduled jobs, taken only when due, each task
+// stored once a round with its round in its key and sample, and the
+// status reads each round's state.
+func TestCampaignInRounds(t *testing.T) {
+	ctx := context.Background()
+	dsn := peertest.StartPostgres(t)
+	srv := loopbackServer(t)
+	st, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer st.Close()
+	c := &measure.Campaign{Name: "rounds", Targets: []string{"udp://" + srv.Addr("udp").String()}, Conditions: []string{"fresh"}, Repeat: 2,
+		Timeout: 2 * time.Second, Every: 3 * time.Second, Rounds: 2, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "fra1"}}}}
+	run, plan, err := campaign.PlanCampaign(ctx, st, c)
+	require.NoError(t, err)
+	require.Equal(t, 4, plan.Vantages[0].Tasks, "2 tasks, 2 rounds")
+	s, err := campaign.GetStatus(ctx, st, run.ID)
+	require.NoError(t, err)
+	require.Len(t, s.Rounds, 2)
+	require.Equal(t, 2, s.Rounds[1].Waiting)
+	require.Equal(t, "scheduled", s.Rounds[1].State(time.Now(), s.Every), "round 2 is not due yet")
+	require.Equal(t, "late", s.Rounds[0].State(time.Now(), s.Every), "due, and no worker yet")
+	require.Equal(t, "missed", s.Rounds[0].State(s.Planned.Add(4*time.Second), s.Every), "not done when round 2 fell due")
+
+	w := &campaign.Worker{Store: st, Vantage: "fra1", Drain: true}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	require.NoError(t, w.Run(wctx), "drains round 2 once it is due")
+	require.Equal(t, 4, w.Stats().Stored)
+
+	rows, err := st.DB().QueryContext(ctx, `SELECT task_key, started_at FROM samples WHERE run_id = $1`, run.ID)
+	require.NoError(t, err)
+	defer rows.Close()
+	rounds := map[string]int{}
+	for rows.Next() {
+		var key, started string
+		require.NoError(t, rows.Scan(&key, &started))
+		at, err := time.Parse(time.RFC3339Nano, started)
+		require.NoError(t, err)
+		round := key[len(key)-2:]
+		rounds[round]++
+		if round == "r2" {
+			require.False(t, at.Before(s.Planned.Add(3*time.Second)), "round 2 measured when due, not before: %v", at.Sub(s.Planned))
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]int{"r1": 2, "r2": 2}, rounds)
+	s, err = campaign.GetStatus(ctx, st, run.ID)
+	require.NoError(t, err)
+	var out strings.Builder
+	require.NoError(t, s.Write(&out, time.Now()))
+	for _, r := range s.Rounds {
+		require.Equal(t, "done", r.State(time.Now(), s.Every), "round %d", r.Round)
+	}
+	require.Regexp(t, `2 rounds, every 3s:\n.*\n +1 .* +2 +2 +100\.0% .* done\n +2 .* done\n`, out.String())
+}

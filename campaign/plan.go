@@ -31,7 +31,7 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 	}
 	p := &Plan{Name: c.Name, Query: c.Query, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat,
 		Timeout: c.Timeout, Retries: c.Retries, Concurrency: c.Concurrency, Rate: c.Rate, Seed: c.Seed,
-		TLS: TLS{Insecure: c.TLS.Insecure, SNI: c.TLS.SNI}, Campaign: c}
+		TLS: TLS{Insecure: c.TLS.Insecure, SNI: c.TLS.SNI}, Campaign: c, Every: c.Every, Rounds: c.Rounds}
 	if c.TLS.CA != "" {
 		pem, err := os.ReadFile(c.TLS.CA)
 		if err != nil {
@@ -72,6 +72,7 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 		if p.Transports == nil { // the defaults Tasks chose, recorded
 			p.Transports, p.Conditions, p.Repeat = s.Transports, s.Conditions, s.Repeat
 		}
+		tasks = p.inRounds(tasks)
 		vp.Tasks = len(tasks)
 		p.Vantages = append(p.Vantages, vp)
 		for _, t := range tasks {
@@ -92,6 +93,11 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 		a := jobs[i].Args.(measureArgs)
 		a.Run, a.Plan = run.ID, id
 		jobs[i].Args = a
+		if a.Task.Round > 1 {
+			// River holds a scheduled job until it is due: each round is
+			// queued now and taken on time, with no scheduler of ours.
+			jobs[i].InsertOpts.ScheduledAt = p.due(run.StartedAt, a.Task.Round)
+		}
 	}
 	err = st.InTx(ctx, func(tx *sql.Tx) error {
 		if err := st.BeginRunTx(ctx, tx, run); err != nil {

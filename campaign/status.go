@@ -39,6 +39,38 @@ type Status struct {
 	Name     string          `json:"name"`
 	Planned  time.Time       `json:"planned_at"`
 	Vantages []VantageStatus `json:"vantages"`
+	Every    time.Duration   `json:"every,omitempty"`
+	Rounds   []RoundStatus   `json:"rounds,omitempty"` // of a campaign in rounds
+}
+
+// RoundStatus is how far one round of a campaign in rounds is, over all
+// its vantage points.
+type RoundStatus struct {
+	Round   int       `json:"round"` // from 1
+	Due     time.Time `json:"due"`
+	Planned int       `json:"planned"` // tasks
+	Done    int       `json:"done"`    // jobs completed: tasks stored
+	Running int       `json:"running"`
+	Waiting int       `json:"waiting"` // not yet due, or due and not taken
+	Failed  int       `json:"failed"`
+}
+
+// State says where a round stands at now, every being the time between
+// rounds: scheduled (not yet due), running, done, late (due, and no
+// worker has taken a task of it), or missed (not done when the next
+// round fell due: its samples are not all from its own slot).
+func (r RoundStatus) State(now time.Time, every time.Duration) string {
+	switch {
+	case r.Done == r.Planned:
+		return "done"
+	case now.Before(r.Due):
+		return "scheduled"
+	case !now.Before(r.Due.Add(every)):
+		return "missed"
+	case r.Running > 0 || r.Done > 0 || r.Failed > 0:
+		return "running"
+	}
+	return "late"
 }
 
 // LatestPlanned is the ID of the campaign planned last, "" if none.
@@ -74,6 +106,16 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 	}
 	for i := range s.Vantages {
 		by[s.Vantages[i].Vantage] = &s.Vantages[i]
+	}
+	if p.Rounds > 0 {
+		s.Every = p.Every
+		planned := 0
+		for _, v := range p.Vantages {
+			planned += v.Tasks
+		}
+		for r := 1; r <= p.Rounds; r++ {
+			s.Rounds = append(s.Rounds, RoundStatus{Round: r, Due: p.due(s.Planned, r), Planned: planned / p.Rounds})
+		}
 	}
 	db := st.DB()
 	err = eachRow(ctx, db, `SELECT vantage, count(*), max(started_at) FROM samples WHERE run_id = $1 GROUP BY vantage`, []any{runID}, func(rows *sql.Rows) error {
@@ -131,6 +173,34 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 	if err != nil {
 		return nil, err
 	}
+	if len(s.Rounds) > 0 {
+		err = eachRow(ctx, db, `SELECT (args->'task'->>'round')::int, state, count(*)
+			FROM river_job WHERE kind = $1 AND args->>'run' = $2 GROUP BY 1, 2`, []any{jobKind, runID}, func(rows *sql.Rows) error {
+			var r, n int
+			var state string
+			if err := rows.Scan(&r, &state, &n); err != nil {
+				return err
+			}
+			if r < 1 || r > len(s.Rounds) {
+				return nil
+			}
+			rs := &s.Rounds[r-1]
+			switch state {
+			case "completed":
+				rs.Done += n
+			case "running":
+				rs.Running += n
+			case "available", "pending", "retryable", "scheduled":
+				rs.Waiting += n
+			case "discarded", "cancelled":
+				rs.Failed += n
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	err = st.Results(ctx, runID, Duplicates, func(_ string, raw []byte) error {
 		var x struct{ Vantage struct{ Name string } }
 		if json.Unmarshal(raw, &x) == nil {
@@ -171,6 +241,22 @@ func (s *Status) Write(w io.Writer, now time.Time) error {
 		total.Duplicates += v.Duplicates
 	}
 	line("all", d(total.Planned), d(total.Stored), share(total.Stored, total.Planned), d(total.Running), d(total.Waiting), d(total.Failed), d(total.Retried), d(total.Duplicates), "", "")
+	if len(s.Rounds) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n%d rounds, every %v:\n", len(s.Rounds), s.Every)
+	fmt.Fprintf(w, "%5s  %-20s %8s %8s %7s %8s %8s %7s  %s\n", "round", "due", "planned", "stored", "done", "running", "waiting", "failed", "state")
+	missed := 0
+	for _, r := range s.Rounds {
+		state := r.State(now, s.Every)
+		if state == "missed" {
+			missed++
+		}
+		fmt.Fprintf(w, "%5d  %-20s %8d %8d %7s %8d %8d %7d  %s\n", r.Round, r.Due.UTC().Format(time.RFC3339), r.Planned, r.Done, share(r.Done, r.Planned), r.Running, r.Waiting, r.Failed, state)
+	}
+	if missed > 0 {
+		fmt.Fprintf(w, "%d round(s) missed: not done when the next fell due (start more workers, or check that they run)\n", missed)
+	}
 	return nil
 }
 

@@ -199,7 +199,7 @@ func (w *Worker) plan(ctx context.Context, runID string) (*workPlan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: run %s: %v", errNoPlan, runID, err)
 		}
-		for _, t := range tasks {
+		for _, t := range p.inRounds(tasks) {
 			wp.tasks[t] = true
 		}
 	}

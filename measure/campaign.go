@@ -40,6 +40,8 @@ import (
 //	vantages:                 # for campaign plan and workers
 //	  - {name: fra1, location: "Frankfurt, DE", network: Telekom, asn: 3320}
 //	  - {name: nyc1, targets: [10.0.0.53]}   # a resolver set of its own
+//	every: 48h                # a planned campaign measured again, in rounds
+//	rounds: 4                 # every 48 h for a week
 type Campaign struct {
 	Name        string        `yaml:"name"`
 	Targets     []string      `yaml:"targets"`
@@ -58,7 +60,15 @@ type Campaign struct {
 	// Vantages are where a planned campaign measures from: each has its
 	// own queue of tasks, taken by that vantage point's workers.
 	Vantages []CampaignVantage `yaml:"vantages"`
+	// Every and Rounds repeat a planned campaign: Rounds rounds, the k-th
+	// (from 1) due Every × (k-1) after planning, each task measured once
+	// per round and labelled with it.
+	Every  time.Duration `yaml:"every"`
+	Rounds int           `yaml:"rounds"`
 }
+
+// MaxRounds is the most rounds a campaign is planned in.
+const MaxRounds = 1000
 
 // CampaignVantage is one vantage point of a campaign, with the resolvers
 // it measures if they are its own (else the campaign's).
@@ -184,6 +194,16 @@ func LoadCampaign(path string) (*Campaign, error) {
 		return nil, bad("rate", "%v is not from 0 (no limit) to %g tasks a second", c.Rate, float64(MaxRate))
 	case c.Timeout < 0:
 		return nil, bad("timeout", "negative")
+	case c.Rounds < 0 || c.Rounds > MaxRounds:
+		return nil, bad("rounds", "%d is not 1..%d", c.Rounds, MaxRounds)
+	case c.Every < 0:
+		return nil, bad("every", "negative")
+	case c.Rounds > 1 && c.Every == 0:
+		return nil, bad("rounds", "%d rounds need every: the time between them (e.g. every: 48h)", c.Rounds)
+	case c.Every > 0 && c.Rounds == 0:
+		return nil, bad("every", "say how many rounds (rounds: N) the campaign is measured in")
+	case c.Rounds > 1 && len(c.Vantages) == 0:
+		return nil, bad("rounds", "rounds are planned for workers: name the vantages (campaign plan), or run one round here")
 	}
 	if c.TLS.CA != "" {
 		if _, err := os.Stat(c.TLS.CA); err != nil {

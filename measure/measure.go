@@ -80,6 +80,7 @@ type Task struct {
 	Transport string `json:"transport"`
 	Condition string `json:"condition"`
 	Rep       int    `json:"rep"`
+	Round     int    `json:"round,omitempty"` // of a campaign in rounds, from 1; 0: not one
 }
 
 // Sample is what one task measured. Every exchange is kept whole.

@@ -412,6 +412,9 @@ func (s *Store) BeginRunTx(ctx context.Context, ex Execer, r Run) error {
 // TaskKey names a task within a run, the same on every attempt, so a run
 // that is resumed knows what is already measured.
 func TaskKey(t measure.Task) string {
+	if t.Round > 0 { // a campaign in rounds measures each task once a round
+		return fmt.Sprintf("%s|%s|%s|%d|r%d", t.URL, t.Transport, t.Condition, t.Rep, t.Round)
+	}
 	return fmt.Sprintf("%s|%s|%s|%d", t.URL, t.Transport, t.Condition, t.Rep)
 }
 

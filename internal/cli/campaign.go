@@ -123,6 +123,10 @@ func runCampaignPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "vantage %-16s %6d tasks on %d targets, queue %s\n", printable.String(v.Name), v.Tasks, len(v.Targets), printable.String(campaign.QueueName(v.Name)))
 	}
 	fmt.Fprintf(stdout, "planned run %s: %d tasks for %d vantage points\n", run.ID, total, len(plan.Vantages))
+	if plan.Rounds > 0 {
+		last := run.StartedAt.Add(time.Duration(plan.Rounds-1) * plan.Every)
+		fmt.Fprintf(stdout, "in %d rounds every %v, each queued now and taken when due; the last is due at %s\n", plan.Rounds, plan.Every, last.UTC().Format(time.RFC3339))
+	}
 	fmt.Fprintf(stdout, "start a worker on each vantage point: doxlab worker --vantage NAME --store %s\n", store.Redact(dsn))
 	return exitOK
 }
