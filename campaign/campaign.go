@@ -65,6 +65,10 @@ type Plan struct {
 	// after the run was planned.
 	Every  time.Duration `json:"every,omitempty"`
 	Rounds int           `json:"rounds,omitempty"`
+	// Notes are what the targets files said of each target after a #:
+	// from doxlab survey --targets-out, what was verified of it, kept
+	// with the run its samples are stored under.
+	Notes map[string]string `json:"target_notes,omitempty"`
 }
 
 // inRounds is tasks once per round, each labelled with its round; tasks

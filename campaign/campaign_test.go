@@ -3,6 +3,8 @@ package campaign_test
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -251,11 +253,17 @@ func TestCampaignInRounds(t *testing.T) {
 	st, err := store.Open(ctx, dsn)
 	require.NoError(t, err)
 	defer st.Close()
-	c := &measure.Campaign{Name: "rounds", Targets: []string{"udp://" + srv.Addr("udp").String()}, Conditions: []string{"fresh"}, Repeat: 2,
+	// Targets as doxlab survey --targets-out writes them: what was
+	// verified of each is kept with the plan.
+	target := "udp://" + srv.Addr("udp").String()
+	tf := filepath.Join(t.TempDir(), "targets.txt")
+	require.NoError(t, os.WriteFile(tf, []byte("# from a survey\n"+target+"  # doq QUIC v1 ALPN doq, Retry\n"), 0o644))
+	c := &measure.Campaign{Name: "rounds", TargetsFile: tf, Conditions: []string{"fresh"}, Repeat: 2,
 		Timeout: 2 * time.Second, Every: 3 * time.Second, Rounds: 2, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "fra1"}}}}
 	run, plan, err := campaign.PlanCampaign(ctx, st, c)
 	require.NoError(t, err)
 	require.Equal(t, 4, plan.Vantages[0].Tasks, "2 tasks, 2 rounds")
+	require.Equal(t, map[string]string{target: "doq QUIC v1 ALPN doq, Retry"}, plan.Notes)
 	s, err := campaign.GetStatus(ctx, st, run.ID)
 	require.NoError(t, err)
 	require.Len(t, s.Rounds, 2)

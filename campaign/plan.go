@@ -46,6 +46,21 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 	if err != nil {
 		return store.Run{}, nil, err
 	}
+	for _, f := range append([]string{c.TargetsFile}, vantageFiles(c)...) {
+		if f == "" {
+			continue
+		}
+		notes, err := measure.TargetNotes(f)
+		if err != nil {
+			return store.Run{}, nil, err
+		}
+		for t, n := range notes {
+			if p.Notes == nil {
+				p.Notes = map[string]string{}
+			}
+			p.Notes[t] = n
+		}
+	}
 	var jobs []river.InsertManyParams
 	for _, v := range c.Vantages {
 		vp := VantagePlan{Vantage: v.Vantage, Targets: shared}
@@ -115,6 +130,15 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 		return store.Run{}, nil, err
 	}
 	return run, p, nil
+}
+
+// vantageFiles are the targets files the vantage points name.
+func vantageFiles(c *measure.Campaign) []string {
+	var out []string
+	for _, v := range c.Vantages {
+		out = append(out, v.TargetsFile)
+	}
+	return out
 }
 
 // targets is a target list and the targets of a file: at least one.

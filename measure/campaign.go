@@ -317,6 +317,23 @@ func Targets(list []string, file string) ([]string, error) {
 	return out, nil
 }
 
+// TargetNotes are the comments after the targets of a targets file (what
+// doxlab survey verified of each), by target; a plan keeps them.
+func TargetNotes(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	notes := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		target, note, found := strings.Cut(line, "#")
+		if target, note = strings.TrimSpace(target), strings.TrimSpace(note); found && target != "" && note != "" {
+			notes[target] = note
+		}
+	}
+	return notes, nil
+}
+
 // ReadTargets reads one target per line; # starts a comment. A bad line
 // is named by file and line.
 func ReadTargets(path string) ([]string, error) {

@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/printable"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -169,4 +173,104 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// Passed is a host that passed every protocol asked for, with what was
+// verified of it: a line of a campaign's targets file.
+type Passed struct {
+	Host  string   // the IP address
+	Facts []string // per protocol: "doq QUIC v1 ALPN doq, Retry, token, resumed, 0-RTT"
+}
+
+// Passed lists the hosts that passed every protocol in speaks (doq: a DNS
+// answer over DoQ; dot: an answer over TLS; doh: an endpoint answered),
+// in address order: scan → verify → campaign as one pipeline.
+func (s *Survey) Passed(speaks []string) ([]Passed, error) {
+	facts := map[string]map[string]string{} // host → protocol → facts
+	add := func(target, proto, f string) {
+		host, _, err := net.SplitHostPort(target)
+		if err != nil {
+			host = target
+		}
+		if facts[host] == nil {
+			facts[host] = map[string]string{}
+		}
+		facts[host][proto] = f
+	}
+	for _, r := range s.DoQ {
+		if r.Verdict != "doq" {
+			continue
+		}
+		f := []string{"doq QUIC " + r.QUICVersion + " ALPN " + r.ALPN}
+		for _, x := range []struct {
+			on   bool
+			what string
+		}{{r.Retry, "Retry"}, {r.TokenAccepted, "token"}, {r.Resumed, "resumed"}, {r.ZeroRTT, "0-RTT"}} {
+			if x.on {
+				f = append(f, x.what)
+			}
+		}
+		add(r.Target, "doq", strings.Join(f, ", "))
+	}
+	for _, r := range s.DoT {
+		if r.Answers {
+			f := "dot " + r.TLS
+			if r.ALPNDoT {
+				f += " ALPN dot"
+			}
+			add(r.Target, "dot", f)
+		}
+	}
+	for _, r := range s.DoH {
+		if len(r.Endpoints) > 0 {
+			f := "doh " + strings.Join(r.Endpoints, "; ")
+			if r.HTTP3 {
+				f += ", HTTP/3"
+			}
+			add(r.Target, "doh", f)
+		}
+	}
+	for _, p := range speaks {
+		if p != "doq" && p != "dot" && p != "doh" {
+			return nil, fmt.Errorf("cannot select on %q: verify checks doq, dot and doh", p)
+		}
+	}
+	var out []Passed
+	for host, by := range facts {
+		ok := true
+		var fs []string
+		for _, p := range speaks {
+			f, passed := by[p]
+			ok = ok && passed
+			fs = append(fs, f)
+		}
+		if ok {
+			out = append(out, Passed{Host: host, Facts: fs})
+		}
+	}
+	slices.SortFunc(out, func(a, b Passed) int {
+		x, errA := netip.ParseAddr(a.Host)
+		y, errB := netip.ParseAddr(b.Host)
+		if errA != nil || errB != nil {
+			return strings.Compare(a.Host, b.Host)
+		}
+		return x.Compare(y)
+	})
+	return out, nil
+}
+
+// WriteTargets writes ps as a campaign's targets file: a host a line, what
+// was verified of it after a #, which campaign plan keeps with the run.
+func WriteTargets(w io.Writer, ps []Passed, header string) error {
+	if _, err := fmt.Fprintf(w, "# %s\n", header); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		// A peer's strings (ALPNs, paths) are escaped: a newline in one
+		// must not become a target line of its own.
+		if _, err := fmt.Fprintf(w, "%s  # %s\n", printable.String(p.Host), printable.String(strings.Join(p.Facts, "; "))); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/internal/reportcheck"
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -368,6 +369,21 @@ func TestScanVerifySurvey(t *testing.T) {
 	code, out, errOut = run("survey", "--store", db)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "DoQ features")
+	// The hosts that passed, as a campaign's targets file: scan → verify
+	// → campaign is one pipeline.
+	tf := filepath.Join(t.TempDir(), "targets.txt")
+	code, out, errOut = run("survey", "--store", db, "--targets-out", tf, "--speaks", "doq")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "1 hosts that passed doq written to "+tf)
+	targets, err := measure.ReadTargets(tf)
+	require.NoError(t, err)
+	require.Equal(t, []string{"127.0.0.1"}, targets)
+	notes, err := measure.TargetNotes(tf)
+	require.NoError(t, err)
+	require.Contains(t, notes["127.0.0.1"], "doq QUIC v1 ALPN doq")
+	code, _, errOut = run("survey", "--store", db, "--targets-out", tf, "--speaks", "doq,smtp")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `cannot select on "smtp"`)
 	code, _, errOut = run("report", "--store", db, "--out", filepath.Join(t.TempDir(), "rep"))
 	require.Equal(t, 0, code, errOut)
 }

@@ -165,6 +165,8 @@ func runSurvey(args []string, stdout, stderr io.Writer) int {
 	dsn := new(string)
 	storeFlag(fs, dsn)
 	runPrefix := fs.String("run", "", "only runs whose ID starts with this (default all verify runs)")
+	targetsOut := fs.String("targets-out", "", "also write the hosts that passed every protocol of --speaks to `FILE`, a campaign's targets_file, with what was verified of each")
+	speaks := fs.String("speaks", "doq", "with --targets-out: the protocols a host must have passed, of doq, dot and doh")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -184,5 +186,22 @@ func runSurvey(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	sv.Write(stdout)
+	if *targetsOut != "" {
+		passed, err := sv.Passed(strings.Split(*speaks, ","))
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab survey: --speaks: %v\n", err)
+			return 2
+		}
+		var b strings.Builder
+		header := fmt.Sprintf("%d hosts that passed %s in %s (doxlab survey, %s): a campaign's targets_file", len(passed), *speaks, store.Redact(*dsn), time.Now().UTC().Format(time.RFC3339))
+		if err := verify.WriteTargets(&b, passed, header); err == nil {
+			err = os.WriteFile(*targetsOut, []byte(b.String()), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab survey: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%d hosts that passed %s written to %s\n", len(passed), *speaks, *targetsOut)
+	}
 	return exitOK
 }
