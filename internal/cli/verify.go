@@ -194,7 +194,8 @@ func runSurvey(args []string, stdout, stderr io.Writer) int {
 		}
 		var b strings.Builder
 		header := fmt.Sprintf("%d hosts that passed %s in %s (doxlab survey, %s): a campaign's targets_file", len(passed), *speaks, store.Redact(*dsn), time.Now().UTC().Format(time.RFC3339))
-		if err := verify.WriteTargets(&b, passed, header); err == nil {
+		err = verify.WriteTargets(&b, passed, header)
+		if err == nil {
 			err = os.WriteFile(*targetsOut, []byte(b.String()), 0o644)
 		}
 		if err != nil {
