@@ -45,12 +45,33 @@ func wrapWords(p *plot.Plot, c draw.Canvas) *fitting {
 func (f *fitting) thin(c draw.Canvas) {
 	p := f.p
 	da := p.DataCanvas(c)
-	if _, named := f.xmarker.(plot.ConstantTicks); !named && f.xmarker != nil {
-		p.X.Tick.Marker = thinTicks{inner: f.xmarker, scale: p.X.Scale, style: p.X.Tick.Label, room: da.Max.X - da.Min.X}
+	w, h := da.Max.X-da.Min.X, da.Max.Y-da.Min.Y
+	// gonum's default ticks ignore the axis's length: a label about every
+	// half inch (quarter inch upright) instead, at least three, thinned
+	// below where they would touch.
+	xm, ym := f.xmarker, f.ymarker
+	if isDefault(xm) {
+		xm = niceTicks{n: max(3, int(w/(vg.Inch/2)))}
 	}
-	if _, named := f.ymarker.(plot.ConstantTicks); !named && f.ymarker != nil {
-		p.Y.Tick.Marker = thinTicks{inner: f.ymarker, scale: p.Y.Scale, style: p.Y.Tick.Label, room: da.Max.Y - da.Min.Y, upright: true}
+	if isDefault(ym) {
+		ym = niceTicks{n: max(3, int(h/(vg.Inch/4)))}
 	}
+	if _, named := xm.(plot.ConstantTicks); !named && xm != nil {
+		p.X.Tick.Marker = thinTicks{inner: xm, scale: p.X.Scale, style: p.X.Tick.Label, room: w}
+	}
+	if _, named := ym.(plot.ConstantTicks); !named && ym != nil {
+		p.Y.Tick.Marker = thinTicks{inner: ym, scale: p.Y.Scale, style: p.Y.Tick.Label, room: h, upright: true}
+	}
+}
+
+// isDefault says whether m is gonum's default ticker, or ours that only
+// reformats its labels.
+func isDefault(m plot.Ticker) bool {
+	switch m.(type) {
+	case plot.DefaultTicks, PlainTicks:
+		return true
+	}
+	return false
 }
 
 func (f *fitting) undo() {

@@ -75,3 +75,38 @@ func (PlainTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	return ts
 }
+
+// niceTicks are labelled ticks about n to an axis, at 1, 2 or 5 times a
+// power of ten, with four unlabelled ones between; where gonum's default
+// labels only 0 and 2.5 on an axis from 0 to 2.9, they label every half.
+type niceTicks struct{ n int }
+
+// Ticks implements plot.Ticker.
+func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if hi <= lo || math.IsInf(hi-lo, 0) || math.IsNaN(hi-lo) {
+		return nil
+	}
+	raw := (hi - lo) / float64(max(t.n, 2))
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 5} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var ticks []plot.Tick
+	minor := step / 5
+	for i := math.Ceil(lo / minor); i*minor <= hi*(1+1e-12); i++ {
+		v := i * minor
+		if math.Abs(v) < minor*1e-9 {
+			v = 0
+		}
+		tk := plot.Tick{Value: v}
+		if math.Mod(math.Round(i), 5) == 0 {
+			tk.Label = strconv.FormatFloat(v, 'f', max(0, -int(math.Floor(math.Log10(step)))), 64)
+		}
+		ticks = append(ticks, tk)
+	}
+	return ticks
+}
