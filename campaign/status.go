@@ -145,14 +145,7 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 			return nil
 		}
 		vs.Retried += retried
-		switch state {
-		case "running":
-			vs.Running += n
-		case "available", "pending", "retryable", "scheduled":
-			vs.Waiting += n
-		case "discarded", "cancelled":
-			vs.Failed += n
-		}
+		tally(state, n, nil, &vs.Running, &vs.Waiting, &vs.Failed)
 		return nil
 	})
 	if err != nil {
@@ -185,16 +178,7 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 				return nil
 			}
 			rs := &s.Rounds[r-1]
-			switch state {
-			case "completed":
-				rs.Done += n
-			case "running":
-				rs.Running += n
-			case "available", "pending", "retryable", "scheduled":
-				rs.Waiting += n
-			case "discarded", "cancelled":
-				rs.Failed += n
-			}
+			tally(state, n, &rs.Done, &rs.Running, &rs.Waiting, &rs.Failed)
 			return nil
 		})
 		if err != nil {
@@ -211,6 +195,24 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 		return nil
 	})
 	return s, err
+}
+
+// tally adds n jobs in River's state to the count it belongs to: done
+// (completed; nil when not counted), running, waiting (not yet taken, or
+// to be retried) or failed (given up on, or cancelled).
+func tally(state string, n int, done, running, waiting, failed *int) {
+	switch state {
+	case "completed":
+		if done != nil {
+			*done += n
+		}
+	case "running":
+		*running += n
+	case "available", "pending", "retryable", "scheduled":
+		*waiting += n
+	case "discarded", "cancelled":
+		*failed += n
+	}
 }
 
 // Write prints the status as a table.
