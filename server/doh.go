@@ -283,9 +283,36 @@ func (s *Server) dohMux(listener string) *http.ServeMux {
 	return mux
 }
 
-// serveDoH answers DoH over HTTP/1.1 and HTTP/2.
+// serveDoH answers DoH over HTTP/1.1 and HTTP/2, announcing its DoH/3
+// twin, when there is one, with Alt-Svc (RFC 7838): a client that speaks
+// HTTP/3 moves there, as from the web listener.
 func (s *Server) serveDoH(addr string) error {
-	return s.serveHTTPS("doh", addr, s.dohMux("doh"), false)
+	mux := s.dohMux("doh")
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if alt := s.dohAltSvc(); alt != "" {
+			w.Header().Set("Alt-Svc", alt)
+		}
+		mux.ServeHTTP(w, r)
+	})
+	return s.serveHTTPS("doh", addr, h, false)
+}
+
+// dohAltSvc is the Alt-Svc value that names the DoH/3 listener, "" when
+// none is bound: ":PORT" when it shares the DoH listener's address (the
+// same name, so the same certificate), else "IP:PORT".
+func (s *Server) dohAltSvc() string {
+	h3, ok := s.Addr("doh3").(*net.UDPAddr)
+	if !ok {
+		return ""
+	}
+	host := ""
+	if h2, ok := s.Addr("doh").(*net.TCPAddr); !ok || !h2.IP.Equal(h3.IP) {
+		host = h3.IP.String()
+		if h3.IP.To4() == nil {
+			host = "[" + host + "]"
+		}
+	}
+	return fmt.Sprintf(`h3="%s:%d"; ma=86400`, host, h3.Port)
 }
 
 // serveHTTP3 serves h over HTTP/3 on a QUIC listener of ours, so 0-RTT,

@@ -52,6 +52,7 @@ type doh2Conn struct {
 	rfr       *http2.Framer
 	base      Record
 	ctx       context.Context
+	altSvc    string // announces the DoH/3 twin on every response; "" if none
 
 	mu       sync.Mutex
 	out      bytes.Buffer // frames not yet handed to TLS
@@ -104,7 +105,7 @@ func (s *Server) serveH2Conn(name string, tc tlsConn, bc *batchConn, connState f
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	d := &doh2Conn{s: s, name: name, tc: tc, bc: bc, connState: connState, ctx: ctx,
+	d := &doh2Conn{s: s, name: name, tc: tc, bc: bc, connState: connState, ctx: ctx, altSvc: s.dohAltSvc(),
 		streams: map[uint32]*h2stream{}, sendWin: h2DefaultWindow, initWin: h2DefaultWindow, maxFrame: 16384, recvWin: h2DefaultWindow,
 		base: Record{Kind: "query", Transport: "doh2", Listener: name, Remote: tc.RemoteAddr().String(), Local: tc.LocalAddr().String()}}
 	tlsFacts(&d.base, tc.ConnectionState())
@@ -551,6 +552,9 @@ func (d *doh2Conn) respond(st *h2stream, status int, ctype string, maxAge int, b
 		d.henc.WriteField(hpack.HeaderField{Name: "x-content-type-options", Value: "nosniff"})
 	}
 	d.henc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(body))})
+	if d.altSvc != "" {
+		d.henc.WriteField(hpack.HeaderField{Name: "alt-svc", Value: d.altSvc})
+	}
 	if st.head {
 		body = nil
 	}

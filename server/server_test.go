@@ -726,3 +726,41 @@ func TestKeyLog(t *testing.T) {
 	_, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, TLS: server.TLS{KeyLog: filepath.Join(t.TempDir(), "no", "such", "dir", "k.log")}})
 	require.ErrorContains(t, err, "tls.key_log")
 }
+
+// TestDoHAnnouncesItsHTTP3Twin: the DoH listener names its DoH/3 twin in
+// Alt-Svc, and a client following it gets answers over HTTP/3; without a
+// DoH/3 listener there is no Alt-Svc to follow.
+func TestDoHAnnouncesItsHTTP3Twin(t *testing.T) {
+	for _, twin := range []bool{true, false} {
+		ts := start(t, func(c *server.Config) {
+			c.Listen = server.Listen{DoH: "127.0.0.1:0"}
+			if twin {
+				c.Listen.DoH3 = "127.0.0.1:0"
+			}
+		})
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: certPool(ts.CertPEM()), ServerName: "localhost"}, ForceAttemptHTTP2: true}}
+		q, err := query("s.example").Pack()
+		require.NoError(t, err)
+		resp, err := client.Post("https://127.0.0.1:"+ts.port("doh")+"/dns-query", "application/dns-message", bytes.NewReader(q))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, 2, resp.ProtoMajor)
+		if !twin {
+			require.Empty(t, resp.Header.Get("Alt-Svc"), "no DoH/3 listener to announce")
+			continue
+		}
+		alt := resp.Header.Get("Alt-Svc")
+		require.Equal(t, fmt.Sprintf(`h3=":%s"; ma=86400`, ts.port("doh3")), alt)
+		port := strings.TrimSuffix(strings.TrimPrefix(alt, `h3=":`), `"; ma=86400`)
+		h1 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: certPool(ts.CertPEM()), ServerName: "localhost"},
+			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}}
+		resp, err = h1.Post("https://127.0.0.1:"+ts.port("doh")+"/dns-query", "application/dns-message", bytes.NewReader(q))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 1, resp.ProtoMajor)
+		require.Equal(t, alt, resp.Header.Get("Alt-Svc"), "HTTP/1.1 is told too")
+		rec := ask(t, "h3://127.0.0.1:"+port+"/dns-query", ts.pool(), "s.example")
+		require.Equal(t, "h3", rec.Conn.ALPN, "the announced port answers over HTTP/3")
+	}
+}
