@@ -190,6 +190,7 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *tran
 				r.Ns = []dns.RR{soa}
 			}
 		}
+		r.Extra = append(r.Extra, a.targetAddresses(r.Answer)...)
 		return r, nil, ""
 	}
 	if soa := a.zoneOf(name); soa != nil {
@@ -218,6 +219,45 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *tran
 		r.Rcode = dns.RcodeRefused
 	}
 	return r, nil, ""
+}
+
+// targetAddresses are the A and AAAA records of the targets of the
+// HTTPS and SVCB records in answer that are in our data, for the
+// Additional section (RFC 9460 §4.2): a client reaches the service
+// without another lookup. A target of "." in ServiceMode is the record's
+// own name (§2.5.2); each name's addresses come once.
+func (a *answerer) targetAddresses(answer []dns.RR) []dns.RR {
+	var extra []dns.RR
+	seen := map[string]bool{}
+	for _, rr := range answer {
+		var target string
+		var alias bool
+		switch s := rr.(type) {
+		case *dns.HTTPS:
+			target, alias = s.Target, s.Priority == 0
+		case *dns.SVCB:
+			target, alias = s.Target, s.Priority == 0
+		default:
+			continue
+		}
+		if target == "." {
+			if alias {
+				continue // AliasMode with "." says the service is not there
+			}
+			target = rr.Header().Name
+		}
+		target = dns.CanonicalName(target)
+		if seen[target] {
+			continue
+		}
+		seen[target] = true
+		for _, t := range a.records[target] {
+			if rt := t.Header().Rrtype; rt == dns.TypeA || rt == dns.TypeAAAA {
+				extra = append(extra, t)
+			}
+		}
+	}
+	return extra
 }
 
 // forward answers q from the cache or the upstream; past the bound on

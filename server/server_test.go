@@ -625,8 +625,15 @@ func TestExampleConfigs(t *testing.T) {
 		file, name, answer string
 		check              func(t *testing.T, c *server.Config, udp string)
 	}{
-		{"serve.yaml", "example.test", "192.0.2.1", func(t *testing.T, c *server.Config, _ string) {
+		{"serve.yaml", "example.test", "192.0.2.1", func(t *testing.T, c *server.Config, udp string) {
 			require.Equal(t, "192.0.2.7", c.Answers.Any)
+			q := new(dns.Msg)
+			q.SetQuestion("_8443._https.example.test.", dns.TypeHTTPS)
+			r, err := dns.Exchange(q, strings.TrimPrefix(udp, "udp://"))
+			require.NoError(t, err)
+			require.Len(t, r.Answer, 1)
+			require.Len(t, r.Extra, 1, "the target's address comes along")
+			require.Equal(t, "192.0.2.1", r.Extra[0].(*dns.A).A.String())
 		}},
 		{"serve-hardened.yaml", "test.example", "192.0.2.1", func(t *testing.T, c *server.Config, udp string) {
 			require.Empty(t, c.Answers.Forward, "never an open resolver")
@@ -762,5 +769,54 @@ func TestDoHAnnouncesItsHTTP3Twin(t *testing.T) {
 		require.Equal(t, alt, resp.Header.Get("Alt-Svc"), "HTTP/1.1 is told too")
 		rec := ask(t, "h3://127.0.0.1:"+port+"/dns-query", ts.pool(), "s.example")
 		require.Equal(t, "h3", rec.Conn.ALPN, "the announced port answers over HTTP/3")
+	}
+}
+
+// TestHTTPSTargetsComeWithAddresses: an HTTPS or SVCB answer carries its
+// in-zone target's A and AAAA in the Additional section (RFC 9460 §4.2):
+// "." in ServiceMode is the owner itself; a port-prefixed owner names
+// its target; an AliasMode target's addresses come too; a target outside
+// our data adds nothing.
+func TestHTTPSTargetsComeWithAddresses(t *testing.T) {
+	ts := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{UDP: "127.0.0.1:0"}
+		c.Answers.Static = []string{
+			"svc.test. 300 IN HTTPS 1 . alpn=h3",
+			"svc.test. 300 IN A 192.0.2.10",
+			"svc.test. 300 IN AAAA 2001:db8::10",
+			"svc.test. 300 IN TXT \"not an address\"",
+			"_8443._https.port.test. 300 IN HTTPS 1 port.test. alpn=h3 port=8443",
+			"port.test. 300 IN A 192.0.2.11",
+			"alias.test. 300 IN HTTPS 0 svc.test.",
+			"far.test. 300 IN HTTPS 1 elsewhere.example. alpn=h3",
+			"_dns.svcb.test. 300 IN SVCB 1 svc.test. alpn=dot",
+		}
+	})
+	for name, want := range map[string][]string{
+		"svc.test.":               {"192.0.2.10", "2001:db8::10"},
+		"_8443._https.port.test.": {"192.0.2.11"},
+		"alias.test.":             {"192.0.2.10", "2001:db8::10"},
+		"far.test.":               nil,
+		"_dns.svcb.test.":         {"192.0.2.10", "2001:db8::10"},
+	} {
+		q := new(dns.Msg)
+		qtype := dns.TypeHTTPS
+		if strings.HasPrefix(name, "_dns.") {
+			qtype = dns.TypeSVCB
+		}
+		q.SetQuestion(name, qtype)
+		r, err := dns.Exchange(q, ts.Addr("udp").String())
+		require.NoError(t, err)
+		require.Len(t, r.Answer, 1, name)
+		var got []string
+		for _, rr := range r.Extra {
+			switch a := rr.(type) {
+			case *dns.A:
+				got = append(got, a.A.String())
+			case *dns.AAAA:
+				got = append(got, a.AAAA.String())
+			}
+		}
+		require.ElementsMatch(t, want, got, name)
 	}
 }
