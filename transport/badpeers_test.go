@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -63,6 +64,13 @@ func TestCertificateErrors(t *testing.T) {
 			require.Positive(t, rec.Bytes.Sent, "the ClientHello")
 			require.Greater(t, rec.Bytes.Received, int64(300), "the server's certificate")
 			require.Positive(t, rec.Packets.Received)
+			b, err := json.Marshal(rec)
+			require.NoError(t, err)
+			// Over TCP the version is chosen before the certificate is
+			// refused; quic-go gives none for a failed handshake.
+			require.Contains(t, []string{"1.3", ""}, rec.Conn.TLSVersion)
+			require.NotContains(t, string(b), "0x0000", "no version is named when none was chosen")
+			require.Contains(t, string(b), `"delayed_ack_stall":false`, "present even when false")
 		})
 		t.Run(url[:strings.Index(url, ":")]+"/wrong-name", func(t *testing.T) {
 			rec := fail(t, url, transport.Options{RootCAs: cd.Cert.Pool, SNI: "wrong.example"})
@@ -78,6 +86,7 @@ func TestWrongProtocolAndHTTPErrors(t *testing.T) {
 	cd := peertest.StartCoreDNS(t)
 	rec := fail(t, "tls://"+cd.Do53, transport.Options{Insecure: true})
 	require.Contains(t, []transport.Status{transport.StatusTLS, transport.StatusTimeout}, rec.Status, rec.Error)
+	require.Empty(t, rec.Conn.TLSVersion, "no handshake chose a version: none is named (not 0x0000)")
 	rec = fail(t, "quic://"+cd.Do53, transport.Options{Insecure: true})
 	require.Equal(t, transport.StatusTimeout, rec.Status, rec.Error)
 	for _, v := range []string{"1.1", "2", "3"} {

@@ -66,26 +66,31 @@ type Timing struct {
 // ConnInfo says what the connection really did, so a sample labelled
 // "0-RTT" or "resumed" can be checked against what happened.
 type ConnInfo struct {
-	Reused        bool   `json:"reused"` // an existing connection carried the query
-	LocalAddr     string `json:"local_addr,omitempty"`
-	RemoteAddr    string `json:"remote_addr,omitempty"`
-	TLSVersion    string `json:"tls_version"`
-	Cipher        string `json:"cipher,omitempty"`
-	ALPN          string `json:"alpn"`
-	TLSResumed    bool   `json:"tls_resumed"`
-	Attempted0RTT bool   `json:"attempted_0rtt"` // the query was sent as early data
-	Used0RTT      bool   `json:"used_0rtt"`      // the server accepted it
-	Rejected0RTT  bool   `json:"rejected_0rtt"`  // refused; the query was resent after the handshake
-	QUICVersion   string `json:"quic_version"`
-	VersionNeg    bool   `json:"version_negotiation"` // a Version Negotiation packet was received
-	Retry         bool   `json:"retry"`               // the server sent a Retry
-	TokenUsed     bool   `json:"token_used"`          // the Initial carried a NEW_TOKEN token from an earlier connection
-	HTTPStatus    int    `json:"http_status,omitempty"`
+	Reused     bool   `json:"reused"` // an existing connection carried the query
+	LocalAddr  string `json:"local_addr,omitempty"`
+	RemoteAddr string `json:"remote_addr,omitempty"`
+	TLSVersion string `json:"tls_version"` // "1.3"; "" when no handshake chose one
+	Cipher     string `json:"cipher,omitempty"`
+	ALPN       string `json:"alpn"`
+	TLSResumed bool   `json:"tls_resumed"`
+	// Attempted0RTT: the query itself went out in early data (a 0-RTT
+	// packet carried its stream, from the client's qlog), accepted or not.
+	Attempted0RTT bool `json:"attempted_0rtt"`
+	// Used0RTT: the server accepted 0-RTT on this connection (TLS early
+	// data accepted). It does not say the query was in it: see
+	// Attempted0RTT.
+	Used0RTT     bool   `json:"used_0rtt"`
+	Rejected0RTT bool   `json:"rejected_0rtt"` // refused; the query was resent after the handshake
+	QUICVersion  string `json:"quic_version"`
+	VersionNeg   bool   `json:"version_negotiation"` // a Version Negotiation packet was received
+	Retry        bool   `json:"retry"`               // the server sent a Retry
+	TokenUsed    bool   `json:"token_used"`          // the Initial carried a NEW_TOKEN token from an earlier connection
+	HTTPStatus   int    `json:"http_status,omitempty"`
 	// DelayedACKStall says the answer's tail came 30 ms or more after its
 	// head: the server left Nagle's algorithm on and wrote the answer in
 	// two parts, so its kernel held the second until our delayed ACK of
 	// the first. The time is the server's setup, not the protocol's cost.
-	DelayedACKStall bool `json:"delayed_ack_stall,omitempty"`
+	DelayedACKStall bool `json:"delayed_ack_stall"` // always present: false is a finding too
 	// PeerCertificates is the chain the server sent (not on resumption).
 	PeerCertificates []*x509.Certificate `json:"-"`
 }

@@ -371,8 +371,12 @@ func copyTLSFacts(ci *ConnInfo, cs tls.ConnectionState) {
 	ci.PeerCertificates = cs.PeerCertificates
 }
 
+// tlsVersionName names a TLS version; "" for none (a handshake that
+// failed before the version was chosen).
 func tlsVersionName(v uint16) string {
 	switch v {
+	case 0:
+		return ""
 	case tls.VersionTLS10:
 		return "1.0"
 	case tls.VersionTLS11:
