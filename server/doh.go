@@ -327,7 +327,9 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 	if err != nil {
 		return err
 	}
-	ln := s.limitQUIC(eln, name, "doh3", h3ExcessiveLoad, h3NoError)
+	// Refusals and aborted handshakes carry the listener's own transport:
+	// a browser's on the web listener is h3, not DoH/3.
+	ln := s.limitQUIC(eln, name, label, h3ExcessiveLoad, h3NoError)
 	srv := &http3.Server{
 		// A connection with a request in flight is busy: the pool closes
 		// only idle ones to make room. A request is in flight once it has

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
@@ -819,4 +820,21 @@ func TestHTTPSTargetsComeWithAddresses(t *testing.T) {
 		}
 		require.ElementsMatch(t, want, got, name)
 	}
+}
+
+// TestAbortedWebHandshakeIsH3: a client that gives up on the web
+// listener's handshake (here: it does not trust the certificate, as a
+// browser without the SPKI pin) is recorded as an h3 handshake refusal,
+// not as DoH/3.
+func TestAbortedWebHandshakeIsH3(t *testing.T) {
+	ts := start(t, func(c *server.Config) { c.Listen = server.Listen{Web: "127.0.0.1:0"} })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := quic.DialAddr(ctx, "127.0.0.1:"+ts.port("web"), &tls.Config{ServerName: "localhost", NextProtos: []string{"h3"}}, nil)
+	require.Error(t, err, "an unknown root: the client aborts")
+	require.Eventually(t, func() bool {
+		return len(ts.records("refusal", "h3")) > 0
+	}, 5*time.Second, 10*time.Millisecond, "the aborted handshake is recorded")
+	require.Empty(t, ts.records("refusal", "doh3"), "nothing on the web listener is DoH/3")
+	require.Equal(t, "handshake-error", ts.records("refusal", "h3")[0].Reason)
 }
