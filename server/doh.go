@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -131,7 +130,17 @@ func minTTL(m *dns.Msg) uint32 {
 //
 // web says the listener serves pages: its conn records are labelled h1 or
 // h2 (HTTP, whatever the requests were), a DoH listener's doh1 or doh2.
-func (s *Server) serveHTTPS(name, addr string, h http.Handler, web bool) error {
+// serveHTTPS serves h over HTTP/1.1 and HTTP/2 with TLS. On a web
+// listener, origins, if any, are announced in an HTTP/2 ORIGIN frame
+// (RFC 8336) after the server's SETTINGS on every HTTP/2 connection.
+func (s *Server) serveHTTPS(name, addr string, h http.Handler, web bool, origins []string) error {
+	var h2Origin []byte
+	if len(origins) > 0 {
+		var err error
+		if h2Origin, err = h3ext.H2Origin(origins); err != nil {
+			return err
+		}
+	}
 	ln, err := s.listenTCP(addr)
 	if err != nil {
 		return err
@@ -159,14 +168,14 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler, web bool) error {
 	srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
 		http2.NextProtoTLS: func(hs *http.Server, tc *tls.Conn, h http.Handler) {
 			if web {
-				serveH2(h2, hs, tc, h)
+				serveH2(h2, hs, tc, h, h2Origin)
 			} else {
 				s.serveDoH2(name, hs, tc)
 			}
 		},
 	}
 	s.track(name, ln.Addr(), srv)
-	s.goServe(func() { srv.Serve(tlsListener{ln, srv.TLSConfig, s, name, web}) })
+	s.goServe(func() { srv.Serve(tlsListener{ln, srv.TLSConfig, s, name, web, origins}) })
 	return nil
 }
 
@@ -178,6 +187,9 @@ type tlsListener struct {
 	s    *Server
 	name string
 	web  bool
+	// origins are announced in an ORIGIN frame on each HTTP/2
+	// connection; its conn record lists them.
+	origins []string
 }
 
 func (l tlsListener) Accept() (net.Conn, error) {
@@ -204,6 +216,9 @@ func (l tlsListener) record(tc *tls.Conn, start time.Time) {
 	cs := tc.ConnectionState()
 	tlsFacts(rec, cs)
 	rec.Transport = httpLabel(l.web, cs.NegotiatedProtocol)
+	if cs.NegotiatedProtocol == "h2" {
+		rec.Origins = l.origins
+	}
 	if err != nil {
 		rec.Error = err.Error()
 	}
@@ -294,7 +309,7 @@ func (s *Server) serveDoH(addr string) error {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	return s.serveHTTPS("doh", addr, h, false)
+	return s.serveHTTPS("doh", addr, h, false, nil)
 }
 
 // dohAltSvc is the Alt-Svc value that names the DoH/3 listener, "" when
@@ -359,18 +374,8 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 	}
 	var origins []string
 	var originFrame []byte
-	if web && !s.cfg.Web.NoOrigin {
-		origins = s.cfg.Web.Origins
-		if len(origins) == 0 {
-			_, port, _ := net.SplitHostPort(addr)
-			p, _ := strconv.Atoi(port)
-			for host := range s.cfg.Web.Roots {
-				if host != "*" {
-					origins = append(origins, h3ext.Origin(host, p))
-				}
-			}
-			slices.Sort(origins)
-		}
+	if web {
+		origins = s.webOrigins(addr)
 		if len(origins) > 0 {
 			if originFrame, err = h3ext.AppendOrigin(quicvarint.Append(nil, h3ext.OriginStreamType), origins); err != nil {
 				return err

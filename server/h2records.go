@@ -18,8 +18,8 @@ import (
 //
 // x/net's HTTP/2 server is deprecated in favour of net/http's, which
 // cannot serve on a wrapped connection: hence the nolint.
-func serveH2(h2 *http2.Server, hs *http.Server, tc *tls.Conn, h http.Handler) { //nolint:staticcheck
-	h2.ServeConn(&recordConn{Conn: tc}, &http2.ServeConnOpts{BaseConfig: hs, Handler: h}) //nolint:staticcheck
+func serveH2(h2 *http2.Server, hs *http.Server, tc *tls.Conn, h http.Handler, origin []byte) { //nolint:staticcheck
+	h2.ServeConn(&recordConn{Conn: tc, origin: origin}, &http2.ServeConnOpts{BaseConfig: hs, Handler: h}) //nolint:staticcheck
 }
 
 // recordConn passes HTTP/2 frames to its TLS connection, cutting the
@@ -31,6 +31,10 @@ type recordConn struct {
 	nhdr    int  // header octets seen of the current frame
 	left    int  // payload octets left of the current frame
 	closing bool // the current frame ends its stream
+	// origin is an ORIGIN frame (RFC 8336) to send right after the
+	// server's first frame, its SETTINGS: x/net's server writes its own
+	// frames only, so it goes in between them here. nil once sent.
+	origin []byte
 }
 
 // tlsConn is the connection net/http's hooks know this one by.
@@ -39,6 +43,7 @@ func (c *recordConn) tlsConn() *tls.Conn { return c.Conn }
 const (
 	h2FrameData      = 0x0
 	h2FrameHeaders   = 0x1
+	h2FrameSettings  = 0x4
 	h2FlagEndStream  = 0x1
 	h2FrameHeaderLen = 9
 )
@@ -70,6 +75,16 @@ func (c *recordConn) Write(p []byte) (int, error) {
 			break
 		}
 		c.nhdr = 0 // the frame is whole
+		if c.origin != nil && c.hdr[3] == h2FrameSettings {
+			if err := flush(i); err != nil {
+				return done, err
+			}
+			_, err := c.Conn.Write(c.origin)
+			c.origin = nil
+			if err != nil {
+				return done, err
+			}
+		}
 		if c.closing {
 			c.closing = false
 			if err := flush(i); err != nil {

@@ -870,3 +870,41 @@ func TestNagleClientsAreNotHeldByOurDelayedACK(t *testing.T) {
 	slices.Sort(took)
 	require.Less(t, took[2], 20.0, "ms from query to answer: %v", took)
 }
+
+// TestH2OriginFrame: the web listener's HTTP/2 side sends an ORIGIN frame
+// (RFC 8336) right after its SETTINGS, naming the hosts served, as its
+// HTTP/3 side does; nghttp2's client (an independent decoder) reads it,
+// and the conn record lists the origins. web.no_origin sends none.
+func TestH2OriginFrame(t *testing.T) {
+	nghttp := peertest.Need(t, "nghttp", "apt-get install nghttp2-client")
+	dir := t.TempDir()
+	for _, site := range []string{"a", "b"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, site), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, site, "index.html"), []byte("<html>"+site+"</html>"), 0o644))
+	}
+	for _, off := range []bool{false, true} {
+		ts := start(t, func(c *server.Config) {
+			c.Listen = server.Listen{Web: "127.0.0.1:0"}
+			c.Web.Roots = map[string]string{"a.test": filepath.Join(dir, "a"), "b.test": filepath.Join(dir, "b")}
+			c.Web.NoOrigin = off
+		})
+		port := ts.port("web")
+		out, err := exec.Command(nghttp, "-nv", "https://127.0.0.1:"+port+"/").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		if off {
+			require.NotContains(t, string(out), "ORIGIN frame", "web.no_origin")
+			continue
+		}
+		require.Regexp(t, `recv SETTINGS frame <length=\d+, flags=0x00, stream_id=0>(\n +[^\n\[]*\n( +\[[^\n]*\]\n)+)?\[ *[0-9.]+\] recv ORIGIN frame <length=\d+, flags=0x00, stream_id=0>\n +\[https://a.test:`+port+`\]\n +\[https://b.test:`+port+`\]\n`, string(out),
+			"the frame follows the server's SETTINGS")
+		ts.Settle(context.Background())
+		var h2 []server.Record
+		for _, r := range ts.records("conn", "") {
+			if r.ALPN == "h2" {
+				h2 = append(h2, r)
+			}
+		}
+		require.NotEmpty(t, h2)
+		require.Equal(t, []string{"https://a.test:" + port, "https://b.test:" + port}, h2[0].Origins)
+	}
+}

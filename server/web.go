@@ -10,8 +10,11 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/doxlab/doxlab/internal/h3ext"
 	"github.com/klauspost/compress/gzhttp"
 )
 
@@ -69,7 +72,31 @@ func (s *Server) serveWeb(addr string) error {
 			mux.ServeHTTP(w, r)
 		})
 	}
-	return s.serveHTTPS("web-tcp", net.JoinHostPort(host, fmt.Sprint(port)), h, true)
+	at := net.JoinHostPort(host, fmt.Sprint(port))
+	return s.serveHTTPS("web-tcp", at, h, true, s.webOrigins(at))
+}
+
+// webOrigins are the origins the web listener at addr announces in its
+// ORIGIN frames, on HTTP/3 and HTTP/2 alike: web.origins, else every
+// host of web.roots but "*" on the listener's port, sorted; none with
+// web.no_origin.
+func (s *Server) webOrigins(addr string) []string {
+	if s.cfg.Web.NoOrigin {
+		return nil
+	}
+	if len(s.cfg.Web.Origins) > 0 {
+		return s.cfg.Web.Origins
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	var origins []string
+	for host := range s.cfg.Web.Roots {
+		if host != "*" {
+			origins = append(origins, h3ext.Origin(host, p))
+		}
+	}
+	slices.Sort(origins)
+	return origins
 }
 
 // noListing serves a directory only through its index.html: a directory

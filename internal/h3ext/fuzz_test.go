@@ -3,6 +3,7 @@ package h3ext
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -67,4 +68,22 @@ func FuzzOriginStream(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestH2Origin: RFC 8336's frame, a 9-octet header (length, type 0xc,
+// no flags, stream 0) then the same entries as HTTP/3's; one that would
+// not fit a default-size frame is refused.
+func TestH2Origin(t *testing.T) {
+	f, err := H2Origin([]string{"https://a.test", "https://b.test:8443"})
+	require.NoError(t, err)
+	require.Equal(t, []byte{0, 0, 2 + 14 + 2 + 19, 0x0c, 0, 0, 0, 0, 0}, f[:9])
+	got, err := ParseOrigin(f[9:])
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://a.test", "https://b.test:8443"}, got)
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = fmt.Sprintf("https://host%d.example.test", i)
+	}
+	_, err = H2Origin(many)
+	require.ErrorContains(t, err, "over one HTTP/2 frame")
 }

@@ -34,6 +34,19 @@ var ErrFrame = errors.New("malformed HTTP/3 frame")
 // ASCII serialization such as https://example.org or
 // https://example.org:8443.
 func AppendOrigin(dst []byte, origins []string) ([]byte, error) {
+	payload, err := OriginEntries(origins)
+	if err != nil {
+		return nil, err
+	}
+	dst = quicvarint.Append(dst, FrameOrigin)
+	dst = quicvarint.Append(dst, uint64(len(payload)))
+	return append(dst, payload...), nil
+}
+
+// OriginEntries is the payload of an ORIGIN frame, the same in HTTP/2
+// (RFC 8336) and HTTP/3 (RFC 9412): per origin a 16-bit length and its
+// ASCII serialization.
+func OriginEntries(origins []string) ([]byte, error) {
 	var payload []byte
 	for _, o := range origins {
 		if len(o) > 0xffff {
@@ -42,9 +55,22 @@ func AppendOrigin(dst []byte, origins []string) ([]byte, error) {
 		payload = append(payload, byte(len(o)>>8), byte(len(o)))
 		payload = append(payload, o...)
 	}
-	dst = quicvarint.Append(dst, FrameOrigin)
-	dst = quicvarint.Append(dst, uint64(len(payload)))
-	return append(dst, payload...), nil
+	return payload, nil
+}
+
+// H2Origin is an HTTP/2 ORIGIN frame (RFC 8336 §2): type 0xc on stream
+// 0, no flags, announcing origins. It fits one frame of the default
+// maximum size (16,384 octets) or is an error.
+func H2Origin(origins []string) ([]byte, error) {
+	payload, err := OriginEntries(origins)
+	if err != nil {
+		return nil, err
+	}
+	if len(payload) > 16384 {
+		return nil, fmt.Errorf("%d origins take %d octets, over one HTTP/2 frame's 16384", len(origins), len(payload))
+	}
+	hdr := []byte{byte(len(payload) >> 16), byte(len(payload) >> 8), byte(len(payload)), 0x0c, 0, 0, 0, 0, 0}
+	return append(hdr, payload...), nil
 }
 
 // ReadFrame reads one HTTP/3 frame: its type and payload. A payload
