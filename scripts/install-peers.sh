@@ -26,7 +26,7 @@ PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 postgresql chromium python3-venv; do
+for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 postgresql chromium firefox-esr libnss3-tools python3-venv; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
