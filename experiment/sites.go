@@ -88,12 +88,6 @@ func (pl Placement) Apply(tb *testbed.Testbed, hosts []string) error {
 	return nil
 }
 
-// PageServerConfig is doxlab's server as the page-load experiments run
-// it at ip, every page on it: see PageServers.
-func PageServerConfig(ip string, pages []web.Page, https bool) *server.Config {
-	return PageServers(map[string]string{"server": ip}, pages, https, Placement{})["server"]
-}
-
 // PageServers configures doxlab's server for each server host, given
 // their addresses. "server" runs every DNS transport on its standard port
 // and answers for every origin: its address records point at the host

@@ -45,14 +45,6 @@ const (
 	StatusBadRequest Status = "bad-input"
 )
 
-// Statuses lists every status in a stable order, for exit codes and reports.
-var Statuses = []Status{
-	StatusOK, StatusNXDomain, StatusServFail, StatusRcode, StatusTruncated,
-	StatusTimeout, StatusClosed, StatusRefused, StatusUnreach, StatusResolve, StatusTLS,
-	StatusCert, StatusQUIC, StatusHTTP, StatusMalformed, StatusCanceled,
-	StatusError, StatusBadRequest, StatusReset,
-}
-
 // HasResponse reports whether a record with this status carries an answer.
 func (s Status) HasResponse() bool {
 	switch s {
