@@ -172,10 +172,14 @@ func loadPlan(ctx context.Context, st *store.Store, runID string) (*Plan, string
 	return &p, planID(r.Spec), nil
 }
 
+// ErrNeedPostgres is a planned campaign given a store other than
+// PostgreSQL: its queue must be shared by every vantage point.
+var ErrNeedPostgres = errors.New("a planned campaign needs a PostgreSQL store, which every vantage point reaches")
+
 // needPostgres refuses a store the queue cannot share between machines.
 func needPostgres(st *store.Store) error {
 	if !st.Postgres() {
-		return fmt.Errorf("a planned campaign needs a PostgreSQL store (--store postgres://...), which every vantage point reaches; on one machine, 'doxlab campaign run' measures into SQLite")
+		return ErrNeedPostgres
 	}
 	return nil
 }

@@ -182,7 +182,7 @@ func Start(spec Spec) (*Testbed, error) {
 			break
 		}
 		if time.Now().After(deadline) || st.PID == os.Getpid() { // never wait for ourselves
-			return nil, fmt.Errorf("testbed %s is already up (pid %d); run 'doxlab testbed down --name %s' first", spec.Name, st.PID, spec.Name)
+			return nil, &UpError{Name: spec.Name, PID: st.PID}
 		}
 	}
 	if err := Down(spec.Name); err != nil {
@@ -568,4 +568,15 @@ func (st *State) Run(host string, f func() error) error {
 		return fmt.Errorf("no host %q in testbed %s", host, st.Spec.Name)
 	}
 	return inNetns(ns, f)
+}
+
+// UpError is a testbed already up under the name asked for, by another
+// process: it must come down first.
+type UpError struct {
+	Name string
+	PID  int
+}
+
+func (e *UpError) Error() string {
+	return fmt.Sprintf("testbed %s is already up (pid %d)", e.Name, e.PID)
 }

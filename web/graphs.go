@@ -2,6 +2,7 @@ package web
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 
 	"github.com/doxlab/doxlab/pageload"
@@ -13,12 +14,16 @@ import (
 //go:embed graphs
 var graphs embed.FS
 
+// ErrNoGraph is a page without a shipped dependency graph: one must be
+// captured from Chromium first.
+var ErrNoGraph = errors.New("no shipped graph")
+
 // Graph is a built-in page's dependency graph as shipped. A page added
 // with Snapshot has none: capture one (doxlab load --capture).
 func Graph(page string) (*pageload.Graph, error) {
 	b, err := graphs.ReadFile("graphs/" + page + ".json")
 	if err != nil {
-		return nil, fmt.Errorf("page %q has no shipped graph: capture one with doxlab load --capture", page)
+		return nil, fmt.Errorf("page %q: %w", page, ErrNoGraph)
 	}
 	g, err := pageload.ParseGraph(b)
 	if err != nil {

@@ -201,7 +201,7 @@ func runCampaignCancel(args []string, stdout, stderr io.Writer) int {
 // the subcommand.
 func subcommand(fs *flag.FlagSet, name string, args []string, want int, usage string, stderr io.Writer) (pos []string, fail func(string, ...any) int, code int, done bool) {
 	fail = func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "doxlab "+name+": "+format+"\n", a...)
+		fmt.Fprintf(stderr, "doxlab "+name+": "+format+"\n", advised(a)...)
 		return exitUsage
 	}
 	pos, err := parseInterleaved(fs, args)

@@ -3,13 +3,17 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"slices"
 
+	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/internal/suggest"
+	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/web"
 )
 
 // Exit codes shared by all subcommands. Measurement outcomes get their own
@@ -113,4 +117,29 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// advise adds to a library's error what to do about it on the command
+// line: the libraries name no command or flag, the CLI does.
+func advise(err error) error {
+	var up *testbed.UpError
+	switch {
+	case errors.As(err, &up):
+		return fmt.Errorf("%w; run 'doxlab testbed down --name %s' first", err, up.Name)
+	case errors.Is(err, web.ErrNoGraph):
+		return fmt.Errorf("%w: capture one with doxlab load --capture", err)
+	case errors.Is(err, campaign.ErrNeedPostgres):
+		return fmt.Errorf("%w (--store postgres://...); on one machine, 'doxlab campaign run' measures into SQLite", err)
+	}
+	return err
+}
+
+// advised is a's errors advised.
+func advised(a []any) []any {
+	for i, v := range a {
+		if err, ok := v.(error); ok {
+			a[i] = advise(err)
+		}
+	}
+	return a
 }

@@ -73,7 +73,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	}
 	if *quick {
 		if err := experiment.ApplyQuick(e, fs); err != nil {
-			fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", info.Name, err)
+			fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", info.Name, advise(err))
 			return exitUsage
 		}
 	}
@@ -161,7 +161,7 @@ func runAndShow(name, dsn string, stderr io.Writer, run func(context.Context) (s
 	defer stop()
 	id, err := run(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", name, advise(err))
 		if id == "" || errors.Is(err, experiment.ErrDesignChanged) {
 			return 1 // nothing of this run to show
 		}
@@ -172,7 +172,7 @@ func runAndShow(name, dsn string, stderr io.Writer, run func(context.Context) (s
 		err2 = show(context.Background(), st, id)
 	}
 	if err2 != nil {
-		fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", name, err2)
+		fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", name, advise(err2))
 		return 1
 	}
 	if err != nil {

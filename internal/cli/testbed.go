@@ -54,7 +54,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fail := func(err error) int {
-		fmt.Fprintf(stderr, "doxlab testbed %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "doxlab testbed %s: %v\n", args[0], advise(err))
 		return 1
 	}
 	fs := newFlagSet("testbed "+args[0], stderr)
