@@ -42,9 +42,7 @@ var vantageProfiles = map[string]string{"fiber": "fiber", "cable": "cable", "dsl
 // up: REPEAT=417 KILLS=10 CONCURRENCY=8 is 10,008 tasks and 10 kills. It
 // prints the figures.
 func TestDistributedCampaign(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	repeat, kills := envInt("DOXLAB_CAMPAIGN_REPEAT", 12), envInt("DOXLAB_CAMPAIGN_KILLS", 3)
 	concurrency := strconv.Itoa(envInt("DOXLAB_CAMPAIGN_CONCURRENCY", 2))
 	dir := t.TempDir()

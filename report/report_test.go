@@ -138,7 +138,7 @@ func TestFailedLinkCheckMakesFindingsInconclusive(t *testing.T) {
 // first, every figure draws data and links it, nothing needs sideways
 // scrolling, and the screenshots are not blank.
 func TestReportRendersInChromium(t *testing.T) {
-	peertest.Need(t, "chromium", "apt-get install chromium")
+	peertest.NeedChromium(t)
 	dir := t.TempDir()
 	rep, err := report.Render(samples(t), dir, "doxlab report: test")
 	require.NoError(t, err)

@@ -42,9 +42,7 @@ func TestSpecRefusesUnsafeScans(t *testing.T) {
 // exactly the QUIC services with their versions, a Do53 service, honours
 // the blocklist and keeps to its rate.
 func TestScanFindsQUICServices(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	tb, err := testbed.Start(testbed.Spec{Name: "scantest", Hosts: []string{"client", "s1", "s2", "s3"}})
 	require.NoError(t, err)
 	defer tb.Close()

@@ -36,6 +36,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -113,9 +114,7 @@ func rssKiB(t *testing.T) int {
 // own address. The server answers it once, and must drop its own answer
 // (QR=1) rather than answer that too, for ever.
 func TestSpoofedDatagramFromItself(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a raw socket needs root")
-	}
+	peertest.NeedRoot(t, "a raw socket needs root")
 	ts := start(t, nil)
 	srv := ts.Addr("udp").(*net.UDPAddr)
 	q := query("loop.example")

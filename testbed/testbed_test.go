@@ -29,6 +29,9 @@ import (
 
 func needRoot(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the testbed needs root")
+	}
 	if err := checkPrivileges(); err != nil {
 		peertest.Missing(t, err.Error())
 	}

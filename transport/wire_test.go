@@ -66,9 +66,7 @@ func readCapture(t *testing.T, file, client string, up bool) []packet {
 // application's total adds the client's own time on top; the test logs
 // both.
 func TestWireTimesMatchTheCapture(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	dir := t.TempDir()
 	tb, err := testbed.Start(testbed.Spec{Name: "wirets", PcapDir: filepath.Join(dir, "pcap")})
 	require.NoError(t, err)

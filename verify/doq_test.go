@@ -21,9 +21,7 @@ import (
 // sends Retry and refuses 0-RTT, a QUIC server that speaks only HTTP/3,
 // and a closed port.
 func TestVerifyDoQInTestbed(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	tb, err := testbed.Start(testbed.Spec{Name: "verifytest", Hosts: []string{"client", "plain", "retry", "h3only", "draft", "v2", "draft29", "closed"}})
 	require.NoError(t, err)
 	defer tb.Close()

@@ -2,7 +2,6 @@ package amplification
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,9 +18,7 @@ import (
 // makes doxlab's (quic-go's) server stall for the client's ACK, exactly
 // at the limit, unless a Retry or a NEW_TOKEN token validated the address.
 func TestAmplificationLimit(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	db := filepath.Join(t.TempDir(), "amp.db")
 	c := &Amplification{Repeat: 3, Env: experiment.Env{Store: db}}
 	res, err := experiment.RunAndLoad(context.Background(), c)

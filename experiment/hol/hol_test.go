@@ -2,7 +2,6 @@ package hol
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -39,9 +38,7 @@ func TestSummarizeHOL(t *testing.T) {
 // the knock-on delay is zero where a transport cannot block and positive
 // for an in-order DoT server and pipelined DoH/1.1.
 func TestHOLBlocksOnlyInOrder(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	db := filepath.Join(t.TempDir(), "hol.db")
 	c := &HOL{Transports: []string{"udp", "dot", "dot-inorder", "doh1", "doh2", "doq"}, Queries: 30, Rate: 20, DelayEvery: 10, Delay: 500 * time.Millisecond, Env: experiment.Env{Store: db}, Seed: 7}
 	res, err := experiment.RunAndLoad(context.Background(), c)

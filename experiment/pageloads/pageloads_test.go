@@ -3,7 +3,6 @@ package pageloads
 import (
 	"context"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -191,9 +190,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 // setup skips without root or Chromium and builds the doxlab binary the
 // experiment runs as the stub; it returns a directory for the test.
 func setup(t *testing.T) (dir, bin string) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	if _, err := browser.FindExec(""); err != nil {
 		peertest.Missing(t, "chromium")
 	}

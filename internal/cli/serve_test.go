@@ -116,9 +116,7 @@ func TestServeFlagsOverrideTheConfig(t *testing.T) {
 // TestServeOnStandardPorts: with --standard-ports a default serve is
 // reached by URLs without a port, the first thing a newcomer types.
 func TestServeOnStandardPorts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "ports below 1024 need root")
-	}
+	peertest.NeedRoot(t, "ports below 1024 need root")
 	dir := t.TempDir()
 	certFile := filepath.Join(dir, "cert.pem")
 	cmd := exec.Command(doxlabBinary(t), "serve", "--standard-ports", "--any", "192.0.2.9", "--cert-out", certFile, "--ready", filepath.Join(dir, "ready.json"))

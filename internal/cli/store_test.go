@@ -83,9 +83,7 @@ func TestMeasureStoreUnreachable(t *testing.T) {
 // TestExperimentDNSRTT runs a small dns-rtt on the testbed with the real
 // binary and checks every cell was measured and stored.
 func TestExperimentDNSRTT(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	db := filepath.Join(t.TempDir(), "exp.db")
 	out, err := exec.Command(doxlabBinary(t), "experiment", "dns-rtt", "--quick", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -203,9 +201,7 @@ func TestCampaignPlanAndWorkers(t *testing.T) {
 // TestExperimentWebQuick runs a short web experiment with the real binary
 // (Chromium in the testbed, DNS through the stub) and renders its report.
 func TestExperimentWebQuick(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	if _, err := exec.LookPath("chromium"); err != nil {
 		peertest.Missing(t, "chromium")
 	}
@@ -250,9 +246,7 @@ func TestExperimentWebQuick(t *testing.T) {
 // TestExperimentsHOLAndAmplificationQuick runs short hol and amplification
 // experiments with the real binary and renders both into one report.
 func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "x.db")
 	out, err := exec.Command(doxlabBinary(t), "experiment", "hol", "--quick", "--transports", "udp,dot-inorder,doq", "--store", db).CombinedOutput()
@@ -286,9 +280,7 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 // runs on a terminal (a pseudo-terminal made by util-linux's script), as
 // a user would, and an experiment's progress bar is drawn there.
 func TestExperimentOverheadQuick(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	script := peertest.Need(t, "script", "apt-get install bsdutils")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "o.db")
@@ -316,7 +308,7 @@ func TestExperimentOverheadQuick(t *testing.T) {
 // off or on other text, no two series alike), one column wide too.
 func checkReport(t *testing.T, html string, sections ...string) {
 	t.Helper()
-	peertest.Need(t, "chromium", "apt-get install chromium")
+	peertest.NeedChromium(t)
 	pages, err := reportcheck.Open(context.Background(), html, t.TempDir(), 1440, 1024)
 	require.NoError(t, err)
 	for _, p := range pages {

@@ -18,9 +18,7 @@ import (
 // exec, profile, status; then the emulator is killed with SIGKILL and
 // down still removes everything.
 func TestTestbedLifecycle(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
+	peertest.NeedRoot(t, "the testbed needs root")
 	bin := doxlabBinary(t)
 	doxlab := func(args ...string) (string, error) {
 		out, err := exec.Command(bin, args...).CombinedOutput()
@@ -66,10 +64,8 @@ func TestTestbedLifecycle(t *testing.T) {
 // TestCheckUnderBrowserLoad runs the fidelity check while real Chromium
 // loads the corpus pages in a host of its own.
 func TestCheckUnderBrowserLoad(t *testing.T) {
-	if os.Geteuid() != 0 {
-		peertest.Missing(t, "the testbed needs root")
-	}
-	peertest.Need(t, "chromium", "apt-get install chromium")
+	peertest.NeedRoot(t, "the testbed needs root")
+	peertest.NeedChromium(t)
 	out, err := exec.Command(doxlabBinary(t), "testbed", "check", "--name", "tbload", "--profiles", "fiber", "--probes", "100", "--throughput", "500ms", "--browser-load").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Regexp(t, `(?m)^fiber +14\.809 .* 0 +\S+ +\d+% +\S+ +\d+% +\d+% +\d+ms +≤\d+µs +≤\d+µs$`, string(out), "a row with no probe lost")

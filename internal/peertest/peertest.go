@@ -133,6 +133,29 @@ func must(t testing.TB, err error) {
 	}
 }
 
+// NeedRoot stops a test that needs root (a testbed, a raw socket, a port
+// below 1024): skipped under -short, the laptop's check, and where it is
+// not root (failed under CI, which runs as root).
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: " + why)
+	}
+	if os.Geteuid() != 0 {
+		Missing(t, why)
+	}
+}
+
+// NeedChromium is Chromium's executable for a test that drives it,
+// skipped under -short.
+func NeedChromium(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the test drives Chromium")
+	}
+	return Need(t, "chromium", "apt-get install chromium")
+}
+
 // Need finds a peer's executable, or skips (fails under CI) with how to
 // install it.
 func Need(t testing.TB, name, install string, candidates ...string) string {

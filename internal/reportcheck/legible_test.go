@@ -38,7 +38,7 @@ func entry(y, stroke, dash, label string) string {
 // cut text, text on text and two series alike, and pass the same figure
 // fixed; legend rows as close as gonum sets them are not an overlap.
 func TestLegibleFindsWhatAReaderWould(t *testing.T) {
-	peertest.Need(t, "chromium", "apt-get install chromium")
+	peertest.NeedChromium(t)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.svg")
 	good := filepath.Join(dir, "good.svg")
@@ -71,7 +71,7 @@ func TestReportIsLegible(t *testing.T) {
 	if html == "" {
 		t.Skip("DOXLAB_REPORT names no report to check")
 	}
-	peertest.Need(t, "chromium", "apt-get install chromium")
+	peertest.NeedChromium(t)
 	pages, err := reportcheck.Open(context.Background(), html, t.TempDir(), 1440)
 	require.NoError(t, err)
 	var cols []string
