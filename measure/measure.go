@@ -37,11 +37,7 @@ func URLFor(transportName, host string) (string, error) {
 	if !ok {
 		return "", unknownTransport(transportName)
 	}
-	url := tr.Scheme + "://" + net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(tr.Port))
-	if tr.DoH() {
-		url += "/dns-query"
-	}
-	return url, nil
+	return tr.URL(net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(tr.Port)), "/dns-query"), nil
 }
 
 // Condition says what the measured connection may reuse from the warm-up.

@@ -57,6 +57,25 @@ var All = []Protocol{
 	{Name: DoQ, Scheme: "quic", Port: 853, Datagram: true, Label: "DoQ", Color: color.RGBA{0x00, 0x72, 0xb2, 0xff}, Marker: "ring"},
 }
 
+// Listener is the doxlab serve listener that speaks the protocol: DoH
+// over HTTP/1.1 and HTTP/2 share "doh"; the others have their own name.
+func (p Protocol) Listener() string {
+	if p.DoH() && p.HTTP != "3" {
+		return "doh"
+	}
+	return p.Name
+}
+
+// URL is the URL of the protocol at hostport, DoH's at dohPath; the HTTP
+// version of DoH over TCP is an option, not part of the URL.
+func (p Protocol) URL(hostport, dohPath string) string {
+	u := p.Scheme + "://" + hostport
+	if p.DoH() {
+		u += dohPath
+	}
+	return u
+}
+
 // Lookup finds a protocol by name.
 func Lookup(name string) (Protocol, bool) {
 	i := slices.IndexFunc(All, func(p Protocol) bool { return p.Name == name })

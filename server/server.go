@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/miekg/dns"
 )
 
@@ -117,6 +118,16 @@ func (s *Server) Start() error {
 		}
 	}
 	return nil
+}
+
+// URL is the URL that reaches p on this server, "" when no listener
+// speaks it.
+func (s *Server) URL(p protocol.Protocol) string {
+	a := s.Addr(p.Listener())
+	if a == nil {
+		return ""
+	}
+	return p.URL(a.String(), s.cfg.DoHPath)
 }
 
 // ListenerNames are the listeners' names, as Addr and records take them.

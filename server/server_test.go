@@ -27,6 +27,7 @@ import (
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -914,5 +915,23 @@ func TestH2OriginFrame(t *testing.T) {
 		}
 		require.NotEmpty(t, h2)
 		require.Equal(t, []string{"https://a.test:" + port, "https://b.test:" + port}, h2[0].Origins)
+	}
+}
+
+// TestEveryProtocolIsServedAndSpoken: every row of the protocol table has
+// a listener of doxlab serve, a URL from it, a client transport.New
+// builds and an answer over it; a row added without them fails here.
+func TestEveryProtocolIsServedAndSpoken(t *testing.T) {
+	ts := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{UDP: "127.0.0.1:0", TCP: "127.0.0.1:0", DoT: "127.0.0.1:0", DoH: "127.0.0.1:0", DoH3: "127.0.0.1:0", DoQ: "127.0.0.1:0"}
+	})
+	for _, p := range protocol.All {
+		require.Contains(t, server.ListenerNames, p.Listener(), p.Name)
+		u := ts.URL(p)
+		require.NotEmpty(t, u, "%s: no listener speaks it", p.Name)
+		opts := ts.pool()
+		opts.HTTPVersion = p.HTTP
+		rec := ask(t, u, opts, "s.example")
+		require.Equal(t, p.Name, rec.Protocol, "%s: the record says what was spoken", u)
 	}
 }

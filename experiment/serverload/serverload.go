@@ -15,6 +15,7 @@ import (
 
 	"github.com/doxlab/doxlab/bench"
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
@@ -36,8 +37,8 @@ type ServerLoad struct {
 	experiment.Env
 }
 
-// Transports is every transport the experiment can load.
-var Transports = []string{"udp", "tcp", "dot", "doh1", "doh2", "doh3", "doq"}
+// Transports is every transport the experiment can load: all of them.
+var Transports = protocol.Names(nil)
 
 func init() {
 	experiment.Register(experiment.Info{Rank: 7, Name: "server-load", Quick: "1000 to 4000 queries/s, 1 s a step",
@@ -87,12 +88,11 @@ func (c *ServerLoad) defaults() {
 
 // urls are the server's URL per transport.
 func urls(srv *server.Server) map[string]string {
-	a := func(name string) string { return srv.Addr(name).String() }
-	return map[string]string{
-		"udp": "udp://" + a("udp"), "tcp": "tcp://" + a("tcp"), "dot": "tls://" + a("dot"),
-		"doh1": "https://" + a("doh") + "/dns-query", "doh2": "https://" + a("doh") + "/dns-query",
-		"doh3": "h3://" + a("doh3") + "/dns-query", "doq": "quic://" + a("doq"),
+	out := map[string]string{}
+	for _, p := range protocol.All {
+		out[p.Name] = srv.URL(p)
 	}
+	return out
 }
 
 // Run runs the experiment and returns its ID.

@@ -36,14 +36,12 @@ flags:
 // listenerURL is the URL that reaches a listener, ready for doxlab query
 // and measure.
 func listenerURL(name, addr, dohPath string) string {
+	for _, p := range protocol.All {
+		if p.Listener() == name { // DoH's first row, HTTP/1.1, stands for its listener
+			return p.URL(addr, dohPath)
+		}
+	}
 	switch name {
-	case "udp", "tcp", "dot", "doq":
-		p, _ := protocol.Lookup(name)
-		return p.Scheme + "://" + addr
-	case "doh":
-		return "https://" + addr + dohPath
-	case "doh3":
-		return "h3://" + addr + dohPath
 	case "web":
 		return "https://" + addr + "/ (pages; DoH/3 at h3://" + addr + dohPath + ")"
 	case "metrics":
