@@ -76,6 +76,19 @@ func (p Protocol) URL(hostport, dohPath string) string {
 	return u
 }
 
+// RoundTrips is what an exchange on a new connection costs in round
+// trips, by design: plain UDP 1; TCP 2 and QUIC 2 (a handshake, then the
+// query); TLS 1.3 over TCP 3 (TCP's handshake, TLS's, the query).
+func (p Protocol) RoundTrips() int {
+	switch {
+	case p.Datagram && p.Scheme == "udp":
+		return 1
+	case p.Datagram, p.Scheme == "tcp":
+		return 2
+	}
+	return 3
+}
+
 // Lookup finds a protocol by name.
 func Lookup(name string) (Protocol, bool) {
 	i := slices.IndexFunc(All, func(p Protocol) bool { return p.Name == name })

@@ -46,3 +46,11 @@ func TestEveryProtocolHasItsOwnLook(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundTripsByDesign: what the PAM paper counts on a new connection.
+func TestRoundTripsByDesign(t *testing.T) {
+	want := map[string]int{"udp": 1, "tcp": 2, "dot": 3, "doh1": 3, "doh2": 3, "doh3": 2, "doq": 2}
+	for _, p := range protocol.All {
+		require.Equal(t, want[p.Name], p.RoundTrips(), p.Name)
+	}
+}

@@ -139,11 +139,8 @@ func Expected(transport, condition string) float64 {
 	if condition == "0rtt" {
 		return 1
 	}
-	switch transport {
-	case "udp":
-		return 1
-	case "tcp", "doh3", "doq":
-		return 2
+	if p, ok := protocol.Lookup(transport); ok {
+		return float64(p.RoundTrips())
 	}
 	return 3
 }
