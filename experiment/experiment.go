@@ -1,7 +1,8 @@
 // Package experiment is the shape every experiment has: a config that
 // embeds Env and implements Experiment, registered once, which the CLI,
 // export and report iterate; and the helpers they share. Each experiment
-// is a folder below (dnsrtt, pageloads, hol, overhead, amplification).
+// is a folder below (dnsrtt, pageloads, coalescing, hol, amplification,
+// overhead, serverload); package all registers them all, in its Order.
 package experiment
 
 import (
@@ -109,8 +110,6 @@ type Info struct {
 	Name  string // as on the command line: dns-rtt
 	Doc   string // what it measures, for help: a few lines
 	Quick string // what --quick runs
-	// Rank places it in lists: the order the papers' method goes in.
-	Rank int
 	// Resumable experiments take --resume.
 	Resumable bool
 	New       func() Experiment // a config with its zero values
@@ -118,6 +117,7 @@ type Info struct {
 
 var (
 	registryMu sync.Mutex
+	order      []string // SetOrder's
 	registry   []Info
 )
 
@@ -131,12 +131,26 @@ func Register(i Info) {
 	registry = append(registry, i)
 }
 
-// Registered lists the experiments by Rank.
+// SetOrder sets the order experiments are listed in (package all holds
+// it: the papers' method's order); one not named comes after, by name.
+func SetOrder(names ...string) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	order = slices.Clone(names)
+}
+
+// Registered lists the experiments in SetOrder's order.
 func Registered() []Info {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	out := slices.Clone(registry)
-	slices.SortFunc(out, func(a, b Info) int { return cmp.Compare(a.Rank, b.Rank) })
+	at := func(name string) int {
+		if i := slices.Index(order, name); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortFunc(out, func(a, b Info) int { return cmp.Or(cmp.Compare(at(a.Name), at(b.Name)), cmp.Compare(a.Name, b.Name)) })
 	return out
 }
 

@@ -1,8 +1,10 @@
 // Package all registers every experiment: import it for its side effect,
-// as the CLI does, to have experiment.Registered list them all.
+// as the CLI does, to have experiment.Registered list them all, in
+// Order.
 package all
 
 import (
+	"github.com/doxlab/doxlab/experiment"
 	_ "github.com/doxlab/doxlab/experiment/amplification"
 	_ "github.com/doxlab/doxlab/experiment/coalescing"
 	_ "github.com/doxlab/doxlab/experiment/dnsrtt"
@@ -11,3 +13,10 @@ import (
 	_ "github.com/doxlab/doxlab/experiment/pageloads"
 	_ "github.com/doxlab/doxlab/experiment/serverload"
 )
+
+// Order is the one list of the experiments, in the order the papers'
+// method goes: every list of them (help, report sections, docs) follows
+// it.
+var Order = []string{"dns-rtt", "web", "coalescing", "hol", "amplification", "overhead", "server-load"}
+
+func init() { experiment.SetOrder(Order...) }

@@ -69,7 +69,7 @@ type Web struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Rank: 2, Name: "web", Resumable: true, Quick: "fiber and 4g, 2 loads per cell",
+	experiment.Register(experiment.Info{Name: "web", Resumable: true, Quick: "fiber and 4g, 2 loads per cell",
 		Doc: "page loads in Chromium over HTTP/3 (0-RTT and 1-RTT) with the\nbrowser's DNS through a stub over each transport, per profile",
 		New: func() experiment.Experiment { return new(Web) }})
 }
