@@ -173,7 +173,7 @@ func readH3Response(str io.Reader) (status int, body []byte, err error) {
 	r := quicvarint.NewReader(str)
 	for {
 		t, err := quicvarint.Read(r)
-		if err == io.EOF && status != 0 {
+		if errors.Is(err, io.EOF) && status != 0 {
 			return status, body, nil
 		}
 		if err != nil {
@@ -198,7 +198,7 @@ func readH3Response(str io.Reader) (status int, body []byte, err error) {
 			next := qpack.NewDecoder().Decode(block)
 			for {
 				f, err := next()
-				if err == io.EOF {
+				if errors.Is(err, io.EOF) {
 					break
 				}
 				if err != nil {

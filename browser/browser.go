@@ -77,7 +77,7 @@ func FindExec(exe string) (string, error) {
 	if exe != "" {
 		p, err := exec.LookPath(exe)
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", ErrNoBrowser, err)
+			return "", fmt.Errorf("%w: %w", ErrNoBrowser, err)
 		}
 		return p, nil
 	}
@@ -175,7 +175,7 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 	close(started)
 	if err != nil {
 		b.Close()
-		return nil, fmt.Errorf("%w (starting %s: %v)", ErrNoBrowser, exe, err)
+		return nil, fmt.Errorf("%w (starting %s: %w)", ErrNoBrowser, exe, err)
 	}
 	b.version = v.Product
 	return b, nil

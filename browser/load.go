@@ -138,7 +138,7 @@ func (b *Browser) Load(ctx context.Context, url string, timeout time.Duration) *
 		Resources []Resource         `json:"resources"`
 	}
 	if err := json.Unmarshal([]byte(raw), &got); err != nil || got.Nav == nil {
-		l.fail(fmt.Errorf("the page has no navigation timing (%v)", err))
+		l.fail(fmt.Errorf("the page has no navigation timing (%w)", err))
 		return l
 	}
 	num := func(k string) float64 { f, _ := got.Nav[k].(float64); return round(f) }

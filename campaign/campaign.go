@@ -160,7 +160,7 @@ var errNoPlan = errors.New("no plan to measure")
 func loadPlan(ctx context.Context, st *store.Store, runID string) (*Plan, string, error) {
 	r, err := st.Run(ctx, runID)
 	if errors.Is(err, store.ErrNoRun) {
-		return nil, "", fmt.Errorf("%w: %v", errNoPlan, err)
+		return nil, "", fmt.Errorf("%w: %w", errNoPlan, err)
 	}
 	if err != nil {
 		return nil, "", err

@@ -187,7 +187,7 @@ func (w *Worker) plan(ctx context.Context, runID string) (*workPlan, error) {
 	}
 	wp := &workPlan{Plan: p, id: id, tasks: map[measure.Task]bool{}}
 	if wp.spec, err = p.spec(); err != nil {
-		return nil, fmt.Errorf("%w: run %s: %v", errNoPlan, runID, err)
+		return nil, fmt.Errorf("%w: run %s: %w", errNoPlan, runID, err)
 	}
 	for _, v := range p.Vantages {
 		if v.Name != w.Vantage {
@@ -197,7 +197,7 @@ func (w *Worker) plan(ctx context.Context, runID string) (*workPlan, error) {
 		s := measure.Spec{Targets: v.Targets, Transports: p.Transports, Conditions: p.Conditions, Repeat: p.Repeat, Seed: p.Seed}
 		tasks, err := s.Tasks()
 		if err != nil {
-			return nil, fmt.Errorf("%w: run %s: %v", errNoPlan, runID, err)
+			return nil, fmt.Errorf("%w: run %s: %w", errNoPlan, runID, err)
 		}
 		for _, t := range p.inRounds(tasks) {
 			wp.tasks[t] = true

@@ -348,7 +348,7 @@ func ReadTargets(path string) ([]string, error) {
 			continue
 		}
 		if err := CheckTarget(line); err != nil {
-			return nil, fmt.Errorf("%s:%d: %q: %v", path, n+1, line, err)
+			return nil, fmt.Errorf("%s:%d: %q: %w", path, n+1, line, err)
 		}
 		out = append(out, line)
 	}

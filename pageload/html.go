@@ -2,6 +2,7 @@ package pageload
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/url"
 	"strings"
@@ -27,7 +28,7 @@ func FromHTML(page string, body []byte) (*Graph, error) {
 		tt := z.Next()
 		offset += int64(len(z.Raw()))
 		if tt == html.ErrorToken {
-			if z.Err() == io.EOF {
+			if errors.Is(z.Err(), io.EOF) {
 				break
 			}
 			return nil, z.Err()

@@ -492,7 +492,7 @@ func (ld *load) fetch(ctx context.Context, i int) {
 		if k > 0 {
 			ld.discovered(ctx, i, n, false, started)
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package pageload
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/netip"
 	"slices"
@@ -40,7 +41,7 @@ func (ld *load) readOrigins(str *quic.ReceiveStream, c *originConn, info *Conn) 
 	for {
 		typ, payload, err := h3ext.ReadFrame(r)
 		if err != nil {
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				str.CancelRead(0x106) // H3_FRAME_ERROR: read no further
 			}
 			return

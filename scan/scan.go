@@ -171,7 +171,7 @@ func readPrefixes(path string) ([]netip.Prefix, error) {
 		}
 		p, err := parsePrefix(line)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}
 		out = append(out, p)
 	}

@@ -34,7 +34,7 @@ func newAnswerer(c *Answers) (*answerer, error) {
 	for i, s := range c.Static {
 		rr, err := dns.NewRR(s)
 		if err != nil || rr == nil {
-			return nil, fmt.Errorf("answers.static[%d]: %q: %v", i, s, err)
+			return nil, fmt.Errorf("answers.static[%d]: %q: %w", i, s, err)
 		}
 		a.add(rr)
 		a.local = true
@@ -128,7 +128,7 @@ func (a *answerer) loadZone(path, origin string) error {
 		a.add(rr)
 	}
 	if err := zp.Err(); err != nil {
-		return fmt.Errorf("answers.zone: %v", err)
+		return fmt.Errorf("answers.zone: %w", err)
 	}
 	return nil
 }

@@ -269,7 +269,7 @@ func (c *Config) Validate() error {
 			n++
 		}
 		if _, _, err := net.SplitHostPort(a); err != nil {
-			return fmt.Errorf("%s: bad address %q: %v", field, a, err)
+			return fmt.Errorf("%s: bad address %q: %w", field, a, err)
 		}
 	}
 	if n == 0 {

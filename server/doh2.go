@@ -288,7 +288,11 @@ func (d *doh2Conn) frameLocked(f http2.Frame) (http2.ErrCode, string) {
 		var code http2.ErrCode
 		f.ForeachSetting(func(s http2.Setting) error {
 			if err := s.Valid(); err != nil {
-				code = http2.ErrCode(err.(http2.ConnectionError))
+				code = http2.ErrCodeProtocol
+				var ce http2.ConnectionError
+				if errors.As(err, &ce) {
+					code = http2.ErrCode(ce)
+				}
 				return err
 			}
 			switch s.ID {

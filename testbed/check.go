@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -507,7 +508,7 @@ func (tb *Testbed) blast(ctx context.Context, from, to string, offered float64, 
 				}
 				continue
 			}
-			if err != unix.EAGAIN && err != unix.EINTR || stop.Load() {
+			if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) || stop.Load() {
 				return
 			}
 			unix.Nanosleep(&pause, nil)

@@ -267,7 +267,7 @@ func iproute2(name string, args []string, stdin string) error {
 		if stdin != "" {
 			args = append(args, "<<", strings.TrimSpace(stdin))
 		}
-		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -134,7 +134,7 @@ func startChild(spec Spec) (*Testbed, error) {
 			if l := said.last(); l != "" {
 				err = errors.New(l)
 			}
-			return fail(fmt.Errorf("testbed %s: the emulator's process ended before the testbed was up: %v", spec.Name, err))
+			return fail(fmt.Errorf("testbed %s: the emulator's process ended before the testbed was up: %w", spec.Name, err))
 		}
 	case <-time.After(2 * time.Minute):
 		return fail(fmt.Errorf("testbed %s: the emulator's process did not bring the testbed up in 2 minutes", spec.Name))
@@ -177,7 +177,7 @@ func (tb *Testbed) remote(ctx context.Context, req request, timeout time.Duratio
 	}()
 	ended := func(err error) error {
 		tb.child.done <- err // for close
-		return fmt.Errorf("testbed %s: the emulator's process ended: %v", tb.Spec.Name, err)
+		return fmt.Errorf("testbed %s: the emulator's process ended: %w", tb.Spec.Name, err)
 	}
 	select {
 	case a := <-ch:

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -120,7 +121,7 @@ func doqRoundTrip(ctx context.Context, conn *quic.Conn, wire []byte) (answer []b
 	str.Close() // RFC 9250 §4.2: the client MUST send FIN after the query
 	if prefixed {
 		answer, err = dnswire.ReadPrefixed(str)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			err = malformed("stream closed without an answer")
 		}
 	} else {

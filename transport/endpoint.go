@@ -46,7 +46,7 @@ func ParseURL(raw string) (*Endpoint, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("bad server URL %q: %v", raw, err)
+		return nil, fmt.Errorf("bad server URL %q: %w", raw, err)
 	}
 	s, ok := protocol.ForScheme(strings.ToLower(u.Scheme))
 	if !ok {
@@ -140,7 +140,7 @@ func localAddr(s string) (func(proto string) net.Addr, error) {
 		var err error
 		host, port, err = net.SplitHostPort(s)
 		if err != nil {
-			return nil, fmt.Errorf("bad local address %q: %v", s, err)
+			return nil, fmt.Errorf("bad local address %q: %w", s, err)
 		}
 	}
 	host = strings.Trim(host, "[]")

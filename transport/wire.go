@@ -216,7 +216,7 @@ func (c *wiredConn) Write(b []byte) (int, error) {
 // wrapNetErr gives raw errors the net package's shape, so that deadlines
 // and resets classify as they do on a plain socket.
 func wrapNetErr(c net.Conn, op string, err error) error {
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return err
 	}
 	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}

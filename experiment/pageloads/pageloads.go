@@ -860,7 +860,7 @@ func (e *webEnv) restart(ctx context.Context, t web.Task, cause error) (*web.Sam
 	}
 	page := e.pages[t.Page]
 	if _, err := e.browserFor(ctx, t.DNSMode, &page); err != nil {
-		return nil, fmt.Errorf("restarting the browser after %v: %w", cause, err)
+		return nil, fmt.Errorf("restarting the browser after %w: %w", cause, err)
 	}
 	return &web.Sample{Task: t, Start: time.Now(), Status: "browser-error", Error: cause.Error()}, nil
 }

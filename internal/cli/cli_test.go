@@ -171,7 +171,7 @@ func doxlabBinary(t *testing.T) string {
 		}
 		binPath = filepath.Join(dir, "doxlab")
 		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/doxlab").CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("%v: %s", err, out)
+			binErr = fmt.Errorf("%w: %s", err, out)
 		}
 	})
 	require.NoError(t, binErr)

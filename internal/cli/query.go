@@ -391,7 +391,7 @@ func yn(b bool) string {
 func loadCA(path string) (*x509.CertPool, error) {
 	pool, err := transport.LoadCA(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading --ca: %v", err)
+		return nil, fmt.Errorf("reading --ca: %w", err)
 	}
 	return pool, nil
 }

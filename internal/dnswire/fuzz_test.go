@@ -29,7 +29,7 @@ func FuzzReadPrefixed(f *testing.F) {
 		for {
 			msg, err := ReadPrefixed(r)
 			if err != nil {
-				if !errors.Is(err, ErrMalformed) && err != io.EOF {
+				if !errors.Is(err, ErrMalformed) && !errors.Is(err, io.EOF) {
 					t.Fatalf("unexpected error kind: %v", err)
 				}
 				return
@@ -165,7 +165,7 @@ func FuzzDNSStream(f *testing.F) {
 		}
 		msg, err := ReadPrefixed(p)
 		if err != nil {
-			if !errors.Is(err, ErrMalformed) && err != io.EOF {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, io.EOF) {
 				t.Fatalf("unexpected error kind: %v", err)
 			}
 			return

@@ -42,7 +42,7 @@ func FuzzOriginStream(f *testing.F) {
 		for {
 			typ, payload, err := ReadFrame(r)
 			if err != nil {
-				if !errors.Is(err, ErrFrame) && err != io.EOF {
+				if !errors.Is(err, ErrFrame) && !errors.Is(err, io.EOF) {
 					t.Fatalf("unexpected error kind: %v", err)
 				}
 				return

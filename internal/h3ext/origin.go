@@ -81,14 +81,14 @@ func ReadFrame(r quicvarint.Reader) (typ uint64, payload []byte, err error) {
 	}
 	n, err := quicvarint.Read(r)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: no length: %v", ErrFrame, err)
+		return 0, nil, fmt.Errorf("%w: no length: %w", ErrFrame, err)
 	}
 	if n > MaxFrame {
 		return 0, nil, fmt.Errorf("%w: a %d-octet frame", ErrFrame, n)
 	}
 	payload = make([]byte, n)
 	if _, err := io.ReadFull(r, payload); err != nil {
-		return 0, nil, fmt.Errorf("%w: cut short: %v", ErrFrame, err)
+		return 0, nil, fmt.Errorf("%w: cut short: %w", ErrFrame, err)
 	}
 	return typ, payload, nil
 }
