@@ -76,6 +76,22 @@ func TestMatchWire(t *testing.T) {
 		Packets: []pageload.WirePacket{{Conn: 1, At: at(1000.5), Up: true}, {Conn: 1, At: at(1005.5)}, {Conn: 0, At: at(1006.1), Up: true}, {Conn: 0, At: at(1021)}},
 	}))
 	require.InDelta(t, 5, early.WireSetup, 0.01)
+	// On a busy machine the document's DevTools send time drifts from its
+	// first octet by ms: it is still its stream (docTolerance, 5 ms), a
+	// script's is not (wireTolerance, 1 ms).
+	for _, r := range tr.Requests {
+		r.WireEnd = 0
+	}
+	streams[1].Last = at(1062)
+	drift := []pageload.WireStream{{Request: at(1023.2), Last: at(1036.5)}, streams[1], streams[2]}
+	require.Equal(t, 3, pageload.MatchWire(tr, pageload.Wire{Streams: drift}))
+	require.InDelta(t, 1036.5, doc.WireEnd, 0.25)
+	for _, r := range tr.Requests {
+		r.WireEnd = 0
+	}
+	drift[0].Request, drift[1].Request = at(1020.1), at(1041.3)
+	require.Equal(t, 2, pageload.MatchWire(tr, pageload.Wire{Streams: drift}))
+	require.Zero(t, js.WireEnd, "3 ms off: not the script's stream")
 	// Nothing near: nothing matched.
 	require.Zero(t, pageload.MatchWire(tr, pageload.Wire{Streams: []pageload.WireStream{{Request: at(5000), Last: at(5001)}}}))
 }
