@@ -28,17 +28,23 @@ func loopbackServer(t testing.TB) *server.Server {
 	return srv
 }
 
+// postgresAndServer are a PostgreSQL store, closed when the test ends,
+// and a doxlab server on loopback to measure.
+func postgresAndServer(t testing.TB) (*store.Store, *server.Server) {
+	t.Helper()
+	st, err := store.Open(context.Background(), peertest.StartPostgres(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st, loopbackServer(t)
+}
+
 // TestPlanAndWorkers plans a campaign for two vantage points, each with
 // its own resolver set, and drains it with two workers each: every task
 // is stored once, labelled with its vantage point, and the status says
 // so.
 func TestPlanAndWorkers(t *testing.T) {
 	ctx := context.Background()
-	dsn := peertest.StartPostgres(t)
-	srv := loopbackServer(t)
-	st, err := store.Open(ctx, dsn)
-	require.NoError(t, err)
-	defer st.Close()
+	st, srv := postgresAndServer(t)
 	udp, dot := "udp://"+srv.Addr("udp").String(), "tls://"+srv.Addr("dot").String()
 	c := &measure.Campaign{Name: "two", Targets: []string{udp, dot}, Conditions: []string{"fresh", "resumed"}, Repeat: 3, Timeout: 2 * time.Second,
 		TLS: measure.CampaignTLS{Insecure: true},
@@ -149,18 +155,14 @@ func TestPlanNeedsPostgres(t *testing.T) {
 // plan time, before any job exists; a slow rate does not time jobs out.
 func TestWorkersMeasureOnlyTheirPlan(t *testing.T) {
 	ctx := context.Background()
-	dsn := peertest.StartPostgres(t)
-	srv := loopbackServer(t)
-	st, err := store.Open(ctx, dsn)
-	require.NoError(t, err)
-	defer st.Close()
+	st, srv := postgresAndServer(t)
 	udp := "udp://" + srv.Addr("udp").String()
 	c := &measure.Campaign{Name: "edited", Targets: []string{udp}, Conditions: []string{"fresh"}, Repeat: 3, Timeout: time.Second,
 		Rate: 2, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "fra1"}}}}
 
 	long := *c
 	long.Targets = []string{"udp://127.0.0.1:53/" + strings.Repeat("x", 9000)}
-	_, _, err = campaign.PlanCampaign(ctx, st, &long)
+	_, _, err := campaign.PlanCampaign(ctx, st, &long)
 	require.ErrorContains(t, err, "longer than 1024 octets")
 	var jobs int
 	require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_name = 'river_job'`).Scan(&jobs))
@@ -248,11 +250,7 @@ func (l *syncLog) Reset() {
 // status reads each round's state.
 func TestCampaignInRounds(t *testing.T) {
 	ctx := context.Background()
-	dsn := peertest.StartPostgres(t)
-	srv := loopbackServer(t)
-	st, err := store.Open(ctx, dsn)
-	require.NoError(t, err)
-	defer st.Close()
+	st, srv := postgresAndServer(t)
 	// Targets as doxlab survey --targets-out writes them: what was
 	// verified of each is kept with the plan.
 	target := "udp://" + srv.Addr("udp").String()
