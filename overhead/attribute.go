@@ -14,6 +14,8 @@ import (
 	"net/netip"
 	"sort"
 	"time"
+
+	"github.com/doxlab/doxlab/protocol"
 )
 
 // Layer is one protocol layer.
@@ -116,16 +118,13 @@ type AppFor func(proto string, port uint16) string
 
 // DefaultApps maps the standard ports: 53 Do53, 853 DoT and DoQ, 443 DoH
 // (HTTP/1.1 or /2 over TCP, HTTP/3 over UDP).
+// They come from the protocol table: the first row whose port and
+// datagram-ness match names its listener (DoH over TCP is "doh").
 func DefaultApps(proto string, port uint16) string {
-	switch {
-	case port == 853 && proto == "tcp":
-		return "dot"
-	case port == 853:
-		return "doq"
-	case port == 443 && proto == "tcp":
-		return "doh"
-	case port == 443:
-		return "doh3"
+	for _, p := range protocol.All {
+		if p.Port == int(port) && p.Datagram == (proto == "udp") && p.Port != 53 {
+			return p.Listener()
+		}
 	}
 	return "dns"
 }

@@ -112,3 +112,15 @@ func FuzzAttribute(f *testing.F) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// TestDefaultAppsFromTheTable: the standard ports' applications, now
+// read from the protocol table, are what they were.
+func TestDefaultAppsFromTheTable(t *testing.T) {
+	for _, c := range []struct {
+		proto string
+		port  uint16
+		want  string
+	}{{"udp", 53, "dns"}, {"tcp", 53, "dns"}, {"tcp", 853, "dot"}, {"udp", 853, "doq"}, {"tcp", 443, "doh"}, {"udp", 443, "doh3"}, {"tcp", 8080, "dns"}} {
+		require.Equal(t, c.want, overhead.DefaultApps(c.proto, c.port), "%s/%d", c.proto, c.port)
+	}
+}

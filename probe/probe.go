@@ -14,6 +14,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/doxlab/doxlab/protocol"
 )
 
 // Result is one probe.
@@ -35,13 +37,15 @@ const ReservedVersion uint32 = 0x1a2a3a4a
 // ErrNoAnswer is a probe that got nothing back before the deadline.
 var ErrNoAnswer = errors.New("no answer")
 
-// ForScheme returns the probe for a server URL's scheme: UDP for udp://,
-// QUIC for quic:// and h3://, and TCP for the rest (tcp, tls, https).
+// ForScheme returns the probe for a server URL's scheme, from the
+// protocol table: UDP for plain datagrams (udp://), QUIC for the
+// protocols over QUIC (quic://, h3://), TCP for the rest.
 func ForScheme(scheme string) func(context.Context, string) (Result, error) {
-	switch scheme {
-	case "udp":
+	p, ok := protocol.ForScheme(scheme)
+	switch {
+	case ok && p.Datagram && p.Scheme == "udp":
 		return UDP
-	case "quic", "h3":
+	case ok && p.Datagram:
 		return QUIC
 	}
 	return TCP

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -118,4 +121,15 @@ func checkRoot() error {
 		return errors.New("needs root")
 	}
 	return nil
+}
+
+// TestForSchemeFromTheTable: each scheme's probe, read from the protocol
+// table, is what it was: UDP for udp, QUIC for quic and h3, TCP else.
+func TestForSchemeFromTheTable(t *testing.T) {
+	name := func(f func(context.Context, string) (probe.Result, error)) string {
+		return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
+	}
+	for scheme, want := range map[string]string{"udp": "UDP", "quic": "QUIC", "h3": "QUIC", "tcp": "TCP", "tls": "TCP", "https": "TCP", "gopher": "TCP"} {
+		require.True(t, strings.HasSuffix(name(probe.ForScheme(scheme)), "."+want), "%s: %s", scheme, name(probe.ForScheme(scheme)))
+	}
 }
