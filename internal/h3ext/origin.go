@@ -1,9 +1,11 @@
-// Package h3ext holds doxlab's HTTP/3 extensions' wire formats: the
-// ORIGIN frame (RFC 9412, RFC 8336's semantics) and the stream that
-// carries it.
+// Package h3ext holds the HTTP/3 wire formats doxlab's own HTTP/3
+// layers read and write: frames, SETTINGS, and the ORIGIN frame (RFC
+// 9412, RFC 8336's semantics) that the server sends on its control
+// stream.
 package h3ext
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -76,21 +78,57 @@ func H2Origin(origins []string) ([]byte, error) {
 // ReadFrame reads one HTTP/3 frame: its type and payload. A payload
 // over MaxFrame is an error, read no further.
 func ReadFrame(r quicvarint.Reader) (typ uint64, payload []byte, err error) {
-	if typ, err = quicvarint.Read(r); err != nil {
+	typ, n, err := ReadFrameHeader(r)
+	if err != nil {
 		return 0, nil, err
 	}
-	n, err := quicvarint.Read(r)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%w: no length: %w", ErrFrame, err)
+	payload, err = ReadPayload(r, n)
+	return typ, payload, err
+}
+
+// ReadFrameHeader reads a frame's type and length. A stream that ends
+// before the type gives io.EOF; one that ends inside them is a frame
+// error.
+func ReadFrameHeader(r quicvarint.Reader) (typ, n uint64, err error) {
+	if typ, err = quicvarint.Read(r); err != nil {
+		return 0, 0, err
 	}
+	if n, err = quicvarint.Read(r); err != nil {
+		return 0, 0, fmt.Errorf("%w: no length: %w", ErrFrame, noEOF(err))
+	}
+	return typ, n, nil
+}
+
+// ReadPayload reads a frame's payload of n octets, at most MaxFrame.
+func ReadPayload(r io.Reader, n uint64) ([]byte, error) {
 	if n > MaxFrame {
-		return 0, nil, fmt.Errorf("%w: a %d-octet frame", ErrFrame, n)
+		return nil, fmt.Errorf("%w: a %d-octet frame", ErrFrame, n)
 	}
-	payload = make([]byte, n)
+	payload := make([]byte, n)
 	if _, err := io.ReadFull(r, payload); err != nil {
-		return 0, nil, fmt.Errorf("%w: cut short: %w", ErrFrame, err)
+		return nil, fmt.Errorf("%w: cut short: %w", ErrFrame, noEOF(err))
 	}
-	return typ, payload, nil
+	return payload, nil
+}
+
+// Skip discards a frame's payload of n octets, whatever its length: a
+// frame the reader does not know (RFC 9114 §9). The stream's deadline
+// bounds the time it takes.
+func Skip(r io.Reader, n uint64) error {
+	k, err := io.CopyN(io.Discard, r, int64(min(n, 1<<62)))
+	if err != nil || uint64(k) < n {
+		return fmt.Errorf("%w: cut short: %w", ErrFrame, noEOF(cmp.Or(err, io.ErrUnexpectedEOF)))
+	}
+	return nil
+}
+
+// noEOF turns an end of stream inside a frame into io.ErrUnexpectedEOF,
+// so that only a stream that ends between frames reads as io.EOF.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // ParseOrigin reads an ORIGIN frame's payload: its Origin-Entries, the
