@@ -1,0 +1,312 @@
+package h3server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quic-go/qpack"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/quicvarint"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/h3ext"
+	"github.com/doxlab/doxlab/internal/peertest"
+)
+
+// serve runs one listener on loopback that serves every connection
+// with cfg, and returns a dial function for raw client connections.
+func serve(t *testing.T, cfg *Config) func() *quic.Conn {
+	t.Helper()
+	cert := peertest.NewCert(t)
+	pair, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
+	require.NoError(t, err)
+	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h3"}}, &quic.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			qc, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			c, err := New(qc.Context(), qc, cfg)
+			if err != nil {
+				continue
+			}
+			go func() {
+				for {
+					str, err := qc.AcceptUniStream(qc.Context())
+					if err != nil {
+						return
+					}
+					go c.HandleUnidirectionalStream(str)
+				}
+			}()
+			go func() {
+				for {
+					str, err := qc.AcceptStream(qc.Context())
+					if err != nil {
+						return
+					}
+					str.SetReadDeadline(time.Now().Add(5 * time.Second))
+					go c.HandleRequestStream(str)
+				}
+			}()
+		}
+	}()
+	return func() *quic.Conn {
+		qc, err := quic.DialAddr(context.Background(), ln.Addr().String(), &tls.Config{RootCAs: cert.Pool, ServerName: "localhost", NextProtos: []string{"h3"}}, &quic.Config{})
+		require.NoError(t, err)
+		t.Cleanup(func() { qc.CloseWithError(0, "") })
+		return qc
+	}
+}
+
+func echo() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/echo":
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			fmt.Fprintf(w, "%s %s %s %d %q %s", r.Method, r.Host, r.Proto, r.ContentLength, r.Header.Get("Cookie"), b)
+		case "/big":
+			w.Header().Set("Content-Type", "application/octet-stream")
+			for range 64 {
+				w.Write(bytes.Repeat([]byte("x"), 1024))
+			}
+		case "/hints":
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			w.WriteHeader(http.StatusNoContent)
+		case "/panic":
+			panic("boom")
+		default:
+			w.Write([]byte("<html>hi</html>"))
+		}
+	})
+}
+
+// TestRequestsAndResponses: quic-go's HTTP/3 client against this
+// server: bodies both ways, Content-Length for a small response and
+// streaming for a large one, HEAD, informational responses, a handler
+// that panics resets only its stream.
+func TestRequestsAndResponses(t *testing.T) {
+	dial := serve(t, &Config{Handler: echo()})
+	cc := (&http3.Transport{}).NewClientConn(dial())
+	do := func(method, path string, body io.Reader, hdr ...string) (*http.Response, string, error) {
+		req, _ := http.NewRequest(method, "https://localhost"+path, body)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Add(hdr[i], hdr[i+1])
+		}
+		resp, err := cc.RoundTrip(req)
+		if err != nil {
+			return nil, "", err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b), err
+	}
+
+	resp, body, err := do(http.MethodGet, "/", nil)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "<html>hi</html>", body)
+	require.Equal(t, int64(len(body)), resp.ContentLength, "a small response carries its length")
+	require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"), "sniffed")
+	require.NotEmpty(t, resp.Header.Get("Date"))
+
+	_, body, err = do(http.MethodPost, "/echo", strings.NewReader("question"), "Cookie", "a=1", "Cookie", "b=2")
+	require.NoError(t, err)
+	require.Equal(t, `POST localhost HTTP/3.0 8 "a=1; b=2" question`, body)
+
+	resp, body, err = do(http.MethodGet, "/big", nil)
+	require.NoError(t, err)
+	require.Equal(t, 64<<10, len(body))
+	require.Equal(t, int64(-1), resp.ContentLength, "streamed: no length")
+
+	resp, body, err = do(http.MethodHead, "/", nil)
+	require.NoError(t, err)
+	require.Empty(t, body)
+	require.Equal(t, "15", resp.Header.Get("Content-Length"), "HEAD says what GET would send")
+
+	resp, _, err = do(http.MethodGet, "/hints", nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+
+	_, _, err = do(http.MethodGet, "/panic", nil)
+	require.Error(t, err)
+	_, body, err = do(http.MethodGet, "/", nil)
+	require.NoError(t, err, "the connection outlives a handler's panic")
+	require.Equal(t, "<html>hi</html>", body)
+}
+
+// TestControlStream reads the server's control stream as a client
+// does: the stream type, SETTINGS with the field section limit and the
+// caller's settings, then the caller's frames (an ORIGIN frame).
+func TestControlStream(t *testing.T) {
+	origin, err := h3ext.AppendOrigin(nil, []string{"https://a.test", "https://b.test:8443"})
+	require.NoError(t, err)
+	dial := serve(t, &Config{Handler: echo(), MaxHeaderBytes: 1000, Settings: map[uint64]uint64{0x2b603742: 1}, ControlFrames: origin})
+	qc := dial()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	str, err := qc.AcceptUniStream(ctx)
+	require.NoError(t, err)
+	r := quicvarint.NewReader(str)
+	typ, err := quicvarint.Read(r)
+	require.NoError(t, err)
+	require.Equal(t, uint64(h3ext.StreamControl), typ)
+	typ, payload, err := h3ext.ReadFrame(r)
+	require.NoError(t, err)
+	require.Equal(t, uint64(h3ext.FrameSettings), typ)
+	settings, err := h3ext.ParseSettings(payload)
+	require.NoError(t, err)
+	require.Equal(t, map[uint64]uint64{h3ext.SettingMaxFieldSection: 1000, 0x2b603742: 1}, settings)
+	typ, payload, err = h3ext.ReadFrame(r)
+	require.NoError(t, err)
+	require.Equal(t, uint64(h3ext.FrameOrigin), typ)
+	origins, err := h3ext.ParseOrigin(payload)
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://a.test", "https://b.test:8443"}, origins)
+}
+
+// request writes a raw request stream: HEADERS with fields, then
+// extra octets, and FIN.
+func request(t *testing.T, qc *quic.Conn, fields []qpack.HeaderField, extra []byte) *quic.Stream {
+	t.Helper()
+	var block bytes.Buffer
+	enc := qpack.NewEncoder(&block)
+	for _, f := range fields {
+		require.NoError(t, enc.WriteField(f))
+	}
+	str, err := qc.OpenStreamSync(context.Background())
+	require.NoError(t, err)
+	b := quicvarint.Append(nil, h3ext.FrameHeaders)
+	b = quicvarint.Append(b, uint64(block.Len()))
+	b = append(append(b, block.Bytes()...), extra...)
+	_, err = str.Write(b)
+	require.NoError(t, err)
+	str.Close()
+	return str
+}
+
+func get(path string, more ...qpack.HeaderField) []qpack.HeaderField {
+	return append([]qpack.HeaderField{{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "https"}, {Name: ":authority", Value: "localhost"}, {Name: ":path", Value: path}}, more...)
+}
+
+// streamCode is the code a stream was reset with, or -1 if it was not.
+func streamCode(str *quic.Stream) int64 {
+	str.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := io.ReadAll(str)
+	var se *quic.StreamError
+	if errors.As(err, &se) {
+		return int64(se.ErrorCode)
+	}
+	return -1
+}
+
+// TestMalformedRequests: what RFC 9114 §4.1.2 and §4.3.1 call malformed
+// resets its stream with H3_MESSAGE_ERROR and leaves the connection up;
+// a header section past the limit gets 431; a body longer than its
+// Content-Length is malformed too.
+func TestMalformedRequests(t *testing.T) {
+	dial := serve(t, &Config{Handler: echo(), MaxHeaderBytes: 2000})
+	qc := dial()
+	msgErr := int64(http3.ErrCodeMessageError)
+	for name, fields := range map[string][]qpack.HeaderField{
+		"upper-case name":      get("/", qpack.HeaderField{Name: "X-Upper", Value: "1"}),
+		"pseudo after a field": append(get("/", qpack.HeaderField{Name: "x", Value: "1"}), qpack.HeaderField{Name: ":path", Value: "/"}),
+		"no :path":             get("")[:3],
+		"unknown pseudo":       get("/", qpack.HeaderField{Name: ":protocol", Value: "websocket"}),
+		"connection field":     get("/", qpack.HeaderField{Name: "connection", Value: "close"}),
+		"te not trailers":      get("/", qpack.HeaderField{Name: "te", Value: "gzip"}),
+		"two :method":          append(get("/")[:1], get("/")...),
+	} {
+		require.Equal(t, msgErr, streamCode(request(t, qc, fields, nil)), name)
+	}
+
+	str := request(t, qc, get("/", qpack.HeaderField{Name: "x-big", Value: strings.Repeat("a", 3000)}), nil)
+	b, err := io.ReadAll(str)
+	require.NoError(t, err)
+	typ, block, err := h3ext.ReadFrame(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.Equal(t, uint64(h3ext.FrameHeaders), typ)
+	status, err := qpack.NewDecoder().Decode(block)()
+	require.NoError(t, err)
+	require.Equal(t, qpack.HeaderField{Name: ":status", Value: "431"}, status)
+
+	post := append(get("/echo")[1:], qpack.HeaderField{Name: ":method", Value: "POST"}, qpack.HeaderField{Name: "content-length", Value: "2"})
+	post[0], post[3] = post[3], post[0] // :method first, as clients send it
+	data := quicvarint.Append(quicvarint.Append(nil, h3ext.FrameData), 5)
+	require.Equal(t, msgErr, streamCode(request(t, qc, post, append(data, "hello"...))), "5 octets of body for a length of 2")
+
+	require.Equal(t, int64(-1), streamCode(request(t, qc, get("/"), nil)), "the connection still serves")
+}
+
+// TestUnexpectedFramesEndTheConnection: a DATA frame before a
+// request's HEADERS is H3_FRAME_UNEXPECTED, a connection error.
+func TestUnexpectedFramesEndTheConnection(t *testing.T) {
+	dial := serve(t, &Config{Handler: echo()})
+	qc := dial()
+	str, err := qc.OpenStreamSync(context.Background())
+	require.NoError(t, err)
+	str.Write([]byte{h3ext.FrameData, 1, 'x'})
+	str.Close()
+	select {
+	case <-qc.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection is still open")
+	}
+	var ae *quic.ApplicationError
+	require.ErrorAs(t, context.Cause(qc.Context()), &ae)
+	require.Equal(t, quic.ApplicationErrorCode(http3.ErrCodeFrameUnexpected), ae.ErrorCode)
+}
+
+// TestIdleTimeout: a connection with no request for IdleTimeout is
+// closed with H3_NO_ERROR; one with a request in flight is not.
+func TestIdleTimeout(t *testing.T) {
+	release := make(chan struct{})
+	dial := serve(t, &Config{IdleTimeout: 200 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+	})})
+	busy, idle := dial(), dial()
+	request(t, busy, get("/"), nil)
+	select {
+	case <-idle.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the idle connection is still open")
+	}
+	require.NoError(t, busy.Context().Err(), "a request in flight keeps its connection")
+	close(release)
+}
+
+func TestParsePriority(t *testing.T) {
+	for v, want := range map[string]struct {
+		u int8
+		i bool
+	}{
+		"":             {3, false},
+		"u=0":          {0, false},
+		"u=5, i":       {5, true},
+		"i=?1":         {3, true},
+		"u=2, i=?0":    {2, false},
+		"u=9":          {3, false},
+		"u=1;x=2, foo": {1, false},
+	} {
+		u, i := parsePriority(v)
+		require.Equal(t, want.u, u, v)
+		require.Equal(t, want.i, i, v)
+	}
+}
