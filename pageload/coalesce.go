@@ -219,7 +219,7 @@ func (ld *load) offersDNSStream(ctx context.Context, c *originConn) error {
 		if err := c.awaitSettings(ctx); err != nil {
 			return err
 		}
-		settings = c.cc.Settings().Other
+		settings = c.settings
 	}
 	if settings[dnswire.DNSStreamSetting] != 1 {
 		return fmt.Errorf("%s does not offer DNS streams (no SETTINGS 0x%x = 1)", c.remote, dnswire.DNSStreamSetting)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -650,9 +649,12 @@ type originConn struct {
 	omu       sync.Mutex
 	announced map[string]bool
 	originCh  chan struct{}
-	close     func()
-	closed    sync.Once
-	err       error
+	// The server's SETTINGS, set before settingsCh is closed (HTTP/3).
+	settings   map[uint64]uint64
+	settingsCh chan struct{}
+	close      func()
+	closed     sync.Once
+	err        error
 }
 
 // method is GET, or the GET that quic-go's HTTP/3 sends before the
@@ -836,7 +838,7 @@ func (ld *load) settled(ctx context.Context, c *originConn) error {
 // awaitSettings waits for the server's SETTINGS on c.
 func (c *originConn) awaitSettings(ctx context.Context) error {
 	select {
-	case <-c.cc.ReceivedSettings():
+	case <-c.settingsCh:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -909,21 +911,16 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 	h3 := &http3.Transport{}
 	rc := h3.NewRawClientConn(qc)
 	c.cc, c.rt = rc.ClientConn, rc.ClientConn
-	c.originCh = make(chan struct{})
-	go ld.serverStreams(qc, rc, c, info)
-	go func() {
-		select {
-		case <-c.cc.ReceivedSettings():
-			tokens.Settled()
-			ld.mu.Lock()
-			info.SettingsMs = ld.since()
-			ld.mu.Unlock()
-			ld.l.mu.Lock()
-			ld.l.settings[tlsConf.ServerName] = maps.Clone(c.cc.Settings().Other)
-			ld.l.mu.Unlock()
-		case <-qc.Context().Done():
-		}
-	}()
+	c.originCh, c.settingsCh = make(chan struct{}), make(chan struct{})
+	go ld.serverStreams(qc, rc, c, info, func(settings map[uint64]uint64) {
+		tokens.Settled()
+		ld.mu.Lock()
+		info.SettingsMs = ld.since()
+		ld.mu.Unlock()
+		ld.l.mu.Lock()
+		ld.l.settings[tlsConf.ServerName] = settings
+		ld.l.mu.Unlock()
+	})
 	c.close = func() {
 		st := qc.ConnectionState()
 		ld.mu.Lock()

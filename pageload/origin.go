@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -14,64 +15,112 @@ import (
 	"github.com/doxlab/doxlab/internal/h3ext"
 )
 
-// serverStreams takes the server's unidirectional streams: the ORIGIN
-// stream (docs/origin.md) is read here, every other one goes to HTTP/3.
-func (ld *load) serverStreams(qc *quic.Conn, rc *http3.RawClientConn, c *originConn, info *Conn) {
+// serverStreams takes the server's unidirectional streams: its control
+// stream is read here, for its SETTINGS and the ORIGIN frames RFC 9412
+// puts there (docs/origin.md); every other one goes to HTTP/3. quic-go's
+// HTTP/3 client needs the server's SETTINGS only for extensions the
+// loader does not use (datagrams, extended CONNECT).
+func (ld *load) serverStreams(qc *quic.Conn, rc *http3.RawClientConn, c *originConn, info *Conn, settled func(map[uint64]uint64)) {
+	var control atomic.Bool
 	for {
 		str, err := qc.AcceptUniStream(qc.Context())
 		if err != nil {
 			return
 		}
 		go func() {
-			if typ, n, err := h3ext.PeekVarint(str); err == nil && typ == h3ext.OriginStreamType {
-				if _, err := io.ReadFull(str, make([]byte, n)); err == nil {
-					ld.readOrigins(str, c, info)
-				}
+			typ, n, err := h3ext.PeekVarint(str)
+			if err != nil || typ != h3ext.StreamControl {
+				rc.HandleUnidirectionalStream(str)
 				return
 			}
-			rc.HandleUnidirectionalStream(str)
+			if !control.CompareAndSwap(false, true) {
+				qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeStreamCreationError), "a second control stream")
+				return
+			}
+			if _, err := io.ReadFull(str, make([]byte, n)); err == nil {
+				ld.readControl(qc, str, c, info, settled)
+			}
 		}()
 	}
 }
 
-// readOrigins reads ORIGIN frames until the stream ends or breaks its
-// framing; each adds to the connection's origin set (RFC 8336 §2.3).
-func (ld *load) readOrigins(str *quic.ReceiveStream, c *originConn, info *Conn) {
+// readControl reads the server's control stream: SETTINGS first, then
+// ORIGIN frames, each adding to the connection's origin set (RFC 8336
+// §2.3), GOAWAY and unknown frames skipped, as RFC 9114 §6.2.1 and
+// §7.2 say. What breaks the rules ends the connection.
+func (ld *load) readControl(qc *quic.Conn, str *quic.ReceiveStream, c *originConn, info *Conn, settled func(map[uint64]uint64)) {
+	fail := func(code http3.ErrCode, msg string) {
+		qc.CloseWithError(quic.ApplicationErrorCode(code), msg)
+	}
 	r := quicvarint.NewReader(str)
-	for {
-		typ, payload, err := h3ext.ReadFrame(r)
+	for first := true; ; first = false {
+		typ, n, err := h3ext.ReadFrameHeader(r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				str.CancelRead(0x106) // H3_FRAME_ERROR: read no further
+			if errors.Is(err, h3ext.ErrFrame) {
+				fail(http3.ErrCodeFrameError, "")
+			} else {
+				fail(http3.ErrCodeClosedCriticalStream, "the control stream ended")
 			}
 			return
 		}
-		if typ != h3ext.FrameOrigin {
-			continue
-		}
-		origins, _ := h3ext.ParseOrigin(payload) // entries before a framing error count
-		c.omu.Lock()
-		first := c.announced == nil
-		if first {
-			c.announced = map[string]bool{}
-		}
-		var added []string // new to the set: a list scanned per entry was quadratic
-		for _, o := range origins {
-			if !c.announced[o] {
-				c.announced[o] = true
-				added = append(added, o)
+		switch {
+		case first && typ != h3ext.FrameSettings:
+			fail(http3.ErrCodeMissingSettings, "")
+			return
+		case typ == h3ext.FrameSettings && first, typ == h3ext.FrameOrigin:
+			payload, err := h3ext.ReadPayload(r, n)
+			if err != nil {
+				fail(http3.ErrCodeFrameError, "")
+				return
+			}
+			if typ == h3ext.FrameOrigin {
+				origins, _ := h3ext.ParseOrigin(payload) // entries before a framing error count
+				ld.announced(c, info, origins)
+				continue
+			}
+			settings, err := h3ext.ParseSettings(payload)
+			if err != nil {
+				fail(http3.ErrCodeSettingsError, err.Error())
+				return
+			}
+			c.settings = settings
+			close(c.settingsCh)
+			settled(settings)
+		case typ == h3ext.FrameSettings || typ == h3ext.FrameData || typ == h3ext.FrameHeaders || typ == h3ext.FramePushPromise || h3ext.ReservedH2Frame(typ):
+			fail(http3.ErrCodeFrameUnexpected, "")
+			return
+		default: // GOAWAY (the load's requests are few and short), and unknown frames
+			if err := h3ext.Skip(r, n); err != nil {
+				fail(http3.ErrCodeClosedCriticalStream, "the control stream ended")
+				return
 			}
 		}
-		c.omu.Unlock()
-		ld.mu.Lock()
-		if first {
-			info.OriginMs = ld.since()
+	}
+}
+
+// announced adds origins to c's origin set.
+func (ld *load) announced(c *originConn, info *Conn, origins []string) {
+	c.omu.Lock()
+	first := c.announced == nil
+	if first {
+		c.announced = map[string]bool{}
+	}
+	var added []string // new to the set: a list scanned per entry was quadratic
+	for _, o := range origins {
+		if !c.announced[o] {
+			c.announced[o] = true
+			added = append(added, o)
 		}
-		info.Announced = append(info.Announced, added...)
-		ld.mu.Unlock()
-		if first {
-			close(c.originCh)
-		}
+	}
+	c.omu.Unlock()
+	ld.mu.Lock()
+	if first {
+		info.OriginMs = ld.since()
+	}
+	info.Announced = append(info.Announced, added...)
+	ld.mu.Unlock()
+	if first {
+		close(c.originCh)
 	}
 }
 

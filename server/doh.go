@@ -16,11 +16,11 @@ import (
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
-	"github.com/quic-go/quic-go/quicvarint"
 	"golang.org/x/net/http2"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/internal/h3ext"
+	"github.com/doxlab/doxlab/internal/h3server"
 )
 
 type quicConnKey struct{}
@@ -345,77 +345,87 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 	// Refusals and aborted handshakes carry the listener's own transport:
 	// a browser's on the web listener is h3, not DoH/3.
 	ln := s.limitQUIC(eln, name, label, h3ExcessiveLoad, h3NoError)
-	srv := &http3.Server{
-		// A connection with a request in flight is busy: the pool closes
-		// only idle ones to make room. A request is in flight once it has
-		// arrived whole (its body read to the end), so a request whose
-		// body never ends holds nothing until its deadline resets it.
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if c, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
-				if sl := ln.slot(c); sl != nil {
-					b := &busyOnEnd{ReadCloser: r.Body, sl: sl}
-					defer b.done()
-					if r.Method == http.MethodGet || r.Method == http.MethodHead {
-						b.begin() // no body to wait for, nor to cancel
-					}
-					r.Body = b
+	// A connection with a request in flight is busy: the pool closes
+	// only idle ones to make room. A request is in flight once it has
+	// arrived whole (its body read to the end), so a request whose body
+	// never ends holds nothing until its deadline resets it.
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
+			if sl := ln.slot(c); sl != nil {
+				b := &busyOnEnd{ReadCloser: r.Body, sl: sl}
+				defer b.done()
+				if r.Method == http.MethodGet || r.Method == http.MethodHead {
+					b.begin() // no body to wait for, nor to cancel
 				}
+				r.Body = b
 			}
-			h.ServeHTTP(w, r)
-		}),
-		IdleTimeout: s.cfg.Limits.IdleTimeout,
-		// A header block is read whole before it is parsed: bounded, and
-		// advertised as SETTINGS_MAX_FIELD_SECTION_SIZE.
-		MaxHeaderBytes: maxHeaderBytes,
-	}
+		}
+		h.ServeHTTP(w, r)
+	})
+	var open func(c *quic.Conn) (h3Conn, error)
 	dnsStreams := web && !s.cfg.Web.NoDNSStream
-	if dnsStreams {
-		srv.AdditionalSettings = map[uint64]uint64{dnswire.DNSStreamSetting: 1}
-	}
-	var origins []string
-	var originFrame []byte
 	if web {
-		origins = s.webOrigins(addr)
+		// The web listener's HTTP/3 is doxlab's own, so that its ORIGIN
+		// frame goes on the control stream (docs/origin.md).
+		cfg := &h3server.Config{Handler: handler, IdleTimeout: s.cfg.Limits.IdleTimeout, MaxHeaderBytes: maxHeaderBytes}
+		if dnsStreams {
+			cfg.Settings = map[uint64]uint64{dnswire.DNSStreamSetting: 1}
+		}
+		origins := s.webOrigins(addr)
 		if len(origins) > 0 {
-			if originFrame, err = h3ext.AppendOrigin(quicvarint.Append(nil, h3ext.OriginStreamType), origins); err != nil {
+			if cfg.ControlFrames, err = h3ext.AppendOrigin(nil, origins); err != nil {
 				return err
 			}
 		}
+		open = func(c *quic.Conn) (h3Conn, error) {
+			s.recordQUICConn(c, name, label, origins)
+			ctx := context.WithValue(c.Context(), quicConnKey{}, c)
+			ctx = context.WithValue(ctx, http.LocalAddrContextKey, c.LocalAddr())
+			return h3server.New(ctx, c, cfg)
+		}
+	} else {
+		srv := &http3.Server{
+			Handler:     handler,
+			IdleTimeout: s.cfg.Limits.IdleTimeout,
+			// A header block is read whole before it is parsed: bounded,
+			// and advertised as SETTINGS_MAX_FIELD_SECTION_SIZE.
+			MaxHeaderBytes: maxHeaderBytes,
+			ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+				s.recordQUICConn(c, name, label, nil)
+				return context.WithValue(ctx, quicConnKey{}, c)
+			},
+		}
+		s.track(name+"-h3", nil, srv)
+		open = func(c *quic.Conn) (h3Conn, error) { return srv.NewRawServerConn(c) }
 	}
-	srv.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
-		s.recordQUICConn(c, name, label, origins)
-		return context.WithValue(ctx, quicConnKey{}, c)
-	}
-	s.track(name+"-h3", nil, srv)
 	s.goServe(func() {
 		for {
 			c, err := ln.Accept(s.ctx)
 			if err != nil {
 				return
 			}
-			go s.serveH3Conn(srv, c, ln.slot(c), name, dnsStreams, originFrame)
+			go s.serveH3Conn(c, ln.slot(c), name, dnsStreams, open)
 		}
 	})
 	return nil
 }
 
+// h3Conn is the HTTP/3 server side of one QUIC connection: quic-go's
+// on the DoH/3 listener, doxlab's own on the web listener.
+type h3Conn interface {
+	HandleRequestStream(*quic.Stream)
+	HandleUnidirectionalStream(*quic.ReceiveStream)
+}
+
 // serveH3Conn runs one HTTP/3 connection's stream loops, so that a
 // bidirectional stream that opens with the DNS stream signal is answered
 // as DNS (docs/dnsstream.md) and every other one goes to HTTP/3 as it
-// came, and sends the ORIGIN frame, if any (docs/origin.md). Closing the
-// listener's transport closes the connection.
-func (s *Server) serveH3Conn(srv *http3.Server, c *quic.Conn, sl *slot, name string, dnsStreams bool, originFrame []byte) {
-	hc, err := srv.NewRawServerConn(c) // opens the control stream, with SETTINGS
+// came. Closing the listener's transport closes the connection.
+func (s *Server) serveH3Conn(c *quic.Conn, sl *slot, name string, dnsStreams bool, open func(*quic.Conn) (h3Conn, error)) {
+	hc, err := open(c) // opens the control stream, with SETTINGS
 	if err != nil {
 		c.CloseWithError(h3InternalError, "")
 		return
-	}
-	if originFrame != nil {
-		// In the server's first flight, right after its SETTINGS.
-		if str, err := c.OpenUniStream(); err == nil {
-			str.Write(originFrame)
-			str.Close()
-		}
 	}
 	go func() {
 		for {
@@ -446,7 +456,7 @@ func (s *Server) serveH3Conn(srv *http3.Server, c *quic.Conn, sl *slot, name str
 		s.workers.run(func() {
 			// A request must arrive whole (a DNS stream's signal, or the
 			// headers and body) within handshake_timeout, and its answer
-			// be taken within idle_timeout; past either, quic-go's HTTP/3
+			// be taken within idle_timeout; past either, the HTTP/3 layer
 			// resets the stream (H3_REQUEST_INCOMPLETE).
 			str.SetReadDeadline(received.Add(s.cfg.Limits.HandshakeTimeout))
 			str.SetWriteDeadline(received.Add(s.cfg.Limits.IdleTimeout))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -915,6 +916,51 @@ func TestH2OriginFrame(t *testing.T) {
 		}
 		require.NotEmpty(t, h2)
 		require.Equal(t, []string{"https://a.test:" + port, "https://b.test:" + port}, h2[0].Origins)
+	}
+}
+
+// TestH3OriginFrame: the web listener's HTTP/3 side sends its ORIGIN
+// frame on the control stream, right after SETTINGS (RFC 9412 §2), as
+// aioquic (an independent HTTP/3 stack) reads it: aioquic takes the
+// control stream and SETTINGS without a protocol error, fetches a page
+// on the same connection, and its varint buffer decodes the frame's
+// entries. web.no_origin sends none.
+func TestH3OriginFrame(t *testing.T) {
+	py := peertest.Need(t, "python3", "apt-get install python3")
+	if err := exec.Command(py, "-c", "import aioquic").Run(); err != nil {
+		peertest.Missing(t, "aioquic missing: pip install aioquic")
+	}
+	dir := t.TempDir()
+	for _, site := range []string{"a", "b"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, site), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, site, "index.html"), []byte("<html>"+site+"</html>"), 0o644))
+	}
+	for _, off := range []bool{false, true} {
+		ts := start(t, func(c *server.Config) {
+			c.Listen = server.Listen{Web: "127.0.0.1:0"}
+			c.Web.Roots = map[string]string{"a.test": filepath.Join(dir, "a"), "*": filepath.Join(dir, "b")}
+			c.Web.NoOrigin = off
+		})
+		port := ts.port("web")
+		out, err := exec.Command(py, "testdata/h3_control.py", "127.0.0.1", port, ts.caFile).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		var got struct {
+			Closed   []any             `json:"closed"`
+			Status   string            `json:"status"`
+			Settings map[string]uint64 `json:"settings"`
+			Frames   []uint64          `json:"frames"`
+			Origins  []string          `json:"origins"`
+		}
+		require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+		require.Nil(t, got.Closed, "aioquic found no protocol error")
+		require.Equal(t, "200", got.Status)
+		require.Equal(t, uint64(1), got.Settings[fmt.Sprint(dnswire.DNSStreamSetting)], "SETTINGS as aioquic read them: %v", got.Settings)
+		if off {
+			require.Equal(t, []uint64{0x04}, got.Frames, "SETTINGS alone")
+			continue
+		}
+		require.Equal(t, []uint64{0x04, 0x0c}, got.Frames, "SETTINGS, then ORIGIN")
+		require.Equal(t, []string{"https://a.test:" + port}, got.Origins)
 	}
 }
 

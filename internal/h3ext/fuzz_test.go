@@ -27,8 +27,8 @@ func TestOriginRoundTrip(t *testing.T) {
 	require.ErrorIs(t, err, ErrFrame)
 }
 
-// FuzzOriginStream is a client reading doxlab's ORIGIN stream: frames
-// until the stream ends, ORIGIN ones parsed. Nothing may panic, errors
+// FuzzOriginStream is a client reading the control stream's frames
+// after SETTINGS until it ends, ORIGIN ones parsed. Nothing may panic, errors
 // are framing errors, and what is accepted re-encodes to a frame that
 // parses to the same origins.
 func FuzzOriginStream(f *testing.F) {

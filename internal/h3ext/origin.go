@@ -18,14 +18,6 @@ import (
 // FrameOrigin is the ORIGIN frame's type in HTTP/3 (RFC 9412 §2).
 const FrameOrigin = 0x0c
 
-// OriginStreamType is the unidirectional stream doxlab's server sends
-// its ORIGIN frame on. RFC 9412 puts the frame on the control stream,
-// but quic-go's HTTP/3 opens and parses the control stream itself and
-// drops frames it does not know, so doxlab carries the same frame on a
-// stream of its own, which other clients ignore (RFC 9114 §6.2.3). The
-// frame and its meaning are RFC 9412's; docs/origin.md says more.
-const OriginStreamType = 0xd0c1
-
 // MaxFrame bounds a frame's payload read from a peer.
 const MaxFrame = 16 << 10
 
