@@ -15,8 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
-
-	"github.com/doxlab/doxlab/web"
 )
 
 // Row is one sample flattened for analysis: the columns pandas, DuckDB
@@ -563,85 +561,6 @@ func csvRecord[T any](r T, idx []int, safe bool) []string {
 		}
 	}
 	return rec
-}
-
-// LoadRow is one page load of the web experiment, flattened; the whole
-// sample (timings, stub and server records) stays in the store.
-type LoadRow struct {
-	RunID      string    `parquet:"run_id"`
-	StartedAt  time.Time `parquet:"started_at,timestamp(microsecond:utc)"`
-	Profile    string    `parquet:"profile"`
-	Page       string    `parquet:"page"`
-	Transport  string    `parquet:"transport"`
-	StubState  string    `parquet:"stub_state"`
-	H3         string    `parquet:"h3"`
-	DNSMode    string    `parquet:"dns_mode"`
-	Engine     string    `parquet:"engine"` // chromium, or doxlab (the page loader)
-	Rep        int64     `parquet:"rep"`
-	Status     string    `parquet:"status"`
-	Error      string    `parquet:"error"`
-	Protocol   string    `parquet:"protocol"`
-	PLTMs      *float64  `parquet:"plt_ms,optional"`
-	FCPMs      *float64  `parquet:"fcp_ms,optional"`
-	LCPMs      *float64  `parquet:"lcp_ms,optional"`
-	DNSMs      *float64  `parquet:"dns_ms,optional"`
-	H3Used0RTT bool      `parquet:"h3_0rtt"`
-	H3Resumed  bool      `parquet:"h3_resumed"`
-	DNSReused  bool      `parquet:"dns_reused"`
-	DNSResumed bool      `parquet:"dns_resumed"`
-	DNS0RTT    bool      `parquet:"dns_0rtt"`
-	// The page's lookups and origins (see web.Sample and web.OriginFacts):
-	// names the stub resolved, those a request waited for and the DNS time
-	// on requests' paths and in all; the origins the load touched, those
-	// not wholly over HTTP/3 and those requested with no lookup reaching
-	// the stub; the web connections the servers saw, and those in 0-RTT.
-	Lookups         int64   `parquet:"lookups"`
-	LookupsBlocking int64   `parquet:"lookups_blocking"`
-	DNSBlockingMs   float64 `parquet:"dns_blocking_ms"`
-	DNSTotalMs      float64 `parquet:"dns_total_ms"`
-	Origins         int64   `parquet:"origins"`
-	OriginsNotH3    int64   `parquet:"origins_not_h3"`
-	OriginsNoLookup int64   `parquet:"origins_no_lookup"`
-	Conns           int64   `parquet:"conns"`
-	Conns0RTT       int64   `parquet:"conns_0rtt"`
-}
-
-// LoadRows flattens the page loads of the runs whose ID starts with prefix.
-func (s *Store) LoadRows(ctx context.Context, prefix string) ([]LoadRow, error) {
-	var out []LoadRow
-	err := s.EachLoadRow(ctx, prefix, func(r LoadRow) error {
-		out = append(out, r)
-		return nil
-	})
-	return out, err
-}
-
-// EachLoadRow hands fn the page loads of the runs whose ID starts with
-// prefix, flattened, one at a time.
-func (s *Store) EachLoadRow(ctx context.Context, prefix string, fn func(LoadRow) error) error {
-	return s.eachLoad(ctx, prefix, func(id string, x *web.Sample) error {
-		r := LoadRow{RunID: id, StartedAt: x.Start.UTC(), Profile: x.Profile, Page: x.Page, Transport: x.Transport,
-			StubState: x.StubState, H3: x.Task.H3, DNSMode: x.DNSMode, Engine: x.EngineName(), Rep: int64(x.Rep), Status: x.Status, Error: x.Error,
-			H3Used0RTT: x.H3Used0RTT, H3Resumed: x.H3Resumed}
-		if x.Load != nil {
-			r.Protocol = x.Load.Protocol
-		}
-		if x.Status == "ok" {
-			r.PLTMs, r.FCPMs, r.DNSMs = &x.PLTMs, &x.FCPMs, &x.DNSMs
-			if x.Replay != nil {
-				r.FCPMs = nil // the page loader paints nothing
-			} else if x.Load != nil {
-				r.LCPMs = &x.Load.LCPMs
-			}
-		}
-		if f := x.DNSFacts; f != nil {
-			r.DNSReused, r.DNSResumed, r.DNS0RTT = f.Reused, f.Resumed, f.Used0RTT
-		}
-		r.Lookups, r.LookupsBlocking, r.DNSBlockingMs, r.DNSTotalMs = int64(x.Lookups), int64(x.LookupsBlocking), x.DNSBlockingMs, x.DNSTotalMs
-		notH3, noLookup, conns, early := x.OriginCounts()
-		r.Origins, r.OriginsNotH3, r.OriginsNoLookup, r.Conns, r.Conns0RTT = int64(len(x.Origins)), int64(notH3), int64(noLookup), int64(conns), int64(early)
-		return fn(r)
-	})
 }
 
 // WriteParquet writes rows as one Parquet file.

@@ -33,7 +33,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -79,9 +79,24 @@ var schema = []string{
 	sampleRaw,
 	`CREATE INDEX IF NOT EXISTS samples_by_transport ON samples (transport, cond)`,
 	`CREATE INDEX IF NOT EXISTS samples_by_vantage ON samples (run_id, vantage)`,
-	// Page loads of the web experiment: the columns the figures use, and
-	// the whole sample (browser timings, stub and server records) in raw.
-	`CREATE TABLE IF NOT EXISTS page_loads (
+	resultsTable,
+}
+
+// resultsTable holds every experiment's results but the DNS samples:
+// one JSON object per row, whole, under its kind (page loads, head-of-
+// line blocking, ...).
+const resultsTable = `CREATE TABLE IF NOT EXISTS results (
+		run_id TEXT NOT NULL REFERENCES runs(id),
+		kind TEXT NOT NULL,
+		task_key TEXT NOT NULL,
+		started_at TEXT NOT NULL,
+		raw TEXT NOT NULL,
+		PRIMARY KEY (run_id, kind, task_key)
+	)`
+
+// pageLoadsV4 is the web experiment's table of schemas 1 to 4, whose
+// rows schema 5 moves into results.
+const pageLoadsV4 = `CREATE TABLE IF NOT EXISTS page_loads (
 		run_id TEXT NOT NULL REFERENCES runs(id),
 		task_key TEXT NOT NULL,
 		started_at TEXT NOT NULL,
@@ -100,18 +115,7 @@ var schema = []string{
 		h3_resumed BOOLEAN NOT NULL,
 		raw TEXT NOT NULL,
 		PRIMARY KEY (run_id, task_key)
-	)`,
-	// Results of the experiments without a table of their own (head-of-
-	// line blocking, ...): one JSON object per row, whole.
-	`CREATE TABLE IF NOT EXISTS results (
-		run_id TEXT NOT NULL REFERENCES runs(id),
-		kind TEXT NOT NULL,
-		task_key TEXT NOT NULL,
-		started_at TEXT NOT NULL,
-		raw TEXT NOT NULL,
-		PRIMARY KEY (run_id, kind, task_key)
-	)`,
-}
+	)`
 
 // Run describes one run and the environment it ran in.
 type Run struct {
@@ -296,6 +300,12 @@ func (s *Store) upgrades(from int) []string {
 	case 3:
 		return []string{sampleRaw, `INSERT INTO sample_raw (run_id, task_key, raw) SELECT run_id, task_key, raw FROM samples`,
 			`ALTER TABLE samples DROP COLUMN raw`}
+	case 4:
+		// Page loads become results of the web experiment's kind, like
+		// every other experiment's, so the store knows no experiment.
+		return []string{pageLoadsV4, resultsTable,
+			`INSERT INTO results (run_id, kind, task_key, started_at, raw) SELECT run_id, 'web-load', task_key, started_at, raw FROM page_loads`,
+			`DROP TABLE page_loads`}
 	}
 	return nil
 }
@@ -526,15 +536,21 @@ func (s *Store) Raw(ctx context.Context, runID, key string) (json.RawMessage, er
 
 // Done returns the task keys a run has stored already.
 func (s *Store) Done(ctx context.Context, runID string) (map[string]bool, error) {
-	return s.keys(ctx, "samples", runID)
+	return s.keys(ctx, `SELECT task_key FROM samples WHERE run_id = ?`, runID)
+}
+
+// ResultsDone returns the keys of the results of kind a run has stored,
+// so that a resumed run measures only the rest.
+func (s *Store) ResultsDone(ctx context.Context, runID string, kind Kind) (map[string]bool, error) {
+	return s.keys(ctx, `SELECT task_key FROM results WHERE run_id = ? AND kind = ?`, runID, kind)
 }
 
 // ErrNoRun is a run ID the store does not hold.
 var ErrNoRun = errors.New("no such run")
 
-// keys returns the task keys of a run in one of the sample tables; a run
-// the store does not hold is ErrNoRun, before anything is measured into it.
-func (s *Store) keys(ctx context.Context, table, runID string) (map[string]bool, error) {
+// keys returns the task keys query selects for a run; a run the store
+// does not hold is ErrNoRun, before anything is measured into it.
+func (s *Store) keys(ctx context.Context, query, runID string, args ...any) (map[string]bool, error) {
 	var one int
 	switch err := s.db.QueryRowContext(ctx, s.rebind(`SELECT 1 FROM runs WHERE id = ?`), runID).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):
@@ -542,7 +558,7 @@ func (s *Store) keys(ctx context.Context, table, runID string) (map[string]bool,
 	case err != nil:
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT task_key FROM `+table+` WHERE run_id = ?`), runID)
+	rows, err := s.db.QueryContext(ctx, s.rebind(query), append([]any{runID}, args...)...)
 	if err != nil {
 		return nil, err
 	}

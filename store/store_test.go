@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +20,6 @@ import (
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
-	"github.com/doxlab/doxlab/web"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -117,32 +118,16 @@ func roundTrip(t *testing.T, dsn string) {
 	require.Equal(t, rows, back, "Parquet round trip")
 	require.Nil(t, back[2].TotalRTT, "a failed sample has no RTT figures, not zeros")
 
-	// Results and page loads select runs by ID prefix in the query.
+	// Results select runs by ID prefix in the query.
 	for _, id := range []string{"exp-4g", "exp-4g-medium"} {
 		r := store.NewRun("experiment:x", "", nil)
 		r.ID = id
 		require.NoError(t, s.BeginRun(ctx, r))
 		require.NoError(t, s.WriteResult(ctx, id, store.Kind("k"), "1", run.StartedAt, map[string]string{"run": id}))
-		require.NoError(t, s.WriteLoad(ctx, id, &web.Sample{Task: web.Task{Profile: id, Page: "o5"}, Start: run.StartedAt, Status: "ok", Lookups: 3, LookupsBlocking: 2,
-			Origins: []web.OriginFacts{
-				{Host: "www.o5", Requests: 3, Protocol: "h3", Lookup: web.LookupUpstream, Conns: 1, Conns0RTT: 1},
-				{Host: "tags", Requests: 2, Protocol: "h2+h3", Lookup: web.LookupUpstream, Conns: 2},
-				{Host: "fonts", Requests: 1, Protocol: "h3", Lookup: web.LookupNone},
-			}}))
 	}
 	var got []string
 	require.NoError(t, s.Results(ctx, "exp-4g-", store.Kind("k"), func(id string, _ []byte) error { got = append(got, id); return nil }))
 	require.Equal(t, []string{"exp-4g-medium"}, got)
-	loads, err := s.Loads(ctx, "exp-")
-	require.NoError(t, err)
-	require.Len(t, loads, 2)
-	lrows, err := s.LoadRows(ctx, "exp-4g-m")
-	require.NoError(t, err)
-	require.Len(t, lrows, 1)
-	require.Equal(t, "exp-4g-medium", lrows[0].RunID)
-	r := lrows[0]
-	require.Equal(t, [7]int64{3, 2, 3, 1, 1, 3, 1}, [7]int64{r.Lookups, r.LookupsBlocking, r.Origins, r.OriginsNotH3, r.OriginsNoLookup, r.Conns, r.Conns0RTT},
-		"lookups, blocking, origins, not h3, no lookup, conns, 0-RTT conns")
 }
 
 func TestSQLiteRoundTrip(t *testing.T) {
@@ -171,7 +156,13 @@ func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 			handshake_ms DOUBLE PRECISION, query_ms DOUBLE PRECISION, total_ms DOUBLE PRECISION, handshake_rtt DOUBLE PRECISION, resolve_rtt DOUBLE PRECISION,
 			total_rtt DOUBLE PRECISION, tls_resumed BOOLEAN NOT NULL, used_0rtt BOOLEAN NOT NULL, retry BOOLEAN NOT NULL, token_used BOOLEAN NOT NULL,
 			quic_version TEXT NOT NULL, alpn TEXT NOT NULL, raw TEXT NOT NULL, PRIMARY KEY (run_id, task_key))`,
+		`CREATE TABLE page_loads (run_id TEXT NOT NULL REFERENCES runs(id), task_key TEXT NOT NULL, started_at TEXT NOT NULL, profile TEXT NOT NULL,
+			page TEXT NOT NULL, transport TEXT NOT NULL, stub_state TEXT NOT NULL, h3 TEXT NOT NULL, dns_mode TEXT NOT NULL, rep INTEGER NOT NULL,
+			status TEXT NOT NULL, plt_ms DOUBLE PRECISION, fcp_ms DOUBLE PRECISION, dns_ms DOUBLE PRECISION, h3_0rtt BOOLEAN NOT NULL,
+			h3_resumed BOOLEAN NOT NULL, raw TEXT NOT NULL, PRIMARY KEY (run_id, task_key))`,
 		`INSERT INTO runs VALUES ('old', 'measure', '2026-01-01T00:00:00Z', 'v0', 'go', 'Linux', 'h', '', '{}')`,
+		`INSERT INTO page_loads VALUES ('old', 'fiber|wiki|udp', '2026-01-01T00:00:03Z', 'fiber', 'wiki', 'udp', 'cold', '1rtt', 'stub', 0, 'ok', 110.5, 90, 15,
+			FALSE, FALSE, '{"profile":"fiber","page":"wiki","plt_ms":110.5}')`,
 		`INSERT INTO samples VALUES ('old', 'k', '2026-01-01T00:00:01Z', 't', 'udp://t:53', 'udp', 'fresh', 5, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '{}')`,
 		`INSERT INTO samples VALUES ('old', 'k2', '2026-01-01T00:00:02Z', 't', 'udp://t:53', 'udp', 'fresh', 6, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '` + raw + `')`,
 	} {
@@ -204,6 +195,15 @@ func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 	moved, err := s.Raw(ctx, "old", "k2")
 	require.NoError(t, err)
 	require.JSONEq(t, raw, string(moved), "the raw sample moved to its own table whole (schema 4)")
+	var loads []string
+	require.NoError(t, s.Results(ctx, "old", store.Kind("web-load"), func(id string, raw []byte) error {
+		loads = append(loads, id+" "+string(raw))
+		return nil
+	}))
+	require.Equal(t, []string{`old {"profile":"fiber","page":"wiki","plt_ms":110.5}`}, loads, "page loads are web-load results (schema 5)")
+	done, err := s.ResultsDone(ctx, "old", store.Kind("web-load"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"fiber|wiki|udp": true}, done, "under their task keys, for a resumed run")
 }
 
 func TestUpgradeFromSchema1(t *testing.T) {
@@ -256,4 +256,17 @@ func TestOpenNamesAFileThatIsNoStore(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("hello, this is not SQLite, but long enough to have a header of its own\n"), 0o644))
 	_, err := store.Open(context.Background(), p)
 	require.EqualError(t, err, p+" is not a doxlab store (not a SQLite database)")
+}
+
+// TestStoreRunsNothing: every package that stores anything imports the
+// store, so the store pulls in no browser, server or page loader, even
+// through another package (depguard sees direct imports only).
+func TestStoreRunsNothing(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, bad := range []string{"chromedp", "doxlab/server", "doxlab/pageload", "doxlab/browser", "doxlab/web", "doxlab/corpus", "doxlab/experiment"} {
+			require.NotContains(t, pkg, bad, "the store depends on %s", pkg)
+		}
+	}
 }

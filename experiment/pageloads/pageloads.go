@@ -240,7 +240,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}
 	c.Plan(len(profiles) * len(c.Transports) * len(c.StubStates) * len(c.Pages) * len(c.H3) * len(c.DNSModes) * len(c.Engines) * c.Repeat)
 	err = c.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
-		done, err := st.LoadsDone(ctx, runID)
+		done, err := st.ResultsDone(ctx, runID, Kind)
 		if err != nil {
 			return err
 		}
@@ -258,7 +258,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 // logRate logs how many loads this Run measured per minute, the
 // testbed's and browser's start included: what a campaign can plan on.
 func (c *Web) logRate(st *store.Store, expID string, started time.Time) {
-	loads, err := st.Loads(context.Background(), expID+"-")
+	loads, err := ReadLoads(context.Background(), st, expID+"-")
 	if err != nil {
 		return
 	}
@@ -484,7 +484,7 @@ func (e *webEnv) replaysBrowser() bool {
 // poolGraphs gathers the graphs of the profile's traced loads already
 // stored (a resumed run's).
 func (e *webEnv) poolGraphs(ctx context.Context, profile, runID string) error {
-	loads, err := e.st.Loads(ctx, runID) // and of runs whose ID begins with runID's
+	loads, err := ReadLoads(ctx, e.st, runID) // and of runs whose ID begins with runID's
 	if err != nil {
 		return err
 	}
@@ -554,7 +554,7 @@ func (e *webEnv) blocks(ctx context.Context, rng *rand.Rand, p testbed.Profile, 
 				st.stop()
 				return err
 			}
-			if err := e.st.WriteLoad(ctx, runID, x); err != nil {
+			if err := WriteLoad(ctx, e.st, runID, x); err != nil {
 				st.stop()
 				return err
 			}

@@ -210,7 +210,7 @@ func run(t *testing.T, c *Web) ([]*web.Sample, *store.Store, string) {
 	st, err := store.Open(ctx, c.Store)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	loads, err := st.Loads(ctx, id)
+	loads, err := ReadLoads(ctx, st, id)
 	require.NoError(t, err)
 	return loads, st, id
 }
@@ -334,4 +334,19 @@ func TestAssembleLabels(t *testing.T) {
 	require.NoError(t, Loads{&base, &failed}.WriteTable(&b))
 	require.NotContains(t, b.String(), "-100")
 	require.Regexp(t, `doh2 +cold +1rtt +0/1 .* – +– `, b.String())
+}
+
+// TestLoadRow: the export's row counts a load's lookups and origins as
+// the sample has them.
+func TestLoadRow(t *testing.T) {
+	x := &web.Sample{Task: web.Task{Profile: "fiber", Page: "o5"}, Status: "ok", Lookups: 3, LookupsBlocking: 2,
+		Origins: []web.OriginFacts{
+			{Host: "www.o5", Requests: 3, Protocol: "h3", Lookup: web.LookupUpstream, Conns: 1, Conns0RTT: 1},
+			{Host: "tags", Requests: 2, Protocol: "h2+h3", Lookup: web.LookupUpstream, Conns: 2},
+			{Host: "fonts", Requests: 1, Protocol: "h3", Lookup: web.LookupNone},
+		}}
+	r := Row("run", x)
+	require.Equal(t, [7]int64{3, 2, 3, 1, 1, 3, 1}, [7]int64{r.Lookups, r.LookupsBlocking, r.Origins, r.OriginsNotH3, r.OriginsNoLookup, r.Conns, r.Conns0RTT},
+		"lookups, blocking, origins, not h3, no lookup, conns, 0-RTT conns")
+	require.Equal(t, "run", r.RunID)
 }

@@ -30,7 +30,7 @@ type Loads []*web.Sample
 
 // Load reads the page loads of the runs whose IDs start with prefix.
 func (c *Web) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
-	loads, err := st.Loads(ctx, prefix)
+	loads, err := ReadLoads(ctx, st, prefix)
 	return Loads(loads), err
 }
 

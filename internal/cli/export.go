@@ -25,7 +25,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	outPath := fs.String("out", "", "write to `FILE` (default: standard output; required for parquet)")
 	vantage := fs.String("vantage", "", "with --table samples: only what this campaign vantage point measured, by its `NAME`")
 	list := fs.Bool("runs", false, "list the runs instead")
-	table := fs.String("table", "samples", "samples (DNS measurements), loads (page loads of the web experiment), "+exportTables()+", or results (every experiment's records whole, as JSON lines; --kind picks one)")
+	table := fs.String("table", "samples", "samples (DNS measurements), "+exportTables()+", or results (every experiment's records whole, as JSON lines; --kind picks one)")
 	kind := fs.String("kind", "", "with --table results: one of "+kindList()+" (default all)")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
@@ -57,7 +57,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	tables := []string{"samples", "loads"}
+	tables := []string{"samples"}
 	for _, e := range experiment.Exports() {
 		tables = append(tables, e.Table)
 	}
@@ -88,12 +88,6 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	case "samples":
 		rw := store.NewRowWriter[store.Row](w, f)
 		if err = st.EachRow(ctx, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage}, func(r *store.Row) error { return rw.Write(r.Clone()) }); err == nil {
-			err = rw.Close()
-		}
-		n = rw.N
-	case "loads":
-		rw := store.NewRowWriter[store.LoadRow](w, f)
-		if err = st.EachLoadRow(ctx, sel.prefix(), rw.Write); err == nil {
 			err = rw.Close()
 		}
 		n = rw.N

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment/coalescing"
+	"github.com/doxlab/doxlab/experiment/pageloads"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
@@ -101,7 +102,7 @@ func TestLoadStatisticsAgreeWithNumpy(t *testing.T) {
 			for rep := range 7 {
 				x := &web.Sample{Task: web.Task{Profile: "fiber", Page: "wiki", Transport: tr, StubState: "cold", H3: h3, DNSMode: "stub", Rep: rep},
 					Start: start.Add(time.Duration(rep) * time.Second), Status: "ok", PLTMs: math.Round(100+rng.ExpFloat64()*40e3) / 1e3, FCPMs: math.Round(50+rng.ExpFloat64()*20e3) / 1e3}
-				require.NoError(t, st.WriteLoad(ctx, webRun.ID, x))
+				require.NoError(t, pageloads.WriteLoad(ctx, st, webRun.ID, x))
 				s := coalescing.Sample{Task: coalescing.Task{Profile: "fiber", Page: "wiki", DNS: tr, H3: h3, Settings: "remembered", Rep: rep},
 					Start: x.Start, Status: "ok", PLTMs: math.Round(90+rng.ExpFloat64()*30e3) / 1e3}
 				require.NoError(t, st.WriteResult(ctx, coRun.ID, coalescing.Kind, s.Key(), s.Start, s))

@@ -2,67 +2,13 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/doxlab/doxlab/web"
 )
-
-// WriteLoad stores one page load of the web experiment, whole.
-func (s *Store) WriteLoad(ctx context.Context, runID string, x *web.Sample) error {
-	raw, err := json.Marshal(x)
-	if err != nil {
-		return err
-	}
-	var plt, fcp, dns sql.NullFloat64
-	if x.Status == "ok" {
-		plt = sql.NullFloat64{Float64: x.PLTMs, Valid: true}
-		fcp = sql.NullFloat64{Float64: x.FCPMs, Valid: x.FCPMs > 0}
-		dns = sql.NullFloat64{Float64: x.DNSMs, Valid: true}
-	}
-	_, err = s.db.ExecContext(ctx, s.rebind(`INSERT INTO page_loads (run_id, task_key, started_at, profile, page, transport, stub_state, h3, dns_mode, rep,
-		status, plt_ms, fcp_ms, dns_ms, h3_0rtt, h3_resumed, raw) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`),
-		runID, x.Key(), x.Start.UTC().Format(time.RFC3339Nano), x.Profile, x.Page, x.Transport, x.StubState, x.H3, x.DNSMode, x.Rep,
-		x.Status, plt, fcp, dns, x.H3Used0RTT, x.H3Resumed, string(raw))
-	if err != nil {
-		return fmt.Errorf("store: writing page load %s: %w", x.Key(), err)
-	}
-	return nil
-}
-
-// LoadsDone returns the task keys of the page loads a run has stored.
-func (s *Store) LoadsDone(ctx context.Context, runID string) (map[string]bool, error) {
-	return s.keys(ctx, "page_loads", runID)
-}
-
-// Loads returns the stored page loads of the runs whose ID starts with
-// prefix (all when empty), whole, in the order they were measured.
-func (s *Store) Loads(ctx context.Context, prefix string) ([]*web.Sample, error) {
-	var out []*web.Sample
-	err := s.eachLoad(ctx, prefix, func(_ string, x *web.Sample) error {
-		out = append(out, x)
-		return nil
-	})
-	return out, err
-}
-
-// eachLoad decodes the page loads of the runs whose ID starts with prefix,
-// in the order they were measured.
-func (s *Store) eachLoad(ctx context.Context, prefix string, f func(runID string, x *web.Sample) error) error {
-	return s.eachRaw(ctx, `SELECT run_id, raw FROM page_loads WHERE `+runPrefix+` ORDER BY started_at, run_id, task_key`,
-		[]any{utf8.RuneCountInString(prefix), prefix}, func(id, raw string) error {
-			x := new(web.Sample)
-			if err := json.Unmarshal([]byte(raw), x); err != nil {
-				return fmt.Errorf("store: page load in run %s: %w", id, err)
-			}
-			return f(id, x)
-		})
-}
 
 // eachRaw runs a query that selects run_id and raw, and hands f each row.
 func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(runID, raw string) error) error {

@@ -1,0 +1,120 @@
+package pageloads
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/web"
+)
+
+// Kind is a page load of the web experiment in the store's results,
+// whole: its timings, the stub's and the servers' records.
+var Kind = store.NewKind("web-load")
+
+// WriteLoad stores one page load.
+func WriteLoad(ctx context.Context, st *store.Store, runID string, x *web.Sample) error {
+	return st.WriteResult(ctx, runID, Kind, x.Key(), x.Start, x)
+}
+
+// ReadLoads returns the page loads of the runs whose ID starts with
+// prefix (all when empty), whole, in the order they were measured.
+func ReadLoads(ctx context.Context, st *store.Store, prefix string) ([]*web.Sample, error) {
+	var out []*web.Sample
+	err := eachLoad(ctx, st, prefix, func(_ string, x *web.Sample) error {
+		out = append(out, x)
+		return nil
+	})
+	return out, err
+}
+
+func eachLoad(ctx context.Context, st *store.Store, prefix string, f func(runID string, x *web.Sample) error) error {
+	return st.Results(ctx, prefix, Kind, func(id string, raw []byte) error {
+		x := new(web.Sample)
+		if err := json.Unmarshal(raw, x); err != nil {
+			return fmt.Errorf("store: page load in run %s: %w", id, err)
+		}
+		return f(id, x)
+	})
+}
+
+// LoadRow is one page load of the web experiment, flattened; the whole
+// sample (timings, stub and server records) stays in the store.
+type LoadRow struct {
+	RunID      string    `parquet:"run_id"`
+	StartedAt  time.Time `parquet:"started_at,timestamp(microsecond:utc)"`
+	Profile    string    `parquet:"profile"`
+	Page       string    `parquet:"page"`
+	Transport  string    `parquet:"transport"`
+	StubState  string    `parquet:"stub_state"`
+	H3         string    `parquet:"h3"`
+	DNSMode    string    `parquet:"dns_mode"`
+	Engine     string    `parquet:"engine"` // chromium, or doxlab (the page loader)
+	Rep        int64     `parquet:"rep"`
+	Status     string    `parquet:"status"`
+	Error      string    `parquet:"error"`
+	Protocol   string    `parquet:"protocol"`
+	PLTMs      *float64  `parquet:"plt_ms,optional"`
+	FCPMs      *float64  `parquet:"fcp_ms,optional"`
+	LCPMs      *float64  `parquet:"lcp_ms,optional"`
+	DNSMs      *float64  `parquet:"dns_ms,optional"`
+	H3Used0RTT bool      `parquet:"h3_0rtt"`
+	H3Resumed  bool      `parquet:"h3_resumed"`
+	DNSReused  bool      `parquet:"dns_reused"`
+	DNSResumed bool      `parquet:"dns_resumed"`
+	DNS0RTT    bool      `parquet:"dns_0rtt"`
+	// The page's lookups and origins (see web.Sample and web.OriginFacts):
+	// names the stub resolved, those a request waited for and the DNS time
+	// on requests' paths and in all; the origins the load touched, those
+	// not wholly over HTTP/3 and those requested with no lookup reaching
+	// the stub; the web connections the servers saw, and those in 0-RTT.
+	Lookups         int64   `parquet:"lookups"`
+	LookupsBlocking int64   `parquet:"lookups_blocking"`
+	DNSBlockingMs   float64 `parquet:"dns_blocking_ms"`
+	DNSTotalMs      float64 `parquet:"dns_total_ms"`
+	Origins         int64   `parquet:"origins"`
+	OriginsNotH3    int64   `parquet:"origins_not_h3"`
+	OriginsNoLookup int64   `parquet:"origins_no_lookup"`
+	Conns           int64   `parquet:"conns"`
+	Conns0RTT       int64   `parquet:"conns_0rtt"`
+}
+
+// Row flattens a page load of run id.
+func Row(id string, x *web.Sample) LoadRow {
+	r := LoadRow{RunID: id, StartedAt: x.Start.UTC(), Profile: x.Profile, Page: x.Page, Transport: x.Transport,
+		StubState: x.StubState, H3: x.Task.H3, DNSMode: x.DNSMode, Engine: x.EngineName(), Rep: int64(x.Rep), Status: x.Status, Error: x.Error,
+		H3Used0RTT: x.H3Used0RTT, H3Resumed: x.H3Resumed}
+	if x.Load != nil {
+		r.Protocol = x.Load.Protocol
+	}
+	if x.Status == "ok" {
+		r.PLTMs, r.FCPMs, r.DNSMs = &x.PLTMs, &x.FCPMs, &x.DNSMs
+		if x.Replay != nil {
+			r.FCPMs = nil // the page loader paints nothing
+		} else if x.Load != nil {
+			r.LCPMs = &x.Load.LCPMs
+		}
+	}
+	if f := x.DNSFacts; f != nil {
+		r.DNSReused, r.DNSResumed, r.DNS0RTT = f.Reused, f.Resumed, f.Used0RTT
+	}
+	r.Lookups, r.LookupsBlocking, r.DNSBlockingMs, r.DNSTotalMs = int64(x.Lookups), int64(x.LookupsBlocking), x.DNSBlockingMs, x.DNSTotalMs
+	notH3, noLookup, conns, early := x.OriginCounts()
+	r.Origins, r.OriginsNotH3, r.OriginsNoLookup, r.Conns, r.Conns0RTT = int64(len(x.Origins)), int64(notH3), int64(noLookup), int64(conns), int64(early)
+	return r
+}
+
+func init() {
+	experiment.RegisterExport("loads", "a row per page load of the web experiment: its cell, status, PLT, FCP and DNS time, its lookups and origins",
+		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(LoadRow) error) error {
+			return eachLoad(ctx, st, "", func(id string, x *web.Sample) error {
+				if !keep(id) {
+					return nil
+				}
+				return emit(Row(id, x))
+			})
+		})
+}
