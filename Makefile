@@ -67,9 +67,9 @@ bench: peers
 scale-bench: peers
 	bash scripts/scale-bench.sh
 
-# The corpus pages' dependency graphs, recaptured from Chromium (web/graphs).
+# The corpus pages' dependency graphs, recaptured from Chromium (corpus/graphs).
 graphs:
-	$(GO) run ./web/internal/gengraphs web/graphs
+	$(GO) run ./corpus/internal/gengraphs corpus/graphs
 
 fuzz:
 	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseDoHRequest FuzzDNSStream; do \

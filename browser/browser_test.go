@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/server"
-	"github.com/doxlab/doxlab/web"
 )
 
 // TestLoadCorpusOverH3 loads every corpus page over HTTP/3 from doxlab's
@@ -25,12 +25,12 @@ func TestLoadCorpusOverH3(t *testing.T) {
 	if _, err := browser.FindExec(""); err != nil {
 		peertest.Missing(t, "chromium")
 	}
-	all, err := web.Extract(t.TempDir())
+	all, err := corpus.Extract(t.TempDir())
 	require.NoError(t, err)
 	// The paper's pages, one origin each: the multi-origin ones name
 	// their hosts on port 443, which the testbed serves
 	// (experiment/pageloads tests them there).
-	pages, err := web.Select(all, web.Corpus)
+	pages, err := corpus.Select(all, corpus.Corpus)
 	require.NoError(t, err)
 	roots := map[string]string{}
 	for _, p := range pages {
@@ -58,7 +58,7 @@ func TestLoadCorpusOverH3(t *testing.T) {
 	}
 	b, err := browser.Launch(ctx, browser.Options{
 		ForceQUIC: force, SPKI: []string{srv.SPKI()},
-		Flags: []string{"host-resolver-rules=MAP *." + web.Domain + " 127.0.0.1"},
+		Flags: []string{"host-resolver-rules=MAP *." + corpus.Domain + " 127.0.0.1"},
 	})
 	require.NoError(t, err)
 	defer b.Close()

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/testbed"
-	"github.com/doxlab/doxlab/web"
 )
 
 // Placement lays a multi-origin page's origins out over server hosts, as
@@ -34,7 +34,7 @@ type Placement struct {
 // access profile's RTT reaches the resolver, as in the papers.
 var DefaultPlacement = Placement{
 	Name:     "separate",
-	Host:     map[string]string{web.PartyFirst: "origin", web.PartyCDN: "cdn", web.PartyThird: "third"},
+	Host:     map[string]string{corpus.PartyFirst: "origin", corpus.PartyCDN: "cdn", corpus.PartyThird: "third"},
 	Distance: map[string]time.Duration{"origin": 30 * time.Millisecond, "cdn": 2 * time.Millisecond, "third": 10 * time.Millisecond},
 }
 
@@ -45,7 +45,7 @@ var DefaultPlacement = Placement{
 // handshake.
 var CDNPlacement = Placement{
 	Name:       "cdn",
-	Host:       map[string]string{web.PartyFirst: "cdn", web.PartyCDN: "cdn", web.PartyThird: "cdn"},
+	Host:       map[string]string{corpus.PartyFirst: "cdn", corpus.PartyCDN: "cdn", corpus.PartyThird: "cdn"},
 	Distance:   map[string]time.Duration{"cdn": 2 * time.Millisecond},
 	SharedCert: map[string]bool{"cdn": true},
 }
@@ -54,7 +54,7 @@ var CDNPlacement = Placement{
 var Placements = map[string]Placement{DefaultPlacement.Name: DefaultPlacement, CDNPlacement.Name: CDNPlacement}
 
 // HostOf is the testbed host serving origin o of page p.
-func (pl Placement) HostOf(p web.Page, o web.Origin) string {
+func (pl Placement) HostOf(p corpus.Page, o corpus.Origin) string {
 	if h, ok := pl.Host[o.Party]; ok && p.MultiOrigin() {
 		return h
 	}
@@ -62,7 +62,7 @@ func (pl Placement) HostOf(p web.Page, o web.Origin) string {
 }
 
 // Hosts are the server hosts pages need besides "server", in order.
-func (pl Placement) Hosts(pages []web.Page) []string {
+func (pl Placement) Hosts(pages []corpus.Page) []string {
 	var out []string
 	for _, p := range pages {
 		for _, o := range p.Origins {
@@ -99,7 +99,7 @@ func (pl Placement) Apply(tb *testbed.Testbed, hosts []string) error {
 // over HTTP/3 and HTTP/2 on 443 ("server" with DoH and DNS streams on the
 // same listener), with one TLS key for its address and its origins; the
 // other hosts with a certificate per origin.
-func PageServers(ips map[string]string, pages []web.Page, https bool, pl Placement) map[string]*server.Config {
+func PageServers(ips map[string]string, pages []corpus.Page, https bool, pl Placement) map[string]*server.Config {
 	cfgs := map[string]*server.Config{}
 	cfg := func(host string) *server.Config {
 		if c, ok := cfgs[host]; ok {

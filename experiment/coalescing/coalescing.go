@@ -25,6 +25,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/pageload"
@@ -32,7 +33,6 @@ import (
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/transport"
-	"github.com/doxlab/doxlab/web"
 )
 
 // The DNS modes besides the transports (DoUDP, DoH/2, DoQ, DoH/3, ...,
@@ -119,7 +119,7 @@ func (c *Coalescing) defaults() error {
 		}
 	}
 	def(&c.Profiles, testbed.TableII...)
-	def(&c.Pages, web.Corpus...)
+	def(&c.Pages, corpus.Corpus...)
 	def(&c.DNS, protocol.UDP, protocol.DoH2, protocol.DoQ, protocol.DoH3, Emulated, DoH3Coalesced, DNSStream)
 	def(&c.H3, "1rtt", "0rtt")
 	def(&c.Settings, "remembered", "wait")
@@ -192,7 +192,7 @@ type env struct {
 	ip     string
 	client string
 	roots  *x509.CertPool
-	pages  map[string]web.Page
+	pages  map[string]corpus.Page
 	graphs map[string]*pageload.Graph
 	recs   experiment.RecordLog
 }
@@ -207,9 +207,9 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	e := &env{c: c, pages: map[string]web.Page{}, graphs: map[string]*pageload.Graph{}}
+	e := &env{c: c, pages: map[string]corpus.Page{}, graphs: map[string]*pageload.Graph{}}
 	for _, name := range c.Pages {
-		if e.graphs[name], err = web.Graph(name); err != nil {
+		if e.graphs[name], err = corpus.Graph(name); err != nil {
 			return "", err
 		}
 	}
@@ -218,11 +218,11 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	all, err := web.Extract(filepath.Join(dir, "pages"))
+	all, err := corpus.Extract(filepath.Join(dir, "pages"))
 	if err != nil {
 		return "", err
 	}
-	pages, err := web.Select(all, c.Pages)
+	pages, err := corpus.Select(all, c.Pages)
 	if err != nil {
 		return "", err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/doxlab/doxlab/internal/stats"
 
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/pageloads"
 	"github.com/doxlab/doxlab/internal/order"
@@ -23,7 +24,6 @@ import (
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/transport"
-	"github.com/doxlab/doxlab/web"
 )
 
 // Sample is one measured load, stored whole, with its proof.
@@ -312,14 +312,14 @@ func (ss Samples) Section(dir string) (*experiment.Section, error) {
 
 // webCells are the loads as the web experiment's cells, to draw its
 // figures: the DNS mode as the transport, the H3 variant as the H3 mode.
-func webCells(ss Samples) []web.Cell {
-	var ws []*web.Sample
+func webCells(ss Samples) []corpus.Cell {
+	var ws []*corpus.Sample
 	for _, s := range ss {
-		ws = append(ws, &web.Sample{Task: web.Task{Profile: s.Profile, Page: s.Page, Transport: s.DNS, H3: variant(s.H3, s.Settings),
-			StubState: "cold", DNSMode: strings.TrimSuffix("loader "+s.Setup, " "), Engine: web.EngineDoxlab, Rep: s.Rep}, Status: s.Status, PLTMs: s.PLTMs, DNSMs: s.DNSMs,
+		ws = append(ws, &corpus.Sample{Task: corpus.Task{Profile: s.Profile, Page: s.Page, Transport: s.DNS, H3: variant(s.H3, s.Settings),
+			StubState: "cold", DNSMode: strings.TrimSuffix("loader "+s.Setup, " "), Engine: corpus.EngineDoxlab, Rep: s.Rep}, Status: s.Status, PLTMs: s.PLTMs, DNSMs: s.DNSMs,
 			H3Used0RTT: s.Proof.PageUsed0RTT, H3Resumed: s.Proof.PageResumed})
 	}
-	return web.Summarize(ws)
+	return corpus.Summarize(ws)
 }
 
 // mobile says whether a profile is a mobile access (the paper's 4G ones).

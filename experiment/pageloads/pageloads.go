@@ -28,6 +28,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/pageload"
@@ -36,7 +37,6 @@ import (
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/transport"
-	"github.com/doxlab/doxlab/web"
 )
 
 // Web is the cross-layer paper's page-load experiment (§III, §IV-C/D,
@@ -112,16 +112,16 @@ func (c *Web) defaults() error {
 	def(&c.Profiles, testbed.TableII...)
 	def(&c.Transports, protocol.UDP, protocol.DoH2, protocol.DoQ)
 	def(&c.H3, "1rtt", "0rtt")
-	def(&c.Pages, web.Corpus...)
+	def(&c.Pages, corpus.Corpus...)
 	def(&c.StubStates, "cold")
 	def(&c.DNSModes, "stub")
-	def(&c.Engines, web.EngineChromium)
+	def(&c.Engines, corpus.EngineChromium)
 	for _, e := range c.Engines {
-		if e != web.EngineChromium && e != web.EngineDoxlab {
+		if e != corpus.EngineChromium && e != corpus.EngineDoxlab {
 			return fmt.Errorf("engine %q is not chromium or doxlab", e)
 		}
 	}
-	if slices.Contains(c.Engines, web.EngineDoxlab) && slices.Contains(c.DNSModes, "decoupled") {
+	if slices.Contains(c.Engines, corpus.EngineDoxlab) && slices.Contains(c.DNSModes, "decoupled") {
 		return fmt.Errorf("the doxlab engine resolves through the stub only: give --dns stub")
 	}
 	for _, t := range c.Transports {
@@ -152,7 +152,7 @@ type webEnv struct {
 	srvs    experiment.Servers // srv, and the multi-origin pages' server hosts
 	ip      string
 	ca      string
-	pages   map[string]web.Page
+	pages   map[string]corpus.Page
 	st      *store.Store
 	browser map[string]*browser.Browser  // per DNS mode, and captureBrowser
 	roots   *x509.CertPool               // the server's certificate, for the page loader
@@ -182,12 +182,12 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	all, err := web.Extract(filepath.Join(dir, "pages"))
+	all, err := corpus.Extract(filepath.Join(dir, "pages"))
 	if err != nil {
 		return "", err
 	}
 	for _, d := range c.Snapshots {
-		p, err := web.Snapshot(d, dir)
+		p, err := corpus.Snapshot(d, dir)
 		if err != nil {
 			return "", err
 		}
@@ -196,7 +196,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 			c.Pages = append(c.Pages, p.Name)
 		}
 	}
-	pages, err := web.Select(all, c.Pages)
+	pages, err := corpus.Select(all, c.Pages)
 	if err != nil {
 		return "", err
 	}
@@ -219,7 +219,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	if err := place.Apply(tb, servers); err != nil {
 		return "", err
 	}
-	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]web.Page{}, browser: map[string]*browser.Browser{},
+	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]corpus.Page{}, browser: map[string]*browser.Browser{},
 		graphs: map[string]*pageload.Graph{}, pool: map[string][]*pageload.Graph{}, keyLog: filepath.Join(dir, "keys.log")}
 	if err := e.startServers(pages, dir, place); err != nil {
 		return "", err
@@ -277,12 +277,12 @@ func (c *Web) logRate(st *store.Store, expID string, started time.Time) {
 // same listener, one TLS identity for all, the page hosts answered with
 // the address of the host serving them; and, for multi-origin pages, a
 // server in each host place puts their origins on.
-func (e *webEnv) startServers(pages []web.Page, dir string, place experiment.Placement) error {
+func (e *webEnv) startServers(pages []corpus.Page, dir string, place experiment.Placement) error {
 	for _, p := range pages {
 		e.pages[p.Name] = p
 	}
 	cfgs := experiment.PageServers(e.tb.IPs, pages, false, place)
-	if slices.Contains(e.c.Engines, web.EngineDoxlab) {
+	if slices.Contains(e.c.Engines, corpus.EngineDoxlab) {
 		for _, c := range cfgs {
 			c.TLS.KeyLog = e.keyLog // decrypts the graph captures' packets
 		}
@@ -303,7 +303,7 @@ func (e *webEnv) startServers(pages []web.Page, dir string, place experiment.Pla
 	return os.WriteFile(e.ca, e.srvs.CertPEM(), 0o644)
 }
 
-func (e *webEnv) url(p web.Page) string { return "https://" + p.Host + "/" }
+func (e *webEnv) url(p corpus.Page) string { return "https://" + p.Host + "/" }
 
 // browserFor returns the browser of a DNS mode, starting one if the
 // current stub has none yet. In
@@ -314,7 +314,7 @@ func (e *webEnv) url(p web.Page) string { return "https://" + p.Host + "/" }
 // each stub's browser was 5 and 8 % slower than its cell's median on
 // average (two runs of 180 cells), and fiber's first graph capture made
 // the one-resource page's replay 20-31 % slower than Chromium.
-func (e *webEnv) browserFor(ctx context.Context, mode string, warm *web.Page) (*browser.Browser, error) {
+func (e *webEnv) browserFor(ctx context.Context, mode string, warm *corpus.Page) (*browser.Browser, error) {
 	if b, ok := e.browser[mode]; ok {
 		return b, nil
 	}
@@ -328,7 +328,7 @@ func (e *webEnv) browserFor(ctx context.Context, mode string, warm *web.Page) (*
 	}
 	slices.Sort(opts.ForceQUIC) // one browser's flags, whatever the map's order
 	if mode == "decoupled" {
-		opts.Flags = append(opts.Flags, "host-resolver-rules=MAP *."+web.Domain+" "+e.ip)
+		opts.Flags = append(opts.Flags, "host-resolver-rules=MAP *."+corpus.Domain+" "+e.ip)
 	}
 	if e.c.NetLogDir != "" {
 		opts.NetLog = filepath.Join(e.c.NetLogDir, fmt.Sprintf("netlog-%s-%d.json", mode, time.Now().UnixNano()))
@@ -469,16 +469,16 @@ func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile,
 	if err := e.poolGraphs(ctx, p.Name, runID); err != nil {
 		return err
 	}
-	if err := e.blocks(ctx, rng, p, runID, done, []string{web.EngineChromium}); err != nil {
+	if err := e.blocks(ctx, rng, p, runID, done, []string{corpus.EngineChromium}); err != nil {
 		return err
 	}
-	return e.blocks(ctx, rng, p, runID, done, []string{web.EngineDoxlab})
+	return e.blocks(ctx, rng, p, runID, done, []string{corpus.EngineDoxlab})
 }
 
 // replaysBrowser says whether the doxlab engine runs beside Chromium: its
 // graphs then come from Chromium's measured loads, each traced.
 func (e *webEnv) replaysBrowser() bool {
-	return slices.Contains(e.c.Engines, web.EngineChromium) && slices.Contains(e.c.Engines, web.EngineDoxlab)
+	return slices.Contains(e.c.Engines, corpus.EngineChromium) && slices.Contains(e.c.Engines, corpus.EngineDoxlab)
 }
 
 // poolGraphs gathers the graphs of the profile's traced loads already
@@ -509,14 +509,14 @@ func (e *webEnv) blocks(ctx context.Context, rng *rand.Rand, p testbed.Profile, 
 	}
 	rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
 	for _, bl := range blocks {
-		var tasks []web.Task
+		var tasks []corpus.Task
 		for _, page := range e.c.Pages {
 			for _, h3 := range e.c.H3 {
 				for _, mode := range e.c.DNSModes {
 					for _, engine := range engines {
 						for rep := range e.c.Repeat {
-							t := web.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Rep: rep}
-							if engine != web.EngineChromium {
+							t := corpus.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Rep: rep}
+							if engine != corpus.EngineChromium {
 								t.Engine = engine
 							}
 							if !done[t.Key()] {
@@ -579,8 +579,8 @@ func (e *webEnv) blocks(ctx context.Context, rng *rand.Rand, p testbed.Profile, 
 // keeping the ticket for 0-RTT or dropping it for 1-RTT, then the
 // measured navigation. An error is returned only when the browser itself
 // is lost; a failed page is a failed sample.
-func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample, error) {
-	if t.EngineName() == web.EngineDoxlab {
+func (e *webEnv) sample(ctx context.Context, st *stub, t corpus.Task) (*corpus.Sample, error) {
+	if t.EngineName() == corpus.EngineDoxlab {
 		return e.replay(ctx, st, t)
 	}
 	page := e.pages[t.Page]
@@ -588,8 +588,8 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	if err != nil {
 		return nil, err
 	}
-	fail := func(status string, err error) *web.Sample {
-		return &web.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
+	fail := func(status string, err error) *corpus.Sample {
+		return &corpus.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
 	}
 	if err := b.Reset(ctx, true); err != nil {
 		return e.restart(ctx, t, err)
@@ -624,7 +624,7 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	}
 	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe
 	e.srvs.Settle(ctx)                // and the servers' records of the load's connections
-	x := web.Assemble(t, l, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
+	x := corpus.Assemble(t, l, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp = warm
 	if tr != nil && l.Status == browser.LoadOK {
 		x.Graph, err = pageload.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: t.Profile, At: x.Start.UTC()})
@@ -647,10 +647,10 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 // replay is one task for doxlab's page loader, as sample is for the
 // browser: a warm-up load, then the measured load with the warm-up's
 // ticket kept (0-RTT) or dropped (1-RTT), its DNS through the stub.
-func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample, error) {
+func (e *webEnv) replay(ctx context.Context, st *stub, t corpus.Task) (*corpus.Sample, error) {
 	page := e.pages[t.Page]
-	fail := func(status string, err error) *web.Sample {
-		return &web.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
+	fail := func(status string, err error) *corpus.Sample {
+		return &corpus.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
 	}
 	g, err := e.graph(ctx, t.Profile, page)
 	if err != nil {
@@ -677,8 +677,8 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 	r := l.Load(ctx, g)
 	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
 	e.srvs.Settle(ctx)
-	x := web.AssembleReplay(t, r, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
-	x.WarmUp = web.ReplayLoad(warm)
+	x := corpus.AssembleReplay(t, r, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
+	x.WarmUp = corpus.ReplayLoad(warm)
 	// The loader resolves a host when a request needs it: each of its
 	// lookups held a request up.
 	x.LookupsBlocking, x.DNSBlockingMs = 0, 0
@@ -698,7 +698,7 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t web.Task) (*web.Sample,
 // minute, so a graph of three loads in a row, at one moment, missed the
 // run's other loads by up to 29 %. The doxlab engine alone captures
 // graphCaptures loads and chooses among them.
-func (e *webEnv) graph(ctx context.Context, profile string, page web.Page) (*pageload.Graph, error) {
+func (e *webEnv) graph(ctx context.Context, profile string, page corpus.Page) (*pageload.Graph, error) {
 	key := graphKey(profile, page.Name)
 	if g, ok := e.graphs[key]; ok {
 		return g, nil
@@ -758,7 +758,7 @@ func (e *webEnv) keepGraph(ctx context.Context, key, page, profile string, g *pa
 // servers' TLS secrets. DevTools' ends come later, by Chromium's intake
 // of each body; the graph keeps both, and says how many ends it has from
 // the wire.
-func (e *webEnv) trace(ctx context.Context, b *browser.Browser, page web.Page) (*browser.Load, *browser.NetTrace, error) {
+func (e *webEnv) trace(ctx context.Context, b *browser.Browser, page corpus.Page) (*browser.Load, *browser.NetTrace, error) {
 	sn, err := e.tb.Sniff("client")
 	if err != nil {
 		return nil, nil, err
@@ -853,7 +853,7 @@ func (e *webEnv) closeBrowsers(all bool) {
 
 // restart replaces a browser that stopped answering; the task is stored
 // as failed with the reason.
-func (e *webEnv) restart(ctx context.Context, t web.Task, cause error) (*web.Sample, error) {
+func (e *webEnv) restart(ctx context.Context, t corpus.Task, cause error) (*corpus.Sample, error) {
 	if b, ok := e.browser[t.DNSMode]; ok {
 		b.Close()
 		delete(e.browser, t.DNSMode)
@@ -862,7 +862,7 @@ func (e *webEnv) restart(ctx context.Context, t web.Task, cause error) (*web.Sam
 	if _, err := e.browserFor(ctx, t.DNSMode, &page); err != nil {
 		return nil, fmt.Errorf("restarting the browser after %w: %w", cause, err)
 	}
-	return &web.Sample{Task: t, Start: time.Now(), Status: "browser-error", Error: cause.Error()}, nil
+	return &corpus.Sample{Task: t, Start: time.Now(), Status: "browser-error", Error: cause.Error()}, nil
 }
 
 // inClient makes sockets inside the client host.

@@ -17,16 +17,16 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
-	"github.com/doxlab/doxlab/web"
 )
 
 // Loads are the stored page loads of web runs.
-type Loads []*web.Sample
+type Loads []*corpus.Sample
 
 // Load reads the page loads of the runs whose IDs start with prefix.
 func (c *Web) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
@@ -40,7 +40,7 @@ func (ls Loads) Count() (int, string) { return len(ls), "page loads" }
 // WriteTable writes medians per cell, relative to DoUDP + H3 1-RTT, and
 // how doxlab's page loader compares with Chromium where both loaded.
 func (ls Loads) WriteTable(w io.Writer) error {
-	cells := web.Summarize(ls)
+	cells := corpus.Summarize(ls)
 	fmt.Fprintln(w, "medians in ms with their 95 % intervals; Δ against DoUDP + H3 1-RTT (each engine against its own), \"~\" where Mann-Whitney finds no difference (p ≥ 0.05)")
 	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %-17s %-24s %-21s %-26s %-26s %6s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "PLT 95% CI", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum", "token")
 	for _, x := range cells {
@@ -57,7 +57,7 @@ func (ls Loads) WriteTable(w io.Writer) error {
 				x.LookupsStat.Cell(0), x.LookupsBlockingStat.Cell(0), x.DNSBlockingStat.Cell(1), x.DNSTotalStat.Cell(1), x.ConnsStat.Cell(0), 100*x.Conns0RTT, x.NoLookupStat.Cell(0), x.NotH3Stat.Cell(0), x.DeltaPLT.FormatDelta())
 		}
 	}
-	f := web.CompareEngines(cells)
+	f := corpus.CompareEngines(cells)
 	if len(f.Cells) == 0 {
 		return nil
 	}
@@ -75,8 +75,8 @@ func (ls Loads) WriteTable(w io.Writer) error {
 	if f.Matched > 0 {
 		fmt.Fprintf(w, "%d cells token-matched (loads with and without a NEW_TOKEN token weighted alike for both engines, or the kind both had compared); the plain medians' mean absolute error is %.1f %%\n", f.Matched, f.RawMAPE)
 	}
-	fmt.Fprintf(w, "configurations told apart (Mann-Whitney, p < %.2f) ordered alike: where either engine's loads tell them apart in %d of %d groups, where Chromium's do in %d\n", web.ApartP, f.SameRankingApart, f.Groups, f.SameRankingChromiumApart)
-	if self := web.ChromiumSplitHalf(ls); len(self.Cells) > 0 {
+	fmt.Fprintf(w, "configurations told apart (Mann-Whitney, p < %.2f) ordered alike: where either engine's loads tell them apart in %d of %d groups, where Chromium's do in %d\n", corpus.ApartP, f.SameRankingApart, f.Groups, f.SameRankingChromiumApart)
+	if self := corpus.ChromiumSplitHalf(ls); len(self.Cells) > 0 {
 		fmt.Fprintf(w, "Chromium against itself (per cell, its even repetitions against its odd ones): mean absolute error %.1f %%, largest %.1f %%, %d of %d cells within 10 %%; ranked alike in %d of %d groups\n",
 			self.MAPE, self.MaxAbs, self.CellsWithin10, len(self.Cells), self.SameRanking, self.Groups)
 	}
@@ -110,9 +110,9 @@ var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">eng
 // DoUDP + H3 1-RTT baseline, drawn from Chromium's loads; and, where
 // doxlab's page loader loaded the same cells, its error against Chromium.
 func (ls Loads) Section(dir string) (*experiment.Section, error) {
-	cells := web.Summarize(ls)
+	cells := corpus.Summarize(ls)
 	set := &figure.Set{Dir: dir}
-	browserCells := slices.DeleteFunc(slices.Clone(cells), func(c web.Cell) bool { return c.Engine != web.EngineChromium })
+	browserCells := slices.DeleteFunc(slices.Clone(cells), func(c corpus.Cell) bool { return c.Engine != corpus.EngineChromium })
 	if len(browserCells) == 0 {
 		browserCells = cells // the page loader alone
 	}
@@ -124,12 +124,12 @@ func (ls Loads) Section(dir string) (*experiment.Section, error) {
 	}
 	return experiment.NewSection("web", "Page loads over HTTP/3",
 		"Medians per cell; PLT is loadEventEnd (plus the DNS time in decoupled mode), DNS the stub's time for the page's lookups. Δ is the median's change over DoUDP + H3 1-RTT in the same profile, page, stub state and DNS mode (the IMC 2022 slides' FCP and PLT relative to DoUDP). 0-RTT and resumed are the shares of loads whose HTTP/3 connection the server saw use them; token, of those it saw present a NEW_TOKEN token (without one, a resumed connection's 0-RTT answer is held to three times what the client sent until the handshake completes). The engine <i>doxlab</i> is doxlab's page loader replaying each page's graph, chosen among Chromium's measured loads of it on the profile (its PLT is the replay's last resource plus the captured onload gap; it paints nothing); the figures are Chromium's loads.",
-		table, map[string]any{"Cells": cells, "Multi": multiOrigin(cells), "Fidelity": web.CompareEngines(cells), "Self": web.ChromiumSplitHalf(ls)}, set)
+		table, map[string]any{"Cells": cells, "Multi": multiOrigin(cells), "Fidelity": corpus.CompareEngines(cells), "Self": corpus.ChromiumSplitHalf(ls)}, set)
 }
 
 // multiOrigin are the cells of pages with several origins.
-func multiOrigin(cells []web.Cell) []web.Cell {
-	return slices.DeleteFunc(slices.Clone(cells), func(c web.Cell) bool { return !c.MultiOrigin() })
+func multiOrigin(cells []corpus.Cell) []corpus.Cell {
+	return slices.DeleteFunc(slices.Clone(cells), func(c corpus.Cell) bool { return !c.MultiOrigin() })
 }
 
 // combo is a DNS transport with an HTTP/3 handshake, e.g. "doq + H3 0-RTT".
@@ -155,13 +155,13 @@ func (c combo) series(values []float64) *figure.Series {
 // Figures draws the cross-layer paper's relative-PLT figures (Fig. 8, 9,
 // 10-11, 12) from cells, per DNS mode and stub state: the web
 // experiment's, and the coalescing experiment's from its own loads.
-func Figures(cells []web.Cell, set *figure.Set) error { return figures(cells, set) }
+func Figures(cells []corpus.Cell, set *figure.Set) error { return figures(cells, set) }
 
 // figures draws the web figures for each variant (DNS mode × stub
 // state) of the cells into set.
-func figures(cells []web.Cell, set *figure.Set) error {
+func figures(cells []corpus.Cell, set *figure.Set) error {
 	type variant struct{ mode, state string }
-	variants, byVariant := order.Group(cells, func(c web.Cell) variant { return variant{c.DNSMode, c.StubState} })
+	variants, byVariant := order.Group(cells, func(c corpus.Cell) variant { return variant{c.DNSMode, c.StubState} })
 	for _, v := range variants {
 		cs := byVariant[v]
 		tag := v.mode + "-" + v.state
@@ -182,7 +182,7 @@ func figures(cells []web.Cell, set *figure.Set) error {
 				combos = append(combos, combo{c.Transport, c.H3})
 			}
 		}
-		cell := func(profile, page string, cb combo) *web.Cell {
+		cell := func(profile, page string, cb combo) *corpus.Cell {
 			for i := range cs {
 				c := &cs[i]
 				if c.Profile == profile && c.Page == page && c.Transport == cb.transport && c.H3 == cb.h3 {
@@ -249,7 +249,7 @@ func figures(cells []web.Cell, set *figure.Set) error {
 		// Fig. 9 and 10-11: a grid of CDFs, profile (rows) × page
 		// (columns), on one x axis: each load's PLT relative to the
 		// baseline's median, and the PLT itself.
-		grid := func(name, heading, xlabel string, signed bool, values func(*web.Cell) []float64, withBaseline bool) error {
+		grid := func(name, heading, xlabel string, signed bool, values func(*corpus.Cell) []float64, withBaseline bool) error {
 			data := figure.Data{Header: []string{"profile", "page", "series", "value", "cdf"}}
 			panels := make([][]*plot.Plot, len(profiles))
 			lo, hi := math.Inf(1), math.Inf(-1)
@@ -298,11 +298,11 @@ func figures(cells []web.Cell, set *figure.Set) error {
 			return set.AddGrid(panels, name, heading, about, vg.Length(3.4*float64(len(pages)+1))*vg.Inch, vg.Length(2.6*float64(len(profiles)))*vg.Inch, data)
 		}
 		if err := grid("fig9-"+tag, "Fig. 9: each load's PLT relative to DoUDP + H3 1-RTT's median", "PLT increase over the baseline's median (%)", true,
-			func(c *web.Cell) []float64 { return c.RelPLTs }, false); err != nil {
+			func(c *corpus.Cell) []float64 { return c.RelPLTs }, false); err != nil {
 			return err
 		}
 		if err := grid("fig10-"+tag, "Fig. 10-11: page load time", "PLT (ms)", false,
-			func(c *web.Cell) []float64 { return c.PLTs }, true); err != nil {
+			func(c *corpus.Cell) []float64 { return c.PLTs }, true); err != nil {
 			return err
 		}
 		// Fig. 12: the median relative increase of every (page, profile)
@@ -343,8 +343,8 @@ func (ls Loads) Findings() []experiment.Finding {
 	rel := map[tuple]map[string]float64{}
 	ok := map[tuple]map[string]int{} // loads behind each median
 	var tuples []tuple
-	for _, c := range web.Summarize(ls) {
-		if len(c.RelPLTs) == 0 || c.OK == 0 || c.Engine != web.EngineChromium { // the papers' claims are the browser's
+	for _, c := range corpus.Summarize(ls) {
+		if len(c.RelPLTs) == 0 || c.OK == 0 || c.Engine != corpus.EngineChromium { // the papers' claims are the browser's
 			continue
 		}
 		k := tuple{c.DNSMode, c.StubState, c.Profile, c.Page}
@@ -417,17 +417,17 @@ func (ls Loads) Findings() []experiment.Finding {
 			Verdict: share(doqBest),
 			N:       least,
 		},
-	}, multiOriginFindings(web.Summarize(ls))...)
+	}, multiOriginFindings(corpus.Summarize(ls))...)
 }
 
 // multiOriginFindings check the DoH-cost paper's claims on pages with
 // many origins: half the web's pages need 20 lookups or more (Fig. 1),
 // and DoH changes their load times little (Fig. 6: Firefox with a
 // persistent DoH connection, the Alexa top 1,000).
-func multiOriginFindings(cells []web.Cell) []experiment.Finding {
-	var multi []web.Cell
+func multiOriginFindings(cells []corpus.Cell) []experiment.Finding {
+	var multi []corpus.Cell
 	for _, c := range cells {
-		if c.Engine == web.EngineChromium && c.OK > 0 && c.MultiOrigin() {
+		if c.Engine == corpus.EngineChromium && c.OK > 0 && c.MultiOrigin() {
 			multi = append(multi, c)
 		}
 	}
@@ -500,14 +500,14 @@ const paperLookups = 20
 // lookupsFigure is the DoH-cost paper's Fig. 1 for the corpus: the CDF of
 // the DNS lookups per page load in Chromium (the names the stub resolved
 // for the page) over every load, beside the paper's median.
-func lookupsFigure(cells []web.Cell, set *figure.Set) error {
-	if !slices.ContainsFunc(cells, web.Cell.MultiOrigin) {
+func lookupsFigure(cells []corpus.Cell, set *figure.Set) error {
+	if !slices.ContainsFunc(cells, corpus.Cell.MultiOrigin) {
 		return nil
 	}
 	var all []float64
 	var pages []string
 	for _, c := range cells {
-		if c.Engine != web.EngineChromium || len(c.LookupCounts) == 0 {
+		if c.Engine != corpus.EngineChromium || len(c.LookupCounts) == 0 {
 			continue
 		}
 		if !slices.Contains(pages, c.Page) {
@@ -538,7 +538,7 @@ func lookupsFigure(cells []web.Cell, set *figure.Set) error {
 // DoUDP + H3 1-RTT, the page's DNS time, and the multi-origin counts.
 func (ls Loads) Cells() []experiment.Cell {
 	var out []experiment.Cell
-	for _, x := range web.Summarize(ls) {
+	for _, x := range corpus.Summarize(ls) {
 		keys := map[string]string{"engine": x.Engine, "dns_mode": x.DNSMode, "stub": x.StubState, "profile": x.Profile, "page": x.Page, "transport": x.Transport, "h3": x.H3}
 		out = append(out,
 			experiment.NewCell("web", keys, "plt_ms", x.N, x.PLTStat).Versus("udp/1rtt", x.DeltaPLT),

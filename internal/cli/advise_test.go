@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/campaign"
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/testbed"
-	"github.com/doxlab/doxlab/web"
 )
 
 // TestAdviceIsTheCLIs: the libraries' errors name no command or flag;
@@ -23,7 +23,7 @@ import (
 func TestAdviceIsTheCLIs(t *testing.T) {
 	require.Contains(t, advise(&testbed.UpError{Name: "tb", PID: 7}).Error(), "testbed tb is already up (pid 7); run 'doxlab testbed down --name tb' first")
 	require.Contains(t, advise(campaign.ErrNeedPostgres).Error(), "--store postgres://")
-	require.Contains(t, advise(web.ErrNoGraph).Error(), "doxlab load --capture")
+	require.Contains(t, advise(corpus.ErrNoGraph).Error(), "doxlab load --capture")
 	require.Equal(t, "other", advise(errString("other")).Error())
 }
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/testbed"
-	"github.com/doxlab/doxlab/web"
 )
 
 // browserLoad keeps headless Chromium loading the corpus pages, with cold
@@ -26,9 +26,9 @@ func browserLoad(ctx context.Context, tb *testbed.Testbed, host string) (stop fu
 	if err != nil {
 		return nil, err
 	}
-	all, err := web.Extract(dir)
+	all, err := corpus.Extract(dir)
 	if err == nil { // the one-origin pages: every file under the page's directory
-		all, err = web.Select(all, web.Corpus)
+		all, err = corpus.Select(all, corpus.Corpus)
 	}
 	pages := all
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 	"slices"
 
 	"github.com/doxlab/doxlab/campaign"
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/internal/suggest"
 	"github.com/doxlab/doxlab/testbed"
-	"github.com/doxlab/doxlab/web"
 )
 
 // Exit codes shared by all subcommands. Measurement outcomes get their own
@@ -126,7 +126,7 @@ func advise(err error) error {
 	switch {
 	case errors.As(err, &up):
 		return fmt.Errorf("%w; run 'doxlab testbed down --name %s' first", err, up.Name)
-	case errors.Is(err, web.ErrNoGraph):
+	case errors.Is(err, corpus.ErrNoGraph):
 		return fmt.Errorf("%w: capture one with doxlab load --capture", err)
 	case errors.Is(err, campaign.ErrNeedPostgres):
 		return fmt.Errorf("%w (--store postgres://...); on one machine, 'doxlab campaign run' measures into SQLite", err)

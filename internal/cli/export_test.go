@@ -15,13 +15,13 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment/coalescing"
 	"github.com/doxlab/doxlab/experiment/pageloads"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
-	"github.com/doxlab/doxlab/web"
 )
 
 // TestExportCoalescingLoadsAsATable: coalescing loads are a table like
@@ -100,7 +100,7 @@ func TestLoadStatisticsAgreeWithNumpy(t *testing.T) {
 	for _, tr := range []string{"udp", "doh2", "doq"} {
 		for _, h3 := range []string{"1rtt", "0rtt"} {
 			for rep := range 7 {
-				x := &web.Sample{Task: web.Task{Profile: "fiber", Page: "wiki", Transport: tr, StubState: "cold", H3: h3, DNSMode: "stub", Rep: rep},
+				x := &corpus.Sample{Task: corpus.Task{Profile: "fiber", Page: "wiki", Transport: tr, StubState: "cold", H3: h3, DNSMode: "stub", Rep: rep},
 					Start: start.Add(time.Duration(rep) * time.Second), Status: "ok", PLTMs: math.Round(100+rng.ExpFloat64()*40e3) / 1e3, FCPMs: math.Round(50+rng.ExpFloat64()*20e3) / 1e3}
 				require.NoError(t, pageloads.WriteLoad(ctx, st, webRun.ID, x))
 				s := coalescing.Sample{Task: coalescing.Task{Profile: "fiber", Page: "wiki", DNS: tr, H3: h3, Settings: "remembered", Rep: rep},

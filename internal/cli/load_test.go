@@ -12,10 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/server"
-	"github.com/doxlab/doxlab/web"
 )
 
 // TestLoadCaptureAndReplay serves the corpus's Instagram-like page on
@@ -28,9 +28,9 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 		peertest.Missing(t, "chromium")
 	}
 	dir := t.TempDir()
-	pages, err := web.Extract(dir)
+	pages, err := corpus.Extract(dir)
 	require.NoError(t, err)
-	const host = "insta." + web.Domain
+	const host = "insta." + corpus.Domain
 	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:0"}, TLS: server.TLS{Names: []string{host, "127.0.0.1"}},
 		Web: server.Web{Roots: map[string]string{host: pages[2].Dir}}, Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1"}}})
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package web
+package corpus
 
 import (
 	"embed"
@@ -9,7 +9,7 @@ import (
 )
 
 // The corpus pages' dependency graphs, captured from Chromium by
-// `make graphs` (web/internal/gengraphs), for doxlab's page loader.
+// `make graphs` (corpus/internal/gengraphs), for doxlab's page loader.
 //
 //go:embed graphs
 var graphs embed.FS

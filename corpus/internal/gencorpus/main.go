@@ -1,4 +1,4 @@
-// Command gencorpus writes doxlab's page corpus (web/corpus): three pages
+// Command gencorpus writes doxlab's page corpus (corpus/corpus): three pages
 // in the cross-layer paper's categories, each served from one host, with
 // the sizes of the paper's snapshots where it gives them. The output is
 // committed; run `go generate ./web` after changing this file. It is
@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/doxlab/doxlab/web/internal/pngtext"
+	"github.com/doxlab/doxlab/corpus/internal/pngtext"
 )
 
 var rng = rand.New(rand.NewPCG(2022, 6))

@@ -1,4 +1,4 @@
-package web_test
+package corpus_test
 
 import (
 	"net/url"
@@ -9,19 +9,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/web"
+	"github.com/doxlab/doxlab/corpus"
 )
 
 // TestCorpusKeepsThePapersSizes checks the Wikipedia-like page carries the
 // cross-layer paper's object sizes to the octet, and that pages are
 // picked and added with clear errors.
 func TestCorpusKeepsThePapersSizes(t *testing.T) {
-	pages, err := web.Extract(t.TempDir())
+	pages, err := corpus.Extract(t.TempDir())
 	require.NoError(t, err)
-	require.Len(t, pages, len(web.Corpus)+len(web.Sites), "the paper's pages and the multi-origin ones")
-	wiki, err := web.Select(pages, []string{"wiki"})
+	require.Len(t, pages, len(corpus.Corpus)+len(corpus.Sites), "the paper's pages and the multi-origin ones")
+	wiki, err := corpus.Select(pages, []string{"wiki"})
 	require.NoError(t, err)
-	require.Equal(t, "wiki."+web.Domain, wiki[0].Host)
+	require.Equal(t, "wiki."+corpus.Domain, wiki[0].Host)
 	for file, size := range map[string]int64{
 		"index.html": 18252, "portal/wikipedia.org/assets/js/index.js": 614,
 		"portal/wikipedia.org/assets/img/Wikipedia-logo-v2.png": 15857, "portal/wikipedia.org/assets/img/Wikipedia_wordmark.png": 2039,
@@ -31,21 +31,21 @@ func TestCorpusKeepsThePapersSizes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, size, st.Size(), file)
 	}
-	insta, err := web.Select(pages, []string{"insta"})
+	insta, err := corpus.Select(pages, []string{"insta"})
 	require.NoError(t, err)
 	scripts, _ := filepath.Glob(filepath.Join(insta[0].Dir, "static/js/*.js"))
 	require.Len(t, scripts, 7, "seven scripts, as the paper's Instagram page")
 
-	_, err = web.Select(pages, []string{"nope"})
+	_, err = corpus.Select(pages, []string{"nope"})
 	require.ErrorContains(t, err, `no page "nope"`)
-	_, err = web.Snapshot(t.TempDir(), t.TempDir())
+	_, err = corpus.Snapshot(t.TempDir(), t.TempDir())
 	require.ErrorContains(t, err, "no index.html")
 	dir := filepath.Join(t.TempDir(), "mirror")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<p>hi</p>"), 0o644))
-	p, err := web.Snapshot(dir, t.TempDir())
+	p, err := corpus.Snapshot(dir, t.TempDir())
 	require.NoError(t, err)
-	require.Equal(t, "mirror."+web.Domain, p.Host)
+	require.Equal(t, "mirror."+corpus.Domain, p.Host)
 	require.False(t, p.MultiOrigin())
 }
 
@@ -65,12 +65,12 @@ func TestMultiHostSnapshot(t *testing.T) {
 	write("img.example.org/a.png", "png")
 	write("img.example.org/bg.png", "png")
 	work := t.TempDir()
-	p, err := web.Snapshot(dir, work)
+	p, err := corpus.Snapshot(dir, work)
 	require.NoError(t, err)
 	require.Equal(t, "shop", p.Name)
 	require.Equal(t, "www.shop.example", p.Host)
 	require.Equal(t, []string{"www.shop.example", "cdn.example.net", "img.example.org"}, p.Hostnames())
-	require.Equal(t, web.PartyThird, p.Origins[1].Party)
+	require.Equal(t, corpus.PartyThird, p.Origins[1].Party)
 	doc, err := os.ReadFile(filepath.Join(p.Dir, "index.html"))
 	require.NoError(t, err)
 	require.Contains(t, string(doc), `href="css/site.css"`, "a link within the host stays")
@@ -85,17 +85,17 @@ func TestMultiHostSnapshot(t *testing.T) {
 	require.Contains(t, string(orig), "../cdn.example.net", "the mirror itself is left alone")
 
 	write("cdn.example.net/index.html", "<p>another page</p>")
-	_, err = web.Snapshot(dir, t.TempDir())
+	_, err = corpus.Snapshot(dir, t.TempDir())
 	require.ErrorContains(t, err, "several host directories hold an index.html")
 }
 
 // TestShippedGraphs: every corpus page ships a graph over its origins,
 // as the testbed serves them, whose resources are all in the corpus.
 func TestShippedGraphs(t *testing.T) {
-	pages, err := web.Extract(t.TempDir())
+	pages, err := corpus.Extract(t.TempDir())
 	require.NoError(t, err)
 	for _, p := range pages {
-		g, err := web.Graph(p.Name)
+		g, err := corpus.Graph(p.Name)
 		require.NoError(t, err, p.Name)
 		require.Equal(t, "https://"+p.Host+"/", g.Page)
 		require.ElementsMatch(t, p.Hostnames(), g.Hosts(), p.Name)
@@ -114,6 +114,6 @@ func TestShippedGraphs(t *testing.T) {
 			require.NoError(t, err, "%s: %s is in the corpus", p.Name, r.URL)
 		}
 	}
-	_, err = web.Graph("nosuch")
+	_, err = corpus.Graph("nosuch")
 	require.ErrorContains(t, err, "no shipped graph")
 }

@@ -1,4 +1,4 @@
-package web
+package corpus
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package web
+package corpus
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/doxlab/doxlab/web/internal/pngtext"
+	"github.com/doxlab/doxlab/corpus/internal/pngtext"
 )
 
 // Origin is one host a page loads from, and how the DNS publishes it.

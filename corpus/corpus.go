@@ -3,7 +3,7 @@
 // real pages, and the web experiment's samples, tasks and cells. The stub
 // that puts DNS over any transport into Chromium's lookup path is doxlab
 // serve with a forwarder (experiment/pageloads starts it).
-package web
+package corpus
 
 //go:generate go run ./internal/gencorpus corpus
 

@@ -1,6 +1,6 @@
 // Command gengraphs captures the corpus pages' dependency graphs from
 // Chromium, for doxlab's page loader to replay: `make graphs` writes them
-// to web/graphs (`gengraphs DIR PAGE...` captures only those pages). Each
+// to corpus/graphs (`gengraphs DIR PAGE...` captures only those pages). Each
 // page is loaded five times over HTTP/3 on loopback from doxlab's server,
 // and the capture with the median PLT is kept (one real load, not a
 // blend: its gaps are consistent with one another). The server listens
@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/server"
-	"github.com/doxlab/doxlab/web"
 )
 
 const captures = 5
@@ -44,12 +44,12 @@ func run(out string, only []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	pages, err := web.Extract(dir)
+	pages, err := corpus.Extract(dir)
 	if err != nil {
 		return err
 	}
 	if len(only) > 0 {
-		if pages, err = web.Select(pages, only); err != nil {
+		if pages, err = corpus.Select(pages, only); err != nil {
 			return err
 		}
 	}
@@ -74,7 +74,7 @@ func run(out string, only []string) error {
 	}
 	defer srv.Close()
 	_, port, _ := strings.Cut(srv.Addr("web").String(), ":")
-	opts := browser.Options{SPKI: []string{srv.SPKI()}, Flags: []string{"host-resolver-rules=MAP *." + web.Domain + " 127.0.0.1"}}
+	opts := browser.Options{SPKI: []string{srv.SPKI()}, Flags: []string{"host-resolver-rules=MAP *." + corpus.Domain + " 127.0.0.1"}}
 	for _, p := range pages {
 		for _, h := range p.Hostnames() {
 			opts.ForceQUIC = append(opts.ForceQUIC, h+":"+port)
