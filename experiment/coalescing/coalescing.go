@@ -27,6 +27,7 @@ import (
 
 	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/protocol"
@@ -73,7 +74,7 @@ type Coalescing struct {
 	// Placement lays a multi-origin page's origins out: "separate" (the
 	// first party, CDN hosts and third parties on servers of their own,
 	// a certificate per origin) or "cdn" (every origin on one CDN edge
-	// with one certificate); see experiment.Placement.
+	// with one certificate); see pages.Placement.
 	Placement string
 	Repeat    int // loads per cell; default 10
 	Timeout   time.Duration
@@ -133,9 +134,9 @@ func (c *Coalescing) defaults() error {
 		return err
 	}
 	if c.Placement == "" {
-		c.Placement = experiment.DefaultPlacement.Name
+		c.Placement = pages.DefaultPlacement.Name
 	}
-	if _, ok := experiment.Placements[c.Placement]; !ok {
+	if _, ok := pages.Placements[c.Placement]; !ok {
 		return fmt.Errorf("placement %q: want separate or cdn", c.Placement)
 	}
 	if c.Repeat <= 0 {
@@ -154,7 +155,7 @@ func (c *Coalescing) defaults() error {
 // of runs set up differently stay apart.
 func (c *Coalescing) setup() string {
 	var parts []string
-	if c.Placement != experiment.DefaultPlacement.Name {
+	if c.Placement != pages.DefaultPlacement.Name {
 		parts = append(parts, c.Placement)
 	}
 	if c.Origins {
@@ -222,19 +223,19 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	pages, err := corpus.Select(all, c.Pages)
+	chosen, err := corpus.Select(all, c.Pages)
 	if err != nil {
 		return "", err
 	}
-	for _, p := range pages {
+	for _, p := range chosen {
 		for _, m := range c.DNS {
 			if p.MultiOrigin() && (m == Emulated || Coalesced(m)) {
 				return "", fmt.Errorf("page %s loads from %d origins on servers other than the resolver: DNS mode %s needs the page on the resolver's server; give DNS transports", p.Name, len(p.Origins), m)
 			}
 		}
 	}
-	place := experiment.Placements[c.Placement]
-	servers := place.Hosts(pages)
+	place := pages.Placements[c.Placement]
+	servers := place.Hosts(chosen)
 	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "coalescing", Hosts: append([]string{"client", "server"}, servers...)})
 	if err != nil {
 		return "", err
@@ -244,10 +245,10 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	e.tb, e.st, e.ip, e.client = tb, st, tb.IPs["server"], tb.IPs["client"]
-	for _, p := range pages {
+	for _, p := range chosen {
 		e.pages[p.Name] = p
 	}
-	srvs, err := experiment.StartPageServers(tb, experiment.PageServers(tb.IPs, pages, true, place))
+	srvs, err := pages.StartPageServers(tb, pages.PageServers(tb.IPs, chosen, true, place))
 	if err != nil {
 		return "", err
 	}

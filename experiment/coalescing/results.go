@@ -14,9 +14,8 @@ import (
 
 	"github.com/doxlab/doxlab/internal/stats"
 
-	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment"
-	"github.com/doxlab/doxlab/experiment/pageloads"
+	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/report/figure"
@@ -302,7 +301,7 @@ var table = experiment.Table("coalescing", `<table id="coalescing-cells"><tr><th
 // emulated row beside the real coalesced ones.
 func (ss Samples) Section(dir string) (*experiment.Section, error) {
 	set := &figure.Set{Dir: dir}
-	if err := pageloads.Figures(webCells(ss), set); err != nil {
+	if err := pages.Figures(webCells(ss), set); err != nil {
 		return nil, err
 	}
 	return experiment.NewSection("coalescing", "Coalescing DNS and web on one QUIC connection",
@@ -312,14 +311,14 @@ func (ss Samples) Section(dir string) (*experiment.Section, error) {
 
 // webCells are the loads as the web experiment's cells, to draw its
 // figures: the DNS mode as the transport, the H3 variant as the H3 mode.
-func webCells(ss Samples) []corpus.Cell {
-	var ws []*corpus.Sample
+func webCells(ss Samples) []pages.Cell {
+	var ws []*pages.Sample
 	for _, s := range ss {
-		ws = append(ws, &corpus.Sample{Task: corpus.Task{Profile: s.Profile, Page: s.Page, Transport: s.DNS, H3: variant(s.H3, s.Settings),
-			StubState: "cold", DNSMode: strings.TrimSuffix("loader "+s.Setup, " "), Engine: corpus.EngineDoxlab, Rep: s.Rep}, Status: s.Status, PLTMs: s.PLTMs, DNSMs: s.DNSMs,
+		ws = append(ws, &pages.Sample{Task: pages.Task{Profile: s.Profile, Page: s.Page, Transport: s.DNS, H3: variant(s.H3, s.Settings),
+			StubState: "cold", DNSMode: strings.TrimSuffix("loader "+s.Setup, " "), Engine: pages.EngineDoxlab, Rep: s.Rep}, Status: s.Status, PLTMs: s.PLTMs, DNSMs: s.DNSMs,
 			H3Used0RTT: s.Proof.PageUsed0RTT, H3Resumed: s.Proof.PageResumed})
 	}
-	return corpus.Summarize(ws)
+	return pages.Summarize(ws)
 }
 
 // mobile says whether a profile is a mobile access (the paper's 4G ones).

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/pages"
 
 	"github.com/miekg/dns"
 	"gopkg.in/yaml.v3"
@@ -115,13 +116,13 @@ func (c *Web) defaults() error {
 	def(&c.Pages, corpus.Corpus...)
 	def(&c.StubStates, "cold")
 	def(&c.DNSModes, "stub")
-	def(&c.Engines, corpus.EngineChromium)
+	def(&c.Engines, pages.EngineChromium)
 	for _, e := range c.Engines {
-		if e != corpus.EngineChromium && e != corpus.EngineDoxlab {
+		if e != pages.EngineChromium && e != pages.EngineDoxlab {
 			return fmt.Errorf("engine %q is not chromium or doxlab", e)
 		}
 	}
-	if slices.Contains(c.Engines, corpus.EngineDoxlab) && slices.Contains(c.DNSModes, "decoupled") {
+	if slices.Contains(c.Engines, pages.EngineDoxlab) && slices.Contains(c.DNSModes, "decoupled") {
 		return fmt.Errorf("the doxlab engine resolves through the stub only: give --dns stub")
 	}
 	for _, t := range c.Transports {
@@ -148,8 +149,8 @@ func (c *Web) defaults() error {
 type webEnv struct {
 	c       *Web
 	tb      *testbed.Testbed
-	srv     *server.Server     // in host server: the resolver, and the one-origin pages
-	srvs    experiment.Servers // srv, and the multi-origin pages' server hosts
+	srv     *server.Server // in host server: the resolver, and the one-origin pages
+	srvs    pages.Servers  // srv, and the multi-origin pages' server hosts
 	ip      string
 	ca      string
 	pages   map[string]corpus.Page
@@ -196,11 +197,11 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 			c.Pages = append(c.Pages, p.Name)
 		}
 	}
-	pages, err := corpus.Select(all, c.Pages)
+	chosen, err := corpus.Select(all, c.Pages)
 	if err != nil {
 		return "", err
 	}
-	for _, p := range pages {
+	for _, p := range chosen {
 		if !p.MultiOrigin() {
 			continue
 		}
@@ -208,8 +209,8 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("page %s loads from %d origins: decoupled DNS measures one lookup apart; give --dns stub", p.Name, len(p.Origins))
 		}
 	}
-	place := experiment.DefaultPlacement
-	servers := place.Hosts(pages)
+	place := pages.DefaultPlacement
+	servers := place.Hosts(chosen)
 	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "web", Hosts: append([]string{"client", "server"}, servers...),
 		HostNameservers: map[string]string{"client": "127.0.0.1"}, PcapDir: c.PcapDir})
 	if err != nil {
@@ -221,7 +222,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	}
 	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]corpus.Page{}, browser: map[string]*browser.Browser{},
 		graphs: map[string]*pageload.Graph{}, pool: map[string][]*pageload.Graph{}, keyLog: filepath.Join(dir, "keys.log")}
-	if err := e.startServers(pages, dir, place); err != nil {
+	if err := e.startServers(chosen, dir, place); err != nil {
 		return "", err
 	}
 	defer e.srvs.Close()
@@ -277,18 +278,18 @@ func (c *Web) logRate(st *store.Store, expID string, started time.Time) {
 // same listener, one TLS identity for all, the page hosts answered with
 // the address of the host serving them; and, for multi-origin pages, a
 // server in each host place puts their origins on.
-func (e *webEnv) startServers(pages []corpus.Page, dir string, place experiment.Placement) error {
-	for _, p := range pages {
+func (e *webEnv) startServers(chosen []corpus.Page, dir string, place pages.Placement) error {
+	for _, p := range chosen {
 		e.pages[p.Name] = p
 	}
-	cfgs := experiment.PageServers(e.tb.IPs, pages, false, place)
-	if slices.Contains(e.c.Engines, corpus.EngineDoxlab) {
+	cfgs := pages.PageServers(e.tb.IPs, chosen, false, place)
+	if slices.Contains(e.c.Engines, pages.EngineDoxlab) {
 		for _, c := range cfgs {
 			c.TLS.KeyLog = e.keyLog // decrypts the graph captures' packets
 		}
 	}
 	var err error
-	if e.srvs, err = experiment.StartPageServers(e.tb, cfgs); err != nil {
+	if e.srvs, err = pages.StartPageServers(e.tb, cfgs); err != nil {
 		return err
 	}
 	e.srv = e.srvs["server"]
@@ -469,16 +470,16 @@ func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile,
 	if err := e.poolGraphs(ctx, p.Name, runID); err != nil {
 		return err
 	}
-	if err := e.blocks(ctx, rng, p, runID, done, []string{corpus.EngineChromium}); err != nil {
+	if err := e.blocks(ctx, rng, p, runID, done, []string{pages.EngineChromium}); err != nil {
 		return err
 	}
-	return e.blocks(ctx, rng, p, runID, done, []string{corpus.EngineDoxlab})
+	return e.blocks(ctx, rng, p, runID, done, []string{pages.EngineDoxlab})
 }
 
 // replaysBrowser says whether the doxlab engine runs beside Chromium: its
 // graphs then come from Chromium's measured loads, each traced.
 func (e *webEnv) replaysBrowser() bool {
-	return slices.Contains(e.c.Engines, corpus.EngineChromium) && slices.Contains(e.c.Engines, corpus.EngineDoxlab)
+	return slices.Contains(e.c.Engines, pages.EngineChromium) && slices.Contains(e.c.Engines, pages.EngineDoxlab)
 }
 
 // poolGraphs gathers the graphs of the profile's traced loads already
@@ -509,14 +510,14 @@ func (e *webEnv) blocks(ctx context.Context, rng *rand.Rand, p testbed.Profile, 
 	}
 	rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
 	for _, bl := range blocks {
-		var tasks []corpus.Task
+		var tasks []pages.Task
 		for _, page := range e.c.Pages {
 			for _, h3 := range e.c.H3 {
 				for _, mode := range e.c.DNSModes {
 					for _, engine := range engines {
 						for rep := range e.c.Repeat {
-							t := corpus.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Rep: rep}
-							if engine != corpus.EngineChromium {
+							t := pages.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Rep: rep}
+							if engine != pages.EngineChromium {
 								t.Engine = engine
 							}
 							if !done[t.Key()] {
@@ -579,8 +580,8 @@ func (e *webEnv) blocks(ctx context.Context, rng *rand.Rand, p testbed.Profile, 
 // keeping the ticket for 0-RTT or dropping it for 1-RTT, then the
 // measured navigation. An error is returned only when the browser itself
 // is lost; a failed page is a failed sample.
-func (e *webEnv) sample(ctx context.Context, st *stub, t corpus.Task) (*corpus.Sample, error) {
-	if t.EngineName() == corpus.EngineDoxlab {
+func (e *webEnv) sample(ctx context.Context, st *stub, t pages.Task) (*pages.Sample, error) {
+	if t.EngineName() == pages.EngineDoxlab {
 		return e.replay(ctx, st, t)
 	}
 	page := e.pages[t.Page]
@@ -588,8 +589,8 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t corpus.Task) (*corpus.S
 	if err != nil {
 		return nil, err
 	}
-	fail := func(status string, err error) *corpus.Sample {
-		return &corpus.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
+	fail := func(status string, err error) *pages.Sample {
+		return &pages.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
 	}
 	if err := b.Reset(ctx, true); err != nil {
 		return e.restart(ctx, t, err)
@@ -624,7 +625,7 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t corpus.Task) (*corpus.S
 	}
 	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe
 	e.srvs.Settle(ctx)                // and the servers' records of the load's connections
-	x := corpus.Assemble(t, l, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
+	x := pages.Assemble(t, l, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp = warm
 	if tr != nil && l.Status == browser.LoadOK {
 		x.Graph, err = pageload.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: t.Profile, At: x.Start.UTC()})
@@ -647,10 +648,10 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t corpus.Task) (*corpus.S
 // replay is one task for doxlab's page loader, as sample is for the
 // browser: a warm-up load, then the measured load with the warm-up's
 // ticket kept (0-RTT) or dropped (1-RTT), its DNS through the stub.
-func (e *webEnv) replay(ctx context.Context, st *stub, t corpus.Task) (*corpus.Sample, error) {
+func (e *webEnv) replay(ctx context.Context, st *stub, t pages.Task) (*pages.Sample, error) {
 	page := e.pages[t.Page]
-	fail := func(status string, err error) *corpus.Sample {
-		return &corpus.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
+	fail := func(status string, err error) *pages.Sample {
+		return &pages.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
 	}
 	g, err := e.graph(ctx, t.Profile, page)
 	if err != nil {
@@ -677,8 +678,8 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t corpus.Task) (*corpus.S
 	r := l.Load(ctx, g)
 	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
 	e.srvs.Settle(ctx)
-	x := corpus.AssembleReplay(t, r, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
-	x.WarmUp = corpus.ReplayLoad(warm)
+	x := pages.AssembleReplay(t, r, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
+	x.WarmUp = pages.ReplayLoad(warm)
 	// The loader resolves a host when a request needs it: each of its
 	// lookups held a request up.
 	x.LookupsBlocking, x.DNSBlockingMs = 0, 0
@@ -853,7 +854,7 @@ func (e *webEnv) closeBrowsers(all bool) {
 
 // restart replaces a browser that stopped answering; the task is stored
 // as failed with the reason.
-func (e *webEnv) restart(ctx context.Context, t corpus.Task, cause error) (*corpus.Sample, error) {
+func (e *webEnv) restart(ctx context.Context, t pages.Task, cause error) (*pages.Sample, error) {
 	if b, ok := e.browser[t.DNSMode]; ok {
 		b.Close()
 		delete(e.browser, t.DNSMode)
@@ -862,7 +863,7 @@ func (e *webEnv) restart(ctx context.Context, t corpus.Task, cause error) (*corp
 	if _, err := e.browserFor(ctx, t.DNSMode, &page); err != nil {
 		return nil, fmt.Errorf("restarting the browser after %w: %w", cause, err)
 	}
-	return &corpus.Sample{Task: t, Start: time.Now(), Status: "browser-error", Error: cause.Error()}, nil
+	return &pages.Sample{Task: t, Start: time.Now(), Status: "browser-error", Error: cause.Error()}, nil
 }
 
 // inClient makes sockets inside the client host.

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/pageload"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/browser"
-	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/server"
@@ -48,7 +48,7 @@ func TestWebLoadsThroughStub(t *testing.T) {
 		require.Greater(t, x.PLTMs, 0.0)
 		require.Greater(t, x.DNSMs, 0.0)
 	}
-	cells := corpus.Summarize(loads)
+	cells := pages.Summarize(loads)
 	require.Len(t, cells, 3*6*2)
 	for _, c := range cells {
 		if c.Baseline() {
@@ -80,7 +80,7 @@ func TestMultiOriginPage(t *testing.T) {
 		require.Len(t, x.Origins, 20, x.Key())
 		requested := 0
 		for _, o := range x.Origins {
-			require.Equal(t, corpus.LookupUpstream, o.Lookup, "%s: %s", x.Key(), o.Host)
+			require.Equal(t, pages.LookupUpstream, o.Lookup, "%s: %s", x.Key(), o.Host)
 			if o.Requests > 0 { // a preconnected origin may have none
 				requested++
 				require.Equal(t, "h3", o.Protocol, "%s: %s", x.Key(), o.Host)
@@ -129,7 +129,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 		require.Equal(t, "ok", x.Status, "%s: %s", x.Key(), x.Error)
 		require.Equal(t, []string{"doq"}, keys(x.ServerQueries), "%s: the page's lookup went through the stub", x.Key())
 		require.Equal(t, x.H3 == "0rtt", x.H3Used0RTT, "%s: 0-RTT as the server saw it", x.Key())
-		if x.EngineName() == corpus.EngineChromium {
+		if x.EngineName() == pages.EngineChromium {
 			require.NotNil(t, x.Graph, "%s: the browser's measured load, traced for the replays", x.Key())
 			require.GreaterOrEqual(t, x.Graph.WireEnds(), len(x.Graph.Resources)/2, "%s: bodies' ends from the link", x.Key())
 			// A document asked in 0-RTT is timed from its connection's
@@ -142,7 +142,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 				t.Logf("%s (h3 %s): the document's stream not found in the capture", x.Key(), x.H3)
 			}
 		}
-		if x.EngineName() == corpus.EngineDoxlab {
+		if x.EngineName() == pages.EngineDoxlab {
 			require.NotNil(t, x.Replay)
 			require.Len(t, x.Replay.Conns, 1)
 			require.Equal(t, x.H3 == "0rtt", x.Replay.Conns[0].Used0RTT, x.Key())
@@ -184,7 +184,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, Loads(loads).WriteTable(&b))
 	require.Contains(t, b.String(), "doxlab's page loader against Chromium")
-	require.Len(t, corpus.CompareEngines(corpus.Summarize(loads)).Cells, 2*2)
+	require.Len(t, pages.CompareEngines(pages.Summarize(loads)).Cells, 2*2)
 }
 
 // setup skips without root or Chromium and builds the doxlab binary the
@@ -203,7 +203,7 @@ func setup(t *testing.T) (dir, bin string) {
 
 // run runs the experiment c and returns its loads, its store (open
 // until the test ends) and its ID.
-func run(t *testing.T, c *Web) ([]*corpus.Sample, *store.Store, string) {
+func run(t *testing.T, c *Web) ([]*pages.Sample, *store.Store, string) {
 	ctx := context.Background()
 	id, err := c.Run(ctx)
 	require.NoError(t, err)
@@ -244,9 +244,9 @@ func TestAssembleLabels(t *testing.T) {
 		{Kind: "conn", Listener: "web", ALPN: "h3", Remote: stubDoH},
 		{Kind: "conn", Listener: "web", ALPN: "h3", Remote: "10.200.0.1:40001", Used0RTT: true, Resumed: true},
 	}
-	task := corpus.Task{Profile: "fiber", Page: "wiki", Transport: "doh3", StubState: "cold", H3: "0rtt", DNSMode: "stub", Rep: 3}
+	task := pages.Task{Profile: "fiber", Page: "wiki", Transport: "doh3", StubState: "cold", H3: "0rtt", DNSMode: "stub", Rep: 3}
 	require.Equal(t, "fiber|wiki|doh3|cold|0rtt|stub|3", task.Key())
-	x := corpus.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120, FCPMs: 80}, []string{"wiki.doxlab.test"}, stub, srv)
+	x := pages.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120, FCPMs: 80}, []string{"wiki.doxlab.test"}, stub, srv)
 	require.Equal(t, "ok", x.Status)
 	require.Len(t, x.DNS, 2)
 	require.Equal(t, 1, x.Ignored, "the browser's own lookup is left out")
@@ -256,9 +256,9 @@ func TestAssembleLabels(t *testing.T) {
 	require.Equal(t, map[string]int{"doh3": 1}, x.ServerQueries)
 	require.True(t, x.DNSFacts.Resumed)
 
-	x = corpus.Assemble(task, &browser.Load{Status: "ok", Protocol: "h2", PLTMs: 120}, []string{"wiki.doxlab.test"}, stub, srv)
+	x = pages.Assemble(task, &browser.Load{Status: "ok", Protocol: "h2", PLTMs: 120}, []string{"wiki.doxlab.test"}, stub, srv)
 	require.Equal(t, "not-h3", x.Status, "a page that fell back to HTTP/2 is labelled, not counted")
-	x = corpus.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120}, []string{"wiki.doxlab.test"}, stub[2:], nil)
+	x = pages.Assemble(task, &browser.Load{Status: "ok", Protocol: "h3", PLTMs: 120}, []string{"wiki.doxlab.test"}, stub[2:], nil)
 	require.Equal(t, "dns-bypassed", x.Status)
 	x.Status = "ok"
 	x.Decouple(20)
@@ -284,7 +284,7 @@ func TestAssembleLabels(t *testing.T) {
 		{Name: "https://static.o5.doxlab.test/o5/js2.js"},
 		{Name: "https://tags.tagmanager.doxlab.test/o5/js3.js"}, // resolved by a preconnect: no wait
 	}}
-	x = corpus.Assemble(task, l, hosts, stub, srv)
+	x = pages.Assemble(task, l, hosts, stub, srv)
 	require.Equal(t, "ok", x.Status)
 	require.Equal(t, 3, x.Lookups)
 	require.InDelta(t, 22+20+10, x.DNSTotalMs, 0.01, "each name from its first query to its last answer")
@@ -299,7 +299,7 @@ func TestAssembleLabels(t *testing.T) {
 	// connection of the stub's: the page's connection still counts.
 	udpUp := &transport.Record{Protocol: "udp", Conn: transport.ConnInfo{LocalAddr: "10.200.0.1:3"}}
 	collided := append(slices.Clone(stub), &server.Record{Kind: "query", QName: "tags.tagmanager.doxlab.test.", QType: "HTTPS", Time: t0.Add(91 * time.Millisecond), Upstream: udpUp})
-	x = corpus.Assemble(task, l, hosts, collided, srv)
+	x = pages.Assemble(task, l, hosts, collided, srv)
 	require.Equal(t, 2, x.ConnsPerOrigin["tags.tagmanager.doxlab.test"])
 
 	// Per origin: what came over what, how each name was resolved, and
@@ -310,14 +310,14 @@ func TestAssembleLabels(t *testing.T) {
 		browser.Resource{Name: "https://fonts.doxlab.test/f.woff2", Protocol: "h3"})
 	l.Resources[0].Protocol, l.Resources[1].Protocol, l.Resources[2].Protocol = "h3", "h3", "h3"
 	stub = append(stub, &server.Record{Kind: "query", QName: "static.o5.doxlab.test.", QType: "A", Time: t0.Add(81 * time.Millisecond), Upstream: up})
-	x = corpus.Assemble(task, l, append(hosts, "fonts.doxlab.test", "unused.doxlab.test"), stub, srv)
-	require.Equal(t, []corpus.OriginFacts{
-		{Host: "www.o5.doxlab.test", Requests: 1, Protocol: "h3", Lookup: corpus.LookupStubCache, Conns: 1, Conns0RTT: 1},
-		{Host: "static.o5.doxlab.test", Requests: 2, Protocol: "h3", Lookup: corpus.LookupUpstream, Conns: 1},
-		{Host: "tags.tagmanager.doxlab.test", Requests: 2, Protocol: "h2+h3", Lookup: corpus.LookupStubCache, Conns: 2},
-		{Host: "fonts.doxlab.test", Requests: 1, Protocol: "h3", Lookup: corpus.LookupNone},
+	x = pages.Assemble(task, l, append(hosts, "fonts.doxlab.test", "unused.doxlab.test"), stub, srv)
+	require.Equal(t, []pages.OriginFacts{
+		{Host: "www.o5.doxlab.test", Requests: 1, Protocol: "h3", Lookup: pages.LookupStubCache, Conns: 1, Conns0RTT: 1},
+		{Host: "static.o5.doxlab.test", Requests: 2, Protocol: "h3", Lookup: pages.LookupUpstream, Conns: 1},
+		{Host: "tags.tagmanager.doxlab.test", Requests: 2, Protocol: "h2+h3", Lookup: pages.LookupStubCache, Conns: 2},
+		{Host: "fonts.doxlab.test", Requests: 1, Protocol: "h3", Lookup: pages.LookupNone},
 	}, x.Origins, "the origin the load never touched is left out")
-	c := corpus.Summarize([]*corpus.Sample{x})[0]
+	c := pages.Summarize([]*pages.Sample{x})[0]
 	require.Equal(t, 1.0, c.NotH3, "the tag manager's pixel came over h2")
 	require.Equal(t, 1.0, c.NoLookup, "the font host's name never reached the stub")
 	require.InDelta(t, 0.25, c.Conns0RTT, 1e-9, "one of four connections in 0-RTT")
@@ -326,7 +326,7 @@ func TestAssembleLabels(t *testing.T) {
 	base, failed := *x, *x
 	base.Transport, base.H3 = "udp", "1rtt"
 	failed.Transport, failed.H3, failed.Status = "doh2", "1rtt", "warm-up-failed"
-	cells := corpus.Summarize([]*corpus.Sample{&base, &failed})
+	cells := pages.Summarize([]*pages.Sample{&base, &failed})
 	require.Equal(t, "doh2", cells[1].Transport)
 	require.True(t, math.IsNaN(cells[1].RelPLT), "%v", cells[1].RelPLT)
 	require.Zero(t, cells[0].RelPLT, "the baseline against itself")
@@ -339,11 +339,11 @@ func TestAssembleLabels(t *testing.T) {
 // TestLoadRow: the export's row counts a load's lookups and origins as
 // the sample has them.
 func TestLoadRow(t *testing.T) {
-	x := &corpus.Sample{Task: corpus.Task{Profile: "fiber", Page: "o5"}, Status: "ok", Lookups: 3, LookupsBlocking: 2,
-		Origins: []corpus.OriginFacts{
-			{Host: "www.o5", Requests: 3, Protocol: "h3", Lookup: corpus.LookupUpstream, Conns: 1, Conns0RTT: 1},
-			{Host: "tags", Requests: 2, Protocol: "h2+h3", Lookup: corpus.LookupUpstream, Conns: 2},
-			{Host: "fonts", Requests: 1, Protocol: "h3", Lookup: corpus.LookupNone},
+	x := &pages.Sample{Task: pages.Task{Profile: "fiber", Page: "o5"}, Status: "ok", Lookups: 3, LookupsBlocking: 2,
+		Origins: []pages.OriginFacts{
+			{Host: "www.o5", Requests: 3, Protocol: "h3", Lookup: pages.LookupUpstream, Conns: 1, Conns0RTT: 1},
+			{Host: "tags", Requests: 2, Protocol: "h2+h3", Lookup: pages.LookupUpstream, Conns: 2},
+			{Host: "fonts", Requests: 1, Protocol: "h3", Lookup: pages.LookupNone},
 		}}
 	r := Row("run", x)
 	require.Equal(t, [7]int64{3, 2, 3, 1, 1, 3, 1}, [7]int64{r.Lookups, r.LookupsBlocking, r.Origins, r.OriginsNotH3, r.OriginsNoLookup, r.Conns, r.Conns0RTT},

@@ -1,7 +1,6 @@
 package pageloads
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -10,23 +9,21 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/internal/stats"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
 
 // Loads are the stored page loads of web runs.
-type Loads []*corpus.Sample
+type Loads []*pages.Sample
 
 // Load reads the page loads of the runs whose IDs start with prefix.
 func (c *Web) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
@@ -40,7 +37,7 @@ func (ls Loads) Count() (int, string) { return len(ls), "page loads" }
 // WriteTable writes medians per cell, relative to DoUDP + H3 1-RTT, and
 // how doxlab's page loader compares with Chromium where both loaded.
 func (ls Loads) WriteTable(w io.Writer) error {
-	cells := corpus.Summarize(ls)
+	cells := pages.Summarize(ls)
 	fmt.Fprintln(w, "medians in ms with their 95 % intervals; Δ against DoUDP + H3 1-RTT (each engine against its own), \"~\" where Mann-Whitney finds no difference (p ≥ 0.05)")
 	fmt.Fprintf(w, "%-8s %-9s %-10s %-8s %-5s %-5s %-4s %6s %8s %-17s %-24s %-21s %-26s %-26s %6s %6s %6s\n", "engine", "dns-mode", "profile", "page", "dns", "stub", "h3", "ok", "PLT", "PLT 95% CI", "FCP", "DNS", "ΔPLT", "ΔFCP", "0-RTT", "resum", "token")
 	for _, x := range cells {
@@ -57,7 +54,7 @@ func (ls Loads) WriteTable(w io.Writer) error {
 				x.LookupsStat.Cell(0), x.LookupsBlockingStat.Cell(0), x.DNSBlockingStat.Cell(1), x.DNSTotalStat.Cell(1), x.ConnsStat.Cell(0), 100*x.Conns0RTT, x.NoLookupStat.Cell(0), x.NotH3Stat.Cell(0), x.DeltaPLT.FormatDelta())
 		}
 	}
-	f := corpus.CompareEngines(cells)
+	f := pages.CompareEngines(cells)
 	if len(f.Cells) == 0 {
 		return nil
 	}
@@ -75,8 +72,8 @@ func (ls Loads) WriteTable(w io.Writer) error {
 	if f.Matched > 0 {
 		fmt.Fprintf(w, "%d cells token-matched (loads with and without a NEW_TOKEN token weighted alike for both engines, or the kind both had compared); the plain medians' mean absolute error is %.1f %%\n", f.Matched, f.RawMAPE)
 	}
-	fmt.Fprintf(w, "configurations told apart (Mann-Whitney, p < %.2f) ordered alike: where either engine's loads tell them apart in %d of %d groups, where Chromium's do in %d\n", corpus.ApartP, f.SameRankingApart, f.Groups, f.SameRankingChromiumApart)
-	if self := corpus.ChromiumSplitHalf(ls); len(self.Cells) > 0 {
+	fmt.Fprintf(w, "configurations told apart (Mann-Whitney, p < %.2f) ordered alike: where either engine's loads tell them apart in %d of %d groups, where Chromium's do in %d\n", pages.ApartP, f.SameRankingApart, f.Groups, f.SameRankingChromiumApart)
+	if self := pages.ChromiumSplitHalf(ls); len(self.Cells) > 0 {
 		fmt.Fprintf(w, "Chromium against itself (per cell, its even repetitions against its odd ones): mean absolute error %.1f %%, largest %.1f %%, %d of %d cells within 10 %%; ranked alike in %d of %d groups\n",
 			self.MAPE, self.MaxAbs, self.CellsWithin10, len(self.Cells), self.SameRanking, self.Groups)
 	}
@@ -110,13 +107,13 @@ var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">eng
 // DoUDP + H3 1-RTT baseline, drawn from Chromium's loads; and, where
 // doxlab's page loader loaded the same cells, its error against Chromium.
 func (ls Loads) Section(dir string) (*experiment.Section, error) {
-	cells := corpus.Summarize(ls)
+	cells := pages.Summarize(ls)
 	set := &figure.Set{Dir: dir}
-	browserCells := slices.DeleteFunc(slices.Clone(cells), func(c corpus.Cell) bool { return c.Engine != corpus.EngineChromium })
+	browserCells := slices.DeleteFunc(slices.Clone(cells), func(c pages.Cell) bool { return c.Engine != pages.EngineChromium })
 	if len(browserCells) == 0 {
 		browserCells = cells // the page loader alone
 	}
-	if err := figures(browserCells, set); err != nil {
+	if err := pages.Figures(browserCells, set); err != nil {
 		return nil, err
 	}
 	if err := lookupsFigure(browserCells, set); err != nil {
@@ -124,214 +121,12 @@ func (ls Loads) Section(dir string) (*experiment.Section, error) {
 	}
 	return experiment.NewSection("web", "Page loads over HTTP/3",
 		"Medians per cell; PLT is loadEventEnd (plus the DNS time in decoupled mode), DNS the stub's time for the page's lookups. Δ is the median's change over DoUDP + H3 1-RTT in the same profile, page, stub state and DNS mode (the IMC 2022 slides' FCP and PLT relative to DoUDP). 0-RTT and resumed are the shares of loads whose HTTP/3 connection the server saw use them; token, of those it saw present a NEW_TOKEN token (without one, a resumed connection's 0-RTT answer is held to three times what the client sent until the handshake completes). The engine <i>doxlab</i> is doxlab's page loader replaying each page's graph, chosen among Chromium's measured loads of it on the profile (its PLT is the replay's last resource plus the captured onload gap; it paints nothing); the figures are Chromium's loads.",
-		table, map[string]any{"Cells": cells, "Multi": multiOrigin(cells), "Fidelity": corpus.CompareEngines(cells), "Self": corpus.ChromiumSplitHalf(ls)}, set)
+		table, map[string]any{"Cells": cells, "Multi": multiOrigin(cells), "Fidelity": pages.CompareEngines(cells), "Self": pages.ChromiumSplitHalf(ls)}, set)
 }
 
 // multiOrigin are the cells of pages with several origins.
-func multiOrigin(cells []corpus.Cell) []corpus.Cell {
-	return slices.DeleteFunc(slices.Clone(cells), func(c corpus.Cell) bool { return !c.MultiOrigin() })
-}
-
-// combo is a DNS transport with an HTTP/3 handshake, e.g. "doq + H3 0-RTT".
-type combo struct{ transport, h3 string }
-
-func (c combo) String() string {
-	p, _ := protocol.Lookup(c.transport)
-	name := cmp.Or(p.Label, figure.Labels[c.transport], c.transport)
-	return name + " + H3 " + map[string]string{"0rtt": "0-RTT", "1rtt": "1-RTT", "0rtt-wait": "0-RTT wait"}[c.h3]
-}
-
-func (c combo) series(values []float64) *figure.Series {
-	s := &figure.Series{Label: c.String(), Color: figure.Colors[c.transport], Glyph: figure.Glyphs[c.transport], Values: values}
-	switch c.h3 {
-	case "0rtt":
-		s.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-	case "0rtt-wait":
-		s.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
-	}
-	return s
-}
-
-// Figures draws the cross-layer paper's relative-PLT figures (Fig. 8, 9,
-// 10-11, 12) from cells, per DNS mode and stub state: the web
-// experiment's, and the coalescing experiment's from its own loads.
-func Figures(cells []corpus.Cell, set *figure.Set) error { return figures(cells, set) }
-
-// figures draws the web figures for each variant (DNS mode × stub
-// state) of the cells into set.
-func figures(cells []corpus.Cell, set *figure.Set) error {
-	type variant struct{ mode, state string }
-	variants, byVariant := order.Group(cells, func(c corpus.Cell) variant { return variant{c.DNSMode, c.StubState} })
-	for _, v := range variants {
-		cs := byVariant[v]
-		tag := v.mode + "-" + v.state
-		var profiles, pages []string
-		var combos []combo
-		seen := map[string]bool{}
-		for _, c := range cs {
-			if !seen["p"+c.Profile] {
-				seen["p"+c.Profile] = true
-				profiles = append(profiles, c.Profile)
-			}
-			if !seen["g"+c.Page] {
-				seen["g"+c.Page] = true
-				pages = append(pages, c.Page)
-			}
-			if k := "c" + c.Transport + c.H3; !seen[k] {
-				seen[k] = true
-				combos = append(combos, combo{c.Transport, c.H3})
-			}
-		}
-		cell := func(profile, page string, cb combo) *corpus.Cell {
-			for i := range cs {
-				c := &cs[i]
-				if c.Profile == profile && c.Page == page && c.Transport == cb.transport && c.H3 == cb.h3 {
-					return c
-				}
-			}
-			return nil
-		}
-		about := fmt.Sprintf("DNS %s, stub %s", v.mode, v.state)
-		var others []combo // every combination but the baseline
-		for _, cb := range combos {
-			if cb.transport != "udp" || cb.h3 != "1rtt" {
-				others = append(others, cb)
-			}
-		}
-		// Fig. 8: one heat map per combination, profile × page, side by side.
-		var heats []*plot.Plot
-		heatData := figure.Data{Header: []string{"combination", "profile", "page", "median PLT increase (%)"}}
-		var hw, hh vg.Length
-		rel := func(cb combo) func(p, g string) float64 {
-			return func(p, g string) float64 {
-				if c := cell(p, g, cb); c != nil && c.OK > 0 && len(c.RelPLTs) > 0 {
-					return c.RelPLT
-				}
-				return math.NaN()
-			}
-		}
-		scale := 1.0 // one colour scale for all heat maps
-		for _, cb := range others {
-			scale = max(scale, figure.Extent(profiles, pages, rel(cb)))
-		}
-		for _, cb := range others {
-			p, w, h, d, err := figure.HeatMap(profiles, pages, rel(cb), scale, cb.String(), "access profile", "page")
-			if err != nil {
-				return err
-			}
-			for _, row := range d.Rows {
-				heatData.Rows = append(heatData.Rows, append([]string{cb.String()}, row...))
-			}
-			heats = append(heats, p)
-			hw, hh = max(hw, w), max(hh, h)
-		}
-		if len(heats) > 0 && len(profiles)*len(pages) == 1 {
-			// One profile and one page: a heat map per combination would
-			// be a single cell each; one bar per combination says it.
-			var bars []figure.Bar
-			for _, cb := range others {
-				bars = append(bars, figure.Bar{Label: cb.String(), Value: rel(cb)(profiles[0], pages[0]), Color: figure.Colors[cb.transport]})
-			}
-			p, w, h, d, err := figure.Bars(bars, pages[0]+", "+profiles[0], "median PLT increase over DoUDP + H3 1-RTT (%)")
-			if err != nil {
-				return err
-			}
-			if err := set.Add(p, "fig8-"+tag, "Fig. 8: median PLT increase over DoUDP + H3 1-RTT (%)", about, w, h, d); err != nil {
-				return err
-			}
-		} else if len(heats) > 0 {
-			rows := figure.Rows(heats, 3)
-			hw, hh = hw*vg.Length(len(rows[0])), hh*vg.Length(len(rows))
-			if err := set.AddGrid(rows, "fig8-"+tag, "Fig. 8: median PLT increase over DoUDP + H3 1-RTT (%)", about, hw, hh, heatData); err != nil {
-				return err
-			}
-		}
-		// Fig. 9 and 10-11: a grid of CDFs, profile (rows) × page
-		// (columns), on one x axis: each load's PLT relative to the
-		// baseline's median, and the PLT itself.
-		grid := func(name, heading, xlabel string, signed bool, values func(*corpus.Cell) []float64, withBaseline bool) error {
-			data := figure.Data{Header: []string{"profile", "page", "series", "value", "cdf"}}
-			panels := make([][]*plot.Plot, len(profiles))
-			lo, hi := math.Inf(1), math.Inf(-1)
-			for j, p := range profiles {
-				for _, g := range pages {
-					var ss []*figure.Series
-					for _, cb := range combos {
-						if !withBaseline && cb.transport == "udp" && cb.h3 == "1rtt" {
-							continue
-						}
-						if c := cell(p, g, cb); c != nil && len(values(c)) > 0 {
-							ss = append(ss, cb.series(slices.Clone(values(c))))
-						}
-					}
-					plt, d, err := figure.CDFPanel(ss, g+", "+p, xlabel, signed)
-					if err != nil {
-						return err
-					}
-					for _, row := range d.Rows {
-						data.Rows = append(data.Rows, append([]string{p, g}, row...))
-					}
-					if len(d.Rows) > 0 {
-						lo, hi = min(lo, plt.X.Min), max(hi, plt.X.Max)
-					}
-					if j > 0 || len(panels[0]) > 0 {
-						plt.Legend = plot.NewLegend() // one legend, top left
-					}
-					panels[j] = append(panels[j], plt)
-				}
-			}
-			for _, row := range panels {
-				for _, plt := range row {
-					if lo < hi {
-						plt.X.Min, plt.X.Max = lo, hi
-					}
-				}
-			}
-			// The legend gets a column of its own, beside the first row.
-			for j := range panels {
-				var extra *plot.Plot
-				if j == 0 {
-					extra = figure.LegendPanel(panels[0][0])
-				}
-				panels[j] = append(panels[j], extra)
-			}
-			return set.AddGrid(panels, name, heading, about, vg.Length(3.4*float64(len(pages)+1))*vg.Inch, vg.Length(2.6*float64(len(profiles)))*vg.Inch, data)
-		}
-		if err := grid("fig9-"+tag, "Fig. 9: each load's PLT relative to DoUDP + H3 1-RTT's median", "PLT increase over the baseline's median (%)", true,
-			func(c *corpus.Cell) []float64 { return c.RelPLTs }, false); err != nil {
-			return err
-		}
-		if err := grid("fig10-"+tag, "Fig. 10-11: page load time", "PLT (ms)", false,
-			func(c *corpus.Cell) []float64 { return c.PLTs }, true); err != nil {
-			return err
-		}
-		// Fig. 12: the median relative increase of every (page, profile)
-		// tuple, one CDF per combination.
-		var tuples []*figure.Series
-		for _, cb := range others {
-			var vals []float64
-			for _, c := range cs {
-				if c.Transport == cb.transport && c.H3 == cb.h3 && len(c.RelPLTs) > 0 {
-					vals = append(vals, c.RelPLT)
-				}
-			}
-			tuples = append(tuples, cb.series(vals))
-		}
-		if err := addCDF(set, tuples, "fig12-"+tag, fmt.Sprintf("median PLT increase per (page, profile) over DoUDP + H3 1-RTT (%s)", about),
-			"median PLT increase (%)", true, "Fig. 12: median relative PLT over all tuples", about); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// addCDF draws a CDF into set.
-func addCDF(set *figure.Set, ss []*figure.Series, name, title, xlabel string, signed bool, heading, of string) error {
-	p, d, err := figure.CDF(ss, title, xlabel, signed)
-	if err != nil {
-		return err
-	}
-	return set.Add(p, name, heading, of, figure.CDFWidth, figure.CDFHeight, d)
+func multiOrigin(cells []pages.Cell) []pages.Cell {
+	return slices.DeleteFunc(slices.Clone(cells), func(c pages.Cell) bool { return !c.MultiOrigin() })
 }
 
 // Findings checks the cross-layer paper's Fig. 8 claims: DoH + H3 1-RTT
@@ -343,8 +138,8 @@ func (ls Loads) Findings() []experiment.Finding {
 	rel := map[tuple]map[string]float64{}
 	ok := map[tuple]map[string]int{} // loads behind each median
 	var tuples []tuple
-	for _, c := range corpus.Summarize(ls) {
-		if len(c.RelPLTs) == 0 || c.OK == 0 || c.Engine != corpus.EngineChromium { // the papers' claims are the browser's
+	for _, c := range pages.Summarize(ls) {
+		if len(c.RelPLTs) == 0 || c.OK == 0 || c.Engine != pages.EngineChromium { // the papers' claims are the browser's
 			continue
 		}
 		k := tuple{c.DNSMode, c.StubState, c.Profile, c.Page}
@@ -417,17 +212,17 @@ func (ls Loads) Findings() []experiment.Finding {
 			Verdict: share(doqBest),
 			N:       least,
 		},
-	}, multiOriginFindings(corpus.Summarize(ls))...)
+	}, multiOriginFindings(pages.Summarize(ls))...)
 }
 
 // multiOriginFindings check the DoH-cost paper's claims on pages with
 // many origins: half the web's pages need 20 lookups or more (Fig. 1),
 // and DoH changes their load times little (Fig. 6: Firefox with a
 // persistent DoH connection, the Alexa top 1,000).
-func multiOriginFindings(cells []corpus.Cell) []experiment.Finding {
-	var multi []corpus.Cell
+func multiOriginFindings(cells []pages.Cell) []experiment.Finding {
+	var multi []pages.Cell
 	for _, c := range cells {
-		if c.Engine == corpus.EngineChromium && c.OK > 0 && c.MultiOrigin() {
+		if c.Engine == pages.EngineChromium && c.OK > 0 && c.MultiOrigin() {
 			multi = append(multi, c)
 		}
 	}
@@ -500,23 +295,23 @@ const paperLookups = 20
 // lookupsFigure is the DoH-cost paper's Fig. 1 for the corpus: the CDF of
 // the DNS lookups per page load in Chromium (the names the stub resolved
 // for the page) over every load, beside the paper's median.
-func lookupsFigure(cells []corpus.Cell, set *figure.Set) error {
-	if !slices.ContainsFunc(cells, corpus.Cell.MultiOrigin) {
+func lookupsFigure(cells []pages.Cell, set *figure.Set) error {
+	if !slices.ContainsFunc(cells, pages.Cell.MultiOrigin) {
 		return nil
 	}
 	var all []float64
-	var pages []string
+	var names []string
 	for _, c := range cells {
-		if c.Engine != corpus.EngineChromium || len(c.LookupCounts) == 0 {
+		if c.Engine != pages.EngineChromium || len(c.LookupCounts) == 0 {
 			continue
 		}
-		if !slices.Contains(pages, c.Page) {
-			pages = append(pages, c.Page)
+		if !slices.Contains(names, c.Page) {
+			names = append(names, c.Page)
 		}
 		all = append(all, c.LookupCounts...)
 	}
-	slices.SortFunc(pages, order.Compare)
-	ss := []*figure.Series{{Label: "every load of " + strings.Join(pages, ", "), Values: all}}
+	slices.SortFunc(names, order.Compare)
+	ss := []*figure.Series{{Label: "every load of " + strings.Join(names, ", "), Values: all}}
 	p, data, err := figure.CDF(ss, "DNS lookups per page load (Chromium)", "lookups per load", false)
 	if err != nil {
 		return err
@@ -538,7 +333,7 @@ func lookupsFigure(cells []corpus.Cell, set *figure.Set) error {
 // DoUDP + H3 1-RTT, the page's DNS time, and the multi-origin counts.
 func (ls Loads) Cells() []experiment.Cell {
 	var out []experiment.Cell
-	for _, x := range corpus.Summarize(ls) {
+	for _, x := range pages.Summarize(ls) {
 		keys := map[string]string{"engine": x.Engine, "dns_mode": x.DNSMode, "stub": x.StubState, "profile": x.Profile, "page": x.Page, "transport": x.Transport, "h3": x.H3}
 		out = append(out,
 			experiment.NewCell("web", keys, "plt_ms", x.N, x.PLTStat).Versus("udp/1rtt", x.DeltaPLT),

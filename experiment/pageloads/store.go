@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -16,24 +16,24 @@ import (
 var Kind = store.NewKind("web-load")
 
 // WriteLoad stores one page load.
-func WriteLoad(ctx context.Context, st *store.Store, runID string, x *corpus.Sample) error {
+func WriteLoad(ctx context.Context, st *store.Store, runID string, x *pages.Sample) error {
 	return st.WriteResult(ctx, runID, Kind, x.Key(), x.Start, x)
 }
 
 // ReadLoads returns the page loads of the runs whose ID starts with
 // prefix (all when empty), whole, in the order they were measured.
-func ReadLoads(ctx context.Context, st *store.Store, prefix string) ([]*corpus.Sample, error) {
-	var out []*corpus.Sample
-	err := eachLoad(ctx, st, prefix, func(_ string, x *corpus.Sample) error {
+func ReadLoads(ctx context.Context, st *store.Store, prefix string) ([]*pages.Sample, error) {
+	var out []*pages.Sample
+	err := eachLoad(ctx, st, prefix, func(_ string, x *pages.Sample) error {
 		out = append(out, x)
 		return nil
 	})
 	return out, err
 }
 
-func eachLoad(ctx context.Context, st *store.Store, prefix string, f func(runID string, x *corpus.Sample) error) error {
+func eachLoad(ctx context.Context, st *store.Store, prefix string, f func(runID string, x *pages.Sample) error) error {
 	return st.Results(ctx, prefix, Kind, func(id string, raw []byte) error {
-		x := new(corpus.Sample)
+		x := new(pages.Sample)
 		if err := json.Unmarshal(raw, x); err != nil {
 			return fmt.Errorf("store: page load in run %s: %w", id, err)
 		}
@@ -66,7 +66,7 @@ type LoadRow struct {
 	DNSReused  bool      `parquet:"dns_reused"`
 	DNSResumed bool      `parquet:"dns_resumed"`
 	DNS0RTT    bool      `parquet:"dns_0rtt"`
-	// The page's lookups and origins (see corpus.Sample and corpus.OriginFacts):
+	// The page's lookups and origins (see pages.Sample and pages.OriginFacts):
 	// names the stub resolved, those a request waited for and the DNS time
 	// on requests' paths and in all; the origins the load touched, those
 	// not wholly over HTTP/3 and those requested with no lookup reaching
@@ -83,7 +83,7 @@ type LoadRow struct {
 }
 
 // Row flattens a page load of run id.
-func Row(id string, x *corpus.Sample) LoadRow {
+func Row(id string, x *pages.Sample) LoadRow {
 	r := LoadRow{RunID: id, StartedAt: x.Start.UTC(), Profile: x.Profile, Page: x.Page, Transport: x.Transport,
 		StubState: x.StubState, H3: x.Task.H3, DNSMode: x.DNSMode, Engine: x.EngineName(), Rep: int64(x.Rep), Status: x.Status, Error: x.Error,
 		H3Used0RTT: x.H3Used0RTT, H3Resumed: x.H3Resumed}
@@ -110,7 +110,7 @@ func Row(id string, x *corpus.Sample) LoadRow {
 func init() {
 	experiment.RegisterExport("loads", "a row per page load of the web experiment: its cell, status, PLT, FCP and DNS time, its lookups and origins",
 		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(LoadRow) error) error {
-			return eachLoad(ctx, st, "", func(id string, x *corpus.Sample) error {
+			return eachLoad(ctx, st, "", func(id string, x *pages.Sample) error {
 				if !keep(id) {
 					return nil
 				}

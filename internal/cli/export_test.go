@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment/coalescing"
 	"github.com/doxlab/doxlab/experiment/pageloads"
 	"github.com/doxlab/doxlab/internal/peertest"
@@ -100,11 +100,13 @@ func TestLoadStatisticsAgreeWithNumpy(t *testing.T) {
 	for _, tr := range []string{"udp", "doh2", "doq"} {
 		for _, h3 := range []string{"1rtt", "0rtt"} {
 			for rep := range 7 {
-				x := &corpus.Sample{Task: corpus.Task{Profile: "fiber", Page: "wiki", Transport: tr, StubState: "cold", H3: h3, DNSMode: "stub", Rep: rep},
-					Start: start.Add(time.Duration(rep) * time.Second), Status: "ok", PLTMs: math.Round(100+rng.ExpFloat64()*40e3) / 1e3, FCPMs: math.Round(50+rng.ExpFloat64()*20e3) / 1e3}
-				require.NoError(t, pageloads.WriteLoad(ctx, st, webRun.ID, x))
+				// A web page load as the web experiment stores it (its
+				// sample type is the experiments' own).
+				x := map[string]any{"profile": "fiber", "page": "wiki", "transport": tr, "stub_state": "cold", "h3": h3, "dns_mode": "stub", "rep": rep,
+					"start": start.Add(time.Duration(rep) * time.Second), "status": "ok", "plt_ms": math.Round(100+rng.ExpFloat64()*40e3) / 1e3, "fcp_ms": math.Round(50+rng.ExpFloat64()*20e3) / 1e3}
+				require.NoError(t, st.WriteResult(ctx, webRun.ID, pageloads.Kind, fmt.Sprintf("fiber|wiki|%s|cold|%s|stub|%d", tr, h3, rep), x["start"].(time.Time), x))
 				s := coalescing.Sample{Task: coalescing.Task{Profile: "fiber", Page: "wiki", DNS: tr, H3: h3, Settings: "remembered", Rep: rep},
-					Start: x.Start, Status: "ok", PLTMs: math.Round(90+rng.ExpFloat64()*30e3) / 1e3}
+					Start: x["start"].(time.Time), Status: "ok", PLTMs: math.Round(90+rng.ExpFloat64()*30e3) / 1e3}
 				require.NoError(t, st.WriteResult(ctx, coRun.ID, coalescing.Kind, s.Key(), s.Start, s))
 			}
 		}

@@ -1,4 +1,4 @@
-package corpus
+package pages
 
 import (
 	"cmp"

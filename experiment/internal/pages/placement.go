@@ -1,4 +1,4 @@
-package experiment
+package pages
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/corpus"
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/testbed"
 )
@@ -162,7 +163,7 @@ func StartPageServers(tb *testbed.Testbed, cfgs map[string]*server.Config) (Serv
 		hosts = append([]string{"server"}, slices.Delete(hosts, i, i+1)...)
 	}
 	for _, h := range hosts {
-		srv, err := StartServerIn(tb, h, cfgs[h])
+		srv, err := experiment.StartServerIn(tb, h, cfgs[h])
 		if err != nil {
 			srvs.Close()
 			return nil, err
