@@ -29,7 +29,7 @@ func TestLoadCorpusOverH3(t *testing.T) {
 	require.NoError(t, err)
 	// The paper's pages, one origin each: the multi-origin ones name
 	// their hosts on port 443, which the testbed serves
-	// (experiment/pageloads tests them there).
+	// (experiment/web tests them there).
 	pages, err := corpus.Select(all, corpus.Corpus)
 	require.NoError(t, err)
 	roots := map[string]string{}

@@ -2,7 +2,7 @@
 // server replays (generated, embedded, extracted for a run), snapshots of
 // real pages, and the web experiment's samples, tasks and cells. The stub
 // that puts DNS over any transport into Chromium's lookup path is doxlab
-// serve with a forwarder (experiment/pageloads starts it).
+// serve with a forwarder (experiment/web starts it).
 package corpus
 
 //go:generate go run ./internal/gencorpus corpus

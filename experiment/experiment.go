@@ -1,7 +1,7 @@
 // Package experiment is the shape every experiment has: a config that
 // embeds Env and implements Experiment, registered once, which the CLI,
 // export and report iterate; and the helpers they share. Each experiment
-// is a folder below (dnsrtt, pageloads, coalescing, hol, amplification,
+// is a folder below (dnsrtt, web, coalescing, hol, amplification,
 // overhead, serverload); package all registers them all, in its Order.
 package experiment
 

@@ -10,8 +10,8 @@ import (
 	_ "github.com/doxlab/doxlab/experiment/dnsrtt"
 	_ "github.com/doxlab/doxlab/experiment/hol"
 	_ "github.com/doxlab/doxlab/experiment/overhead"
-	_ "github.com/doxlab/doxlab/experiment/pageloads"
 	_ "github.com/doxlab/doxlab/experiment/serverload"
+	_ "github.com/doxlab/doxlab/experiment/web"
 )
 
 // Order is the one list of the experiments, in the order the papers'

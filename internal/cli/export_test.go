@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment/coalescing"
-	"github.com/doxlab/doxlab/experiment/pageloads"
+	"github.com/doxlab/doxlab/experiment/web"
 	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
@@ -104,7 +104,7 @@ func TestLoadStatisticsAgreeWithNumpy(t *testing.T) {
 				// sample type is the experiments' own).
 				x := map[string]any{"profile": "fiber", "page": "wiki", "transport": tr, "stub_state": "cold", "h3": h3, "dns_mode": "stub", "rep": rep,
 					"start": start.Add(time.Duration(rep) * time.Second), "status": "ok", "plt_ms": math.Round(100+rng.ExpFloat64()*40e3) / 1e3, "fcp_ms": math.Round(50+rng.ExpFloat64()*20e3) / 1e3}
-				require.NoError(t, st.WriteResult(ctx, webRun.ID, pageloads.Kind, fmt.Sprintf("fiber|wiki|%s|cold|%s|stub|%d", tr, h3, rep), x["start"].(time.Time), x))
+				require.NoError(t, st.WriteResult(ctx, webRun.ID, web.Kind, fmt.Sprintf("fiber|wiki|%s|cold|%s|stub|%d", tr, h3, rep), x["start"].(time.Time), x))
 				s := coalescing.Sample{Task: coalescing.Task{Profile: "fiber", Page: "wiki", DNS: tr, H3: h3, Settings: "remembered", Rep: rep},
 					Start: x["start"].(time.Time), Status: "ok", PLTMs: math.Round(90+rng.ExpFloat64()*30e3) / 1e3}
 				require.NoError(t, st.WriteResult(ctx, coRun.ID, coalescing.Kind, s.Key(), s.Start, s))

@@ -1,4 +1,4 @@
-package pageloads
+package web
 
 import (
 	"context"

@@ -1,7 +1,7 @@
-// Package pageloads is the web experiment: Chromium page loads over
+// Package web is the web experiment: Chromium page loads over
 // HTTP/3 with DNS in the browser's path (cross-layer paper §IV-C,
 // Fig. 8-12; IMC 2022 slides).
-package pageloads
+package web
 
 import (
 	"bufio"
