@@ -4,40 +4,27 @@
 package web
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/doxlab/doxlab/experiment"
-	"github.com/doxlab/doxlab/experiment/internal/pages"
-
-	"github.com/miekg/dns"
-	"gopkg.in/yaml.v3"
 
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/corpus"
-	"github.com/doxlab/doxlab/measure"
-	"github.com/doxlab/doxlab/overhead"
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
-	"github.com/doxlab/doxlab/transport"
 )
 
 // Web is the cross-layer paper's page-load experiment (§III, §IV-C/D,
@@ -353,112 +340,6 @@ func (e *webEnv) browserVersion(ctx context.Context) string {
 	return b.Version()
 }
 
-// stub is doxlab's own server run as the client host's resolver
-// (127.0.0.1:53, where resolv.conf points), forwarding over one
-// transport. Its records come back over a pipe.
-type stub struct {
-	cmd     *exec.Cmd
-	stdin   io.Closer // held open: should this process die, the stub stops (--exit-on-eof)
-	records experiment.RecordLog
-	readers sync.WaitGroup // the stdout and stderr readers: done before Wait
-}
-
-func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error) {
-	u, err := measure.URLFor(tr, e.ip)
-	if err != nil {
-		return nil, err
-	}
-	// The stub is a process of its own in the client host: the
-	// forwarder's upstream sockets are opened per query, and must be made
-	// in the client's network namespace to cross the emulated link. It
-	// gets a typed config and says it is ready by writing a file.
-	cfg := server.Config{
-		Listen: server.Listen{UDP: "127.0.0.1:53", TCP: "127.0.0.1:53"},
-		Answers: server.Answers{Forward: u, ForwardCA: e.ca, ForwardSNI: "localhost",
-			ForwardConn: map[string]string{"cold": "fresh", "warm": "reuse"}[state], ForwardTimeout: 10 * time.Second},
-		Records: "-",
-	}
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	base := filepath.Join(filepath.Dir(e.ca), "stub-"+tr+"-"+state)
-	readyFile := base + ".ready"
-	os.Remove(readyFile)
-	if err := os.WriteFile(base+".yaml", b, 0o644); err != nil {
-		return nil, err
-	}
-	s := &stub{cmd: e.tb.Command("client", e.c.Doxlab, "serve", "--config", base+".yaml", "--ready", readyFile, "--exit-on-eof")}
-	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := s.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	errOut, err := s.cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the stub: %w", err)
-	}
-	s.readers.Add(2)
-	go func() {
-		defer s.readers.Done()
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			r := new(server.Record)
-			if json.Unmarshal(sc.Bytes(), r) == nil && r.Kind == "query" {
-				s.records.Add(r)
-			}
-		}
-	}()
-	exited := make(chan string, 1) // the last line it said, for the error
-	go func() {
-		defer s.readers.Done()
-		sc := bufio.NewScanner(errOut)
-		var last string
-		for sc.Scan() {
-			last = sc.Text()
-		}
-		exited <- last
-	}()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(15 * time.Second)
-	for {
-		var ready server.Ready
-		if b, err := os.ReadFile(readyFile); err == nil && json.Unmarshal(b, &ready) == nil && ready.Listeners["udp"] != "" {
-			break
-		}
-		select {
-		case <-tick.C:
-			continue
-		case last := <-exited:
-			s.stop()
-			return nil, fmt.Errorf("the stub exited: %s", last)
-		case <-deadline:
-			s.stop()
-			return nil, fmt.Errorf("the stub did not start within 15 s")
-		case <-ctx.Done():
-			s.stop()
-			return nil, ctx.Err()
-		}
-	}
-	return s, nil
-}
-
-// stop kills the stub; its pipes are read to the end before Wait closes
-// them, as os/exec requires.
-func (s *stub) stop() {
-	s.stdin.Close()
-	s.cmd.Process.Kill()
-	s.readers.Wait()
-	s.cmd.Wait()
-}
-
 // profile measures every task of one access profile: per stub
 // configuration (in random order) a stub, then its tasks in random order.
 func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile, runID string, done map[string]bool) error {
@@ -474,28 +355,6 @@ func (e *webEnv) profile(ctx context.Context, rng *rand.Rand, p testbed.Profile,
 		return err
 	}
 	return e.blocks(ctx, rng, p, runID, done, []string{pages.EngineDoxlab})
-}
-
-// replaysBrowser says whether the doxlab engine runs beside Chromium: its
-// graphs then come from Chromium's measured loads, each traced.
-func (e *webEnv) replaysBrowser() bool {
-	return slices.Contains(e.c.Engines, pages.EngineChromium) && slices.Contains(e.c.Engines, pages.EngineDoxlab)
-}
-
-// poolGraphs gathers the graphs of the profile's traced loads already
-// stored (a resumed run's).
-func (e *webEnv) poolGraphs(ctx context.Context, profile, runID string) error {
-	loads, err := ReadLoads(ctx, e.st, runID) // and of runs whose ID begins with runID's
-	if err != nil {
-		return err
-	}
-	for _, x := range loads {
-		if x.Profile == profile && x.Graph != nil {
-			key := graphKey(x.Profile, x.Page)
-			e.pool[key] = append(e.pool[key], x.Graph)
-		}
-	}
-	return nil
 }
 
 // blocks measures the profile's tasks for engines, a block per stub
@@ -645,201 +504,6 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t pages.Task) (*pages.Sam
 	return x, nil
 }
 
-// replay is one task for doxlab's page loader, as sample is for the
-// browser: a warm-up load, then the measured load with the warm-up's
-// ticket kept (0-RTT) or dropped (1-RTT), its DNS through the stub.
-func (e *webEnv) replay(ctx context.Context, st *stub, t pages.Task) (*pages.Sample, error) {
-	page := e.pages[t.Page]
-	fail := func(status string, err error) *pages.Sample {
-		return &pages.Sample{Task: t, Start: time.Now(), Status: status, Error: err.Error()}
-	}
-	g, err := e.graph(ctx, t.Profile, page)
-	if err != nil {
-		return fail("graph-failed", err), nil
-	}
-	dns, err := e.stubDNS(e.c.Timeout)
-	if err != nil {
-		return nil, err
-	}
-	defer dns.Close()
-	l, err := pageload.New(pageload.Config{ZeroRTT: t.H3 == "0rtt", Resolver: &pageload.DNS{Name: "stub", Transport: dns}, RootCAs: e.roots,
-		MaxLookups: pageload.ChromiumMaxLookups, HTTPSAlongside: true, Tokens: pageload.TokensChromium, OpenSockets: e.inClient, Timeout: e.c.Timeout})
-	if err != nil {
-		return nil, err
-	}
-	warm := l.Load(ctx, g)
-	if t.H3 == "1rtt" {
-		l.Forget()
-	}
-	if warm.Status != "ok" {
-		return fail("warm-up-failed", fmt.Errorf("warm-up: %s %s", warm.Status, warm.Error)), nil
-	}
-	sm, cm := st.records.Mark(), e.srvRecords.Mark()
-	r := l.Load(ctx, g)
-	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
-	e.srvs.Settle(ctx)
-	x := pages.AssembleReplay(t, r, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
-	x.WarmUp = pages.ReplayLoad(warm)
-	// The loader resolves a host when a request needs it: each of its
-	// lookups held a request up.
-	x.LookupsBlocking, x.DNSBlockingMs = 0, 0
-	for _, lk := range r.Lookups {
-		if lk.EndMs > lk.StartMs {
-			x.LookupsBlocking++
-			x.DNSBlockingMs += lk.EndMs - lk.StartMs
-		}
-	}
-	return x, nil
-}
-
-// graph is a page's dependency graph on a profile, stored with the run:
-// beside Chromium, the one chosen among Chromium's measured loads of the
-// page on the profile, all traced (MedianGraph). Chromium's time for a
-// page on fiber moves by more than the fidelity target from minute to
-// minute, so a graph of three loads in a row, at one moment, missed the
-// run's other loads by up to 29 %. The doxlab engine alone captures
-// graphCaptures loads and chooses among them.
-func (e *webEnv) graph(ctx context.Context, profile string, page corpus.Page) (*pageload.Graph, error) {
-	key := graphKey(profile, page.Name)
-	if g, ok := e.graphs[key]; ok {
-		return g, nil
-	}
-	if e.replaysBrowser() {
-		g := pageload.MedianGraph(e.pool[key])
-		if g == nil {
-			return nil, fmt.Errorf("no load of %s by Chromium on %s gave a graph", page.Name, profile)
-		}
-		return e.keepGraph(ctx, key, page.Name, profile, g)
-	}
-	b, err := e.browserFor(ctx, captureBrowser, &page)
-	if err != nil {
-		return nil, err
-	}
-	var gs []*pageload.Graph
-	for range graphCaptures {
-		if err := b.Reset(ctx, true); err != nil {
-			return nil, err
-		}
-		l, tr, err := e.trace(ctx, b, page)
-		if err != nil {
-			return nil, err
-		}
-		g, err := pageload.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: profile, At: time.Now().UTC()})
-		if err != nil {
-			return nil, err
-		}
-		gs = append(gs, g)
-	}
-	if err := b.Reset(ctx, true); err != nil {
-		return nil, err
-	}
-	return e.keepGraph(ctx, key, page.Name, profile, pageload.MedianGraph(gs))
-}
-
-// graphKey is a page's key on a profile in webEnv's graphs and pool, and
-// in the stored graphs' task keys.
-func graphKey(profile, page string) string { return profile + "|" + page }
-
-// keepGraph stores g as the graph of a page on a profile, for the run's
-// replays.
-func (e *webEnv) keepGraph(ctx context.Context, key, page, profile string, g *pageload.Graph) (*pageload.Graph, error) {
-	at := time.Now()
-	if err := e.st.WriteResult(ctx, e.runID, Graphs, fmt.Sprintf("%s|%d", key, at.UnixNano()), at, g); err != nil {
-		return nil, err
-	}
-	e.graphs[key] = g
-	fmt.Fprintf(e.c.Log, "web: %s's graph on %s, of %d Chromium loads: %d resources (%d ends on the wire), the browser's time %.1f ms (the document's gap %.1f), Chromium's PLT %.1f ms\n",
-		page, profile, g.Captured.Loads, len(g.Resources), g.WireEnds(), g.BrowserMs(), g.Resources[0].GapMs, g.PLTMs)
-	return g, nil
-}
-
-// trace traces one load of page in the capture browser while the client's
-// link is sniffed, and gives each body its end on the wire
-// (pageload.MatchWire): the load's QUIC, decrypted with the page
-// servers' TLS secrets. DevTools' ends come later, by Chromium's intake
-// of each body; the graph keeps both, and says how many ends it has from
-// the wire.
-func (e *webEnv) trace(ctx context.Context, b *browser.Browser, page corpus.Page) (*browser.Load, *browser.NetTrace, error) {
-	sn, err := e.tb.Sniff("client")
-	if err != nil {
-		return nil, nil, err
-	}
-	l, tr, err := b.Trace(ctx, e.url(page), e.c.Timeout)
-	pkts, serr := sn.Stop()
-	if err != nil {
-		return nil, nil, err
-	}
-	if kl, kerr := readKeyLog(e.keyLog); serr == nil && kerr == nil {
-		pageload.MatchWire(tr, e.wire(pkts, kl, page.Hostnames()))
-	}
-	return l, tr, nil
-}
-
-func readKeyLog(path string) (overhead.KeyLog, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return overhead.ReadKeyLog(f)
-}
-
-// wire is the load in pkts as MatchWire reads it: the connections to
-// the page servers and the resolver (the stub's upstream), their
-// packets, and the request streams of the QUIC connections to the page's
-// hosts, decrypted with kl. The stub's DoQ and DoH/3 connections have
-// request streams too, and a one-request page's document could pair
-// with one of them: the ClientHello's server name tells them apart.
-func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog, hosts []string) pageload.Wire {
-	raws := make([]overhead.Raw, len(pkts))
-	for i, p := range pkts {
-		raws[i] = overhead.Raw{Time: p.Time, Data: p.Data}
-	}
-	addrs := map[string]bool{e.ip: true}
-	for host := range e.srvs {
-		addrs[e.tb.IPs[host]] = true
-	}
-	var w pageload.Wire
-	n := 0 // connections so far
-	for a := range addrs {
-		srv, err := netip.ParseAddr(a)
-		if err != nil {
-			continue
-		}
-		conns, err := overhead.Attribute(raws, srv, overhead.DefaultApps, kl)
-		if err != nil {
-			continue
-		}
-		for _, c := range conns {
-			for _, st := range c.Streams {
-				if slices.Contains(hosts, c.SNI) {
-					w.Streams = append(w.Streams, pageload.WireStream{Conn: n, Request: st.Request, Last: st.Last})
-				}
-			}
-			for _, p := range c.Packets {
-				w.Packets = append(w.Packets, pageload.WirePacket{Conn: n, At: p.Time, Up: p.FromClient})
-			}
-			n++
-		}
-	}
-	return w
-}
-
-// graphCaptures is how many times a page is traced per profile; the
-// capture with the median PLT is replayed.
-const graphCaptures = 3
-
-// Graphs are the pages' dependency graphs the doxlab engine replayed,
-// one per profile and page, as captured.
-var Graphs = store.NewKind("page-graph")
-
-// captureBrowser is the browser graphs are captured in: one for the
-// run, as the measured loads' browser was before each stub had its own
-// and the loader's fidelity was measured so. Captures each in a browser
-// just started had onload gaps from 9 to 24 ms from run to run, and the
-// gaps are what a graph keeps.
-const captureBrowser = "capture"
-
 // closeBrowsers ends the browsers of the measured loads, or all; the
 // next sample starts its own.
 func (e *webEnv) closeBrowsers(all bool) {
@@ -868,30 +532,3 @@ func (e *webEnv) restart(ctx context.Context, t pages.Task, cause error) (*pages
 
 // inClient makes sockets inside the client host.
 func (e *webEnv) inClient(open func() error) error { return e.tb.Run("client", open) }
-
-// stubDNS is DoUDP to the stub, from inside the client host: the lookup
-// path the browser has.
-func (e *webEnv) stubDNS(timeout time.Duration) (transport.Transport, error) {
-	return transport.New("udp://127.0.0.1:53", transport.Options{Timeout: timeout, OpenSockets: e.inClient})
-}
-
-// lookup resolves host through the stub from inside the client host, as
-// the decoupled mode measures DNS apart from the page load: the stub's
-// time including its upstream exchange, on the client's clock.
-func (e *webEnv) lookup(host string) (float64, error) {
-	t, err := e.stubDNS(10 * time.Second)
-	if err != nil {
-		return 0, err
-	}
-	defer t.Close()
-	q := new(dns.Msg)
-	q.SetQuestion(dns.Fqdn(host), dns.TypeA)
-	rec, err := t.Exchange(context.Background(), q)
-	if err != nil {
-		return 0, err
-	}
-	if rec.Rcode != "NOERROR" || len(rec.Answers) == 0 {
-		return 0, fmt.Errorf("the stub answered %s for %s", rec.Rcode, host)
-	}
-	return rec.Timing.TotalMs, nil
-}
