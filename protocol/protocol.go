@@ -154,6 +154,27 @@ const InOrder = "-inorder"
 // DNS over TCP and DoT, which InOrder variants exist for.
 func (p Protocol) Pipelined() bool { return !p.Datagram && !p.DoH() }
 
+// AnswersInOrder says whether a connection of the named transport (a
+// WithVariants name) returns answers in query order, so that one late
+// answer holds back those behind it: DoH/1.1 (HTTP/1.1 answers in
+// request order) and the InOrder variants (a TCP or DoT server that
+// answers in query order, as many do).
+func AnswersInOrder(name string) bool {
+	base, inOrder := strings.CutSuffix(name, InOrder)
+	p, ok := Lookup(base)
+	return ok && (inOrder && p.Pipelined() || p.HTTP == "1.1")
+}
+
+// Independent says whether each query on a connection of the named
+// transport travels apart from the others, a datagram or a stream of
+// its own (UDP, HTTP/2, HTTP/3, QUIC), so that no answer waits for
+// another's. Plain TCP and DoT are neither this nor in order: their
+// answers may overtake each other, on one byte stream.
+func Independent(name string) bool {
+	p, ok := Lookup(name)
+	return ok && (p.Datagram || p.HTTP == "2")
+}
+
 // WithVariants lists every protocol in display order, each pipelined one
 // followed by its InOrder variant.
 func WithVariants() []string {

@@ -54,3 +54,24 @@ func TestRoundTripsByDesign(t *testing.T) {
 		require.Equal(t, want[p.Name], p.RoundTrips(), p.Name)
 	}
 }
+
+// TestOrdering: every transport and variant is in order, independent or
+// neither, from the table's properties alone.
+func TestOrdering(t *testing.T) {
+	got := map[string]string{}
+	for _, name := range protocol.WithVariants() {
+		switch {
+		case protocol.AnswersInOrder(name) && protocol.Independent(name):
+			t.Fatalf("%s is both in order and independent", name)
+		case protocol.AnswersInOrder(name):
+			got[name] = "in order"
+		case protocol.Independent(name):
+			got[name] = "independent"
+		default:
+			got[name] = "neither"
+		}
+	}
+	require.Equal(t, map[string]string{"udp": "independent", "tcp": "neither", "tcp-inorder": "in order", "dot": "neither", "dot-inorder": "in order",
+		"doh1": "in order", "doh2": "independent", "doh3": "independent", "doq": "independent"}, got)
+	require.False(t, protocol.AnswersInOrder("nonsense"+protocol.InOrder))
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/protocol"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -144,29 +145,37 @@ func (qs Queries) Findings() []experiment.Finding {
 			n = answered[t]
 		}
 	}
-	list := func(ts []string) (string, bool) {
-		var parts []string
-		any := false
-		for _, t := range ts {
-			if seen[t] {
-				any = true
-				parts = append(parts, fmt.Sprintf("%s %d", t, knock[t]))
-			}
+	// The transports measured that answer in order, and those whose
+	// queries travel apart, from the protocol table; plain TCP and DoT
+	// are neither.
+	var inOrder, apart []string
+	for _, t := range protocol.WithVariants() {
+		switch {
+		case !seen[t]:
+		case protocol.AnswersInOrder(t):
+			inOrder = append(inOrder, t)
+		case protocol.Independent(t):
+			apart = append(apart, t)
 		}
-		return strings.Join(parts, ", "), any
 	}
-	blocking, b := list([]string{"dot-inorder", "tcp-inorder", "doh1"})
-	free, f := list([]string{"udp", "doh2", "doh3", "doq"})
+	list := func(ts []string) string {
+		var parts []string
+		for _, t := range ts {
+			parts = append(parts, fmt.Sprintf("%s %d", t, knock[t]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	blocking, free := list(inOrder), list(apart)
 	v := experiment.NoData
-	if b && f {
+	if len(inOrder) > 0 && len(apart) > 0 {
 		v = experiment.Holds
-		for _, t := range []string{"dot-inorder", "tcp-inorder", "doh1"} {
-			if seen[t] && knock[t] == 0 {
+		for _, t := range inOrder {
+			if knock[t] == 0 {
 				v = experiment.Differs
 			}
 		}
-		for _, t := range []string{"udp", "doh2", "doh3", "doq"} {
-			if seen[t] && knock[t] > 0 {
+		for _, t := range apart {
+			if knock[t] > 0 {
 				v = experiment.Differs
 			}
 		}
