@@ -4,12 +4,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/corpus"
+	"github.com/doxlab/doxlab/internal/order"
 )
 
 // TestCorpusKeepsThePapersSizes checks the Wikipedia-like page carries the
@@ -116,4 +118,20 @@ func TestShippedGraphs(t *testing.T) {
 	}
 	_, err = corpus.Graph("nosuch")
 	require.ErrorContains(t, err, "no shipped graph")
+}
+
+// TestEveryPageHasItsPlace: tables and figures list the corpus' pages in
+// its own order (the paper's pages, then the multi-origin ones by size),
+// which internal/order must know: a page added here without its place
+// there fails.
+func TestEveryPageHasItsPlace(t *testing.T) {
+	names := slices.Clone(corpus.Corpus)
+	for _, s := range corpus.Sites {
+		names = append(names, s.Name)
+	}
+	for _, n := range names {
+		require.True(t, order.Known(n), "page %s has no place in internal/order", n)
+	}
+	sorted := slices.SortedFunc(slices.Values(names), order.Compare)
+	require.Equal(t, names, sorted)
 }

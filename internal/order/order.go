@@ -9,34 +9,39 @@ import (
 	"strings"
 
 	"github.com/doxlab/doxlab/protocol"
+	"github.com/doxlab/doxlab/testbed"
 )
 
-// known lists the labels in their order. Labels are compared within one
-// kind; the few that belong to two kinds are placed so that both agree:
-// "none" comes first as a profile and before Retry as address validation,
-// "0rtt" after resumption as a condition and after 1-RTT as an HTTP/3
-// handshake.
-var known = []string{
-	// access profiles, from no link to the slowest
-	"none", "fiber", "cable", "dsl", "4g", "4g-medium",
+// known lists the labels in their order: the testbed's access profiles
+// (from no link to the slowest), the transports from the protocol table
+// (plain to QUIC), then the rest. Labels are compared within one kind;
+// the few that belong to two kinds are placed so that both agree:
+// "none" comes first as a profile and before Retry as address
+// validation, "0rtt" after resumption as a condition and after 1-RTT as
+// an HTTP/3 handshake.
+var known = slices.Concat(testbed.ProfileNames(), protocol.WithVariants(), []string{
 	// measurement conditions, then HTTP/3 handshakes
 	"fresh", "pam", "resumed", "1rtt", "0rtt",
 	// pages, stub states, DNS modes
 	"example", "wiki", "insta", "o1", "o5", "o20", "o30", "o45", "cold", "warm", "stub", "decoupled",
 	// certificates, key shares, address validation, connection modes
 	"small", "large", "pq", "classic", "retry", "token", "new", "persistent",
-}
+})
 
 var rank = func() map[string]int {
-	// The transports, from plain to QUIC, go after the profiles.
-	i := slices.Index(known, "4g-medium") + 1
-	known = slices.Insert(known, i, protocol.WithVariants()...)
 	m := make(map[string]int, len(known))
 	for i, l := range known {
 		m[l] = i
 	}
 	return m
 }()
+
+// Known says whether label has a place in the order (custom profiles and
+// pages do not: they sort alphabetically after the known ones).
+func Known(label string) bool {
+	_, ok := rank[label]
+	return ok
+}
 
 // Compare orders two labels of one kind: known labels as listed, before
 // unknown ones (custom profiles), which sort alphabetically. A profile's
