@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/miekg/dns"
 
 	"github.com/doxlab/doxlab/transport"
@@ -85,470 +86,579 @@ var errTooManyRevivals = fmt.Errorf("replaced %d times already", maxRevivals)
 
 // runLean is Run on the lean path.
 func runLean(ctx context.Context, c Config, res *Result) error {
-	ep, err := transport.ParseURL(c.URL)
+	r, err := newLeanRun(c, res)
 	if err != nil {
 		return err
 	}
+	defer r.closeAll()
+	if err := r.dial(ctx); err != nil {
+		return err
+	}
+	r.start = time.Now()
+	res.Start = r.start
+	r.end = r.start.Add(c.Duration)
+	// Waiting for a query's due time ends only when the caller cancels
+	// (interrupted): a query due before the end is sent however late the
+	// timer fires. Waiting for room ends at the end too.
+	r.interrupted = ctx.Done()
+	ctx, cancel := context.WithDeadline(ctx, r.end)
+	defer cancel()
+	if c.Progress != nil {
+		stop := reportProgress(ctx, c, r.start, func(p *Progress) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			p.snapshot(int(r.sent.Load()), res, r.interval)
+		})
+		defer stop()
+	}
+	var sweeper sync.WaitGroup
+	sweeper.Go(r.sweep)
+	for _, lc := range r.conns {
+		r.startReader(lc)
+	}
+	var senders sync.WaitGroup
+	for k, lc := range r.conns {
+		s := r.newSender(ctx, k, lc)
+		senders.Go(s.run)
+	}
+	senders.Wait()
+	sendEnd := time.Now()
+	res.Sent = int(r.sent.Load())
+	r.drain()
+	close(r.sweepDone)
+	sweeper.Wait()
+	r.stopReaders()
+	return r.summarize(sendEnd)
+}
+
+// leanRun is one run of the lean path: its connections, the schedule,
+// the window of queries in flight, and what it has counted so far.
+type leanRun struct {
+	c       Config
+	res     *Result
+	ep      *transport.Endpoint
+	mix     [][]byte // the query mix, packed once, with ID 0
+	order   []int    // which of mix each query sends, in turn
+	conns   []*leanConn
+	timeout int64 // ns, from Options.Timeout
+	// start and end bound the schedule; interrupted is the caller's
+	// cancellation, which alone cuts a due query's wait short.
+	start, end  time.Time
+	interrupted <-chan struct{}
+
+	// A query takes a token of its connection's room (leanConn.free)
+	// and puts one into global, which holds MaxInFlight at most; its
+	// answer, its timeout or its connection's loss gives them back.
+	global   chan struct{}
+	inFlight atomic.Int64
+	maxSeen  atomic.Int64
+	sent     atomic.Int64
+	service  atomic.Int64 // ns, a moving average of the answers' service time
+	busy     func() bool  // whether the pipes should poll rather than sleep
+	dialPipe func(context.Context, *transport.Endpoint, transport.Options, func() bool) (pipe, error)
+
+	mu         sync.Mutex // res, interval, lastAnswer
+	lastAnswer int64
+	interval   *hdrhistogram.Histogram
+
+	rmu     sync.Mutex // losses, readErr, leanConn.lossNoted
+	readErr error
+	losses  []error // what ended connections mid-run, one per loss
+
+	readers     sync.WaitGroup
+	stopReading chan struct{} // closed when the run closes its pipes itself
+	sweepDone   chan struct{}
+}
+
+// doneQ is a query that ended: answered (status with a response) or
+// failed, at ns since the start.
+type doneQ struct {
+	f      flight
+	at     int64
+	status transport.Status
+}
+
+// newLeanRun packs the query mix and draws the order queries take it in.
+func newLeanRun(c Config, res *Result) (*leanRun, error) {
+	ep, err := transport.ParseURL(c.URL)
+	if err != nil {
+		return nil, err
+	}
 	res.Protocol = ep.Protocol
-	// The query mix, packed once.
-	mix := make([][]byte, len(c.Names))
+	r := &leanRun{c: c, res: res, ep: ep, conns: make([]*leanConn, c.Conns), timeout: c.Options.Timeout.Nanoseconds(),
+		global: make(chan struct{}, c.MaxInFlight), interval: newHist(), stopReading: make(chan struct{}), sweepDone: make(chan struct{}), dialPipe: dialPipe}
+	r.mix = make([][]byte, len(c.Names))
 	for i, q := range c.Names {
 		m := new(dns.Msg)
 		m.SetQuestion(dns.Fqdn(q.Name), q.Type)
 		m.Id = 0
-		if mix[i], err = m.Pack(); err != nil {
-			return fmt.Errorf("packing %s: %w", q.Name, err)
+		if r.mix[i], err = m.Pack(); err != nil {
+			return nil, fmt.Errorf("packing %s: %w", q.Name, err)
 		}
 	}
-	conns := make([]*leanConn, c.Conns)
-	defer func() {
-		for _, lc := range conns {
-			if lc != nil {
-				lc.p.close()
-			}
-		}
-	}()
-	var inFlight atomic.Int64
-	var busy func() bool
+	rng := rand.New(rand.NewPCG(c.Seed, 2))
+	r.order = make([]int, min(c.MaxQueries, 1<<20))
+	for i := range r.order {
+		r.order[i] = rng.IntN(len(r.mix))
+	}
 	if !c.NoBusyPoll {
-		busy = func() bool { return inFlight.Load()*2 >= int64(c.MaxInFlight) }
+		r.busy = func() bool { return r.inFlight.Load()*2 >= int64(c.MaxInFlight) }
 	}
-	for i := range conns {
+	return r, nil
+}
+
+// dial opens the run's connections, recording each handshake.
+func (r *leanRun) dial(ctx context.Context) error {
+	for i := range r.conns {
 		t0 := time.Now()
-		p, err := dialPipe(ctx, ep, c.Options, busy)
+		p, err := r.dialPipe(ctx, r.ep, r.c.Options, r.busy)
 		if err != nil {
 			return fmt.Errorf("connection %d: %w", i+1, err)
 		}
-		res.Handshake.RecordValue(max(1, time.Since(t0).Microseconds()))
-		lc := &leanConn{p: p, free: make(chan struct{}, min(p.limit(), 65535))}
-		for range cap(lc.free) {
-			lc.free <- struct{}{}
-		}
-		conns[i] = lc
+		r.res.Handshake.RecordValue(max(1, time.Since(t0).Microseconds()))
+		r.conns[i] = newLeanConn(p)
 	}
+	return nil
+}
 
-	sweepDone := make(chan struct{})
-	var (
-		mu         sync.Mutex // res, interval, lastAnswer
-		lastAnswer int64
-		interval   = newHist()
-		maxSeen    atomic.Int64
-		service    atomic.Int64 // ns, a moving average of the answers' service time
-		sent       atomic.Int64
-		global     = make(chan struct{}, c.MaxInFlight)
-	)
-	start := time.Now()
-	res.Start = start
-	end := start.Add(c.Duration)
-	timeout := c.Options.Timeout.Nanoseconds()
-	// done ends a batch of queries: answered (lat ≥ 0) or failed.
-	type doneQ struct {
-		f      flight
-		at     int64
-		status transport.Status
-	}
-	finish := func(batch []doneQ) {
-		if len(batch) == 0 {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		svc := service.Load()
-		defer func() { service.Store(svc) }()
-		for _, d := range batch {
-			if c.Keep {
-				res.Samples = append(res.Samples, Sample{At: time.Duration(d.f.due), Latency: time.Duration(d.at - d.f.due),
-					Service: time.Duration(d.at - d.f.sent), Status: d.status})
-			}
-			if !d.status.HasResponse() {
-				res.Errors[d.status]++
-				continue
-			}
-			res.OK++
-			lastAnswer = max(lastAnswer, d.at)
-			lat := max(1, (d.at-d.f.due)/1000)
-			res.Latency.RecordValue(lat)
-			res.Service.RecordValue(max(1, (d.at-d.f.sent)/1000))
-			svc += (d.at - d.f.sent - svc) / 16
-			interval.RecordValue(lat)
-		}
-	}
-	// A query takes a token of its connection's room (free) and puts one
-	// into global, which holds MaxInFlight at most; its answer, its
-	// timeout or its connection's loss gives them back. inFlight drops
-	// first, so that it never counts more queries than the window holds.
-	answered := func(lc *leanConn) {
-		inFlight.Add(-1)
+func newLeanConn(p pipe) *leanConn {
+	lc := &leanConn{p: p, free: make(chan struct{}, min(p.limit(), 65535))}
+	for range cap(lc.free) {
 		lc.free <- struct{}{}
-		<-global
 	}
+	return lc
+}
 
-	// Waiting for a query's due time ends only when the caller cancels
-	// (interrupted): a query due before the end is sent however late the
-	// timer fires. Waiting for room ends at the end too.
-	interrupted := ctx.Done()
-	ctx, cancel := context.WithDeadline(ctx, end)
-	defer cancel()
-	if c.Progress != nil {
-		stop := reportProgress(ctx, c, start, func(p *Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			p.snapshot(int(sent.Load()), res, interval)
-		})
-		defer stop()
-	}
-
-	// The sweeper times out what stays unanswered, so that lost
-	// datagrams give their room back.
-	var sweeper sync.WaitGroup
-	sweeper.Add(1)
-	go func() {
-		defer sweeper.Done()
-		t := time.NewTicker(min(c.Options.Timeout/5, 100*time.Millisecond))
-		defer t.Stop()
-		var batch []doneQ
-		for {
-			select {
-			case <-sweepDone:
-				return
-			case <-t.C:
-			}
-			now := time.Since(start).Nanoseconds()
-			for _, lc := range conns {
-				lc.mu.Lock()
-				for s, f := range lc.slots {
-					if f.sent != 0 && now-f.sent > timeout {
-						lc.slots[s] = flight{}
-						batch = append(batch, doneQ{f, now, transport.StatusTimeout})
-					}
-				}
-				lc.mu.Unlock()
-				for range batch {
-					answered(lc)
-				}
-				finish(batch)
-				batch = batch[:0]
-			}
-		}
-	}()
-
-	var rmu sync.Mutex // losses, readErr, leanConn.lossNoted
-	var readErr error
-	var losses []error // what ended connections mid-run, one per loss
-	// noteLoss notes once why lc's current pipe ended.
-	noteLoss := func(lc *leanConn, err error) {
-		rmu.Lock()
-		defer rmu.Unlock()
-		if !lc.lossNoted {
-			lc.lossNoted = true
-			readErr = err
-			losses = append(losses, err)
+func (r *leanRun) closeAll() {
+	for _, lc := range r.conns {
+		if lc != nil {
+			lc.p.close()
 		}
 	}
-	var wg, readers sync.WaitGroup
-	stopReading := make(chan struct{})
+}
 
-	// startReader matches the answers on lc's pipe to its slots until
-	// the pipe ends, and then closes lc.dead.
-	startReader := func(lc *leanConn) {
-		p, dead := lc.p, make(chan struct{})
-		lc.dead = dead
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			defer close(dead)
-			var batch []doneQ
-			err := p.read(func(slot uint16, st transport.Status) {
-				now := time.Since(start).Nanoseconds()
-				lc.mu.Lock()
-				f := lc.slots[slot]
-				lc.slots[slot] = flight{}
-				lc.mu.Unlock()
-				if f.sent == 0 {
-					return // unknown, late after a timeout, or a duplicate
-				}
-				if now-f.sent > timeout {
-					st = transport.StatusTimeout
-				}
-				batch = append(batch, doneQ{f, now, st})
-				answered(lc)
-				if len(batch) >= 64 {
-					finish(batch)
-					batch = batch[:0]
-				}
-			})
-			finish(batch)
-			select {
-			case <-stopReading: // closed on purpose
-			default:
-				if err != nil {
-					noteLoss(lc, err)
-				}
-			}
-		}()
+// now is the time since the start, in ns.
+func (r *leanRun) now() int64 { return time.Since(r.start).Nanoseconds() }
+
+// finish records a batch of queries that ended.
+func (r *leanRun) finish(batch []doneQ) {
+	if len(batch) == 0 {
+		return
 	}
-	// failInFlight ends what lc had in flight on a pipe that is gone, at
-	// once rather than at the timeout, so that it gives its room back:
-	// status closed. The queries of keep, a batch not yet written, stay.
-	failInFlight := func(lc *leanConn, keep []uint32) {
-		now := time.Since(start).Nanoseconds()
-		held := make([]flight, len(keep))
-		var gone []doneQ
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	svc := r.service.Load()
+	defer func() { r.service.Store(svc) }()
+	for _, d := range batch {
+		if r.c.Keep {
+			r.res.Samples = append(r.res.Samples, Sample{At: time.Duration(d.f.due), Latency: time.Duration(d.at - d.f.due),
+				Service: time.Duration(d.at - d.f.sent), Status: d.status})
+		}
+		if !d.status.HasResponse() {
+			r.res.Errors[d.status]++
+			continue
+		}
+		r.res.OK++
+		r.lastAnswer = max(r.lastAnswer, d.at)
+		lat := max(1, (d.at-d.f.due)/1000)
+		r.res.Latency.RecordValue(lat)
+		r.res.Service.RecordValue(max(1, (d.at-d.f.sent)/1000))
+		svc += (d.at - d.f.sent - svc) / 16
+		r.interval.RecordValue(lat)
+	}
+}
+
+// answered gives back the room a query of lc held. inFlight drops
+// first, so that it never counts more queries than the window holds.
+func (r *leanRun) answered(lc *leanConn) {
+	r.inFlight.Add(-1)
+	lc.free <- struct{}{}
+	<-r.global
+}
+
+// sweep times out what stays unanswered, so that lost datagrams give
+// their room back, until sweepDone is closed.
+func (r *leanRun) sweep() {
+	t := time.NewTicker(min(r.c.Options.Timeout/5, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-r.sweepDone:
+			return
+		case <-t.C:
+		}
+		r.timeOut(r.now())
+	}
+}
+
+// timeOut ends the queries in flight longer than the timeout at now.
+func (r *leanRun) timeOut(now int64) {
+	var batch []doneQ
+	for _, lc := range r.conns {
 		lc.mu.Lock()
-		for i, s := range keep {
-			held[i], lc.slots[uint16(s)] = lc.slots[uint16(s)], flight{}
-		}
 		for s, f := range lc.slots {
-			if f.sent != 0 {
-				gone = append(gone, doneQ{f, now, transport.StatusClosed})
+			if f.sent != 0 && now-f.sent > r.timeout {
 				lc.slots[s] = flight{}
+				batch = append(batch, doneQ{f, now, transport.StatusTimeout})
 			}
-		}
-		for i, s := range keep {
-			lc.slots[uint16(s)] = held[i]
 		}
 		lc.mu.Unlock()
-		for range gone {
-			answered(lc)
+		for range batch {
+			r.answered(lc)
 		}
-		finish(gone)
+		r.finish(batch)
+		batch = batch[:0]
 	}
-	for _, lc := range conns {
-		startReader(lc)
-	}
+}
 
-	n := len(conns)
-	interval64 := float64(time.Second) / c.Rate
-	rng := rand.New(rand.NewPCG(c.Seed, 2))
-	order := make([]int, min(c.MaxQueries, 1<<20))
-	for i := range order {
-		order[i] = rng.IntN(len(mix))
+// noteLoss notes once why lc's current pipe ended.
+func (r *leanRun) noteLoss(lc *leanConn, err error) {
+	r.rmu.Lock()
+	defer r.rmu.Unlock()
+	if !lc.lossNoted {
+		lc.lossNoted = true
+		r.readErr = err
+		r.losses = append(r.losses, err)
 	}
-	for k, lc := range conns {
-		// Sender: query i (i ≡ k mod n) is due at start + i/Rate.
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			seqs := make([]uint32, 0, 64)
-			qs := make([][]byte, 0, 64)
-			bufs := make([][]byte, 64)
-			var seq uint32
-			var batchStart time.Time
-			timer := time.NewTimer(time.Hour)
-			defer timer.Stop()
-			// revive replaces a connection the server ended, as dnsperf
-			// reconnects: what it had in flight is lost (closed), and
-			// the batch not yet written goes on the new one. It says
-			// whether there is a new one.
-			revivals := 0
-			revive := func() bool {
-				lc.p.close()
-				<-lc.dead // its reader is done with the slots
-				failInFlight(lc, seqs)
-				var p pipe
-				err := errTooManyRevivals
-				t0 := time.Now()
-				if revivals < maxRevivals {
-					p, err = dialPipe(ctx, ep, c.Options, busy)
-				}
-				if err != nil {
-					if ctx.Err() == nil {
-						rmu.Lock()
-						losses = append(losses, fmt.Errorf("reconnecting: %w", err))
-						rmu.Unlock()
-					}
-					failInFlight(lc, nil)
-					seqs, qs = seqs[:0], qs[:0]
-					return false
-				}
-				revivals++
-				mu.Lock()
-				res.Handshake.RecordValue(max(1, time.Since(t0).Microseconds()))
-				res.Reconnects++
-				mu.Unlock()
-				rmu.Lock()
-				lc.lossNoted = false
-				rmu.Unlock()
-				lc.p = p
-				startReader(lc)
-				return true
+}
+
+// startReader matches the answers on lc's pipe to its slots until the
+// pipe ends, and then closes lc.dead.
+func (r *leanRun) startReader(lc *leanConn) {
+	p, dead := lc.p, make(chan struct{})
+	lc.dead = dead
+	r.readers.Go(func() {
+		defer close(dead)
+		var batch []doneQ
+		err := p.read(func(slot uint16, st transport.Status) {
+			if d, ok := r.match(lc, slot, st, r.now()); ok {
+				batch = append(batch, d)
+				r.answered(lc)
 			}
-			flush := func() bool {
-				for len(seqs) > 0 {
-					select {
-					case <-lc.dead:
-						if !revive() {
-							return false
-						}
-					default:
-					}
-					// The service time counts from the write, not from
-					// when the query joined the batch.
-					now := max(1, time.Since(start).Nanoseconds())
-					lc.mu.Lock()
-					for _, s := range seqs {
-						lc.slots[uint16(s)].sent = now
-					}
-					lc.mu.Unlock()
-					err := lc.p.write(seqs, qs)
-					if err == nil {
-						seqs, qs = seqs[:0], qs[:0]
-						break
-					}
-					noteLoss(lc, err)
-					if !revive() {
-						return false
-					}
-				}
-				return true
+			if len(batch) >= 64 {
+				r.finish(batch)
+				batch = batch[:0]
 			}
-			for i := k; i < c.MaxQueries; i += n {
-				due := time.Duration(float64(i) * interval64)
-				if !start.Add(due).Before(end) {
-					break
-				}
-				if wait := time.Until(start.Add(due)); wait > 0 {
-					if !flush() {
-						return
-					}
-					timer.Reset(wait)
-					select {
-					case <-timer.C:
-					case <-interrupted:
-						return
-					}
-				}
-				// Room on this connection and in all: beyond, the
-				// schedule waits and the wait counts in the latency. A
-				// connection lost meanwhile is replaced, which gives
-				// back the room its queries held.
-				for took := false; !took; {
-					select {
-					case <-lc.free:
-						took = true
-						continue
-					default:
-					}
-					if !flush() {
-						return
-					}
-					select {
-					case <-lc.free:
-						took = true
-					case <-lc.dead:
-						if !revive() {
-							return
-						}
-					case <-ctx.Done():
-						return
-					}
-				}
-				for took := false; !took; {
-					select {
-					case global <- struct{}{}:
-						took = true
-						continue
-					default:
-					}
-					if len(seqs) > 0 && roomSoon(global, batchStart.Add(time.Duration(service.Load()/roomShare))) {
-						took = true
-						continue
-					}
-					if !flush() {
-						return
-					}
-					select {
-					case global <- struct{}{}:
-						took = true
-					case <-lc.dead:
-						if !revive() {
-							return
-						}
-					case <-ctx.Done():
-						return
-					}
-				}
-				now := time.Since(start).Nanoseconds()
-				slot := uint16(seq)
-				lc.mu.Lock()
-				old := lc.slots[slot]
-				lc.slots[slot] = flight{due: int64(due), sent: max(1, now)}
-				lc.mu.Unlock()
-				if old.sent != 0 {
-					// Unanswered when its ID came round again: lost, as
-					// dnsperf counts it.
-					finish([]doneQ{{old, now, transport.StatusTimeout}})
-					answered(lc)
-				}
-				b := bufs[len(qs)][:0]
-				b = append(b, mix[order[(i/n)%len(order)]]...)
-				bufs[len(qs)] = b
-				if len(seqs) == 0 {
-					batchStart = time.Now()
-				}
-				seqs, qs = append(seqs, seq), append(qs, b)
-				seq++
-				for v := inFlight.Add(1); ; {
-					if m := maxSeen.Load(); v <= m || maxSeen.CompareAndSwap(m, v) {
-						break
-					}
-				}
-				sent.Add(1)
-				if len(seqs) == cap(seqs) && !flush() {
-					return
-				}
+		})
+		r.finish(batch)
+		select {
+		case <-r.stopReading: // closed on purpose
+		default:
+			if err != nil {
+				r.noteLoss(lc, err)
 			}
-			flush()
-		}()
+		}
+	})
+}
+
+// match takes the query in an answer's slot out of lc's flights. An
+// answer for a free slot (unknown, late after a timeout, a duplicate)
+// matches nothing; one past the timeout counts as timed out.
+func (r *leanRun) match(lc *leanConn, slot uint16, st transport.Status, now int64) (doneQ, bool) {
+	lc.mu.Lock()
+	f := lc.slots[slot]
+	lc.slots[slot] = flight{}
+	lc.mu.Unlock()
+	if f.sent == 0 {
+		return doneQ{}, false
 	}
-	wg.Wait()
-	sendEnd := time.Now()
-	res.Sent = int(sent.Load())
-	// Wait for the answers in flight, up to the timeout; then sweep.
-	// What a connection lost by now had in flight will not come.
-	deadline := time.Now().Add(c.Options.Timeout)
-	for inFlight.Load() > 0 && time.Now().Before(deadline) {
-		for _, lc := range conns {
+	if now-f.sent > r.timeout {
+		st = transport.StatusTimeout
+	}
+	return doneQ{f, now, st}, true
+}
+
+// failInFlight ends what lc had in flight on a pipe that is gone, at
+// once rather than at the timeout, so that it gives its room back:
+// status closed. The queries of keep, a batch not yet written, stay.
+func (r *leanRun) failInFlight(lc *leanConn, keep []uint32) {
+	now := r.now()
+	held := make([]flight, len(keep))
+	var gone []doneQ
+	lc.mu.Lock()
+	for i, s := range keep {
+		held[i], lc.slots[uint16(s)] = lc.slots[uint16(s)], flight{}
+	}
+	for s, f := range lc.slots {
+		if f.sent != 0 {
+			gone = append(gone, doneQ{f, now, transport.StatusClosed})
+			lc.slots[s] = flight{}
+		}
+	}
+	for i, s := range keep {
+		lc.slots[uint16(s)] = held[i]
+	}
+	lc.mu.Unlock()
+	for range gone {
+		r.answered(lc)
+	}
+	r.finish(gone)
+}
+
+// drain waits for the answers in flight, up to the timeout; what a
+// connection lost by now had in flight will not come.
+func (r *leanRun) drain() {
+	deadline := time.Now().Add(r.c.Options.Timeout)
+	for r.inFlight.Load() > 0 && time.Now().Before(deadline) {
+		for _, lc := range r.conns {
 			select {
 			case <-lc.dead:
-				failInFlight(lc, nil)
+				r.failInFlight(lc, nil)
 			default:
 			}
 		}
 		time.Sleep(time.Millisecond)
 	}
-	close(sweepDone)
-	sweeper.Wait()
-	close(stopReading)
-	for _, lc := range conns {
+}
+
+// stopReaders closes the pipes and waits for their readers; what is
+// still in flight then timed out.
+func (r *leanRun) stopReaders() {
+	close(r.stopReading)
+	for _, lc := range r.conns {
 		lc.p.close()
 	}
-	readers.Wait()
+	r.readers.Wait()
 	var lost []doneQ
-	for _, lc := range conns {
+	for _, lc := range r.conns {
 		for s := range lc.slots {
 			if f := lc.slots[s]; f.sent != 0 {
-				lost = append(lost, doneQ{f, time.Since(start).Nanoseconds(), transport.StatusTimeout})
+				lost = append(lost, doneQ{f, r.now(), transport.StatusTimeout})
 			}
 		}
 	}
-	finish(lost)
-	res.Elapsed = time.Since(start)
-	res.Achieved = float64(res.Sent) / max(sendEnd.Sub(start), time.Millisecond).Seconds()
+	r.finish(lost)
+}
+
+// summarize fills in the result's rates and why connections ended.
+func (r *leanRun) summarize(sendEnd time.Time) error {
+	res := r.res
+	res.Elapsed = time.Since(r.start)
+	res.Achieved = float64(res.Sent) / max(sendEnd.Sub(r.start), time.Millisecond).Seconds()
 	// Answers per second until the last: the wait for the lost ones
 	// does not dilute the rate.
-	res.Answered = float64(res.OK) / max(time.Duration(lastAnswer), time.Millisecond).Seconds()
-	res.MaxInFlightObserved = int(maxSeen.Load())
-	for _, err := range losses {
+	res.Answered = float64(res.OK) / max(time.Duration(r.lastAnswer), time.Millisecond).Seconds()
+	res.MaxInFlightObserved = int(r.maxSeen.Load())
+	for _, err := range r.losses {
 		if res.ConnErrors == nil {
 			res.ConnErrors = map[string]int{}
 		}
 		res.ConnErrors[connLost(err)]++
 	}
-	if readErr != nil && res.OK == 0 {
-		return fmt.Errorf("no answers; the connection ended: %w", readErr)
+	if r.readErr != nil && res.OK == 0 {
+		return fmt.Errorf("no answers; the connection ended: %w", r.readErr)
 	}
 	return nil
+}
+
+// sender writes one connection's share of the schedule: query i
+// (i ≡ k mod the number of connections) is due at start + i/Rate. It
+// gathers due queries into a batch and writes it when it would wait
+// (for a due time or for room) or when the batch is full.
+type sender struct {
+	r          *leanRun
+	ctx        context.Context
+	k          int
+	lc         *leanConn
+	seqs       []uint32 // the batch not yet written: its sequence numbers,
+	qs         [][]byte // its messages,
+	bufs       [][]byte // and their buffers, reused
+	seq        uint32
+	batchStart time.Time
+	revivals   int
+}
+
+func (r *leanRun) newSender(ctx context.Context, k int, lc *leanConn) *sender {
+	return &sender{r: r, ctx: ctx, k: k, lc: lc, seqs: make([]uint32, 0, 64), qs: make([][]byte, 0, 64), bufs: make([][]byte, 64)}
+}
+
+func (s *sender) run() {
+	r := s.r
+	n := len(r.conns)
+	interval := float64(time.Second) / r.c.Rate
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for i := s.k; i < r.c.MaxQueries; i += n {
+		due := time.Duration(float64(i) * interval)
+		if !r.start.Add(due).Before(r.end) {
+			break
+		}
+		if wait := time.Until(r.start.Add(due)); wait > 0 {
+			if !s.flush() {
+				return
+			}
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-r.interrupted:
+				return
+			}
+		}
+		if !s.takeRoom() {
+			return
+		}
+		s.add(i, due)
+		if len(s.seqs) == cap(s.seqs) && !s.flush() {
+			return
+		}
+	}
+	s.flush()
+}
+
+// takeRoom takes room for one query on the connection and in the
+// window; beyond, the schedule waits and the wait counts in the
+// latency. A connection lost meanwhile is replaced, which gives back
+// the room its queries held. False: the run is over.
+func (s *sender) takeRoom() bool {
+	r, lc := s.r, s.lc
+	for took := false; !took; {
+		select {
+		case <-lc.free:
+			took = true
+			continue
+		default:
+		}
+		if !s.flush() {
+			return false
+		}
+		select {
+		case <-lc.free:
+			took = true
+		case <-lc.dead:
+			if !s.revive() {
+				return false
+			}
+		case <-s.ctx.Done():
+			return false
+		}
+	}
+	for took := false; !took; {
+		select {
+		case r.global <- struct{}{}:
+			took = true
+			continue
+		default:
+		}
+		if len(s.seqs) > 0 && roomSoon(r.global, s.batchStart.Add(time.Duration(r.service.Load()/roomShare))) {
+			took = true
+			continue
+		}
+		if !s.flush() {
+			return false
+		}
+		select {
+		case r.global <- struct{}{}:
+			took = true
+		case <-lc.dead:
+			if !s.revive() {
+				return false
+			}
+		case <-s.ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// add puts query i, due at due, into its slot and the batch. A query
+// still unanswered in the slot when its ID comes round again is lost,
+// as dnsperf counts it.
+func (s *sender) add(i int, due time.Duration) {
+	r, lc := s.r, s.lc
+	now := r.now()
+	slot := uint16(s.seq)
+	lc.mu.Lock()
+	old := lc.slots[slot]
+	lc.slots[slot] = flight{due: int64(due), sent: max(1, now)}
+	lc.mu.Unlock()
+	if old.sent != 0 {
+		r.finish([]doneQ{{old, now, transport.StatusTimeout}})
+		r.answered(lc)
+	}
+	b := s.bufs[len(s.qs)][:0]
+	b = append(b, r.mix[r.order[(i/len(r.conns))%len(r.order)]]...)
+	s.bufs[len(s.qs)] = b
+	if len(s.seqs) == 0 {
+		s.batchStart = time.Now()
+	}
+	s.seqs, s.qs = append(s.seqs, s.seq), append(s.qs, b)
+	s.seq++
+	for v := r.inFlight.Add(1); ; {
+		if m := r.maxSeen.Load(); v <= m || r.maxSeen.CompareAndSwap(m, v) {
+			break
+		}
+	}
+	r.sent.Add(1)
+}
+
+// flush writes the batch, replacing the connection if the server ended
+// it. False: the connection is gone and could not be replaced.
+func (s *sender) flush() bool {
+	r, lc := s.r, s.lc
+	for len(s.seqs) > 0 {
+		select {
+		case <-lc.dead:
+			if !s.revive() {
+				return false
+			}
+		default:
+		}
+		// The service time counts from the write, not from when the
+		// query joined the batch.
+		now := max(1, r.now())
+		lc.mu.Lock()
+		for _, q := range s.seqs {
+			lc.slots[uint16(q)].sent = now
+		}
+		lc.mu.Unlock()
+		err := lc.p.write(s.seqs, s.qs)
+		if err == nil {
+			s.seqs, s.qs = s.seqs[:0], s.qs[:0]
+			break
+		}
+		r.noteLoss(lc, err)
+		if !s.revive() {
+			return false
+		}
+	}
+	return true
+}
+
+// revive replaces a connection the server ended, as dnsperf
+// reconnects: what it had in flight is lost (closed), and the batch not
+// yet written goes on the new one. It says whether there is a new one.
+func (s *sender) revive() bool {
+	r, lc := s.r, s.lc
+	lc.p.close()
+	<-lc.dead // its reader is done with the slots
+	r.failInFlight(lc, s.seqs)
+	var p pipe
+	err := errTooManyRevivals
+	t0 := time.Now()
+	if s.revivals < maxRevivals {
+		p, err = r.dialPipe(s.ctx, r.ep, r.c.Options, r.busy)
+	}
+	if err != nil {
+		if s.ctx.Err() == nil {
+			r.rmu.Lock()
+			r.losses = append(r.losses, fmt.Errorf("reconnecting: %w", err))
+			r.rmu.Unlock()
+		}
+		r.failInFlight(lc, nil)
+		s.seqs, s.qs = s.seqs[:0], s.qs[:0]
+		return false
+	}
+	s.revivals++
+	r.mu.Lock()
+	r.res.Handshake.RecordValue(max(1, time.Since(t0).Microseconds()))
+	r.res.Reconnects++
+	r.mu.Unlock()
+	r.rmu.Lock()
+	lc.lossNoted = false
+	r.rmu.Unlock()
+	lc.p = p
+	r.startReader(lc)
+	return true
 }
 
 // roomShare: a sender with queries to write waits for room in a full
