@@ -1,0 +1,68 @@
+package testbed
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// capture writes a pcap with nanosecond timestamps and raw IP link type,
+// readable by tshark and Wireshark.
+type capture struct {
+	mu sync.Mutex
+	f  *os.File
+	b  *bufio.Writer
+	w  *pcapgo.Writer
+}
+
+func newCapture(dir, name string) (*capture, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	c := &capture{f: f, b: bufio.NewWriterSize(f, 1<<16)}
+	c.w = pcapgo.NewWriterNanos(c.b)
+	if err := c.w.WriteFileHeader(65535, layers.LinkTypeRaw); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *capture) write(t time.Time, data []byte) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.w.WritePacket(gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(data), Length: len(data)}, data)
+	c.mu.Unlock()
+}
+
+func (c *capture) flush() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.b.Flush()
+	c.mu.Unlock()
+}
+
+func (c *capture) close() {
+	if c == nil {
+		return
+	}
+	c.flush()
+	c.f.Close()
+}
