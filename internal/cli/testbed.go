@@ -17,10 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/testbed"
 )
@@ -371,7 +367,7 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 		time.Sleep(2 * time.Second) // into its stride before the first probe
 	}
 	if !asJSON {
-		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %5s %16s %16s %6s %6s %9s %9s\n", "profile", "rtt_ms", "err_p50", "err_p90", "err_p99", "err_max", "lost", "up Mbit/s", "down Mbit/s", "cpu", "steal", "late_p50", "late_p99")
+		testbed.WriteCheckHeader(stdout)
 	}
 	var preempt string // the kernel's preemption model, as the check found it
 	for _, pn := range profiles {
@@ -390,52 +386,10 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 			json.NewEncoder(stdout).Encode(res)
 			continue
 		}
-		us := func(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/1e3) }
-		upTo := func(d time.Duration) string { // a bucket bound; 0: nothing delivered (the kernel forwards)
-			if d == 0 {
-				return "-"
-			}
-			return "≤" + us(d)
-		}
-		rate := func(got, want float64, fit *testbed.TraceFit) string {
-			switch {
-			case fit != nil: // a trace: its mean says little of a few seconds
-				return fmt.Sprintf("trace %5.1f%%", 100*fit.Total)
-			case want == 0:
-				return "unlimited"
-			}
-			return fmt.Sprintf("%.1f/%.1f %3.0f%%", got/1e6, want/1e6, 100*got/want)
-		}
-		fmt.Fprintf(stdout, "%-10s %9.3f %9s %9s %9s %9s %5d %16s %16s %5.0f%% %4dms %9s %9s\n", p.Name, float64(res.ConfiguredRTT)/1e6,
-			us(res.ErrP50), us(res.ErrP90), us(res.ErrP99), us(res.ErrMax), res.Lost, rate(res.UpAchieved, res.UpRate, res.UpTrace), rate(res.DownAchieved, res.DownRate, res.DownTrace), 100*res.EmulatorCPU, res.Steal.Milliseconds(),
-			upTo(res.LateP50), upTo(res.LateP99))
-		if res.GCPauseMax >= 500*time.Microsecond {
-			fmt.Fprintf(stdout, "%-10s this process, which runs the emulator, stopped %d times for GC while the probes ran, the longest ≤%s\n", "", res.GCPauses, us(res.GCPauseMax))
-		}
-		for _, q := range []struct {
-			dir string
-			q   *testbed.QueueStats
-		}{{"up", res.UpQueue}, {"down", res.DownQueue}} {
-			if q.q != nil {
-				fmt.Fprintf(stdout, "%-10s %s queue %s: time in queue p50 %s, p99 %s; %d dropped by %s, %d over the limit\n",
-					"", q.dir, q.q.Discipline, upTo(q.q.SojournP50), upTo(q.q.SojournP99), q.q.Drops, q.q.Discipline, q.q.Overlimit)
-			}
-		}
-		for _, f := range []struct {
-			dir string
-			fit *testbed.TraceFit
-		}{{"up", res.UpTrace}, {"down", res.DownTrace}} {
-			if f.fit != nil {
-				fmt.Fprintf(stdout, "%-10s %s trace %s: %d windows of %s, arrived/trace %.2f%%; per window |error| p50 %.2f%%, max %.2f%% (offered %.1f Mbit/s)\n",
-					"", f.dir, f.fit.Trace, f.fit.Windows, testbed.FitWindow, 100*f.fit.Total, 100*f.fit.ErrP50, 100*f.fit.ErrMax, f.fit.Offered/1e6)
-			}
-		}
-	}
-	if p := preempt; !asJSON && (p == "none" || p == "voluntary") {
-		fmt.Fprintf(stdout, "kernel preemption: %s; a woken emulator thread waits until whatever runs in the kernel yields, so a busy machine (a browser) lengthens the tail; boot with preempt=full to remove that\n", p)
+		res.WriteRows(stdout, p.Name)
 	}
 	if !asJSON {
-		fmt.Fprintln(stdout, "err = measured RTT (ICMP echo, kernel timestamps at the client's device, out and back) minus configured delay and serialization (on a trace, the wait for an opportunity is part of the error); trace = octets arrived over those the trace delivers, in whole 100 ms windows while saturated; cpu = emulator, % of one core, during the throughput runs; steal = CPU time the hypervisor took from this VM during the probes (a vCPU not running is late for everything); late = how late the emulator itself delivered the probes' packets (the rest of the error is the kernels' work along the path)")
+		testbed.WriteCheckLegend(stdout, preempt)
 	}
 	return exitOK
 }
@@ -574,37 +528,14 @@ func testbedBloat(args []string, stdout, stderr io.Writer) int {
 // drawBloat draws each profile's RTT over time, one panel each, on a
 // log scale shared by all.
 func drawBloat(rs []*testbed.LoadedRTT, file string) error {
-	set := &figure.Set{Dir: filepath.Dir(file)}
-	data := figure.Data{Header: []string{"profile", "sent s", "rtt ms"}}
-	var panels []*plot.Plot
-	hi := 0.0
+	f := figure.Timelines{Name: strings.TrimSuffix(filepath.Base(file), ".png"), Title: "RTT under one bulk TCP download",
+		XLabel: "time (s); the download starts at 1 s", YLabel: "RTT (ms)", Columns: [3]string{"profile", "sent s", "rtt ms"}}
 	for _, r := range rs {
-		pts := make(plotter.XYs, 0, len(r.Samples))
+		tl := figure.Timeline{Label: r.Profile}
 		for _, s := range r.Samples {
-			ms := float64(s.RTT) / 1e6
-			pts = append(pts, plotter.XY{X: s.At.Seconds(), Y: ms})
-			data.Add(r.Profile, s.At.Seconds(), ms)
-			hi = max(hi, ms)
+			tl.X, tl.Y = append(tl.X, s.At.Seconds()), append(tl.Y, float64(s.RTT)/1e6)
 		}
-		p := plot.New()
-		p.Title.Text = r.Profile
-		p.X.Label.Text, p.Y.Label.Text = "time (s); the download starts at 1 s", "RTT (ms)"
-		p.Add(plotter.NewGrid())
-		figure.LogY(p)
-		if len(pts) > 0 {
-			l, err := plotter.NewLine(pts)
-			if err != nil {
-				return err
-			}
-			l.Color = figure.Blue
-			p.Add(l)
-		}
-		panels = append(panels, p)
+		f.Panels = append(f.Panels, tl)
 	}
-	for _, p := range panels {
-		p.Y.Min, p.Y.Max = 1, hi*1.2
-	}
-	grid := figure.Rows(panels, 3)
-	return set.AddGrid(grid, strings.TrimSuffix(filepath.Base(file), ".png"), "RTT under one bulk TCP download", "",
-		10*vg.Inch, vg.Length(2.6*float64(len(grid)))*vg.Inch, data)
+	return (&figure.Set{Dir: filepath.Dir(file)}).AddTimelines(f)
 }

@@ -120,3 +120,15 @@ func TestOneColumnMovesTheLegendBelow(t *testing.T) {
 	require.Greater(t, float64(one.strip), 0.0)
 	require.GreaterOrEqual(t, float64(one.height), float64(2*vg.Inch+one.strip))
 }
+
+// TestTimelines: a panel per timeline, their points in the CSV under
+// the figure's columns, saved for print like every figure.
+func TestTimelines(t *testing.T) {
+	set := &Set{Dir: t.TempDir()}
+	require.NoError(t, set.AddTimelines(Timelines{Name: "bloat", Title: "RTT under one bulk TCP download", XLabel: "time (s)", YLabel: "RTT (ms)",
+		Columns: [3]string{"profile", "sent s", "rtt ms"}, Panels: []Timeline{{Label: "dsl", X: []float64{0, 1, 2}, Y: []float64{40, 300, 310}}, {Label: "fiber"}}}))
+	require.Len(t, set.Files(), 6)
+	csv, err := os.ReadFile(filepath.Join(set.Dir, "bloat.csv"))
+	require.NoError(t, err)
+	require.Equal(t, "profile,sent s,rtt ms\ndsl,0,40\ndsl,1,300\ndsl,2,310\n", string(csv))
+}
