@@ -13,7 +13,7 @@ import (
 
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/corpus"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -23,7 +23,7 @@ import (
 // connection record says so) while a forgotten one does not.
 func TestLoadCorpusOverH3(t *testing.T) {
 	if _, err := browser.FindExec(""); err != nil {
-		peertest.Missing(t, "chromium")
+		testutil.Missing(t, "chromium")
 	}
 	all, err := corpus.Extract(t.TempDir())
 	require.NoError(t, err)

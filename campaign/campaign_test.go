@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/campaign"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -32,7 +32,7 @@ func loopbackServer(t testing.TB) *server.Server {
 // and a doxlab server on loopback to measure.
 func postgresAndServer(t testing.TB) (*store.Store, *server.Server) {
 	t.Helper()
-	st, err := store.Open(context.Background(), peertest.StartPostgres(t))
+	st, err := store.Open(context.Background(), testutil.StartPostgres(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	return st, loopbackServer(t)

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/campaign"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/testbed"
 )
@@ -42,7 +42,7 @@ var vantageProfiles = map[string]string{"fiber": "fiber", "cable": "cable", "dsl
 // up: REPEAT=417 KILLS=10 CONCURRENCY=8 is 10,008 tasks and 10 kills. It
 // prints the figures.
 func TestDistributedCampaign(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	repeat, kills := envInt("DOXLAB_CAMPAIGN_REPEAT", 12), envInt("DOXLAB_CAMPAIGN_KILLS", 3)
 	concurrency := strconv.Itoa(envInt("DOXLAB_CAMPAIGN_CONCURRENCY", 2))
 	dir := t.TempDir()
@@ -62,7 +62,7 @@ func TestDistributedCampaign(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Close()
 
-	pg := peertest.NewPostgres(t, tb.IP("db").String(), func(argv ...string) *exec.Cmd { return tb.Command("db", argv...) })
+	pg := testutil.NewPostgres(t, tb.IP("db").String(), func(argv ...string) *exec.Cmd { return tb.Command("db", argv...) })
 	srv, err := server.StartIn(&server.Config{Listen: server.Listen{UDP: tb.IP("resolver").String() + ":53", TCP: tb.IP("resolver").String() + ":53",
 		DoT: tb.IP("resolver").String() + ":853", DoQ: tb.IP("resolver").String() + ":853"}, Answers: server.Answers{Any: "192.0.2.7"}},
 		func(f func() error) error { return tb.Run("resolver", f) })

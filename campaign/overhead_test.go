@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/campaign"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 )
@@ -22,7 +22,7 @@ import (
 //	go test -run - -bench QueueOverhead -benchtime 500x ./campaign
 func BenchmarkQueueOverhead(b *testing.B) {
 	ctx := context.Background()
-	dsn := peertest.StartPostgres(b)
+	dsn := testutil.StartPostgres(b)
 	srv := loopbackServer(b)
 	st, err := store.Open(ctx, dsn)
 	require.NoError(b, err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
@@ -363,7 +363,7 @@ func TestOriginSkipsDNS(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>"+strings.Repeat("x", 5000)+"</html>"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.png"), []byte("png"), 0o644))
 	const other, unannounced = "other.doxlab.test", "unannounced.doxlab.test"
-	port := peertest.FreePort(t)
+	port := testutil.FreePort(t)
 	web, udp := "127.0.0.1:"+strconv.Itoa(port), "127.0.0.1:0"
 	srv, err := server.New(&server.Config{
 		Listen:  server.Listen{UDP: udp, Web: web},
@@ -405,7 +405,7 @@ func TestOriginSkipsDNS(t *testing.T) {
 func TestHTTPSRecordsAndDiscovery(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>hi</html>"), 0o644))
-	port := peertest.FreePort(t)
+	port := testutil.FreePort(t)
 	srv, err := server.New(&server.Config{
 		Listen: server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:" + strconv.Itoa(port)},
 		TLS:    server.TLS{Names: []string{host}},

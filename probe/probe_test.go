@@ -15,7 +15,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/probe"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/testbed"
@@ -32,8 +32,8 @@ func TestProbesAgainstPeers(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
 	defer srv.Close()
-	cd := peertest.StartCoreDNS(t)
-	aq := peertest.StartAioquicDoQ(t, false)
+	cd := testutil.StartCoreDNS(t)
+	aq := testutil.StartAioquicDoQ(t, false)
 
 	for name, addr := range map[string]string{"doxlab": srv.Addr("doq").String(), "coredns": cd.DoQ, "aioquic": aq.Addr} {
 		t.Run("quic/"+name, func(t *testing.T) {
@@ -56,7 +56,7 @@ func TestProbesAgainstPeers(t *testing.T) {
 }
 
 func TestProbesClosedPort(t *testing.T) {
-	addr := fmt.Sprintf("127.0.0.1:%d", peertest.FreePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	for name, f := range map[string]func(context.Context, string) (probe.Result, error){"udp": probe.UDP, "tcp": probe.TCP, "quic": probe.QUIC} {
 		_, err := f(ctx(t), addr)
 		require.ErrorIs(t, err, syscall.ECONNREFUSED, name)
@@ -81,7 +81,7 @@ func TestParseVN(t *testing.T) {
 // round trip.
 func TestProbesInTestbed(t *testing.T) {
 	if err := checkRoot(); err != nil {
-		peertest.Missing(t, err.Error())
+		testutil.Missing(t, err.Error())
 	}
 	tb, err := testbed.Start(testbed.Spec{Name: "tprobe", Profile: "fiber"})
 	require.NoError(t, err)

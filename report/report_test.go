@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/internal/reportcheck"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/report"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -138,7 +138,7 @@ func TestFailedLinkCheckMakesFindingsInconclusive(t *testing.T) {
 // first, every figure draws data and links it, nothing needs sideways
 // scrolling, and the screenshots are not blank.
 func TestReportRendersInChromium(t *testing.T) {
-	peertest.NeedChromium(t)
+	testutil.NeedChromium(t)
 	dir := t.TempDir()
 	rep, err := report.Render(samples(t), dir, "doxlab report: test")
 	require.NoError(t, err)

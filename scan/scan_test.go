@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/scan"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/testbed"
@@ -42,7 +42,7 @@ func TestSpecRefusesUnsafeScans(t *testing.T) {
 // exactly the QUIC services with their versions, a Do53 service, honours
 // the blocklist and keeps to its rate.
 func TestScanFindsQUICServices(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	tb, err := testbed.Start(testbed.Spec{Name: "scantest", Hosts: []string{"client", "s1", "s2", "s3"}})
 	require.NoError(t, err)
 	defer tb.Close()

@@ -36,7 +36,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -114,7 +114,7 @@ func rssKiB(t *testing.T) int {
 // own address. The server answers it once, and must drop its own answer
 // (QR=1) rather than answer that too, for ever.
 func TestSpoofedDatagramFromItself(t *testing.T) {
-	peertest.NeedRoot(t, "a raw socket needs root")
+	testutil.NeedRoot(t, "a raw socket needs root")
 	ts := start(t, nil)
 	srv := ts.Addr("udp").(*net.UDPAddr)
 	q := query("loop.example")

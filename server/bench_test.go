@@ -7,7 +7,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -18,7 +18,7 @@ import (
 //
 //	go test ./server -run '^$' -bench ServerQPS -benchtime 20000x
 func BenchmarkServerQPS(b *testing.B) {
-	cd := peertest.StartCoreDNS(b)
+	cd := testutil.StartCoreDNS(b)
 	srv, err := server.New(&server.Config{Listen: server.Listen{DoQ: "127.0.0.1:0", DoH3: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.7"}})
 	if err != nil {
 		b.Fatal(err)
@@ -45,7 +45,7 @@ func BenchmarkServerQPS(b *testing.B) {
 				}
 				defer tr.Close()
 				q := new(dns.Msg)
-				q.SetQuestion(peertest.ZoneName, dns.TypeA)
+				q.SetQuestion(testutil.ZoneName, dns.TypeA)
 				for pb.Next() {
 					if _, err := tr.Exchange(context.Background(), q); err != nil {
 						b.Error(err)

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -25,7 +25,7 @@ import (
 // against the DoH listener's HTTP/2, then asks it as a client would:
 // nothing h2spec sent may have left it broken.
 func TestDoH2Conformance(t *testing.T) {
-	bin := peertest.Need(t, "h2spec", "go install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible")
+	bin := testutil.Need(t, "h2spec", "go install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible")
 	ts := start(t, nil)
 	out, err := exec.Command(bin, "-h", "127.0.0.1", "-p", ts.port("doh"), "-t", "-k", "-P", "/dns-query", "-o", "2").CombinedOutput()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -68,10 +68,10 @@ type firefoxResult struct {
 // records) HTTP/3.
 func firefoxLoad(t *testing.T, noOrigin, h3 bool) firefoxResult {
 	t.Helper()
-	firefox := peertest.Need(t, "firefox-esr", "apt-get install firefox-esr")
-	certutil := peertest.Need(t, "certutil", "apt-get install libnss3-tools")
+	firefox := testutil.Need(t, "firefox-esr", "apt-get install firefox-esr")
+	certutil := testutil.Need(t, "certutil", "apt-get install libnss3-tools")
 	hosts := firefoxHosts
-	ca := peertest.NewCA(t, hosts...)
+	ca := testutil.NewCA(t, hosts...)
 	site := t.TempDir()
 	page := "<html><head><title>origins</title>"
 	for _, h := range hosts[1:] {
@@ -83,7 +83,7 @@ func firefoxLoad(t *testing.T, noOrigin, h3 bool) firefoxResult {
 	}
 	page += "</head><body>three other origins</body></html>"
 	require.NoError(t, os.MkdirAll(filepath.Join(site, "page.test"), 0o755))
-	webPort, dohPort := strconv.Itoa(peertest.FreePort(t)), strconv.Itoa(peertest.FreePort(t))
+	webPort, dohPort := strconv.Itoa(testutil.FreePort(t)), strconv.Itoa(testutil.FreePort(t))
 	require.NoError(t, os.WriteFile(filepath.Join(site, "page.test", "index.html"), []byte(strings.ReplaceAll(page, ":PORT/", ":"+webPort+"/")), 0o644))
 
 	ts := start(t, func(c *server.Config) {

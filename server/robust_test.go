@@ -24,7 +24,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -32,7 +32,7 @@ import (
 // TestDnsperfLoad puts a short, rate-limited load from dnsperf (Debian) on
 // every transport it speaks; nothing may be lost.
 func TestDnsperfLoad(t *testing.T) {
-	bin := peertest.Need(t, "dnsperf", "apt-get install dnsperf")
+	bin := testutil.Need(t, "dnsperf", "apt-get install dnsperf")
 	ts := start(t, nil)
 	qfile := filepath.Join(t.TempDir(), "queries")
 	var b strings.Builder
@@ -215,7 +215,7 @@ func TestConnectionLimit(t *testing.T) {
 // 0-RTT on DoQ.
 func TestTicketKeyFileSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	cert := peertest.NewCert(t)
+	cert := testutil.NewCert(t)
 	cfg := func(c *server.Config) {
 		c.TLS = server.TLS{Cert: cert.CertFile, Key: cert.KeyFile, TicketKeys: filepath.Join(dir, "tickets.key"), TokenKey: filepath.Join(dir, "token.key")}
 	}

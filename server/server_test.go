@@ -27,7 +27,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
@@ -132,11 +132,11 @@ func ask(t *testing.T, url string, opts transport.Options, name string) *transpo
 // kdig and dig (Debian) and dnspython (PyPI).
 func TestIndependentClients(t *testing.T) {
 	ts := start(t, nil)
-	kdig := peertest.Need(t, "kdig", "apt-get install knot-dnsutils")
-	dig := peertest.Need(t, "dig", "apt-get install bind9-dnsutils")
-	py := peertest.Need(t, "python3", "apt-get install python3")
+	kdig := testutil.Need(t, "kdig", "apt-get install knot-dnsutils")
+	dig := testutil.Need(t, "dig", "apt-get install bind9-dnsutils")
+	py := testutil.Need(t, "python3", "apt-get install python3")
 	if err := exec.Command(py, "-c", "import dns.query, aioquic").Run(); err != nil {
-		peertest.Missing(t, "dnspython with DoQ and DoH extras missing: pip install 'dnspython[doh,doq]'")
+		testutil.Missing(t, "dnspython with DoQ and DoH extras missing: pip install 'dnspython[doh,doq]'")
 	}
 	tlsArgs := []string{"+tls-ca=" + ts.caFile, "+tls-hostname=localhost"}
 	cases := []struct {
@@ -337,12 +337,12 @@ func TestAnswerSources(t *testing.T) {
 	dir := t.TempDir()
 	hosts := filepath.Join(dir, "hosts")
 	require.NoError(t, os.WriteFile(hosts, []byte("# comment\n198.51.100.9 h.hosts.test alias.hosts.test\n2001:db8::9 h.hosts.test\n"), 0o644))
-	zone := peertest.WriteZone(t, dir)
+	zone := testutil.WriteZone(t, dir)
 	ts := start(t, func(c *server.Config) {
 		c.Answers = server.Answers{Static: []string{"s.static.test. 60 IN A 203.0.113.5"}, Hosts: hosts, Zone: zone}
 	})
 	o := ts.pool()
-	for name, want := range map[string]string{"s.static.test": "203.0.113.5", "alias.hosts.test": "198.51.100.9", "example.test": peertest.ZoneA} {
+	for name, want := range map[string]string{"s.static.test": "203.0.113.5", "alias.hosts.test": "198.51.100.9", "example.test": testutil.ZoneA} {
 		rec := ask(t, ts.url("udp"), o, name)
 		require.Equal(t, transport.StatusOK, rec.Status, name)
 		require.Contains(t, rec.Answers[0], want)
@@ -379,13 +379,13 @@ func TestCNAMEChase(t *testing.T) {
 // TestForwardAndCache forwards to CoreDNS, then stops it: cached answers
 // still come, uncached ones fail.
 func TestForwardAndCache(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	ts := start(t, func(c *server.Config) { c.Answers = server.Answers{Forward: cd.UDP, Cache: true} })
-	rec := ask(t, ts.url("dot"), ts.pool(), peertest.ZoneName)
-	require.Contains(t, rec.Answers[0], peertest.ZoneA)
+	rec := ask(t, ts.url("dot"), ts.pool(), testutil.ZoneName)
+	require.Contains(t, rec.Answers[0], testutil.ZoneA)
 	cd.Stop()
-	rec = ask(t, ts.url("doq"), ts.pool(), peertest.ZoneName)
-	require.Contains(t, rec.Answers[0], peertest.ZoneA, "from the cache")
+	rec = ask(t, ts.url("doq"), ts.pool(), testutil.ZoneName)
+	require.Contains(t, rec.Answers[0], testutil.ZoneA, "from the cache")
 	rec = ask(t, ts.url("udp"), ts.pool(), "other.test")
 	require.Equal(t, transport.StatusServFail, rec.Status)
 }
@@ -551,9 +551,9 @@ func TestWeb(t *testing.T) {
 	})
 	port := ts.port("web")
 
-	script := filepath.Join(peertest.AioquicExamples(), "http3_client.py")
+	script := filepath.Join(testutil.AioquicExamples(), "http3_client.py")
 	if _, err := os.Stat(script); err != nil {
-		peertest.Missing(t, "aioquic's http3_client.py not found; run bash .ci/run")
+		testutil.Missing(t, "aioquic's http3_client.py not found; run bash .ci/run")
 	}
 	out := t.TempDir()
 	cmd := exec.Command("python3", script, "--ca-certs", ts.caFile, "--output-dir", out, "https://127.0.0.1:"+port+"/")
@@ -879,7 +879,7 @@ func TestNagleClientsAreNotHeldByOurDelayedACK(t *testing.T) {
 // HTTP/3 side does; nghttp2's client (an independent decoder) reads it,
 // and the conn record lists the origins. web.no_origin sends none.
 func TestH2OriginFrame(t *testing.T) {
-	nghttp := peertest.Need(t, "nghttp", "apt-get install nghttp2-client")
+	nghttp := testutil.Need(t, "nghttp", "apt-get install nghttp2-client")
 	dir := t.TempDir()
 	for _, site := range []string{"a", "b"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, site), 0o755))
@@ -926,9 +926,9 @@ func TestH2OriginFrame(t *testing.T) {
 // on the same connection, and its varint buffer decodes the frame's
 // entries. web.no_origin sends none.
 func TestH3OriginFrame(t *testing.T) {
-	py := peertest.Need(t, "python3", "apt-get install python3")
+	py := testutil.Need(t, "python3", "apt-get install python3")
 	if err := exec.Command(py, "-c", "import aioquic").Run(); err != nil {
-		peertest.Missing(t, "aioquic missing: pip install aioquic")
+		testutil.Missing(t, "aioquic missing: pip install aioquic")
 	}
 	dir := t.TempDir()
 	for _, site := range []string{"a", "b"} {

@@ -16,7 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
@@ -135,7 +135,7 @@ func TestSQLiteRoundTrip(t *testing.T) {
 }
 
 func TestPostgresRoundTrip(t *testing.T) {
-	roundTrip(t, peertest.StartPostgres(t))
+	roundTrip(t, testutil.StartPostgres(t))
 }
 
 // upgradeFromSchema1 opens a store written before vantage points and
@@ -211,7 +211,7 @@ func TestUpgradeFromSchema1(t *testing.T) {
 }
 
 func TestPostgresUpgradeFromSchema1(t *testing.T) {
-	upgradeFromSchema1(t, "pgx", peertest.StartPostgres(t))
+	upgradeFromSchema1(t, "pgx", testutil.StartPostgres(t))
 }
 
 func TestOpenErrors(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // These tests need root (CI has it); elsewhere they
@@ -33,7 +33,7 @@ func needRoot(t *testing.T) {
 		t.Skip("-short: the testbed needs root")
 	}
 	if err := checkPrivileges(); err != nil {
-		peertest.Missing(t, err.Error())
+		testutil.Missing(t, err.Error())
 	}
 }
 
@@ -170,7 +170,7 @@ func TestJitterDoesNotReorder(t *testing.T) {
 
 func TestPcapCountsPackets(t *testing.T) {
 	needRoot(t)
-	tshark := peertest.Need(t, "tshark", "apt-get install tshark")
+	tshark := testutil.Need(t, "tshark", "apt-get install tshark")
 	dir := t.TempDir()
 	tb := startTB(t, Spec{Name: "tpcap", PcapDir: dir, Profile: "fiber"})
 	times := captureUDP(t, tb, tshark, dir, 25)
@@ -423,7 +423,7 @@ func TestSniffSeesBothWays(t *testing.T) {
 // and captures what the kernel forwarded.
 func TestKernelPathsFollowProfiles(t *testing.T) {
 	needRoot(t)
-	tshark := peertest.Need(t, "tshark", "apt-get install tshark")
+	tshark := testutil.Need(t, "tshark", "apt-get install tshark")
 	dir := t.TempDir()
 	tb := startTB(t, Spec{Name: "tkpath", PcapDir: dir})
 	rtt := func(p Profile) *CheckResult {

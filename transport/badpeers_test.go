@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -33,7 +33,7 @@ func fail(t *testing.T, url string, opts transport.Options) *transport.Record {
 	require.NoError(t, err)
 	defer tr.Close()
 	start := time.Now()
-	rec, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+	rec, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
 	require.Error(t, err)
 	require.NotNil(t, rec)
 	require.Equal(t, rec.Error, err.Error())
@@ -43,7 +43,7 @@ func fail(t *testing.T, url string, opts transport.Options) *transport.Record {
 }
 
 func TestClosedPortsAreRefused(t *testing.T) {
-	port := peertest.FreePort(t)
+	port := testutil.FreePort(t)
 	for _, scheme := range []string{"udp", "tcp", "tls", "https", "h3", "quic"} {
 		t.Run(scheme, func(t *testing.T) {
 			rec := fail(t, fmt.Sprintf("%s://127.0.0.1:%d", scheme, port), transport.Options{Insecure: true, Timeout: 3 * time.Second})
@@ -53,7 +53,7 @@ func TestClosedPortsAreRefused(t *testing.T) {
 }
 
 func TestCertificateErrors(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	for _, url := range []string{cd.TLS, cd.HTTPS, cd.H3, cd.QUIC} {
 		t.Run(url[:strings.Index(url, ":")]+"/unknown-ca", func(t *testing.T) {
 			rec := fail(t, url, transport.Options{})
@@ -78,12 +78,12 @@ func TestCertificateErrors(t *testing.T) {
 		})
 	}
 	// --insecure accepts what the CA check refused.
-	rec := exchange(t, cd.TLS, transport.Options{Insecure: true, SNI: "wrong.example"}, query(peertest.ZoneName, dns.TypeA))
+	rec := exchange(t, cd.TLS, transport.Options{Insecure: true, SNI: "wrong.example"}, query(testutil.ZoneName, dns.TypeA))
 	require.Equal(t, transport.StatusOK, rec.Status)
 }
 
 func TestWrongProtocolAndHTTPErrors(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	rec := fail(t, "tls://"+cd.Do53, transport.Options{Insecure: true})
 	require.Contains(t, []transport.Status{transport.StatusTLS, transport.StatusTimeout}, rec.Status, rec.Error)
 	require.Empty(t, rec.Conn.TLSVersion, "no handshake chose a version: none is named (not 0x0000)")
@@ -96,7 +96,7 @@ func TestWrongProtocolAndHTTPErrors(t *testing.T) {
 	}
 	for _, v := range []string{"1.1", "2", "3"} {
 		for _, reuse := range []bool{false, true} {
-			rec = exchange(t, "https://"+cd.DoH+"/dns-query", transport.Options{RootCAs: cd.Cert.Pool, HTTPVersion: v, Reuse: reuse}, query(peertest.ZoneName, dns.TypeA))
+			rec = exchange(t, "https://"+cd.DoH+"/dns-query", transport.Options{RootCAs: cd.Cert.Pool, HTTPVersion: v, Reuse: reuse}, query(testutil.ZoneName, dns.TypeA))
 			require.Equal(t, http.StatusOK, rec.Conn.HTTPStatus, "HTTP/%s, reuse %v", v, reuse)
 		}
 	}
@@ -146,7 +146,7 @@ func answer(q []byte, mutate func(*dns.Msg)) []byte {
 	}
 	r := new(dns.Msg)
 	r.SetReply(m)
-	rr, _ := dns.NewRR(m.Question[0].Name + " 60 IN A " + peertest.ZoneA)
+	rr, _ := dns.NewRR(m.Question[0].Name + " 60 IN A " + testutil.ZoneA)
 	r.Answer = append(r.Answer, rr)
 	if mutate != nil {
 		mutate(r)
@@ -180,7 +180,7 @@ func TestMisbehavingUDPServers(t *testing.T) {
 	}
 	t.Run("truncated", func(t *testing.T) {
 		url := udpFixture(t, func(q []byte) []byte { return answer(q, func(m *dns.Msg) { m.Truncated = true; m.Answer = nil }) })
-		rec := exchange(t, url, transport.Options{}, query(peertest.ZoneName, dns.TypeA))
+		rec := exchange(t, url, transport.Options{}, query(testutil.ZoneName, dns.TypeA))
 		require.Equal(t, transport.StatusTruncated, rec.Status)
 	})
 }
@@ -248,7 +248,7 @@ func TestMisbehavingTCPServers(t *testing.T) {
 }
 
 // tlsFixture serves HTTPS (HTTP/1.1 and HTTP/2) with handler.
-func tlsFixture(t *testing.T, cert *peertest.Cert, handler http.HandlerFunc) string {
+func tlsFixture(t *testing.T, cert *testutil.Cert, handler http.HandlerFunc) string {
 	kp, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
 	require.NoError(t, err)
 	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{kp}, NextProtos: []string{"h2", "http/1.1"}})
@@ -262,7 +262,7 @@ func tlsFixture(t *testing.T, cert *peertest.Cert, handler http.HandlerFunc) str
 }
 
 func TestMisbehavingDoHServers(t *testing.T) {
-	cert := peertest.NewCert(t)
+	cert := testutil.NewCert(t)
 	cases := []struct {
 		name    string
 		handler http.HandlerFunc
@@ -311,7 +311,7 @@ func TestMisbehavingDoHServers(t *testing.T) {
 // with base64url and no padding, POST with the message as body, ID 0, and
 // the JSON API. The fixture answers each form the way a resolver does.
 func TestDoHJSONAndWireFormat(t *testing.T) {
-	cert := peertest.NewCert(t)
+	cert := testutil.NewCert(t)
 	url := tlsFixture(t, cert, func(w http.ResponseWriter, r *http.Request) {
 		var wire []byte
 		switch {
@@ -322,7 +322,7 @@ func TestDoHJSONAndWireFormat(t *testing.T) {
 			}
 			w.Header().Set("Content-Type", "application/dns-json")
 			fmt.Fprintf(w, `{"Status":0,"TC":false,"RD":true,"RA":true,"AD":false,"CD":false,"Question":[{"name":%q,"type":1}],"Answer":[{"name":%q,"type":1,"TTL":60,"data":"%s"},{"name":%q,"type":16,"TTL":60,"data":"\"hello world\""}]}`,
-				r.URL.Query().Get("name"), r.URL.Query().Get("name"), peertest.ZoneA, r.URL.Query().Get("name"))
+				r.URL.Query().Get("name"), r.URL.Query().Get("name"), testutil.ZoneA, r.URL.Query().Get("name"))
 			return
 		case r.Method == http.MethodPost:
 			if r.Header.Get("Content-Type") != "application/dns-message" {
@@ -351,12 +351,12 @@ func TestDoHJSONAndWireFormat(t *testing.T) {
 		json   bool
 	}{{"get", "get", false}, {"post", "post", false}, {"json", "get", true}} {
 		t.Run(c.name, func(t *testing.T) {
-			q := query(peertest.ZoneName, dns.TypeA)
+			q := query(testutil.ZoneName, dns.TypeA)
 			q.Id = 4242
 			rec := exchange(t, url, transport.Options{RootCAs: cert.Pool, Method: c.method, JSON: c.json}, q)
 			require.Equal(t, transport.StatusOK, rec.Status)
 			require.Equal(t, uint16(4242), rec.Response.Id, "ID restored locally")
-			require.Contains(t, rec.Answers[0], peertest.ZoneA)
+			require.Contains(t, rec.Answers[0], testutil.ZoneA)
 			if c.json {
 				require.Len(t, rec.Answers, 2)
 				require.Contains(t, rec.Answers[1], `"hello world"`)
@@ -367,7 +367,7 @@ func TestDoHJSONAndWireFormat(t *testing.T) {
 
 // doqFixture is a DoQ server on quic-go that hands each stream to serve;
 // it accepts only QUIC v1, so a client offering v2 first must negotiate.
-func doqFixture(t *testing.T, cert *peertest.Cert, serve func(str *quic.Stream), alpn ...string) string {
+func doqFixture(t *testing.T, cert *testutil.Cert, serve func(str *quic.Stream), alpn ...string) string {
 	kp, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
 	require.NoError(t, err)
 	if len(alpn) == 0 {
@@ -398,7 +398,7 @@ func doqFixture(t *testing.T, cert *peertest.Cert, serve func(str *quic.Stream),
 }
 
 func TestDoQFramingAndVersionNegotiation(t *testing.T) {
-	cert := peertest.NewCert(t)
+	cert := testutil.NewCert(t)
 	readQuery := func(str *quic.Stream) []byte {
 		b, _ := io.ReadAll(str) // the client sends FIN after its query
 		if len(b) < 2 || int(binary.BigEndian.Uint16(b)) != len(b)-2 {
@@ -417,7 +417,7 @@ func TestDoQFramingAndVersionNegotiation(t *testing.T) {
 		str.Write(append([]byte{byte(len(a) >> 8), byte(len(a))}, a...))
 		str.Close()
 	})
-	q := query(peertest.ZoneName, dns.TypeA)
+	q := query(testutil.ZoneName, dns.TypeA)
 	q.Id = 999
 	rec := exchange(t, good, transport.Options{RootCAs: cert.Pool, QUICVersions: []quic.Version{quic.Version2, quic.Version1}}, q)
 	require.Equal(t, transport.StatusOK, rec.Status)
@@ -442,8 +442,8 @@ func TestDoQFramingAndVersionNegotiation(t *testing.T) {
 	// first and needs no Version Negotiation.
 	sess := transport.NewSession(transport.SessionConfig{Versions: true})
 	o := transport.Options{RootCAs: cert.Pool, QUICVersions: []quic.Version{quic.Version2, quic.Version1}, Session: sess}
-	require.True(t, exchange(t, good, o, query(peertest.ZoneName, dns.TypeA)).Conn.VersionNeg)
-	require.False(t, exchange(t, good, o, query(peertest.ZoneName, dns.TypeA)).Conn.VersionNeg, "pinned")
+	require.True(t, exchange(t, good, o, query(testutil.ZoneName, dns.TypeA)).Conn.VersionNeg)
+	require.False(t, exchange(t, good, o, query(testutil.ZoneName, dns.TypeA)).Conn.VersionNeg, "pinned")
 
 	cases := []struct {
 		name  string
@@ -475,7 +475,7 @@ var base64RawURL = base64.RawURLEncoding
 // TestDoQDraftWithoutPrefix talks to a server that speaks only draft -02,
 // whose messages have no length prefix and end with the stream.
 func TestDoQDraftWithoutPrefix(t *testing.T) {
-	cert := peertest.NewCert(t)
+	cert := testutil.NewCert(t)
 	url := doqFixture(t, cert, func(str *quic.Stream) {
 		q, _ := io.ReadAll(str)
 		str.Write(answer(q, nil))
@@ -483,7 +483,7 @@ func TestDoQDraftWithoutPrefix(t *testing.T) {
 	}, "doq-i02")
 	rec := fail(t, url, transport.Options{RootCAs: cert.Pool})
 	require.Equal(t, transport.StatusTLS, rec.Status, "only doq offered: no common ALPN; %s", rec.Error)
-	rec = exchange(t, url, transport.Options{RootCAs: cert.Pool, DoQALPNs: append([]string{"doq"}, transport.DraftDoQALPNs...)}, query(peertest.ZoneName, dns.TypeA))
+	rec = exchange(t, url, transport.Options{RootCAs: cert.Pool, DoQALPNs: append([]string{"doq"}, transport.DraftDoQALPNs...)}, query(testutil.ZoneName, dns.TypeA))
 	require.Equal(t, transport.StatusOK, rec.Status)
 	require.Equal(t, "doq-i02", rec.Conn.ALPN)
 }
@@ -505,13 +505,13 @@ func TestIPv6AndNames(t *testing.T) {
 		}
 	}()
 	port := pc.LocalAddr().(*net.UDPAddr).Port
-	rec := exchange(t, fmt.Sprintf("udp://[::1]:%d", port), transport.Options{}, query(peertest.ZoneName, dns.TypeA))
+	rec := exchange(t, fmt.Sprintf("udp://[::1]:%d", port), transport.Options{}, query(testutil.ZoneName, dns.TypeA))
 	require.Equal(t, transport.StatusOK, rec.Status)
 	require.True(t, strings.HasPrefix(rec.Conn.RemoteAddr, "[::1]:"), rec.Conn.RemoteAddr)
 
 	// A name resolves once, outside the timed exchange, preferring IPv4.
-	cd := peertest.StartCoreDNS(t)
-	rec = exchange(t, "tls://localhost:"+strings.Split(cd.DoT, ":")[1], transport.Options{RootCAs: cd.Cert.Pool}, query(peertest.ZoneName, dns.TypeA))
+	cd := testutil.StartCoreDNS(t)
+	rec = exchange(t, "tls://localhost:"+strings.Split(cd.DoT, ":")[1], transport.Options{RootCAs: cd.Cert.Pool}, query(testutil.ZoneName, dns.TypeA))
 	require.Equal(t, transport.StatusOK, rec.Status)
 	require.True(t, strings.HasPrefix(rec.Conn.RemoteAddr, "127.0.0.1:"), rec.Conn.RemoteAddr)
 }
@@ -545,7 +545,7 @@ func TestDelayedACKStallIsLabelled(t *testing.T) {
 		require.NoError(t, err)
 		defer tr.Close()
 		for range 5 {
-			rec, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+			rec, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
 			require.NoError(t, err)
 			if rec.Conn.DelayedACKStall {
 				stalls++

@@ -8,7 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -28,7 +28,7 @@ func cpuTime() time.Duration {
 // client-cpu-us/op is the figure to compare; ns/op also includes waiting
 // for CoreDNS.
 func BenchmarkExchangeReused(b *testing.B) {
-	cd := peertest.StartCoreDNS(b)
+	cd := testutil.StartCoreDNS(b)
 	for _, c := range []struct{ name, url, http string }{
 		{"udp", cd.UDP, ""}, {"tcp", cd.TCP, ""}, {"dot", cd.TLS, ""}, {"doh1", cd.HTTPS, "1.1"},
 		{"doh2", cd.HTTPS, "2"}, {"doh3", cd.H3, ""}, {"doq", cd.QUIC, ""},
@@ -40,7 +40,7 @@ func BenchmarkExchangeReused(b *testing.B) {
 			}
 			defer tr.Close()
 			q := new(dns.Msg)
-			q.SetQuestion(peertest.ZoneName, dns.TypeA)
+			q.SetQuestion(testutil.ZoneName, dns.TypeA)
 			if _, err := tr.Exchange(context.Background(), q); err != nil { // connect outside the loop
 				b.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func BenchmarkExchangeReused(b *testing.B) {
 // BenchmarkMiekgReference is miekg/dns's client on the same CoreDNS: a
 // reference for what doxlab's timing and accounting cost on top.
 func BenchmarkMiekgReference(b *testing.B) {
-	cd := peertest.StartCoreDNS(b)
+	cd := testutil.StartCoreDNS(b)
 	for _, netw := range []string{"udp", "tcp"} {
 		b.Run(netw, func(b *testing.B) {
 			c := &dns.Client{Net: netw}
@@ -71,7 +71,7 @@ func BenchmarkMiekgReference(b *testing.B) {
 			}
 			defer conn.Close()
 			q := new(dns.Msg)
-			q.SetQuestion(peertest.ZoneName, dns.TypeA)
+			q.SetQuestion(testutil.ZoneName, dns.TypeA)
 			b.ReportAllocs()
 			cpu0 := cpuTime()
 			for b.Loop() {

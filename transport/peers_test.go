@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -56,7 +56,7 @@ func requireTimingOrder(t *testing.T, rec *transport.Record, zeroRTT bool) {
 }
 
 func TestCoreDNSAllTransports(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	cases := []struct {
 		name, url, http string
 		proto, alpn     string
@@ -77,11 +77,11 @@ func TestCoreDNSAllTransports(t *testing.T) {
 				continue
 			}
 			t.Run(c.name+"/"+method, func(t *testing.T) {
-				rec := exchange(t, c.url, transport.Options{RootCAs: cd.Cert.Pool, HTTPVersion: c.http, Method: method}, query(peertest.ZoneName, dns.TypeA))
+				rec := exchange(t, c.url, transport.Options{RootCAs: cd.Cert.Pool, HTTPVersion: c.http, Method: method}, query(testutil.ZoneName, dns.TypeA))
 				require.Equal(t, transport.StatusOK, rec.Status)
 				require.Equal(t, "NOERROR", rec.Rcode)
 				require.Len(t, rec.Answers, 1)
-				require.Contains(t, rec.Answers[0], peertest.ZoneA)
+				require.Contains(t, rec.Answers[0], testutil.ZoneA)
 				require.Equal(t, c.proto, rec.Protocol)
 				require.False(t, rec.Conn.Reused)
 				require.Equal(t, c.alpn, rec.Conn.ALPN)
@@ -112,9 +112,9 @@ func TestCoreDNSAllTransports(t *testing.T) {
 }
 
 func TestNXDomainIsAnAnswer(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	for _, url := range []string{cd.UDP, cd.TLS, cd.QUIC} {
-		rec := exchange(t, url, transport.Options{RootCAs: cd.Cert.Pool}, query(peertest.NXName, dns.TypeA))
+		rec := exchange(t, url, transport.Options{RootCAs: cd.Cert.Pool}, query(testutil.NXName, dns.TypeA))
 		require.Equal(t, transport.StatusNXDomain, rec.Status, url)
 		require.Equal(t, "NXDOMAIN", rec.Rcode)
 	}
@@ -123,7 +123,7 @@ func TestNXDomainIsAnAnswer(t *testing.T) {
 // TestResumptionAndZeroRTT checks the papers' three conditions: a fresh
 // connection, a resumed one, and 0-RTT where the transport allows it.
 func TestResumptionAndZeroRTT(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	// 0-RTT goes through a relay that holds replies for 20 ms: early data
 	// must leave before the handshake ends, and on loopback a busy
 	// machine may not schedule the query within the 1 ms a bare
@@ -136,8 +136,8 @@ func TestResumptionAndZeroRTT(t *testing.T) {
 		{"dot", cd.TLS, "", false},
 		{"doh2", cd.HTTPS, "2", false},
 		{"doh1", cd.HTTPS, "1.1", false},
-		{"doh3", "h3://" + peertest.DelayUDP(t, cd.DoH, hold) + "/dns-query", "", true},
-		{"doq", "quic://" + peertest.DelayUDP(t, cd.DoQ, hold), "", true},
+		{"doh3", "h3://" + testutil.DelayUDP(t, cd.DoH, hold) + "/dns-query", "", true},
+		{"doq", "quic://" + testutil.DelayUDP(t, cd.DoQ, hold), "", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -146,11 +146,11 @@ func TestResumptionAndZeroRTT(t *testing.T) {
 			tr, err := transport.New(c.url, opts)
 			require.NoError(t, err)
 			defer tr.Close()
-			first, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+			first, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
 			require.NoError(t, err)
 			require.False(t, first.Conn.TLSResumed)
 			require.False(t, first.Conn.Used0RTT)
-			second, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+			second, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
 			require.NoError(t, err)
 			require.False(t, second.Conn.Reused, "a fresh connection per query")
 			require.True(t, second.Conn.TLSResumed, "second connection did not resume")
@@ -171,11 +171,11 @@ func TestResumptionAndZeroRTT(t *testing.T) {
 // Through a relay holding replies 200 ms, queued handshakes would take
 // 200 ms more each.
 func TestFreshConnectionsDialInParallel(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	const hold = 200 * time.Millisecond
 	for _, c := range []struct{ name, url string }{
-		{"doq", "quic://" + peertest.DelayUDP(t, cd.DoQ, hold)},
-		{"doh3", "h3://" + peertest.DelayUDP(t, cd.DoH, hold) + "/dns-query"},
+		{"doq", "quic://" + testutil.DelayUDP(t, cd.DoQ, hold)},
+		{"doh3", "h3://" + testutil.DelayUDP(t, cd.DoH, hold) + "/dns-query"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr, err := transport.New(c.url, transport.Options{RootCAs: cd.Cert.Pool})
@@ -187,7 +187,7 @@ func TestFreshConnectionsDialInParallel(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					rec, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+					rec, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
 					if assert.NoError(t, err) {
 						totals[i] = rec.Timing.TotalMs
 					}
@@ -201,7 +201,7 @@ func TestFreshConnectionsDialInParallel(t *testing.T) {
 }
 
 func TestReuseKeepsOneConnection(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	for _, c := range []struct{ name, url, http string }{
 		{"udp", cd.UDP, ""}, {"tcp", cd.TCP, ""}, {"dot", cd.TLS, ""}, {"doh1", cd.HTTPS, "1.1"},
 		{"doh2", cd.HTTPS, "2"}, {"doh3", cd.H3, ""}, {"doq", cd.QUIC, ""},
@@ -213,7 +213,7 @@ func TestReuseKeepsOneConnection(t *testing.T) {
 			var local string
 			var firstBytes int64
 			for i := range 3 {
-				rec, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+				rec, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
 				require.NoError(t, err)
 				require.Equal(t, i > 0, rec.Conn.Reused, "exchange %d", i)
 				if i == 0 {
@@ -237,7 +237,7 @@ func TestReuseKeepsOneConnection(t *testing.T) {
 // DoH/3, DoQ) many queries on one connection; every answer must reach the
 // query that asked for it.
 func TestConcurrentOnOneConnection(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	for _, c := range []struct{ name, url, http string }{
 		{"udp", cd.UDP, ""}, {"tcp", cd.TCP, ""}, {"dot", cd.TLS, ""}, {"doh1", cd.HTTPS, "1.1"}, {"doh2", cd.HTTPS, "2"}, {"doh3", cd.H3, ""}, {"doq", cd.QUIC, ""},
 	} {
@@ -251,9 +251,9 @@ func TestConcurrentOnOneConnection(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					name, want := peertest.ZoneName, transport.StatusOK
+					name, want := testutil.ZoneName, transport.StatusOK
 					if i%2 == 1 {
-						name, want = peertest.NXName, transport.StatusNXDomain
+						name, want = testutil.NXName, transport.StatusNXDomain
 					}
 					q := query(name, dns.TypeA)
 					q.Id = 7 // the same ID everywhere: the transport must keep them apart
@@ -281,21 +281,21 @@ type mismatch struct{ a, b string }
 func (m *mismatch) Error() string { return m.a + ": " + m.b }
 
 func TestPaddingAndVersions(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
-	rec := exchange(t, cd.TLS, transport.Options{RootCAs: cd.Cert.Pool, Padding: true}, query(peertest.ZoneName, dns.TypeA))
+	cd := testutil.StartCoreDNS(t)
+	rec := exchange(t, cd.TLS, transport.Options{RootCAs: cd.Cert.Pool, Padding: true}, query(testutil.ZoneName, dns.TypeA))
 	require.Zero(t, rec.DNSBytes.Sent%128, "padded query is %d octets", rec.DNSBytes.Sent)
 
-	rec = exchange(t, cd.QUIC, transport.Options{RootCAs: cd.Cert.Pool, QUICVersions: []quic.Version{quic.Version2}}, query(peertest.ZoneName, dns.TypeA))
+	rec = exchange(t, cd.QUIC, transport.Options{RootCAs: cd.Cert.Pool, QUICVersions: []quic.Version{quic.Version2}}, query(testutil.ZoneName, dns.TypeA))
 	require.Equal(t, "v2", rec.Conn.QUICVersion)
 	require.False(t, rec.Conn.VersionNeg)
 }
 
 func TestLocalPortQlogAndKeyLog(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
-	port := peertest.FreePort(t)
+	cd := testutil.StartCoreDNS(t)
+	port := testutil.FreePort(t)
 	dir := t.TempDir()
 	var keys bytes.Buffer
-	rec := exchange(t, cd.QUIC, transport.Options{RootCAs: cd.Cert.Pool, LocalAddr: "127.0.0.1:" + itoa(port), QlogDir: dir, KeyLog: &keys}, query(peertest.ZoneName, dns.TypeA))
+	rec := exchange(t, cd.QUIC, transport.Options{RootCAs: cd.Cert.Pool, LocalAddr: "127.0.0.1:" + itoa(port), QlogDir: dir, KeyLog: &keys}, query(testutil.ZoneName, dns.TypeA))
 	require.Equal(t, "127.0.0.1:"+itoa(port), rec.Conn.LocalAddr)
 	require.Contains(t, keys.String(), "CLIENT_HANDSHAKE_TRAFFIC_SECRET")
 	require.Eventually(t, func() bool {
@@ -307,7 +307,7 @@ func TestLocalPortQlogAndKeyLog(t *testing.T) {
 		return bytes.Contains(b, []byte("transport:packet_received"))
 	}, 5*time.Second, 50*time.Millisecond, "one qlog file with received packets")
 
-	rec = exchange(t, cd.TCP, transport.Options{LocalAddr: "127.0.0.1:" + itoa(port)}, query(peertest.ZoneName, dns.TypeA))
+	rec = exchange(t, cd.TCP, transport.Options{LocalAddr: "127.0.0.1:" + itoa(port)}, query(testutil.ZoneName, dns.TypeA))
 	require.Equal(t, "127.0.0.1:"+itoa(port), rec.Conn.LocalAddr)
 }
 
@@ -327,7 +327,7 @@ func fmtInt(i int) string {
 }
 
 func TestUnbound(t *testing.T) {
-	ub := peertest.StartUnbound(t)
+	ub := testutil.StartUnbound(t)
 	for _, c := range []struct{ name, url string }{{"udp", ub.UDP}, {"dot", ub.TLS}, {"doh2", ub.HTTPS}} {
 		t.Run(c.name, func(t *testing.T) {
 			sess := transport.NewSession(transport.SessionConfig{Tickets: true})
@@ -336,16 +336,16 @@ func TestUnbound(t *testing.T) {
 			require.NoError(t, err)
 			defer tr.Close()
 			for i := range 2 {
-				rec, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+				rec, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
 				require.NoError(t, err)
 				require.Equal(t, transport.StatusOK, rec.Status)
-				require.Contains(t, rec.Answers[0], peertest.ZoneA)
+				require.Contains(t, rec.Answers[0], testutil.ZoneA)
 				if c.name != "udp" {
 					requireTimingOrder(t, rec, false)
 					require.Equal(t, i == 1, rec.Conn.TLSResumed, "exchange %d", i)
 				}
 			}
-			rec, err := tr.Exchange(context.Background(), query(peertest.NXName, dns.TypeA))
+			rec, err := tr.Exchange(context.Background(), query(testutil.NXName, dns.TypeA))
 			require.NoError(t, err)
 			require.Equal(t, transport.StatusNXDomain, rec.Status)
 		})
@@ -354,18 +354,18 @@ func TestUnbound(t *testing.T) {
 
 func TestAioquicDoQ(t *testing.T) {
 	t.Run("plain", func(t *testing.T) {
-		aq := peertest.StartAioquicDoQ(t, false)
+		aq := testutil.StartAioquicDoQ(t, false)
 		sess := transport.NewSession(transport.SessionConfig{Tickets: true, Tokens: true, Versions: true})
 		tr, err := transport.New(aq.QUIC, transport.Options{RootCAs: aq.Cert.Pool, Session: sess, ZeroRTT: true})
 		require.NoError(t, err)
 		defer tr.Close()
-		first, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+		first, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
 		require.NoError(t, err)
 		require.Equal(t, transport.StatusOK, first.Status)
-		require.Contains(t, first.Answers[0], peertest.ZoneA)
+		require.Contains(t, first.Answers[0], testutil.ZoneA)
 		require.Equal(t, "doq", first.Conn.ALPN)
 		requireTimingOrder(t, first, false)
-		second, err := tr.Exchange(context.Background(), query(peertest.ZoneName, dns.TypeA))
+		second, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
 		require.NoError(t, err)
 		require.True(t, second.Conn.TLSResumed)
 		require.True(t, second.Conn.Attempted0RTT)
@@ -373,8 +373,8 @@ func TestAioquicDoQ(t *testing.T) {
 		requireTimingOrder(t, second, true)
 	})
 	t.Run("retry", func(t *testing.T) {
-		aq := peertest.StartAioquicDoQ(t, true)
-		rec := exchange(t, aq.QUIC, transport.Options{RootCAs: aq.Cert.Pool}, query(peertest.ZoneName, dns.TypeA))
+		aq := testutil.StartAioquicDoQ(t, true)
+		rec := exchange(t, aq.QUIC, transport.Options{RootCAs: aq.Cert.Pool}, query(testutil.ZoneName, dns.TypeA))
 		require.True(t, rec.Conn.Retry, "aioquic --retry sends a Retry to every new connection")
 		require.Equal(t, transport.StatusOK, rec.Status)
 	})
@@ -384,14 +384,14 @@ func TestAioquicDoQ(t *testing.T) {
 // two connections: the second attempts 0-RTT, is refused, and the query is
 // resent after the handshake on the same connection.
 func TestZeroRTTRejectedIsResent(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	for _, url := range []string{cd.QUIC, cd.H3} {
 		t.Run(url[:strings.Index(url, ":")], func(t *testing.T) {
 			sess := transport.NewSession(transport.SessionConfig{Tickets: true})
 			opts := transport.Options{RootCAs: cd.Cert.Pool, Session: sess, ZeroRTT: true}
-			exchange(t, url, opts, query(peertest.ZoneName, dns.TypeA))
+			exchange(t, url, opts, query(testutil.ZoneName, dns.TypeA))
 			cd.Restart()
-			rec := exchange(t, url, opts, query(peertest.ZoneName, dns.TypeA))
+			rec := exchange(t, url, opts, query(testutil.ZoneName, dns.TypeA))
 			require.Equal(t, transport.StatusOK, rec.Status)
 			require.True(t, rec.Conn.Attempted0RTT)
 			require.True(t, rec.Conn.Rejected0RTT)

@@ -16,7 +16,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/transport"
@@ -66,7 +66,7 @@ func readCapture(t *testing.T, file, client string, up bool) []packet {
 // application's total adds the client's own time on top; the test logs
 // both.
 func TestWireTimesMatchTheCapture(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	dir := t.TempDir()
 	tb, err := testbed.Start(testbed.Spec{Name: "wirets", PcapDir: filepath.Join(dir, "pcap")})
 	require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/verify"
@@ -27,7 +27,7 @@ import (
 // with everything (DoT with ALPN, DoH on HTTP/1.1, /2 and /3 with Alt-Svc),
 // one capped at TLS 1.2 without the DoT ALPN, and a JSON-only DoH server.
 func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	tb, err := testbed.Start(testbed.Spec{Name: "surveytest", Hosts: []string{"client", "full", "tls12", "json"}})
 	require.NoError(t, err)
 	defer tb.Close()

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/verify"
@@ -21,7 +21,7 @@ import (
 // sends Retry and refuses 0-RTT, a QUIC server that speaks only HTTP/3,
 // and a closed port.
 func TestVerifyDoQInTestbed(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	tb, err := testbed.Start(testbed.Spec{Name: "verifytest", Hosts: []string{"client", "plain", "retry", "h3only", "draft", "v2", "draft29", "closed"}})
 	require.NoError(t, err)
 	defer tb.Close()
@@ -38,10 +38,10 @@ func TestVerifyDoQInTestbed(t *testing.T) {
 	start("v2", &server.Config{Listen: server.Listen{DoQ: tb.IPs["v2"] + ":853"}, Answers: any, QUIC: server.QUIC{Versions: []string{"v2"}}})
 	// A draft-era server: QUIC draft-29 and ALPN doq-i02, on aioquic 0.9.25.
 	if _, err := os.Stat(verify.DraftPython); err != nil {
-		peertest.Missing(t, "aioquic 0.9.25 (scripts/install-peers.sh)")
+		testutil.Missing(t, "aioquic 0.9.25 (scripts/install-peers.sh)")
 	}
-	cert := peertest.NewCert(t)
-	srv := tb.Command("draft29", verify.DraftPython, "../internal/peertest/doq_draft_server.py", tb.IPs["draft29"], "853", cert.CertFile, cert.KeyFile, "ff00001d", "doq-i02")
+	cert := testutil.NewCert(t)
+	srv := tb.Command("draft29", verify.DraftPython, "../internal/testutil/doq_draft_server.py", tb.IPs["draft29"], "853", cert.CertFile, cert.KeyFile, "ff00001d", "doq-i02")
 	out, err := srv.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())

@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/doxlab/doxlab/internal/cli"
+	"github.com/doxlab/doxlab/cmd/doxlab/internal/cli"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

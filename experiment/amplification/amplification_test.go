@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // TestAmplificationLimit reproduces the PAM paper's finding in the
@@ -18,7 +18,7 @@ import (
 // makes doxlab's (quic-go's) server stall for the client's ACK, exactly
 // at the limit, unless a Retry or a NEW_TOKEN token validated the address.
 func TestAmplificationLimit(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	db := filepath.Join(t.TempDir(), "amp.db")
 	c := &Amplification{Repeat: 3, Env: experiment.Env{Store: db}}
 	res, err := experiment.RunAndLoad(context.Background(), c)

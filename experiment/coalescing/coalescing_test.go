@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -23,7 +23,7 @@ import (
 // (none for DoUDP); 0-RTT is used exactly when the ticket was kept; and
 // requests wait for SETTINGS exactly when told to.
 func TestCoalescingProvesEachLoad(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	dir := t.TempDir()
 	c := &Coalescing{Profiles: []string{"fiber"}, Pages: []string{"wiki"}, DNS: []string{"udp", "doq", Emulated, DoH3Coalesced, DNSStream},
 		Repeat: 2, Env: experiment.Env{Store: filepath.Join(dir, "c.db"), Log: testWriter{t}}}
@@ -86,7 +86,7 @@ func TestCoalescingProvesEachLoad(t *testing.T) {
 // CDN the connection is pooled (one handshake) and the frames spare every
 // lookup but the first.
 func TestORIGINFramesOnOneCDN(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	dir := t.TempDir()
 	ctx := context.Background()
 	for _, tc := range []struct {

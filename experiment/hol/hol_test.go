@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 func TestSummarizeHOL(t *testing.T) {
@@ -41,7 +41,7 @@ func TestSummarizeHOL(t *testing.T) {
 // machine can slow any query past the knock-on threshold, so "cannot
 // block" is checked by what blocking is (heldBehind), not by time alone.
 func TestHOLBlocksOnlyInOrder(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	db := filepath.Join(t.TempDir(), "hol.db")
 	c := &HOL{Transports: []string{"udp", "dot", "dot-inorder", "doh1", "doh2", "doq"}, Queries: 30, Rate: 20, DelayEvery: 10, Delay: 500 * time.Millisecond, Env: experiment.Env{Store: db}, Seed: 7}
 	res, err := experiment.RunAndLoad(context.Background(), c)

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/browser"
-	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
@@ -177,7 +177,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 	}))
 	require.Equal(t, 2, n, "a graph chosen and stored for each page on the profile")
 	// Both engines' packets, from the server's port 443, as the client's link delivered them.
-	tshark := peertest.Need(t, "tshark", "apt-get install tshark")
+	tshark := testutil.Need(t, "tshark", "apt-get install tshark")
 	out, err := exec.Command(tshark, "-r", filepath.Join(c.PcapDir, "client-down.pcap"), "-Y", "udp.srcport == 443", "-T", "fields", "-e", "frame.number").Output()
 	require.NoError(t, err)
 	require.Greater(t, strings.Count(string(out), "\n"), 8*(16+1), "at least a packet per resource of every load")
@@ -190,9 +190,9 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 // setup skips without root or Chromium and builds the doxlab binary the
 // experiment runs as the stub; it returns a directory for the test.
 func setup(t *testing.T) (dir, bin string) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	if _, err := browser.FindExec(""); err != nil {
-		peertest.Missing(t, "chromium")
+		testutil.Missing(t, "chromium")
 	}
 	dir = t.TempDir()
 	bin = filepath.Join(dir, "doxlab")

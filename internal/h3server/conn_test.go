@@ -19,14 +19,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/h3ext"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // serve runs one listener on loopback that serves every connection
 // with cfg, and returns a dial function for raw client connections.
 func serve(t *testing.T, cfg *Config) func() *quic.Conn {
 	t.Helper()
-	cert := peertest.NewCert(t)
+	cert := testutil.NewCert(t)
 	pair, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
 	require.NoError(t, err)
 	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h3"}}, &quic.Config{})

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/internal/reportcheck"
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // svg is a figure as gonum's vgsvg writes one: y up, each text flipped
@@ -38,7 +38,7 @@ func entry(y, stroke, dash, label string) string {
 // cut text, text on text and two series alike, and pass the same figure
 // fixed; legend rows as close as gonum sets them are not an overlap.
 func TestLegibleFindsWhatAReaderWould(t *testing.T) {
-	peertest.NeedChromium(t)
+	testutil.NeedChromium(t)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.svg")
 	good := filepath.Join(dir, "good.svg")
@@ -71,7 +71,7 @@ func TestReportIsLegible(t *testing.T) {
 	if html == "" {
 		t.Skip("DOXLAB_REPORT names no report to check")
 	}
-	peertest.NeedChromium(t)
+	testutil.NeedChromium(t)
 	pages, err := reportcheck.Open(context.Background(), html, t.TempDir(), 1440)
 	require.NoError(t, err)
 	var cols []string

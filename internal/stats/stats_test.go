@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -85,9 +85,9 @@ func TestMannWhitneyExactValues(t *testing.T) {
 // TestAgreesWithNumpy checks the quantiles against numpy's default
 // percentile (linear, type 7), computed outside Go.
 func TestAgreesWithNumpy(t *testing.T) {
-	py := peertest.Need(t, "python3", "apt-get install python3")
+	py := testutil.Need(t, "python3", "apt-get install python3")
 	if exec.Command(py, "-c", "import numpy").Run() != nil {
-		peertest.Missing(t, "numpy not found; install it with: pip install numpy (or run bash .ci/run)")
+		testutil.Missing(t, "numpy not found; install it with: pip install numpy (or run bash .ci/run)")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	qs := []float64{0, 0.05, 0.25, 0.4, 0.5, 0.75, 0.8, 0.9, 0.95, 0.99, 1}

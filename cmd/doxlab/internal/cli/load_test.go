@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/corpus"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/server"
 )
@@ -25,7 +25,7 @@ import (
 // images hang off a script, and the warm HTTP/3 load is resumed in 0-RTT.
 func TestLoadCaptureAndReplay(t *testing.T) {
 	if _, err := exec.LookPath("chromium"); err != nil {
-		peertest.Missing(t, "chromium")
+		testutil.Missing(t, "chromium")
 	}
 	dir := t.TempDir()
 	pages, err := corpus.Extract(dir)

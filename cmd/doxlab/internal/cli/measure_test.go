@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 )
@@ -37,7 +37,7 @@ func startServe(t *testing.T, args ...string) server.Ready {
 }
 
 func TestMeasureExitsNonZeroWhenEveryTaskFailed(t *testing.T) {
-	nothing := fmt.Sprintf("udp://127.0.0.1:%d", peertest.FreePort(t))
+	nothing := fmt.Sprintf("udp://127.0.0.1:%d", testutil.FreePort(t))
 	code, out, errOut := run("measure", "--timeout", "500ms", "--repeat", "2", nothing)
 	require.Equal(t, 1, code, errOut)
 	require.Contains(t, errOut, "every one of the 2 measured tasks failed")
@@ -156,9 +156,9 @@ func TestRunIDsAreExact(t *testing.T) {
 // 'report --json' prints equal numpy's (linear, type 7) over 'export' of
 // the same store, per resolver, transport and condition, to 1e-9.
 func TestStatisticsAgreeWithNumpyOnTheExport(t *testing.T) {
-	py := peertest.Need(t, "python3", "apt-get install python3")
+	py := testutil.Need(t, "python3", "apt-get install python3")
 	if exec.Command(py, "-c", "import numpy").Run() != nil {
-		peertest.Missing(t, "numpy not found; install it with: pip install numpy (or run bash .ci/run)")
+		testutil.Missing(t, "numpy not found; install it with: pip install numpy (or run bash .ci/run)")
 	}
 	dir := t.TempDir()
 	dsn := filepath.Join(dir, "s.db")
@@ -225,7 +225,7 @@ func TestInterruptedMeasureSaysHowToContinue(t *testing.T) {
 // util-linux's script), measure draws a bar redrawn in place with the
 // count, the rate and an ETA.
 func TestProgressOnATerminal(t *testing.T) {
-	script := peertest.Need(t, "script", "apt-get install bsdutils")
+	script := testutil.Need(t, "script", "apt-get install bsdutils")
 	srv := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
 	cmdline := doxlabBinary(t) + " measure --conditions fresh --repeat 30 --rate 60 udp://" + srv.Listeners["udp"]
 	out, err := exec.Command(script, "-qefc", cmdline, "/dev/null").CombinedOutput()

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -58,7 +58,7 @@ var contractKeys = []string{"url", "protocol", "status", "rcode", "answers", "ti
 	"conn.quic_version", "bytes.sent", "bytes.received"}
 
 func TestQueryJSONContract(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	for _, url := range []string{cd.UDP, cd.TCP, cd.TLS, cd.HTTPS, cd.H3, cd.QUIC} {
 		code, out, errOut := run("query", "--json", "--ca", cd.Cert.CertFile, url, "example.test", "A")
 		require.Equal(t, 0, code, errOut)
@@ -73,7 +73,7 @@ func TestQueryJSONContract(t *testing.T) {
 }
 
 func TestQueryZeroRTTWithWarmup(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	code, out, errOut := run("query", "--ca", cd.Cert.CertFile, "--json", "--warmup", "--0rtt", "--repeat", "2", cd.QUIC, "example.test")
 	require.Equal(t, 0, code, errOut)
 	recs := jsonLines(t, out)
@@ -88,10 +88,10 @@ func TestQueryZeroRTTWithWarmup(t *testing.T) {
 }
 
 func TestQueryHumanOutput(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	code, out, _ := run("query", "--ca", cd.Cert.CertFile, "--repeat", "2", "--reuse", cd.TLS, "example.test", "a")
 	require.Equal(t, 0, code)
-	require.Contains(t, out, "example.test.\t300\tIN\tA\t"+peertest.ZoneA)
+	require.Contains(t, out, "example.test.\t300\tIN\tA\t"+testutil.ZoneA)
 	require.Contains(t, out, ";; timing ms: socket")
 	require.Contains(t, out, "TLS 1.3")
 	require.Contains(t, out, ";; conn: reused")
@@ -106,8 +106,8 @@ func silentUDP(t *testing.T) string {
 }
 
 func TestQueryErrorsAndExitCodes(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
-	closed := peertest.FreePort(t)
+	cd := testutil.StartCoreDNS(t)
+	closed := testutil.FreePort(t)
 	cases := []struct {
 		name string
 		args []string
@@ -137,7 +137,7 @@ func TestQueryErrorsAndExitCodes(t *testing.T) {
 }
 
 func TestNXDomainExitsZero(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	code, out, _ := run("query", "--json", cd.UDP, "missing.test")
 	require.Equal(t, 0, code)
 	require.Equal(t, "nxdomain", jsonLines(t, out)[0]["status"])
@@ -170,7 +170,7 @@ func doxlabBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "doxlab")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/doxlab").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", binPath, "../..").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("%w: %s", err, out)
 		}
 	})
@@ -179,7 +179,7 @@ func doxlabBinary(t *testing.T) string {
 }
 
 func TestProbeCommand(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	code, out, errOut := run("probe", "--count", "2", cd.QUIC)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, 2, strings.Count(out, "rtt"))
@@ -187,13 +187,13 @@ func TestProbeCommand(t *testing.T) {
 	code, out, _ = run("probe", "--json", cd.TLS)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, `"kind":"tcp"`)
-	code, _, errOut = run("probe", fmt.Sprintf("udp://127.0.0.1:%d", peertest.FreePort(t)))
+	code, _, errOut = run("probe", fmt.Sprintf("udp://127.0.0.1:%d", testutil.FreePort(t)))
 	require.Equal(t, 12, code, errOut)
 	require.Contains(t, errOut, "refused")
 }
 
 func TestMeasureCommand(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	code, out, errOut := run("measure", "--ca", cd.Cert.CertFile, "--name", "example.test", "--conditions", "fresh,0rtt", cd.UDP, cd.QUIC)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "udp    fresh")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -44,7 +44,7 @@ func TestServeBadInput(t *testing.T) {
 func TestServeBinary(t *testing.T) {
 	dir := t.TempDir()
 	bin := doxlabBinary(t)
-	udp, doq := peertest.FreePort(t), peertest.FreePort(t)
+	udp, doq := testutil.FreePort(t), testutil.FreePort(t)
 	certFile, records := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "records.jsonl")
 	cmd := exec.Command(bin, "serve", "--udp", fmt.Sprintf("127.0.0.1:%d", udp), "--doq", fmt.Sprintf("127.0.0.1:%d", doq),
 		"--any", "192.0.2.9", "--cert-out", certFile, "--records", records, "--ready", filepath.Join(dir, "ready.json"))
@@ -116,7 +116,7 @@ func TestServeFlagsOverrideTheConfig(t *testing.T) {
 // TestServeOnStandardPorts: with --standard-ports a default serve is
 // reached by URLs without a port, the first thing a newcomer types.
 func TestServeOnStandardPorts(t *testing.T) {
-	peertest.NeedRoot(t, "ports below 1024 need root")
+	testutil.NeedRoot(t, "ports below 1024 need root")
 	dir := t.TempDir()
 	certFile := filepath.Join(dir, "cert.pem")
 	cmd := exec.Command(doxlabBinary(t), "serve", "--standard-ports", "--any", "192.0.2.9", "--cert-out", certFile, "--ready", filepath.Join(dir, "ready.json"))

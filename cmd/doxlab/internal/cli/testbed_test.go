@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/testbed"
 )
 
@@ -18,7 +18,7 @@ import (
 // exec, profile, status; then the emulator is killed with SIGKILL and
 // down still removes everything.
 func TestTestbedLifecycle(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	bin := doxlabBinary(t)
 	doxlab := func(args ...string) (string, error) {
 		out, err := exec.Command(bin, args...).CombinedOutput()
@@ -64,8 +64,8 @@ func TestTestbedLifecycle(t *testing.T) {
 // TestCheckUnderBrowserLoad runs the fidelity check while real Chromium
 // loads the corpus pages in a host of its own.
 func TestCheckUnderBrowserLoad(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
-	peertest.NeedChromium(t)
+	testutil.NeedRoot(t, "the testbed needs root")
+	testutil.NeedChromium(t)
 	out, err := exec.Command(doxlabBinary(t), "testbed", "check", "--name", "tbload", "--profiles", "fiber", "--probes", "100", "--throughput", "500ms", "--browser-load").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Regexp(t, `(?m)^fiber +14\.809 .* 0 +\S+ +\d+% +\S+ +\d+% +\d+% +\d+ms +≤\d+µs +≤\d+µs$`, string(out), "a row with no probe lost")

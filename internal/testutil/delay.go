@@ -1,4 +1,4 @@
-package peertest
+package testutil
 
 import (
 	"net"

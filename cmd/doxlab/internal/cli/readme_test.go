@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // TestReadmeExamples runs the README's first steps as written, as
@@ -19,7 +19,7 @@ import (
 // lines need root (an emulated network of their own): they run as root
 // and are skipped, said so, otherwise.
 func TestReadmeExamples(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../../../README.md")
 	require.NoError(t, err)
 	text := string(b)
 	start, end := strings.Index(text, "<!-- examples"), strings.Index(text, "<!-- /examples -->")
@@ -50,7 +50,7 @@ func TestReadmeExamples(t *testing.T) {
 					addr = args[i+1]
 				}
 			}
-			peertest.WaitDNS(t, "udp", addr)
+			testutil.WaitDNS(t, "udp", addr)
 			continue
 		}
 		var code int
@@ -70,7 +70,7 @@ func TestReadmeExamples(t *testing.T) {
 	require.Contains(t, outputs["bench"], "4000 answered")
 	for _, c := range rooted {
 		if os.Geteuid() != 0 {
-			peertest.Missing(t, "doxlab "+c+" needs root")
+			testutil.Missing(t, "doxlab "+c+" needs root")
 			continue
 		}
 		out, err := exec.Command(bin, strings.Fields(c)...).CombinedOutput()

@@ -1,9 +1,10 @@
-// Package peertest starts real, independent DNS servers on loopback for
-// tests: CoreDNS (Go module proxy), Unbound (Debian) and aioquic's DoQ
+// Package testutil is what tests share and no library may import (a
+// lint rule keeps it so): it starts real, independent DNS servers on
+// loopback for tests: CoreDNS (Go module proxy), Unbound (Debian) and aioquic's DoQ
 // example server (PyPI). .ci/run installs them; on a developer machine
 // without them the tests that need them are skipped, while under CI
 // (CI=true) a missing peer fails the test, so CI cannot pass vacuously.
-package peertest
+package testutil
 
 import (
 	"crypto/ecdsa"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/doxlab/doxlab/experiment/coalescing"
 	"github.com/doxlab/doxlab/experiment/web"
-	"github.com/doxlab/doxlab/internal/peertest"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
@@ -80,9 +80,9 @@ func TestExportCoalescingLoadsAsATable(t *testing.T) {
 // 'report --json' prints equal numpy's statistics over 'doxlab export'
 // of the same store (the loads and coalescing tables), to 1e-9.
 func TestLoadStatisticsAgreeWithNumpy(t *testing.T) {
-	py := peertest.Need(t, "python3", "apt-get install python3")
+	py := testutil.Need(t, "python3", "apt-get install python3")
 	if exec.Command(py, "-c", "import numpy").Run() != nil {
-		peertest.Missing(t, "numpy not found; install it with: pip install numpy (or run bash .ci/run)")
+		testutil.Missing(t, "numpy not found; install it with: pip install numpy (or run bash .ci/run)")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -16,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doxlab/doxlab/internal/peertest"
 	"github.com/doxlab/doxlab/internal/reportcheck"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 )
@@ -25,7 +25,7 @@ import (
 // TestMeasureResumeAfterKill kills a stored measurement with SIGKILL and
 // continues it: in the end every task is stored once, none twice, none lost.
 func TestMeasureResumeAfterKill(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	db := filepath.Join(t.TempDir(), "doxlab.db")
 	args := []string{"measure", "--store", db, "--ca", cd.Cert.CertFile, "--name", "example.test", "--repeat", "10", "--rate", "8",
 		"--transports", "udp,tcp", "--conditions", "fresh", "--seed", "7", cd.UDP, cd.TCP}
@@ -83,7 +83,7 @@ func TestMeasureStoreUnreachable(t *testing.T) {
 // TestExperimentDNSRTT runs a small dns-rtt on the testbed with the real
 // binary and checks every cell was measured and stored.
 func TestExperimentDNSRTT(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	db := filepath.Join(t.TempDir(), "exp.db")
 	out, err := exec.Command(doxlabBinary(t), "experiment", "dns-rtt", "--quick", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -99,7 +99,7 @@ func TestExperimentDNSRTT(t *testing.T) {
 }
 
 func TestCampaignRun(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
+	cd := testutil.StartCoreDNS(t)
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "c.yaml")
 	db := filepath.Join(dir, "c.db")
@@ -141,8 +141,8 @@ func TestCampaignRun(t *testing.T) {
 // back through status, export and the report; and refuses what cannot
 // work with one line each.
 func TestCampaignPlanAndWorkers(t *testing.T) {
-	cd := peertest.StartCoreDNS(t)
-	pg := peertest.StartPostgres(t)
+	cd := testutil.StartCoreDNS(t)
+	pg := testutil.StartPostgres(t)
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "c.yaml")
 	require.NoError(t, os.WriteFile(spec, []byte("name: two\ntargets: [\""+cd.UDP+"\", \""+cd.QUIC+"\"]\nconditions: [fresh]\nquery: {name: example.test}\nrepeat: 2\n"+
@@ -201,9 +201,9 @@ func TestCampaignPlanAndWorkers(t *testing.T) {
 // TestExperimentWebQuick runs a short web experiment with the real binary
 // (Chromium in the testbed, DNS through the stub) and renders its report.
 func TestExperimentWebQuick(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	if _, err := exec.LookPath("chromium"); err != nil {
-		peertest.Missing(t, "chromium")
+		testutil.Missing(t, "chromium")
 	}
 	dir := t.TempDir()
 	db := filepath.Join(dir, "web.db")
@@ -246,7 +246,7 @@ func TestExperimentWebQuick(t *testing.T) {
 // TestExperimentsHOLAndAmplificationQuick runs short hol and amplification
 // experiments with the real binary and renders both into one report.
 func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
+	testutil.NeedRoot(t, "the testbed needs root")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "x.db")
 	out, err := exec.Command(doxlabBinary(t), "experiment", "hol", "--quick", "--transports", "udp,dot-inorder,doq", "--store", db).CombinedOutput()
@@ -280,8 +280,8 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 // runs on a terminal (a pseudo-terminal made by util-linux's script), as
 // a user would, and an experiment's progress bar is drawn there.
 func TestExperimentOverheadQuick(t *testing.T) {
-	peertest.NeedRoot(t, "the testbed needs root")
-	script := peertest.Need(t, "script", "apt-get install bsdutils")
+	testutil.NeedRoot(t, "the testbed needs root")
+	script := testutil.Need(t, "script", "apt-get install bsdutils")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "o.db")
 	cmdline := strings.Join([]string{doxlabBinary(t), "experiment", "overhead", "--quick", "--key-share", "classic", "--keep", filepath.Join(dir, "cap"), "--store", db}, " ")
@@ -308,7 +308,7 @@ func TestExperimentOverheadQuick(t *testing.T) {
 // off or on other text, no two series alike), one column wide too.
 func checkReport(t *testing.T, html string, sections ...string) {
 	t.Helper()
-	peertest.NeedChromium(t)
+	testutil.NeedChromium(t)
 	pages, err := reportcheck.Open(context.Background(), html, t.TempDir(), 1440, 1024)
 	require.NoError(t, err)
 	for _, p := range pages {
