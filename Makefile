@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: build peers test vet unit race demo bench scale-bench fuzz lint check graphs
+.PHONY: build peers test vet unit race e2e demo bench scale-bench fuzz lint check graphs
 
 build:
 	$(GO) build -buildvcs=true -o bin/doxlab ./cmd/doxlab  # record the commit even where GOFLAGS turns it off
@@ -21,21 +21,26 @@ peers:
 # tests that send HTTP/3 in 0-RTT run without -race only. TestDistributedCampaign runs
 # doxlab binaries in the testbed; its in-process twin, TestPlanAndWorkers,
 # is what -race checks.
-RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./internal/h3ext ./pageload ./experiment ./bench ./campaign ./testbed ./internal/stats
+RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./internal/h3ext ./internal/h3server ./pageload ./experiment ./bench ./campaign ./testbed ./internal/stats
 RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners/doh3|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT
 # DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
 # the same testbed (web): the second waits for the first.
-# make test runs four lanes, each its own target, through
+# make test runs five lanes, each its own target, through
 # scripts/lanes.sh: every lane runs, each is reported apart, and a failure
-# names its lane.
+# names its lane. unit is every package's tests but test/e2e, which runs
+# the built binary as a user does (the experiments on the testbed, their
+# reports in Chromium, the README's first steps): the e2e lane.
 test: peers
-	bash scripts/lanes.sh lint vet unit race
+	bash scripts/lanes.sh lint vet unit race e2e
 
 vet:
 	CI=true $(GO) vet ./...
 
 unit:
-	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 ./...
+	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+
+e2e:
+	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 -timeout 30m ./test/e2e
 
 race:
 	CI=true $(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)

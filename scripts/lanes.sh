@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lanes: runs make targets one after another, every one even when one
 # fails, and reports each apart with its time, then the ones that failed:
-# make test runs its four lanes (lint, vet, unit, race) through it, so a
+# make test runs its five lanes (lint, vet, unit, race, e2e) through it, so a
 # red CI says which part broke.
 set -uo pipefail
 cd "$(dirname "$0")/.."

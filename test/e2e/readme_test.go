@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"os"
@@ -19,7 +19,7 @@ import (
 // lines need root (an emulated network of their own): they run as root
 // and are skipped, said so, otherwise.
 func TestReadmeExamples(t *testing.T) {
-	b, err := os.ReadFile("../../../../README.md")
+	b, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
 	text := string(b)
 	start, end := strings.Index(text, "<!-- examples"), strings.Index(text, "<!-- /examples -->")
@@ -35,7 +35,7 @@ func TestReadmeExamples(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, len(cmds), 6)
 	require.NotEmpty(t, rooted)
-	bin := doxlabBinary(t) // built before leaving the package's directory
+	bin := binary(t) // built before leaving the package's directory
 	t.Chdir(t.TempDir())
 	outputs := map[string]string{}
 	for _, c := range cmds {
@@ -56,7 +56,7 @@ func TestReadmeExamples(t *testing.T) {
 		var code int
 		var out, errOut string
 		for try := 0; try < 20; try++ { // a QUIC listener may still be binding
-			if code, out, errOut = run(args...); code == 0 || args[0] != "query" {
+			if code, out, errOut = doxlab(t, args...); code == 0 || args[0] != "query" {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
