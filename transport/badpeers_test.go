@@ -37,7 +37,7 @@ func fail(t *testing.T, url string, opts transport.Options) *transport.Record {
 	require.Error(t, err)
 	require.NotNil(t, rec)
 	require.Equal(t, rec.Error, err.Error())
-	require.Less(t, time.Since(start), opts.Timeout+2*time.Second, "returned long after the timeout")
+	require.Less(t, time.Since(start), opts.Timeout+testutil.Scaled(2*time.Second), "returned long after the timeout")
 	require.False(t, rec.Status.HasResponse())
 	return rec
 }
