@@ -66,6 +66,8 @@ func (c *Conn) HandleRequestStream(str *quic.Stream) {
 		}
 		return
 	}
+	cs := c.qc.ConnectionState().TLS
+	req.TLS, req.RemoteAddr = &cs, c.qc.RemoteAddr().String()
 	c.prioritize(str, req)
 	body := &body{c: c, str: str, r: r, remain: req.ContentLength, maxHeader: c.maxHeaderBytes()}
 	req.Body = body
@@ -248,8 +250,6 @@ func (c *Conn) newRequest(fields []qpack.HeaderField) (*http.Request, error) {
 		}
 		req.ContentLength = n
 	}
-	cs := c.qc.ConnectionState().TLS
-	req.TLS, req.RemoteAddr = &cs, c.qc.RemoteAddr().String()
 	return req, nil
 }
 
