@@ -2,6 +2,7 @@ package campaign_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -276,16 +277,18 @@ func TestCampaignInRounds(t *testing.T) {
 	require.NoError(t, w.Run(wctx), "drains round 2 once it is due")
 	require.Equal(t, 4, w.Stats().Stored)
 
-	rows, err := st.DB().QueryContext(ctx, `SELECT task_key, started_at FROM samples WHERE run_id = $1`, run.ID)
+	rows, err := st.DB().QueryContext(ctx, `SELECT task_key, started_at, round FROM samples WHERE run_id = $1`, run.ID)
 	require.NoError(t, err)
 	defer rows.Close()
 	rounds := map[string]int{}
 	for rows.Next() {
 		var key, started string
-		require.NoError(t, rows.Scan(&key, &started))
+		var column int
+		require.NoError(t, rows.Scan(&key, &started, &column))
 		at, err := time.Parse(time.RFC3339Nano, started)
 		require.NoError(t, err)
 		round := key[len(key)-2:]
+		require.Equal(t, round, fmt.Sprintf("r%d", column), "the round's typed column agrees with the task's key")
 		rounds[round]++
 		if round == "r2" {
 			require.False(t, at.Before(s.Planned.Add(3*time.Second)), "round 2 measured when due, not before: %v", at.Sub(s.Planned))

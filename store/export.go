@@ -35,6 +35,7 @@ type Row struct {
 	VantageASN      int64     `parquet:"vantage_asn"`
 	VantageLocation string    `parquet:"vantage_location"`
 	JobAttempt      int64     `parquet:"job_attempt"`
+	Round           int64     `parquet:"round"` // of a campaign in rounds, from 1; 0 outside one
 	StartedAt       time.Time `parquet:"started_at,timestamp(microsecond:utc)"`
 	Target          string    `parquet:"target"`
 	URL             string    `parquet:"url"`
@@ -192,7 +193,8 @@ var (
 		col("quic_version", func(x *scanned) any { return &x.QUICVersion }), col("alpn", func(x *scanned) any { return &x.ALPN }),
 		col("vantage_address", func(x *scanned) any { return &x.VantageAddress }), col("vantage_network", func(x *scanned) any { return &x.VantageNetwork }),
 		col("vantage_asn", func(x *scanned) any { return &x.VantageASN }), col("vantage_location", func(x *scanned) any { return &x.VantageLocation }),
-		col("job_attempt", func(x *scanned) any { return &x.JobAttempt }), col("delayed_ack_stall", func(x *scanned) any { return &x.DelayedACKStall })}
+		col("job_attempt", func(x *scanned) any { return &x.JobAttempt }), col("delayed_ack_stall", func(x *scanned) any { return &x.DelayedACKStall }),
+		col("round", func(x *scanned) any { return &x.Round })}
 	// whereCol is the vantage point's details as one value, NULL outside
 	// campaigns: one column read instead of four, joined by the unit
 	// separator, which a vantage point's labels cannot hold.

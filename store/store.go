@@ -33,7 +33,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -74,6 +74,7 @@ var schema = []string{
 		alpn TEXT NOT NULL,
 		vantage TEXT NOT NULL DEFAULT '',
 		` + sampleColumnsV3 + `,
+		` + sampleColumnsV6 + `,
 		PRIMARY KEY (run_id, task_key)
 	)`,
 	sampleRaw,
@@ -251,6 +252,10 @@ const sampleColumnsV3 = `bytes_sent BIGINT NOT NULL DEFAULT 0,
 		vantage_asn BIGINT NOT NULL DEFAULT 0,
 		vantage_location TEXT NOT NULL DEFAULT ''`
 
+// sampleColumnsV6 is the campaign round a sample was measured in (from
+// 1; 0 outside a campaign in rounds), typed since schema 6.
+const sampleColumnsV6 = `round BIGINT NOT NULL DEFAULT 0`
+
 // sampleRaw holds each DNS sample whole, as JSON (schema 4): apart from
 // the columns a report scans, which are a tenth of its size, so that a
 // scan of 10 million samples reads 2.5 GB, not 40.
@@ -306,6 +311,13 @@ func (s *Store) upgrades(from int) []string {
 		return []string{pageLoadsV4, resultsTable,
 			`INSERT INTO results (run_id, kind, task_key, started_at, raw) SELECT run_id, 'web-load', task_key, started_at, raw FROM page_loads`,
 			`DROP TABLE page_loads`}
+	case 5:
+		round := `json_extract(r.raw, '$.round')`
+		if s.postgres {
+			round = `(r.raw::jsonb ->> 'round')::bigint`
+		}
+		return []string{`ALTER TABLE samples ADD COLUMN ` + sampleColumnsV6,
+			`UPDATE samples SET round = COALESCE((SELECT ` + round + ` FROM sample_raw r WHERE r.run_id = samples.run_id AND r.task_key = samples.task_key), 0)`}
 	}
 	return nil
 }
@@ -501,8 +513,8 @@ func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.S
 		probe_rtt_ms, handshake_ms, query_ms, total_ms, handshake_rtt, resolve_rtt, total_rtt,
 		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn, vantage,
 		bytes_sent, bytes_received, packets_sent, packets_received, wire_ms, wire_query_ms, delayed_ack_stall, job_attempt,
-		vantage_address, vantage_network, vantage_asn, vantage_location)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		vantage_address, vantage_network, vantage_asn, vantage_location, round)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	if once {
 		stmt += ` ON CONFLICT (run_id, task_key) DO NOTHING`
 	}
@@ -510,7 +522,7 @@ func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.S
 		runID, SampleKey(x), x.Start.Format(time.RFC3339Nano), x.Target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
 		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, v.Name,
 		more.bytes.Sent, more.bytes.Received, more.packets.Sent, more.packets.Received, more.wire, more.wireQuery, more.stall, more.attempt,
-		v.Address, v.Network, v.ASN, v.Location)
+		v.Address, v.Network, v.ASN, v.Location, x.Round)
 	if err != nil {
 		return false, fmt.Errorf("store: writing sample %s: %w", SampleKey(x), err)
 	}

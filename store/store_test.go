@@ -146,7 +146,7 @@ func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 	db, err := sql.Open(driver, dsn)
 	require.NoError(t, err)
 	raw := `{"measure":{"bytes":{"sent":30,"received":83},"packets":{"sent":1,"received":1},"timing":{"wire_ms":14.95,"wire_query_ms":14.9},` +
-		`"conn":{"delayed_ack_stall":true}},"vantage":{"name":"fra1","address":"10.200.0.1","network":"Example Net","asn":64500,"location":"Frankfurt, DE"},"job":{"attempt":2}}`
+		`"conn":{"delayed_ack_stall":true}},"round":3,"vantage":{"name":"fra1","address":"10.200.0.1","network":"Example Net","asn":64500,"location":"Frankfurt, DE"},"job":{"attempt":2}}`
 	for _, stmt := range []string{
 		`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version VALUES (1)`,
 		`CREATE TABLE runs (id TEXT PRIMARY KEY, kind TEXT NOT NULL, started_at TEXT NOT NULL, doxlab_version TEXT NOT NULL, go_version TEXT NOT NULL,
@@ -191,6 +191,8 @@ func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 	require.InDelta(t, 14.95, *r.WireMs, 1e-9)
 	require.True(t, r.DelayedACKStall)
 	require.Equal(t, int64(2), r.JobAttempt)
+	require.Equal(t, int64(3), r.Round, "the campaign round, from the raw sample (schema 6)")
+	require.Zero(t, byKey[5].Round)
 	require.Equal(t, []any{"10.200.0.1", "Example Net", int64(64500), "Frankfurt, DE"}, []any{r.VantageAddress, r.VantageNetwork, r.VantageASN, r.VantageLocation})
 	moved, err := s.Raw(ctx, "old", "k2")
 	require.NoError(t, err)
