@@ -874,17 +874,25 @@ func TestNagleClientsAreNotHeldByOurDelayedACK(t *testing.T) {
 	require.Less(t, took[2], testutil.ScaledMs(20), "ms from query to answer: %v", took)
 }
 
+// sites writes a directory per site, each with an index.html naming
+// it, and returns their parent.
+func sites(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, site := range names {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, site), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, site, "index.html"), []byte("<html>"+site+"</html>"), 0o644))
+	}
+	return dir
+}
+
 // TestH2OriginFrame: the web listener's HTTP/2 side sends an ORIGIN frame
 // (RFC 8336) right after its SETTINGS, naming the hosts served, as its
 // HTTP/3 side does; nghttp2's client (an independent decoder) reads it,
 // and the conn record lists the origins. web.no_origin sends none.
 func TestH2OriginFrame(t *testing.T) {
 	nghttp := testutil.Need(t, "nghttp", "apt-get install nghttp2-client")
-	dir := t.TempDir()
-	for _, site := range []string{"a", "b"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, site), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, site, "index.html"), []byte("<html>"+site+"</html>"), 0o644))
-	}
+	dir := sites(t, "a", "b")
 	for _, off := range []bool{false, true} {
 		ts := start(t, func(c *server.Config) {
 			c.Listen = server.Listen{Web: "127.0.0.1:0"}
@@ -930,11 +938,7 @@ func TestH3OriginFrame(t *testing.T) {
 	if err := exec.Command(py, "-c", "import aioquic").Run(); err != nil {
 		testutil.Missing(t, "aioquic missing: pip install aioquic")
 	}
-	dir := t.TempDir()
-	for _, site := range []string{"a", "b"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, site), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, site, "index.html"), []byte("<html>"+site+"</html>"), 0o644))
-	}
+	dir := sites(t, "a", "b")
 	for _, off := range []bool{false, true} {
 		ts := start(t, func(c *server.Config) {
 			c.Listen = server.Listen{Web: "127.0.0.1:0"}
