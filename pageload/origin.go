@@ -86,7 +86,7 @@ func (ld *load) readControl(qc *quic.Conn, str *quic.ReceiveStream, c *originCon
 			c.settings = settings
 			close(c.settingsCh)
 			settled(settings)
-		case typ == h3ext.FrameSettings || typ == h3ext.FrameData || typ == h3ext.FrameHeaders || typ == h3ext.FramePushPromise || h3ext.ReservedH2Frame(typ):
+		case typ == h3ext.FrameSettings || h3ext.UnexpectedOnControl(typ):
 			fail(http3.ErrCodeFrameUnexpected, "")
 			return
 		default: // GOAWAY (the load's requests are few and short), and unknown frames

@@ -36,13 +36,27 @@ func ReservedH2Frame(typ uint64) bool {
 }
 
 // ControlOnly says whether a frame of type typ belongs on the control
-// stream only, so is H3_FRAME_UNEXPECTED on a request stream.
+// stream only.
 func ControlOnly(typ uint64) bool {
 	switch typ {
 	case FrameCancelPush, FrameSettings, FrameGoAway, FrameMaxPushID, FrameOrigin, FramePriorityUpdate, FramePriorityUpdatePush:
 		return true
 	}
 	return false
+}
+
+// UnexpectedOnControl says whether a frame of type typ on a control
+// stream is H3_FRAME_UNEXPECTED whenever it comes (RFC 9114 §7.2): a
+// second SETTINGS is the reader's to catch.
+func UnexpectedOnControl(typ uint64) bool {
+	return typ == FrameData || typ == FrameHeaders || typ == FramePushPromise || ReservedH2Frame(typ)
+}
+
+// UnexpectedOnRequest says whether a frame of type typ that a client
+// sends on a request stream is H3_FRAME_UNEXPECTED whenever it comes:
+// DATA before HEADERS, or after trailers, is the reader's to catch.
+func UnexpectedOnRequest(typ uint64) bool {
+	return typ == FramePushPromise || ControlOnly(typ) || ReservedH2Frame(typ)
 }
 
 // AppendSettings appends a SETTINGS frame with settings in a fixed

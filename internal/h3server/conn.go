@@ -189,7 +189,7 @@ func (c *Conn) readControl(r quicvarint.Reader) {
 		case typ == h3ext.FramePriorityUpdatePush:
 			c.closeWith(http3.ErrCodeIDError, "no push was promised")
 			return
-		case typ == h3ext.FrameData || typ == h3ext.FrameHeaders || typ == h3ext.FramePushPromise || h3ext.ReservedH2Frame(typ):
+		case h3ext.UnexpectedOnControl(typ):
 			c.closeWith(http3.ErrCodeFrameUnexpected, "")
 			return
 		default: // GOAWAY, MAX_PUSH_ID, CANCEL_PUSH (no push here) and unknown frames

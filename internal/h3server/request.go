@@ -134,7 +134,7 @@ func (c *Conn) readRequest(r quicvarint.Reader) (*http.Request, error) {
 				return nil, err
 			}
 			return c.newRequest(fields)
-		case typ == h3ext.FrameData || typ == h3ext.FramePushPromise || h3ext.ControlOnly(typ) || h3ext.ReservedH2Frame(typ):
+		case typ == h3ext.FrameData || h3ext.UnexpectedOnRequest(typ):
 			return nil, &connError{http3.ErrCodeFrameUnexpected, fmt.Sprintf("frame %#x before a request's HEADERS", typ)}
 		default:
 			if err := h3ext.Skip(r, n); err != nil {
@@ -331,7 +331,7 @@ func (b *body) Read(p []byte) (int, error) {
 				return 0, b.fail(err)
 			}
 			b.trailers = true
-		case typ == h3ext.FrameData || typ == h3ext.FrameHeaders || typ == h3ext.FramePushPromise || h3ext.ControlOnly(typ) || h3ext.ReservedH2Frame(typ):
+		case typ == h3ext.FrameData || typ == h3ext.FrameHeaders || h3ext.UnexpectedOnRequest(typ): // DATA or HEADERS after trailers
 			b.c.closeWith(http3.ErrCodeFrameUnexpected, "")
 			return 0, b.fail(&connError{http3.ErrCodeFrameUnexpected, fmt.Sprintf("frame %#x in a request body", typ)})
 		default:
