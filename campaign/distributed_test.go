@@ -46,9 +46,7 @@ func TestDistributedCampaign(t *testing.T) {
 	repeat, kills := envInt("DOXLAB_CAMPAIGN_REPEAT", 12), envInt("DOXLAB_CAMPAIGN_KILLS", 3)
 	concurrency := strconv.Itoa(envInt("DOXLAB_CAMPAIGN_CONCURRENCY", 2))
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "doxlab")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/doxlab").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := testutil.Doxlab(t)
 
 	vantages := slices.Sorted(func(yield func(string) bool) {
 		for v := range vantageProfiles {
@@ -86,7 +84,7 @@ vantages:
 	doxlab := func(host string, args ...string) *exec.Cmd {
 		return tb.Command(host, append([]string{bin}, args...)...)
 	}
-	out, err = doxlab("db", "campaign", "plan", spec, "--store", pg.URL).CombinedOutput()
+	out, err := doxlab("db", "campaign", "plan", spec, "--store", pg.URL).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	t.Logf("%s", out)
 	perVantage := 6 * repeat // udp, tcp fresh; dot, doq fresh and resumed
@@ -224,3 +222,6 @@ func envInt(key string, def int) int {
 	}
 	return def
 }
+
+// TestMain removes the binary testutil.Doxlab built.
+func TestMain(m *testing.M) { testutil.Main(m) }

@@ -194,11 +194,7 @@ func setup(t *testing.T) (dir, bin string) {
 	if _, err := browser.FindExec(""); err != nil {
 		testutil.Missing(t, "chromium")
 	}
-	dir = t.TempDir()
-	bin = filepath.Join(dir, "doxlab")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/doxlab").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return dir, bin
+	return t.TempDir(), testutil.Doxlab(t)
 }
 
 // run runs the experiment c and returns its loads, its store (open
@@ -350,3 +346,6 @@ func TestLoadRow(t *testing.T) {
 		"lookups, blocking, origins, not h3, no lookup, conns, 0-RTT conns")
 	require.Equal(t, "run", r.RunID)
 }
+
+// TestMain removes the binary testutil.Doxlab built.
+func TestMain(m *testing.M) { testutil.Main(m) }

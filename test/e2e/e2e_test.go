@@ -8,11 +8,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,35 +18,14 @@ import (
 	"github.com/doxlab/doxlab/internal/testutil"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// binary builds doxlab once for the package's tests.
-func binary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "doxlab-e2e")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "doxlab")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/doxlab").CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("%w: %s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
-}
+// TestMain removes the binary testutil.Doxlab built.
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // doxlab runs the binary with args and returns its exit code and output.
 func doxlab(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	cmd := exec.Command(binary(t), args...)
+	cmd := exec.Command(testutil.Doxlab(t), args...)
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
 	var ee *exec.ExitError

@@ -19,7 +19,7 @@ import (
 func TestExperimentDNSRTT(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed needs root")
 	db := filepath.Join(t.TempDir(), "exp.db")
-	out, err := exec.Command(binary(t), "experiment", "dns-rtt", "--quick", "--store", db).CombinedOutput()
+	out, err := exec.Command(testutil.Doxlab(t), "experiment", "dns-rtt", "--quick", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	// 5 profiles × (udp, tcp fresh; dot, doh2, doh3, doq fresh and resumed; doh3, doq 0-RTT) × 3 lookups.
 	require.Contains(t, string(out), "progress: 180/180 measurements", "plain progress lines off a terminal")
@@ -41,7 +41,7 @@ func TestExperimentWebQuick(t *testing.T) {
 	}
 	dir := t.TempDir()
 	db := filepath.Join(dir, "web.db")
-	out, err := exec.Command(binary(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--store", db).CombinedOutput()
+	out, err := exec.Command(testutil.Doxlab(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	// fiber and 4g × 2 pages × 2 transports × 1-RTT and 0-RTT × 2 loads.
 	require.Contains(t, string(out), ": 32 page loads")
@@ -52,7 +52,7 @@ func TestExperimentWebQuick(t *testing.T) {
 	// Resuming a finished experiment measures nothing again.
 	id := regexp.MustCompile(`experiment (web-\S+),`).FindStringSubmatch(string(out))
 	require.Len(t, id, 2)
-	again, err := exec.Command(binary(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--store", db, "--resume", id[1]).CombinedOutput()
+	again, err := exec.Command(testutil.Doxlab(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--store", db, "--resume", id[1]).CombinedOutput()
 	require.NoError(t, err, "%s", again)
 	require.Contains(t, string(again), ": 32 page loads")
 	require.Contains(t, string(again), "per minute (each after a warm-up load): 0 in")
@@ -83,13 +83,13 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed needs root")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "x.db")
-	out, err := exec.Command(binary(t), "experiment", "hol", "--quick", "--transports", "udp,dot-inorder,doq", "--store", db).CombinedOutput()
+	out, err := exec.Command(testutil.Doxlab(t), "experiment", "hol", "--quick", "--transports", "udp,dot-inorder,doq", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	// profile, transport, baseline median, its interval (n), delayed, knock-on
 	require.Regexp(t, `none\s+udp\s+[0-9.]+\s+\[[^\]]*\] \(\d+\)\s+4\s+0\s`, string(out), "UDP cannot block")
 	require.Regexp(t, `none\s+dot-inorder\s+[0-9.]+\s+\[[^\]]*\] \(\d+\)\s+4\s+[1-9][0-9]*\s`, string(out), "an in-order DoT server blocks")
 	require.Regexp(t, `(?m)^(links: 2 checks before and after the runs held|link check FAILED, run )`, string(out), "the link's check, whatever it found")
-	out, err = exec.Command(binary(t), "experiment", "amplification", "--quick", "--certs", "large", "--key-shares", "classic", "--store", db).CombinedOutput()
+	out, err = exec.Command(testutil.Doxlab(t), "experiment", "amplification", "--quick", "--certs", "large", "--key-shares", "classic", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	// ok/n, handshake RTTs, its interval, then total ms, the client's
 	// first flight and the server's first burst, each with its interval
@@ -118,7 +118,7 @@ func TestExperimentOverheadQuick(t *testing.T) {
 	script := testutil.Need(t, "script", "apt-get install bsdutils")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "o.db")
-	cmdline := strings.Join([]string{binary(t), "experiment", "overhead", "--quick", "--key-share", "classic", "--keep", filepath.Join(dir, "cap"), "--store", db}, " ")
+	cmdline := strings.Join([]string{testutil.Doxlab(t), "experiment", "overhead", "--quick", "--key-share", "classic", "--keep", filepath.Join(dir, "cap"), "--store", db}, " ")
 	raw, err := exec.Command(script, "-qefc", cmdline, "/dev/null").CombinedOutput()
 	require.NoError(t, err, "%s", raw)
 	require.Regexp(t, `\r\x1b\[K\[=* *\] \d+/\d+ \w+, [0-9.]+/(s|min), ETA `, string(raw), "a bar with the count, the rate and an ETA")

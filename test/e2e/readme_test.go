@@ -35,7 +35,7 @@ func TestReadmeExamples(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, len(cmds), 6)
 	require.NotEmpty(t, rooted)
-	bin := binary(t) // built before leaving the package's directory
+	bin := testutil.Doxlab(t) // built before leaving the package's directory
 	t.Chdir(t.TempDir())
 	outputs := map[string]string{}
 	for _, c := range cmds {

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -143,40 +141,8 @@ func TestNXDomainExitsZero(t *testing.T) {
 	require.Equal(t, "nxdomain", jsonLines(t, out)[0]["status"])
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// TestMain removes the binary doxlabBinary built: 65 MB a run otherwise
-// piles up in the temporary directory.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
-
-// doxlabBinary builds the doxlab binary once for the tests that need a
-// real process (serving in the background, the testbed's daemon).
-func doxlabBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "doxlab-bin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "doxlab")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../..").CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("%w: %s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
-}
+// TestMain removes the binary testutil.Doxlab built.
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 func TestProbeCommand(t *testing.T) {
 	cd := testutil.StartCoreDNS(t)

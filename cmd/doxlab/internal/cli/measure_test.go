@@ -25,7 +25,7 @@ import (
 func startServe(t *testing.T, args ...string) server.Ready {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(doxlabBinary(t), append([]string{"serve", "--ready", filepath.Join(dir, "ready.json")}, args...)...)
+	cmd := exec.Command(testutil.Doxlab(t), append([]string{"serve", "--ready", filepath.Join(dir, "ready.json")}, args...)...)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	var ready server.Ready
@@ -202,7 +202,7 @@ func TestInterruptedMeasureSaysHowToContinue(t *testing.T) {
 	dir := t.TempDir()
 	dsn := filepath.Join(dir, "s.db")
 	args := []string{"measure", "--store", dsn, "--conditions", "fresh", "--repeat", "40", "--rate", "20", "udp://" + srv.Listeners["udp"]}
-	cmd := exec.Command(doxlabBinary(t), args...)
+	cmd := exec.Command(testutil.Doxlab(t), args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
@@ -227,7 +227,7 @@ func TestInterruptedMeasureSaysHowToContinue(t *testing.T) {
 func TestProgressOnATerminal(t *testing.T) {
 	script := testutil.Need(t, "script", "apt-get install bsdutils")
 	srv := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
-	cmdline := doxlabBinary(t) + " measure --conditions fresh --repeat 30 --rate 60 udp://" + srv.Listeners["udp"]
+	cmdline := testutil.Doxlab(t) + " measure --conditions fresh --repeat 30 --rate 60 udp://" + srv.Listeners["udp"]
 	out, err := exec.Command(script, "-qefc", cmdline, "/dev/null").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Regexp(t, `\r\x1b\[K\[=+ *\] \d+/30 tasks, [0-9.]+/s, ETA \d+`, string(out))

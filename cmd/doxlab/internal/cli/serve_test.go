@@ -43,7 +43,7 @@ func TestServeBadInput(t *testing.T) {
 // writes records, and exits 0 on SIGTERM.
 func TestServeBinary(t *testing.T) {
 	dir := t.TempDir()
-	bin := doxlabBinary(t)
+	bin := testutil.Doxlab(t)
 	udp, doq := testutil.FreePort(t), testutil.FreePort(t)
 	certFile, records := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "records.jsonl")
 	cmd := exec.Command(bin, "serve", "--udp", fmt.Sprintf("127.0.0.1:%d", udp), "--doq", fmt.Sprintf("127.0.0.1:%d", doq),
@@ -75,7 +75,7 @@ func TestServeBinary(t *testing.T) {
 // the program that started it closes its stdin or dies.
 func TestServeExitsOnEOF(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(doxlabBinary(t), "serve", "--udp", "127.0.0.1:0", "--ready", filepath.Join(dir, "ready.json"), "--exit-on-eof")
+	cmd := exec.Command(testutil.Doxlab(t), "serve", "--udp", "127.0.0.1:0", "--ready", filepath.Join(dir, "ready.json"), "--exit-on-eof")
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -119,7 +119,7 @@ func TestServeOnStandardPorts(t *testing.T) {
 	testutil.NeedRoot(t, "ports below 1024 need root")
 	dir := t.TempDir()
 	certFile := filepath.Join(dir, "cert.pem")
-	cmd := exec.Command(doxlabBinary(t), "serve", "--standard-ports", "--any", "192.0.2.9", "--cert-out", certFile, "--ready", filepath.Join(dir, "ready.json"))
+	cmd := exec.Command(testutil.Doxlab(t), "serve", "--standard-ports", "--any", "192.0.2.9", "--cert-out", certFile, "--ready", filepath.Join(dir, "ready.json"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())

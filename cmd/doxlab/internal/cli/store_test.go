@@ -28,7 +28,7 @@ func TestMeasureResumeAfterKill(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "doxlab.db")
 	args := []string{"measure", "--store", db, "--ca", cd.Cert.CertFile, "--name", "example.test", "--repeat", "10", "--rate", "8",
 		"--transports", "udp,tcp", "--conditions", "fresh", "--seed", "7", cd.UDP, cd.TCP}
-	cmd := exec.Command(doxlabBinary(t), args...)
+	cmd := exec.Command(testutil.Doxlab(t), args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
@@ -251,7 +251,7 @@ func TestMeasureRidesOutALockedStore(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "doxlab.db")
 	url := "udp://" + srv.Addr("udp").String()
 	args := []string{"measure", "--store", db, "--transports", "udp", "--conditions", "fresh", "--repeat", "12", "--rate", "2", url}
-	cmd := exec.Command(doxlabBinary(t), args...)
+	cmd := exec.Command(testutil.Doxlab(t), args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())

@@ -19,7 +19,7 @@ import (
 // down still removes everything.
 func TestTestbedLifecycle(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed needs root")
-	bin := doxlabBinary(t)
+	bin := testutil.Doxlab(t)
 	doxlab := func(args ...string) (string, error) {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		return string(out), err
@@ -66,7 +66,7 @@ func TestTestbedLifecycle(t *testing.T) {
 func TestCheckUnderBrowserLoad(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed needs root")
 	testutil.NeedChromium(t)
-	out, err := exec.Command(doxlabBinary(t), "testbed", "check", "--name", "tbload", "--profiles", "fiber", "--probes", "100", "--throughput", "500ms", "--browser-load").CombinedOutput()
+	out, err := exec.Command(testutil.Doxlab(t), "testbed", "check", "--name", "tbload", "--profiles", "fiber", "--probes", "100", "--throughput", "500ms", "--browser-load").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Regexp(t, `(?m)^fiber +14\.809 .* 0 +\S+ +\d+% +\S+ +\d+% +\d+% +\d+ms +≤\d+µs +≤\d+µs$`, string(out), "a row with no probe lost")
 	require.Regexp(t, `Chromium loaded [1-9]\d* pages during the check`, string(out))

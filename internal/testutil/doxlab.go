@@ -1,0 +1,57 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var doxlab struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Doxlab builds the doxlab binary from this module, once per test
+// binary, for the tests that run it as a process of its own. A package
+// that calls it removes the binary with Main (65 MB a run otherwise
+// piles up in the temporary directory).
+func Doxlab(t testing.TB) string {
+	t.Helper()
+	doxlab.once.Do(func() {
+		mod, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			doxlab.err = fmt.Errorf("go env GOMOD: %w", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "doxlab-bin")
+		if err != nil {
+			doxlab.err = err
+			return
+		}
+		doxlab.path = filepath.Join(dir, "doxlab")
+		cmd := exec.Command("go", "build", "-o", doxlab.path, "./cmd/doxlab")
+		cmd.Dir = filepath.Dir(strings.TrimSpace(string(mod)))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			doxlab.err = fmt.Errorf("building doxlab: %w: %s", err, out)
+		}
+	})
+	if doxlab.err != nil {
+		t.Fatal(doxlab.err)
+	}
+	return doxlab.path
+}
+
+// Main runs a package's tests and removes the binary Doxlab built: a
+// package whose tests call Doxlab calls it from its TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if doxlab.path != "" {
+		os.RemoveAll(filepath.Dir(doxlab.path))
+	}
+	os.Exit(code)
+}
