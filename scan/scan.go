@@ -9,7 +9,6 @@
 package scan
 
 import (
-	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -19,11 +18,12 @@ import (
 	"math/big"
 	"net"
 	"net/netip"
-	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/blocklist"
 	"github.com/doxlab/doxlab/probe"
 	"github.com/doxlab/doxlab/store"
 )
@@ -102,13 +102,9 @@ func (s *Spec) plan() (targets []target, blocked int, err error) {
 	if len(s.QUICPorts) == 0 && len(s.DNSPorts) == 0 {
 		s.QUICPorts = []int{784, 853, 8853}
 	}
-	var block []netip.Prefix
-	for _, f := range append(append([]string{}, s.Blocklist...), s.OptOut...) {
-		ps, err := readPrefixes(f)
-		if err != nil {
-			return nil, 0, err
-		}
-		block = append(block, ps...)
+	block, err := blocklist.Read(append(slices.Clone(s.Blocklist), s.OptOut...)...)
+	if err != nil {
+		return nil, 0, err
 	}
 	var prefixes []netip.Prefix
 	total := 0
@@ -125,7 +121,7 @@ func (s *Spec) plan() (targets []target, blocked int, err error) {
 	}
 	for _, p := range prefixes {
 		for a := p.Masked().Addr(); p.Contains(a); a = a.Next() {
-			if isBlocked(block, a) {
+			if block.Contains(a) {
 				blocked += len(s.QUICPorts) + len(s.DNSPorts)
 				continue
 			}
@@ -154,37 +150,6 @@ func parsePrefix(r string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("range %q: not an IPv4 prefix", r)
 	}
 	return p.Masked(), nil
-}
-
-func readPrefixes(path string) ([]netip.Prefix, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading blocklist: %w", err)
-	}
-	defer f.Close()
-	var out []netip.Prefix
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(strings.SplitN(sc.Text(), "#", 2)[0])
-		if line == "" {
-			continue
-		}
-		p, err := parsePrefix(line)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-		out = append(out, p)
-	}
-	return out, sc.Err()
-}
-
-func isBlocked(block []netip.Prefix, a netip.Addr) bool {
-	for _, p := range block {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
 }
 
 // permutation visits 0..n-1 once each in a random order without a table:

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -104,24 +105,31 @@ func (b *base) serverIP(ctx context.Context) (net.IP, error) {
 	if b.addrOnce.ip != nil {
 		return b.addrOnce.ip, nil
 	}
-	if ip := net.ParseIP(b.ep.Host); ip != nil {
-		b.addrOnce.ip = ip
-		return ip, nil
-	}
-	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", b.ep.Host)
-	if err != nil {
-		return nil, fmt.Errorf("resolving %s: %w", b.ep.Host, err)
-	}
-	// The first IPv4 address, else the first address: one fixed choice, so
-	// a series of measurements does not flip between address families.
-	b.addrOnce.ip = ips[0]
-	for _, ip := range ips {
-		if ip.To4() != nil {
-			b.addrOnce.ip = ip
-			break
+	ip := net.ParseIP(b.ep.Host)
+	if ip == nil {
+		ips, err := net.DefaultResolver.LookupIP(ctx, "ip", b.ep.Host)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", b.ep.Host, err)
+		}
+		// The first IPv4 address, else the first address: one fixed
+		// choice, so a series of measurements does not flip between
+		// address families.
+		ip = ips[0]
+		for _, a := range ips {
+			if a.To4() != nil {
+				ip = a
+				break
+			}
 		}
 	}
-	return b.addrOnce.ip, nil
+	if b.opts.Refuse != nil {
+		a, _ := netip.AddrFromSlice(ip)
+		if err := b.opts.Refuse(a.Unmap()); err != nil {
+			return nil, fmt.Errorf("not contacting %s: %w: %w", b.ep.Host, ErrNotAllowed, err)
+		}
+	}
+	b.addrOnce.ip = ip
+	return ip, nil
 }
 
 // serverAddr is the IP:port to dial.

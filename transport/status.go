@@ -43,7 +43,11 @@ const (
 	StatusCanceled   Status = "canceled"
 	StatusError      Status = "error" // anything else; see the error text
 	StatusBadRequest Status = "bad-input"
+	StatusBlocked    Status = "blocked" // Options.Refuse refused the server's address: nothing was sent
 )
+
+// ErrNotAllowed is a server address Options.Refuse refused.
+var ErrNotAllowed = errors.New("address not allowed")
 
 // HasResponse reports whether a record with this status carries an answer.
 func (s Status) HasResponse() bool {
@@ -116,6 +120,8 @@ func Classify(err error) Status {
 		netErr     net.Error
 	)
 	switch {
+	case errors.Is(err, ErrNotAllowed):
+		return StatusBlocked
 	case errors.Is(err, errClosed), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return StatusClosed
 	case errors.Is(err, ErrMalformed):

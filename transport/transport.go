@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"syscall"
 	"time"
@@ -88,6 +89,11 @@ type Options struct {
 	// opens, also those net/http opens on its own goroutines: the testbed's
 	// Run passes it to open them inside a host's network namespace.
 	OpenSockets func(open func() error) error `json:"-"`
+	// Refuse, if set, is asked about the server's address (a host name's
+	// once resolved) before any socket is opened; an error refuses the
+	// exchange with it. A campaign's blocklist and opt-out requests bind
+	// here, where host names have become addresses.
+	Refuse func(netip.Addr) error `json:"-"`
 	// KeyLog receives TLS secrets in NSS key log format. Nil means the file
 	// named by SSLKEYLOGFILE, if set.
 	KeyLog io.Writer

@@ -1,0 +1,133 @@
+// Package blocklist reads the prefix files that say where doxlab must
+// never send traffic: a blocklist of the operator's own, and the opt-out
+// requests of networks that asked not to be measured. The scanner, the
+// campaigns' diallers and the page-load stub all consult one List.
+package blocklist
+
+import (
+	"bufio"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+)
+
+// List is a set of prefixes never contacted, each with the file and line
+// it came from, so a refusal can say why.
+type List struct {
+	entries []entry
+}
+
+type entry struct {
+	prefix netip.Prefix
+	from   string // FILE:LINE
+}
+
+// Read reads prefix files: an address or a prefix (IPv4 or IPv6) a line,
+// # starting a comment. A bad line is named by file and line.
+func Read(files ...string) (*List, error) {
+	l := new(List)
+	for _, f := range files {
+		if err := l.read(f); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *List) read(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("reading blocklist: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		p, err := ParsePrefix(line)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		l.entries = append(l.entries, entry{p, fmt.Sprintf("%s:%d", path, n)})
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading blocklist %s: %w", path, err)
+	}
+	return nil
+}
+
+// ParsePrefix reads an address (a prefix of its full length) or a prefix.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not an address or prefix", s)
+		}
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not an address or prefix", s)
+	}
+	return p.Masked(), nil
+}
+
+// Prefixes are the list's prefixes, in the order read (for a plan to
+// carry to its workers).
+func (l *List) Prefixes() []string {
+	if l == nil {
+		return nil
+	}
+	out := make([]string, len(l.entries))
+	for i, e := range l.entries {
+		out[i] = e.prefix.String()
+	}
+	return out
+}
+
+// FromPrefixes is a list of prefixes carried by a plan, each named by
+// where it came from (from).
+func FromPrefixes(prefixes []string, from string) (*List, error) {
+	l := new(List)
+	for _, s := range prefixes {
+		p, err := ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", from, err)
+		}
+		l.entries = append(l.entries, entry{p, from})
+	}
+	return l, nil
+}
+
+// Len is how many prefixes the list holds.
+func (l *List) Len() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.entries)
+}
+
+// Contains says whether a is in a prefix of the list.
+func (l *List) Contains(a netip.Addr) bool { return l.Check(a) != nil }
+
+// Check is nil for an address that may be contacted, else an error
+// naming the prefix and where it was listed.
+func (l *List) Check(a netip.Addr) error {
+	if l == nil {
+		return nil
+	}
+	a = a.Unmap()
+	for _, e := range l.entries {
+		if e.prefix.Contains(a) {
+			return fmt.Errorf("%w: %s is in %s (%s)", ErrBlocked, a, e.prefix, e.from)
+		}
+	}
+	return nil
+}
+
+// ErrBlocked is an address a blocklist or an opt-out forbids.
+var ErrBlocked = fmt.Errorf("blocklisted")
