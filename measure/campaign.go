@@ -2,16 +2,22 @@ package measure
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/doxlab/doxlab/internal/blocklist"
+	"github.com/doxlab/doxlab/internal/printable"
 
 	"github.com/miekg/dns"
 	"gopkg.in/yaml.v3"
@@ -42,6 +48,14 @@ import (
 //	  - {name: nyc1, targets: [10.0.0.53]}   # a resolver set of its own
 //	every: 48h                # a planned campaign measured again, in rounds
 //	rounds: 4                 # every 48 h for a week
+//	pages:                    # page loads instead of DNS exchanges (IMC 2022)
+//	  urls: [https://www.wikipedia.org/]
+//	  tranco: top-1m.csv      # rank,domain lines; the first top of them
+//	  top: 10
+//	  timeout: 30s            # per navigation
+//	contact: https://lab.example/dns-study   # in every page load's User-Agent
+//	blocklist: [block.txt]    # prefixes never contacted (as doxlab scan's)
+//	opt_out: [opt-out.txt]
 type Campaign struct {
 	Name        string        `yaml:"name"`
 	Targets     []string      `yaml:"targets"`
@@ -65,6 +79,135 @@ type Campaign struct {
 	// per round and labelled with it.
 	Every  time.Duration `yaml:"every"`
 	Rounds int           `yaml:"rounds"`
+	// Pages, if set, make the campaign's tasks page loads: each page ×
+	// target × transport × repetition.
+	Pages *CampaignPages `yaml:"pages"`
+	// Contact identifies the measurement to those it reaches (a URL or
+	// a mail address): page loads send it in the User-Agent.
+	Contact string `yaml:"contact"`
+	// Blocklist and OptOut are prefix files (doxlab scan's): no address
+	// in them is contacted, host-name targets included.
+	Blocklist []string `yaml:"blocklist"`
+	OptOut    []string `yaml:"opt_out"`
+}
+
+// CampaignPages are the pages a page-load campaign loads: a list, a file
+// of URLs, and the top of a Tranco list.
+type CampaignPages struct {
+	URLs   []string `yaml:"urls"`
+	File   string   `yaml:"file"`   // a URL a line, # comments
+	Tranco string   `yaml:"tranco"` // a Tranco list: rank,domain lines
+	Top    int      `yaml:"top"`    // how many of the Tranco list, from its top; default 10
+	// Timeout bounds each navigation; default 30 s.
+	Timeout time.Duration `yaml:"timeout"`
+	// Stub is what the stub keeps between its upstream connections (a
+	// condition: fresh, pam, resumed, 0rtt), or reuse: one connection
+	// for all. Default 0rtt: a new connection per query resuming with
+	// the warm-up's ticket, token and QUIC version, 0-RTT where the
+	// server takes it, as the paper's proxy did.
+	Stub string `yaml:"stub"`
+}
+
+// MaxPages is the most pages a campaign loads.
+const MaxPages = 10000
+
+// List is the pages' URLs: the list, the file's, then the Tranco list's
+// top, each once, checked.
+func (p *CampaignPages) List() ([]string, error) {
+	out := slices.Clone(p.URLs)
+	if p.File != "" {
+		b, err := os.ReadFile(p.File)
+		if err != nil {
+			return nil, err
+		}
+		for n, line := range strings.Split(string(b), "\n") {
+			line, _, _ = strings.Cut(line, "#")
+			if line = strings.TrimSpace(line); line != "" {
+				if err := CheckPage(line); err != nil {
+					return nil, fmt.Errorf("%s:%d: %q: %w", p.File, n+1, line, err)
+				}
+				out = append(out, line)
+			}
+		}
+	}
+	if p.Tranco != "" {
+		top, err := Tranco(p.Tranco, cmp.Or(p.Top, 10))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, top...)
+	}
+	seen := map[string]bool{}
+	out = slices.DeleteFunc(out, func(u string) bool { d := seen[u]; seen[u] = true; return d })
+	for _, u := range out {
+		if err := CheckPage(u); err != nil {
+			return nil, fmt.Errorf("page %q: %w", u, err)
+		}
+	}
+	switch {
+	case len(out) == 0:
+		return nil, fmt.Errorf("no pages (give urls, file or tranco)")
+	case len(out) > MaxPages:
+		return nil, fmt.Errorf("%d pages, more than %d", len(out), MaxPages)
+	}
+	return out, nil
+}
+
+// Tranco reads the first top domains of a Tranco list (rank,domain a
+// line, as tranco-list.eu serves it) as https:// home-page URLs.
+func Tranco(path string, top int) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for n, line := range strings.Split(string(b), "\n") {
+		if len(out) == top {
+			break
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		rank, domain, ok := strings.Cut(line, ",")
+		if _, err := strconv.Atoi(strings.TrimSpace(rank)); !ok || err != nil {
+			return nil, fmt.Errorf("%s:%d: not a Tranco line (rank,domain): %q", path, n+1, printable.String(line[:min(len(line), 64)]))
+		}
+		u := "https://" + strings.TrimSpace(domain) + "/"
+		if err := CheckPage(u); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// CheckPage accepts an absolute http or https URL of a host (a name or
+// an address), of at most MaxTarget octets, without credentials.
+func CheckPage(u string) error {
+	if len(u) > MaxTarget {
+		return fmt.Errorf("longer than %d octets", MaxTarget)
+	}
+	if strings.ContainsFunc(u, unicode.IsControl) {
+		return fmt.Errorf("has control characters")
+	}
+	pu, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a URL")
+	case pu.Scheme != "https" && pu.Scheme != "http":
+		return fmt.Errorf("not an http or https URL")
+	case pu.User != nil:
+		return fmt.Errorf("has credentials")
+	case pu.Hostname() == "":
+		return fmt.Errorf("has no host")
+	}
+	if net.ParseIP(pu.Hostname()) == nil {
+		if _, ok := dns.IsDomainName(pu.Hostname()); !ok || strings.ContainsAny(pu.Hostname(), " /") {
+			return fmt.Errorf("bad host %q", pu.Hostname())
+		}
+	}
+	return nil
 }
 
 // MaxRounds is the most rounds a campaign is planned in.
@@ -210,6 +353,32 @@ func LoadCampaign(path string) (*Campaign, error) {
 			return nil, bad("tls", "ca: %v", err)
 		}
 	}
+	if err := CheckLabel(c.Contact); err != nil {
+		return nil, bad("contact", "%v", err)
+	}
+	if _, err := blocklist.Read(c.Blocklist...); err != nil {
+		return nil, bad("blocklist", "%v", err)
+	}
+	if _, err := blocklist.Read(c.OptOut...); err != nil {
+		return nil, bad("opt_out", "%v", err)
+	}
+	if p := c.Pages; p != nil {
+		if len(c.Conditions) > 0 {
+			return nil, bad("conditions", "page loads take no conditions (pages.stub says what the stub keeps)")
+		}
+		if _, err := p.List(); err != nil {
+			return nil, bad("pages", "%v", err)
+		}
+		if _, ok := Conditions[p.Stub]; !ok && p.Stub != "" && p.Stub != "reuse" {
+			return nil, bad("pages", "stub: %q is not fresh, pam, resumed, 0rtt or reuse", p.Stub)
+		}
+		if p.Timeout < 0 || p.Top < 0 {
+			return nil, bad("pages", "negative timeout or top")
+		}
+		if c.Contact == "" {
+			return nil, bad("contact", "a page-load campaign says who measures: give contact (a URL or mail address, sent in the User-Agent)")
+		}
+	}
 	return &c, nil
 }
 
@@ -300,7 +469,31 @@ func (c *Campaign) Spec() (Spec, error) {
 			return Spec{}, fmt.Errorf("tls: ca: %w", err)
 		}
 	}
+	if c.Pages != nil {
+		if s.Pages, err = c.Pages.List(); err != nil {
+			return Spec{}, err
+		}
+		if len(s.Transports) == 0 {
+			s.Transports = PageTransports
+		}
+	}
+	block, err := c.Blocked()
+	if err != nil {
+		return Spec{}, err
+	}
+	if block.Len() > 0 {
+		s.Options.Refuse = block.Check
+	}
 	return s, nil
+}
+
+// PageTransports are a page-load campaign's DNS protocols by default: the
+// IMC 2022 study's DoUDP, DoH and DoQ.
+var PageTransports = []string{protocol.UDP, protocol.DoH2, protocol.DoQ}
+
+// Blocked is the campaign's blocklist and opt-out files, read.
+func (c *Campaign) Blocked() (*blocklist.List, error) {
+	return blocklist.Read(append(slices.Clone(c.Blocklist), c.OptOut...)...)
 }
 
 // Targets is a list of targets followed by those of a targets file ("":

@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,10 @@ type Spec struct {
 	// Retries repeats a task whose measured exchange got no answer, up to
 	// this many times; the sample keeps the last attempt and the count.
 	Retries int
+	// Pages, if given, make the tasks page loads (the IMC 2022 study's):
+	// each page × target × transport × repetition, with no condition. A
+	// page load is measured by the web experiment's loader, not by Run.
+	Pages []string
 	// Skip, if set, leaves out tasks already measured (a resumed run).
 	Skip func(Task) bool `json:"-"`
 	// Progress, if set, is told after each task how many are done of how many.
@@ -77,6 +82,9 @@ type Task struct {
 	Condition string `json:"condition"`
 	Rep       int    `json:"rep"`
 	Round     int    `json:"round,omitempty"` // of a campaign in rounds, from 1; 0: not one
+	// Page, for a page-load task, is the page's URL: Chromium loads it
+	// with its DNS through a stub forwarding to URL. Condition is empty.
+	Page string `json:"page,omitempty"`
 }
 
 // Sample is what one task measured. Every exchange is kept whole.
@@ -154,6 +162,16 @@ func (s *Spec) Check() error {
 	return nil
 }
 
+// conditionApplies says whether a condition means something on a
+// transport: 0-RTT only where doxlab's transports do it, nothing to
+// resume on UDP and TCP.
+func conditionApplies(c Condition, tn string) bool {
+	if c.ZeroRTT && tn != protocol.DoQ && tn != protocol.DoH3 {
+		return false
+	}
+	return c.Name == "fresh" || !(c.Tickets || c.Tokens || c.Version) || (tn != protocol.UDP && tn != protocol.TCP)
+}
+
 // Tasks expands a spec into its tasks, in a random (seeded) order. A
 // task named twice (a target listed twice, or a host and its own URL) is
 // measured once.
@@ -164,10 +182,17 @@ func (s *Spec) Tasks() ([]Task, error) {
 	if len(s.Targets) == 0 {
 		return nil, fmt.Errorf("no targets")
 	}
-	if len(s.Transports) == 0 {
+	switch {
+	case len(s.Transports) > 0:
+	case len(s.Pages) > 0:
+		s.Transports = slices.Clone(PageTransports)
+	default:
 		s.Transports = protocol.Default()
 	}
-	if len(s.Conditions) == 0 {
+	if len(s.Pages) > 0 && len(s.Conditions) > 0 {
+		return nil, fmt.Errorf("page loads take no conditions: the stub keeps what its forwarding keeps")
+	}
+	if len(s.Conditions) == 0 && len(s.Pages) == 0 {
 		s.Conditions = []string{"fresh", "resumed", "0rtt"}
 	}
 	if s.Repeat <= 0 {
@@ -178,10 +203,25 @@ func (s *Spec) Tasks() ([]Task, error) {
 			return nil, fmt.Errorf("unknown condition %q (want fresh, pam, resumed or 0rtt)", c)
 		}
 	}
+	for _, p := range s.Pages {
+		if err := CheckPage(p); err != nil {
+			return nil, fmt.Errorf("page %q: %w", p, err)
+		}
+	}
+	// What a target and transport are measured with: a condition each,
+	// or a page each.
+	type variant struct{ cond, page string }
+	var variants []variant
+	for _, c := range s.Conditions {
+		variants = append(variants, variant{cond: c})
+	}
+	for _, p := range s.Pages {
+		variants = append(variants, variant{page: p})
+	}
 	var tasks []Task
 	type key struct {
-		url, transport, condition string
-		rep                       int
+		url, transport, condition, page string
+		rep                             int
 	}
 	seen := map[key]bool{}
 	for _, target := range s.Targets {
@@ -198,18 +238,14 @@ func (s *Spec) Tasks() ([]Task, error) {
 			} else if ep.Scheme != tr.Scheme {
 				continue // a URL target measures its own transport only
 			}
-			for _, cn := range s.Conditions {
-				c := Conditions[cn]
-				if c.ZeroRTT && tn != protocol.DoQ && tn != protocol.DoH3 {
-					continue // 0-RTT only where doxlab's transports do it
-				}
-				if (c.Tickets || c.Tokens || c.Version) && (tn == protocol.UDP || tn == protocol.TCP) && cn != "fresh" {
-					continue // nothing to resume
+			for _, v := range variants {
+				if v.cond != "" && !conditionApplies(Conditions[v.cond], tn) {
+					continue
 				}
 				for rep := range s.Repeat {
-					if k := (key{url, tn, cn, rep}); !seen[k] {
+					if k := (key{url, tn, v.cond, v.page, rep}); !seen[k] {
 						seen[k] = true
-						tasks = append(tasks, Task{URL: url, Target: target, Transport: tn, Condition: cn, Rep: rep})
+						tasks = append(tasks, Task{URL: url, Target: target, Transport: tn, Condition: v.cond, Page: v.page, Rep: rep})
 					}
 				}
 			}
@@ -227,6 +263,9 @@ func (s *Spec) Tasks() ([]Task, error) {
 // Run measures every task of the spec and hands each sample to out as it
 // is done (from one goroutine at a time).
 func Run(ctx context.Context, s Spec, out func(*Sample)) error {
+	if len(s.Pages) > 0 {
+		return fmt.Errorf("page loads are measured by a campaign (doxlab campaign run), not by measure.Run")
+	}
 	tasks, err := s.Tasks()
 	if err != nil {
 		return err

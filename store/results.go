@@ -82,6 +82,24 @@ func (s *Store) WriteResultTx(ctx context.Context, ex Execer, runID string, kind
 	return nil
 }
 
+// WriteResultOnceTx stores a result in tx unless its run holds one of
+// its kind and key already, and says whether it did: a task a job queue
+// delivered twice is stored once.
+func (s *Store) WriteResultOnceTx(ctx context.Context, ex Execer, runID string, kind Kind, key string, started time.Time, v any) (bool, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return false, err
+	}
+	res, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, raw) VALUES (?,?,?,?,?)
+		ON CONFLICT (run_id, kind, task_key) DO NOTHING`),
+		runID, kind, key, started.UTC().Format(time.RFC3339Nano), string(raw))
+	if err != nil {
+		return false, fmt.Errorf("store: writing %s %s: %w", kind, key, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 // Results returns the stored results of one kind from the runs whose ID
 // starts with prefix, in the order they were taken, for f to decode.
 func (s *Store) Results(ctx context.Context, prefix string, kind Kind, f func(runID string, raw []byte) error) error {

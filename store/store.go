@@ -434,10 +434,14 @@ func (s *Store) BeginRunTx(ctx context.Context, ex Execer, r Run) error {
 // TaskKey names a task within a run, the same on every attempt, so a run
 // that is resumed knows what is already measured.
 func TaskKey(t measure.Task) string {
-	if t.Round > 0 { // a campaign in rounds measures each task once a round
-		return fmt.Sprintf("%s|%s|%s|%d|r%d", t.URL, t.Transport, t.Condition, t.Rep, t.Round)
+	cond := t.Condition
+	if t.Page != "" { // a page load has the page where a condition would be
+		cond = "page:" + t.Page
 	}
-	return fmt.Sprintf("%s|%s|%s|%d", t.URL, t.Transport, t.Condition, t.Rep)
+	if t.Round > 0 { // a campaign in rounds measures each task once a round
+		return fmt.Sprintf("%s|%s|%s|%d|r%d", t.URL, t.Transport, cond, t.Rep, t.Round)
+	}
+	return fmt.Sprintf("%s|%s|%s|%d", t.URL, t.Transport, cond, t.Rep)
 }
 
 // SampleKey is a sample's key in its run: its task's, after its vantage

@@ -61,6 +61,9 @@ func fixture() (store.Run, []*measure.Sample) {
 	return run, samples
 }
 
+// testLoad is a result kind of the tests own.
+var testLoad = store.NewKind("test-load")
+
 func roundTrip(t *testing.T, dsn string) {
 	ctx := context.Background()
 	s, err := store.Open(ctx, dsn)
@@ -81,6 +84,17 @@ func roundTrip(t *testing.T, dsn string) {
 		}))
 	}
 	require.Equal(t, []bool{false, false}, stored, "WriteOnce stores nothing a run already holds, without an error")
+	page := measure.Task{URL: "udp://10.200.0.2:53", Transport: "udp", Page: "https://a.example/", Round: 2}
+	stored = nil
+	for range 2 { // a page load delivered twice is stored once too
+		require.NoError(t, s.InTx(ctx, func(tx *sql.Tx) error {
+			ok, err := s.WriteResultOnceTx(ctx, tx, run.ID, testLoad, store.TaskKey(page), run.StartedAt, map[string]int{"plt_ms": 100})
+			stored = append(stored, ok)
+			return err
+		}))
+	}
+	require.Equal(t, []bool{true, false}, stored)
+	require.Equal(t, "udp://10.200.0.2:53|udp|page:https://a.example/|0|r2", store.TaskKey(page))
 	done, err := s.Done(ctx, run.ID)
 	require.NoError(t, err)
 	require.Len(t, done, 3)
