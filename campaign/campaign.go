@@ -21,7 +21,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/doxlab/doxlab/internal/blocklist"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
@@ -69,6 +72,34 @@ type Plan struct {
 	// from doxlab survey --targets-out, what was verified of it, kept
 	// with the run its samples are stored under.
 	Notes map[string]string `json:"target_notes,omitempty"`
+	// Pages, if any, make the tasks page loads (measure.CampaignPages),
+	// read on the planning machine, Tranco list and all.
+	Pages       []string      `json:"pages,omitempty"`
+	PageTimeout time.Duration `json:"page_timeout,omitempty"`
+	Stub        string        `json:"stub,omitempty"`
+	Contact     string        `json:"contact,omitempty"`
+	// Blocked are the blocklist's and opt-out files' prefixes, read when
+	// planning: no worker contacts an address in them.
+	Blocked []string `json:"blocked,omitempty"`
+}
+
+// tasks are the tasks of a vantage point measuring targets, once per
+// round: what plan queues and what a worker accepts.
+func (p *Plan) tasks(targets []string) ([]measure.Task, error) {
+	s := measure.Spec{Targets: targets, Transports: slices.Clone(p.Transports), Conditions: slices.Clone(p.Conditions), Pages: p.Pages, Repeat: p.Repeat, Seed: p.Seed}
+	tasks, err := s.Tasks()
+	if err != nil {
+		return nil, err
+	}
+	if p.Transports == nil { // the defaults Tasks chose, recorded
+		p.Transports, p.Conditions, p.Repeat = s.Transports, s.Conditions, s.Repeat
+	}
+	return p.inRounds(tasks), nil
+}
+
+// pageOptions are how the plan's pages are loaded.
+func (p *Plan) pageOptions(s measure.Spec) PageOptions {
+	return PageOptions{Timeout: p.PageTimeout, Stub: p.Stub, Contact: p.Contact, Upstream: s.Options}
 }
 
 // inRounds is tasks once per round, each labelled with its round; tasks
@@ -139,12 +170,22 @@ func (p *Plan) spec() (measure.Spec, error) {
 		}
 		s.Options.RootCAs = pool
 	}
+	if len(p.Blocked) > 0 {
+		block, err := blocklist.FromPrefixes(p.Blocked, "the plan's blocklist")
+		if err != nil {
+			return s, err
+		}
+		s.Options.Refuse = block.Check
+	}
 	return s, nil
 }
 
 // taskBudget is the longest a task of p can take: warm-up, measurement
 // and probe, each up to the timeout, on every try, and a margin.
 func (p *Plan) taskBudget() time.Duration {
+	if len(p.Pages) > 0 {
+		return pageBudget(p.PageTimeout)
+	}
 	t := p.Timeout
 	if t <= 0 {
 		t = 5 * time.Second

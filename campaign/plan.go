@@ -1,11 +1,12 @@
 package campaign
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"os"
-	"slices"
+	"time"
 
 	"github.com/doxlab/doxlab/internal/printable"
 
@@ -29,37 +30,13 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 	if len(c.Vantages) == 0 {
 		return store.Run{}, nil, fmt.Errorf("no vantages: a planned campaign names the vantage points it measures from")
 	}
-	p := &Plan{Name: c.Name, Query: c.Query, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat,
-		Timeout: c.Timeout, Retries: c.Retries, Concurrency: c.Concurrency, Rate: c.Rate, Seed: c.Seed,
-		TLS: TLS{Insecure: c.TLS.Insecure, SNI: c.TLS.SNI}, Campaign: c, Every: c.Every, Rounds: c.Rounds}
-	if c.TLS.CA != "" {
-		pem, err := os.ReadFile(c.TLS.CA)
-		if err != nil {
-			return store.Run{}, nil, err
-		}
-		p.TLS.CAPEM = string(pem)
-	}
-	if _, err := p.spec(); err != nil {
+	p, err := newPlan(c)
+	if err != nil {
 		return store.Run{}, nil, err
 	}
 	shared, err := targets(c.Targets, c.TargetsFile)
 	if err != nil {
 		return store.Run{}, nil, err
-	}
-	for _, f := range append([]string{c.TargetsFile}, vantageFiles(c)...) {
-		if f == "" {
-			continue
-		}
-		notes, err := measure.TargetNotes(f)
-		if err != nil {
-			return store.Run{}, nil, err
-		}
-		for t, n := range notes {
-			if p.Notes == nil {
-				p.Notes = map[string]string{}
-			}
-			p.Notes[t] = n
-		}
 	}
 	var jobs []river.InsertManyParams
 	for _, v := range c.Vantages {
@@ -79,15 +56,10 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 				return store.Run{}, nil, fmt.Errorf("vantage %s: target %q: %w", v.Name, printable.String(t[:min(len(t), 64)]), err)
 			}
 		}
-		s := measure.Spec{Targets: vp.Targets, Transports: slices.Clone(c.Transports), Conditions: slices.Clone(c.Conditions), Repeat: c.Repeat, Seed: c.Seed}
-		tasks, err := s.Tasks()
+		tasks, err := p.tasks(vp.Targets)
 		if err != nil {
 			return store.Run{}, nil, fmt.Errorf("vantage %s: %w", v.Name, err)
 		}
-		if p.Transports == nil { // the defaults Tasks chose, recorded
-			p.Transports, p.Conditions, p.Repeat = s.Transports, s.Conditions, s.Repeat
-		}
-		tasks = p.inRounds(tasks)
 		vp.Tasks = len(tasks)
 		p.Vantages = append(p.Vantages, vp)
 		for _, t := range tasks {
@@ -130,6 +102,53 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 		return store.Run{}, nil, err
 	}
 	return run, p, nil
+}
+
+// newPlan is what a campaign records as its run's spec, vantage points
+// and tasks aside: files (CA, pages, blocklists, targets' notes) read
+// here, on the planning machine.
+func newPlan(c *measure.Campaign) (*Plan, error) {
+	p := &Plan{Name: c.Name, Query: c.Query, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat,
+		Timeout: c.Timeout, Retries: c.Retries, Concurrency: c.Concurrency, Rate: c.Rate, Seed: c.Seed,
+		TLS: TLS{Insecure: c.TLS.Insecure, SNI: c.TLS.SNI}, Campaign: c, Every: c.Every, Rounds: c.Rounds}
+	if c.TLS.CA != "" {
+		pem, err := os.ReadFile(c.TLS.CA)
+		if err != nil {
+			return nil, err
+		}
+		p.TLS.CAPEM = string(pem)
+	}
+	var err error
+	if c.Pages != nil {
+		if p.Pages, err = c.Pages.List(); err != nil {
+			return nil, fmt.Errorf("pages: %w", err)
+		}
+		p.PageTimeout, p.Stub, p.Contact = cmp.Or(c.Pages.Timeout, 30*time.Second), cmp.Or(c.Pages.Stub, "0rtt"), c.Contact
+	}
+	block, err := c.Blocked()
+	if err != nil {
+		return nil, err
+	}
+	p.Blocked = block.Prefixes()
+	if _, err := p.spec(); err != nil {
+		return nil, err
+	}
+	for _, f := range append([]string{c.TargetsFile}, vantageFiles(c)...) {
+		if f == "" {
+			continue
+		}
+		notes, err := measure.TargetNotes(f)
+		if err != nil {
+			return nil, err
+		}
+		for t, n := range notes {
+			if p.Notes == nil {
+				p.Notes = map[string]string{}
+			}
+			p.Notes[t] = n
+		}
+	}
+	return p, nil
 }
 
 // vantageFiles are the targets files the vantage points name.

@@ -118,14 +118,18 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 		}
 	}
 	db := st.DB()
-	err = eachRow(ctx, db, `SELECT vantage, count(*), max(started_at) FROM samples WHERE run_id = $1 GROUP BY vantage`, []any{runID}, func(rows *sql.Rows) error {
+	// DNS samples, and page loads (keyed VANTAGE/task).
+	err = eachRow(ctx, db, `SELECT vantage, count(*), max(started_at) FROM (
+			SELECT vantage, started_at FROM samples WHERE run_id = $1
+			UNION ALL SELECT split_part(task_key, '/', 1), started_at FROM results WHERE run_id = $1 AND kind = $2) s
+		GROUP BY vantage`, []any{runID, PageLoads}, func(rows *sql.Rows) error {
 		var v, last string
 		var n int
 		if err := rows.Scan(&v, &n, &last); err != nil {
 			return err
 		}
 		if vs := by[v]; vs != nil {
-			vs.Stored = n
+			vs.Stored += n
 			vs.Last, _ = time.Parse(time.RFC3339Nano, last)
 		}
 		return nil

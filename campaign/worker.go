@@ -49,9 +49,13 @@ type Worker struct {
 	Log io.Writer
 	// Stored, if set, is told of each sample stored.
 	Stored func(*measure.Sample)
+	// Browser is the Chromium binary page-load tasks use; default
+	// chromium on PATH.
+	Browser string
 
 	mu    sync.Mutex
 	plans map[string]*workPlan
+	pages pages // the loader of page-load tasks, one task at a time
 	pace  pacer
 	stats WorkerStats
 }
@@ -104,6 +108,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.RescueAfter = 2 * time.Minute
 	}
 	w.plans = map[string]*workPlan{}
+	w.pages.cfg = PageLoaderConfig{Browser: w.Browser, Log: w.Log}
+	defer w.pages.close()
 	// A worker that starts while the database restarts waits for it.
 	notify := func(err error, wait time.Duration) {
 		fmt.Fprintf(w.Log, "worker %s: %v; trying again in %v\n", w.ID, err, wait)
@@ -194,12 +200,11 @@ func (w *Worker) plan(ctx context.Context, runID string) (*workPlan, error) {
 			continue
 		}
 		wp.vantage = v.Vantage
-		s := measure.Spec{Targets: v.Targets, Transports: p.Transports, Conditions: p.Conditions, Repeat: p.Repeat, Seed: p.Seed}
-		tasks, err := s.Tasks()
+		tasks, err := p.tasks(v.Targets)
 		if err != nil {
 			return nil, fmt.Errorf("%w: run %s: %w", errNoPlan, runID, err)
 		}
-		for _, t := range p.inRounds(tasks) {
+		for _, t := range tasks {
 			wp.tasks[t] = true
 		}
 	}
@@ -225,7 +230,12 @@ type jobWorker struct {
 // measurement's time (at rate 0.05 every job timed out and was retried).
 func (j *jobWorker) Timeout(job *river.Job[measureArgs]) time.Duration {
 	if p, err := j.w.plan(context.Background(), job.Args.Run); err == nil {
-		return p.taskBudget() + paceAllowance(p.Rate, j.w.Concurrency)
+		budget := p.taskBudget()
+		if job.Args.Task.Page != "" {
+			// Page loads take turns at the worker's one browser.
+			budget *= time.Duration(j.w.Concurrency)
+		}
+		return budget + paceAllowance(p.Rate, j.w.Concurrency)
 	}
 	return 0
 }
@@ -260,6 +270,9 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error
 	if err := w.pace.wait(ctx, p.Rate); err != nil {
 		return err
 	}
+	if job.Args.Task.Page != "" {
+		return w.workPage(ctx, p, job)
+	}
 	sample := p.spec.Measure(ctx, job.Args.Task)
 	if ctx.Err() != nil {
 		// Stopped or timed out mid-task: give it back rather than store
@@ -275,21 +288,62 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error
 		}
 	}
 	sample.Vantage = &v
-	sample.Job = &measure.JobInfo{ID: job.ID, Attempt: job.Attempt, Worker: w.ID, AttemptedBy: job.AttemptedBy, Version: buildinfo.Version()}
-	// The sample and the job's completion commit together; a store that
-	// is briefly away (a database restart) is waited for, so the task is
-	// not measured again for nothing.
+	sample.Job = w.jobInfo(job)
+	stored, err := w.commit(ctx, job, store.SampleKey(sample), sample.Start, sample, func(ctx context.Context, tx *sql.Tx) (bool, error) {
+		return w.Store.WriteOnce(ctx, tx, job.Args.Run, sample)
+	})
+	if err != nil {
+		return err
+	}
+	if stored && w.Stored != nil {
+		w.Stored(sample)
+	}
+	return nil
+}
+
+// workPage measures a page-load task with the worker's loader and
+// stores it as a DNS sample is stored: once, with its job's completion.
+func (w *Worker) workPage(ctx context.Context, p *workPlan, job *river.Job[measureArgs]) error {
+	x, err := w.pages.load(ctx, job.Args.Task, p.pageOptions(p.spec))
+	if ctx.Err() != nil {
+		w.count(func(s *WorkerStats) { s.Cancelled++ })
+		return ctx.Err()
+	}
+	if err != nil {
+		fmt.Fprintf(w.Log, "worker %s: job %d: the page loader failed: %v\n", w.ID, job.ID, err)
+		return err // the loader broke, not the page: tried again
+	}
+	v := p.vantage
+	v.Address = w.Address
+	x.Vantage, x.Job, x.Resolver = &v, w.jobInfo(job), p.Notes[x.Target]
+	_, err = w.commit(ctx, job, x.Key(), x.Start, x, func(ctx context.Context, tx *sql.Tx) (bool, error) {
+		return w.Store.WriteResultOnceTx(ctx, tx, job.Args.Run, PageLoads, x.Key(), x.Start, x)
+	})
+	return err
+}
+
+func (w *Worker) jobInfo(job *river.Job[measureArgs]) *measure.JobInfo {
+	return &measure.JobInfo{ID: job.ID, Attempt: job.Attempt, Worker: w.ID, AttemptedBy: job.AttemptedBy, Version: buildinfo.Version()}
+}
+
+// commit stores a task's result (write says whether it stored it) and
+// completes its job in one transaction; a result its run held already is
+// recorded as a duplicate delivery instead, whole (v) under key. A store
+// that is briefly away (a database restart) is waited for, so the task
+// is not measured again for nothing.
+func (w *Worker) commit(ctx context.Context, job *river.Job[measureArgs], key string, start time.Time, v any,
+	write func(context.Context, *sql.Tx) (bool, error)) (bool, error) {
 	sctx := context.WithoutCancel(ctx) // keeps River's client for JobCompleteTx
 	var stored bool
-	err = store.Retry(sctx, func() error {
+	err := store.Retry(sctx, func() error {
 		return w.Store.InTx(sctx, func(tx *sql.Tx) error {
 			var err error
-			if stored, err = w.Store.WriteOnce(sctx, tx, job.Args.Run, sample); err != nil {
+			if stored, err = write(sctx, tx); err != nil {
 				return err
 			}
 			if !stored {
-				key := fmt.Sprintf("%s#job%d/attempt%d", store.SampleKey(sample), job.ID, job.Attempt)
-				if err := w.Store.WriteResultTx(sctx, tx, job.Args.Run, Duplicates, key, sample.Start, sample); err != nil {
+				key := fmt.Sprintf("%s#job%d/attempt%d", key, job.ID, job.Attempt)
+				if err := w.Store.WriteResultTx(sctx, tx, job.Args.Run, Duplicates, key, start, v); err != nil {
 					return err
 				}
 			}
@@ -303,21 +357,18 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error
 		fmt.Fprintf(w.Log, "worker %s: %v; trying again in %v\n", w.ID, err, wait)
 	})
 	if store.Permanent(err) {
-		return w.refuse(fmt.Errorf("job %d: its sample cannot be stored: %w", job.ID, err))
+		return false, w.refuse(fmt.Errorf("job %d: its sample cannot be stored: %w", job.ID, err))
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if stored {
 		w.count(func(s *WorkerStats) { s.Stored++ })
-		if w.Stored != nil {
-			w.Stored(sample)
-		}
 	} else {
 		w.count(func(s *WorkerStats) { s.Duplicates++ })
 		fmt.Fprintf(w.Log, "worker %s: job %d (attempt %d) was stored by an earlier delivery; recorded as a duplicate\n", w.ID, job.ID, job.Attempt)
 	}
-	return nil
+	return stored, nil
 }
 
 // refuse fails a job for good with why, recorded in the queue (River

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ type answerer struct {
 	fwdSlot chan struct{} // one per forwarded query in flight
 	cache   *cache
 	local   bool // static records or hosts: unknown names are NXDOMAIN, not REFUSED
+	refuse  func(netip.Addr) error
 }
 
 func newAnswerer(c *Answers) (*answerer, error) {
@@ -58,6 +60,8 @@ func newAnswerer(c *Answers) (*answerer, error) {
 		if cond, ok := transport.Conditions[c.ForwardConn]; ok {
 			cond.Apply(&opts)
 		}
+		opts.RootCAs, opts.Refuse = c.ForwardRoots, c.ForwardRefuse
+		a.refuse = c.ForwardRefuse
 		if c.ForwardCA != "" {
 			pool, err := transport.LoadCA(c.ForwardCA)
 			if err != nil {
@@ -286,10 +290,35 @@ func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transpor
 	}
 	r := rec.Response
 	r.Id = q.Id
+	if a.refuse != nil && refusedAddress(r.Answer, a.refuse) {
+		r = new(dns.Msg)
+		r.SetRcode(q, dns.RcodeRefused)
+		return r, rec, ReasonBlocked
+	}
 	if a.cache != nil {
 		a.cache.put(key, r)
 	}
 	return r, rec, ""
+}
+
+// refusedAddress says whether an answer holds an A or AAAA record whose
+// address refuse refuses.
+func refusedAddress(answer []dns.RR, refuse func(netip.Addr) error) bool {
+	for _, rr := range answer {
+		var ip net.IP
+		switch r := rr.(type) {
+		case *dns.A:
+			ip = r.A
+		case *dns.AAAA:
+			ip = r.AAAA
+		default:
+			continue
+		}
+		if a, ok := netip.AddrFromSlice(ip); ok && refuse(a.Unmap()) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 type cacheKey struct {

@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -113,6 +115,14 @@ type Answers struct {
 	// system roots. ForwardSNI overrides the name verified.
 	ForwardCA  string `yaml:"forward_ca"`
 	ForwardSNI string `yaml:"forward_sni"`
+	// ForwardRoots and ForwardRefuse are for a server started in a
+	// process of doxlab's own (a campaign's stub): the roots to verify
+	// the upstream with, beside ForwardCA's; and a check of addresses
+	// (transport.Options.Refuse) that the upstream, and every A and AAAA
+	// record forwarded, must pass: an answer with an address refused is
+	// answered REFUSED, so the client never connects there.
+	ForwardRoots  *x509.CertPool         `yaml:"-"`
+	ForwardRefuse func(netip.Addr) error `yaml:"-"`
 	// ForwardTimeout bounds one upstream exchange. Default 3 s.
 	ForwardTimeout time.Duration `yaml:"forward_timeout"`
 	// ForwardMaxInFlight bounds the queries forwarded and not yet

@@ -52,6 +52,10 @@ const (
 	// ReasonForwardLimit: answers.forward_max_in_flight queries were
 	// already forwarded and unanswered; answered SERVFAIL at once.
 	ReasonForwardLimit Reason = "forward-limit"
+	// ReasonBlocked: a forwarded answer held an address that
+	// answers.ForwardRefuse refuses (a campaign's blocklist), and was
+	// answered REFUSED instead.
+	ReasonBlocked Reason = "blocked"
 )
 
 // refusalRecords bounds the refusal records written per second, so an

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -388,6 +389,37 @@ func TestForwardAndCache(t *testing.T) {
 	require.Contains(t, rec.Answers[0], testutil.ZoneA, "from the cache")
 	rec = ask(t, ts.url("udp"), ts.pool(), "other.test")
 	require.Equal(t, transport.StatusServFail, rec.Status)
+}
+
+// TestForwardRefuse checks a campaign stub's blocklist: an answer with
+// a refused address is REFUSED (the browser never connects there), an
+// upstream whose address is refused is never asked.
+func TestForwardRefuse(t *testing.T) {
+	up := start(t, nil) // answers 192.0.2.7 for every name
+	refuse := func(block string) func(netip.Addr) error {
+		p := netip.MustParsePrefix(block)
+		return func(a netip.Addr) error {
+			if p.Contains(a) {
+				return fmt.Errorf("%s is blocklisted", a)
+			}
+			return nil
+		}
+	}
+	stub := start(t, func(c *server.Config) {
+		c.Answers = server.Answers{Forward: up.url("doq"), ForwardRoots: up.pool().RootCAs, ForwardRefuse: refuse("192.0.2.0/24")}
+	})
+	rec := ask(t, stub.url("udp"), stub.pool(), "page.test")
+	require.Equal(t, "REFUSED", rec.Rcode)
+	require.Len(t, up.records("query", "doq"), 1, "the upstream was asked")
+	require.Equal(t, transport.StatusOK, stub.records("query", "udp")[0].Upstream.Status, "the upstream answered; the stub refused")
+
+	stub = start(t, func(c *server.Config) {
+		c.Answers = server.Answers{Forward: up.url("doq"), ForwardRoots: up.pool().RootCAs, ForwardRefuse: refuse("127.0.0.0/8")}
+	})
+	rec = ask(t, stub.url("udp"), stub.pool(), "page.test")
+	require.Equal(t, transport.StatusServFail, rec.Status)
+	require.Equal(t, transport.StatusBlocked, stub.records("query", "udp")[0].Upstream.Status, "the upstream's address is refused")
+	require.Len(t, up.records("query", "doq"), 1, "and never asked")
 }
 
 func TestConfigFile(t *testing.T) {
