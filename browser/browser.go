@@ -11,15 +11,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/memory"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -35,6 +38,16 @@ type Options struct {
 	// `ip netns exec`, which also mounts the namespace's /etc/netns files
 	// (resolv.conf, hosts, nsswitch.conf) over /etc.
 	NetNS string
+	// Etc are files put over /etc for the browser alone, by name
+	// (resolv.conf, hosts, nsswitch.conf) to path: it runs in a mount
+	// namespace of its own where they are bound over the machine's, so
+	// its DNS goes where resolv.conf says on a real vantage point too,
+	// and nothing else on the machine changes. Needs root.
+	Etc map[string]string
+	// UserAgentSuffix, if set, is added to the browser's User-Agent (with
+	// "HeadlessChrome" said as "Chrome", as a headful browser's): a
+	// campaign says who measures, and how to reach them.
+	UserAgentSuffix string
 	// ForceQUIC are origins (host:port) spoken to over HTTP/3 from the
 	// first request, without waiting for Alt-Svc.
 	ForceQUIC []string
@@ -59,13 +72,14 @@ var ErrNoBrowser = errors.New("no Chromium found: install it with `apt-get insta
 
 // Browser is one running Chromium process with one tab.
 type Browser struct {
-	opts     Options
-	allocCtx context.Context
-	cancel   context.CancelFunc
-	tab      context.Context
-	version  string
-	tmpDir   string // a profile Launch made, removed by Close
-	profile  string // the user data directory, whatever made it
+	opts      Options
+	allocCtx  context.Context
+	cancel    context.CancelFunc
+	tab       context.Context
+	version   string
+	tmpDir    string // a profile Launch made, removed by Close
+	userAgent string
+	profile   string // the user data directory, whatever made it
 
 	traceOnce sync.Once
 	tracer    *tracer
@@ -157,6 +171,15 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 			cmd.Path = ip
 		}))
 	}
+	if len(opts.Etc) > 0 {
+		wrap, err := etcWrapper(opts.Etc)
+		if err != nil {
+			return nil, err
+		}
+		// Applied after the network namespace's (options modify in order),
+		// so it wraps the whole command.
+		flags = append(flags, chromedp.ModifyCmdFunc(wrap))
+	}
 	b.allocCtx, b.cancel = chromedp.NewExecAllocator(context.Background(), flags...)
 	b.tab, _ = chromedp.NewContext(b.allocCtx)
 	// The first call starts the browser and ties it to the context it is
@@ -178,7 +201,47 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		return nil, fmt.Errorf("%w (starting %s: %w)", ErrNoBrowser, exe, err)
 	}
 	b.version = v.Product
+	if opts.UserAgentSuffix != "" {
+		ua := strings.Replace(v.UserAgent, "HeadlessChrome/", "Chrome/", 1) + " " + opts.UserAgentSuffix
+		if _, err := chromedp.Call(b.tab, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: ua}); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("setting the User-Agent: %w", err)
+		}
+		b.userAgent = ua
+	}
 	return b, nil
+}
+
+// UserAgent is the User-Agent set by Options.UserAgentSuffix, if any.
+func (b *Browser) UserAgent() string { return b.userAgent }
+
+// etcWrapper runs a command in a mount namespace of its own with files
+// bound over /etc: unshare(1) makes the namespace private, a shell binds
+// each file and execs the command, so the browser keeps its process ID.
+func etcWrapper(etc map[string]string) (func(*exec.Cmd), error) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		return nil, fmt.Errorf("files over /etc for the browser: %w", err)
+	}
+	names := slices.Sorted(maps.Keys(etc))
+	script := ""
+	var paths []string
+	for i, n := range names {
+		if strings.ContainsAny(n, "/ ") || n == "" {
+			return nil, fmt.Errorf("files over /etc: %q is not a file name", n)
+		}
+		if _, err := os.Stat(etc[n]); err != nil {
+			return nil, fmt.Errorf("files over /etc: %w", err)
+		}
+		script += fmt.Sprintf(`mount --bind "$%d" /etc/%s && `, i+1, n)
+		paths = append(paths, etc[n])
+	}
+	script += fmt.Sprintf(`shift %d && exec "$@"`, len(names))
+	return func(cmd *exec.Cmd) {
+		args := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"}, paths...)
+		cmd.Args = append(args, cmd.Args...)
+		cmd.Path = unshare
+	}, nil
 }
 
 // Version is the browser's product string, e.g. "Chrome/156.0.8078.79".

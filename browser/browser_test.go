@@ -2,8 +2,12 @@ package browser_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,4 +122,63 @@ func TestMissingBrowser(t *testing.T) {
 	_, err := browser.Launch(context.Background(), browser.Options{Exec: "/nonexistent/chromium"})
 	require.ErrorIs(t, err, browser.ErrNoBrowser)
 	require.Contains(t, err.Error(), "apt-get install chromium")
+}
+
+// TestOwnResolverAndUserAgent runs Chromium in a mount namespace whose
+// resolv.conf names a DNS server of the test's on 127.53.0.1: the page's
+// name must be resolved there (the machine's resolv.conf is untouched),
+// and the page's request must carry the User-Agent suffix.
+func TestOwnResolverAndUserAgent(t *testing.T) {
+	testutil.NeedRoot(t, "binding files over /etc needs root")
+	if _, err := browser.FindExec(""); err != nil {
+		testutil.Missing(t, "chromium")
+	}
+	dns, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.53.0.1:53", TCP: "127.53.0.1:53"}, Answers: server.Answers{Any: "127.0.0.1"}})
+	require.NoError(t, err)
+	names := make(chan string, 100)
+	dns.OnRecord(func(r *server.Record) {
+		if r.Kind == "query" {
+			names <- r.QName
+		}
+	})
+	require.NoError(t, dns.Start())
+	defer dns.Close()
+	agents := make(chan string, 10)
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.UserAgent()
+		fmt.Fprint(w, "<html><body>hello</body></html>")
+	}))
+	defer web.Close()
+	_, port, _ := net.SplitHostPort(web.Listener.Addr().String())
+
+	dir := t.TempDir()
+	resolv, hosts := filepath.Join(dir, "resolv.conf"), filepath.Join(dir, "hosts")
+	require.NoError(t, os.WriteFile(resolv, []byte("nameserver 127.53.0.1\n"), 0o644))
+	require.NoError(t, os.WriteFile(hosts, []byte("127.0.0.1 localhost\n"), 0o644))
+	before, _ := os.ReadFile("/etc/resolv.conf")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := browser.Launch(ctx, browser.Options{Etc: map[string]string{"resolv.conf": resolv, "hosts": hosts}, UserAgentSuffix: "doxlab-test (+https://lab.example/contact)"})
+	require.NoError(t, err)
+	defer b.Close()
+	l := b.Load(ctx, "http://page.test:"+port+"/", 20*time.Second)
+	require.Equal(t, browser.LoadOK, l.Status, "%s", l.Error)
+	var ua string
+	select {
+	case ua = <-agents:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the page's server saw no request")
+	}
+	require.True(t, strings.HasSuffix(ua, " doxlab-test (+https://lab.example/contact)"), ua)
+	require.NotContains(t, ua, "HeadlessChrome")
+	require.Equal(t, b.UserAgent(), ua)
+	got := false
+	for len(names) > 0 {
+		if <-names == "page.test." {
+			got = true
+		}
+	}
+	require.True(t, got, "the page's name was not asked of the namespace's resolver")
+	after, _ := os.ReadFile("/etc/resolv.conf")
+	require.Equal(t, string(before), string(after), "the machine's resolv.conf changed")
 }
