@@ -70,6 +70,10 @@ type PageOptions struct {
 type PageLoaderConfig struct {
 	Browser string    // the Chromium binary; default chromium on PATH
 	Log     io.Writer // the loader's own problems
+	// BrowserFlags are extra Chromium switches: for a testbed whose
+	// pages have certificates of their own (ignore-certificate-errors-
+	// spki-list=...), never needed in the wild.
+	BrowserFlags []string
 }
 
 var (
@@ -143,9 +147,10 @@ func pageBudget(timeout time.Duration) time.Duration {
 // Here is a page-load campaign measured on this machine (doxlab campaign
 // run): no queue, one task at a time, each stored as it is measured.
 type Here struct {
-	Store   *store.Store
-	Browser string
-	Log     io.Writer
+	Store        *store.Store
+	Browser      string
+	BrowserFlags []string
+	Log          io.Writer
 	// Progress, if set, is told after each task how many are done of how
 	// many; Loaded of each load stored.
 	Progress func(done, total int)
@@ -177,7 +182,7 @@ func (h *Here) Run(ctx context.Context, runID string, p *Plan, tasks []measure.T
 	if err != nil {
 		return nil, err
 	}
-	ps := &pages{cfg: PageLoaderConfig{Browser: h.Browser, Log: h.Log}}
+	ps := &pages{cfg: PageLoaderConfig{Browser: h.Browser, BrowserFlags: h.BrowserFlags, Log: h.Log}}
 	defer ps.close()
 	var pace pacer
 	var out []*PageLoad

@@ -51,7 +51,8 @@ type Worker struct {
 	Stored func(*measure.Sample)
 	// Browser is the Chromium binary page-load tasks use; default
 	// chromium on PATH.
-	Browser string
+	Browser      string
+	BrowserFlags []string // extra Chromium switches (PageLoaderConfig)
 
 	mu    sync.Mutex
 	plans map[string]*workPlan
@@ -108,7 +109,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.RescueAfter = 2 * time.Minute
 	}
 	w.plans = map[string]*workPlan{}
-	w.pages.cfg = PageLoaderConfig{Browser: w.Browser, Log: w.Log}
+	w.pages.cfg = PageLoaderConfig{Browser: w.Browser, BrowserFlags: w.BrowserFlags, Log: w.Log}
 	defer w.pages.close()
 	// A worker that starts while the database restarts waits for it.
 	notify := func(err error, wait time.Duration) {

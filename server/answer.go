@@ -56,7 +56,7 @@ func newAnswerer(c *Answers) (*answerer, error) {
 		a.any = net.ParseIP(c.Any)
 	}
 	if c.Forward != "" {
-		opts := transport.Options{Reuse: true, Timeout: c.ForwardTimeout, SNI: c.ForwardSNI}
+		opts := transport.Options{Reuse: true, Timeout: c.ForwardTimeout, SNI: c.ForwardSNI, Insecure: c.ForwardInsecure}
 		if cond, ok := transport.Conditions[c.ForwardConn]; ok {
 			cond.Apply(&opts)
 		}

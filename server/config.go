@@ -123,6 +123,8 @@ type Answers struct {
 	// answered REFUSED, so the client never connects there.
 	ForwardRoots  *x509.CertPool         `yaml:"-"`
 	ForwardRefuse func(netip.Addr) error `yaml:"-"`
+	// ForwardInsecure skips verifying the upstream's certificate.
+	ForwardInsecure bool `yaml:"forward_insecure"`
 	// ForwardTimeout bounds one upstream exchange. Default 3 s.
 	ForwardTimeout time.Duration `yaml:"forward_timeout"`
 	// ForwardMaxInFlight bounds the queries forwarded and not yet

@@ -20,7 +20,7 @@ type Task struct {
 	Page      string `json:"page"`
 	Transport string `json:"transport"`  // the stub's upstream: udp, tcp, dot, doh2, doh3, doq
 	StubState string `json:"stub_state"` // cold (a new connection per query) or warm (kept from the warm-up)
-	H3        string `json:"h3"`         // 0rtt or 1rtt: whether the browser kept its ticket from the warm-up
+	H3        string `json:"h3"`         // 0rtt or 1rtt: whether the browser kept its ticket from the warm-up; empty: whatever the page speaks (a campaign's real pages)
 	DNSMode   string `json:"dns_mode"`   // stub (DNS in the browser's path) or decoupled (measured apart and added, as the paper did)
 	// Engine loads the page: "" or chromium (the browser), or doxlab
 	// (doxlab's page loader replaying the page's graph, package pageload).
@@ -276,7 +276,7 @@ func Assemble(task Task, l *browser.Load, hosts []string, stub, srv []*server.Re
 		return s
 	}
 	switch {
-	case l.Protocol != "h3":
+	case task.H3 != "" && l.Protocol != "h3": // a page asked over HTTP/3 that came otherwise
 		s.Status, s.Error = "not-h3", fmt.Sprintf("the page came over %q", l.Protocol)
 	case task.DNSMode == "stub" && (len(hosts) == 0 || perName[strings.ToLower(hosts[0])] == nil):
 		s.Status, s.Error = "dns-bypassed", "no lookup of "+strings.Join(hosts[:min(1, len(hosts))], "")+" reached the stub during the navigation"

@@ -63,6 +63,9 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	fresh := fs.Bool("new", false, "begin a new run even though an earlier run of the same spec is in the store")
 	asJSON := fs.Bool("json", false, "print every sample as a JSON line")
 	outPath := fs.String("out", "", "also write every sample as JSON lines to `FILE`")
+	browserPath := fs.String("browser", os.Getenv("DOXLAB_BROWSER"), "the Chromium binary of a page-load campaign ($DOXLAB_BROWSER; default chromium on PATH)")
+	var browserFlags stringList
+	fs.Var(&browserFlags, "browser-flag", "an extra Chromium switch for page loads, NAME or NAME=VALUE (a testbed's certificates); repeatable")
 	pos, fail, code, done := subcommand(fs, "campaign", args[1:], 1, campaignUsage, stderr)
 	if done {
 		return code
@@ -74,19 +77,16 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	if len(c.Vantages) > 0 {
 		return fail("%s names vantages: plan it for workers with 'doxlab campaign plan', or remove them to run it here", pos[0])
 	}
+	dsn := cmp.Or(*storeDSN, c.Store, "doxlab.db")
+	if c.Pages != nil {
+		return runPageCampaign(c, pageRun{store: dsn, runID: *runID, fresh: *fresh, json: *asJSON, browser: *browserPath, flags: browserFlags}, stdout, stderr)
+	}
 	spec, err := c.Spec()
 	if err != nil {
 		return fail("%v", err)
 	}
 	if _, err := spec.Tasks(); err != nil {
 		return fail("%s: %v", pos[0], err)
-	}
-	dsn := *storeDSN
-	if dsn == "" {
-		dsn = c.Store
-	}
-	if dsn == "" {
-		dsn = "doxlab.db"
 	}
 	return runMeasurement(spec, measureRun{store: dsn, runID: *runID, kind: "campaign", json: *asJSON, out: *outPath, fresh: *fresh, args: append([]string{"campaign"}, args...)}, stdout, stderr)
 }
@@ -254,6 +254,9 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	rescue := fs.Duration("rescue-after", envDuration("DOXLAB_RESCUE_AFTER", 2*time.Minute), "hand a job taken this long ago to another worker, its taker presumed dead; the same for every worker ($DOXLAB_RESCUE_AFTER)")
 	drain := fs.Bool("drain", os.Getenv("DOXLAB_DRAIN") == "1", "exit once the vantage point's queue is empty ($DOXLAB_DRAIN=1), as a Kubernetes Job should")
 	quiet := fs.Bool("quiet", false, "print no line per sample")
+	browserPath := fs.String("browser", os.Getenv("DOXLAB_BROWSER"), "the Chromium binary page-load tasks use ($DOXLAB_BROWSER; default chromium on PATH)")
+	var browserFlags stringList
+	fs.Var(&browserFlags, "browser-flag", "an extra Chromium switch for page loads, NAME or NAME=VALUE (a testbed's certificates); repeatable")
 	_, fail, code, done := subcommand(fs, "worker", args, 0, "", stderr)
 	if done {
 		return code
@@ -280,7 +283,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	defer st.Close()
-	w := &campaign.Worker{Store: st, Vantage: *vantage, ID: *id, Concurrency: *concurrency, Address: *address, RescueAfter: *rescue, Drain: *drain, Log: stderr}
+	w := &campaign.Worker{Store: st, Vantage: *vantage, ID: *id, Concurrency: *concurrency, Address: *address, RescueAfter: *rescue, Drain: *drain, Log: stderr, Browser: *browserPath, BrowserFlags: browserFlags}
 	var mu sync.Mutex
 	if !*quiet {
 		w.Stored = func(x *measure.Sample) {

@@ -365,14 +365,5 @@ func answered(s *measure.Sample) bool { return s.Status.HasResponse() && s.Measu
 // lastRun is the newest stored run of this kind with the same spec, or "".
 func lastRun(ctx context.Context, st *store.Store, kind string, spec measure.Spec) string {
 	want, _ := json.Marshal(spec)
-	runs, err := st.Runs(ctx)
-	if err != nil {
-		return ""
-	}
-	for i := len(runs) - 1; i >= 0; i-- {
-		if runs[i].Kind == kind && string(runs[i].Spec) == string(want) {
-			return runs[i].ID
-		}
-	}
-	return ""
+	return lastRunOf(ctx, st, kind, want)
 }
