@@ -91,3 +91,22 @@ func formatP(p float64) string {
 	}
 	return strconv.FormatFloat(p, 'f', 3, 64)
 }
+
+// SignedCell is "+value [+lo, +hi]" with prec decimals and signs (a
+// relative change), "[±∞]" for an interval the sample cannot bound;
+// None for no data.
+func (e QuantileEstimate) SignedCell(prec int) string {
+	if e.N == 0 {
+		return None
+	}
+	sf := func(v float64) string {
+		if v > 0 {
+			return "+" + F(v, prec)
+		}
+		return F(v, prec)
+	}
+	if !e.Bounded() {
+		return sf(e.Value) + " [±∞]"
+	}
+	return sf(e.Value) + " [" + sf(e.Lo) + ", " + sf(e.Hi) + "]"
+}

@@ -1,0 +1,33 @@
+package stats
+
+import (
+	"math"
+	"testing"
+)
+
+func TestEstimateQuantile(t *testing.T) {
+	v := make([]float64, 100)
+	for i := range v {
+		v[i] = float64(i + 1) // 1..100
+	}
+	e := EstimateQuantile(v, 0.4)
+	if e.Value != 40.6 || e.N != 100 {
+		t.Errorf("p40 of 1..100: %v (numpy: 40.6)", e.Value)
+	}
+	// The binomial(100, 0.4) interval: about 40 ± 1.96·4.9 ranks.
+	if e.Lo < 29 || e.Lo > 33 || e.Hi < 48 || e.Hi > 52 || e.Level < Confidence {
+		t.Errorf("p40 interval [%v, %v] at %v", e.Lo, e.Hi, e.Level)
+	}
+	// The median's interval agrees with the one Summary prints (benchmath).
+	m := EstimateQuantile(v, 0.5)
+	s := Summarize(v)
+	if math.Abs(m.Lo-s.Lo) > 1 || math.Abs(m.Hi-s.Hi) > 1 {
+		t.Errorf("median interval [%v, %v], benchmath's [%v, %v]", m.Lo, m.Hi, s.Lo, s.Hi)
+	}
+	if small := EstimateQuantile([]float64{1, 2, 3}, 0.8); small.Bounded() || small.Value != 2.6 {
+		t.Errorf("3 values cannot bound a p80 at 95 %%: %+v", small)
+	}
+	if none := EstimateQuantile(nil, 0.5); !math.IsNaN(none.Value) || none.Bounded() {
+		t.Errorf("no values: %+v", none)
+	}
+}
