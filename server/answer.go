@@ -60,7 +60,7 @@ func newAnswerer(c *Answers) (*answerer, error) {
 		if cond, ok := transport.Conditions[c.ForwardConn]; ok {
 			cond.Apply(&opts)
 		}
-		opts.RootCAs, opts.Refuse = c.ForwardRoots, c.ForwardRefuse
+		opts.RootCAs, opts.Refuse, opts.OpenSockets = c.ForwardRoots, c.ForwardRefuse, c.ForwardOpenSockets
 		a.refuse = c.ForwardRefuse
 		if c.ForwardCA != "" {
 			pool, err := transport.LoadCA(c.ForwardCA)

@@ -123,6 +123,10 @@ type Answers struct {
 	// answered REFUSED, so the client never connects there.
 	ForwardRoots  *x509.CertPool         `yaml:"-"`
 	ForwardRefuse func(netip.Addr) error `yaml:"-"`
+	// ForwardOpenSockets, if set, opens the forwarder's sockets
+	// (transport.Options.OpenSockets): a server started in a testbed
+	// host forwards from inside it.
+	ForwardOpenSockets func(open func() error) error `yaml:"-"`
 	// ForwardInsecure skips verifying the upstream's certificate.
 	ForwardInsecure bool `yaml:"forward_insecure"`
 	// ForwardTimeout bounds one upstream exchange. Default 3 s.
