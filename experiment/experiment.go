@@ -264,6 +264,12 @@ type Results interface {
 	Section(dir string) (*Section, error)
 }
 
+// Sectioner is Results that make more than one section of the report
+// (the web experiment's testbed loads and campaigns' loads in the wild).
+type Sectioner interface {
+	Sections(dir string) ([]*Section, error)
+}
+
 // Section is an experiment's part of the HTML report.
 type Section struct {
 	ID      string        // the page's anchor: "hol"

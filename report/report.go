@@ -100,14 +100,26 @@ func Render(in Input, dir, title string) (*Report, error) {
 		if n, _ := r.Count(); n == 0 {
 			continue
 		}
-		s, err := r.Section(dir)
+		var ss []*experiment.Section
+		var err error
+		if m, ok := r.Results.(experiment.Sectioner); ok {
+			ss, err = m.Sections(dir)
+		} else {
+			var s *experiment.Section
+			s, err = r.Section(dir)
+			ss = append(ss, s)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.Experiment, err)
 		}
-		rep.Sections = append(rep.Sections, s)
 		n, unit := r.Count()
-		rep.measured = append(rep.measured, fmt.Sprintf("%s (%d %s)", lowerFirst(s.Title), n, unit))
-		rep.Figures = append(rep.Figures, s.Files...)
+		var titles []string
+		for _, s := range ss {
+			rep.Sections = append(rep.Sections, s)
+			rep.Figures = append(rep.Figures, s.Files...)
+			titles = append(titles, lowerFirst(s.Title))
+		}
+		rep.measured = append(rep.measured, fmt.Sprintf("%s (%d %s)", strings.Join(titles, " and "), n, unit))
 		if f, ok := r.Results.(experiment.Finder); ok {
 			rep.Findings = append(rep.Findings, experiment.Earn(f.Findings(), in.evidence(r.Experiment))...)
 		}

@@ -27,8 +27,91 @@ type Loads []*pages.Sample
 
 // Load reads the page loads of the runs whose IDs start with prefix.
 func (c *Web) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
-	loads, err := ReadLoads(ctx, st, prefix)
-	return Loads(loads), err
+	return c.LoadFiltered(ctx, st, store.Filter{RunPrefix: prefix})
+}
+
+// LoadFiltered reads the web runs' page loads and the campaigns' that f
+// selects: with a vantage point, only the campaigns'.
+func (c *Web) LoadFiltered(ctx context.Context, st *store.Store, f store.Filter) (experiment.Results, error) {
+	var r Results
+	var err error
+	if f.Vantage == "" {
+		var loads []*pages.Sample
+		loads, err = ReadLoads(ctx, st, f.RunPrefix)
+		r.Lab = loads
+	}
+	if err == nil {
+		r.Wild, err = readWild(ctx, st, f)
+	}
+	return r, err
+}
+
+// Results are the web experiment's page loads, on the testbed (Lab),
+// and the campaigns' in the wild (Wild): a section each in the report.
+type Results struct {
+	Lab  Loads
+	Wild Wild
+}
+
+// Count is the number of page loads of both.
+func (r Results) Count() (int, string) { return len(r.Lab) + len(r.Wild), "page loads" }
+
+// WriteTable writes each's table.
+func (r Results) WriteTable(w io.Writer) error {
+	if len(r.Lab) > 0 {
+		if err := r.Lab.WriteTable(w); err != nil {
+			return err
+		}
+	}
+	if len(r.Wild) > 0 {
+		if len(r.Lab) > 0 {
+			fmt.Fprintln(w)
+		}
+		return r.Wild.WriteTable(w)
+	}
+	return nil
+}
+
+// Section is the first of Sections.
+func (r Results) Section(dir string) (*experiment.Section, error) {
+	ss, err := r.Sections(dir)
+	if err != nil || len(ss) == 0 {
+		return nil, err
+	}
+	return ss[0], nil
+}
+
+// Sections are the testbed's section and the campaigns', each where it
+// has loads.
+func (r Results) Sections(dir string) ([]*experiment.Section, error) {
+	var out []*experiment.Section
+	if len(r.Lab) > 0 {
+		s, err := r.Lab.Section(dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if len(r.Wild) > 0 {
+		s, err := r.Wild.Section(dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Findings are each's.
+func (r Results) Findings() []experiment.Finding {
+	var out []experiment.Finding
+	if len(r.Lab) > 0 {
+		out = append(out, r.Lab.Findings()...)
+	}
+	if len(r.Wild) > 0 {
+		out = append(out, r.Wild.Findings()...)
+	}
+	return out
 }
 
 // Count is the number of page loads.

@@ -1,0 +1,489 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/doxlab/doxlab/campaign"
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/order"
+	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/report/figure"
+	"github.com/doxlab/doxlab/store"
+)
+
+// Wild are the page loads of campaigns (the IMC 2022 study's method):
+// real pages through real resolvers from vantage points, each decoded.
+type Wild []*wildLoad
+
+type wildLoad struct {
+	*campaign.PageLoad
+	WildLoad
+}
+
+// readWild reads the campaigns' page loads f selects.
+func readWild(ctx context.Context, st *store.Store, f store.Filter) (Wild, error) {
+	var out Wild
+	err := st.Results(ctx, f.RunPrefix, campaign.PageLoads, func(id string, raw []byte) error {
+		x, err := decodeWild(id, raw)
+		if err != nil || (f.Vantage != "" && x.vantage() != f.Vantage) {
+			return err
+		}
+		out = append(out, x)
+		return nil
+	})
+	return out, err
+}
+
+// decodeWild decodes a stored campaign page load of run id, the loader's
+// record included.
+func decodeWild(id string, raw []byte) (*wildLoad, error) {
+	x := &wildLoad{PageLoad: new(campaign.PageLoad)}
+	if err := json.Unmarshal(raw, x.PageLoad); err != nil {
+		return nil, fmt.Errorf("store: campaign page load in run %s: %w", id, err)
+	}
+	if err := json.Unmarshal(x.Load, &x.WildLoad); err != nil {
+		return nil, fmt.Errorf("store: campaign page load %s in run %s: %w", x.Key(), id, err)
+	}
+	return x, nil
+}
+
+func (x *wildLoad) vantage() string {
+	if x.Vantage == nil {
+		return "here"
+	}
+	return x.Vantage.Name
+}
+
+// resolver is the target as the resolver's host: a resolver measured
+// over several protocols by URL targets is one resolver.
+func (x *wildLoad) resolver() string {
+	t := x.Target
+	if _, rest, ok := strings.Cut(t, "://"); ok {
+		t, _, _ = strings.Cut(rest, "/")
+		if h, _, ok := strings.Cut(t, ":"); ok && !strings.Contains(t, "]") {
+			t = h
+		}
+	}
+	return strings.Trim(t, "[]")
+}
+
+// WildOverview is what the study's overview table says per protocol:
+// loads, and what the stub's upstream exchanges of the measured
+// navigations did.
+type WildOverview struct {
+	Transport  string
+	Loads, OK  int
+	Exchanges  int     // upstream exchanges of the measured navigations
+	Resumed    float64 // shares of those exchanges
+	ZeroRTT    float64
+	Retry      float64
+	Token      float64
+	Versions   string // QUIC versions, with their shares
+	ALPNs      string // ALPNs (DoQ's version), with their shares
+	FailReason string // the commonest failure, with its count
+}
+
+// Overview is the overview per protocol, in the table's order.
+func (w Wild) Overview() []WildOverview {
+	by := map[string]*WildOverview{}
+	versions, alpns, fails := map[string]map[string]int{}, map[string]map[string]int{}, map[string]map[string]int{}
+	for _, x := range w {
+		o := by[x.Transport]
+		if o == nil {
+			o = &WildOverview{Transport: x.Transport}
+			by[x.Transport] = o
+			versions[x.Transport], alpns[x.Transport], fails[x.Transport] = map[string]int{}, map[string]int{}, map[string]int{}
+		}
+		o.Loads++
+		if x.Status != "ok" {
+			fails[x.Transport][x.Status]++
+			continue
+		}
+		o.OK++
+		for _, r := range x.Stub {
+			up := r.Upstream
+			if up == nil {
+				continue
+			}
+			o.Exchanges++
+			c := up.Conn
+			o.Resumed += b2f(c.TLSResumed)
+			o.ZeroRTT += b2f(c.Used0RTT)
+			o.Retry += b2f(c.Retry)
+			o.Token += b2f(c.TokenUsed)
+			if c.QUICVersion != "" {
+				versions[x.Transport][c.QUICVersion]++
+			}
+			if c.ALPN != "" {
+				alpns[x.Transport][c.ALPN]++
+			}
+		}
+	}
+	var out []WildOverview
+	for _, tr := range slices.SortedFunc(maps.Keys(by), order.Compare) {
+		o := by[tr]
+		if n := float64(o.Exchanges); n > 0 {
+			o.Resumed, o.ZeroRTT, o.Retry, o.Token = o.Resumed/n, o.ZeroRTT/n, o.Retry/n, o.Token/n
+		}
+		o.Versions, o.ALPNs = shares(versions[tr]), shares(alpns[tr])
+		if len(fails[tr]) > 0 {
+			top := slices.SortedFunc(maps.Keys(fails[tr]), func(a, b string) int { return cmp.Or(fails[tr][b]-fails[tr][a], strings.Compare(a, b)) })[0]
+			o.FailReason = fmt.Sprintf("%s (%d)", top, fails[tr][top])
+		}
+		out = append(out, *o)
+	}
+	return out
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// shares prints counts as shares, largest first: "1 100 %".
+func shares(m map[string]int) string {
+	total := 0
+	for _, n := range m {
+		total += n
+	}
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int { return cmp.Or(m[b]-m[a], strings.Compare(a, b)) })
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s %s", k, figure.Share(float64(m[k])/float64(total))))
+	}
+	return strings.Join(out, ", ")
+}
+
+// Relative is a protocol's FCP and PLT relative to DoUDP's in one scope:
+// over pairs of loads alike but for the protocol (vantage point,
+// resolver, page, round, repetition), the change in percent.
+type Relative struct {
+	Scope, Group string // "all", or "page", "vantage", "resolver" and its value
+	Transport    string
+	FCP, PLT     []float64 // sorted, percent
+	FCPq, PLTq   [3]stats.QuantileEstimate
+}
+
+// relQuantiles are the quantiles the study's claims are about, and the
+// median.
+var relQuantiles = [3]float64{0.4, 0.5, 0.8}
+
+// Relatives are the protocols' changes over DoUDP, over everything, then
+// per page, vantage point and resolver.
+func (w Wild) Relatives() []Relative {
+	type pair struct {
+		vantage, resolver, page string
+		round, rep              int
+	}
+	base := map[pair]*wildLoad{}
+	for _, x := range w {
+		if x.Status == "ok" && x.Transport == "udp" {
+			base[pair{x.vantage(), x.resolver(), x.Page, x.Round, x.Rep}] = x
+		}
+	}
+	type key struct{ scope, group, transport string }
+	cells := map[key]*Relative{}
+	var keys []key
+	for _, x := range w {
+		if x.Status != "ok" || x.Transport == "udp" {
+			continue
+		}
+		b := base[pair{x.vantage(), x.resolver(), x.Page, x.Round, x.Rep}]
+		if b == nil || b.FCPMs <= 0 || b.PLTMs <= 0 {
+			continue
+		}
+		for _, k := range []key{{"all", "", x.Transport}, {"page", x.Page, x.Transport}, {"vantage", x.vantage(), x.Transport}, {"resolver", x.resolver(), x.Transport}} {
+			c := cells[k]
+			if c == nil {
+				c = &Relative{Scope: k.scope, Group: k.group, Transport: k.transport}
+				cells[k] = c
+				keys = append(keys, k)
+			}
+			c.FCP = append(c.FCP, 100*(x.FCPMs/b.FCPMs-1))
+			c.PLT = append(c.PLT, 100*(x.PLTMs/b.PLTMs-1))
+		}
+	}
+	scopes := map[string]int{"all": 0, "page": 1, "vantage": 2, "resolver": 3}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(scopes[a.scope]-scopes[b.scope], strings.Compare(a.group, b.group), order.Compare(a.transport, b.transport))
+	})
+	var out []Relative
+	for _, k := range keys {
+		c := cells[k]
+		c.FCP, c.PLT = stats.Sorted(c.FCP), stats.Sorted(c.PLT)
+		for i, q := range relQuantiles {
+			c.FCPq[i], c.PLTq[i] = stats.EstimateQuantile(c.FCP, q), stats.EstimateQuantile(c.PLT, q)
+		}
+		out = append(out, *c)
+	}
+	return out
+}
+
+// Count is the number of campaign page loads.
+func (w Wild) Count() (int, string) { return len(w), "campaign page loads" }
+
+// WriteTable writes the overview and the relative changes.
+func (w Wild) WriteTable(out io.Writer) error {
+	fmt.Fprintln(out, "page loads in the wild (campaigns): per protocol, the loads and what the stub's upstream exchanges of the measured navigations did")
+	fmt.Fprintf(out, "%-6s %7s %9s %8s %7s %7s %7s  %-22s %s\n", "dns", "ok", "exchanges", "resumed", "0-RTT", "Retry", "token", "QUIC versions", "ALPNs")
+	for _, o := range w.Overview() {
+		fmt.Fprintf(out, "%-6s %3d/%-3d %9d %8s %7s %7s %7s  %-22s %s\n", o.Transport, o.OK, o.Loads, o.Exchanges, figure.Share(o.Resumed), figure.Share(o.ZeroRTT), figure.Share(o.Retry), figure.Share(o.Token), o.Versions, o.ALPNs)
+	}
+	fmt.Fprintln(out, "\nFCP and PLT relative to DoUDP (pairs alike but for the protocol), in %: p40, median and p80, each with its 95 % interval")
+	fmt.Fprintf(out, "%-9s %-24s %-6s %5s  %-26s %-26s %-26s  %-26s %-26s %s\n", "scope", "group", "dns", "pairs", "FCP p40", "FCP p50", "FCP p80", "PLT p40", "PLT p50", "PLT p80")
+	for _, r := range w.Relatives() {
+		fmt.Fprintf(out, "%-9s %-24s %-6s %5d  %-26s %-26s %-26s  %-26s %-26s %s\n", r.Scope, r.Group, r.Transport, len(r.FCP),
+			qcell(r.FCPq[0]), qcell(r.FCPq[1]), qcell(r.FCPq[2]), qcell(r.PLTq[0]), qcell(r.PLTq[1]), qcell(r.PLTq[2]))
+	}
+	return nil
+}
+
+var wildTable = experiment.Table("wild", `<table id="wild-overview"><tr><th class="l">DNS</th><th>loads ok</th><th>upstream exchanges</th><th>resumed</th><th>0-RTT</th><th>Retry</th><th>token</th><th class="l">QUIC versions</th><th class="l">ALPNs</th><th class="l">commonest failure</th></tr>
+{{range .Overview}}<tr><td class="l">{{.Transport}}</td><td>{{.OK}}/{{.Loads}}</td><td>{{.Exchanges}}</td><td>{{share .Resumed}}</td><td>{{share .ZeroRTT}}</td><td>{{share .Retry}}</td><td>{{share .Token}}</td><td class="l">{{.Versions}}</td><td class="l">{{.ALPNs}}</td><td class="l">{{.FailReason}}</td></tr>
+{{end}}</table>
+<p>FCP and PLT relative to DoUDP, in %, over pairs of loads alike but for the protocol (vantage point, resolver, page, round, repetition): the 40th percentile, the median and the 80th, each with its distribution-free 95 % interval (order statistics; "±∞" where too few pairs bound it).</p>
+<table id="wild-relative"><tr><th class="l">scope</th><th class="l">group</th><th class="l">DNS</th><th>pairs</th><th>FCP p40</th><th>FCP p50</th><th>FCP p80</th><th>PLT p40</th><th>PLT p50</th><th>PLT p80</th></tr>
+{{range .Relatives}}<tr><td class="l">{{.Scope}}</td><td class="l">{{.Group}}</td><td class="l">{{.Transport}}</td><td>{{len .FCP}}</td>{{range .FCPq}}<td>{{.SignedCell 1}}</td>{{end}}{{range .PLTq}}<td>{{.SignedCell 1}}</td>{{end}}</tr>
+{{end}}</table>`)
+
+func qcell(e stats.QuantileEstimate) string { return e.SignedCell(1) }
+
+// Section is the report's part for the campaigns' page loads: the
+// overview, the relative changes, and their CDFs (the IMC 2022 slides'
+// figures): over everything, and per page.
+func (w Wild) Section(dir string) (*experiment.Section, error) {
+	set := &figure.Set{Dir: dir}
+	rels := w.Relatives()
+	if err := wildCDFs(rels, set); err != nil {
+		return nil, err
+	}
+	return experiment.NewSection("wild", "Page loads in the wild",
+		"Page loads measured by campaigns (docs/campaigns.md): Chromium loads each page twice, its DNS through doxlab's stub to the resolver over the protocol; the first navigation warms the resolver's cache and gives the stub its ticket, token and QUIC version, the second, with the browser's caches cleared, is measured. The overview counts the stub's upstream exchanges during the measured navigations; the study reports the same shares (resumption, 0-RTT, QUIC and DoQ versions).",
+		wildTable, map[string]any{"Overview": w.Overview(), "Relatives": rels}, set)
+}
+
+// wildCDFs draws the CDFs of FCP and PLT relative to DoUDP: a panel each
+// over everything, then a panel per page for PLT.
+func wildCDFs(rels []Relative, set *figure.Set) error {
+	series := func(scope, group string, fcp bool) []*figure.Series {
+		var ss []*figure.Series
+		for _, r := range rels {
+			if r.Scope != scope || r.Group != group {
+				continue
+			}
+			v := r.PLT
+			if fcp {
+				v = r.FCP
+			}
+			ss = append(ss, &figure.Series{Label: r.Transport, Color: figure.Colors[r.Transport], Glyph: figure.Glyphs[r.Transport], Values: slices.Clone(v), Band: true})
+		}
+		return ss
+	}
+	all := series("all", "", true)
+	if len(all) == 0 {
+		return nil
+	}
+	data := figure.Data{Header: []string{"metric", "series", "value", "cdf"}}
+	var panels []*plot.Plot
+	for _, m := range []struct {
+		name string
+		fcp  bool
+	}{{"FCP", true}, {"PLT", false}} {
+		p, d, err := figure.CDFPanel(series("all", "", m.fcp), m.name+", all pages", m.name+" relative to DoUDP (%)", true)
+		if err != nil {
+			return err
+		}
+		for _, row := range d.Rows {
+			data.Rows = append(data.Rows, append([]string{m.name}, row...))
+		}
+		panels = append(panels, p)
+	}
+	panels = append(panels, figure.LegendPanel(panels[0]))
+	if err := set.AddGrid(figure.Rows(panels, 3), "wild-relative", "CDF of FCP and PLT relative to DoUDP", "over every vantage point, resolver and page, with 95 % bands (DKW)",
+		12*vg.Inch, 3.4*vg.Inch, data); err != nil {
+		return err
+	}
+	for _, scope := range []struct{ name, title string }{{"page", "page"}, {"vantage", "vantage point"}} {
+		if err := wildSmallMultiples(rels, set, scope.name, scope.title, series); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wildSmallMultiples draws PLT relative to DoUDP per group of a scope
+// (page, vantage point), a panel each, where there are two or more.
+func wildSmallMultiples(rels []Relative, set *figure.Set, scope, title string, series func(scope, group string, fcp bool) []*figure.Series) error {
+	var groups []string
+	for _, r := range rels {
+		if r.Scope == scope && !slices.Contains(groups, r.Group) {
+			groups = append(groups, r.Group)
+		}
+	}
+	if len(groups) < 2 {
+		return nil
+	}
+	data := figure.Data{Header: []string{scope, "series", "value", "cdf"}}
+	var panels []*plot.Plot
+	for _, g := range groups {
+		p, d, err := figure.CDFPanel(series(scope, g, false), g, "PLT relative to DoUDP (%)", true)
+		if err != nil {
+			return err
+		}
+		for _, row := range d.Rows {
+			data.Rows = append(data.Rows, append([]string{g}, row...))
+		}
+		panels = append(panels, p)
+	}
+	panels = append(panels, figure.LegendPanel(panels[0]))
+	grid := figure.Rows(panels, 3)
+	return set.AddGrid(grid, "wild-relative-by-"+scope, "CDF of PLT relative to DoUDP per "+title, "a panel per "+title+", with 95 % bands (DKW)",
+		12*vg.Inch, vg.Length(3.2*float64(len(grid)))*vg.Inch, data)
+}
+
+// Findings checks the IMC 2022 study's headline: DoQ inflates FCP over
+// DoUDP less than DoH does, at the 40th and the 80th percentile.
+func (w Wild) Findings() []experiment.Finding {
+	var doq, doh *Relative
+	rels := w.Relatives()
+	for i := range rels {
+		r := &rels[i]
+		if r.Scope != "all" {
+			continue
+		}
+		switch r.Transport {
+		case "doq":
+			doq = r
+		case "doh2":
+			doh = r
+		}
+	}
+	var out []experiment.Finding
+	for i, q := range []struct {
+		at    int // index in relQuantiles
+		name  string
+		paper string
+	}{{0, "p40", "DoQ ≤ +10 %, DoH +20 %"}, {2, "p80", "DoQ ≤ +20 %, DoH +40 %"}} {
+		f := experiment.Finding{Claim: "DoQ inflates FCP over DoUDP less than DoH does, at " + q.name, Source: "IMC 2022 DoQ study (slides: FCP over all pages)",
+			Paper: q.paper, Figure: "wild-relative"}
+		if doq == nil || doh == nil {
+			f.Verdict, f.Why = experiment.NoData, "needs campaign page loads over DoUDP, DoH and DoQ"
+			out = append(out, f)
+			continue
+		}
+		a, b := doq.FCPq[q.at], doh.FCPq[q.at]
+		f.Here = fmt.Sprintf("DoQ %s %%, DoH %s %% (n=%d, %d pairs)", qcell(a), qcell(b), a.N, b.N)
+		f.N = min(a.N, b.N)
+		cmp := stats.Compare(doh.FCP, doq.FCP)
+		f.Test = &cmp
+		f.Verdict = experiment.Differs
+		if a.Value < b.Value {
+			f.Verdict = experiment.Holds
+		}
+		f.Why = fmt.Sprintf("DoQ's %s against DoH's; Mann-Whitney over the pairs' changes, p=%s", q.name, stats.F(cmp.P, 3))
+		if i == 0 && a.Bounded() && b.Bounded() && a.Hi >= b.Lo && a.Lo <= b.Hi {
+			f.Why += "; their intervals overlap"
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// WildRow is one page load of a campaign, flattened for export; the whole
+// record (timings, every stub record) stays in the store.
+type WildRow struct {
+	RunID           string    `parquet:"run_id"`
+	StartedAt       time.Time `parquet:"started_at,timestamp(microsecond:utc)"`
+	Vantage         string    `parquet:"vantage"`
+	VantageLocation string    `parquet:"vantage_location"`
+	Resolver        string    `parquet:"resolver"`
+	URL             string    `parquet:"url"`
+	Transport       string    `parquet:"transport"`
+	Page            string    `parquet:"page"`
+	Round           int64     `parquet:"round"`
+	Rep             int64     `parquet:"rep"`
+	Status          string    `parquet:"status"`
+	Error           string    `parquet:"error"`
+	Protocol        string    `parquet:"protocol"` // the document's
+	FCPMs           *float64  `parquet:"fcp_ms,optional"`
+	PLTMs           *float64  `parquet:"plt_ms,optional"`
+	TTFBMs          *float64  `parquet:"ttfb_ms,optional"`
+	Lookups         int64     `parquet:"lookups"`
+	// The stub's upstream exchanges of the measured navigation, and how
+	// many of them resumed, sent 0-RTT, met a Retry, presented a token.
+	Exchanges   int64  `parquet:"upstream_exchanges"`
+	Resumed     int64  `parquet:"upstream_resumed"`
+	ZeroRTT     int64  `parquet:"upstream_0rtt"`
+	Retry       int64  `parquet:"upstream_retry"`
+	Token       int64  `parquet:"upstream_token"`
+	QUICVersion string `parquet:"quic_version"` // of the first exchange
+	ALPN        string `parquet:"alpn"`
+	JobAttempt  int64  `parquet:"job_attempt"`
+}
+
+func wildRow(id string, x *wildLoad) WildRow {
+	r := WildRow{RunID: id, StartedAt: x.Start.UTC(), Vantage: x.vantage(), Resolver: x.resolver(), URL: x.URL, Transport: x.Transport, Page: x.Page,
+		Round: int64(x.Round), Rep: int64(x.Rep), Status: x.Status, Error: x.Error}
+	if x.Vantage != nil {
+		r.VantageLocation = x.Vantage.Location
+	}
+	if x.Job != nil {
+		r.JobAttempt = int64(x.Job.Attempt)
+	}
+	if s := x.Sample; s != nil {
+		r.Lookups = int64(s.Lookups)
+		if s.Load != nil {
+			r.Protocol = s.Load.Protocol
+		}
+		if x.Status == "ok" {
+			r.FCPMs, r.PLTMs = &s.FCPMs, &s.PLTMs
+			if s.Load != nil {
+				r.TTFBMs = &s.Load.TTFBMs
+			}
+		}
+	}
+	for _, rec := range x.Stub {
+		up := rec.Upstream
+		if up == nil {
+			continue
+		}
+		if r.Exchanges == 0 {
+			r.QUICVersion, r.ALPN = up.Conn.QUICVersion, up.Conn.ALPN
+		}
+		r.Exchanges++
+		r.Resumed += int64(b2f(up.Conn.TLSResumed))
+		r.ZeroRTT += int64(b2f(up.Conn.Used0RTT))
+		r.Retry += int64(b2f(up.Conn.Retry))
+		r.Token += int64(b2f(up.Conn.TokenUsed))
+	}
+	return r
+}
+
+func init() {
+	experiment.RegisterExport("campaign-loads", "a row per page load of a campaign: vantage point, resolver, protocol, page, round, status, FCP, PLT, and what the stub's upstream exchanges did",
+		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(WildRow) error) error {
+			return st.Results(ctx, "", campaign.PageLoads, func(id string, raw []byte) error {
+				if !keep(id) {
+					return nil
+				}
+				x, err := decodeWild(id, raw)
+				if err != nil {
+					return err
+				}
+				return emit(wildRow(id, x))
+			})
+		})
+}

@@ -1,0 +1,77 @@
+package web
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/campaign"
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/pages"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// TestWildAnalysis builds campaign loads whose DoQ FCP is 10 % above
+// DoUDP's and DoH's 20 % (the study's p40), and checks the pairing, the
+// quantiles, the overview's shares and the findings' verdicts.
+func TestWildAnalysis(t *testing.T) {
+	var w Wild
+	load := func(v, target, tr string, rep int, fcp float64, up transport.ConnInfo) *wildLoad {
+		x := &wildLoad{PageLoad: &campaign.PageLoad{Task: measure.Task{Target: target, Transport: tr, Page: "https://a.example/", Rep: rep, Round: 1},
+			Status: "ok", Vantage: &measure.Vantage{Name: v}}}
+		x.Sample = &pages.Sample{Status: "ok", FCPMs: fcp, PLTMs: 2 * fcp}
+		x.Stub = []*server.Record{{Upstream: &transport.Record{Status: transport.StatusOK, Conn: up}}}
+		return x
+	}
+	for rep := range 20 {
+		base := 100 + float64(rep)
+		w = append(w,
+			load("fra", "10.0.0.1", "udp", rep, base, transport.ConnInfo{}),
+			load("fra", "10.0.0.1", "doq", rep, base*1.10, transport.ConnInfo{TLSResumed: true, QUICVersion: "v1", ALPN: "doq", TokenUsed: rep%2 == 0}),
+			load("fra", "10.0.0.1", "doh2", rep, base*1.20, transport.ConnInfo{TLSResumed: true, ALPN: "h2"}))
+	}
+	// A DoQ load without its DoUDP twin is left out of the pairs; a failed
+	// load is counted, never timed.
+	w = append(w, load("nyc", "10.0.0.1", "doq", 0, 500, transport.ConnInfo{}))
+	failed := load("fra", "10.0.0.1", "doq", 99, 0, transport.ConnInfo{})
+	failed.Status = "warm-up-failed"
+	w = append(w, failed)
+
+	rels := w.Relatives()
+	var doq, doh *Relative
+	for i := range rels {
+		if rels[i].Scope == "all" && rels[i].Transport == "doq" {
+			doq = &rels[i]
+		}
+		if rels[i].Scope == "all" && rels[i].Transport == "doh2" {
+			doh = &rels[i]
+		}
+	}
+	require.NotNil(t, doq)
+	require.Len(t, doq.FCP, 20, "pairs")
+	require.InDelta(t, 10, doq.FCPq[0].Value, 1e-9)
+	require.InDelta(t, 20, doh.PLTq[2].Value, 1e-9)
+	require.True(t, doq.FCPq[0].Bounded())
+
+	ov := w.Overview()
+	require.Equal(t, "doh2", ov[1].Transport)
+	q := ov[2]
+	require.Equal(t, "doq", q.Transport)
+	require.Equal(t, 22, q.Loads)
+	require.Equal(t, 21, q.OK)
+	require.InDelta(t, 20.0/21, q.Resumed, 1e-9)
+	require.InDelta(t, 10.0/21, q.Token, 1e-9)
+	require.Equal(t, "v1 100%", q.Versions)
+	require.Equal(t, "warm-up-failed (1)", q.FailReason)
+
+	fs := experiment.Earn(w.Findings(), experiment.Evidence{})
+	require.Len(t, fs, 2)
+	for _, f := range fs {
+		require.Equal(t, experiment.Holds, f.Verdict, "%s: %s %s", f.Claim, f.Here, f.Reason)
+	}
+	require.Equal(t, experiment.NoData, Wild{}.Findings()[0].Verdict)
+	_ = time.Second
+}
