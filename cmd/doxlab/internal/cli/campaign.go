@@ -29,7 +29,9 @@ const campaignUsage = `usage: doxlab campaign run SPEC.yaml [--store DSN] [--run
 
 run measures a campaign described in YAML (see examples/campaign.yaml) on
 this machine: targets × transports × conditions × repetitions, stored as
-it goes. A spec with an error is rejected before anything runs, naming
+it goes; a spec with pages (examples/campaign-pages.yaml) loads each page
+in Chromium with its DNS through a stub to each target over each
+protocol, as root. A spec with an error is rejected before anything runs, naming
 file, line and field. A run that stopped continues with --run ID.
 
 plan expands a spec with vantages into a job per task and vantage point,

@@ -26,19 +26,19 @@ type pageRun struct {
 // load at a time, each stored as it is measured; run again on the same
 // spec it continues the spec's unfinished run, as a DNS campaign does.
 func runPageCampaign(c *measure.Campaign, pr pageRun, stdout, stderr io.Writer) int {
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "doxlab campaign: "+format+"\n", a...)
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "doxlab campaign: %v\n", err)
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	plan, tasks, err := campaign.NewPlan(c)
 	if err != nil {
-		return fail("%v", err)
+		return fail(err)
 	}
 	st, err := store.Open(ctx, pr.store)
 	if err != nil {
-		return fail("%v", err)
+		return fail(err)
 	}
 	defer st.Close()
 	run := store.NewRun(campaign.Kind, "", plan)
@@ -50,10 +50,10 @@ func runPageCampaign(c *measure.Campaign, pr pageRun, stdout, stderr io.Writer) 
 	done := map[string]bool{}
 	if pr.runID != "" {
 		if err := knownRun(ctx, st, pr.runID, campaign.Kind); err != nil {
-			return fail("%v", err)
+			return fail(err)
 		}
 		if done, err = st.ResultsDone(ctx, pr.runID, campaign.PageLoads); err != nil {
-			return fail("%v", err)
+			return fail(err)
 		}
 		if len(done) >= len(tasks) {
 			fmt.Fprintf(stderr, "doxlab campaign: run %s of this spec is complete (%d page loads); add --new to measure it again as a new run, or see it with: doxlab report --run %s\n", pr.runID, len(done), pr.runID)
@@ -62,7 +62,7 @@ func runPageCampaign(c *measure.Campaign, pr pageRun, stdout, stderr io.Writer) 
 		run.ID = pr.runID
 	} else {
 		if err := st.BeginRun(ctx, run); err != nil {
-			return fail("%v", err)
+			return fail(err)
 		}
 		fmt.Fprintf(stderr, "doxlab campaign: run %s: %d page loads, each after a warm-up load (continue it with --run %s)\n", run.ID, len(tasks), run.ID)
 	}
