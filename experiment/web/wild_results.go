@@ -169,7 +169,8 @@ func shares(m map[string]int) string {
 
 // Relative is a protocol's FCP and PLT relative to DoUDP's in one scope:
 // over pairs of loads alike but for the protocol (vantage point,
-// resolver, page, round, repetition), the change in percent.
+// resolver, page, round, repetition), the change in percent; only where
+// the page loaded over every protocol measured.
 type Relative struct {
 	Scope, Group string // "all", or "page", "vantage", "resolver" and its value
 	Transport    string
@@ -188,10 +189,21 @@ func (w Wild) Relatives() []Relative {
 		vantage, resolver, page string
 		round, rep              int
 	}
+	// Only sets of loads where every protocol measured loaded the page
+	// are compared, as the study compared resolvers that speak all
+	// three: a resolver without DoQ does not weigh on DoH alone.
+	transports := map[string]bool{}
+	ok := map[pair]int{}
 	base := map[pair]*wildLoad{}
 	for _, x := range w {
-		if x.Status == "ok" && x.Transport == "udp" {
-			base[pair{x.vantage(), x.resolver(), x.Page, x.Round, x.Rep}] = x
+		transports[x.Transport] = true
+		if x.Status != "ok" {
+			continue
+		}
+		k := pair{x.vantage(), x.resolver(), x.Page, x.Round, x.Rep}
+		ok[k]++
+		if x.Transport == "udp" {
+			base[k] = x
 		}
 	}
 	type key struct{ scope, group, transport string }
@@ -201,8 +213,9 @@ func (w Wild) Relatives() []Relative {
 		if x.Status != "ok" || x.Transport == "udp" {
 			continue
 		}
-		b := base[pair{x.vantage(), x.resolver(), x.Page, x.Round, x.Rep}]
-		if b == nil || b.FCPMs <= 0 || b.PLTMs <= 0 {
+		k := pair{x.vantage(), x.resolver(), x.Page, x.Round, x.Rep}
+		b := base[k]
+		if b == nil || b.FCPMs <= 0 || b.PLTMs <= 0 || ok[k] < len(transports) {
 			continue
 		}
 		for _, k := range []key{{"all", "", x.Transport}, {"page", x.Page, x.Transport}, {"vantage", x.vantage(), x.Transport}, {"resolver", x.resolver(), x.Transport}} {
@@ -254,7 +267,7 @@ func (w Wild) WriteTable(out io.Writer) error {
 var wildTable = experiment.Table("wild", `<table id="wild-overview"><tr><th class="l">DNS</th><th>loads ok</th><th>upstream exchanges</th><th>resumed</th><th>0-RTT</th><th>Retry</th><th>token</th><th class="l">QUIC versions</th><th class="l">ALPNs</th><th class="l">commonest failure</th></tr>
 {{range .Overview}}<tr><td class="l">{{.Transport}}</td><td>{{.OK}}/{{.Loads}}</td><td>{{.Exchanges}}</td><td>{{share .Resumed}}</td><td>{{share .ZeroRTT}}</td><td>{{share .Retry}}</td><td>{{share .Token}}</td><td class="l">{{.Versions}}</td><td class="l">{{.ALPNs}}</td><td class="l">{{.FailReason}}</td></tr>
 {{end}}</table>
-<p>FCP and PLT relative to DoUDP, in %, over pairs of loads alike but for the protocol (vantage point, resolver, page, round, repetition): the 40th percentile, the median and the 80th, each with its distribution-free 95 % interval (order statistics; "±∞" where too few pairs bound it).</p>
+<p>FCP and PLT relative to DoUDP, in %, over pairs of loads alike but for the protocol (vantage point, resolver, page, round, repetition), where the page loaded over every protocol measured (as the study kept the resolvers that speak all three): the 40th percentile, the median and the 80th, each with its distribution-free 95 % interval (order statistics; "±∞" where too few pairs bound it).</p>
 <table id="wild-relative"><tr><th class="l">scope</th><th class="l">group</th><th class="l">DNS</th><th>pairs</th><th>FCP p40</th><th>FCP p50</th><th>FCP p80</th><th>PLT p40</th><th>PLT p50</th><th>PLT p80</th></tr>
 {{range .Relatives}}<tr><td class="l">{{.Scope}}</td><td class="l">{{.Group}}</td><td class="l">{{.Transport}}</td><td>{{len .FCP}}</td>{{range .FCPq}}<td>{{.SignedCell 1}}</td>{{end}}{{range .PLTq}}<td>{{.SignedCell 1}}</td>{{end}}</tr>
 {{end}}</table>`)
@@ -311,7 +324,7 @@ func wildCDFs(rels []Relative, set *figure.Set) error {
 		}
 		panels = append(panels, p)
 	}
-	panels = append(panels, figure.LegendPanel(panels[0]))
+	panels = append(panels, legendOnce(panels))
 	if err := set.AddGrid(figure.Rows(panels, 3), "wild-relative", "CDF of FCP and PLT relative to DoUDP", "over every vantage point, resolver and page, with 95 % bands (DKW)",
 		12*vg.Inch, 3.4*vg.Inch, data); err != nil {
 		return err
@@ -322,6 +335,16 @@ func wildCDFs(rels []Relative, set *figure.Set) error {
 		}
 	}
 	return nil
+}
+
+// legendOnce is the first panel's legend as a panel of its own, the
+// other panels' legends dropped: the protocols are the same in each.
+func legendOnce(panels []*plot.Plot) *plot.Plot {
+	lp := figure.LegendPanel(panels[0])
+	for _, p := range panels[1:] {
+		p.Legend = plot.NewLegend()
+	}
+	return lp
 }
 
 // wildSmallMultiples draws PLT relative to DoUDP per group of a scope
@@ -348,7 +371,7 @@ func wildSmallMultiples(rels []Relative, set *figure.Set, scope, title string, s
 		}
 		panels = append(panels, p)
 	}
-	panels = append(panels, figure.LegendPanel(panels[0]))
+	panels = append(panels, legendOnce(panels))
 	grid := figure.Rows(panels, 3)
 	return set.AddGrid(grid, "wild-relative-by-"+scope, "CDF of PLT relative to DoUDP per "+title, "a panel per "+title+", with 95 % bands (DKW)",
 		12*vg.Inch, vg.Length(3.2*float64(len(grid)))*vg.Inch, data)
