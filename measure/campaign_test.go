@@ -2,6 +2,7 @@ package measure_test
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -79,4 +80,56 @@ func TestExampleVantagesCampaign(t *testing.T) {
 	require.Len(t, c.Vantages, 3)
 	require.Equal(t, 3320, c.Vantages[0].ASN)
 	require.Equal(t, []string{"10.200.0.3"}, c.Vantages[2].Targets, "a vantage point with resolvers of its own")
+}
+
+// TestExamplePagesCampaign loads the page-load example beside the files
+// it names, and checks a Tranco list's top, the default transports and
+// what a page-load spec refuses.
+func TestExamplePagesCampaign(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../examples/campaign-pages.yaml")
+	require.NoError(t, err)
+	spec := filepath.Join(dir, "pages.yaml")
+	require.NoError(t, os.WriteFile(spec, b, 0o644))
+	for name, body := range map[string]string{"resolvers.txt": "10.200.0.3 # doq: v1\n", "blocklist.txt": "192.0.2.0/24\n", "opt-out.txt": "", "top.csv": "1,google.com\n2,facebook.com\n3,example.org\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	wd, _ := os.Getwd()
+	require.NoError(t, os.Chdir(dir))
+	t.Cleanup(func() { os.Chdir(wd) })
+	c, err := measure.LoadCampaign(spec)
+	require.NoError(t, err)
+	require.Equal(t, 4, c.Rounds)
+	s, err := c.Spec()
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://www.wikipedia.org/", "https://example.com/"}, s.Pages)
+	tasks, err := s.Tasks()
+	require.NoError(t, err)
+	require.Len(t, tasks, 1*3*2, "targets × transports × pages")
+	for _, tk := range tasks {
+		require.NotEmpty(t, tk.Page)
+		require.Empty(t, tk.Condition)
+	}
+	require.Error(t, s.Options.Refuse(netip.MustParseAddr("192.0.2.9")), "the blocklist binds every exchange")
+	require.NoError(t, s.Options.Refuse(netip.MustParseAddr("10.200.0.3")))
+
+	top, err := measure.Tranco("top.csv", 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://google.com/", "https://facebook.com/"}, top)
+
+	for body, msg := range map[string]string{
+		"pages: {urls: [https://a.example/]}\n":                                       "contact",
+		"pages: {urls: [https://a.example/]}\ncontact: x\nconditions: [fresh]\n":      "conditions",
+		"pages: {urls: [ftp://a.example/]}\ncontact: x\n":                             "not an http or https URL",
+		"pages: {urls: [\"https://u:p@a.example/\"]}\ncontact: x\n":                   "credentials",
+		"pages: {tranco: bad.csv}\ncontact: x\n":                                      "bad.csv",
+		"pages: {urls: [https://a.example/], stub: sometimes}\ncontact: x\n":          "stub",
+		"pages: {urls: [https://a.example/]}\ncontact: x\nblocklist: [missing.txt]\n": "blocklist",
+	} {
+		require.NoError(t, os.WriteFile("bad.csv", []byte("google.com\n"), 0o644))
+		require.NoError(t, os.WriteFile("bad.yaml", []byte("name: x\ntargets: [10.0.0.1]\n"+body), 0o644))
+		_, err := measure.LoadCampaign("bad.yaml")
+		require.ErrorContains(t, err, msg, body)
+		require.ErrorContains(t, err, "bad.yaml")
+	}
 }
