@@ -52,6 +52,9 @@ type wildLoader struct {
 }
 
 func newWildLoader(cfg campaign.PageLoaderConfig) (campaign.PageLoader, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("page loads need root: the browser's resolv.conf is bound in a mount namespace of its own, and the stub listens on port 53 of a loopback address")
+	}
 	if _, err := browser.FindExec(cfg.Browser); err != nil {
 		return nil, err
 	}
