@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -76,6 +77,19 @@ func (x *wildLoad) resolver() string {
 		}
 	}
 	return strings.Trim(t, "[]")
+}
+
+// regionNote is a resolver's region as its targets file's note gives
+// it: "10.0.0.53 # region=EU".
+var regionNote = regexp.MustCompile(`(?:^|[\s,;])region=([^\s,;]+)`)
+
+// region is the resolver's region from the note its targets file kept
+// with it, "" if none.
+func (x *wildLoad) region() string {
+	if m := regionNote.FindStringSubmatch(x.PageLoad.Resolver); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // WildOverview is what the study's overview table says per protocol:
@@ -218,7 +232,11 @@ func (w Wild) Relatives() []Relative {
 		if b == nil || b.FCPMs <= 0 || b.PLTMs <= 0 || ok[k] < len(transports) {
 			continue
 		}
-		for _, k := range []key{{"all", "", x.Transport}, {"page", x.Page, x.Transport}, {"vantage", x.vantage(), x.Transport}, {"resolver", x.resolver(), x.Transport}} {
+		scopes := []key{{"all", "", x.Transport}, {"page", x.Page, x.Transport}, {"vantage", x.vantage(), x.Transport}, {"resolver", x.resolver(), x.Transport}}
+		if r := x.region(); r != "" {
+			scopes = append(scopes, key{"region", r, x.Transport})
+		}
+		for _, k := range scopes {
 			c := cells[k]
 			if c == nil {
 				c = &Relative{Scope: k.scope, Group: k.group, Transport: k.transport}
@@ -229,9 +247,9 @@ func (w Wild) Relatives() []Relative {
 			c.PLT = append(c.PLT, 100*(x.PLTMs/b.PLTMs-1))
 		}
 	}
-	scopes := map[string]int{"all": 0, "page": 1, "vantage": 2, "resolver": 3}
+	rank := map[string]int{"all": 0, "page": 1, "vantage": 2, "region": 3, "resolver": 4}
 	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(scopes[a.scope]-scopes[b.scope], strings.Compare(a.group, b.group), order.Compare(a.transport, b.transport))
+		return cmp.Or(rank[a.scope]-rank[b.scope], strings.Compare(a.group, b.group), order.Compare(a.transport, b.transport))
 	})
 	var out []Relative
 	for _, k := range keys {
@@ -329,7 +347,7 @@ func wildCDFs(rels []Relative, set *figure.Set) error {
 		12*vg.Inch, 3.4*vg.Inch, data); err != nil {
 		return err
 	}
-	for _, scope := range []struct{ name, title string }{{"page", "page"}, {"vantage", "vantage point"}} {
+	for _, scope := range []struct{ name, title string }{{"page", "page"}, {"vantage", "vantage point"}, {"region", "resolver region"}} {
 		if err := wildSmallMultiples(rels, set, scope.name, scope.title, series); err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ func TestWildAnalysis(t *testing.T) {
 	var w Wild
 	load := func(v, target, tr string, rep int, fcp float64, up transport.ConnInfo) *wildLoad {
 		x := &wildLoad{PageLoad: &campaign.PageLoad{Task: measure.Task{Target: target, Transport: tr, Page: "https://a.example/", Rep: rep, Round: 1},
-			Status: "ok", Vantage: &measure.Vantage{Name: v}}}
+			Status: "ok", Vantage: &measure.Vantage{Name: v}, Resolver: "doq: v1; region=EU"}}
 		x.Sample = &pages.Sample{Status: "ok", FCPMs: fcp, PLTMs: 2 * fcp}
 		x.Stub = []*server.Record{{Upstream: &transport.Record{Status: transport.StatusOK, Conn: up}}}
 		return x
@@ -59,6 +59,14 @@ func TestWildAnalysis(t *testing.T) {
 	require.InDelta(t, 10, doq.FCPq[0].Value, 1e-9)
 	require.InDelta(t, 20, doh.PLTq[2].Value, 1e-9)
 	require.True(t, doq.FCPq[0].Bounded())
+	regions := 0
+	for _, r := range rels {
+		if r.Scope == "region" {
+			require.Equal(t, "EU", r.Group, "the region from the targets file's note")
+			regions++
+		}
+	}
+	require.Equal(t, 2, regions, "DoH and DoQ in region EU")
 
 	ov := w.Overview()
 	require.Equal(t, "doh2", ov[1].Transport)
