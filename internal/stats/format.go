@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // None is how a missing value prints.
@@ -100,10 +101,14 @@ func (e QuantileEstimate) SignedCell(prec int) string {
 		return None
 	}
 	sf := func(v float64) string {
-		if v > 0 {
-			return "+" + F(v, prec)
+		switch f := F(v, prec); {
+		case strings.Trim(f, "-0.") == "":
+			return strings.TrimPrefix(f, "-") // no sign on a change that rounds to none
+		case v > 0:
+			return "+" + f
+		default:
+			return f
 		}
-		return F(v, prec)
 	}
 	if !e.Bounded() {
 		return sf(e.Value) + " [±∞]"

@@ -27,6 +27,12 @@ func TestEstimateQuantile(t *testing.T) {
 	if small := EstimateQuantile([]float64{1, 2, 3}, 0.8); small.Bounded() || small.Value != 2.6 {
 		t.Errorf("3 values cannot bound a p80 at 95 %%: %+v", small)
 	}
+	if got := EstimateQuantile([]float64{-0.2, 0.1, 0.3}, 0.5).SignedCell(0); got != "0 [±∞]" {
+		t.Errorf("a change that rounds to none: %q", got)
+	}
+	if got := (QuantileEstimate{Q: 0.4, N: 90, Value: 8.04, Lo: -3.1, Hi: 19.9}).SignedCell(1); got != "+8.0 [-3.1, +19.9]" {
+		t.Errorf("signed cell %q", got)
+	}
 	if none := EstimateQuantile(nil, 0.5); !math.IsNaN(none.Value) || none.Bounded() {
 		t.Errorf("no values: %+v", none)
 	}
