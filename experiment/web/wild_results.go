@@ -287,7 +287,7 @@ var wildTable = experiment.Table("wild", `<table id="wild-overview"><tr><th clas
 {{end}}</table>
 <p>FCP and PLT relative to DoUDP, in %, over pairs of loads alike but for the protocol (vantage point, resolver, page, round, repetition), where the page loaded over every protocol measured (as the study kept the resolvers that speak all three): the 40th percentile, the median and the 80th, each with its distribution-free 95 % interval (order statistics; "±∞" where too few pairs bound it).</p>
 <table id="wild-relative"><tr><th class="l">scope</th><th class="l">group</th><th class="l">DNS</th><th>pairs</th><th>FCP p40</th><th>FCP p50</th><th>FCP p80</th><th>PLT p40</th><th>PLT p50</th><th>PLT p80</th></tr>
-{{range .Relatives}}<tr><td class="l">{{.Scope}}</td><td class="l">{{.Group}}</td><td class="l">{{.Transport}}</td><td>{{len .FCP}}</td>{{range .FCPq}}<td>{{.SignedCell 1}}</td>{{end}}{{range .PLTq}}<td>{{.SignedCell 1}}</td>{{end}}</tr>
+{{range .Relatives}}<tr><td class="l">{{.Scope}}</td><td class="l">{{.Group}}</td><td class="l">{{.Transport}}</td><td>{{len .FCP}}</td>{{range .FCPq}}<td>{{.SignedCell 0}}</td>{{end}}{{range .PLTq}}<td>{{.SignedCell 0}}</td>{{end}}</tr>
 {{end}}</table>`)
 
 func qcell(e stats.QuantileEstimate) string { return e.SignedCell(1) }
@@ -413,7 +413,7 @@ func (w Wild) Findings() []experiment.Finding {
 		}
 	}
 	var out []experiment.Finding
-	for i, q := range []struct {
+	for _, q := range []struct {
 		at    int // index in relQuantiles
 		name  string
 		paper string
@@ -426,7 +426,7 @@ func (w Wild) Findings() []experiment.Finding {
 			continue
 		}
 		a, b := doq.FCPq[q.at], doh.FCPq[q.at]
-		f.Here = fmt.Sprintf("DoQ %s %%, DoH %s %% (n=%d, %d pairs)", qcell(a), qcell(b), a.N, b.N)
+		f.Here = fmt.Sprintf("DoQ %s %%, DoH %s %% (%d and %d pairs)", qcell(a), qcell(b), a.N, b.N)
 		f.N = min(a.N, b.N)
 		cmp := stats.Compare(doh.FCP, doq.FCP)
 		f.Test = &cmp
@@ -435,7 +435,7 @@ func (w Wild) Findings() []experiment.Finding {
 			f.Verdict = experiment.Holds
 		}
 		f.Why = fmt.Sprintf("DoQ's %s against DoH's; Mann-Whitney over the pairs' changes, p=%s", q.name, stats.F(cmp.P, 3))
-		if i == 0 && a.Bounded() && b.Bounded() && a.Hi >= b.Lo && a.Lo <= b.Hi {
+		if a.Bounded() && b.Bounded() && a.Hi >= b.Lo && a.Lo <= b.Hi {
 			f.Why += "; their intervals overlap"
 		}
 		out = append(out, f)

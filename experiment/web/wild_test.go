@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 )
 
@@ -524,7 +526,7 @@ func expired(recs []*server.Record, miss *server.Record) bool {
 // TestWildSectionFromExport draws the campaigns' section from an export
 // of their loads (DOXLAB_WILD_JSONL, as TestPageCampaignOnEmulatedInternet
 // keeps one) into DOXLAB_WILD_OUT: to look at the figures again without
-// measuring again.
+// measuring again; with DOXLAB_WILD_STORE, into a store for doxlab report.
 func TestWildSectionFromExport(t *testing.T) {
 	path := os.Getenv("DOXLAB_WILD_JSONL")
 	if path == "" {
@@ -542,6 +544,18 @@ func TestWildSectionFromExport(t *testing.T) {
 		x, err := decodeWild(row.RunID, row.Record)
 		require.NoError(t, err)
 		w = append(w, x)
+	}
+	if db := os.Getenv("DOXLAB_WILD_STORE"); db != "" {
+		// The loads into a store of their own, for doxlab report.
+		ctx := context.Background()
+		st, err := store.Open(ctx, db)
+		require.NoError(t, err)
+		defer st.Close()
+		run := store.NewRun(campaign.Kind, "", map[string]string{"from": path})
+		require.NoError(t, st.BeginRun(ctx, run))
+		for _, x := range w {
+			require.NoError(t, st.WriteResult(ctx, run.ID, campaign.PageLoads, x.Key(), x.Start, x.PageLoad))
+		}
 	}
 	s, err := w.Section(cmpOr(os.Getenv("DOXLAB_WILD_OUT"), t.TempDir()))
 	require.NoError(t, err)
