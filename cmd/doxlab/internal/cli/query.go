@@ -41,6 +41,7 @@ var queryExit = map[transport.Status]int{
 	transport.StatusCanceled:   20,
 	transport.StatusError:      21,
 	transport.StatusReset:      22,
+	transport.StatusBlocked:    23,
 	transport.StatusBadRequest: exitUsage,
 }
 
