@@ -95,7 +95,7 @@ func NewPageLoader(cfg PageLoaderConfig) (PageLoader, error) {
 	f := newLoader
 	loaderMu.Unlock()
 	if f == nil {
-		return nil, fmt.Errorf("this build of doxlab has no page loader (the web experiment registers it)")
+		return nil, fmt.Errorf("no page loader is registered (package experiment/web registers one)")
 	}
 	return f(cfg)
 }

@@ -264,7 +264,7 @@ func (s *Spec) Tasks() ([]Task, error) {
 // is done (from one goroutine at a time).
 func Run(ctx context.Context, s Spec, out func(*Sample)) error {
 	if len(s.Pages) > 0 {
-		return fmt.Errorf("page loads are measured by a campaign (doxlab campaign run), not by measure.Run")
+		return fmt.Errorf("page loads are measured by package campaign's page loader, not by measure.Run")
 	}
 	tasks, err := s.Tasks()
 	if err != nil {

@@ -58,7 +58,7 @@ func (r Results) Count() (int, string) { return len(r.Lab) + len(r.Wild), "page 
 
 // WriteTable writes each's table.
 func (r Results) WriteTable(w io.Writer) error {
-	if len(r.Lab) > 0 {
+	if len(r.Lab) > 0 || len(r.Wild) == 0 { // an empty store still gets the header
 		if err := r.Lab.WriteTable(w); err != nil {
 			return err
 		}
@@ -100,6 +100,11 @@ func (r Results) Sections(dir string) ([]*experiment.Section, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// Cells are each's.
+func (r Results) Cells() []experiment.Cell {
+	return append(r.Lab.Cells(), r.Wild.Cells()...)
 }
 
 // Findings are each's.

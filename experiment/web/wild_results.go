@@ -263,6 +263,21 @@ func (w Wild) Relatives() []Relative {
 	return out
 }
 
+// Cells are the relative changes as numbers (doxlab report --json): per
+// scope, group and protocol, FCP and PLT over DoUDP in percent, their
+// median with its interval and quartiles; the p40 and p80 the study's
+// claims are about are the findings'.
+func (w Wild) Cells() []experiment.Cell {
+	var out []experiment.Cell
+	for _, r := range w.Relatives() {
+		keys := map[string]string{"scope": r.Scope, "group": r.Group, "transport": r.Transport}
+		out = append(out,
+			experiment.NewCell("wild", keys, "fcp_rel_pct", len(r.FCP), stats.Summarize(r.FCP)),
+			experiment.NewCell("wild", keys, "plt_rel_pct", len(r.PLT), stats.Summarize(r.PLT)))
+	}
+	return out
+}
+
 // Count is the number of campaign page loads.
 func (w Wild) Count() (int, string) { return len(w), "campaign page loads" }
 
