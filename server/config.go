@@ -121,12 +121,12 @@ type Answers struct {
 	// (transport.Options.Refuse) that the upstream, and every A and AAAA
 	// record forwarded, must pass: an answer with an address refused is
 	// answered REFUSED, so the client never connects there.
-	ForwardRoots  *x509.CertPool         `yaml:"-"`
-	ForwardRefuse func(netip.Addr) error `yaml:"-"`
+	ForwardRoots  *x509.CertPool         `yaml:"-" json:"-"`
+	ForwardRefuse func(netip.Addr) error `yaml:"-" json:"-"`
 	// ForwardOpenSockets, if set, opens the forwarder's sockets
 	// (transport.Options.OpenSockets): a server started in a testbed
 	// host forwards from inside it.
-	ForwardOpenSockets func(open func() error) error `yaml:"-"`
+	ForwardOpenSockets func(open func() error) error `yaml:"-" json:"-"`
 	// ForwardInsecure skips verifying the upstream's certificate.
 	ForwardInsecure bool `yaml:"forward_insecure"`
 	// ForwardTimeout bounds one upstream exchange. Default 3 s.

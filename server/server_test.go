@@ -412,6 +412,8 @@ func TestForwardRefuse(t *testing.T) {
 	require.Equal(t, "REFUSED", rec.Rcode)
 	require.Len(t, up.records("query", "doq"), 1, "the upstream was asked")
 	require.Equal(t, transport.StatusOK, stub.records("query", "udp")[0].Upstream.Status, "the upstream answered; the stub refused")
+	_, err := json.Marshal(stub.Config())
+	require.NoError(t, err, "a config with in-process hooks is still recorded with its run")
 
 	stub = start(t, func(c *server.Config) {
 		c.Answers = server.Answers{Forward: up.url("doq"), ForwardRoots: up.pool().RootCAs, ForwardRefuse: refuse("127.0.0.0/8")}
