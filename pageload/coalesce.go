@@ -2,14 +2,12 @@ package pageload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 
 	"github.com/miekg/dns"
-	"github.com/quic-go/quic-go"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 )
@@ -108,7 +106,7 @@ func (x *connExchanger) Exchange(ctx context.Context, q *dns.Msg) (*dns.Msg, any
 	r, err := x.ask(ctx, q)
 	// As the page's requests do (fetch): asked again on the connection
 	// that follows, which a request of the page may have dialled already.
-	if err != nil && x.c.qc != nil && errors.Is(err, quic.Err0RTTRejected) {
+	if x.c.rejected(err) {
 		next := x.ld.successor(ctx, x.c)
 		if next.err != nil {
 			return nil, nil, next.err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -85,6 +86,21 @@ func (ld *load) successor(ctx context.Context, c *originConn) *originConn {
 		c.next = ld.open(ctx, c.name, origin, c.remote, "h3", false)
 	}
 	return c.next
+}
+
+// rejected says whether err, from a request or lookup on c, is the
+// server's rejection of c's 0-RTT: Err0RTTRejected, or any failure of a
+// connection whose 0-RTT the handshake turned down (quic-go's HTTP/3
+// closes it with H3_INTERNAL_ERROR once its control stream's 0-RTT
+// write is lost, so a request that waited on it may see that instead).
+func (c *originConn) rejected(err error) bool {
+	if err == nil || c.qc == nil {
+		return false
+	}
+	if errors.Is(err, quic.Err0RTTRejected) {
+		return true
+	}
+	return c.early && handshakeDone(c.qc) && !c.qc.ConnectionState().Used0RTT
 }
 
 // current is c, or what replaced it after a rejected 0-RTT.

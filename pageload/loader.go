@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/quic-go/quic-go"
 )
 
 // Resolver looks a host name up for a load and says how: its lookup is
@@ -360,7 +359,7 @@ func (ld *load) fetch(ctx context.Context, i int) {
 		return c.rt.RoundTrip(req)
 	}
 	resp, err := ask(c, true)
-	if err != nil && c.qc != nil && errors.Is(err, quic.Err0RTTRejected) {
+	if c.rejected(err) {
 		if c = ld.successor(ctx, c); c.err != nil {
 			err = c.err
 		} else {
