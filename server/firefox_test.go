@@ -41,17 +41,23 @@ func TestFirefoxAndTheH2OriginFrame(t *testing.T) {
 // TestFirefoxOverHTTP3 loads the same page with Firefox's HTTP/3 on:
 // its HTTPS records (alpn=h3) send it straight to the web listener's
 // HTTP/3, doxlab's own layer, with the ORIGIN frame on the control
-// stream. Firefox (neqo) loads the page over HTTP/3 alone; it does not
-// implement RFC 9412, so it opens a connection per origin, frame or
-// not (the frame costs it nothing: an unknown frame, skipped).
+// stream. Firefox (neqo) loads the page over HTTP/3; it does not
+// implement RFC 9412, so the frame does not gather the origins on the
+// page's connection as it does over HTTP/2 (the frame costs it nothing:
+// an unknown frame, skipped). Mostly a connection per origin; now and
+// then Firefox pools two origins on one address's connection, or takes
+// one over TCP when its HTTPS answer comes late (3 h3, or 4 h3 and 1
+// h2, in 1 of about 10 runs), so the test asserts what the frame would
+// change, not an exact count.
 func TestFirefoxOverHTTP3(t *testing.T) {
 	with := firefoxLoad(t, false, true)
 	without := firefoxLoad(t, true, true)
 	t.Logf("Firefox over HTTP/3, 4 origins on one server: with ORIGIN %d lookups, %v connections; without %d lookups, %v connections",
 		with.lookups, with.conns, without.lookups, without.conns)
 	for _, got := range []firefoxResult{with, without} {
-		require.Zero(t, got.conns["h2"], "no request over TCP: HTTP/3 from the HTTPS records")
-		require.GreaterOrEqual(t, got.conns["h3"], len(firefoxHosts), "a connection per origin: Firefox reads no ORIGIN frame on HTTP/3")
+		require.Positive(t, got.conns["h3"], "the page over HTTP/3, from the HTTPS records")
+		require.Greater(t, got.conns["h3"]+got.conns["h2"], 1, "not one connection for every origin: Firefox reads no ORIGIN frame on HTTP/3")
+		require.Equal(t, 3*len(firefoxHosts), got.lookups, "A, AAAA and HTTPS per origin")
 	}
 }
 
