@@ -116,19 +116,11 @@ const MaxPages = 10000
 func (p *CampaignPages) List() ([]string, error) {
 	out := slices.Clone(p.URLs)
 	if p.File != "" {
-		b, err := os.ReadFile(p.File)
+		more, err := readList(p.File, CheckPage)
 		if err != nil {
 			return nil, err
 		}
-		for n, line := range strings.Split(string(b), "\n") {
-			line, _, _ = strings.Cut(line, "#")
-			if line = strings.TrimSpace(line); line != "" {
-				if err := CheckPage(line); err != nil {
-					return nil, fmt.Errorf("%s:%d: %q: %w", p.File, n+1, line, err)
-				}
-				out = append(out, line)
-			}
-		}
+		out = append(out, more...)
 	}
 	if p.Tranco != "" {
 		top, err := Tranco(p.Tranco, cmp.Or(p.Top, 10))
@@ -529,7 +521,11 @@ func TargetNotes(path string) (map[string]string, error) {
 
 // ReadTargets reads one target per line; # starts a comment. A bad line
 // is named by file and line.
-func ReadTargets(path string) ([]string, error) {
+func ReadTargets(path string) ([]string, error) { return readList(path, CheckTarget) }
+
+// readList reads one entry a line, # starting a comment, each checked;
+// a bad line is named by file and line.
+func readList(path string, check func(string) error) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -540,7 +536,7 @@ func ReadTargets(path string) ([]string, error) {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		if err := CheckTarget(line); err != nil {
+		if err := check(line); err != nil {
 			return nil, fmt.Errorf("%s:%d: %q: %w", path, n+1, line, err)
 		}
 		out = append(out, line)

@@ -125,7 +125,9 @@ func TestExamplePagesCampaign(t *testing.T) {
 		"pages: {tranco: bad.csv}\ncontact: x\n":                                      "bad.csv",
 		"pages: {urls: [https://a.example/], stub: sometimes}\ncontact: x\n":          "stub",
 		"pages: {urls: [https://a.example/]}\ncontact: x\nblocklist: [missing.txt]\n": "blocklist",
+		"pages: {file: pages.txt}\ncontact: x\n":                                      "pages.txt:3",
 	} {
+		require.NoError(t, os.WriteFile("pages.txt", []byte("https://a.example/ # the first\n\nftp://b.example/\n"), 0o644))
 		require.NoError(t, os.WriteFile("bad.csv", []byte("google.com\n"), 0o644))
 		require.NoError(t, os.WriteFile("bad.yaml", []byte("name: x\ntargets: [10.0.0.1]\n"+body), 0o644))
 		_, err := measure.LoadCampaign("bad.yaml")
