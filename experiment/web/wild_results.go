@@ -322,7 +322,7 @@ func (w Wild) Section(dir string) (*experiment.Section, error) {
 }
 
 // wildCDFs draws the CDFs of FCP and PLT relative to DoUDP: a panel each
-// over everything, then a panel per page for PLT.
+// over everything, then PLT per page, vantage point and resolver region.
 func wildCDFs(rels []Relative, set *figure.Set) error {
 	series := func(scope, group string, fcp bool) []*figure.Series {
 		var ss []*figure.Series
@@ -338,76 +338,62 @@ func wildCDFs(rels []Relative, set *figure.Set) error {
 		}
 		return ss
 	}
-	all := series("all", "", true)
-	if len(all) == 0 {
+	if len(series("all", "", true)) == 0 {
 		return nil
 	}
-	data := figure.Data{Header: []string{"metric", "series", "value", "cdf"}}
-	var panels []*plot.Plot
-	for _, m := range []struct {
-		name string
-		fcp  bool
-	}{{"FCP", true}, {"PLT", false}} {
-		p, d, err := figure.CDFPanel(series("all", "", m.fcp), m.name+", all pages", m.name+" relative to DoUDP (%)", true)
-		if err != nil {
-			return err
-		}
-		for _, row := range d.Rows {
-			data.Rows = append(data.Rows, append([]string{m.name}, row...))
-		}
-		panels = append(panels, p)
+	all := []cdfPanel{
+		{"FCP", "FCP, all pages", "FCP relative to DoUDP (%)", series("all", "", true)},
+		{"PLT", "PLT, all pages", "PLT relative to DoUDP (%)", series("all", "", false)},
 	}
-	panels = append(panels, legendOnce(panels))
-	if err := set.AddGrid(figure.Rows(panels, 3), "wild-relative", "CDF of FCP and PLT relative to DoUDP", "over every vantage point, resolver and page, with 95 % bands (DKW)",
-		12*vg.Inch, 3.4*vg.Inch, data); err != nil {
+	if err := cdfGrid(set, "wild-relative", "CDF of FCP and PLT relative to DoUDP", "over every vantage point, resolver and page, with 95 % bands (DKW)", "metric", all); err != nil {
 		return err
 	}
 	for _, scope := range []struct{ name, title string }{{"page", "page"}, {"vantage", "vantage point"}, {"region", "resolver region"}} {
-		if err := wildSmallMultiples(rels, set, scope.name, scope.title, series); err != nil {
+		var panels []cdfPanel
+		for _, r := range rels {
+			if r.Scope == scope.name && !slices.ContainsFunc(panels, func(p cdfPanel) bool { return p.key == r.Group }) {
+				panels = append(panels, cdfPanel{r.Group, r.Group, "PLT relative to DoUDP (%)", series(scope.name, r.Group, false)})
+			}
+		}
+		if len(panels) < 2 {
+			continue
+		}
+		if err := cdfGrid(set, "wild-relative-by-"+scope.name, "CDF of PLT relative to DoUDP per "+scope.title, "a panel per "+scope.title+", with 95 % bands (DKW)", scope.name, panels); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// legendOnce is the first panel's legend as a panel of its own, the
-// other panels' legends dropped: the protocols are the same in each.
-func legendOnce(panels []*plot.Plot) *plot.Plot {
-	lp := figure.LegendPanel(panels[0])
-	for _, p := range panels[1:] {
-		p.Legend = plot.NewLegend()
-	}
-	return lp
+// cdfPanel is one panel of a grid of CDFs: its key in the data, title,
+// x label and lines.
+type cdfPanel struct {
+	key, title, xlabel string
+	series             []*figure.Series
 }
 
-// wildSmallMultiples draws PLT relative to DoUDP per group of a scope
-// (page, vantage point), a panel each, where there are two or more.
-func wildSmallMultiples(rels []Relative, set *figure.Set, scope, title string, series func(scope, group string, fcp bool) []*figure.Series) error {
-	var groups []string
-	for _, r := range rels {
-		if r.Scope == scope && !slices.Contains(groups, r.Group) {
-			groups = append(groups, r.Group)
-		}
-	}
-	if len(groups) < 2 {
-		return nil
-	}
-	data := figure.Data{Header: []string{scope, "series", "value", "cdf"}}
-	var panels []*plot.Plot
-	for _, g := range groups {
-		p, d, err := figure.CDFPanel(series(scope, g, false), g, "PLT relative to DoUDP (%)", true)
+// cdfGrid draws panels of signed CDFs, three a row, the legend once in a
+// panel of its own, their data keyed by column.
+func cdfGrid(set *figure.Set, name, heading, of, column string, panels []cdfPanel) error {
+	data := figure.Data{Header: []string{column, "series", "value", "cdf"}}
+	var plots []*plot.Plot
+	for _, pn := range panels {
+		p, d, err := figure.CDFPanel(pn.series, pn.title, pn.xlabel, true)
 		if err != nil {
 			return err
 		}
 		for _, row := range d.Rows {
-			data.Rows = append(data.Rows, append([]string{g}, row...))
+			data.Rows = append(data.Rows, append([]string{pn.key}, row...))
 		}
-		panels = append(panels, p)
+		plots = append(plots, p)
 	}
-	panels = append(panels, legendOnce(panels))
-	grid := figure.Rows(panels, 3)
-	return set.AddGrid(grid, "wild-relative-by-"+scope, "CDF of PLT relative to DoUDP per "+title, "a panel per "+title+", with 95 % bands (DKW)",
-		12*vg.Inch, vg.Length(3.2*float64(len(grid)))*vg.Inch, data)
+	// The protocols are the same in each panel: one legend, on its own.
+	legend := figure.LegendPanel(plots[0])
+	for _, p := range plots[1:] {
+		p.Legend = plot.NewLegend()
+	}
+	grid := figure.Rows(append(plots, legend), 3)
+	return set.AddGrid(grid, name, heading, of, 12*vg.Inch, vg.Length(3.3*float64(len(grid)))*vg.Inch, data)
 }
 
 // Findings checks the IMC 2022 study's headline: DoQ inflates FCP over
