@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,29 +88,9 @@ vantages:
 	perVantage := 6 * repeat // udp, tcp fresh; dot, doq fresh and resumed
 
 	// Two workers per vantage point, each replaced when killed.
-	var mu sync.Mutex
-	workers := map[*exec.Cmd]string{}
-	var wg sync.WaitGroup
+	workers := testutil.NewWorkers(t)
 	start := func(v string) {
-		cmd := doxlab(v, "worker", "--vantage", v, "--store", pg.URL, "--concurrency", concurrency, "--rescue-after", "12s", "--drain", "--quiet")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		mu.Lock()
-		workers[cmd] = v
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := cmd.Wait()
-			killed := cmd.ProcessState != nil && cmd.ProcessState.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
-			if err != nil && !killed {
-				t.Errorf("worker of %s: %v: %s", v, err, stderr.String())
-			}
-			mu.Lock()
-			delete(workers, cmd)
-			mu.Unlock()
-		}()
+		workers.Start(v, doxlab(v, "worker", "--vantage", v, "--store", pg.URL, "--concurrency", concurrency, "--rescue-after", "12s", "--drain", "--quiet"))
 	}
 	began := time.Now()
 	for _, v := range vantages {
@@ -123,22 +101,11 @@ vantages:
 	restarted := false
 	for k := 0; k < kills; k++ {
 		time.Sleep(time.Duration(500+r.IntN(2500)) * time.Millisecond)
-		mu.Lock()
-		var live []*exec.Cmd
-		for c := range workers {
-			live = append(live, c)
-		}
-		mu.Unlock()
-		if len(live) == 0 {
+		v, pid, ok := workers.Kill("", r.IntN)
+		if !ok {
 			break
 		}
-		slices.SortFunc(live, func(a, b *exec.Cmd) int { return a.Process.Pid - b.Process.Pid })
-		victim := live[r.IntN(len(live))]
-		mu.Lock()
-		v := workers[victim]
-		mu.Unlock()
-		victim.Process.Kill()
-		t.Logf("%.1fs: killed a worker of %s (pid %d)", time.Since(began).Seconds(), v, victim.Process.Pid)
+		t.Logf("%.1fs: killed a worker of %s (pid %d)", time.Since(began).Seconds(), v, pid)
 		start(v)
 		if !restarted && k >= kills/2 {
 			restarted = true
@@ -146,11 +113,7 @@ vantages:
 			t.Logf("%.1fs: restarted PostgreSQL", time.Since(began).Seconds())
 		}
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5*time.Minute + time.Duration(repeat)*time.Second):
+	if !workers.Wait(5*time.Minute + time.Duration(repeat)*time.Second) {
 		t.Fatal("the workers did not drain the queues in time")
 	}
 	elapsed := time.Since(began)

@@ -15,8 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -289,28 +287,10 @@ vantages:
 	require.NoError(t, err, "%s", out)
 	t.Logf("%s", out)
 
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	live := map[string]*exec.Cmd{}
+	workers := testutil.NewWorkers(t)
 	start := func(v string) {
-		args := []string{bin, "worker", "--vantage", v, "--store", in.pg.URL, "--concurrency", "1", "--rescue-after", "60s", "--drain", "--quiet",
-			"--browser-flag", "ignore-certificate-errors-spki-list=" + strings.Join(in.spki, ",")}
-		cmd := in.tb.Command(v, args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		mu.Lock()
-		live[v] = cmd
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := cmd.Wait()
-			killed := cmd.ProcessState != nil && cmd.ProcessState.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
-			if err != nil && !killed {
-				t.Errorf("worker of %s: %v: %s", v, err, stderr.String())
-			}
-		}()
+		workers.Start(v, in.tb.Command(v, bin, "worker", "--vantage", v, "--store", in.pg.URL, "--concurrency", "1", "--rescue-after", "60s", "--drain", "--quiet",
+			"--browser-flag", "ignore-certificate-errors-spki-list="+strings.Join(in.spki, ",")))
 	}
 	began := time.Now()
 	for _, v := range in.vantages {
@@ -318,16 +298,16 @@ vantages:
 	}
 	// Mid-run: a worker killed (and replaced) and the database restarted.
 	time.Sleep(12 * time.Second)
-	mu.Lock()
-	victim := live["nyc"]
-	mu.Unlock()
-	victim.Process.Kill()
-	t.Logf("%.0fs: killed nyc's worker", time.Since(began).Seconds())
-	start("nyc")
+	if _, _, ok := workers.Kill("nyc", nil); ok {
+		t.Logf("%.0fs: killed nyc's worker", time.Since(began).Seconds())
+		start("nyc")
+	}
 	time.Sleep(5 * time.Second)
 	in.pg.Restart(time.Second)
 	t.Logf("%.0fs: restarted PostgreSQL", time.Since(began).Seconds())
-	wg.Wait()
+	if !workers.Wait(20 * time.Minute) {
+		t.Fatal("the workers did not drain the queues in time")
+	}
 	t.Logf("%.0fs: every worker drained its queue", time.Since(began).Seconds())
 
 	// The store is read from the database's host, through doxlab.
