@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/doxlab/doxlab/internal/blocklist"
+	"github.com/doxlab/doxlab/internal/listfile"
 	"github.com/doxlab/doxlab/internal/printable"
 
 	"github.com/miekg/dns"
@@ -526,20 +527,13 @@ func ReadTargets(path string) ([]string, error) { return readList(path, CheckTar
 // readList reads one entry a line, # starting a comment, each checked;
 // a bad line is named by file and line.
 func readList(path string, check func(string) error) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var out []string
-	for n, line := range strings.Split(string(b), "\n") {
-		line, _, _ = strings.Cut(line, "#")
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
+	err := listfile.Each(path, func(_ int, line string) error {
 		if err := check(line); err != nil {
-			return nil, fmt.Errorf("%s:%d: %q: %w", path, n+1, line, err)
+			return fmt.Errorf("%q: %w", line, err)
 		}
 		out = append(out, line)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }

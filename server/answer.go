@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/internal/listfile"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -88,21 +88,14 @@ func (a *answerer) add(rr dns.RR) {
 }
 
 func (a *answerer) loadHosts(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("answers.hosts: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
+	err := listfile.Each(path, func(_ int, line string) error {
 		fields := strings.Fields(line)
 		if len(fields) < 2 {
-			continue
+			return nil
 		}
 		ip := net.ParseIP(fields[0])
 		if ip == nil {
-			return fmt.Errorf("answers.hosts: %s:%d: %q is not an address", path, n, fields[0])
+			return fmt.Errorf("%q is not an address", fields[0])
 		}
 		for _, name := range fields[1:] {
 			hdr := dns.RR_Header{Name: dns.Fqdn(name), Class: dns.ClassINET, Ttl: 300}
@@ -114,8 +107,12 @@ func (a *answerer) loadHosts(path string) error {
 				a.add(&dns.AAAA{Hdr: hdr, AAAA: ip})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("answers.hosts: %w", err)
 	}
-	return sc.Err()
+	return nil
 }
 
 func (a *answerer) loadZone(path, origin string) error {

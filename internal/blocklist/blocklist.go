@@ -5,11 +5,13 @@
 package blocklist
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"strings"
+
+	"github.com/doxlab/doxlab/internal/listfile"
 )
 
 // List is a set of prefixes never contacted, each with the file and line
@@ -36,27 +38,19 @@ func Read(files ...string) (*List, error) {
 }
 
 func (l *List) read(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("reading blocklist: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
+	err := listfile.Each(path, func(n int, line string) error {
 		p, err := ParsePrefix(line)
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", path, n, err)
+			return err
 		}
 		l.entries = append(l.entries, entry{p, fmt.Sprintf("%s:%d", path, n)})
+		return nil
+	})
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("reading blocklist: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading blocklist %s: %w", path, err)
-	}
-	return nil
+	return err
 }
 
 // ParsePrefix reads an address (a prefix of its full length) or a prefix.
