@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: build peers test vet unit race e2e demo bench scale-bench fuzz lint check graphs
+.PHONY: build peers test vet unit race e2e demo bench scale-bench fuzz lint check graphs licenses cross release images
 
 build:
 	$(GO) build -buildvcs=true -o bin/doxlab ./cmd/doxlab  # record the commit even where GOFLAGS turns it off
@@ -25,16 +25,32 @@ RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire
 RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners/doh3|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT
 # DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
 # the same testbed (web): the second waits for the first.
-# make test runs five lanes, each its own target, through
+# make test runs its lanes, each its own target, through
 # scripts/lanes.sh: every lane runs, each is reported apart, and a failure
 # names its lane. unit is every package's tests but test/e2e, which runs
 # the built binary as a user does (the experiments on the testbed, their
 # reports in Chromium, the README's first steps): the e2e lane.
 test: peers
-	bash scripts/lanes.sh lint vet unit race e2e
+	bash scripts/lanes.sh lint vet licenses cross unit race images e2e
+
+# Every dependency's license is compatible with doxlab's Apache-2.0
+# (go-licenses, pinned; scripts/licenses.sh says what it reads by hand).
+licenses:
+	bash scripts/licenses.sh
 
 vet:
 	CI=true $(GO) vet ./...
+
+# Every platform a release ships builds, and each operating system's
+# build is vetted with its tests: the Linux-only parts (testbed, page
+# loads, kernel timestamps) compile everywhere and say so at run time.
+# Vetting one architecture of an OS covers its others.
+CROSS_VET = darwin/arm64 windows/amd64 freebsd/amd64
+CROSS_BUILD = linux/arm64 darwin/amd64
+cross:
+	@for p in $(CROSS_VET); do echo "cross: build and vet $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./... && GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./... || exit 1; done
+	@for p in $(CROSS_BUILD); do echo "cross: build $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./... || exit 1; done
 
 unit:
 	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
@@ -58,6 +74,17 @@ check: lint
 	$(GO) vet ./...
 	$(GO) test -short -count=1 ./...
 
+# The images, doxlab and doxlab-chromium, built from scratch with buildah
+# (no daemon, no registry) into dist/images; the e2e lane runs each one's
+# worker (scripts/images.sh).
+images:
+	bash scripts/images.sh
+
+# The release archives for six platforms, checksums and SBOMs in dist/
+# (scripts/release.sh: GoReleaser and syft, pinned).
+release:
+	bash scripts/release.sh
+
 demo: peers build
 	bash scripts/demo.sh
 
@@ -80,6 +107,7 @@ fuzz:
 	for f in FuzzReadPrefixed FuzzDecodeDoH FuzzDoHRequest FuzzParseDoHRequest FuzzDNSStream; do \
 		$(GO) test ./internal/dnswire -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./internal/h3ext -run '^$$' -fuzz FuzzOriginStream -fuzztime 30s
+	$(GO) test ./internal/h3server -run '^$$' -fuzz FuzzRequestHeaders -fuzztime 30s
 	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s
 	for f in FuzzStreamConn FuzzDoHHandler FuzzDoH2Conn FuzzDoQQuery; do \
 		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -50,7 +51,7 @@ func (a *Aggregate) add(x Sample) {
 	}
 	a.LastAt = max(a.LastAt, x.At)
 	w := &a.Windows[i]
-	if !x.Status.HasResponse() {
+	if (measure.Answers{}).Outcome(x.Status, x.Rcode) != "" { // NOERROR, NXDOMAIN
 		w.Failed++
 		return
 	}

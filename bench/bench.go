@@ -11,13 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -43,6 +44,9 @@ type Config struct {
 	Seed    uint64
 	// Keep keeps every query's Sample in Result.Samples, for the store.
 	Keep bool
+	// Answers says which rcodes answer (zero: NOERROR and NXDOMAIN):
+	// only those are timed, the others count as failures by rcode.
+	Answers measure.Answers
 	// Full sends every query through the transport's Exchange, with its
 	// full record, also where the lean path (Lean) would go.
 	Full bool
@@ -74,8 +78,16 @@ type Result struct {
 	Intended float64 // queries per second asked for (open loop)
 	Achieved float64 // queries sent per second
 	Answered float64 // answers per second
+	// OK counts the queries answered with an rcode Config.Answers takes;
+	// Errors the others, by what they failed with: an rcode not taken
+	// (REFUSED), or a status (timeout, ...). Rcodes counts every answer
+	// by its rcode, taken or not, as dnsperf's "Response codes" do.
 	Sent, OK int
-	Errors   map[transport.Status]int
+	Errors   map[string]int
+	Rcodes   map[string]int
+	// OKRcodes are the rcodes taken as answers.
+	OKRcodes []string
+	answers  measure.Answers
 	// ConnErrors are the connections that ended mid-run (lean path), by
 	// the error that ended them (a server's GOAWAY, a reset, EOF): their
 	// queries in flight end as closed, and this says why. Reconnects
@@ -91,6 +103,31 @@ type Result struct {
 	Samples             []Sample // with Config.Keep, in completion order
 }
 
+// count counts how a query ended, by its status and its answer's rcode
+// ("" without one), and says whether it answered.
+func (r *Result) count(st transport.Status, rcode string) bool {
+	if rcode != "" {
+		r.Rcodes[rcode]++
+	}
+	if o := r.answers.Outcome(st, rcode); o != "" {
+		r.Errors[o]++
+		return false
+	}
+	r.OK++
+	return true
+}
+
+// rcodeName is an rcode's name, "" for noRcode.
+func rcodeName(rcode int) string {
+	if rcode == noRcode {
+		return ""
+	}
+	if n, ok := dns.RcodeToString[rcode]; ok {
+		return n
+	}
+	return strconv.Itoa(rcode)
+}
+
 // Sample is one query of a run.
 type Sample struct {
 	At        time.Duration    // since the start: the intended send time, or in closed loop the call
@@ -98,6 +135,7 @@ type Sample struct {
 	Service   time.Duration    // the call -> answer, or -> failure
 	Handshake time.Duration    // 0 when an open connection carried the query
 	Status    transport.Status // ok, timeout, ...
+	Rcode     string           // the answer's, "" without one
 	Resumed   bool             // the connection resumed a TLS session
 	ZeroRTT   bool             // the query went as 0-RTT early data, accepted
 }
@@ -165,7 +203,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return nil, err
 	}
 	if Lean(c) {
-		res := &Result{URL: c.URL, OpenLoop: true, Intended: c.Rate, Errors: map[transport.Status]int{},
+		res := &Result{URL: c.URL, OpenLoop: true, Intended: c.Rate, Errors: map[string]int{}, Rcodes: map[string]int{}, OKRcodes: c.Answers.Rcodes(), answers: c.Answers,
 			Latency: newHist(), Service: newHist(), Handshake: newHist()}
 		cpu0 := cpuTimes()
 		if err := runLean(ctx, c, res); err != nil {
@@ -191,7 +229,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			t.Close()
 		}
 	}()
-	res := &Result{URL: c.URL, OpenLoop: c.Rate > 0, Intended: c.Rate, Errors: map[transport.Status]int{},
+	res := &Result{URL: c.URL, OpenLoop: c.Rate > 0, Intended: c.Rate, Errors: map[string]int{}, Rcodes: map[string]int{}, OKRcodes: c.Answers.Rcodes(), answers: c.Answers,
 		Latency: newHist(), Service: newHist(), Handshake: newHist()}
 	var mu sync.Mutex
 	inFlight := 0
@@ -213,18 +251,20 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		if rec != nil && !rec.Conn.Reused && rec.Timing.HandshakeMs > 0 {
 			hs = time.Duration(rec.Timing.HandshakeMs * float64(time.Millisecond))
 		}
+		rcode := ""
+		if rec != nil && st.HasResponse() {
+			rcode = rec.Rcode
+		}
 		if c.Keep {
-			s := Sample{At: intended.Sub(start), Latency: done.Sub(intended), Service: done.Sub(called), Handshake: hs, Status: st}
+			s := Sample{At: intended.Sub(start), Latency: done.Sub(intended), Service: done.Sub(called), Handshake: hs, Status: st, Rcode: rcode}
 			if rec != nil {
 				s.Resumed, s.ZeroRTT = rec.Conn.TLSResumed, rec.Conn.Used0RTT
 			}
 			res.Samples = append(res.Samples, s)
 		}
-		if !st.HasResponse() {
-			res.Errors[st]++
+		if !res.count(st, rcode) {
 			return
 		}
-		res.OK++
 		res.Latency.RecordValue(lat)
 		res.Service.RecordValue(svc)
 		interval.RecordValue(lat)
@@ -394,9 +434,3 @@ func reportProgress(ctx context.Context, c Config, start time.Time, fill func(*P
 }
 
 type cpu struct{ user, sys time.Duration }
-
-func cpuTimes() cpu {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return cpu{time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())}
-}

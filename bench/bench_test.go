@@ -51,8 +51,11 @@ func TestOpenLoopSeesAStall(t *testing.T) {
 // TestStepsFindTheRateHeld: a server that takes 5 ms per answer, asked one
 // query at a time (max in flight 1), holds 100 queries a second but not
 // 400: past 200 the schedule falls behind and latency from the intended
-// time grows without bound. (100, not 150: under -race on a busy
-// machine the client's own time per query nears a millisecond.)
+// time grows without bound. 200/s is physics; 100 is held on an idle
+// machine and only 50 when a busy one (CI's unit lane) stretches the
+// client's own time per query, so the test takes either and checks what
+// does not depend on the machine: the steps stop after the first rate
+// not held, and 400 is never held.
 func TestStepsFindTheRateHeld(t *testing.T) {
 	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
 		Faults: server.Faults{Delay: 5 * time.Millisecond}})
@@ -62,9 +65,15 @@ func TestStepsFindTheRateHeld(t *testing.T) {
 	steps, held, err := bench.Steps(context.Background(), bench.Config{URL: "udp://" + srv.Addr("udp").String(), Duration: time.Second, MaxInFlight: 1},
 		[]float64{50, 100, 400, 800}, bench.Bound{P99: 50 * time.Millisecond, MaxLoss: 0.01})
 	require.NoError(t, err)
-	require.Equal(t, 100.0, held)
-	require.Len(t, steps, 3, "stops after the first rate not held")
-	require.False(t, steps[2].Held)
-	require.Greater(t, steps[2].Latency.P["99"], 50.0)
+	require.Contains(t, []float64{50, 100}, held, "at most what 5 ms an answer allows, one at a time")
+	require.Len(t, steps, map[float64]int{50: 2, 100: 3}[held], "stops after the first rate not held")
+	last := steps[len(steps)-1]
+	require.False(t, last.Held)
+	for _, s := range steps[:len(steps)-1] {
+		require.True(t, s.Held)
+	}
+	if held == 100 {
+		require.Greater(t, last.Latency.P["99"], 50.0, "at 400/s the schedule falls behind")
+	}
 	require.Equal(t, []float64{100, 200, 400}, bench.Doubling(100, 500))
 }

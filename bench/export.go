@@ -25,19 +25,20 @@ type Row struct {
 	// HandshakeMs is 0 when an open connection carried the query.
 	HandshakeMs float64 `parquet:"handshake_ms"`
 	Status      string  `parquet:"status"`
+	Rcode       string  `parquet:"rcode"` // the answer's, "" without one
 	Resumed     bool    `parquet:"resumed"`
 	ZeroRTT     bool    `parquet:"zero_rtt"`
 }
 
 func init() {
-	experiment.RegisterExport("bench", "a row per benchmark query (bench --store, server-load): its benchmark's settings, send time, latency, service time, handshake, status",
+	experiment.RegisterExport("bench", "a row per benchmark query (bench --store, server-load): its benchmark's settings, send time, latency, service time, handshake, status, rcode",
 		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(Row) error) error {
 			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 			_, err := eachStored(ctx, st, keep, func(*Stored) {}, func(s *Stored, ss []Sample) error {
 				for _, x := range ss {
 					if err := emit(Row{RunID: s.Run, Key: s.Key, Label: s.Label, Protocol: s.Protocol, Policy: s.Policy, Conns: int64(s.Conns), Step: int64(s.Step), Mode: s.Mode,
 						AtMs: ms(x.At), LatencyMs: ms(x.Latency), ServiceMs: ms(x.Service), HandshakeMs: ms(x.Handshake),
-						Status: string(x.Status), Resumed: x.Resumed, ZeroRTT: x.ZeroRTT}); err != nil {
+						Status: string(x.Status), Rcode: x.Rcode, Resumed: x.Resumed, ZeroRTT: x.ZeroRTT}); err != nil {
 						return err
 					}
 				}

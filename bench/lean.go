@@ -34,8 +34,9 @@ type pipe interface {
 	// mix's, with ID 0, which write may change in place.
 	write(seqs []uint32, qs [][]byte) error
 	// read blocks for answers and calls got for each, from one
-	// goroutine: the seq's low 16 bits, and how it ended (answerStatus).
-	read(got func(slot uint16, st transport.Status)) error
+	// goroutine: the seq's low 16 bits, and how it ended (answerStatus:
+	// its status and rcode, noRcode without an answer).
+	read(got func(slot uint16, st transport.Status, rcode int)) error
 	// limit is how many queries may be in flight on it (HTTP/2's
 	// SETTINGS_MAX_CONCURRENT_STREAMS); at most 65535.
 	limit() int
@@ -176,6 +177,7 @@ type doneQ struct {
 	f      flight
 	at     int64
 	status transport.Status
+	rcode  int // noRcode without an answer
 }
 
 // newLeanRun packs the query mix and draws the order queries take it in.
@@ -250,15 +252,14 @@ func (r *leanRun) finish(batch []doneQ) {
 	svc := r.service.Load()
 	defer func() { r.service.Store(svc) }()
 	for _, d := range batch {
+		rcode := rcodeName(d.rcode)
 		if r.c.Keep {
 			r.res.Samples = append(r.res.Samples, Sample{At: time.Duration(d.f.due), Latency: time.Duration(d.at - d.f.due),
-				Service: time.Duration(d.at - d.f.sent), Status: d.status})
+				Service: time.Duration(d.at - d.f.sent), Status: d.status, Rcode: rcode})
 		}
-		if !d.status.HasResponse() {
-			r.res.Errors[d.status]++
+		if !r.res.count(d.status, rcode) {
 			continue
 		}
-		r.res.OK++
 		r.lastAnswer = max(r.lastAnswer, d.at)
 		lat := max(1, (d.at-d.f.due)/1000)
 		r.res.Latency.RecordValue(lat)
@@ -299,7 +300,7 @@ func (r *leanRun) timeOut(now int64) {
 		for s, f := range lc.slots {
 			if f.sent != 0 && now-f.sent > r.timeout {
 				lc.slots[s] = flight{}
-				batch = append(batch, doneQ{f, now, transport.StatusTimeout})
+				batch = append(batch, doneQ{f, now, transport.StatusTimeout, noRcode})
 			}
 		}
 		lc.mu.Unlock()
@@ -330,8 +331,8 @@ func (r *leanRun) startReader(lc *leanConn) {
 	r.readers.Go(func() {
 		defer close(dead)
 		var batch []doneQ
-		err := p.read(func(slot uint16, st transport.Status) {
-			if d, ok := r.match(lc, slot, st, r.now()); ok {
+		err := p.read(func(slot uint16, st transport.Status, rcode int) {
+			if d, ok := r.match(lc, slot, st, rcode, r.now()); ok {
 				batch = append(batch, d)
 				r.answered(lc)
 			}
@@ -354,7 +355,7 @@ func (r *leanRun) startReader(lc *leanConn) {
 // match takes the query in an answer's slot out of lc's flights. An
 // answer for a free slot (unknown, late after a timeout, a duplicate)
 // matches nothing; one past the timeout counts as timed out.
-func (r *leanRun) match(lc *leanConn, slot uint16, st transport.Status, now int64) (doneQ, bool) {
+func (r *leanRun) match(lc *leanConn, slot uint16, st transport.Status, rcode int, now int64) (doneQ, bool) {
 	lc.mu.Lock()
 	f := lc.slots[slot]
 	lc.slots[slot] = flight{}
@@ -363,9 +364,9 @@ func (r *leanRun) match(lc *leanConn, slot uint16, st transport.Status, now int6
 		return doneQ{}, false
 	}
 	if now-f.sent > r.timeout {
-		st = transport.StatusTimeout
+		st, rcode = transport.StatusTimeout, noRcode
 	}
-	return doneQ{f, now, st}, true
+	return doneQ{f, now, st, rcode}, true
 }
 
 // failInFlight ends what lc had in flight on a pipe that is gone, at
@@ -381,7 +382,7 @@ func (r *leanRun) failInFlight(lc *leanConn, keep []uint32) {
 	}
 	for s, f := range lc.slots {
 		if f.sent != 0 {
-			gone = append(gone, doneQ{f, now, transport.StatusClosed})
+			gone = append(gone, doneQ{f, now, transport.StatusClosed, noRcode})
 			lc.slots[s] = flight{}
 		}
 	}
@@ -423,7 +424,7 @@ func (r *leanRun) stopReaders() {
 	for _, lc := range r.conns {
 		for s := range lc.slots {
 			if f := lc.slots[s]; f.sent != 0 {
-				lost = append(lost, doneQ{f, r.now(), transport.StatusTimeout})
+				lost = append(lost, doneQ{f, r.now(), transport.StatusTimeout, noRcode})
 			}
 		}
 	}
@@ -572,7 +573,7 @@ func (s *sender) add(i int, due time.Duration) {
 	lc.slots[slot] = flight{due: int64(due), sent: max(1, now)}
 	lc.mu.Unlock()
 	if old.sent != 0 {
-		r.finish([]doneQ{{old, now, transport.StatusTimeout}})
+		r.finish([]doneQ{{old, now, transport.StatusTimeout, noRcode}})
 		r.answered(lc)
 	}
 	b := s.bufs[len(s.qs)][:0]

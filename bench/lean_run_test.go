@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/transport"
@@ -44,9 +45,9 @@ func (m *memPipe) write(seqs []uint32, _ [][]byte) error {
 	return nil
 }
 
-func (m *memPipe) read(got func(uint16, transport.Status)) error {
+func (m *memPipe) read(got func(uint16, transport.Status, int)) error {
 	for s := range m.answers {
-		got(s, transport.StatusOK)
+		got(s, transport.StatusOK, dns.RcodeSuccess)
 	}
 	return errors.New("EOF")
 }
@@ -79,7 +80,7 @@ func testRun(t *testing.T, c Config, pipes ...*memPipe) *leanRun {
 	if c.MaxQueries == 0 {
 		c.MaxQueries = 1000
 	}
-	res := &Result{Errors: map[transport.Status]int{}, Latency: newHist(), Service: newHist(), Handshake: newHist()}
+	res := &Result{Errors: map[string]int{}, Rcodes: map[string]int{}, Latency: newHist(), Service: newHist(), Handshake: newHist()}
 	r, err := newLeanRun(c, res)
 	require.NoError(t, err)
 	for i, p := range pipes {
@@ -97,20 +98,24 @@ func take(r *leanRun, lc *leanConn) {
 }
 
 // TestLeanFinishCounts: answered queries count with their latency from
-// the due time and service time from the write; failures by status.
+// the due time and service time from the write; failures by status, or
+// by rcode for answers that refuse; every answer by its rcode.
 func TestLeanFinishCounts(t *testing.T) {
 	r := testRun(t, Config{Keep: true}, newMemPipe(10))
 	r.finish([]doneQ{
-		{flight{due: 1e6, sent: 2e6}, 5e6, transport.StatusOK},
-		{flight{due: 1e6, sent: 1e6}, 3e6, transport.StatusOK},
-		{flight{due: 1e6, sent: 1e6}, 9e6, transport.StatusTimeout},
+		{flight{due: 1e6, sent: 2e6}, 5e6, transport.StatusOK, dns.RcodeSuccess},
+		{flight{due: 1e6, sent: 1e6}, 3e6, transport.StatusOK, dns.RcodeSuccess},
+		{flight{due: 1e6, sent: 1e6}, 9e6, transport.StatusTimeout, noRcode},
+		{flight{due: 1e6, sent: 1e6}, 2e6, transport.StatusRcode, dns.RcodeRefused},
 	})
 	require.Equal(t, 2, r.res.OK)
-	require.Equal(t, 1, r.res.Errors[transport.StatusTimeout])
+	require.Equal(t, map[string]int{"timeout": 1, "REFUSED": 1}, r.res.Errors)
+	require.Equal(t, map[string]int{"NOERROR": 2, "REFUSED": 1}, r.res.Rcodes)
+	require.Equal(t, "REFUSED", r.res.Samples[3].Rcode)
 	require.Equal(t, int64(2), r.res.Latency.TotalCount())
 	require.True(t, r.res.Latency.ValuesAreEquivalent(4000, r.res.Latency.Max()), "µs from the due time")
 	require.True(t, r.res.Service.ValuesAreEquivalent(3000, r.res.Service.Max()), "µs from the write")
-	require.Len(t, r.res.Samples, 3)
+	require.Len(t, r.res.Samples, 4)
 	require.Equal(t, int64(5e6), r.lastAnswer)
 	require.Positive(t, r.service.Load(), "the service time's moving average moved")
 }
@@ -122,13 +127,13 @@ func TestLeanMatch(t *testing.T) {
 	lc := r.conns[0]
 	lc.slots[7] = flight{due: 10, sent: 20}
 	lc.slots[8] = flight{due: 10, sent: 20}
-	d, ok := r.match(lc, 7, transport.StatusOK, 500)
+	d, ok := r.match(lc, 7, transport.StatusOK, 0, 500)
 	require.True(t, ok)
 	require.Equal(t, transport.StatusOK, d.status)
 	require.Zero(t, lc.slots[7].sent, "the slot is free again")
-	_, ok = r.match(lc, 7, transport.StatusOK, 600)
+	_, ok = r.match(lc, 7, transport.StatusOK, 0, 600)
 	require.False(t, ok, "a duplicate answer matches nothing")
-	d, ok = r.match(lc, 8, transport.StatusOK, 2e6)
+	d, ok = r.match(lc, 8, transport.StatusOK, 0, 2e6)
 	require.True(t, ok)
 	require.Equal(t, transport.StatusTimeout, d.status, "later than the timeout")
 }
@@ -144,7 +149,7 @@ func TestLeanTimeOut(t *testing.T) {
 		lc.slots[s] = flight{due: 1, sent: map[uint16]int64{1: 1, 2: 5e6}[s]}
 	}
 	r.timeOut(5e6 + 1)
-	require.Equal(t, 1, r.res.Errors[transport.StatusTimeout])
+	require.Equal(t, 1, r.res.Errors[string(transport.StatusTimeout)])
 	require.NotZero(t, lc.slots[2].sent, "the recent query stays")
 	require.Len(t, lc.free, 9, "the timed-out query's room is back")
 	require.Len(t, r.global, 1)
@@ -163,7 +168,7 @@ func TestLeanFailInFlightKeepsTheBatch(t *testing.T) {
 		lc.slots[s] = flight{due: 1, sent: 1}
 	}
 	r.failInFlight(lc, []uint32{2})
-	require.Equal(t, 2, r.res.Errors[transport.StatusClosed])
+	require.Equal(t, 2, r.res.Errors[string(transport.StatusClosed)])
 	require.NotZero(t, lc.slots[2].sent)
 	require.Zero(t, lc.slots[0].sent)
 	require.Len(t, lc.free, 9)
@@ -180,7 +185,7 @@ func TestSenderAddWrapsItsSlots(t *testing.T) {
 	s.seq = 1 << 16 // the same slot again
 	take(r, s.lc)
 	s.add(1, time.Millisecond)
-	require.Equal(t, 1, r.res.Errors[transport.StatusTimeout])
+	require.Equal(t, 1, r.res.Errors[string(transport.StatusTimeout)])
 	require.Equal(t, int64(2), r.sent.Load())
 	require.Equal(t, []uint32{0, 1 << 16}, s.seqs, "both in the batch")
 	require.Len(t, s.lc.free, 9, "one query's room is back")
@@ -222,7 +227,7 @@ func TestSenderGivesUpWhenNoConnection(t *testing.T) {
 	take(r, s.lc)
 	s.add(0, 0)
 	require.False(t, s.flush())
-	require.Equal(t, 1, r.res.Errors[transport.StatusClosed])
+	require.Equal(t, 1, r.res.Errors[string(transport.StatusClosed)])
 	require.Len(t, r.losses, 2, "the loss and the failed reconnect")
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -85,7 +86,7 @@ func TestLeanPathFullWindow(t *testing.T) {
 }
 
 // TestLeanPathCountsFailures: lost datagrams time out without holding
-// up the schedule, rcodes count as answers, and a DoH server that refuses
+// up the schedule, answers that refuse count as failures by their rcode, and a DoH server that refuses
 // RFC 8484 answers http-error, over HTTP/2 and HTTP/3.
 func TestLeanPathCountsFailures(t *testing.T) {
 	lossy, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
@@ -108,9 +109,17 @@ func TestLeanPathCountsFailures(t *testing.T) {
 	res, err = bench.Run(context.Background(), bench.Config{URL: "tcp://" + nx.Addr("tcp").String(), Rate: 200, Duration: 500 * time.Millisecond, Keep: true,
 		Options: transport.Options{Reuse: true}})
 	require.NoError(t, err)
-	require.Equal(t, 100, res.OK, "an answer with any rcode is an answer")
-	require.NotEqual(t, transport.StatusOK, res.Samples[0].Status)
-	require.True(t, res.Samples[0].Status.HasResponse())
+	require.Zero(t, res.OK, "an answer that refuses is no answer")
+	require.Equal(t, "REFUSED", res.Samples[0].Rcode)
+	require.Equal(t, map[string]int{"REFUSED": 100}, res.Errors)
+	require.Equal(t, map[string]int{"REFUSED": 100}, res.Rcodes, "counted as dnsperf's response codes")
+	var out strings.Builder
+	res.Summarize().Write(&out)
+	require.Contains(t, out.String(), "response codes: REFUSED 100 (100.00%)")
+	res, err = bench.Run(context.Background(), bench.Config{URL: "tcp://" + nx.Addr("tcp").String(), Rate: 200, Duration: 500 * time.Millisecond,
+		Options: transport.Options{Reuse: true}, Answers: must(measure.ParseAnswers([]string{"REFUSED"}))})
+	require.NoError(t, err)
+	require.Equal(t, 100, res.OK, "--ok-rcodes REFUSED takes them")
 
 	jsonOnly, err := server.New(&server.Config{Listen: server.Listen{DoH: "127.0.0.1:0", DoH3: "127.0.0.1:0"}, DoHJSONOnly: true, Answers: server.Answers{Any: "192.0.2.1"}})
 	require.NoError(t, err)
@@ -121,7 +130,7 @@ func TestLeanPathCountsFailures(t *testing.T) {
 			Options: transport.Options{Reuse: true, Insecure: true}})
 		require.NoError(t, err)
 		require.Zero(t, res.OK, url)
-		require.Equal(t, 50, res.Errors[transport.StatusHTTP], url)
+		require.Equal(t, 50, res.Errors[string(transport.StatusHTTP)], url)
 	}
 }
 
@@ -185,4 +194,11 @@ func TestLeanPathSaysWhyConnectionsEnded(t *testing.T) {
 		require.Contains(t, b.String(), "connections lost: ")
 		require.Contains(t, b.String(), "reconnected ")
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -87,17 +87,21 @@ func dohPath(ep *transport.Endpoint) string {
 // setID sets a DNS message's ID to seq's low 16 bits.
 func setID(q []byte, seq uint32) { binary.BigEndian.PutUint16(q, uint16(seq)) }
 
+// noRcode is the rcode of a query that got no answer.
+const noRcode = -1
+
 // answerStatus is what a DNS message read as an answer says, from its
-// header alone: malformed without 12 octets and QR, else its rcode's
-// status, or truncated (TC set).
-func answerStatus(m []byte) transport.Status {
-	switch {
-	case len(m) < 12 || m[2]&0x80 == 0:
-		return transport.StatusMalformed
-	case m[2]&0x02 != 0:
-		return transport.StatusTruncated
+// header alone (as dnsperf reads it): malformed without 12 octets and
+// QR, else its rcode's status, or truncated (TC set); and its rcode.
+func answerStatus(m []byte) (transport.Status, int) {
+	if len(m) < 12 || m[2]&0x80 == 0 {
+		return transport.StatusMalformed, noRcode
 	}
-	return transport.StatusForRcode(int(m[3] & 0x0f))
+	rcode := int(m[3] & 0x0f)
+	if m[2]&0x02 != 0 {
+		return transport.StatusTruncated, rcode
+	}
+	return transport.StatusForRcode(rcode), rcode
 }
 
 // udpPipe sends and receives in batches, sendmmsg(2) and recvmmsg(2).
@@ -129,7 +133,7 @@ func (p *udpPipe) write(seqs []uint32, qs [][]byte) error {
 	return nil
 }
 
-func (p *udpPipe) read(got func(uint16, transport.Status)) error {
+func (p *udpPipe) read(got func(uint16, transport.Status, int)) error {
 	msgs := make([]ipv4.Message, 64)
 	for i := range msgs {
 		msgs[i].Buffers = [][]byte{make([]byte, 4096)}
@@ -142,7 +146,8 @@ func (p *udpPipe) read(got func(uint16, transport.Status)) error {
 		for _, m := range msgs[:n] {
 			b := m.Buffers[0][:m.N]
 			if len(b) >= 2 {
-				got(binary.BigEndian.Uint16(b), answerStatus(b))
+				st, rcode := answerStatus(b)
+				got(binary.BigEndian.Uint16(b), st, rcode)
 			}
 		}
 	}
@@ -171,7 +176,7 @@ func (p *streamPipe) write(seqs []uint32, qs [][]byte) error {
 	return p.w.Flush()
 }
 
-func (p *streamPipe) read(got func(uint16, transport.Status)) error {
+func (p *streamPipe) read(got func(uint16, transport.Status, int)) error {
 	r := bufio.NewReaderSize(p.c, 64<<10)
 	var hdr [2]byte
 	buf := make([]byte, 65535)
@@ -184,7 +189,8 @@ func (p *streamPipe) read(got func(uint16, transport.Status)) error {
 			return err
 		}
 		if len(m) >= 2 {
-			got(binary.BigEndian.Uint16(m), answerStatus(m))
+			st, rcode := answerStatus(m)
+			got(binary.BigEndian.Uint16(m), st, rcode)
 		}
 	}
 }
@@ -281,7 +287,7 @@ func (p *h2Pipe) write(seqs []uint32, qs [][]byte) error {
 	return p.bw.Flush()
 }
 
-func (p *h2Pipe) read(got func(uint16, transport.Status)) error {
+func (p *h2Pipe) read(got func(uint16, transport.Status, int)) error {
 	partial := map[uint32][]byte{} // DATA of answers not yet whole
 	failed := map[uint32]bool{}    // streams answered with an error status, their body still to come
 	slot := func(id uint32) uint16 { return uint16((id - 1) / 2) }
@@ -294,12 +300,12 @@ func (p *h2Pipe) read(got func(uint16, transport.Status)) error {
 		case *http2.MetaHeadersFrame:
 			switch {
 			case f.PseudoValue("status") != "200":
-				got(slot(f.StreamID), transport.StatusHTTP)
+				got(slot(f.StreamID), transport.StatusHTTP, noRcode)
 				if !f.StreamEnded() {
 					failed[f.StreamID] = true
 				}
 			case f.StreamEnded():
-				got(slot(f.StreamID), transport.StatusMalformed) // 200 without a body
+				got(slot(f.StreamID), transport.StatusMalformed, noRcode) // 200 without a body
 			}
 		case *http2.DataFrame:
 			d := f.Data()
@@ -323,12 +329,13 @@ func (p *h2Pipe) read(got func(uint16, transport.Status)) error {
 					d = append(b, d...)
 					delete(partial, id)
 				}
-				got(slot(id), answerStatus(d))
+				st, rcode := answerStatus(d)
+				got(slot(id), st, rcode)
 			}
 		case *http2.RSTStreamFrame:
 			delete(partial, f.StreamID)
 			delete(failed, f.StreamID)
-			got(slot(f.StreamID), transport.StatusReset)
+			got(slot(f.StreamID), transport.StatusReset, noRcode)
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
 				if err := p.ack(p.fr.WriteSettingsAck); err != nil {

@@ -41,6 +41,7 @@ type quicPipe struct {
 type answer struct {
 	slot   uint16
 	status transport.Status
+	rcode  int // noRcode without an answer
 }
 
 func dialQUICPipe(ctx context.Context, ep *transport.Endpoint, opts transport.Options, tlsConf *tls.Config) (*quicPipe, error) {
@@ -102,11 +103,11 @@ func (p *quicPipe) send(slot uint16, q []byte) error {
 		go func() {
 			m, err := dnswire.ReadPrefixed(str)
 			str.CancelRead(0) // DOQ_NO_ERROR: the FIN need not be awaited
-			st := transport.Classify(err)
+			st, rcode := transport.Classify(err), noRcode
 			if err == nil {
-				st = answerStatus(m)
+				st, rcode = answerStatus(m)
 			}
-			p.answers <- answer{slot, st}
+			p.answers <- answer{slot, st, rcode}
 		}()
 		return nil
 	}
@@ -131,15 +132,15 @@ func (p *quicPipe) send(slot uint16, q []byte) error {
 	str.Close()
 	go func() {
 		status, body, err := readH3Response(str)
-		st := transport.Classify(err)
+		st, rcode := transport.Classify(err), noRcode
 		switch {
 		case err != nil:
 		case status != http.StatusOK:
 			st = transport.StatusHTTP
 		default:
-			st = answerStatus(body)
+			st, rcode = answerStatus(body)
 		}
-		p.answers <- answer{slot, st}
+		p.answers <- answer{slot, st, rcode}
 	}()
 	return nil
 }
@@ -224,12 +225,12 @@ func readH3Response(str io.Reader) (status int, body []byte, err error) {
 	}
 }
 
-func (p *quicPipe) read(got func(uint16, transport.Status)) error {
+func (p *quicPipe) read(got func(uint16, transport.Status, int)) error {
 	ctx := p.conn.Context()
 	for {
 		select {
 		case a := <-p.answers:
-			got(a.slot, a.status)
+			got(a.slot, a.status, a.rcode)
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}

@@ -68,9 +68,10 @@ type chunk struct {
 	LatencyUs   []int64  `json:"latency_us"`
 	ServiceUs   []int64  `json:"service_us"`
 	HandshakeUs []int64  `json:"handshake_us"`
-	Status      []int    `json:"status"`   // index into Statuses
-	Statuses    []string `json:"statuses"` // ok, timeout, ...
-	Flags       []uint8  `json:"flags"`    // 1: resumed, 2: 0-RTT accepted
+	Status      []int    `json:"status"`           // index into Statuses (and Rcodes)
+	Statuses    []string `json:"statuses"`         // ok, timeout, ...
+	Rcodes      []string `json:"rcodes,omitempty"` // the answer's rcode with each status, "" without one
+	Flags       []uint8  `json:"flags"`            // 1: resumed, 2: 0-RTT accepted
 }
 
 // Save stores a benchmark's record and its samples under run runID.
@@ -81,13 +82,17 @@ func Save(ctx context.Context, st *store.Store, runID string, rec Record, sample
 	for part := 0; part*ChunkSize < len(samples) || part == 0; part++ {
 		ss := samples[part*ChunkSize : min(len(samples), (part+1)*ChunkSize)]
 		c := chunk{Key: rec.Key, Part: part}
-		index := map[transport.Status]int{}
+		type ended struct {
+			st    transport.Status
+			rcode string
+		}
+		index := map[ended]int{}
 		for _, s := range ss {
-			i, ok := index[s.Status]
+			i, ok := index[ended{s.Status, s.Rcode}]
 			if !ok {
 				i = len(c.Statuses)
-				index[s.Status] = i
-				c.Statuses = append(c.Statuses, string(s.Status))
+				index[ended{s.Status, s.Rcode}] = i
+				c.Statuses, c.Rcodes = append(c.Statuses, string(s.Status)), append(c.Rcodes, s.Rcode)
 			}
 			var f uint8
 			if s.Resumed {
@@ -138,6 +143,9 @@ func (c *chunk) samples() ([]Sample, error) {
 	if len(c.LatencyUs) != n || len(c.ServiceUs) != n || len(c.HandshakeUs) != n || len(c.Status) != n || len(c.Flags) != n {
 		return nil, fmt.Errorf("columns of different lengths")
 	}
+	if c.Rcodes != nil && len(c.Rcodes) != len(c.Statuses) { // older chunks have none
+		return nil, fmt.Errorf("%d rcodes for %d statuses", len(c.Rcodes), len(c.Statuses))
+	}
 	out := make([]Sample, n)
 	for i := range n {
 		if c.Status[i] < 0 || c.Status[i] >= len(c.Statuses) {
@@ -145,6 +153,9 @@ func (c *chunk) samples() ([]Sample, error) {
 		}
 		out[i] = Sample{At: us(c.AtUs[i]), Latency: us(c.LatencyUs[i]), Service: us(c.ServiceUs[i]),
 			Handshake: us(c.HandshakeUs[i]), Status: transport.Status(c.Statuses[c.Status[i]]), Resumed: c.Flags[i]&1 != 0, ZeroRTT: c.Flags[i]&2 != 0}
+		if c.Rcodes != nil {
+			out[i].Rcode = c.Rcodes[c.Status[i]]
+		}
 	}
 	return out, nil
 }

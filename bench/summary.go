@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -61,7 +63,9 @@ type Summary struct {
 	AnsweredQPS   float64        `json:"answered_qps"`
 	Sent          int            `json:"sent"`
 	Answered      int            `json:"answered"`
-	Errors        map[string]int `json:"errors"`
+	Errors        map[string]int `json:"errors"` // by rcode (an answer not taken) or status
+	Rcodes        map[string]int `json:"rcodes"` // every answer by its rcode (dnsperf's "Response codes")
+	OKRcodes      []string       `json:"ok_rcodes"`
 	ConnErrors    map[string]int `json:"conn_errors,omitempty"` // connections lost mid-run, by why
 	Reconnects    int            `json:"reconnects,omitempty"`  // connections opened to replace them
 	ElapsedS      float64        `json:"elapsed_s"`
@@ -86,7 +90,7 @@ func (r *Result) Summarize() Summary {
 		var lat, svc, hs []float64
 		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 		for _, x := range r.Samples {
-			if !x.Status.HasResponse() {
+			if r.answers.Outcome(x.Status, x.Rcode) != "" {
 				continue
 			}
 			lat, svc = append(lat, ms(x.Latency)), append(svc, ms(x.Service))
@@ -99,14 +103,29 @@ func (r *Result) Summarize() Summary {
 			s.Handshake = exactDist(hs)
 		}
 	}
-	for st, n := range r.Errors {
-		s.Errors[string(st)] = n
-	}
+	maps.Copy(s.Errors, r.Errors)
+	s.Rcodes, s.OKRcodes = maps.Clone(r.Rcodes), r.OKRcodes
 	s.ConnErrors, s.Reconnects = r.ConnErrors, r.Reconnects
 	if r.Sent > 0 {
 		s.CPUPerQueryUs = float64((r.CPUUser + r.CPUSys).Microseconds()) / float64(r.Sent)
 	}
 	return s
+}
+
+// shares are counts with their share of the total, the most frequent
+// first, as dnsperf prints its response codes: "NOERROR 990 (99.00%)".
+func shares(counts map[string]int) string {
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	keys := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d (%.2f%%)", k, counts[k], 100*float64(counts[k])/float64(total))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Write writes the summary as text.
@@ -118,17 +137,11 @@ func (s Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, "; rate %.0f/s", s.AchievedQPS)
 	}
 	fmt.Fprintf(w, ", answers %.0f/s; client CPU %.1f µs per query\n", s.AnsweredQPS, s.CPUPerQueryUs)
+	if len(s.Rcodes) > 0 {
+		fmt.Fprintf(w, "response codes: %s\n", shares(s.Rcodes))
+	}
 	if len(s.Errors) > 0 {
-		var keys []string
-		for k := range s.Errors {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		fmt.Fprint(w, "errors:")
-		for _, k := range keys {
-			fmt.Fprintf(w, " %s %d", k, s.Errors[k])
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "failed (not %s): %s\n", strings.Join(s.OKRcodes, " or "), shares(s.Errors))
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.ConnErrors)) {
 		fmt.Fprintf(w, "connections lost: %d × %s\n", s.ConnErrors[k], k)

@@ -8,14 +8,19 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +49,14 @@ type Options struct {
 	// its DNS goes where resolv.conf says on a real vantage point too,
 	// and nothing else on the machine changes. Needs root.
 	Etc map[string]string
+	// User, if set, is the unprivileged user the browser runs as, with
+	// Chromium's own sandbox on (user namespaces: Debian's Chromium ships
+	// no setuid sandbox helper). It needs root, which drops to the user
+	// once the namespaces are made; the profile is given to the user.
+	// Without it, a browser started by root runs as root with no sandbox
+	// (--no-sandbox: Chromium refuses a sandbox as root), for pages of
+	// doxlab's own only; one started by another user keeps its sandbox.
+	User string
 	// UserAgentSuffix, if set, is added to the browser's User-Agent (with
 	// "HeadlessChrome" said as "Chrome", as a headful browser's): a
 	// campaign says who measures, and how to reach them.
@@ -58,6 +71,16 @@ type Options struct {
 	// NetLog, if set, receives Chromium's NetLog (JSON), the ground truth
 	// for DNS transactions, QUIC sessions and 0-RTT.
 	NetLog string
+	// SecureDNS, if set, is a DoH URL template (https://host/dns-query)
+	// that Chromium sends all its DNS to, in its secure mode (no
+	// fallback to the system's resolver), as a user who turns on "Use
+	// secure DNS" with a custom provider does. Only then does Chromium
+	// take ECH configs (ech= in HTTPS records) and use ECH (RFC 9849).
+	SecureDNS string
+	// NoECH turns Chromium's Encrypted Client Hello off (the
+	// ssl.ech_enabled preference, which the EncryptedClientHelloEnabled
+	// policy sets): it then sends GREASE ECH and the site's name in clear.
+	NoECH bool
 	// UserDataDir is the profile. Default: a new temporary directory,
 	// removed on Close.
 	UserDataDir string
@@ -117,11 +140,18 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		opts.UserDataDir = b.tmpDir
 	}
 	b.profile = opts.UserDataDir
+	if opts.SecureDNS != "" || opts.NoECH {
+		if err := localState(opts.UserDataDir, opts.SecureDNS, opts.NoECH); err != nil {
+			if b.tmpDir != "" {
+				os.RemoveAll(b.tmpDir)
+			}
+			return nil, err
+		}
+	}
 	flags := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.UserDataDir(opts.UserDataDir),
 		chromedp.Flag("headless", "new"),
-		chromedp.NoSandbox, // root, and inside a namespace
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
@@ -160,25 +190,41 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 			flags = append(flags, chromedp.Flag(name, true))
 		}
 	}
-	if opts.NetNS != "" {
-		ip, err := exec.LookPath("ip")
-		if err != nil {
-			return nil, fmt.Errorf("running the browser in %s: %w", opts.NetNS, err)
-		}
-		ns := opts.NetNS
-		flags = append(flags, chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
-			cmd.Args = append([]string{"ip", "netns", "exec", ns}, cmd.Args...)
-			cmd.Path = ip
-		}))
-	}
+	// The command is wrapped, outermost first: files bound over /etc in a
+	// mount namespace, the network namespace, the drop to the user.
+	// chromedp takes one command modifier, so they are composed here.
+	var wrap []string
 	if len(opts.Etc) > 0 {
-		wrap, err := etcWrapper(opts.Etc)
+		w, err := etcWrapper(opts.Etc)
 		if err != nil {
 			return nil, err
 		}
-		// Applied after the network namespace's (options modify in order),
-		// so it wraps the whole command.
-		flags = append(flags, chromedp.ModifyCmdFunc(wrap))
+		wrap = append(wrap, w...)
+	}
+	if opts.NetNS != "" {
+		if _, err := exec.LookPath("ip"); err != nil {
+			return nil, fmt.Errorf("running the browser in %s: %w", opts.NetNS, err)
+		}
+		wrap = append(wrap, "ip", "netns", "exec", opts.NetNS)
+	}
+	switch {
+	case opts.User != "":
+		w, env, err := b.asUser(opts)
+		if err != nil {
+			return nil, err
+		}
+		wrap = append(wrap, w...)
+		// chromedp adds --no-sandbox whenever its process is root unless
+		// told not to: the browser is not root.
+		flags = append(flags, chromedp.Env(env...), chromedp.Flag("no-sandbox", false))
+	case os.Geteuid() == 0:
+		flags = append(flags, chromedp.NoSandbox) // Chromium runs no sandbox as root
+	}
+	if len(wrap) > 0 {
+		flags = append(flags, chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			cmd.Args = append(slices.Clone(wrap), cmd.Args...)
+			cmd.Path, _ = exec.LookPath(wrap[0])
+		}))
 	}
 	b.allocCtx, b.cancel = chromedp.NewExecAllocator(context.Background(), flags...)
 	b.tab, _ = chromedp.NewContext(b.allocCtx)
@@ -198,7 +244,7 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 	close(started)
 	if err != nil {
 		b.Close()
-		return nil, fmt.Errorf("%w (starting %s: %w)", ErrNoBrowser, exe, err)
+		return nil, fmt.Errorf("starting %s: %w", exe, err)
 	}
 	b.version = v.Product
 	if opts.UserAgentSuffix != "" {
@@ -215,12 +261,12 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 // UserAgent is the User-Agent set by Options.UserAgentSuffix, if any.
 func (b *Browser) UserAgent() string { return b.userAgent }
 
-// etcWrapper runs a command in a mount namespace of its own with files
-// bound over /etc: unshare(1) makes the namespace private, a shell binds
-// each file and execs the command, so the browser keeps its process ID.
-func etcWrapper(etc map[string]string) (func(*exec.Cmd), error) {
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
+// etcWrapper is the start of a command line that runs the rest in a
+// mount namespace of its own with files bound over /etc: unshare(1)
+// makes the namespace private, a shell binds each file and execs the
+// rest, so the browser keeps its process ID.
+func etcWrapper(etc map[string]string) ([]string, error) {
+	if _, err := exec.LookPath("unshare"); err != nil {
 		return nil, fmt.Errorf("files over /etc for the browser: %w", err)
 	}
 	names := slices.Sorted(maps.Keys(etc))
@@ -237,11 +283,55 @@ func etcWrapper(etc map[string]string) (func(*exec.Cmd), error) {
 		paths = append(paths, etc[n])
 	}
 	script += fmt.Sprintf(`shift %d && exec "$@"`, len(names))
-	return func(cmd *exec.Cmd) {
-		args := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"}, paths...)
-		cmd.Args = append(args, cmd.Args...)
-		cmd.Path = unshare
-	}, nil
+	return append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"}, paths...), nil
+}
+
+// asUser is the start of a command line that runs the rest as
+// opts.User, and the environment it needs: setpriv(1) sets the user's
+// IDs and groups, drops every capability (inheritable, ambient and
+// bounding) and keeps the parent-death signal chromedp set, which a
+// change of user would clear, so the browser dies with its driver. The
+// profile (and NetLog) is handed to the user.
+func (b *Browser) asUser(opts Options) (wrap, env []string, err error) {
+	u, err := user.Lookup(opts.User)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the browser's user %q does not exist: create it, a system user of its own (useradd), or name another", opts.User)
+	}
+	if u.Uid == "0" {
+		return nil, nil, fmt.Errorf("the browser's user %q is root: name an unprivileged one", opts.User)
+	}
+	if os.Geteuid() != 0 {
+		return nil, nil, fmt.Errorf("running the browser as %s needs root", opts.User)
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		return nil, nil, fmt.Errorf("running the browser as %s: %w (apt-get install util-linux)", opts.User, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	give := []string{b.profile}
+	if opts.NetLog != "" {
+		if f, err := os.OpenFile(opts.NetLog, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+		}
+		give = append(give, opts.NetLog)
+	}
+	for _, root := range give {
+		err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, uid, gid)
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("giving the browser's files to %s: %w", opts.User, err)
+		}
+	}
+	wrap = []string{"setpriv", "--reuid=" + u.Uid, "--regid=" + u.Gid, "--init-groups",
+		"--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--pdeathsig=keep", "--"}
+	// Chromium keeps its caches and settings under HOME and XDG's
+	// directories: all in the profile, which is the user's.
+	env = []string{"HOME=" + b.profile, "XDG_CONFIG_HOME=" + b.profile, "XDG_CACHE_HOME=" + b.profile, "USER=" + u.Username, "LOGNAME=" + u.Username}
+	return wrap, env, nil
 }
 
 // Version is the browser's product string, e.g. "Chrome/156.0.8078.79".
@@ -372,4 +462,36 @@ func Get[T any](ctx context.Context, b *Browser, timeout time.Duration, a chrome
 		return err
 	})
 	return v, err
+}
+
+// userName is a uid's user name, or the uid.
+func userName(uid string) string {
+	if u, err := user.LookupId(uid); err == nil {
+		return u.Username
+	}
+	return uid
+}
+
+// localState writes Chromium's secure DNS settings (mode "secure" with
+// one template, when template is set) and its ECH switch into the
+// profile's Local State, where the settings page and the policies keep
+// them. (The DnsOverHttpsTemplates and EncryptedClientHelloEnabled
+// policies do the same, but machine-wide.)
+func localState(profile, template string, noECH bool) error {
+	state := map[string]any{}
+	if template != "" {
+		u, err := url.Parse(template)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("secure DNS %q: want an https:// DoH URL template", template)
+		}
+		state["dns_over_https"] = map[string]any{"mode": "secure", "templates": template}
+	}
+	if noECH {
+		state["ssl"] = map[string]any{"ech_enabled": false}
+	}
+	b, err := json.Marshal(state)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(profile, "Local State"), b, 0o644)
 }

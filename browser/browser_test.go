@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -181,4 +182,48 @@ func TestOwnResolverAndUserAgent(t *testing.T) {
 	require.True(t, got, "the page's name was not asked of the namespace's resolver")
 	after, _ := os.ReadFile("/etc/resolv.conf")
 	require.Equal(t, string(before), string(after), "the machine's resolv.conf changed")
+}
+
+// TestSandboxedAsUser starts Chromium as root with Options.User, as a
+// page worker does: every process of the browser must run as that user,
+// and every renderer in Chromium's sandbox (seccomp-bpf, namespaces of
+// its own); as root without a user it runs unsandboxed, which the check
+// must catch.
+func TestSandboxedAsUser(t *testing.T) {
+	testutil.NeedRoot(t, "the browser drops from root to its user")
+	testutil.NeedChromium(t)
+	const u = "doxlab-browser"
+	if _, err := user.Lookup(u); err != nil {
+		testutil.Missing(t, "no user "+u+" (useradd --system --user-group doxlab-browser, as scripts/install-peers.sh does)")
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<!doctype html><title>sandboxed</title><p>hello")
+	}))
+	defer page.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		user      string
+		sandboxed bool
+	}{{u, true}, {"", false}} {
+		t.Run("user="+tc.user, func(t *testing.T) {
+			b, err := browser.Launch(ctx, browser.Options{User: tc.user})
+			require.NoError(t, err)
+			defer b.Close()
+			l := b.Load(ctx, page.URL, 20*time.Second)
+			require.Equal(t, browser.LoadOK, l.Status, l.Error)
+			c, err := b.Confinement()
+			require.NoError(t, err)
+			t.Logf("%+v", c)
+			if tc.sandboxed {
+				require.NoError(t, c.Holds())
+				require.Equal(t, u, c.User)
+				require.Positive(t, c.Renderers)
+			} else {
+				require.ErrorContains(t, c.Holds(), "run as root")
+			}
+		})
+	}
+	_, err := browser.Launch(ctx, browser.Options{User: "no-such-user-doxlab"})
+	require.ErrorContains(t, err, "does not exist")
 }

@@ -81,6 +81,12 @@ type Plan struct {
 	// Blocked are the blocklist's and opt-out files' prefixes, read when
 	// planning: no worker contacts an address in them.
 	Blocked []string `json:"blocked,omitempty"`
+	// Allow are the special-purpose prefixes the campaign may contact
+	// (allow_special); every other special-purpose address is refused.
+	Allow []string `json:"allow_special,omitempty"`
+	// Here is how many tasks a page-load campaign measured on one machine
+	// (doxlab campaign run) has, for its status; 0 for a planned one.
+	Here int `json:"tasks_here,omitempty"`
 }
 
 // tasks are the tasks of a vantage point measuring targets, once per
@@ -98,8 +104,9 @@ func (p *Plan) tasks(targets []string) ([]measure.Task, error) {
 }
 
 // pageOptions are how the plan's pages are loaded.
-func (p *Plan) pageOptions(s measure.Spec) PageOptions {
-	return PageOptions{Timeout: p.PageTimeout, Stub: p.Stub, Contact: p.Contact, Upstream: s.Options}
+func (p *Plan) pageOptions(s measure.Spec) (PageOptions, error) {
+	policy, err := p.policy()
+	return PageOptions{Timeout: p.PageTimeout, Stub: p.Stub, Contact: p.Contact, Upstream: s.Options, Policy: policy}, err
 }
 
 // inRounds is tasks once per round, each labelled with its round; tasks
@@ -170,14 +177,25 @@ func (p *Plan) spec() (measure.Spec, error) {
 		}
 		s.Options.RootCAs = pool
 	}
-	if len(p.Blocked) > 0 {
-		block, err := blocklist.FromPrefixes(p.Blocked, "the plan's blocklist")
-		if err != nil {
-			return s, err
-		}
-		s.Options.Refuse = block.Check
+	policy, err := p.policy()
+	if err != nil {
+		return s, err
 	}
+	s.Options.Refuse = policy.Check
 	return s, nil
+}
+
+// policy is where the plan's tasks may send traffic (blocklist.Policy).
+func (p *Plan) policy() (*blocklist.Policy, error) {
+	block, err := blocklist.FromPrefixes(p.Blocked, "the plan's blocklist")
+	if err != nil {
+		return nil, err
+	}
+	allow, err := blocklist.ParseAllow(p.Allow)
+	if err != nil {
+		return nil, fmt.Errorf("the plan's allow_special: %w", err)
+	}
+	return &blocklist.Policy{Block: block, Allow: allow}, nil
 }
 
 // taskBudget is the longest a task of p can take: warm-up, measurement

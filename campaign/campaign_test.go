@@ -47,7 +47,7 @@ func TestPlanAndWorkers(t *testing.T) {
 	ctx := context.Background()
 	st, srv := postgresAndServer(t)
 	udp, dot := "udp://"+srv.Addr("udp").String(), "tls://"+srv.Addr("dot").String()
-	c := &measure.Campaign{Name: "two", Targets: []string{udp, dot}, Conditions: []string{"fresh", "resumed"}, Repeat: 3, Timeout: 2 * time.Second,
+	c := &measure.Campaign{Name: "two", AllowSpecial: loopback, Targets: []string{udp, dot}, Conditions: []string{"fresh", "resumed"}, Repeat: 3, Timeout: 2 * time.Second,
 		TLS: measure.CampaignTLS{Insecure: true},
 		Vantages: []measure.CampaignVantage{
 			{Vantage: measure.Vantage{Name: "fra1", Location: "Frankfurt, DE", Network: "Example", ASN: 64500}},
@@ -144,7 +144,7 @@ func TestPlanNeedsPostgres(t *testing.T) {
 	st, err := store.Open(context.Background(), t.TempDir()+"/x.db")
 	require.NoError(t, err)
 	defer st.Close()
-	_, _, err = campaign.PlanCampaign(context.Background(), st, &measure.Campaign{Targets: []string{"127.0.0.1"}, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "a"}}}})
+	_, _, err = campaign.PlanCampaign(context.Background(), st, &measure.Campaign{Targets: []string{"127.0.0.1"}, AllowSpecial: loopback, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "a"}}}})
 	require.ErrorContains(t, err, "PostgreSQL")
 	require.ErrorContains(t, (&campaign.Worker{Store: st, Vantage: "a"}).Run(context.Background()), "PostgreSQL")
 }
@@ -158,7 +158,7 @@ func TestWorkersMeasureOnlyTheirPlan(t *testing.T) {
 	ctx := context.Background()
 	st, srv := postgresAndServer(t)
 	udp := "udp://" + srv.Addr("udp").String()
-	c := &measure.Campaign{Name: "edited", Targets: []string{udp}, Conditions: []string{"fresh"}, Repeat: 3, Timeout: time.Second,
+	c := &measure.Campaign{Name: "edited", AllowSpecial: loopback, Targets: []string{udp}, Conditions: []string{"fresh"}, Repeat: 3, Timeout: time.Second,
 		Rate: 2, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "fra1"}}}}
 
 	long := *c
@@ -257,7 +257,7 @@ func TestCampaignInRounds(t *testing.T) {
 	target := "udp://" + srv.Addr("udp").String()
 	tf := filepath.Join(t.TempDir(), "targets.txt")
 	require.NoError(t, os.WriteFile(tf, []byte("# from a survey\n"+target+"  # doq QUIC v1 ALPN doq, Retry\n"), 0o644))
-	c := &measure.Campaign{Name: "rounds", TargetsFile: tf, Conditions: []string{"fresh"}, Repeat: 2,
+	c := &measure.Campaign{Name: "rounds", AllowSpecial: loopback, TargetsFile: tf, Conditions: []string{"fresh"}, Repeat: 2,
 		Timeout: 2 * time.Second, Every: 3 * time.Second, Rounds: 2, Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "fra1"}}}}
 	run, plan, err := campaign.PlanCampaign(ctx, st, c)
 	require.NoError(t, err)
@@ -304,4 +304,70 @@ func TestCampaignInRounds(t *testing.T) {
 		require.Equal(t, "done", r.State(time.Now(), s.Every), "round %d", r.Round)
 	}
 	require.Regexp(t, `2 rounds, every 3s:\n.*\n +1 .* +2 +2 +100\.0% .* done\n +2 .* done\n`, out.String())
+}
+
+// loopback opts a test's campaign into the loopback addresses its
+// servers listen on: campaigns refuse special-purpose addresses unless
+// allowed.
+var loopback = []string{"127.0.0.0/8"}
+
+// TestPageLoadLine: a worker's line per load names the page, protocol
+// and resolver, with PLT and FCP, or the failure and its reason.
+func TestPageLoadLine(t *testing.T) {
+	ok := &campaign.PageLoad{Task: measure.Task{Page: "https://a.example/", Transport: "doq", URL: "quic://9.9.9.9:853"}, Status: "ok", PLTMs: 812.4, FCPMs: 301}
+	require.Equal(t, "https://a.example/ doq via quic://9.9.9.9:853: PLT 812 ms, FCP 301 ms", ok.Line())
+	bad := *ok
+	bad.Status, bad.Error = "blocked", "the resolver's answer for a.example. A holds an address the campaign does not allow\n"
+	require.Equal(t, `https://a.example/ doq via quic://9.9.9.9:853: blocked: the resolver's answer for a.example. A holds an address the campaign does not allow\x0a`, bad.Line(), "a control character is escaped, not printed")
+}
+
+// TestWorkerRoleIsLeastPrivilege: a role given what campaign grant gives
+// drains its vantage point's queue, and can read no table but the
+// store's it needs, change or delete no sample, run, job history or
+// other table, and create nothing.
+func TestWorkerRoleIsLeastPrivilege(t *testing.T) {
+	ctx := context.Background()
+	dsn := testutil.StartPostgres(t)
+	st, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer st.Close()
+	srv := loopbackServer(t)
+	udp := "udp://" + srv.Addr("udp").String()
+	c := &measure.Campaign{Name: "roles", AllowSpecial: loopback, Targets: []string{udp}, Conditions: []string{"fresh"}, Repeat: 4, Timeout: 2 * time.Second,
+		Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "fra1"}}}}
+	run, _, err := campaign.PlanCampaign(ctx, st, c)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `CREATE ROLE w_fra1 LOGIN; CREATE TABLE secrets (v TEXT); INSERT INTO secrets VALUES ('coordinator only')`)
+	require.NoError(t, err)
+	require.ErrorContains(t, campaign.Grant(ctx, st, "nobody_here"), `no role "nobody_here"`)
+	require.ErrorContains(t, campaign.Grant(ctx, st, "w; DROP TABLE runs"), "want a plain name")
+	require.NoError(t, campaign.Grant(ctx, st, "w_fra1"))
+
+	wdsn := strings.Replace(dsn, "doxlab@", "w_fra1@", 1)
+	ws, err := store.Open(ctx, wdsn)
+	require.NoError(t, err, "a worker's role opens the store without DDL")
+	defer ws.Close()
+	w := &campaign.Worker{Store: ws, Vantage: "fra1", Drain: true}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	require.NoError(t, w.Run(wctx))
+	require.Equal(t, 4, w.Stats().Stored)
+	s, err := campaign.GetStatus(ctx, st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, 4, s.Vantages[0].Stored)
+
+	for _, stmt := range []string{
+		`SELECT * FROM secrets`,
+		`UPDATE samples SET status = 'ok'`,
+		`DELETE FROM samples`,
+		`UPDATE runs SET kind = 'x'`,
+		`DELETE FROM runs`,
+		`DROP TABLE samples`,
+		`CREATE TABLE mine (v TEXT)`,
+		`TRUNCATE river_job`,
+		`ALTER TABLE samples ADD COLUMN x TEXT`,
+	} {
+		_, err := ws.DB().ExecContext(ctx, stmt)
+		require.ErrorContains(t, err, "SQLSTATE 42501", stmt) // insufficient_privilege
+	}
 }

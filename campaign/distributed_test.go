@@ -68,6 +68,7 @@ func TestDistributedCampaign(t *testing.T) {
 	spec := filepath.Join(dir, "campaign.yaml")
 	require.NoError(t, os.WriteFile(spec, []byte(fmt.Sprintf(`name: distributed
 targets: [%s]
+allow_special: [10.200.0.0/24]
 transports: [udp, tcp, dot, doq]
 conditions: [fresh, resumed]
 repeat: %d

@@ -8,6 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/printable"
+
+	"github.com/doxlab/doxlab/internal/blocklist"
+
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
@@ -25,6 +29,11 @@ type PageLoad struct {
 	Start  time.Time `json:"start"`
 	Status string    `json:"status"` // ok, or why the load failed (the loader's statuses)
 	Error  string    `json:"error,omitempty"`
+	// PLTMs and FCPMs are the measured navigation's page load time and
+	// first contentful paint (the loader's sample has them too), for a
+	// line per load and a glance at the store.
+	PLTMs float64 `json:"plt_ms,omitempty"`
+	FCPMs float64 `json:"fcp_ms,omitempty"`
 	// Resolver is what discovery verified of the target (the plan's
 	// note from doxlab survey --targets-out), if anything.
 	Resolver string           `json:"resolver,omitempty"`
@@ -61,9 +70,12 @@ type PageOptions struct {
 	Stub    string        // what the stub keeps between upstream connections (measure.CampaignPages.Stub)
 	Contact string        // sent in the User-Agent
 	// Upstream are the stub's transport options: CA, SNI, and Refuse, the
-	// blocklist, which the stub also applies to the addresses it hands
-	// the browser.
+	// policy's check, which the stub also applies to the addresses it
+	// hands the browser.
 	Upstream transport.Options
+	// Policy is where the page may lead the browser: the loader enforces
+	// it below the browser, on every connection it opens.
+	Policy *blocklist.Policy
 }
 
 // PageLoaderConfig configures a loader for one process.
@@ -74,7 +86,15 @@ type PageLoaderConfig struct {
 	// pages have certificates of their own (ignore-certificate-errors-
 	// spki-list=...), never needed in the wild.
 	BrowserFlags []string
+	// BrowserUser is the unprivileged user the browser runs as, with its
+	// own sandbox on. Default: DefaultBrowserUser.
+	BrowserUser string
 }
+
+// DefaultBrowserUser is the user page loads run their browser as, unless
+// a worker names another: a system user of its own, created when doxlab
+// is installed (useradd --system doxlab-browser).
+const DefaultBrowserUser = "doxlab-browser"
 
 var (
 	loaderMu  sync.Mutex
@@ -147,10 +167,9 @@ func pageBudget(timeout time.Duration) time.Duration {
 // Here is a page-load campaign measured on this machine (doxlab campaign
 // run): no queue, one task at a time, each stored as it is measured.
 type Here struct {
-	Store        *store.Store
-	Browser      string
-	BrowserFlags []string
-	Log          io.Writer
+	Store *store.Store
+	Pages PageLoaderConfig // its Log is Here's
+	Log   io.Writer
 	// Progress, if set, is told after each task how many are done of how
 	// many; Loaded of each load stored.
 	Progress func(done, total int)
@@ -169,7 +188,21 @@ func NewPlan(c *measure.Campaign) (*Plan, []measure.Task, error) {
 		return nil, nil, err
 	}
 	tasks, err := p.tasks(targets)
+	p.Here = len(tasks)
 	return p, tasks, err
+}
+
+// Line is a load as a worker's progress line: page, protocol, resolver,
+// and its PLT and FCP, or why it failed.
+func (x *PageLoad) Line() string {
+	what := fmt.Sprintf("PLT %.0f ms, FCP %.0f ms", x.PLTMs, x.FCPMs)
+	if x.Status != "ok" {
+		what = x.Status
+		if x.Error != "" {
+			what += ": " + printable.String(x.Error[:min(len(x.Error), 160)])
+		}
+	}
+	return fmt.Sprintf("%s %s via %s: %s", printable.String(x.Page), x.Transport, printable.String(x.URL), what)
 }
 
 // Run measures the tasks of p not yet in run runID (done: their keys),
@@ -182,7 +215,12 @@ func (h *Here) Run(ctx context.Context, runID string, p *Plan, tasks []measure.T
 	if err != nil {
 		return nil, err
 	}
-	ps := &pages{cfg: PageLoaderConfig{Browser: h.Browser, BrowserFlags: h.BrowserFlags, Log: h.Log}}
+	o, err := p.pageOptions(spec)
+	if err != nil {
+		return nil, err
+	}
+	ps := &pages{cfg: h.Pages}
+	ps.cfg.Log = h.Log
 	defer ps.close()
 	var pace pacer
 	var out []*PageLoad
@@ -198,7 +236,7 @@ func (h *Here) Run(ctx context.Context, runID string, p *Plan, tasks []measure.T
 		// the same task, three times at most.
 		var x *PageLoad
 		for try := 1; ; try++ {
-			x, err = ps.load(ctx, t, p.pageOptions(spec))
+			x, err = ps.load(ctx, t, o)
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}

@@ -56,6 +56,9 @@ func PlanCampaign(ctx context.Context, st *store.Store, c *measure.Campaign) (st
 				return store.Run{}, nil, fmt.Errorf("vantage %s: target %q: %w", v.Name, printable.String(t[:min(len(t), 64)]), err)
 			}
 		}
+		if err := c.Reachable(vp.Targets); err != nil {
+			return store.Run{}, nil, fmt.Errorf("vantage %s: target %w", v.Name, err)
+		}
 		tasks, err := p.tasks(vp.Targets)
 		if err != nil {
 			return store.Run{}, nil, fmt.Errorf("vantage %s: %w", v.Name, err)
@@ -129,7 +132,10 @@ func newPlan(c *measure.Campaign) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Blocked = block.Prefixes()
+	p.Blocked, p.Allow = block.Prefixes(), c.AllowSpecial
+	if err := c.Reachable(p.Pages); err != nil {
+		return nil, fmt.Errorf("pages: %w", err)
+	}
 	if _, err := p.spec(); err != nil {
 		return nil, err
 	}

@@ -73,7 +73,8 @@ func (r RoundStatus) State(now time.Time, every time.Duration) string {
 	return "late"
 }
 
-// LatestPlanned is the ID of the campaign planned last, "" if none.
+// LatestPlanned is the ID of the campaign planned last, or of the page
+// campaign measured here last, "" if none.
 func LatestPlanned(ctx context.Context, st *store.Store) (string, error) {
 	runs, err := st.Runs(ctx)
 	if err != nil {
@@ -81,16 +82,23 @@ func LatestPlanned(ctx context.Context, st *store.Store) (string, error) {
 	}
 	for _, r := range slices.Backward(runs) {
 		var p Plan
-		if r.Kind == Kind && json.Unmarshal(r.Spec, &p) == nil && len(p.Vantages) > 0 {
+		if r.Kind == Kind && json.Unmarshal(r.Spec, &p) == nil && (len(p.Vantages) > 0 || p.Here > 0) {
 			return r.ID, nil
 		}
 	}
 	return "", nil
 }
 
+// HereVantage is the vantage name of a campaign measured on one machine.
+const HereVantage = "here"
+
 // GetStatus reads a planned campaign's progress per vantage point: the
-// samples stored, and the queue's jobs by state.
+// samples stored, and the queue's jobs by state; or a page campaign's
+// measured here (doxlab campaign run): its loads stored of its tasks.
 func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, error) {
+	if s, err := hereStatus(ctx, st, runID); s != nil || err != nil {
+		return s, err
+	}
 	if err := needPostgres(st); err != nil {
 		return nil, err
 	}
@@ -199,6 +207,30 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 		return nil
 	})
 	return s, err
+}
+
+// hereStatus is the status of a page campaign measured on one machine,
+// nil if runID is not one.
+func hereStatus(ctx context.Context, st *store.Store, runID string) (*Status, error) {
+	r, err := st.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var p Plan
+	if r.Kind != Kind || json.Unmarshal(r.Spec, &p) != nil || len(p.Vantages) > 0 || p.Here == 0 {
+		return nil, nil
+	}
+	v := VantageStatus{Vantage: HereVantage, Planned: p.Here}
+	err = st.Results(ctx, runID, PageLoads, func(_ string, raw []byte) error {
+		var x struct{ Start time.Time }
+		if json.Unmarshal(raw, &x) == nil && x.Start.After(v.Last) {
+			v.Last = x.Start
+		}
+		v.Stored++
+		return nil
+	})
+	v.Waiting = max(v.Planned-v.Stored, 0)
+	return &Status{Run: runID, Name: p.Name, Planned: r.StartedAt, Vantages: []VantageStatus{v}}, err
 }
 
 // tally adds n jobs in River's state to the count it belongs to: done

@@ -49,10 +49,11 @@ type Worker struct {
 	Log io.Writer
 	// Stored, if set, is told of each sample stored.
 	Stored func(*measure.Sample)
-	// Browser is the Chromium binary page-load tasks use; default
-	// chromium on PATH.
-	Browser      string
-	BrowserFlags []string // extra Chromium switches (PageLoaderConfig)
+	// Pages configures the loader of page-load tasks (its Log is the
+	// worker's).
+	Pages PageLoaderConfig
+	// Loaded, if set, is told of each page load stored.
+	Loaded func(*PageLoad)
 
 	mu    sync.Mutex
 	plans map[string]*workPlan
@@ -109,7 +110,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.RescueAfter = 2 * time.Minute
 	}
 	w.plans = map[string]*workPlan{}
-	w.pages.cfg = PageLoaderConfig{Browser: w.Browser, BrowserFlags: w.BrowserFlags, Log: w.Log}
+	w.pages.cfg = w.Pages
+	w.pages.cfg.Log = w.Log
 	defer w.pages.close()
 	// A worker that starts while the database restarts waits for it.
 	notify := func(err error, wait time.Duration) {
@@ -305,7 +307,11 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error
 // workPage measures a page-load task with the worker's loader and
 // stores it as a DNS sample is stored: once, with its job's completion.
 func (w *Worker) workPage(ctx context.Context, p *workPlan, job *river.Job[measureArgs]) error {
-	x, err := w.pages.load(ctx, job.Args.Task, p.pageOptions(p.spec))
+	o, err := p.pageOptions(p.spec)
+	if err != nil {
+		return err
+	}
+	x, err := w.pages.load(ctx, job.Args.Task, o)
 	if ctx.Err() != nil {
 		w.count(func(s *WorkerStats) { s.Cancelled++ })
 		return ctx.Err()
@@ -317,9 +323,12 @@ func (w *Worker) workPage(ctx context.Context, p *workPlan, job *river.Job[measu
 	v := p.vantage
 	v.Address = w.Address
 	x.Vantage, x.Job, x.Resolver = &v, w.jobInfo(job), p.Notes[x.Target]
-	_, err = w.commit(ctx, job, x.Key(), x.Start, x, func(ctx context.Context, tx *sql.Tx) (bool, error) {
+	stored, err := w.commit(ctx, job, x.Key(), x.Start, x, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		return w.Store.WriteResultOnceTx(ctx, tx, job.Args.Run, PageLoads, x.Key(), x.Start, x)
 	})
+	if err == nil && stored && w.Loaded != nil {
+		w.Loaded(x)
+	}
 	return err
 }
 

@@ -18,20 +18,26 @@ type Cell struct {
 	Metric     string            `json:"metric"`
 	Samples    int               `json:"samples"` // all of the cell's, failed ones included
 	N          int               `json:"n"`       // those the statistic is over (answered, ok)
-	Median     *float64          `json:"median"`
-	CILo       *float64          `json:"ci_lo"` // the median's interval at CILevel; null when too few samples
-	CIHi       *float64          `json:"ci_hi"`
-	CILevel    *float64          `json:"ci_level"`
-	P25        *float64          `json:"p25"`
-	P75        *float64          `json:"p75"`
-	P95        *float64          `json:"p95"`
+	// Failed counts the samples that failed by what they failed with
+	// (an rcode not taken as an answer, a status), where known.
+	Failed  map[string]int `json:"failed,omitempty"`
+	Median  *float64       `json:"median"`
+	CILo    *float64       `json:"ci_lo"` // the median's interval at CILevel; null when too few samples
+	CIHi    *float64       `json:"ci_hi"`
+	CILevel *float64       `json:"ci_level"`
+	P25     *float64       `json:"p25"`
+	P75     *float64       `json:"p75"`
+	P95     *float64       `json:"p95"`
 	// Against a baseline: the relative change of the medians, the
 	// Mann-Whitney p-value, and whether it is significant at 0.05.
 	Baseline    string   `json:"baseline,omitempty"`
 	Delta       *float64 `json:"delta,omitempty"`
 	P           *float64 `json:"p,omitempty"`
-	Significant *bool    `json:"significant,omitempty"`
-	Rank        int      `json:"rank,omitempty"`
+	Significant *bool    `json:"significant,omitempty"` // null where binned values cannot tell
+	// Approx: P is from values binned to 0.1 % (a cell past 4,096
+	// values); Significant is still the exact test's verdict, or null.
+	Approx bool `json:"approx,omitempty"`
+	Rank   int  `json:"rank,omitempty"`
 }
 
 // Num is v for JSON: nil for NaN and infinities.
@@ -57,8 +63,11 @@ func (c Cell) Versus(baseline string, cmp stats.Comparison) Cell {
 	if math.IsNaN(cmp.P) {
 		return c
 	}
-	sig := cmp.Significant()
-	c.Baseline, c.Delta, c.P, c.Significant = baseline, Num(cmp.Delta), Num(cmp.P), &sig
+	c.Baseline, c.Delta, c.P, c.Approx = baseline, Num(cmp.Delta), Num(cmp.P), cmp.Approx
+	if !cmp.Undecided() { // no verdict an exact test could reverse
+		sig := cmp.Significant()
+		c.Significant = &sig
+	}
 	return c
 }
 

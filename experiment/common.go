@@ -170,36 +170,90 @@ func chainOctets(certs [][]byte) (n int) {
 }
 
 // EachProfile runs f once per access profile, on the client host's link
-// set to it, as run expID-PROFILE of kind ("experiment:NAME"). Each run is
-// recorded, unless a resumed experiment recorded it already, with spec
-// plus the experiment's ID and the whole profile: the report reads the
-// link from there. The link is checked before and after f (CheckLink).
-// It stops at the first error or when ctx ends.
+// set to it, as run expID-PROFILE of kind ("experiment:NAME") between
+// link checks (CheckedRun). It stops at the first error or when ctx
+// ends.
 func (e *Env) EachProfile(ctx context.Context, st *store.Store, tb *testbed.Testbed, expID, kind string, profiles []testbed.Profile, spec map[string]any,
 	f func(p testbed.Profile, runID string) error) error {
 	for _, p := range profiles {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := tb.SetProfile("client", p); err != nil {
-			return err
-		}
-		runID := expID + "-" + p.Name
 		s := maps.Clone(spec)
 		s["experiment"], s["profile"] = expID, p
-		if err := e.BeginRun(ctx, st, runID, kind, p.Name, s); err != nil {
-			return err
-		}
-		if _, err := CheckLink(ctx, st, tb, runID, "before", p, nil); err != nil {
-			return err
-		}
-		cross := crossMeter(tb)
-		if err := f(p, runID); err != nil {
-			return err
-		}
-		if _, err := CheckLink(ctx, st, tb, runID, "after", p, cross()); err != nil {
+		if err := e.CheckedRun(ctx, st, tb, expID+"-"+p.Name, kind, p, s, func(runID string) error { return f(p, runID) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Again is the suffix of the run that measures a run again.
+const Again = "-again"
+
+// CheckedRun runs f as run runID on the client's link set to p, with a
+// link check before and after (CheckLink). The run is recorded, unless a
+// resumed experiment recorded it already, with spec: the report reads
+// the link from there. When a check failed, the run is measured once
+// more, as runID+Again, and the first marked superseded (it stays in the
+// store; analysis reads the second): a run on a link that misbehaved for
+// a moment need not cost its verdicts. Whatever the second's checks say
+// stands. A resumed run that was superseded continues in its second.
+func (e *Env) CheckedRun(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID, kind string, p testbed.Profile, spec map[string]any, f func(runID string) error) error {
+	again, err := st.SupersededBy(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if again == "" {
+		if err := e.BeginRun(ctx, st, runID, kind, p.Name, spec); err != nil {
+			return err
+		}
+		failed, err := e.checked(ctx, st, tb, runID, p, f)
+		if err != nil || failed == "" {
+			return err
+		}
+		again = runID + Again
+		fmt.Fprintf(e.Log, "%s: %s; measuring it again once, as %s\n", runID, failed, again)
+		spec = maps.Clone(spec)
+		spec["again_of"] = runID
+		if err := e.BeginRun(ctx, st, again, kind, p.Name, spec); err != nil {
+			return err
+		}
+		// Marked before it is measured: a resume continues in it.
+		if err := st.Supersede(ctx, runID, again, failed); err != nil {
+			return err
+		}
+	} else if err := e.BeginRun(ctx, st, again, kind, p.Name, spec); err != nil { // a resume: its design is checked
+		return err
+	}
+	_, err = e.checked(ctx, st, tb, again, p, f)
+	return err
+}
+
+// checked runs f as run runID (begun) between two link checks, and says
+// which of them failed, and why ("" when both held).
+func (e *Env) checked(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID string, p testbed.Profile, f func(runID string) error) (string, error) {
+	if err := tb.SetProfile("client", p); err != nil { // anew: a run may have changed it
+		return "", err
+	}
+	var failed []string
+	before, err := CheckLink(ctx, st, tb, runID, "before", p, nil)
+	if err != nil {
+		return "", err
+	}
+	if !before.OK {
+		failed = append(failed, "the link check before it failed ("+before.Why+")")
+	}
+	cross := crossMeter(tb)
+	if err := f(runID); err != nil {
+		return "", err
+	}
+	after, err := CheckLink(ctx, st, tb, runID, "after", p, cross())
+	if err != nil {
+		return "", err
+	}
+	if !after.OK {
+		failed = append(failed, "the link check after it failed ("+after.Why+")")
+	}
+	return strings.Join(failed, "; "), nil
 }

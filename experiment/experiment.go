@@ -2,7 +2,8 @@
 // embeds Env and implements Experiment, registered once, which the CLI,
 // export and report iterate; and the helpers they share. Each experiment
 // is a folder below (dnsrtt, web, coalescing, hol, amplification,
-// overhead, serverload); package all registers them all, in its Order.
+// overhead, privacy, serverload); package all registers them all, in its
+// Order.
 package experiment
 
 import (

@@ -45,7 +45,7 @@ func TestApplyQuick(t *testing.T) {
 
 // TestRegistry: every experiment registers once, in the papers' order.
 func TestRegistry(t *testing.T) {
-	require.Equal(t, []string{"dns-rtt", "web", "coalescing", "hol", "amplification", "overhead", "server-load"}, experiment.Names())
+	require.Equal(t, []string{"dns-rtt", "web", "coalescing", "hol", "amplification", "overhead", "privacy", "server-load"}, experiment.Names())
 	for _, i := range experiment.Registered() {
 		e := i.New()
 		fs := flag.NewFlagSet(i.Name, flag.ContinueOnError)

@@ -46,8 +46,10 @@ type Finding struct {
 	InRTTs     bool
 	OnLoopback bool
 	Test       *stats.Comparison
-	// Reason says why the verdict is Inconclusive (set by Earn).
-	Reason string
+	// Reasons say why the verdict is Inconclusive (set by Earn), and
+	// Reason is them in one sentence.
+	Reasons []string
+	Reason  string
 }
 
 // Evidence is what a verdict needs beyond the cells: the link checks
@@ -77,29 +79,84 @@ func Earn(fs []Finding, ev Evidence) []Finding {
 		if f.N < MinSamples {
 			why = append(why, fmt.Sprintf("too few samples (n=%d, at least %d a cell)", f.N, MinSamples))
 		}
-		if f.Test != nil && !f.Test.Significant() {
+		switch {
+		case f.Test != nil && f.Test.Undecided():
+			why = append(why, "the test cannot tell on values binned to 0.1 % ("+f.Test.Test()+")")
+		case f.Test != nil && !f.Test.Significant():
 			why = append(why, "the difference is not significant ("+f.Test.Test()+")")
 		}
 		if len(why) > 0 {
-			f.Verdict, f.Reason = Inconclusive, strings.Join(why, "; ")
+			f.Verdict, f.Reasons, f.Reason = Inconclusive, why, strings.Join(why, "; ")
 		}
 	}
 	return out
 }
 
-// WriteFindings writes findings as text, a line each, with the reason
-// of an inconclusive one.
+// WriteFindings writes findings as text, a line each, with the reasons
+// of an inconclusive one; a reason shared by several is stated once,
+// after them, and each names it by its mark.
 func WriteFindings(w io.Writer, fs []Finding) error {
-	for _, f := range fs {
+	shared, own := SharedReasons(fs)
+	for i, f := range fs {
 		line := fmt.Sprintf("%s: %s (%s)", f.Verdict, f.Claim, f.Here)
-		if f.Reason != "" {
-			line += ": " + f.Reason
+		var parts []string
+		for _, s := range shared {
+			if slices.Contains(f.Reasons, s.Reason) {
+				parts = append(parts, s.Mark)
+			}
+		}
+		parts = append(parts, own[i]...)
+		if len(parts) > 0 {
+			line += ": " + strings.Join(parts, "; ")
 		}
 		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err
 		}
 	}
+	for _, s := range shared {
+		if _, err := fmt.Fprintf(w, "%s %s (%d findings)\n", s.Mark, s.Reason, s.N); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// Shared is a reason several findings are inconclusive for, stated once.
+type Shared struct {
+	Mark   string // "[1]"
+	Reason string
+	N      int // findings it holds back
+}
+
+// SharedReasons are the reasons two findings or more are inconclusive
+// for, each marked, in the order first given; and each finding's other
+// reasons.
+func SharedReasons(fs []Finding) ([]Shared, [][]string) {
+	count := map[string]int{}
+	var order []string
+	for _, f := range fs {
+		for _, r := range f.Reasons {
+			if count[r] == 0 {
+				order = append(order, r)
+			}
+			count[r]++
+		}
+	}
+	var shared []Shared
+	for _, r := range order {
+		if count[r] > 1 {
+			shared = append(shared, Shared{Mark: fmt.Sprintf("[%d]", len(shared)+1), Reason: r, N: count[r]})
+		}
+	}
+	own := make([][]string, len(fs))
+	for i, f := range fs {
+		for _, r := range f.Reasons {
+			if count[r] == 1 {
+				own[i] = append(own[i], r)
+			}
+		}
+	}
+	return shared, own
 }
 
 // Finder is Results that can check their paper's claims.

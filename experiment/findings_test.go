@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,4 +43,24 @@ func TestEarnGivesVerdictsOnlyWhereEarned(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSharedReasonsAreStatedOnce: a reason that holds back several
+// findings is stated once, after them, and each names it by its mark;
+// a finding's own reasons stay on its line.
+func TestSharedReasonsAreStatedOnce(t *testing.T) {
+	fs := Earn([]Finding{
+		{Claim: "a", Verdict: Holds, N: 2, InRTTs: true, OnLoopback: true},
+		{Claim: "b", Verdict: Holds, N: 9, InRTTs: true, OnLoopback: true},
+		{Claim: "c", Verdict: Holds, N: 9},
+	}, Evidence{})
+	var out strings.Builder
+	require.NoError(t, WriteFindings(&out, fs))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Equal(t, []string{
+		"inconclusive: a (): [1]; too few samples (n=2, at least 5 a cell)",
+		"inconclusive: b (): [1]",
+		"holds: c ()",
+		"[1] measured on loopback, where a claim in round trips has no RTT to rest on (2 findings)",
+	}, lines)
 }

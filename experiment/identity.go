@@ -44,6 +44,33 @@ func experimentOf(r store.Run) string {
 	return spec.Experiment
 }
 
+// StoredDesign is the design (flag values by name) experiment id was
+// begun with: what its first run recorded; nil for an experiment from
+// before designs were recorded. It fails, naming the closest, when the
+// store holds no experiment id.
+func StoredDesign(ctx context.Context, st *store.Store, id string) (map[string]string, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, r := range runs {
+		exp := experimentOf(r)
+		if exp != id {
+			if exp != "" && !slices.Contains(ids, exp) {
+				ids = append(ids, exp)
+			}
+			continue
+		}
+		var spec struct {
+			Design map[string]string `json:"design"`
+		}
+		json.Unmarshal(r.Spec, &spec) // experimentOf read it
+		return spec.Design, nil
+	}
+	return nil, fmt.Errorf("no experiment %q in the store%s", id, Closest(id, ids))
+}
+
 // checkResume fails unless the store holds the experiment to resume,
 // exactly by its ID, naming the closest IDs it does hold.
 func (e *Env) checkResume(ctx context.Context, st *store.Store) error {

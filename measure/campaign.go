@@ -1,11 +1,11 @@
 package measure
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -19,9 +19,9 @@ import (
 	"github.com/doxlab/doxlab/internal/blocklist"
 	"github.com/doxlab/doxlab/internal/listfile"
 	"github.com/doxlab/doxlab/internal/printable"
+	"github.com/doxlab/doxlab/internal/specfile"
 
 	"github.com/miekg/dns"
-	"gopkg.in/yaml.v3"
 
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/transport"
@@ -57,6 +57,7 @@ import (
 //	contact: https://lab.example/dns-study   # in every page load's User-Agent
 //	blocklist: [block.txt]    # prefixes never contacted (as doxlab scan's)
 //	opt_out: [opt-out.txt]
+//	allow_special: [10.200.0.0/24]  # a lab's private addresses, refused otherwise
 type Campaign struct {
 	Name        string        `yaml:"name"`
 	Targets     []string      `yaml:"targets"`
@@ -90,6 +91,13 @@ type Campaign struct {
 	// in them is contacted, host-name targets included.
 	Blocklist []string `yaml:"blocklist"`
 	OptOut    []string `yaml:"opt_out"`
+	// AllowSpecial are special-purpose prefixes (RFC 6890: loopback,
+	// link-local and cloud metadata, private networks, CGNAT, ULA, ...)
+	// the campaign may contact: none by default, so that no target, page,
+	// answer or subresource leads a vantage point into its own networks.
+	// A campaign on a testbed or in a lab names its prefixes here. The
+	// blocklist and opt-outs win over it.
+	AllowSpecial []string `yaml:"allow_special"`
 }
 
 // CampaignPages are the pages a page-load campaign loads: a list, a file
@@ -247,130 +255,146 @@ func LoadCampaign(path string) (*Campaign, error) {
 	if err != nil {
 		return nil, err
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, fmt.Errorf("%s: %s", path, oneLine(err))
-	}
 	var c Campaign
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: %s", path, oneLine(err))
-	}
-	lines := fieldLines(&root)
-	bad := func(field, format string, a ...any) error {
-		if l, ok := lines[field]; ok {
-			return fmt.Errorf("%s:%d: %s: %s", path, l, field, fmt.Sprintf(format, a...))
+	f := specfile.Decode(path, b, &c)
+	// Each check adds its error and goes on, so that one pass names them
+	// all; a field whose shape was wrong is not checked again.
+	bad := func(field, format string, a ...any) {
+		if !f.Failed(field) {
+			f.Bad(field, format, a...)
 		}
-		return fmt.Errorf("%s: %s: %s", path, field, fmt.Sprintf(format, a...)) // a field that is missing has no line
 	}
 	if err := CheckLabel(c.Name); err != nil {
-		return nil, bad("name", "%v", err)
+		bad("name", "%v", err)
 	}
 	seen := map[string]bool{}
-	for _, v := range c.Vantages {
+	for i, v := range c.Vantages {
+		at := fmt.Sprintf("vantages[%d]", i+1)
 		if err := CheckVantageName(v.Name); err != nil {
-			return nil, bad("vantages", "%v", err)
+			bad(at+".name", "%v", err)
 		}
 		for field, s := range map[string]string{"location": v.Location, "network": v.Network, "address": v.Address} {
 			if err := CheckLabel(s); err != nil {
-				return nil, bad("vantages", "%s: %s: %v", v.Name, field, err)
+				bad(at+"."+field, "%v", err)
 			}
 		}
 		if seen[v.Name] {
-			return nil, bad("vantages", "%q named twice", v.Name)
+			bad(at+".name", "%q named twice", v.Name)
 		}
 		seen[v.Name] = true
-		for _, t := range v.Targets {
+		for k, t := range v.Targets {
 			if err := CheckTarget(t); err != nil {
-				return nil, bad("vantages", "%s: %q: %v", v.Name, t, err)
+				bad(fmt.Sprintf("%s.targets[%d]", at, k+1), "%q: %v", t, err)
 			}
 		}
 		if v.ASN < 0 {
-			return nil, bad("vantages", "%s: negative asn", v.Name)
+			bad(at+".asn", "negative")
+		}
+		if err := c.Reachable(v.Targets); err != nil {
+			bad(at+".targets", "%v", err)
 		}
 	}
 	ownTargets := len(c.Vantages) > 0 && !slices.ContainsFunc(c.Vantages, func(v CampaignVantage) bool { return len(v.Targets) == 0 && v.TargetsFile == "" })
-	if len(c.Targets) == 0 && c.TargetsFile == "" && !ownTargets {
-		return nil, bad("targets", "no targets (give targets or targets_file)")
+	if len(c.Targets) == 0 && c.TargetsFile == "" && !ownTargets && !f.Failed("vantages") {
+		bad("targets", "no targets (give targets or targets_file)")
 	}
-	for _, t := range c.Targets {
+	for k, t := range c.Targets {
 		if err := CheckTarget(t); err != nil {
-			return nil, bad("targets", "%q: %v", t, err)
+			bad(fmt.Sprintf("targets[%d]", k+1), "%q: %v", t, err)
 		}
 	}
-	for _, t := range c.Transports {
+	for k, t := range c.Transports {
 		if _, ok := protocol.Lookup(t); !ok {
-			return nil, bad("transports", "%v", unknownTransport(t))
+			bad(fmt.Sprintf("transports[%d]", k+1), "%v", unknownTransport(t))
 		}
 	}
-	for _, cn := range c.Conditions {
+	for k, cn := range c.Conditions {
 		if _, ok := Conditions[cn]; !ok {
-			return nil, bad("conditions", "unknown condition %q (want fresh, pam, resumed or 0rtt)", cn)
+			bad(fmt.Sprintf("conditions[%d]", k+1), "unknown condition %q (want fresh, pam, resumed or 0rtt)", cn)
 		}
 	}
 	if c.Query.Type != "" {
 		if _, ok := dns.StringToType[strings.ToUpper(c.Query.Type)]; !ok {
-			return nil, bad("query", "unknown record type %q", c.Query.Type)
+			bad("query.type", "unknown record type %q", c.Query.Type)
 		}
 	}
 	if c.Query.Name != "" {
 		if _, ok := dns.IsDomainName(c.Query.Name); !ok {
-			return nil, bad("query", "bad name %q", c.Query.Name)
+			bad("query.name", "bad name %q", c.Query.Name)
 		}
 	}
+	if c.Repeat < 0 {
+		bad("repeat", "negative")
+	}
+	if c.Retries < 0 || c.Retries > 10 {
+		bad("retries", "%d is not 0..10", c.Retries)
+	}
+	if c.Concurrency < 0 {
+		bad("concurrency", "negative")
+	}
+	if math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate {
+		bad("rate", "%v is not from 0 (no limit) to %g tasks a second", c.Rate, float64(MaxRate))
+	}
+	if c.Timeout < 0 {
+		bad("timeout", "negative")
+	}
+	if c.Every < 0 {
+		bad("every", "negative")
+	}
 	switch {
-	case c.Repeat < 0:
-		return nil, bad("repeat", "negative")
-	case c.Retries < 0 || c.Retries > 10:
-		return nil, bad("retries", "%d is not 0..10", c.Retries)
-	case c.Concurrency < 0:
-		return nil, bad("concurrency", "negative")
-	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate:
-		return nil, bad("rate", "%v is not from 0 (no limit) to %g tasks a second", c.Rate, float64(MaxRate))
-	case c.Timeout < 0:
-		return nil, bad("timeout", "negative")
 	case c.Rounds < 0 || c.Rounds > MaxRounds:
-		return nil, bad("rounds", "%d is not 1..%d", c.Rounds, MaxRounds)
-	case c.Every < 0:
-		return nil, bad("every", "negative")
-	case c.Rounds > 1 && c.Every == 0:
-		return nil, bad("rounds", "%d rounds need every: the time between them (e.g. every: 48h)", c.Rounds)
-	case c.Every > 0 && c.Rounds == 0:
-		return nil, bad("every", "say how many rounds (rounds: N) the campaign is measured in")
-	case c.Rounds > 1 && len(c.Vantages) == 0:
-		return nil, bad("rounds", "rounds are planned for workers: name the vantages (campaign plan), or run one round here")
+		bad("rounds", "%d is not 1..%d", c.Rounds, MaxRounds)
+	case c.Rounds > 1 && c.Every == 0 && !f.Failed("every"):
+		bad("rounds", "%d rounds need every: the time between them (e.g. every: 48h)", c.Rounds)
+	case c.Every > 0 && c.Rounds == 0 && !f.Failed("rounds"):
+		bad("every", "say how many rounds (rounds: N) the campaign is measured in")
+	case c.Rounds > 1 && len(c.Vantages) == 0 && !f.Failed("vantages"):
+		bad("rounds", "rounds are planned for workers: name the vantages (campaign plan), or run one round here")
 	}
 	if c.TLS.CA != "" {
 		if _, err := os.Stat(c.TLS.CA); err != nil {
-			return nil, bad("tls", "ca: %v", err)
+			bad("tls.ca", "%v", err)
 		}
 	}
 	if err := CheckLabel(c.Contact); err != nil {
-		return nil, bad("contact", "%v", err)
+		bad("contact", "%v", err)
 	}
 	if _, err := blocklist.Read(c.Blocklist...); err != nil {
-		return nil, bad("blocklist", "%v", err)
+		bad("blocklist", "%v", err)
 	}
 	if _, err := blocklist.Read(c.OptOut...); err != nil {
-		return nil, bad("opt_out", "%v", err)
+		bad("opt_out", "%v", err)
+	}
+	if _, err := blocklist.ParseAllow(c.AllowSpecial); err != nil {
+		bad("allow_special", "%v", err)
+	}
+	if err := c.Reachable(c.Targets); err != nil && !f.Failed("allow_special") {
+		bad("targets", "%v", err)
 	}
 	if p := c.Pages; p != nil {
 		if len(c.Conditions) > 0 {
-			return nil, bad("conditions", "page loads take no conditions (pages.stub says what the stub keeps)")
+			bad("conditions", "page loads take no conditions (pages.stub says what the stub keeps)")
 		}
-		if _, err := p.List(); err != nil {
-			return nil, bad("pages", "%v", err)
+		if list, err := p.List(); err != nil {
+			bad("pages", "%v", err)
+		} else if err := c.Reachable(list); err != nil {
+			bad("pages", "%v", err)
 		}
 		if _, ok := Conditions[p.Stub]; !ok && p.Stub != "" && p.Stub != "reuse" {
-			return nil, bad("pages", "stub: %q is not fresh, pam, resumed, 0rtt or reuse", p.Stub)
+			bad("pages.stub", "%q is not fresh, pam, resumed, 0rtt or reuse", p.Stub)
 		}
-		if p.Timeout < 0 || p.Top < 0 {
-			return nil, bad("pages", "negative timeout or top")
+		if p.Timeout < 0 {
+			bad("pages.timeout", "negative")
+		}
+		if p.Top < 0 {
+			bad("pages.top", "negative")
 		}
 		if c.Contact == "" {
-			return nil, bad("contact", "a page-load campaign says who measures: give contact (a URL or mail address, sent in the User-Agent)")
+			bad("contact", "a page-load campaign says who measures: give contact (a URL or mail address, sent in the User-Agent)")
 		}
+	}
+	if err := f.Err(); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
@@ -418,23 +442,6 @@ func CheckTarget(t string) error {
 	return nil
 }
 
-// fieldLines maps each top-level key of a YAML document to its line.
-func fieldLines(root *yaml.Node) map[string]int {
-	lines := map[string]int{}
-	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		m := root.Content[0]
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			lines[m.Content[i].Value] = m.Content[i].Line
-		}
-	}
-	return lines
-}
-
-func oneLine(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
-	return strings.TrimPrefix(strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " "), "yaml: ")
-}
-
 // Apply puts the question into s.
 func (q CampaignQuery) Apply(s *Spec) {
 	s.Name = q.Name
@@ -470,13 +477,14 @@ func (c *Campaign) Spec() (Spec, error) {
 			s.Transports = PageTransports
 		}
 	}
-	block, err := c.Blocked()
+	if err := c.Reachable(s.Targets); err != nil {
+		return Spec{}, err
+	}
+	policy, err := c.Policy()
 	if err != nil {
 		return Spec{}, err
 	}
-	if block.Len() > 0 {
-		s.Options.Refuse = block.Check
-	}
+	s.Options.Refuse = policy.Check
 	return s, nil
 }
 
@@ -487,6 +495,60 @@ var PageTransports = []string{protocol.UDP, protocol.DoH2, protocol.DoQ}
 // Blocked is the campaign's blocklist and opt-out files, read.
 func (c *Campaign) Blocked() (*blocklist.List, error) {
 	return blocklist.Read(append(slices.Clone(c.Blocklist), c.OptOut...)...)
+}
+
+// Policy is where the campaign may send traffic: not into its blocklist
+// and opt-outs, and into special-purpose blocks only as allow_special says.
+func (c *Campaign) Policy() (*blocklist.Policy, error) {
+	block, err := c.Blocked()
+	if err != nil {
+		return nil, err
+	}
+	allow, err := blocklist.ParseAllow(c.AllowSpecial)
+	if err != nil {
+		return nil, fmt.Errorf("allow_special: %w", err)
+	}
+	return &blocklist.Policy{Block: block, Allow: allow}, nil
+}
+
+// Reachable refuses targets or pages (host names, addresses, server or
+// page URLs) whose address is written out and special-purpose, unless
+// allow_special allows it: said when the campaign is read, rather than
+// as a run of blocked tasks. Names are judged once resolved, as each
+// task contacts them; blocklisted addresses are stored as blocked tasks.
+func (c *Campaign) Reachable(list []string) error {
+	allow, err := blocklist.ParseAllow(c.AllowSpecial)
+	if err != nil {
+		return err
+	}
+	p := &blocklist.Policy{Allow: allow}
+	for _, t := range list {
+		a, ok := literalAddr(t)
+		if !ok {
+			continue
+		}
+		if err := p.Check(a); err != nil {
+			return fmt.Errorf("%q: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// literalAddr is the address a target or page names, if it names one
+// rather than a host name.
+func literalAddr(t string) (netip.Addr, bool) {
+	host := t
+	if strings.Contains(t, "://") {
+		u, err := url.Parse(t)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		host = u.Hostname()
+	} else if h, _, err := net.SplitHostPort(t); err == nil {
+		host = h
+	}
+	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return a, err == nil
 }
 
 // Targets is a list of targets followed by those of a targets file ("":

@@ -5,11 +5,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/blocklist"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
@@ -18,31 +20,54 @@ import (
 func TestLoadCampaignErrorsNameFileLineField(t *testing.T) {
 	dir := t.TempDir()
 	for body, want := range map[string]string{
-		"targets: [10.0.0.1]\ntransports: [udp, smtp]\n":     "c.yaml:2: transports: unknown transport \"smtp\"",
-		"name: x\ntargets: [10.0.0.1]\nconditions: [warm]\n": "c.yaml:3: conditions: unknown condition",
+		"targets: [10.0.0.1]\ntransports: [udp, smtp]\n":     "c.yaml:2: transports[2]: unknown transport \"smtp\"",
+		"name: x\ntargets: [10.0.0.1]\nconditions: [warm]\n": "c.yaml:3: conditions[1]: unknown condition",
 		"name: x\n":                                                               "c.yaml: targets: no targets",
-		"targets: [\"not a host\"]\n":                                             "c.yaml:1: targets:",
-		"targets: [10.0.0.1]\nquery: {type: NOPE}\n":                              "c.yaml:2: query: unknown record type",
+		"targets: [\"not a host\"]\n":                                             "c.yaml:1: targets[1]:",
+		"targets: [10.0.0.1]\nquery: {type: NOPE}\n":                              "c.yaml:2: query.type: unknown record type",
 		"targets: [10.0.0.1]\nretries: 99\n":                                      "c.yaml:2: retries:",
-		"targets: [10.0.0.1]\ntransport: [udp]\n":                                 "line 2: field transport not found",
-		"targets: [10.0.0.1]\ntimeout: soon\n":                                    "c.yaml: line 2",
-		"targets: [10.0.0.1]\ntls: {ca: /nonexistent.pem}\n":                      "c.yaml:2: tls: ca:",
-		"targets: [10.0.0.1]\nvantages: [{name: Frankfurt}]\n":                    "c.yaml:2: vantages: vantage name \"Frankfurt\"",
-		"targets: [10.0.0.1]\nvantages: [{name: a}, {name: a}]\n":                 "c.yaml:2: vantages: \"a\" named twice",
+		"targets: [10.0.0.1]\ntransport: [udp]\n":                                 "c.yaml:2: transport: unknown field (did you mean transports?)",
+		"targets: [10.0.0.1]\nrepat: 3\n":                                         "c.yaml:2: repat: unknown field (did you mean repeat?)",
+		"targets: [10.0.0.1]\nrepeat: three\n":                                    "c.yaml:2: repeat: want a whole number, got \"three\"",
+		"targets: [10.0.0.1]\nrate: fast\n":                                       "c.yaml:2: rate: want a number, got \"fast\"",
+		"targets: 10.0.0.1\n":                                                     "c.yaml:1: targets: want a list",
+		"targets: [10.0.0.1]\ntimeout: soon\n":                                    "c.yaml:2: timeout: want a duration with its unit, such as 500ms, 10s or 2h, got \"soon\"",
+		"targets: [10.0.0.1]\ntimeout: 5\n":                                       "c.yaml:2: timeout: want a duration with its unit",
+		"name: x\ntargets: [10.0.0.1,\nrepeat: 3\n":                               "c.yaml:2: did not find expected ',' or ']' (a list opened with [ on this line is not closed)",
+		"targets: [10.0.0.1]\ntls: {ca: /nonexistent.pem}\n":                      "c.yaml:2: tls.ca:",
+		"targets: [10.0.0.1]\nvantages: [{name: Frankfurt}]\n":                    "c.yaml:2: vantages[1].name: vantage name \"Frankfurt\"",
+		"targets: [10.0.0.1]\nvantages: [{name: a}, {name: a}]\n":                 "c.yaml:2: vantages[2].name: \"a\" named twice",
 		"vantages: [{name: a, targets: [1.2.3.4]}, {name: b}]\n":                  "c.yaml: targets: no targets",
-		"targets: [10.0.0.1]\nvantages: [{name: a, asn: -1}]\n":                   "negative asn",
+		"targets: [10.0.0.1]\nvantages: [{name: a, asn: -1}]\n":                   "c.yaml:2: vantages[1].asn: negative",
 		"targets: [10.0.0.1]\nvantages: [{name: a}]\nrounds: 4\n":                 "c.yaml:3: rounds: 4 rounds need every",
 		"targets: [10.0.0.1]\nvantages: [{name: a}]\nevery: 48h\n":                "c.yaml:3: every: say how many rounds",
 		"targets: [10.0.0.1]\nevery: 48h\nrounds: 4\n":                            "rounds are planned for workers",
 		"targets: [10.0.0.1]\nvantages: [{name: a}]\nevery: 1h\nrounds: 100000\n": "rounds: 100000 is not 1..1000",
+		"name: x\ntargets: [1.1.1.1, \"udp://127.0.0.1:53\"]\n":                   "c.yaml:2: targets: \"udp://127.0.0.1:53\": special-purpose address not allowed: 127.0.0.1 is in 127.0.0.0/8, loopback",
+		"targets: [1.1.1.1]\nvantages: [{name: a, targets: [169.254.169.254]}]\n": "c.yaml:2: vantages[1].targets: \"169.254.169.254\": special-purpose",
+		"targets: [1.1.1.1]\nallow_special: [8.8.8.0/24]\n":                       "c.yaml:2: allow_special: 8.8.8.0/24 is not special-purpose",
+		"targets: [1.1.1.1]\nallow_special: [10.0.0.0/33]\n":                      "c.yaml:2: allow_special:",
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 		_, err := measure.LoadCampaign(p)
 		require.ErrorContains(t, err, want, body)
 	}
-	p := filepath.Join(dir, "ok.yaml")
-	require.NoError(t, os.WriteFile(p, []byte("name: ok\ntargets: [10.0.0.1, \"quic://[::1]:853\"]\ntransports: [doq]\nconditions: [pam]\nquery: {name: test.com, type: AAAA, rd: false}\nrepeat: 2\ntimeout: 2s\nretries: 1\n"), 0o644))
+	// Every error in one pass, by line, one a line.
+	p := filepath.Join(dir, "many.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("targets: [1.1.1.1]\nrepeat: three\nrepat: 2\nconditions: [warm]\nquery: {type: NOPE, nme: x}\n"), 0o644))
+	_, err := measure.LoadCampaign(p)
+	require.Error(t, err)
+	require.Equal(t, []string{
+		p + ":2: repeat: want a whole number, got \"three\"",
+		p + ":3: repat: unknown field (did you mean repeat?)",
+		p + ":4: conditions[1]: unknown condition \"warm\" (want fresh, pam, resumed or 0rtt)",
+		p + ":5: query.nme: unknown field (did you mean name?)",
+		p + ":5: query.type: unknown record type \"NOPE\"",
+	}, strings.Split(err.Error(), "\n"))
+
+	p = filepath.Join(dir, "ok.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("name: ok\ntargets: [10.0.0.1, \"quic://[::1]:853\"]\nallow_special: [10.0.0.0/8, \"::1\"]\ntransports: [doq]\nconditions: [pam]\nquery: {name: test.com, type: AAAA, rd: false}\nrepeat: 2\ntimeout: 2s\nretries: 1\n"), 0o644))
 	c, err := measure.LoadCampaign(p)
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Second, c.Timeout)
@@ -91,7 +116,7 @@ func TestExamplePagesCampaign(t *testing.T) {
 	require.NoError(t, err)
 	spec := filepath.Join(dir, "pages.yaml")
 	require.NoError(t, os.WriteFile(spec, b, 0o644))
-	for name, body := range map[string]string{"resolvers.txt": "10.200.0.3 # doq: v1\n", "blocklist.txt": "192.0.2.0/24\n", "opt-out.txt": "", "top.csv": "1,google.com\n2,facebook.com\n3,example.org\n"} {
+	for name, body := range map[string]string{"resolvers.txt": "9.9.9.9 # doq: v1\n", "blocklist.txt": "192.0.2.0/24\n", "opt-out.txt": "", "top.csv": "1,google.com\n2,facebook.com\n3,example.org\n"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
 	wd, _ := os.Getwd()
@@ -111,7 +136,8 @@ func TestExamplePagesCampaign(t *testing.T) {
 		require.Empty(t, tk.Condition)
 	}
 	require.Error(t, s.Options.Refuse(netip.MustParseAddr("192.0.2.9")), "the blocklist binds every exchange")
-	require.NoError(t, s.Options.Refuse(netip.MustParseAddr("10.200.0.3")))
+	require.NoError(t, s.Options.Refuse(netip.MustParseAddr("9.9.9.9")))
+	require.ErrorIs(t, s.Options.Refuse(netip.MustParseAddr("169.254.169.254")), blocklist.ErrSpecial, "and special-purpose addresses, unless allowed")
 
 	top, err := measure.Tranco("top.csv", 2)
 	require.NoError(t, err)
@@ -126,10 +152,11 @@ func TestExamplePagesCampaign(t *testing.T) {
 		"pages: {urls: [https://a.example/], stub: sometimes}\ncontact: x\n":          "stub",
 		"pages: {urls: [https://a.example/]}\ncontact: x\nblocklist: [missing.txt]\n": "blocklist",
 		"pages: {file: pages.txt}\ncontact: x\n":                                      "pages.txt:3",
+		"pages: {urls: [\"http://[::1]:8080/\"]}\ncontact: x\n":                       "pages: \"http://[::1]:8080/\": special-purpose",
 	} {
 		require.NoError(t, os.WriteFile("pages.txt", []byte("https://a.example/ # the first\n\nftp://b.example/\n"), 0o644))
 		require.NoError(t, os.WriteFile("bad.csv", []byte("google.com\n"), 0o644))
-		require.NoError(t, os.WriteFile("bad.yaml", []byte("name: x\ntargets: [10.0.0.1]\n"+body), 0o644))
+		require.NoError(t, os.WriteFile("bad.yaml", []byte("name: x\ntargets: [9.9.9.9]\n"+body), 0o644))
 		_, err := measure.LoadCampaign("bad.yaml")
 		require.ErrorContains(t, err, msg, body)
 		require.ErrorContains(t, err, "bad.yaml")

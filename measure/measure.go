@@ -38,6 +38,9 @@ func URLFor(transportName, host string) (string, error) {
 	if !ok {
 		return "", unknownTransport(transportName)
 	}
+	if tr.Relayed {
+		return "", fmt.Errorf("%s goes through a proxy: give %s as a URL, %s://PROXY/dns-query?target=%s/dns-query", tr.Label, host, tr.Scheme, host)
+	}
 	return tr.URL(net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(tr.Port)), "/dns-query"), nil
 }
 
@@ -224,6 +227,7 @@ func (s *Spec) Tasks() ([]Task, error) {
 		rep                             int
 	}
 	seen := map[key]bool{}
+	relayedErr := map[string]error{} // a relayed transport asked of a name, which names no proxy
 	for _, target := range s.Targets {
 		for _, tn := range s.Transports {
 			tr, ok := protocol.Lookup(tn)
@@ -232,7 +236,14 @@ func (s *Spec) Tasks() ([]Task, error) {
 			}
 			url := target
 			if !strings.Contains(target, "://") {
-				url, _ = URLFor(tn, target)
+				var err error
+				if url, err = URLFor(tn, target); err != nil {
+					if tr.Relayed { // measured on the URL targets that name a proxy, if any
+						relayedErr[tn] = err
+						continue
+					}
+					return nil, err
+				}
 			} else if ep, err := transport.ParseURL(target); err != nil {
 				return nil, err
 			} else if ep.Scheme != tr.Scheme {
@@ -249,6 +260,11 @@ func (s *Spec) Tasks() ([]Task, error) {
 					}
 				}
 			}
+		}
+	}
+	for tn, err := range relayedErr {
+		if !slices.ContainsFunc(tasks, func(t Task) bool { return t.Transport == tn }) {
+			return nil, err // no target named its proxy
 		}
 	}
 	seed := s.Seed
@@ -304,6 +320,9 @@ func Run(ctx context.Context, s Spec, out func(*Sample)) error {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			sample := s.Measure(ctx, task)
+			if sample.Status == transport.StatusCanceled && ctx.Err() != nil {
+				return // interrupted: no sample, and a resume measures it
+			}
 			mu.Lock()
 			out(sample)
 			done++

@@ -38,6 +38,20 @@ func TestTasks(t *testing.T) {
 		_, err := bad.Tasks()
 		require.Error(t, err)
 	}
+
+	// ODoH goes through a proxy: a name alone cannot say which, a URL can.
+	relayed := measure.Spec{Targets: []string{"dns.example"}, Transports: []string{"odoh"}}
+	_, err = relayed.Tasks()
+	require.ErrorContains(t, err, "odoh://PROXY/dns-query?target=dns.example/dns-query")
+	u := "odoh://proxy.example/dns-query?target=dns.example/dns-query"
+	both := measure.Spec{Targets: []string{u, "192.0.2.1"}, Transports: []string{"odoh", "doh2"}, Conditions: []string{"fresh"}}
+	tasks, err = both.Tasks()
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, task := range tasks {
+		got[task.Transport] = task.Target
+	}
+	require.Equal(t, map[string]string{"odoh": u, "doh2": "192.0.2.1"}, got, "each target its own transport")
 }
 
 // TestRunAgainstServer measures doxlab's server on loopback under every

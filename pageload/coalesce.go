@@ -71,7 +71,7 @@ func (ld *load) resolveOnConn(ctx context.Context, host string) ([]netip.Addr, *
 	origin := net.JoinHostPort(co.Name, strconv.Itoa(int(co.Server.Port())))
 	// Keyed apart from the origin's own entry: when the page's host is the
 	// resolver's name, its connection is being dialled, waiting for this.
-	c, err := ld.conns.get(ctx, "dns "+origin, func() *originConn { return ld.open(ctx, co.Name, origin, co.Server, "h3", ld.l.cfg.ZeroRTT) })
+	c, err := ld.conns.get(ctx, "dns "+origin, func() *originConn { return ld.open(ctx, co.Name, origin, co.Server, "h3", ld.l.cfg.ZeroRTT, nil) })
 	if err == nil {
 		err = c.err
 	}

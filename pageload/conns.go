@@ -18,21 +18,24 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/transport"
 )
 
 // originConn is one connection, shared by its origins' requests.
 type originConn struct {
-	rt     http.RoundTripper
-	qc     *quic.Conn          // HTTP/3 only
-	cc     *http3.ClientConn   // HTTP/3 only
-	name   string              // the server name its certificate was checked for
-	certs  []*x509.Certificate // HTTP/2's, from its handshake
-	remote netip.AddrPort
-	nmu    sync.Mutex
-	next   *originConn // what replaced it after the server rejected its 0-RTT (successor)
-	index  int         // in the load's Conns; -1 before one was begun
-	early  bool        // 0-RTT: requests may go before the handshake completes
+	rt      http.RoundTripper
+	qc      *quic.Conn          // HTTP/3 only
+	echList []byte              // the ECHConfigList it was opened with
+	echOK   bool                // the server accepted the connection's ECH
+	cc      *http3.ClientConn   // HTTP/3 only
+	name    string              // the server name its certificate was checked for
+	certs   []*x509.Certificate // HTTP/2's, from its handshake
+	remote  netip.AddrPort
+	nmu     sync.Mutex
+	next    *originConn // what replaced it after the server rejected its 0-RTT (successor)
+	index   int         // in the load's Conns; -1 before one was begun
+	early   bool        // 0-RTT: requests may go before the handshake completes
 	// The origin set the server announced (ORIGIN frames), and a channel
 	// closed at the first frame.
 	omu       sync.Mutex
@@ -83,7 +86,7 @@ func (ld *load) successor(ctx context.Context, c *originConn) *originConn {
 		info.Rejected0RTT = true
 		origin := info.Origin
 		ld.mu.Unlock()
-		c.next = ld.open(ctx, c.name, origin, c.remote, "h3", false)
+		c.next = ld.open(ctx, c.name, origin, c.remote, "h3", false, c.echList)
 	}
 	return c.next
 }
@@ -122,11 +125,12 @@ func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
 	if c := ld.byOrigin(ctx, host, origin); c != nil {
 		return c
 	}
-	addrs, h3, err := ld.resolve(ctx, host)
+	lo, err := ld.resolve(ctx, host)
 	if err != nil {
 		return &originConn{index: -1, err: err}
 	}
-	remote := netip.AddrPortFrom(addrs[0], uint16(ld.l.cfg.Port))
+	h3 := lo.h3
+	remote := netip.AddrPortFrom(lo.addrs[0], uint16(ld.l.cfg.Port))
 	if c := ld.pool(ctx, host, origin, remote); c != nil {
 		return c
 	}
@@ -137,13 +141,14 @@ func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
 		ld.l.mu.Unlock()
 		proto = map[bool]string{true: "h3", false: "h2"}[h3]
 	}
-	return ld.open(ctx, host, origin, remote, proto, ld.l.cfg.ZeroRTT)
+	return ld.open(ctx, host, origin, remote, proto, ld.l.cfg.ZeroRTT, lo.ech)
 }
 
 // open opens a connection to remote for origin, its certificate checked
-// for name; over HTTP/3 in 0-RTT if early and the session allows.
-func (ld *load) open(ctx context.Context, name, origin string, remote netip.AddrPort, proto string, early bool) *originConn {
-	c := &originConn{index: -1, name: name, remote: remote}
+// for name; over HTTP/3 in 0-RTT if early and the session allows; with
+// the ECHConfigList of the host's HTTPS record, if any.
+func (ld *load) open(ctx context.Context, name, origin string, remote netip.AddrPort, proto string, early bool, echList []byte) *originConn {
+	c := &originConn{index: -1, name: name, remote: remote, echList: echList}
 	info := &Conn{Origin: origin, Origins: []string{origin}, Protocol: proto, StartMs: ld.since(), Remote: remote.String()}
 	ld.mu.Lock()
 	c.index = len(ld.res.Conns)
@@ -154,10 +159,37 @@ func (ld *load) open(ctx context.Context, name, origin string, remote netip.Addr
 	ld.l.mu.Unlock()
 	tlsConf := &tls.Config{ServerName: name, RootCAs: ld.l.cfg.RootCAs, InsecureSkipVerify: ld.l.cfg.Insecure, ClientSessionCache: sessions,
 		KeyLogWriter: transport.KeyLog(nil)}
-	if proto == "h3" {
-		c.err = ld.dialH3(ctx, c, info, remote, tlsConf, early)
+	dial := func() error {
+		if proto == "h3" {
+			return ld.dialH3(ctx, c, info, remote, tlsConf, early)
+		}
+		return ld.dialH2(ctx, c, info, remote, tlsConf)
+	}
+	if len(echList) > 0 && !ld.l.cfg.NoECH {
+		// ECH from the host's HTTPS record, as browsers use it: a config
+		// the server no longer holds is rejected after a handshake under
+		// the public name, and the retry configs it sent are used on a
+		// new connection (RFC 9849 §6.1.6), a round trip later. With
+		// 0-RTT the rejection surfaces at the handshake's end: the dial
+		// waits for it.
+		tlsConf.EncryptedClientHelloConfigList = echList
+		tlsConf.MinVersion = tls.VersionTLS13
+		info.ECH = "offered"
+		early = false
+		c.err = dial()
+		if rej, ok := errors.AsType[*tls.ECHRejectionError](c.err); ok && len(rej.RetryConfigList) > 0 {
+			tlsConf.EncryptedClientHelloConfigList = rej.RetryConfigList
+			info.ECHRetried = true
+			c.err = dial()
+		}
+		if c.err == nil && c.echOK {
+			info.ECH = ech.Accepted
+			if info.ECHRetried {
+				info.ECH = ech.Retried
+			}
+		}
 	} else {
-		c.err = ld.dialH2(ctx, c, info, remote, tlsConf)
+		c.err = dial()
 	}
 	if c.err != nil {
 		info.Error = c.err.Error()
@@ -302,6 +334,7 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 	}
 	if handshakeDone(qc) {
 		handshake()
+		c.echOK = qc.ConnectionState().TLS.ECHAccepted
 	} else {
 		c.early, info.Sent0RTT = true, true
 		go func() {
@@ -370,6 +403,7 @@ func (ld *load) dialH2(ctx context.Context, c *originConn, info *Conn, remote ne
 	}
 	info.Resumed = tc.ConnectionState().DidResume
 	c.certs = tc.ConnectionState().PeerCertificates
+	c.echOK = tc.ConnectionState().ECHAccepted
 	c.rt = cc
 	c.close = func() { cc.Close() }
 	return nil

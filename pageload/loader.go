@@ -36,8 +36,11 @@ type Config struct {
 	Protocol string
 	// HTTPSRecords asks each host's HTTPS record (RFC 9460) first, and
 	// skips the A lookup when the record offers HTTP/3 with IPv4 hints.
-	// The Resolver must be an Exchanger (DNS is).
+	// The Resolver must be an Exchanger (DNS is). A record's ECH config
+	// (ech=) is used on the host's connections, as browsers use it over
+	// secure DNS, unless NoECH.
 	HTTPSRecords bool
+	NoECH        bool
 	// HTTPSAlongside asks each host's HTTPS record beside its A records
 	// and goes on once the A answer is in, as Chromium's resolver does
 	// over plain DNS (it gives the HTTPS answer no extra time): the query
@@ -475,13 +478,14 @@ func (o *perKey[T]) all() []T {
 // lookup is one host's lookup.
 type lookup struct {
 	addrs []netip.Addr
-	h3    bool // its HTTPS record offered HTTP/3
+	h3    bool   // its HTTPS record offered HTTP/3
+	ech   []byte // its HTTPS record's ECHConfigList (RFC 9848)
 	err   error
 }
 
-func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, bool, error) {
+func (ld *load) resolve(ctx context.Context, host string) (lookup, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{a}, false, nil
+		return lookup{addrs: []netip.Addr{a}}, nil
 	}
 	lo, err := ld.lookups.get(ctx, host, func() lookup {
 		start := ld.since()
@@ -531,12 +535,16 @@ func (ld *load) resolve(ctx context.Context, host string) ([]netip.Addr, bool, e
 		ld.mu.Lock()
 		ld.res.Lookups = append(ld.res.Lookups, rec)
 		ld.mu.Unlock()
-		return lookup{addrs, rec.HTTPS.h3(), err}
+		lo := lookup{addrs: addrs, h3: rec.HTTPS.h3(), err: err}
+		if rec.HTTPS != nil {
+			lo.ech = rec.HTTPS.ECH
+		}
+		return lo
 	})
 	if err != nil {
-		return nil, false, err
+		return lookup{}, err
 	}
-	return lo.addrs, lo.h3, lo.err
+	return lo, lo.err
 }
 
 // priorityHeader is the RFC 9218 Priority header Chromium sends for a

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	mdns "github.com/miekg/dns"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/testutil"
@@ -280,7 +281,10 @@ func TestCoalescedLoads(t *testing.T) {
 		recs = append(recs, r)
 		mu.Unlock()
 	})
-	web := srv.Addr("web").(*net.UDPAddr).AddrPort()
+	// Through a relay that holds each reply 20 ms: the warm lookup has
+	// that long to leave before the handshake can end, however slowly a
+	// busy machine schedules the loader (on bare loopback it can lose).
+	web := netip.MustParseAddrPort(testutil.DelayUDP(t, srv.Addr("web").String(), 20*time.Millisecond))
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(srv.CertPEM())
 	for _, mode := range []string{pageload.CoalesceDoH3, pageload.CoalesceDNSStream} {
@@ -403,17 +407,7 @@ func TestOriginSkipsDNS(t *testing.T) {
 // them, a discovering loader starts over HTTP/2 and takes HTTP/3 on the
 // next load from the Alt-Svc header it was given.
 func TestHTTPSRecordsAndDiscovery(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>hi</html>"), 0o644))
-	port := testutil.FreePort(t)
-	srv, err := server.New(&server.Config{
-		Listen: server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:" + strconv.Itoa(port)},
-		TLS:    server.TLS{Names: []string{host}},
-		Web:    server.Web{Roots: map[string]string{"*": dir}},
-		Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1",
-			host + ". 300 IN HTTPS 1 . alpn=h3,h2 ipv4hint=127.0.0.1"}},
-	})
-	require.NoError(t, err)
+	srv, port := httpsSite(t, "alpn=h3,h2 ipv4hint=127.0.0.1", server.ECH{})
 	require.NoError(t, srv.Start())
 	defer srv.Close()
 	take := queries(srv)
@@ -612,4 +606,115 @@ func TestLoaderBoundsRequestsInFlight(t *testing.T) {
 		most = max(most, n)
 	}
 	require.LessOrEqual(t, most, 4, "requests in flight at once")
+}
+
+// TestLoadOverECH: with HTTPS records, the loader uses the ech= config
+// the server publishes, over HTTP/3 and HTTP/2: the server records ECH
+// accepted under the public name, with the page's name inside; after
+// two key rotations the config is stale, the server rejects it, and the
+// loader retries with the retry configs on a second handshake; NoECH
+// leaves the name in clear.
+func TestLoadOverECH(t *testing.T) {
+	srv, port := httpsSite(t, "alpn=h3,h2", server.ECH{PublicName: "public.test"})
+	var mu sync.Mutex
+	var conns []*server.Record
+	srv.OnRecord(func(r *server.Record) {
+		if r.Kind == "conn" {
+			mu.Lock()
+			conns = append(conns, r)
+			mu.Unlock()
+		}
+	})
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	dns, roots := resolverAndRoots(t, srv)
+	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
+	load := func(proto string, noECH bool) (*pageload.Result, []*server.Record) {
+		mu.Lock()
+		conns = nil
+		mu.Unlock()
+		l, err := pageload.New(pageload.Config{Protocol: proto, HTTPSRecords: true, NoECH: noECH, Resolver: dns, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
+		require.NoError(t, err)
+		r := l.Load(context.Background(), g)
+		require.Equal(t, "ok", r.Status, r.Error)
+		srv.Settle(context.Background())
+		mu.Lock()
+		defer mu.Unlock()
+		return r, append([]*server.Record(nil), conns...)
+	}
+	for _, proto := range []string{"h3", "h2"} {
+		r, recs := load(proto, false)
+		require.Equal(t, "public.test", r.Lookups[0].HTTPS.ECHPublicName, proto)
+		require.Equal(t, "accepted", r.Conns[0].ECH, proto)
+		require.Len(t, recs, 1, proto)
+		require.Equal(t, "accepted", recs[0].ECH, proto)
+		require.Equal(t, "public.test", recs[0].OuterSNI, proto)
+		require.Equal(t, host, recs[0].SNI, proto)
+
+		r, recs = load(proto, true)
+		require.Empty(t, r.Conns[0].ECH, proto)
+		require.Equal(t, host, recs[0].OuterSNI, "%s: the name in clear (GREASE beside it)", proto)
+	}
+	// A config two rotations old, from a resolver's cache.
+	c := &cachingDNS{DNS: dns, m: map[string]*mdns.Msg{}}
+	l, err := pageload.New(pageload.Config{Protocol: "h3", HTTPSRecords: true, Resolver: c, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, "accepted", l.Load(context.Background(), g).Conns[0].ECH)
+	require.NoError(t, srv.RotateECH())
+	require.NoError(t, srv.RotateECH())
+	mu.Lock()
+	conns = nil
+	mu.Unlock()
+	r := l.Load(context.Background(), g)
+	require.Equal(t, "ok", r.Status, r.Error)
+	require.Equal(t, "retried", r.Conns[0].ECH, "rejected, then accepted with the retry configs")
+	require.True(t, r.Conns[0].ECHRetried)
+	srv.Settle(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, conns, 2)
+	require.Equal(t, []string{"rejected", "accepted"}, []string{conns[0].ECH, conns[1].ECH})
+}
+
+// httpsSite is a one-page site for host on a web listener of its own
+// port, with an HTTPS record of params, and ECH as e says; not started.
+func httpsSite(t *testing.T, params string, e server.ECH) (*server.Server, int) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>hi</html>"), 0o644))
+	port := testutil.FreePort(t)
+	srv, err := server.New(&server.Config{
+		Listen:  server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:" + strconv.Itoa(port)},
+		TLS:     server.TLS{Names: []string{host}},
+		Web:     server.Web{Roots: map[string]string{"*": dir}, ECH: e},
+		Answers: server.Answers{Static: []string{host + ". 300 IN A 127.0.0.1", host + ". 300 IN HTTPS 1 . " + params}},
+	})
+	require.NoError(t, err)
+	return srv, port
+}
+
+// cachingDNS answers a question it was asked before from its cache, as
+// a resolver within the record's TTL does.
+type cachingDNS struct {
+	*pageload.DNS
+	mu sync.Mutex
+	m  map[string]*mdns.Msg
+}
+
+func (c *cachingDNS) Exchange(ctx context.Context, q *mdns.Msg) (*mdns.Msg, any, error) {
+	key := q.Question[0].String()
+	c.mu.Lock()
+	r, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		r = r.Copy()
+		r.Id = q.Id
+		return r, nil, nil
+	}
+	r, rec, err := c.DNS.Exchange(ctx, q)
+	if err == nil {
+		c.mu.Lock()
+		c.m[key] = r.Copy()
+		c.mu.Unlock()
+	}
+	return r, rec, err
 }

@@ -3,6 +3,7 @@ package pageload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"slices"
@@ -74,6 +75,13 @@ func (ld *load) readControl(qc *quic.Conn, str *quic.ReceiveStream, c *originCon
 				return
 			}
 			if typ == h3ext.FrameOrigin {
+				// What servers announce counts against the page's bound,
+				// as its bodies do: a stream of ORIGIN frames is no cheaper.
+				if err := ld.charge(len(payload)); err != nil {
+					ld.abort(err)
+					fail(http3.ErrCodeExcessiveLoad, "")
+					return
+				}
 				origins, _ := h3ext.ParseOrigin(payload) // entries before a framing error count
 				ld.announced(c, info, origins)
 				continue
@@ -98,6 +106,21 @@ func (ld *load) readControl(qc *quic.Conn, str *quic.ReceiveStream, c *originCon
 	}
 }
 
+// charge counts n octets of ORIGIN frames against the page's bound, as
+// its bodies are counted: a stream of frames is no cheaper to hold.
+func (ld *load) charge(n int) error {
+	if total := ld.bytes.Add(int64(n)); total > ld.l.cfg.MaxPageBytes {
+		return fmt.Errorf("page's bodies and ORIGIN frames %w of %d octets a page", ErrTooLarge, ld.l.cfg.MaxPageBytes)
+	}
+	return nil
+}
+
+// MaxAnnounced is the most origins one connection's set holds: more than
+// any CDN announces (a page of 45 origins needs 45), few enough that a
+// server announcing millions costs the loader nothing. Those past it are
+// ignored.
+const MaxAnnounced = 1024
+
 // announced adds origins to c's origin set.
 func (ld *load) announced(c *originConn, info *Conn, origins []string) {
 	c.omu.Lock()
@@ -106,7 +129,12 @@ func (ld *load) announced(c *originConn, info *Conn, origins []string) {
 		c.announced = map[string]bool{}
 	}
 	var added []string // new to the set: a list scanned per entry was quadratic
+	ignored := 0
 	for _, o := range origins {
+		if !c.announced[o] && len(c.announced) >= MaxAnnounced {
+			ignored++
+			continue
+		}
 		if !c.announced[o] {
 			c.announced[o] = true
 			added = append(added, o)
@@ -118,6 +146,7 @@ func (ld *load) announced(c *originConn, info *Conn, origins []string) {
 		info.OriginMs = ld.since()
 	}
 	info.Announced = append(info.Announced, added...)
+	info.AnnouncedIgnored += ignored
 	ld.mu.Unlock()
 	if first {
 		close(c.originCh)

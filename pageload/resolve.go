@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -55,6 +56,11 @@ type HTTPSInfo struct {
 	Hints []string `json:"ipv4hint,omitempty"`
 	// UsedHints: the hints were the addresses, and no A lookup was made.
 	UsedHints bool `json:"used_hints"`
+	// ECH is the record's ECHConfigList (ech=), which the loader uses on
+	// the host's connections; ECHPublicName is its first config's outer
+	// name.
+	ECH           []byte `json:"ech,omitempty"`
+	ECHPublicName string `json:"ech_public_name,omitempty"`
 }
 
 // h3 says whether the record offers HTTP/3.
@@ -121,6 +127,11 @@ func httpsInfo(r *dns.Msg) *HTTPSInfo {
 			switch v := kv.(type) {
 			case *dns.SVCBAlpn:
 				info.ALPN = append(info.ALPN, v.Alpn...)
+			case *dns.SVCBECHConfig:
+				info.ECH = v.ECH
+				if cs, err := ech.Parse(v.ECH); err == nil && len(cs) > 0 {
+					info.ECHPublicName = cs[0].PublicName
+				}
 			case *dns.SVCBIPv4Hint:
 				for _, ip := range v.Hint {
 					if a, ok := netip.AddrFromSlice(ip.To4()); ok {

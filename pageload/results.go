@@ -85,9 +85,17 @@ type Conn struct {
 	// OriginMs when the first arrived.
 	Announced []string `json:"announced,omitempty"`
 	OriginMs  float64  `json:"origin_ms,omitempty"`
+	// AnnouncedIgnored counts announced origins past MaxAnnounced.
+	AnnouncedIgnored int `json:"announced_ignored,omitempty"`
 	// SettingsMs is when the server's HTTP/3 SETTINGS arrived; requests
 	// waited for them with WaitSettings.
 	SettingsMs     float64 `json:"settings_ms,omitempty"`
 	WaitedSettings bool    `json:"waited_settings,omitempty"`
-	Error          string  `json:"error,omitempty"`
+	// ECH is what the connection's Encrypted Client Hello came to, when
+	// the host's HTTPS record gave a config: accepted, retried (rejected,
+	// then accepted with the retry configs on a second handshake), or
+	// offered (not accepted). Without a config Go's client sends GREASE.
+	ECH        string `json:"ech,omitempty"`
+	ECHRetried bool   `json:"ech_retried,omitempty"`
+	Error      string `json:"error,omitempty"`
 }

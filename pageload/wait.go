@@ -2,10 +2,7 @@ package pageload
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // finePart is how much of a wait the OS thread sleeps through itself.
@@ -30,14 +27,6 @@ func waitUntil(ctx context.Context, due time.Time) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	for {
-		d := time.Until(due)
-		if d <= 0 {
-			return true
-		}
-		ts := unix.NsecToTimespec(int64(d))
-		if err := unix.Nanosleep(&ts, nil); err != nil && !errors.Is(err, unix.EINTR) {
-			return true // cannot sleep: go on now rather than spin
-		}
-	}
+	sleepUntil(due)
+	return true
 }

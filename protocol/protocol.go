@@ -20,12 +20,15 @@ const (
 	DoH2 = "doh2"
 	DoH3 = "doh3"
 	DoQ  = "doq"
+	// ODoH is Oblivious DoH (RFC 9230): DoH to a proxy that relays the
+	// query, sealed to the target, over HTTP/2 (or /3, an option).
+	ODoH = "odoh"
 )
 
 // Protocol is one row of the table.
 type Protocol struct {
-	Name     string // udp, tcp, dot, doh1, doh2, doh3, doq
-	Scheme   string // the URL scheme that names it: udp, tcp, tls, https, h3, quic
+	Name     string // udp, tcp, dot, doh1, doh2, doh3, doq, odoh
+	Scheme   string // the URL scheme that names it: udp, tcp, tls, https, h3, quic, odoh
 	Port     int    // the default port
 	Datagram bool   // runs over UDP, plain or QUIC
 	HTTP     string // DoH's HTTP version: "1.1", "2" or "3"; "" for the others
@@ -33,6 +36,10 @@ type Protocol struct {
 	// Secondary protocols are measured only when asked for: DoH/1.1 is
 	// in no paper's default set.
 	Secondary bool
+	// Relayed protocols reach their resolver through a proxy (ODoH): an
+	// experiment of one server and its clients (hol, overhead,
+	// server-load) leaves them out (Direct).
+	Relayed bool
 	// Color is its colour in every figure: Okabe-Ito's palette, which
 	// colour-blind readers tell apart, one colour a protocol.
 	Color color.RGBA
@@ -55,6 +62,7 @@ var All = []Protocol{
 	{Name: DoH2, Scheme: "https", Port: 443, HTTP: "2", Label: "DoH", Color: color.RGBA{0xd5, 0x5e, 0x00, 0xff}, Marker: "box"},
 	{Name: DoH3, Scheme: "h3", Port: 443, Datagram: true, HTTP: "3", Label: "DoH3", Color: color.RGBA{0xe6, 0x9f, 0x00, 0xff}, Marker: "pyramid"},
 	{Name: DoQ, Scheme: "quic", Port: 853, Datagram: true, Label: "DoQ", Color: color.RGBA{0x00, 0x72, 0xb2, 0xff}, Marker: "ring"},
+	{Name: ODoH, Scheme: "odoh", Port: 443, HTTP: "2", Label: "ODoH", Secondary: true, Relayed: true, Color: color.RGBA{0x88, 0x88, 0x88, 0xff}, Marker: "cross"},
 }
 
 // Listener is the doxlab serve listener that speaks the protocol: DoH
@@ -68,10 +76,14 @@ func (p Protocol) Listener() string {
 
 // URL is the URL of the protocol at hostport, DoH's at dohPath; the HTTP
 // version of DoH over TCP is an option, not part of the URL.
+// ODoH's is the server relaying to itself, proxy and target at once.
 func (p Protocol) URL(hostport, dohPath string) string {
 	u := p.Scheme + "://" + hostport
 	if p.DoH() {
 		u += dohPath
+	}
+	if p.Name == ODoH {
+		u += "?target=" + hostport + dohPath
 	}
 	return u
 }
@@ -125,6 +137,10 @@ func Names(keep func(Protocol) bool) []string {
 // secondary ones.
 func Default() []string { return Names(func(p Protocol) bool { return !p.Secondary }) }
 
+// Direct is every protocol a client speaks to its resolver itself, in
+// display order: all but the relayed ones.
+func Direct() []string { return Names(func(p Protocol) bool { return !p.Relayed }) }
+
 // Schemes lists the URL schemes, each once, in display order.
 func Schemes() []string {
 	var out []string
@@ -175,11 +191,14 @@ func Independent(name string) bool {
 	return ok && (p.Datagram || p.HTTP == "2")
 }
 
-// WithVariants lists every protocol in display order, each pipelined one
-// followed by its InOrder variant.
+// WithVariants lists every direct protocol in display order, each
+// pipelined one followed by its InOrder variant.
 func WithVariants() []string {
 	var out []string
 	for _, p := range All {
+		if p.Relayed {
+			continue
+		}
 		out = append(out, p.Name)
 		if p.Pipelined() {
 			out = append(out, p.Name+InOrder)

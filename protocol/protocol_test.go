@@ -11,7 +11,9 @@ import (
 
 func TestTable(t *testing.T) {
 	require.Equal(t, []string{"udp", "tcp", "dot", "doh2", "doh3", "doq"}, protocol.Default())
-	require.Equal(t, []string{"udp", "tcp", "tls", "https", "h3", "quic"}, protocol.Schemes())
+	require.Equal(t, []string{"udp", "tcp", "tls", "https", "h3", "quic", "odoh"}, protocol.Schemes())
+	o, _ := protocol.Lookup(protocol.ODoH)
+	require.Equal(t, "odoh://127.0.0.1:443/dns-query?target=127.0.0.1:443/dns-query", o.URL("127.0.0.1:443", "/dns-query"), "the server relaying to itself")
 	p, ok := protocol.ForScheme("https")
 	require.True(t, ok)
 	require.Equal(t, protocol.DoH2, p.Name, "https means HTTP/2 unless told otherwise")
@@ -49,7 +51,9 @@ func TestEveryProtocolHasItsOwnLook(t *testing.T) {
 
 // TestRoundTripsByDesign: what the PAM paper counts on a new connection.
 func TestRoundTripsByDesign(t *testing.T) {
-	want := map[string]int{"udp": 1, "tcp": 2, "dot": 3, "doh1": 3, "doh2": 3, "doh3": 2, "doq": 2}
+	// ODoH's are the client's to its proxy; the proxy's kept connection
+	// to the target adds a round trip of that hop.
+	want := map[string]int{"udp": 1, "tcp": 2, "dot": 3, "doh1": 3, "doh2": 3, "doh3": 2, "doq": 2, "odoh": 3}
 	for _, p := range protocol.All {
 		require.Equal(t, want[p.Name], p.RoundTrips(), p.Name)
 	}
@@ -73,5 +77,7 @@ func TestOrdering(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{"udp": "independent", "tcp": "neither", "tcp-inorder": "in order", "dot": "neither", "dot-inorder": "in order",
 		"doh1": "in order", "doh2": "independent", "doh3": "independent", "doq": "independent"}, got)
+	require.True(t, protocol.Independent(protocol.ODoH), "its HTTP/2 streams")
+	require.NotContains(t, protocol.Direct(), protocol.ODoH, "relayed through a proxy")
 	require.False(t, protocol.AnswersInOrder("nonsense"+protocol.InOrder))
 }

@@ -37,6 +37,9 @@ type Input struct {
 	Survey  *verify.Survey // verifications (verify)
 	Runs    []store.Run    // the runs they come from, for the environment
 	Links   []*experiment.LinkCheck
+	// Again are the runs measured again after a failed link check: they
+	// stay in the store, out of the report.
+	Again []store.Supersession
 }
 
 // Empty reports whether in holds nothing to draw.
@@ -136,14 +139,33 @@ func Render(in Input, dir, title string) (*Report, error) {
 			failed = append(failed, lc)
 		}
 	}
-	if err := page.Execute(&b, map[string]any{"Title": title, "Summary": summary(in, rep), "Findings": rep.Findings, "Env": environment(in.Runs, in.Links), "Sections": rep.Sections, "Survey": rep.Survey,
-		"Links": in.Links, "LinksFailed": failed, "MinSamples": experiment.MinSamples, "FontCSS": figure.FontCSS()}); err != nil {
+	shared, own := experiment.SharedReasons(rep.Findings)
+	rows := make([]findingRow, len(rep.Findings))
+	for i, f := range rep.Findings {
+		rows[i] = findingRow{Finding: f, Own: strings.Join(own[i], "; ")}
+		for _, sh := range shared {
+			if slices.Contains(f.Reasons, sh.Reason) {
+				rows[i].Marks = append(rows[i].Marks, sh.Mark)
+			}
+		}
+	}
+	if err := page.Execute(&b, map[string]any{"Title": title, "Summary": summary(in, rep), "Findings": rows, "Shared": shared, "Env": environment(in.Runs, in.Links), "Sections": rep.Sections, "Survey": rep.Survey,
+		"Links": in.Links, "Again": in.Again, "LinksFailed": failed, "MinSamples": experiment.MinSamples, "FontCSS": figure.FontCSS()}); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(rep.HTML, b.Bytes(), 0o644); err != nil {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// findingRow is a finding as the page's table shows it: the marks of
+// the shared reasons it is inconclusive for, stated once under the
+// table, and its own.
+type findingRow struct {
+	experiment.Finding
+	Marks []string
+	Own   string
 }
 
 var page = template.Must(template.New("report").Funcs(figure.Funcs).Funcs(template.FuncMap{
@@ -176,8 +198,9 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 {{if .Findings}}<h2 id="findings">Findings</h2>
 <p>Each paper's headline claim, the paper's figures, the same measure from this store, and whether the claim holds here (the test applied is in the last column). A verdict is given only where the data earns one: at least {{.MinSamples}} samples in every cell behind it, a claimed difference significant (Mann-Whitney, p &lt; 0.05), every link check of the runs held, and a claim in round trips measured on an emulated link; otherwise it is <i>inconclusive</i>, with the reason.</p>
 <table id="findings"><tr><th class="l">claim</th><th class="l">paper</th><th class="l">here</th><th class="l">verdict</th><th class="l">test</th></tr>
-{{range .Findings}}<tr class="finding"><td><a href="#{{.Figure}}">{{.Claim}}</a><br><small>{{.Source}}</small></td><td>{{.Paper}}</td><td>{{.Here}}</td><td class="verdict {{if eq .Verdict "holds"}}holds{{else if eq .Verdict "differs"}}differs{{else}}nodata{{end}}">{{.Verdict}}</td><td><small>{{.Why}}{{with .Reason}}<br><b>inconclusive:</b> {{.}}{{end}}</small></td></tr>
-{{end}}</table>{{end}}
+{{range .Findings}}<tr class="finding"><td><a href="#{{.Figure}}">{{.Claim}}</a><br><small>{{.Source}}</small></td><td>{{.Paper}}</td><td>{{.Here}}</td><td class="verdict {{if eq .Verdict "holds"}}holds{{else if eq .Verdict "differs"}}differs{{else}}nodata{{end}}">{{.Verdict}}</td><td><small>{{.Why}}{{if .Reason}}<br><b>inconclusive:</b> {{range .Marks}}{{.}} {{end}}{{.Own}}{{end}}</small></td></tr>
+{{end}}</table>
+{{with .Shared}}<p id="shared-reasons"><small>{{range .}}<b>{{.Mark}}</b> {{.Reason}} ({{.N}} findings)<br>{{end}}</small></p>{{end}}{{end}}
 {{range .Sections}}<section id="{{.ID}}"><h2>{{.Title}}</h2>
 <p>{{.Intro}}</p>
 {{range .Figures}}<div class="fig" id="{{.Name}}"><h3>{{.Heading}}{{if .Of}} — {{.Of}}{{end}}</h3>{{.SVG}}<p>{{if .CSV}}<a href="{{.CSV}}">data (CSV)</a> · {{end}}for print: two columns (7 in) <a href="{{.Name}}.pdf">PDF</a>, <a href="{{.Name}}.png">PNG</a>; one column (3.5 in) <a href="{{.Name}}-1col.pdf">PDF</a>, <a href="{{.Name}}-1col.png">PNG</a></p></div>
@@ -190,7 +213,8 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 <pre>{{.Survey}}</pre></section>{{end}}
 {{if .Links}}<section id="links"><h2>Links</h2>
 <p>Before and after each run on the testbed, a short check of the client's emulated link (<code>testbed.Check</code>: 100 RTT probes, half a second of traffic each way). A check fails when a direction delivers under 95 % of its rate (less the profile's loss) or the RTT error's p99 exceeds 1 ms. A profile's cross traffic pauses during the checks; the column gives what it delivered while the run measured.</p>
-<details><summary>{{len .Links}} checks</summary>
+{{range .Again}}<p>Run <code>{{.Run}}</code> was measured again, as <code>{{.By}}</code>: {{.Why}}. Its samples stay in the store, out of this report (<code>doxlab export --superseded</code> includes them).</p>
+{{end}}<details><summary>{{len .Links}} checks</summary>
 <table id="link-checks"><tr><th class="l">run</th><th class="l">when</th><th class="l">profile</th><th>RTT ms</th><th>err p50 µs</th><th>err p99 µs</th><th>err max µs</th><th>up Mbit/s</th><th>down Mbit/s</th><th>emulator CPU</th><th>cross traffic Mbit/s ↓/↑</th><th class="l">held</th></tr>
 {{range .Links}}<tr><td class="l">{{.Run}}</td><td class="l">{{.When}}</td><td class="l">{{.Profile}}</td><td>{{printf "%.1f" .RTTMs}}</td><td>{{printf "%.0f" .ErrP50Us}}</td><td>{{printf "%.0f" .ErrP99Us}}</td><td>{{printf "%.0f" .ErrMaxUs}}</td><td>{{if .UpRate}}{{printf "%.1f/%.1f" (mbit .UpAchieved) (mbit .UpRate)}}{{else}}–{{end}}</td><td>{{if .DownRate}}{{printf "%.1f/%.1f" (mbit .DownAchieved) (mbit .DownRate)}}{{else}}–{{end}}</td><td>{{share .EmulatorCPU}}</td><td>{{with .Cross}}{{printf "%.1f/%.1f" .DownMbps .UpMbps}}{{else}}–{{end}}</td><td class="l">{{if .OK}}yes{{else}}<b class="differs">no</b>: {{.Why}}{{end}}</td></tr>
 {{end}}</table></details></section>{{end}}
@@ -315,6 +339,13 @@ func summary(in Input, rep *Report) string {
 	if len(profiles) > 0 {
 		fmt.Fprintf(&b, " The testbed emulated the access links %s between network namespaces on one machine;", strings.Join(profiles, ", "))
 		fmt.Fprintf(&b, " %s.", fidelity(in.Runs, in.Links))
+		if n := len(in.Again); n > 0 {
+			what := "1 run was"
+			if n > 1 {
+				what = fmt.Sprintf("%d runs were", n)
+			}
+			fmt.Fprintf(&b, " %s measured again after a failed link check (see Links).", what)
+		}
 	}
 	if vantage {
 		b.WriteString(" Campaign samples were measured from vantage points on real networks.")
@@ -382,7 +413,12 @@ func LoadFiltered(ctx context.Context, st *store.Store, f store.Filter) (Input, 
 	if err != nil {
 		return in, nil, err
 	}
-	in.Runs = slices.DeleteFunc(runs, func(r store.Run) bool { return !strings.HasPrefix(r.ID, prefix) })
+	if in.Again, err = st.Supersessions(ctx, prefix); err != nil {
+		return in, nil, err
+	}
+	in.Runs = slices.DeleteFunc(runs, func(r store.Run) bool {
+		return !strings.HasPrefix(r.ID, prefix) || slices.ContainsFunc(in.Again, func(x store.Supersession) bool { return x.Run == r.ID })
+	})
 	if in.Links, err = experiment.LoadLinkChecks(ctx, st, experiment.OfExperiment(prefix)); err != nil {
 		return in, nil, err
 	}

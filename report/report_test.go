@@ -76,7 +76,7 @@ func TestRender(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, "cdf-total.csv"))
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(data), "profile,series,value,cdf\n"))
-	require.Contains(t, string(data), "fiber,doq 0rtt,")
+	require.Contains(t, string(data), "fiber,DoQ 0rtt,")
 	require.Contains(t, string(html), `href="cdf-total.csv"`)
 	// The findings open the page: DoUDP 1.0 RTT holds; DoQ and DoH cannot
 	// be compared without DoH samples.

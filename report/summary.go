@@ -2,6 +2,7 @@ package report
 
 import (
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/store"
 )
 
 // Summary is every statistic the report's tables and findings show, as
@@ -24,6 +25,8 @@ type Count struct {
 type LinkSummary struct {
 	Checks int      `json:"checks"`
 	Failed []string `json:"failed"`
+	// Again are the runs measured again after a failed check, left out.
+	Again []store.Supersession `json:"measured_again"`
 }
 
 // FindingSummary is a finding with its verdict as earned.
@@ -48,6 +51,7 @@ func Summarize(in Input) Summary {
 	if s.Links.Failed == nil {
 		s.Links.Failed = []string{}
 	}
+	s.Links.Again = append([]store.Supersession{}, in.Again...)
 	for _, r := range in.Runs {
 		s.Runs = append(s.Runs, r.ID)
 	}

@@ -7,7 +7,12 @@
 #   Debian:          knot-dnsutils (kdig), bind9-dnsutils (dig), dnsperf,
 #                    tshark (reads the testbed's captures), iproute2,
 #                    postgresql (the shared store's tests start their own cluster),
-#                    chromium (the web experiment; renders the HTML report in a test)
+#                    chromium (the web experiment; renders the HTML report in a test),
+#                    nftables (the page loader's firewall), and the
+#                    doxlab-browser user page loads run Chromium as;
+#                    buildah, debootstrap, umoci and runc (make images,
+#                    and the e2e test that runs the images' workers)
+#   crates.io:       doh-proxy 0.11.1 (an independent Oblivious DoH target)
 #   PyPI:            aioquic 1.7.2 (its DoQ server and HTTP/3 client examples),
 #                    aioquic 0.9.25 in a venv (QUIC drafts 29-32, for verify),
 #                    dnslib, wsproto, dnspython 2.9.2 with DoH and DoQ,
@@ -26,7 +31,7 @@ PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 postgresql chromium firefox-esr libnss3-tools python3-venv; do
+for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 nftables postgresql chromium firefox-esr libnss3-tools python3-venv buildah debootstrap umoci runc; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
@@ -36,6 +41,13 @@ if ((${#missing[@]})); then
   # tshark asks whether non-root users may capture; the testbed runs as root.
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Page loads run Chromium as a system user of its own, with its sandbox
+# on (docs/campaigns.md, "What a vantage point exposes").
+if ! id doxlab-browser >/dev/null 2>&1; then
+  say "useradd doxlab-browser (the page loader's browser user)"
+  useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin doxlab-browser
 fi
 
 GOBIN=$(go env GOPATH)/bin
@@ -78,5 +90,17 @@ if ! "$PEERS/aioquic-drafts/bin/python" -c "import aioquic, sys; sys.exit(aioqui
   say "pip install aioquic==$AIOQUIC_DRAFTS_VERSION into $PEERS/aioquic-drafts"
   python3 -m venv "$PEERS/aioquic-drafts"
   "$PEERS/aioquic-drafts/bin/pip" install -q "aioquic==$AIOQUIC_DRAFTS_VERSION"
+fi
+# doh-proxy (DNSCrypt's, Rust, odoh-rs) is the independent ODoH target
+# doxlab's proxy and client are tested against (docs/privacy.md).
+DOH_PROXY_VERSION=0.11.1
+CARGO=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
+if [[ "$("$PEERS/bin/doh-proxy" --version 2>/dev/null || true)" != *"$DOH_PROXY_VERSION"* ]]; then
+  if [ ! -x "$CARGO" ]; then
+    say "no cargo: doh-proxy needs Rust's cargo (rustup's, or: apt-get install cargo, if its rustc is recent enough)"
+    exit 1
+  fi
+  say "cargo install doh-proxy $DOH_PROXY_VERSION into $PEERS (about a minute)"
+  "$CARGO" install -q --locked --root "$PEERS" "doh-proxy@$DOH_PROXY_VERSION"
 fi
 say "peers ready: coredns $("$GOBIN/coredns" -version | head -1), $(unbound -V | head -1), aioquic $AIOQUIC_VERSION"

@@ -29,6 +29,7 @@ type answerer struct {
 	cache   *cache
 	local   bool // static records or hosts: unknown names are NXDOMAIN, not REFUSED
 	refuse  func(netip.Addr) error
+	ech     func() []byte // the web listener's current ECHConfigList, with web.ech
 }
 
 func newAnswerer(c *Answers) (*answerer, error) {
@@ -192,6 +193,9 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *tran
 			}
 		}
 		r.Extra = append(r.Extra, a.targetAddresses(r.Answer)...)
+		if a.ech != nil {
+			withECHConfig(r.Answer, a.ech())
+		}
 		return r, nil, ""
 	}
 	if soa := a.zoneOf(name); soa != nil {
@@ -230,33 +234,44 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *tran
 func (a *answerer) targetAddresses(answer []dns.RR) []dns.RR {
 	var extra []dns.RR
 	seen := map[string]bool{}
-	for _, rr := range answer {
-		var target string
-		var alias bool
-		switch s := rr.(type) {
-		case *dns.HTTPS:
-			target, alias = s.Target, s.Priority == 0
-		case *dns.SVCB:
-			target, alias = s.Target, s.Priority == 0
-		default:
-			continue
-		}
-		if target == "." {
-			if alias {
-				continue // AliasMode with "." says the service is not there
+	// An AliasMode record's in-zone target brings its own RRset of the
+	// same type, whose targets bring theirs (RFC 9460 §4.2), a few steps
+	// at most.
+	for step, rrs := 0, answer; step < 4 && len(rrs) > 0; step++ {
+		var next []dns.RR
+		for _, rr := range rrs {
+			var target string
+			var alias bool
+			rtype := rr.Header().Rrtype
+			switch s := rr.(type) {
+			case *dns.HTTPS:
+				target, alias = s.Target, s.Priority == 0
+			case *dns.SVCB:
+				target, alias = s.Target, s.Priority == 0
+			default:
+				continue
 			}
-			target = rr.Header().Name
-		}
-		target = dns.CanonicalName(target)
-		if seen[target] {
-			continue
-		}
-		seen[target] = true
-		for _, t := range a.records[target] {
-			if rt := t.Header().Rrtype; rt == dns.TypeA || rt == dns.TypeAAAA {
-				extra = append(extra, t)
+			if target == "." {
+				if alias {
+					continue // AliasMode with "." says the service is not there
+				}
+				target = rr.Header().Name
+			}
+			target = dns.CanonicalName(target)
+			if seen[target] {
+				continue
+			}
+			seen[target] = true
+			for _, t := range a.records[target] {
+				switch rt := t.Header().Rrtype; {
+				case rt == dns.TypeA || rt == dns.TypeAAAA:
+					extra = append(extra, t)
+				case alias && rt == rtype && target != dns.CanonicalName(rr.Header().Name):
+					extra, next = append(extra, t), append(next, t)
+				}
 			}
 		}
+		rrs = next
 	}
 	return extra
 }
@@ -298,24 +313,44 @@ func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transpor
 	return r, rec, ""
 }
 
-// refusedAddress says whether an answer holds an A or AAAA record whose
-// address refuse refuses.
+// refusedAddress says whether an answer holds an address refuse refuses:
+// in an A or AAAA record, or in an HTTPS or SVCB record's address hints,
+// which a client may connect to before its A and AAAA answers come.
 func refusedAddress(answer []dns.RR, refuse func(netip.Addr) error) bool {
 	for _, rr := range answer {
-		var ip net.IP
+		var ips []net.IP
 		switch r := rr.(type) {
 		case *dns.A:
-			ip = r.A
+			ips = []net.IP{r.A}
 		case *dns.AAAA:
-			ip = r.AAAA
-		default:
-			continue
+			ips = []net.IP{r.AAAA}
+		case *dns.HTTPS:
+			ips = hints(r.Value)
+		case *dns.SVCB:
+			ips = hints(r.Value)
 		}
-		if a, ok := netip.AddrFromSlice(ip); ok && refuse(a.Unmap()) != nil {
-			return true
+		for _, ip := range ips {
+			if a, ok := netip.AddrFromSlice(ip); ok && refuse(a.Unmap()) != nil {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// hints are the addresses of an SVCB or HTTPS record's ipv4hint and
+// ipv6hint parameters.
+func hints(kv []dns.SVCBKeyValue) []net.IP {
+	var out []net.IP
+	for _, p := range kv {
+		switch h := p.(type) {
+		case *dns.SVCBIPv4Hint:
+			out = append(out, h.Hint...)
+		case *dns.SVCBIPv6Hint:
+			out = append(out, h.Hint...)
+		}
+	}
+	return out
 }
 
 type cacheKey struct {

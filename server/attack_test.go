@@ -1,3 +1,5 @@
+//go:build unix
+
 package server_test
 
 // Attacks on doxlab serve, each bounded in count and time and sent to
@@ -8,8 +10,11 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,6 +39,8 @@ import (
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/quic-go/quicvarint"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/internal/testutil"
@@ -825,4 +832,432 @@ func TestHTTP2SlowlorisReopened(t *testing.T) {
 			g.finish(t)
 		})
 	}
+}
+
+// mutedConn is a client's UDP socket that, once muted, drops everything
+// it receives: its QUIC stack acknowledges nothing more. It offers only
+// net.PacketConn's methods, so quic-go reads through ReadFrom.
+type mutedConn struct {
+	pc    net.PacketConn
+	muted atomic.Bool
+}
+
+func (c *mutedConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	for {
+		n, a, err := c.pc.ReadFrom(p)
+		if err != nil || !c.muted.Load() {
+			return n, a, err
+		}
+	}
+}
+func (c *mutedConn) WriteTo(p []byte, a net.Addr) (int, error) { return c.pc.WriteTo(p, a) }
+func (c *mutedConn) Close() error                              { return c.pc.Close() }
+func (c *mutedConn) LocalAddr() net.Addr                       { return c.pc.LocalAddr() }
+func (c *mutedConn) SetDeadline(t time.Time) error             { return c.pc.SetDeadline(t) }
+func (c *mutedConn) SetReadDeadline(t time.Time) error         { return c.pc.SetReadDeadline(t) }
+func (c *mutedConn) SetWriteDeadline(t time.Time) error        { return c.pc.SetWriteDeadline(t) }
+
+// manySources is the n-th of 1,000 attacking addresses, one each, in
+// 127.1.0.0/22.
+func manySources(n int) net.IP { return net.IPv4(127, 1, byte(n/250), byte(n%250+1)) }
+
+// TestUnacknowledgedAnswersLockNobodyOut: the connection limit's worth of
+// connections, one per source address, each asking for a large answer
+// its client never takes: over HTTP/3 the client stops acknowledging,
+// over HTTP/2 it opens no flow-control window, over DoT it reads nothing.
+// Each would hold its connection busy until idle_timeout (30 s), and no
+// source holds more than another, so nothing was ever closed to make
+// room: new HTTP/3 clients got 0/60. Now an answer untaken for
+// stall_timeout leaves its connection stalled, the first to be closed:
+// 100 new clients, each keeping its connection open, must be served
+// (≥ 99 %), and room made by closing stalled connections, before the
+// client's own idle ones. (Grouping sources by network would also make
+// room here, the attackers being four /24s; TestPoolGroupsSourcesByNetwork
+// checks that apart.) 1,000 sources on the web listener's HTTP/3 and
+// HTTP/2; 200 on DoT, whose 40 answers of 50 kB each would sit in the
+// kernel's buffers but for TCP_NOTSENT_LOWAT.
+func TestUnacknowledgedAnswersLockNobodyOut(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>ok</html>"), 0o644))
+	big := make([]byte, 8<<20)
+	rand.Read(big) // incompressible: the listener gzips what it can
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644))
+	txt := "big.test. 60 IN TXT"
+	for range 200 {
+		txt += ` "` + strings.Repeat("x", 250) + `"`
+	}
+	const good = 100
+	for _, tc := range []struct {
+		name, listener string
+		sources        int
+		attack         func(t *testing.T, src net.IP, addr net.Addr) bool
+		get            func(addr net.Addr) (io.Closer, error)
+	}{
+		{"h3", "web", 1000, attackH3, getH3},
+		{"h2", "web-tcp", 1000, attackH2, getH2},
+		{"dot", "dot", 200, attackDoT, getDoT},
+		{"doh2", "doh", 1000, attackDoH2, getDoH2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := start(t, func(c *server.Config) {
+				c.Listen = server.Listen{Web: "127.0.0.1:0", DoT: "127.0.0.1:0", DoH: "127.0.0.1:0"}
+				c.Web.Roots = map[string]string{"*": dir}
+				c.Answers.Static = []string{txt}
+				c.Limits.MaxConns, c.Limits.MaxConnsPerSource = tc.sources, good
+				c.Limits.StallTimeout = time.Second
+				// A DoT write blocked before the first query's answer is
+				// bounded by handshake_timeout too: kept out of the way,
+				// so what makes room is the stall alone.
+				c.Limits.HandshakeTimeout = time.Minute
+			})
+			addr := ts.Addr(tc.listener)
+			var held atomic.Int64
+			var wg sync.WaitGroup
+			slots := make(chan struct{}, 50)
+			start := time.Now()
+			for i := range tc.sources {
+				wg.Add(1)
+				slots <- struct{}{}
+				go func() {
+					defer wg.Done()
+					defer func() { <-slots }()
+					if tc.attack(t, manySources(i), addr) {
+						held.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("%d of %d attacking connections asked for an answer they will never take (%.1f s)", held.Load(), tc.sources, time.Since(start).Seconds())
+			require.Greater(t, held.Load(), int64(tc.sources*9/10))
+			time.Sleep(1500 * time.Millisecond) // past stall_timeout
+			served := 0
+			var slowest time.Duration
+			var open []io.Closer
+			var firstErr error
+			for range good {
+				start := time.Now()
+				c, err := tc.get(addr)
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					served++
+					slowest = max(slowest, time.Since(start))
+					open = append(open, c)
+				}
+			}
+			for _, c := range open {
+				c.Close()
+			}
+			evicted := map[string]int{}
+			for _, r := range ts.records("refusal", "") {
+				if r.Reason == string(server.ReasonEvicted) {
+					why, _, _ := strings.Cut(r.Error, " at the")
+					evicted[why]++
+				}
+			}
+			t.Logf("%s: new clients served %d/%d, slowest %v (first failure: %v); connections closed to make room: %v", tc.name, served, good, slowest.Round(time.Millisecond), firstErr, evicted)
+			require.GreaterOrEqual(t, served*100, good*99, "new clients locked out")
+			require.GreaterOrEqual(t, evicted["stalled"], good*9/10, "room made by closing stalled connections")
+		})
+	}
+}
+
+// attackDoT opens a DoT connection from src with a small receive buffer,
+// asks for a 50 kB answer 40 times, and reads nothing.
+func attackDoT(t *testing.T, src net.IP, addr net.Addr) bool {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	raw, err := d.Dial("tcp", addr.String())
+	if err != nil {
+		return false
+	}
+	t.Cleanup(func() { raw.Close() })
+	tc := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"dot"}})
+	tc.SetDeadline(time.Now().Add(5 * time.Second))
+	if tc.Handshake() != nil {
+		return false
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("big.test.", dns.TypeTXT)
+	wire, _ := q.Pack()
+	var b []byte
+	for range 40 {
+		b, _ = dnswire.AppendPrefixed(b, wire)
+	}
+	_, err = tc.Write(b)
+	return err == nil
+}
+
+// attackDoH2 opens an HTTP/2 connection to the DoH listener from src
+// that gives the server no window at all (SETTINGS_INITIAL_WINDOW_SIZE 0)
+// and asks a query: its answer waits for a window that never opens.
+func attackDoH2(t *testing.T, src net.IP, addr net.Addr) bool {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second}
+	raw, err := d.Dial("tcp", addr.String())
+	if err != nil {
+		return false
+	}
+	t.Cleanup(func() { raw.Close() })
+	tc := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	tc.SetDeadline(time.Now().Add(5 * time.Second))
+	if tc.Handshake() != nil {
+		return false
+	}
+	q := query("zero-window.example")
+	q.Id = 0
+	wire, _ := q.Pack()
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "dns.test"},
+		{":path", "/dns-query?dns=" + base64.RawURLEncoding.EncodeToString(wire)}, {"accept", "application/dns-message"}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	fr := http2.NewFramer(tc, tc)
+	if _, err := tc.Write([]byte(http2.ClientPreface)); err != nil {
+		return false
+	}
+	if fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}) != nil ||
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true}) != nil {
+		return false
+	}
+	_, err = io.ReadAtLeast(tc, make([]byte, 64), 1) // the server's SETTINGS: it is speaking
+	return err == nil
+}
+
+// getDoH2 asks over a new DoH (HTTP/2) connection from 127.0.0.1, and
+// keeps it.
+func getDoH2(addr net.Addr) (io.Closer, error) {
+	return getDNS("https://" + addr.String() + "/dns-query")
+}
+
+// getDoT asks over a new DoT connection from 127.0.0.1, and keeps it.
+func getDoT(addr net.Addr) (io.Closer, error) {
+	return getDNS("tls://" + addr.String())
+}
+
+// getDNS asks over a new connection to url, and keeps it.
+func getDNS(url string) (io.Closer, error) {
+	tr, err := transport.New(url, transport.Options{Insecure: true, Reuse: true, Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	rec, err := tr.Exchange(context.Background(), query("good.example"))
+	if err == nil && rec.Status != transport.StatusOK {
+		err = fmt.Errorf("%s", rec.Status)
+	}
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	return tr, nil
+}
+
+// attackH3 opens an HTTP/3 connection from src, asks for the large file,
+// and once its headers come, acknowledges nothing more.
+func attackH3(t *testing.T, src net.IP, addr net.Addr) bool {
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: src})
+	if err != nil {
+		return false
+	}
+	mc := &mutedConn{pc: pc}
+	tr := &quic.Transport{Conn: mc}
+	t.Cleanup(func() { tr.Close(); pc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := tr.Dial(ctx, addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{http3.NextProtoH3}}, &quic.Config{MaxIdleTimeout: 30 * time.Second})
+	if err != nil {
+		return false
+	}
+	cc := (&http3.Transport{}).NewClientConn(c)
+	// Not the dial's context: cancelling a request would reset its stream.
+	req, _ := http.NewRequest(http.MethodGet, "https://web.test/big.bin", nil)
+	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		return false
+	}
+	mc.muted.Store(true)
+	_ = resp // its body is never read
+	return true
+}
+
+// attackH2 opens an HTTP/2 connection from src, asks for the large file
+// and then reads nothing and opens no window: the answer stops at the
+// stream's initial 64 KB.
+func attackH2(t *testing.T, src net.IP, addr net.Addr) bool {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second}
+	raw, err := d.Dial("tcp", addr.String())
+	if err != nil {
+		return false
+	}
+	t.Cleanup(func() { raw.Close() })
+	tc := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	tc.SetDeadline(time.Now().Add(5 * time.Second))
+	if tc.Handshake() != nil {
+		return false
+	}
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "web.test"}, {":path", "/big.bin"}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	fr := http2.NewFramer(tc, tc)
+	if _, err := tc.Write([]byte(http2.ClientPreface)); err != nil {
+		return false
+	}
+	if fr.WriteSettings() != nil || fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true}) != nil {
+		return false
+	}
+	// The first frames back: the server's answer has begun.
+	_, err = io.ReadAtLeast(tc, make([]byte, 512), 1)
+	return err == nil
+}
+
+// getH3 fetches the small page over a new HTTP/3 connection from
+// 127.0.0.1, and keeps the connection open (the Closer).
+func getH3(addr net.Addr) (io.Closer, error) {
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	tr := &quic.Transport{Conn: pc}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := tr.Dial(ctx, addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{http3.NextProtoH3}}, &quic.Config{MaxIdleTimeout: 30 * time.Second})
+	if err == nil {
+		err = fetch(ctx, (&http3.Transport{}).NewClientConn(c))
+	}
+	if err != nil {
+		tr.Close()
+		pc.Close()
+		return nil, err
+	}
+	return closers{tr, pc}, nil
+}
+
+// getH2 fetches the small page over a new HTTP/2 connection, and keeps
+// the connection open.
+func getH2(addr net.Addr) (io.Closer, error) {
+	tr := &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := fetchURL(ctx, tr, "https://"+addr.String()+"/"); err != nil {
+		tr.CloseIdleConnections()
+		return nil, err
+	}
+	return closerFunc(func() error { tr.CloseIdleConnections(); return nil }), nil
+}
+
+func fetch(ctx context.Context, rt http.RoundTripper) error {
+	return fetchURL(ctx, rt, "https://web.test/")
+}
+
+func fetchURL(ctx context.Context, rt http.RoundTripper, url string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && (resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte("ok"))) {
+		err = fmt.Errorf("%s: %q", resp.Status, b)
+	}
+	return err
+}
+
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	for _, c := range cs {
+		c.Close()
+	}
+	return nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// TestDNSStreamKeepsConnectionAlive: a web listener's HTTP/3 connection
+// used only for DNS streams, one every 150 ms for three idle timeouts,
+// stays open and answers them all (its idle timer counted HTTP requests
+// only, so it was closed as idle mid-use, losing the query in flight);
+// with nothing in flight it is closed as idle after all.
+func TestDNSStreamKeepsConnectionAlive(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>ok</html>"), 0o644))
+	const idle = 400 * time.Millisecond
+	ts := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{Web: "127.0.0.1:0"}
+		c.Web.Roots = map[string]string{"*": dir}
+		c.Limits.IdleTimeout = idle
+	})
+	c, err := dialQUIC(t, net.IPv4(127, 0, 0, 1), ts.Addr("web"), "h3")
+	require.NoError(t, err)
+	q := query("stream.example")
+	q.Id = 0
+	wire, _ := q.Pack()
+	signal, _ := dnswire.AppendDNSStreamQuery(nil, wire)
+	for i := range 8 {
+		str, err := c.OpenStreamSync(context.Background())
+		require.NoError(t, err, "stream %d", i)
+		str.Write(signal)
+		str.Close()
+		str.SetReadDeadline(time.Now().Add(3 * time.Second))
+		out, err := io.ReadAll(str)
+		require.NoError(t, err, "answer %d", i)
+		r := new(dns.Msg)
+		require.NoError(t, r.Unpack(out[2:]))
+		require.NotEmpty(t, r.Answer)
+		time.Sleep(150 * time.Millisecond)
+	}
+	requireClosedWith(t, c, 0x100) // H3_NO_ERROR: idle at last
+}
+
+// TestUniStreamsHeldNoLonger: unidirectional streams that send one
+// octet of a two-octet stream type were held until the connection ended
+// (+0.42 MiB a connection with 99 of them). On the web listener such a
+// stream is refused once handshake_timeout has passed; on every QUIC
+// listener a client may hold at most 16 open at once.
+func TestUniStreamsHeldNoLonger(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>ok</html>"), 0o644))
+	ts := start(t, func(c *server.Config) {
+		c.Listen.Web = "127.0.0.1:0"
+		c.Web.Roots = map[string]string{"*": dir}
+		c.Limits.HandshakeTimeout = 300 * time.Millisecond
+	})
+	c, err := dialQUIC(t, net.IPv4(127, 0, 0, 1), ts.Addr("web"), "h3")
+	require.NoError(t, err)
+	var strs []*quic.SendStream
+	for range 10 {
+		str, err := c.OpenUniStream()
+		require.NoError(t, err)
+		_, err = str.Write([]byte{0x40}) // the first octet of a two-octet varint
+		require.NoError(t, err)
+		strs = append(strs, str)
+	}
+	time.Sleep(testutil.Scaled(time.Second))
+	for i, str := range strs {
+		_, err := str.Write([]byte{0x21})
+		var se *quic.StreamError
+		require.ErrorAs(t, err, &se, "stream %d: still read", i)
+		require.Equal(t, quic.StreamErrorCode(0x103), se.ErrorCode) // H3_STREAM_CREATION_ERROR
+	}
+	require.NoError(t, c.Context().Err(), "the connection goes on")
+
+	c, err = dialQUIC(t, net.IPv4(127, 0, 0, 1), ts.Addr("doh3"), "h3")
+	require.NoError(t, err)
+	opened := 0
+	for range 100 {
+		str, err := c.OpenUniStream()
+		if err != nil {
+			break
+		}
+		str.Write([]byte{0x40})
+		opened++
+	}
+	require.Equal(t, 16, opened, "held streams are capped")
 }

@@ -1,20 +1,17 @@
 package server
 
 import (
-	"bytes"
 	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
-	"gopkg.in/yaml.v3"
 
+	"github.com/doxlab/doxlab/internal/specfile"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -36,6 +33,7 @@ type Config struct {
 	Faults      Faults  `yaml:"faults"`
 	Limits      Limits  `yaml:"limits"`
 	Web         Web     `yaml:"web"`
+	ODoH        ODoH    `yaml:"odoh"`
 	// Records is a file that receives one JSON line per query (and per
 	// connection); "-" is standard output. Empty writes none.
 	Records string `yaml:"records"`
@@ -194,8 +192,10 @@ type Faults struct {
 // values mean the defaults given.
 type Limits struct {
 	// MaxConns is the connection limit of each stream or QUIC listener;
-	// default 1000. At the limit a new connection closes the one idle
-	// longest (no query in flight); with none idle it is refused.
+	// default 1000. At the limit a new connection closes a stalled one
+	// (see StallTimeout) or the one idle longest (no query in flight),
+	// else a busy one of the network holding the most; with none to
+	// close it is refused.
 	MaxConns int `yaml:"max_conns"`
 	// MaxConnsPerSource is the most connections one client address (an
 	// IPv6 /64) may hold on a listener; default max_conns/10.
@@ -206,7 +206,13 @@ type Limits struct {
 	// and first query, and a query once begun has to arrive whole (TCP,
 	// DoT, DoQ; DoH's handshake, headers and body); default 3 s.
 	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
-	MaxMsg           int           `yaml:"max_msg"` // largest query accepted; default 65535
+	// StallTimeout is how long an answer may wait for the client to take
+	// it (a write blocked: its receive window or congestion window closed,
+	// its acknowledgements withheld) before its connection counts as
+	// stalled, not answering: the first to be closed at the connection
+	// limit; default 3 s.
+	StallTimeout time.Duration `yaml:"stall_timeout"`
+	MaxMsg       int           `yaml:"max_msg"` // largest query accepted; default 65535
 	// MaxConnBuffer bounds the octets of unfinished queries one DoQ
 	// connection may hold; default 256 KiB. Beyond it the connection is
 	// closed with DOQ_EXCESSIVE_LOAD.
@@ -230,6 +236,55 @@ type Web struct {
 	// listener's port. NoOrigin announces none (docs/origin.md).
 	Origins  []string `yaml:"origins"`
 	NoOrigin bool     `yaml:"no_origin"`
+	// ECH serves Encrypted Client Hello (RFC 9849) on HTTP/3 and HTTP/2.
+	ECH ECH `yaml:"ech"`
+}
+
+// ODoH makes the DoH endpoints an Oblivious DoH target, proxy or both
+// (RFC 9230; docs/privacy.md): on the web listener over HTTP/3 and
+// HTTP/2, on doh3, and on doh over HTTP/1.1 (its HTTP/2 is DoH's own).
+// A POST of application/oblivious-dns-message to doh_path is relayed
+// when it names targethost and targetpath, and answered otherwise.
+type ODoH struct {
+	// Target opens queries sealed to its key, answers them as DoH would,
+	// and publishes its config at /.well-known/odohconfigs.
+	Target bool `yaml:"target"`
+	// KeyFile holds the target key's 32-octet seed, created if missing,
+	// so a restart keeps the config. Empty: a fresh key each start.
+	KeyFile string `yaml:"key_file"`
+	// Proxy relays sealed queries to the targets ProxyTargets names
+	// (host or host:port; "*" relays anywhere, an open relay).
+	Proxy        bool     `yaml:"proxy"`
+	ProxyTargets []string `yaml:"proxy_targets"`
+	// ProxyHTTP is the proxy's HTTP version towards targets: "2"
+	// (default) or "3". Connections to a target are kept and reused.
+	ProxyHTTP string `yaml:"proxy_http"`
+	// ProxyCA is a PEM file to verify targets with, beside ProxyRoots;
+	// default the system roots.
+	ProxyCA    string         `yaml:"proxy_ca"`
+	ProxyRoots *x509.CertPool `yaml:"-" json:"-"`
+	// ProxyTimeout bounds one relayed exchange; default 5s.
+	ProxyTimeout time.Duration `yaml:"proxy_timeout"`
+	// ProxyOpenSockets, if set, opens the proxy's sockets to targets (a
+	// server in a testbed host: see Answers.ForwardOpenSockets).
+	ProxyOpenSockets func(open func() error) error `yaml:"-" json:"-"`
+}
+
+// ECH is the web listener's Encrypted Client Hello (docs/privacy.md).
+// The current config is published as ech= in every ServiceMode HTTPS
+// record of the server's own data and sent as the retry config to a
+// client whose config is stale; the one before it is still accepted.
+type ECH struct {
+	// PublicName is the name the outer ClientHello carries, which the
+	// network sees instead of the site's (the certificate covers it: a
+	// generated one includes it). ECH is on when it is set.
+	PublicName string `yaml:"public_name"`
+	// KeyFile holds the key's 32-octet seed, created if missing, so a
+	// restart publishes the same config. Empty: a fresh key each start.
+	KeyFile string `yaml:"key_file"`
+	// Rotate makes a new key this often (keys made by rotation live in
+	// memory only). Zero: never.
+	Rotate time.Duration `yaml:"rotate"`
 }
 
 // LoadConfig reads a YAML config (ReadConfig) and checks it whole
@@ -255,13 +310,8 @@ func ReadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		// yaml.v3 lists errors on several lines; one line names them all.
-		msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
-		msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
-		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(msg, "yaml: "))
+	if err := specfile.Decode(path, b, &c).Err(); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
@@ -318,6 +368,20 @@ func (c *Config) Validate() error {
 	if c.Faults.DelayEveryBy == 0 {
 		c.Faults.DelayEveryBy = time.Second
 	}
+	if e := c.Web.ECH; e.PublicName != "" || e.KeyFile != "" || e.Rotate != 0 {
+		if l.Web == "" {
+			return fmt.Errorf("web.ech: needs listen.web")
+		}
+		if _, ok := dns.IsDomainName(e.PublicName); !ok || e.PublicName == "" || net.ParseIP(e.PublicName) != nil {
+			return fmt.Errorf("web.ech.public_name: %q is not a DNS name (RFC 9849 §4 wants one, not an address)", e.PublicName)
+		}
+		if e.Rotate < 0 || (e.Rotate > 0 && e.Rotate < time.Second) {
+			return fmt.Errorf("web.ech.rotate: %v: want 0 (never) or at least 1s", e.Rotate)
+		}
+	}
+	if err := c.ODoH.validate(l); err != nil {
+		return err
+	}
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		return fmt.Errorf("tls: cert and key go together")
 	}
@@ -347,6 +411,9 @@ func (c *Config) Validate() error {
 	}
 	if lim.HandshakeTimeout <= 0 {
 		lim.HandshakeTimeout = 3 * time.Second
+	}
+	if lim.StallTimeout <= 0 {
+		lim.StallTimeout = 3 * time.Second
 	}
 	if lim.MaxConnBuffer <= 0 {
 		lim.MaxConnBuffer = 256 << 10

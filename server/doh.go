@@ -19,8 +19,10 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/internal/h3ext"
 	"github.com/doxlab/doxlab/internal/h3server"
+	"github.com/doxlab/doxlab/internal/odoh"
 )
 
 type quicConnKey struct{}
@@ -30,24 +32,7 @@ type quicConnKey struct{}
 func (s *Server) dohHandler(listener string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		received := time.Now()
-		rec := &Record{Listener: listener, Remote: r.RemoteAddr}
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-			rec.Local = la.String()
-		}
-		switch r.ProtoMajor {
-		case 3:
-			rec.Transport = "doh3"
-		case 2:
-			rec.Transport = "doh2"
-		default:
-			rec.Transport = "doh1"
-		}
-		if c, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
-			quicFacts(rec, c)
-			rec.Local = c.LocalAddr().String()
-		} else if r.TLS != nil {
-			tlsFacts(rec, *r.TLS)
-		}
+		rec := httpRecord(listener, r)
 		q, asJSON, err := dnswire.ParseDoHRequest(r)
 		if reason, he := s.dohRefusal(q, asJSON, err); he != nil {
 			rec.Kind, rec.Error = "query", he.Error()
@@ -71,6 +56,30 @@ func (s *Server) dohHandler(listener string) http.HandlerFunc {
 		w.Header().Set("Content-Type", ctype)
 		w.Write(body)
 	}
+}
+
+// httpRecord is the record of a request's query: listener, addresses,
+// transport by HTTP version (doh1, doh2, doh3) and connection facts.
+func httpRecord(listener string, r *http.Request) *Record {
+	rec := &Record{Listener: listener, Remote: r.RemoteAddr}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		rec.Local = la.String()
+	}
+	switch r.ProtoMajor {
+	case 3:
+		rec.Transport = "doh3"
+	case 2:
+		rec.Transport = "doh2"
+	default:
+		rec.Transport = "doh1"
+	}
+	if c, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
+		quicFacts(rec, c)
+		rec.Local = c.LocalAddr().String()
+	} else if r.TLS != nil {
+		tlsFacts(rec, *r.TLS)
+	}
+	return rec
 }
 
 // dohRefusal is why a parsed DoH request gets no answer, on any HTTP
@@ -146,9 +155,22 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler, web bool, origins
 		return err
 	}
 	lim := s.cfg.Limits
+	var outer *echOuter
+	tlsConf := s.tcpTLS("h2", "http/1.1")
+	if web && s.ech != nil {
+		outer = &echOuter{}
+		tlsConf = s.withECH(tlsConf, outer)
+	}
 	srv := &http.Server{
-		Handler:     h,
-		TLSConfig:   s.tcpTLS("h2", "http/1.1"),
+		Handler: stallHandler(h),
+		// The request's connection, for its slot (stallHandler).
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if sc := stallOf(c); sc != nil {
+				return context.WithValue(ctx, stallKey{}, sc)
+			}
+			return ctx
+		},
+		TLSConfig:   tlsConf,
 		IdleTimeout: lim.IdleTimeout,
 		// The TLS handshake, a request's headers and its body each have
 		// handshake_timeout: a POST that never sends its body, or
@@ -168,14 +190,14 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler, web bool, origins
 	srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
 		http2.NextProtoTLS: func(hs *http.Server, tc *tls.Conn, h http.Handler) {
 			if web {
-				serveH2(h2, hs, tc, h, h2Origin)
+				serveH2(h2, hs, tc, h, h2Origin, outer.get(tc.NetConn()))
 			} else {
 				s.serveDoH2(name, hs, tc)
 			}
 		},
 	}
 	s.track(name, ln.Addr(), srv)
-	s.goServe(func() { srv.Serve(tlsListener{ln, srv.TLSConfig, s, name, web, origins}) })
+	s.goServe(func() { srv.Serve(tlsListener{ln, srv.TLSConfig, s, name, web, origins, outer}) })
 	return nil
 }
 
@@ -190,6 +212,7 @@ type tlsListener struct {
 	// origins are announced in an ORIGIN frame on each HTTP/2
 	// connection; its conn record lists them.
 	origins []string
+	outer   *echOuter // the outer names of ECH handshakes, with web.ech
 }
 
 func (l tlsListener) Accept() (net.Conn, error) {
@@ -197,12 +220,13 @@ func (l tlsListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	c = newStallConn(c) // its slot is set once net/http admits it
 	if !l.web {
 		c = &batchConn{Conn: c} // for doh2Conn
 	}
 	tc := tls.Server(c, l.conf)
 	if l.s.rec != nil {
-		go l.record(tc, time.Now())
+		go l.record(tc, c, time.Now())
 	}
 	return tc, nil
 }
@@ -210,9 +234,21 @@ func (l tlsListener) Accept() (net.Conn, error) {
 // record waits for the handshake net/http runs (a second Handshake call
 // waits for the first and returns its result; net/http's deadline
 // bounds both) and writes the connection's record.
-func (l tlsListener) record(tc *tls.Conn, start time.Time) {
+func (l tlsListener) record(tc *tls.Conn, c net.Conn, start time.Time) {
 	err := tc.Handshake()
-	rec := &Record{Kind: "conn", Listener: l.name, Remote: tc.RemoteAddr().String(), Local: tc.LocalAddr().String(), HandshakeMs: ms(time.Since(start))}
+	handshake := ms(time.Since(start))
+	e := l.outer.get(c)
+	if e != nil {
+		// HTTP/2 tells GREASE from a rejection at its first read (recordConn).
+		if err == nil && !tc.ConnectionState().ECHAccepted && tc.ConnectionState().NegotiatedProtocol == "h2" {
+			e.wait(nil, nil)
+		}
+		l.outer.m.Delete(c)
+		if err != nil {
+			e.settle(isECHRequired(err))
+		}
+	}
+	rec := &Record{Kind: "conn", Listener: l.name, Remote: tc.RemoteAddr().String(), Local: tc.LocalAddr().String(), HandshakeMs: handshake}
 	cs := tc.ConnectionState()
 	tlsFacts(rec, cs)
 	rec.Transport = httpLabel(l.web, cs.NegotiatedProtocol)
@@ -221,6 +257,10 @@ func (l tlsListener) record(tc *tls.Conn, start time.Time) {
 	}
 	if err != nil {
 		rec.Error = err.Error()
+	}
+	echFacts(rec, e, cs.ECHAccepted)
+	if err == nil && rec.ECH == ech.Rejected {
+		rec.Error = "the client aborted: encrypted client hello required"
 	}
 	l.s.record(rec)
 }
@@ -243,7 +283,7 @@ func httpLabel(web bool, alpn string) string {
 // no request in flight (StateIdle, or new) may be closed to make room.
 func (s *Server) limitConns(listener string) func(net.Conn, http.ConnState) {
 	lim := s.cfg.Limits
-	conns := newPool(lim.MaxConns, lim.MaxConnsPerSource)
+	conns := newPool(lim.MaxConns, lim.MaxConnsPerSource, lim.StallTimeout)
 	type state struct {
 		sl     *slot
 		active bool
@@ -263,6 +303,9 @@ func (s *Server) limitConns(listener string) func(net.Conn, http.ConnState) {
 			if sl == nil {
 				c.Close()
 				return
+			}
+			if sc := stallOf(c); sc != nil {
+				sc.sl.Store(sl)
 			}
 			mu.Lock()
 			admitted[c] = &state{sl: sl}
@@ -294,8 +337,17 @@ func (s *Server) limitConns(listener string) func(net.Conn, http.ConnState) {
 
 func (s *Server) dohMux(listener string) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc(s.cfg.DoHPath, s.dohHandler(listener))
+	s.handleDoH(mux, listener)
 	return mux
+}
+
+// handleDoH puts the DoH endpoint on mux, with Oblivious DoH's target,
+// proxy and configs when configured (odoh.go).
+func (s *Server) handleDoH(mux *http.ServeMux, listener string) {
+	mux.Handle(s.cfg.DoHPath, s.oblivious(listener, s.dohHandler(listener)))
+	if s.odoh != nil {
+		mux.HandleFunc(odoh.ConfigsPath, s.odohConfigs)
+	}
 }
 
 // serveDoH answers DoH over HTTP/1.1 and HTTP/2, announcing its DoH/3
@@ -338,7 +390,11 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 	if web {
 		label = "h3"
 	}
-	eln, err := s.listenQUIC(name, addr, s.id.tlsConfig(http3.NextProtoH3), nil)
+	tlsConf := s.id.tlsConfig(http3.NextProtoH3)
+	if web {
+		tlsConf = s.withECH(tlsConf, nil)
+	}
+	eln, err := s.listenQUIC(name, addr, tlsConf, nil)
 	if err != nil {
 		return err
 	}
@@ -358,6 +414,7 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 					b.begin() // no body to wait for, nor to cancel
 				}
 				r.Body = b
+				w = stallWriter{ResponseWriter: w, sl: sl}
 			}
 		}
 		h.ServeHTTP(w, r)
@@ -367,7 +424,8 @@ func (s *Server) serveHTTP3(name, addr string, h http.Handler, web bool) error {
 	if web {
 		// The web listener's HTTP/3 is doxlab's own, so that its ORIGIN
 		// frame goes on the control stream (docs/origin.md).
-		cfg := &h3server.Config{Handler: handler, IdleTimeout: s.cfg.Limits.IdleTimeout, MaxHeaderBytes: maxHeaderBytes}
+		cfg := &h3server.Config{Handler: handler, IdleTimeout: s.cfg.Limits.IdleTimeout, MaxHeaderBytes: maxHeaderBytes,
+			StreamTimeout: s.cfg.Limits.HandshakeTimeout}
 		if dnsStreams {
 			cfg.Settings = map[uint64]uint64{dnswire.DNSStreamSetting: 1}
 		}
@@ -450,6 +508,7 @@ func (s *Server) serveH3Conn(c *quic.Conn, sl *slot, name string, dnsStreams boo
 		if err != nil {
 			return
 		}
+		connInfo(c).ech.Load().settle(false) // a request: not an ECH rejection
 		// As for DoQ: the handshake's state when the stream is accepted.
 		received, done := time.Now(), handshakeDone(c)
 		d.open.Add(1)
@@ -461,6 +520,11 @@ func (s *Server) serveH3Conn(c *quic.Conn, sl *slot, name string, dnsStreams boo
 			str.SetReadDeadline(received.Add(s.cfg.Limits.HandshakeTimeout))
 			str.SetWriteDeadline(received.Add(s.cfg.Limits.IdleTimeout))
 			if dnsStreams && d.isDNSStream(str) {
+				// A DNS stream in flight keeps the connection from its
+				// HTTP/3 idle timeout, as a request does.
+				if h, ok := hc.(interface{ Hold() func() }); ok {
+					defer h.Hold()()
+				}
 				d.streamDone(received, d.serveStream(str, received, done))
 				return
 			}

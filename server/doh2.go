@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/internal/odoh"
 )
 
 // HTTP/2 limits of the DoH listener.
@@ -80,6 +82,7 @@ type h2stream struct {
 	deadline            time.Time // the request must be whole by then
 	sendWin, recvWin    int64
 	pending             []byte // answer octets waiting for window
+	waiting             bool   // pending waits for the client's window: a write under way for the slot
 	busy                bool   // a worker has the query
 	reset               bool   // the client reset it: a worker's answer is dropped
 	head                bool
@@ -486,8 +489,16 @@ func (d *doh2Conn) data(f *http2.DataFrame) (http2.ErrCode, string) {
 func (d *doh2Conn) complete(st *h2stream) {
 	st.completeAt = time.Now()
 	path, rawQuery, _ := strings.Cut(st.path, "?")
+	if d.s.odoh != nil && path == odoh.ConfigsPath && st.method == http.MethodGet {
+		d.respond(st, http.StatusOK, "application/octet-stream", 86400, odoh.MarshalConfigs(d.s.odoh.Config))
+		return
+	}
 	if path != d.s.cfg.DoHPath {
 		d.respond(st, http.StatusNotFound, "text/plain; charset=utf-8", -1, []byte("404 page not found\n"))
+		return
+	}
+	if d.s.isODoH(st.ctype) {
+		d.oblivious(st, rawQuery)
 		return
 	}
 	q, asJSON, err := dnswire.ParseDoH(dnswire.DoHRequest{Method: st.method, RawQuery: rawQuery, ContentType: st.ctype, ContentLength: st.clen, Body: st.body})
@@ -500,11 +511,18 @@ func (d *doh2Conn) complete(st *h2stream) {
 		d.answer(st, id, asJSON, d.s.handle(d.ctx, q, &rec, st.completeAt))
 		return
 	}
+	var resp *dns.Msg
+	d.onWorker(st, func() { resp = d.s.handle(d.ctx, q, &rec, st.completeAt) }, func() { d.answer(st, id, asJSON, resp) })
+}
+
+// onWorker runs work on a worker, then write under the lock, unless the
+// connection closed or the client reset the stream meanwhile.
+func (d *doh2Conn) onWorker(st *h2stream, work, write func()) {
 	st.busy = true
 	d.wg.Add(1)
 	d.s.workers.run(func() {
 		defer d.wg.Done()
-		resp := d.s.handle(d.ctx, q, &rec, st.completeAt)
+		work()
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		st.busy = false
@@ -515,9 +533,48 @@ func (d *doh2Conn) complete(st *h2stream) {
 			d.doneLocked(st)
 			return
 		}
-		d.answer(st, id, asJSON, resp)
+		write()
 		d.flushLocked()
 	})
+}
+
+// oblivious hands an ODoH message to the target or the proxy (odoh.go)
+// on a worker, as net/http would: the relay waits on its target.
+func (d *doh2Conn) oblivious(st *h2stream, rawQuery string) {
+	r := &http.Request{Method: st.method, URL: &url.URL{Path: d.s.cfg.DoHPath, RawQuery: rawQuery}, Proto: "HTTP/2.0", ProtoMajor: 2,
+		Header: http.Header{"Content-Type": {st.ctype}}, Body: io.NopCloser(bytes.NewReader(st.body)), ContentLength: int64(len(st.body)),
+		RemoteAddr: d.base.Remote, Host: d.tc.LocalAddr().String()}
+	cs := d.tc.ConnectionState()
+	r.TLS = &cs
+	r = r.WithContext(context.WithValue(d.ctx, http.LocalAddrContextKey, d.tc.LocalAddr()))
+	w := &bufferedResponse{header: http.Header{}}
+	d.onWorker(st, func() { d.s.oblivious(d.name, nil).ServeHTTP(w, r) }, func() {
+		var extra []hpack.HeaderField
+		for _, k := range []string{"Cache-Control", "Server-Timing"} {
+			if v := w.header.Get(k); v != "" {
+				extra = append(extra, hpack.HeaderField{Name: strings.ToLower(k), Value: v})
+			}
+		}
+		d.respond(st, w.status, w.header.Get("Content-Type"), -1, w.body.Bytes(), extra...)
+	})
+}
+
+// bufferedResponse keeps a handler's response for doh2Conn to write.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+func (b *bufferedResponse) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return b.body.Write(p)
 }
 
 // answer writes a query's answer; a nil answer is dropped (faults): the
@@ -545,10 +602,13 @@ func (d *doh2Conn) fail(st *h2stream, reason Reason, he *dnswire.HTTPError) {
 }
 
 // respond frames a response: HEADERS, then DATA as the windows allow.
-func (d *doh2Conn) respond(st *h2stream, status int, ctype string, maxAge int, body []byte) {
+func (d *doh2Conn) respond(st *h2stream, status int, ctype string, maxAge int, body []byte, extra ...hpack.HeaderField) {
 	d.hbuf.Reset()
 	d.henc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
 	d.henc.WriteField(hpack.HeaderField{Name: "content-type", Value: ctype})
+	for _, f := range extra {
+		d.henc.WriteField(f)
+	}
 	if maxAge >= 0 {
 		d.henc.WriteField(hpack.HeaderField{Name: "cache-control", Value: "max-age=" + strconv.Itoa(maxAge)})
 	}
@@ -572,12 +632,22 @@ func (d *doh2Conn) respond(st *h2stream, status int, ctype string, maxAge int, b
 	d.cut()
 }
 
-// sendData sends what the windows allow of a stream's answer.
+// sendData sends what the windows allow of a stream's answer. An answer
+// waiting for the client's window counts as a write under way, so a
+// client that never opens one leaves its connection stalled (pool).
 func (d *doh2Conn) sendData(st *h2stream) {
 	for len(st.pending) > 0 {
 		n := min(int64(len(st.pending)), st.sendWin, d.sendWin, int64(d.maxFrame))
 		if n <= 0 {
+			if !st.waiting {
+				st.waiting = true
+				d.slot().writeBegin()
+			}
 			return
+		}
+		if st.waiting { // the client opened its window: progress
+			st.waiting = false
+			d.slot().writeEnd()
 		}
 		end := n == int64(len(st.pending))
 		d.wfr.WriteData(st.id, end, st.pending[:n])
@@ -612,8 +682,20 @@ func (d *doh2Conn) resetLocked(id uint32, code http2.ErrCode) {
 	}
 }
 
+// slot is the connection's slot in its listener's pool, nil if none.
+func (d *doh2Conn) slot() *slot {
+	if sc := stallOf(d.tc); sc != nil {
+		return sc.sl.Load()
+	}
+	return nil
+}
+
 // doneLocked forgets a stream; the connection is idle when none is left.
 func (d *doh2Conn) doneLocked(st *h2stream) {
+	if st.waiting {
+		st.waiting = false
+		d.slot().writeEnd()
+	}
 	if d.streams[st.id] != st {
 		return
 	}
@@ -651,11 +733,14 @@ func (d *doh2Conn) flushLocked() bool {
 // TLS writes until flush: several records, one write. Up to h2FlushAt
 // octets wait; more are written at once.
 type batchConn struct {
-	net.Conn
-	mu      sync.Mutex
-	holding bool
-	buf     []byte
+	net.Conn // a stallConn
+	mu       sync.Mutex
+	holding  bool
+	buf      []byte
 }
+
+// NetConn is the connection under c.
+func (c *batchConn) NetConn() net.Conn { return c.Conn }
 
 func (c *batchConn) hold(on bool) {
 	c.mu.Lock()

@@ -233,7 +233,9 @@ func (d *doqConn) serveStream(str *quic.Stream, received time.Time, doneAtAccept
 		out, _ = dnswire.AppendPrefixed(nil, out)
 	}
 	str.SetWriteDeadline(time.Now().Add(s.cfg.Limits.IdleTimeout))
+	d.sl.writeBegin()
 	str.Write(out)
+	d.sl.writeEnd()
 	str.Close()
 	end() // answered: the connection may be idle again
 	if prefixed {
@@ -281,13 +283,21 @@ func (d *doqConn) readQuery(str *quic.Stream, prefixed bool) ([]byte, error) {
 			return nil, dnswire.Malformed("length prefix %d is shorter than a DNS header", want)
 		}
 	}
-	// Room for a typical query; doubled as more arrives, never beyond want.
-	buf := make([]byte, 0, min(want, 512))
+	// A prefixed message may be followed by nothing (RFC 9250 §4.2): the
+	// reads take one octet more where it has arrived already (a second
+	// query written with the first), so the stream is refused before it
+	// is answered; what arrives later is checked after the answer.
+	limit := want
+	if prefixed {
+		limit++
+	}
+	// Room for a typical query; doubled as more arrives, never beyond limit.
+	buf := make([]byte, 0, min(limit, 512))
 	for len(buf) < want {
 		if len(buf) == cap(buf) {
-			buf = append(buf[:cap(buf)], make([]byte, min(cap(buf), want-cap(buf)))...)[:len(buf)]
+			buf = append(buf[:cap(buf)], make([]byte, min(cap(buf), limit-cap(buf)))...)[:len(buf)]
 		}
-		n, err := str.Read(buf[len(buf):min(cap(buf), want)])
+		n, err := str.Read(buf[len(buf):min(cap(buf), limit)])
 		if n > 0 {
 			held += int64(n)
 			if d.buffered.Add(int64(n)) > int64(d.s.cfg.Limits.MaxConnBuffer) {
@@ -304,6 +314,9 @@ func (d *doqConn) readQuery(str *quic.Stream, prefixed bool) ([]byte, error) {
 			}
 			return buf, err
 		}
+	}
+	if len(buf) > want {
+		return buf[:want], dnswire.Malformed("more than one message on a stream")
 	}
 	return buf, nil
 }

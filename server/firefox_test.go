@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -107,19 +108,7 @@ func firefoxLoad(t *testing.T, noOrigin, h3 bool) firefoxResult {
 		c.Web.NoOrigin = noOrigin
 	})
 	defer ts.Close() // the next load binds the same ports
-	prof := t.TempDir()
-	out, err := exec.Command(certutil, "-N", "-d", "sql:"+prof, "--empty-password").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	out, err = exec.Command(certutil, "-A", "-n", "doxlab", "-t", "C,,", "-i", ca.CAFile, "-d", "sql:"+prof).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.NoError(t, os.WriteFile(filepath.Join(prof, "user.js"), []byte(firefoxPrefs("https://127.0.0.1:"+dohPort+"/dns-query", h3)), 0o644))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, firefox, "--headless", "--no-remote", "--profile", prof, "--screenshot", filepath.Join(prof, "shot.png"), "https://page.test:"+webPort+"/")
-	cmd.Env = append(os.Environ(), "HOME="+prof, "MOZ_CRASHREPORTER_DISABLE=1")
-	out, err = cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.FileExists(t, filepath.Join(prof, "shot.png"), "the page loaded")
+	firefoxShot(t, firefox, certutil, ca.CAFile, firefoxPrefs("https://127.0.0.1:"+dohPort+"/dns-query", h3), "https://page.test:"+webPort+"/")
 	ts.Settle(context.Background())
 	res := firefoxResult{conns: map[string]int{}}
 	for _, r := range ts.records("query", "") {
@@ -135,6 +124,63 @@ func firefoxLoad(t *testing.T, noOrigin, h3 bool) firefoxResult {
 		}
 	}
 	return res
+}
+
+// firefoxShot loads url in headless Firefox ESR with a new profile that
+// trusts caFile and holds prefs (user.js), as a screenshot: the page
+// loaded when the screenshot exists.
+func firefoxShot(t *testing.T, firefox, certutil, caFile, prefs, url string) {
+	t.Helper()
+	prof := t.TempDir()
+	out, err := exec.Command(certutil, "-N", "-d", "sql:"+prof, "--empty-password").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(certutil, "-A", "-n", "doxlab", "-t", "C,,", "-i", caFile, "-d", "sql:"+prof).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.WriteFile(filepath.Join(prof, "user.js"), []byte(prefs), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, firefox, "--headless", "--no-remote", "--profile", prof, "--screenshot", filepath.Join(prof, "shot.png"), url)
+	cmd.Env = append(os.Environ(), "HOME="+prof, "MOZ_CRASHREPORTER_DISABLE=1")
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.FileExists(t, filepath.Join(prof, "shot.png"), "the page loaded")
+}
+
+// TestFirefoxUsesECH loads a page over HTTP/2 in Firefox ESR, its DNS
+// over TRR to doxlab's DoH listener (Firefox uses ECH configs only from
+// HTTPS records it got over TRR), through a relay that keeps what the
+// network sees: the outer ClientHello names only web.ech's public name,
+// and the server records ECH accepted with the page's name inside.
+func TestFirefoxUsesECH(t *testing.T) {
+	firefox := testutil.Need(t, "firefox-esr", "apt-get install firefox-esr")
+	certutil := testutil.Need(t, "certutil", "apt-get install libnss3-tools")
+	ca := testutil.NewCA(t, "page.test", "public.test")
+	site := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(site, "index.html"), []byte("<!doctype html><title>ech</title><p>inner"), 0o644))
+	webAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	w := testutil.Relay(t, webAddr)
+	ts := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{Web: webAddr, DoH: "127.0.0.1:0"}
+		c.TLS.Cert, c.TLS.Key = ca.CertFile, ca.KeyFile
+		c.Answers.Any = ""
+		c.Answers.Static = []string{"page.test. 60 IN A 127.0.0.1", "_" + w.Port() + "._https.page.test. 60 IN HTTPS 1 page.test. alpn=h2"}
+		c.Web.Roots = map[string]string{"page.test": site}
+		c.Web.ECH.PublicName = "public.test"
+	})
+	prefs := firefoxPrefs("https://127.0.0.1:"+ts.port("doh")+"/dns-query", false) +
+		`user_pref("network.dns.echconfig.enabled", true);` + "\n" + `user_pref("network.dns.use_https_rr_as_altsvc", true);` + "\n"
+	firefoxShot(t, firefox, certutil, ca.CAFile, prefs, "https://page.test:"+w.Port()+"/")
+	ts.Settle(context.Background())
+	web := ts.records("conn", "h2")
+	require.NotEmpty(t, web, "the page came over HTTP/2")
+	for _, r := range web {
+		require.Equal(t, "accepted", r.ECH, "%+v", r)
+		require.Equal(t, "public.test", r.OuterSNI)
+		require.Equal(t, "page.test", r.SNI)
+	}
+	sent := w.FirstFlights()
+	require.True(t, bytes.Contains(sent, []byte("public.test")), "the outer ClientHello names the public name")
+	require.False(t, bytes.Contains(sent, []byte("page.test")), "the page's name went in clear")
 }
 
 // firefoxPrefs keep Firefox to the page: DNS only over TRR to doh,

@@ -46,7 +46,7 @@ func FuzzStreamConn(f *testing.F) {
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		feed(t, in, func(srv net.Conn) {
-			sl, _, _ := newPool(10, 10).admit(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, func() {})
+			sl, _, _, _ := newPool(10, 10, time.Hour).admit(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, func() {})
 			s.serveStreamConn("tcp", srv, false, sl)
 		})
 	})

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"net/http"
@@ -18,8 +19,15 @@ import (
 //
 // x/net's HTTP/2 server is deprecated in favour of net/http's, which
 // cannot serve on a wrapped connection: hence the nolint.
-func serveH2(h2 *http2.Server, hs *http.Server, tc *tls.Conn, h http.Handler, origin []byte) { //nolint:staticcheck
-	h2.ServeConn(&recordConn{Conn: tc, origin: origin}, &http2.ServeConnOpts{BaseConfig: hs, Handler: h}) //nolint:staticcheck
+func serveH2(h2 *http2.Server, hs *http.Server, tc *tls.Conn, h http.Handler, origin []byte, e *echConn) { //nolint:staticcheck
+	// net/http hands TLSNextProto a handler that carries the connection's
+	// context (http.Server.ConnContext's values) as BaseContext, which
+	// x/net's ServeConn reads only through ConfigureServer: passed here.
+	ctx := context.Background()
+	if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
+		ctx = bc.BaseContext()
+	}
+	h2.ServeConn(&recordConn{Conn: tc, origin: origin, ech: e}, &http2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: h}) //nolint:staticcheck
 }
 
 // recordConn passes HTTP/2 frames to its TLS connection, cutting the
@@ -35,6 +43,18 @@ type recordConn struct {
 	// server's first frame, its SETTINGS: x/net's server writes its own
 	// frames only, so it goes in between them here. nil once sent.
 	origin []byte
+	// ech, when the client offered ECH and no key opened it, learns
+	// from the first read whether it goes on (GREASE) or aborts.
+	ech *echConn
+}
+
+func (c *recordConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.ech != nil {
+		c.ech.settle(n == 0 && isECHRequired(err))
+		c.ech = nil
+	}
+	return n, err
 }
 
 // tlsConn is the connection net/http's hooks know this one by.

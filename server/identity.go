@@ -82,21 +82,25 @@ func loadIdentity(c *TLS, names []string) (*identity, error) {
 			return nil, fmt.Errorf("writing tls.cert_out: %w", err)
 		}
 	}
-	key, err := keyFile(c.TicketKeys, 32)
+	key, err := keyFile(c.TicketKeys)
 	if err != nil {
 		return nil, fmt.Errorf("tls.ticket_keys: %w", err)
 	}
 	id.ticketKeys = [][32]byte{[32]byte(key)}
-	if key, err = keyFile(c.TokenKey, 32); err != nil {
+	if key, err = keyFile(c.TokenKey); err != nil {
 		return nil, fmt.Errorf("tls.token_key: %w", err)
 	}
 	id.tokenKey = quic.TokenGeneratorKey(key)
 	return id, nil
 }
 
-// keyFile reads n random octets from path, creating the file if missing;
-// with no path the key is fresh.
-func keyFile(path string, n int) ([]byte, error) {
+// keyOctets is the size of every key and seed the server keeps in a file.
+const keyOctets = 32
+
+// keyFile reads keyOctets random octets from path, creating the file if
+// missing; with no path the key is fresh.
+func keyFile(path string) ([]byte, error) {
+	n := keyOctets
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err == nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+
+	"github.com/doxlab/doxlab/internal/ech"
 )
 
 // The DoQ error codes (RFC 9250 §4.3).
@@ -31,6 +33,8 @@ type quicConnInfo struct {
 	// they no longer change, and quic-go's ConnectionState copies the
 	// whole TLS state, which per query cost DoH/3 8 % of its CPU.
 	tls atomic.Pointer[tlsState]
+	// ech follows the connection when it offered ECH (web.ech).
+	ech atomic.Pointer[echConn]
 }
 
 // tlsState is what a record takes from a QUIC connection's state.
@@ -121,8 +125,12 @@ func (s *Server) listenQUIC(name, addr string, tlsConf *tls.Config, tune func(*q
 	conf := &quic.Config{
 		Allow0RTT:          !s.cfg.QUIC.NoZeroRTT,
 		MaxIncomingStreams: int64(s.cfg.Limits.MaxStreams),
-		MaxIdleTimeout:     s.cfg.Limits.IdleTimeout,
-		Versions:           s.cfg.QUIC.versions(),
+		// HTTP/3 needs three unidirectional streams (control and QPACK),
+		// DoQ none; a few more for GREASE. Each held open costs memory
+		// until the connection ends, so they are few (quic-go allows 100).
+		MaxIncomingUniStreams: maxUniStreams,
+		MaxIdleTimeout:        s.cfg.Limits.IdleTimeout,
+		Versions:              s.cfg.QUIC.versions(),
 		// A connection that never completes its handshake is dropped after
 		// handshake_timeout of silence, not idle_timeout.
 		HandshakeIdleTimeout: s.cfg.Limits.HandshakeTimeout,
@@ -159,6 +167,16 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 			// A client that closes right after its Finished (a one-request
 			// 0-RTT load) ends both at once; select picks either.
 			if !handshakeDone(c) {
+				// A client that got retry configs closes with ech_required:
+				// the rejection is recorded; other aborts are not.
+				if e := connInfo(c).ech.Load(); e != nil {
+					cause := context.Cause(c.Context())
+					e.settle(isECHRequired(cause))
+					rec := &Record{Kind: "conn", Transport: transport, Listener: name, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
+						HandshakeMs: ms(time.Since(connInfo(c).start)), Error: cause.Error()}
+					echFacts(rec, e, false)
+					s.record(rec)
+				}
 				return
 			}
 		}
@@ -166,11 +184,20 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 			time.Sleep(time.Duration(lag))
 		}
 		info := connInfo(c)
+		handshake := ms(time.Since(info.start))
 		cs := c.ConnectionState()
+		e := info.ech.Load()
+		if e != nil && !cs.TLS.ECHAccepted {
+			e.wait(c.Context().Done(), func() bool { return isECHRequired(context.Cause(c.Context())) })
+		}
 		rec := &Record{Kind: "conn", Transport: transport, Listener: name, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
 			Used0RTT: cs.Used0RTT, Retry: info.retry, AddrVerified: info.verified, TokenUsed: info.tokenUsed,
-			HandshakeMs: ms(time.Since(info.start)), Origins: origins}
+			HandshakeMs: handshake, Origins: origins}
 		tlsFacts(rec, cs.TLS)
+		echFacts(rec, e, cs.TLS.ECHAccepted)
+		if rec.ECH == ech.Rejected { // the handshake ended, then the client aborted
+			rec.Error = context.Cause(c.Context()).Error()
+		}
 		s.record(rec)
 	}()
 }
@@ -262,6 +289,10 @@ const (
 	h3MessageError     quic.ApplicationErrorCode = 0x10e
 )
 
+// maxUniStreams is the most unidirectional streams a QUIC client may
+// have open at once.
+const maxUniStreams = 16
+
 // quicListener admits a QUIC listener's connections through a pool (see
 // pool): a refused one is closed with refuse, an idle one closed to make
 // room with evict.
@@ -277,7 +308,7 @@ type quicListener struct {
 func (s *Server) limitQUIC(ln *quic.EarlyListener, name, transport string, refuse, idle quic.ApplicationErrorCode) *quicListener {
 	lim := s.cfg.Limits
 	return &quicListener{EarlyListener: ln, s: s, name: name, transport: transport,
-		conns: newPool(lim.MaxConns, lim.MaxConnsPerSource), refuseCode: refuse, idleCode: idle}
+		conns: newPool(lim.MaxConns, lim.MaxConnsPerSource, lim.StallTimeout), refuseCode: refuse, idleCode: idle}
 }
 
 // Accept returns the next connection the pool admits.

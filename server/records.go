@@ -16,15 +16,22 @@ import (
 // Record is what the server saw of one query or one connection.
 type Record struct {
 	Time      time.Time `json:"time"`
-	Kind      string    `json:"kind"`      // query, conn or refusal
+	Kind      string    `json:"kind"`      // query, conn, refusal, or proxy (an ODoH relay)
 	Transport string    `json:"transport"` // udp, tcp, dot, doh1, doh2, doh3, doq; a web listener's conn records h1, h2, h3
 	Listener  string    `json:"listener"`  // the listener's name in the config
 	Remote    string    `json:"remote"`
 	Local     string    `json:"local"`
 
-	ALPN         string `json:"alpn,omitempty"`
-	TLSVersion   string `json:"tls_version,omitempty"`
-	SNI          string `json:"sni,omitempty"` // the server name the client asked for: the origin a web connection was opened to
+	ALPN       string `json:"alpn,omitempty"`
+	TLSVersion string `json:"tls_version,omitempty"`
+	SNI        string `json:"sni,omitempty"` // the server name the client asked for: the origin a web connection was opened to (with ECH accepted, the inner ClientHello's)
+	// ECH is what the connection's Encrypted Client Hello came to:
+	// accepted, rejected (a config the server no longer holds: retry
+	// configs sent, the client aborted), grease (an ECH extension no key
+	// opens, and the handshake went on under the outer name), or empty
+	// (none offered). OuterSNI is the name the network saw.
+	ECH          string `json:"ech,omitempty"`
+	OuterSNI     string `json:"outer_sni,omitempty"`
 	Resumed      bool   `json:"resumed"`
 	Used0RTT     bool   `json:"used_0rtt"`
 	EarlyData    bool   `json:"early"`          // the server took the query before the handshake completed (checked as the stream or request was accepted; on loopback the client's Finished can beat a busy server to it)
@@ -42,6 +49,10 @@ type Record struct {
 	ServerMs    float64  `json:"server_ms,omitempty"`
 	HandshakeMs float64  `json:"handshake_ms,omitempty"` // conn records: first packet (QUIC) or accept (TCP) to handshake complete
 	Origins     []string `json:"origins,omitempty"`      // conn records: the origins an ORIGIN frame announced on it
+	// Target and TargetMs: an ODoH proxy's record (kind proxy) names the
+	// target it relayed to and how long the target's exchange took.
+	Target   string  `json:"target,omitempty"`
+	TargetMs float64 `json:"target_ms,omitempty"`
 	// Upstream is the forwarder's exchange for this query, when it was
 	// forwarded and not answered from the cache: a stub resolver's
 	// per-query timings and connection facts.

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/ech"
+	"github.com/doxlab/doxlab/internal/odoh"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/miekg/dns"
 )
@@ -26,6 +28,9 @@ type Server struct {
 	cfg      *Config
 	id       *identity
 	ans      *answerer
+	ech      *ech.Keys     // the web listener's ECH keys, with web.ech
+	odoh     *odoh.KeyPair // the ODoH target's key, with odoh.target
+	proxy    *odohProxy    // with odoh.proxy
 	faults   *faults
 	rec      *recorder
 	metrics  *metrics
@@ -47,7 +52,7 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	l := cfg.Listen
-	id, err := loadIdentity(&cfg.TLS, []string{l.DoT, l.DoH, l.DoH3, l.DoQ, l.Web})
+	id, err := loadIdentity(&cfg.TLS, []string{l.DoT, l.DoH, l.DoH3, l.DoQ, l.Web, cfg.Web.ECH.PublicName})
 	if err != nil {
 		return nil, err
 	}
@@ -55,11 +60,22 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys, err := loadECH(&cfg.Web.ECH)
+	if err != nil {
+		return nil, fmt.Errorf("web.ech: %w", err)
+	}
+	if keys != nil {
+		ans.ech = keys.ConfigList
+	}
+	kp, proxy, err := loadODoH(&cfg.ODoH)
+	if err != nil {
+		return nil, err
+	}
 	rec, err := newRecorder(cfg.Records)
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
 	}
-	s := &Server{cfg: cfg, id: id, ans: ans, faults: newFaults(cfg.Faults), rec: rec, refusals: newRefusals(), addrs: map[string]net.Addr{}}
+	s := &Server{cfg: cfg, id: id, ans: ans, ech: keys, odoh: kp, proxy: proxy, faults: newFaults(cfg.Faults), rec: rec, refusals: newRefusals(), addrs: map[string]net.Addr{}}
 	if cfg.TLS.KeyLog != "" {
 		f, err := os.OpenFile(cfg.TLS.KeyLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
@@ -68,6 +84,9 @@ func New(cfg *Config) (*Server, error) {
 		}
 		id.keyLog = f
 		s.closers = append(s.closers, f)
+	}
+	if proxy != nil {
+		s.closers = append(s.closers, proxy) // its connections to targets
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.workers = newWorkers(s.ctx.Done())
@@ -108,6 +127,7 @@ func (s *Server) Start() error {
 	if s.cfg.Metrics != "" {
 		s.metrics = newMetrics()
 	}
+	s.rotateECH()
 	for _, st := range steps {
 		if st.addr == "" {
 			continue
@@ -234,6 +254,7 @@ func (s *Server) handle(ctx context.Context, q *dns.Msg, rec *Record, received t
 	r, up, why := s.ans.answer(ctx, q)
 	rec.Upstream = up
 	if why != "" {
+		rec.Reason = string(why) // the query's own record says why it was refused too
 		s.refuse(rec.Listener, rec.Transport, nil, why, "from "+rec.Remote)
 	}
 	if delay > 0 {
@@ -248,6 +269,9 @@ func (s *Server) handle(ctx context.Context, q *dns.Msg, rec *Record, received t
 			return nil
 		}
 	}
+	// Names compressed (RFC 1035 §4.1.4), as every resolver sends them:
+	// an uncompressed answer overstates octets, packets and padding.
+	r.Compress = true
 	padResponse(q, r, rec.Transport != "udp" && rec.Transport != "tcp")
 	rec.Rcode = dns.RcodeToString[r.Rcode]
 	rec.ServerMs = ms(time.Since(received))

@@ -99,7 +99,7 @@ func (ts *testServer) records(kind, transport string) []server.Record {
 	defer ts.mu.Unlock()
 	var out []server.Record
 	for _, r := range ts.recs {
-		if r.Kind == kind && (transport == "" || r.Transport == transport) {
+		if (kind == "" || r.Kind == kind) && (transport == "" || r.Transport == transport) {
 			out = append(out, r)
 		}
 	}
@@ -412,6 +412,7 @@ func TestForwardRefuse(t *testing.T) {
 	require.Equal(t, "REFUSED", rec.Rcode)
 	require.Len(t, up.records("query", "doq"), 1, "the upstream was asked")
 	require.Equal(t, transport.StatusOK, stub.records("query", "udp")[0].Upstream.Status, "the upstream answered; the stub refused")
+	require.Equal(t, "blocked", stub.records("query", "udp")[0].Reason, "the query's own record says why")
 	_, err := json.Marshal(stub.Config())
 	require.NoError(t, err, "a config with in-process hooks is still recorded with its run")
 
@@ -422,6 +423,24 @@ func TestForwardRefuse(t *testing.T) {
 	require.Equal(t, transport.StatusServFail, rec.Status)
 	require.Equal(t, transport.StatusBlocked, stub.records("query", "udp")[0].Upstream.Status, "the upstream's address is refused")
 	require.Len(t, up.records("query", "doq"), 1, "and never asked")
+
+	// An HTTPS record's address hints are addresses a browser may use.
+	zone := filepath.Join(t.TempDir(), "hints.zone")
+	require.NoError(t, os.WriteFile(zone, []byte("$ORIGIN test.\n@ 300 IN SOA ns.test. h.test. 1 60 60 60 60\nhint 300 IN HTTPS 1 . alpn=h3 ipv4hint=127.0.0.2\nfine 300 IN HTTPS 1 . alpn=h3 ipv4hint=192.0.2.9\n"), 0o644))
+	hinted := start(t, func(c *server.Config) { c.Answers = server.Answers{Zone: zone, Origin: "test."} })
+	stub = start(t, func(c *server.Config) {
+		c.Answers = server.Answers{Forward: hinted.url("udp"), ForwardRefuse: refuse("127.0.0.2/32")}
+	})
+	for name, rcode := range map[string]string{"hint.test": "REFUSED", "fine.test": "NOERROR"} {
+		tr, err := transport.New(stub.url("udp"), stub.pool())
+		require.NoError(t, err)
+		q := new(dns.Msg)
+		q.SetQuestion(dns.Fqdn(name), dns.TypeHTTPS)
+		rec, err = tr.Exchange(context.Background(), q)
+		tr.Close()
+		require.NoError(t, err)
+		require.Equal(t, rcode, rec.Rcode, name)
+	}
 }
 
 func TestConfigFile(t *testing.T) {
@@ -432,7 +451,7 @@ func TestConfigFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 10*time.Millisecond, c.Faults.Delay)
 	for body, msg := range map[string]string{
-		"listen:\n  udp: 127.0.0.1:0\n  udpp: x\n":                 "line 3: field udpp not found",
+		"listen:\n  udp: 127.0.0.1:0\n  udpp: x\n":                 "bad.yaml:3: listen.udpp: unknown field (did you mean udp?)",
 		"listen:\n  udp: 127.0.0.1:0\nquic:\n  retry: sometimes\n": "quic.retry",
 		"listen: {}\n": "no listener",
 		"listen:\n  udp: 127.0.0.1:0\nanswers:\n  any: nope\n": "answers.any",
@@ -1006,16 +1025,121 @@ func TestH3OriginFrame(t *testing.T) {
 // a listener of doxlab serve, a URL from it, a client transport.New
 // builds and an answer over it; a row added without them fails here.
 func TestEveryProtocolIsServedAndSpoken(t *testing.T) {
+	ca := testutil.NewCA(t, "localhost")
 	ts := start(t, func(c *server.Config) {
 		c.Listen = server.Listen{UDP: "127.0.0.1:0", TCP: "127.0.0.1:0", DoT: "127.0.0.1:0", DoH: "127.0.0.1:0", DoH3: "127.0.0.1:0", DoQ: "127.0.0.1:0"}
+		c.TLS.Cert, c.TLS.Key = ca.CertFile, ca.KeyFile
+		// ODoH's URL is the server relaying to itself.
+		c.ODoH = server.ODoH{Target: true, Proxy: true, ProxyTargets: []string{"127.0.0.1"}, ProxyCA: ca.CAFile}
 	})
 	for _, p := range protocol.All {
 		require.Contains(t, server.ListenerNames, p.Listener(), p.Name)
 		u := ts.URL(p)
 		require.NotEmpty(t, u, "%s: no listener speaks it", p.Name)
 		opts := ts.pool()
+		opts.RootCAs = caPool(t, ca)
 		opts.HTTPVersion = p.HTTP
 		rec := ask(t, u, opts, "s.example")
 		require.Equal(t, p.Name, rec.Protocol, "%s: the record says what was spoken", u)
 	}
+}
+
+// TestDoTWithoutItsALPN: RFC 7858 defines no ALPN, so a client that
+// offers only http/1.1 (urllib3-future, niquests) or none speaks DoT
+// all the same, as CoreDNS answers it; one that offers dot gets it.
+func TestDoTWithoutItsALPN(t *testing.T) {
+	ts := start(t, nil)
+	for _, offer := range [][]string{{"http/1.1"}, nil, {"h2", "dot"}} {
+		c, err := tls.Dial("tcp", ts.Addr("dot").String(), &tls.Config{InsecureSkipVerify: true, NextProtos: offer})
+		require.NoError(t, err, "%v", offer)
+		want := ""
+		if slices.Contains(offer, "dot") {
+			want = "dot"
+		}
+		require.Equal(t, want, c.ConnectionState().NegotiatedProtocol, "%v", offer)
+		q, _ := query("alpn.example").Pack()
+		_, err = c.Write(append([]byte{byte(len(q) >> 8), byte(len(q))}, q...))
+		require.NoError(t, err)
+		ans, err := dnswire.ReadPrefixed(c)
+		require.NoError(t, err, "%v", offer)
+		var m dns.Msg
+		require.NoError(t, m.Unpack(ans))
+		require.Len(t, m.Answer, 1)
+		c.Close()
+	}
+}
+
+// TestAnswersAsResolversSendThem: names are compressed (40 A records
+// take what a compressing encoder gives, not 1.2 kB), and TC is set only
+// when an answer record had to go, not for dropped additional records.
+func TestAnswersAsResolversSendThem(t *testing.T) {
+	var zone strings.Builder
+	zone.WriteString("$ORIGIN test.\n@ 300 IN SOA ns.test. h.test. 1 60 60 60 60\n")
+	for i := range 40 {
+		fmt.Fprintf(&zone, "many 300 IN A 192.0.2.%d\n", i+1)
+	}
+	zone.WriteString("svc 300 IN HTTPS 1 target.test. alpn=h3\n")
+	for i := range 40 {
+		fmt.Fprintf(&zone, "target 300 IN A 198.51.100.%d\n", i+1)
+	}
+	path := filepath.Join(t.TempDir(), "z.zone")
+	require.NoError(t, os.WriteFile(path, []byte(zone.String()), 0o644))
+	ts := start(t, func(c *server.Config) { c.Answers = server.Answers{Zone: path, Origin: "test."} })
+
+	exchange := func(network string, q *dns.Msg) (*dns.Msg, int) {
+		c, err := net.Dial(network, ts.Addr(network).String())
+		require.NoError(t, err)
+		defer c.Close()
+		dc := &dns.Conn{Conn: c}
+		require.NoError(t, dc.WriteMsg(q))
+		b, err := dc.ReadMsgHeader(nil)
+		require.NoError(t, err)
+		var m dns.Msg
+		require.NoError(t, m.Unpack(b))
+		return &m, len(b)
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("many.test.", dns.TypeA)
+	m, n := exchange("tcp", q)
+	require.Len(t, m.Answer, 40)
+	want := m.Copy()
+	want.Compress = true
+	packed, err := want.Pack()
+	require.NoError(t, err)
+	require.Equal(t, len(packed), n, "as compressed as miekg's Compress")
+	require.Less(t, n, 700, "dnspython's encoder gives 682 octets")
+
+	// Over UDP in 512 octets: the HTTPS answer fits, its target's 40
+	// addresses do not; they are optional, so no TC.
+	q = new(dns.Msg)
+	q.SetQuestion("svc.test.", dns.TypeHTTPS)
+	m, _ = exchange("udp", q)
+	require.Len(t, m.Answer, 1)
+	require.False(t, m.Truncated, "only additional records were left out")
+	q = new(dns.Msg)
+	q.SetQuestion("many.test.", dns.TypeA)
+	q.SetEdns0(256, false)
+	m, _ = exchange("udp", q)
+	require.True(t, m.Truncated, "an answer record left out sets TC")
+	require.Less(t, len(m.Answer), 40)
+}
+
+// TestAliasModeBringsItsTarget: an AliasMode HTTPS record whose target
+// is in the zone comes with the target's HTTPS RRset and addresses in
+// the additional section (RFC 9460 §4.2).
+func TestAliasModeBringsItsTarget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "z.zone")
+	require.NoError(t, os.WriteFile(path, []byte("$ORIGIN zone.test.\n@ 300 IN SOA ns h 1 60 60 60 60\n"+
+		"www 300 IN HTTPS 0 svc.zone.test.\nsvc 300 IN HTTPS 1 . alpn=h3\nsvc 300 IN A 192.0.2.7\n"), 0o644))
+	ts := start(t, func(c *server.Config) { c.Answers = server.Answers{Zone: path, Origin: "zone.test."} })
+	q := new(dns.Msg)
+	q.SetQuestion("www.zone.test.", dns.TypeHTTPS)
+	m, err := dns.Exchange(q, ts.Addr("udp").String())
+	require.NoError(t, err)
+	require.Len(t, m.Answer, 1)
+	var types []string
+	for _, rr := range m.Extra {
+		types = append(types, dns.TypeToString[rr.Header().Rrtype]+" "+rr.Header().Name)
+	}
+	require.ElementsMatch(t, []string{"HTTPS svc.zone.test.", "A svc.zone.test."}, types)
 }

@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/miekg/dns"
 
@@ -28,7 +27,7 @@ func (s *Server) serveStream(name, addr string, secure bool) error {
 	}
 	s.track(name, ln.Addr(), ln)
 	lim := s.cfg.Limits
-	conns := newPool(lim.MaxConns, lim.MaxConnsPerSource)
+	conns := newPool(lim.MaxConns, lim.MaxConnsPerSource, lim.StallTimeout)
 	transport := "tcp"
 	if secure {
 		transport = "dot"
@@ -47,9 +46,11 @@ func (s *Server) serveStream(name, addr string, secure bool) error {
 				c.Close()
 				continue
 			}
+			sc := newStallConn(c)
+			sc.sl.Store(sl)
 			go func() {
 				defer sl.release()
-				s.serveStreamConn(name, c, secure, sl)
+				s.serveStreamConn(name, sc, secure, sl)
 			}()
 		}
 	})
@@ -72,7 +73,7 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 		if s.cfg.TLS.NoDoTALPN {
 			alpn = nil
 		}
-		tc := tls.Server(c, s.tcpTLS(alpn...))
+		tc := tls.Server(c, dotALPN(s.tcpTLS(alpn...)))
 		start := time.Now()
 		if err := tc.Handshake(); err != nil {
 			s.record(&Record{Kind: "conn", Transport: "dot", Listener: name, Remote: base.Remote, Local: base.Local, Error: err.Error()})
@@ -223,12 +224,15 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 // message read), so a client that sends whole queries sees no extra
 // packet; Linux leaves quick-ACK mode again on its own.
 func quickAck(c net.Conn) {
+	if sc := stallOf(c); sc != nil {
+		c = sc.Conn
+	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return
 	}
 	if rc, err := tc.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1) })
+		rc.Control(func(fd uintptr) { setQuickAck(fd) })
 	}
 }
 
@@ -262,7 +266,7 @@ func (s *Server) listenTCP(addr string) (net.Listener, error) {
 		lc.Control = func(_, _ string, c syscall.RawConn) error {
 			var serr error
 			err := c.Control(func(fd uintptr) {
-				serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, unix.TCP_FASTOPEN, 16)
+				serr = setTCPFastOpen(fd)
 			})
 			if err != nil {
 				return err
@@ -271,4 +275,23 @@ func (s *Server) listenTCP(addr string) (net.Listener, error) {
 		}
 	}
 	return lc.Listen(context.Background(), "tcp", addr)
+}
+
+// dotALPN makes cfg negotiate no application protocol with a client
+// whose ALPN list lacks "dot" (an HTTP client's http/1.1 only): RFC 7858
+// defines no ALPN, so such a client speaks DoT all the same; Go's
+// default is to refuse it (no_application_protocol).
+func dotALPN(cfg *tls.Config) *tls.Config {
+	if len(cfg.NextProtos) == 0 {
+		return cfg
+	}
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if len(hello.SupportedProtos) == 0 || slices.Contains(hello.SupportedProtos, "dot") {
+			return nil, nil
+		}
+		c := cfg.Clone()
+		c.NextProtos, c.GetConfigForClient = nil, nil
+		return c, nil
+	}
+	return cfg
 }

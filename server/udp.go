@@ -2,15 +2,12 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
 	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
 )
 
 // udpBatch is how many datagrams one system call reads or writes
@@ -32,6 +29,9 @@ const (
 // TC set (RFC 1035 §4.2.1, RFC 6891 §6.2.3).
 func (s *Server) serveUDP(addr string) error {
 	n := max(1, runtime.GOMAXPROCS(0))
+	if !canReusePort {
+		n = 1
+	}
 	lc := net.ListenConfig{}
 	if n > 1 {
 		// SO_REUSEPORT would also let a second server bind the same port
@@ -69,13 +69,6 @@ func (s *Server) serveUDP(addr string) error {
 	return nil
 }
 
-// reusePort sets SO_REUSEPORT, so that several sockets share one port.
-func reusePort(network, address string, c syscall.RawConn) error {
-	var serr error
-	err := c.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) })
-	return errors.Join(err, serr)
-}
-
 // readUDP reads c's datagrams in batches until the server closes.
 func (s *Server) readUDP(c *net.UDPConn, inline bool) {
 	pc := ipv4.NewPacketConn(c) // its batch calls serve IPv6 sockets too
@@ -104,7 +97,7 @@ func (s *Server) readUDP(c *net.UDPConn, inline bool) {
 			if raddr == nil {
 				continue
 			}
-			if m.Flags&unix.MSG_TRUNC != 0 {
+			if m.Flags&msgTrunc != 0 {
 				s.refuse("udp", "udp", raddr, ReasonMalformed, "query larger than 8192 octets over UDP")
 				continue
 			}
@@ -159,7 +152,19 @@ func (s *Server) answerUDP(q *dns.Msg, raddr net.Addr, local string, received ti
 	if o := q.IsEdns0(); o != nil && int(o.UDPSize()) > size {
 		size = int(o.UDPSize())
 	}
-	r.Truncate(size)
+	truncate(r, size)
 	out, err := r.PackBuffer(buf)
 	return out, err == nil
+}
+
+// truncate fits r into size octets as miekg's Truncate does, but sets TC
+// only when a record of the answer or authority section had to go: the
+// additional section is optional, and a client told to retry over TCP
+// for it is sent there for nothing (RFC 2181 §9).
+func truncate(r *dns.Msg, size int) {
+	tc, an, ns := r.Truncated, len(r.Answer), len(r.Ns)
+	r.Truncate(size)
+	if !tc && len(r.Answer) == an && len(r.Ns) == ns {
+		r.Truncated = false
+	}
 }

@@ -55,7 +55,7 @@ func (s *Server) serveWeb(addr string) error {
 		h.ServeHTTP(w, r)
 	})
 	mux := http.NewServeMux()
-	mux.HandleFunc(s.cfg.DoHPath, s.dohHandler("web"))
+	s.handleDoH(mux, "web")
 	mux.Handle("/", gzhttp.GzipHandler(pages))
 	host, port, err := sharedPort(addr)
 	if err != nil {

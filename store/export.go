@@ -79,6 +79,12 @@ type Row struct {
 type Filter struct {
 	RunPrefix string // the runs whose ID starts with it; "" for all
 	Vantage   string // only what this vantage point measured; "" for all
+	// OKRcodes are the rcodes analysis takes as answers (nil: NOERROR
+	// and NXDOMAIN); every row is read, the others count as failures.
+	OKRcodes []string
+	// Superseded keeps the runs that were measured again (Supersede),
+	// which analysis and export leave out.
+	Superseded bool
 }
 
 // where is the filter as SQL on the samples table, with its arguments.
@@ -200,7 +206,7 @@ var (
 	// separator, which a vantage point's labels cannot hold.
 	whereCol      = col("CASE WHEN vantage = '' THEN NULL ELSE vantage_location || char(31) || vantage_network || char(31) || vantage_asn || char(31) || vantage_address END", func(x *scanned) any { return &x.where })
 	allColumns    = slices.Concat(runCols, floatCols, countCols, restCols)
-	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{whereCol})
+	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{"status", "rcode", whereCol})
 )
 
 // scan reads cols of the samples f selects: in order into fn, or in
@@ -215,6 +221,13 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 		runs[r.ID] = r
 	}
 	where, args := f.where()
+	if !f.Superseded {
+		not, more, err := s.notSuperseded(ctx)
+		if err != nil {
+			return err
+		}
+		where, args = where+not, append(args, more...)
+	}
 	exprs := slices.Clone(cols)
 	if s.postgres && slices.Contains(cols, whereCol) { // PostgreSQL's || takes no bigint
 		exprs[slices.Index(cols, whereCol)] = strings.NewReplacer("vantage_asn", "vantage_asn::text", "char(31)", "chr(31)").Replace(whereCol)

@@ -101,8 +101,22 @@ func (s *Store) WriteResultOnceTx(ctx context.Context, ex Execer, runID string, 
 }
 
 // Results returns the stored results of one kind from the runs whose ID
-// starts with prefix, in the order they were taken, for f to decode.
+// starts with prefix, in the order they were taken, for f to decode;
+// superseded runs are left out.
 func (s *Store) Results(ctx context.Context, prefix string, kind Kind, f func(runID string, raw []byte) error) error {
-	return s.eachRaw(ctx, `SELECT run_id, raw FROM results WHERE kind = ? AND `+runPrefix+` ORDER BY started_at, run_id, task_key`,
-		[]any{kind, utf8.RuneCountInString(prefix), prefix}, func(id, raw string) error { return f(id, []byte(raw)) })
+	return s.FilteredResults(ctx, Filter{RunPrefix: prefix}, kind, f)
+}
+
+// FilteredResults is Results for the runs a filter selects (its prefix,
+// and whether superseded runs are in).
+func (s *Store) FilteredResults(ctx context.Context, flt Filter, kind Kind, f func(runID string, raw []byte) error) error {
+	q, args := `SELECT run_id, raw FROM results WHERE kind = ? AND `+runPrefix, []any{kind, utf8.RuneCountInString(flt.RunPrefix), flt.RunPrefix}
+	if !flt.Superseded {
+		not, more, err := s.notSuperseded(ctx)
+		if err != nil {
+			return err
+		}
+		q, args = q+not, append(args, more...)
+	}
+	return s.eachRaw(ctx, q+` ORDER BY started_at, run_id, task_key`, args, func(id, raw string) error { return f(id, []byte(raw)) })
 }

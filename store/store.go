@@ -13,16 +13,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
-	"golang.org/x/sys/unix"
-	"modernc.org/sqlite" // database/sql driver "sqlite", pure Go
+	"modernc.org/sqlite"               // database/sql driver "sqlite", pure Go
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/doxlab/doxlab/internal/buildinfo"
@@ -146,20 +148,8 @@ func NewRun(kind, profile string, spec any) Run {
 	}
 	host, _ := os.Hostname()
 	return Run{ID: NewID(), Kind: kind,
-		StartedAt: time.Now().UTC(), DoxlabVersion: buildinfo.Version(), GoVersion: runtime.Version(), Kernel: kernel(),
+		StartedAt: time.Now().UTC(), DoxlabVersion: buildinfo.Version(), GoVersion: runtime.Version(), Kernel: sysinfo.Kernel(),
 		Hostname: host, Profile: profile, Spec: b}
-}
-
-func kernel() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return ""
-	}
-	k := unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
-	if p := sysinfo.Preemption(); p != "" {
-		k += " preempt=" + p
-	}
-	return k
 }
 
 // Store is an open store.
@@ -326,6 +316,13 @@ func (s *Store) upgrades(from int) []string {
 // transaction; on PostgreSQL a lock keeps workers that start together
 // from migrating at once.
 func (s *Store) migrate(ctx context.Context) error {
+	// A store at this doxlab's schema needs nothing: a worker's role,
+	// which may only read and write rows (docs/vantage-points.md), never
+	// has to run DDL.
+	var v int
+	if err := s.db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); err == nil && v == SchemaVersion {
+		return nil
+	}
 	return s.InTx(ctx, func(tx *sql.Tx) error {
 		if s.postgres {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7310431)`); err != nil { // any constant: doxlab's schema lock
@@ -470,6 +467,9 @@ func (s *Store) WriteOnce(ctx context.Context, tx *sql.Tx, runID string, x *meas
 }
 
 func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.Sample, once bool) (bool, error) {
+	if err := finiteSample(x); err != nil {
+		return false, fmt.Errorf("store: sample %s: %w", SampleKey(x), err)
+	}
 	raw, err := json.Marshal(x)
 	if err != nil {
 		return false, err
@@ -548,6 +548,17 @@ func (s *Store) Raw(ctx context.Context, runID, key string) (json.RawMessage, er
 		return nil, fmt.Errorf("store: no sample %s in run %s", key, runID)
 	}
 	return json.RawMessage(raw), err
+}
+
+// Samples hands fn each stored sample of a run, whole, by task key.
+func (s *Store) Samples(ctx context.Context, runID string, fn func(*measure.Sample) error) error {
+	return s.eachRaw(ctx, `SELECT run_id, raw FROM sample_raw WHERE run_id = ? ORDER BY task_key`, []any{runID}, func(_, raw string) error {
+		var x measure.Sample
+		if err := json.Unmarshal([]byte(raw), &x); err != nil {
+			return fmt.Errorf("store: a sample of run %s: %w", runID, err)
+		}
+		return fn(&x)
+	})
 }
 
 // Done returns the task keys a run has stored already.
@@ -657,6 +668,9 @@ func Retry(ctx context.Context, op func() error, notify func(error, time.Duratio
 // violations (23) and program limits exceeded (54, an index row too
 // large), and SQLite's constraint, too-big and mismatch errors.
 func Permanent(err error) bool {
+	if errors.Is(err, ErrNotFinite) {
+		return true
+	}
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
 		switch pe.Code[:2] {
 		case "22", "23", "54":
@@ -670,4 +684,29 @@ func Permanent(err error) bool {
 		}
 	}
 	return false
+}
+
+// ErrNotFinite is a sample holding NaN or an infinity where a duration
+// goes: no measurement gives one, so the sample is refused whole.
+var ErrNotFinite = errors.New("not a finite number")
+
+// finiteSample refuses a sample whose typed durations are not finite.
+func finiteSample(x *measure.Sample) error {
+	check := map[string]float64{}
+	if x.Probe != nil {
+		check["probe_rtt_ms"] = x.Probe.RTTMs
+	}
+	if m := x.Measure; m != nil {
+		check["handshake_ms"], check["query_ms"], check["total_ms"] = m.Timing.HandshakeMs, m.Timing.QueryMs, m.Timing.TotalMs
+		check["wire_ms"], check["wire_query_ms"] = m.Timing.WireMs, m.Timing.WireQueryMs
+	}
+	if r := x.RTTs; r != nil {
+		check["handshake_rtt"], check["resolve_rtt"], check["total_rtt"] = r.Handshake, r.Resolve, r.Total
+	}
+	for _, name := range slices.Sorted(maps.Keys(check)) {
+		if v := check[name]; math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s is %v: %w", name, v, ErrNotFinite)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,12 @@ func roundTrip(t *testing.T, dsn string) {
 		require.NoError(t, s.Write(ctx, run.ID, x))
 	}
 	require.ErrorContains(t, s.Write(ctx, run.ID, samples[0]), "writing sample", "a task is stored once")
+	bad := *samples[1]
+	bad.Rep, bad.RTTs = 7, &measure.InRTTs{Total: math.Inf(1)}
+	err = s.Write(ctx, run.ID, &bad)
+	require.ErrorIs(t, err, store.ErrNotFinite, "a non-finite duration is refused at write")
+	require.ErrorContains(t, err, "total_rtt is +Inf")
+	require.True(t, store.Permanent(err), "and never tried again")
 	var stored []bool
 	for range 2 { // a task a job queue delivered twice
 		require.NoError(t, s.InTx(ctx, func(tx *sql.Tx) error {
@@ -142,6 +149,38 @@ func roundTrip(t *testing.T, dsn string) {
 	var got []string
 	require.NoError(t, s.Results(ctx, "exp-4g-", store.Kind("k"), func(id string, _ []byte) error { got = append(got, id); return nil }))
 	require.Equal(t, []string{"exp-4g-medium"}, got)
+
+	// A run measured again leaves analysis and export, never the store.
+	again := store.NewRun("experiment:x", "", nil)
+	again.ID = "exp-4g-again"
+	require.NoError(t, s.BeginRun(ctx, again))
+	require.NoError(t, s.WriteResult(ctx, again.ID, store.Kind("k"), "1", run.StartedAt, map[string]string{"run": again.ID}))
+	for _, id := range []string{"exp-4g", again.ID} {
+		require.NoError(t, s.Write(ctx, id, samples[1]))
+	}
+	require.NoError(t, s.Supersede(ctx, "exp-4g", again.ID, "the link check after it failed (RTT error p99 1400 µs)"))
+	for _, all := range []bool{false, true} {
+		got = nil
+		require.NoError(t, s.FilteredResults(ctx, store.Filter{RunPrefix: "exp-", Superseded: all}, store.Kind("k"), func(id string, _ []byte) error { got = append(got, id); return nil }))
+		var rows []string
+		require.NoError(t, s.EachRow(ctx, store.Filter{RunPrefix: "exp-", Superseded: all}, func(r *store.Row) error { rows = append(rows, r.RunID); return nil }))
+		if all {
+			require.Equal(t, []string{"exp-4g", "exp-4g-again", "exp-4g-medium"}, got)
+			require.Equal(t, []string{"exp-4g", "exp-4g-again"}, rows)
+		} else {
+			require.Equal(t, []string{"exp-4g-again", "exp-4g-medium"}, got, "results of a superseded run are left out")
+			require.Equal(t, []string{"exp-4g-again"}, rows, "and its samples")
+		}
+	}
+	sup, err := s.Supersessions(ctx, "exp-")
+	require.NoError(t, err)
+	require.Len(t, sup, 1)
+	require.Equal(t, [3]string{"exp-4g", "exp-4g-again", "the link check after it failed (RTT error p99 1400 µs)"}, [3]string{sup[0].Run, sup[0].By, sup[0].Why})
+	for id, want := range map[string]string{"exp-4g": "exp-4g-again", "exp-4g-medium": "", "exp-4": ""} {
+		by, err := s.SupersededBy(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want, by, id)
+	}
 }
 
 func TestSQLiteRoundTrip(t *testing.T) {

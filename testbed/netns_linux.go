@@ -7,41 +7,16 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"unsafe"
 
+	"github.com/doxlab/doxlab/internal/netns"
 	"golang.org/x/sys/unix"
 )
 
 // inNetns runs f on an OS thread switched into the network namespace ns.
-// Sockets f creates stay in that namespace. If the thread
-// cannot be switched back it is retired instead of reused.
-func inNetns(ns string, f func() error) error {
-	runtime.LockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("opening namespace %s: %w", ns, err)
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("entering namespace %s: %w", ns, err)
-	}
-	ferr := f()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
-		runtime.UnlockOSThread()
-	} // else: leave the thread locked; Go ends it with this goroutine
-	return ferr
-}
+var inNetns = netns.Run
 
 // Every host's interface (dx0) is one end of a veth pair whose other end,
 // its port, is in the testbed's switch namespace. The emulator reads what

@@ -1,14 +1,13 @@
 package testbed
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/doxlab/doxlab/internal/specfile"
 )
 
 // Direction shapes one direction of a link. Zero values mean "not
@@ -182,10 +181,8 @@ func LookupProfile(name string) (Profile, error) {
 			name, strings.Join(names, ", "), Variants)
 	}
 	var p Profile
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&p); err != nil {
-		return Profile{}, fmt.Errorf("%s: %v", name, strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " "))
+	if err := specfile.Decode(name, b, &p).Err(); err != nil {
+		return Profile{}, err
 	}
 	if p.Name == "" {
 		p.Name = name

@@ -21,12 +21,6 @@ type Sniff struct {
 	fd int
 }
 
-// Packet is one sniffed IPv4 packet.
-type Packet struct {
-	Time time.Time
-	Data []byte
-}
-
 // sniffFilter keeps IPv4 packets either way.
 var sniffFilter = []unix.SockFilter{
 	{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 0xfffff000}, // SKF_AD_OFF + SKF_AD_PROTOCOL

@@ -37,6 +37,7 @@ func newDoH(b *base) *dohTransport {
 }
 
 func (t *dohTransport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error) {
+	t.obl.prepare(ctx)
 	return t.run(ctx, q, t.exchange)
 }
 
@@ -110,7 +111,7 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		}
 	}}
 	ctx = httptrace.WithClientTrace(context.WithValue(ctx, exchKey{}, x), trace)
-	req, err := dnswire.NewDoHRequest(ctx, t.target(), strings.ToUpper(orDefault(t.opts.Method, "get")), t.opts.JSON, wire, q)
+	req, err := t.dohRequest(ctx, x, strings.ToUpper(orDefault(t.opts.Method, "get")), wire, q)
 	if err != nil {
 		return nil, err
 	}
@@ -139,12 +140,29 @@ func (t *dohTransport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns.
 		return nil, err
 	}
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(body))}
-	m, err := dnswire.DecodeDoHResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body, t.opts.JSON, q)
+	m, err := t.dohDecode(x, resp, body, q)
 	if err != nil {
 		return nil, err
 	}
 	m.Id = q.Id
 	return m, nil
+}
+
+// dohRequest is a query's HTTP request: DoH's (RFC 8484), or with ODoH
+// the query sealed to the target and POSTed to the proxy.
+func (b *base) dohRequest(ctx context.Context, x *exch, method string, wire []byte, q *dns.Msg) (*http.Request, error) {
+	if b.obl != nil {
+		return b.obl.request(ctx, x, b.target(), wire)
+	}
+	return dnswire.NewDoHRequest(ctx, b.target(), method, b.opts.JSON, wire, q)
+}
+
+// dohDecode reads the answer of dohRequest's request.
+func (b *base) dohDecode(x *exch, resp *http.Response, body []byte, q *dns.Msg) (*dns.Msg, error) {
+	if b.obl != nil {
+		return b.obl.decode(x, resp, body, q)
+	}
+	return dnswire.DecodeDoHResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body, b.opts.JSON, q)
 }
 
 func (t *dohTransport) get() *http.Transport {

@@ -34,6 +34,7 @@ type h3Conn struct {
 func newDoH3(b *base) *doh3Transport { return &doh3Transport{base: b} }
 
 func (t *doh3Transport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error) {
+	t.obl.prepare(ctx)
 	return t.run(ctx, q, t.exchange)
 }
 
@@ -66,7 +67,7 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 	var body []byte
 	var handedOver time.Time
 	for {
-		resp, body, handedOver, err = t.roundTrip(ctx, hc, method, wire, q)
+		resp, body, handedOver, err = t.roundTrip(ctx, x, hc, method, wire, q)
 		if !rejected && hc.rejected0RTT(err) {
 			// http3 cannot carry on over a connection whose 0-RTT was
 			// rejected (quic-go#3259: its cancelled streams leak into the
@@ -109,7 +110,7 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 		return nil, err
 	}
 	x.rec.DNSBytes = Counts{Sent: int64(len(wire)), Received: int64(len(body))}
-	m, err := dnswire.DecodeDoHResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body, t.opts.JSON, q)
+	m, err := t.dohDecode(x, resp, body, q)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +120,8 @@ func (t *doh3Transport) exchange(ctx context.Context, x *exch, q *dns.Msg) (*dns
 
 // roundTrip sends one request and reads the whole body: a rejected 0-RTT
 // request can fail in either step.
-func (t *doh3Transport) roundTrip(ctx context.Context, hc *h3Conn, method string, wire []byte, q *dns.Msg) (*http.Response, []byte, time.Time, error) {
-	req, err := dnswire.NewDoHRequest(ctx, t.target(), method, t.opts.JSON, wire, q)
+func (t *doh3Transport) roundTrip(ctx context.Context, x *exch, hc *h3Conn, method string, wire []byte, q *dns.Msg) (*http.Response, []byte, time.Time, error) {
+	req, err := t.dohRequest(ctx, x, method, wire, q)
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}

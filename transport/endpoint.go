@@ -24,6 +24,7 @@ const (
 	ProtoDoH2 = protocol.DoH2
 	ProtoDoH3 = protocol.DoH3
 	ProtoDoQ  = protocol.DoQ
+	ProtoODoH = protocol.ODoH
 )
 
 // Endpoint is a parsed server URL.
@@ -34,6 +35,9 @@ type Endpoint struct {
 	Host     string // name or IP literal, without brackets
 	Port     int
 	Path     string // DoH only; default /dns-query
+	// Target and TargetPath are an ODoH URL's target (host[:port] and
+	// path); Host, Port and Path are then its proxy's.
+	Target, TargetPath string
 }
 
 // HostPort is the address to dial, host:port with IPv6 in brackets.
@@ -76,6 +80,26 @@ func ParseURL(raw string) (*Endpoint, error) {
 	}
 	ep := &Endpoint{URL: raw, Scheme: strings.ToLower(u.Scheme), Protocol: s.Name, Host: host, Port: port}
 	switch ep.Scheme {
+	case "odoh":
+		// odoh://PROXY[:port][/path]?target=HOST[:port][/path] (RFC 9230's
+		// proxy URI template, filled: targethost and targetpath).
+		q := u.Query()
+		for k := range q {
+			if k != "target" {
+				return nil, fmt.Errorf("bad server URL %q: an odoh URL takes only target=, not %s=", raw, k)
+			}
+		}
+		if q.Get("target") == "" {
+			return nil, fmt.Errorf("bad server URL %q: an odoh URL names its target: odoh://PROXY/PATH?target=HOST[:PORT][/PATH]", raw)
+		}
+		if ep.Target, ep.TargetPath, err = parseODoHTarget(q.Get("target")); err != nil {
+			return nil, fmt.Errorf("bad server URL %q: %w", raw, err)
+		}
+		ep.Path = u.EscapedPath()
+		if ep.Path == "" {
+			ep.Path = "/dns-query"
+		}
+		ep.Path += "?" + proxyQuery(ep.Target, ep.TargetPath)
 	case "https", "h3":
 		ep.Path = u.EscapedPath()
 		if ep.Path == "" {

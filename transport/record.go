@@ -32,6 +32,8 @@ type Record struct {
 	Bytes    Counts   `json:"bytes"`     // at the socket: UDP payloads, or TCP payload incl. TLS; handshake included on a new connection
 	Packets  Counts   `json:"packets"`   // UDP datagrams, or TCP segments from TCP_INFO (incl. SYN/ACKs)
 	DNSBytes Counts   `json:"dns_bytes"` // the DNS messages alone
+	// ODoH is an Oblivious DoH exchange's own facts; nil for the others.
+	ODoH *ODoHFacts `json:"odoh,omitempty"`
 
 	// Response is the parsed answer; nil when none arrived.
 	Response *dns.Msg `json:"-"`

@@ -136,6 +136,18 @@ func New(rawURL string, opts Options) (Transport, error) {
 		}
 	}
 	b := &base{ep: ep, opts: opts}
+	if ep.Protocol == ProtoODoH {
+		b.obl = &oblivious{host: ep.Target, path: ep.TargetPath, roots: b.tlsClientConfig, open: b.openSocket, refuse: opts.Refuse, timeout: opts.Timeout}
+		switch opts.HTTPVersion {
+		case "3":
+			return newDoH3(b), nil
+		case "1.1", "1":
+			t := newDoH(b)
+			t.alpn = "http/1.1"
+			return t, nil
+		}
+		return newDoH(b), nil
+	}
 	switch ep.Protocol {
 	case ProtoUDP:
 		return &udpTransport{base: b}, nil
@@ -159,6 +171,7 @@ func New(rawURL string, opts Options) (Transport, error) {
 type base struct {
 	ep   *Endpoint
 	opts Options
+	obl  *oblivious // DoH sealed to an ODoH target, through ep's proxy
 
 	addrOnce resolvedAddr
 }
@@ -175,6 +188,7 @@ type exch struct {
 	// The kernel's timestamps (wireClock): the exchange's first packet
 	// out, the query's, and the answer's last packet in.
 	wireStart, wireQuery, wireIn time.Time
+	odoh                         *odohState // an ODoH exchange's sealed query
 }
 
 // wireFrom takes the exchange's kernel timestamps from its connection's
@@ -329,6 +343,12 @@ func (b *base) serverName() string {
 		return b.opts.SNI
 	}
 	return b.ep.Host
+}
+
+// tlsClientConfig verifies another server of the exchange (an ODoH
+// target) as the transport verifies its own.
+func (b *base) tlsClientConfig() *tls.Config {
+	return &tls.Config{RootCAs: b.opts.RootCAs, InsecureSkipVerify: b.opts.Insecure, MinVersion: tls.VersionTLS12}
 }
 
 // tlsConfig is the client TLS config for one connection.

@@ -1,11 +1,13 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"syscall"
 
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -13,11 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/miekg/dns"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/internal/ech"
+	"github.com/doxlab/doxlab/internal/odoh"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -74,6 +76,24 @@ type DoH struct {
 	// CAA are the CAA records of the certificate's first name, as the
 	// resolver itself answers them.
 	CAA []string `json:"caa,omitempty"`
+	// ODoH is the Oblivious DoH target config it publishes at
+	// /.well-known/odohconfigs (RFC 9230), nil when none; ODoHAnswers
+	// says whether a query sealed to it, POSTed to the first endpoint's
+	// path, was answered.
+	ODoH        *ODoHConfig `json:"odoh,omitempty"`
+	ODoHAnswers bool        `json:"odoh_answers,omitempty"`
+	// ECH is the public name of the ECH config (ech=, RFC 9848) in the
+	// HTTPS record of the certificate's first name, as the resolver
+	// answers it; "" when it has none.
+	ECH string `json:"ech_public_name,omitempty"`
+}
+
+// ODoHConfig is what a target's first usable ODoH config says.
+type ODoHConfig struct {
+	KEM   uint16 `json:"kem_id"`
+	KDF   uint16 `json:"kdf_id"`
+	AEAD  uint16 `json:"aead_id"`
+	KeyID string `json:"key_id"` // its first 8 octets, hex
 }
 
 // DoHPaths are the common endpoints the DoH-cost paper looked for.
@@ -242,21 +262,29 @@ func VerifyDoH(ctx context.Context, target string, o Options) *DoH {
 	}
 	if r.Cert != nil && len(r.Endpoints) > 0 {
 		r.CAA = caa(ctx, target, r, base)
+		r.ECH = echOf(ctx, target, r, base)
 	}
+	r.ODoH, r.ODoHAnswers = oblivious(ctx, target, path, o)
 	if len(r.Endpoints) == 0 && len(r.TLSVersions) == 0 {
 		r.Error = "no TLS and no DoH endpoint"
 	}
 	return r
 }
 
-// altSvc reads the Alt-Svc header of a DoH GET over HTTP/2 or HTTP/1.1.
-func altSvc(ctx context.Context, target, path string, o Options) string {
-	tr := &http.Transport{
+// httpsTo is an HTTP client transport whose every connection goes to
+// target over TLS (HTTP/2 or HTTP/1.1), dialled as the checks dial.
+func httpsTo(target string, o Options) *http.Transport {
+	return &http.Transport{
 		DialTLSContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return dialTLS(ctx, target, o, tlsDial{alpn: []string{"h2", "http/1.1"}, minV: tls.VersionTLS12})
 		},
 		ForceAttemptHTTP2: true,
 	}
+}
+
+// altSvc reads the Alt-Svc header of a DoH GET over HTTP/2 or HTTP/1.1.
+func altSvc(ctx context.Context, target, path string, o Options) string {
+	tr := httpsTo(target, o)
 	defer tr.CloseIdleConnections()
 	wire, _ := query(o.Name).Pack()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+target+path+"?dns="+base64.RawURLEncoding.EncodeToString(wire), nil)
@@ -276,6 +304,23 @@ func altSvc(ctx context.Context, target, path string, o Options) string {
 // caa asks the resolver for the CAA records of its certificate's first
 // DNS name, over its own first DoH endpoint.
 func caa(ctx context.Context, target string, r *DoH, base transport.Options) []string {
+	resp := askOwn(ctx, target, r, base, dns.TypeCAA)
+	if resp == nil {
+		return nil
+	}
+	var out []string
+	for _, rr := range resp.Answer {
+		if c, ok := rr.(*dns.CAA); ok {
+			out = append(out, fmt.Sprintf("%d %s %q", c.Flag, c.Tag, c.Value))
+		}
+	}
+	return out
+}
+
+// askOwn asks the resolver, over its own first DoH endpoint, for the
+// records of type t of its certificate's first DNS name; nil when there
+// is no such name or no answer.
+func askOwn(ctx context.Context, target string, r *DoH, base transport.Options, t uint16) *dns.Msg {
 	var name string
 	for _, n := range r.Cert.SANs {
 		if net.ParseIP(n) == nil && !strings.HasPrefix(n, "*") {
@@ -289,37 +334,70 @@ func caa(ctx context.Context, target string, r *DoH, base transport.Options) []s
 	f := strings.Fields(r.Endpoints[0])
 	opts := base
 	opts.JSON, opts.Method = f[1] == dnswire.MimeJSON, strings.ToLower(f[2])
-	t, err := transport.New("https://"+target+f[0], opts)
+	tr, err := transport.New("https://"+target+f[0], opts)
 	if err != nil {
 		return nil
 	}
-	defer t.Close()
+	defer tr.Close()
 	q := new(dns.Msg)
-	q.SetQuestion(dns.Fqdn(name), dns.TypeCAA)
+	q.SetQuestion(dns.Fqdn(name), t)
 	q.RecursionDesired = true
-	rec, err := t.Exchange(ctx, q)
-	if err != nil || rec.Response == nil {
+	rec, err := tr.Exchange(ctx, q)
+	if err != nil {
 		return nil
 	}
-	var out []string
-	for _, rr := range rec.Response.Answer {
-		if c, ok := rr.(*dns.CAA); ok {
-			out = append(out, fmt.Sprintf("%d %s %q", c.Flag, c.Tag, c.Value))
-		}
-	}
-	return out
+	return rec.Response
 }
 
-// tfoConnect turns on TCP Fast Open for a client socket: the kernel puts
-// the first write (the ClientHello) into the SYN once it holds a cookie.
-func tfoConnect(_, _ string, c syscall.RawConn) error {
-	var serr error
-	if err := c.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, unix.TCP_FASTOPEN_CONNECT, 1)
-	}); err != nil {
-		return err
+// echOf is the public name of the ECH config in the HTTPS record of the
+// resolver's own name.
+func echOf(ctx context.Context, target string, r *DoH, base transport.Options) string {
+	resp := askOwn(ctx, target, r, base, dns.TypeHTTPS)
+	if resp == nil {
+		return ""
 	}
-	return serr
+	if cs, err := ech.Parse(ech.InAnswer(resp.Answer)); err == nil && len(cs) > 0 {
+		return cs[0].PublicName
+	}
+	return ""
+}
+
+// oblivious fetches the target's ODoH configs and, when it has one it
+// can use, asks a query sealed to it at path, as a proxy would relay it.
+func oblivious(ctx context.Context, target, path string, o Options) (*ODoHConfig, bool) {
+	tr := httpsTo(target, o)
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: o.Timeout}
+	fetchCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	c, err := odoh.FetchConfig(fetchCtx, tr, target)
+	if err != nil {
+		return nil, false
+	}
+	cfg := &ODoHConfig{KEM: c.KEM, KDF: c.KDF, AEAD: c.AEAD, KeyID: hex.EncodeToString(c.KeyID()[:8])}
+	wire, _ := query(o.Name).Pack()
+	sealed, q, err := odoh.Seal(c, wire, 0)
+	if err != nil {
+		return cfg, false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+target+path, bytes.NewReader(sealed))
+	if err != nil {
+		return cfg, false
+	}
+	req.Header.Set("Content-Type", odoh.ContentType)
+	req.Header.Set("Accept", odoh.ContentType)
+	resp, err := client.Do(req)
+	if err != nil {
+		return cfg, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return cfg, false
+	}
+	answer, err := q.Open(body)
+	m := new(dns.Msg)
+	return cfg, err == nil && m.Unpack(answer) == nil && m.Response
 }
 
 // fastOpen reports whether a second TLS connection's SYN carried data
@@ -334,11 +412,7 @@ func fastOpen(ctx context.Context, target string, o Options) bool {
 		}
 		if sc, ok := c.NetConn().(syscall.Conn); ok && i == 1 {
 			if rc, err := sc.SyscallConn(); err == nil {
-				rc.Control(func(fd uintptr) {
-					if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-						acked = info.Options&0x20 != 0 // TCPI_OPT_SYN_DATA
-					}
-				})
+				rc.Control(func(fd uintptr) { acked = synDataAcked(fd) })
 			}
 		}
 		c.Close()

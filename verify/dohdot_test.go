@@ -32,7 +32,7 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Close()
 	start := func(host string, cfg *server.Config) {
-		cfg.Answers = server.Answers{Any: "192.0.2.1", Static: []string{`dns.survey.test. 300 IN CAA 0 issue "ca.example"`}}
+		cfg.Answers = server.Answers{Any: "192.0.2.1", Static: []string{`dns.survey.test. 300 IN CAA 0 issue "ca.example"`, "dns.survey.test. 300 IN HTTPS 1 . alpn=h2"}}
 		srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run(host, f) })
 		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })
@@ -42,7 +42,7 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	// TCP Fast Open as a server needs the kernel's consent in that host.
 	require.NoError(t, tb.Run("full", func() error { return os.WriteFile("/proc/sys/net/ipv4/tcp_fastopen", []byte("3"), 0o644) }))
 	start("full", &server.Config{Listen: server.Listen{DoT: ip["full"] + ":853", Web: ip["full"] + ":443"}, TLS: server.TLS{Cert: cert, Key: key},
-		Limits: server.Limits{TCPFastOpen: true}})
+		Limits: server.Limits{TCPFastOpen: true}, ODoH: server.ODoH{Target: true}, Web: server.Web{ECH: server.ECH{PublicName: "public.survey.test"}}})
 	start("tls12", &server.Config{Listen: server.Listen{DoT: ip["tls12"] + ":853", DoH: ip["tls12"] + ":443"}, TLS: server.TLS{MaxVersion: "1.2", NoDoTALPN: true}})
 	start("json", &server.Config{Listen: server.Listen{DoH: ip["json"] + ":443"}, DoHJSONOnly: true})
 	o := verify.Options{OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
@@ -64,6 +64,10 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	require.Equal(t, []string{"1.2", "1.3"}, doh.TLSVersions)
 	require.Equal(t, []string{`0 issue "ca.example"`}, doh.CAA, "the resolver answers CAA for its certificate's name")
 	require.False(t, doh.OCSPStapled)
+	require.NotNil(t, doh.ODoH, "an ODoH target config")
+	require.Equal(t, uint16(0x0020), doh.ODoH.KEM)
+	require.True(t, doh.ODoHAnswers, "a query sealed to it was answered")
+	require.Equal(t, "public.survey.test", doh.ECH, "its name's HTTPS record carries an ECH config")
 
 	dot = verify.VerifyDoT(ctx, ip["tls12"]+":853", o)
 	require.True(t, dot.Answers, dot.Error)
@@ -74,6 +78,8 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	require.Equal(t, []string{"1.2"}, doh.TLSVersions)
 	require.False(t, doh.HTTP3)
 	require.Empty(t, doh.AltSvc)
+	require.Nil(t, doh.ODoH)
+	require.Empty(t, doh.ECH)
 
 	doh = verify.VerifyDoH(ctx, ip["json"]+":443", o)
 	require.Equal(t, []string{"/dns-query application/dns-json GET"}, doh.Endpoints)

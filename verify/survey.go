@@ -144,6 +144,17 @@ func (s *Survey) Write(w io.Writer) {
 	}
 	table("DoH: HTTP and TLS versions (Table 2)", c, len(s.DoH))
 	c = map[string]int{}
+	for _, r := range s.DoH {
+		for k, ok := range map[string]bool{"ODoH target config published (RFC 9230)": r.ODoH != nil, "ODoH: a sealed query answered": r.ODoHAnswers,
+			"ECH config in its own name's HTTPS record (RFC 9848)": r.ECH != ""} {
+			c[k] += 0 // none is a finding too
+			if ok {
+				c[k]++
+			}
+		}
+	}
+	table("DoH: the privacy ladder (Oblivious DoH, ECH)", c, len(s.DoH))
+	c = map[string]int{}
 	certs := 0
 	add := func(cert *Cert, f TLSFacts, caa []string) {
 		if cert == nil {

@@ -10,6 +10,7 @@ import (
 	_ "github.com/doxlab/doxlab/experiment/dnsrtt"
 	_ "github.com/doxlab/doxlab/experiment/hol"
 	_ "github.com/doxlab/doxlab/experiment/overhead"
+	_ "github.com/doxlab/doxlab/experiment/privacy"
 	_ "github.com/doxlab/doxlab/experiment/serverload"
 	_ "github.com/doxlab/doxlab/experiment/web"
 )
@@ -17,6 +18,6 @@ import (
 // Order is the one list of the experiments, in the order the papers'
 // method goes: every list of them (help, report sections, docs) follows
 // it.
-var Order = []string{"dns-rtt", "web", "coalescing", "hol", "amplification", "overhead", "server-load"}
+var Order = []string{"dns-rtt", "web", "coalescing", "hol", "amplification", "overhead", "privacy", "server-load"}
 
 func init() { experiment.SetOrder(Order...) }

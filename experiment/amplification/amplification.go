@@ -51,13 +51,13 @@ type Amplification struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "amplification", Resumable: true, Quick: "3 handshakes per cell",
+	experiment.Register(experiment.Info{Name: "amplification", Resumable: true, Quick: "5 handshakes per cell",
 		Doc: "the DoQ handshake in RTTs per certificate size, key share and\naddress validation (none, Retry, NEW_TOKEN), and from qlog\nwhether the server stalled at QUIC's amplification limit",
 		New: func() experiment.Experiment { return new(Amplification) }})
 }
 
 // Quick is a run of a few minutes.
-func (c *Amplification) Quick() { c.Repeat = 3 }
+func (c *Amplification) Quick() { c.Repeat = experiment.MinSamples }
 
 // Flags binds amplification's flags.
 // Its defaults are the config's (defaults), so they have one home.
@@ -185,56 +185,45 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	runID := expID + "-" + c.Profile.Name
-	if err := c.BeginRun(ctx, st, runID, "experiment:amplification", c.Profile.Name, map[string]any{"experiment": expID, "profile": c.Profile,
-		"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat}); err != nil {
-		return "", err
-	}
-	stored, err := experiment.LoadResults[Sample](ctx, st, Kind, experiment.OfRun(runID))
-	if err != nil {
-		return expID, err
-	}
-	done := map[string]bool{}
-	for _, s := range stored {
-		done[s.key()] = true
-	}
-	if _, err := experiment.CheckLink(ctx, st, tb, runID, "before", c.Profile, nil); err != nil {
-		return expID, err
-	}
-	c.Plan(len(c.CertSizes) * len(c.KeyShares) * len(c.Validations) * c.Repeat)
-	qlogs := filepath.Join(dir, "qlog")
-	rtt := float64(c.Profile.RTT()) / float64(time.Millisecond)
-	for _, size := range c.CertSizes {
-		for _, ks := range c.KeyShares {
-			for _, v := range c.Validations {
-				retry := "always"
-				if v == "none" {
-					retry = "never"
-				}
-				url := fmt.Sprintf("quic://%s:%d", ip, ports[srvKey{size, retry}])
-				for rep := range c.Repeat {
-					s := &Sample{Profile: c.Profile.Name, Cert: size, CertOctets: octets[size], KeyShare: ks, Validation: v, Rep: rep, RTTMs: rtt}
-					if done[s.key()] {
+	spec := map[string]any{"experiment": expID, "profile": c.Profile,
+		"certs": octets, "key_shares": c.KeyShares, "validations": c.Validations, "repeat": c.Repeat}
+	return expID, c.CheckedRun(ctx, st, tb, expID+"-"+c.Profile.Name, "experiment:amplification", c.Profile, spec, func(runID string) error {
+		done, err := st.ResultsDone(ctx, runID, Kind)
+		if err != nil {
+			return err
+		}
+		c.Plan(len(c.CertSizes) * len(c.KeyShares) * len(c.Validations) * c.Repeat)
+		qlogs := filepath.Join(dir, "qlog")
+		rtt := float64(c.Profile.RTT()) / float64(time.Millisecond)
+		for _, size := range c.CertSizes {
+			for _, ks := range c.KeyShares {
+				for _, v := range c.Validations {
+					retry := "always"
+					if v == "none" {
+						retry = "never"
+					}
+					url := fmt.Sprintf("quic://%s:%d", ip, ports[srvKey{size, retry}])
+					for rep := range c.Repeat {
+						s := &Sample{Profile: c.Profile.Name, Cert: size, CertOctets: octets[size], KeyShare: ks, Validation: v, Rep: rep, RTTMs: rtt}
+						if done[s.key()] {
+							c.Advance(1)
+							continue
+						}
+						if err := ctx.Err(); err != nil {
+							return err
+						}
+						c.handshake(ctx, tb, url, filepath.Join(qlogs, runID, s.key()), s)
+						if err := st.WriteResult(ctx, runID, Kind, s.key(), time.Now(), s); err != nil {
+							return err
+						}
 						c.Advance(1)
-						continue
 					}
-					if err := ctx.Err(); err != nil {
-						return expID, err
-					}
-					c.handshake(ctx, tb, url, filepath.Join(qlogs, s.key()), s)
-					if err := st.WriteResult(ctx, runID, Kind, s.key(), time.Now(), s); err != nil {
-						return expID, err
-					}
-					c.Advance(1)
+					fmt.Fprintf(c.Log, "amplification: cert %s (%d octets), key share %s, validation %s: %d handshakes\n", size, octets[size], ks, v, c.Repeat)
 				}
-				fmt.Fprintf(c.Log, "amplification: cert %s (%d octets), key share %s, validation %s: %d handshakes\n", size, octets[size], ks, v, c.Repeat)
 			}
 		}
-	}
-	if _, err := experiment.CheckLink(ctx, st, tb, runID, "after", c.Profile, nil); err != nil {
-		return expID, err
-	}
-	return expID, nil
+		return nil
+	})
 }
 
 func (s *Sample) key() string {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/doxlab/doxlab/internal/stats"
+
 	"github.com/doxlab/doxlab/experiment"
 
 	"github.com/stretchr/testify/require"
@@ -25,19 +27,23 @@ func TestAmplificationLimit(t *testing.T) {
 	require.NoError(t, err)
 	ss := res.(Samples)
 	require.Len(t, ss, 2*2*3*3)
+	bursts := map[string][]float64{} // a stalled handshake's first burst less three times the client's flight
+	agree := map[string]int{}        // handshakes per cell whose stall is as expected
 	for _, s := range ss {
 		require.Equal(t, "ok", s.Status, s.key())
 		name := s.key()
 		require.Equal(t, s.Validation == "retry", s.Retry, name)
 		require.Equal(t, s.Validation == "token", s.TokenUsed, name)
 		stall := s.Cert == "large" && s.Validation == "none"
-		require.Equal(t, stall, s.Stalled, "%s: pause %.1f ms", name, s.LongestPauseMs)
-		if stall {
-			// Up to three times the client's first flight (more if the
-			// client sent an ACK or a probe meanwhile, which raises the
-			// budget), and not the whole flight.
-			require.GreaterOrEqual(t, s.ServerFirstBurst, 3*s.ClientFirstFlight-200, "%s: the server sends up to its limit", name)
-			require.Less(t, s.ServerFirstBurst, s.ServerFlight, "%s: and stops before the end of its flight", name)
+		cell := s.Cert + " " + s.KeyShare + " " + s.Validation
+		if s.Stalled == stall {
+			agree[cell]++
+		} else {
+			t.Logf("%s: stalled %v, pause %.1f ms", name, s.Stalled, s.LongestPauseMs)
+		}
+		if stall && s.Stalled {
+			require.Less(t, s.ServerFirstBurst, s.ServerFlight, "%s: the server stops before the end of its flight", name)
+			bursts[s.Cert+" "+s.KeyShare] = append(bursts[s.Cert+" "+s.KeyShare], float64(s.ServerFirstBurst)-float64(3*s.ClientFirstFlight))
 		}
 		want := 1
 		if s.KeyShare == "pq" {
@@ -45,6 +51,20 @@ func TestAmplificationLimit(t *testing.T) {
 		}
 		require.Equal(t, want, s.ClientFirstDgrams, name)
 		require.True(t, strings.HasSuffix(s.Qlog, ".sqlog"))
+	}
+	// A stall where the limit binds, none elsewhere, in most handshakes of
+	// each cell: on a busy machine one handshake's flight can pause for
+	// the CPU (32.8 ms on a small chain seen in CI).
+	for _, c := range Summarize(ss) {
+		cell := c.Cert + " " + c.KeyShare + " " + c.Validation
+		require.GreaterOrEqual(t, agree[cell], 2, "%s: stalled as the limit says in most of its 3 handshakes", cell)
+	}
+	// Up to three times the client's first flight (more if the client
+	// sent an ACK or a probe meanwhile, which raises the budget), on the
+	// median: on a busy machine the first RSA-4096 signature can pause
+	// one handshake's flight before its limit (1321 of 7680 octets seen).
+	for k, v := range bursts {
+		require.GreaterOrEqual(t, stats.Median(v), -200.0, "%s: the server sends up to its limit", k)
 	}
 	// Round trips on medians: one slow handshake on a busy machine must
 	// not decide. A large chain's token cell is compared with the same

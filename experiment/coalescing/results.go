@@ -397,7 +397,7 @@ func (ss Samples) Findings() []experiment.Finding {
 	var waitTest *stats.Comparison // the least significant of the pairs
 	for i := range cells {
 		c := &cells[i]
-		if Coalesced(c.DNS) && c.OK > 0 {
+		if Coalesced(c.DNS) && c.OK > 0 && c.Lookups+c.Spared <= 1 { // a single-origin page
 			oneN++
 			oneMin = min(oneMin, c.OK)
 			oneOK += c.OneHandshake

@@ -2,10 +2,14 @@ package dnsrtt
 
 import (
 	"context"
+	"math"
+	"sync"
 
 	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/transport"
 )
 
 // Group is the samples of one access profile, vantage point, resolver,
@@ -19,7 +23,12 @@ type Group struct {
 	Target    string
 	Transport string
 	Condition string
-	N         int // samples, answered or not
+	N         int // samples, answered or not (cancelled tasks are none)
+	Answered  int // samples whose rcode answers (measure.Answers)
+	// Failed counts the samples not answered by what they failed with:
+	// an rcode not taken (REFUSED), or a status (timeout, ...). They are
+	// never timed.
+	Failed map[string]int
 	// Each distribution is over the samples that have the value:
 	Ms        *stats.Dist // total ms of the answered samples in RTTs too (OK)
 	MsAll     *stats.Dist // total ms of every answered sample (resolver ranking)
@@ -35,12 +44,9 @@ type Group struct {
 }
 
 func newGroup() *Group {
-	return &Group{Ms: stats.NewDist(), MsAll: stats.NewDist(), RTT: stats.NewDist(), Handshake: stats.NewDist(), Resolve: stats.NewDist(),
+	return &Group{Failed: map[string]int{}, Ms: stats.NewDist(), MsAll: stats.NewDist(), RTT: stats.NewDist(), Handshake: stats.NewDist(), Resolve: stats.NewDist(),
 		Probe: stats.NewDist(), Serial: stats.NewDist(), Wire: stats.NewDist(), Client: stats.NewDist()}
 }
-
-// OK is the number of answered samples with an RTT.
-func (c *Group) OK() int { return c.Ms.N() }
 
 // dists are the cell's distributions, for merging.
 func (c *Group) dists() []*stats.Dist {
@@ -50,6 +56,10 @@ func (c *Group) dists() []*stats.Dist {
 // merge adds o's samples to c.
 func (c *Group) merge(o *Group) {
 	c.N += o.N
+	c.Answered += o.Answered
+	for k, n := range o.Failed {
+		c.Failed[k] += n
+	}
 	mine := c.dists()
 	for i, d := range o.dists() {
 		mine[i].Merge(d)
@@ -62,8 +72,9 @@ func (c *Group) merge(o *Group) {
 	}
 }
 
-// add adds one sample, measured on link (nil if unknown).
-func (c *Group) add(r *store.Row, link *testbed.Profile) {
+// add adds one sample, measured on link (nil if unknown): timed if it
+// answered, else counted by what it failed with (outcome).
+func (c *Group) add(r *store.Row, link *testbed.Profile, outcome string) {
 	c.N++
 	if c.Where == "" {
 		c.Where = where(r)
@@ -71,9 +82,14 @@ func (c *Group) add(r *store.Row, link *testbed.Profile) {
 	if link != nil {
 		c.Link = link
 	}
-	if r.ProbeRTTMs != nil {
+	if r.ProbeRTTMs != nil { // the probe answered, whatever the exchange did
 		c.Probe.Add(*r.ProbeRTTMs)
 	}
+	if outcome != "" {
+		c.Failed[outcome]++
+		return
+	}
+	c.Answered++
 	if r.TotalMs != nil {
 		c.MsAll.Add(*r.TotalMs)
 	}
@@ -99,24 +115,68 @@ func (c *Group) add(r *store.Row, link *testbed.Profile) {
 // cellKey is what tells cells apart.
 type cellKey struct{ profile, vantage, target, transport, condition string }
 
+// MaxCells bounds the cells a report holds apart (a vantage point ×
+// resolver × transport × condition × profile each, about 5 KB): past it,
+// the samples of a cell not yet held go to their vantage point's,
+// transport's, condition's and profile's OtherResolvers cell. Every
+// pooled table, figure and finding still counts them; the per-resolver
+// and per-vantage rows of the resolvers past the bound are in doxlab
+// export. A report's memory is bounded by this, not by the store.
+var MaxCells = 50000
+
+// OtherResolvers is the target of the cells that hold what MaxCells
+// left no cell of its own for.
+const OtherResolvers = "(other resolvers)"
+
 // cells gathers rows into cells, in the order first seen.
 type cells struct {
 	byKey map[cellKey]*Group
 	order []*Group
 	links map[string]*testbed.Profile // by run ID, made once: add runs per row
+	// skipped counts rows holding a non-finite duration: doxlab writes
+	// none, so they were written around it, and are left out.
+	skipped int
+	// folded counts rows that went to an OtherResolvers cell.
+	folded int
+	// canceled counts rows of tasks an interrupted run cancelled: no
+	// samples at all.
+	canceled int
+	answers  measure.Answers
 }
 
-// newCells gathers rows measured on the runs' profiles (by run ID).
-func newCells(profiles map[string]testbed.Profile) *cells {
+// newCells gathers rows measured on the runs' profiles (by run ID),
+// timing those answers takes as answered.
+func newCells(profiles map[string]testbed.Profile, answers measure.Answers) *cells {
 	links := map[string]*testbed.Profile{}
 	for id, p := range profiles {
 		links[id] = &p
 	}
-	return &cells{byKey: map[cellKey]*Group{}, links: links}
+	return &cells{byKey: map[cellKey]*Group{}, links: links, answers: answers}
 }
 
 func (cs *cells) add(r *store.Row) {
+	if !finite(r) {
+		cs.skipped++
+		return
+	}
+	if transport.Status(r.Status) == transport.StatusCanceled {
+		cs.canceled++
+		return
+	}
 	k := cellKey{r.Profile, r.Vantage, r.Target, r.Transport, r.Condition}
+	c, ok := cs.byKey[k]
+	if !ok {
+		if len(cs.byKey) >= MaxCells {
+			k.target = OtherResolvers
+			cs.folded++
+		}
+		c = cs.cell(k)
+	}
+	c.add(r, cs.links[r.RunID], cs.answers.Outcome(transport.Status(r.Status), r.Rcode))
+}
+
+// cell is k's cell, made if need be.
+func (cs *cells) cell(k cellKey) *Group {
 	c, ok := cs.byKey[k]
 	if !ok {
 		c = newGroup()
@@ -124,17 +184,96 @@ func (cs *cells) add(r *store.Row) {
 		cs.byKey[k] = c
 		cs.order = append(cs.order, c)
 	}
-	c.add(r, cs.links[r.RunID])
+	return c
+}
+
+// merge adds another reader's cells, within MaxCells.
+func (cs *cells) merge(o *cells) {
+	cs.skipped += o.skipped
+	cs.folded += o.folded
+	cs.canceled += o.canceled
+	for _, g := range o.order {
+		k := cellKey{g.Profile, g.Vantage, g.Target, g.Transport, g.Condition}
+		if _, ok := cs.byKey[k]; !ok {
+			if len(cs.byKey) < MaxCells {
+				cs.byKey[k] = g
+				cs.order = append(cs.order, g)
+				continue
+			}
+			k.target = OtherResolvers
+			cs.folded += g.N
+		}
+		cs.cell(k).merge(g)
+	}
 }
 
 // NewSamples is rows gathered into cells, with the profile of each run
-// that has one (StoredProfiles).
+// that has one (StoredProfiles), NOERROR and NXDOMAIN taken as answers.
 func NewSamples(rows []store.Row, profiles map[string]testbed.Profile) *Samples {
-	cs := newCells(profiles)
+	cs := newCells(profiles, measure.DefaultAnswers())
 	for i := range rows {
 		cs.add(&rows[i])
 	}
-	return &Samples{Groups: cs.order}
+	s := cs.samples()
+	s.rescan = func(fn func(*store.Row)) error {
+		for i := range rows {
+			fn(&rows[i])
+		}
+		return nil
+	}
+	return s
+}
+
+// samples are the gathered cells.
+func (cs *cells) samples() *Samples {
+	return &Samples{Groups: cs.order, Skipped: cs.skipped, Folded: cs.folded, Canceled: cs.canceled, OKRcodes: cs.answers.Rcodes(), answers: cs.answers}
+}
+
+// MaxExactCompare is how many values a side of a comparison reads again
+// from the store when values binned to 0.1 % leave its verdict open
+// (stats.Comparison.Undecided): 2^21, 16 MiB a side. Past it the
+// comparison stays undecided, and says so.
+var MaxExactCompare = 1 << 21
+
+// compare compares two pooled distributions, binned past
+// stats.ExactLimit; where the bins leave the verdict open, it reads the
+// samples again, those of base and other (value says a row's value and
+// whether it is one), and runs the exact test.
+func (s *Samples) compare(base, other *stats.Dist, inBase, inOther func(*store.Row) bool, value func(*store.Row) (float64, bool)) stats.Comparison {
+	c := stats.CompareDists(base, other)
+	if !c.Undecided() || s.rescan == nil || base.N() > MaxExactCompare || other.N() > MaxExactCompare {
+		return c
+	}
+	var b, o []float64
+	err := s.rescan(func(r *store.Row) {
+		if !finite(r) || s.answers.Outcome(transport.Status(r.Status), r.Rcode) != "" {
+			return
+		}
+		v, ok := value(r)
+		if !ok {
+			return
+		}
+		if inBase(r) {
+			b = append(b, v)
+		}
+		if inOther(r) {
+			o = append(o, v)
+		}
+	})
+	if err != nil || len(b) != base.N() || len(o) != other.N() {
+		return c // the store changed, or cannot be read again: binned it stays
+	}
+	return stats.Compare(b, o)
+}
+
+// finite says whether every duration r holds is a number.
+func finite(r *store.Row) bool {
+	for _, p := range []*float64{r.ProbeRTTMs, r.HandshakeMs, r.QueryMs, r.TotalMs, r.HandshakeRTT, r.ResolveRTT, r.TotalRTT, r.WireMs, r.WireQueryMs} {
+		if p != nil && (math.IsNaN(*p) || math.IsInf(*p, 0)) {
+			return false
+		}
+	}
+	return true
 }
 
 // LoadSamples reads the DNS samples the filter selects, of runs of any
@@ -145,9 +284,13 @@ func LoadSamples(ctx context.Context, st *store.Store, f store.Filter) (*Samples
 	if err != nil {
 		return nil, err
 	}
+	answers, err := measure.ParseAnswers(f.OKRcodes)
+	if err != nil {
+		return nil, err
+	}
 	var parts []*cells // one per reader of the store
 	err = st.EachTiming(ctx, f, func() func(*store.Row) error {
-		cs := newCells(profiles)
+		cs := newCells(profiles, answers)
 		parts = append(parts, cs)
 		return func(r *store.Row) error {
 			cs.add(r)
@@ -159,17 +302,21 @@ func LoadSamples(ctx context.Context, st *store.Store, f store.Filter) (*Samples
 	}
 	all := parts[0]
 	for _, cs := range parts[1:] {
-		for _, g := range cs.order {
-			k := cellKey{g.Profile, g.Vantage, g.Target, g.Transport, g.Condition}
-			if mine, ok := all.byKey[k]; ok {
-				mine.merge(g)
-			} else {
-				all.byKey[k] = g
-				all.order = append(all.order, g)
-			}
-		}
+		all.merge(cs)
 	}
-	return &Samples{Groups: all.order}, nil
+	s := all.samples()
+	s.rescan = func(fn func(*store.Row)) error {
+		var mu sync.Mutex
+		return st.EachTiming(ctx, f, func() func(*store.Row) error {
+			return func(r *store.Row) error {
+				mu.Lock()
+				defer mu.Unlock()
+				fn(r)
+				return nil
+			}
+		})
+	}
+	return s, nil
 }
 
 // pool merges the cells by key, the keys in the order first seen.

@@ -41,7 +41,7 @@ func init() {
 
 // Quick is a run of a few minutes.
 func (c *DNSRTT) Quick() {
-	c.Repeat = 3
+	c.Repeat = 3 // the claims pool the five profiles: 15 a cell
 }
 
 // Flags binds dns-rtt's flags.
@@ -148,9 +148,10 @@ func Expected(transport, condition string) float64 {
 // Summary is the medians of one profile × transport × condition.
 type Summary struct {
 	Profile, Transport, Condition string
-	N, OK                         int
-	Handshake, Resolve, Total     float64       // medians, in RTTs of the probe (the PAM paper's normalisation)
-	TotalStat                     stats.Summary // Total with its 95 % interval
+	N, OK                         int            // samples, answered samples
+	Failed                        map[string]int // the others, by rcode or status
+	Handshake, Resolve, Total     float64        // medians, in RTTs of the probe (the PAM paper's normalisation)
+	TotalStat                     stats.Summary  // Total with its 95 % interval
 	HandshakeStat, ResolveStat    stats.Summary
 	// TotalEmulatedStat and SerializationStat: TotalEmulated and
 	// Serialization with their intervals.

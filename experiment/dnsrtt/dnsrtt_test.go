@@ -2,6 +2,9 @@ package dnsrtt
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,7 +104,7 @@ func TestVantagesInTheReport(t *testing.T) {
 	require.Equal(t, 3.0, fra.RTT.Median)
 	require.Equal(t, 10.0, fra.Probe.Median)
 	fra.Ms, fra.RTT, fra.Probe = stats.Summary{}, stats.Summary{}, stats.Summary{}
-	require.Equal(t, VantageStat{Vantage: "fra1", Where: "Frankfurt, DE, AS64500, 192.0.2.1", Target: "10.0.0.53", Transport: "udp", N: 3, OK: 3,
+	require.Equal(t, VantageStat{Vantage: "fra1", Where: "Frankfurt, DE, AS64500, 192.0.2.1", Target: "10.0.0.53", Transport: "udp", N: 3, OK: 3, Failed: map[string]int{},
 		ProbeMs: 10, MedianMs: 30, P95Ms: 39, MedianRTT: 3, P95RTT: 3.9}, fra)
 	require.Equal(t, 60.0, by[1].MedianMs)
 	sec, err := samples.Section(t.TempDir())
@@ -182,4 +185,110 @@ func TestLoopbackStaysOutOfThePool(t *testing.T) {
 		}
 	}
 	require.Equal(t, 5, pooled)
+}
+
+// TestOnlyAnswersAreTimed: the report reads every row's status and
+// rcode, so a failure that carries a time (an edited or imported store)
+// or an answer that refuses is counted by what it failed with, never in
+// a median; old stores, without rcodes, are read by their status.
+func TestOnlyAnswersAreTimed(t *testing.T) {
+	var rows []store.Row
+	for i := range 17 {
+		rows = append(rows, row("a.example", 1+float64(i)/100))
+	}
+	for range 3 {
+		timedOut := row("a.example", 10000)
+		timedOut.Status = "timeout"
+		rows = append(rows, timedOut)
+	}
+	refused := row("a.example", 0.1)
+	refused.Status, refused.Rcode = "rcode-error", "REFUSED"
+	oldServfail := row("a.example", 0.1) // an old store: no rcode
+	oldServfail.Status = "servfail"
+	nx := row("a.example", 1.08)
+	nx.Status, nx.Rcode = "nxdomain", "NXDOMAIN"
+	canceled := row("a.example", 0)
+	canceled.Status = "canceled"
+	rows = append(rows, refused, oldServfail, nx, canceled)
+
+	s := NewSamples(rows, nil)
+	st := s.Stats()
+	require.Len(t, st, 1)
+	require.Equal(t, 23, st[0].N, "cancelled tasks are no samples")
+	require.Equal(t, 18, st[0].OK, "the NXDOMAIN answers")
+	require.Equal(t, map[string]int{"timeout": 3, "REFUSED": 1, "SERVFAIL": 1}, st[0].Failed)
+	require.Less(t, st[0].P95Ms, 1.2, "no timeout in the p95")
+	require.Equal(t, 1, s.Canceled)
+	var out strings.Builder
+	require.NoError(t, s.WriteTable(&out))
+	require.Contains(t, out.String(), "timeout 3, REFUSED 1, SERVFAIL 1")
+}
+
+// TestLargeComparisonsNearTheThresholdAreExact: two resolvers of 4,600
+// samples each, past the exact limit, apart by a shift the 0.1 % bins
+// cannot see: where the binned test cannot tell, the report reads the
+// values again and gives the exact test's p and verdict.
+func TestLargeComparisonsNearTheThresholdAreExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	checked := 0
+	for trial := 0; trial < 40 && checked < 3; trial++ {
+		shift := 1 + float64(trial%20)*0.0002
+		var rows []store.Row
+		var a, b []float64
+		for range stats.ExactLimit + 500 {
+			x, y := 10*math.Exp(rng.NormFloat64()*0.05), 10*math.Exp(rng.NormFloat64()*0.05)*shift
+			a, b = append(a, x), append(b, y)
+			rows = append(rows, row("a.example", x), row("b.example", y))
+		}
+		binned := stats.CompareDists(dist(a), dist(b))
+		if !binned.Undecided() {
+			continue
+		}
+		checked++
+		rs := NewSamples(rows, nil).ByResolver()
+		require.Len(t, rs, 2)
+		slow := rs[1]
+		require.False(t, slow.VsFastest.Approx, "read again, exactly")
+		base, other := a, b
+		if rs[0].Target == "b.example" {
+			base, other = b, a
+		}
+		require.InDelta(t, stats.MannWhitneyP(base, other), slow.VsFastest.P, 1e-12)
+		require.NotContains(t, slow.VsText(), "?")
+	}
+	require.Positive(t, checked, "no trial left the binned test undecided")
+}
+
+func dist(v []float64) *stats.Dist {
+	d := stats.NewDist()
+	for _, x := range v {
+		d.Add(x)
+	}
+	return d
+}
+
+// TestResolverTableGroupsResolvers: with every row shown, each
+// resolver's transports are together (resolvers by name, transports in
+// the protocol table's order); the rank still says where each stands
+// within its transport.
+func TestResolverTableGroupsResolvers(t *testing.T) {
+	var rows []store.Row
+	add := func(host, tr, url string, ms float64) {
+		for i := range 5 {
+			r := row(host, ms+float64(i)/10)
+			r.Transport, r.URL = tr, url
+			rows = append(rows, r)
+		}
+	}
+	add("b.example", "doq", "quic://b.example", 30)
+	add("b.example", "udp", "udp://b.example", 5)
+	add("a.example", "doq", "quic://a.example", 20)
+	add("a.example", "udp", "udp://a.example", 10)
+	shown, left := NewSamples(rows, nil).shownResolvers()
+	require.Zero(t, left)
+	var got []string
+	for _, x := range shown {
+		got = append(got, fmt.Sprintf("%s %s %d", x.Target, x.Transport, x.Rank))
+	}
+	require.Equal(t, []string{"a.example udp 2", "a.example doq 1", "b.example udp 1", "b.example doq 2"}, got)
 }

@@ -8,9 +8,11 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/measure"
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
@@ -24,6 +26,26 @@ import (
 // gathered into cells.
 type Samples struct {
 	Groups []*Group
+	// Skipped are samples left out for a non-finite duration (NaN or an
+	// infinity), which doxlab refuses to store: they were written
+	// around it.
+	Skipped int
+	// Folded are samples whose own cell MaxCells left no room for: they
+	// count in every pooled table, figure and finding, and in an
+	// OtherResolvers cell, not in a per-resolver row.
+	Folded int
+	// Canceled are rows of tasks an interrupted run cancelled: no
+	// samples, in no n.
+	Canceled int
+	// OKRcodes are the rcodes taken as answers; other answers failed.
+	OKRcodes []string
+
+	answers measure.Answers
+	// rescan reads the samples again, row by row: where a comparison of
+	// binned values cannot tell, its exact values are read (compare).
+	rescan func(fn func(*store.Row)) error
+
+	resolvers *[]ResolverStat // ByResolver, once computed
 }
 
 // Load reads the DNS samples of the runs whose IDs start with prefix, of
@@ -58,7 +80,7 @@ func (s *Samples) Summarize() []Summary {
 	var out []Summary
 	for _, k := range keys {
 		g := groups[k]
-		sum := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: g.N, OK: g.RTT.N(), Expected: Expected(k.t, k.c),
+		sum := Summary{Profile: k.p, Transport: k.t, Condition: k.c, N: g.N, OK: g.Answered, Failed: g.Failed, Expected: Expected(k.t, k.c),
 			TotalEmulated: math.NaN(), Serialization: math.NaN()} // no profile, no emulated RTT
 		sum.TotalStat, sum.HandshakeStat, sum.ResolveStat = g.RTT.Summary(), g.Handshake.Summary(), g.Resolve.Summary()
 		sum.Handshake, sum.Resolve, sum.Total = sum.HandshakeStat.Median, sum.ResolveStat.Median, sum.TotalStat.Median
@@ -75,12 +97,22 @@ func (s *Samples) Summarize() []Summary {
 // WriteTable writes the medians per profile, transport and condition, in
 // RTTs.
 func (s *Samples) WriteTable(w io.Writer) error {
+	if s.Skipped > 0 {
+		fmt.Fprintf(w, "%d samples left out: they hold a duration that is not a finite number (doxlab writes none)\n", s.Skipped)
+	}
+	if s.Folded > 0 {
+		fmt.Fprintf(w, "%d samples of resolvers past the bound of %d cells count in the pooled tables only (per-resolver rows: doxlab export)\n", s.Folded, MaxCells)
+	}
+	if s.Canceled > 0 {
+		fmt.Fprintf(w, "%d tasks an interrupted run cancelled are no samples, and in no count\n", s.Canceled)
+	}
+	fmt.Fprintf(w, "answered: an answer with rcode %s, the only samples timed; the others are counted under failed by rcode or status\n", s.answeredRcodes())
 	fmt.Fprintln(w, "medians with their 95 % intervals, in RTTs of the probe, and the total in RTTs of the profile; excess and rest are differences of medians")
-	fmt.Fprintf(w, "%-10s %-6s %-8s %7s %-19s %-19s %-19s %-19s %8s %7s %-19s %7s\n", "profile", "transp", "cond", "ok", "handshake", "resolve", "total", "total/em", "expected", "excess", "serial", "rest")
+	fmt.Fprintf(w, "%-10s %-6s %-8s %9s %-19s %-19s %-19s %-19s %8s %7s %-19s %7s  %s\n", "profile", "transp", "cond", "answered", "handshake", "resolve", "total", "total/em", "expected", "excess", "serial", "rest", "failed")
 	for _, x := range s.Summarize() {
-		fmt.Fprintf(w, "%-10s %-6s %-8s %7s %-19s %-19s %-19s %-19s %8.0f %7s %-19s %7s\n", x.Profile, x.Transport, x.Condition, fmt.Sprintf("%d/%d", x.OK, x.N),
+		fmt.Fprintf(w, "%-10s %-6s %-8s %9s %-19s %-19s %-19s %-19s %8.0f %7s %-19s %7s  %s\n", x.Profile, x.Transport, x.Condition, fmt.Sprintf("%d/%d", x.OK, x.N),
 			x.HandshakeStat.Cell(2), x.ResolveStat.Cell(2), x.TotalStat.Cell(2), x.TotalEmulatedStat.Cell(2), x.Expected, signed(x.Total-x.Expected),
-			x.SerializationStat.Cell(2), signed(x.TotalEmulated-x.Expected-x.Serialization))
+			x.SerializationStat.Cell(2), signed(x.TotalEmulated-x.Expected-x.Serialization), stats.Counts(x.Failed))
 	}
 	fmt.Fprintln(w, "total/em divides by the profile's RTT; on slow uplinks the QUIC probe (a 1200-octet Initial) is itself slowed, and total understates the excess")
 	_, err := fmt.Fprintln(w, "serial = the exchange's packets (bytes and packets at the socket, plus IP and UDP/TCP headers) passing the profile's rate limits, in RTTs of the profile, an upper bound since what the connection carries after the answer (ACKs, tickets) counts too; rest = total/em - expected - serial: the hosts' share (crypto, processing, pacing, delayed ACKs)")
@@ -91,11 +123,20 @@ func (s *Samples) WriteTable(w io.Writer) error {
 	return s.writeVantages(w)
 }
 
+// answeredRcodes are the rcodes taken as answers, as a sentence says them.
+func (s *Samples) answeredRcodes() string {
+	if len(s.OKRcodes) == 0 {
+		return strings.Join(measure.DefaultOKRcodes, " or ")
+	}
+	return strings.Join(s.OKRcodes, " or ")
+}
+
 // Stat is one row of the report's table: a profile × transport ×
 // condition in ms and in RTTs.
 type Stat struct {
 	Profile, Transport, Condition string
-	N, OK                         int
+	N, OK                         int            // samples, answered samples
+	Failed                        map[string]int // the others, by rcode or status
 	MedianMs, IQRMs, P95Ms        float64
 	Ms                            stats.Summary // the total in ms, with the median's 95 % interval
 	MedianRTT, IQRRTT, P95RTT     float64
@@ -139,7 +180,7 @@ func (s *Samples) Stats() []Stat {
 	var out []Stat
 	for _, k := range keys {
 		g := groups[k]
-		st := Stat{Profile: k.p, Transport: k.t, Condition: k.c, N: g.N, OK: g.OK()}
+		st := Stat{Profile: k.p, Transport: k.t, Condition: k.c, N: g.N, OK: g.Answered, Failed: g.Failed}
 		st.Serial, st.Wire, st.Client = g.Serial.Summary(), g.Wire.Summary(), g.Client.Summary()
 		st.SerialMs, st.WireMs, st.ClientMs = st.Serial.Median, st.Wire.Median, st.Client.Median
 		st.Ms, st.RTT = g.Ms.Summary(), g.RTT.Summary()
@@ -163,6 +204,16 @@ var Metrics = []struct {
 	{"resolve", "query to answer (multiples of the RTT)", "", func(c *Group) *stats.Dist { return c.Resolve }},
 }
 
+// loopbackMetrics are what a report draws of samples measured on
+// loopback only: the total in ms.
+var loopbackMetrics = []struct {
+	Name, Title string
+	Note        string
+	Get         func(*Group) *stats.Dist
+}{
+	{"total", "DNS exchange (ms)", "", func(c *Group) *stats.Dist { return c.MsAll }},
+}
+
 var conditionDashes = map[string][]vg.Length{"fresh": nil, "pam": {vg.Points(1), vg.Points(2)}, "resumed": {vg.Points(5), vg.Points(3)}, "0rtt": {vg.Points(2), vg.Points(2)}}
 
 // cdfSeries is a line per transport × condition of one metric.
@@ -173,27 +224,28 @@ func cdfSeries(cells []*Group, get func(*Group) *stats.Dist) []*figure.Series {
 	var out []*figure.Series
 	for _, k := range keys {
 		if d := get(groups[k]); d.N() > 0 {
-			out = append(out, &figure.Series{Label: k.t + " " + k.c, Color: figure.Colors[k.t], Glyph: figure.Glyphs[k.t], Dashes: conditionDashes[k.c], Dist: d})
+			out = append(out, &figure.Series{Label: figure.Label(k.t) + " " + k.c, Color: figure.Colors[k.t], Glyph: figure.Glyphs[k.t], Dashes: conditionDashes[k.c], Dist: d})
 		}
 	}
 	return out
 }
 
-var statsTable = experiment.Table("dns", `<table id="summary"><tr><th class="l">profile</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
-<th>median ms</th><th>95 % CI ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th><th>wire ms</th><th>client ms</th></tr>
+var statsTable = experiment.Table("dns", `{{with .Resolvers}}<h3>Per resolver</h3><table id="resolvers"><tr><th>rank</th><th class="l">resolver</th><th class="l">transport</th><th class="l">condition</th><th>answered</th>
+<th>median ms</th><th>95 % CI ms</th><th>median RTT</th><th>probe RTT ms</th><th class="l">against the fastest</th><th class="l">failed</th></tr>
+{{range .}}<tr><td>{{.RankText}}</td><td class="l">{{.Target}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
+<td>{{f .Ms.Median}}</td><td>{{ci .Ms}}</td><td>{{mci .RTT}}</td><td>{{mci .Probe}}</td><td class="l">{{if gt .Rank 1}}{{delta .VsFastest}}{{else}}{{.VsText}}{{end}}</td><td class="l">{{failed .Failed}}</td></tr>
+{{end}}</table>{{with $.ResolversLeft}}<p class="note">{{.}} more rows past the {{$.MaxResolverRows}} fastest of each transport and condition: every one is in <code>doxlab report --json</code> (table <code>resolvers</code>) and in <code>doxlab export</code>.</p>{{end}}{{end}}
+
+{{if .Resolvers}}<h3>Pooled over the resolvers</h3>{{end}}<table id="summary"><tr><th class="l">profile</th><th class="l">transport</th><th class="l">condition</th><th>answered</th>
+<th>median ms</th><th>95 % CI ms</th><th>IQR ms</th><th>p95 ms</th><th>median RTT</th><th>IQR RTT</th><th>p95 RTT</th><th>serial ms</th><th>wire ms</th><th>client ms</th><th class="l">failed</th></tr>
 {{range .Stats}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{f .MedianMs}}</td><td>{{ci .Ms}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{mci .RTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{mci .Serial}}</td><td>{{mci .Wire}}</td><td>{{mci .Client}}</td></tr>
+<td>{{f .MedianMs}}</td><td>{{ci .Ms}}</td><td>{{f .IQRMs}}</td><td>{{f .P95Ms}}</td><td>{{mci .RTT}}</td><td>{{f .IQRRTT}}</td><td>{{f .P95RTT}}</td><td>{{mci .Serial}}</td><td>{{mci .Wire}}</td><td>{{mci .Client}}</td><td class="l">{{failed .Failed}}</td></tr>
 {{end}}</table>
-{{with .Resolvers}}<h3>Per resolver</h3><table id="resolvers"><tr><th>rank</th><th class="l">resolver</th><th class="l">transport</th><th class="l">condition</th><th>ok/n</th>
-<th>median ms</th><th>95 % CI ms</th><th>median RTT</th><th>probe RTT ms</th><th class="l">against the fastest</th></tr>
-{{range .}}<tr><td>{{.Rank}}</td><td class="l">{{.Target}}</td><td class="l">{{.Transport}}</td><td class="l">{{.Condition}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{f .Ms.Median}}</td><td>{{ci .Ms}}</td><td>{{mci .RTT}}</td><td>{{mci .Probe}}</td><td class="l">{{if eq .Rank 1}}fastest{{else}}{{delta .VsFastest}}{{end}}</td></tr>
-{{end}}</table>{{end}}
-{{with .Vantages}}<h3>Per vantage point</h3><table id="vantages"><tr><th class="l">vantage</th><th class="l">where</th><th class="l">resolver</th><th class="l">transport</th><th>ok/n</th>
-<th>probe RTT ms</th><th>median ms</th><th>p95 ms</th><th>median RTT</th><th>p95 RTT</th></tr>
+{{with .Vantages}}<h3>Per vantage point</h3><table id="vantages"><tr><th class="l">vantage</th><th class="l">where</th><th class="l">resolver</th><th class="l">transport</th><th>answered</th>
+<th>probe RTT ms</th><th>median ms</th><th>p95 ms</th><th>median RTT</th><th>p95 RTT</th><th class="l">failed</th></tr>
 {{range .}}<tr><td class="l">{{.Vantage}}</td><td class="l">{{.Where}}</td><td class="l">{{.Target}}</td><td class="l">{{.Transport}}</td><td>{{.OK}}/{{.N}}</td>
-<td>{{mci .Probe}}</td><td>{{mci .Ms}}</td><td>{{f .P95Ms}}</td><td>{{mci .RTT}}</td><td>{{f .P95RTT}}</td></tr>
-{{end}}</table>{{end}}`)
+<td>{{mci .Probe}}</td><td>{{mci .Ms}}</td><td>{{f .P95Ms}}</td><td>{{mci .RTT}}</td><td>{{f .P95RTT}}</td><td class="l">{{failed .Failed}}</td></tr>
+{{end}}</table>{{with $.VantagesLeft}}<p class="note">{{.}} more rows past the first {{$.MaxVantageRows}}: every one is in <code>doxlab report --json</code> (table <code>vantages</code>) and in <code>doxlab export</code>.</p>{{end}}{{end}}`)
 
 // Section is the report's DNS part: the table, and the CDF of each
 // metric per profile and over all (cross-layer paper Fig. 5-7, PAM 2022
@@ -216,7 +268,18 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 		all, of = "all emulated", "over the emulated profiles, then each (loopback, none, apart: its RTT is tens of microseconds)"
 		inAll = func(c *Group) bool { return orNone(c.Profile) != "none" }
 	}
-	for _, m := range Metrics {
+	// Several resolvers: each apart first, then the pools.
+	if err := s.resolverFigure(set); err != nil {
+		return nil, err
+	}
+	metrics, title := Metrics, "DNS exchange in round trips"
+	if !slices.ContainsFunc(profiles, func(p string) bool { return p != "none" }) {
+		// Loopback only: its RTT is tens of microseconds, so round-trip
+		// multiples would say nothing; milliseconds do.
+		metrics, title = loopbackMetrics, "DNS exchange"
+		of = "per transport and condition, in ms: on loopback a round trip is tens of microseconds, so multiples of it say nothing"
+	}
+	for _, m := range metrics {
 		// Small multiples: all profiles, then each, on one x axis.
 		note := of
 		if m.Note != "" {
@@ -227,25 +290,41 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 			return nil, err
 		}
 	}
-	intro := "Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition. <i>serial</i> is how long the exchange's packets (with IP and UDP/TCP headers) take to pass the profile's rate limits: the link's share of the time above the protocol's round-trip count, at most. <i>wire</i> is the exchange as the client's kernel saw it cross the socket (first packet out to answer in), <i>client</i> the median of the total minus it: the client's own time."
-	if vantages := s.vantages(); len(vantages) > 0 {
+	intro := ""
+	if s.Skipped > 0 {
+		intro = fmt.Sprintf("<b>%d samples left out</b>: they hold a duration that is not a finite number (NaN or an infinity), which doxlab never writes. ", s.Skipped)
+	}
+	if s.Folded > 0 {
+		intro += fmt.Sprintf("<b>%d samples of resolvers past the report's bound of %d cells</b> count in every pooled table, figure and finding, but have no per-resolver or per-vantage row (doxlab export has every sample; <code>doxlab report --max-cells</code> raises the bound, about 5 KB a cell). ", s.Folded, MaxCells)
+	}
+	if s.Canceled > 0 {
+		intro += fmt.Sprintf("%d tasks an interrupted run cancelled are no samples and in no count. ", s.Canceled)
+	}
+	intro += fmt.Sprintf("<i>Answered</i> samples are those with an answer of rcode %s: only they are timed; the others are counted under <i>failed</i> by rcode (REFUSED, SERVFAIL, ...) or by what went wrong (timeout, ...). ", s.answeredRcodes())
+	intro += "Every duration is divided by the RTT probed on the same port and protocol just after the exchange. Summary of the DNS exchange (total) per access profile, transport and condition. <i>serial</i> is how long the exchange's packets (with IP and UDP/TCP headers) take to pass the profile's rate limits: the link's share of the time above the protocol's round-trip count, at most. <i>wire</i> is the exchange as the client's kernel saw it cross the socket (first packet out to answer in), <i>client</i> the median of the total minus it: the client's own time."
+	if vantages := s.panelVantages(); len(vantages) > 0 {
 		intro += " Campaigns measured from several vantage points: the second table and the last figure give each vantage point apart."
 		m := Metrics[0]
 		cells := filter(s.Groups, func(c *Group) bool { return c.Vantage != "" })
+		of := "over all vantage points, then each"
+		if n := len(s.vantages()); n > len(vantages) {
+			of = fmt.Sprintf("over all %d vantage points, then the %d most measured", n, len(vantages))
+		}
 		if err := smallMultiples(set, cells, "vantage", func(c *Group) string { return c.Vantage }, vantages, "all", func(*Group) bool { return true }, m.Get, m.Title,
-			"cdf-"+m.Name+"-by-vantage", "CDF of the "+m.Title+" per vantage point", "over all vantage points, then each"); err != nil {
+			"cdf-"+m.Name+"-by-vantage", "CDF of the "+m.Title+" per vantage point", of); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.resolverFigure(set); err != nil {
-		return nil, err
-	}
-	resolvers := s.ByResolver()
+	resolvers, left := s.shownResolvers()
+	vantageRows := s.ByVantage()
+	vantagesLeft := max(len(vantageRows)-MaxVantageRows, 0)
+	vantageRows = vantageRows[:len(vantageRows)-vantagesLeft]
 	if len(resolvers) > 0 {
-		intro += " Several resolvers were measured: the per-resolver table ranks them within each transport and condition, and the last figure draws each apart."
+		intro = "Several resolvers were measured: the first figure and table give each apart (a colour per resolver; the table ranks each among those measured over the same transport and condition), the others pool them. " + intro
 	}
-	return experiment.NewSection("dns", "DNS exchange in round trips", template.HTML(intro), statsTable,
-		map[string]any{"Stats": s.Stats(), "Vantages": s.ByVantage(), "Resolvers": resolvers}, set)
+	return experiment.NewSection("dns", title, template.HTML(intro), statsTable,
+		map[string]any{"Stats": s.Stats(), "Vantages": vantageRows, "VantagesLeft": vantagesLeft, "MaxVantageRows": MaxVantageRows,
+			"Resolvers": resolvers, "ResolversLeft": left, "MaxResolverRows": MaxResolverRows}, set)
 }
 
 // smallMultiples draws the CDF of get over the rows inAll keeps (a panel
@@ -254,17 +333,23 @@ func (s *Samples) Section(dir string) (*experiment.Section, error) {
 // a group outside the pool, which keeps its own.
 func smallMultiples(set *figure.Set, cells []*Group, groupName string, groupOf func(*Group) string, groups []string, all string, inAll func(*Group) bool,
 	get func(*Group) *stats.Dist, xlabel, name, heading, of string) error {
-	names := append([]string{all}, groups...)
+	// An "all" panel only where there is more than one to pool: with one
+	// profile it would repeat it.
+	names, hasAll := groups, len(groups) > 1
+	if hasAll {
+		names = append([]string{all}, groups...)
+	}
 	data := figure.Data{Header: []string{groupName, "series", "value", "cdf"}}
 	var panels []*plot.Plot
 	var shared []bool // the panel takes the shared x axis
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, g := range names {
+		isAll := hasAll && i == 0
 		keep := func(c *Group) bool { return groupOf(c) == g }
-		if i == 0 {
+		if isAll {
 			keep = inAll
 		}
-		pooled := i == 0 || slices.ContainsFunc(cells, func(c *Group) bool { return groupOf(c) == g && inAll(c) })
+		pooled := isAll || slices.ContainsFunc(cells, func(c *Group) bool { return groupOf(c) == g && inAll(c) })
 		plt, d, err := figure.CDFPanel(cdfSeries(filter(cells, keep), get), g, xlabel, false)
 		if err != nil {
 			return err
@@ -292,27 +377,35 @@ func smallMultiples(set *figure.Set, cells []*Group, groupName string, groupOf f
 
 // totals is the fresh-connection totals in RTTs of one transport,
 // measured on an emulated link where any were; onLoopback says that
-// none were, so the RTTs are loopback's.
-func (s *Samples) totals(transport string) (out *stats.Dist, onLoopback bool) {
+// none were, so the RTTs are loopback's. in says which rows they are.
+func (s *Samples) totals(transport string) (out *stats.Dist, onLoopback bool, in func(*store.Row) bool) {
 	emulated := slices.ContainsFunc(s.Groups, func(c *Group) bool { return c.Profile != "" && c.Profile != "none" })
+	keep := func(tr, cond, profile string) bool {
+		return tr == transport && cond == "fresh" && (!emulated || (profile != "" && profile != "none"))
+	}
 	out = stats.NewDist()
 	for _, c := range s.Groups {
-		if c.Transport == transport && c.Condition == "fresh" && (!emulated || (c.Profile != "" && c.Profile != "none")) {
+		if keep(c.Transport, c.Condition, c.Profile) {
 			out.Merge(c.RTT)
 		}
 	}
-	return out, !emulated
+	return out, !emulated, func(r *store.Row) bool { return keep(r.Transport, r.Condition, r.Profile) }
 }
 
 // Findings checks the cross-layer paper's §IV-B claims (Fig. 5): DoUDP
 // takes one round trip, and DoQ's exchange is about one round trip
 // shorter than DoH's, on new connections over all profiles.
 func (s *Samples) Findings() []experiment.Finding {
-	udps, loopback := s.totals("udp")
-	doqs, _ := s.totals("doq")
-	dohs, _ := s.totals("doh2")
+	udps, loopback, _ := s.totals("udp")
+	doqs, _, inDoQ := s.totals("doq")
+	dohs, _, inDoH := s.totals("doh2")
 	udp, doq, doh := udps.Summary().Median, doqs.Summary().Median, dohs.Summary().Median
-	apart := stats.CompareDists(doqs, dohs)
+	apart := s.compare(doqs, dohs, inDoQ, inDoH, func(r *store.Row) (float64, bool) {
+		if r.TotalRTT == nil {
+			return 0, false
+		}
+		return *r.TotalRTT, true
+	})
 	return []experiment.Finding{
 		{
 			Claim:  "DoUDP resolves in one round trip",

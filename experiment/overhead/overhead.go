@@ -109,7 +109,7 @@ type Conn struct {
 
 func (c *Overhead) defaults() {
 	if len(c.Transports) == 0 {
-		c.Transports = protocol.Names(nil)
+		c.Transports = protocol.Direct()
 	}
 	if len(c.Modes) == 0 {
 		c.Modes = []string{"new", "persistent"}

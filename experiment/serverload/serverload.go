@@ -38,7 +38,7 @@ type ServerLoad struct {
 }
 
 // Transports is every transport the experiment can load: all of them.
-var Transports = protocol.Names(nil)
+var Transports = protocol.Direct()
 
 func init() {
 	experiment.Register(experiment.Info{Name: "server-load", Quick: "1000 to 4000 queries/s, 1 s a step",

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/store"
@@ -80,6 +82,11 @@ type LoadRow struct {
 	OriginsNoLookup int64   `parquet:"origins_no_lookup"`
 	Conns           int64   `parquet:"conns"`
 	Conns0RTT       int64   `parquet:"conns_0rtt"`
+	// Setup is the page's placement and frames where not the papers'
+	// (pages.Task.Setup); OriginsByFrame the origins requested with no
+	// lookup that a connection had announced in an ORIGIN frame.
+	Setup          string `parquet:"setup"`
+	OriginsByFrame int64  `parquet:"origins_by_frame"`
 }
 
 // Row flattens a page load of run id.
@@ -104,6 +111,7 @@ func Row(id string, x *pages.Sample) LoadRow {
 	r.Lookups, r.LookupsBlocking, r.DNSBlockingMs, r.DNSTotalMs = int64(x.Lookups), int64(x.LookupsBlocking), x.DNSBlockingMs, x.DNSTotalMs
 	notH3, noLookup, conns, early := x.OriginCounts()
 	r.Origins, r.OriginsNotH3, r.OriginsNoLookup, r.Conns, r.Conns0RTT = int64(len(x.Origins)), int64(notH3), int64(noLookup), int64(conns), int64(early)
+	r.Setup, r.OriginsByFrame = x.Setup, int64(x.OriginsByFrame())
 	return r
 }
 
@@ -117,4 +125,40 @@ func init() {
 				return emit(Row(id, x))
 			})
 		})
+}
+
+// PageTime is one page load as a comparison sees it: the page, the DNS
+// transport, the setting it loaded in (the testbed's profile, engine and
+// H3 handshake; "wild" for a campaign's), and its PLT in ms where it
+// loaded, else its status.
+type PageTime struct {
+	Page, Transport, Setting, Status string
+	PLTMs                            float64
+}
+
+// EachPageTime hands fn every page load f selects, the testbed's and
+// the campaigns', one at a time.
+func EachPageTime(ctx context.Context, st *store.Store, f store.Filter, fn func(PageTime)) error {
+	if f.Vantage == "" {
+		err := eachLoad(ctx, st, f.RunPrefix, func(_ string, x *pages.Sample) error {
+			setting := strings.Join([]string{x.Profile, x.EngineName(), "H3 " + x.H3}, " ")
+			fn(PageTime{Page: x.Page, Transport: x.Transport, Setting: setting, Status: x.Status, PLTMs: x.PLTMs})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return st.Results(ctx, f.RunPrefix, campaign.PageLoads, func(id string, raw []byte) error {
+		x, err := decodeWild(id, raw)
+		if err != nil || (f.Vantage != "" && x.vantage() != f.Vantage) {
+			return err
+		}
+		plt := x.PLTMs
+		if plt == 0 && x.Sample != nil {
+			plt = x.Sample.PLTMs // loads stored before 0.1.0 hold it here alone
+		}
+		fn(PageTime{Page: x.Page, Transport: x.Transport, Setting: "wild", Status: x.Status, PLTMs: plt})
+		return nil
+	})
 }

@@ -45,7 +45,16 @@ type Web struct {
 	// Chromium's measured loads on the profile (each traced), after them;
 	// alone, captured from Chromium at the run's start. With both, the
 	// report compares them.
-	Engines   []string
+	Engines []string
+	// Placement lays a multi-origin page's origins out: separate (the
+	// default: a server per party, a certificate per origin) or cdn
+	// (every origin on one CDN edge, one certificate); see
+	// pages.Placement. NoOrigin has the servers send no ORIGIN frames
+	// (RFC 9412), which they send by default: on one CDN they let a
+	// browser load an announced origin on the connection it has, with
+	// no lookup.
+	Placement string
+	NoOrigin  bool
 	Repeat    int // loads per cell; default 10
 	Timeout   time.Duration
 	Seed      uint64 // task order; 0: random
@@ -57,7 +66,7 @@ type Web struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "web", Resumable: true, Quick: "fiber and 4g, 2 loads per cell",
+	experiment.Register(experiment.Info{Name: "web", Resumable: true, Quick: "fiber and 4g, the example and wiki pages, 5 loads per cell",
 		Doc: "page loads in Chromium over HTTP/3 (0-RTT and 1-RTT) with the\nbrowser's DNS through a stub over each transport, per profile",
 		New: func() experiment.Experiment { return new(Web) }})
 }
@@ -77,6 +86,8 @@ func (c *Web) Flags(fs *flag.FlagSet) {
 	experiment.ListVar(fs, &c.StubStates, "stub", c.StubStates, "the stub's connection states: cold (a new connection per query), warm (kept from the warm-up)")
 	experiment.ListVar(fs, &c.DNSModes, "dns", c.DNSModes, "stub (DNS in the browser's path), decoupled (measured apart and added, as the paper did), or both")
 	experiment.ListVar(fs, &c.Engines, "engines", c.Engines, "what loads the pages: chromium, doxlab (doxlab's page loader, replaying each page's graph captured from Chromium; beside chromium, chosen among its measured loads), or both, compared")
+	fs.StringVar(&c.Placement, "placement", c.Placement, "where a multi-origin page's origins are served: separate (a server per party, a certificate per origin) or cdn (one CDN edge, one certificate)")
+	fs.BoolVar(&c.NoOrigin, "no-origin", false, "the servers send no ORIGIN frames (sent by default; on one CDN they spare a browser the lookups of announced origins)")
 	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
@@ -85,10 +96,13 @@ func (c *Web) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PcapDir, "pcap", "", "a directory for the testbed's packet captures, per host and direction, as the emulator delivered them")
 }
 
-// Quick is a run of a few minutes: fiber and 4G, 2 loads per cell.
+// Quick is a run of about two minutes that can earn the paper's claims:
+// fiber and 4G, two pages, the 5 loads a cell's verdict needs
+// (experiment.MinSamples).
 func (c *Web) Quick() {
 	c.Profiles = []string{"fiber", "4g"}
-	c.Repeat = 2
+	c.Pages = []string{"example", "wiki"}
+	c.Repeat = experiment.MinSamples
 }
 
 func (c *Web) defaults() error {
@@ -122,6 +136,12 @@ func (c *Web) defaults() error {
 		experiment.CheckValues("dns mode", c.DNSModes, "stub", "decoupled")); err != nil {
 		return err
 	}
+	if c.Placement == "" {
+		c.Placement = pages.DefaultPlacement.Name
+	}
+	if _, ok := pages.Placements[c.Placement]; !ok {
+		return fmt.Errorf("placement %q: want separate or cdn", c.Placement)
+	}
 	if c.Repeat <= 0 {
 		c.Repeat = 10
 	}
@@ -130,6 +150,20 @@ func (c *Web) defaults() error {
 	}
 	c.Env.Defaults()
 	return experiment.DefaultSelf(&c.Doxlab)
+}
+
+// setup labels the loads of a placement and ORIGIN frames other than
+// the papers' (Task.Setup).
+func (c *Web) setup() string {
+	switch {
+	case c.Placement == pages.CDNPlacement.Name && !c.NoOrigin:
+		return c.Placement + "+origins"
+	case c.Placement != pages.DefaultPlacement.Name:
+		return c.Placement
+	case c.NoOrigin:
+		return "no-origin"
+	}
+	return ""
 }
 
 // webEnv is the running experiment: testbed, server, pages, browsers.
@@ -196,7 +230,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("page %s loads from %d origins: decoupled DNS measures one lookup apart; give --dns stub", p.Name, len(p.Origins))
 		}
 	}
-	place := pages.DefaultPlacement
+	place := pages.Placements[c.Placement]
 	servers := place.Hosts(chosen)
 	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "web", Hosts: append([]string{"client", "server"}, servers...),
 		HostNameservers: map[string]string{"client": "127.0.0.1"}, PcapDir: c.PcapDir})
@@ -224,7 +258,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	spec := map[string]any{"server": e.srv.Config(), "servers": e.srvs.Configs(), "placement": place, "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes, "engines": c.Engines,
+	spec := map[string]any{"server": e.srv.Config(), "servers": e.srvs.Configs(), "placement": place, "origin_frames": !c.NoOrigin, "transports": c.Transports, "h3": c.H3, "pages": c.Pages, "stub_states": c.StubStates, "dns_modes": c.DNSModes, "engines": c.Engines,
 		"repeat": c.Repeat, "seed": seed, "browser": e.browserVersion(ctx)}
 	c.Plan(len(profiles) * len(c.Transports) * len(c.StubStates) * len(c.Pages) * len(c.H3) * len(c.DNSModes) * len(c.Engines) * c.Repeat)
 	err = c.EachProfile(ctx, st, tb, expID, "experiment:web", profiles, spec, func(p testbed.Profile, runID string) error {
@@ -234,6 +268,11 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		}
 		c.Advance(len(done))
 		e.runID = runID
+		// A run's graphs come from its own loads and are stored with it:
+		// a run measured again after a failed link check chooses and
+		// stores them anew (the first run's are superseded with it).
+		clear(e.graphs)
+		clear(e.pool)
 		if err := e.profile(ctx, rng, p, runID, done); err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
@@ -270,6 +309,9 @@ func (e *webEnv) startServers(chosen []corpus.Page, dir string, place pages.Plac
 		e.pages[p.Name] = p
 	}
 	cfgs := pages.PageServers(e.tb.IPs, chosen, false, place)
+	for _, c := range cfgs {
+		c.Web.NoOrigin = e.c.NoOrigin
+	}
 	if slices.Contains(e.c.Engines, pages.EngineDoxlab) {
 		for _, c := range cfgs {
 			c.TLS.KeyLog = e.keyLog // decrypts the graph captures' packets
@@ -375,7 +417,7 @@ func (e *webEnv) blocks(ctx context.Context, rng *rand.Rand, p testbed.Profile, 
 				for _, mode := range e.c.DNSModes {
 					for _, engine := range engines {
 						for rep := range e.c.Repeat {
-							t := pages.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Rep: rep}
+							t := pages.Task{Profile: p.Name, Page: page, Transport: bl.tr, StubState: bl.state, H3: h3, DNSMode: mode, Setup: e.c.setup(), Rep: rep}
 							if engine != pages.EngineChromium {
 								t.Engine = engine
 							}

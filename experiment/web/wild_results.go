@@ -229,7 +229,9 @@ func (w Wild) Relatives() []Relative {
 		}
 		k := pair{x.vantage(), x.resolver(), x.Page, x.Round, x.Rep}
 		b := base[k]
-		if b == nil || b.FCPMs <= 0 || b.PLTMs <= 0 || ok[k] < len(transports) {
+		// The loader's own sample's timings (a campaign load repeats them
+		// at its top only since 0.1.0: older loads have them here alone).
+		if b == nil || x.Sample == nil || b.Sample == nil || b.Sample.FCPMs <= 0 || b.Sample.PLTMs <= 0 || ok[k] < len(transports) {
 			continue
 		}
 		scopes := []key{{"all", "", x.Transport}, {"page", x.Page, x.Transport}, {"vantage", x.vantage(), x.Transport}, {"resolver", x.resolver(), x.Transport}}
@@ -243,8 +245,8 @@ func (w Wild) Relatives() []Relative {
 				cells[k] = c
 				keys = append(keys, k)
 			}
-			c.FCP = append(c.FCP, 100*(x.FCPMs/b.FCPMs-1))
-			c.PLT = append(c.PLT, 100*(x.PLTMs/b.PLTMs-1))
+			c.FCP = append(c.FCP, 100*(x.Sample.FCPMs/b.Sample.FCPMs-1))
+			c.PLT = append(c.PLT, 100*(x.Sample.PLTMs/b.Sample.PLTMs-1))
 		}
 	}
 	rank := map[string]int{"all": 0, "page": 1, "vantage": 2, "region": 3, "resolver": 4}
@@ -263,6 +265,42 @@ func (w Wild) Relatives() []Relative {
 	return out
 }
 
+// Absolute is a protocol's FCP and PLT in ms over the loads that loaded,
+// over everything or for one page.
+type Absolute struct {
+	Scope, Group string // "all", or "page" and the page
+	Transport    string
+	FCP, PLT     stats.Summary
+}
+
+// Absolutes are the protocols' FCP and PLT medians in ms, with their 95 %
+// intervals, over every load that loaded, then per page: what the
+// ratios to DoUDP are ratios of.
+func (w Wild) Absolutes() []Absolute {
+	type key struct{ scope, group, transport string }
+	fcp, plt := map[key][]float64{}, map[key][]float64{}
+	var keys []key
+	for _, x := range w {
+		if x.Status != "ok" || x.Sample == nil || x.Sample.FCPMs <= 0 || x.Sample.PLTMs <= 0 {
+			continue
+		}
+		for _, k := range []key{{"all", "", x.Transport}, {"page", x.Page, x.Transport}} {
+			if _, ok := fcp[k]; !ok {
+				keys = append(keys, k)
+			}
+			fcp[k], plt[k] = append(fcp[k], x.Sample.FCPMs), append(plt[k], x.Sample.PLTMs)
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(strings.Compare(a.scope, b.scope), strings.Compare(a.group, b.group), order.Compare(a.transport, b.transport))
+	})
+	out := make([]Absolute, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, Absolute{Scope: k.scope, Group: k.group, Transport: k.transport, FCP: stats.Summarize(fcp[k]), PLT: stats.Summarize(plt[k])})
+	}
+	return out
+}
+
 // Cells are the relative changes as numbers (doxlab report --json): per
 // scope, group and protocol, FCP and PLT over DoUDP in percent, their
 // median with its interval and quartiles; the p40 and p80 the study's
@@ -274,6 +312,10 @@ func (w Wild) Cells() []experiment.Cell {
 		out = append(out,
 			experiment.NewCell("wild", keys, "fcp_rel_pct", len(r.FCP), stats.Summarize(r.FCP)),
 			experiment.NewCell("wild", keys, "plt_rel_pct", len(r.PLT), stats.Summarize(r.PLT)))
+	}
+	for _, a := range w.Absolutes() {
+		keys := map[string]string{"scope": a.Scope, "group": a.Group, "transport": a.Transport}
+		out = append(out, experiment.NewCell("wild-absolute", keys, "fcp_ms", a.FCP.N, a.FCP), experiment.NewCell("wild-absolute", keys, "plt_ms", a.PLT.N, a.PLT))
 	}
 	return out
 }
@@ -288,6 +330,11 @@ func (w Wild) WriteTable(out io.Writer) error {
 	for _, o := range w.Overview() {
 		fmt.Fprintf(out, "%-6s %3d/%-3d %9d %8s %7s %7s %7s  %-22s %s\n", o.Transport, o.OK, o.Loads, o.Exchanges, figure.Share(o.Resumed), figure.Share(o.ZeroRTT), figure.Share(o.Retry), figure.Share(o.Token), o.Versions, o.ALPNs)
 	}
+	fmt.Fprintln(out, "\nFCP and PLT in ms of the loads that loaded: medians with their 95 % intervals")
+	fmt.Fprintf(out, "%-9s %-24s %-6s %5s  %-26s %s\n", "scope", "group", "dns", "loads", "FCP ms", "PLT ms")
+	for _, a := range w.Absolutes() {
+		fmt.Fprintf(out, "%-9s %-24s %-6s %5d  %-26s %s\n", a.Scope, a.Group, a.Transport, a.FCP.N, a.FCP.Cell(0), a.PLT.Cell(0))
+	}
 	fmt.Fprintln(out, "\nFCP and PLT relative to DoUDP (pairs alike but for the protocol), in %: p40, median and p80, each with its 95 % interval")
 	fmt.Fprintf(out, "%-9s %-24s %-6s %5s  %-26s %-26s %-26s  %-26s %-26s %s\n", "scope", "group", "dns", "pairs", "FCP p40", "FCP p50", "FCP p80", "PLT p40", "PLT p50", "PLT p80")
 	for _, r := range w.Relatives() {
@@ -299,6 +346,10 @@ func (w Wild) WriteTable(out io.Writer) error {
 
 var wildTable = experiment.Table("wild", `<table id="wild-overview"><tr><th class="l">DNS</th><th>loads ok</th><th>upstream exchanges</th><th>resumed</th><th>0-RTT</th><th>Retry</th><th>token</th><th class="l">QUIC versions</th><th class="l">ALPNs</th><th class="l">commonest failure</th></tr>
 {{range .Overview}}<tr><td class="l">{{.Transport}}</td><td>{{.OK}}/{{.Loads}}</td><td>{{.Exchanges}}</td><td>{{share .Resumed}}</td><td>{{share .ZeroRTT}}</td><td>{{share .Retry}}</td><td>{{share .Token}}</td><td class="l">{{.Versions}}</td><td class="l">{{.ALPNs}}</td><td class="l">{{.FailReason}}</td></tr>
+{{end}}</table>
+<p>FCP and PLT in ms of the loads that loaded, per protocol, over everything and per page: medians with their 95 % intervals, what the ratios below are ratios of.</p>
+<table id="wild-absolute"><tr><th class="l">scope</th><th class="l">group</th><th class="l">DNS</th><th>loads</th><th>FCP ms</th><th>95 % CI</th><th>PLT ms</th><th>95 % CI</th></tr>
+{{range .Absolutes}}<tr><td class="l">{{.Scope}}</td><td class="l">{{.Group}}</td><td class="l">{{.Transport}}</td><td>{{.FCP.N}}</td><td>{{ms .FCP.Median}}</td><td>{{ci1 .FCP}}</td><td>{{ms .PLT.Median}}</td><td>{{ci1 .PLT}}</td></tr>
 {{end}}</table>
 <p>FCP and PLT relative to DoUDP, in %, over pairs of loads alike but for the protocol (vantage point, resolver, page, round, repetition), where the page loaded over every protocol measured (as the study kept the resolvers that speak all three): the 40th percentile, the median and the 80th, each with its distribution-free 95 % interval (order statistics; "±∞" where too few pairs bound it).</p>
 <table id="wild-relative"><tr><th class="l">scope</th><th class="l">group</th><th class="l">DNS</th><th>pairs</th><th>FCP p40</th><th>FCP p50</th><th>FCP p80</th><th>PLT p40</th><th>PLT p50</th><th>PLT p80</th></tr>
@@ -318,7 +369,7 @@ func (w Wild) Section(dir string) (*experiment.Section, error) {
 	}
 	return experiment.NewSection("wild", "Page loads in the wild",
 		"Page loads measured by campaigns (docs/campaigns.md): Chromium loads each page twice, its DNS through doxlab's stub to the resolver over the protocol; the first navigation warms the resolver's cache and gives the stub its ticket, token and QUIC version, the second, with the browser's caches cleared, is measured. The overview counts the stub's upstream exchanges during the measured navigations; the study reports the same shares (resumption, 0-RTT, QUIC and DoQ versions).",
-		wildTable, map[string]any{"Overview": w.Overview(), "Relatives": rels}, set)
+		wildTable, map[string]any{"Overview": w.Overview(), "Absolutes": w.Absolutes(), "Relatives": rels}, set)
 }
 
 // wildCDFs draws the CDFs of FCP and PLT relative to DoUDP: a panel each

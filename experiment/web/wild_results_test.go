@@ -1,6 +1,7 @@
 package web
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +68,19 @@ func TestWildAnalysis(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, regions, "DoH and DoQ in region EU")
+
+	// The absolutes beside the ratios: DoUDP's medians in ms, with
+	// their intervals, over the loads that loaded.
+	abs := w.Absolutes()
+	require.Equal(t, "all", abs[0].Scope)
+	require.Equal(t, "udp", abs[0].Transport)
+	require.Equal(t, 21, abs[0].FCP.N)
+	require.InDelta(t, 109, abs[0].FCP.Median, 1e-9)
+	require.InDelta(t, 218, abs[0].PLT.Median, 1e-9)
+	require.True(t, abs[0].PLT.Bounded())
+	var table strings.Builder
+	require.NoError(t, w.WriteTable(&table))
+	require.Regexp(t, `all\s+udp\s+21\s+109 \[`, table.String())
 
 	ov := w.Overview()
 	require.Equal(t, "doh2", ov[1].Transport)

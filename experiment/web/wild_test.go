@@ -276,6 +276,7 @@ transports: [udp, doh2, doq]
 tls: {insecure: true}
 pages: {urls: %s, timeout: 10s}
 contact: https://lab.example/doxlab-test
+allow_special: [10.200.0.0/24]
 every: 40s
 rounds: 2
 vantages:
@@ -373,6 +374,8 @@ vantages:
 			continue
 		}
 		require.Equal(t, "ok", x.Status, "%s: %s", x.Key(), x.Error)
+		require.NotNil(t, w.Confinement, x.Key())
+		require.NoError(t, w.Confinement.Holds(), "%s: the browser ran confined", x.Key())
 		ok[x.Vantage.Name]++
 		// Every lookup through this vantage point's stub, to its resolver,
 		// over its protocol.
@@ -417,7 +420,7 @@ vantages:
 
 	// The same method on one machine: doxlab campaign run, into SQLite.
 	here := filepath.Join(dir, "here.yaml")
-	require.NoError(t, os.WriteFile(here, []byte(fmt.Sprintf("name: here\ntargets: [%s]\ntls: {insecure: true}\npages: {urls: %s, timeout: 10s}\ncontact: https://lab.example/doxlab-test\n",
+	require.NoError(t, os.WriteFile(here, []byte(fmt.Sprintf("name: here\ntargets: [%s]\ntls: {insecure: true}\npages: {urls: %s, timeout: 10s}\ncontact: https://lab.example/doxlab-test\nallow_special: [10.200.0.0/24]\n",
 		in.tb.IPs["coredns"], pageList)), 0o644))
 	db := filepath.Join(dir, "here.db")
 	flag := "--browser-flag=ignore-certificate-errors-spki-list=" + strings.Join(in.spki, ",")
@@ -428,6 +431,14 @@ vantages:
 	out, err = in.tb.Command("fra", bin, "campaign", "run", here, "--store", db, flag).CombinedOutput()
 	require.Error(t, err, "a complete run is not measured again unasked")
 	require.Contains(t, string(out), "is complete")
+	out, err = in.tb.Command("fra", bin, "campaign", "status", "--json", "--store", db).Output()
+	require.NoError(t, err, "a page campaign measured here has a status too")
+	var hs campaign.Status
+	require.NoError(t, json.Unmarshal(out, &hs))
+	require.Len(t, hs.Vantages, 1)
+	require.Equal(t, campaign.HereVantage, hs.Vantages[0].Vantage)
+	require.Equal(t, 3*len(urls), hs.Vantages[0].Planned)
+	require.Equal(t, 3*len(urls), hs.Vantages[0].Stored)
 	out, err = in.tb.Command("fra", bin, "report", "--store", db, "--out", filepath.Join(dir, "report")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), fmt.Sprintf("%d page loads", 3*len(urls)))

@@ -3,20 +3,56 @@
 package buildinfo
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 )
 
-// Version is "VERSION REVISION[+dirty]", or "devel" when Go recorded none.
+// Current is the release this source tree is, or leads to: the newest
+// version in CHANGELOG.md (a test keeps them equal). A binary is that
+// release only when it was built as one (Release); any other build is a
+// development build after it.
+const Current = "v0.1.0"
+
+// release is set by a release build: -ldflags "-X
+// github.com/doxlab/doxlab/internal/buildinfo.release=v0.1.0" (make
+// release, from the git tag).
+var release string
+
+// Release is the release this binary is ("v0.1.0"), or "" for a
+// development build: one built with the release's -ldflags, or installed
+// by 'go install github.com/doxlab/doxlab/cmd/doxlab@v0.1.0', whose
+// module version Go records.
+func Release() string {
+	if release != "" {
+		return release
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && isRelease(bi.Main.Version) {
+		return bi.Main.Version
+	}
+	return ""
+}
+
+// isRelease says whether v is a plain semantic version: not "(devel)",
+// not a pre-release, not a pseudo-version (v0.1.1-0.20261128...), not
+// a modified tree's (+dirty).
+var releaseRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+
+func isRelease(v string) bool { return releaseRE.MatchString(v) }
+
+// Version is "VERSION REVISION[+dirty]": the release, or for a
+// development build Current+dev (semver build metadata: v0.1.0 and
+// what came after it), what every run and record carries.
 func Version() string {
-	v, rev, dirty := "devel", "", false
+	v, rev, dirty := Current+"+dev", "", false
+	if r := Release(); r != "" {
+		v = r
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
@@ -37,8 +73,7 @@ func Version() string {
 	if len(rev) > 12 && !strings.HasSuffix(rev, ")") {
 		rev = rev[:12]
 	}
-	// Go 1.24+ already builds a pseudo-version from the revision.
-	if rev != "" && !strings.Contains(v, rev) {
+	if rev != "" {
 		v += " " + rev
 	}
 	if dirty && !strings.HasSuffix(v, "+dirty") {
@@ -84,3 +119,20 @@ func resolveRef(git, head string) string {
 }
 
 func short(rev string) string { return rev[:min(12, len(rev))] }
+
+// Describe is what doxlab version prints: the version, whether it is a
+// release, the commit, the Go toolchain and the platform.
+func Describe() string {
+	v := Version()
+	rel, rest, _ := strings.Cut(v, " ")
+	kind := "a development build, not a release: cite a release"
+	if Release() != "" {
+		kind = "release"
+	}
+	if rest == "" {
+		rest = "commit unknown"
+	} else {
+		rest = "commit " + rest
+	}
+	return fmt.Sprintf("doxlab %s (%s; %s; %s %s/%s)", rel, kind, rest, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}

@@ -12,10 +12,12 @@ package h3server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +45,10 @@ type Config struct {
 	// ControlFrames are written on the control stream right after
 	// SETTINGS, in the server's first flight (an ORIGIN frame).
 	ControlFrames []byte
+	// StreamTimeout bounds the wait for a unidirectional stream's type;
+	// one that has not come whole by then is refused, so a peer cannot
+	// park streams of one octet until the connection ends. 0: no bound.
+	StreamTimeout time.Duration
 }
 
 // Conn is the HTTP/3 server side of one QUIC connection. The caller
@@ -59,13 +65,35 @@ type Conn struct {
 
 	mu      sync.Mutex
 	streams map[quic.StreamID]*quic.Stream // requests in flight, for PRIORITY_UPDATE
-	idle    *time.Timer
+	// pending are PRIORITY_UPDATEs for requests not yet open, applied
+	// when they open, over their own Priority field (RFC 9218 §7.1);
+	// at most maxPending, the oldest dropped first.
+	pending      map[quic.StreamID]priority
+	pendingOrder []quic.StreamID
+	held         int // the caller's streams in flight (Hold)
+	idle         *time.Timer
 }
+
+// priority is an RFC 9218 signal.
+type priority struct {
+	urgency     int8
+	incremental bool
+}
+
+// maxPending bounds the PRIORITY_UPDATEs held for requests not yet open.
+const maxPending = 64
+
+// errCodeQPACKEncoderStream and errCodeQPACKDecoderStream are RFC 9204's
+// stream errors (§6), which quic-go's http3 does not name.
+const (
+	errCodeQPACKEncoderStream http3.ErrCode = 0x201
+	errCodeQPACKDecoderStream http3.ErrCode = 0x202
+)
 
 // New opens the connection's control stream and writes its SETTINGS
 // and cfg.ControlFrames. ctx is every request's base context.
 func New(ctx context.Context, qc *quic.Conn, cfg *Config) (*Conn, error) {
-	c := &Conn{qc: qc, cfg: cfg, ctx: ctx, dec: qpack.NewDecoder(), streams: map[quic.StreamID]*quic.Stream{}}
+	c := &Conn{qc: qc, cfg: cfg, ctx: ctx, dec: qpack.NewDecoder(), streams: map[quic.StreamID]*quic.Stream{}, pending: map[quic.StreamID]priority{}}
 	str, err := qc.OpenUniStream()
 	if err != nil {
 		return nil, fmt.Errorf("opening the control stream: %w", err)
@@ -102,15 +130,22 @@ func (c *Conn) closeWith(code http3.ErrCode, msg string) {
 
 // HandleUnidirectionalStream reads one of the client's unidirectional
 // streams: its control stream, until the connection ends; its QPACK
-// streams, drained (with no dynamic table there is nothing to learn);
+// streams, checked against a dynamic table of capacity 0 (RFC 9204);
 // any other type is refused (RFC 9114 §6.2.3).
 func (c *Conn) HandleUnidirectionalStream(str *quic.ReceiveStream) {
-	str.ReleaseStreamCredit()
+	if c.cfg.StreamTimeout > 0 {
+		str.SetReadDeadline(time.Now().Add(c.cfg.StreamTimeout))
+	}
 	r := quicvarint.NewReader(str)
 	typ, err := quicvarint.Read(r)
 	if err != nil {
+		str.CancelRead(quic.StreamErrorCode(http3.ErrCodeStreamCreationError))
 		return
 	}
+	str.SetReadDeadline(time.Time{})
+	// The control and QPACK streams live as long as the connection: they
+	// count against no limit of the peer's.
+	str.ReleaseStreamCredit()
 	switch typ {
 	case h3ext.StreamControl:
 		if !c.peerControl.CompareAndSwap(false, true) {
@@ -127,7 +162,15 @@ func (c *Conn) HandleUnidirectionalStream(str *quic.ReceiveStream) {
 			c.closeWith(http3.ErrCodeStreamCreationError, "a second QPACK stream of one type")
 			return
 		}
-		io.Copy(io.Discard, str)
+		if typ == h3ext.StreamQPACKEncoder {
+			c.readEncoder(r)
+			return
+		}
+		// The decoder stream's instructions are about a dynamic table
+		// this side never uses: read, until the connection ends.
+		if _, err := io.Copy(io.Discard, r); err == nil {
+			c.closeWith(http3.ErrCodeClosedCriticalStream, "the QPACK decoder stream ended")
+		}
 	case h3ext.StreamPush:
 		c.closeWith(http3.ErrCodeStreamCreationError, "a push stream from a client")
 	default:
@@ -135,10 +178,44 @@ func (c *Conn) HandleUnidirectionalStream(str *quic.ReceiveStream) {
 	}
 }
 
+// readEncoder reads the client's QPACK encoder stream. This side
+// allows a dynamic table of capacity 0 (SETTINGS_QPACK_MAX_TABLE_CAPACITY
+// unsent), so the only instruction it may carry is Set Dynamic Table
+// Capacity to 0; any other, or a capacity above 0, is
+// QPACK_ENCODER_STREAM_ERROR, and the stream's end is
+// H3_CLOSED_CRITICAL_STREAM (RFC 9204 §4.2, §4.3.1).
+func (c *Conn) readEncoder(r quicvarint.Reader) {
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				c.closeWith(http3.ErrCodeClosedCriticalStream, "the QPACK encoder stream ended")
+			}
+			return
+		}
+		if b&0xe0 != 0x20 { // not Set Dynamic Table Capacity
+			c.closeWith(errCodeQPACKEncoderStream, "an instruction for a dynamic table of capacity 0")
+			return
+		}
+		capacity := uint64(b & 0x1f)
+		if capacity == 0x1f { // a longer integer (RFC 7541 §5.1): more than 0 anyway
+			c.closeWith(errCodeQPACKEncoderStream, "a dynamic table capacity above 0")
+			return
+		}
+		if capacity != 0 {
+			c.closeWith(errCodeQPACKEncoderStream, "a dynamic table capacity above 0")
+			return
+		}
+	}
+}
+
 // readControl reads the client's control stream: SETTINGS first, then
-// PRIORITY_UPDATE frames, which reprioritize requests in flight.
-// Unknown frames are skipped (RFC 9114 §9).
+// PRIORITY_UPDATE frames, which reprioritize requests; GOAWAY and
+// MAX_PUSH_ID are held to their order and CANCEL_PUSH refused (no push
+// is ever promised here). Unknown frames are skipped (RFC 9114 §9).
 func (c *Conn) readControl(r quicvarint.Reader) {
+	var goaway, maxPushID uint64
+	var goawaySeen, maxPushSeen bool
 	for first := true; ; first = false {
 		typ, n, err := h3ext.ReadFrameHeader(r)
 		if err != nil {
@@ -181,18 +258,40 @@ func (c *Conn) readControl(r quicvarint.Reader) {
 			}
 			c.priorityAware.Store(true)
 			u, i := parsePriority(string(payload[k:]))
-			c.mu.Lock()
-			if str := c.streams[quic.StreamID(id)]; str != nil {
-				str.SetPriority(u, i) // one not yet open keeps its own signal
-			}
-			c.mu.Unlock()
-		case typ == h3ext.FramePriorityUpdatePush:
+			c.reprioritize(quic.StreamID(id), priority{u, i})
+		case typ == h3ext.FramePriorityUpdatePush, typ == h3ext.FrameCancelPush:
 			c.closeWith(http3.ErrCodeIDError, "no push was promised")
 			return
+		case typ == h3ext.FrameGoAway, typ == h3ext.FrameMaxPushID:
+			payload, err := h3ext.ReadPayload(r, n)
+			if err != nil {
+				c.closeWith(http3.ErrCodeFrameError, "")
+				return
+			}
+			id, k, err := quicvarint.Parse(payload)
+			if err != nil || k != len(payload) {
+				c.closeWith(http3.ErrCodeFrameError, "")
+				return
+			}
+			// A client's GOAWAY names a push ID and may only shrink; its
+			// MAX_PUSH_ID may only grow (RFC 9114 §5.2, §7.2.7).
+			if typ == h3ext.FrameGoAway {
+				if goawaySeen && id > goaway {
+					c.closeWith(http3.ErrCodeIDError, "a GOAWAY whose push ID grew")
+					return
+				}
+				goaway, goawaySeen = id, true
+			} else {
+				if maxPushSeen && id < maxPushID {
+					c.closeWith(http3.ErrCodeIDError, "a MAX_PUSH_ID that shrank")
+					return
+				}
+				maxPushID, maxPushSeen = id, true
+			}
 		case h3ext.UnexpectedOnControl(typ):
 			c.closeWith(http3.ErrCodeFrameUnexpected, "")
 			return
-		default: // GOAWAY, MAX_PUSH_ID, CANCEL_PUSH (no push here) and unknown frames
+		default: // unknown frames
 			if err := h3ext.Skip(r, n); err != nil {
 				c.closeWith(http3.ErrCodeClosedCriticalStream, "the control stream ended")
 				return
@@ -201,22 +300,82 @@ func (c *Conn) readControl(r quicvarint.Reader) {
 	}
 }
 
+// reprioritize applies a PRIORITY_UPDATE to request id, in flight, or
+// holds it for the request to open.
+func (c *Conn) reprioritize(id quic.StreamID, p priority) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if str := c.streams[id]; str != nil {
+		str.SetPriority(p.urgency, p.incremental)
+		return
+	}
+	if _, ok := c.pending[id]; !ok {
+		if len(c.pendingOrder) >= maxPending {
+			delete(c.pending, c.pendingOrder[0])
+			c.pendingOrder = c.pendingOrder[1:]
+		}
+		c.pendingOrder = append(c.pendingOrder, id)
+	}
+	c.pending[id] = p
+}
+
 // begin and end keep count of requests in flight, for PRIORITY_UPDATE
 // and the idle timeout.
 func (c *Conn) begin(str *quic.Stream) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.streams[str.StreamID()] = str
-	if c.idle != nil {
-		c.idle.Stop()
+	c.busyLocked()
+}
+
+// takePending is the PRIORITY_UPDATE held for request id, if one came
+// before it opened.
+func (c *Conn) takePending(id quic.StreamID) (priority, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.pending[id]
+	if ok {
+		delete(c.pending, id)
+		c.pendingOrder = slices.DeleteFunc(c.pendingOrder, func(x quic.StreamID) bool { return x == id })
 	}
+	return p, ok
 }
 
 func (c *Conn) end(str *quic.Stream) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.streams, str.StreamID())
-	if len(c.streams) == 0 && c.idle != nil {
+	c.idleLocked()
+}
+
+// Hold keeps the connection from its idle timeout while a stream the
+// caller took for itself (a DNS stream) is in flight, as a request does;
+// the returned func lets it go.
+func (c *Conn) Hold() (release func()) {
+	c.mu.Lock()
+	c.held++
+	c.busyLocked()
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			c.held--
+			c.idleLocked()
+			c.mu.Unlock()
+		})
+	}
+}
+
+func (c *Conn) busyLocked() {
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+}
+
+// idleLocked starts the idle timeout once nothing is in flight.
+func (c *Conn) idleLocked() {
+	if len(c.streams) == 0 && c.held == 0 && c.idle != nil {
 		c.idle.Reset(c.cfg.IdleTimeout)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,6 +234,10 @@ func TestMalformedRequests(t *testing.T) {
 		"connection field":     get("/", qpack.HeaderField{Name: "connection", Value: "close"}),
 		"te not trailers":      get("/", qpack.HeaderField{Name: "te", Value: "gzip"}),
 		"two :method":          append(get("/")[:1], get("/")...),
+		// RFC 9114 §4.3.1: https has a mandatory authority.
+		"no :authority or Host":     {get("/")[0], get("/")[1], get("/")[3]},
+		"empty :authority":          {get("/")[0], get("/")[1], {Name: ":authority"}, get("/")[3]},
+		"authority and Host differ": get("/", qpack.HeaderField{Name: "host", Value: "other.example"}),
 	} {
 		require.Equal(t, msgErr, streamCode(request(t, qc, fields, nil)), name)
 	}
@@ -253,6 +258,8 @@ func TestMalformedRequests(t *testing.T) {
 	require.Equal(t, msgErr, streamCode(request(t, qc, post, append(data, "hello"...))), "5 octets of body for a length of 2")
 
 	require.Equal(t, int64(-1), streamCode(request(t, qc, get("/"), nil)), "the connection still serves")
+	hostOnly := []qpack.HeaderField{get("/")[0], get("/")[1], get("/")[3], {Name: "host", Value: "localhost"}}
+	require.Equal(t, int64(-1), streamCode(request(t, qc, hostOnly, nil)), "Host stands for :authority")
 }
 
 // TestUnexpectedFramesEndTheConnection: a DATA frame before a
@@ -264,14 +271,7 @@ func TestUnexpectedFramesEndTheConnection(t *testing.T) {
 	require.NoError(t, err)
 	str.Write([]byte{h3ext.FrameData, 1, 'x'})
 	str.Close()
-	select {
-	case <-qc.Context().Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the connection is still open")
-	}
-	var ae *quic.ApplicationError
-	require.ErrorAs(t, context.Cause(qc.Context()), &ae)
-	require.Equal(t, quic.ApplicationErrorCode(http3.ErrCodeFrameUnexpected), ae.ErrorCode)
+	require.Equal(t, quic.ApplicationErrorCode(http3.ErrCodeFrameUnexpected), connCode(t, qc))
 }
 
 // TestIdleTimeout: a connection with no request for IdleTimeout is
@@ -309,4 +309,107 @@ func TestParsePriority(t *testing.T) {
 		require.Equal(t, want.u, u, v)
 		require.Equal(t, want.i, i, v)
 	}
+}
+
+// connCode is the application error code qc was closed with.
+func connCode(t *testing.T, qc *quic.Conn) quic.ApplicationErrorCode {
+	t.Helper()
+	select {
+	case <-qc.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection is still open")
+	}
+	var ae *quic.ApplicationError
+	require.ErrorAs(t, context.Cause(qc.Context()), &ae)
+	return ae.ErrorCode
+}
+
+// uni opens a unidirectional stream of type typ and writes b on it;
+// fin ends it.
+func uni(t *testing.T, qc *quic.Conn, typ uint64, b []byte, fin bool) {
+	t.Helper()
+	str, err := qc.OpenUniStreamSync(context.Background())
+	require.NoError(t, err)
+	_, err = str.Write(append(quicvarint.Append(nil, typ), b...))
+	require.NoError(t, err)
+	if fin {
+		str.Close()
+	}
+}
+
+// frame is an HTTP/3 frame of typ with payload.
+func frame(typ uint64, payload ...byte) []byte {
+	return append(quicvarint.Append(quicvarint.Append(nil, typ), uint64(len(payload))), payload...)
+}
+
+// TestConnectionErrors: what RFC 9114 and RFC 9204 make connection
+// errors ends the connection with its code, each case on raw streams.
+func TestConnectionErrors(t *testing.T) {
+	settings := h3ext.AppendSettings(nil, nil)
+	post := append(get("/echo")[1:], qpack.HeaderField{Name: ":method", Value: "POST"})
+	post[0], post[3] = post[3], post[0]
+	for _, c := range []struct {
+		name string
+		do   func(qc *quic.Conn)
+		code http3.ErrCode
+	}{
+		{"CANCEL_PUSH of a push never promised", func(qc *quic.Conn) {
+			uni(t, qc, h3ext.StreamControl, append(settings, frame(h3ext.FrameCancelPush, 0)...), false)
+		}, http3.ErrCodeIDError},
+		{"a GOAWAY whose ID grows", func(qc *quic.Conn) {
+			uni(t, qc, h3ext.StreamControl, slices.Concat(settings, frame(h3ext.FrameGoAway, 4), frame(h3ext.FrameGoAway, 8)), false)
+		}, http3.ErrCodeIDError},
+		{"a MAX_PUSH_ID that shrinks", func(qc *quic.Conn) {
+			uni(t, qc, h3ext.StreamControl, slices.Concat(settings, frame(h3ext.FrameMaxPushID, 8), frame(h3ext.FrameMaxPushID, 4)), false)
+		}, http3.ErrCodeIDError},
+		{"an encoder instruction beyond capacity 0", func(qc *quic.Conn) {
+			uni(t, qc, h3ext.StreamQPACKEncoder, []byte{0x20, 0x3f, 0x21}, false) // capacity 0 is fine; then 32 is not
+		}, errCodeQPACKEncoderStream},
+		{"an insert into a table of capacity 0", func(qc *quic.Conn) {
+			uni(t, qc, h3ext.StreamQPACKEncoder, []byte{0xc0 | 17, 1, 'x'}, false)
+		}, errCodeQPACKEncoderStream},
+		{"the encoder stream's end", func(qc *quic.Conn) { uni(t, qc, h3ext.StreamQPACKEncoder, nil, true) }, http3.ErrCodeClosedCriticalStream},
+		{"the decoder stream's end", func(qc *quic.Conn) { uni(t, qc, h3ext.StreamQPACKDecoder, nil, true) }, http3.ErrCodeClosedCriticalStream},
+		{"a header block QPACK cannot decode", func(qc *quic.Conn) {
+			str, err := qc.OpenStreamSync(context.Background())
+			require.NoError(t, err)
+			str.Write(frame(h3ext.FrameHeaders, 0x01, 0x00)) // a dynamic table reference
+			str.Close()
+		}, http3.ErrCodeQPACKDecompressionFailed},
+		{"a DATA frame cut short by FIN", func(qc *quic.Conn) {
+			request(t, qc, post, append(quicvarint.Append(quicvarint.Append(nil, h3ext.FrameData), 10), "hel"...))
+		}, http3.ErrCodeFrameError},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			qc := serve(t, &Config{Handler: echo()})()
+			c.do(qc)
+			require.Equal(t, quic.ApplicationErrorCode(c.code), connCode(t, qc))
+		})
+	}
+}
+
+// TestPriorityUpdateBeforeItsRequest: a PRIORITY_UPDATE for a request
+// not yet open is held and applied when it opens, over the request's
+// own Priority field (RFC 9218 §7.1); held ones are bounded.
+func TestPriorityUpdateBeforeItsRequest(t *testing.T) {
+	c := &Conn{streams: map[quic.StreamID]*quic.Stream{}, pending: map[quic.StreamID]priority{}}
+	c.reprioritize(8, priority{1, true})
+	p, ok := c.takePending(8)
+	require.True(t, ok)
+	require.Equal(t, priority{1, true}, p)
+	_, ok = c.takePending(8)
+	require.False(t, ok, "applied once")
+	for i := range maxPending + 10 {
+		c.reprioritize(quic.StreamID(4*i), priority{2, false})
+	}
+	require.Len(t, c.pending, maxPending)
+	_, ok = c.takePending(0)
+	require.False(t, ok, "the oldest went first")
+
+	// End to end: the update, sent first, wins over the field.
+	qc := serve(t, &Config{Handler: echo()})()
+	uni(t, qc, h3ext.StreamControl, append(h3ext.AppendSettings(nil, nil), frame(h3ext.FramePriorityUpdate, append(quicvarint.Append(nil, 0), "u=0"...)...)...), false)
+	time.Sleep(100 * time.Millisecond) // the control stream first
+	str := request(t, qc, get("/", qpack.HeaderField{Name: "priority", Value: "u=7"}), nil)
+	require.Equal(t, int64(-1), streamCode(str), "served")
 }

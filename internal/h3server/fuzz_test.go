@@ -10,8 +10,8 @@ import (
 
 // FuzzRequestHeaders is a hostile client's header section: whatever the
 // octets, decoding and building the request end in a request or in an
-// error that says how to end the stream, never a panic; a request has
-// a method and a URL.
+// error that says how to end the stream or the connection (a QPACK
+// failure), never a panic; a request has a method and a URL.
 func FuzzRequestHeaders(f *testing.F) {
 	var good bytes.Buffer
 	enc := qpack.NewEncoder(&good)
@@ -26,8 +26,8 @@ func FuzzRequestHeaders(f *testing.F) {
 		c := &Conn{cfg: &Config{MaxHeaderBytes: 1 << 10}, dec: qpack.NewDecoder()}
 		fields, err := c.decode(block)
 		if err != nil {
-			var se *streamError
-			if !errors.As(err, &se) && !errors.Is(err, errHeaderTooLarge) {
+			var ce *connError
+			if !errors.As(err, &ce) && !errors.Is(err, errHeaderTooLarge) {
 				t.Fatalf("decode: an error of no known kind: %v", err)
 			}
 			return

@@ -155,8 +155,8 @@ func (c *Conn) decode(block []byte) ([]qpack.HeaderField, error) {
 		if errors.Is(err, io.EOF) {
 			return fields, nil
 		}
-		if err != nil {
-			return nil, &streamError{http3.ErrCodeQPACKDecompressionFailed, err.Error()}
+		if err != nil { // a connection error (RFC 9204 §2.2)
+			return nil, &connError{http3.ErrCodeQPACKDecompressionFailed, err.Error()}
 		}
 		if size += len(f.Name) + len(f.Value) + 32; size > c.maxHeaderBytes() {
 			return nil, errHeaderTooLarge
@@ -216,10 +216,22 @@ func (c *Conn) newRequest(fields []qpack.HeaderField) (*http.Request, error) {
 	if method == "" {
 		return nil, malformed("no :method")
 	}
-	if authority == "" {
-		authority = hdr.Get("Host")
+	_, hasAuthority := pseudo[":authority"]
+	host, hasHost := hdr["Host"]
+	switch {
+	case hasAuthority && hasHost && (len(host) != 1 || host[0] != authority):
+		return nil, malformed(":authority %q and Host %q differ", authority, host) // RFC 9114 §4.3.1
+	case !hasAuthority && len(host) > 1:
+		return nil, malformed("%d Host fields", len(host))
+	case !hasAuthority && hasHost:
+		authority = host[0]
 	}
 	hdr.Del("Host")
+	// http and https have a mandatory authority: a request to either
+	// names it, in :authority or Host, and not empty (RFC 9114 §4.3.1).
+	if s := pseudo[":scheme"]; (s == "https" || s == "http") && method != http.MethodConnect && authority == "" {
+		return nil, malformed("no :authority or Host for %s", s)
+	}
 	req := &http.Request{Method: method, Proto: "HTTP/3.0", ProtoMajor: 3, Header: hdr, Host: authority, ContentLength: -1}
 	if method == http.MethodConnect {
 		if authority == "" || pseudo[":scheme"] != "" || pseudo[":path"] != "" {
@@ -258,6 +270,10 @@ func (c *Conn) newRequest(fields []qpack.HeaderField) (*http.Request, error) {
 // responses interleaved, as before priorities; one that has, the RFC's
 // default (urgency 3, not incremental) where it sends none.
 func (c *Conn) prioritize(str *quic.Stream, req *http.Request) {
+	if p, ok := c.takePending(str.StreamID()); ok { // an update wins over the field (RFC 9218 §7.1)
+		str.SetPriority(p.urgency, p.incremental)
+		return
+	}
 	if v := req.Header.Values("Priority"); len(v) > 0 {
 		c.priorityAware.Store(true)
 		str.SetPriority(parsePriority(strings.Join(v, ",")))
@@ -351,8 +367,9 @@ func (b *body) Read(p []byte) (int, error) {
 		}
 	}
 	if errors.Is(err, io.EOF) {
-		if b.left > 0 {
-			return n, b.fail(io.ErrUnexpectedEOF) // a DATA frame cut short
+		if b.left > 0 { // a DATA frame cut short by the stream's end (RFC 9114 §7.1)
+			b.c.closeWith(http3.ErrCodeFrameError, "a DATA frame cut short")
+			return n, b.fail(&connError{http3.ErrCodeFrameError, "a DATA frame cut short"})
 		}
 		err = nil // the next Read finds the end, and checks the length
 	}

@@ -18,9 +18,14 @@ import (
 // SketchAccuracy: each order statistic it gives is within 0.1 % of the
 // true one, and so are the type-7 quantiles and the median's interval
 // built from them (an interpolation of two values within 0.1 % is within
-// 0.1 %). Its size depends on the range of the values (about 1,200 bins
-// per decade), not on how many there are. Dists merge, so a table cell
+// 0.1 %). Its size depends on the range of the values (about 1,150 bins
+// per decade), not on how many there are, and is bounded whatever the
+// range: past MaxSketchBins bins (seven decades, microseconds to tens of
+// seconds in ms) a sign's smallest magnitudes collapse into one bin, so
+// values spanning ±1e±300 cost what seven decades do, and only the
+// smallest of them lose their accuracy. Dists merge, so a table cell
 // pooled over profiles or vantage points is the merge of its parts.
+// Non-finite values are not values: NaN and ±Inf are dropped.
 type Dist struct {
 	vals   []float64          // whole, while sketch is nil; sorted when sorted is set
 	sorted bool               // vals is in order
@@ -32,20 +37,25 @@ type Dist struct {
 // ExactLimit is how many values a Dist keeps whole before it folds them
 // into a sketch: a paper's cell (tens to a few thousand samples) is drawn
 // from exact values. It bounds a report's memory too: every cell and
-// metric holds at most this many values in each of the store's readers
-// (60 cells × 9 metrics × 2 readers × 4,096 × 8 octets is 35 MB).
+// metric holds at most this many values, or a sketch of at most
+// 2 × MaxSketchBins bins, in each of the store's readers (60 cells × 9
+// metrics × 2 readers × 4,096 × 8 octets is 35 MB).
 const ExactLimit = 1 << 12
 
 // SketchAccuracy is the relative accuracy of a folded Dist's order
 // statistics.
 const SketchAccuracy = 0.001
 
+// MaxSketchBins bounds a folded Dist's bins for each sign: 8,192 bins of
+// 0.1 % hold seven decades whole (64 KiB each).
+const MaxSketchBins = 1 << 13
+
 // NewDist is an empty Dist.
 func NewDist() *Dist { return &Dist{limit: ExactLimit} }
 
-// Add adds v; a NaN is not a value and is dropped.
+// Add adds v; a NaN or an infinity is not a value and is dropped.
 func (d *Dist) Add(v float64) {
-	if math.IsNaN(v) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return
 	}
 	d.n++
@@ -68,7 +78,7 @@ func (d *Dist) exactLimit() int {
 
 // fold moves the whole values into the sketch.
 func (d *Dist) fold() {
-	s, err := ddsketch.LogUnboundedDenseDDSketch(SketchAccuracy)
+	s, err := ddsketch.LogCollapsingLowestDenseDDSketch(SketchAccuracy, MaxSketchBins)
 	if err != nil {
 		panic(err) // only for an accuracy outside (0, 1)
 	}
@@ -265,7 +275,10 @@ func (d *Dist) CDF(max int) []Point {
 // their values whole. When either is folded, the Mann-Whitney test runs
 // on both samples binned as the sketch bins them (values within 0.1 %
 // tie), with the normal approximation benchmath itself uses for samples
-// this large.
+// this large, and says so (Approx) with the range the exact test's p is
+// in: a pair of values sharing a bin counts ½ to U binned, 0 or 1 in
+// truth, so U is within ± half the pairs that share bins, and the tie
+// correction between the binned ties and none.
 func CompareDists(base, other *Dist) Comparison {
 	b, bok := base.Values()
 	o, ook := other.Values()
@@ -276,7 +289,8 @@ func CompareDists(base, other *Dist) Comparison {
 	if base.N() == 0 || other.N() == 0 {
 		return c
 	}
-	c.P = uTestBinned(binned(base), binned(other))
+	c.Approx = true
+	c.P, c.PLo, c.PHi = uTestBinned(binned(base), binned(other))
 	if c.Base.Median != 0 {
 		c.Delta = c.Other.Median/c.Base.Median - 1
 	}
@@ -299,9 +313,10 @@ func binned(d *Dist) []bin {
 // go-moremath's MannWhitneyUTest (what benchmath runs) on large samples:
 // the normal approximation with the tie correction and a continuity
 // correction; p is 1 when the samples cannot be told apart at all, as
-// benchmath reports a failed test.
-func uTestBinned(a, b []bin) float64 {
-	var n1, n2, r1, ties float64
+// benchmath reports a failed test. lo and hi bound the p of the values
+// unbinned.
+func uTestBinned(a, b []bin) (p, lo, hi float64) {
+	var n1, n2, r1, ties, shared float64
 	rank := 0.0 // ranks given so far
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
@@ -325,20 +340,38 @@ func uTestBinned(a, b []bin) float64 {
 		r1 += ca * (rank + (t+1)/2) // the run's mean rank
 		rank += t
 		ties += t*t*t - t
+		shared += ca * cb
 		n1, n2 = n1+ca, n2+cb
 	}
 	u1 := r1 - n1*(n1+1)/2
 	n := n1 + n2
-	sigma := math.Sqrt(n1 * n2 * ((n + 1) - ties/(n*(n-1))) / 12)
-	if sigma == 0 || math.IsNaN(sigma) {
-		return 1
+	sigma := func(ties float64) float64 { return math.Sqrt(n1 * n2 * ((n + 1) - ties/(n*(n-1))) / 12) }
+	pOf := func(u, sigma float64) float64 {
+		if sigma == 0 || math.IsNaN(sigma) {
+			return 1
+		}
+		num := u - n1*n2/2
+		if num > 0 {
+			num = max(num-0.5, 0)
+		} else if num < 0 {
+			num = min(num+0.5, 0)
+		}
+		z := num / sigma
+		return clampP(2 * math.Min(mstats.StdNormal.CDF(z), 1-mstats.StdNormal.CDF(z)))
 	}
-	num := u1 - n1*n2/2
-	if num > 0 {
-		num -= 0.5
-	} else if num < 0 {
-		num += 0.5
+	p = pOf(u1, sigma(ties))
+	// The farthest U from its mean with the least spread, and the
+	// nearest with the most: the exact p is between.
+	center := n1 * n2 / 2
+	uLo, uHi := u1-shared/2, u1+shared/2
+	far, near := uLo, uHi
+	if math.Abs(uHi-center) > math.Abs(uLo-center) {
+		far, near = uHi, uLo
 	}
-	z := num / sigma
-	return 2 * math.Min(mstats.StdNormal.CDF(z), 1-mstats.StdNormal.CDF(z))
+	if uLo <= center && center <= uHi {
+		near = center
+	}
+	sMin, sMax := sigma(ties), sigma(0) // ties shrink the spread
+	lo, hi = min(pOf(far, sMin), pOf(far, sMax), p), max(pOf(near, sMax), pOf(near, sMin), p)
+	return p, lo, hi
 }

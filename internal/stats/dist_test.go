@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/DataDog/sketches-go/ddsketch/mapping"
+	"github.com/stretchr/testify/require"
 )
 
 // lognormal is a skewed sample like DNS timings, with ties (rounded to
@@ -142,4 +143,71 @@ func BenchmarkDistAdd(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		d.Add(v[i&(1<<16-1)])
 	}
+}
+
+// TestFoldedDistIsBoundedWhateverTheRange: values spanning ±1e±300 (a
+// worker can write them) fold into at most MaxSketchBins bins a sign,
+// where an unbounded sketch took ~700,000; the large magnitudes keep
+// their accuracy, the quantiles stay in order, and infinities are not
+// values.
+func TestFoldedDistIsBoundedWhateverTheRange(t *testing.T) {
+	d := NewDist()
+	for i := range 20000 {
+		sign := 1.0
+		if i%2 == 1 {
+			sign = -1
+		}
+		d.Add(sign * math.Pow(10, float64(i*7919%601-300)))
+	}
+	d.Add(math.Inf(1))
+	d.Add(math.Inf(-1))
+	if d.N() != 20000 {
+		t.Fatalf("n = %d, want 20000 (infinities dropped)", d.N())
+	}
+	if b := len(d.bins()); b > 2*MaxSketchBins+1 {
+		t.Fatalf("%d bins, more than %d", b, 2*MaxSketchBins+1)
+	}
+	s := d.Summary()
+	if !(s.P25 <= s.Median && s.Median <= s.P75 && s.P75 <= s.P95) {
+		t.Fatalf("quantiles out of order: %+v", s)
+	}
+	if top := d.Quantile(1); math.Abs(top-1e300)/1e300 > SketchAccuracy {
+		t.Fatalf("max %g, want 1e300 within %g", top, SketchAccuracy)
+	}
+}
+
+// TestBinnedComparisonsNeverReverseTheExactTest: past ExactLimit a
+// comparison runs on values binned to 0.1 %. Its p is said to be
+// approximate, the exact test's p is within its bounds, and where the
+// bounds straddle Alpha no verdict is given: none is one the exact test
+// would reverse. Shifts under 0.1 %, invisible to the bins, included.
+func TestBinnedComparisonsNeverReverseTheExactTest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	undecided := 0
+	for trial := range 60 {
+		shift := 1 + float64(trial%20)*0.0002 // 0 to 0.38 %
+		var a, b []float64
+		da, db := NewDist(), NewDist()
+		for range ExactLimit + 500 {
+			x, y := 10*math.Exp(rng.NormFloat64()*0.05), 10*math.Exp(rng.NormFloat64()*0.05)*shift
+			a, b = append(a, x), append(b, y)
+			da.Add(x)
+			db.Add(y)
+		}
+		c := CompareDists(da, db)
+		exact := MannWhitneyP(a, b)
+		require.True(t, c.Approx)
+		require.GreaterOrEqual(t, exact, c.PLo-1e-12, "trial %d", trial)
+		require.LessOrEqual(t, exact, c.PHi+1e-12, "trial %d", trial)
+		require.True(t, c.P >= 0 && c.P <= 1)
+		if c.Undecided() {
+			undecided++
+			require.False(t, c.Significant())
+			require.Contains(t, c.FormatDelta(), "? (p≈")
+			require.Contains(t, c.Test(), "too close to 0.05 to call")
+			continue
+		}
+		require.Equal(t, exact < Alpha, c.Significant(), "trial %d: binned p %v [%v, %v], exact %v", trial, c.P, c.PLo, c.PHi, exact)
+	}
+	t.Logf("%d of 60 comparisons too close to call on binned values", undecided)
 }

@@ -60,7 +60,10 @@ func (c Comparison) FormatDelta() string {
 		return None
 	}
 	d := "~"
-	if c.Significant() {
+	switch {
+	case c.Undecided():
+		d = "?"
+	case c.Significant():
 		d = fmt.Sprintf("%+.1f %%", 100*c.Delta)
 	}
 	return fmt.Sprintf("%s (%s)", d, c.Test())
@@ -72,15 +75,27 @@ func (c Comparison) Apart() string {
 	switch {
 	case math.IsNaN(c.P):
 		return None
+	case c.Undecided():
+		return "? (" + c.Test() + ")"
 	case c.Significant():
 		return "yes (" + c.Test() + ")"
 	}
 	return "~ (" + c.Test() + ")"
 }
 
-// Test is "p=0.008 n=10+10".
+// Test is "p=0.008 n=10+10"; on binned values (cells past ExactLimit)
+// "p≈0.008 n=5000+6000", and where the exact p could fall on either side
+// of Alpha, says so: "p≈0.051 n=5000+6000, binned: too close to 0.05 to
+// call".
 func (c Comparison) Test() string {
-	return fmt.Sprintf("p=%s n=%d+%d", formatP(c.P), c.Base.N, c.Other.N)
+	if !c.Approx {
+		return fmt.Sprintf("p=%s n=%d+%d", formatP(c.P), c.Base.N, c.Other.N)
+	}
+	t := fmt.Sprintf("p≈%s n=%d+%d", formatP(c.P), c.Base.N, c.Other.N)
+	if c.Undecided() {
+		t += fmt.Sprintf(", binned: too close to %g to call", Alpha)
+	}
+	return t
 }
 
 func formatP(p float64) string {

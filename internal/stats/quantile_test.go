@@ -18,11 +18,17 @@ func TestEstimateQuantile(t *testing.T) {
 	if e.Lo < 29 || e.Lo > 33 || e.Hi < 48 || e.Hi > 52 || e.Level < Confidence {
 		t.Errorf("p40 interval [%v, %v] at %v", e.Lo, e.Hi, e.Level)
 	}
-	// The median's interval agrees with the one Summary prints (benchmath).
-	m := EstimateQuantile(v, 0.5)
-	s := Summarize(v)
-	if math.Abs(m.Lo-s.Lo) > 1 || math.Abs(m.Hi-s.Hi) > 1 {
-		t.Errorf("median interval [%v, %v], benchmath's [%v, %v]", m.Lo, m.Hi, s.Lo, s.Hi)
+	// The median's interval is the one Summary prints (benchmath's), for
+	// every size: one procedure.
+	for n := 1; n <= 5000; n++ {
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = float64(i)
+		}
+		m, s := EstimateQuantile(w, 0.5), Summarize(w)
+		if m.Lo != s.Lo || m.Hi != s.Hi || m.Level != s.Level {
+			t.Fatalf("n=%d: median interval [%v, %v] at %v, Summary's [%v, %v] at %v", n, m.Lo, m.Hi, m.Level, s.Lo, s.Hi, s.Level)
+		}
 	}
 	if small := EstimateQuantile([]float64{1, 2, 3}, 0.8); small.Bounded() || small.Value != 2.6 {
 		t.Errorf("3 values cannot bound a p80 at 95 %%: %+v", small)

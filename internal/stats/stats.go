@@ -142,6 +142,11 @@ type Comparison struct {
 	// Delta is the relative change of the medians, Other/Base - 1; NaN
 	// when either is empty or the base's median is 0.
 	Delta float64 `json:"delta"`
+	// Approx is set when P comes from values binned to 0.1 % (a cell
+	// past ExactLimit): the exact test's p is within [PLo, PHi], the
+	// range every order of the values that share a bin allows.
+	Approx   bool    `json:"approx,omitempty"`
+	PLo, PHi float64 `json:"-"`
 }
 
 // Compare compares other with base.
@@ -160,8 +165,20 @@ func compareSorted(b, o []float64) Comparison {
 	return c
 }
 
-// Significant is whether the difference is significant at Alpha.
-func (c Comparison) Significant() bool { return c.P < Alpha }
+// Significant is whether the difference is significant at Alpha, by
+// the exact test's p: false too where binned values cannot tell
+// (Undecided).
+func (c Comparison) Significant() bool {
+	if c.Approx {
+		return c.PHi < Alpha
+	}
+	return c.P < Alpha
+}
+
+// Undecided says whether binned values leave the verdict open: the
+// exact test's p may be on either side of Alpha. No verdict is printed
+// then, rather than one the exact test could reverse.
+func (c Comparison) Undecided() bool { return c.Approx && c.PLo < Alpha && c.PHi >= Alpha }
 
 // MannWhitneyP is the two-sided p-value of the Mann-Whitney U test that x
 // and y come from one distribution (benchmath's, exact for small samples
@@ -174,5 +191,14 @@ func MannWhitneyP(x, y []float64) float64 {
 	c := benchmath.AssumeNothing.Compare(
 		&benchmath.Sample{Values: a, Thresholds: &benchmath.DefaultThresholds},
 		&benchmath.Sample{Values: b, Thresholds: &benchmath.DefaultThresholds})
-	return c.P
+	return clampP(c.P)
+}
+
+// clampP is a p-value within [0, 1]: rounding puts a normal
+// approximation's 2·Φ(z) a hair past 1 (1.0000000000000002).
+func clampP(p float64) float64 {
+	if math.IsNaN(p) {
+		return p
+	}
+	return min(max(p, 0), 1)
 }

@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -87,7 +88,7 @@ func (p *Postgres) as(drop bool, prog string, args ...string) *exec.Cmd {
 	default:
 		cmd = exec.Command(argv[0], argv[1:]...)
 		if drop {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(p.uid), Gid: uint32(p.gid)}}
+			asUser(cmd, p.uid, p.gid)
 		}
 	}
 	cmd.Dir = p.dir
@@ -132,3 +133,36 @@ func (p *Postgres) stop(sig syscall.Signal) {
 	p.cmd.Wait()
 	p.cmd = nil
 }
+
+// UseTLS makes the server speak TLS with certFile and keyFile (copied
+// into its data directory, as the server's user reads them) and take
+// hba as its pg_hba.conf, then restarts it.
+func (p *Postgres) UseTLS(certFile, keyFile string, hba []string) {
+	p.t.Helper()
+	for _, f := range []struct{ from, to string }{{certFile, "server.crt"}, {keyFile, "server.key"}} {
+		b, err := os.ReadFile(f.from)
+		must(p.t, err)
+		to := filepath.Join(p.data(), f.to)
+		must(p.t, os.WriteFile(to, b, 0o600))
+		must(p.t, os.Chown(to, p.uid, p.gid))
+	}
+	conf, err := os.OpenFile(filepath.Join(p.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	must(p.t, err)
+	_, err = fmt.Fprintf(conf, "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\nssl_min_protocol_version = 'TLSv1.3'\n")
+	must(p.t, err)
+	must(p.t, conf.Close())
+	must(p.t, os.WriteFile(filepath.Join(p.data(), "pg_hba.conf"), []byte(strings.Join(hba, "\n")+"\n"), 0o600))
+	must(p.t, os.Chown(filepath.Join(p.data(), "pg_hba.conf"), p.uid, p.gid))
+	p.Restart(0)
+}
+
+// Psql runs SQL as the cluster's owner over its socket (local trust).
+func (p *Postgres) Psql(sql string) {
+	p.t.Helper()
+	if out, err := p.as(true, "psql", "-h", p.dir, "-p", strconv.Itoa(p.port), "-U", "doxlab", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql).CombinedOutput(); err != nil {
+		p.t.Fatalf("psql: %v: %s", err, out)
+	}
+}
+
+// Port is the port the server listens on.
+func (p *Postgres) Port() int { return p.port }

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/protocol"
@@ -40,6 +41,9 @@ type Figure struct {
 	SVG     template.HTML
 	CSV     string // the figure's data beside it (Name.csv), relative to the page
 }
+
+// DrawTimeout bounds the drawing of one figure (all its files).
+var DrawTimeout = 60 * time.Second
 
 // Set collects the figures drawn into one directory.
 type Set struct {
@@ -91,14 +95,34 @@ func (s *Set) AddGrid(panels [][]*plot.Plot, name, heading, of string, w, h vg.L
 			}
 		}
 	}
-	svg, err := save(panels, base, w, h)
-	for _, row := range panels {
-		for _, p := range row {
-			legendPanels.Delete(p)
-		}
+	// A figure is drawn within DrawTimeout or left out, its data kept:
+	// values a store should never hold (spans past what a float can
+	// subtract, a billion ticks) must not hold the whole report.
+	type drawn struct {
+		svg []byte
+		err error
 	}
-	if err != nil {
-		return err
+	done := make(chan drawn, 1)
+	go func() {
+		svg, err := save(panels, base, w, h)
+		for _, row := range panels {
+			for _, p := range row {
+				legendPanels.Delete(p)
+			}
+		}
+		done <- drawn{svg, err}
+	}()
+	var svg []byte
+	select {
+	case d := <-done:
+		if d.err != nil {
+			return d.err
+		}
+		svg = d.svg
+	case <-time.After(DrawTimeout):
+		s.Figures = append(s.Figures, Figure{Name: name, Heading: heading, CSV: name + ".csv",
+			Of: fmt.Sprintf("%s. Not drawn: it took longer than %v; its data is in %s.csv", of, DrawTimeout, name)})
+		return nil
 	}
 	// Inline SVG: drop the XML prolog, and the fonts, which the page
 	// declares once (FontCSS) for all its figures.
@@ -250,6 +274,13 @@ func Marks(pts plotter.XYs, c color.Color, g draw.GlyphDrawer, i int) *plotter.S
 // Labels name the series that are not a transport of package protocol.
 var Labels = map[string]string{"doq-emulated": "DoQ emulated", "doh3-coalesced": "DoH/3 coalesced", "dnsstream": "DNS stream"}
 
+// Label is a transport's name in figures and tables, the papers' (the
+// protocol table's: DoUDP, DoT, DoH, DoQ, ...), else Labels', else its own.
+func Label(transport string) string {
+	p, _ := protocol.Lookup(transport)
+	return cmp.Or(p.Label, Labels[transport], transport)
+}
+
 // Share formats a fraction as a whole percentage, "–" for NaN.
 func Share(v float64) string {
 	if math.IsNaN(v) {
@@ -290,12 +321,13 @@ func (s *Series) points() ([]stats.Point, int) {
 	if s.Dist != nil {
 		return s.Dist.CDF(MaxCDFPoints), s.Dist.N()
 	}
-	slices.Sort(s.Values)
-	pts := make([]stats.Point, len(s.Values))
-	for i, v := range s.Values {
-		pts[i] = stats.Point{X: v, P: float64(i+1) / float64(len(s.Values))}
+	vals := slices.DeleteFunc(s.Values, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) })
+	slices.Sort(vals)
+	pts := make([]stats.Point, len(vals))
+	for i, v := range vals {
+		pts[i] = stats.Point{X: v, P: float64(i+1) / float64(len(vals))}
 	}
-	return pts, len(s.Values)
+	return pts, len(vals)
 }
 
 // dkwBand is the polygon of the 95 % DKW band of a sample of n whose
@@ -339,14 +371,35 @@ func cdf(ss []*Series, title, xlabel string, signed, legendRoom bool) (*plot.Plo
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Legend.YOffs = vg.Points(8)
 	lo, hi := math.Inf(1), math.Inf(-1)
-	n := 0
+	type line struct {
+		s    *Series
+		cdf  []stats.Point
+		size int
+	}
+	var lines []line
 	for _, s := range ss {
 		cdf, size := s.points()
 		if size == 0 {
 			continue
 		}
-		n++
+		lines = append(lines, line{s, cdf, size})
 		lo, hi = min(lo, cdf[0].X), max(hi, cdf[len(cdf)-1].X)
+	}
+	if len(lines) > 0 && !drawable(lo, hi) {
+		// Values no axis can span (±1e308: their difference is not a
+		// number): the panel says so, the data goes to the CSV.
+		for _, ln := range lines {
+			for _, c := range ln.cdf {
+				data.Add(ln.s.Label, c.X, c.P)
+			}
+		}
+		p.Title.Text += " (values too far apart to draw: see the CSV)"
+		return p, data, nil
+	}
+	n := 0
+	for _, ln := range lines {
+		s, cdf, size := ln.s, ln.cdf, ln.size
+		n++
 		pts := make(plotter.XYs, 0, 2*len(cdf))
 		before := 0.0
 		for _, c := range cdf {
@@ -397,6 +450,13 @@ func cdf(ss []*Series, title, xlabel string, signed, legendRoom bool) (*plot.Plo
 	}
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	return p, data, nil
+}
+
+// drawable says whether an axis from lo to hi, with room around it, can
+// be drawn: its span and its ends padded must be finite numbers.
+func drawable(lo, hi float64) bool {
+	span := hi - lo
+	return !math.IsInf(span, 0) && !math.IsNaN(span) && !math.IsInf(hi+0.5*span, 0) && !math.IsInf(lo-0.5*span, 0)
 }
 
 // cdfMarks marks a CDF where it crosses 0.2, 0.5 and 0.8 (shifted up for
@@ -534,14 +594,16 @@ func Pct(v float64) string {
 // interval in one cell), delta (a comparison with its
 // baseline, benchstat's way: "+15.1 % (p=0.008 n=10+10)" or "~ (…)").
 var Funcs = template.FuncMap{
-	"f":     func(v float64) string { return stats.F(v, 2) },
-	"ms":    func(v float64) string { return stats.F(v, 1) },
-	"pct":   Pct,
-	"share": Share,
-	"ci":    func(s stats.Summary) string { return s.CI(2) },
-	"mci":   func(s stats.Summary) string { return s.Cell(2) },
-	"mci1":  func(s stats.Summary) string { return s.Cell(1) },
-	"mci0":  func(s stats.Summary) string { return s.Cell(0) },
-	"ci1":   func(s stats.Summary) string { return s.CI(1) },
-	"delta": func(c stats.Comparison) string { return c.FormatDelta() },
+	"f":      func(v float64) string { return stats.F(v, 2) },
+	"ms":     func(v float64) string { return stats.F(v, 1) },
+	"pct":    Pct,
+	"share":  Share,
+	"ci":     func(s stats.Summary) string { return s.CI(2) },
+	"mci":    func(s stats.Summary) string { return s.Cell(2) },
+	"mci1":   func(s stats.Summary) string { return s.Cell(1) },
+	"mci0":   func(s stats.Summary) string { return s.Cell(0) },
+	"ci1":    func(s stats.Summary) string { return s.CI(1) },
+	"delta":  func(c stats.Comparison) string { return c.FormatDelta() },
+	"failed": stats.Counts,
+	"label":  Label,
 }

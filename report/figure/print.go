@@ -3,7 +3,9 @@ package figure
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"os"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -101,6 +103,25 @@ func layout(panels [][]*plot.Plot, w, h vg.Length, sz size) drawing {
 	rows, cols := len(panels), len(panels[0])
 	panelW, panelH := w/vg.Length(cols), h/vg.Length(rows)
 	d := drawing{panels: panels, width: sz.width}
+	if sz.cols == 0 {
+		// A legend panel whose entries are wider than the panel it is
+		// given would be cut: it goes to the strip below, full width.
+		pw := sz.width/vg.Length(cols) - 2*margin
+		var kept [][]*plot.Plot
+		for _, row := range panels {
+			row = slices.Clone(row)
+			for i, p := range row {
+				if _, legend := legendPanels.Load(p); legend && legendWidth(p) > pw {
+					d.legends, row[i] = append(d.legends, p), nil
+				}
+			}
+			if slices.ContainsFunc(row, func(p *plot.Plot) bool { return p != nil }) {
+				kept = append(kept, row)
+			}
+		}
+		d.panels = kept
+		rows = len(kept)
+	}
 	if sz.cols > 0 {
 		var flat []*plot.Plot
 		for _, row := range panels {
@@ -123,6 +144,12 @@ func layout(panels [][]*plot.Plot, w, h vg.Length, sz size) drawing {
 	ph := max(panelH*min(1, pw/panelW), minPanelHeight)
 	d.height = min(max(ph*vg.Length(rows), 2*vg.Inch), 9*vg.Inch) + d.strip
 	return d
+}
+
+// legendWidth is how wide a legend panel's entries are drawn.
+func legendWidth(lp *plot.Plot) vg.Length {
+	r := lp.Legend.Rectangle(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: 100 * vg.Inch, Y: 100 * vg.Inch}}})
+	return r.Max.X - r.Min.X
 }
 
 // render draws d on c, a margin inside its edges, each panel's words fit
@@ -179,6 +206,27 @@ func render(d drawing, c vg.CanvasWriterTo) {
 	}
 }
 
+// pdfCanvas is vgpdf's canvas given colours as the PDF takes them:
+// vgpdf sets a fill from a colour's premultiplied RGBA and then its
+// alpha again, so a translucent band came out dark grey, not the PNG's
+// and SVG's light tint.
+type pdfCanvas struct{ *vgpdf.Canvas }
+
+func (c pdfCanvas) SetColor(clr color.Color) {
+	if clr != nil {
+		clr = straight(color.NRGBAModel.Convert(clr).(color.NRGBA))
+	}
+	c.Canvas.SetColor(clr)
+}
+
+// straight is a colour whose RGBA gives its channels not premultiplied:
+// what vgpdf reads them as.
+type straight color.NRGBA
+
+func (s straight) RGBA() (r, g, b, a uint32) {
+	return uint32(s.R) * 0x101, uint32(s.G) * 0x101, uint32(s.B) * 0x101, uint32(s.A) * 0x101
+}
+
 // save draws panels at every size as SVG, PDF and PNG; it returns the
 // two-column SVG, for the page.
 func save(panels [][]*plot.Plot, base string, w, h vg.Length) ([]byte, error) {
@@ -195,7 +243,7 @@ func save(panels [][]*plot.Plot, base string, w, h vg.Length) ([]byte, error) {
 			case "pdf":
 				pc := vgpdf.New(d.width, d.height)
 				pc.EmbedFonts(true)
-				c = pc
+				c = pdfCanvas{pc}
 			case "png":
 				c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(d.width, d.height), vgimg.UseDPI(DPI))}
 			}

@@ -1,11 +1,14 @@
 package figure
 
 import (
+	"image/color"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot"
@@ -121,6 +124,29 @@ func TestOneColumnMovesTheLegendBelow(t *testing.T) {
 	require.GreaterOrEqual(t, float64(one.height), float64(2*vg.Inch+one.strip))
 }
 
+// TestWideLegendMovesBelow: two columns wide, a legend whose entries are
+// wider than the panel it is given goes below, full width, rather than
+// be cut; one that fits stays.
+func TestWideLegendMovesBelow(t *testing.T) {
+	a, b, c, d := plot.New(), plot.New(), plot.New(), plot.New()
+	for _, p := range []*plot.Plot{a, b, c, d} {
+		style(p)
+	}
+	a.Legend.Add("h3://127.0.0.5:8443/dns-query?a-long-path")
+	lp := LegendPanel(a)
+	defer legendPanels.Delete(lp)
+	panels := [][]*plot.Plot{{a, b, c, lp}, {d, nil, nil, nil}}
+	two := layout(panels, 12*vg.Inch, 6*vg.Inch, sizes[0])
+	require.Equal(t, []*plot.Plot{lp}, two.legends)
+	require.Greater(t, float64(two.strip), 0.0)
+
+	b.Legend.Add("DoQ")
+	short := LegendPanel(b)
+	defer legendPanels.Delete(short)
+	fits := layout([][]*plot.Plot{{c, d, short}}, 12*vg.Inch, 3*vg.Inch, sizes[0])
+	require.Empty(t, fits.legends)
+}
+
 // TestTimelines: a panel per timeline, their points in the CSV under
 // the figure's columns, saved for print like every figure.
 func TestTimelines(t *testing.T) {
@@ -131,4 +157,52 @@ func TestTimelines(t *testing.T) {
 	csv, err := os.ReadFile(filepath.Join(set.Dir, "bloat.csv"))
 	require.NoError(t, err)
 	require.Equal(t, "profile,sent s,rtt ms\ndsl,0,40\ndsl,1,300\ndsl,2,310\n", string(csv))
+}
+
+// TestSlowFigureIsLeftOut: a figure not drawn within DrawTimeout is left
+// out of the page with a note, its data kept, and the report goes on.
+func TestSlowFigureIsLeftOut(t *testing.T) {
+	defer func(d time.Duration) { DrawTimeout = d }(DrawTimeout)
+	DrawTimeout = time.Nanosecond
+	p, data, err := CDF([]*Series{{Label: "a", Values: []float64{1, 2, 3}}}, "t", "x", false)
+	require.NoError(t, err)
+	// The abandoned drawing goes on writing: not in a directory the test
+	// framework must remove cleanly.
+	dir, err := os.MkdirTemp("", "doxlab-slow-figure")
+	require.NoError(t, err)
+	defer os.RemoveAll(dir)
+	set := &Set{Dir: dir}
+	require.NoError(t, set.Add(p, "slow", "slow", "of", CDFWidth, CDFHeight, data))
+	require.Len(t, set.Figures, 1)
+	require.Empty(t, set.Figures[0].SVG)
+	require.Contains(t, set.Figures[0].Of, "Not drawn: it took longer than 1ns; its data is in slow.csv")
+	_, err = os.Stat(filepath.Join(set.Dir, "slow.csv"))
+	require.NoError(t, err)
+}
+
+// TestValuesNoAxisSpans: ±1e308 (their difference overflows) gives a
+// panel that says so instead of a rasterizer that never ends; an
+// infinity is not a value.
+func TestValuesNoAxisSpans(t *testing.T) {
+	p, data, err := CDF([]*Series{{Label: "a", Values: []float64{1e308, -1e308, math.Inf(1)}}}, "t", "x", true)
+	require.NoError(t, err)
+	require.Contains(t, p.Title.Text, "too far apart to draw")
+	require.Len(t, data.Rows, 2)
+	set := &Set{Dir: t.TempDir()}
+	require.NoError(t, set.Add(p, "huge", "huge", "of", CDFWidth, CDFHeight, data))
+}
+
+// TestPDFBandsAreTheirColour: vgpdf reads a colour's RGBA as straight
+// channels with their alpha; the PDF canvas hands it a band's colour so,
+// not premultiplied (which drew the bands dark grey).
+func TestPDFBandsAreTheirColour(t *testing.T) {
+	band := color.NRGBA{0x00, 0x72, 0xb2, 0x30}
+	r, g, b, a := straight(band).RGBA()
+	if r>>8 != 0x00 || g>>8 != 0x72 || b>>8 != 0xb2 || a>>8 != 0x30 {
+		t.Errorf("straight %v: %x %x %x %x", band, r>>8, g>>8, b>>8, a>>8)
+	}
+	pr, pg, pb, _ := band.RGBA() // premultiplied: what vgpdf got before
+	if pg>>8 == 0x72 || pb>>8 == 0xb2 || pr>>8 != 0 {
+		t.Errorf("premultiplied %v is not darker: %x %x %x", band, pr>>8, pg>>8, pb>>8)
+	}
 }

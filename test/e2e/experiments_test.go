@@ -30,6 +30,16 @@ func TestExperimentDNSRTT(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Equal(t, 5*12*3+1, strings.Count(csvOut, "\n"), "every cell, and the header")
 	require.Contains(t, csvOut, "experiment:dns-rtt,fiber")
+
+	// The resume hint it printed works as printed, without --quick: a
+	// resume reads the design from the store, and measures nothing again.
+	hint := regexp.MustCompile(`continue it with: (doxlab [^\n)]*)`).FindStringSubmatch(string(out))
+	require.Len(t, hint, 2, "%s", out)
+	require.NotContains(t, hint[1], "--quick")
+	again, err := exec.Command("sh", "-c", testutil.Doxlab(t)+strings.TrimPrefix(hint[1], "doxlab")).CombinedOutput()
+	require.NoError(t, err, "%s", again)
+	require.Contains(t, string(again), "progress: 180/180 measurements")
+	require.Regexp(t, `fiber\s+udp\s+fresh\s+3/3 `, string(again))
 }
 
 // TestExperimentWebQuick runs a short web experiment with the real binary
@@ -41,7 +51,7 @@ func TestExperimentWebQuick(t *testing.T) {
 	}
 	dir := t.TempDir()
 	db := filepath.Join(dir, "web.db")
-	out, err := exec.Command(testutil.Doxlab(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--store", db).CombinedOutput()
+	out, err := exec.Command(testutil.Doxlab(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--repeat", "2", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	// fiber and 4g × 2 pages × 2 transports × 1-RTT and 0-RTT × 2 loads.
 	require.Contains(t, string(out), ": 32 page loads")
@@ -52,7 +62,7 @@ func TestExperimentWebQuick(t *testing.T) {
 	// Resuming a finished experiment measures nothing again.
 	id := regexp.MustCompile(`experiment (web-\S+),`).FindStringSubmatch(string(out))
 	require.Len(t, id, 2)
-	again, err := exec.Command(testutil.Doxlab(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--store", db, "--resume", id[1]).CombinedOutput()
+	again, err := exec.Command(testutil.Doxlab(t), "experiment", "web", "--quick", "--pages", "example,wiki", "--transports", "udp,doq", "--repeat", "2", "--store", db, "--resume", id[1]).CombinedOutput()
 	require.NoError(t, err, "%s", again)
 	require.Contains(t, string(again), ": 32 page loads")
 	require.Contains(t, string(again), "per minute (each after a warm-up load): 0 in")
@@ -89,7 +99,7 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	require.Regexp(t, `none\s+udp\s+[0-9.]+\s+\[[^\]]*\] \(\d+\)\s+4\s+0\s`, string(out), "UDP cannot block")
 	require.Regexp(t, `none\s+dot-inorder\s+[0-9.]+\s+\[[^\]]*\] \(\d+\)\s+4\s+[1-9][0-9]*\s`, string(out), "an in-order DoT server blocks")
 	require.Regexp(t, `(?m)^(links: 2 checks before and after the runs held|link check FAILED, run )`, string(out), "the link's check, whatever it found")
-	out, err = exec.Command(testutil.Doxlab(t), "experiment", "amplification", "--quick", "--certs", "large", "--key-shares", "classic", "--store", db).CombinedOutput()
+	out, err = exec.Command(testutil.Doxlab(t), "experiment", "amplification", "--quick", "--certs", "large", "--key-shares", "classic", "--repeat", "3", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	// ok/n, handshake RTTs, its interval, then total ms, the client's
 	// first flight and the server's first burst, each with its interval

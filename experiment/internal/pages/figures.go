@@ -1,13 +1,11 @@
 package pages
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
 
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/report/figure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -17,9 +15,7 @@ import (
 type combo struct{ transport, h3 string }
 
 func (c combo) String() string {
-	p, _ := protocol.Lookup(c.transport)
-	name := cmp.Or(p.Label, figure.Labels[c.transport], c.transport)
-	return name + " + H3 " + map[string]string{"0rtt": "0-RTT", "1rtt": "1-RTT", "0rtt-wait": "0-RTT wait"}[c.h3]
+	return figure.Label(c.transport) + " + H3 " + map[string]string{"0rtt": "0-RTT", "1rtt": "1-RTT", "0rtt-wait": "0-RTT wait"}[c.h3]
 }
 
 func (c combo) series(values []float64) *figure.Series {
@@ -37,10 +33,14 @@ func (c combo) series(values []float64) *figure.Series {
 // 10-11, 12) from cells, for each variant (DNS mode × stub state): the
 // web experiment's, and the coalescing experiment's from its own loads.
 func Figures(cells []Cell, set *figure.Set) error {
-	type variant struct{ mode, state string }
-	variants, byVariant := order.Group(cells, func(c Cell) variant { return variant{c.DNSMode, c.StubState} })
+	type variant struct{ mode, state, setup string }
+	variants, byVariant := order.Group(cells, func(c Cell) variant { return variant{c.DNSMode, c.StubState, c.Setup} })
 	for _, v := range variants {
-		vf := newVariantFigures(set, byVariant[v], v.mode+"-"+v.state, fmt.Sprintf("DNS %s, stub %s", v.mode, v.state))
+		tag, title := v.mode+"-"+v.state, fmt.Sprintf("DNS %s, stub %s", v.mode, v.state)
+		if v.setup != "" {
+			tag, title = tag+"-"+v.setup, title+", "+v.setup
+		}
+		vf := newVariantFigures(set, byVariant[v], tag, title)
 		if err := vf.fig8(); err != nil {
 			return err
 		}

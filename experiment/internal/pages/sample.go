@@ -25,7 +25,12 @@ type Task struct {
 	// Engine loads the page: "" or chromium (the browser), or doxlab
 	// (doxlab's page loader replaying the page's graph, package pageload).
 	Engine string `json:"engine,omitempty"`
-	Rep    int    `json:"rep"`
+	// Setup is where a multi-origin page's origins were served and what
+	// the servers sent, when not the papers' (a server per party, ORIGIN
+	// frames no certificate lets a browser use): cdn+origins (one CDN
+	// edge, one certificate, ORIGIN frames) or cdn (the same, no frames).
+	Setup string `json:"setup,omitempty"`
+	Rep   int    `json:"rep"`
 }
 
 // Engines that load pages.
@@ -125,10 +130,14 @@ type OriginFacts struct {
 	// which asked the resolver), "stub-cache" (the stub answered from its
 	// cache), or "none" (no query reached the stub during the load: the
 	// browser's own cache, or a connection pooled from another origin).
-	Lookup    string `json:"lookup"`
-	Conns     int    `json:"conns"`         // web connections the servers saw for it (by SNI)
-	Conns0RTT int    `json:"conns_0rtt"`    // of those, with 0-RTT accepted
-	Resumed   int    `json:"conns_resumed"` // of those, resumed
+	Lookup string `json:"lookup"`
+	// Announced: a connection of the page announced the origin in an
+	// ORIGIN frame (RFC 9412), so a browser could request it there with
+	// no lookup and no connection of its own.
+	Announced bool `json:"announced,omitempty"`
+	Conns     int  `json:"conns"`         // web connections the servers saw for it (by SNI)
+	Conns0RTT int  `json:"conns_0rtt"`    // of those, with 0-RTT accepted
+	Resumed   int  `json:"conns_resumed"` // of those, resumed
 }
 
 // Lookup labels of OriginFacts.
@@ -140,6 +149,18 @@ const (
 
 // H3 reports whether everything from the origin came over HTTP/3.
 func (o OriginFacts) H3() bool { return o.Protocol == "h3" }
+
+// OriginsByFrame counts the origins a load requested with no lookup on a
+// connection that had announced them in an ORIGIN frame: the lookups the
+// frame spared.
+func (s *Sample) OriginsByFrame() (n int) {
+	for _, o := range s.Origins {
+		if o.Requests > 0 && o.Lookup == LookupNone && o.Announced {
+			n++
+		}
+	}
+	return n
+}
 
 // OriginCounts sums a load's OriginFacts: the origins requested not
 // wholly over HTTP/3, those requested with no lookup reaching the stub,
@@ -345,6 +366,13 @@ func originFacts(l *browser.Load, hosts []string, stub, srv []*server.Record, st
 	for _, c := range srv {
 		if c.Kind != "conn" || c.SNI == "" || !pageConn(c, stubAddrs) {
 			continue
+		}
+		for _, o := range c.Origins {
+			if u, err := url.Parse(o); err == nil {
+				if i, ok := at[strings.ToLower(u.Hostname())]; ok {
+					out[i].Announced = true
+				}
+			}
 		}
 		i, ok := at[strings.ToLower(c.SNI)]
 		if !ok {

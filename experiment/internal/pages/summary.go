@@ -15,6 +15,7 @@ import (
 // × page × DNS transport × H3 mode (× stub state × DNS mode).
 type Cell struct {
 	Profile, Page, Transport, H3, StubState, DNSMode string
+	Setup                                            string // Task.Setup
 	Engine                                           string // chromium or doxlab
 	N, OK                                            int
 	PLT, FCP, DNS                                    float64 // medians, ms
@@ -66,24 +67,26 @@ func (c Cell) Token() float64 {
 }
 
 // MultiOrigin reports whether the cell's page loads from several origins.
-func (c Cell) MultiOrigin() bool { return c.Lookups > 1 }
+// (its loads touched several origins: resolved, or loaded with no
+// lookup, as on a connection an ORIGIN frame announced them on).
+func (c Cell) MultiOrigin() bool { return c.Lookups+c.NoLookup > 1 }
 
 // Baseline is the cell the others are compared with.
 func (c Cell) Baseline() bool { return c.Transport == "udp" && c.H3 == "1rtt" }
 
 // Summarize groups page loads into cells, in a stable order.
 func Summarize(samples []*Sample) []Cell {
-	type key struct{ p, g, t, h, s, d, e string }
+	type key struct{ p, g, t, h, s, d, e, x string }
 	cells := map[key]*Cell{}
 	dns := map[key][]float64{}
 	more := map[key]*[7][]float64{}
 	conns0RTT := map[key][2]int{}
 	var keys []key
 	for _, x := range samples {
-		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode, x.EngineName()}
+		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode, x.EngineName(), x.Setup}
 		c, ok := cells[k]
 		if !ok {
-			c = &Cell{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d, Engine: k.e}
+			c = &Cell{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d, Engine: k.e, Setup: k.x}
 			cells[k] = c
 			keys = append(keys, k)
 		}
@@ -145,7 +148,7 @@ func Summarize(samples []*Sample) []Cell {
 		// with, has no change to show: "–", not −100 % or 0.
 		c.RelPLT, c.RelFCP = math.NaN(), math.NaN()
 		c.PLTStat, c.FCPStat = stats.Summarize(c.PLTs), stats.Summarize(c.FCPs)
-		base, ok := cells[key{k.p, k.g, "udp", "1rtt", k.s, k.d, k.e}] // each engine against its own baseline
+		base, ok := cells[key{k.p, k.g, "udp", "1rtt", k.s, k.d, k.e, k.x}] // each engine and setup against its own baseline
 		if !ok || base.PLT == 0 || c.OK == 0 {
 			c.DeltaPLT, c.DeltaFCP = stats.Compare(nil, nil), stats.Compare(nil, nil)
 			continue
@@ -160,7 +163,7 @@ func Summarize(samples []*Sample) []Cell {
 		}
 	}
 	slices.SortStableFunc(keys, func(a, b key) int {
-		return cmp.Or(order.Compare(a.d, b.d), order.Compare(a.s, b.s), order.Compare(a.p, b.p),
+		return cmp.Or(cmp.Compare(a.x, b.x), order.Compare(a.d, b.d), order.Compare(a.s, b.s), order.Compare(a.p, b.p),
 			order.Compare(a.g, b.g), order.Compare(a.t, b.t), order.Compare(a.h, b.h), cmp.Compare(a.e, b.e))
 	})
 	out := make([]Cell, len(keys))
@@ -301,11 +304,11 @@ func ChromiumSplitHalf(samples []*Sample) FidelitySummary {
 
 // CompareEngines pairs each cell loaded by both engines.
 func CompareEngines(cells []Cell) FidelitySummary {
-	type key struct{ p, g, t, h, s, d string }
+	type key struct{ p, g, t, h, s, d, x string }
 	byEngine := map[string]map[key]Cell{}
 	var keys []key
 	for _, c := range cells {
-		k := key{c.Profile, c.Page, c.Transport, c.H3, c.StubState, c.DNSMode}
+		k := key{c.Profile, c.Page, c.Transport, c.H3, c.StubState, c.DNSMode, c.Setup}
 		if byEngine[c.Engine] == nil {
 			byEngine[c.Engine] = map[key]Cell{}
 		}
@@ -315,7 +318,7 @@ func CompareEngines(cells []Cell) FidelitySummary {
 		}
 	}
 	var s FidelitySummary
-	type group struct{ p, g, s, d string }
+	type group struct{ p, g, s, d, x string }
 	ranks := map[group][]Fidelity{}
 	var groups []group
 	for _, k := range keys {
@@ -341,7 +344,7 @@ func CompareEngines(cells []Cell) FidelitySummary {
 		if a <= 10 {
 			s.CellsWithin10++
 		}
-		g := group{k.p, k.g, k.s, k.d}
+		g := group{k.p, k.g, k.s, k.d, k.x}
 		if _, ok := ranks[g]; !ok {
 			groups = append(groups, g)
 		}

@@ -58,6 +58,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	label := fs.String("label", "", "name the benchmarks in the store and the report (default: the protocol)")
 	progress := fs.Bool("progress", false, "report progress every second even when standard error is not a terminal (on a terminal it always does)")
 	quiet := fs.Bool("quiet", false, "no progress")
+	okRcodes := okRcodesFlag(fs)
 	busyPoll := fs.Bool("busy-poll", true, "while half the in-flight window awaits answers, let UDP, TCP and TLS readers poll their socket briefly before sleeping, so that a saturated server need not wake an idle generator per answer")
 	full := fs.Bool("full", false, "send every query through the transport with its full record (as doxlab query does), not the lean path; costs tens of µs of CPU per query")
 	cpuProfile := fs.String("cpuprofile", "", "write the client's CPU profile (pprof) to `FILE`")
@@ -98,6 +99,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			return usage("%v", err)
 		}
 	}
+	answers, err := parseOKRcodes(*okRcodes)
+	if err != nil {
+		return usage("%v", err)
+	}
 	var rates []float64
 	switch {
 	case *steps != "" && *ramp != "":
@@ -125,7 +130,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	for i, u := range urls {
 		cfgs[i] = bench.Config{URL: u, Rate: *rate, Workers: *workers, Duration: *duration, MaxQueries: *maxQueries,
 			MaxInFlight: *maxInFlight, Conns: *conns, Names: mix, Options: opts, Seed: *seed, Keep: *storeDSN != "", Full: *full,
-			NoBusyPoll: !*busyPoll}
+			NoBusyPoll: !*busyPoll, Answers: answers}
 		if err := cfgs[i].Check(); err != nil {
 			return usage("%v", err)
 		}

@@ -26,6 +26,7 @@ const campaignUsage = `usage: doxlab campaign run SPEC.yaml [--store DSN] [--run
        doxlab campaign plan SPEC.yaml --store postgres://...
        doxlab campaign status [--run ID] [--json] --store postgres://...
        doxlab campaign cancel --run ID --store postgres://...
+       doxlab campaign grant ROLE --store postgres://ADMIN@...
 
 run measures a campaign described in YAML (see examples/campaign.yaml) on
 this machine: targets × transports × conditions × repetitions, stored as
@@ -38,7 +39,8 @@ plan expands a spec with vantages into a job per task and vantage point,
 queued in a PostgreSQL store for workers on each vantage machine
 ('doxlab worker --vantage NAME'); status shows each vantage point's
 progress; cancel stops a planned campaign, keeping what it stored
-(docs/campaigns.md).
+(docs/campaigns.md); grant gives a worker's PostgreSQL role what a worker
+needs of the store and nothing more (docs/vantage-points.md).
 `
 
 func runCampaign(args []string, stdout, stderr io.Writer) int {
@@ -51,6 +53,9 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) >= 1 && args[0] == "cancel" {
 		return runCampaignCancel(args[1:], stdout, stderr)
+	}
+	if len(args) >= 1 && args[0] == "grant" {
+		return runCampaignGrant(args[1:], stdout, stderr)
 	}
 	if len(args) >= 2 && args[0] == "plan" {
 		return runCampaignPlan(args[1:], stdout, stderr)
@@ -65,9 +70,7 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	fresh := fs.Bool("new", false, "begin a new run even though an earlier run of the same spec is in the store")
 	asJSON := fs.Bool("json", false, "print every sample as a JSON line")
 	outPath := fs.String("out", "", "also write every sample as JSON lines to `FILE`")
-	browserPath := fs.String("browser", os.Getenv("DOXLAB_BROWSER"), "the Chromium binary of a page-load campaign ($DOXLAB_BROWSER; default chromium on PATH)")
-	var browserFlags stringList
-	fs.Var(&browserFlags, "browser-flag", "an extra Chromium switch for page loads, NAME or NAME=VALUE (a testbed's certificates); repeatable")
+	loader := pageLoaderFlags(fs)
 	pos, fail, code, done := subcommand(fs, "campaign", args[1:], 1, campaignUsage, stderr)
 	if done {
 		return code
@@ -81,7 +84,7 @@ func runCampaign(args []string, stdout, stderr io.Writer) int {
 	}
 	dsn := cmp.Or(*storeDSN, c.Store, "doxlab.db")
 	if c.Pages != nil {
-		return runPageCampaign(c, pageRun{store: dsn, runID: *runID, fresh: *fresh, json: *asJSON, browser: *browserPath, flags: browserFlags}, stdout, stderr)
+		return runPageCampaign(c, pageRun{store: dsn, runID: *runID, fresh: *fresh, json: *asJSON, loader: loader(), args: append([]string{"campaign"}, args...)}, stdout, stderr)
 	}
 	spec, err := c.Spec()
 	if err != nil {
@@ -135,8 +138,8 @@ func runCampaignPlan(args []string, stdout, stderr io.Writer) int {
 
 func runCampaignStatus(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("campaign status", stderr)
-	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the campaign's PostgreSQL store (default $DOXLAB_STORE)")
-	runID := fs.String("run", "", "the planned run (default the one planned last)")
+	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the campaign's store: a planned campaign's PostgreSQL, or a page campaign's measured here (default $DOXLAB_STORE)")
+	runID := fs.String("run", "", "the run (default the campaign planned, or the page campaign measured here, last)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	_, fail, code, done := subcommand(fs, "campaign status", args, 0, campaignUsage, stderr)
 	if done {
@@ -155,7 +158,7 @@ func runCampaignStatus(args []string, stdout, stderr io.Writer) int {
 			return fail("%v", err)
 		}
 		if id == "" {
-			return fail("the store holds no planned campaign")
+			return fail("the store holds no planned campaign and no page campaign measured here")
 		}
 	}
 	s, err := campaign.GetStatus(ctx, st, id)
@@ -194,6 +197,26 @@ func runCampaignCancel(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	fmt.Fprintf(stdout, "cancelled run %s: %d jobs not yet taken, %d under way (their workers give them back unstored); stored samples stay\n", *runID, waiting, running)
+	return exitOK
+}
+
+func runCampaignGrant(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("campaign grant", stderr)
+	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the store, as a role that owns its tables (the coordinator's)")
+	pos, fail, code, done := subcommand(fs, "campaign grant", args, 1, campaignUsage, stderr)
+	if done {
+		return code
+	}
+	ctx := context.Background()
+	st, code, ok := openStore(ctx, *storeDSN, fail)
+	if !ok {
+		return code
+	}
+	defer st.Close()
+	if err := campaign.Grant(ctx, st, pos[0]); err != nil {
+		return fail("%v", err)
+	}
+	fmt.Fprintf(stdout, "role %s may now read plans, add samples and page loads, and work the queue; nothing else\n", pos[0])
 	return exitOK
 }
 
@@ -256,9 +279,9 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	rescue := fs.Duration("rescue-after", envDuration("DOXLAB_RESCUE_AFTER", 2*time.Minute), "hand a job taken this long ago to another worker, its taker presumed dead; the same for every worker ($DOXLAB_RESCUE_AFTER)")
 	drain := fs.Bool("drain", os.Getenv("DOXLAB_DRAIN") == "1", "exit once the vantage point's queue is empty ($DOXLAB_DRAIN=1), as a Kubernetes Job should")
 	quiet := fs.Bool("quiet", false, "print no line per sample")
-	browserPath := fs.String("browser", os.Getenv("DOXLAB_BROWSER"), "the Chromium binary page-load tasks use ($DOXLAB_BROWSER; default chromium on PATH)")
-	var browserFlags stringList
-	fs.Var(&browserFlags, "browser-flag", "an extra Chromium switch for page loads, NAME or NAME=VALUE (a testbed's certificates); repeatable")
+	check := fs.Bool("check", false, "check this vantage point and exit: the store over verified TLS, the schema, the role's grants, the clock, the queue; with --pages what page loads need, a confined browser started")
+	checkPages := fs.Bool("pages", false, "with --check: check page loads too")
+	loader := pageLoaderFlags(fs)
 	_, fail, code, done := subcommand(fs, "worker", args, 0, "", stderr)
 	if done {
 		return code
@@ -276,6 +299,20 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *check {
+		st, err := store.Open(ctx, *storeDSN)
+		if err != nil {
+			fmt.Fprintf(stdout, "FAIL %-8s %v\n", "store", err)
+			return 1
+		}
+		defer st.Close()
+		if !campaign.WriteFindings(stdout, campaign.CheckVantage(ctx, st, *storeDSN, *vantage, *checkPages, loader())) {
+			fmt.Fprintln(stderr, "doxlab worker: this vantage point is not ready to measure (FAIL above)")
+			return 1
+		}
+		fmt.Fprintf(stdout, "vantage point %s is ready to measure\n", *vantage)
+		return exitOK
+	}
 	// A worker started while the database restarts waits for it a while.
 	var st *store.Store
 	err := store.Retry(ctx, func() (err error) { st, err = store.Open(ctx, *storeDSN); return err }, func(err error, wait time.Duration) {
@@ -285,7 +322,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	defer st.Close()
-	w := &campaign.Worker{Store: st, Vantage: *vantage, ID: *id, Concurrency: *concurrency, Address: *address, RescueAfter: *rescue, Drain: *drain, Log: stderr, Browser: *browserPath, BrowserFlags: browserFlags}
+	w := &campaign.Worker{Store: st, Vantage: *vantage, ID: *id, Concurrency: *concurrency, Address: *address, RescueAfter: *rescue, Drain: *drain, Log: stderr, Pages: loader()}
 	var mu sync.Mutex
 	if !*quiet {
 		w.Stored = func(x *measure.Sample) {
@@ -296,6 +333,11 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 				ms = fmt.Sprintf("%.1f ms", x.Measure.Timing.TotalMs)
 			}
 			fmt.Fprintf(stdout, "%s %s %s %s: %s %s (job %d, attempt %d)\n", printable.String(x.Vantage.Name), printable.String(x.URL), x.Transport, x.Condition, x.Status, ms, x.Job.ID, x.Job.Attempt)
+		}
+		w.Loaded = func(x *campaign.PageLoad) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, "%s %s (job %d, attempt %d)\n", printable.String(x.Vantage.Name), x.Line(), x.Job.ID, x.Job.Attempt)
 		}
 	}
 	err = w.Run(ctx)
@@ -322,4 +364,16 @@ func envDuration(key string, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// pageLoaderFlags are the flags of commands that load pages (campaign
+// run, worker): the browser, its user and extra switches.
+func pageLoaderFlags(fs *flag.FlagSet) func() campaign.PageLoaderConfig {
+	path := fs.String("browser", os.Getenv("DOXLAB_BROWSER"), "the Chromium binary page loads use ($DOXLAB_BROWSER; default chromium on PATH)")
+	user := fs.String("browser-user", cmp.Or(os.Getenv("DOXLAB_BROWSER_USER"), campaign.DefaultBrowserUser), "the unprivileged user page loads run the browser as, with its sandbox on ($DOXLAB_BROWSER_USER)")
+	var flags stringList
+	fs.Var(&flags, "browser-flag", "an extra Chromium switch for page loads, NAME or NAME=VALUE (a testbed's certificates); repeatable")
+	return func() campaign.PageLoaderConfig {
+		return campaign.PageLoaderConfig{Browser: *path, BrowserUser: *user, BrowserFlags: flags}
+	}
 }

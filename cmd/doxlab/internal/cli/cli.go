@@ -59,6 +59,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return exitOK
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return runVersion(args[1:], stdout, stderr)
+	}
 	var names []string
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -90,7 +93,7 @@ func beforeDashes(args []string) []string {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: doxlab COMMAND [flags] [args]")
+	fmt.Fprintln(w, "usage: doxlab COMMAND [flags] [args]   (doxlab --version: which doxlab this is)")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
@@ -99,10 +102,10 @@ func usage(w io.Writer) {
 
 func runVersion(args []string, stdout, _ io.Writer) int {
 	if slices.ContainsFunc(args, isHelp) {
-		fmt.Fprintln(stdout, "usage: doxlab version\n\nprints doxlab's version and the commit it was built from")
+		fmt.Fprintln(stdout, "usage: doxlab version (or doxlab --version)\n\nprints doxlab's version, whether it is a release or a development build, the commit it was built from, and the Go toolchain and platform")
 		return exitOK
 	}
-	fmt.Fprintln(stdout, "doxlab", buildinfo.Version())
+	fmt.Fprintln(stdout, buildinfo.Describe())
 	return exitOK
 }
 

@@ -261,7 +261,7 @@ func TestExportKnowsEveryKind(t *testing.T) {
 	for _, k := range store.Kinds() {
 		names = append(names, string(k))
 	}
-	require.ElementsMatch(t, []string{"hol-query", "amplification", "overhead-conn", "scan", "verify-doq", "verify-dot", "verify-doh", "bench", "bench-samples", "link-check", "campaign-duplicate", "campaign-load", "page-graph", "web-load", "coalescing-load", "resume-forced"}, names)
+	require.ElementsMatch(t, []string{"hol-query", "amplification", "overhead-conn", "scan", "verify-doq", "verify-dot", "verify-doh", "bench", "bench-samples", "link-check", "campaign-duplicate", "campaign-load", "page-graph", "web-load", "coalescing-load", "resume-forced", "supersedes", "privacy"}, names)
 	db := filepath.Join(t.TempDir(), "x.db")
 	st, err := store.Open(context.Background(), db)
 	require.NoError(t, err)

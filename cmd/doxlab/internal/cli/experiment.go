@@ -71,6 +71,13 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	if _, code, ok := parseArgs(fs, args[1:]); !ok {
 		return code
 	}
+	if env.Resume != "" {
+		// A resume needs its ID and store only: the design flags left
+		// unset take the values the experiment was begun with.
+		if code := resumeDesign(fs, env.Store, env.Resume, "experiment "+info.Name, stderr); code != exitOK {
+			return code
+		}
+	}
 	if *quick {
 		if err := experiment.ApplyQuick(e, fs); err != nil {
 			fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", info.Name, advise(err))
@@ -110,12 +117,49 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			return err
 		}
 		writeLinkChecks(stdout, lcs)
+		again, err := st.Supersessions(ctx, id+"-")
+		if err != nil {
+			return err
+		}
+		for _, x := range again {
+			fmt.Fprintf(stdout, "run %s measured again, as %s: %s (the first stays in the store, out of these tables)\n", x.Run, x.By, x.Why)
+		}
 		// The findings last, each verdict only where the data earns it.
 		if f, ok := res.(experiment.Finder); ok {
 			return experiment.WriteFindings(stdout, experiment.Earn(f.Findings(), experiment.EvidenceOf(lcs)))
 		}
 		return nil
 	})
+}
+
+// resumeDesign sets the design flags the command line left unset to the
+// values experiment id in the store at dsn was begun with. A store that
+// is not there is an error, and is not created.
+func resumeDesign(fs *flag.FlagSet, dsn, id, cmd string, stderr io.Writer) int {
+	ctx := context.Background()
+	st, code := openExistingStore(ctx, dsn, cmd, stderr)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	stored, err := experiment.StoredDesign(ctx, st, id)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab %s: --store %s: %v\n", cmd, store.Redact(dsn), err)
+		return exitUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range stored {
+		f := fs.Lookup(name)
+		if set[name] || slices.Contains(notDesign, name) || f == nil || f.Value.String() == v {
+			continue // what the user says wins (BeginRun compares); flags gone since, and values as they are, are left
+		}
+		if err := fs.Set(name, v); err != nil {
+			fmt.Fprintf(stderr, "doxlab %s: the stored design's --%s %q: %v\n", cmd, name, v, err)
+			return 1
+		}
+	}
+	return exitOK
 }
 
 // notDesign are the flags that say how or where an experiment runs, not

@@ -27,6 +27,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("runs", false, "list the runs instead")
 	table := fs.String("table", "samples", "samples (DNS measurements), "+exportTables()+", or results (every experiment's records whole, as JSON lines; --kind picks one)")
 	kind := fs.String("kind", "", "with --table results: one of "+kindList()+" (default all)")
+	superseded := fs.Bool("superseded", false, "with --table samples or results: also the runs measured again after a failed link check, which analysis leaves out")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -52,8 +53,20 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(1, "%v", err)
 		}
+		again, err := st.Supersessions(ctx, "")
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		by := map[string]string{}
+		for _, x := range again {
+			by[x.Run] = x.By
+		}
 		for _, r := range runs {
-			fmt.Fprintf(stdout, "%s  %-22s %s  profile %-9s %s on %s (%s)\n", r.ID, r.Kind, r.StartedAt.Format("2006-01-02 15:04:05"), orDash(r.Profile), r.DoxlabVersion, r.Hostname, r.Kernel)
+			note := ""
+			if b := by[r.ID]; b != "" {
+				note = "  superseded: measured again as " + b
+			}
+			fmt.Fprintf(stdout, "%s  %-22s %s  profile %-9s %s on %s (%s)%s\n", r.ID, r.Kind, r.StartedAt.Format("2006-01-02 15:04:05"), orDash(r.Profile), r.DoxlabVersion, r.Hostname, r.Kernel, note)
 		}
 		return exitOK
 	}
@@ -71,6 +84,9 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if *vantage != "" && *table != "samples" {
 		return fail(exitUsage, "--vantage selects samples; the %s table has no vantage points", *table)
 	}
+	if *superseded && *table != "samples" && *table != "results" {
+		return fail(exitUsage, "--superseded applies to --table samples and results; the %s table reads what analysis reads", *table)
+	}
 	if *table == "results" && f == store.Parquet {
 		return fail(exitUsage, "results are JSON lines; leave --format out")
 	}
@@ -87,7 +103,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	switch *table {
 	case "samples":
 		rw := store.NewRowWriter[store.Row](w, f)
-		if err = st.EachRow(ctx, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage}, func(r *store.Row) error { return rw.Write(r.Clone()) }); err == nil {
+		if err = st.EachRow(ctx, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage, Superseded: *superseded}, func(r *store.Row) error { return rw.Write(r.Clone()) }); err == nil {
 			err = rw.Close()
 		}
 		n = rw.N
@@ -101,7 +117,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, k := range kinds {
 			if err == nil {
-				err = st.Results(ctx, sel.prefix(), k, func(id string, raw []byte) error {
+				err = st.FilteredResults(ctx, store.Filter{RunPrefix: sel.prefix(), Superseded: *superseded}, k, func(id string, raw []byte) error {
 					if !sel.keep(id) {
 						return nil
 					}
@@ -173,7 +189,7 @@ func isURL(s string) bool {
 // openExistingStore opens a store that must already exist (export,
 // report): a missing SQLite file is a usage error, not a new empty store.
 func openExistingStore(ctx context.Context, dsn, cmd string, stderr io.Writer) (*store.Store, int) {
-	if _, err := os.Stat(dsn); err != nil && !isURL(dsn) {
+	if !storeExists(dsn) {
 		fmt.Fprintf(stderr, "doxlab %s: no store at %s\n", cmd, dsn)
 		return nil, exitUsage
 	}
@@ -183,6 +199,13 @@ func openExistingStore(ctx context.Context, dsn, cmd string, stderr io.Writer) (
 		return nil, 1
 	}
 	return st, exitOK
+}
+
+// storeExists says whether dsn names a store that may exist: a file
+// that does, or a database URL (which its server checks).
+func storeExists(dsn string) bool {
+	_, err := os.Stat(dsn)
+	return err == nil || isURL(dsn)
 }
 
 // selection is what --run names: every run (""), one run exactly, or

@@ -71,7 +71,8 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print each load as one JSON line")
 	coalesce := fs.String("coalesce", "", "resolve on the page's own HTTP/3 connection to the --dns server (an https:// URL with an IP address): doh3 or dnsstream")
 	waitSettings := fs.Bool("wait-settings", false, "hold each HTTP/3 connection's requests until the server's SETTINGS arrive")
-	httpsRR := fs.Bool("https-records", false, "ask each host's HTTPS record first; its IPv4 hints spare the A lookup when it offers h3")
+	httpsRR := fs.Bool("https-records", false, "ask each host's HTTPS record first; its IPv4 hints spare the A lookup when it offers h3, its ech= config is used")
+	noECH := fs.Bool("no-ech", false, "with --https-records: ignore the records' ECH configs (the site's name in clear)")
 	alongside := fs.Bool("https-alongside", false, "with --dns: ask each host's HTTPS record beside its A records and go on with the A answer, as Chromium does over plain DNS")
 	discover := fs.Bool("discover", false, "start each origin over HTTP/2 unless its HTTPS record or an earlier Alt-Svc header offered HTTP/3, as a browser does")
 	origins := fs.Bool("origins", false, "fetch an origin a connection announced in an ORIGIN frame on it, without a lookup")
@@ -97,7 +98,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *capture != "" {
 		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
 	}
-	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, HTTPSAlongside: *alongside, MaxLookups: *maxLookups, Tokens: *tokens,
+	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, NoECH: *noECH, HTTPSAlongside: *alongside, MaxLookups: *maxLookups, Tokens: *tokens,
 		MaxPageBytes: *maxPage << 20, MaxResourceBytes: *maxResource << 20}
 	if *maxPage <= 0 || *maxResource <= 0 {
 		return fail("--max-page-mib and --max-resource-mib: want a positive size")

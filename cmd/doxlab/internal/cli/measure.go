@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -66,6 +65,7 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		ca         = fs.String("ca", "", "verify servers against the PEM certificates in `FILE`")
 		insecure   = fs.Bool("insecure", false, "do not verify certificates")
 		sni        = fs.String("sni", "", "server name to send and verify")
+		okRcodes   = okRcodesFlag(fs)
 	)
 	targets, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -106,39 +106,40 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 	if _, err := spec.Tasks(); err != nil {
 		return fail("%v", err)
 	}
-	return runMeasurement(spec, measureRun{store: *storeDSN, runID: *runID, kind: "measure", json: *asJSON, out: *outPath, args: append([]string{"measure"}, args...)}, stdout, stderr)
+	answers, err := parseOKRcodes(*okRcodes)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return runMeasurement(spec, measureRun{store: *storeDSN, runID: *runID, kind: "measure", json: *asJSON, out: *outPath, answers: answers, args: append([]string{"measure"}, args...)}, stdout, stderr)
+}
+
+// okRcodesFlag is --ok-rcodes, for the commands that time answers.
+func okRcodesFlag(fs *flag.FlagSet) *string {
+	return fs.String("ok-rcodes", strings.Join(measure.DefaultOKRcodes, ","), "`RCODES` that count as answered, and are timed; any other answer is a failure named by its rcode")
+}
+
+// parseOKRcodes reads --ok-rcodes.
+func parseOKRcodes(s string) (measure.Answers, error) {
+	a, err := measure.ParseAnswers(splitList(s))
+	if err != nil {
+		return a, fmt.Errorf("--ok-rcodes: %w", err)
+	}
+	return a, nil
 }
 
 // measureRun says where a measurement's samples go.
 type measureRun struct {
 	store, runID, kind, out string
 	json                    bool
-	fresh                   bool // campaign run --new: never continue an earlier run by its spec
+	answers                 measure.Answers // which rcodes count as answered
+	fresh                   bool            // campaign run --new: never continue an earlier run by its spec
 	// args are the command's own (after "doxlab"), for the line that
 	// says how to continue an interrupted run.
 	args []string
 }
 
-// resumeCommand is the command that continues run id: this one's
-// arguments with --run id instead of any earlier --run or --new.
-func (mr measureRun) resumeCommand(id string) string {
-	var kept []string
-	for i := 0; i < len(mr.args); i++ {
-		a := mr.args[i]
-		switch {
-		case a == "--run" || a == "-run":
-			i++ // and its value
-			continue
-		case strings.HasPrefix(a, "--run=") || strings.HasPrefix(a, "-run=") || a == "--new" || a == "-new":
-			continue
-		}
-		if strings.ContainsAny(a, " '\"$&;|<>*?") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		kept = append(kept, a)
-	}
-	return "doxlab " + strings.Join(append(kept, "--run", id), " ")
-}
+// resumeCommand is the command that continues run id.
+func (mr measureRun) resumeCommand(id string) string { return continueHint(mr.args, id) }
 
 // runMeasurement runs a spec for 'measure' and 'campaign run': opens the
 // store first (failing fast), continues a run or begins one, writes each
@@ -152,6 +153,7 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	defer stop()
 	var st *store.Store
 	var run store.Run
+	earlier := 0 // samples a continued run had stored
 	if mr.runID != "" && mr.store == "" {
 		return fail("--run needs --store")
 	}
@@ -162,7 +164,11 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	}
 	if mr.store != "" {
 		// Open the store before measuring anything: an unreachable store
-		// fails now, not after the first sample.
+		// fails now, not after the first sample. A run to continue is in
+		// a store that exists: a mistyped one is not created.
+		if mr.runID != "" && !storeExists(mr.store) {
+			return fail("--run %s: no store at %s", mr.runID, mr.store)
+		}
 		var err error
 		if st, err = store.Open(ctx, mr.store); err != nil {
 			return fail("%v", err)
@@ -177,7 +183,7 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 					return fail("%v", err)
 				}
 				if len(done) >= len(tasks) {
-					fmt.Fprintf(stderr, "doxlab campaign: run %s of this spec is complete (%d samples); add --new to measure it again as a new run, or see it with: doxlab report --run %s\n", mr.runID, len(done), mr.runID)
+					fmt.Fprintf(stderr, "doxlab campaign: run %s of this spec is complete (%d samples); add --new to measure it again as a new run, or see it with: %s\n", mr.runID, len(done), reportHint(mr.store, mr.runID))
 					return exitUsage
 				}
 				fmt.Fprintf(stderr, "doxlab campaign: this spec's run %s is unfinished (%d of %d tasks stored): continuing it (--new begins a new run)\n", mr.runID, len(done), len(tasks))
@@ -192,14 +198,14 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 				return fail("%v", err)
 			}
 			spec.Skip = func(t measure.Task) bool { return done[store.TaskKey(t)] }
-			run.ID = mr.runID
+			run.ID, earlier = mr.runID, len(done)
 			fmt.Fprintf(stderr, "doxlab %s: continuing run %s (%d samples stored)\n", mr.kind, run.ID, len(done))
 		} else {
 			run = store.NewRun(mr.kind, "", spec)
 			if err := st.BeginRun(ctx, run); err != nil {
 				return fail("%v", err)
 			}
-			fmt.Fprintf(stderr, "doxlab %s: run %s (continue it with the same arguments and --run %s)\n", mr.kind, run.ID, run.ID)
+			fmt.Fprintf(stderr, "doxlab %s: run %s (continue it with: %s)\n", mr.kind, run.ID, mr.resumeCommand(run.ID))
 		}
 	}
 	var storeErr error
@@ -235,14 +241,29 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 			json.NewEncoder(stdout).Encode(s)
 		}
 	})
-	failed := 0
+	if earlier > 0 && storeErr == nil {
+		// The table is the whole run's, what earlier sessions stored too.
+		var all []*measure.Sample
+		if err := st.Samples(context.Background(), run.ID, func(x *measure.Sample) error { all = append(all, x); return nil }); err != nil {
+			fmt.Fprintf(stderr, "doxlab %s: reading the run's earlier samples: %v (the table shows this session's)\n", mr.kind, err)
+		} else {
+			if !mr.json {
+				fmt.Fprintf(stdout, "run %s: %d samples stored before, %d now\n", run.ID, earlier, len(samples))
+			}
+			samples = all
+		}
+	}
+	failed, canceled := 0, 0
 	for _, s := range samples {
-		if !answered(s) {
+		switch {
+		case s.Status == transport.StatusCanceled:
+			canceled++
+		case mr.answers.SampleOutcome(s) != "" || s.Measure == nil:
 			failed++
 		}
 	}
 	if !mr.json {
-		summarize(stdout, samples)
+		summarize(stdout, samples, spec.Targets, mr.answers)
 	}
 	if storeErr != nil {
 		fmt.Fprintf(stderr, "doxlab %s: %v (samples stored before it are kept; continue with: %s)\n", mr.kind, storeErr, mr.resumeCommand(run.ID))
@@ -257,12 +278,15 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 		}
 		return 1
 	}
+	if st != nil && !mr.json {
+		fmt.Fprintf(stderr, "doxlab %s: stored in run %s; see it with: %s\n", mr.kind, run.ID, reportHint(mr.store, run.ID))
+	}
 	switch {
-	case len(samples) > 0 && failed == len(samples):
-		fmt.Fprintf(stderr, "doxlab %s: every one of the %d measured tasks failed; nothing answered\n", mr.kind, failed)
+	case len(samples) > canceled && failed == len(samples)-canceled:
+		fmt.Fprintf(stderr, "doxlab %s: every one of the %d measured tasks failed; nothing answered with %s\n", mr.kind, failed, strings.Join(mr.answers.Rcodes(), " or "))
 		return 1
 	case failed > 0:
-		fmt.Fprintf(stderr, "doxlab %s: %d of %d measured tasks failed\n", mr.kind, failed, len(samples))
+		fmt.Fprintf(stderr, "doxlab %s: %d of %d measured tasks failed\n", mr.kind, failed, len(samples)-canceled)
 	}
 	return exitOK
 }
@@ -279,26 +303,55 @@ func splitList(s string) []string {
 
 // summarize prints, per target (resolver), transport and condition, the
 // answered count and the medians of the answered samples, the total with
-// its 95 % interval; failed samples are counted by status, never timed.
-func summarize(w io.Writer, samples []*measure.Sample) {
+// its 95 % interval; failed samples are counted by what they failed with
+// (an rcode not taken, or a status), never timed; cancelled tasks (an
+// interrupted run) are no samples at all.
+func summarize(w io.Writer, samples []*measure.Sample, given []string, answers measure.Answers) {
 	type key struct{ target, tr, cond string }
 	keys, groups := order.Group(samples, func(s *measure.Sample) key { return key{s.Target, s.Transport, s.Condition} })
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(strings.Compare(a.target, b.target), order.Compare(a.cond, b.cond), order.Compare(a.tr, b.tr))
+	// A resolver's rows together, resolvers in the order given (then
+	// measured), then conditions and transports in the protocol table's
+	// order.
+	trOf := map[string]string{}
+	var targets []string
+	slices.SortStableFunc(keys, func(a, b key) int {
+		ia, ib := slices.Index(given, a.target), slices.Index(given, b.target)
+		return cmp.Compare(uint(ia), uint(ib)) // -1, not given, last
+	})
+	for _, k := range keys {
+		if _, ok := trOf[k.target]; !ok {
+			trOf[k.target] = k.tr
+			targets = append(targets, k.target)
+		}
+	}
+	resolver, rank := measure.Resolvers(targets, func(t string) string { return trOf[t] }), map[string]int{}
+	for _, t := range targets {
+		if _, ok := rank[resolver[t]]; !ok {
+			rank[resolver[t]] = len(rank)
+		}
+	}
+	slices.SortStableFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(rank[resolver[a.target]], rank[resolver[b.target]]), order.Compare(a.cond, b.cond), order.Compare(a.tr, b.tr),
+			strings.Compare(a.target, b.target))
 	})
 	tw := len("target")
 	for _, k := range keys {
 		tw = max(tw, len(k.target))
 	}
-	fmt.Fprintln(w, "medians of the answered samples; total_ms with its 95 % confidence interval ([±∞]: too few samples for one)")
-	fmt.Fprintf(w, "%-*s %-6s %-8s %7s %9s %9s %9s %9s %-21s %8s %8s %8s %7s %5s\n", tw, "target", "transp", "cond", "ok/n", "probe_ms", "hs_ms", "query_ms", "total_ms", "total_ms 95% CI", "hs_rtt", "res_rtt", "tot_rtt", "resumed", "0rtt")
-	byStatus, failed := map[transport.Status]int{}, 0
+	fmt.Fprintf(w, "medians of the answered samples (rcode %s); total_ms with its 95 %% confidence interval ([±∞]: too few samples for one)\n", strings.Join(answers.Rcodes(), " or "))
+	fmt.Fprintf(w, "%-*s %-6s %-8s %8s %9s %9s %9s %9s %-21s %8s %8s %8s %7s %5s\n", tw, "target", "transp", "cond", "answered", "probe_ms", "hs_ms", "query_ms", "total_ms", "total_ms 95% CI", "hs_rtt", "res_rtt", "tot_rtt", "resumed", "0rtt")
+	byOutcome, failed, canceled := map[string]int{}, 0, 0
 	for _, k := range keys {
 		var probe, hs, q, tot, hsR, resR, totR []float64
-		ok, resumed, zero := 0, 0, 0
+		ok, n, resumed, zero := 0, 0, 0, 0
 		for _, s := range groups[k] {
-			if !answered(s) {
-				byStatus[s.Status]++
+			if s.Status == transport.StatusCanceled {
+				canceled++
+				continue
+			}
+			n++
+			if o := answers.SampleOutcome(s); o != "" || s.Measure == nil {
+				byOutcome[cmp.Or(o, "unknown")]++
 				failed++
 				continue
 			}
@@ -317,23 +370,22 @@ func summarize(w io.Writer, samples []*measure.Sample) {
 				hsR, resR, totR = append(hsR, s.RTTs.Handshake), append(resR, s.RTTs.Resolve), append(totR, s.RTTs.Total)
 			}
 		}
+		if n == 0 {
+			continue
+		}
 		total := stats.Summarize(tot)
-		n := len(groups[k])
 		f3 := func(v []float64) string { return stats.F(stats.Median(v), 3) }
 		f2 := func(v []float64) string { return stats.F(stats.Median(v), 2) }
-		fmt.Fprintf(w, "%-*s %-6s %-8s %7s %9s %9s %9s %9s %-21s %8s %8s %8s %7s %5s\n", tw, printable.String(k.target), k.tr, k.cond, fmt.Sprintf("%d/%d", ok, n),
+		fmt.Fprintf(w, "%-*s %-6s %-8s %8s %9s %9s %9s %9s %-21s %8s %8s %8s %7s %5s\n", tw, printable.String(k.target), k.tr, k.cond, fmt.Sprintf("%d/%d", ok, n),
 			f3(probe), f3(hs), f3(q), stats.F(total.Median, 3), total.CI(3), f2(hsR), f2(resR), f2(totR),
 			fmt.Sprintf("%d/%d", resumed, ok), fmt.Sprintf("%d/%d", zero, ok))
 	}
-	fmt.Fprintf(w, "answered %d/%d", len(samples)-failed, len(samples))
+	fmt.Fprintf(w, "answered %d/%d", len(samples)-failed-canceled, len(samples)-canceled)
 	if failed > 0 {
-		var parts []string
-		sts := slices.Sorted(maps.Keys(byStatus))
-		slices.SortStableFunc(sts, func(a, b transport.Status) int { return cmp.Compare(byStatus[b], byStatus[a]) })
-		for _, st := range sts {
-			parts = append(parts, fmt.Sprintf("%s %d", cmp.Or(st, "unknown"), byStatus[st]))
-		}
-		fmt.Fprintf(w, "; failed %d (%s)", failed, strings.Join(parts, ", "))
+		fmt.Fprintf(w, "; %s", stats.Counts(byOutcome))
+	}
+	if canceled > 0 {
+		fmt.Fprintf(w, " (%d tasks cancelled, not counted)", canceled)
 	}
 	fmt.Fprintln(w)
 }
@@ -357,10 +409,6 @@ func knownRun(ctx context.Context, st *store.Store, id, kind string) error {
 	}
 	return fmt.Errorf("no %s run %q in the store%s", kind, id, experiment.Closest(id, ids))
 }
-
-// answered is whether the measured exchange got an answer: only those
-// are timed.
-func answered(s *measure.Sample) bool { return s.Status.HasResponse() && s.Measure != nil }
 
 // lastRun is the newest stored run of this kind with the same spec, or "".
 func lastRun(ctx context.Context, st *store.Store, kind string, spec measure.Spec) string {

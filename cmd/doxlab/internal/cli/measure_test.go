@@ -41,9 +41,65 @@ func TestMeasureExitsNonZeroWhenEveryTaskFailed(t *testing.T) {
 	code, out, errOut := run("measure", "--timeout", "500ms", "--repeat", "2", nothing)
 	require.Equal(t, 1, code, errOut)
 	require.Contains(t, errOut, "every one of the 2 measured tasks failed")
-	require.Contains(t, out, "answered 0/2; failed 2 (refused 2)")
+	require.Contains(t, out, "answered 0/2; refused 2")
 	require.Contains(t, out, "0/2", "the cell counts what answered")
 	require.NotContains(t, out, "1000.", "a failed sample's time is never printed as a timing")
+}
+
+// TestRefusedAnswersAreFailures: a resolver that answers REFUSED to
+// everything answered nothing: no timing, exit 1, in measure's table and
+// in the report; --ok-rcodes takes them as answers where asked.
+func TestRefusedAnswersAreFailures(t *testing.T) {
+	refusing := startServe(t, "--udp", "127.0.0.1:0") // no answers: REFUSED
+	url := "udp://" + refusing.Listeners["udp"]
+	dsn := filepath.Join(t.TempDir(), "s.db")
+	code, out, errOut := run("measure", "--store", dsn, "--conditions", "fresh", "--repeat", "6", url)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, out, "answered 0/6; REFUSED 6")
+	require.Regexp(t, `udp +fresh +0/6 +– +– +– +– `, out, "no median of refusals")
+	require.Contains(t, errOut, "nothing answered with NOERROR or NXDOMAIN")
+
+	code, out, errOut = run("report", "--store", dsn, "--json")
+	require.Equal(t, 0, code, errOut)
+	var sum struct {
+		Cells []struct {
+			Table, Metric string
+			Samples, N    int
+			Median        *float64
+			Failed        map[string]int
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	found := false
+	for _, c := range sum.Cells {
+		if c.Table == "dns" && c.Metric == "total_ms" {
+			found = true
+			require.Nil(t, c.Median, "no median of refusals")
+			require.Equal(t, 6, c.Samples)
+			require.Zero(t, c.N)
+			require.Equal(t, map[string]int{"REFUSED": 6}, c.Failed)
+		}
+	}
+	require.True(t, found, out)
+	dir := t.TempDir()
+	code, _, errOut = run("report", "--store", dsn, "--out", dir)
+	require.Equal(t, 0, code, errOut)
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(html), `<td>0/6</td>`)
+	require.Contains(t, string(html), `<td class="l">REFUSED 6</td>`)
+
+	// Taken as answers where the user says so, in measure and report.
+	code, out, errOut = run("measure", "--ok-rcodes", "noerror,REFUSED", "--conditions", "fresh", "--repeat", "3", url)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "answered 3/3")
+	code, out, errOut = run("report", "--store", dsn, "--json", "--ok-rcodes", "REFUSED")
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, out, `"REFUSED"`)
+	require.Contains(t, out, `"median": `)
+	code, _, errOut = run("report", "--store", dsn, "--ok-rcodes", "REFUZED")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `--ok-rcodes: "REFUZED" is not an rcode`)
 }
 
 // TestMeasureKeepsResolversApart: a fast and a slow resolver are two rows,
@@ -79,9 +135,11 @@ func TestMeasureKeepsResolversApart(t *testing.T) {
 	page := string(html)
 	require.Contains(t, page, `id="resolvers"`)
 	require.Contains(t, page, `id="cdf-total-by-resolver"`)
+	// Rows go by resolver (here by port), each with its rank.
 	i, j := strings.Index(page, "<td>1</td><td class=\"l\">"+fastURL), strings.Index(page, "<td>2</td><td class=\"l\">"+slowURL)
-	require.True(t, i > 0 && j > i, "fast ranked first, then slow")
-	require.Regexp(t, `<td class="l">&#43;[0-9.]+ % \(p=[0-9.]+ n=6&#43;6\)</td>`, page[j:], "the slow one apart from the fastest (html/template writes + as &#43;)")
+	require.True(t, i > 0 && j > 0, "fast ranked first, slow second")
+	slowRow, _, _ := strings.Cut(page[j:], "</tr>")
+	require.Regexp(t, `<td class="l">&#43;[0-9.]+ % \(p=[0-9.]+ n=6&#43;6\)</td>`, slowRow, "the slow one apart from the fastest (html/template writes + as &#43;)")
 
 	// So does the JSON summary.
 	code, out, errOut = run("report", "--store", dsn, "--json")
@@ -117,7 +175,7 @@ func TestRunIDsAreExact(t *testing.T) {
 	srv := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
 	code, _, errOut := run("measure", "--store", dsn, "--conditions", "fresh", "--transports", "udp", "udp://"+srv.Listeners["udp"])
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, errOut, "continue it with the same arguments and --run ")
+	require.Contains(t, errOut, "continue it with: doxlab measure --store ")
 	st, err := store.Open(ctx, dsn)
 	require.NoError(t, err)
 	runs, err := st.Runs(ctx)
@@ -145,7 +203,7 @@ func TestRunIDsAreExact(t *testing.T) {
 
 	// An experiment resumed by an unknown ID fails before its testbed.
 	code, _, errOut = run("experiment", "dns-rtt", "--store", dsn, "--resume", "dnsrtt-nosuch")
-	require.Equal(t, 1, code, errOut)
+	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, `no experiment "dnsrtt-nosuch"`)
 	after, err := st.Runs(ctx)
 	require.NoError(t, err)
@@ -232,4 +290,53 @@ func TestProgressOnATerminal(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.Regexp(t, `\r\x1b\[K\[=+ *\] \d+/30 tasks, [0-9.]+/s, ETA \d+`, string(out))
 	require.Contains(t, string(out), "] 30/30 tasks")
+}
+
+// TestReportCompare: two runs in two stores set against each other, as
+// printed, as JSON and as a page; and what --compare refuses.
+func TestReportCompare(t *testing.T) {
+	srv := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
+	dir := t.TempDir()
+	var ids []string
+	for _, db := range []string{"a.db", "b.db"} {
+		code, _, errOut := run("measure", "--store", filepath.Join(dir, db), "--conditions", "fresh", "--repeat", "6", "udp://"+srv.Listeners["udp"])
+		require.Equal(t, 0, code, errOut)
+		id := regexp.MustCompile(`stored in run (\S+);`).FindStringSubmatch(errOut)
+		require.Len(t, id, 2, errOut)
+		ids = append(ids, id[1])
+	}
+	a, b := ids[0]+"@"+filepath.Join(dir, "a.db"), ids[1]+"@"+filepath.Join(dir, "b.db")
+	code, out, errOut := run("report", "--compare", "--out", filepath.Join(dir, "rep"), a, b)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "A: "+ids[0])
+	require.Regexp(t, `udp://\S+\s+DoUDP\s+fresh\s+\S+ \[\S+, \S+\] 6/6\s+\S+ \[\S+, \S+\] 6/6\s+(~|[+-][0-9.]+ %) \(p=`, out)
+	require.FileExists(t, filepath.Join(dir, "rep", "cdf-compare.svg"))
+
+	code, out, errOut = run("report", "--compare", "--json", a, b)
+	require.Equal(t, 0, code, errOut)
+	var sum struct {
+		Cells []struct {
+			Table    string
+			Keys     map[string]string
+			P        *float64
+			Baseline string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	require.Len(t, sum.Cells, 2)
+	require.Equal(t, ids[0], sum.Cells[1].Baseline)
+	require.NotNil(t, sum.Cells[1].P)
+
+	for args, msg := range map[string]string{
+		"--compare " + a: "--compare wants two runs or more",
+		"--compare " + a + " nosuch@" + dir + "/b.db": `no run or experiment "nosuch"`,
+		"--compare " + a + " x@" + dir + "/none.db":   "no store at",
+		"--by week --run x":                           `--by "week": only round is known`,
+		"--by round":                                  "--by round needs --run",
+		ids[0]:                                        "unexpected argument",
+	} {
+		code, _, errOut := run(append([]string{"report"}, strings.Fields(args)...)...)
+		require.Equal(t, 2, code, args)
+		require.Contains(t, errOut, msg, args)
+	}
 }

@@ -17,9 +17,10 @@ import (
 
 // pageRun is how campaign run measures a page-load campaign here.
 type pageRun struct {
-	store, runID, browser string
-	flags                 []string
-	fresh, json           bool
+	store, runID string
+	args         []string // the command's own (after "doxlab"), for hints
+	loader       campaign.PageLoaderConfig
+	fresh, json  bool
 }
 
 // runPageCampaign measures a page-load campaign on this machine, one
@@ -35,6 +36,9 @@ func runPageCampaign(c *measure.Campaign, pr pageRun, stdout, stderr io.Writer) 
 	plan, tasks, err := campaign.NewPlan(c)
 	if err != nil {
 		return fail(err)
+	}
+	if pr.runID != "" && !storeExists(pr.store) {
+		return fail(fmt.Errorf("--run %s: no store at %s", pr.runID, pr.store))
 	}
 	st, err := store.Open(ctx, pr.store)
 	if err != nil {
@@ -56,7 +60,7 @@ func runPageCampaign(c *measure.Campaign, pr pageRun, stdout, stderr io.Writer) 
 			return fail(err)
 		}
 		if len(done) >= len(tasks) {
-			fmt.Fprintf(stderr, "doxlab campaign: run %s of this spec is complete (%d page loads); add --new to measure it again as a new run, or see it with: doxlab report --run %s\n", pr.runID, len(done), pr.runID)
+			fmt.Fprintf(stderr, "doxlab campaign: run %s of this spec is complete (%d page loads); add --new to measure it again as a new run, or see it with: %s\n", pr.runID, len(done), reportHint(pr.store, pr.runID))
 			return exitUsage
 		}
 		run.ID = pr.runID
@@ -64,10 +68,10 @@ func runPageCampaign(c *measure.Campaign, pr pageRun, stdout, stderr io.Writer) 
 		if err := st.BeginRun(ctx, run); err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stderr, "doxlab campaign: run %s: %d page loads, each after a warm-up load (continue it with --run %s)\n", run.ID, len(tasks), run.ID)
+		fmt.Fprintf(stderr, "doxlab campaign: run %s: %d page loads, each after a warm-up load (continue it with: %s)\n", run.ID, len(tasks), continueHint(pr.args, run.ID))
 	}
 	meter := progress.New(stderr, "page loads")
-	h := &campaign.Here{Store: st, Browser: pr.browser, BrowserFlags: pr.flags, Log: stderr, Progress: meter.Update}
+	h := &campaign.Here{Store: st, Pages: pr.loader, Log: stderr, Progress: meter.Update}
 	if pr.json {
 		enc := json.NewEncoder(stdout)
 		h.Loaded = func(x *campaign.PageLoad) { enc.Encode(x) }
@@ -81,11 +85,11 @@ func runPageCampaign(c *measure.Campaign, pr pageRun, stdout, stderr io.Writer) 
 		}
 	}
 	if !pr.json {
-		fmt.Fprintf(stdout, "%d page loads measured and stored in run %s, %d failed; see them with: doxlab report --run %s\n", len(loads), run.ID, failed, run.ID)
+		fmt.Fprintf(stdout, "%d page loads measured and stored in run %s, %d failed; see them with: %s\n", len(loads), run.ID, failed, reportHint(pr.store, run.ID))
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "doxlab campaign: stopped (%v) after %d page loads, all stored; continue with --run %s\n", err, len(loads), run.ID)
+		fmt.Fprintf(stderr, "doxlab campaign: stopped (%v) after %d page loads, all stored; continue with: %s\n", err, len(loads), continueHint(pr.args, run.ID))
 		return 1
 	case len(loads) > 0 && failed == len(loads):
 		fmt.Fprintf(stderr, "doxlab campaign: every one of the %d page loads failed\n", failed)

@@ -361,6 +361,13 @@ func (p *printer) print(r *transport.Record) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, ";; bytes sent %d received %d (DNS %d/%d)  packets sent %d received %d\n",
 		r.Bytes.Sent, r.Bytes.Received, r.DNSBytes.Sent, r.DNSBytes.Received, r.Packets.Sent, r.Packets.Received)
+	if o := r.ODoH; o != nil {
+		fmt.Fprintf(w, ";; odoh: target %s  proxy to target %s ms  seal %.3f ms  open %.3f ms  sealed %d/%d", o.Target, opt(o.TargetMs), o.SealMs, o.OpenMs, o.Sealed.Sent, o.Sealed.Received)
+		if o.ConfigMs > 0 {
+			fmt.Fprintf(w, "  config fetched first %.3f ms", o.ConfigMs)
+		}
+		fmt.Fprintln(w)
+	}
 	if c.DelayedACKStall {
 		fmt.Fprintf(w, ";; warning: the answer's tail came %.1f ms after its head: the server's Nagle held it for our delayed ACK, a server setting, not protocol cost\n", r.Timing.AnswerSpreadMs)
 	}

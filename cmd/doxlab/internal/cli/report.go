@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/doxlab/doxlab/experiment/dnsrtt"
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/report"
+	"github.com/doxlab/doxlab/report/compare"
 	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
@@ -21,14 +25,49 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	vantage := fs.String("vantage", "", "only the DNS samples this campaign vantage point measured, by its `NAME`")
 	out := fs.String("out", "doxlab-report", "directory for report.html and the figures")
 	asJSON := fs.Bool("json", false, "print every statistic of the tables and findings as JSON instead (cells with their keys, n, median, 95 % interval, p-value; findings with their verdicts)")
-	if _, code, ok := parseArgs(fs, args); !ok {
+	okRcodes := okRcodesFlag(fs)
+	compareRuns := fs.Bool("compare", false, "set runs against each other, benchstat's way: doxlab report --compare OLD NEW [MORE...], each a run or experiment `ID` of --store, or ID@STORE of another store")
+	by := fs.String("by", "", "with --run: compare the run's rounds (round), benchstat's way")
+	maxCells := fs.Int("max-cells", dnsrtt.MaxCells, "DNS cells (vantage point × resolver × transport × condition × profile, ~5 KB each) held apart; the samples of further resolvers count in the pooled tables only")
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
 		return code
+	}
+	switch {
+	case *by != "" && *by != "round":
+		fmt.Fprintf(stderr, "doxlab report: --by %q: only round is known\n", *by)
+		return exitUsage
+	case *compareRuns && *by != "":
+		fmt.Fprintf(stderr, "doxlab report: --compare and --by exclude each other\n")
+		return exitUsage
+	case *compareRuns && len(pos) < 2:
+		fmt.Fprintf(stderr, "doxlab report: --compare wants two runs or more: doxlab report --compare OLD NEW\n")
+		return exitUsage
+	case !*compareRuns && len(pos) > 0:
+		fmt.Fprintf(stderr, "doxlab report: unexpected argument %q (runs to compare go after --compare)\n", pos[0])
+		return exitUsage
+	case *by != "" && *runID == "":
+		fmt.Fprintf(stderr, "doxlab report: --by round needs --run: the campaign run whose rounds to compare\n")
+		return exitUsage
+	}
+	if *maxCells < 1 {
+		fmt.Fprintf(stderr, "doxlab report: --max-cells %d: want 1 or more\n", *maxCells)
+		return exitUsage
+	}
+	dnsrtt.MaxCells = *maxCells
+	answers, err := parseOKRcodes(*okRcodes)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab report: %v\n", err)
+		return exitUsage
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "doxlab report: "+format+"\n", a...)
 		return code
 	}
 	ctx := context.Background()
+	if *compareRuns || *by != "" {
+		return runCompare(ctx, compareArgs{dsn: *dsn, runID: *runID, sels: pos, out: *out, json: *asJSON, answers: answers}, stdout, stderr)
+	}
 	st, code := openExistingStore(ctx, *dsn, "report", stderr)
 	if st == nil {
 		return code
@@ -38,7 +77,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
-	in, runs, err := report.LoadFiltered(ctx, st, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage})
+	in, runs, err := report.LoadFiltered(ctx, st, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage, OKRcodes: answers.Rcodes()})
 	if err != nil {
 		return fail(1, "%v", err)
 	}
@@ -61,5 +100,118 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return fail(1, "%v", err)
 	}
 	fmt.Fprintf(stdout, "%s: %s, %d figures (SVG, PDF and 300-dpi PNG, one and two columns wide)\n", rep.HTML, in.Counts(), len(rep.Figures)/len(figure.Suffixes))
+	return exitOK
+}
+
+// compareArgs are report --compare's and --by round's.
+type compareArgs struct {
+	dsn, runID, out string
+	sels            []string // ID or ID@STORE, for --compare
+	json            bool
+	answers         measure.Answers
+}
+
+// runCompare prints and renders runs against each other (--compare), or
+// a run's rounds (--by round).
+func runCompare(ctx context.Context, a compareArgs, stdout, stderr io.Writer) int {
+	fail := func(code int, format string, args ...any) int {
+		fmt.Fprintf(stderr, "doxlab report: "+format+"\n", args...)
+		return code
+	}
+	stores := map[string]*store.Store{}
+	defer func() {
+		for _, st := range stores {
+			st.Close()
+		}
+	}()
+	open := func(dsn string) (*store.Store, int) {
+		if st, ok := stores[dsn]; ok {
+			return st, exitOK
+		}
+		st, code := openExistingStore(ctx, dsn, "report", stderr)
+		if st != nil {
+			stores[dsn] = st
+		}
+		return st, code
+	}
+	var srcs []compare.Source
+	var runs []store.Run
+	sels := a.sels
+	if a.runID != "" {
+		sels = []string{a.runID}
+	}
+	for _, sel := range sels {
+		id, dsn, ok := strings.Cut(sel, "@") // a run ID holds no @; a database URL may
+		if !ok || dsn == "" {
+			dsn = a.dsn
+		}
+		st, code := open(dsn)
+		if st == nil {
+			return code
+		}
+		s, err := selectRun(ctx, st, id)
+		if err != nil {
+			return fail(exitUsage, "%s: %v", store.Redact(dsn), err)
+		}
+		all, err := st.Runs(ctx)
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		for _, r := range all {
+			if s.keep(r.ID) {
+				runs = append(runs, r)
+			}
+		}
+		srcs = append(srcs, compare.Source{Name: id, Store: st, Where: store.Redact(dsn), Filter: store.Filter{RunPrefix: s.prefix(), OKRcodes: a.answers.Rcodes()}})
+	}
+	var tables []*compare.Table
+	if a.runID != "" {
+		t, err := compare.Rounds(ctx, a.answers, srcs[0])
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		tables = append(tables, t)
+	} else {
+		dns, err := compare.Runs(ctx, a.answers, srcs...)
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		loads, err := compare.PageLoads(ctx, srcs...)
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		tables = append(tables, dns, loads)
+	}
+	in := report.Input{Runs: runs}
+	for _, t := range tables {
+		if n, _ := t.Count(); n > 0 {
+			in.Results = append(in.Results, report.Results{Experiment: t.Kind.ID, Results: t})
+		}
+	}
+	if len(in.Results) == 0 {
+		return fail(1, "no DNS samples or page loads in %s to compare", strings.Join(sels, ", "))
+	}
+	if a.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report.Summarize(in)); err != nil {
+			return fail(1, "%v", err)
+		}
+		return exitOK
+	}
+	for i, r := range in.Results {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := r.WriteTable(stdout); err != nil {
+			return fail(1, "%v", err)
+		}
+	}
+	names := tables[0].Names
+	rep, err := report.Render(in, a.out, "doxlab: "+strings.Join(names, " against "))
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %s, %d figures\n", rep.HTML, in.Counts(), len(rep.Figures)/len(figure.Suffixes))
 	return exitOK
 }

@@ -206,6 +206,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stderr, "doxlab serve: answers: %s\n", answersSaid(cfg.Answers))
+	if o := cfg.ODoH; o.Target || o.Proxy {
+		fmt.Fprintf(stderr, "doxlab serve: oblivious DoH on %s: target %s, proxy %s (to %s)\n", cfg.DoHPath, yn(o.Target), yn(o.Proxy), strings.Join(o.ProxyTargets, ", "))
+	}
+	if e := cfg.Web.ECH; e.PublicName != "" {
+		fmt.Fprintf(stderr, "doxlab serve: ECH on the web listener, public name %s\n", e.PublicName)
+	}
 	fmt.Fprintf(stderr, "doxlab serve: certificate SPKI %s (clients: --ca with the file --cert-out writes, or --insecure)\n", srv.SPKI())
 	if readyFile != "" {
 		// Written whole, then renamed: a waiter never reads half of it.

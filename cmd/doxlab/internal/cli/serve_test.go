@@ -25,7 +25,7 @@ func TestServeBadInput(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"serve", "--config", bad}, "field udpp not found"},
+		{[]string{"serve", "--config", bad}, "bad.yaml:2: listen.udpp: unknown field (did you mean udp?)"},
 		{[]string{"serve", "--config", filepath.Join(dir, "none.yaml")}, "reading config"},
 		{[]string{"serve", "--udp", "127.0.0.1:0", "--retry", "maybe"}, "quic.retry"},
 		{[]string{"serve", "--udp", "127.0.0.1:0", "--zone", filepath.Join(dir, "none.zone")}, "answers.zone"},

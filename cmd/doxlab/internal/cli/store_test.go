@@ -84,7 +84,7 @@ func TestCampaignRun(t *testing.T) {
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "c.yaml")
 	db := filepath.Join(dir, "c.db")
-	require.NoError(t, os.WriteFile(spec, []byte("name: test\ntargets: [\""+cd.UDP+"\", \""+cd.QUIC+"\"]\nconditions: [fresh, 0rtt]\nquery: {name: example.test}\nrepeat: 3\ntls: {ca: \""+cd.Cert.CertFile+"\"}\nstore: \""+db+"\"\n"), 0o644))
+	require.NoError(t, os.WriteFile(spec, []byte("name: test\ntargets: [\""+cd.UDP+"\", \""+cd.QUIC+"\"]\nallow_special: [127.0.0.0/8]\nconditions: [fresh, 0rtt]\nquery: {name: example.test}\nrepeat: 3\ntls: {ca: \""+cd.Cert.CertFile+"\"}\nstore: \""+db+"\"\n"), 0o644))
 	code, out, errOut := run("campaign", "run", spec)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "progress: 9/9 tasks", "plain progress lines off a terminal")
@@ -114,7 +114,7 @@ func TestCampaignRun(t *testing.T) {
 	require.NoError(t, os.WriteFile(spec, []byte("targets: [\""+cd.UDP+"\"]\nconditions: [fresh, warm]\n"), 0o644))
 	code, _, errOut = run("campaign", "run", spec)
 	require.Equal(t, 2, code)
-	require.Contains(t, errOut, "c.yaml:2: conditions:")
+	require.Contains(t, errOut, "c.yaml:2: conditions[2]: unknown condition \"warm\"")
 }
 
 // TestCampaignPlanAndWorkers plans a campaign for two vantage points in
@@ -126,7 +126,7 @@ func TestCampaignPlanAndWorkers(t *testing.T) {
 	pg := testutil.StartPostgres(t)
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "c.yaml")
-	require.NoError(t, os.WriteFile(spec, []byte("name: two\ntargets: [\""+cd.UDP+"\", \""+cd.QUIC+"\"]\nconditions: [fresh]\nquery: {name: example.test}\nrepeat: 2\n"+
+	require.NoError(t, os.WriteFile(spec, []byte("name: two\ntargets: [\""+cd.UDP+"\", \""+cd.QUIC+"\"]\nallow_special: [127.0.0.0/8]\nconditions: [fresh]\nquery: {name: example.test}\nrepeat: 2\n"+
 		"tls: {ca: \""+cd.Cert.CertFile+"\"}\nvantages:\n  - {name: fra1, location: \"Frankfurt, DE\", asn: 64500}\n  - {name: nyc1, targets: [\""+cd.UDP+"\"]}\n"), 0o644))
 
 	code, _, errOut := run("campaign", "run", spec)

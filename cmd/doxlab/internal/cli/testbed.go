@@ -251,7 +251,7 @@ func testbedUp(spec testbed.Spec, stdout, stderr io.Writer) int {
 	}
 	b, _ := json.Marshal(spec)
 	cmd := exec.Command(self, "testbed", "daemon", "--spec", string(b))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survives the shell that ran 'up'
+	detach(cmd) // survives the shell that ran 'up'
 	logPath := testbedLog(spec.Name)
 	logf, _ := os.Create(logPath)
 	cmd.Stderr = logf

@@ -139,7 +139,8 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 				r := verify.VerifyDoH(ctx, target, o)
 				sv.DoH, v = append(sv.DoH, r), r
 				if !*asJSON {
-					fmt.Fprintf(stdout, "doh %-21s endpoints %d  HTTP/1.1 %-3s /2 %-3s /3 %-3s alt-svc %q TLS %s\n", target, len(r.Endpoints), yn(r.HTTP11), yn(r.HTTP2), yn(r.HTTP3), r.AltSvc, strings.Join(r.TLSVersions, ","))
+					fmt.Fprintf(stdout, "doh %-21s endpoints %d  HTTP/1.1 %-3s /2 %-3s /3 %-3s alt-svc %q TLS %s  odoh %s  ech %s\n", target, len(r.Endpoints), yn(r.HTTP11), yn(r.HTTP2), yn(r.HTTP3), r.AltSvc, strings.Join(r.TLSVersions, ","),
+						map[bool]string{true: "target", false: "no"}[r.ODoHAnswers], orNo(r.ECH))
 				}
 			}
 			if *asJSON {
@@ -205,4 +206,12 @@ func runSurvey(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%d hosts that passed %s written to %s\n", len(passed), *speaks, *targetsOut)
 	}
 	return exitOK
+}
+
+// orNo is s, or "no" when empty.
+func orNo(s string) string {
+	if s == "" {
+		return "no"
+	}
+	return s
 }

@@ -130,22 +130,6 @@ func (tb *Testbed) blast(ctx context.Context, from, to string, offered float64, 
 	return float64((bytes-1500)*8) / (float64(last-first) / 1e9), nil
 }
 
-// TraceFit is how a trace-driven direction delivered, per 100 ms window
-// while its queue stayed full: the octets that arrived against those the
-// trace's opportunities carry in the window.
-type TraceFit struct {
-	Trace    string  `json:"trace"`
-	Windows  int     `json:"windows"`  // compared
-	ErrP50   float64 `json:"err_p50"`  // |arrived - trace| / trace, per window
-	ErrMax   float64 `json:"err_max"`  //
-	Total    float64 `json:"total"`    // arrived / trace over all windows
-	Achieved float64 `json:"achieved"` // bit/s over the windows
-	Offered  float64 `json:"offered"`  // bit/s sent
-}
-
-// FitWindow is the window TraceFit compares.
-const FitWindow = 100 * time.Millisecond
-
 // traceThroughput saturates a trace-driven stage with full-size UDP
 // datagrams, 1.3 times the trace's busiest window, and compares what
 // arrives per window (the datagrams' kernel timestamps at the receiving
@@ -235,14 +219,4 @@ func (tb *Testbed) drain(limit time.Duration) {
 			return
 		}
 	}
-}
-
-// QueueStats is what a CoDel, FQ-CoDel or PIE queue did during a check's
-// throughput run: the packets' time in it (bucket bounds, within 25 %)
-// and its drops.
-type QueueStats struct {
-	Discipline             string        `json:"discipline"`
-	SojournP50, SojournP99 time.Duration `json:",omitempty"`
-	Drops                  uint64        `json:"drops"`     // the AQM's
-	Overlimit              uint64        `json:"overlimit"` // over queue_packets
 }

@@ -1,9 +1,3 @@
-// Package testbed builds doxlab's emulated network: Linux network
-// namespaces ("hosts") joined through a userspace link emulator that
-// gives each host's access link a delay, rate, queue, loss and jitter per
-// direction, accurate to tens of microseconds and needing no sch_netem.
-// Programs inside the hosts run unmodified: kernel TCP, quic-go, Chromium.
-// Example (example_test.go) shows a testbed's life.
 package testbed
 
 import (
@@ -25,121 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// StateRoot holds one directory per testbed: its state and control socket.
-var StateRoot = "/run/doxlab/testbed"
-
-// Spec describes a testbed. Zero fields take the defaults given.
-type Spec struct {
-	// Name prefixes everything the testbed creates ("doxlab-NAME-HOST").
-	// Default "doxlab".
-	Name string `json:"name"`
-	// Hosts, in order. Default client and server.
-	Hosts []string `json:"hosts"`
-	// Subnet for the hosts' addresses, a /24; host i gets .i+1. Default 10.200.0.0/24.
-	Subnet string `json:"subnet"`
-	// Profile shapes the first host's access link (the client's, as in
-	// the papers); the others are unshaped. Default "none".
-	Profile string `json:"profile"`
-	// HostProfiles overrides the profile per host.
-	HostProfiles map[string]string `json:"host_profiles,omitempty"`
-	// Nameserver is the host whose address goes into every host's
-	// resolv.conf. Default "resolver" if there is one, else "server".
-	Nameserver string `json:"nameserver"`
-	// HostNameservers overrides the nameserver per host, with a host name
-	// or an IP address: 127.0.0.1 puts a stub resolver running inside the
-	// host into its programs' lookup path.
-	HostNameservers map[string]string `json:"host_nameservers,omitempty"`
-	// PcapDir, if set, receives HOST-up.pcap and HOST-down.pcap per host.
-	PcapDir string `json:"pcap_dir,omitempty"`
-	// Backend is "userspace" (default: the emulator) or "netem" (veth
-	// and the kernel's sch_netem, two hosts only, where the kernel has it).
-	Backend string `json:"backend,omitempty"`
-	// LowLatency keeps every CPU from halting while the testbed runs: a
-	// thread per CPU spins at SCHED_IDLE, the lowest priority, taking only
-	// time nothing else wants, and a PM QoS request of 0 µs
-	// (/dev/cpu_dma_latency) makes the kernel's idle loop poll. On a VM a
-	// halted vCPU takes tens of µs to wake and then runs the network path
-	// slowly for a while. The machine shows every CPU busy and draws full
-	// power meanwhile, so it is opt-in; nothing remains once the testbed
-	// stops.
-	LowLatency bool `json:"low_latency,omitempty"`
-	// Separate runs the emulator in a process of its own, this program
-	// re-executed (see process.go), rather than in this one: then no
-	// garbage collection of this process's work stops the links. The
-	// testbed is used the same way; only MeasureLoadedRTT needs it here.
-	Separate bool `json:"separate,omitempty"`
-}
-
-func (s *Spec) defaults() error {
-	if s.Name == "" {
-		s.Name = "doxlab"
-	}
-	if strings.ContainsAny(s.Name, "/ ") || len(s.Name) > 40 {
-		return fmt.Errorf("bad testbed name %q", s.Name)
-	}
-	if len(s.Hosts) == 0 {
-		s.Hosts = []string{"client", "server"}
-	}
-	if len(s.Hosts) > 250 {
-		return fmt.Errorf("at most 250 hosts")
-	}
-	seen := map[string]bool{}
-	for _, h := range s.Hosts {
-		if h == "" || strings.ContainsAny(h, "/ ") || seen[h] {
-			return fmt.Errorf("bad or repeated host name %q", h)
-		}
-		if h == "switch" {
-			return fmt.Errorf("host name %q is taken by the namespace that joins the hosts", h)
-		}
-		seen[h] = true
-	}
-	if s.Subnet == "" {
-		s.Subnet = "10.200.0.0/24"
-	}
-	if p, err := netip.ParsePrefix(s.Subnet); err != nil || !p.Addr().Is4() || p.Bits() != 24 {
-		return fmt.Errorf("subnet %q: want an IPv4 /24", s.Subnet)
-	}
-	if s.Profile == "" {
-		s.Profile = "none"
-	}
-	switch s.Backend {
-	case "", "userspace":
-		s.Backend = "userspace"
-	case "netem":
-		if s.PcapDir != "" {
-			return fmt.Errorf("the netem backend has no link capture; capture with tshark inside a host")
-		}
-	default:
-		return fmt.Errorf("unknown backend %q (want userspace or netem)", s.Backend)
-	}
-	if s.Nameserver == "" {
-		s.Nameserver = "server"
-		if seen["resolver"] {
-			s.Nameserver = "resolver"
-		}
-	}
-	for h, ns := range s.HostNameservers {
-		if !seen[h] {
-			return fmt.Errorf("nameserver for unknown host %q", h)
-		}
-		if !seen[ns] && net.ParseIP(ns) == nil {
-			return fmt.Errorf("nameserver of %s: %q is neither a host nor an IP address", h, ns)
-		}
-	}
-	return nil
-}
-
-// State is what a running testbed records on disk, so that 'down' can
-// remove everything even after the emulator was killed.
-type State struct {
-	Spec     Spec               `json:"spec"`
-	PID      int                `json:"pid"`
-	Started  time.Time          `json:"started"`
-	NS       map[string]string  `json:"namespaces"`
-	IPs      map[string]string  `json:"ips"`
-	Profiles map[string]Profile `json:"profiles"`
-}
-
 // Testbed is a running testbed in this process.
 type Testbed struct {
 	State
@@ -156,10 +35,6 @@ type Testbed struct {
 	cross    map[string]*crossFlows
 	child    *child // the emulator's process, for a Separate testbed
 }
-
-func stateDir(name string) string { return filepath.Join(StateRoot, name) }
-
-func nsName(tb, host string) string { return "doxlab-" + tb + "-" + host }
 
 // Start creates the hosts and runs the link emulator in this process (or,
 // with spec.Separate, in a process of its own) until Close. It refuses to start over a testbed that is still running, and
@@ -453,50 +328,6 @@ func (tb *Testbed) Close() error {
 	return err
 }
 
-// Names lists the testbeds that are up (their state recorded), by name.
-func Names() ([]string, error) {
-	ents, err := os.ReadDir(StateRoot)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if _, err := os.Stat(filepath.Join(StateRoot, e.Name(), "state.json")); e.IsDir() && err == nil {
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
-}
-
-// Load reads the state of a testbed that was started, perhaps by another
-// process.
-func Load(name string) (*State, error) {
-	b, err := os.ReadFile(filepath.Join(stateDir(name), "state.json"))
-	if err != nil {
-		return nil, err
-	}
-	var st State
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("testbed %s: corrupt state: %w", name, err)
-	}
-	return &st, nil
-}
-
-// Alive reports whether the process running the emulator is still there.
-func (st *State) Alive() bool {
-	if st.PID <= 0 {
-		return false
-	}
-	if err := syscall.Kill(st.PID, 0); err != nil {
-		return false
-	}
-	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", st.PID))
-	return len(cmd) > 0
-}
-
 // Down stops testbed name wherever it runs and removes its namespaces,
 // their /etc files and its state, also after a crash. Nothing there is
 // not an error.
@@ -550,9 +381,6 @@ func removeAll(name string, ns map[string]string) error {
 	return errors.Join(errs...)
 }
 
-// IP is a host's address.
-func (st *State) IP(host string) net.IP { return net.ParseIP(st.IPs[host]) }
-
 // Command runs a program inside a host, with the host's /etc/hosts,
 // resolv.conf and nsswitch.conf (ip netns exec mounts them over /etc).
 func (st *State) Command(host string, argv ...string) *exec.Cmd {
@@ -570,13 +398,14 @@ func (st *State) Run(host string, f func() error) error {
 	return inNetns(ns, f)
 }
 
-// UpError is a testbed already up under the name asked for, by another
-// process: it must come down first.
-type UpError struct {
-	Name string
-	PID  int
-}
-
-func (e *UpError) Error() string {
-	return fmt.Sprintf("testbed %s is already up (pid %d)", e.Name, e.PID)
+// Alive reports whether the process running the emulator is still there.
+func (st *State) Alive() bool {
+	if st.PID <= 0 {
+		return false
+	}
+	if err := syscall.Kill(st.PID, 0); err != nil {
+		return false
+	}
+	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", st.PID))
+	return len(cmd) > 0
 }

@@ -8,59 +8,6 @@ import (
 	"github.com/doxlab/doxlab/internal/sysinfo"
 )
 
-// CheckResult is what 'testbed check' measured for one profile on the
-// first host's link (the client's) towards the second (the server).
-type CheckResult struct {
-	Profile       string        `json:"profile"`
-	ConfiguredRTT time.Duration `json:"configured_rtt"` // delays plus the probe's serialization
-	Probes        int           `json:"probes"`
-	Lost          int           `json:"lost"`
-	// RTT error: measured minus configured, at the percentiles.
-	ErrP50, ErrP90, ErrP99, ErrMax time.Duration
-	// Steal is the CPU time the hypervisor took from this machine's
-	// vCPUs while the probes ran, summed over them: a vCPU that is not
-	// running delivers nothing on time, so on a VM it explains much of
-	// the error's tail. Zero on bare metal.
-	Steal time.Duration
-	// GCPauses and GCPauseMax are the stop-the-world pauses of the
-	// garbage collector of the process that runs the emulator while the
-	// probes ran (bucket bounds, within 25 %): a pause stops the emulator
-	// too, and a probe that crosses one arrives that much late.
-	GCPauses   int
-	GCPauseMax time.Duration
-	// Preemption is the kernel's preemption model (sysinfo.Preemption):
-	// under none, a busy machine delays the emulator's threads.
-	Preemption string
-	// LateP50 and LateP99 are how late the emulator delivered the
-	// probes' packets (bucket bounds, within 25 %): its own share of the
-	// error. The rest is the kernels' work along the path.
-	LateP50, LateP99 time.Duration
-	// LateMax is the latest of them: one late probe is the error's p99
-	// over 100 probes, but not the lateness's p99 over their packets.
-	LateMax time.Duration
-	// Throughput per direction against the configured rate (0: unlimited,
-	// not measured); for a trace, its mean rate, and what arrived per
-	// 100 ms window against what the trace delivers in it (Up/DownTrace).
-	UpRate, UpAchieved     float64 // bit/s
-	DownRate, DownAchieved float64
-	UpTrace, DownTrace     *TraceFit `json:",omitempty"`
-	// UpQueue, DownQueue: a CoDel, FQ-CoDel or PIE queue's delay and drops
-	// during the throughput run.
-	UpQueue, DownQueue *QueueStats `json:",omitempty"`
-	// EmulatorCPU is the emulator's CPU during the throughput runs, as a
-	// fraction of one core.
-	EmulatorCPU float64
-	FIFO        bool // the writer threads ran SCHED_FIFO
-}
-
-// CheckOptions tune the check; zero values take the defaults.
-type CheckOptions struct {
-	Probes         int           // RTT probes; default 300
-	Interval       time.Duration // between probes; default 5 ms
-	Throughput     time.Duration // per direction; default 2 s (0 with SkipThroughput)
-	SkipThroughput bool
-}
-
 // Check applies profile p to the first host's link and measures it.
 func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (_ *CheckResult, err error) {
 	if tb.child != nil { // measured by the emulator's process, whose clocks and counters it reads

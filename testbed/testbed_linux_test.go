@@ -193,7 +193,7 @@ func TestProfilesFromYAML(t *testing.T) {
 	require.Equal(t, 1400, p.MTU)
 	require.NoError(t, os.WriteFile(f, []byte("name: bad\ndown:\n  dealy: 3ms\n"), 0o644))
 	_, err = LookupProfile(f)
-	require.ErrorContains(t, err, "field dealy not found")
+	require.ErrorContains(t, err, "sat.yaml:3: down.dealy: unknown field (did you mean delay?)")
 	require.NoError(t, os.WriteFile(f, []byte("down:\n  loss: 2\n"), 0o644))
 	_, err = LookupProfile(f)
 	require.ErrorContains(t, err, "not a probability")

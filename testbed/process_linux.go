@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	ossignal "os/signal"
-	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -29,21 +28,6 @@ import (
 // profile switches, link checks and cross-traffic counters go over the
 // control socket.
 const childEnv = "DOXLAB_TESTBED_CHILD"
-
-// HoldGC keeps this process's garbage collector from running until the
-// heap nears gcHeapLimit, for a process whose work is the emulator (a
-// Separate testbed's child, 'testbed up', 'check', 'bloat'): it
-// allocates nothing per packet, and a collection stops the emulator for
-// as long as stopping the world takes, once 0.95 s here (docs/testbed.md).
-// restore undoes it.
-func HoldGC() (restore func()) {
-	pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(gcHeapLimit)
-	return func() { debug.SetGCPercent(pct); debug.SetMemoryLimit(limit) }
-}
-
-// gcHeapLimit is the soft memory limit under HoldGC, then the only
-// trigger of a collection.
-const gcHeapLimit = 1 << 30
 
 func init() {
 	if spec, ok := os.LookupEnv(childEnv); ok {

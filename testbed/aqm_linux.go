@@ -15,22 +15,6 @@ import (
 // the link's own clock), so its decisions are exact whenever the
 // emulator gets to them.
 
-// CoDel's parameters (RFC 8289 §4.3): defaults 5 ms and 100 ms.
-type CoDel struct {
-	Target   time.Duration `yaml:"target" json:"target"`
-	Interval time.Duration `yaml:"interval" json:"interval"`
-}
-
-func (c CoDel) withDefaults() CoDel {
-	if c.Target <= 0 {
-		c.Target = 5 * time.Millisecond
-	}
-	if c.Interval <= 0 {
-		c.Interval = 100 * time.Millisecond
-	}
-	return c
-}
-
 // aqmPacket is a packet held by an aqmQueue.
 type aqmPacket struct {
 	arrival time.Time

@@ -23,13 +23,6 @@ type crossFlows struct {
 	since    time.Time
 }
 
-// CrossStats is what a host's cross traffic delivered since it started.
-type CrossStats struct {
-	DownFlows, UpFlows int
-	DownBytes, UpBytes int64
-	Since              time.Time
-}
-
 // crossPeer is the host at the far end of host's cross traffic.
 func (tb *Testbed) crossPeer(host string, c Cross) (string, error) {
 	if c.Peer != "" {

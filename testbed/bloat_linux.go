@@ -10,29 +10,6 @@ import (
 	"github.com/doxlab/doxlab/internal/stats"
 )
 
-// LoadedRTT is the RTT while one bulk TCP download fills the client's
-// downlink: what the downlink's queue (tail drop, CoDel, FQ-CoDel, PIE) does
-// to everything else on the link, a DNS query included.
-type LoadedRTT struct {
-	Profile string        `json:"profile"`
-	Samples []RTTSample   `json:"samples"` // every 10 ms
-	IdleP50 time.Duration `json:"idle_p50"`
-	// Loaded: from one second into the download (its slow start over).
-	LoadedP50, LoadedP99 time.Duration
-	Goodput              float64 `json:"goodput"` // bit/s of the download
-	CongestionControl    string  `json:"congestion_control"`
-	// Steal is the CPU time the hypervisor took from this VM during the
-	// download: a VM paused for a while stalls everything, the link too.
-	Steal time.Duration `json:"steal"`
-	Queue *QueueStats   `json:"queue,omitempty"`
-}
-
-// RTTSample is one probe: when it was sent, since the start, and its RTT.
-type RTTSample struct {
-	At  time.Duration `json:"at"`
-	RTT time.Duration `json:"rtt"`
-}
-
 // MeasureLoadedRTT applies p to the client's link, probes the RTT for a
 // second idle, then for d while the client downloads from the server
 // over one TCP connection whose sender uses congestion control cc

@@ -1,0 +1,78 @@
+package ech_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/ech"
+)
+
+// TestKeyFromSeed: one seed makes one config (a restart publishes the
+// same), which parses back to its public name, ID and KEM.
+func TestKeyFromSeed(t *testing.T) {
+	seed := bytes.Repeat([]byte{7}, 32)
+	a, err := ech.NewKey("public.test", seed)
+	require.NoError(t, err)
+	b, err := ech.NewKey("public.test", seed)
+	require.NoError(t, err)
+	require.Equal(t, a.Config, b.Config)
+	got, err := ech.Parse(ech.ConfigList(a.Config))
+	require.NoError(t, err)
+	require.Equal(t, []ech.Config{{Version: ech.Version, ID: a.ID, KEM: 0x0020, PublicName: "public.test"}}, got)
+
+	_, err = ech.NewKey("", nil)
+	require.ErrorContains(t, err, "public name")
+	_, err = ech.NewKey("p.test", []byte{1})
+	require.ErrorContains(t, err, "seed")
+}
+
+// TestParse reads lists with a config of an unknown version (listed by
+// version, as clients skip it) and refuses malformed ones.
+func TestParse(t *testing.T) {
+	k, err := ech.NewKey("p.test", nil)
+	require.NoError(t, err)
+	unknown := []byte{0xfe, 0x0a, 0x00, 0x02, 0xaa, 0xbb}
+	got, err := ech.Parse(ech.ConfigList(unknown, k.Config))
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, uint16(0xfe0a), got[0].Version)
+	require.Equal(t, "p.test", got[1].PublicName)
+
+	list := ech.ConfigList(k.Config)
+	for name, bad := range map[string][]byte{
+		"empty":     {},
+		"no config": {0, 0},
+		"truncated": list[:len(list)-3],
+		"trailing":  append(append([]byte{}, list...), 0),
+		"short":     ech.ConfigList([]byte{0xfe, 0x0d, 0x00, 0x01, 0x01}),
+	} {
+		_, err := ech.Parse(bad)
+		require.Error(t, err, name)
+	}
+}
+
+// TestRotate: each rotation makes a config of a new ID; the set offers
+// crypto/tls the current key as retry config and the previous one for
+// clients that still hold it, and forgets the one before.
+func TestRotate(t *testing.T) {
+	ks, err := ech.NewKeys("p.test", nil)
+	require.NoError(t, err)
+	first := ks.Current()
+	require.Len(t, ks.TLS(), 1)
+	require.NoError(t, ks.Rotate())
+	second := ks.Current()
+	require.NotEqual(t, first.ID, second.ID)
+	keys := ks.TLS()
+	require.Len(t, keys, 2)
+	require.True(t, keys[0].SendAsRetry)
+	require.Equal(t, second.Config, keys[0].Config)
+	require.False(t, keys[1].SendAsRetry)
+	require.Equal(t, first.Config, keys[1].Config)
+	require.NoError(t, ks.Rotate())
+	for _, k := range ks.TLS() {
+		require.NotEqual(t, first.Config, k.Config, "two rotations ago is gone")
+	}
+	require.Equal(t, ech.ConfigList(ks.Current().Config), ks.ConfigList())
+}

@@ -1,0 +1,79 @@
+package specfile
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+type inner struct {
+	Name  string        `yaml:"name"`
+	Delay time.Duration `yaml:"delay"`
+}
+
+type spec struct {
+	Repeat int            `yaml:"repeat"`
+	Rate   float64        `yaml:"rate"`
+	On     bool           `yaml:"on"`
+	Seed   uint64         `yaml:"seed"`
+	List   []string       `yaml:"list"`
+	Items  []inner        `yaml:"items"`
+	Inner  *inner         `yaml:"inner"`
+	Tags   map[string]int `yaml:"tags"`
+	Inline `yaml:",inline"`
+	Extra  map[string]string `yaml:"extra"`
+}
+
+type Inline struct {
+	Label string `yaml:"label"`
+}
+
+func errs(t *testing.T, doc string) []string {
+	t.Helper()
+	var s spec
+	err := Decode("f.yaml", []byte(doc), &s).Err()
+	if err == nil {
+		return nil
+	}
+	return strings.Split(err.Error(), "\n")
+}
+
+func TestShapeErrorsReadLikeFlagErrors(t *testing.T) {
+	require.Equal(t, []string{
+		`f.yaml:1: repeat: want a whole number, got "three"`,
+		`f.yaml:2: rate: want a number, got "fast"`,
+		`f.yaml:3: on: want true or false, got "maybe"`,
+		`f.yaml:4: seed: want a whole number, 0 or more, got "-1"`,
+		`f.yaml:5: list: want a list ([a, b] or one "- item" a line), got "one"`,
+		`f.yaml:8: items[2].delay: want a duration with its unit, such as 500ms, 10s or 2h, got "5"`,
+		`f.yaml:9: inner.nme: unknown field (did you mean name?)`,
+		`f.yaml:10: tags.a: want a whole number, got "x"`,
+		`f.yaml:11: lable: unknown field (did you mean label?)`,
+		`f.yaml:12: repeat: given twice`,
+	}, errs(t, "repeat: three\nrate: fast\non: maybe\nseed: -1\nlist: one\nitems:\n  - {name: a, delay: 1s}\n  - {name: b, delay: 5}\ninner: {nme: x}\ntags: {a: x}\nlable: y\nrepeat: 2\n"))
+}
+
+func TestGoodValuesDecode(t *testing.T) {
+	var s spec
+	f := Decode("f.yaml", []byte("repeat: 0x10\nrate: 2\non: true\nlist: [a, b]\ninner: {name: n, delay: 1m}\nlabel: l\nitems:\n  - {name: a}\n  - ~\n"), &s)
+	require.NoError(t, f.Err())
+	require.Equal(t, 16, s.Repeat)
+	require.Equal(t, 2.0, s.Rate)
+	require.Equal(t, time.Minute, s.Inner.Delay)
+	require.Equal(t, "l", s.Label, "inline fields")
+	require.Equal(t, 8, f.Line("items[1]"))
+	require.Equal(t, 5, f.Line("inner.delay"))
+	require.Zero(t, f.Line("seed"), "a field that is not there has no line")
+
+	f.Bad("inner.delay", "too long")
+	require.True(t, f.Failed("inner"))
+	require.EqualError(t, f.Err(), "f.yaml:5: inner.delay: too long")
+	require.NoError(t, Decode("f.yaml", nil, &s).Err(), "an empty file is every field's zero")
+}
+
+func TestSyntaxErrorsOnTheirLine(t *testing.T) {
+	require.Equal(t, []string{"f.yaml:2: did not find expected ',' or ']' (a list opened with [ on this line is not closed)"}, errs(t, "repeat: 1\nlist: [a, b\nrate: 2\n"))
+	require.Equal(t, []string{"f.yaml:2: found a tab character that violates indentation (indent with spaces)"}, errs(t, "repeat: 1\n\trate: 2\n"))
+}

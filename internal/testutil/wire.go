@@ -1,0 +1,72 @@
+package testutil
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Wire is a TCP relay on loopback that keeps the first octets each client
+// sends: what the network between a client and a server sees of a TLS
+// ClientHello.
+type Wire struct {
+	Addr string // the relay's address, "127.0.0.1:port"
+	mu   sync.Mutex
+	seen [][]byte
+}
+
+// Relay starts a Wire in front of to until the test ends.
+func Relay(t testing.TB, to string) *Wire {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	w := &Wire{Addr: ln.Addr().String()}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go w.serve(c, to)
+		}
+	}()
+	return w
+}
+
+func (w *Wire) serve(c net.Conn, to string) {
+	defer c.Close()
+	s, err := net.Dial("tcp", to)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	go func() {
+		io.Copy(c, s)
+		c.Close()
+	}()
+	first := make([]byte, 16384)
+	n, _ := io.ReadAtLeast(c, first, 1)
+	w.mu.Lock()
+	w.seen = append(w.seen, first[:n])
+	w.mu.Unlock()
+	if _, err := s.Write(first[:n]); err != nil {
+		return
+	}
+	io.Copy(s, c)
+}
+
+// FirstFlights is every client's first read, joined.
+func (w *Wire) FirstFlights() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Join(w.seen, nil)
+}
+
+// Port is the relay's port.
+func (w *Wire) Port() string {
+	_, p, _ := net.SplitHostPort(w.Addr)
+	return p
+}

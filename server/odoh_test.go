@@ -1,0 +1,216 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/odoh"
+	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// odohServer is a server that is an ODoH target and a proxy relaying to
+// 127.0.0.1, on DoH (HTTP/1.1 and /2), DoH/3 and the web listener, with
+// a CA-signed certificate the proxy trusts.
+func odohServer(t *testing.T, mutate func(*server.Config)) (*testServer, *testutil.CA) {
+	ca := testutil.NewCA(t, "localhost")
+	ts := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{DoH: "127.0.0.1:0", DoH3: "127.0.0.1:0", Web: "127.0.0.1:0"}
+		c.TLS.Cert, c.TLS.Key = ca.CertFile, ca.KeyFile
+		c.ODoH = server.ODoH{Target: true, Proxy: true, ProxyTargets: []string{"127.0.0.1"}, ProxyCA: ca.CAFile}
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	return ts, ca
+}
+
+func caPool(t *testing.T, ca *testutil.CA) *x509.CertPool {
+	pem, err := os.ReadFile(ca.CAFile)
+	require.NoError(t, err)
+	p := x509.NewCertPool()
+	p.AppendCertsFromPEM(pem)
+	return p
+}
+
+// TestODoH asks through the server's proxy to its own target over every
+// endpoint and HTTP version that serves ODoH: the answer comes back,
+// the client's record has both hops (the proxy's target exchange from
+// Server-Timing) and its HPKE work, and the server's records show the
+// proxy's relay (with no name: it cannot see one) and the target's query.
+func TestODoH(t *testing.T) {
+	ts, ca := odohServer(t, nil)
+	target := ts.Addr("doh").String() + "/dns-query"
+	for _, c := range []struct{ listener, http string }{{"doh", "2"}, {"doh", "1.1"}, {"doh3", "3"}, {"web", "2"}, {"web", "3"}} {
+		t.Run(c.listener+"/"+c.http, func(t *testing.T) {
+			before := len(ts.records("proxy", "odoh"))
+			u := "odoh://" + ts.Addr(c.listener).String() + "/dns-query?target=" + target
+			rec := ask(t, u, transport.Options{RootCAs: caPool(t, ca), HTTPVersion: c.http, Timeout: 5 * time.Second}, "s.example")
+			require.Equal(t, "odoh", rec.Protocol)
+			require.Equal(t, transport.StatusOK, rec.Status)
+			require.Contains(t, rec.Answers[0], anyIP)
+			require.NotNil(t, rec.ODoH)
+			require.Equal(t, ts.Addr("doh").String(), rec.ODoH.Target)
+			require.Positive(t, rec.ODoH.TargetMs, "the proxy says how long the target took")
+			require.Less(t, rec.ODoH.TargetMs, rec.Timing.TotalMs)
+			require.Positive(t, rec.ODoH.Sealed.Sent)
+			require.Greater(t, rec.ODoH.Sealed.Received, rec.DNSBytes.Received, "sealing adds octets")
+			ts.Settle(context.Background())
+			proxied := ts.records("proxy", "odoh")
+			require.Len(t, proxied, before+1)
+			p := proxied[len(proxied)-1]
+			require.Equal(t, c.listener, p.Listener)
+			require.Equal(t, ts.Addr("doh").String(), p.Target)
+			require.Empty(t, p.QName, "the proxy sees no name")
+			require.Empty(t, p.Error)
+		})
+	}
+	queries := ts.records("query", "odoh")
+	require.Len(t, queries, 5, "the target answered each")
+	for _, q := range queries {
+		require.Equal(t, "s.example.", q.QName)
+		require.True(t, strings.HasPrefix(q.Remote, "127.0.0.1:"), "the target sees the proxy, which here is on the same address")
+	}
+}
+
+// TestODoHRefusals: a proxy relays only to its targets, only POSTs, and
+// says when a target is unreachable; a target answers a query sealed to
+// another key 401 (then the client fetches the config anew); the config
+// is fetched once per transport.
+func TestODoHRefusals(t *testing.T) {
+	ts, ca := odohServer(t, nil)
+	roots := caPool(t, ca)
+	proxy := "https://" + ts.Addr("doh").String() + "/dns-query"
+	post := func(query string, body []byte) int {
+		req, _ := http.NewRequest(http.MethodPost, proxy+query, bytes.NewReader(body))
+		req.Header.Set("Content-Type", odoh.ContentType)
+		resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 10 * time.Second}).Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusForbidden, post("?targethost=odoh.example&targetpath=/dns-query", []byte{1}), "not one of its targets")
+	require.Equal(t, http.StatusBadRequest, post("?targethost=127.0.0.1&targetpath=dns-query", []byte{1}), "a path without /")
+	require.Equal(t, http.StatusBadGateway, post("?targethost=127.0.0.1:1&targetpath=/dns-query", []byte{1}), "nothing listens there")
+	require.Equal(t, http.StatusBadRequest, post("", []byte{1, 2, 3}), "a malformed message to the target")
+	require.NotEmpty(t, ts.records("refusal", ""))
+	stranger, err := odoh.NewKeyPair(nil)
+	require.NoError(t, err)
+	sealed, _, err := odoh.Seal(stranger.Config, []byte("\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01"), 0)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnauthorized, post("", sealed), "sealed to another key: the client should fetch the config anew")
+
+	tr, err := transport.New("odoh://"+ts.Addr("doh").String()+"/dns-query?target="+ts.Addr("web").String(), transport.Options{RootCAs: roots, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer tr.Close()
+	rec, err := tr.Exchange(context.Background(), query("a.example"))
+	require.NoError(t, err)
+	require.Positive(t, rec.ODoH.ConfigMs, "the first exchange fetched the config")
+	rec, err = tr.Exchange(context.Background(), query("a.example"))
+	require.NoError(t, err)
+	require.Zero(t, rec.ODoH.ConfigMs, "the second reused it")
+}
+
+// TestODoHConfig: ODoH's settings are checked whole.
+func TestODoHConfig(t *testing.T) {
+	for _, c := range []struct {
+		odoh server.ODoH
+		want string
+	}{
+		{server.ODoH{Proxy: true}, "name its targets"},
+		{server.ODoH{Proxy: true, ProxyTargets: []string{"a/b"}}, "not a host"},
+		{server.ODoH{Target: true, ProxyHTTP: "4"}, `not "2" or "3"`},
+		{server.ODoH{KeyFile: "k"}, "neither odoh.target nor odoh.proxy"},
+	} {
+		_, err := server.New(&server.Config{Listen: server.Listen{DoH: "127.0.0.1:0"}, ODoH: c.odoh})
+		require.ErrorContains(t, err, c.want)
+	}
+	_, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, ODoH: server.ODoH{Target: true}})
+	require.ErrorContains(t, err, "needs a DoH endpoint")
+}
+
+// TestODoHThroughDoHProxy: doxlab's proxy relays to an independent ODoH
+// target, DNSCrypt's doh-proxy (Rust, odoh-rs), which forwards to
+// doxlab's Do53: doxlab's client seals to the config doh-proxy
+// publishes, over HTTP/2 and HTTP/3 to the proxy, and opens its answers.
+func TestODoHThroughDoHProxy(t *testing.T) {
+	ca := testutil.NewCA(t, "localhost")
+	ts := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{UDP: "127.0.0.1:0", DoH: "127.0.0.1:0", DoH3: "127.0.0.1:0"}
+		c.TLS.Cert, c.TLS.Key = ca.CertFile, ca.KeyFile
+		c.ODoH = server.ODoH{Proxy: true, ProxyTargets: []string{"127.0.0.1"}, ProxyCA: ca.CAFile}
+	})
+	target := testutil.StartDoHProxy(t, ca, ts.Addr("udp").String())
+	for _, c := range []struct{ listener, http string }{{"doh", "2"}, {"doh3", "3"}} {
+		u := "odoh://" + ts.Addr(c.listener).String() + "/dns-query?target=" + target + "/dns-query"
+		rec := ask(t, u, transport.Options{RootCAs: caPool(t, ca), HTTPVersion: c.http, Timeout: 5 * time.Second}, "s.example")
+		require.Equal(t, transport.StatusOK, rec.Status, c.listener)
+		require.Contains(t, rec.Answers[0], anyIP, c.listener)
+		require.Positive(t, rec.ODoH.TargetMs, c.listener)
+	}
+	require.Len(t, ts.records("proxy", "odoh"), 2, "both went through doxlab's proxy")
+	require.Len(t, ts.records("query", "udp"), 2, "and doh-proxy asked doxlab's Do53")
+}
+
+// TestStubForwardsOverODoH: a stub (answers.forward) forwards over an
+// odoh:// URL, so a browser's or a campaign's lookups through it go
+// oblivious: the answer comes back, and the stub's record of the query
+// keeps the upstream exchange with both hops.
+func TestStubForwardsOverODoH(t *testing.T) {
+	ts, ca := odohServer(t, nil)
+	stub := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{UDP: "127.0.0.1:0"}
+		c.Answers = server.Answers{Forward: "odoh://" + ts.Addr("doh").String() + "/dns-query?target=" + ts.Addr("web").String() + "/dns-query",
+			ForwardCA: ca.CAFile, ForwardTimeout: 5 * time.Second}
+	})
+	rec := ask(t, "udp://"+stub.Addr("udp").String(), transport.Options{Timeout: 5 * time.Second}, "s.example")
+	require.Contains(t, rec.Answers[0], anyIP)
+	stub.Settle(context.Background())
+	q := stub.records("query", "udp")
+	require.Len(t, q, 1)
+	require.NotNil(t, q[0].Upstream)
+	require.Equal(t, "odoh", q[0].Upstream.Protocol)
+	require.NotNil(t, q[0].Upstream.ODoH)
+	require.Positive(t, q[0].Upstream.ODoH.TargetMs)
+}
+
+// TestODoHTargetRefused: a transport's Refuse (a campaign's blocklist)
+// is asked of the ODoH target's address too, which the client contacts
+// itself for the config: a refused target is never contacted, and the
+// exchange says why.
+func TestODoHTargetRefused(t *testing.T) {
+	ts, ca := odohServer(t, func(c *server.Config) { c.ODoH.ProxyTargets = []string{"127.0.0.1", "127.0.0.2"} })
+	target := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{DoH: "127.0.0.2:0"}
+		c.TLS.Cert, c.TLS.Key = ca.CertFile, ca.KeyFile
+		c.ODoH = server.ODoH{Target: true}
+	})
+	refuse := func(a netip.Addr) error {
+		if a == netip.MustParseAddr("127.0.0.2") {
+			return errors.New("on the blocklist")
+		}
+		return nil
+	}
+	u := "odoh://" + ts.Addr("doh").String() + "/dns-query?target=" + target.Addr("doh").String() + "/dns-query"
+	tr, err := transport.New(u, transport.Options{RootCAs: caPool(t, ca), Timeout: 5 * time.Second, Refuse: refuse})
+	require.NoError(t, err)
+	defer tr.Close()
+	rec, err := tr.Exchange(context.Background(), query("a.example"))
+	require.Error(t, err)
+	require.Equal(t, transport.StatusBlocked, rec.Status, rec.Error)
+	require.Contains(t, rec.Error, "not contacting the ODoH target 127.0.0.2")
+	target.Settle(context.Background())
+	require.Empty(t, target.records("", ""), "the target saw nothing")
+}
