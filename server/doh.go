@@ -179,7 +179,7 @@ func (s *Server) serveHTTPS(name, addr string, h http.Handler, web bool, origins
 		ReadTimeout:       lim.HandshakeTimeout,
 		MaxHeaderBytes:    16 << 10,
 		Protocols:         new(http.Protocols),
-		ConnState:         s.limitConns(name),
+		ConnState:         s.connState(name),
 		ErrorLog:          quietLog(),
 	}
 	srv.Protocols.SetHTTP1(true)
@@ -226,7 +226,11 @@ func (l tlsListener) Accept() (net.Conn, error) {
 	}
 	tc := tls.Server(c, l.conf)
 	if l.s.rec != nil {
-		go l.record(tc, c, time.Now())
+		pc := l.s.pending.add(tc, nil)
+		go func() {
+			defer l.s.pending.remove(tc, pc)
+			l.record(tc, c, time.Now())
+		}()
 	}
 	return tc, nil
 }
@@ -247,6 +251,9 @@ func (l tlsListener) record(tc *tls.Conn, c net.Conn, start time.Time) {
 		if err != nil {
 			e.settle(isECHRequired(err))
 		}
+	}
+	if lag := recordLag.Load(); lag > 0 { // tests of Settle
+		time.Sleep(time.Duration(lag))
 	}
 	rec := &Record{Kind: "conn", Listener: l.name, Remote: tc.RemoteAddr().String(), Local: tc.LocalAddr().String(), HandshakeMs: handshake}
 	cs := tc.ConnectionState()
@@ -276,6 +283,23 @@ func httpLabel(web bool, alpn string) string {
 		return "doh2"
 	}
 	return "doh1"
+}
+
+// connState follows net/http's connections: a pool admits them
+// (limitConns), and one that carries a request has its handshake done
+// (Settle).
+func (s *Server) connState(listener string) func(net.Conn, http.ConnState) {
+	limit := s.limitConns(listener)
+	return func(c net.Conn, st http.ConnState) {
+		if st == http.StateActive {
+			if rc, ok := c.(*recordConn); ok {
+				s.pending.activate(rc.tlsConn())
+			} else {
+				s.pending.activate(c)
+			}
+		}
+		limit(c, st)
+	}
 }
 
 // limitConns admits net/http's connections through a pool (see pool):

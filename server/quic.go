@@ -158,9 +158,9 @@ func (f closerFunc) Close() error { return f() }
 // recordQUICConn writes a conn record once the handshake completes,
 // with the origins announced on it.
 func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []string) {
-	written := s.pending.add(c)
+	pc := s.pending.add(c, func() bool { return handshakeDone(c) })
 	go func() {
-		defer s.pending.remove(c, written)
+		defer s.pending.remove(c, pc)
 		select {
 		case <-c.HandshakeComplete():
 		case <-c.Context().Done():
@@ -205,29 +205,45 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 // recordLag holds conn records back in tests, as a busy machine would.
 var recordLag atomic.Int64
 
-// pendingConns are the QUIC connections whose conn record waits for the
-// end of their handshake, each with a channel closed once it is written.
+// pendingConns are the connections whose conn record is not written
+// yet, each with a channel closed once it is, and done, which says
+// whether its handshake has completed (the record is then on its way).
 type pendingConns struct {
 	mu sync.Mutex
-	m  map[*quic.Conn]chan struct{}
+	m  map[any]*pendingConn
 }
 
-func (p *pendingConns) add(c *quic.Conn) chan struct{} {
-	ch := make(chan struct{})
+type pendingConn struct {
+	written chan struct{}
+	done    func() bool // nil: active says
+	active  atomic.Bool
+}
+
+// activate notes that c, a TLS connection over TCP, carries requests.
+func (p *pendingConns) activate(c any) {
+	p.mu.Lock()
+	if pc := p.m[c]; pc != nil {
+		pc.active.Store(true)
+	}
+	p.mu.Unlock()
+}
+
+func (p *pendingConns) add(c any, done func() bool) *pendingConn {
+	pc := &pendingConn{written: make(chan struct{}), done: done}
 	p.mu.Lock()
 	if p.m == nil {
-		p.m = map[*quic.Conn]chan struct{}{}
+		p.m = map[any]*pendingConn{}
 	}
-	p.m[c] = ch
+	p.m[c] = pc
 	p.mu.Unlock()
-	return ch
+	return pc
 }
 
-func (p *pendingConns) remove(c *quic.Conn, ch chan struct{}) {
+func (p *pendingConns) remove(c any, pc *pendingConn) {
 	p.mu.Lock()
 	delete(p.m, c)
 	p.mu.Unlock()
-	close(ch)
+	close(pc.written)
 }
 
 // handshaken are the channels of the pending connections whose handshake
@@ -235,21 +251,23 @@ func (p *pendingConns) remove(c *quic.Conn, ch chan struct{}) {
 func (p *pendingConns) handshaken() (out []chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for c, ch := range p.m {
-		if handshakeDone(c) {
-			out = append(out, ch)
+	for _, pc := range p.m {
+		if pc.done != nil && pc.done() || pc.done == nil && pc.active.Load() {
+			out = append(out, pc.written)
 		}
 	}
 	return out
 }
 
-// Settle returns once the record of every QUIC connection whose
-// handshake has completed by now is written, or when ctx ends. A
-// measurement that takes the server's records right after a load calls
-// it, so a connection the load used is never missed because its
-// record's goroutine had not run yet (on a busy machine it may wait tens
-// of milliseconds). TCP connections' records are not waited for:
-// crypto/tls cannot say whether a handshake is done without blocking.
+// Settle returns once the record of every connection whose handshake
+// has completed by now is written, or when ctx ends. A measurement that
+// takes the server's records right after a load calls it, so a
+// connection the load used is never missed because its record's
+// goroutine had not run yet (on a busy machine it may wait tens of
+// milliseconds; one that offered ECH and sent nothing yet, up to
+// echWait). A TLS connection over TCP counts as handshaken once
+// net/http saw its first request (crypto/tls cannot say so without
+// blocking): a client that got an answer on it is covered.
 func (s *Server) Settle(ctx context.Context) {
 	for _, ch := range s.pending.handshaken() {
 		select {

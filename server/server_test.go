@@ -573,18 +573,18 @@ func TestConnRecordsOnEveryListener(t *testing.T) {
 	}, 3*time.Second, 10*time.Millisecond)
 }
 
-// TestSettleWaitsForConnRecords: once Settle returns, every QUIC
-// connection whose handshake had completed has its conn record, though
+// TestSettleWaitsForConnRecords: once Settle returns, every connection
+// (QUIC, or TLS over TCP) that answered has its conn record, though
 // the records lag (as on a busy machine), so a measurement taking the
 // records right after a load misses none.
 func TestSettleWaitsForConnRecords(t *testing.T) {
 	t.Cleanup(server.LagRecords(100 * time.Millisecond))
 	ts := start(t, nil)
 	for i := range 3 {
-		for _, name := range []string{"doq", "doh3"} {
+		for name, label := range map[string]string{"doq": "doq", "doh3": "doh3", "doh": "doh2"} {
 			ask(t, ts.url(name), ts.pool(), "s.example")
 			ts.Settle(context.Background())
-			require.Len(t, ts.records("conn", name), i+1, "%s: the record of a connection that answered", name)
+			require.Len(t, ts.records("conn", label), i+1, "%s: the record of a connection that answered", name)
 		}
 	}
 }
