@@ -24,8 +24,26 @@ for tool in buildah debootstrap; do
 	command -v "$tool" >/dev/null || { echo "images: needs $tool (apt-get install buildah debootstrap)" >&2; exit 2; }
 done
 mkdir -p "$WORK" dist/images
-# A store of the script's own, in vfs (no overlay module needed).
+# A store of the script's own, in vfs (no overlay module needed), and its
+# temporary blobs beside it rather than in a small /var/tmp or /tmp.
 b() { buildah --storage-driver vfs --root "$WORK/storage" --runroot "$WORK/run" "$@"; }
+export TMPDIR="$WORK/tmp"
+rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
+trap 'rm -rf "$TMPDIR"' EXIT
+# The store is a scratch space: every image goes out as an archive, so
+# what an earlier build (perhaps an interrupted one) left is removed. vfs
+# keeps a whole copy per layer, and the tags of every commit built here
+# would otherwise pile up until the disk is full.
+b rm --all >/dev/null 2>&1 || true
+b rmi --all --force >/dev/null 2>&1 || true
+# The Chromium image needs its root (~0.9 GB), a container's copy, the
+# committed layer and its blob: say so before a write fails half way.
+need=$((5 * 1024 * 1024)) # KiB
+free=$(df -Pk "$WORK" | awk 'NR==2 {print $4}')
+if [ "$free" -lt "$need" ]; then
+	echo "images: $WORK has $((free / 1024)) MiB free, needs $((need / 1024)) MiB (set WORK=DIR elsewhere)" >&2
+	exit 1
+fi
 
 version=$(sed -n 's/^const Current = "\(v[0-9.]*\)"$/\1/p' internal/buildinfo/buildinfo.go)
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -55,6 +73,7 @@ image_doxlab() {
 	b config --user 65532:65532 --workingdir /home/doxlab --env HOME=/home/doxlab --entrypoint '["/usr/local/bin/doxlab"]' --cmd '["--help"]' "${labels[@]}" "$c"
 	b commit --rm "$c" "doxlab:$tag" >/dev/null
 	b push "doxlab:$tag" "oci-archive:dist/images/doxlab.oci.tar:doxlab:$tag" >/dev/null
+	b rmi "doxlab:$tag" >/dev/null
 }
 
 image_chromium() {
@@ -81,6 +100,7 @@ image_chromium() {
 		"${labels[@]}" --label "org.opencontainers.image.title=doxlab-chromium" "$c"
 	b commit --rm "$c" "doxlab-chromium:$tag" >/dev/null
 	b push "doxlab-chromium:$tag" "oci-archive:dist/images/doxlab-chromium.oci.tar:doxlab-chromium:$tag" >/dev/null
+	b rmi "doxlab-chromium:$tag" >/dev/null
 }
 
 for img in $IMAGES; do
