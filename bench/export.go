@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -31,7 +30,7 @@ type Row struct {
 }
 
 func init() {
-	experiment.RegisterExport("bench", "a row per benchmark query (bench --store, server-load): its benchmark's settings, send time, latency, service time, handshake, status, rcode",
+	store.RegisterExport("bench", "a row per benchmark query (bench --store, server-load): its benchmark's settings, send time, latency, service time, handshake, status, rcode",
 		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(Row) error) error {
 			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 			_, err := eachStored(ctx, st, keep, func(*Stored) {}, func(s *Stored, ss []Sample) error {

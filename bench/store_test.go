@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/bench"
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -56,10 +55,10 @@ func TestStoreKeepsEveryQuery(t *testing.T) {
 	require.Equal(t, samples, got[0].Samples)
 
 	// Exported as a table, a row per query, streamed chunk by chunk.
-	i := slices.IndexFunc(experiment.Exports(), func(e experiment.Export) bool { return e.Table == "bench" })
+	i := slices.IndexFunc(store.Exports(), func(e store.Export) bool { return e.Table == "bench" })
 	require.GreaterOrEqual(t, i, 0, "bench registers its table")
 	var out bytes.Buffer
-	rows, err := experiment.Exports()[i].Write(ctx, st, func(string) bool { return true }, &out, store.Parquet)
+	rows, err := store.Exports()[i].Write(ctx, st, func(string) bool { return true }, &out, store.Parquet)
 	require.NoError(t, err)
 	require.Equal(t, n, rows)
 	back, err := parquet.Read[bench.Row](bytes.NewReader(out.Bytes()), int64(out.Len()))

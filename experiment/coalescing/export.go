@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -39,7 +38,7 @@ type Row struct {
 }
 
 func init() {
-	experiment.RegisterExport("coalescing", "a row per coalescing page load: its cell, status, PLT and lookup time, and the server's proof",
+	store.RegisterExport("coalescing", "a row per coalescing page load: its cell, status, PLT and lookup time, and the server's proof",
 		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(Row) error) error {
 			return st.Results(ctx, "", Kind, func(runID string, raw []byte) error {
 				if !keep(runID) {

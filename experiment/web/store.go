@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/campaign"
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/store"
 )
@@ -116,7 +115,7 @@ func Row(id string, x *pages.Sample) LoadRow {
 }
 
 func init() {
-	experiment.RegisterExport("loads", "a row per page load of the web experiment: its cell, status, PLT, FCP and DNS time, its lookups and origins",
+	store.RegisterExport("loads", "a row per page load of the web experiment: its cell, status, PLT, FCP and DNS time, its lookups and origins",
 		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(LoadRow) error) error {
 			return eachLoad(ctx, st, "", func(id string, x *pages.Sample) error {
 				if !keep(id) {

@@ -566,7 +566,7 @@ func wildRow(id string, x *wildLoad) WildRow {
 }
 
 func init() {
-	experiment.RegisterExport("campaign-loads", "a row per page load of a campaign: vantage point, resolver, protocol, page, round, status, FCP, PLT, and what the stub's upstream exchanges did",
+	store.RegisterExport("campaign-loads", "a row per page load of a campaign: vantage point, resolver, protocol, page, round, status, FCP, PLT, and what the stub's upstream exchanges did",
 		func(ctx context.Context, st *store.Store, keep func(string) bool, emit func(WildRow) error) error {
 			return st.Results(ctx, "", campaign.PageLoads, func(id string, raw []byte) error {
 				if !keep(id) {

@@ -71,7 +71,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tables := []string{"samples"}
-	for _, e := range experiment.Exports() {
+	for _, e := range store.Exports() {
 		tables = append(tables, e.Table)
 	}
 	if tables = append(tables, "results"); !slices.Contains(tables, *table) {
@@ -128,7 +128,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	default:
-		for _, e := range experiment.Exports() {
+		for _, e := range store.Exports() {
 			if e.Table == *table {
 				n, err = e.Write(ctx, st, sel.keep, w, f)
 			}
@@ -162,7 +162,7 @@ func closestVantage(ctx context.Context, st *store.Store, name string) string {
 // exportTables names the experiments' own export tables for help.
 func exportTables() string {
 	var out []string
-	for _, e := range experiment.Exports() {
+	for _, e := range store.Exports() {
 		out = append(out, e.Table+" ("+e.Doc+")")
 	}
 	return strings.Join(out, ", ")
