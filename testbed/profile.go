@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/internal/specfile"
+	"github.com/doxlab/doxlab/testbed/profiles"
 )
 
 // Direction shapes one direction of a link. Zero values mean "not
@@ -143,11 +144,11 @@ var Profiles = map[string]Profile{
 
 // TableII names the cross-layer paper's five access profiles, fastest
 // first: the experiments' default.
-var TableII = []string{"fiber", "cable", "dsl", "4g", "4g-medium"}
+var TableII = profiles.TableII
 
 // ProfileNames lists the built-in profiles in a stable order.
 func ProfileNames() []string {
-	return append([]string{"none"}, TableII...)
+	return profiles.Names()
 }
 
 // LookupProfiles looks up each name, in order.

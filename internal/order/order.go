@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/doxlab/doxlab/protocol"
-	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/testbed/profiles"
 )
 
 // known lists the labels in their order: the testbed's access profiles
@@ -19,7 +19,7 @@ import (
 // "none" comes first as a profile and before Retry as address
 // validation, "0rtt" after resumption as a condition and after 1-RTT as
 // an HTTP/3 handshake.
-var known = slices.Concat(testbed.ProfileNames(), protocol.WithVariants(), []string{
+var known = slices.Concat(profiles.Names(), protocol.WithVariants(), []string{
 	// measurement conditions, then HTTP/3 handshakes
 	"fresh", "pam", "resumed", "1rtt", "0rtt",
 	// pages, stub states, DNS modes
