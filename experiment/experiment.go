@@ -17,8 +17,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/protocol"
-	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 )

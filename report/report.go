@@ -20,7 +20,7 @@ import (
 
 	"github.com/doxlab/doxlab/experiment"
 	_ "github.com/doxlab/doxlab/experiment/all" // every experiment, for Load
-	"github.com/doxlab/doxlab/report/figure"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/verify"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/dnsrtt"
-	"github.com/doxlab/doxlab/report/figure"
+	"github.com/doxlab/doxlab/figure"
 
 	"github.com/stretchr/testify/require"
 

@@ -9,7 +9,7 @@ import (
 	"github.com/doxlab/doxlab/internal/stats"
 
 	"github.com/doxlab/doxlab/experiment"
-	"github.com/doxlab/doxlab/report/figure"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/store"
 )
 

@@ -16,9 +16,9 @@ import (
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/pageload"
-	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"

@@ -17,9 +17,9 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
-	"github.com/doxlab/doxlab/report/figure"
 )
 
 // ResolverStat is one resolver (target) × transport × condition, over

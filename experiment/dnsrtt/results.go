@@ -15,8 +15,8 @@ import (
 	"github.com/doxlab/doxlab/measure"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"

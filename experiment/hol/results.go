@@ -17,8 +17,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
 

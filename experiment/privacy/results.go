@@ -9,11 +9,11 @@ import (
 	"strings"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/protocol"
-	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
 

@@ -18,8 +18,8 @@ import (
 
 	"github.com/doxlab/doxlab/bench"
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
 

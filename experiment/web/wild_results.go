@@ -17,9 +17,9 @@ import (
 
 	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
-	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
 

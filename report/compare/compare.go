@@ -18,11 +18,11 @@ import (
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/web"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/printable"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/measure"
-	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
 	"gonum.org/v1/plot"

@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
-	"github.com/doxlab/doxlab/report/figure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 )

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/doxlab/doxlab/experiment/dnsrtt"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/report"
 	"github.com/doxlab/doxlab/report/compare"
-	"github.com/doxlab/doxlab/report/figure"
 	"github.com/doxlab/doxlab/store"
 )
 

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/doxlab/doxlab/report/figure"
+	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/testbed"
 )
 
