@@ -48,7 +48,7 @@ type TracedRequest struct {
 	Failed   string
 	// WireEnd is when the body's last octet reached the client, on the
 	// same clock, where a packet capture of the load was matched to it
-	// (pageload.MatchWire); 0 if unknown. DevTools' Finished comes later.
+	// (pageload/capture.MatchWire); 0 if unknown. DevTools' Finished comes later.
 	WireEnd float64
 	// WireSetup is, for the document where a capture of the load was
 	// matched, its lookup and connection on the wire: from the first

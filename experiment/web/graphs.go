@@ -13,6 +13,7 @@ import (
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/pageload/capture"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 )
@@ -118,7 +119,7 @@ func (e *webEnv) graph(ctx context.Context, profile string, page corpus.Page) (*
 		if err != nil {
 			return nil, err
 		}
-		g, err := pageload.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: profile, At: time.Now().UTC()})
+		g, err := capture.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: profile, At: time.Now().UTC()})
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +150,7 @@ func (e *webEnv) keepGraph(ctx context.Context, key, page, profile string, g *pa
 
 // trace traces one load of page in the capture browser while the client's
 // link is sniffed, and gives each body its end on the wire
-// (pageload.MatchWire): the load's QUIC, decrypted with the page
+// (capture.MatchWire): the load's QUIC, decrypted with the page
 // servers' TLS secrets. DevTools' ends come later, by Chromium's intake
 // of each body; the graph keeps both, and says how many ends it has from
 // the wire.
@@ -164,7 +165,7 @@ func (e *webEnv) trace(ctx context.Context, b *browser.Browser, page corpus.Page
 		return nil, nil, err
 	}
 	if kl, kerr := readKeyLog(e.keyLog); serr == nil && kerr == nil {
-		pageload.MatchWire(tr, e.wire(pkts, kl, page.Hostnames()))
+		capture.MatchWire(tr, e.wire(pkts, kl, page.Hostnames()))
 	}
 	return l, tr, nil
 }
@@ -184,7 +185,7 @@ func readKeyLog(path string) (overhead.KeyLog, error) {
 // hosts, decrypted with kl. The stub's DoQ and DoH/3 connections have
 // request streams too, and a one-request page's document could pair
 // with one of them: the ClientHello's server name tells them apart.
-func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog, hosts []string) pageload.Wire {
+func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog, hosts []string) capture.Wire {
 	raws := make([]overhead.Raw, len(pkts))
 	for i, p := range pkts {
 		raws[i] = overhead.Raw{Time: p.Time, Data: p.Data}
@@ -193,7 +194,7 @@ func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog, hosts []string)
 	for host := range e.srvs {
 		addrs[e.tb.IPs[host]] = true
 	}
-	var w pageload.Wire
+	var w capture.Wire
 	n := 0 // connections so far
 	for a := range addrs {
 		srv, err := netip.ParseAddr(a)
@@ -207,11 +208,11 @@ func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog, hosts []string)
 		for _, c := range conns {
 			for _, st := range c.Streams {
 				if slices.Contains(hosts, c.SNI) {
-					w.Streams = append(w.Streams, pageload.WireStream{Conn: n, Request: st.Request, Last: st.Last})
+					w.Streams = append(w.Streams, capture.WireStream{Conn: n, Request: st.Request, Last: st.Last})
 				}
 			}
 			for _, p := range c.Packets {
-				w.Packets = append(w.Packets, pageload.WirePacket{Conn: n, At: p.Time, Up: p.FromClient})
+				w.Packets = append(w.Packets, capture.WirePacket{Conn: n, At: p.Time, Up: p.FromClient})
 			}
 			n++
 		}

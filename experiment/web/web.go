@@ -21,6 +21,7 @@ import (
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/pageload/capture"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -529,7 +530,7 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t pages.Task) (*pages.Sam
 	x := pages.Assemble(t, l, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
 	x.WarmUp = warm
 	if tr != nil && l.Status == browser.LoadOK {
-		x.Graph, err = pageload.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: t.Profile, At: x.Start.UTC()})
+		x.Graph, err = capture.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: t.Profile, At: x.Start.UTC()})
 		if err != nil {
 			fmt.Fprintf(e.c.Log, "web: %s: no graph: %v\n", t.Key(), err)
 		} else {

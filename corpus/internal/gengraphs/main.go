@@ -21,6 +21,7 @@ import (
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/pageload/capture"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -96,7 +97,7 @@ func run(out string, only []string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", p.Name, err)
 			}
-			g, err := pageload.FromTrace(page, l, tr, pageload.Provenance{Browser: b.Version(), Profile: "loopback", At: time.Now().UTC().Truncate(time.Second)})
+			g, err := capture.FromTrace(page, l, tr, pageload.Provenance{Browser: b.Version(), Profile: "loopback", At: time.Now().UTC().Truncate(time.Second)})
 			if err != nil {
 				return fmt.Errorf("%s: %w", p.Name, err)
 			}

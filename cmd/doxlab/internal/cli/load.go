@@ -17,6 +17,7 @@ import (
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/pageload/capture"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -282,7 +283,7 @@ func captureGraph(ctx context.Context, page, out, spki string, resolve resolveFl
 		fmt.Fprintf(stderr, "doxlab load: tracing %s: %v\n", page, err)
 		return 1
 	}
-	g, err := pageload.FromTrace(page, l, tr, pageload.Provenance{Browser: b.Version(), At: time.Now().UTC()})
+	g, err := capture.FromTrace(page, l, tr, pageload.Provenance{Browser: b.Version(), At: time.Now().UTC()})
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab load: %v\n", err)
 		return 1

@@ -1,4 +1,4 @@
-package pageload_test
+package capture_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/pageload/capture"
 )
 
 // TestMatchWire pairs a trace's requests with a capture's streams on
@@ -27,7 +28,7 @@ func TestMatchWire(t *testing.T) {
 
 	epoch := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
 	at := func(ms float64) time.Time { return epoch.Add(time.Duration(ms * float64(time.Millisecond))) } // the capture's clock: the trace's + epoch
-	streams := []pageload.WireStream{
+	streams := []capture.WireStream{
 		{Request: at(1020.1), Last: at(1036.5)},
 		{Request: at(1038.3), Last: at(1062)},        // 5 ms before DevTools' end
 		{Request: at(1080.2), Last: at(1100.6)},      // the image
@@ -35,20 +36,20 @@ func TestMatchWire(t *testing.T) {
 	}
 	// Connection 1 is the resolver's: the lookup takes 5 ms on the wire,
 	// the connection 14 to the request (its first packet at 1006.1).
-	packets := []pageload.WirePacket{
+	packets := []capture.WirePacket{
 		{Conn: 1, At: at(990), Up: true}, // before navigation: not the page's
 		{Conn: 1, At: at(1000.5), Up: true}, {Conn: 1, At: at(1005.5)},
 		{Conn: 0, At: at(1006.1), Up: true}, {Conn: 0, At: at(1011)}, {Conn: 1, At: at(1012)}, {Conn: 0, At: at(1019.6)},
 		{Conn: 0, At: at(1020.1), Up: true}, {Conn: 0, At: at(1036.5)},
 	}
-	w := pageload.Wire{Streams: streams, Packets: packets}
-	require.Equal(t, 3, pageload.MatchWire(tr, w))
+	w := capture.Wire{Streams: streams, Packets: packets}
+	require.Equal(t, 3, capture.MatchWire(tr, w))
 	// The clocks' offset is known to the sends' agreement, tenths of a ms.
 	require.InDelta(t, 1062, js.WireEnd, 0.25)
 	require.InDelta(t, 1100.6, img.WireEnd, 0.25)
 	require.InDelta(t, 5+14, doc.WireSetup, 0.01)
 
-	g, err := pageload.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 111}, tr, pageload.Provenance{})
+	g, err := capture.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 111}, tr, pageload.Provenance{})
 	require.NoError(t, err)
 	require.Equal(t, 3, g.WireEnds())
 	require.InDelta(t, 62, g.Resources[1].WireEndMs, 0.25)
@@ -62,18 +63,18 @@ func TestMatchWire(t *testing.T) {
 		r.WireEnd = 0
 	}
 	streams[1].Last = at(1070)
-	require.Equal(t, 2, pageload.MatchWire(tr, w))
+	require.Equal(t, 2, capture.MatchWire(tr, w))
 	require.Zero(t, js.WireEnd)
 	// A page of one request: its one stream.
 	one := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Sent: 1000, WireSent: 1020, Finished: 1037, Size: 500}
-	require.Equal(t, 1, pageload.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{one}}, pageload.Wire{Streams: streams[:1]}))
+	require.Equal(t, 1, capture.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{one}}, capture.Wire{Streams: streams[:1]}))
 	require.InDelta(t, 1036.5, one.WireEnd, 0.25)
 	// The document asked in 0-RTT, with its connection's first packet:
 	// the lookup only.
 	early := &browser.TracedRequest{URL: "https://p.test/", Type: "Document", Sent: 1000, WireSent: 1006.2, Finished: 1030, Size: 500}
-	require.Equal(t, 1, pageload.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{early}}, pageload.Wire{
-		Streams: []pageload.WireStream{{Request: at(1006.1), Last: at(1029)}},
-		Packets: []pageload.WirePacket{{Conn: 1, At: at(1000.5), Up: true}, {Conn: 1, At: at(1005.5)}, {Conn: 0, At: at(1006.1), Up: true}, {Conn: 0, At: at(1021)}},
+	require.Equal(t, 1, capture.MatchWire(&browser.NetTrace{Requests: []*browser.TracedRequest{early}}, capture.Wire{
+		Streams: []capture.WireStream{{Request: at(1006.1), Last: at(1029)}},
+		Packets: []capture.WirePacket{{Conn: 1, At: at(1000.5), Up: true}, {Conn: 1, At: at(1005.5)}, {Conn: 0, At: at(1006.1), Up: true}, {Conn: 0, At: at(1021)}},
 	}))
 	require.InDelta(t, 5, early.WireSetup, 0.01)
 	// On a busy machine the document's DevTools send time drifts from its
@@ -83,15 +84,15 @@ func TestMatchWire(t *testing.T) {
 		r.WireEnd = 0
 	}
 	streams[1].Last = at(1062)
-	drift := []pageload.WireStream{{Request: at(1023.2), Last: at(1036.5)}, streams[1], streams[2]}
-	require.Equal(t, 3, pageload.MatchWire(tr, pageload.Wire{Streams: drift}))
+	drift := []capture.WireStream{{Request: at(1023.2), Last: at(1036.5)}, streams[1], streams[2]}
+	require.Equal(t, 3, capture.MatchWire(tr, capture.Wire{Streams: drift}))
 	require.InDelta(t, 1036.5, doc.WireEnd, 0.25)
 	for _, r := range tr.Requests {
 		r.WireEnd = 0
 	}
 	drift[0].Request, drift[1].Request = at(1020.1), at(1041.3)
-	require.Equal(t, 2, pageload.MatchWire(tr, pageload.Wire{Streams: drift}))
+	require.Equal(t, 2, capture.MatchWire(tr, capture.Wire{Streams: drift}))
 	require.Zero(t, js.WireEnd, "3 ms off: not the script's stream")
 	// Nothing near: nothing matched.
-	require.Zero(t, pageload.MatchWire(tr, pageload.Wire{Streams: []pageload.WireStream{{Request: at(5000), Last: at(5001)}}}))
+	require.Zero(t, capture.MatchWire(tr, capture.Wire{Streams: []capture.WireStream{{Request: at(5000), Last: at(5001)}}}))
 }

@@ -1,4 +1,4 @@
-package pageload
+package capture
 
 import (
 	"cmp"

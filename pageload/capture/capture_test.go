@@ -1,4 +1,4 @@
-package pageload_test
+package capture_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/pageload"
+	"github.com/doxlab/doxlab/pageload/capture"
 )
 
 // TestFromTrace builds a graph from a trace as DevTools reports a load:
@@ -31,7 +32,7 @@ func TestFromTrace(t *testing.T) {
 	late := &browser.TracedRequest{ID: "6", URL: "https://p.test/beacon", Type: "Ping", Initiator: "script", Sent: 1300}
 	data := &browser.TracedRequest{ID: "7", URL: "data:image/png;base64,AAAA", Type: "Image", Initiator: "parser", Sent: 1043}
 	tr := &browser.NetTrace{Requests: []*browser.TracedRequest{doc, css, data, js, font, img, inserted, late}, LoadEvent: 1175}
-	g, err := pageload.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 180}, tr, pageload.Provenance{Browser: "Chrome/1", At: time.Unix(0, 0)})
+	g, err := capture.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 180}, tr, pageload.Provenance{Browser: "Chrome/1", At: time.Unix(0, 0)})
 	require.NoError(t, err)
 	require.Len(t, g.Resources, 6)
 	want := []struct {
@@ -60,41 +61,6 @@ func TestFromTrace(t *testing.T) {
 	require.Equal(t, []string{"p.test", "cdn.test"}, g.Hosts())
 
 	img.Failed = "net::ERR_CONNECTION_REFUSED"
-	_, err = pageload.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK}, tr, pageload.Provenance{})
+	_, err = capture.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK}, tr, pageload.Provenance{})
 	require.ErrorContains(t, err, "c.png failed")
-}
-
-func TestGraphCheck(t *testing.T) {
-	for _, g := range []*pageload.Graph{
-		{Page: "x"},
-		{Page: "x", Resources: []pageload.Resource{{URL: "ftp://x/", Parent: -1}}},
-		{Page: "x", Resources: []pageload.Resource{{URL: "https://x/", Parent: -1}, {URL: "https://x/a", Parent: 1}}},
-		{Page: "x", Resources: []pageload.Resource{{URL: "https://x/", Parent: -1, Size: 10}, {URL: "https://x/a", Parent: 0, AfterBytes: 11}}},
-		{Page: "x", Resources: []pageload.Resource{{URL: "https://x/", Parent: -1}, {URL: "https://x/a", Parent: 0, GapMs: -1}}},
-	} {
-		require.Error(t, g.Check())
-	}
-}
-
-// TestMedianGraph chooses among loads of different network conditions by
-// the browser's own time, not by PLT: the slow network's load had the
-// median PLT, the fast one's the median browser time.
-func TestMedianGraph(t *testing.T) {
-	graph := func(plt, gap, onload float64) *pageload.Graph {
-		return &pageload.Graph{Page: "https://p.test/", PLTMs: plt, OnloadGapMs: onload, Resources: []pageload.Resource{
-			{URL: "https://p.test/", Parent: -1, GapMs: -1},
-			{URL: "https://p.test/a.js", Parent: 0, GapMs: gap},
-			{URL: "https://p.test/b.png", Parent: 1, GapMs: 2},
-			{URL: "https://p.test/c.png", Parent: 0, GapMs: 1},
-		}}
-	}
-	fast := graph(100, 10, 5)  // browser: -1+10+2+5 = 16 ms
-	slow := graph(150, 30, 10) // 41 ms
-	dns := graph(120, 2, 4)    // a slower lookup, the browser quick: 7 ms
-	require.InDelta(t, 16, fast.BrowserMs(), 1e-9)
-	m := pageload.MedianGraph([]*pageload.Graph{slow, dns, fast})
-	require.Equal(t, 100.0, m.PLTMs, "the median browser time's load")
-	require.Equal(t, 3, m.Captured.Loads)
-	require.Zero(t, fast.Captured.Loads, "the captures are left as they were")
-	require.Nil(t, pageload.MedianGraph(nil))
 }

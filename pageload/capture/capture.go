@@ -1,13 +1,17 @@
-package pageload
+// Package capture turns a traced Chromium load into the dependency graph
+// doxlab's page loader replays (pageload.Graph): the only part of the
+// page-load path that reads the browser's trace, so the loader itself
+// links no browser driver.
+package capture
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/pageload"
 )
 
 // FromTrace builds a page's dependency graph from a traced Chromium load
@@ -19,7 +23,7 @@ import (
 // octet's arrival where MatchWire found it, DevTools' end otherwise) to
 // the request. Requests made after the load event are left out: they are
 // not part of PLT.
-func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenance) (*Graph, error) {
+func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov pageload.Provenance) (*pageload.Graph, error) {
 	if l == nil || l.Status != browser.LoadOK {
 		why := "no load"
 		if l != nil {
@@ -47,7 +51,7 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 	// The document first; the rest in the order requested.
 	doc := reqs[root]
 	reqs = append([]*browser.TracedRequest{doc}, slices.Delete(reqs, root, root+1)...)
-	g := &Graph{Page: reqs[0].URL, Captured: prov, PLTMs: l.PLTMs}
+	g := &pageload.Graph{Page: reqs[0].URL, Captured: prov, PLTMs: l.PLTMs}
 	// The graph's times, like a replay's, count from the navigation's
 	// start. DevTools announces the document's request (Sent) about a ms
 	// later; the PLT, from navigation, less the load event's time from
@@ -60,7 +64,7 @@ func FromTrace(page string, l *browser.Load, tr *browser.NetTrace, prov Provenan
 	index := map[string]int{}
 	lastEnd := 0.0
 	for i, r := range reqs {
-		res := Resource{URL: r.URL, Type: r.Type, Priority: r.Priority, Parent: -1, Size: r.Size,
+		res := pageload.Resource{URL: r.URL, Type: r.Type, Priority: r.Priority, Parent: -1, Size: r.Size,
 			SentMs: round3(wireSent(r) - nav), EndMs: round3(r.Finished - nav)}
 		if r.WireEnd > 0 {
 			res.WireEndMs = round3(r.WireEnd - nav)
@@ -169,23 +173,5 @@ func wireSent(r *browser.TracedRequest) float64 {
 	return r.Sent + r.Held
 }
 
+// round3 rounds to the µs, as the loader's own times are.
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
-
-// MedianGraph is the graph whose captured load took the browser the
-// median time (BrowserMs; of an even number, the faster middle one):
-// one real load, its gaps consistent with one another, rather than a
-// blend. Chromium's own spread shows in single captures; choosing among
-// several steadies a replay. The loads may be of different network
-// conditions (the web experiment's traced loads of every DNS
-// configuration): their PLTs differ by the network, their browser time
-// only by the browser's speed. Its Captured.Loads says among how many.
-func MedianGraph(gs []*Graph) *Graph {
-	if len(gs) == 0 {
-		return nil
-	}
-	s := slices.Clone(gs)
-	slices.SortStableFunc(s, func(a, b *Graph) int { return cmp.Compare(a.BrowserMs(), b.BrowserMs()) })
-	m := *s[(len(s)-1)/2]
-	m.Captured.Loads = len(gs)
-	return &m
-}
