@@ -8,9 +8,7 @@ import (
 	"flag"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -311,17 +309,4 @@ func TestOpenNamesAFileThatIsNoStore(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("hello, this is not SQLite, but long enough to have a header of its own\n"), 0o644))
 	_, err := store.Open(context.Background(), p)
 	require.EqualError(t, err, p+" is not a doxlab store (not a SQLite database)")
-}
-
-// TestStoreRunsNothing: every package that stores anything imports the
-// store, so the store pulls in no browser, server or page loader, even
-// through another package (depguard sees direct imports only).
-func TestStoreRunsNothing(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	for _, pkg := range strings.Fields(string(out)) {
-		for _, bad := range []string{"chromedp", "doxlab/server", "doxlab/pageload", "doxlab/browser", "doxlab/web", "doxlab/corpus", "doxlab/experiment"} {
-			require.NotContains(t, pkg, bad, "the store depends on %s", pkg)
-		}
-	}
 }
