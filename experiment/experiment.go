@@ -113,7 +113,14 @@ type Info struct {
 	Quick string // what --quick runs
 	// Resumable experiments take --resume.
 	Resumable bool
-	New       func() Experiment // a config with its zero values
+	// Method is the version of the experiment's method, from 1, stored
+	// with each run: raised when what a run measures, or how, changes
+	// (a check added to a verdict, a sample's definition, a default of
+	// the design), so a store that mixes the two can say so; a code
+	// change that keeps the numbers keeps it. The experiment's README
+	// says what each version changed.
+	Method int
+	New    func() Experiment // a config with its zero values
 }
 
 var (
@@ -129,7 +136,27 @@ func Register(i Info) {
 	if slices.ContainsFunc(registry, func(r Info) bool { return r.Name == i.Name }) {
 		panic("experiment " + i.Name + " registered twice")
 	}
+	if i.Method < 1 {
+		panic("experiment " + i.Name + " declares no method version")
+	}
 	registry = append(registry, i)
+}
+
+// MethodOf is the method version of the experiment whose runs are of
+// kind ("experiment:web"); 0 for a kind no experiment registered.
+func MethodOf(kind string) int {
+	name, ok := strings.CutPrefix(kind, "experiment:")
+	if !ok {
+		return 0
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	for _, r := range registry {
+		if r.Name == name {
+			return r.Method
+		}
+	}
+	return 0
 }
 
 // SetOrder sets the order experiments are listed in (package all holds

@@ -123,8 +123,9 @@ func cmdName(prefix string) string {
 }
 
 // BeginRun records a run of an experiment, with its design (Env.Design)
-// in its spec. A resumed experiment continues its runs: the design must
-// be the one stored, unless Env.Force, which the run then records
+// in its spec and its method's version (Info.Method). A resumed
+// experiment continues its runs: the design and the method must be the
+// ones stored, unless Env.Force, which the run then records
 // (ForcedKind).
 func (e *Env) BeginRun(ctx context.Context, st *store.Store, runID, kind, profile string, spec map[string]any) error {
 	if e.Design != nil {
@@ -136,10 +137,24 @@ func (e *Env) BeginRun(ctx context.Context, st *store.Store, runID, kind, profil
 		return err
 	}
 	i := slices.IndexFunc(runs, func(r store.Run) bool { return r.ID == runID })
+	method := MethodOf(kind)
 	if i < 0 {
 		run := store.NewRun(kind, profile, spec)
-		run.ID = runID
+		run.ID, run.Method = runID, method
 		return st.BeginRun(ctx, run)
+	}
+	// A run goes on with the method it began with: its samples would
+	// otherwise mix two. A run from before methods were recorded (0) is
+	// of an unknown one, and goes on as designs do.
+	if was := runs[i].Method; was != 0 && was != method {
+		if !e.Force {
+			return fmt.Errorf("%w: run %s measured with method v%d, this doxlab's is v%d: begin a new experiment (or --force)", ErrMethodChanged, runID, was, method)
+		}
+		fmt.Fprintf(e.Log, "%s: resuming method v%d with v%d, as forced\n", runID, was, method)
+		diff := []string{fmt.Sprintf("method: v%d → v%d", was, method)}
+		if err := st.WriteResult(ctx, runID, ForcedKind, time.Now().UTC().Format(time.RFC3339Nano), time.Now(), map[string]any{"differences": diff, "stored_method": was, "method": method}); err != nil {
+			return err
+		}
 	}
 	var stored struct {
 		Design map[string]string `json:"design"`
@@ -157,6 +172,10 @@ func (e *Env) BeginRun(ctx context.Context, st *store.Store, runID, kind, profil
 	fmt.Fprintf(e.Log, "%s: resuming with a changed design, as forced: %s\n", runID, strings.Join(diff, "; "))
 	return st.WriteResult(ctx, runID, ForcedKind, time.Now().UTC().Format(time.RFC3339Nano), time.Now(), map[string]any{"differences": diff, "stored": stored.Design, "now": e.Design})
 }
+
+// ErrMethodChanged is resuming a run with a doxlab whose method for the
+// experiment is another version than the run's.
+var ErrMethodChanged = fmt.Errorf("the experiment's method changed")
 
 // ErrDesignChanged is resuming an experiment with other design flags
 // than it was begun with: its samples would mix two designs.

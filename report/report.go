@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,7 +151,7 @@ func Render(in Input, dir, title string) (*Report, error) {
 		}
 	}
 	if err := page.Execute(&b, map[string]any{"Title": title, "Summary": summary(in, rep), "Findings": rows, "Shared": shared, "Env": environment(in.Runs, in.Links), "Sections": rep.Sections, "Survey": rep.Survey,
-		"Links": in.Links, "Again": in.Again, "LinksFailed": failed, "MinSamples": experiment.MinSamples, "FontCSS": figure.FontCSS()}); err != nil {
+		"Links": in.Links, "Again": in.Again, "LinksFailed": failed, "MixedMethods": mixedMethods(in.Runs), "MinSamples": experiment.MinSamples, "FontCSS": figure.FontCSS()}); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(rep.HTML, b.Bytes(), 0o644); err != nil {
@@ -192,6 +193,9 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 <h1>{{.Title}}</h1>
 <p class="summary">{{.Summary}}</p>
 <p class="env">{{.Env}}</p>
+{{if .MixedMethods}}<div class="warn" id="mixed-methods"><b>Runs of two methods</b>: an experiment's method changed between these runs, and the report pools their samples. Report the runs of one method apart, or set them against each other (<code>doxlab report --compare</code>).<ul>
+{{range .MixedMethods}}<li>{{.}}</li>
+{{end}}</ul></div>{{end}}
 {{if .LinksFailed}}<div class="warn" id="links-failed"><b>{{len .LinksFailed}} link check(s) failed</b>: the emulated link of these runs did not hold its profile, so their results may be distorted (<a href="#links">all checks</a>).<ul>
 {{range .LinksFailed}}<li>{{.Run}} ({{.Profile}}, {{.When}} the run): {{.Why}}</li>
 {{end}}</ul></div>{{end}}
@@ -237,10 +241,80 @@ func environment(runs []store.Run, links []*experiment.LinkCheck) string {
 			last = r.StartedAt
 		}
 	}
-	return fmt.Sprintf("%d runs from %s to %s on %s (kernel %s), doxlab %s, %s; %s.", len(runs),
+	return fmt.Sprintf("%d runs from %s to %s on %s (kernel %s), doxlab %s, %s%s; %s.", len(runs),
 		first.UTC().Format("2006-01-02 15:04"), last.UTC().Format("2006-01-02 15:04 MST"),
 		set(func(r store.Run) string { return r.Hostname }), set(func(r store.Run) string { return r.Kernel }),
-		set(func(r store.Run) string { return r.DoxlabVersion }), set(func(r store.Run) string { return r.GoVersion }), fidelity(runs, links))
+		set(func(r store.Run) string { return r.DoxlabVersion }), set(func(r store.Run) string { return r.GoVersion }), methodsOf(runs), fidelity(runs, links))
+}
+
+// methodVersions counts each experiment's runs by method version (0:
+// not recorded), experiments in the runs' order.
+func methodVersions(runs []store.Run) (names []string, by map[string]map[int]int) {
+	by = map[string]map[int]int{}
+	for _, r := range runs {
+		name, ok := strings.CutPrefix(r.Kind, "experiment:")
+		if !ok {
+			continue
+		}
+		if by[name] == nil {
+			names = append(names, name)
+			by[name] = map[int]int{}
+		}
+		by[name][r.Method]++
+	}
+	return names, by
+}
+
+// version spells a method version.
+func version(v int) string {
+	if v == 0 {
+		return "v0 (not recorded)"
+	}
+	return fmt.Sprintf("v%d", v)
+}
+
+// methodsOf names the experiments' method versions for the environment
+// line: ", methods: dns-rtt v1, web v1 and v2".
+func methodsOf(runs []store.Run) string {
+	names, by := methodVersions(runs)
+	var out []string
+	for _, n := range names {
+		var vs []string
+		for _, v := range slices.Sorted(maps.Keys(by[n])) {
+			vs = append(vs, version(v))
+		}
+		out = append(out, n+" "+strings.Join(vs, " and "))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return ", methods: " + strings.Join(out, ", ")
+}
+
+// mixedMethods says, for each experiment whose runs were measured with
+// more than one method version, how many runs each: "web: 3 runs of
+// v1, 2 of v2".
+func mixedMethods(runs []store.Run) []string {
+	names, by := methodVersions(runs)
+	var out []string
+	for _, n := range names {
+		if len(by[n]) < 2 {
+			continue
+		}
+		var parts []string
+		for i, v := range slices.Sorted(maps.Keys(by[n])) {
+			switch {
+			case i > 0:
+				parts = append(parts, fmt.Sprintf("%d of %s", by[n][v], version(v)))
+			case by[n][v] == 1:
+				parts = append(parts, "1 run of "+version(v))
+			default:
+				parts = append(parts, fmt.Sprintf("%d runs of %s", by[n][v], version(v)))
+			}
+		}
+		out = append(out, n+": "+strings.Join(parts, ", "))
+	}
+	return out
 }
 
 // fidelity says what is known of the links the runs were measured on:

@@ -224,3 +224,27 @@ func TestTitleAndSummarySayWhatWhereWhen(t *testing.T) {
 	require.NotContains(t, page, "<details><summary>Table", "the key table is shown")
 	require.Contains(t, page, `<div class="table">`)
 }
+
+// TestMixedMethodsAreSaid: the header names each experiment's method
+// versions, and a store whose runs of one experiment mix versions (or
+// mix recorded and unrecorded ones) says so above the findings.
+func TestMixedMethodsAreSaid(t *testing.T) {
+	in := samples(t)
+	in.Runs = []store.Run{{ID: "e1-fiber", Kind: "experiment:dns-rtt", Method: 1}, {ID: "e2-fiber", Kind: "experiment:dns-rtt", Method: 1}}
+	rep, err := report.Render(in, t.TempDir(), "doxlab report: test")
+	require.NoError(t, err)
+	html, err := os.ReadFile(rep.HTML)
+	require.NoError(t, err)
+	require.Contains(t, string(html), "methods: dns-rtt v1;")
+	require.NotContains(t, string(html), `id="mixed-methods"`)
+
+	in.Runs = append(in.Runs, store.Run{ID: "e3-fiber", Kind: "experiment:dns-rtt", Method: 2}, store.Run{ID: "e0-fiber", Kind: "experiment:dns-rtt"},
+		store.Run{ID: "m", Kind: "measure"})
+	rep, err = report.Render(in, t.TempDir(), "doxlab report: test")
+	require.NoError(t, err)
+	html, err = os.ReadFile(rep.HTML)
+	require.NoError(t, err)
+	require.Contains(t, string(html), "methods: dns-rtt v0 (not recorded) and v1 and v2;")
+	require.Contains(t, string(html), "<li>dns-rtt: 1 run of v0 (not recorded), 2 of v1, 1 of v2</li>")
+	require.Less(t, strings.Index(string(html), `id="mixed-methods"`), strings.Index(string(html), `id="findings"`))
+}

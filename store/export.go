@@ -25,6 +25,7 @@ type Row struct {
 	Kind          string `parquet:"kind"`
 	Profile       string `parquet:"profile"`
 	DoxlabVersion string `parquet:"doxlab_version"`
+	Method        int64  `parquet:"method"` // the experiment's method version; 0: none recorded
 	Kernel        string `parquet:"kernel"`
 	Hostname      string `parquet:"hostname"`
 	// The vantage point a campaign's worker measured from (empty outside
@@ -393,6 +394,7 @@ func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []stri
 		}
 		run := runs[r.RunID]
 		r.Kind, r.Profile, r.DoxlabVersion, r.Kernel, r.Hostname = run.Kind, run.Profile, run.DoxlabVersion, run.Kernel, run.Hostname
+		r.Method = int64(run.Method)
 		for i, v := range x.fl {
 			*ptrs[i] = nil
 			if v.Valid {

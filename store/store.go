@@ -35,7 +35,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -48,7 +48,8 @@ var schema = []string{
 		kernel TEXT NOT NULL,
 		hostname TEXT NOT NULL,
 		profile TEXT NOT NULL,
-		spec TEXT NOT NULL
+		spec TEXT NOT NULL,
+		method INTEGER NOT NULL DEFAULT 0
 	)`,
 	`CREATE TABLE IF NOT EXISTS samples (
 		run_id TEXT NOT NULL REFERENCES runs(id),
@@ -122,15 +123,19 @@ const pageLoadsV4 = `CREATE TABLE IF NOT EXISTS page_loads (
 
 // Run describes one run and the environment it ran in.
 type Run struct {
-	ID            string          `json:"id"`
-	Kind          string          `json:"kind"` // measure, experiment:dns-rtt, ...
-	StartedAt     time.Time       `json:"started_at"`
-	DoxlabVersion string          `json:"doxlab_version"`
-	GoVersion     string          `json:"go_version"`
-	Kernel        string          `json:"kernel"`
-	Hostname      string          `json:"hostname"`
-	Profile       string          `json:"profile"` // testbed profile, or "" for real networks
-	Spec          json.RawMessage `json:"spec"`    // what was asked for, server config included
+	ID            string    `json:"id"`
+	Kind          string    `json:"kind"` // measure, experiment:dns-rtt, ...
+	StartedAt     time.Time `json:"started_at"`
+	DoxlabVersion string    `json:"doxlab_version"`
+	// Method is the version of the experiment's method the run measured
+	// with (experiment.Info.Method), schema 7; 0 for runs that are no
+	// experiment's and for those stored before methods were recorded.
+	Method    int             `json:"method,omitempty"`
+	GoVersion string          `json:"go_version"`
+	Kernel    string          `json:"kernel"`
+	Hostname  string          `json:"hostname"`
+	Profile   string          `json:"profile"` // testbed profile, or "" for real networks
+	Spec      json.RawMessage `json:"spec"`    // what was asked for, server config included
 }
 
 // NewID is a new run ID: the UTC start time and 64 random bits.
@@ -308,6 +313,9 @@ func (s *Store) upgrades(from int) []string {
 		}
 		return []string{`ALTER TABLE samples ADD COLUMN ` + sampleColumnsV6,
 			`UPDATE samples SET round = COALESCE((SELECT ` + round + ` FROM sample_raw r WHERE r.run_id = samples.run_id AND r.task_key = samples.task_key), 0)`}
+	case 6:
+		// Runs from before are of an unrecorded method: 0.
+		return []string{`ALTER TABLE runs ADD COLUMN method INTEGER NOT NULL DEFAULT 0`}
 	}
 	return nil
 }
@@ -420,8 +428,8 @@ type Execer interface {
 
 // BeginRunTx is BeginRun in a transaction.
 func (s *Store) BeginRunTx(ctx context.Context, ex Execer, r Run) error {
-	_, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO runs (id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec) VALUES (?,?,?,?,?,?,?,?,?)`),
-		r.ID, r.Kind, r.StartedAt.Format(time.RFC3339Nano), r.DoxlabVersion, r.GoVersion, r.Kernel, r.Hostname, r.Profile, string(r.Spec))
+	_, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO runs (id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method) VALUES (?,?,?,?,?,?,?,?,?,?)`),
+		r.ID, r.Kind, r.StartedAt.Format(time.RFC3339Nano), r.DoxlabVersion, r.GoVersion, r.Kernel, r.Hostname, r.Profile, string(r.Spec), r.Method)
 	if err != nil {
 		return fmt.Errorf("store: recording run: %w", err)
 	}
@@ -603,12 +611,12 @@ func (s *Store) keys(ctx context.Context, query, runID string, args ...any) (map
 
 // Runs lists the stored runs, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
-	return s.runs(ctx, `SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec FROM runs ORDER BY started_at, id`)
+	return s.runs(ctx, `SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method FROM runs ORDER BY started_at, id`)
 }
 
 // Run reads one run; one the store does not hold is ErrNoRun.
 func (s *Store) Run(ctx context.Context, id string) (Run, error) {
-	runs, err := s.runs(ctx, s.rebind(`SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec FROM runs WHERE id = ?`), id)
+	runs, err := s.runs(ctx, s.rebind(`SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method FROM runs WHERE id = ?`), id)
 	if err != nil {
 		return Run{}, err
 	}
@@ -628,7 +636,7 @@ func (s *Store) runs(ctx context.Context, query string, args ...any) ([]Run, err
 	for rows.Next() {
 		var r Run
 		var started, spec string
-		if err := rows.Scan(&r.ID, &r.Kind, &started, &r.DoxlabVersion, &r.GoVersion, &r.Kernel, &r.Hostname, &r.Profile, &spec); err != nil {
+		if err := rows.Scan(&r.ID, &r.Kind, &started, &r.DoxlabVersion, &r.GoVersion, &r.Kernel, &r.Hostname, &r.Profile, &spec, &r.Method); err != nil {
 			return nil, err
 		}
 		r.StartedAt, _ = time.Parse(time.RFC3339Nano, started)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,6 +258,15 @@ func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 	done, err := s.ResultsDone(ctx, "old", store.Kind("web-load"))
 	require.NoError(t, err)
 	require.Equal(t, map[string]bool{"fiber|wiki|udp": true}, done, "under their task keys, for a resumed run")
+	run, err := s.Run(ctx, "old")
+	require.NoError(t, err)
+	require.Zero(t, run.Method, "a run from before methods were recorded (schema 7)")
+	next := store.NewRun("experiment:web", "fiber", nil)
+	next.Method = 3
+	require.NoError(t, s.BeginRun(ctx, next))
+	run, err = s.Run(ctx, next.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, run.Method)
 }
 
 func TestUpgradeFromSchema1(t *testing.T) {
@@ -309,4 +319,39 @@ func TestOpenNamesAFileThatIsNoStore(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("hello, this is not SQLite, but long enough to have a header of its own\n"), 0o644))
 	_, err := store.Open(context.Background(), p)
 	require.EqualError(t, err, p+" is not a doxlab store (not a SQLite database)")
+}
+
+// TestRunsTable: 'export --table runs' has a row per run that every
+// other table's run_id joins to, with its experiment, method version and
+// the run that superseded it.
+func TestRunsTable(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	first := store.NewRun("experiment:web", "fiber", nil)
+	first.ID, first.Method = "web-x-fiber", 2
+	again := store.NewRun("experiment:web", "fiber", nil)
+	again.ID, again.Method = "web-x-fiber-again", 2
+	other := store.NewRun("measure", "", nil)
+	other.ID = "m"
+	for _, r := range []store.Run{first, again, other} {
+		require.NoError(t, s.BeginRun(ctx, r))
+	}
+	require.NoError(t, s.Supersede(ctx, first.ID, again.ID, "link check after: RTT error p99 1.4 ms"))
+	var runs *store.Export
+	for _, e := range store.Exports() {
+		if e.Table == "runs" {
+			runs = &e
+		}
+	}
+	require.NotNil(t, runs, "the runs table is registered")
+	var out bytes.Buffer
+	n, err := runs.Write(ctx, s, func(id string) bool { return id != "m" }, &out, store.CSV)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the runs keep accepts")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Equal(t, "run_id,kind,experiment,method,started_at,doxlab_version,go_version,kernel,hostname,profile,superseded_by", lines[0])
+	require.Regexp(t, `^web-x-fiber,experiment:web,web,2,.*,fiber,web-x-fiber-again$`, lines[1])
+	require.Regexp(t, `^web-x-fiber-again,experiment:web,web,2,.*,fiber,$`, lines[2])
 }

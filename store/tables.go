@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Export is a table results of one kind flatten to, for 'doxlab export
@@ -49,4 +50,54 @@ func Exports() []Export {
 	out := slices.Clone(exports)
 	slices.SortFunc(out, func(a, b Export) int { return strings.Compare(a.Table, b.Table) })
 	return out
+}
+
+// RunRow is a run as the runs table exports it: what every other table's
+// run_id joins to.
+type RunRow struct {
+	RunID      string    `parquet:"run_id"`
+	Kind       string    `parquet:"kind"`
+	Experiment string    `parquet:"experiment"` // of an experiment's run: dns-rtt, web, ...
+	Method     int64     `parquet:"method"`     // its method's version; 0: none recorded
+	StartedAt  time.Time `parquet:"started_at,timestamp(microsecond:utc)"`
+	Doxlab     string    `parquet:"doxlab_version"`
+	Go         string    `parquet:"go_version"`
+	Kernel     string    `parquet:"kernel"`
+	Hostname   string    `parquet:"hostname"`
+	Profile    string    `parquet:"profile"`
+	// SupersededBy is the run that measured this one again after a
+	// failed link check (analysis reads that one); empty otherwise.
+	SupersededBy string `parquet:"superseded_by"`
+}
+
+func init() {
+	RegisterExport("runs", "a row per run: its kind, experiment and method version, doxlab and Go versions, machine, profile, and the run that superseded it",
+		func(ctx context.Context, st *Store, keep func(string) bool, emit func(RunRow) error) error {
+			runs, err := st.Runs(ctx)
+			if err != nil {
+				return err
+			}
+			again, err := st.Supersessions(ctx, "")
+			if err != nil {
+				return err
+			}
+			by := map[string]string{}
+			for _, x := range again {
+				by[x.Run] = x.By
+			}
+			for _, r := range runs {
+				if !keep(r.ID) {
+					continue
+				}
+				exp, _ := strings.CutPrefix(r.Kind, "experiment:")
+				if exp == r.Kind {
+					exp = ""
+				}
+				if err := emit(RunRow{RunID: r.ID, Kind: r.Kind, Experiment: exp, Method: int64(r.Method), StartedAt: r.StartedAt.UTC(),
+					Doxlab: r.DoxlabVersion, Go: r.GoVersion, Kernel: r.Kernel, Hostname: r.Hostname, Profile: r.Profile, SupersededBy: by[r.ID]}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 }

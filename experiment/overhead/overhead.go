@@ -56,7 +56,7 @@ type Overhead struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "overhead", Quick: "the first 10 names",
+	experiment.Register(experiment.Info{Name: "overhead", Method: 1, Quick: "the first 10 names",
 		Doc: "bytes and packets per resolution by transport and connection\nmode, each octet attributed to a layer from a link capture",
 		New: func() experiment.Experiment { return new(Overhead) }})
 }

@@ -66,7 +66,11 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 			if b := by[r.ID]; b != "" {
 				note = "  superseded: measured again as " + b
 			}
-			fmt.Fprintf(stdout, "%s  %-22s %s  profile %-9s %s on %s (%s)%s\n", r.ID, r.Kind, r.StartedAt.Format("2006-01-02 15:04:05"), orDash(r.Profile), r.DoxlabVersion, r.Hostname, r.Kernel, note)
+			method := ""
+			if r.Method > 0 {
+				method = fmt.Sprintf(" method v%d", r.Method)
+			}
+			fmt.Fprintf(stdout, "%s  %-22s %s  profile %-9s %s%s on %s (%s)%s\n", r.ID, r.Kind, r.StartedAt.Format("2006-01-02 15:04:05"), orDash(r.Profile), r.DoxlabVersion, method, r.Hostname, r.Kernel, note)
 		}
 		return exitOK
 	}
