@@ -26,10 +26,11 @@ done
 mkdir -p "$WORK" dist/images
 # A store of the script's own, in vfs (no overlay module needed), and its
 # temporary blobs beside it rather than in a small /var/tmp or /tmp.
-b() { buildah --storage-driver vfs --root "$WORK/storage" --runroot "$WORK/run" "$@"; }
-export TMPDIR="$WORK/tmp"
-rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
-trap 'rm -rf "$TMPDIR"' EXIT
+# TMPDIR is buildah's alone: the chroot that installs the Chromium
+# image's packages must keep its own /tmp.
+b() { TMPDIR="$WORK/tmp" buildah --storage-driver vfs --root "$WORK/storage" --runroot "$WORK/run" "$@"; }
+rm -rf "$WORK/tmp" && mkdir -p "$WORK/tmp"
+trap 'rm -rf "$WORK/tmp"' EXIT
 # The store is a scratch space: every image goes out as an archive, so
 # what an earlier build (perhaps an interrupted one) left is removed. vfs
 # keeps a whole copy per layer, and the tags of every commit built here
