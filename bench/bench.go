@@ -203,8 +203,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return nil, err
 	}
 	if Lean(c) {
-		res := &Result{URL: c.URL, OpenLoop: true, Intended: c.Rate, Errors: map[string]int{}, Rcodes: map[string]int{}, OKRcodes: c.Answers.Rcodes(), answers: c.Answers,
-			Latency: newHist(), Service: newHist(), Handshake: newHist()}
+		res := newResult(c, true)
 		cpu0 := cpuTimes()
 		if err := runLean(ctx, c, res); err != nil {
 			return nil, err
@@ -229,153 +228,32 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			t.Close()
 		}
 	}()
-	res := &Result{URL: c.URL, OpenLoop: c.Rate > 0, Intended: c.Rate, Errors: map[string]int{}, Rcodes: map[string]int{}, OKRcodes: c.Answers.Rcodes(), answers: c.Answers,
-		Latency: newHist(), Service: newHist(), Handshake: newHist()}
-	var mu sync.Mutex
-	inFlight := 0
-	interval := newHist() // latencies since the last progress report
-	var start time.Time
-	record := func(rec *transport.Record, intended, called, done time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		inFlight--
-		st := transport.StatusError
-		if rec != nil {
-			st = rec.Status
-			if res.Protocol == "" {
-				res.Protocol = rec.Protocol
-			}
-		}
-		lat, svc := max(1, done.Sub(intended).Microseconds()), max(1, done.Sub(called).Microseconds())
-		var hs time.Duration
-		if rec != nil && !rec.Conn.Reused && rec.Timing.HandshakeMs > 0 {
-			hs = time.Duration(rec.Timing.HandshakeMs * float64(time.Millisecond))
-		}
-		rcode := ""
-		if rec != nil && st.HasResponse() {
-			rcode = rec.Rcode
-		}
-		if c.Keep {
-			s := Sample{At: intended.Sub(start), Latency: done.Sub(intended), Service: done.Sub(called), Handshake: hs, Status: st, Rcode: rcode}
-			if rec != nil {
-				s.Resumed, s.ZeroRTT = rec.Conn.TLSResumed, rec.Conn.Used0RTT
-			}
-			res.Samples = append(res.Samples, s)
-		}
-		if !res.count(st, rcode) {
-			return
-		}
-		res.Latency.RecordValue(lat)
-		res.Service.RecordValue(svc)
-		interval.RecordValue(lat)
-		if hs > 0 {
-			res.Handshake.RecordValue(max(1, hs.Microseconds()))
-		}
-	}
-	rng := rand.New(rand.NewPCG(c.Seed, 1))
-	var rngMu sync.Mutex
-	query := func() *dns.Msg {
-		rngMu.Lock()
-		q := c.Names[rng.IntN(len(c.Names))]
-		rngMu.Unlock()
-		m := new(dns.Msg)
-		m.SetQuestion(dns.Fqdn(q.Name), q.Type)
-		return m
-	}
+	r := &fullRun{c: c, trs: trs, res: newResult(c, c.Rate > 0), interval: newHist(), rng: rand.New(rand.NewPCG(c.Seed, 1))}
+	res := r.res
 	cpu0 := cpuTimes()
-	start = time.Now()
-	res.Start = start
-	end := start.Add(c.Duration)
+	r.start = time.Now()
+	res.Start = r.start
+	end := r.start.Add(c.Duration)
 	interrupted := ctx.Done() // as on the lean path: a query due before the end is sent
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	if c.Progress != nil {
-		stop := reportProgress(ctx, c, start, func(p *Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			p.snapshot(res.Sent, res, interval)
+		stop := reportProgress(ctx, c, r.start, func(p *Progress) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			p.snapshot(res.Sent, res, r.interval)
 		})
 		defer stop()
 	}
-	var wg sync.WaitGroup
-	exchange := func(i int, intended time.Time) {
-		called := time.Now()
-		rec, _ := trs[i%len(trs)].Exchange(context.Background(), query())
-		record(rec, intended, called, time.Now())
-	}
 	if c.Rate > 0 {
-		// Open loop: query i is due at start + i/Rate, whatever happened
-		// to the ones before it.
-		slots := make(chan struct{}, c.MaxInFlight)
-		interval := time.Duration(float64(time.Second) / c.Rate)
-	schedule:
-		for i := 0; i < c.MaxQueries; i++ {
-			due := start.Add(time.Duration(i) * interval)
-			if !due.Before(end) {
-				break
-			}
-			if d := time.Until(due); d > 0 {
-				select {
-				case <-time.After(d):
-				case <-interrupted:
-					break schedule
-				}
-			}
-			// Room now is taken first: a query whose timer fired past the
-			// end (a busy machine) found both cases ready, and select's
-			// coin dropped it 1 time in 2 (CI sent 399 of 400).
-			select {
-			case slots <- struct{}{}:
-			default:
-				select {
-				case slots <- struct{}{}: // waits while MaxInFlight are out
-				case <-ctx.Done():
-					break schedule
-				}
-			}
-			mu.Lock()
-			inFlight++
-			res.Sent++
-			res.MaxInFlightObserved = max(res.MaxInFlightObserved, inFlight)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				exchange(i, due)
-				<-slots
-			}()
-		}
+		r.openLoop(ctx, interrupted, end)
 	} else {
-		// Closed loop: each worker sends its next query when its last is
-		// answered; latency counts from the call.
-		var next sync.Mutex
-		n := 0
-		for w := range c.Workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					next.Lock()
-					if n >= c.MaxQueries {
-						next.Unlock()
-						return
-					}
-					n++
-					next.Unlock()
-					mu.Lock()
-					inFlight++
-					res.Sent++
-					res.MaxInFlightObserved = max(res.MaxInFlightObserved, inFlight)
-					mu.Unlock()
-					exchange(w, time.Now())
-				}
-			}()
-		}
+		r.closedLoop(ctx)
 	}
 	sendEnd := time.Now()
-	wg.Wait()
-	res.Elapsed = time.Since(start)
-	sendSpan := max(sendEnd.Sub(start), time.Millisecond)
+	r.wg.Wait()
+	res.Elapsed = time.Since(r.start)
+	sendSpan := max(sendEnd.Sub(r.start), time.Millisecond)
 	if !res.OpenLoop {
 		sendSpan = max(res.Elapsed, time.Millisecond)
 	}
@@ -384,6 +262,160 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	cpu1 := cpuTimes()
 	res.CPUUser, res.CPUSys = cpu1.user-cpu0.user, cpu1.sys-cpu0.sys
 	return res, nil
+}
+
+// newResult is an empty result of c's run.
+func newResult(c Config, openLoop bool) *Result {
+	return &Result{URL: c.URL, OpenLoop: openLoop, Intended: c.Rate, Errors: map[string]int{}, Rcodes: map[string]int{}, OKRcodes: c.Answers.Rcodes(), answers: c.Answers,
+		Latency: newHist(), Service: newHist(), Handshake: newHist()}
+}
+
+// fullRun is a run over doxlab's transports, with a record per query
+// (the lean path, runLean, has none).
+type fullRun struct {
+	c     Config
+	trs   []transport.Transport
+	start time.Time
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex // guards res, inFlight and interval
+	res      *Result
+	inFlight int
+	interval *hdrhistogram.Histogram // latencies since the last progress report
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+}
+
+// query is the next query, of a name drawn from the config's.
+func (r *fullRun) query() *dns.Msg {
+	r.rngMu.Lock()
+	q := r.c.Names[r.rng.IntN(len(r.c.Names))]
+	r.rngMu.Unlock()
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(q.Name), q.Type)
+	return m
+}
+
+// send counts a query as sent and in flight.
+func (r *fullRun) send() {
+	r.mu.Lock()
+	r.inFlight++
+	r.res.Sent++
+	r.res.MaxInFlightObserved = max(r.res.MaxInFlightObserved, r.inFlight)
+	r.mu.Unlock()
+}
+
+// exchange sends a query on connection i, due at intended, and records it.
+func (r *fullRun) exchange(i int, intended time.Time) {
+	called := time.Now()
+	rec, _ := r.trs[i%len(r.trs)].Exchange(context.Background(), r.query())
+	r.record(rec, intended, called, time.Now())
+}
+
+// record counts one query's outcome: latency from intended, service
+// time from called.
+func (r *fullRun) record(rec *transport.Record, intended, called, done time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.res
+	r.inFlight--
+	st := transport.StatusError
+	if rec != nil {
+		st = rec.Status
+		if res.Protocol == "" {
+			res.Protocol = rec.Protocol
+		}
+	}
+	lat, svc := max(1, done.Sub(intended).Microseconds()), max(1, done.Sub(called).Microseconds())
+	var hs time.Duration
+	if rec != nil && !rec.Conn.Reused && rec.Timing.HandshakeMs > 0 {
+		hs = time.Duration(rec.Timing.HandshakeMs * float64(time.Millisecond))
+	}
+	rcode := ""
+	if rec != nil && st.HasResponse() {
+		rcode = rec.Rcode
+	}
+	if r.c.Keep {
+		s := Sample{At: intended.Sub(r.start), Latency: done.Sub(intended), Service: done.Sub(called), Handshake: hs, Status: st, Rcode: rcode}
+		if rec != nil {
+			s.Resumed, s.ZeroRTT = rec.Conn.TLSResumed, rec.Conn.Used0RTT
+		}
+		res.Samples = append(res.Samples, s)
+	}
+	if !res.count(st, rcode) {
+		return
+	}
+	res.Latency.RecordValue(lat)
+	res.Service.RecordValue(svc)
+	r.interval.RecordValue(lat)
+	if hs > 0 {
+		res.Handshake.RecordValue(max(1, hs.Microseconds()))
+	}
+}
+
+// openLoop sends query i at start + i/Rate, whatever happened to the
+// ones before it, until end, MaxQueries or interrupted; at most
+// MaxInFlight are out at once.
+func (r *fullRun) openLoop(ctx context.Context, interrupted <-chan struct{}, end time.Time) {
+	slots := make(chan struct{}, r.c.MaxInFlight)
+	interval := time.Duration(float64(time.Second) / r.c.Rate)
+	for i := 0; i < r.c.MaxQueries; i++ {
+		due := r.start.Add(time.Duration(i) * interval)
+		if !due.Before(end) {
+			return
+		}
+		if d := time.Until(due); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-interrupted:
+				return
+			}
+		}
+		// Room now is taken first: a query whose timer fired past the
+		// end (a busy machine) found both cases ready, and select's
+		// coin dropped it 1 time in 2 (CI sent 399 of 400).
+		select {
+		case slots <- struct{}{}:
+		default:
+			select {
+			case slots <- struct{}{}: // waits while MaxInFlight are out
+			case <-ctx.Done():
+				return
+			}
+		}
+		r.send()
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.exchange(i, due)
+			<-slots
+		}()
+	}
+}
+
+// closedLoop runs Workers workers, each sending its next query when its
+// last is answered; latency counts from the call.
+func (r *fullRun) closedLoop(ctx context.Context) {
+	var next sync.Mutex
+	n := 0
+	for w := range r.c.Workers {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for ctx.Err() == nil {
+				next.Lock()
+				if n >= r.c.MaxQueries {
+					next.Unlock()
+					return
+				}
+				n++
+				next.Unlock()
+				r.send()
+				r.exchange(w, time.Now())
+			}
+		}()
+	}
 }
 
 // snapshot fills p from a run's counts and the latencies of its

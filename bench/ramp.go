@@ -3,6 +3,10 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -61,6 +65,31 @@ func Steps(ctx context.Context, c Config, rates []float64, b Bound) ([]Step, flo
 		held = r
 	}
 	return steps, held, nil
+}
+
+// ParseSteps reads the rates a stepped benchmark runs through: a
+// comma-separated list of positive rates.
+func ParseSteps(list string) ([]float64, error) {
+	var rates []float64
+	for _, f := range strings.Split(list, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(r > 0) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("%q is not a positive rate", f)
+		}
+		rates = append(rates, r)
+	}
+	return rates, nil
+}
+
+// ParseRamp reads START:LIMIT, the rates from START doubling up to LIMIT.
+func ParseRamp(ramp string) ([]float64, error) {
+	a, b, ok := strings.Cut(ramp, ":")
+	start, err1 := strconv.ParseFloat(a, 64)
+	limit, err2 := strconv.ParseFloat(b, 64)
+	if !ok || err1 != nil || err2 != nil || !(start > 0) || !(limit >= start) || math.IsInf(limit, 0) {
+		return nil, fmt.Errorf("want START:LIMIT, two positive rates, START first")
+	}
+	return Doubling(start, limit), nil
 }
 
 // Doubling is the rates from start doubling up to at most limit.

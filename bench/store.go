@@ -60,6 +60,24 @@ func Policy(opts transport.Options) string {
 	return "new"
 }
 
+// WithPolicy is opts under the connection policy named (Policy's
+// inverse): reuse keeps connections and pipelines; new opens one per
+// query; resumed and 0rtt do too, resuming TLS (and sending in 0-RTT).
+func WithPolicy(opts transport.Options, policy string) (transport.Options, error) {
+	opts.Reuse, opts.Session, opts.ZeroRTT = false, nil, false
+	switch policy {
+	case "reuse":
+		opts.Reuse = true
+	case "new":
+	case "resumed", "0rtt":
+		opts.Session = transport.NewSession(transport.SessionConfig{Tickets: true, Tokens: true, Versions: true})
+		opts.ZeroRTT = policy == "0rtt"
+	default:
+		return opts, fmt.Errorf("unknown connection policy %q (want reuse, new, resumed, 0rtt)", policy)
+	}
+	return opts, nil
+}
+
 // chunk is up to ChunkSize samples, one column per field, in µs.
 type chunk struct {
 	Key         string   `json:"key"`

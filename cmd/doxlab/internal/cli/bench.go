@@ -10,8 +10,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -74,16 +72,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	opts := transport.Options{Timeout: *timeout, Insecure: *insecure, HTTPVersion: *httpVersion}
-	switch *policy {
-	case "reuse":
-		opts.Reuse = true
-	case "new":
-	case "resumed", "0rtt":
-		opts.Session = transport.NewSession(transport.SessionConfig{Tickets: true, Tokens: true, Versions: true})
-		opts.ZeroRTT = *policy == "0rtt"
-	default:
-		return usage("unknown --policy %q (want reuse, new, resumed, 0rtt)", *policy)
+	opts, err := bench.WithPolicy(transport.Options{Timeout: *timeout, Insecure: *insecure, HTTPVersion: *httpVersion}, *policy)
+	if err != nil {
+		return usage("--policy: %v", err)
 	}
 	if *ca != "" {
 		pool, err := loadCA(*ca)
@@ -108,21 +99,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	case *steps != "" && *ramp != "":
 		return usage("--steps and --ramp exclude each other")
 	case *steps != "":
-		for _, f := range strings.Split(*steps, ",") {
-			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil || r <= 0 {
-				return usage("--steps: %q is not a positive rate", f)
-			}
-			rates = append(rates, r)
+		if rates, err = bench.ParseSteps(*steps); err != nil {
+			return usage("--steps: %v", err)
 		}
 	case *ramp != "":
-		a, b, ok := strings.Cut(*ramp, ":")
-		start, err1 := strconv.ParseFloat(a, 64)
-		limit, err2 := strconv.ParseFloat(b, 64)
-		if !ok || err1 != nil || err2 != nil || start <= 0 || limit < start {
-			return usage("--ramp wants START:LIMIT, two positive rates, START first")
+		if rates, err = bench.ParseRamp(*ramp); err != nil {
+			return usage("--ramp: %v", err)
 		}
-		rates = bench.Doubling(start, limit)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -140,30 +123,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	// The store opens before anything is sent, so an unreachable one
 	// fails fast; each benchmark is stored as it ends.
-	save := func(bench.Record, []bench.Sample) error { return nil }
-	if *storeDSN != "" {
-		st, err := store.Open(ctx, *storeDSN)
-		if err != nil {
-			fmt.Fprintf(stderr, "doxlab bench: %v\n", err)
-			return exitUsage
-		}
-		defer st.Close()
-		run := store.NewRun("bench", "", map[string]any{"args": args, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0)})
-		if err := st.BeginRun(ctx, run); err != nil {
-			fmt.Fprintf(stderr, "doxlab bench: %v\n", err)
-			return 1
-		}
-		defer fmt.Fprintf(stderr, "stored as run %s (doxlab report draws it)\n", run.ID)
-		save = func(rec bench.Record, samples []bench.Sample) error {
-			if *label != "" {
-				rec.Label = *label
-			}
-			// Store even when ctx was interrupted: what was measured stays.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			return bench.Save(sctx, st, run.ID, rec, samples)
-		}
+	save, closeStore, code := benchStore(ctx, *storeDSN, *label, args, stderr)
+	if code != exitOK {
+		return code
 	}
+	defer closeStore()
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab bench: --cpuprofile: %v\n", err)
@@ -198,13 +162,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 				json.NewEncoder(stdout).Encode(map[string]any{"url": u, "steps": st, "held_qps": held})
 				continue
 			}
-			fmt.Fprintf(stdout, "%s: steps of %s, held while p99 <= %s and loss <= %.2f%%\n", u, *duration, *p99, 100**maxLoss)
-			fmt.Fprintf(stdout, "%10s %10s %10s %8s %10s %10s %5s\n", "intended", "achieved", "answered", "lost", "p50 ms", "p99 ms", "held")
-			for _, x := range st {
-				lost := x.Sent - x.Answered
-				fmt.Fprintf(stdout, "%10.0f %10.0f %10.0f %8d %10.3f %10.3f %5v\n", x.IntendedQPS, x.AchievedQPS, x.AnsweredQPS, lost, x.Latency.P["50"], x.Latency.P["99"], x.Held)
-			}
-			fmt.Fprintf(stdout, "highest rate held: %.0f queries/s\n\n", held)
+			writeSteps(stdout, u, *duration, b, st, held)
 			continue
 		}
 		res, err := bench.Run(ctx, cfg)
@@ -230,6 +188,52 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exit
+}
+
+// benchStore opens the store at dsn (none: save keeps nothing) and
+// begins the run the benchmarks are saved in; closeStore closes it and
+// says where they went.
+func benchStore(ctx context.Context, dsn, label string, args []string, stderr io.Writer) (save func(bench.Record, []bench.Sample) error, closeStore func(), code int) {
+	save = func(bench.Record, []bench.Sample) error { return nil }
+	if dsn == "" {
+		return save, func() {}, exitOK
+	}
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab bench: %v\n", err)
+		return nil, nil, exitUsage
+	}
+	run := store.NewRun("bench", "", map[string]any{"args": args, "cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0)})
+	if err := st.BeginRun(ctx, run); err != nil {
+		st.Close()
+		fmt.Fprintf(stderr, "doxlab bench: %v\n", err)
+		return nil, nil, 1
+	}
+	save = func(rec bench.Record, samples []bench.Sample) error {
+		if label != "" {
+			rec.Label = label
+		}
+		// Store even when ctx was interrupted: what was measured stays.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		return bench.Save(sctx, st, run.ID, rec, samples)
+	}
+	return save, func() {
+		fmt.Fprintf(stderr, "stored as run %s (doxlab report draws it)\n", run.ID)
+		st.Close()
+	}, exitOK
+}
+
+// writeSteps prints a stepped benchmark's table and the highest rate
+// held.
+func writeSteps(stdout io.Writer, url string, each time.Duration, b bench.Bound, steps []bench.Step, held float64) {
+	fmt.Fprintf(stdout, "%s: steps of %s, held while p99 <= %s and loss <= %.2f%%\n", url, each, b.P99, 100*b.MaxLoss)
+	fmt.Fprintf(stdout, "%10s %10s %10s %8s %10s %10s %5s\n", "intended", "achieved", "answered", "lost", "p50 ms", "p99 ms", "held")
+	for _, x := range steps {
+		lost := x.Sent - x.Answered
+		fmt.Fprintf(stdout, "%10.0f %10.0f %10.0f %8d %10.3f %10.3f %5v\n", x.IntendedQPS, x.AchievedQPS, x.AnsweredQPS, lost, x.Latency.P["50"], x.Latency.P["99"], x.Held)
+	}
+	fmt.Fprintf(stdout, "highest rate held: %.0f queries/s\n\n", held)
 }
 
 // benchProgress reports a run's progress on w once a second: one line

@@ -59,12 +59,12 @@ func TestBench(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--policy", "sometimes", url}, `unknown --policy "sometimes"`},
+		{[]string{"--policy", "sometimes", url}, `--policy: unknown connection policy "sometimes"`},
 		{[]string{"--names", bad, url}, `bad.txt:2: unknown type "NOPE"`},
 		{[]string{"--rate", "-1", url}, "rate must not be negative"},
 		{[]string{"ftp://x"}, "ftp"},
 		{[]string{"--steps", "100,fast", url}, `--steps: "fast" is not a positive rate`},
-		{[]string{"--ramp", "900:100", url}, "--ramp wants START:LIMIT"},
+		{[]string{"--ramp", "900:100", url}, "--ramp: want START:LIMIT"},
 		{[]string{"--steps", "100", "--ramp", "1:2", url}, "exclude each other"},
 	} {
 		code, _, errOut := run(append([]string{"bench"}, c.args...)...)
