@@ -59,6 +59,16 @@ func (s *Store) SupersededBy(ctx context.Context, id string) (string, error) {
 	return "", err
 }
 
+// Superseders maps each superseded run to the run that replaced it.
+func (s *Store) Superseders(ctx context.Context) (map[string]string, error) {
+	all, err := s.Supersessions(ctx, "")
+	by := make(map[string]string, len(all))
+	for _, x := range all {
+		by[x.Run] = x.By
+	}
+	return by, err
+}
+
 // notSuperseded is SQL that leaves out the superseded runs, with its
 // arguments: nothing when there are none, as in most stores.
 func (s *Store) notSuperseded(ctx context.Context) (string, []any, error) {

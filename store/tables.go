@@ -77,13 +77,9 @@ func init() {
 			if err != nil {
 				return err
 			}
-			again, err := st.Supersessions(ctx, "")
+			by, err := st.Superseders(ctx)
 			if err != nil {
 				return err
-			}
-			by := map[string]string{}
-			for _, x := range again {
-				by[x.Run] = x.By
 			}
 			for _, r := range runs {
 				if !keep(r.ID) {

@@ -49,28 +49,8 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	}
 	defer st.Close()
 	if *list {
-		runs, err := st.Runs(ctx)
-		if err != nil {
+		if err := listRuns(ctx, st, stdout); err != nil {
 			return fail(1, "%v", err)
-		}
-		again, err := st.Supersessions(ctx, "")
-		if err != nil {
-			return fail(1, "%v", err)
-		}
-		by := map[string]string{}
-		for _, x := range again {
-			by[x.Run] = x.By
-		}
-		for _, r := range runs {
-			note := ""
-			if b := by[r.ID]; b != "" {
-				note = "  superseded: measured again as " + b
-			}
-			method := ""
-			if r.Method > 0 {
-				method = fmt.Sprintf(" method v%d", r.Method)
-			}
-			fmt.Fprintf(stdout, "%s  %-22s %s  profile %-9s %s%s on %s (%s)%s\n", r.ID, r.Kind, r.StartedAt.Format("2006-01-02 15:04:05"), orDash(r.Profile), r.DoxlabVersion, method, r.Hostname, r.Kernel, note)
 		}
 		return exitOK
 	}
@@ -152,6 +132,31 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab export: %d %s to %s\n", n, *table, *outPath)
 	}
 	return exitOK
+}
+
+// listRuns prints the stored runs, a line each, with the run that
+// superseded one.
+func listRuns(ctx context.Context, st *store.Store, stdout io.Writer) error {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	by, err := st.Superseders(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		note := ""
+		if b := by[r.ID]; b != "" {
+			note = "  superseded: measured again as " + b
+		}
+		method := ""
+		if r.Method > 0 {
+			method = fmt.Sprintf(" method v%d", r.Method)
+		}
+		fmt.Fprintf(stdout, "%s  %-22s %s  profile %-9s %s%s on %s (%s)%s\n", r.ID, r.Kind, r.StartedAt.Format("2006-01-02 15:04:05"), orDash(r.Profile), r.DoxlabVersion, method, r.Hostname, r.Kernel, note)
+	}
+	return nil
 }
 
 // closestVantage suggests the stored vantage point closest to name.

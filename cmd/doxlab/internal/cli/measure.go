@@ -141,6 +141,62 @@ type measureRun struct {
 // resumeCommand is the command that continues run id.
 func (mr measureRun) resumeCommand(id string) string { return continueHint(mr.args, id) }
 
+// beginOrContinue opens the store before anything is measured (an
+// unreachable store fails now, not after the first sample) and begins a
+// run of spec, or continues the one mr names, or for a campaign its
+// spec's last unfinished run: spec then skips the tasks stored. earlier
+// is how many samples the continued run holds.
+func (mr *measureRun) beginOrContinue(ctx context.Context, spec *measure.Spec, tasks int, stderr io.Writer) (st *store.Store, run store.Run, earlier int, err error) {
+	// A run to continue is in a store that exists: a mistyped one is not
+	// created.
+	if mr.runID != "" && !storeExists(mr.store) {
+		return nil, run, 0, fmt.Errorf("--run %s: no store at %s", mr.runID, mr.store)
+	}
+	opened, err := store.Open(ctx, mr.store)
+	if err != nil {
+		return nil, run, 0, err
+	}
+	defer func() { // returned with an error: closed here
+		if err != nil {
+			opened.Close()
+		}
+	}()
+	st = opened
+	if mr.runID == "" && mr.kind == "campaign" && !mr.fresh {
+		// Running the same campaign again continues its last run, and
+		// says so; a finished one is not re-opened unasked.
+		if mr.runID = lastRun(ctx, st, mr.kind, *spec); mr.runID != "" {
+			done, err := st.Done(ctx, mr.runID)
+			if err != nil {
+				return nil, run, 0, err
+			}
+			if len(done) >= tasks {
+				return nil, run, 0, fmt.Errorf("run %s of this spec is complete (%d samples); add --new to measure it again as a new run, or see it with: %s", mr.runID, len(done), reportHint(mr.store, mr.runID))
+			}
+			fmt.Fprintf(stderr, "doxlab campaign: this spec's run %s is unfinished (%d of %d tasks stored): continuing it (--new begins a new run)\n", mr.runID, len(done), tasks)
+		}
+	}
+	if mr.runID == "" {
+		run = store.NewRun(mr.kind, "", *spec)
+		if err := st.BeginRun(ctx, run); err != nil {
+			return nil, run, 0, err
+		}
+		fmt.Fprintf(stderr, "doxlab %s: run %s (continue it with: %s)\n", mr.kind, run.ID, mr.resumeCommand(run.ID))
+		return st, run, 0, nil
+	}
+	if err := knownRun(ctx, st, mr.runID, mr.kind); err != nil {
+		return nil, run, 0, err
+	}
+	done, err := st.Done(ctx, mr.runID)
+	if err != nil {
+		return nil, run, 0, err
+	}
+	spec.Skip = func(t measure.Task) bool { return done[store.TaskKey(t)] }
+	run.ID = mr.runID
+	fmt.Fprintf(stderr, "doxlab %s: continuing run %s (%d samples stored)\n", mr.kind, run.ID, len(done))
+	return st, run, len(done), nil
+}
+
 // runMeasurement runs a spec for 'measure' and 'campaign run': opens the
 // store first (failing fast), continues a run or begins one, writes each
 // sample as it is taken, shows progress and prints the summary.
@@ -163,50 +219,10 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 		return fail("%v", err)
 	}
 	if mr.store != "" {
-		// Open the store before measuring anything: an unreachable store
-		// fails now, not after the first sample. A run to continue is in
-		// a store that exists: a mistyped one is not created.
-		if mr.runID != "" && !storeExists(mr.store) {
-			return fail("--run %s: no store at %s", mr.runID, mr.store)
-		}
-		var err error
-		if st, err = store.Open(ctx, mr.store); err != nil {
+		if st, run, earlier, err = mr.beginOrContinue(ctx, &spec, len(tasks), stderr); err != nil {
 			return fail("%v", err)
 		}
 		defer st.Close()
-		if mr.runID == "" && mr.kind == "campaign" && !mr.fresh {
-			// Running the same campaign again continues its last run, and
-			// says so; a finished one is not re-opened unasked.
-			if mr.runID = lastRun(ctx, st, mr.kind, spec); mr.runID != "" {
-				done, err := st.Done(ctx, mr.runID)
-				if err != nil {
-					return fail("%v", err)
-				}
-				if len(done) >= len(tasks) {
-					fmt.Fprintf(stderr, "doxlab campaign: run %s of this spec is complete (%d samples); add --new to measure it again as a new run, or see it with: %s\n", mr.runID, len(done), reportHint(mr.store, mr.runID))
-					return exitUsage
-				}
-				fmt.Fprintf(stderr, "doxlab campaign: this spec's run %s is unfinished (%d of %d tasks stored): continuing it (--new begins a new run)\n", mr.runID, len(done), len(tasks))
-			}
-		}
-		if mr.runID != "" {
-			if err := knownRun(ctx, st, mr.runID, mr.kind); err != nil {
-				return fail("%v", err)
-			}
-			done, err := st.Done(ctx, mr.runID)
-			if err != nil {
-				return fail("%v", err)
-			}
-			spec.Skip = func(t measure.Task) bool { return done[store.TaskKey(t)] }
-			run.ID, earlier = mr.runID, len(done)
-			fmt.Fprintf(stderr, "doxlab %s: continuing run %s (%d samples stored)\n", mr.kind, run.ID, len(done))
-		} else {
-			run = store.NewRun(mr.kind, "", spec)
-			if err := st.BeginRun(ctx, run); err != nil {
-				return fail("%v", err)
-			}
-			fmt.Fprintf(stderr, "doxlab %s: run %s (continue it with: %s)\n", mr.kind, run.ID, mr.resumeCommand(run.ID))
-		}
 	}
 	var storeErr error
 	var out io.Writer

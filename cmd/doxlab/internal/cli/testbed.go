@@ -61,171 +61,230 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 		return testbedTrace(args[1:], stdout, stderr)
 	case "bloat":
 		return testbedBloat(args[1:], stdout, stderr)
-	case "up":
-		hosts := fs.String("hosts", "client,server", "comma-separated host names; the first one's link is shaped")
-		profile := fs.String("profile", "none", "profile of the first host's access link")
-		pcap := fs.String("pcap", "", "write HOST-up.pcap and HOST-down.pcap into `DIR`")
-		backend := fs.String("backend", "userspace", "link emulation: userspace (the emulator) or netem (sch_netem, where the kernel has it)")
-		var hostProfiles stringList
-		fs.Var(&hostProfiles, "host-profile", "`HOST=PROFILE` for another host's link (repeatable)")
-		lowLat := fs.Bool("low-latency", false, "keep every CPU from halting while the testbed runs (a SCHED_IDLE spinner per CPU, PM QoS 0 µs), for VMs slow to wake a halted vCPU; every CPU shows busy")
-		if _, code, ok := parseArgs(fs, args[1:]); !ok {
-			return code
-		}
-		spec := testbed.Spec{Name: *name, Hosts: strings.Split(*hosts, ","), Profile: *profile, PcapDir: *pcap, Backend: *backend, HostProfiles: map[string]string{}, LowLatency: *lowLat}
-		for _, hp := range hostProfiles {
-			h, p, ok := strings.Cut(hp, "=")
-			if !ok {
-				return fail(fmt.Errorf("--host-profile %q: want HOST=PROFILE", hp))
-			}
-			spec.HostProfiles[h] = p
-		}
-		return testbedUp(spec, stdout, stderr)
-	case "daemon": // internal: what 'up' starts in the background
-		spec := fs.String("spec", "", "")
-		fs.Parse(args[1:])
-		var s testbed.Spec
-		if err := json.Unmarshal([]byte(*spec), &s); err != nil {
-			fmt.Fprintf(stdout, "error: %v\n", err)
-			return 1
-		}
-		testbed.HoldGC() // this process only emulates
-		tb, err := testbed.Start(s)
-		if err != nil {
-			fmt.Fprintf(stdout, "error: %v\n", err)
-			return 1
-		}
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-		fmt.Fprintln(stdout, "ready")
-		<-sig
-		tb.Close()
-		return exitOK
-	case "down":
-		if _, code, ok := parseArgs(fs, args[1:]); !ok {
-			return code
-		}
-		if err := testbed.Down(*name); err != nil {
-			return fail(err)
-		}
-		// The emulator's log is kept only when it has something to say.
-		if fi, err := os.Stat(testbedLog(*name)); err == nil && fi.Size() == 0 {
-			os.Remove(testbedLog(*name))
-		}
-		fmt.Fprintf(stdout, "testbed %s is down\n", *name)
-		return exitOK
-	case "status":
-		asJSON := fs.Bool("json", false, "print JSON")
-		if _, code, ok := parseArgs(fs, args[1:]); !ok {
-			return code
-		}
-		named := false
-		fs.Visit(func(f *flag.Flag) { named = named || f.Name == "name" })
-		if named {
-			return testbedStatus(*name, *asJSON, stdout, stderr)
-		}
-		// Without --name: every testbed that is up.
-		names, err := testbed.Names()
-		if err != nil {
-			return fail(err)
-		}
-		if len(names) == 0 {
-			fmt.Fprintln(stdout, "no testbed is up")
-			return exitOK
-		}
-		code := exitOK
-		for _, n := range names {
-			code = max(code, testbedStatus(n, *asJSON, stdout, stderr))
-		}
-		return code
-	case "exec":
-		rest := args[1:]
-		i := slices.Index(rest, "--")
-		if i < 0 {
-			i = len(rest)
-		}
-		pos, err := parseInterleaved(fs, rest[:i])
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		if err != nil || len(pos) != 1 || i+1 >= len(rest) {
-			return fail(fmt.Errorf("want: exec [--name N] HOST -- CMD [ARGS]"))
-		}
-		st, err := testbed.Load(*name)
-		if err != nil {
-			return fail(fmt.Errorf("testbed %s is not up", *name))
-		}
-		if _, ok := st.NS[pos[0]]; !ok {
-			return fail(fmt.Errorf("no host %q in testbed %s (hosts: %s)", pos[0], *name, strings.Join(st.Spec.Hosts, ", ")))
-		}
-		cmd := st.Command(pos[0], rest[i+1:]...)
-		if stdout == os.Stdout && stderr == os.Stderr {
-			// Become the command, so signals (a shell's kill, Ctrl-C) reach
-			// it and nothing is orphaned.
-			if err := syscall.Exec(cmd.Path, cmd.Args, os.Environ()); err != nil {
-				return fail(err)
-			}
-		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-		if err := cmd.Run(); err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				return ee.ExitCode()
-			}
-			return fail(err)
-		}
-		return exitOK
-	case "profile":
-		host := fs.String("host", "", "host whose link to shape (default: the first host)")
-		pos, err := parseInterleaved(fs, args[1:])
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		if err != nil || len(pos) != 1 {
-			return fail(fmt.Errorf("want: profile [--name N] [--host HOST] PROFILE"))
-		}
-		p, err := testbed.LookupProfile(pos[0])
-		if err != nil {
-			return fail(err)
-		}
-		st, err := testbed.Load(*name)
-		if err != nil {
-			return fail(fmt.Errorf("testbed %s is not up", *name))
-		}
-		if *host == "" {
-			*host = st.Spec.Hosts[0]
-		}
-		if err := testbed.SetProfile(*name, *host, p); err != nil {
-			return fail(err)
-		}
-		fmt.Fprintf(stdout, "testbed %s: %s's link is now %s\n", *name, *host, p.Name)
-		return exitOK
-	case "check":
-		profiles := fs.String("profiles", strings.Join(testbed.ProfileNames(), ","), "profiles to check")
-		probes := fs.Int("probes", 300, "RTT probes per profile")
-		secs := fs.Duration("throughput", 2*time.Second, "throughput test per direction")
-		asJSON := fs.Bool("json", false, "print JSON lines")
-		load := fs.Int("cpu-load", 0, "keep `N` busy processes running during the check, as a browser would")
-		backend := fs.String("backend", "userspace", "userspace or netem")
-		lowLat := fs.Bool("low-latency", false, "keep every CPU from halting during the check, as testbed up --low-latency")
-		browserLoad := fs.Bool("browser-load", false, "keep headless Chromium loading the corpus pages during the check, in a host of its own")
-		if _, code, ok := parseArgs(fs, args[1:]); !ok {
-			return code
-		}
-		for range *load {
-			busy := exec.Command("sh", "-c", "while :; do :; done")
-			if busy.Start() == nil {
-				defer busy.Process.Kill()
-			}
-		}
-		spec := testbed.Spec{Name: *name + "-check", Backend: *backend, LowLatency: *lowLat}
-		if *browserLoad {
-			spec.Hosts = []string{"client", "server", "load"}
-		}
-		return testbedCheck(spec, strings.Split(*profiles, ","), *probes, *secs, *browserLoad, *asJSON, stdout, stderr)
+	}
+	if run, ok := testbedCommands[args[0]]; ok {
+		return run(&testbedCmd{fs: fs, name: name, args: args, stdout: stdout, stderr: stderr, fail: fail})
 	}
 	fmt.Fprintf(stderr, "doxlab testbed: unknown command %q\n%s", args[0], testbedUsage)
 	return exitUsage
+}
+
+// testbedCmd is what a testbed subcommand gets: its flag set (with
+// --name bound), the arguments (its name first), the outputs, and fail,
+// which prints an error with advice and returns 1.
+type testbedCmd struct {
+	fs             *flag.FlagSet
+	name           *string
+	args           []string
+	stdout, stderr io.Writer
+	fail           func(error) int
+}
+
+// testbedCommands are the subcommands of 'doxlab testbed' that share its
+// flag set; trace and bloat parse their own.
+var testbedCommands = map[string]func(*testbedCmd) int{
+	"up":      testbedUpCmd,
+	"daemon":  testbedDaemonCmd,
+	"down":    testbedDownCmd,
+	"status":  testbedStatusCmd,
+	"exec":    testbedExecCmd,
+	"profile": testbedProfileCmd,
+	"check":   testbedCheckCmd,
+}
+
+// testbedUpCmd is 'testbed up': the hosts, their profiles and the
+// emulator, in the background (testbedUp).
+func testbedUpCmd(c *testbedCmd) int {
+	fs, name, args, stdout, stderr, fail := c.fs, c.name, c.args, c.stdout, c.stderr, c.fail
+	hosts := fs.String("hosts", "client,server", "comma-separated host names; the first one's link is shaped")
+	profile := fs.String("profile", "none", "profile of the first host's access link")
+	pcap := fs.String("pcap", "", "write HOST-up.pcap and HOST-down.pcap into `DIR`")
+	backend := fs.String("backend", "userspace", "link emulation: userspace (the emulator) or netem (sch_netem, where the kernel has it)")
+	var hostProfiles stringList
+	fs.Var(&hostProfiles, "host-profile", "`HOST=PROFILE` for another host's link (repeatable)")
+	lowLat := fs.Bool("low-latency", false, "keep every CPU from halting while the testbed runs (a SCHED_IDLE spinner per CPU, PM QoS 0 µs), for VMs slow to wake a halted vCPU; every CPU shows busy")
+	if _, code, ok := parseArgs(fs, args[1:]); !ok {
+		return code
+	}
+	spec := testbed.Spec{Name: *name, Hosts: strings.Split(*hosts, ","), Profile: *profile, PcapDir: *pcap, Backend: *backend, HostProfiles: map[string]string{}, LowLatency: *lowLat}
+	for _, hp := range hostProfiles {
+		h, p, ok := strings.Cut(hp, "=")
+		if !ok {
+			return fail(fmt.Errorf("--host-profile %q: want HOST=PROFILE", hp))
+		}
+		spec.HostProfiles[h] = p
+	}
+	return testbedUp(spec, stdout, stderr)
+}
+
+// testbedDaemonCmd is internal: what 'up' starts in the background, the
+// emulator itself, until a signal ends it.
+func testbedDaemonCmd(c *testbedCmd) int {
+	fs, args, stdout := c.fs, c.args, c.stdout
+	spec := fs.String("spec", "", "")
+	fs.Parse(args[1:])
+	var s testbed.Spec
+	if err := json.Unmarshal([]byte(*spec), &s); err != nil {
+		fmt.Fprintf(stdout, "error: %v\n", err)
+		return 1
+	}
+	testbed.HoldGC() // this process only emulates
+	tb, err := testbed.Start(s)
+	if err != nil {
+		fmt.Fprintf(stdout, "error: %v\n", err)
+		return 1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	fmt.Fprintln(stdout, "ready")
+	<-sig
+	tb.Close()
+	return exitOK
+}
+
+// testbedDownCmd is 'testbed down': the testbed's namespaces removed.
+func testbedDownCmd(c *testbedCmd) int {
+	fs, name, args, stdout, fail := c.fs, c.name, c.args, c.stdout, c.fail
+	if _, code, ok := parseArgs(fs, args[1:]); !ok {
+		return code
+	}
+	if err := testbed.Down(*name); err != nil {
+		return fail(err)
+	}
+	// The emulator's log is kept only when it has something to say.
+	if fi, err := os.Stat(testbedLog(*name)); err == nil && fi.Size() == 0 {
+		os.Remove(testbedLog(*name))
+	}
+	fmt.Fprintf(stdout, "testbed %s is down\n", *name)
+	return exitOK
+}
+
+// testbedStatusCmd is 'testbed status': the named testbed, or every one up.
+func testbedStatusCmd(c *testbedCmd) int {
+	fs, name, args, stdout, stderr, fail := c.fs, c.name, c.args, c.stdout, c.stderr, c.fail
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, code, ok := parseArgs(fs, args[1:]); !ok {
+		return code
+	}
+	named := false
+	fs.Visit(func(f *flag.Flag) { named = named || f.Name == "name" })
+	if named {
+		return testbedStatus(*name, *asJSON, stdout, stderr)
+	}
+	// Without --name: every testbed that is up.
+	names, err := testbed.Names()
+	if err != nil {
+		return fail(err)
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(stdout, "no testbed is up")
+		return exitOK
+	}
+	code := exitOK
+	for _, n := range names {
+		code = max(code, testbedStatus(n, *asJSON, stdout, stderr))
+	}
+	return code
+}
+
+// testbedExecCmd is 'testbed exec HOST -- CMD': a command in a host.
+func testbedExecCmd(c *testbedCmd) int {
+	fs, name, args, stdout, stderr, fail := c.fs, c.name, c.args, c.stdout, c.stderr, c.fail
+	rest := args[1:]
+	i := slices.Index(rest, "--")
+	if i < 0 {
+		i = len(rest)
+	}
+	pos, err := parseInterleaved(fs, rest[:i])
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 1 || i+1 >= len(rest) {
+		return fail(fmt.Errorf("want: exec [--name N] HOST -- CMD [ARGS]"))
+	}
+	st, err := testbed.Load(*name)
+	if err != nil {
+		return fail(fmt.Errorf("testbed %s is not up", *name))
+	}
+	if _, ok := st.NS[pos[0]]; !ok {
+		return fail(fmt.Errorf("no host %q in testbed %s (hosts: %s)", pos[0], *name, strings.Join(st.Spec.Hosts, ", ")))
+	}
+	cmd := st.Command(pos[0], rest[i+1:]...)
+	if stdout == os.Stdout && stderr == os.Stderr {
+		// Become the command, so signals (a shell's kill, Ctrl-C) reach
+		// it and nothing is orphaned.
+		if err := syscall.Exec(cmd.Path, cmd.Args, os.Environ()); err != nil {
+			return fail(err)
+		}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		return fail(err)
+	}
+	return exitOK
+}
+
+// testbedProfileCmd is 'testbed profile PROFILE': a host's link reshaped
+// on a running testbed.
+func testbedProfileCmd(c *testbedCmd) int {
+	fs, name, args, stdout, fail := c.fs, c.name, c.args, c.stdout, c.fail
+	host := fs.String("host", "", "host whose link to shape (default: the first host)")
+	pos, err := parseInterleaved(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 1 {
+		return fail(fmt.Errorf("want: profile [--name N] [--host HOST] PROFILE"))
+	}
+	p, err := testbed.LookupProfile(pos[0])
+	if err != nil {
+		return fail(err)
+	}
+	st, err := testbed.Load(*name)
+	if err != nil {
+		return fail(fmt.Errorf("testbed %s is not up", *name))
+	}
+	if *host == "" {
+		*host = st.Spec.Hosts[0]
+	}
+	if err := testbed.SetProfile(*name, *host, p); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "testbed %s: %s's link is now %s\n", *name, *host, p.Name)
+	return exitOK
+}
+
+// testbedCheckCmd is 'testbed check': the emulator's fidelity per profile
+// on a testbed of its own.
+func testbedCheckCmd(c *testbedCmd) int {
+	fs, name, args, stdout, stderr := c.fs, c.name, c.args, c.stdout, c.stderr
+	profiles := fs.String("profiles", strings.Join(testbed.ProfileNames(), ","), "profiles to check")
+	probes := fs.Int("probes", 300, "RTT probes per profile")
+	secs := fs.Duration("throughput", 2*time.Second, "throughput test per direction")
+	asJSON := fs.Bool("json", false, "print JSON lines")
+	load := fs.Int("cpu-load", 0, "keep `N` busy processes running during the check, as a browser would")
+	backend := fs.String("backend", "userspace", "userspace or netem")
+	lowLat := fs.Bool("low-latency", false, "keep every CPU from halting during the check, as testbed up --low-latency")
+	browserLoad := fs.Bool("browser-load", false, "keep headless Chromium loading the corpus pages during the check, in a host of its own")
+	if _, code, ok := parseArgs(fs, args[1:]); !ok {
+		return code
+	}
+	for range *load {
+		busy := exec.Command("sh", "-c", "while :; do :; done")
+		if busy.Start() == nil {
+			defer busy.Process.Kill()
+		}
+	}
+	spec := testbed.Spec{Name: *name + "-check", Backend: *backend, LowLatency: *lowLat}
+	if *browserLoad {
+		spec.Hosts = []string{"client", "server", "load"}
+	}
+	return testbedCheck(spec, strings.Split(*profiles, ","), *probes, *secs, *browserLoad, *asJSON, stdout, stderr)
+
 }
 
 // testbedUp starts the emulator as a background process ('testbed daemon')
