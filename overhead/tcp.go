@@ -81,90 +81,110 @@ func (t *tcpConn) attribute(c *Conn, kl KeyLog) {
 // tlsLabels walks both directions' TLS records, decrypting TLS 1.3 with
 // the logged secrets, and labels every stream octet.
 func tlsLabels(data [2][]byte, kl KeyLog, app string) (labels [2][]Layer, decrypted bool) {
-	for d := range 2 {
-		labels[d] = make([]Layer, len(data[d]))
-		fill(labels[d], 0, len(data[d]), Undecrypted)
-	}
-	random := clientRandom(data[0])
-	cs, ok := suites[serverCipher(data[1])]
-	secrets := kl[hex.EncodeToString(random)]
-	keys := [2][2]*aeadKeys{}
-	if ok && secrets != nil {
-		names := [2][2]string{{"CLIENT_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0"}, {"SERVER_HANDSHAKE_TRAFFIC_SECRET", "SERVER_TRAFFIC_SECRET_0"}}
-		for d := range 2 {
-			for e := range 2 {
-				if s := secrets[names[d][e]]; s != nil {
-					keys[d][e] = newKeys(cs, s, false)
-				}
-			}
-		}
-		decrypted = keys[0][0] != nil && keys[1][1] != nil
-	}
+	keys, decrypted := tlsKeys(data, kl)
 	for d := range 2 {
 		b := data[d]
-		epoch, seq := 0, uint64(0)
-		hs := &hsParser{}
-		var appBytes []byte
-		var appPos []int
+		t := &tlsDirection{labels: make([]Layer, len(b)), keys: keys[d], hs: &hsParser{}}
+		fill(t.labels, 0, len(b), Undecrypted)
 		for off := 0; off+5 <= len(b); {
 			typ, n := b[off], int(b[off+3])<<8|int(b[off+4])
 			end := min(off+5+n, len(b))
-			fill(labels[d], off, off+5, TLS)
-			content := b[off+5 : end]
+			fill(t.labels, off, off+5, TLS)
 			switch typ {
 			case 22: // cleartext handshake: ClientHello, ServerHello
-				hs.feed(labels[d], content, off+5)
-			case 20: // ChangeCipherSpec, for middleboxes
-				fill(labels[d], off+5, end, TLS)
+				t.hs.feed(t.labels, b[off+5:end], off+5)
 			case 23:
-				// The handshake epoch first, then the application one;
-				// each direction moves on after its Finished.
-				var plain []byte
-				if k := keys[d][epoch]; k != nil {
-					if p, err := k.aead.Open(nil, k.nonce(seq), content, b[off:off+5]); err == nil {
-						plain, seq = p, seq+1
-					}
-				}
-				if k := keys[d][1]; plain == nil && epoch == 0 && k != nil {
-					if p, err := k.aead.Open(nil, k.nonce(0), content, b[off:off+5]); err == nil {
-						plain, epoch, seq = p, 1, 1
-					}
-				}
-				if plain == nil {
-					break // stays undecrypted
-				}
-				i := len(plain) - 1
-				for i >= 0 && plain[i] == 0 {
-					i--
-				}
-				if i < 0 {
-					fill(labels[d], off+5, end, TLS)
-					break
-				}
-				inner := plain[i]
-				fill(labels[d], off+5+i, end, TLS) // content type, padding, AEAD tag
-				switch inner {
-				case 22:
-					hs.feed(labels[d], plain[:i], off+5)
-				case 23:
-					appBytes = append(appBytes, plain[:i]...)
-					for j := range i {
-						appPos = append(appPos, off+5+j)
-					}
-				default:
-					fill(labels[d], off+5, off+5+i, TLS)
-				}
-			default:
-				fill(labels[d], off+5, end, TLS)
+				t.protected(b, off, end)
+			default: // ChangeCipherSpec (for middleboxes), alerts
+				fill(t.labels, off+5, end, TLS)
 			}
 			off = end
 		}
-		al := appLabels(app, d, appBytes)
-		for j, l := range al {
-			labels[d][appPos[j]] = l
+		for j, l := range appLabels(app, d, t.appBytes) {
+			t.labels[t.appPos[j]] = l
 		}
+		labels[d] = t.labels
 	}
 	return labels, decrypted
+}
+
+// tlsKeys are each direction's handshake and application keys from the
+// key log, and whether both directions' can be opened.
+func tlsKeys(data [2][]byte, kl KeyLog) (keys [2][2]*aeadKeys, decrypted bool) {
+	cs, ok := suites[serverCipher(data[1])]
+	secrets := kl[hex.EncodeToString(clientRandom(data[0]))]
+	if !ok || secrets == nil {
+		return keys, false
+	}
+	names := [2][2]string{{"CLIENT_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0"}, {"SERVER_HANDSHAKE_TRAFFIC_SECRET", "SERVER_TRAFFIC_SECRET_0"}}
+	for d := range 2 {
+		for e := range 2 {
+			if s := secrets[names[d][e]]; s != nil {
+				keys[d][e] = newKeys(cs, s, false)
+			}
+		}
+	}
+	return keys, keys[0][0] != nil && keys[1][1] != nil
+}
+
+// tlsDirection labels one direction's records as it walks them.
+type tlsDirection struct {
+	labels []Layer
+	keys   [2]*aeadKeys // handshake, application
+	epoch  int
+	seq    uint64
+	hs     *hsParser
+	// The application data, decrypted, and where each octet was.
+	appBytes []byte
+	appPos   []int
+}
+
+// open decrypts a protected record: in the handshake epoch first, then
+// the application one; each direction moves on after its Finished. nil
+// when no key opens it.
+func (t *tlsDirection) open(hdr, content []byte) []byte {
+	if k := t.keys[t.epoch]; k != nil {
+		if p, err := k.aead.Open(nil, k.nonce(t.seq), content, hdr); err == nil {
+			t.seq++
+			return p
+		}
+	}
+	if k := t.keys[1]; t.epoch == 0 && k != nil {
+		if p, err := k.aead.Open(nil, k.nonce(0), content, hdr); err == nil {
+			t.epoch, t.seq = 1, 1
+			return p
+		}
+	}
+	return nil
+}
+
+// protected labels the record of b from off to end, of outer type
+// application data, by its inner content type.
+func (t *tlsDirection) protected(b []byte, off, end int) {
+	plain := t.open(b[off:off+5], b[off+5:end])
+	if plain == nil {
+		return // stays undecrypted
+	}
+	i := len(plain) - 1
+	for i >= 0 && plain[i] == 0 {
+		i--
+	}
+	if i < 0 {
+		fill(t.labels, off+5, end, TLS)
+		return
+	}
+	fill(t.labels, off+5+i, end, TLS) // content type, padding, AEAD tag
+	switch plain[i] {
+	case 22:
+		t.hs.feed(t.labels, plain[:i], off+5)
+	case 23:
+		t.appBytes = append(t.appBytes, plain[:i]...)
+		for j := range i {
+			t.appPos = append(t.appPos, off+5+j)
+		}
+	default:
+		fill(t.labels, off+5, off+5+i, TLS)
+	}
 }
 
 // hsParser labels handshake messages that may span records:
