@@ -257,43 +257,12 @@ func LoadCampaign(path string) (*Campaign, error) {
 	}
 	var c Campaign
 	f := specfile.Decode(path, b, &c)
-	// Each check adds its error and goes on, so that one pass names them
-	// all; a field whose shape was wrong is not checked again.
-	bad := func(field, format string, a ...any) {
-		if !f.Failed(field) {
-			f.Bad(field, format, a...)
-		}
-	}
+	check := &campaignCheck{c: &c, f: f}
+	bad := check.bad
 	if err := CheckLabel(c.Name); err != nil {
 		bad("name", "%v", err)
 	}
-	seen := map[string]bool{}
-	for i, v := range c.Vantages {
-		at := fmt.Sprintf("vantages[%d]", i+1)
-		if err := CheckVantageName(v.Name); err != nil {
-			bad(at+".name", "%v", err)
-		}
-		for field, s := range map[string]string{"location": v.Location, "network": v.Network, "address": v.Address} {
-			if err := CheckLabel(s); err != nil {
-				bad(at+"."+field, "%v", err)
-			}
-		}
-		if seen[v.Name] {
-			bad(at+".name", "%q named twice", v.Name)
-		}
-		seen[v.Name] = true
-		for k, t := range v.Targets {
-			if err := CheckTarget(t); err != nil {
-				bad(fmt.Sprintf("%s.targets[%d]", at, k+1), "%q: %v", t, err)
-			}
-		}
-		if v.ASN < 0 {
-			bad(at+".asn", "negative")
-		}
-		if err := c.Reachable(v.Targets); err != nil {
-			bad(at+".targets", "%v", err)
-		}
-	}
+	check.vantages()
 	ownTargets := len(c.Vantages) > 0 && !slices.ContainsFunc(c.Vantages, func(v CampaignVantage) bool { return len(v.Targets) == 0 && v.TargetsFile == "" })
 	if len(c.Targets) == 0 && c.TargetsFile == "" && !ownTargets && !f.Failed("vantages") {
 		bad("targets", "no targets (give targets or targets_file)")
@@ -323,6 +292,84 @@ func LoadCampaign(path string) (*Campaign, error) {
 			bad("query.name", "bad name %q", c.Query.Name)
 		}
 	}
+	check.numbers()
+	if c.TLS.CA != "" {
+		if _, err := os.Stat(c.TLS.CA); err != nil {
+			bad("tls.ca", "%v", err)
+		}
+	}
+	if err := CheckLabel(c.Contact); err != nil {
+		bad("contact", "%v", err)
+	}
+	if _, err := blocklist.Read(c.Blocklist...); err != nil {
+		bad("blocklist", "%v", err)
+	}
+	if _, err := blocklist.Read(c.OptOut...); err != nil {
+		bad("opt_out", "%v", err)
+	}
+	if _, err := blocklist.ParseAllow(c.AllowSpecial); err != nil {
+		bad("allow_special", "%v", err)
+	}
+	if err := c.Reachable(c.Targets); err != nil && !f.Failed("allow_special") {
+		bad("targets", "%v", err)
+	}
+	check.pages()
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// campaignCheck checks a decoded campaign: each check adds its error
+// and goes on, so that one pass names them all; a field whose shape was
+// wrong is not checked again.
+type campaignCheck struct {
+	c *Campaign
+	f *specfile.File
+}
+
+func (k *campaignCheck) bad(field, format string, a ...any) {
+	if !k.f.Failed(field) {
+		k.f.Bad(field, format, a...)
+	}
+}
+
+// vantages checks each vantage point: its name (once), labels, ASN and
+// targets.
+func (k *campaignCheck) vantages() {
+	c, bad := k.c, k.bad
+	seen := map[string]bool{}
+	for i, v := range c.Vantages {
+		at := fmt.Sprintf("vantages[%d]", i+1)
+		if err := CheckVantageName(v.Name); err != nil {
+			bad(at+".name", "%v", err)
+		}
+		for field, s := range map[string]string{"location": v.Location, "network": v.Network, "address": v.Address} {
+			if err := CheckLabel(s); err != nil {
+				bad(at+"."+field, "%v", err)
+			}
+		}
+		if seen[v.Name] {
+			bad(at+".name", "%q named twice", v.Name)
+		}
+		seen[v.Name] = true
+		for k, t := range v.Targets {
+			if err := CheckTarget(t); err != nil {
+				bad(fmt.Sprintf("%s.targets[%d]", at, k+1), "%q: %v", t, err)
+			}
+		}
+		if v.ASN < 0 {
+			bad(at+".asn", "negative")
+		}
+		if err := c.Reachable(v.Targets); err != nil {
+			bad(at+".targets", "%v", err)
+		}
+	}
+}
+
+// numbers checks the counts, rates and durations, rounds with every.
+func (k *campaignCheck) numbers() {
+	c, f, bad := k.c, k.f, k.bad
 	if c.Repeat < 0 {
 		bad("repeat", "negative")
 	}
@@ -351,26 +398,11 @@ func LoadCampaign(path string) (*Campaign, error) {
 	case c.Rounds > 1 && len(c.Vantages) == 0 && !f.Failed("vantages"):
 		bad("rounds", "rounds are planned for workers: name the vantages (campaign plan), or run one round here")
 	}
-	if c.TLS.CA != "" {
-		if _, err := os.Stat(c.TLS.CA); err != nil {
-			bad("tls.ca", "%v", err)
-		}
-	}
-	if err := CheckLabel(c.Contact); err != nil {
-		bad("contact", "%v", err)
-	}
-	if _, err := blocklist.Read(c.Blocklist...); err != nil {
-		bad("blocklist", "%v", err)
-	}
-	if _, err := blocklist.Read(c.OptOut...); err != nil {
-		bad("opt_out", "%v", err)
-	}
-	if _, err := blocklist.ParseAllow(c.AllowSpecial); err != nil {
-		bad("allow_special", "%v", err)
-	}
-	if err := c.Reachable(c.Targets); err != nil && !f.Failed("allow_special") {
-		bad("targets", "%v", err)
-	}
+}
+
+// pages checks a page-load campaign's pages section.
+func (k *campaignCheck) pages() {
+	c, bad := k.c, k.bad
 	if p := c.Pages; p != nil {
 		if len(c.Conditions) > 0 {
 			bad("conditions", "page loads take no conditions (pages.stub says what the stub keeps)")
@@ -393,10 +425,6 @@ func LoadCampaign(path string) (*Campaign, error) {
 			bad("contact", "a page-load campaign says who measures: give contact (a URL or mail address, sent in the User-Agent)")
 		}
 	}
-	if err := f.Err(); err != nil {
-		return nil, err
-	}
-	return &c, nil
 }
 
 // MaxTarget is the longest target accepted, in octets: room for any
