@@ -162,70 +162,14 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 	defer closeAll()
 	ip := tb.IPs["server"]
 	var keyLog lockedBuffer
-	var windows []window
-	octets := map[string]int{}
-	c.Plan(len(c.Certs) * len(c.Transports) * len(c.Modes))
-	for _, cert := range c.Certs {
-		certFile, keyFile, n, err := experiment.WriteChain(dir, cert, c.LargeCertOctets)
-		if err != nil {
-			return "", err
-		}
-		octets[cert] = n
-		srv, err := experiment.StartServer(tb, &server.Config{
-			Listen:  server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},
-			Answers: server.Answers{Any: "192.0.2.1"}, TLS: server.TLS{Cert: certFile, Key: keyFile}})
-		if err != nil {
-			return "", err
-		}
-		for _, t := range c.Transports {
-			for _, m := range c.Modes {
-				if err := ctx.Err(); err != nil {
-					srv.Close()
-					return "", err
-				}
-				w := window{cert: cert, transport: t, mode: m, from: time.Now()}
-				if err := c.resolve(ctx, tb, ip, t, m, &keyLog); err != nil {
-					srv.Close()
-					return "", fmt.Errorf("%s %s: %w", t, m, err)
-				}
-				time.Sleep(300 * time.Millisecond) // closing handshakes land in the window
-				w.to = time.Now()
-				windows = append(windows, w)
-				fmt.Fprintf(c.Log, "overhead: cert %s, %s, %s connection: %d names\n", cert, t, m, len(c.Names))
-				c.Advance(1)
-			}
-		}
-		srv.Close()
+	windows, octets, err := c.measureAll(ctx, tb, dir, ip, &keyLog)
+	if err != nil {
+		return "", err
 	}
 	if err := tb.Close(); err != nil { // flushes the captures; closeAll closes it no more
 		return "", err
 	}
-	var raws []layers.Raw
-	for _, f := range []string{"client-up.pcap", "client-down.pcap"} {
-		r, err := layers.ReadPcap(filepath.Join(dir, "pcap", f))
-		if err != nil {
-			return "", err
-		}
-		raws = append(raws, r...)
-	}
-	if c.Keep != "" {
-		if err := os.MkdirAll(c.Keep, 0o755); err != nil {
-			return "", err
-		}
-		for _, f := range []string{"client-up.pcap", "client-down.pcap"} {
-			b, err := os.ReadFile(filepath.Join(dir, "pcap", f))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(c.Keep, f), b, 0o644)
-			}
-			if err != nil {
-				return "", err
-			}
-		}
-		if err := os.WriteFile(filepath.Join(c.Keep, "keys.log"), keyLog.Bytes(), 0o600); err != nil {
-			return "", err
-		}
-	}
-	kl, err := layers.ReadKeyLog(bytes.NewReader(keyLog.Bytes()))
+	raws, kl, err := c.readCapture(dir, keyLog.Bytes())
 	if err != nil {
 		return "", err
 	}
@@ -242,6 +186,89 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 		"modes": c.Modes, "certs": octets, "names": len(c.Names), "key_share": c.KeyShare}); err != nil {
 		return expID, err
 	}
+	return expID, c.storeConns(ctx, st, runID, conns, windows, octets)
+}
+
+// measureAll resolves every name over each transport and mode with
+// each certificate, the client's link captured, and returns the time
+// window of each combination and each certificate chain's octets.
+func (c *Overhead) measureAll(ctx context.Context, tb *testbed.Testbed, dir, ip string, keyLog *lockedBuffer) ([]window, map[string]int, error) {
+	var windows []window
+	octets := map[string]int{}
+	c.Plan(len(c.Certs) * len(c.Transports) * len(c.Modes))
+	for _, cert := range c.Certs {
+		certFile, keyFile, n, err := experiment.WriteChain(dir, cert, c.LargeCertOctets)
+		if err != nil {
+			return nil, nil, err
+		}
+		octets[cert] = n
+		srv, err := experiment.StartServer(tb, &server.Config{
+			Listen:  server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},
+			Answers: server.Answers{Any: "192.0.2.1"}, TLS: server.TLS{Cert: certFile, Key: keyFile}})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, t := range c.Transports {
+			for _, m := range c.Modes {
+				if err := ctx.Err(); err != nil {
+					srv.Close()
+					return nil, nil, err
+				}
+				w := window{cert: cert, transport: t, mode: m, from: time.Now()}
+				if err := c.resolve(ctx, tb, ip, t, m, keyLog); err != nil {
+					srv.Close()
+					return nil, nil, fmt.Errorf("%s %s: %w", t, m, err)
+				}
+				time.Sleep(300 * time.Millisecond) // closing handshakes land in the window
+				w.to = time.Now()
+				windows = append(windows, w)
+				fmt.Fprintf(c.Log, "overhead: cert %s, %s, %s connection: %d names\n", cert, t, m, len(c.Names))
+				c.Advance(1)
+			}
+		}
+		srv.Close()
+	}
+	return windows, octets, nil
+}
+
+// readCapture reads the client link's capture and the key log, and keeps
+// copies of both in c.Keep when asked.
+func (c *Overhead) readCapture(dir string, keyLog []byte) ([]layers.Raw, layers.KeyLog, error) {
+	var raws []layers.Raw
+	for _, f := range []string{"client-up.pcap", "client-down.pcap"} {
+		r, err := layers.ReadPcap(filepath.Join(dir, "pcap", f))
+		if err != nil {
+			return nil, nil, err
+		}
+		raws = append(raws, r...)
+	}
+	if c.Keep != "" {
+		if err := os.MkdirAll(c.Keep, 0o755); err != nil {
+			return nil, nil, err
+		}
+		for _, f := range []string{"client-up.pcap", "client-down.pcap"} {
+			b, err := os.ReadFile(filepath.Join(dir, "pcap", f))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(c.Keep, f), b, 0o644)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(c.Keep, "keys.log"), keyLog, 0o600); err != nil {
+			return nil, nil, err
+		}
+	}
+	kl, err := layers.ReadKeyLog(bytes.NewReader(keyLog))
+	if err != nil {
+		return nil, nil, err
+	}
+	return raws, kl, nil
+}
+
+// storeConns stores each captured connection that carried resolutions,
+// labelled with the window (certificate, transport, mode) it began in.
+func (c *Overhead) storeConns(ctx context.Context, st *store.Store, runID string, conns []*layers.Conn, windows []window, octets map[string]int) error {
 	index := map[window]int{}
 	for _, cn := range conns {
 		if len(cn.Packets) == 0 {
@@ -264,10 +291,10 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 		}
 		index[*w]++
 		if err := st.WriteResult(ctx, runID, KindConn, fmt.Sprintf("%s|%s|%s|%04d", w.cert, w.transport, w.mode, oc.Index), t0, oc); err != nil {
-			return expID, err
+			return err
 		}
 	}
-	return expID, nil
+	return nil
 }
 
 // resolve sends every name over one transport in one mode from inside the
