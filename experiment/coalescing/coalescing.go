@@ -221,20 +221,9 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	all, err := corpus.Extract(filepath.Join(dir, "pages"))
+	chosen, err := c.choosePages(dir)
 	if err != nil {
 		return "", err
-	}
-	chosen, err := corpus.Select(all, c.Pages)
-	if err != nil {
-		return "", err
-	}
-	for _, p := range chosen {
-		for _, m := range c.DNS {
-			if p.MultiOrigin() && (m == Emulated || Coalesced(m)) {
-				return "", fmt.Errorf("page %s loads from %d origins on servers other than the resolver: DNS mode %s needs the page on the resolver's server; give DNS transports", p.Name, len(p.Origins), m)
-			}
-		}
 	}
 	place := pages.Placements[c.Placement]
 	servers := place.Hosts(chosen)
@@ -272,18 +261,7 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	spec := map[string]any{"server": srv.Config(), "servers": srvs.Configs(), "placement": place, "pages": c.Pages, "dns": c.DNS, "h3": c.H3, "settings": c.Settings, "https_records": c.HTTPSRecords, "origins": c.Origins, "repeat": c.Repeat, "seed": seed,
 		"graphs": e.provenance()}
 	n := 0
-	perProfile := 0
-	for range c.Pages {
-		for range c.DNS {
-			for _, h3 := range c.H3 {
-				if h3 == "1rtt" {
-					perProfile += c.Repeat // one SETTINGS variant
-				} else {
-					perProfile += len(c.Settings) * c.Repeat
-				}
-			}
-		}
-	}
+	perProfile := c.loadsPerProfile()
 	c.Plan(perProfile * len(profiles))
 	err = c.EachProfile(ctx, st, tb, expID, "experiment:coalescing", profiles, spec, func(p testbed.Profile, runID string) error {
 		done, err := st.ResultsDone(ctx, runID, Kind)
@@ -294,53 +272,108 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 		// loader keeps no state a load does not renew: tickets, the
 		// remembered SETTINGS), the cells in random order.
 		c.Advance(len(done))
-		var cells [][]Task
-		for _, page := range c.Pages {
-			for _, mode := range c.DNS {
-				for _, h3 := range c.H3 {
-					for _, set := range c.Settings {
-						if h3 == "1rtt" && set != c.Settings[0] {
-							continue // a 1-RTT load has the SETTINGS before it sends: one variant
-						}
-						var cell []Task
-						for rep := range c.Repeat {
-							if t := (Task{p.Name, page, mode, h3, set, rep}); !done[t.Key()] {
-								cell = append(cell, t)
-							}
-						}
-						if len(cell) > 0 {
-							cells = append(cells, cell)
-						}
-					}
-				}
-			}
-		}
+		cells := c.cells(p.Name, done)
 		rng.Shuffle(len(cells), func(i, j int) { cells[i], cells[j] = cells[j], cells[i] })
-		ok, all := 0, 0
-		for _, cell := range cells {
-			for s := range e.cell(ctx, cell, max(5*time.Millisecond, p.RTT())) {
-				if err := st.WriteResult(ctx, runID, Kind, s.Key(), s.Start, s); err != nil {
-					return err
-				}
-				c.Advance(1)
-				n++
-				all++
-				if s.Status == "ok" {
-					ok++
-				} else {
-					fmt.Fprintf(c.Log, "coalescing: %s: %s %s\n", s.Key(), s.Status, s.Error)
-				}
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(c.Log, "coalescing: %s: %d/%d loads ok\n", p.Name, ok, all)
-		return nil
+		loaded, err := e.measureCells(ctx, p.Name, runID, cells, max(5*time.Millisecond, p.RTT()))
+		n += loaded
+		return err
 	})
 	el := time.Since(started)
 	fmt.Fprintf(c.Log, "%.1f measured page loads per minute (each after a warm-up load): %d in %.0f s, testbed start included\n", float64(n)/el.Minutes(), n, el.Seconds())
 	return expID, err
+}
+
+// choosePages extracts the corpus into dir and selects the config's
+// pages; a page over several origins cannot take a DNS mode that puts its
+// lookups on the resolver's own connection.
+func (c *Coalescing) choosePages(dir string) ([]corpus.Page, error) {
+	all, err := corpus.Extract(filepath.Join(dir, "pages"))
+	if err != nil {
+		return nil, err
+	}
+	chosen, err := corpus.Select(all, c.Pages)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range chosen {
+		for _, m := range c.DNS {
+			if p.MultiOrigin() && (m == Emulated || Coalesced(m)) {
+				return nil, fmt.Errorf("page %s loads from %d origins on servers other than the resolver: DNS mode %s needs the page on the resolver's server; give DNS transports", p.Name, len(p.Origins), m)
+			}
+		}
+	}
+	return chosen, nil
+}
+
+// loadsPerProfile is how many loads a profile's run measures: a 1-RTT
+// load has one SETTINGS variant, the others one per setting.
+func (c *Coalescing) loadsPerProfile() int {
+	n := 0
+	for range c.Pages {
+		for range c.DNS {
+			for _, h3 := range c.H3 {
+				if h3 == "1rtt" {
+					n += c.Repeat // one SETTINGS variant
+				} else {
+					n += len(c.Settings) * c.Repeat
+				}
+			}
+		}
+	}
+	return n
+}
+
+// cells are the profile's tasks not done yet, a cell per page, DNS mode,
+// handshake and SETTINGS variant, its repetitions together.
+func (c *Coalescing) cells(profile string, done map[string]bool) [][]Task {
+	var cells [][]Task
+	for _, page := range c.Pages {
+		for _, mode := range c.DNS {
+			for _, h3 := range c.H3 {
+				for _, set := range c.Settings {
+					if h3 == "1rtt" && set != c.Settings[0] {
+						continue // a 1-RTT load has the SETTINGS before it sends: one variant
+					}
+					var cell []Task
+					for rep := range c.Repeat {
+						if t := (Task{profile, page, mode, h3, set, rep}); !done[t.Key()] {
+							cell = append(cell, t)
+						}
+					}
+					if len(cell) > 0 {
+						cells = append(cells, cell)
+					}
+				}
+			}
+		}
+	}
+	return cells
+}
+
+// measureCells measures each cell in turn and stores each load as it
+// comes; it returns how many loads it measured.
+func (e *env) measureCells(ctx context.Context, profile, runID string, cells [][]Task, settle time.Duration) (n int, err error) {
+	c, st := e.c, e.st
+	ok := 0
+	for _, cell := range cells {
+		for s := range e.cell(ctx, cell, settle) {
+			if err := st.WriteResult(ctx, runID, Kind, s.Key(), s.Start, s); err != nil {
+				return n, err
+			}
+			c.Advance(1)
+			n++
+			if s.Status == "ok" {
+				ok++
+			} else {
+				fmt.Fprintf(c.Log, "coalescing: %s: %s %s\n", s.Key(), s.Status, s.Error)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+	}
+	fmt.Fprintf(c.Log, "coalescing: %s: %d/%d loads ok\n", profile, ok, n)
+	return n, nil
 }
 
 // provenance says where each page's graph comes from, for the run's spec.
