@@ -68,26 +68,10 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 	firstBy := time.Now().Add(lim.HandshakeTimeout)
 	c.SetDeadline(firstBy)
 	if secure {
-		base.Transport = "dot"
-		alpn := []string{"dot"}
-		if s.cfg.TLS.NoDoTALPN {
-			alpn = nil
-		}
-		tc := tls.Server(c, dotALPN(s.tcpTLS(alpn...)))
-		start := time.Now()
-		if err := tc.Handshake(); err != nil {
-			s.record(&Record{Kind: "conn", Transport: "dot", Listener: name, Remote: base.Remote, Local: base.Local, Error: err.Error()})
-			reason := ReasonHandshake
-			if isTimeout(err) {
-				reason = ReasonSlow
-			}
-			s.refuse(name, "dot", c.RemoteAddr(), reason, err.Error())
+		tc, ok := s.dotHandshake(name, c, &base)
+		if !ok {
 			return
 		}
-		tlsFacts(&base, tc.ConnectionState())
-		conn := base
-		conn.Kind, conn.HandshakeMs = "conn", ms(time.Since(start))
-		s.record(&conn)
 		c = tc
 	}
 	// Answers go through one buffer: a query answered inline while more
@@ -212,6 +196,33 @@ func (s *Server) serveStreamConn(name string, c net.Conn, secure bool, sl *slot)
 			}
 		}()
 	}
+}
+
+// dotHandshake runs DoT's TLS handshake on c and records the connection
+// (or refuses it: a handshake that failed or was too slow); base gets
+// the connection's TLS facts for its queries' records.
+func (s *Server) dotHandshake(name string, c net.Conn, base *Record) (*tls.Conn, bool) {
+	base.Transport = "dot"
+	alpn := []string{"dot"}
+	if s.cfg.TLS.NoDoTALPN {
+		alpn = nil
+	}
+	tc := tls.Server(c, dotALPN(s.tcpTLS(alpn...)))
+	start := time.Now()
+	if err := tc.Handshake(); err != nil {
+		s.record(&Record{Kind: "conn", Transport: "dot", Listener: name, Remote: base.Remote, Local: base.Local, Error: err.Error()})
+		reason := ReasonHandshake
+		if isTimeout(err) {
+			reason = ReasonSlow
+		}
+		s.refuse(name, "dot", c.RemoteAddr(), reason, err.Error())
+		return nil, false
+	}
+	tlsFacts(base, tc.ConnectionState())
+	conn := *base
+	conn.Kind, conn.HandshakeMs = "conn", ms(time.Since(start))
+	s.record(&conn)
+	return tc, true
 }
 
 // quickAck has the kernel acknowledge what it has received at once

@@ -143,26 +143,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		if rates != nil {
 			b := bench.Bound{P99: *p99, MaxLoss: *maxLoss}
-			st, held, err := bench.Steps(ctx, cfg, rates, b)
-			endProgress()
-			for j, x := range st {
-				rec := bench.NewRecord(fmt.Sprintf("%d.%d", i, j), cfg, x.Result, j)
-				rec.Bound, rec.Held = &b, x.Held
-				if err := save(rec, x.Result.Samples); err != nil {
-					fmt.Fprintf(stderr, "doxlab bench: %s: %v\n", u, err)
-					exit = 1
-				}
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "doxlab bench: %s: %v\n", u, err)
-				exit = 1
-				continue
-			}
-			if *asJSON {
-				json.NewEncoder(stdout).Encode(map[string]any{"url": u, "steps": st, "held_qps": held})
-				continue
-			}
-			writeSteps(stdout, u, *duration, b, st, held)
+			exit = max(exit, benchSteps(ctx, benchURL{i: i, url: u, cfg: cfg, save: save, endProgress: endProgress, json: *asJSON, stdout: stdout, stderr: stderr}, rates, b))
 			continue
 		}
 		res, err := bench.Run(ctx, cfg)
@@ -187,6 +168,44 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			exit = 1
 		}
 	}
+	return exit
+}
+
+// benchURL is one URL's benchmark: its index among the URLs, its
+// config, where it is saved and printed.
+type benchURL struct {
+	i              int
+	url            string
+	cfg            bench.Config
+	save           func(bench.Record, []bench.Sample) error
+	endProgress    func() // before anything is printed
+	json           bool
+	stdout, stderr io.Writer
+}
+
+// benchSteps runs b's steps through rates until one does not hold the
+// bound, saves every step and prints them; an exit code.
+func benchSteps(ctx context.Context, b benchURL, rates []float64, bound bench.Bound) int {
+	exit := exitOK
+	steps, held, err := bench.Steps(ctx, b.cfg, rates, bound)
+	b.endProgress()
+	for j, x := range steps {
+		rec := bench.NewRecord(fmt.Sprintf("%d.%d", b.i, j), b.cfg, x.Result, j)
+		rec.Bound, rec.Held = &bound, x.Held
+		if err := b.save(rec, x.Result.Samples); err != nil {
+			fmt.Fprintf(b.stderr, "doxlab bench: %s: %v\n", b.url, err)
+			exit = 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(b.stderr, "doxlab bench: %s: %v\n", b.url, err)
+		return 1
+	}
+	if b.json {
+		json.NewEncoder(b.stdout).Encode(map[string]any{"url": b.url, "steps": steps, "held_qps": held})
+		return exit
+	}
+	writeSteps(b.stdout, b.url, b.cfg.Duration, bound, steps, held)
 	return exit
 }
 

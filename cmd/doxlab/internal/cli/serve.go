@@ -75,6 +75,34 @@ func answersSaid(a server.Answers) string {
 	return strings.Join(what, "; ")
 }
 
+// sayServing prints each listener with the URL that reaches it, what it
+// answers, ODoH and ECH when on, and the certificate's SPKI.
+func sayServing(stderr io.Writer, srv *server.Server, cfg *server.Config) {
+	for _, name := range server.ListenerNames {
+		if a := srv.Addr(name); a != nil {
+			fmt.Fprintf(stderr, "doxlab serve: %-7s %-21s %s\n", name, a, listenerURL(name, a.String(), cfg.DoHPath))
+		}
+	}
+	fmt.Fprintf(stderr, "doxlab serve: answers: %s\n", answersSaid(cfg.Answers))
+	if o := cfg.ODoH; o.Target || o.Proxy {
+		fmt.Fprintf(stderr, "doxlab serve: oblivious DoH on %s: target %s, proxy %s (to %s)\n", cfg.DoHPath, yn(o.Target), yn(o.Proxy), strings.Join(o.ProxyTargets, ", "))
+	}
+	if e := cfg.Web.ECH; e.PublicName != "" {
+		fmt.Fprintf(stderr, "doxlab serve: ECH on the web listener, public name %s\n", e.PublicName)
+	}
+	fmt.Fprintf(stderr, "doxlab serve: certificate SPKI %s (clients: --ca with the file --cert-out writes, or --insecure)\n", srv.SPKI())
+}
+
+// writeReady writes the server's listeners and SPKI to path as JSON,
+// whole and then renamed: a waiter never reads half of it.
+func writeReady(path string, srv *server.Server) error {
+	b, _ := json.Marshal(srv.Ready())
+	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}
+
 func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -200,26 +228,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer srv.Close()
-	for _, name := range server.ListenerNames {
-		if a := srv.Addr(name); a != nil {
-			fmt.Fprintf(stderr, "doxlab serve: %-7s %-21s %s\n", name, a, listenerURL(name, a.String(), cfg.DoHPath))
-		}
-	}
-	fmt.Fprintf(stderr, "doxlab serve: answers: %s\n", answersSaid(cfg.Answers))
-	if o := cfg.ODoH; o.Target || o.Proxy {
-		fmt.Fprintf(stderr, "doxlab serve: oblivious DoH on %s: target %s, proxy %s (to %s)\n", cfg.DoHPath, yn(o.Target), yn(o.Proxy), strings.Join(o.ProxyTargets, ", "))
-	}
-	if e := cfg.Web.ECH; e.PublicName != "" {
-		fmt.Fprintf(stderr, "doxlab serve: ECH on the web listener, public name %s\n", e.PublicName)
-	}
-	fmt.Fprintf(stderr, "doxlab serve: certificate SPKI %s (clients: --ca with the file --cert-out writes, or --insecure)\n", srv.SPKI())
+	sayServing(stderr, srv, cfg)
 	if readyFile != "" {
-		// Written whole, then renamed: a waiter never reads half of it.
-		b, _ := json.Marshal(srv.Ready())
-		if err := os.WriteFile(readyFile+".tmp", b, 0o644); err != nil {
-			return fail(err)
-		}
-		if err := os.Rename(readyFile+".tmp", readyFile); err != nil {
+		if err := writeReady(readyFile, srv); err != nil {
 			return fail(err)
 		}
 	}
