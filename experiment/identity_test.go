@@ -64,7 +64,7 @@ func TestResumeRefusesAnotherDesign(t *testing.T) {
 // the forced resume is recorded; a run from before methods were
 // recorded (0) goes on.
 func TestResumeRefusesAnotherMethod(t *testing.T) {
-	Register(Info{Name: "method-test", Method: 2, New: func() Experiment { return nil }})
+	Register(Info{Name: "method-test", Method: 2, Measures: "m", Reproduces: "r", New: func() Experiment { return nil }})
 	t.Cleanup(func() { // the registry is the binary's: leave it as found
 		registryMu.Lock()
 		defer registryMu.Unlock()
@@ -112,6 +112,6 @@ func TestResumeRefusesAnotherMethod(t *testing.T) {
 // programming error, found when the binary starts.
 func TestRegisterNeedsAMethod(t *testing.T) {
 	require.PanicsWithValue(t, "experiment no-method declares no method version", func() {
-		Register(Info{Name: "no-method", New: func() Experiment { return nil }})
+		Register(Info{Name: "no-method", Measures: "m", Reproduces: "r", New: func() Experiment { return nil }})
 	})
 }

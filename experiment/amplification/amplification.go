@@ -51,7 +51,10 @@ type Amplification struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "amplification", Method: 1, Resumable: true, Quick: "5 handshakes per cell",
+	experiment.Register(experiment.Info{Name: "amplification", Method: 1,
+		Measures:   "DoQ handshakes against QUIC's 3× amplification limit",
+		Reproduces: "PAM 2022 §4 (the 40 % finding)",
+		Resumable:  true, Quick: "5 handshakes per cell",
 		Doc: "the DoQ handshake in RTTs per certificate size, key share and\naddress validation (none, Retry, NEW_TOKEN), and from qlog\nwhether the server stalled at QUIC's amplification limit",
 		New: func() experiment.Experiment { return new(Amplification) }})
 }

@@ -83,7 +83,10 @@ type Coalescing struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "coalescing", Method: 1, Resumable: true, Quick: "fiber and 4g, the wiki page, five DNS modes, 0-RTT with SETTINGS remembered and awaited, 5 loads per cell",
+	experiment.Register(experiment.Info{Name: "coalescing", Method: 1,
+		Measures:   "doxlab's page loader with the page's DNS on its own connection, emulated as the paper did, or coalesced on the page's QUIC connection (DoH/3, DNS streams), with a proof per load",
+		Reproduces: "cross-layer paper §I Fig. 1b, §IV-C, §VI",
+		Resumable:  true, Quick: "fiber and 4g, the wiki page, five DNS modes, 0-RTT with SETTINGS remembered and awaited, 5 loads per cell",
 		Doc: "doxlab's page loader over HTTP/3 with the page's DNS on a connection\nof its own, emulated as the paper did, or on the page's own QUIC\nconnection (DoH/3, DNS streams), with the proof per load",
 		New: func() experiment.Experiment { return new(Coalescing) }})
 }

@@ -34,7 +34,10 @@ type DNSRTT struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "dns-rtt", Method: 1, Resumable: true, Quick: "3 lookups per cell instead of 20",
+	experiment.Register(experiment.Info{Name: "dns-rtt", Method: 1,
+		Measures:   "the DNS exchange in round trips, per access profile, transport and condition",
+		Reproduces: "cross-layer paper §IV-A/B, Fig. 5-7; PAM 2022 §2 and §4, Fig. 3",
+		Resumable:  true, Quick: "3 lookups per cell instead of 20",
 		Doc: "the RTT-normalised DNS exchange: per access profile, transport and\ncondition, the PAM 2022 measurement on the testbed",
 		New: func() experiment.Experiment { return new(DNSRTT) }})
 }

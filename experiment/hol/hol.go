@@ -48,7 +48,10 @@ type HOL struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "hol", Method: 1, Resumable: true, Quick: "40 queries at 20/s with one in 10 delayed, per run",
+	experiment.Register(experiment.Info{Name: "hol", Method: 1,
+		Measures:   "head-of-line blocking: the knock-on delay of one held-back answer",
+		Reproduces: "DoH-cost paper §3, Fig. 2",
+		Resumable:  true, Quick: "40 queries at 20/s with one in 10 delayed, per run",
 		Doc: "head-of-line blocking: Poisson queries over one connection per\ntransport, one answer in 25 delayed by 1 s, and the knock-on\ndelay the other queries suffer",
 		New: func() experiment.Experiment { return new(HOL) }})
 }

@@ -58,7 +58,10 @@ type Privacy struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "privacy", Method: 1, Resumable: true, Quick: "fiber only, 10 samples a cell",
+	experiment.Register(experiment.Info{Name: "privacy", Method: 1,
+		Measures:   "the privacy ladder: lookups over DoUDP, DoH, DoQ and Oblivious DoH via a proxy host, and a page's HTTP/3 handshake in clear, with ECH and with ECH retried",
+		Reproduces: "Singanamalla et al., PETS 2021 (ODoH); RFC 9849 (ECH)",
+		Resumable:  true, Quick: "fiber only, 10 samples a cell",
 		Doc: "the privacy ladder: lookups over DoUDP, DoH, DoQ and Oblivious\nDoH (via a proxy host), fresh, resumed and reused, and a page's\nHTTP/3 handshake in clear, with ECH and with ECH retried",
 		New: func() experiment.Experiment { return new(Privacy) }})
 }

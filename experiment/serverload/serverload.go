@@ -41,9 +41,12 @@ type ServerLoad struct {
 var Transports = protocol.Direct()
 
 func init() {
-	experiment.Register(experiment.Info{Name: "server-load", Method: 1, Quick: "1000 to 4000 queries/s, 1 s a step",
-		Doc: "doxlab serve under open-loop load on every transport: the\nhighest rate held within a p99 bound, latency over time and\nthe percentile spectrum (doxlab bench's stepped mode, on loopback)",
-		New: func() experiment.Experiment { return new(ServerLoad) }})
+	experiment.Register(experiment.Info{Name: "server-load", Method: 1,
+		Measures:   "doxlab serve under open-loop load on every transport: the rate held, latency over time, percentile spectrum",
+		Reproduces: "none (beyond the papers)",
+		Quick:      "1000 to 4000 queries/s, 1 s a step",
+		Doc:        "doxlab serve under open-loop load on every transport: the\nhighest rate held within a p99 bound, latency over time and\nthe percentile spectrum (doxlab bench's stepped mode, on loopback)",
+		New:        func() experiment.Experiment { return new(ServerLoad) }})
 }
 
 // Quick is a run of well under a minute.

@@ -67,7 +67,10 @@ type Web struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "web", Method: 1, Resumable: true, Quick: "fiber and 4g, the example and wiki pages, 5 loads per cell",
+	experiment.Register(experiment.Info{Name: "web", Method: 1,
+		Measures:   "Chromium page loads over HTTP/3 (1-RTT, 0-RTT) with the browser's DNS over each transport",
+		Reproduces: "cross-layer paper §IV-C, Fig. 8-12; IMC 2022 slides (FCP and PLT relative to DoUDP)",
+		Resumable:  true, Quick: "fiber and 4g, the example and wiki pages, 5 loads per cell",
 		Doc: "page loads in Chromium over HTTP/3 (0-RTT and 1-RTT) with the\nbrowser's DNS through a stub over each transport, per profile",
 		New: func() experiment.Experiment { return new(Web) }})
 }
