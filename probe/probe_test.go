@@ -80,6 +80,7 @@ func TestParseVN(t *testing.T) {
 // TestProbesInTestbed: across the emulated fiber link every probe takes one
 // round trip.
 func TestProbesInTestbed(t *testing.T) {
+	testutil.Timed(t)
 	if err := checkRoot(); err != nil {
 		testutil.Missing(t, err.Error())
 	}

@@ -10,20 +10,17 @@ cd "$(dirname "$0")/.."
 count=${1:-20}
 shift || true
 command -v stress-ng >/dev/null || { echo "hog-check: stress-ng missing: apt-get install stress-ng" >&2; exit 2; }
-# The tests that assert on time, by package (docs/testing.md).
-declare -A tests=(
-	[./experiment/hol]='TestHOLBlocksOnlyInOrder'
-	[./experiment/web]='TestDoxlabEngineBesideChromium'
-	[./server]='TestDNSStreamRules|TestNagleClientsAreNotHeldByOurDelayedACK'
-	[./transport]='TestFreshConnectionsDialInParallel|TestClosedPortsAreRefused|TestCertificateErrors|TestWrongProtocolAndHTTPErrors'
-	[./store]='TestOpenErrors'
-	[./campaign]='TestWorkersMeasureOnlyTheirPlan'
-	[./probe]='TestProbesInTestbed'
-	[./cmd/doxlab/internal/cli]='TestMeasureKeepsResolversApart'
-	[./testbed]='TestCoDelHoldsItsTarget|TestPIEHoldsItsTarget|TestCrossTraffic|TestDelayAndRate|TestKernelPathsFollowProfiles|TestNetemBackend|TestTCPKeepsTheDelay|TestProfileVariants'
-)
+# The tests that assert on time, by package: every test that calls
+# testutil.Scaled, ScaledMs or Timed, found by the code, not typed here.
+declare -A tests=()
+while read -r pkg run; do
+	tests[$pkg]=$run
+done < <(go run ./internal/testutil/timedtests .)
 pkgs=("$@")
 ((${#pkgs[@]})) || pkgs=("${!tests[@]}")
+for p in "${pkgs[@]}"; do
+	[[ -n ${tests[$p]:-} ]] || { echo "hog-check: $p has no timed test (testutil.Scaled, ScaledMs or Timed)" >&2; exit 2; }
+done
 stress-ng --cpu 0 --cpu-method matrixprod --quiet &
 hog=$!
 trap 'kill $hog 2>/dev/null; wait $hog 2>/dev/null' EXIT

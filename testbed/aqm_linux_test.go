@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // udpPacket is a minimal IPv4/UDP packet of size octets between two ports.
@@ -103,6 +105,7 @@ func bulkTCP(q *aqmQueue, rate float64, d time.Duration) (time.Duration, float64
 // unresponsive one above the rate builds a queue while its drop rate
 // ramps up, RFC 8289 §1.)
 func TestCoDelHoldsItsTarget(t *testing.T) {
+	testutil.Timed(t)
 	for _, rate := range []float64{10e6, 100e6} {
 		median, use := bulkTCP(newAQM("codel", CoDel{}, 1000), rate, 30*time.Second)
 		require.Less(t, median, 15*time.Millisecond, "%.0f Mbit/s: CoDel keeps the standing queue near 5 ms", rate/1e6)
@@ -117,6 +120,7 @@ func TestCoDelHoldsItsTarget(t *testing.T) {
 // median sojourn near its 15 ms target, the link busy (RFC 8033 §1:
 // PIE trades a slightly longer queue than CoDel's for fewer drops).
 func TestPIEHoldsItsTarget(t *testing.T) {
+	testutil.Timed(t)
 	for _, rate := range []float64{10e6, 100e6} {
 		median, use := bulkTCP(newAQM("pie", CoDel{}, 1000), rate, 30*time.Second)
 		require.Less(t, median, 30*time.Millisecond, "%.0f Mbit/s: PIE keeps the standing queue near 15 ms", rate/1e6)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestProfileVariants(t *testing.T) {
+	testutil.Timed(t)
 	p, err := LookupProfile("4G+loss1")
 	require.NoError(t, err)
 	require.Equal(t, "4g+loss1", p.Name)

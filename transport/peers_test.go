@@ -171,6 +171,7 @@ func TestResumptionAndZeroRTT(t *testing.T) {
 // Through a relay holding replies 200 ms, queued handshakes would take
 // 200 ms more each.
 func TestFreshConnectionsDialInParallel(t *testing.T) {
+	testutil.Timed(t)
 	cd := testutil.StartCoreDNS(t)
 	const hold = 200 * time.Millisecond
 	for _, c := range []struct{ name, url string }{

@@ -41,6 +41,7 @@ func TestSummarizeHOL(t *testing.T) {
 // machine can slow any query past the knock-on threshold, so "cannot
 // block" is checked by what blocking is (heldBehind), not by time alone.
 func TestHOLBlocksOnlyInOrder(t *testing.T) {
+	testutil.Timed(t)
 	testutil.NeedRoot(t, "the testbed needs root")
 	db := filepath.Join(t.TempDir(), "hol.db")
 	c := &HOL{Transports: []string{"udp", "dot", "dot-inorder", "doh1", "doh2", "doq"}, Queries: 30, Rate: 20, DelayEvery: 10, Delay: 500 * time.Millisecond, Env: experiment.Env{Store: db}, Seed: 7}

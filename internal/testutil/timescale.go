@@ -3,6 +3,7 @@ package testutil
 import (
 	"os"
 	"strconv"
+	"testing"
 	"time"
 )
 
@@ -22,3 +23,10 @@ func Scaled(d time.Duration) time.Duration { return time.Duration(float64(d) * T
 
 // ScaledMs is ms times the Timescale, for an upper bound in ms.
 func ScaledMs(ms float64) float64 { return ms * Timescale() }
+
+// Timed marks a test whose verdict depends on time without an upper
+// bound of its own to scale (a threshold of the code under test, an AQM
+// holding its target, probes timed in a testbed): scripts/hog-check.sh
+// runs it, with every test that calls Scaled or ScaledMs, beside CPU
+// hogs (internal/testutil/timedtests finds them).
+func Timed(t testing.TB) { t.Helper() }

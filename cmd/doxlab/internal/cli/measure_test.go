@@ -105,6 +105,7 @@ func TestRefusedAnswersAreFailures(t *testing.T) {
 // TestMeasureKeepsResolversApart: a fast and a slow resolver are two rows,
 // not one pooled median.
 func TestMeasureKeepsResolversApart(t *testing.T) {
+	testutil.Timed(t)
 	fast := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
 	slow := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1", "--delay", "30ms")
 	fastURL, slowURL := "udp://"+fast.Listeners["udp"], "udp://"+slow.Listeners["udp"]

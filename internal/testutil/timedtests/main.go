@@ -1,0 +1,113 @@
+// Command timedtests lists the tests whose verdict depends on time, for
+// scripts/hog-check.sh: every Test function that calls testutil.Scaled,
+// ScaledMs or Timed, itself or through a function of its package's tests
+// that does. It prints a line per package: the package and a -run
+// regexp of its timed tests.
+//
+//	go run ./internal/testutil/timedtests [DIR]
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// markers are the testutil functions that say a test is timed.
+var markers = []string{"Scaled", "ScaledMs", "Timed"}
+
+func main() {
+	root := "."
+	if len(os.Args) > 1 {
+		root = os.Args[1]
+	}
+	byDir := map[string][]*ast.File{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && p != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			return err
+		}
+		byDir[filepath.Dir(p)] = append(byDir[filepath.Dir(p)], f)
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "timedtests:", err)
+		os.Exit(1)
+	}
+	dirs := make([]string, 0, len(byDir))
+	for d := range byDir {
+		dirs = append(dirs, d)
+	}
+	slices.Sort(dirs)
+	for _, d := range dirs {
+		if tests := timed(byDir[d]); len(tests) > 0 {
+			fmt.Printf("./%s %s\n", filepath.ToSlash(d), strings.Join(tests, "|"))
+		}
+	}
+}
+
+// timed are the Test functions of one directory's test files that reach
+// a marker.
+func timed(files []*ast.File) []string {
+	calls := map[string][]string{} // function -> the package's functions it calls
+	marked := map[string]bool{}
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil || fd.Recv != nil {
+				continue
+			}
+			name := fd.Name.Name
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.SelectorExpr:
+					if id, ok := x.X.(*ast.Ident); ok && id.Name == "testutil" && slices.Contains(markers, x.Sel.Name) {
+						marked[name] = true
+					}
+				case *ast.Ident:
+					calls[name] = append(calls[name], x.Name)
+				}
+				return true
+			})
+		}
+	}
+	// A function is timed when it reaches a marked one.
+	for changed := true; changed; {
+		changed = false
+		for fn, callees := range calls {
+			if marked[fn] {
+				continue
+			}
+			for _, c := range callees {
+				if marked[c] && c != fn {
+					marked[fn], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	var out []string
+	for fn := range marked {
+		if strings.HasPrefix(fn, "Test") && fn != "TestMain" {
+			out = append(out, fn)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,11 @@
+package pkg
+
+import "testing"
+
+func TestScaled(t *testing.T) { _ = testutil.Scaled(1) }
+
+func TestThroughHelper(t *testing.T) { wait(t) }
+
+func wait(t *testing.T) { testutil.Timed(t) }
+
+func TestUntimed(t *testing.T) {}
