@@ -20,7 +20,8 @@ var testResult = store.NewKind("checked-test")
 // TestALinkThatFailsItsCheckIsMeasuredAgainOnce: a run whose link fails
 // its checks (here every check: a link with jitter) is measured once
 // more, not twice; the first stays in
-// the store and out of analysis, and a resume continues in the second.
+// the store and out of analysis, and a resume continues in the second; a
+// run that measures nothing is not measured again.
 func TestALinkThatFailsItsCheckIsMeasuredAgainOnce(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed")
 	tb, err := testbed.Start(testbed.Spec{Name: "tagain"})
@@ -74,4 +75,20 @@ func TestALinkThatFailsItsCheckIsMeasuredAgainOnce(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, []string{"x1-fast-again"}, ran)
+
+	// A run with nothing left to measure (a finished one resumed) on a
+	// link that fails its checks is not measured again, and stores no
+	// check: there was nothing for the link to vouch for.
+	ran = nil
+	require.NoError(t, env.CheckedRun(ctx, st, tb, "x2-fast", "experiment:test", fast, map[string]any{}, func(runID string) error {
+		ran = append(ran, runID)
+		return nil
+	}))
+	require.Equal(t, []string{"x2-fast"}, ran)
+	again, err = st.Supersessions(ctx, "x2-")
+	require.NoError(t, err)
+	require.Empty(t, again)
+	lcs, err = experiment.LoadLinkChecks(ctx, st, experiment.OfExperiment("x2-"))
+	require.NoError(t, err)
+	require.Empty(t, lcs)
 }

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"maps"
 	"math/big"
@@ -231,26 +232,44 @@ func (e *Env) CheckedRun(ctx context.Context, st *store.Store, tb *testbed.Testb
 }
 
 // checked runs f as run runID (begun) between two link checks, and says
-// which of them failed, and why ("" when both held).
+// which of them failed, and why ("" when both held). A run that had
+// nothing left to measure (a finished one resumed) stores no check and
+// fails none.
 func (e *Env) checked(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID string, p testbed.Profile, f func(runID string) error) (string, error) {
 	if err := tb.SetProfile("client", p); err != nil { // anew: a run may have changed it
 		return "", err
 	}
-	var failed []string
-	before, err := CheckLink(ctx, st, tb, runID, "before", p, nil)
+	bookkeeping := []store.Kind{KindLinkCheck, store.KindSupersedes, ForcedKind}
+	had, err := st.Measured(ctx, runID, bookkeeping...)
 	if err != nil {
 		return "", err
 	}
-	if !before.OK {
-		failed = append(failed, "the link check before it failed ("+before.Why+")")
-	}
+	before := checkLink(ctx, tb, runID, "before", p, nil)
 	cross := crossMeter(tb)
 	if err := f(runID); err != nil {
+		// What was measured stays, and so does the check it followed.
+		return "", errors.Join(err, storeLinkCheck(ctx, st, before))
+	}
+	has, err := st.Measured(ctx, runID, bookkeeping...)
+	if err != nil {
+		return "", err
+	}
+	if has == had {
+		// Nothing was left to measure (a finished run resumed): the link
+		// vouches for nothing, and a check that failed now must not have
+		// a whole run measured again.
+		return "", nil
+	}
+	if err := storeLinkCheck(ctx, st, before); err != nil {
 		return "", err
 	}
 	after, err := CheckLink(ctx, st, tb, runID, "after", p, cross())
 	if err != nil {
 		return "", err
+	}
+	var failed []string
+	if !before.OK {
+		failed = append(failed, "the link check before it failed ("+before.Why+")")
 	}
 	if !after.OK {
 		failed = append(failed, "the link check after it failed ("+after.Why+")")

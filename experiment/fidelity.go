@@ -97,6 +97,12 @@ var linkCheckOptions = testbed.CheckOptions{Probes: 100, Interval: 2 * time.Mill
 // result for run runID. A check that cannot be taken is stored as failed
 // with its reason; only a store error is returned.
 func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID, when string, p testbed.Profile, cross *CrossLoad) (*LinkCheck, error) {
+	lc := checkLink(ctx, tb, runID, when, p, cross)
+	return lc, storeLinkCheck(ctx, st, lc)
+}
+
+// checkLink checks the client's link, as CheckLink, without storing.
+func checkLink(ctx context.Context, tb *testbed.Testbed, runID, when string, p testbed.Profile, cross *CrossLoad) *LinkCheck {
 	lc := &LinkCheck{Run: runID, When: when, Profile: p.Name, At: time.Now().UTC(), Cross: cross, EmulatorOwnProcess: tb.Spec.Separate}
 	res, err := tb.Check(ctx, p, linkCheckOptions)
 	if err != nil {
@@ -133,7 +139,12 @@ func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID,
 		lc.Why = strings.Join(off, "; ")
 	}
 	lc.OK = lc.Why == ""
-	return lc, st.WriteResult(ctx, runID, KindLinkCheck, fmt.Sprintf("%s-%d", when, lc.At.UnixNano()), lc.At, lc)
+	return lc
+}
+
+// storeLinkCheck stores a check with its run.
+func storeLinkCheck(ctx context.Context, st *store.Store, lc *LinkCheck) error {
+	return st.WriteResult(ctx, lc.Run, KindLinkCheck, fmt.Sprintf("%s-%d", lc.When, lc.At.UnixNano()), lc.At, lc)
 }
 
 // LoadLinkChecks reads the link checks of the runs keep accepts.

@@ -580,6 +580,20 @@ func (s *Store) ResultsDone(ctx context.Context, runID string, kind Kind) (map[s
 	return s.keys(ctx, `SELECT task_key FROM results WHERE run_id = ? AND kind = ?`, runID, kind)
 }
 
+// Measured counts what a run has stored: its samples and its results but
+// those of the kinds except names (bookkeeping such as link checks).
+func (s *Store) Measured(ctx context.Context, runID string, except ...Kind) (int, error) {
+	q := `SELECT (SELECT COUNT(*) FROM samples WHERE run_id = ?) + (SELECT COUNT(*) FROM results WHERE run_id = ?`
+	args := []any{runID, runID}
+	for _, k := range except {
+		q += ` AND kind <> ?`
+		args = append(args, string(k))
+	}
+	var n int
+	err := s.db.QueryRowContext(ctx, s.rebind(q+`)`), args...).Scan(&n)
+	return n, err
+}
+
 // ErrNoRun is a run ID the store does not hold.
 var ErrNoRun = errors.New("no such run")
 
