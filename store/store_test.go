@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -355,3 +356,43 @@ func TestRunsTable(t *testing.T) {
 	require.Regexp(t, `^web-x-fiber,experiment:web,web,2,.*,fiber,web-x-fiber-again$`, lines[1])
 	require.Regexp(t, `^web-x-fiber-again,experiment:web,web,2,.*,fiber,$`, lines[2])
 }
+
+// storeStats: stats count every table's rows, give each table the octets
+// its pages (or relation) take, the samples' octets each, and each result
+// kind's raw JSON; the printed table says the same.
+func storeStats(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer s.Close()
+	run, samples := fixture()
+	require.NoError(t, s.BeginRun(ctx, run))
+	for _, x := range samples {
+		require.NoError(t, s.Write(ctx, run.ID, x))
+	}
+	for i := range 4 {
+		require.NoError(t, s.WriteResult(ctx, run.ID, store.Kind("web-load"), fmt.Sprint(i), time.Now(), map[string]any{"plt_ms": 100 + i, "page": "wiki"}))
+	}
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	rows := map[string]int64{}
+	for _, tb := range st.Tables {
+		rows[tb.Name] = tb.Rows
+		require.Positive(t, tb.Octets, "%s takes room", tb.Name)
+	}
+	require.Equal(t, map[string]int64{"runs": 1, "samples": int64(len(samples)), "sample_raw": int64(len(samples)), "results": 4}, rows)
+	require.Equal(t, int64(len(samples)), st.Samples)
+	require.Positive(t, st.OctetsPerSample)
+	require.GreaterOrEqual(t, st.Octets, st.Tables[0].Octets+st.Tables[1].Octets+st.Tables[2].Octets+st.Tables[3].Octets)
+	require.Len(t, st.Kinds, 1)
+	require.Equal(t, "web-load", st.Kinds[0].Kind)
+	require.Equal(t, int64(4), st.Kinds[0].Rows)
+	require.InDelta(t, float64(st.Kinds[0].RawOctets)/4, st.Kinds[0].OctetsEach, 1e-9)
+	var out bytes.Buffer
+	require.NoError(t, st.Write(&out))
+	require.Contains(t, out.String(), fmt.Sprintf("%d DNS samples, %.0f octets each", len(samples), st.OctetsPerSample))
+	require.Regexp(t, `(?m)^\s*web-load\s+4\s`, out.String())
+}
+
+func TestSQLiteStats(t *testing.T)   { storeStats(t, filepath.Join(t.TempDir(), "s.db")) }
+func TestPostgresStats(t *testing.T) { storeStats(t, testutil.StartPostgres(t)) }

@@ -38,6 +38,7 @@ func commands() []command {
 		{"bench", "load a server over any transport, open loop (latency from each query's intended send time) or closed loop", runBench},
 		{"experiment", "run one of the papers' experiments on the testbed: " + experimentNames(), runExperiment},
 		{"export", "write stored samples as CSV or Parquet", runExport},
+		{"store", "what a store holds and costs on disk (stats)", runStore},
 		{"report", "render stored samples as CDFs (PNG, SVG), a summary table and one HTML page", runReport},
 		{"scan", "find QUIC (DoQ) and Do53 services across address ranges, rate-limited, honouring blocklists", runScan},
 		{"verify", "verify DoQ candidates: handshake with every version and ALPN, a real query, certificate, Retry, NEW_TOKEN, 0-RTT", runVerify},
