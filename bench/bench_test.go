@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -57,6 +58,7 @@ func TestOpenLoopSeesAStall(t *testing.T) {
 // does not depend on the machine: the steps stop after the first rate
 // not held, and 400 is never held.
 func TestStepsFindTheRateHeld(t *testing.T) {
+	testutil.Timed(t) // the 5 ms answers are held only while the client keeps up
 	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
 		Faults: server.Faults{Delay: 5 * time.Millisecond}})
 	require.NoError(t, err)
