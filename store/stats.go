@@ -44,7 +44,7 @@ var statsTables = []string{"runs", "samples", "sample_raw", "results"}
 
 // Stats measures the store.
 func (s *Store) Stats(ctx context.Context) (*Stats, error) {
-	st := &Stats{Engine: "sqlite"}
+	st := &Stats{Engine: "sqlite", Kinds: []KindStats{}} // [] in JSON when there are none
 	if s.postgres {
 		st.Engine = "postgres"
 	}

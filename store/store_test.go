@@ -65,16 +65,25 @@ func fixture() (store.Run, []*measure.Sample) {
 // testLoad is a result kind of the tests own.
 var testLoad = store.NewKind("test-load")
 
-func roundTrip(t *testing.T, dsn string) {
+// openFixture opens a store at dsn holding the fixture's run and samples.
+func openFixture(t *testing.T, dsn string) (*store.Store, store.Run, []*measure.Sample) {
+	t.Helper()
 	ctx := context.Background()
 	s, err := store.Open(ctx, dsn)
 	require.NoError(t, err)
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	run, samples := fixture()
 	require.NoError(t, s.BeginRun(ctx, run))
 	for _, x := range samples {
 		require.NoError(t, s.Write(ctx, run.ID, x))
 	}
+	return s, run, samples
+}
+
+func roundTrip(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s, run, samples := openFixture(t, dsn)
+	var err error
 	require.ErrorContains(t, s.Write(ctx, run.ID, samples[0]), "writing sample", "a task is stored once")
 	bad := *samples[1]
 	bad.Rep, bad.RTTs = 7, &measure.InRTTs{Total: math.Inf(1)}
@@ -362,14 +371,7 @@ func TestRunsTable(t *testing.T) {
 // kind's raw JSON; the printed table says the same.
 func storeStats(t *testing.T, dsn string) {
 	ctx := context.Background()
-	s, err := store.Open(ctx, dsn)
-	require.NoError(t, err)
-	defer s.Close()
-	run, samples := fixture()
-	require.NoError(t, s.BeginRun(ctx, run))
-	for _, x := range samples {
-		require.NoError(t, s.Write(ctx, run.ID, x))
-	}
+	s, run, samples := openFixture(t, dsn)
 	for i := range 4 {
 		require.NoError(t, s.WriteResult(ctx, run.ID, store.Kind("web-load"), fmt.Sprint(i), time.Now(), map[string]any{"plt_ms": 100 + i, "page": "wiki"}))
 	}

@@ -70,27 +70,41 @@ type RunRow struct {
 	SupersededBy string `parquet:"superseded_by"`
 }
 
+// RunRows are the stored runs keep accepts, oldest first, as the runs
+// table has them.
+func (s *Store) RunRows(ctx context.Context, keep func(runID string) bool) ([]RunRow, error) {
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	by, err := s.Superseders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []RunRow
+	for _, r := range runs {
+		if !keep(r.ID) {
+			continue
+		}
+		exp, _ := strings.CutPrefix(r.Kind, "experiment:")
+		if exp == r.Kind {
+			exp = ""
+		}
+		out = append(out, RunRow{RunID: r.ID, Kind: r.Kind, Experiment: exp, Method: int64(r.Method), StartedAt: r.StartedAt.UTC(),
+			Doxlab: r.DoxlabVersion, Go: r.GoVersion, Kernel: r.Kernel, Hostname: r.Hostname, Profile: r.Profile, SupersededBy: by[r.ID]})
+	}
+	return out, nil
+}
+
 func init() {
 	RegisterExport("runs", "a row per run: its kind, experiment and method version, doxlab and Go versions, machine, profile, and the run that superseded it",
 		func(ctx context.Context, st *Store, keep func(string) bool, emit func(RunRow) error) error {
-			runs, err := st.Runs(ctx)
+			rows, err := st.RunRows(ctx, keep)
 			if err != nil {
 				return err
 			}
-			by, err := st.Superseders(ctx)
-			if err != nil {
-				return err
-			}
-			for _, r := range runs {
-				if !keep(r.ID) {
-					continue
-				}
-				exp, _ := strings.CutPrefix(r.Kind, "experiment:")
-				if exp == r.Kind {
-					exp = ""
-				}
-				if err := emit(RunRow{RunID: r.ID, Kind: r.Kind, Experiment: exp, Method: int64(r.Method), StartedAt: r.StartedAt.UTC(),
-					Doxlab: r.DoxlabVersion, Go: r.GoVersion, Kernel: r.Kernel, Hostname: r.Hostname, Profile: r.Profile, SupersededBy: by[r.ID]}); err != nil {
+			for _, r := range rows {
+				if err := emit(r); err != nil {
 					return err
 				}
 			}

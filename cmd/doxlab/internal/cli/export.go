@@ -137,24 +137,20 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 // listRuns prints the stored runs, a line each, with the run that
 // superseded one.
 func listRuns(ctx context.Context, st *store.Store, stdout io.Writer) error {
-	runs, err := st.Runs(ctx)
+	rows, err := st.RunRows(ctx, func(string) bool { return true })
 	if err != nil {
 		return err
 	}
-	by, err := st.Superseders(ctx)
-	if err != nil {
-		return err
-	}
-	for _, r := range runs {
+	for _, r := range rows {
 		note := ""
-		if b := by[r.ID]; b != "" {
-			note = "  superseded: measured again as " + b
+		if r.SupersededBy != "" {
+			note = "  superseded: measured again as " + r.SupersededBy
 		}
 		method := ""
 		if r.Method > 0 {
 			method = fmt.Sprintf(" method v%d", r.Method)
 		}
-		fmt.Fprintf(stdout, "%s  %-22s %s  profile %-9s %s%s on %s (%s)%s\n", r.ID, r.Kind, r.StartedAt.Format("2006-01-02 15:04:05"), orDash(r.Profile), r.DoxlabVersion, method, r.Hostname, r.Kernel, note)
+		fmt.Fprintf(stdout, "%s  %-22s %s  profile %-9s %s%s on %s (%s)%s\n", r.RunID, r.Kind, r.StartedAt.Format("2006-01-02 15:04:05"), orDash(r.Profile), r.Doxlab, method, r.Hostname, r.Kernel, note)
 	}
 	return nil
 }
