@@ -990,19 +990,29 @@ func attackDoT(t *testing.T, src net.IP, addr net.Addr) bool {
 	return err == nil
 }
 
-// attackDoH2 opens an HTTP/2 connection to the DoH listener from src
-// that gives the server no window at all (SETTINGS_INITIAL_WINDOW_SIZE 0)
-// and asks a query: its answer waits for a window that never opens.
-func attackDoH2(t *testing.T, src net.IP, addr net.Addr) bool {
+// dialH2From opens a TLS connection offering only h2 from src, with 5 s to
+// do its work; nil when it cannot.
+func dialH2From(t *testing.T, src net.IP, addr net.Addr) *tls.Conn {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second}
 	raw, err := d.Dial("tcp", addr.String())
 	if err != nil {
-		return false
+		return nil
 	}
 	t.Cleanup(func() { raw.Close() })
 	tc := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 	tc.SetDeadline(time.Now().Add(5 * time.Second))
 	if tc.Handshake() != nil {
+		return nil
+	}
+	return tc
+}
+
+// attackDoH2 opens an HTTP/2 connection to the DoH listener from src
+// that gives the server no window at all (SETTINGS_INITIAL_WINDOW_SIZE 0)
+// and asks a query: its answer waits for a window that never opens.
+func attackDoH2(t *testing.T, src net.IP, addr net.Addr) bool {
+	tc := dialH2From(t, src, addr)
+	if tc == nil {
 		return false
 	}
 	q := query("zero-window.example")
@@ -1022,7 +1032,7 @@ func attackDoH2(t *testing.T, src net.IP, addr net.Addr) bool {
 		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true}) != nil {
 		return false
 	}
-	_, err = io.ReadAtLeast(tc, make([]byte, 64), 1) // the server's SETTINGS: it is speaking
+	_, err := io.ReadAtLeast(tc, make([]byte, 64), 1) // the server's SETTINGS: it is speaking
 	return err == nil
 }
 
@@ -1086,15 +1096,8 @@ func attackH3(t *testing.T, src net.IP, addr net.Addr) bool {
 // and then reads nothing and opens no window: the answer stops at the
 // stream's initial 64 KB.
 func attackH2(t *testing.T, src net.IP, addr net.Addr) bool {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second}
-	raw, err := d.Dial("tcp", addr.String())
-	if err != nil {
-		return false
-	}
-	t.Cleanup(func() { raw.Close() })
-	tc := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-	tc.SetDeadline(time.Now().Add(5 * time.Second))
-	if tc.Handshake() != nil {
+	tc := dialH2From(t, src, addr)
+	if tc == nil {
 		return false
 	}
 	var block bytes.Buffer
@@ -1110,7 +1113,7 @@ func attackH2(t *testing.T, src net.IP, addr net.Addr) bool {
 		return false
 	}
 	// The first frames back: the server's answer has begun.
-	_, err = io.ReadAtLeast(tc, make([]byte, 512), 1)
+	_, err := io.ReadAtLeast(tc, make([]byte, 512), 1)
 	return err == nil
 }
 
