@@ -291,12 +291,11 @@ func httpLabel(web bool, alpn string) string {
 func (s *Server) connState(listener string) func(net.Conn, http.ConnState) {
 	limit := s.limitConns(listener)
 	return func(c net.Conn, st http.ConnState) {
+		if rc, ok := c.(*recordConn); ok {
+			c = rc.tlsConn() // HTTP/2's hooks see the wrapper
+		}
 		if st == http.StateActive {
-			if rc, ok := c.(*recordConn); ok {
-				s.pending.activate(rc.tlsConn())
-			} else {
-				s.pending.activate(c)
-			}
+			s.pending.activate(c)
 		}
 		limit(c, st)
 	}
@@ -314,10 +313,7 @@ func (s *Server) limitConns(listener string) func(net.Conn, http.ConnState) {
 	}
 	var mu sync.Mutex
 	admitted := map[net.Conn]*state{}
-	return func(c net.Conn, st http.ConnState) {
-		if rc, ok := c.(*recordConn); ok {
-			c = rc.tlsConn() // HTTP/2's hooks see the wrapper
-		}
+	return func(c net.Conn, st http.ConnState) { // c unwrapped by connState
 		mu.Lock()
 		cs := admitted[c]
 		mu.Unlock()

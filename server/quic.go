@@ -215,7 +215,7 @@ type pendingConns struct {
 
 type pendingConn struct {
 	written chan struct{}
-	done    func() bool // nil: active says
+	done    func() bool // active.Load unless the caller can tell
 	active  atomic.Bool
 }
 
@@ -228,8 +228,13 @@ func (p *pendingConns) activate(c any) {
 	p.mu.Unlock()
 }
 
+// add makes c pending; done says whether its handshake has completed,
+// nil for a connection that is told so by activate.
 func (p *pendingConns) add(c any, done func() bool) *pendingConn {
 	pc := &pendingConn{written: make(chan struct{}), done: done}
+	if done == nil {
+		pc.done = pc.active.Load
+	}
 	p.mu.Lock()
 	if p.m == nil {
 		p.m = map[any]*pendingConn{}
@@ -252,7 +257,7 @@ func (p *pendingConns) handshaken() (out []chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pc := range p.m {
-		if pc.done != nil && pc.done() || pc.done == nil && pc.active.Load() {
+		if pc.done() {
 			out = append(out, pc.written)
 		}
 	}
