@@ -150,9 +150,8 @@ func (e *Env) BeginRun(ctx context.Context, st *store.Store, runID, kind, profil
 		if !e.Force {
 			return fmt.Errorf("%w: run %s measured with method v%d, this doxlab's is v%d: begin a new experiment (or --force)", ErrMethodChanged, runID, was, method)
 		}
-		fmt.Fprintf(e.Log, "%s: resuming method v%d with v%d, as forced\n", runID, was, method)
 		diff := []string{fmt.Sprintf("method: v%d → v%d", was, method)}
-		if err := st.WriteResult(ctx, runID, ForcedKind, time.Now().UTC().Format(time.RFC3339Nano), time.Now(), map[string]any{"differences": diff, "stored_method": was, "method": method}); err != nil {
+		if err := e.forced(ctx, st, runID, diff, map[string]any{"stored_method": was, "method": method}); err != nil {
 			return err
 		}
 	}
@@ -169,8 +168,16 @@ func (e *Env) BeginRun(ctx context.Context, st *store.Store, runID, kind, profil
 	if !e.Force {
 		return fmt.Errorf("%w: %s", ErrDesignChanged, strings.Join(diff, "; "))
 	}
-	fmt.Fprintf(e.Log, "%s: resuming with a changed design, as forced: %s\n", runID, strings.Join(diff, "; "))
-	return st.WriteResult(ctx, runID, ForcedKind, time.Now().UTC().Format(time.RFC3339Nano), time.Now(), map[string]any{"differences": diff, "stored": stored.Design, "now": e.Design})
+	return e.forced(ctx, st, runID, diff, map[string]any{"stored": stored.Design, "now": e.Design})
+}
+
+// forced records a resume that --force let through although what it
+// measures differs from what the run began with: said on the log, and
+// stored with the run (ForcedKind) as the differences and detail.
+func (e *Env) forced(ctx context.Context, st *store.Store, runID string, diff []string, detail map[string]any) error {
+	fmt.Fprintf(e.Log, "%s: resuming with a change, as forced: %s\n", runID, strings.Join(diff, "; "))
+	detail["differences"] = diff
+	return st.WriteResult(ctx, runID, ForcedKind, time.Now().UTC().Format(time.RFC3339Nano), time.Now(), detail)
 }
 
 // ErrMethodChanged is resuming a run with a doxlab whose method for the
