@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,7 +180,13 @@ func Missing(t testing.TB, why string) {
 	t.Skip(why)
 }
 
-// FreePort returns a port free on 127.0.0.1 for both TCP and UDP.
+// givenPorts are the ports FreePort returned.
+var givenPorts sync.Map
+
+// FreePort returns a port free on 127.0.0.1 for both TCP and UDP, and
+// one it has not returned before in this process: the kernel may hand
+// out a port again once its probe is closed, and a peer given one port
+// twice (CoreDNS's DoT and DoH) serves only one of them.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	for range 50 {
@@ -192,7 +199,9 @@ func FreePort(t testing.TB) int {
 		l.Close()
 		if err == nil {
 			u.Close()
-			return port
+			if _, dup := givenPorts.LoadOrStore(port, true); !dup {
+				return port
+			}
 		}
 	}
 	t.Fatal("no port free for both TCP and UDP")
