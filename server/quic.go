@@ -158,7 +158,10 @@ func (f closerFunc) Close() error { return f() }
 // recordQUICConn writes a conn record once the handshake completes,
 // with the origins announced on it.
 func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []string) {
-	pc := s.pending.add(c, func() bool { return handshakeDone(c) })
+	// Its record is on its way once the handshake completed, or once the
+	// connection ended (a client that got retry configs closes before its
+	// Finished, and its rejection is recorded then).
+	pc := s.pending.add(c, func() bool { return handshakeDone(c) || c.Context().Err() != nil })
 	go func() {
 		defer s.pending.remove(c, pc)
 		select {
@@ -265,7 +268,7 @@ func (p *pendingConns) handshaken() (out []chan struct{}) {
 }
 
 // Settle returns once the record of every connection whose handshake
-// has completed by now is written, or when ctx ends. A measurement that
+// has completed (or, over QUIC, that has ended) by now is written, or when ctx ends. A measurement that
 // takes the server's records right after a load calls it, so a
 // connection the load used is never missed because its record's
 // goroutine had not run yet (on a busy machine it may wait tens of
