@@ -93,9 +93,12 @@ func (ld *load) successor(ctx context.Context, c *originConn) *originConn {
 
 // rejected says whether err, from a request or lookup on c, is the
 // server's rejection of c's 0-RTT: Err0RTTRejected, or any failure of a
-// connection whose 0-RTT the handshake turned down (quic-go's HTTP/3
-// closes it with H3_INTERNAL_ERROR once its control stream's 0-RTT
-// write is lost, so a request that waited on it may see that instead).
+// connection whose 0-RTT the handshake turned down. quic-go's HTTP/3
+// closes such a connection with H3_INTERNAL_ERROR once its control
+// stream's 0-RTT write is lost, so a request that waited on it may see
+// that instead; and when its control stream is opened only after the
+// server's EncryptedExtensions said no (a late goroutine on a busy
+// machine), that close comes before the handshake completes.
 func (c *originConn) rejected(err error) bool {
 	if err == nil || c.qc == nil {
 		return false
@@ -103,7 +106,21 @@ func (c *originConn) rejected(err error) bool {
 	if errors.Is(err, quic.Err0RTTRejected) {
 		return true
 	}
-	return c.early && handshakeDone(c.qc) && !c.qc.ConnectionState().Used0RTT
+	if !c.early {
+		return false
+	}
+	if handshakeDone(c.qc) {
+		return !c.qc.ConnectionState().Used0RTT
+	}
+	return lostControlStream(context.Cause(c.qc.Context()))
+}
+
+// lostControlStream says whether a connection ended as quic-go's HTTP/3
+// client ends one whose control stream could not be opened or written:
+// closed on this side with H3_INTERNAL_ERROR, the one place it uses it.
+func lostControlStream(cause error) bool {
+	ae, ok := errors.AsType[*quic.ApplicationError](cause)
+	return ok && !ae.Remote && ae.ErrorCode == quic.ApplicationErrorCode(http3.ErrCodeInternalError)
 }
 
 // current is c, or what replaced it after a rejected 0-RTT.

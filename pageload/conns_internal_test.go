@@ -1,0 +1,106 @@
+package pageload
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/testutil"
+)
+
+// TestRejectedBeforeTheHandshakeEnds: quic-go's HTTP/3 closes a 0-RTT
+// connection with H3_INTERNAL_ERROR before its handshake completes when
+// it opens its control stream only after the server turned the 0-RTT
+// down (a late goroutine; CI saw it). The loader takes that close for
+// the rejection and asks again; any other end of a connection whose
+// handshake never completed stays a failure.
+func TestRejectedBeforeTheHandshakeEnds(t *testing.T) {
+	ticket := ticketServer(t)
+	silent, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}) // takes the 0-RTT, never answers
+	require.NoError(t, err)
+	t.Cleanup(func() { silent.Close() })
+	for _, c := range []struct {
+		name     string
+		code     quic.ApplicationErrorCode
+		early    bool
+		rejected bool
+	}{
+		{"HTTP/3's close of a lost control stream", quic.ApplicationErrorCode(http3.ErrCodeInternalError), true, true},
+		{"another close", quic.ApplicationErrorCode(http3.ErrCodeNoError), true, false},
+		{"a connection that sent no 0-RTT", quic.ApplicationErrorCode(http3.ErrCodeInternalError), false, false},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		qc, err := quic.DialAddrEarly(ctx, silent.LocalAddr().String(), ticket(), &quic.Config{})
+		cancel()
+		require.NoError(t, err, c.name)
+		require.False(t, handshakeDone(qc), "%s: the 0-RTT connection is open before its handshake", c.name)
+		qc.CloseWithError(c.code, "")
+		<-qc.Context().Done()
+		oc := &originConn{qc: qc, early: c.early}
+		err = errors.New("connection closed before the server's SETTINGS")
+		require.Equal(t, c.rejected, oc.rejected(err), c.name)
+		require.True(t, oc.rejected(quic.Err0RTTRejected), "%s: quic-go's own error is always the rejection", c.name)
+	}
+}
+
+// ticketServer starts a quic-go server that allows 0-RTT and returns a
+// function giving a client configuration that holds a fresh ticket for
+// testutil.ServerName from a handshake with it (a ticket is used once).
+func ticketServer(t *testing.T) func() *tls.Config {
+	t.Helper()
+	cert := testutil.NewCert(t)
+	pair, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
+	require.NoError(t, err)
+	ln, err := quic.ListenAddrEarly("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{http3.NextProtoH3}},
+		&quic.Config{Allow0RTT: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			go func() { <-c.Context().Done() }()
+		}
+	}()
+	return func() *tls.Config {
+		got := make(chan struct{}, 1)
+		conf := &tls.Config{ServerName: testutil.ServerName, RootCAs: cert.Pool, NextProtos: []string{http3.NextProtoH3},
+			ClientSessionCache: &signalledCache{ClientSessionCache: tls.NewLRUClientSessionCache(4), put: got}}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		qc, err := quic.DialAddr(ctx, ln.Addr().String(), conf, &quic.Config{})
+		require.NoError(t, err)
+		select {
+		case <-got:
+		case <-ctx.Done():
+			t.Fatal("no session ticket from the server")
+		}
+		qc.CloseWithError(0, "")
+		return conf
+	}
+}
+
+// signalledCache says when a ticket is put.
+type signalledCache struct {
+	tls.ClientSessionCache
+	put chan struct{}
+}
+
+func (s *signalledCache) Put(key string, cs *tls.ClientSessionState) {
+	s.ClientSessionCache.Put(key, cs)
+	if cs != nil {
+		select {
+		case s.put <- struct{}{}:
+		default:
+		}
+	}
+}
