@@ -44,7 +44,7 @@ func TestALinkThatFailsItsCheckIsMeasuredAgainOnce(t *testing.T) {
 		ran = append(ran, runID)
 		return st.WriteResult(ctx, runID, testResult, "1", time.Now(), map[string]string{"run": runID})
 	}
-	require.NoError(t, env.CheckedRun(ctx, st, tb, "x1-fast", "experiment:test", fast, map[string]any{}, measure))
+	require.NoError(t, env.CheckedRun(ctx, st, experiment.OnTestbed(tb), "x1-fast", "experiment:test", fast, map[string]any{}, measure))
 	require.Equal(t, []string{"x1-fast", "x1-fast" + experiment.Again}, ran, "measured again, once")
 	require.Contains(t, log.String(), "x1-fast: the link check before it failed (RTT error p99")
 	require.Contains(t, log.String(), "measuring it again once, as x1-fast-again")
@@ -70,7 +70,7 @@ func TestALinkThatFailsItsCheckIsMeasuredAgainOnce(t *testing.T) {
 
 	// A resume continues in the run that replaced the first.
 	ran = nil
-	require.NoError(t, env.CheckedRun(ctx, st, tb, "x1-fast", "experiment:test", fast, map[string]any{}, func(runID string) error {
+	require.NoError(t, env.CheckedRun(ctx, st, experiment.OnTestbed(tb), "x1-fast", "experiment:test", fast, map[string]any{}, func(runID string) error {
 		ran = append(ran, runID)
 		return nil
 	}))
@@ -80,7 +80,7 @@ func TestALinkThatFailsItsCheckIsMeasuredAgainOnce(t *testing.T) {
 	// link that fails its checks is not measured again, and stores no
 	// check: there was nothing for the link to vouch for.
 	ran = nil
-	require.NoError(t, env.CheckedRun(ctx, st, tb, "x2-fast", "experiment:test", fast, map[string]any{}, func(runID string) error {
+	require.NoError(t, env.CheckedRun(ctx, st, experiment.OnTestbed(tb), "x2-fast", "experiment:test", fast, map[string]any{}, func(runID string) error {
 		ran = append(ran, runID)
 		return nil
 	}))

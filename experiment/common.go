@@ -26,17 +26,17 @@ import (
 	"github.com/doxlab/doxlab/testbed"
 )
 
-// StartServer starts doxlab's server inside the testbed's server host:
-// its listeners' sockets are made there. The caller closes it.
-func StartServer(tb *testbed.Testbed, cfg *server.Config) (*server.Server, error) {
-	return StartServerIn(tb, "server", cfg)
+// StartServer starts doxlab's server inside the net's server host: its
+// listeners' sockets are made there. The caller closes it.
+func StartServer(n Net, cfg *server.Config) (*server.Server, error) {
+	return StartServerIn(n, "server", cfg)
 }
 
-// StartServerIn starts doxlab's server inside a testbed host.
-func StartServerIn(tb *testbed.Testbed, host string, cfg *server.Config) (*server.Server, error) {
-	srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run(host, f) })
+// StartServerIn starts doxlab's server inside a host of the net.
+func StartServerIn(n Net, host string, cfg *server.Config) (*server.Server, error) {
+	srv, err := server.StartIn(cfg, func(f func() error) error { return n.Run(host, f) })
 	if err != nil {
-		return nil, fmt.Errorf("starting the server in the testbed's %s: %w", host, err)
+		return nil, fmt.Errorf("starting the server in the %s's %s: %w", n.Kind(), host, err)
 	}
 	return srv, nil
 }
@@ -174,7 +174,7 @@ func chainOctets(certs [][]byte) (n int) {
 // set to it, as run expID-PROFILE of kind ("experiment:NAME") between
 // link checks (CheckedRun). It stops at the first error or when ctx
 // ends.
-func (e *Env) EachProfile(ctx context.Context, st *store.Store, tb *testbed.Testbed, expID, kind string, profiles []testbed.Profile, spec map[string]any,
+func (e *Env) EachProfile(ctx context.Context, st *store.Store, n Net, expID, kind string, profiles []testbed.Profile, spec map[string]any,
 	f func(p testbed.Profile, runID string) error) error {
 	for _, p := range profiles {
 		if err := ctx.Err(); err != nil {
@@ -182,7 +182,7 @@ func (e *Env) EachProfile(ctx context.Context, st *store.Store, tb *testbed.Test
 		}
 		s := maps.Clone(spec)
 		s["experiment"], s["profile"] = expID, p
-		if err := e.CheckedRun(ctx, st, tb, expID+"-"+p.Name, kind, p, s, func(runID string) error { return f(p, runID) }); err != nil {
+		if err := e.CheckedRun(ctx, st, n, expID+"-"+p.Name, kind, p, s, func(runID string) error { return f(p, runID) }); err != nil {
 			return err
 		}
 	}
@@ -200,7 +200,7 @@ const Again = "-again"
 // store; analysis reads the second): a run on a link that misbehaved for
 // a moment need not cost its verdicts. Whatever the second's checks say
 // stands. A resumed run that was superseded continues in its second.
-func (e *Env) CheckedRun(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID, kind string, p testbed.Profile, spec map[string]any, f func(runID string) error) error {
+func (e *Env) CheckedRun(ctx context.Context, st *store.Store, n Net, runID, kind string, p testbed.Profile, spec map[string]any, f func(runID string) error) error {
 	again, err := st.SupersededBy(ctx, runID)
 	if err != nil {
 		return err
@@ -209,7 +209,7 @@ func (e *Env) CheckedRun(ctx context.Context, st *store.Store, tb *testbed.Testb
 		if err := e.BeginRun(ctx, st, runID, kind, p.Name, spec); err != nil {
 			return err
 		}
-		failed, err := e.checked(ctx, st, tb, runID, p, f)
+		failed, err := e.checked(ctx, st, n, runID, p, f)
 		if err != nil || failed == "" {
 			return err
 		}
@@ -227,7 +227,7 @@ func (e *Env) CheckedRun(ctx context.Context, st *store.Store, tb *testbed.Testb
 	} else if err := e.BeginRun(ctx, st, again, kind, p.Name, spec); err != nil { // a resume: its design is checked
 		return err
 	}
-	_, err = e.checked(ctx, st, tb, again, p, f)
+	_, err = e.checked(ctx, st, n, again, p, f)
 	return err
 }
 
@@ -235,8 +235,8 @@ func (e *Env) CheckedRun(ctx context.Context, st *store.Store, tb *testbed.Testb
 // which of them failed, and why ("" when both held). A run that had
 // nothing left to measure (a finished one resumed) stores no check and
 // fails none.
-func (e *Env) checked(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID string, p testbed.Profile, f func(runID string) error) (string, error) {
-	if err := tb.SetProfile("client", p); err != nil { // anew: a run may have changed it
+func (e *Env) checked(ctx context.Context, st *store.Store, n Net, runID string, p testbed.Profile, f func(runID string) error) (string, error) {
+	if err := n.SetProfile("client", p); err != nil { // anew: a run may have changed it
 		return "", err
 	}
 	bookkeeping := []store.Kind{KindLinkCheck, store.KindSupersedes, ForcedKind}
@@ -244,8 +244,8 @@ func (e *Env) checked(ctx context.Context, st *store.Store, tb *testbed.Testbed,
 	if err != nil {
 		return "", err
 	}
-	before := checkLink(ctx, tb, runID, "before", p, nil)
-	cross := crossMeter(tb)
+	before := checkLink(ctx, n, runID, "before", p, nil)
+	cross := crossMeter(n)
 	if err := f(runID); err != nil {
 		// What was measured stays, and so does the check it followed.
 		return "", errors.Join(err, storeLinkCheck(ctx, st, before))
@@ -263,7 +263,7 @@ func (e *Env) checked(ctx context.Context, st *store.Store, tb *testbed.Testbed,
 	if err := storeLinkCheck(ctx, st, before); err != nil {
 		return "", err
 	}
-	after, err := CheckLink(ctx, st, tb, runID, "after", p, cross())
+	after, err := CheckLink(ctx, st, n, runID, "after", p, cross())
 	if err != nil {
 		return "", err
 	}

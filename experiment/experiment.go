@@ -21,10 +21,14 @@ import (
 // experiment to continue, the testbed's latency mode and a log. Each
 // experiment's config embeds it.
 type Env struct {
-	Store      string    // SQLite file or postgres:// URL; default doxlab.db
-	Resume     string    // an experiment ID to continue, measuring only what is not stored; it must be in the store
-	LowLatency bool      // testbed.Spec.LowLatency
-	Log        io.Writer // progress; default none
+	Store      string // SQLite file or postgres:// URL; default doxlab.db
+	Resume     string // an experiment ID to continue, measuring only what is not stored; it must be in the store
+	LowLatency bool   // testbed.Spec.LowLatency
+	// Net is what the hosts live on: NetTestbed (the default: emulated
+	// links, root) or NetLoopback (127.x.y.z, nothing emulated: for
+	// trying an experiment, and its tests, without root).
+	Net string
+	Log io.Writer // progress; default none
 	// Design is what the experiment measures (the CLI's flags, by name),
 	// recorded with its runs: a resume with another is refused unless
 	// Force, which the run then records. Nil: not checked.
@@ -37,6 +41,7 @@ type Env struct {
 
 	progressMu  sync.Mutex
 	done, total int
+	started     string // the kind of Net Start started, recorded with runs
 }
 
 // Plan adds n measurements to the run's total.
@@ -77,6 +82,7 @@ func (e *Env) Flags(fs *flag.FlagSet, resumable bool) {
 		fs.StringVar(&e.Resume, "resume", "", "continue the experiment with this `ID` (exactly, as printed when it started)")
 		fs.BoolVar(&e.Force, "force", false, "with --resume: continue even though the design flags differ from the stored ones (recorded with the run)")
 	}
+	fs.StringVar(&e.Net, "net", NetTestbed, "where the hosts live: `testbed` (emulated links; needs root) or loopback (127.x.y.z, nothing emulated, no root: a trial run whose timings are loopback's, and earn no verdicts)")
 	fs.BoolVar(&e.LowLatency, "low-latency", false, "keep every CPU from halting while the testbed runs (see testbed up --low-latency), for VMs slow to wake a halted vCPU")
 }
 
@@ -258,9 +264,10 @@ func ApplyQuick(e Experiment, fs *flag.FlagSet) error {
 }
 
 // Start opens the store first, so that an unreachable store fails before
-// a testbed is built, then starts the testbed with spec and Env's latency
-// mode, its emulator in a process of its own. done closes both, the testbed first.
-func (e *Env) Start(ctx context.Context, spec testbed.Spec) (st *store.Store, tb *testbed.Testbed, done func(), err error) {
+// a network is built, then starts Env's net with spec: the testbed with
+// Env's latency mode, its emulator in a process of its own, or loopback.
+// done closes both, the net first.
+func (e *Env) Start(ctx context.Context, spec testbed.Spec) (st *store.Store, n Net, done func(), err error) {
 	if st, err = store.Open(ctx, e.Store); err != nil {
 		return nil, nil, nil, err
 	}
@@ -275,11 +282,12 @@ func (e *Env) Start(ctx context.Context, spec testbed.Spec) (st *store.Store, tb
 	// loaders and store allocate, and their garbage collection would stop
 	// the links for milliseconds at a time.
 	spec.Separate = true
-	if tb, err = testbed.Start(spec); err != nil {
+	if n, err = e.startNet(spec); err != nil {
 		st.Close()
 		return nil, nil, nil, err
 	}
-	return st, tb, func() { tb.Close(); st.Close() }, nil
+	e.started = n.Kind()
+	return st, n, func() { n.Close(); st.Close() }, nil
 }
 
 // Results is what Load read of an experiment's runs: it knows how to

@@ -45,8 +45,11 @@ type LinkCheck struct {
 	// meanwhile.
 	LateMaxUs float64 `json:"late_max_us"`
 	StealMs   float64 `json:"steal_ms"`
-	OK        bool    `json:"ok"`
-	Why       string  `json:"why,omitempty"` // what was off
+	// Net is "loopback" for a run on the loopback net, whose check
+	// measured nothing (there is no emulated link); empty on the testbed.
+	Net string `json:"net,omitempty"`
+	OK  bool   `json:"ok"`
+	Why string `json:"why,omitempty"` // what was off
 	// Cross is what the profile's cross traffic delivered while the run
 	// measured (on the check after it).
 	Cross *CrossLoad `json:"cross,omitempty"`
@@ -64,11 +67,11 @@ type CrossLoad struct {
 
 // crossMeter reads the client's cross traffic now; the function it
 // returns gives what was delivered since, or nil without cross traffic.
-func crossMeter(tb *testbed.Testbed) func() *CrossLoad {
-	c0, ok := tb.Cross("client")
+func crossMeter(n Net) func() *CrossLoad {
+	c0, ok := n.Cross("client")
 	t0 := time.Now()
 	return func() *CrossLoad {
-		c1, still := tb.Cross("client")
+		c1, still := n.Cross("client")
 		if !ok || !still || !c1.Since.Equal(c0.Since) {
 			return nil
 		}
@@ -96,15 +99,21 @@ var linkCheckOptions = testbed.CheckOptions{Probes: 100, Interval: 2 * time.Mill
 // CheckLink checks the client's link with profile p and stores the
 // result for run runID. A check that cannot be taken is stored as failed
 // with its reason; only a store error is returned.
-func CheckLink(ctx context.Context, st *store.Store, tb *testbed.Testbed, runID, when string, p testbed.Profile, cross *CrossLoad) (*LinkCheck, error) {
-	lc := checkLink(ctx, tb, runID, when, p, cross)
+func CheckLink(ctx context.Context, st *store.Store, n Net, runID, when string, p testbed.Profile, cross *CrossLoad) (*LinkCheck, error) {
+	lc := checkLink(ctx, n, runID, when, p, cross)
 	return lc, storeLinkCheck(ctx, st, lc)
 }
 
 // checkLink checks the client's link, as CheckLink, without storing.
-func checkLink(ctx context.Context, tb *testbed.Testbed, runID, when string, p testbed.Profile, cross *CrossLoad) *LinkCheck {
-	lc := &LinkCheck{Run: runID, When: when, Profile: p.Name, At: time.Now().UTC(), Cross: cross, EmulatorOwnProcess: tb.Spec.Separate}
-	res, err := tb.Check(ctx, p, linkCheckOptions)
+func checkLink(ctx context.Context, n Net, runID, when string, p testbed.Profile, cross *CrossLoad) *LinkCheck {
+	lc := &LinkCheck{Run: runID, When: when, Profile: p.Name, At: time.Now().UTC(), Cross: cross}
+	if tn, ok := n.(testbedNet); ok {
+		lc.EmulatorOwnProcess = tn.EmulatorOwnProcess()
+	}
+	if n.Kind() != NetTestbed {
+		lc.Net = n.Kind()
+	}
+	res, err := n.Check(ctx, p, linkCheckOptions)
 	if err != nil {
 		lc.Why = "check failed: " + err.Error()
 	} else {

@@ -128,9 +128,12 @@ func cmdName(prefix string) string {
 // ones stored, unless Env.Force, which the run then records
 // (ForcedKind).
 func (e *Env) BeginRun(ctx context.Context, st *store.Store, runID, kind, profile string, spec map[string]any) error {
+	spec = maps.Clone(spec)
 	if e.Design != nil {
-		spec = maps.Clone(spec)
 		spec["design"] = e.Design
+	}
+	if e.started != "" {
+		spec["net"] = e.started // the report tells loopback's timings from the testbed's
 	}
 	runs, err := st.Runs(ctx)
 	if err != nil {

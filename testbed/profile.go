@@ -122,6 +122,13 @@ func (p Profile) mtu() int {
 	return p.MTU
 }
 
+// Emulates says whether p shapes anything: a delay, a rate, a loss, a
+// smaller MTU or cross traffic, either way. A profile that does not
+// ("none") needs no emulator: plain loopback carries it as it is.
+func (p Profile) Emulates() bool {
+	return !p.Down.transparent() || !p.Up.transparent() || (p.MTU != 0 && p.MTU != 1500) || p.Cross.flows() > 0
+}
+
 // RTT is the round trip the profile adds.
 func (p Profile) RTT() time.Duration { return p.Down.Delay + p.Up.Delay }
 

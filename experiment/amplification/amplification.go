@@ -160,7 +160,7 @@ func (c *Amplification) Run(ctx context.Context) (string, error) {
 	if err := tb.SetProfile("client", c.Profile); err != nil {
 		return "", err
 	}
-	ip := tb.IPs["server"]
+	ip := tb.IP("server")
 
 	// One server per certificate and Retry policy, on its own port.
 	type srvKey struct{ cert, retry string }
@@ -235,7 +235,7 @@ func (s *Sample) key() string {
 
 // handshake measures one DoQ exchange on a new connection. For "token"
 // a first connection (Retried) fetches the NEW_TOKEN token.
-func (c *Amplification) handshake(ctx context.Context, tb *testbed.Testbed, url, qlogDir string, s *Sample) {
+func (c *Amplification) handshake(ctx context.Context, tb experiment.Net, url, qlogDir string, s *Sample) {
 	opts := transport.Options{Insecure: true, Timeout: 10 * time.Second,
 		OpenSockets: func(open func() error) error { return tb.Run("client", open) }}
 	if s.KeyShare == "classic" {

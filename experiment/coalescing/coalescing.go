@@ -193,7 +193,7 @@ var Kind = store.NewKind("coalescing-load")
 // env is the running experiment.
 type env struct {
 	c      *Coalescing
-	tb     *testbed.Testbed
+	tb     experiment.Net
 	st     *store.Store
 	ip     string
 	client string
@@ -238,11 +238,11 @@ func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	if err := place.Apply(tb, servers); err != nil {
 		return "", err
 	}
-	e.tb, e.st, e.ip, e.client = tb, st, tb.IPs["server"], tb.IPs["client"]
+	e.tb, e.st, e.ip, e.client = tb, st, tb.IP("server"), tb.IP("client")
 	for _, p := range chosen {
 		e.pages[p.Name] = p
 	}
-	srvs, err := pages.StartPageServers(tb, pages.PageServers(tb.IPs, chosen, true, place))
+	srvs, err := pages.StartPageServers(tb, pages.PageServers(tb.IP, chosen, true, place))
 	if err != nil {
 		return "", err
 	}

@@ -86,7 +86,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer closeAll()
-	ip := tb.IPs["server"]
+	ip := tb.IP("server")
 	cfg := &server.Config{
 		Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},
 		// The PAM paper asks for test.com; the server answers any name

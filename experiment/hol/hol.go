@@ -192,7 +192,7 @@ func (c *HOL) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer closeAll()
-	ip := tb.IPs["server"]
+	ip := tb.IP("server")
 	delays := map[string]time.Duration{}
 	for n := range plan.delayed {
 		delays[n] = c.Delay
@@ -274,7 +274,7 @@ func holURL(t, ip string) (url string, opts transport.Options) {
 
 // runOne sends the names over one persistent connection, opened by a
 // first query inside the client host before the clock starts.
-func (c *HOL) runOne(ctx context.Context, tb *testbed.Testbed, ip, t string, names []string, gaps []time.Duration, delayed map[string]bool) ([]*Query, error) {
+func (c *HOL) runOne(ctx context.Context, tb experiment.Net, ip, t string, names []string, gaps []time.Duration, delayed map[string]bool) ([]*Query, error) {
 	url, opts := holURL(t, ip)
 	opts.OpenSockets = func(open func() error) error { return tb.Run("client", open) }
 	tr, err := transport.New(url, opts)

@@ -163,7 +163,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer closeAll()
-	ip := tb.IPs["server"]
+	ip := tb.IP("server")
 	var keyLog lockedBuffer
 	windows, octets, err := c.measureAll(ctx, tb, dir, ip, &keyLog)
 	if err != nil {
@@ -195,7 +195,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 // measureAll resolves every name over each transport and mode with
 // each certificate, the client's link captured, and returns the time
 // window of each combination and each certificate chain's octets.
-func (c *Overhead) measureAll(ctx context.Context, tb *testbed.Testbed, dir, ip string, keyLog *lockedBuffer) ([]window, map[string]int, error) {
+func (c *Overhead) measureAll(ctx context.Context, tb experiment.Net, dir, ip string, keyLog *lockedBuffer) ([]window, map[string]int, error) {
 	var windows []window
 	octets := map[string]int{}
 	c.Plan(len(c.Certs) * len(c.Transports) * len(c.Modes))
@@ -302,7 +302,7 @@ func (c *Overhead) storeConns(ctx context.Context, st *store.Store, runID string
 
 // resolve sends every name over one transport in one mode from inside the
 // client host, logging the TLS and QUIC secrets.
-func (c *Overhead) resolve(ctx context.Context, tb *testbed.Testbed, ip, t, mode string, keyLog io.Writer) error {
+func (c *Overhead) resolve(ctx context.Context, tb experiment.Net, ip, t, mode string, keyLog io.Writer) error {
 	u, err := measure.URLFor(t, ip)
 	if err != nil {
 		return err

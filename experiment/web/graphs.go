@@ -192,7 +192,7 @@ func (e *webEnv) wire(pkts []testbed.Packet, kl overhead.KeyLog, hosts []string)
 	}
 	addrs := map[string]bool{e.ip: true}
 	for host := range e.srvs {
-		addrs[e.tb.IPs[host]] = true
+		addrs[e.tb.IP(host)] = true
 	}
 	var w capture.Wire
 	n := 0 // connections so far

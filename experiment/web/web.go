@@ -173,7 +173,7 @@ func (c *Web) setup() string {
 // webEnv is the running experiment: testbed, server, pages, browsers.
 type webEnv struct {
 	c       *Web
-	tb      *testbed.Testbed
+	tb      experiment.Net
 	srv     *server.Server // in host server: the resolver, and the one-origin pages
 	srvs    pages.Servers  // srv, and the multi-origin pages' server hosts
 	ip      string
@@ -245,7 +245,7 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	if err := place.Apply(tb, servers); err != nil {
 		return "", err
 	}
-	e := &webEnv{c: c, tb: tb, ip: tb.IPs["server"], st: st, pages: map[string]corpus.Page{}, browser: map[string]*browser.Browser{},
+	e := &webEnv{c: c, tb: tb, ip: tb.IP("server"), st: st, pages: map[string]corpus.Page{}, browser: map[string]*browser.Browser{},
 		graphs: map[string]*pageload.Graph{}, pool: map[string][]*pageload.Graph{}, keyLog: filepath.Join(dir, "keys.log")}
 	if err := e.startServers(chosen, dir, place); err != nil {
 		return "", err
@@ -312,7 +312,7 @@ func (e *webEnv) startServers(chosen []corpus.Page, dir string, place pages.Plac
 	for _, p := range chosen {
 		e.pages[p.Name] = p
 	}
-	cfgs := pages.PageServers(e.tb.IPs, chosen, false, place)
+	cfgs := pages.PageServers(e.tb.IP, chosen, false, place)
 	for _, c := range cfgs {
 		c.Web.NoOrigin = e.c.NoOrigin
 	}
@@ -352,7 +352,7 @@ func (e *webEnv) browserFor(ctx context.Context, mode string, warm *corpus.Page)
 	if b, ok := e.browser[mode]; ok {
 		return b, nil
 	}
-	opts := browser.Options{Exec: e.c.Browser, NetNS: e.tb.NS["client"], SPKI: e.srvs.SPKIs()}
+	opts := browser.Options{Exec: e.c.Browser, NetNS: e.tb.NetNS("client"), SPKI: e.srvs.SPKIs()}
 	for _, p := range e.pages {
 		for _, h := range p.Hostnames() {
 			if o := h + ":443"; !slices.Contains(opts.ForceQUIC, o) {

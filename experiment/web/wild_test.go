@@ -75,7 +75,7 @@ func startInternet(t *testing.T, pageNames []string) *internet {
 	tb, err := testbed.Start(testbed.Spec{Name: "wild", Hosts: hosts, HostProfiles: wildVantages})
 	require.NoError(t, err)
 	t.Cleanup(func() { tb.Close() })
-	require.NoError(t, place.Apply(tb, webHosts))
+	require.NoError(t, place.Apply(experiment.OnTestbed(tb), webHosts))
 	// Resolvers at their distances beyond the vantage points' links.
 	for host, d := range map[string]time.Duration{"retry": 10 * time.Millisecond, "far": 60 * time.Millisecond, "coredns": 20 * time.Millisecond,
 		"unbound": 5 * time.Millisecond, "kresd": 30 * time.Millisecond, "down": 5 * time.Millisecond} {
@@ -86,7 +86,7 @@ func startInternet(t *testing.T, pageNames []string) *internet {
 
 	// The authoritative host ("server") answers for every page's names
 	// and serves the one-origin pages; the others serve theirs.
-	srvs, err := pages.StartPageServers(tb, pages.PageServers(tb.IPs, chosen, false, place))
+	srvs, err := pages.StartPageServers(experiment.OnTestbed(tb), pages.PageServers(experiment.OnTestbed(tb).IP, chosen, false, place))
 	require.NoError(t, err)
 	t.Cleanup(srvs.Close)
 	in.spki = srvs.SPKIs()

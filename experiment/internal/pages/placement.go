@@ -78,7 +78,7 @@ func (pl Placement) Hosts(pages []corpus.Page) []string {
 
 // Apply sets each extra server host's link to its distance: half of it
 // each way, nothing else shaped.
-func (pl Placement) Apply(tb *testbed.Testbed, hosts []string) error {
+func (pl Placement) Apply(tb experiment.Net, hosts []string) error {
 	for _, h := range hosts {
 		d := pl.Distance[h]
 		p := testbed.Profile{Name: fmt.Sprintf("+%s", d), Up: testbed.Direction{Delay: d / 2}, Down: testbed.Direction{Delay: d - d/2}}
@@ -100,13 +100,13 @@ func (pl Placement) Apply(tb *testbed.Testbed, hosts []string) error {
 // over HTTP/3 and HTTP/2 on 443 ("server" with DoH and DNS streams on the
 // same listener), with one TLS key for its address and its origins; the
 // other hosts with a certificate per origin.
-func PageServers(ips map[string]string, pages []corpus.Page, https bool, pl Placement) map[string]*server.Config {
+func PageServers(ipOf func(host string) string, pages []corpus.Page, https bool, pl Placement) map[string]*server.Config {
 	cfgs := map[string]*server.Config{}
 	cfg := func(host string) *server.Config {
 		if c, ok := cfgs[host]; ok {
 			return c
 		}
-		ip := ips[host]
+		ip := ipOf(host)
 		c := &server.Config{
 			Listen: server.Listen{Web: ip + ":443"},
 			TLS:    server.TLS{Names: []string{ip, "localhost"}},
@@ -133,7 +133,7 @@ func PageServers(ips map[string]string, pages []corpus.Page, https bool, pl Plac
 			}
 			seen[o.Host] = true
 			host := pl.HostOf(p, o)
-			ip := ips[host]
+			ip := ipOf(host)
 			c := cfg(host)
 			c.Web.Roots[o.Host] = o.Dir
 			c.TLS.Names = append(c.TLS.Names, o.Host)
@@ -156,7 +156,7 @@ type Servers map[string]*server.Server
 
 // StartPageServers starts PageServers' configurations in their hosts:
 // "server" first, the others after.
-func StartPageServers(tb *testbed.Testbed, cfgs map[string]*server.Config) (Servers, error) {
+func StartPageServers(tb experiment.Net, cfgs map[string]*server.Config) (Servers, error) {
 	srvs := Servers{}
 	hosts := slices.Sorted(maps.Keys(cfgs))
 	if i := slices.Index(hosts, "server"); i > 0 {
