@@ -202,6 +202,11 @@ func (c *Privacy) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer closeAll()
+	if tb.Kind() == experiment.NetLoopback {
+		// Nothing emulated: the proxy is as near as the target.
+		fmt.Fprintln(c.Log, "privacy: on the loopback net the proxy's link is not emulated (proxy RTT 0)")
+		c.ProxyRTT = 0
+	}
 	half := c.ProxyRTT / 2
 	if err := tb.SetProfile("proxy", testbed.Profile{Name: fmt.Sprintf("proxy-%s", c.ProxyRTT), Down: testbed.Direction{Delay: half}, Up: testbed.Direction{Delay: half}}); err != nil {
 		return "", err

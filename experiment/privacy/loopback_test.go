@@ -1,0 +1,83 @@
+package privacy
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/ech"
+	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/protocol"
+	"github.com/doxlab/doxlab/store"
+)
+
+func TestMain(m *testing.M) { testutil.Rootless(m) }
+
+// TestRunOnLoopback: the ladder on the loopback net, without root or a
+// browser: every rung answers, and what each proves on the wire holds —
+// ODoH through the proxy host, the name in clear or ECH accepted (and a
+// stale config rejected, then retried), 0-RTT where asked — from the
+// servers' records; stored, loaded, tabled and drawn; resumed, nothing
+// measured again. What the rungs cost is the testbed's test.
+func TestRunOnLoopback(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "p.db")
+	c := &Privacy{Profiles: []string{"none"}, Repeat: 2, NoBrowser: true, Env: experiment.Env{Store: db, Net: experiment.NetLoopback}}
+	id, err := c.Run(ctx)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	defer st.Close()
+	res, err := c.Load(ctx, st, id+"-")
+	require.NoError(t, err)
+	ss := res.(Samples)
+	require.Len(t, ss, (len(dnsCells)+len(webCells)+len(pageRungs))*2)
+	for _, s := range ss {
+		name := s.key()
+		require.Equal(t, "ok", s.Status, "%s: %s", name, s.Error)
+		require.Zero(t, s.ProxyRTTMs, "%s: no proxy link on loopback", name)
+		require.Zero(t, s.RTTs, "%s: no RTT to count in", name)
+		switch {
+		case s.Part == "dns" && s.Rung == protocol.ODoH:
+			require.NotNil(t, s.ODoH, "%s: answered through the proxy", name)
+		case s.Part == "dns":
+			require.Equal(t, s.Condition == "0rtt", s.Used0RTT, name)
+		case s.Rung == Clear:
+			require.Equal(t, site, s.OuterSNI, "%s: the name in clear", name)
+			require.Equal(t, []string{ech.GREASE}, s.ECH, name)
+			require.Equal(t, s.Condition == "0rtt", s.Used0RTT, name)
+		case s.Rung == ECH:
+			require.Equal(t, publicName, s.OuterSNI, name)
+			require.Equal(t, []string{ech.Accepted}, s.ECH, name)
+			require.Equal(t, s.Condition == "0rtt", s.Used0RTT, "%s: resumed in 0-RTT with ECH", name)
+		case s.Rung == ECHStale:
+			require.True(t, s.Retried, name)
+			require.True(t, slices.Equal([]string{ech.Rejected, ech.Accepted}, s.ECH), "%s: %v", name, s.ECH)
+		case s.Part == "page":
+			want := ""
+			if strings.HasSuffix(s.Rung, "+"+ECH) {
+				want = ech.Accepted
+			}
+			require.Equal(t, []string{want}, s.ECH, "%s: the page's one connection", name)
+		}
+	}
+	var b bytes.Buffer
+	require.NoError(t, ss.WriteTable(&b))
+	require.Contains(t, b.String(), "ODoH")
+	sec, err := ss.Section(t.TempDir())
+	require.NoError(t, err)
+	require.Contains(t, string(sec.Table), publicName)
+
+	again := &Privacy{Profiles: c.Profiles, Repeat: 2, NoBrowser: true, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Resume: id}}
+	_, err = again.Run(ctx)
+	require.NoError(t, err)
+	res, err = c.Load(ctx, st, id+"-")
+	require.NoError(t, err)
+	require.Len(t, res.(Samples), len(ss), "a finished run resumed measures nothing")
+}
