@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"net/netip"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -56,8 +58,8 @@ const (
 )
 
 // ErrNeedsTestbed is what the loopback net answers for what only the
-// testbed can do: shape a link, check it, capture it.
-var ErrNeedsTestbed = errors.New("needs the testbed (--net testbed, as root): the loopback net emulates no link and captures nothing")
+// testbed can do: shape a link, and check one.
+var ErrNeedsTestbed = errors.New("needs the testbed (--net testbed, as root): the loopback net emulates no link")
 
 // startNet starts the net Env.Net names for spec.
 func (e *Env) startNet(spec testbed.Spec) (Net, error) {
@@ -89,8 +91,9 @@ func (n testbedNet) Sniff(host string) (Sniffer, error) { return n.Testbed.Sniff
 // (testbed.Spec.Separate), which a link check records.
 func (n testbedNet) EmulatorOwnProcess() bool { return n.Spec.Separate }
 
-// loopback is a Net of hosts on 127.a.b.1, 127.a.b.2, … in this process's
-// network: a /24 of its own, found from the testbed's name, so that two
+// loopback is a Net of hosts on 127.a.b.2, 127.a.b.3, … in this process's
+// network, the first (the client) on 127.0.0.1, the source of whatever
+// any host dials: a /24 of its own, found from the testbed's name, so that two
 // experiments (two test packages at once) bind the same ports on other
 // addresses, and a resumed run finds its hosts where they were (a task's
 // key holds its server's address). The standard ports (53, 443, 853)
@@ -100,6 +103,10 @@ type loopback struct {
 	prefix string
 	at     int // its /24's index, in loopbackUsed while open
 	ips    map[string]string
+	// The capture of Spec.PcapDir, written at Close as the testbed's:
+	// HOST-up.pcap and HOST-down.pcap per host.
+	pcapDir string
+	capture func() ([]testbed.Packet, error)
 }
 
 func newLoopback(spec testbed.Spec) (*loopback, error) {
@@ -109,9 +116,6 @@ func newLoopback(spec testbed.Spec) (*loopback, error) {
 	}
 	if len(hosts) > 250 {
 		return nil, fmt.Errorf("at most 250 hosts")
-	}
-	if spec.PcapDir != "" {
-		return nil, fmt.Errorf("captures %w", ErrNeedsTestbed)
 	}
 	// 127.100-199.x.0/24: clear of 127.0.0.0/24 (the machine's own
 	// services) and 127.53.0.0/16 (the page workers' stubs).
@@ -128,11 +132,23 @@ func newLoopback(spec testbed.Spec) (*loopback, error) {
 	for i, h := range hosts {
 		n.ips[h] = n.prefix + strconv.Itoa(i+1)
 	}
+	// What a host dials from is the kernel's choice, 127.0.0.1, whatever
+	// the host: the first host (the client) has that address, so that
+	// the servers' records name it as the testbed's do.
+	n.ips[hosts[0]] = "127.0.0.1"
+	n.at = at
 	if err := n.canBind(); err != nil {
 		delete(loopbackUsed, at)
 		return nil, err
 	}
-	n.at = at
+	if spec.PcapDir != "" {
+		sn, err := testbed.SniffLoopback()
+		if err != nil {
+			delete(loopbackUsed, at)
+			return nil, fmt.Errorf("capturing the loopback net (--pcap): %w", err)
+		}
+		n.pcapDir, n.capture = spec.PcapDir, sn.Record()
+	}
 	return n, nil
 }
 
@@ -145,6 +161,9 @@ var (
 // can be bound here.
 func (n *loopback) canBind() error {
 	for _, ip := range n.ips {
+		if ip == "127.0.0.1" {
+			continue // the client's: it binds nothing
+		}
 		l, err := net.ListenPacket("udp", net.JoinHostPort(ip, "53"))
 		if err != nil {
 			return fmt.Errorf("the loopback net binds the standard ports (53, 443, 853) on 127.x.y.z: %w; run as root, or in a user and network namespace of your own (unshare -rn)", err)
@@ -159,16 +178,73 @@ func (*loopback) Kind() string            { return NetLoopback }
 func (n *loopback) IP(host string) string { return n.ips[host] }
 func (*loopback) NetNS(string) string     { return "" }
 
-// Close frees its /24 for another net of this process.
+// Close writes the net's captures, if it took them, and frees its /24
+// for another net of this process.
 func (n *loopback) Close() error {
 	loopbackMu.Lock()
 	delete(loopbackUsed, n.at)
 	loopbackMu.Unlock()
-	return nil
+	if n.capture == nil {
+		return nil
+	}
+	pkts, err := n.capture()
+	n.capture = nil
+	for host := range n.ips {
+		up, down := n.ofHost(host, pkts)
+		err = errors.Join(err, testbed.WritePcap(n.pcapDir, host+"-up.pcap", up), testbed.WritePcap(n.pcapDir, host+"-down.pcap", down))
+	}
+	return err
 }
 
-func (*loopback) Sniff(string) (Sniffer, error) {
-	return nil, fmt.Errorf("capturing a link %w", ErrNeedsTestbed)
+// Sniff records host's packets: those between it and another host of
+// the net (loopback carries the whole machine's).
+func (n *loopback) Sniff(host string) (Sniffer, error) {
+	if _, ok := n.ips[host]; !ok {
+		return nil, fmt.Errorf("no host %q on the loopback net", host)
+	}
+	sn, err := testbed.SniffLoopback()
+	if err != nil {
+		return nil, fmt.Errorf("capturing the loopback net: %w", err)
+	}
+	return hostSniff{n, host, sn}, nil
+}
+
+type hostSniff struct {
+	n    *loopback
+	host string
+	sn   *testbed.Sniff
+}
+
+func (h hostSniff) Stop() ([]testbed.Packet, error) {
+	pkts, err := h.sn.Stop()
+	up, down := h.n.ofHost(h.host, pkts)
+	all := append(up, down...)
+	slices.SortStableFunc(all, func(a, b testbed.Packet) int { return a.Time.Compare(b.Time) })
+	return all, err
+}
+
+// ofHost splits the IPv4 packets between host and the net's other hosts
+// into those it sent and those it received.
+func (n *loopback) ofHost(host string, pkts []testbed.Packet) (up, down []testbed.Packet) {
+	addr := func(b []byte) string { return netip.AddrFrom4([4]byte(b)).String() }
+	ours := map[string]bool{}
+	for _, ip := range n.ips {
+		ours[ip] = true
+	}
+	me := n.ips[host]
+	for _, p := range pkts {
+		if len(p.Data) < 20 || p.Data[0]>>4 != 4 {
+			continue
+		}
+		src, dst := addr(p.Data[12:16]), addr(p.Data[16:20])
+		switch {
+		case src == me && ours[dst]:
+			up = append(up, p)
+		case dst == me && ours[src]:
+			down = append(down, p)
+		}
+	}
+	return up, down
 }
 
 func (n *loopback) Run(host string, f func() error) error {

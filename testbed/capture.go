@@ -66,3 +66,17 @@ func (c *capture) close() {
 	c.flush()
 	c.f.Close()
 }
+
+// WritePcap writes packets (raw IPv4, as a Sniff returns them) into a
+// pcap file in dir, as Spec.PcapDir's captures are written.
+func WritePcap(dir, name string, pkts []Packet) error {
+	c, err := newCapture(dir, name)
+	if err != nil {
+		return err
+	}
+	for _, p := range pkts {
+		c.write(p.Time, p.Data)
+	}
+	c.close()
+	return nil
+}

@@ -3,6 +3,7 @@ package testbed
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"time"
 
@@ -43,6 +44,88 @@ func (tb *Testbed) Sniff(host string) (*Sniff, error) {
 		return nil, fmt.Errorf("sniffing %s: %w", host, err)
 	}
 	return &Sniff{fd: fd}, nil
+}
+
+// loopbackFilter keeps IPv4 packets as they are sent: loopback shows a
+// packet socket each packet twice, leaving and arriving.
+var loopbackFilter = []unix.SockFilter{
+	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 0xfffff004}, // SKF_AD_OFF + SKF_AD_PKTTYPE
+	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.PACKET_OUTGOING, Jf: 3},
+	{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 0xfffff000}, // SKF_AD_OFF + SKF_AD_PROTOCOL
+	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.ETH_P_IP, Jf: 1},
+	{Code: unix.BPF_RET | unix.BPF_K, K: 1 << 18},
+	{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+}
+
+// SniffLoopback starts recording the IPv4 packets on this process's
+// loopback interface, each once: the capture of experiments on the
+// loopback net. It needs CAP_NET_RAW (root, or a user and network
+// namespace of one's own).
+func SniffLoopback() (*Sniff, error) {
+	iface, err := net.InterfaceByName("lo")
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		return nil, fmt.Errorf("a packet socket on lo: %w", err)
+	}
+	err = sockopts(fd,
+		func() error { return setFilter(fd, loopbackFilter) },
+		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
+		func() error {
+			// Forcing a buffer past rmem_max takes the machine's root; in a
+			// user namespace of one's own the capture gets rmem_max.
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, sniffBuffer); !errors.Is(err, unix.EPERM) {
+				return err
+			}
+			return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, sniffBuffer)
+		},
+		func() error {
+			return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: iface.Index})
+		})
+	if err != nil {
+		return nil, fmt.Errorf("a packet socket on lo: %w", err)
+	}
+	return &Sniff{fd: fd}, nil
+}
+
+// Record reads the packets as they come, on a goroutine of its own,
+// rather than leaving them in the socket's buffer: for a capture longer
+// than that buffer holds (a whole run). The function it returns ends the
+// recording and returns the packets, as Stop does.
+func (s *Sniff) Record() func() ([]Packet, error) {
+	var pkts []Packet
+	var rerr error
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		r := newReceiver(buf)
+		for {
+			n, ns, err := r.recv(s.fd)
+			switch {
+			case errors.Is(err, unix.EAGAIN):
+				select {
+				case <-quit:
+					return // drained, and told to stop
+				default:
+				}
+				unix.Poll([]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}, 50) //nolint:errcheck // a wake-up, checked by the next recv
+			case err != nil:
+				rerr = err
+				return
+			default:
+				pkts = append(pkts, Packet{Time: time.Unix(0, ns), Data: slices.Clone(buf[:n])})
+			}
+		}
+	}()
+	return func() ([]Packet, error) {
+		close(quit)
+		<-done
+		rest, err := s.Stop()
+		return append(pkts, rest...), errors.Join(rerr, err)
+	}
 }
 
 // Stop ends the recording and returns its packets, in the order the

@@ -63,6 +63,12 @@ type Sniff struct{}
 // Sniff fails off Linux.
 func (tb *Testbed) Sniff(string) (*Sniff, error) { return nil, ErrUnsupported }
 
+// SniffLoopback fails off Linux.
+func SniffLoopback() (*Sniff, error) { return nil, ErrUnsupported }
+
+// Record has nothing off Linux.
+func (s *Sniff) Record() func() ([]Packet, error) { return s.Stop }
+
 // Stop has nothing off Linux.
 func (s *Sniff) Stop() ([]Packet, error) { return nil, ErrUnsupported }
 

@@ -1,0 +1,99 @@
+package coalescing
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/store"
+)
+
+func TestMain(m *testing.M) { testutil.Rootless(m) }
+
+// TestProofsOnLoopback: each load's proof on the loopback net, without
+// root — the same proofs as on the testbed, which need no link: how many
+// QUIC and TCP handshakes a load cost, which connection its lookup rode,
+// 0-RTT exactly when the ticket was kept, SETTINGS awaited exactly when
+// told; a resumed run measures nothing again.
+func TestProofsOnLoopback(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "c.db")
+	c := &Coalescing{Profiles: []string{"none"}, Pages: []string{"wiki"}, DNS: []string{"udp", "doq", Emulated, DoH3Coalesced, DNSStream},
+		Repeat: 1, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Log: testWriter{t}}}
+	id, err := c.Run(ctx)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	defer st.Close()
+	res, err := c.Load(ctx, st, id)
+	require.NoError(t, err)
+	ss := res.(Samples)
+	require.Len(t, ss, 5*3, "modes × (1rtt, 0rtt, 0rtt-wait)")
+	for _, s := range ss {
+		k, p := s.Key(), s.Proof
+		require.Equal(t, "ok", s.Status, "%s: %s", k, s.Error)
+		require.Equal(t, s.H3 == "0rtt", p.PageUsed0RTT, "%s: 0-RTT iff the ticket was kept", k)
+		require.Equal(t, s.H3 == "0rtt" && s.Settings == "wait", p.WaitedSettings, k)
+		switch s.DNS {
+		case DoH3Coalesced, DNSStream:
+			require.Equal(t, 1, p.QUICHandshakes, "%s: one QUIC handshake, DNS included", k)
+			require.Zero(t, p.TCPHandshakes, k)
+			require.True(t, p.DNSOnPageConn, k)
+		case "udp":
+			require.Equal(t, 1, p.QUICHandshakes, k)
+		default:
+			require.Equal(t, 2, p.QUICHandshakes, "%s: the lookup's own QUIC connection", k)
+			require.False(t, p.DNSOnPageConn, k)
+		}
+	}
+	_, err = ss.Section(t.TempDir())
+	require.NoError(t, err)
+
+	again := &Coalescing{Profiles: c.Profiles, Pages: c.Pages, DNS: c.DNS, Repeat: 1, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Resume: id}}
+	_, err = again.Run(ctx)
+	require.NoError(t, err)
+	res, err = c.Load(ctx, st, id)
+	require.NoError(t, err)
+	require.Len(t, res.(Samples), len(ss), "a finished run resumed measures nothing")
+}
+
+// TestORIGINFramesOnLoopback: o5's origins on separate servers and on
+// one CDN edge, with ORIGIN frames: separately, every origin costs a
+// lookup and a handshake (no certificate covers another, RFC 9412 §2.4);
+// on one CDN the connection is pooled and the frames spare every lookup
+// but the first. The counts need no link: the loopback net proves them.
+func TestORIGINFramesOnLoopback(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		placement                   string
+		lookups, spared, handshakes int
+	}{
+		{"separate", 5, 0, 5},
+		{"cdn", 1, 4, 1},
+	} {
+		c := &Coalescing{Profiles: []string{"none"}, Pages: []string{"o5"}, DNS: []string{"udp"}, H3: []string{"1rtt"}, Placement: tc.placement, Origins: true,
+			Repeat: 1, Env: experiment.Env{Store: filepath.Join(dir, "c.db"), Net: experiment.NetLoopback, Log: testWriter{t}}}
+		id, err := c.Run(ctx)
+		require.NoError(t, err)
+		st, err := store.Open(ctx, c.Store)
+		require.NoError(t, err)
+		res, err := c.Load(ctx, st, id)
+		st.Close()
+		require.NoError(t, err)
+		ss := res.(Samples)
+		require.Len(t, ss, 1)
+		s := ss[0]
+		require.Equal(t, "ok", s.Status, "%s: %s", tc.placement, s.Error)
+		require.Equal(t, tc.lookups, s.Proof.Lookups, tc.placement)
+		require.Equal(t, tc.spared, s.Proof.Spared, tc.placement)
+		require.Equal(t, tc.handshakes, s.Proof.QUICHandshakes, tc.placement)
+	}
+	c := &Coalescing{Pages: []string{"o5"}, DNS: []string{DNSStream}, Env: experiment.Env{Store: filepath.Join(dir, "c.db"), Net: experiment.NetLoopback}}
+	_, err := c.Run(ctx)
+	require.ErrorContains(t, err, "needs the page on the resolver's server")
+}
