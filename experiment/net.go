@@ -25,6 +25,10 @@ type Net interface {
 	Kind() string
 	// IP is a host's address.
 	IP(host string) string
+	// Local is the address host's own local services (the web
+	// experiment's stub) listen on for it alone: 127.0.0.1 inside a
+	// testbed host; on loopback, an address of the net's kept for host.
+	Local(host string) string
 	// Run calls f with the sockets it opens made in host's network.
 	Run(host string, f func() error) error
 	// Command is a program run in host's network.
@@ -84,6 +88,7 @@ func OnTestbed(tb *testbed.Testbed) Net { return testbedNet{tb} }
 
 func (testbedNet) Kind() string                         { return NetTestbed }
 func (n testbedNet) IP(host string) string              { return n.IPs[host] }
+func (testbedNet) Local(string) string                  { return "127.0.0.1" }
 func (n testbedNet) NetNS(host string) string           { return n.NS[host] }
 func (n testbedNet) Sniff(host string) (Sniffer, error) { return n.Testbed.Sniff(host) }
 
@@ -103,6 +108,7 @@ type loopback struct {
 	prefix string
 	at     int // its /24's index, in loopbackUsed while open
 	ips    map[string]string
+	locals map[string]string // Local's, .129 on
 	// The capture of Spec.PcapDir, written at Close as the testbed's:
 	// HOST-up.pcap and HOST-down.pcap per host.
 	pcapDir string
@@ -114,8 +120,8 @@ func newLoopback(spec testbed.Spec) (*loopback, error) {
 	if len(hosts) == 0 {
 		hosts = []string{"client", "server"}
 	}
-	if len(hosts) > 250 {
-		return nil, fmt.Errorf("at most 250 hosts")
+	if len(hosts) > 120 {
+		return nil, fmt.Errorf("the loopback net takes at most 120 hosts")
 	}
 	// 127.100-199.x.0/24: clear of 127.0.0.0/24 (the machine's own
 	// services) and 127.53.0.0/16 (the page workers' stubs).
@@ -128,9 +134,9 @@ func newLoopback(spec testbed.Spec) (*loopback, error) {
 		at = (at + 1) % (100 * 256)
 	}
 	loopbackUsed[at] = true
-	n := &loopback{prefix: fmt.Sprintf("127.%d.%d.", 100+at/256, at%256), ips: map[string]string{}}
+	n := &loopback{prefix: fmt.Sprintf("127.%d.%d.", 100+at/256, at%256), ips: map[string]string{}, locals: map[string]string{}}
 	for i, h := range hosts {
-		n.ips[h] = n.prefix + strconv.Itoa(i+1)
+		n.ips[h], n.locals[h] = n.prefix+strconv.Itoa(i+1), n.prefix+strconv.Itoa(i+129)
 	}
 	// What a host dials from is the kernel's choice, 127.0.0.1, whatever
 	// the host: the first host (the client) has that address, so that
@@ -174,9 +180,10 @@ func (n *loopback) canBind() error {
 	return nil
 }
 
-func (*loopback) Kind() string            { return NetLoopback }
-func (n *loopback) IP(host string) string { return n.ips[host] }
-func (*loopback) NetNS(string) string     { return "" }
+func (*loopback) Kind() string               { return NetLoopback }
+func (n *loopback) IP(host string) string    { return n.ips[host] }
+func (n *loopback) Local(host string) string { return n.locals[host] }
+func (*loopback) NetNS(string) string        { return "" }
 
 // Close writes the net's captures, if it took them, and frees its /24
 // for another net of this process.

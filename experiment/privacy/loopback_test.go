@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -58,7 +57,9 @@ func TestRunOnLoopback(t *testing.T) {
 			require.Equal(t, s.Condition == "0rtt", s.Used0RTT, "%s: resumed in 0-RTT with ECH", name)
 		case s.Rung == ECHStale:
 			require.True(t, s.Retried, name)
-			require.True(t, slices.Equal([]string{ech.Rejected, ech.Accepted}, s.ECH), "%s: %v", name, s.ECH)
+			// Two connections; on loopback their records may come in
+			// either order.
+			require.ElementsMatch(t, []string{ech.Rejected, ech.Accepted}, s.ECH, name)
 		case s.Part == "page":
 			want := ""
 			if strings.HasSuffix(s.Rung, "+"+ECH) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,8 +23,7 @@ import (
 )
 
 // stub is doxlab's own server run as the client host's resolver
-// (127.0.0.1:53, where resolv.conf points), forwarding over one
-// transport. Its records come back over a pipe.
+// (stubAddr, where resolv.conf points), forwarding over one transport. Its records come back over a pipe.
 type stub struct {
 	cmd     *exec.Cmd
 	stdin   io.Closer // held open: should this process die, the stub stops (--exit-on-eof)
@@ -40,8 +40,9 @@ func (e *webEnv) startStub(ctx context.Context, tr, state string) (*stub, error)
 	// forwarder's upstream sockets are opened per query, and must be made
 	// in the client's network namespace to cross the emulated link. It
 	// gets a typed config and says it is ready by writing a file.
+	at := e.stubAddr()
 	cfg := server.Config{
-		Listen: server.Listen{UDP: "127.0.0.1:53", TCP: "127.0.0.1:53"},
+		Listen: server.Listen{UDP: at, TCP: at},
 		Answers: server.Answers{Forward: u, ForwardCA: e.ca, ForwardSNI: "localhost",
 			ForwardConn: map[string]string{"cold": "fresh", "warm": "reuse"}[state], ForwardTimeout: 10 * time.Second},
 		Records: "-",
@@ -130,8 +131,13 @@ func (s *stub) stop() {
 // stubDNS is DoUDP to the stub, from inside the client host: the lookup
 // path the browser has.
 func (e *webEnv) stubDNS(timeout time.Duration) (transport.Transport, error) {
-	return transport.New("udp://127.0.0.1:53", transport.Options{Timeout: timeout, OpenSockets: e.inClient})
+	return transport.New("udp://"+e.stubAddr(), transport.Options{Timeout: timeout, OpenSockets: e.inClient})
 }
+
+// stubAddr is where the stub listens: the client's local address, where
+// its resolv.conf points (the testbed's, or the browser's own on the
+// loopback net).
+func (e *webEnv) stubAddr() string { return net.JoinHostPort(e.tb.Local("client"), "53") }
 
 // lookup resolves host through the stub from inside the client host, as
 // the decoupled mode measures DNS apart from the page load: the stub's

@@ -186,6 +186,9 @@ type webEnv struct {
 	graphs  map[string]*pageload.Graph   // by profile and page, captured in this process
 	pool    map[string][]*pageload.Graph // by profile and page: the graphs of Chromium's measured loads
 	keyLog  string                       // the page servers' TLS secrets (tls.key_log), to decrypt captures
+	// etc are the browser's own files over /etc where the client host has
+	// none of its own (the loopback net): resolv.conf names the stub.
+	etc map[string]string
 
 	srvRecords experiment.RecordLog // the server's query records and web connection records
 }
@@ -249,6 +252,11 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 		graphs: map[string]*pageload.Graph{}, pool: map[string][]*pageload.Graph{}, keyLog: filepath.Join(dir, "keys.log")}
 	if err := e.startServers(chosen, dir, place); err != nil {
 		return "", err
+	}
+	if tb.NetNS("client") == "" {
+		if e.etc, err = stubEtc(dir, tb.Local("client")); err != nil {
+			return "", err
+		}
 	}
 	defer e.srvs.Close()
 	defer e.closeBrowsers(true)
@@ -352,7 +360,7 @@ func (e *webEnv) browserFor(ctx context.Context, mode string, warm *corpus.Page)
 	if b, ok := e.browser[mode]; ok {
 		return b, nil
 	}
-	opts := browser.Options{Exec: e.c.Browser, NetNS: e.tb.NetNS("client"), SPKI: e.srvs.SPKIs()}
+	opts := browser.Options{Exec: e.c.Browser, NetNS: e.tb.NetNS("client"), SPKI: e.srvs.SPKIs(), Etc: e.etc}
 	for _, p := range e.pages {
 		for _, h := range p.Hostnames() {
 			if o := h + ":443"; !slices.Contains(opts.ForceQUIC, o) {
@@ -578,3 +586,23 @@ func (e *webEnv) restart(ctx context.Context, t pages.Task, cause error) (*pages
 
 // inClient makes sockets inside the client host.
 func (e *webEnv) inClient(open func() error) error { return e.tb.Run("client", open) }
+
+// stubEtc writes, into dir, the files over /etc that point a browser at
+// the stub on addr: a page worker's, and on the loopback net the web
+// experiment's (the testbed's client host has them of its own).
+func stubEtc(dir, addr string) (map[string]string, error) {
+	etc := map[string]string{}
+	for name, body := range map[string]string{
+		// One try, no search list: a lookup the stub fails is the
+		// sample's, not retried elsewhere.
+		"resolv.conf":   "nameserver " + addr + "\noptions timeout:10 attempts:1\n",
+		"hosts":         "127.0.0.1 localhost\n::1 localhost\n",
+		"nsswitch.conf": "hosts: files dns\n",
+	} {
+		etc[name] = filepath.Join(dir, "etc-"+name)
+		if err := os.WriteFile(etc[name], []byte(body), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return etc, nil
+}

@@ -347,5 +347,6 @@ func TestLoadRow(t *testing.T) {
 	require.Equal(t, "run", r.RunID)
 }
 
-// TestMain removes the binary testutil.Doxlab built.
-func TestMain(m *testing.M) { testutil.Main(m) }
+// TestMain runs the tests where the loopback net can bind its ports
+// (testutil.Rootless) and removes the binary testutil.Doxlab built.
+func TestMain(m *testing.M) { testutil.Rootless(m) }

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/user"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -70,7 +69,8 @@ type wildLoader struct {
 	cfg  campaign.PageLoaderConfig
 	user string
 	net  *confine.Net
-	dir  string // the browser's resolv.conf, hosts, nsswitch.conf
+	dir  string            // holds etc's files
+	etc  map[string]string // the browser's resolv.conf, hosts, nsswitch.conf (stubEtc)
 	b    *browser.Browser
 	ua   string // the User-Agent suffix b was started with
 }
@@ -102,21 +102,13 @@ func newWildLoader(cfg campaign.PageLoaderConfig) (campaign.PageLoader, error) {
 		cn.Close()
 		return nil, err
 	}
-	files := map[string]string{
-		// One try, no search list: a lookup the stub fails is the
-		// sample's, not retried elsewhere.
-		"resolv.conf":   "nameserver " + cn.Stub.String() + "\noptions timeout:10 attempts:1\n",
-		"hosts":         "127.0.0.1 localhost\n::1 localhost\n",
-		"nsswitch.conf": "hosts: files dns\n",
+	etc, err := stubEtc(dir, cn.Stub.String())
+	if err != nil {
+		cn.Close()
+		os.RemoveAll(dir)
+		return nil, err
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			cn.Close()
-			os.RemoveAll(dir)
-			return nil, err
-		}
-	}
-	return &wildLoader{cfg: cfg, user: name, net: cn, dir: dir}, nil
+	return &wildLoader{cfg: cfg, user: name, net: cn, dir: dir, etc: etc}, nil
 }
 
 // browser starts Chromium for a contact, or keeps the one running. A
@@ -130,11 +122,7 @@ func (l *wildLoader) browser(ctx context.Context, contact string) (*browser.Brow
 		l.b.Close()
 		l.b = nil
 	}
-	etc := map[string]string{}
-	for _, n := range []string{"resolv.conf", "hosts", "nsswitch.conf"} {
-		etc[n] = filepath.Join(l.dir, n)
-	}
-	b, err := browser.Launch(ctx, browser.Options{Exec: l.cfg.Browser, Etc: etc, NetNS: l.net.NS, User: l.user,
+	b, err := browser.Launch(ctx, browser.Options{Exec: l.cfg.Browser, Etc: l.etc, NetNS: l.net.NS, User: l.user,
 		UserAgentSuffix: ua, Flags: l.cfg.BrowserFlags})
 	if err != nil {
 		return nil, err
