@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,10 +163,13 @@ func LoadLinkChecks(ctx context.Context, st *store.Store, keep func(runID string
 }
 
 // EvidenceOf is what the link checks lcs say about verdicts: the checks
-// that failed.
+// that failed, and the runs on the loopback net.
 func EvidenceOf(lcs []*LinkCheck) Evidence {
 	var ev Evidence
 	for _, lc := range lcs {
+		if lc.Net == NetLoopback && !slices.Contains(ev.Loopback, lc.Run) {
+			ev.Loopback = append(ev.Loopback, lc.Run)
+		}
 		if !lc.OK {
 			ev.FailedChecks = append(ev.FailedChecks, fmt.Sprintf("run %s (%s, %s): %s", lc.Run, lc.Profile, lc.When, lc.Why))
 		}

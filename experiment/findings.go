@@ -45,7 +45,11 @@ type Finding struct {
 	N          int
 	InRTTs     bool
 	OnLoopback bool
-	Test       *stats.Comparison
+	// Timed says the claim is about time (a load's, a lookup's), in RTTs
+	// or not: no verdict on runs of the loopback net, where no link was
+	// emulated (Evidence.Loopback).
+	Timed bool
+	Test  *stats.Comparison
 	// Reasons say why the verdict is Inconclusive (set by Earn), and
 	// Reason is them in one sentence.
 	Reasons []string
@@ -56,12 +60,15 @@ type Finding struct {
 // of the runs behind the findings that failed.
 type Evidence struct {
 	FailedChecks []string // "run e1-fiber (fiber, before): RTT error p99 1.4 ms"
+	// Loopback are the runs measured on the loopback net, by their link
+	// checks.
+	Loopback []string
 }
 
 // Earn keeps a finding's verdict only where the data earns one: every
 // cell has MinSamples, a claimed difference is significant, every link
-// check of the runs held, and a claim in RTTs was measured on an emulated
-// link. Otherwise the verdict is Inconclusive, with the reason.
+// check of the runs held, and a claim in RTTs, or about time at all, was
+// measured on an emulated link. Otherwise the verdict is Inconclusive, with the reason.
 func Earn(fs []Finding, ev Evidence) []Finding {
 	out := slices.Clone(fs)
 	for i := range out {
@@ -75,6 +82,8 @@ func Earn(fs []Finding, ev Evidence) []Finding {
 		}
 		if f.InRTTs && f.OnLoopback {
 			why = append(why, "measured on loopback, where a claim in round trips has no RTT to rest on")
+		} else if (f.InRTTs || f.Timed) && len(ev.Loopback) > 0 {
+			why = append(why, fmt.Sprintf("%d of these runs were on the loopback net, where no link was emulated: a claim about time has nothing to rest on", len(ev.Loopback)))
 		}
 		if f.N < MinSamples {
 			why = append(why, fmt.Sprintf("too few samples (n=%d, at least %d a cell)", f.N, MinSamples))

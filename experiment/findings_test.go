@@ -31,6 +31,8 @@ func TestEarnGivesVerdictsOnlyWhereEarned(t *testing.T) {
 		{"link check failed", Finding{Verdict: Holds, N: 10}, Evidence{FailedChecks: []string{"run e1-fiber (fiber, after): RTT error p99 1.4 ms"}}, Inconclusive, "a link check of these runs failed (run e1-fiber"},
 		{"RTTs on loopback", Finding{Verdict: Differs, N: 10, InRTTs: true, OnLoopback: true}, Evidence{}, Inconclusive, "measured on loopback"},
 		{"loopback is fine for a claim not in RTTs", Finding{Verdict: Holds, N: 10, OnLoopback: true}, Evidence{}, Holds, ""},
+		{"time on the loopback net", Finding{Verdict: Holds, N: 10, Timed: true}, Evidence{Loopback: []string{"w1-none"}}, Inconclusive, "1 of these runs were on the loopback net"},
+		{"a count on the loopback net", Finding{Verdict: Holds, N: 10}, Evidence{Loopback: []string{"c1-none"}}, Holds, ""},
 		{"no data stays no data", Finding{Verdict: NoData}, Evidence{FailedChecks: []string{"x"}}, NoData, ""},
 	}
 	for _, c := range cases {
@@ -63,4 +65,17 @@ func TestSharedReasonsAreStatedOnce(t *testing.T) {
 		"holds: c ()",
 		"[1] measured on loopback, where a claim in round trips has no RTT to rest on (2 findings)",
 	}, lines)
+}
+
+// TestEvidenceNamesLoopbackRuns: a run's link checks on the loopback net
+// make it evidence against claims about time, once per run, and fail
+// nothing.
+func TestEvidenceNamesLoopbackRuns(t *testing.T) {
+	ev := EvidenceOf([]*LinkCheck{
+		{Run: "d1-none", When: "before", Net: NetLoopback, OK: true},
+		{Run: "d1-none", When: "after", Net: NetLoopback, OK: true},
+		{Run: "d2-fiber", When: "before", OK: true},
+	})
+	require.Equal(t, []string{"d1-none"}, ev.Loopback)
+	require.Empty(t, ev.FailedChecks)
 }

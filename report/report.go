@@ -200,7 +200,7 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 {{range .LinksFailed}}<li>{{.Run}} ({{.Profile}}, {{.When}} the run): {{.Why}}</li>
 {{end}}</ul></div>{{end}}
 {{if .Findings}}<h2 id="findings">Findings</h2>
-<p>Each paper's headline claim, the paper's figures, the same measure from this store, and whether the claim holds here (the test applied is in the last column). A verdict is given only where the data earns one: at least {{.MinSamples}} samples in every cell behind it, a claimed difference significant (Mann-Whitney, p &lt; 0.05), every link check of the runs held, and a claim in round trips measured on an emulated link; otherwise it is <i>inconclusive</i>, with the reason.</p>
+<p>Each paper's headline claim, the paper's figures, the same measure from this store, and whether the claim holds here (the test applied is in the last column). A verdict is given only where the data earns one: at least {{.MinSamples}} samples in every cell behind it, a claimed difference significant (Mann-Whitney, p &lt; 0.05), every link check of the runs held, and a claim about time (in round trips or not) measured on an emulated link; otherwise it is <i>inconclusive</i>, with the reason.</p>
 <table id="findings"><tr><th class="l">claim</th><th class="l">paper</th><th class="l">here</th><th class="l">verdict</th><th class="l">test</th></tr>
 {{range .Findings}}<tr class="finding"><td><a href="#{{.Figure}}">{{.Claim}}</a><br><small>{{.Source}}</small></td><td>{{.Paper}}</td><td>{{.Here}}</td><td class="verdict {{if eq .Verdict "holds"}}holds{{else if eq .Verdict "differs"}}differs{{else}}nodata{{end}}">{{.Verdict}}</td><td><small>{{.Why}}{{if .Reason}}<br><b>inconclusive:</b> {{range .Marks}}{{.}} {{end}}{{.Own}}{{end}}</small></td></tr>
 {{end}}</table>
@@ -216,11 +216,11 @@ details{margin:1em 0}summary{cursor:pointer;color:#0072b2}
 <p>From <code>doxlab verify</code>: the PAM paper's DoQ version breakdown and the DoH-cost paper's Tables 1-2.</p>
 <pre>{{.Survey}}</pre></section>{{end}}
 {{if .Links}}<section id="links"><h2>Links</h2>
-<p>Before and after each run on the testbed, a short check of the client's emulated link (<code>testbed.Check</code>: 100 RTT probes, half a second of traffic each way). A check fails when a direction delivers under 95 % of its rate (less the profile's loss) or the RTT error's p99 exceeds 1 ms. A profile's cross traffic pauses during the checks; the column gives what it delivered while the run measured.</p>
+<p>Before and after each run on the testbed, a short check of the client's emulated link (<code>testbed.Check</code>: 100 RTT probes, half a second of traffic each way). A check fails when a direction delivers under 95 % of its rate (less the profile's loss) or the RTT error's p99 exceeds 1 ms. A profile's cross traffic pauses during the checks; the column gives what it delivered while the run measured. A run on the loopback net (<code>--net loopback</code>) has no emulated link: its checks measure nothing and say so.</p>
 {{range .Again}}<p>Run <code>{{.Run}}</code> was measured again, as <code>{{.By}}</code>: {{.Why}}. Its samples stay in the store, out of this report (<code>doxlab export --superseded</code> includes them).</p>
 {{end}}<details><summary>{{len .Links}} checks</summary>
 <table id="link-checks"><tr><th class="l">run</th><th class="l">when</th><th class="l">profile</th><th>RTT ms</th><th>err p50 µs</th><th>err p99 µs</th><th>err max µs</th><th>up Mbit/s</th><th>down Mbit/s</th><th>emulator CPU</th><th>cross traffic Mbit/s ↓/↑</th><th class="l">held</th></tr>
-{{range .Links}}<tr><td class="l">{{.Run}}</td><td class="l">{{.When}}</td><td class="l">{{.Profile}}</td><td>{{printf "%.1f" .RTTMs}}</td><td>{{printf "%.0f" .ErrP50Us}}</td><td>{{printf "%.0f" .ErrP99Us}}</td><td>{{printf "%.0f" .ErrMaxUs}}</td><td>{{if .UpRate}}{{printf "%.1f/%.1f" (mbit .UpAchieved) (mbit .UpRate)}}{{else}}–{{end}}</td><td>{{if .DownRate}}{{printf "%.1f/%.1f" (mbit .DownAchieved) (mbit .DownRate)}}{{else}}–{{end}}</td><td>{{share .EmulatorCPU}}</td><td>{{with .Cross}}{{printf "%.1f/%.1f" .DownMbps .UpMbps}}{{else}}–{{end}}</td><td class="l">{{if .Net}}{{.Net}}: nothing emulated, nothing checked{{else if .OK}}yes{{else}}<b class="differs">no</b>: {{.Why}}{{end}}</td></tr>
+{{range .Links}}<tr><td class="l">{{.Run}}</td><td class="l">{{.When}}</td><td class="l">{{.Profile}}</td>{{if .Net}}<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td><td class="l">{{.Net}}: nothing emulated, nothing checked</td>{{else}}<td>{{printf "%.1f" .RTTMs}}</td><td>{{printf "%.0f" .ErrP50Us}}</td><td>{{printf "%.0f" .ErrP99Us}}</td><td>{{printf "%.0f" .ErrMaxUs}}</td><td>{{if .UpRate}}{{printf "%.1f/%.1f" (mbit .UpAchieved) (mbit .UpRate)}}{{else}}–{{end}}</td><td>{{if .DownRate}}{{printf "%.1f/%.1f" (mbit .DownAchieved) (mbit .DownRate)}}{{else}}–{{end}}</td><td>{{share .EmulatorCPU}}</td><td>{{with .Cross}}{{printf "%.1f/%.1f" .DownMbps .UpMbps}}{{else}}–{{end}}</td><td class="l">{{if .OK}}yes{{else}}<b class="differs">no</b>: {{.Why}}{{end}}</td>{{end}}</tr>
 {{end}}</table></details></section>{{end}}
 </main></body></html>
 `))
@@ -321,11 +321,25 @@ func mixedMethods(runs []store.Run) []string {
 // the link checks where there are any, else whether the runs recorded a
 // fidelity check of their own.
 func fidelity(runs []store.Run, links []*experiment.LinkCheck) string {
-	if len(links) > 0 {
-		if bad := len(experiment.EvidenceOf(links).FailedChecks); bad > 0 {
-			return fmt.Sprintf("%d link checks recorded with the runs, %d FAILED (see Links)", len(links), bad)
+	loopback := 0
+	for _, lc := range links {
+		if lc.Net == experiment.NetLoopback {
+			loopback++
 		}
-		return fmt.Sprintf("%d link checks recorded with the runs, all held", len(links))
+	}
+	var on string
+	if loopback > 0 {
+		on = fmt.Sprintf("%d link checks on the loopback net measured nothing: no link was emulated, and no claim about time rests on those runs", loopback)
+		if loopback == len(links) {
+			return on
+		}
+		on = "; " + on
+	}
+	if n := len(links) - loopback; n > 0 {
+		if bad := len(experiment.EvidenceOf(links).FailedChecks); bad > 0 {
+			return fmt.Sprintf("%d link checks recorded with the runs, %d FAILED (see Links)", n, bad) + on
+		}
+		return fmt.Sprintf("%d link checks recorded with the runs, all held", n) + on
 	}
 	for _, r := range runs {
 		var spec struct {
@@ -362,6 +376,8 @@ func Title(runs []store.Run) string {
 	}
 	where := "on real networks"
 	switch {
+	case len(profiles) == 0 && slices.ContainsFunc(runs, onLoopback):
+		where = "on the loopback net, nothing emulated"
 	case len(profiles) == 1:
 		where = "on the " + profiles[0] + " access profile"
 	case len(profiles) > 1:
@@ -386,12 +402,21 @@ func distinct(runs []store.Run, f func(store.Run) string) []string {
 }
 
 // emulated is the access profile a run emulated: none for loopback
-// (profile "none") or a real network.
+// (profile "none", or an experiment's run on the loopback net) or a real
+// network.
 func emulated(r store.Run) string {
-	if r.Profile == "none" {
+	if r.Profile == "none" || onLoopback(r) {
 		return ""
 	}
 	return r.Profile
+}
+
+// onLoopback says r was an experiment's run on the loopback net.
+func onLoopback(r store.Run) bool {
+	var spec struct {
+		Net string `json:"net"`
+	}
+	return json.Unmarshal(r.Spec, &spec) == nil && spec.Net == experiment.NetLoopback
 }
 
 // lowerFirst lowers a title's first letter unless it starts an acronym

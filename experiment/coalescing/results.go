@@ -441,7 +441,7 @@ func (ss Samples) Findings() []experiment.Finding {
 			Why:     "holds when the best coalesced 0-RTT mode's median PLT increase over DoUDP + H3 1-RTT is at most two thirds of DoH/2's on fiber, cable and DSL, at most half on 4G, in every (page, profile)",
 			Figure:  "coalescing",
 			Verdict: all(gainOK, gainN),
-			N:       fewest(gainMin),
+			N:       fewest(gainMin), Timed: true,
 		},
 		{
 			Claim:   "Encrypted DNS at no cost: coalesced + 0-RTT within +1 % of DoUDP + H3 0-RTT",
@@ -451,7 +451,7 @@ func (ss Samples) Findings() []experiment.Finding {
 			Why:     "holds when the best coalesced 0-RTT mode's median PLT is at most 1 % above DoUDP + H3 0-RTT's in every (page, profile)",
 			Figure:  "coalescing",
 			Verdict: all(freeOK, freeN),
-			N:       fewest(freeMin),
+			N:       fewest(freeMin), Timed: true,
 		},
 		{
 			Claim:   "A coalesced single-origin page costs exactly one QUIC handshake, DNS included",

@@ -313,7 +313,7 @@ func (ls Loads) Findings() []experiment.Finding {
 			Why:     "holds when DoH/2 is highest in at least 80 % of tuples",
 			Figure:  "web",
 			Verdict: share(dohWorst),
-			N:       least,
+			N:       least, Timed: true,
 		},
 		{
 			Claim:   "DoQ + H3 0-RTT takes back most of encryption's cost",
@@ -323,7 +323,7 @@ func (ls Loads) Findings() []experiment.Finding {
 			Why:     "holds when DoQ + H3 0-RTT is lowest in at least 80 % of tuples",
 			Figure:  "web",
 			Verdict: share(doqBest),
-			N:       least,
+			N:       least, Timed: true,
 		},
 	}, append(multiOriginFindings(pages.Summarize(ls)), originFindings(pages.Summarize(ls))...)...)
 }
@@ -443,6 +443,7 @@ func multiOriginFindings(cells []pages.Cell) []experiment.Finding {
 		Paper:  "page load times (onload) via DoH and via UDP DNS are comparable for the Alexa top 1,000 (Firefox, persistent DoH connection)",
 		Why:    "holds when DoH/2 with a warm stub connection changes the median PLT of pages with 20 or more lookups by at most 5 % in every profile",
 		Figure: "web",
+		Timed:  true,
 	}
 	if len(rel) == 0 {
 		f.Here, f.Verdict = "no loads of a page with 20 or more lookups over DoH/2 with a warm stub and H3 1-RTT", experiment.NoData
