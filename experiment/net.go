@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"sync"
+	"syscall"
 
 	"github.com/doxlab/doxlab/testbed"
 )
@@ -98,15 +98,18 @@ func (n testbedNet) EmulatorOwnProcess() bool { return n.Spec.Separate }
 
 // loopback is a Net of hosts on 127.a.b.2, 127.a.b.3, … in this process's
 // network, the first (the client) on 127.0.0.1, the source of whatever
-// any host dials: a /24 of its own, found from the testbed's name, so that two
-// experiments (two test packages at once) bind the same ports on other
-// addresses, and a resumed run finds its hosts where they were (a task's
-// key holds its server's address). The standard ports (53, 443, 853)
+// any host dials: a /24 of its own, found from the testbed's name, so
+// that a resumed run finds its hosts where they were (a task's key holds
+// its server's address), and the next free one when another net (two
+// test packages at once) holds that. The standard ports (53, 443, 853)
 // need root, CAP_NET_BIND_SERVICE, or a user and network namespace of
 // one's own (unshare -rn), where the process may bind them.
 type loopback struct {
 	prefix string
-	at     int // its /24's index, in loopbackUsed while open
+	// claim holds port 53 of the /24's .254 while the net is open: a
+	// second net, in this process or another, finds it taken and moves
+	// to the next /24.
+	claim  net.PacketConn
 	ips    map[string]string
 	locals map[string]string // Local's, .129 on
 	// The capture of Spec.PcapDir, written at Close as the testbed's:
@@ -128,13 +131,19 @@ func newLoopback(spec testbed.Spec) (*loopback, error) {
 	h := fnv.New32a()
 	h.Write([]byte(spec.Name))
 	at := int(h.Sum32() % (100 * 256))
-	loopbackMu.Lock()
-	defer loopbackMu.Unlock()
-	for loopbackUsed[at] { // this process runs that one already
-		at = (at + 1) % (100 * 256)
+	n := &loopback{ips: map[string]string{}, locals: map[string]string{}}
+	for tries := 0; ; tries++ {
+		n.prefix = fmt.Sprintf("127.%d.%d.", 100+at/256, at%256)
+		claim, err := net.ListenPacket("udp", n.prefix+"254:53")
+		if err == nil {
+			n.claim = claim
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || tries == 64 {
+			return nil, fmt.Errorf("the loopback net binds the standard ports (53, 443, 853) on 127.x.y.z: %w; run as root, or in a user and network namespace of your own (unshare -rn)", err)
+		}
+		at = (at + 1) % (100 * 256) // another net, here or in another process, has it
 	}
-	loopbackUsed[at] = true
-	n := &loopback{prefix: fmt.Sprintf("127.%d.%d.", 100+at/256, at%256), ips: map[string]string{}, locals: map[string]string{}}
 	for i, h := range hosts {
 		n.ips[h], n.locals[h] = n.prefix+strconv.Itoa(i+1), n.prefix+strconv.Itoa(i+129)
 	}
@@ -142,15 +151,10 @@ func newLoopback(spec testbed.Spec) (*loopback, error) {
 	// the host: the first host (the client) has that address, so that
 	// the servers' records name it as the testbed's do.
 	n.ips[hosts[0]] = "127.0.0.1"
-	n.at = at
-	if err := n.canBind(); err != nil {
-		delete(loopbackUsed, at)
-		return nil, err
-	}
 	if spec.PcapDir != "" {
 		sn, err := testbed.SniffLoopback()
 		if err != nil {
-			delete(loopbackUsed, at)
+			n.claim.Close()
 			return nil, fmt.Errorf("capturing the loopback net (--pcap): %w", err)
 		}
 		n.pcapDir, n.capture = spec.PcapDir, sn.Record()
@@ -158,39 +162,14 @@ func newLoopback(spec testbed.Spec) (*loopback, error) {
 	return n, nil
 }
 
-var (
-	loopbackMu   sync.Mutex
-	loopbackUsed = map[int]bool{} // the /24s of this process's open loopback nets
-)
-
-// canBind says, before anything is measured, whether the standard ports
-// can be bound here.
-func (n *loopback) canBind() error {
-	for _, ip := range n.ips {
-		if ip == "127.0.0.1" {
-			continue // the client's: it binds nothing
-		}
-		l, err := net.ListenPacket("udp", net.JoinHostPort(ip, "53"))
-		if err != nil {
-			return fmt.Errorf("the loopback net binds the standard ports (53, 443, 853) on 127.x.y.z: %w; run as root, or in a user and network namespace of your own (unshare -rn)", err)
-		}
-		l.Close()
-		return nil
-	}
-	return nil
-}
-
 func (*loopback) Kind() string               { return NetLoopback }
 func (n *loopback) IP(host string) string    { return n.ips[host] }
 func (n *loopback) Local(host string) string { return n.locals[host] }
 func (*loopback) NetNS(string) string        { return "" }
 
-// Close writes the net's captures, if it took them, and frees its /24
-// for another net of this process.
+// Close writes the net's captures, if it took them, and frees its /24.
 func (n *loopback) Close() error {
-	loopbackMu.Lock()
-	delete(loopbackUsed, n.at)
-	loopbackMu.Unlock()
+	n.claim.Close()
 	if n.capture == nil {
 		return nil
 	}
@@ -245,6 +224,7 @@ func (n *loopback) ofHost(host string, pkts []testbed.Packet) (up, down []testbe
 		}
 		src, dst := addr(p.Data[12:16]), addr(p.Data[16:20])
 		switch {
+		case src == dst: // a host to itself: not on its link (and 127.0.0.1's is the machine's)
 		case src == me && ours[dst]:
 			up = append(up, p)
 		case dst == me && ours[src]:

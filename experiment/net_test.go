@@ -1,0 +1,108 @@
+package experiment_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/testbed"
+)
+
+func TestMain(m *testing.M) { testutil.Rootless(m) }
+
+// loopbackNet starts a loopback net the way an experiment does.
+func loopbackNet(t *testing.T, spec testbed.Spec) experiment.Net {
+	t.Helper()
+	env := &experiment.Env{Store: t.TempDir() + "/x.db", Net: experiment.NetLoopback}
+	st, n, done, err := env.Start(context.Background(), spec)
+	require.NoError(t, err)
+	st.Close()
+	t.Cleanup(done)
+	return n
+}
+
+// TestLoopbackNet: hosts on a /24 of the net's own, the client on
+// 127.0.0.1 (what the kernel dials from); a second net of the same name
+// takes the next /24 while the first is open, and the first's again
+// once it is closed; profiles that shape nothing are taken and others
+// refused with ErrNeedsTestbed; the link check measures nothing.
+func TestLoopbackNet(t *testing.T) {
+	spec := testbed.Spec{Name: "nettest", Hosts: []string{"client", "server", "proxy"}}
+	a := loopbackNet(t, spec)
+	require.Equal(t, experiment.NetLoopback, a.Kind())
+	require.Equal(t, "127.0.0.1", a.IP("client"))
+	prefix := strings.TrimSuffix(a.IP("server"), "2")
+	require.True(t, strings.HasPrefix(prefix, "127.1"), a.IP("server"))
+	require.Equal(t, prefix+"3", a.IP("proxy"))
+	require.Equal(t, prefix+"129", a.Local("client"))
+	require.Empty(t, a.NetNS("client"))
+
+	env := &experiment.Env{Store: t.TempDir() + "/y.db", Net: experiment.NetLoopback}
+	st, b, done, err := env.Start(context.Background(), spec)
+	require.NoError(t, err)
+	st.Close()
+	require.NotEqual(t, a.IP("server"), b.IP("server"), "a second net, while the first is open")
+	done()
+	c := loopbackNet(t, spec)
+	require.NotEqual(t, a.IP("server"), c.IP("server"))
+	require.Equal(t, b.IP("server"), c.IP("server"), "the closed net's /24 is free again")
+
+	none, err := testbed.LookupProfile("none")
+	require.NoError(t, err)
+	require.NoError(t, a.SetProfile("client", none))
+	fiber, err := testbed.LookupProfile("fiber")
+	require.NoError(t, err)
+	require.ErrorIs(t, a.SetProfile("client", fiber), experiment.ErrNeedsTestbed)
+	require.ErrorContains(t, a.SetProfile("nobody", none), `no host "nobody"`)
+	_, err = a.Check(context.Background(), fiber, testbed.CheckOptions{})
+	require.ErrorIs(t, err, experiment.ErrNeedsTestbed)
+	res, err := a.Check(context.Background(), none, testbed.CheckOptions{})
+	require.NoError(t, err)
+	require.Zero(t, res.ErrP99)
+	require.Error(t, a.Command("nobody", "true").Run())
+	require.NoError(t, a.Command("client", "true").Run())
+}
+
+// TestLoopbackSniffKeepsItsHosts: a host's capture on the loopback net
+// holds its packets with the net's other hosts, each once, both ways,
+// and none of the machine's other loopback traffic.
+func TestLoopbackSniffKeepsItsHosts(t *testing.T) {
+	n := loopbackNet(t, testbed.Spec{Name: "sniff"})
+	srv, err := net.ListenPacket("udp", net.JoinHostPort(n.IP("server"), "53"))
+	require.NoError(t, err)
+	defer srv.Close()
+	other, err := net.ListenPacket("udp", "127.0.0.1:0") // the machine's own, not the net's
+	require.NoError(t, err)
+	defer other.Close()
+	sn, err := n.Sniff("client")
+	require.NoError(t, err)
+	c, err := net.Dial("udp", srv.LocalAddr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write([]byte("ping"))
+	require.NoError(t, err)
+	buf := make([]byte, 16)
+	srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, from, err := srv.ReadFrom(buf)
+	require.NoError(t, err)
+	_, err = srv.WriteTo([]byte("pong"), from)
+	require.NoError(t, err)
+	_, err = c.Write(nil)
+	require.NoError(t, err)
+	_, err = other.WriteTo([]byte("noise"), other.LocalAddr())
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond)
+	pkts, err := sn.Stop()
+	require.NoError(t, err)
+	var payloads []string
+	for _, p := range pkts {
+		payloads = append(payloads, string(p.Data[28:]))
+	}
+	require.Equal(t, []string{"ping", "pong", ""}, payloads, "the net's packets, each once, in order")
+}
