@@ -64,9 +64,19 @@ func TestStepsFindTheRateHeld(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
 	defer srv.Close()
-	steps, held, err := bench.Steps(context.Background(), bench.Config{URL: "udp://" + srv.Addr("udp").String(), Duration: time.Second, MaxInFlight: 1},
-		[]float64{50, 100, 400, 800}, bench.Bound{P99: 50 * time.Millisecond, MaxLoss: 0.01})
-	require.NoError(t, err)
+	// A stall of the whole machine (other packages' tests beside this
+	// one) can take a second's p99 past 50 ms even at 50/s: such a run
+	// holds nothing, and is tried again, up to three times.
+	var steps []bench.Step
+	var held float64
+	for try := 0; try < 3 && held == 0; try++ {
+		steps, held, err = bench.Steps(context.Background(), bench.Config{URL: "udp://" + srv.Addr("udp").String(), Duration: time.Second, MaxInFlight: 1},
+			[]float64{50, 100, 400, 800}, bench.Bound{P99: 50 * time.Millisecond, MaxLoss: 0.01})
+		require.NoError(t, err)
+		if held == 0 {
+			t.Logf("try %d held no rate (p99 at 50/s: %.1f ms): a busy machine", try+1, steps[0].Latency.P["99"])
+		}
+	}
 	require.Contains(t, []float64{50, 100}, held, "at most what 5 ms an answer allows, one at a time")
 	require.Len(t, steps, map[float64]int{50: 2, 100: 3}[held], "stops after the first rate not held")
 	last := steps[len(steps)-1]
