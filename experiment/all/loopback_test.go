@@ -18,13 +18,16 @@ import (
 
 func TestMain(m *testing.M) { testutil.Rootless(m) }
 
-// smaller shrinks the quick runs that take longest on loopback (hol's
-// Poisson arrivals, server-load's steps, privacy's samples), to keep the
-// test to seconds: their own tests run them larger.
+// smaller shrinks the quick runs to a sample or so a cell (hol's Poisson
+// arrivals and server-load's steps to a second), to keep the test to
+// seconds: each experiment's own test runs it larger.
 var smaller = map[string]map[string]string{
-	"hol":         {"queries": "10", "rate": "200", "delay": "50ms"},
-	"server-load": {"start": "200", "limit": "400", "step": "300ms"},
-	"privacy":     {"repeat": "3"},
+	"dns-rtt":       {"repeat": "1"},
+	"coalescing":    {"repeat": "1"},
+	"hol":           {"queries": "10", "rate": "200", "delay": "50ms"},
+	"amplification": {"repeat": "1"},
+	"privacy":       {"repeat": "1"},
+	"server-load":   {"start": "200", "limit": "400", "step": "300ms"},
 }
 
 // TestEveryExperimentOnLoopback is the quick demo without root: every
