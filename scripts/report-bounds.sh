@@ -57,7 +57,7 @@ make_store() {
 	sqlite3 "$db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed AS SELECT * FROM samples; CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw;
 		DELETE FROM samples; DELETE FROM sample_raw; BEGIN;
 		WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM k WHERE i < $((n - 1))) INSERT INTO samples ($all) SELECT $sel FROM seed, k;
-		WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM k WHERE i < $((n - 1))) INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, raw FROM seed_raw, k;
+		WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM k WHERE i < $((n - 1))) INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, z FROM seed_raw, k;
 		COMMIT; PRAGMA journal_mode=WAL;" >/dev/null
 }
 

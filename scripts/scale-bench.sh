@@ -10,10 +10,10 @@
 #   bash scripts/scale-bench.sh                    # 100k, 1M and 10M, SQLite and PostgreSQL
 #   SIZES="100000 1000000" BACKENDS=sqlite bash scripts/scale-bench.sh
 #
-# Disk: a dns-rtt sample takes about 3 KB in SQLite (its raw JSON is
-# 2 KB) and about as much in PostgreSQL: 10M samples need ~35 GB free in
-# WORK (default /var/tmp/doxlab-scale); each backend's store is removed
-# after its largest size. PostgreSQL is Debian's, started by the script
+# Disk: a dns-rtt sample takes about 1 KB in SQLite and 1.4 KB in
+# PostgreSQL (its raw JSON, 2 KB, compressed since schema 8): 10M samples
+# need ~15 GB free in WORK (default /var/tmp/doxlab-scale); each
+# backend's store is removed after its largest size. PostgreSQL is Debian's, started by the script
 # as the postgres user on a private socket and port, and stopped at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,7 +95,7 @@ pg_start() {
 	"$dox" export --runs --store "$PGURL" >/dev/null
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT * FROM runs" >"$WORK/runs.csv"
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT $all FROM samples" >"$WORK/samples.csv"
-	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, task_key, raw FROM sample_raw" >"$WORK/raw.csv"
+	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, task_key, '\\x' || lower(hex(z)) AS z FROM sample_raw" >"$WORK/raw.csv" # bytea's hex form
 	psql -q "$PGURL" -c "\\copy runs FROM '$WORK/runs.csv' CSV HEADER" -c "\\copy samples ($all) FROM '$WORK/samples.csv' CSV HEADER" \
 		-c "\\copy sample_raw FROM '$WORK/raw.csv' CSV HEADER"
 }
@@ -117,7 +117,7 @@ grow() {
 				CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw WHERE instr(task_key, '#') = 0;
 				BEGIN;
 				WITH RECURSIVE k(i) AS (SELECT $from UNION ALL SELECT i+1 FROM k WHERE i < $((to - 1))) INSERT INTO samples ($all) SELECT $copy FROM seed, k;
-				WITH RECURSIVE k(i) AS (SELECT $from UNION ALL SELECT i+1 FROM k WHERE i < $((to - 1))) INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, raw FROM seed_raw, k;
+				WITH RECURSIVE k(i) AS (SELECT $from UNION ALL SELECT i+1 FROM k WHERE i < $((to - 1))) INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, z FROM seed_raw, k;
 				COMMIT;" >/dev/null
 		done
 		sqlite3 "$WORK/s.db" "PRAGMA journal_mode=WAL; SELECT count(*) FROM samples" | tail -1
@@ -127,7 +127,7 @@ grow() {
 		psql -q "$PGURL" -c "CREATE TEMP TABLE seed AS SELECT * FROM samples WHERE position('#' in task_key) = 0;
 			CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw WHERE position('#' in task_key) = 0;
 			INSERT INTO samples ($all) SELECT $copy FROM seed, generate_series($have, $((want - 1))) i;
-			INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, raw FROM seed_raw, generate_series($have, $((want - 1))) i;" -c "VACUUM ANALYZE samples"
+			INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, z FROM seed_raw, generate_series($have, $((want - 1))) i;" -c "VACUUM ANALYZE samples"
 		psql -tA "$PGURL" -c "SELECT count(*) FROM samples"
 	fi
 }

@@ -10,17 +10,23 @@ import (
 	"unicode/utf8"
 )
 
-// eachRaw runs a query that selects run_id and raw, and hands f each row.
-func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(runID, raw string) error) error {
+// eachRaw runs a query that selects run_id and a packed record (z), and
+// hands f each row with its record unpacked.
+func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(runID string, raw []byte) error) error {
 	rows, err := s.db.QueryContext(ctx, s.rebind(query), args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, raw string
-		if err := rows.Scan(&id, &raw); err != nil {
+		var id string
+		var z []byte
+		if err := rows.Scan(&id, &z); err != nil {
 			return err
+		}
+		raw, err := unpackRaw(z)
+		if err != nil {
+			return fmt.Errorf("store: run %s: %w", id, err)
 		}
 		if err := f(id, raw); err != nil {
 			return err
@@ -74,8 +80,8 @@ func (s *Store) WriteResultTx(ctx context.Context, ex Execer, runID string, kind
 	if err != nil {
 		return err
 	}
-	_, err = ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, raw) VALUES (?,?,?,?,?)`),
-		runID, kind, key, started.UTC().Format(time.RFC3339Nano), string(raw))
+	_, err = ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, z) VALUES (?,?,?,?,?)`),
+		runID, kind, key, started.UTC().Format(time.RFC3339Nano), packRaw(raw))
 	if err != nil {
 		return fmt.Errorf("store: writing %s %s: %w", kind, key, err)
 	}
@@ -90,9 +96,9 @@ func (s *Store) WriteResultOnceTx(ctx context.Context, ex Execer, runID string, 
 	if err != nil {
 		return false, err
 	}
-	res, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, raw) VALUES (?,?,?,?,?)
+	res, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, z) VALUES (?,?,?,?,?)
 		ON CONFLICT (run_id, kind, task_key) DO NOTHING`),
-		runID, kind, key, started.UTC().Format(time.RFC3339Nano), string(raw))
+		runID, kind, key, started.UTC().Format(time.RFC3339Nano), packRaw(raw))
 	if err != nil {
 		return false, fmt.Errorf("store: writing %s %s: %w", kind, key, err)
 	}
@@ -110,7 +116,7 @@ func (s *Store) Results(ctx context.Context, prefix string, kind Kind, f func(ru
 // FilteredResults is Results for the runs a filter selects (its prefix,
 // and whether superseded runs are in).
 func (s *Store) FilteredResults(ctx context.Context, flt Filter, kind Kind, f func(runID string, raw []byte) error) error {
-	q, args := `SELECT run_id, raw FROM results WHERE kind = ? AND `+runPrefix, []any{kind, utf8.RuneCountInString(flt.RunPrefix), flt.RunPrefix}
+	q, args := `SELECT run_id, z FROM results WHERE kind = ? AND `+runPrefix, []any{kind, utf8.RuneCountInString(flt.RunPrefix), flt.RunPrefix}
 	if !flt.Superseded {
 		not, more, err := s.notSuperseded(ctx)
 		if err != nil {
@@ -118,5 +124,5 @@ func (s *Store) FilteredResults(ctx context.Context, flt Filter, kind Kind, f fu
 		}
 		q, args = q+not, append(args, more...)
 	}
-	return s.eachRaw(ctx, q+` ORDER BY started_at, run_id, task_key`, args, func(id, raw string) error { return f(id, []byte(raw)) })
+	return s.eachRaw(ctx, q+` ORDER BY started_at, run_id, task_key`, args, f)
 }

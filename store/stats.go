@@ -10,7 +10,8 @@ import (
 
 // Stats is what a store holds and what it costs on disk: per table its
 // rows and octets (indexes included), per result kind its rows and the
-// octets of its raw JSON, and the DNS samples' octets each.
+// octets of its records as stored (compressed), and the DNS samples'
+// octets each.
 type Stats struct {
 	Engine string       `json:"engine"` // sqlite or postgres
 	Tables []TableStats `json:"tables"`
@@ -34,9 +35,9 @@ type TableStats struct {
 type KindStats struct {
 	Kind        string  `json:"kind"`
 	Rows        int64   `json:"rows"`
-	RawOctets   int64   `json:"raw_octets"` // the JSON records' length, before any page overhead
+	RawOctets   int64   `json:"raw_octets"` // the records' length as stored (compressed JSON), before any page overhead
 	OctetsEach  float64 `json:"octets_each"`
-	TableOctets int64   `json:"table_octets"` // its share of the results table, by raw octets
+	TableOctets int64   `json:"table_octets"` // its share of the results table, by stored octets
 }
 
 // statsTables are doxlab's tables, in the order stats lists them.
@@ -66,7 +67,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	if st.Samples > 0 {
 		st.OctetsPerSample = float64(octets["samples"]+octets["sample_raw"]) / float64(st.Samples)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT kind, COUNT(*), COALESCE(SUM(LENGTH(raw)), 0) FROM results GROUP BY kind`)
+	rows, err := s.db.QueryContext(ctx, `SELECT kind, COUNT(*), COALESCE(SUM(LENGTH(z)), 0) FROM results GROUP BY kind`)
 	if err != nil {
 		return nil, fmt.Errorf("store stats: results: %w", err)
 	}
@@ -130,7 +131,7 @@ func (st *Stats) Write(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", t.Name, t.Rows, size(t.Octets), perRow(t.Octets, t.Rows))
 	}
 	if len(st.Kinds) > 0 {
-		fmt.Fprintf(tw, "\nresult kind\trows\traw JSON\tJSON/row\t\n")
+		fmt.Fprintf(tw, "\nresult kind\trows\trecords\trecord/row\t\n")
 		for _, k := range st.Kinds {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t\n", k.Kind, k.Rows, size(k.RawOctets), k.OctetsEach)
 		}

@@ -35,7 +35,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -88,8 +88,19 @@ var schema = []string{
 
 // resultsTable holds every experiment's results but the DNS samples:
 // one JSON object per row, whole, under its kind (page loads, head-of-
-// line blocking, ...).
+// line blocking, ...), compressed (packRaw) since schema 8.
 const resultsTable = `CREATE TABLE IF NOT EXISTS results (
+		run_id TEXT NOT NULL REFERENCES runs(id),
+		kind TEXT NOT NULL,
+		task_key TEXT NOT NULL,
+		started_at TEXT NOT NULL,
+		z BLOB NOT NULL,
+		PRIMARY KEY (run_id, kind, task_key)
+	)`
+
+// resultsTableV7 is resultsTable of schemas 5 to 7, the JSON in clear,
+// which schema 4's upgrade creates.
+const resultsTableV7 = `CREATE TABLE IF NOT EXISTS results (
 		run_id TEXT NOT NULL REFERENCES runs(id),
 		kind TEXT NOT NULL,
 		task_key TEXT NOT NULL,
@@ -251,10 +262,20 @@ const sampleColumnsV3 = `bytes_sent BIGINT NOT NULL DEFAULT 0,
 // 1; 0 outside a campaign in rounds), typed since schema 6.
 const sampleColumnsV6 = `round BIGINT NOT NULL DEFAULT 0`
 
-// sampleRaw holds each DNS sample whole, as JSON (schema 4): apart from
-// the columns a report scans, which are a tenth of its size, so that a
-// scan of 10 million samples reads 2.5 GB, not 40.
+// sampleRaw holds each DNS sample whole (schema 4), compressed
+// (packRaw, schema 8): apart from the columns a report scans, so that a
+// scan of 10 million samples reads the columns alone.
 const sampleRaw = `CREATE TABLE IF NOT EXISTS sample_raw (
+		run_id TEXT NOT NULL,
+		task_key TEXT NOT NULL,
+		z BLOB NOT NULL,
+		PRIMARY KEY (run_id, task_key),
+		FOREIGN KEY (run_id, task_key) REFERENCES samples (run_id, task_key)
+	)`
+
+// sampleRawV7 is sampleRaw of schemas 4 to 7, the JSON in clear, which
+// schema 3's upgrade creates.
+const sampleRawV7 = `CREATE TABLE IF NOT EXISTS sample_raw (
 		run_id TEXT NOT NULL,
 		task_key TEXT NOT NULL,
 		raw TEXT NOT NULL,
@@ -298,12 +319,12 @@ func (s *Store) upgrades(from int) []string {
 			vantage_location = COALESCE(`+get("vantage.location", "text")+`, '')`)
 		return out
 	case 3:
-		return []string{sampleRaw, `INSERT INTO sample_raw (run_id, task_key, raw) SELECT run_id, task_key, raw FROM samples`,
+		return []string{sampleRawV7, `INSERT INTO sample_raw (run_id, task_key, raw) SELECT run_id, task_key, raw FROM samples`,
 			`ALTER TABLE samples DROP COLUMN raw`}
 	case 4:
 		// Page loads become results of the web experiment's kind, like
 		// every other experiment's, so the store knows no experiment.
-		return []string{pageLoadsV4, resultsTable,
+		return []string{pageLoadsV4, resultsTableV7,
 			`INSERT INTO results (run_id, kind, task_key, started_at, raw) SELECT run_id, 'web-load', task_key, started_at, raw FROM page_loads`,
 			`DROP TABLE page_loads`}
 	case 5:
@@ -316,6 +337,14 @@ func (s *Store) upgrades(from int) []string {
 	case 6:
 		// Runs from before are of an unrecorded method: 0.
 		return []string{`ALTER TABLE runs ADD COLUMN method INTEGER NOT NULL DEFAULT 0`}
+	case 7:
+		// The compressed records' columns; packRecords fills them from the
+		// JSON in clear, batch by batch, and drops the old columns.
+		out := []string{`ALTER TABLE sample_raw ADD COLUMN z BLOB`, `ALTER TABLE results ADD COLUMN z BLOB`}
+		if s.postgres {
+			out = append(out, `ALTER TABLE sample_raw ALTER COLUMN raw DROP NOT NULL`, `ALTER TABLE results ALTER COLUMN raw DROP NOT NULL`)
+		}
+		return out
 	}
 	return nil
 }
@@ -329,8 +358,17 @@ func (s *Store) migrate(ctx context.Context) error {
 	// has to run DDL.
 	var v int
 	if err := s.db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); err == nil && v == SchemaVersion {
-		return nil
+		return s.packRecords(ctx) // an upgrade to 8 cut short goes on
 	}
+	if err := s.upgradeSchema(ctx); err != nil {
+		return err
+	}
+	return s.packRecords(ctx)
+}
+
+// upgradeSchema creates the schema, or brings an older one to this
+// doxlab's, in one transaction.
+func (s *Store) upgradeSchema(ctx context.Context) error {
 	return s.InTx(ctx, func(tx *sql.Tx) error {
 		if s.postgres {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7310431)`); err != nil { // any constant: doxlab's schema lock
@@ -352,14 +390,14 @@ func (s *Store) migrate(ctx context.Context) error {
 		if !fresh {
 			for ; v < SchemaVersion; v++ {
 				for _, stmt := range s.upgrades(v) {
-					if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					if _, err := tx.ExecContext(ctx, s.typed(stmt)); err != nil {
 						return fmt.Errorf("upgrading the schema from %d: %w", v, err)
 					}
 				}
 			}
 		}
 		for _, stmt := range schema {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			if _, err := tx.ExecContext(ctx, s.typed(stmt)); err != nil {
 				return fmt.Errorf("creating schema: %w", err)
 			}
 		}
@@ -541,7 +579,7 @@ func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.S
 	if n, err := res.RowsAffected(); n != 1 || err != nil {
 		return false, err // held already
 	}
-	if _, err := db.ExecContext(ctx, s.rebind(`INSERT INTO sample_raw (run_id, task_key, raw) VALUES (?,?,?)`), runID, SampleKey(x), string(raw)); err != nil {
+	if _, err := db.ExecContext(ctx, s.rebind(`INSERT INTO sample_raw (run_id, task_key, z) VALUES (?,?,?)`), runID, SampleKey(x), packRaw(raw)); err != nil {
 		return false, fmt.Errorf("store: writing sample %s: %w", SampleKey(x), err)
 	}
 	return true, nil
@@ -550,19 +588,23 @@ func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.S
 // Raw is a stored sample whole, as JSON; ErrNoRun's kin when the run does
 // not hold it.
 func (s *Store) Raw(ctx context.Context, runID, key string) (json.RawMessage, error) {
-	var raw string
-	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT raw FROM sample_raw WHERE run_id = ? AND task_key = ?`), runID, key).Scan(&raw)
+	var z []byte
+	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT z FROM sample_raw WHERE run_id = ? AND task_key = ?`), runID, key).Scan(&z)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: no sample %s in run %s", key, runID)
 	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := unpackRaw(z)
 	return json.RawMessage(raw), err
 }
 
 // Samples hands fn each stored sample of a run, whole, by task key.
 func (s *Store) Samples(ctx context.Context, runID string, fn func(*measure.Sample) error) error {
-	return s.eachRaw(ctx, `SELECT run_id, raw FROM sample_raw WHERE run_id = ? ORDER BY task_key`, []any{runID}, func(_, raw string) error {
+	return s.eachRaw(ctx, `SELECT run_id, z FROM sample_raw WHERE run_id = ? ORDER BY task_key`, []any{runID}, func(_ string, raw []byte) error {
 		var x measure.Sample
-		if err := json.Unmarshal([]byte(raw), &x); err != nil {
+		if err := json.Unmarshal(raw, &x); err != nil {
 			return fmt.Errorf("store: a sample of run %s: %w", runID, err)
 		}
 		return fn(&x)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -200,15 +201,24 @@ func TestPostgresRoundTrip(t *testing.T) {
 	roundTrip(t, testutil.StartPostgres(t))
 }
 
+// schema1Raw is the raw JSON of writeSchema1's sample k2.
+const schema1Raw = `{"measure":{"bytes":{"sent":30,"received":83},"packets":{"sent":1,"received":1},"timing":{"wire_ms":14.95,"wire_query_ms":14.9},` +
+	`"conn":{"delayed_ack_stall":true}},"round":3,"vantage":{"name":"fra1","address":"10.200.0.1","network":"Example Net","asn":64500,"location":"Frankfurt, DE"},"job":{"attempt":2}}`
+
 // upgradeFromSchema1 opens a store written before vantage points and
 // the typed columns of schema 3: Open adds the columns, fills them from
 // each sample's raw JSON, keeps the samples, and stores new ones.
 func upgradeFromSchema1(t *testing.T, driver, dsn string) {
-	ctx := context.Background()
+	writeSchema1(t, driver, dsn)
+	upgradedFromSchema1(t, dsn)
+}
+
+// writeSchema1 writes a store of schema 1: a run, two samples (k and k2,
+// whose raw JSON is schema1Raw) and a page load.
+func writeSchema1(t *testing.T, driver, dsn string) {
+	t.Helper()
 	db, err := sql.Open(driver, dsn)
 	require.NoError(t, err)
-	raw := `{"measure":{"bytes":{"sent":30,"received":83},"packets":{"sent":1,"received":1},"timing":{"wire_ms":14.95,"wire_query_ms":14.9},` +
-		`"conn":{"delayed_ack_stall":true}},"round":3,"vantage":{"name":"fra1","address":"10.200.0.1","network":"Example Net","asn":64500,"location":"Frankfurt, DE"},"job":{"attempt":2}}`
 	for _, stmt := range []string{
 		`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version VALUES (1)`,
 		`CREATE TABLE runs (id TEXT PRIMARY KEY, kind TEXT NOT NULL, started_at TEXT NOT NULL, doxlab_version TEXT NOT NULL, go_version TEXT NOT NULL,
@@ -226,13 +236,19 @@ func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 		`INSERT INTO page_loads VALUES ('old', 'fiber|wiki|udp', '2026-01-01T00:00:03Z', 'fiber', 'wiki', 'udp', 'cold', '1rtt', 'stub', 0, 'ok', 110.5, 90, 15,
 			FALSE, FALSE, '{"profile":"fiber","page":"wiki","plt_ms":110.5}')`,
 		`INSERT INTO samples VALUES ('old', 'k', '2026-01-01T00:00:01Z', 't', 'udp://t:53', 'udp', 'fresh', 5, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '{}')`,
-		`INSERT INTO samples VALUES ('old', 'k2', '2026-01-01T00:00:02Z', 't', 'udp://t:53', 'udp', 'fresh', 6, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '` + raw + `')`,
+		`INSERT INTO samples VALUES ('old', 'k2', '2026-01-01T00:00:02Z', 't', 'udp://t:53', 'udp', 'fresh', 6, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '` + schema1Raw + `')`,
 	} {
 		_, err := db.Exec(stmt)
 		require.NoError(t, err, stmt)
 	}
 	require.NoError(t, db.Close())
+}
 
+// upgradedFromSchema1 opens writeSchema1's store and checks that every
+// upgrade kept what it held.
+func upgradedFromSchema1(t *testing.T, dsn string) {
+	t.Helper()
+	ctx := context.Background()
 	s, err := store.Open(ctx, dsn)
 	require.NoError(t, err)
 	defer s.Close()
@@ -258,7 +274,7 @@ func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 	require.Equal(t, []any{"10.200.0.1", "Example Net", int64(64500), "Frankfurt, DE"}, []any{r.VantageAddress, r.VantageNetwork, r.VantageASN, r.VantageLocation})
 	moved, err := s.Raw(ctx, "old", "k2")
 	require.NoError(t, err)
-	require.JSONEq(t, raw, string(moved), "the raw sample moved to its own table whole (schema 4)")
+	require.JSONEq(t, schema1Raw, string(moved), "the raw sample moved to its own table whole (schema 4), compressed (schema 8)")
 	var loads []string
 	require.NoError(t, s.Results(ctx, "old", store.Kind("web-load"), func(id string, raw []byte) error {
 		loads = append(loads, id+" "+string(raw))
@@ -277,6 +293,34 @@ func upgradeFromSchema1(t *testing.T, driver, dsn string) {
 	run, err = s.Run(ctx, next.ID)
 	require.NoError(t, err)
 	require.Equal(t, 3, run.Method)
+}
+
+// upgradeResumes cuts the upgrade to schema 8 short after its second
+// batch of records compressed, as a kill or a full disk would: Open
+// fails, the store holds some records compressed and the rest in clear,
+// and the next Open goes on and loses nothing.
+func upgradeResumes(t *testing.T, driver, dsn string) {
+	writeSchema1(t, driver, dsn)
+	stop := errors.New("stopped half-way")
+	batches := 0
+	defer store.SetPackHooks(1, func() error {
+		if batches++; batches == 2 {
+			return stop
+		}
+		return nil
+	})()
+	_, err := store.Open(context.Background(), dsn)
+	require.ErrorIs(t, err, stop)
+	store.SetPackHooks(1, nil)
+	upgradedFromSchema1(t, dsn)
+}
+
+func TestUpgradeTo8Resumes(t *testing.T) {
+	upgradeResumes(t, "sqlite", filepath.Join(t.TempDir(), "old.db"))
+}
+
+func TestPostgresUpgradeTo8Resumes(t *testing.T) {
+	upgradeResumes(t, "pgx", testutil.StartPostgres(t))
 }
 
 func TestUpgradeFromSchema1(t *testing.T) {

@@ -36,10 +36,10 @@ func (s *Store) Supersede(ctx context.Context, old, by, why string) error {
 // measured again, in the order they were.
 func (s *Store) Supersessions(ctx context.Context, prefix string) ([]Supersession, error) {
 	var out []Supersession
-	err := s.eachRaw(ctx, `SELECT run_id, raw FROM results WHERE kind = ? AND substr(task_key, 1, ?) = ? ORDER BY started_at, task_key`,
-		[]any{KindSupersedes, utf8.RuneCountInString(prefix), prefix}, func(_, raw string) error {
+	err := s.eachRaw(ctx, `SELECT run_id, z FROM results WHERE kind = ? AND substr(task_key, 1, ?) = ? ORDER BY started_at, task_key`,
+		[]any{KindSupersedes, utf8.RuneCountInString(prefix), prefix}, func(_ string, raw []byte) error {
 			var x Supersession
-			if err := json.Unmarshal([]byte(raw), &x); err != nil {
+			if err := json.Unmarshal(raw, &x); err != nil {
 				return err
 			}
 			out = append(out, x)

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// typed turns the schema's portable types into the engine's: BLOB is
+// PostgreSQL's BYTEA.
+func (s *Store) typed(stmt string) string {
+	if s.postgres {
+		return strings.ReplaceAll(stmt, " BLOB", " BYTEA")
+	}
+	return stmt
+}
+
+// hasColumn says whether table has a column of that name.
+func (s *Store) hasColumn(ctx context.Context, table, column string) (bool, error) {
+	q := `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`
+	if s.postgres {
+		q = `SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`
+	}
+	var n int
+	err := s.db.QueryRowContext(ctx, q, table, column).Scan(&n)
+	return n > 0, err
+}
+
+// packBatch is how many records packRecords compresses per transaction:
+// an upgrade cut short (a kill, a full disk) loses at most one batch's
+// work, and goes on at the next Open.
+var packBatch = 2000
+
+// afterPackBatch, if set, is called after each batch (a test stops the
+// upgrade half-way).
+var afterPackBatch func() error
+
+// packRecords finishes the upgrade to schema 8 in place: the records
+// kept as JSON in clear (raw) are compressed into z, a batch per
+// transaction, each batch clearing the raw it moved, until none is left;
+// then the raw columns are dropped and SQLite gives the space back. Run
+// again after an interruption, it goes on where it stopped. A store
+// without raw columns has nothing to do.
+func (s *Store) packRecords(ctx context.Context) error {
+	tables := []struct{ name, key string }{{"sample_raw", "run_id, task_key"}, {"results", "run_id, kind, task_key"}}
+	packed := false
+	for _, t := range tables {
+		has, err := s.hasColumn(ctx, t.name, "raw")
+		if err != nil || !has {
+			if err != nil {
+				return fmt.Errorf("upgrading to schema 8: %w", err)
+			}
+			continue
+		}
+		for {
+			n, err := s.packBatch(ctx, t.name, t.key)
+			if err != nil {
+				return fmt.Errorf("upgrading to schema 8, compressing %s: %w", t.name, err)
+			}
+			if n == 0 {
+				break
+			}
+			if afterPackBatch != nil {
+				if err := afterPackBatch(); err != nil {
+					return err
+				}
+			}
+		}
+		drop := []string{`ALTER TABLE ` + t.name + ` DROP COLUMN raw`}
+		if s.postgres {
+			drop = append(drop, `ALTER TABLE `+t.name+` ALTER COLUMN z SET NOT NULL`)
+		}
+		err = s.InTx(ctx, func(tx *sql.Tx) error {
+			for _, stmt := range drop {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("upgrading to schema 8, %s: %w", t.name, err)
+		}
+		packed = true
+	}
+	if packed {
+		// The space the JSON took goes back to the file system: once, a
+		// rewrite of the tables (PostgreSQL's UPDATEs left a dead copy of
+		// every row behind too).
+		vacuum := `VACUUM`
+		if s.postgres {
+			vacuum = `VACUUM FULL sample_raw, results`
+		}
+		if _, err := s.db.ExecContext(ctx, vacuum); err != nil {
+			return fmt.Errorf("upgrading to schema 8, %s: %w", vacuum, err)
+		}
+	}
+	return nil
+}
+
+// packBatch compresses up to packBatch records of table in one
+// transaction and says how many.
+func (s *Store) packBatch(ctx context.Context, table, key string) (int, error) {
+	n := 0
+	err := s.InTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT %s, raw FROM %s WHERE z IS NULL LIMIT %d`, key, table, packBatch))
+		if err != nil {
+			return err
+		}
+		type row struct {
+			keys []any
+			z    []byte
+		}
+		var batch []row
+		cols := len(strings.Split(key, ","))
+		for rows.Next() {
+			keys := make([]string, cols)
+			dest := make([]any, cols+1)
+			for i := range keys {
+				dest[i] = &keys[i]
+			}
+			var raw string
+			dest[cols] = &raw
+			if err := rows.Scan(dest...); err != nil {
+				rows.Close()
+				return err
+			}
+			r := row{z: packRaw([]byte(raw))}
+			for _, k := range keys {
+				r.keys = append(r.keys, k)
+			}
+			batch = append(batch, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// SQLite's raw stays NOT NULL until it is dropped: '' marks it moved.
+		clear := "NULL"
+		if !s.postgres {
+			clear = "''"
+		}
+		where := strings.Join(strings.Split(key, ", "), " = ? AND ") + " = ?"
+		stmt, err := tx.PrepareContext(ctx, s.rebind(`UPDATE `+table+` SET z = ?, raw = `+clear+` WHERE `+where))
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, r := range batch {
+			if _, err := stmt.ExecContext(ctx, append([]any{r.z}, r.keys...)...); err != nil {
+				return err
+			}
+		}
+		n = len(batch)
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,47 @@
+package store
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPackedRecords: a record comes back as it went in; a DNS sample's
+// JSON is kept in a fraction of its octets; a record too small to gain
+// is kept as it is; an unknown codec, a corrupt frame and a frame that
+// would decompress past maxRecord are refused with a reason.
+func TestPackedRecords(t *testing.T) {
+	sample := []byte(`{"url":"quic://192.0.2.53:853","target":"192.0.2.53","transport":"doq","condition":"0rtt","rep":3,"start":"2026-11-29T01:40:35.123456789Z",` +
+		`"warmup":{"url":"quic://192.0.2.53:853","transport":"doq","qname":"test.com.","qtype":"A","status":"ok","rcode":"NOERROR","answers":["test.com.\t300\tIN\tA\t192.0.2.1"],` +
+		`"timing":{"connect_ms":0,"handshake_ms":21.4,"query_ms":10.2,"total_ms":31.6},"conn":{"reused":false,"tls_resumed":false,"used_0rtt":false,"quic_version":"v1","alpn":"doq"}},` +
+		`"measure":{"url":"quic://192.0.2.53:853","transport":"doq","qname":"test.com.","qtype":"A","status":"ok","rcode":"NOERROR","answers":["test.com.\t300\tIN\tA\t192.0.2.1"],` +
+		`"timing":{"connect_ms":0,"handshake_ms":0.4,"query_ms":10.1,"total_ms":10.5},"conn":{"reused":false,"tls_resumed":true,"used_0rtt":true,"quic_version":"v1","alpn":"doq"},` +
+		`"bytes":{"sent":1512,"received":2381},"packets":{"sent":4,"received":5}},"probe":{"rtt_ms":10.0},"status":"ok","attempts":1}`)
+	z := packRaw(sample)
+	require.Equal(t, codecZstd1, z[0])
+	require.Less(t, len(z), len(sample)/2, "a sample's JSON in under half its octets")
+	back, err := unpackRaw(z)
+	require.NoError(t, err)
+	require.Equal(t, sample, back)
+
+	tiny := packRaw([]byte(`{}`))
+	require.Equal(t, []byte{codecPlain, '{', '}'}, tiny, "kept as it is")
+	back, err = unpackRaw(tiny)
+	require.NoError(t, err)
+	require.Equal(t, []byte(`{}`), back)
+
+	_, err = unpackRaw([]byte{9, 1, 2})
+	require.ErrorContains(t, err, "codec 9")
+	_, err = unpackRaw(nil)
+	require.ErrorContains(t, err, "empty")
+	_, err = unpackRaw(append([]byte{codecZstd1}, bytes.Repeat([]byte{0x28}, 40)...))
+	require.ErrorContains(t, err, "a compressed record")
+
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderDict(dict1))
+	require.NoError(t, err)
+	bomb := enc.EncodeAll(make([]byte, maxRecord+1), []byte{codecZstd1})
+	_, err = unpackRaw(bomb)
+	require.Error(t, err, "%d octets decompress past the bound", len(bomb))
+}
