@@ -1,8 +1,6 @@
 package amplification
 
 import (
-	"bytes"
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,31 +8,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/looptest"
 	"github.com/doxlab/doxlab/internal/testutil"
-	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 )
 
 func TestMain(m *testing.M) { testutil.Rootless(m) }
 
 // TestRunOnLoopback: amplification's whole path on the loopback net,
-// without root: a handshake per cell against the four servers, Retry and
-// the NEW_TOKEN token used where the cell says, both flights read from
-// the qlog, no stall claimed where there is no round trip to stall for; stored, loaded, tabled and drawn; resumed, nothing
-// measured again. Where the limit binds is the testbed's test.
+// without root (looptest): a handshake per cell against the four
+// servers, Retry and the NEW_TOKEN token used where the cell says, both
+// flights read from the qlog, no stall claimed where there is no round
+// trip to stall for; resumed, nothing measured again. Where the limit
+// binds is the testbed's test.
 func TestRunOnLoopback(t *testing.T) {
-	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "amp.db")
 	none, err := testbed.LookupProfile("none")
 	require.NoError(t, err)
-	c := &Amplification{Profile: none, Repeat: 1, Env: experiment.Env{Store: db, Net: experiment.NetLoopback}}
-	id, err := c.Run(ctx)
-	require.NoError(t, err)
-	st, err := store.Open(ctx, db)
-	require.NoError(t, err)
-	defer st.Close()
-	res, err := c.Load(ctx, st, id+"-")
-	require.NoError(t, err)
+	mk := func(resume string) *Amplification {
+		return &Amplification{Profile: none, Repeat: 1, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Resume: resume}}
+	}
+	res, st, id := looptest.Run(t, mk(""))
 	ss := res.(Samples)
 	require.Len(t, ss, 2*2*3)
 	for _, s := range ss {
@@ -52,16 +46,5 @@ func TestRunOnLoopback(t *testing.T) {
 		require.Positive(t, s.HandshakeMs, name)
 		require.True(t, strings.HasSuffix(s.Qlog, ".sqlog"), name)
 	}
-	var table bytes.Buffer
-	require.NoError(t, res.WriteTable(&table))
-	require.Contains(t, table.String(), "large")
-	_, err = res.Section(t.TempDir())
-	require.NoError(t, err)
-
-	again := &Amplification{Profile: none, Repeat: 1, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Resume: id}}
-	_, err = again.Run(ctx)
-	require.NoError(t, err)
-	res, err = c.Load(ctx, st, id+"-")
-	require.NoError(t, err)
-	require.Len(t, res.(Samples), len(ss), "a finished run resumed measures nothing")
+	looptest.NothingAgain(t, mk(id), st, id, res)
 }

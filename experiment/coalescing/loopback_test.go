@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/looptest"
 	"github.com/doxlab/doxlab/internal/testutil"
-	"github.com/doxlab/doxlab/store"
 )
 
 func TestMain(m *testing.M) { testutil.Rootless(m) }
@@ -18,19 +18,14 @@ func TestMain(m *testing.M) { testutil.Rootless(m) }
 // root — the same proofs as on the testbed, which need no link: how many
 // QUIC and TCP handshakes a load cost, which connection its lookup rode,
 // 0-RTT exactly when the ticket was kept, SETTINGS awaited exactly when
-// told; a resumed run measures nothing again.
+// told; a resumed run measures nothing again (looptest).
 func TestProofsOnLoopback(t *testing.T) {
-	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "c.db")
-	c := &Coalescing{Profiles: []string{"none"}, Pages: []string{"wiki"}, DNS: []string{"udp", "doq", Emulated, DoH3Coalesced, DNSStream},
-		Repeat: 1, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Log: testWriter{t}}}
-	id, err := c.Run(ctx)
-	require.NoError(t, err)
-	st, err := store.Open(ctx, db)
-	require.NoError(t, err)
-	defer st.Close()
-	res, err := c.Load(ctx, st, id)
-	require.NoError(t, err)
+	mk := func(resume string) *Coalescing {
+		return &Coalescing{Profiles: []string{"none"}, Pages: []string{"wiki"}, DNS: []string{"udp", "doq", Emulated, DoH3Coalesced, DNSStream},
+			Repeat: 1, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Resume: resume, Log: testWriter{t}}}
+	}
+	res, st, id := looptest.Run(t, mk(""))
 	ss := res.(Samples)
 	require.Len(t, ss, 5*3, "modes × (1rtt, 0rtt, 0rtt-wait)")
 	for _, s := range ss {
@@ -50,15 +45,7 @@ func TestProofsOnLoopback(t *testing.T) {
 			require.False(t, p.DNSOnPageConn, k)
 		}
 	}
-	_, err = ss.Section(t.TempDir())
-	require.NoError(t, err)
-
-	again := &Coalescing{Profiles: c.Profiles, Pages: c.Pages, DNS: c.DNS, Repeat: 1, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Resume: id}}
-	_, err = again.Run(ctx)
-	require.NoError(t, err)
-	res, err = c.Load(ctx, st, id)
-	require.NoError(t, err)
-	require.Len(t, res.(Samples), len(ss), "a finished run resumed measures nothing")
+	looptest.NothingAgain(t, mk(id), st, id, res)
 }
 
 // TestORIGINFramesOnLoopback: o5's origins on separate servers and on
@@ -78,13 +65,7 @@ func TestORIGINFramesOnLoopback(t *testing.T) {
 	} {
 		c := &Coalescing{Profiles: []string{"none"}, Pages: []string{"o5"}, DNS: []string{"udp"}, H3: []string{"1rtt"}, Placement: tc.placement, Origins: true,
 			Repeat: 1, Env: experiment.Env{Store: filepath.Join(dir, "c.db"), Net: experiment.NetLoopback, Log: testWriter{t}}}
-		id, err := c.Run(ctx)
-		require.NoError(t, err)
-		st, err := store.Open(ctx, c.Store)
-		require.NoError(t, err)
-		res, err := c.Load(ctx, st, id)
-		st.Close()
-		require.NoError(t, err)
+		res, _, _ := looptest.Run(t, c)
 		ss := res.(Samples)
 		require.Len(t, ss, 1)
 		s := ss[0]

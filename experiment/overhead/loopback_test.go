@@ -1,8 +1,6 @@
 package overhead
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,10 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/looptest"
 	"github.com/doxlab/doxlab/internal/testutil"
 	layers "github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/protocol"
-	"github.com/doxlab/doxlab/store"
 )
 
 func TestMain(m *testing.M) { testutil.Rootless(m) }
@@ -22,22 +20,14 @@ func TestMain(m *testing.M) { testutil.Rootless(m) }
 // root: three names over every direct transport, a connection per query
 // and one kept, captured on loopback (only the net's own hosts'
 // packets), every connection found and its octets attributed to layers
-// with the client's keys; stored, loaded, tabled and drawn, and the
-// capture kept for Wireshark. The octets are loopback's (its MTU is
+// with the client's keys (the path itself: looptest), and the capture
+// kept for Wireshark. The octets are loopback's (its MTU is
 // 64 KiB): the papers' sizes are the testbed's test.
 func TestRunOnLoopback(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	db := filepath.Join(dir, "o.db")
 	names := layers.Names[:3]
-	c := &Overhead{Names: names, Keep: filepath.Join(dir, "keep"), Env: experiment.Env{Store: db, Net: experiment.NetLoopback}}
-	id, err := c.Run(ctx)
-	require.NoError(t, err)
-	st, err := store.Open(ctx, db)
-	require.NoError(t, err)
-	defer st.Close()
-	res, err := c.Load(ctx, st, id+"-")
-	require.NoError(t, err)
+	c := &Overhead{Names: names, Keep: filepath.Join(dir, "keep"), Env: experiment.Env{Store: filepath.Join(dir, "o.db"), Net: experiment.NetLoopback}}
+	res, _, _ := looptest.Run(t, c)
 	cs := res.(Conns)
 	perCell := map[string][]*Conn{}
 	for _, cn := range cs {
@@ -62,11 +52,6 @@ func TestRunOnLoopback(t *testing.T) {
 			}
 		}
 	}
-	var table bytes.Buffer
-	require.NoError(t, res.WriteTable(&table))
-	require.Contains(t, table.String(), "doq")
-	_, err = res.Section(t.TempDir())
-	require.NoError(t, err)
 	for _, f := range []string{"client-up.pcap", "client-down.pcap", "keys.log"} {
 		fi, err := os.Stat(filepath.Join(c.Keep, f))
 		require.NoError(t, err)

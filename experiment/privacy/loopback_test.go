@@ -1,8 +1,6 @@
 package privacy
 
 import (
-	"bytes"
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,31 +8,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/looptest"
 	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/protocol"
-	"github.com/doxlab/doxlab/store"
 )
 
 func TestMain(m *testing.M) { testutil.Rootless(m) }
 
 // TestRunOnLoopback: the ladder on the loopback net, without root or a
-// browser: every rung answers, and what each proves on the wire holds —
-// ODoH through the proxy host, the name in clear or ECH accepted (and a
-// stale config rejected, then retried), 0-RTT where asked — from the
-// servers' records; stored, loaded, tabled and drawn; resumed, nothing
-// measured again. What the rungs cost is the testbed's test.
+// browser (looptest): every rung answers, and what each proves on the
+// wire holds — ODoH through the proxy host, the name in clear or ECH
+// accepted (and a stale config rejected, then retried), 0-RTT where
+// asked — from the servers' records; resumed, nothing measured again.
+// What the rungs cost is the testbed's test.
 func TestRunOnLoopback(t *testing.T) {
-	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "p.db")
-	c := &Privacy{Profiles: []string{"none"}, Repeat: 2, NoBrowser: true, Env: experiment.Env{Store: db, Net: experiment.NetLoopback}}
-	id, err := c.Run(ctx)
-	require.NoError(t, err)
-	st, err := store.Open(ctx, db)
-	require.NoError(t, err)
-	defer st.Close()
-	res, err := c.Load(ctx, st, id+"-")
-	require.NoError(t, err)
+	mk := func(resume string) *Privacy {
+		return &Privacy{Profiles: []string{"none"}, Repeat: 2, NoBrowser: true, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Resume: resume}}
+	}
+	res, st, id := looptest.Run(t, mk(""))
 	ss := res.(Samples)
 	require.Len(t, ss, (len(dnsCells)+len(webCells)+len(pageRungs))*2)
 	for _, s := range ss {
@@ -68,17 +61,8 @@ func TestRunOnLoopback(t *testing.T) {
 			require.Equal(t, []string{want}, s.ECH, "%s: the page's one connection", name)
 		}
 	}
-	var b bytes.Buffer
-	require.NoError(t, ss.WriteTable(&b))
-	require.Contains(t, b.String(), "ODoH")
 	sec, err := ss.Section(t.TempDir())
 	require.NoError(t, err)
 	require.Contains(t, string(sec.Table), publicName)
-
-	again := &Privacy{Profiles: c.Profiles, Repeat: 2, NoBrowser: true, Env: experiment.Env{Store: db, Net: experiment.NetLoopback, Resume: id}}
-	_, err = again.Run(ctx)
-	require.NoError(t, err)
-	res, err = c.Load(ctx, st, id+"-")
-	require.NoError(t, err)
-	require.Len(t, res.(Samples), len(ss), "a finished run resumed measures nothing")
+	looptest.NothingAgain(t, mk(id), st, id, res)
 }
