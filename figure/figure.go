@@ -427,7 +427,7 @@ func cdf(ss []*Series, title, xlabel string, signed, legendRoom bool) (*plot.Plo
 		}
 		l.Width = vg.Points(1.5)
 		l.Dashes = s.Dashes
-		p.Add(l)
+		p.Add(edgeLine{l})
 		if m := cdfMarks(cdf, l.Color, s.Glyph, n-1); m != nil {
 			p.Add(m)
 			p.Legend.Add(s.Label, l, m)

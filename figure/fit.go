@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -154,4 +155,41 @@ func decade(v float64) bool {
 	}
 	l := math.Log10(v)
 	return math.Abs(l-math.Round(l)) < 1e-9
+}
+
+// edgeLine is a plotter.Line whose glyph boxes (which pad the data area
+// by half the line's width) are those of its extreme points alone: a
+// Line reports one per point, and gonum walks them on every layout pass.
+// A dozen CDFs of 4,000 points a panel, drawn at two widths in three
+// formats, spent two thirds of a report's time there; the padding is
+// the same.
+type edgeLine struct{ *plotter.Line }
+
+func (l edgeLine) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	xys := l.XYs
+	if len(xys) == 0 {
+		return nil
+	}
+	ext := [4]int{} // the points of least and most x, least and most y
+	for i, pt := range xys {
+		if pt.X < xys[ext[0]].X {
+			ext[0] = i
+		}
+		if pt.X > xys[ext[1]].X {
+			ext[1] = i
+		}
+		if pt.Y < xys[ext[2]].Y {
+			ext[2] = i
+		}
+		if pt.Y > xys[ext[3]].Y {
+			ext[3] = i
+		}
+	}
+	r := 0.5 * l.LineStyle.Width
+	rect := vg.Rectangle{Min: vg.Point{X: -r, Y: -r}, Max: vg.Point{X: r, Y: r}}
+	out := make([]plot.GlyphBox, 0, len(ext))
+	for _, i := range ext {
+		out = append(out, plot.GlyphBox{X: p.X.Norm(xys[i].X), Y: p.Y.Norm(xys[i].Y), Rectangle: rect})
+	}
+	return out
 }

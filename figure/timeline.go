@@ -44,7 +44,7 @@ func (s *Set) AddTimelines(f Timelines) error {
 				return err
 			}
 			l.Color = Blue
-			p.Add(l)
+			p.Add(edgeLine{l})
 		}
 		panels = append(panels, p)
 	}
