@@ -3,9 +3,9 @@
 # seed of real dns-rtt samples on the testbed (doxlab experiment dns-rtt
 # --quick, as root), replicates them in SQL to each size (same rows, new
 # task keys), and runs 'doxlab report' and 'doxlab export --format
-# parquet' on the store, printing wall time and peak RSS (GNU time)
-# beside DuckDB's time and peak RSS for the same grouped medians and p90s
-# over the export. It is a benchmark, not a test: nothing is asserted.
+# parquet' on the store, printing what a sample takes on disk ('doxlab
+# store stats'), wall time and peak RSS (GNU time) beside DuckDB's time
+# and peak RSS for the same grouped medians and p90s over the export. It is a benchmark, not a test: nothing is asserted.
 #
 #   bash scripts/scale-bench.sh                    # 100k, 1M and 10M, SQLite and PostgreSQL
 #   SIZES="100000 1000000" BACKENDS=sqlite bash scripts/scale-bench.sh
@@ -132,7 +132,7 @@ grow() {
 	fi
 }
 
-printf '%-9s %11s | %-20s | %-20s | %-20s | %s\n' backend samples "report s / peak MB" "export s / peak MB" "DuckDB s / peak MB" "report vs DuckDB"
+printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %s\n' backend samples "B/sample" "report s / peak MB" "export s / peak MB" "DuckDB s / peak MB" "report vs DuckDB"
 for b in $BACKENDS; do
 	case $b in
 	sqlite) cp "$WORK/seed.db" "$WORK/s.db"; dsn="$WORK/s.db" ;;
@@ -146,7 +146,9 @@ for b in $BACKENDS; do
 		exp=$(measure "$dox" export --store "$dsn" --format parquet --out "$WORK/samples.parquet")
 		dk=$(duck "$WORK/samples.parquet")
 		gap=$(agree "$dsn" "$WORK/samples.parquet")
-		printf '%-9s %11s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$rep" "$exp" "$dk" "$gap"
+		# what a sample takes on disk, indexes included (doxlab store stats)
+		octets=$("$dox" store stats --json --store "$dsn" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["octets_per_sample"]))')
+		printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$octets" "$rep" "$exp" "$dk" "$gap"
 	done
 	rm -f "$WORK"/s.db* "$WORK/samples.parquet"
 	if [ "$b" = postgres ]; then
