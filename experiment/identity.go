@@ -81,10 +81,31 @@ func (e *Env) checkResume(ctx context.Context, st *store.Store) error {
 	if err != nil {
 		return err
 	}
-	if slices.Contains(ids, e.Resume) {
+	if !slices.Contains(ids, e.Resume) {
+		return fmt.Errorf("no experiment %q in %s%s", e.Resume, store.Redact(e.Store), Closest(e.Resume, ids))
+	}
+	if e.Design == nil || e.Force {
+		return nil // BeginRun records a forced resume, run by run
+	}
+	// Another design is refused before a network is built for it (a
+	// testbed takes seconds, and root): BeginRun checks each run again.
+	stored, err := StoredDesign(ctx, st, e.Resume)
+	if err != nil {
+		return err
+	}
+	return designChanged(stored, e.Design)
+}
+
+// designChanged is ErrDesignChanged with the differences, or nil when
+// there are none or the stored run recorded no design.
+func designChanged(stored, now map[string]string) error {
+	if stored == nil {
 		return nil
 	}
-	return fmt.Errorf("no experiment %q in %s%s", e.Resume, store.Redact(e.Store), Closest(e.Resume, ids))
+	if diff := DesignDiff(stored, now); len(diff) > 0 {
+		return fmt.Errorf("%w: %s", ErrDesignChanged, strings.Join(diff, "; "))
+	}
+	return nil
 }
 
 // Closest says which of known are nearest to id, by edit distance: "; the
@@ -169,7 +190,7 @@ func (e *Env) BeginRun(ctx context.Context, st *store.Store, runID, kind, profil
 		return nil
 	}
 	if !e.Force {
-		return fmt.Errorf("%w: %s", ErrDesignChanged, strings.Join(diff, "; "))
+		return designChanged(stored.Design, e.Design)
 	}
 	return e.forced(ctx, st, runID, diff, map[string]any{"stored": stored.Design, "now": e.Design})
 }

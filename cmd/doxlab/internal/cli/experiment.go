@@ -213,7 +213,7 @@ func writeLinkChecks(w io.Writer, lcs []*experiment.LinkCheck) {
 		}
 	}
 	if loopback > 0 {
-		fmt.Fprintf(w, "links: none emulated (the loopback net): %d checks measured nothing, and no claim in round trips rests on these runs\n", loopback)
+		fmt.Fprintf(w, "links: none emulated (the loopback net): %d checks measured nothing, and no claim about time rests on these runs\n", loopback)
 	}
 	if n := len(lcs) - loopback; n > 0 && bad == 0 {
 		fmt.Fprintf(w, "links: %d checks before and after the runs held (rates ≥ %.0f%% of the profiles', RTT error p99 ≤ %.0f µs)\n", n, 100*experiment.MinRateShare, worst)

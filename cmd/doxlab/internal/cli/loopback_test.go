@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestExperimentOnLoopback is a contributor's first run without root:
+// `doxlab experiment dns-rtt --quick --net loopback` measures on the
+// loopback net with the profile none (the default there), says that no
+// link was emulated and earns no verdict in round trips; its resume on
+// the testbed is refused as another design, naming the flag, until
+// --force; an emulated profile asked of loopback fails with one line
+// that says what it needs.
+func TestExperimentOnLoopback(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the loopback net binds port 53: root, or the experiment packages' tests (testutil.Rootless)")
+	}
+	db := filepath.Join(t.TempDir(), "lb.db")
+	code, out, errOut := run("experiment", "dns-rtt", "--quick", "--net", "loopback", "--transports", "udp,doq", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^none\s+udp\s+fresh\s+3/3`, out, "the profile none, by default on loopback")
+	require.Contains(t, out, "links: none emulated (the loopback net): 2 checks measured nothing")
+	require.NotRegexp(t, `(?m)^(holds|differs): `, out, "no verdict on loopback")
+	id := regexp.MustCompile(`experiment (dnsrtt-\S+), stored`).FindStringSubmatch(out)
+	require.Len(t, id, 2, out)
+
+	code, _, errOut = run("experiment", "dns-rtt", "--resume", id[1], "--net", "testbed", "--store", db)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `net: "loopback" → "testbed"`)
+	require.Contains(t, errOut, "--force")
+
+	code, _, errOut = run("experiment", "dns-rtt", "--net", "loopback", "--profiles", "4g", "--transports", "udp", "--store", db)
+	require.Equal(t, 1, code)
+	require.Regexp(t, `profile 4g needs the testbed \(--net testbed, as root\)`, errOut)
+	code, _, errOut = run("experiment", "dns-rtt", "--net", "moon", "--store", db)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, `net "moon" is not testbed or loopback`)
+}
