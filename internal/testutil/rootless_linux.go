@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/doxlab/doxlab/internal/netns"
 )
 
 // rootlessEnv marks a test binary re-executed by Rootless.
@@ -26,7 +26,7 @@ const rootlessEnv = "DOXLAB_TEST_ROOTLESS"
 func Rootless(m *testing.M) {
 	if os.Geteuid() == 0 {
 		if os.Getenv(rootlessEnv) != "" {
-			if err := loopbackUp(); err != nil {
+			if err := netns.LoopbackUp(); err != nil {
 				fmt.Fprintf(os.Stderr, "testutil: the namespace's loopback: %v\n", err)
 				os.Exit(2)
 			}
@@ -61,21 +61,3 @@ func Rootless(m *testing.M) {
 
 // inRootless says the tests run in Rootless's namespace.
 func inRootless() bool { return os.Getenv(rootlessEnv) != "" }
-
-// loopbackUp brings up lo, down in a new network namespace.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
-}
