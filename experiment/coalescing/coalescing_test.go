@@ -79,45 +79,6 @@ func TestCoalescingProvesEachLoad(t *testing.T) {
 	require.NotEmpty(t, sec.Figures)
 }
 
-// TestORIGINFramesOnOneCDN loads o5 with its origins on separate servers
-// (a certificate each) and on one CDN edge (one certificate), with ORIGIN
-// frames: separately every origin costs a lookup and a handshake, frames
-// or not (no certificate covers another origin, RFC 9412 §2.4); on one
-// CDN the connection is pooled (one handshake) and the frames spare every
-// lookup but the first.
-func TestORIGINFramesOnOneCDN(t *testing.T) {
-	testutil.NeedRoot(t, "the testbed needs root")
-	dir := t.TempDir()
-	ctx := context.Background()
-	for _, tc := range []struct {
-		placement                   string
-		lookups, spared, handshakes int
-	}{
-		{"separate", 5, 0, 5},
-		{"cdn", 1, 4, 1},
-	} {
-		c := &Coalescing{Profiles: []string{"fiber"}, Pages: []string{"o5"}, DNS: []string{"udp"}, H3: []string{"1rtt"}, Placement: tc.placement, Origins: true,
-			Repeat: 1, Env: experiment.Env{Store: filepath.Join(dir, "c.db"), Log: testWriter{t}}}
-		id, err := c.Run(ctx)
-		require.NoError(t, err)
-		st, err := store.Open(ctx, c.Store)
-		require.NoError(t, err)
-		res, err := c.Load(ctx, st, id)
-		st.Close()
-		require.NoError(t, err)
-		ss := res.(Samples)
-		require.Len(t, ss, 1)
-		s := ss[0]
-		require.Equal(t, "ok", s.Status, "%s: %s", tc.placement, s.Error)
-		require.Equal(t, tc.lookups, s.Proof.Lookups, tc.placement)
-		require.Equal(t, tc.spared, s.Proof.Spared, tc.placement)
-		require.Equal(t, tc.handshakes, s.Proof.QUICHandshakes, tc.placement)
-	}
-	c := &Coalescing{Pages: []string{"o5"}, DNS: []string{DNSStream}, Env: experiment.Env{Store: filepath.Join(dir, "c.db")}}
-	_, err := c.Run(ctx)
-	require.ErrorContains(t, err, "needs the page on the resolver's server")
-}
-
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(b []byte) (int, error) {
