@@ -126,13 +126,13 @@ func newLoopback(spec testbed.Spec) (*loopback, error) {
 	if len(hosts) > 120 {
 		return nil, fmt.Errorf("the loopback net takes at most 120 hosts")
 	}
-	// 127.100-199.x.0/24: clear of 127.0.0.0/24 (the machine's own
-	// services) and 127.53.0.0/16 (the page workers' stubs).
 	// In a network namespace of one's own (unshare -rn) lo starts down:
 	// sockets bind 127.x.y.z there, but reach nothing.
 	if err := loopbackUp(); err != nil {
 		return nil, fmt.Errorf("the loopback net: lo is down and cannot be brought up: %w", err)
 	}
+	// 127.100-199.x.0/24: clear of 127.0.0.0/24 (the machine's own
+	// services) and 127.53.0.0/16 (the page workers' stubs).
 	h := fnv.New32a()
 	h.Write([]byte(spec.Name))
 	at := int(h.Sum32() % (100 * 256))
