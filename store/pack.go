@@ -53,14 +53,16 @@ func (s *Store) packRecords(ctx context.Context) error {
 			}
 			continue
 		}
+		var after []any // the last key packed: each batch reads on from it
 		for {
-			n, err := s.packBatch(ctx, t.name, t.key)
+			last, err := s.packBatch(ctx, t.name, t.key, after)
 			if err != nil {
 				return fmt.Errorf("upgrading to schema 8, compressing %s: %w", t.name, err)
 			}
-			if n == 0 {
+			if last == nil {
 				break
 			}
+			after = last
 			if afterPackBatch != nil {
 				if err := afterPackBatch(); err != nil {
 					return err
@@ -99,12 +101,24 @@ func (s *Store) packRecords(ctx context.Context) error {
 	return nil
 }
 
-// packBatch compresses up to packBatch records of table in one
-// transaction and says how many.
-func (s *Store) packBatch(ctx context.Context, table, key string) (int, error) {
-	n := 0
+// packBatch compresses, in one transaction, up to packBatch records of
+// table in the order of its key (SQLite's rowid), after the key after
+// (nil: from the first), and returns the last key it packed (nil: none
+// left). Read on from the last batch's end, each batch costs its own
+// rows (reading "z IS NULL" from the start again would walk every row
+// already packed, batch after batch: quadratic at ten million); a
+// resumed upgrade walks the rows it packed before once.
+func (s *Store) packBatch(ctx context.Context, table, key string, after []any) ([]any, error) {
+	var last []any
+	if !s.postgres {
+		key = "rowid" // SQLite's: the table's own order, read sequentially
+	}
 	err := s.InTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT %s, raw FROM %s WHERE z IS NULL LIMIT %d`, key, table, packBatch))
+		q := `SELECT ` + key + `, raw FROM ` + table + ` WHERE z IS NULL`
+		if after != nil {
+			q += ` AND (` + key + `) > (` + strings.TrimSuffix(strings.Repeat("?, ", len(after)), ", ") + `)`
+		}
+		rows, err := tx.QueryContext(ctx, s.rebind(fmt.Sprintf(`%s ORDER BY %s LIMIT %d`, q, key, packBatch)), after...)
 		if err != nil {
 			return err
 		}
@@ -115,7 +129,7 @@ func (s *Store) packBatch(ctx context.Context, table, key string) (int, error) {
 		var batch []row
 		cols := len(strings.Split(key, ","))
 		for rows.Next() {
-			keys := make([]string, cols)
+			keys := make([]any, cols) // SQLite's rowid an int64, text keys strings
 			dest := make([]any, cols+1)
 			for i := range keys {
 				dest[i] = &keys[i]
@@ -126,11 +140,7 @@ func (s *Store) packBatch(ctx context.Context, table, key string) (int, error) {
 				rows.Close()
 				return err
 			}
-			r := row{z: packRaw([]byte(raw))}
-			for _, k := range keys {
-				r.keys = append(r.keys, k)
-			}
-			batch = append(batch, r)
+			batch = append(batch, row{keys: keys, z: packRaw([]byte(raw))})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -152,8 +162,10 @@ func (s *Store) packBatch(ctx context.Context, table, key string) (int, error) {
 				return err
 			}
 		}
-		n = len(batch)
+		if len(batch) > 0 {
+			last = batch[len(batch)-1].keys
+		}
 		return nil
 	})
-	return n, err
+	return last, err
 }
