@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/doxlab/doxlab/testbed"
 )
@@ -78,6 +79,18 @@ func (e *Env) startNet(spec testbed.Spec) (Net, error) {
 		return newLoopback(spec)
 	}
 	return nil, fmt.Errorf("net %q is not %s or %s", e.Net, NetTestbed, NetLoopback)
+}
+
+// SetDistance puts host d (a round trip) beyond its access link: half of
+// it each way, nothing else shaped, as the testbed places a proxy or a
+// page server. The loopback net has no links and all its hosts are as
+// near: there it shapes nothing. It returns the distance host has.
+func SetDistance(n Net, host string, d time.Duration) (time.Duration, error) {
+	if n.Kind() == NetLoopback {
+		return 0, nil
+	}
+	p := testbed.Profile{Name: "+" + d.String(), Up: testbed.Direction{Delay: d / 2}, Down: testbed.Direction{Delay: d - d/2}}
+	return d, n.SetProfile(host, p)
 }
 
 // testbedNet is the namespace testbed as a Net.

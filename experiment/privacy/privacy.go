@@ -202,14 +202,12 @@ func (c *Privacy) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer closeAll()
-	if tb.Kind() == experiment.NetLoopback {
-		// Nothing emulated: the proxy is as near as the target.
-		fmt.Fprintln(c.Log, "privacy: on the loopback net the proxy's link is not emulated (proxy RTT 0)")
-		c.ProxyRTT = 0
-	}
-	half := c.ProxyRTT / 2
-	if err := tb.SetProfile("proxy", testbed.Profile{Name: fmt.Sprintf("proxy-%s", c.ProxyRTT), Down: testbed.Direction{Delay: half}, Up: testbed.Direction{Delay: half}}); err != nil {
+	asked := c.ProxyRTT
+	if c.ProxyRTT, err = experiment.SetDistance(tb, "proxy", asked); err != nil {
 		return "", err
+	}
+	if c.ProxyRTT != asked {
+		fmt.Fprintf(c.Log, "privacy: the proxy's link is not emulated on the %s net (proxy RTT %s)\n", tb.Kind(), c.ProxyRTT)
 	}
 	dir, err := os.MkdirTemp("", "doxlab-privacy")
 	if err != nil {

@@ -79,7 +79,8 @@ func startInternet(t *testing.T, pageNames []string) *internet {
 	// Resolvers at their distances beyond the vantage points' links.
 	for host, d := range map[string]time.Duration{"retry": 10 * time.Millisecond, "far": 60 * time.Millisecond, "coredns": 20 * time.Millisecond,
 		"unbound": 5 * time.Millisecond, "kresd": 30 * time.Millisecond, "down": 5 * time.Millisecond} {
-		require.NoError(t, tb.SetProfile(host, testbed.Profile{Name: "+" + d.String(), Up: testbed.Direction{Delay: d / 2}, Down: testbed.Direction{Delay: d - d/2}}))
+		_, err := experiment.SetDistance(experiment.OnTestbed(tb), host, d)
+		require.NoError(t, err)
 	}
 	in := &internet{tb: tb, pages: chosen, resolvers: map[string]*resolverLog{}, vantages: vantages}
 	in.pg = testutil.NewPostgres(t, tb.IPs["db"], func(argv ...string) *exec.Cmd { return tb.Command("db", argv...) })

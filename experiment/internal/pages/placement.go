@@ -11,7 +11,6 @@ import (
 	"github.com/doxlab/doxlab/corpus"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/server"
-	"github.com/doxlab/doxlab/testbed"
 )
 
 // Placement lays a multi-origin page's origins out over server hosts, as
@@ -76,17 +75,12 @@ func (pl Placement) Hosts(pages []corpus.Page) []string {
 	return out
 }
 
-// Apply sets each extra server host's link to its distance: half of it
-// each way, nothing else shaped. The loopback net has no links: there the
-// hosts are all as near, which the runs' "net" says.
+// Apply puts each extra server host at its distance (experiment.
+// SetDistance: on the loopback net the hosts are all as near, which the
+// runs' "net" says).
 func (pl Placement) Apply(tb experiment.Net, hosts []string) error {
-	if tb.Kind() == experiment.NetLoopback {
-		return nil
-	}
 	for _, h := range hosts {
-		d := pl.Distance[h]
-		p := testbed.Profile{Name: fmt.Sprintf("+%s", d), Up: testbed.Direction{Delay: d / 2}, Down: testbed.Direction{Delay: d - d/2}}
-		if err := tb.SetProfile(h, p); err != nil {
+		if _, err := experiment.SetDistance(tb, h, pl.Distance[h]); err != nil {
 			return fmt.Errorf("server host %s: %w", h, err)
 		}
 	}
