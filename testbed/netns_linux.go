@@ -3,6 +3,7 @@ package testbed
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -102,29 +103,45 @@ func openTap(ns string) (int, error) {
 	return openDx0(ns, tapFilter(nil), 8<<20)
 }
 
-// openDx0 opens, inside host namespace ns, a non-blocking packet socket
-// for every protocol on dx0, with filter, kernel timestamps and a receive
-// buffer of rcvbuf octets.
+// openDx0 opens, inside host namespace ns, a packet socket on dx0
+// (packetSocket).
 func openDx0(ns string, filter []unix.SockFilter, rcvbuf int) (int, error) {
 	fd := -1
-	err := inNetns(ns, func() error {
-		iface, err := net.InterfaceByName("dx0")
-		if err != nil {
-			return err
-		}
-		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL))); err != nil {
-			return err
-		}
-		return sockopts(fd,
-			func() error { return setFilter(fd, filter) },
-			func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
-			func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) },
-			func() error {
-				return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: iface.Index})
-			})
+	err := inNetns(ns, func() (err error) {
+		fd, err = packetSocket("dx0", filter, rcvbuf)
+		return err
 	})
+	return fd, err
+}
+
+// packetSocket opens, in this thread's network namespace, a non-blocking
+// packet socket for every protocol on the interface ifname, with filter,
+// kernel timestamps and a receive buffer of rcvbuf octets: forced past
+// rmem_max, which takes the machine's root, or rmem_max in a user
+// namespace of one's own.
+func packetSocket(ifname string, filter []unix.SockFilter, rcvbuf int) (int, error) {
+	iface, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return -1, fmt.Errorf("packet socket on dx0: %w", err)
+		return -1, fmt.Errorf("packet socket on %s: %w", ifname, err)
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		return -1, fmt.Errorf("packet socket on %s: %w", ifname, err)
+	}
+	err = sockopts(fd,
+		func() error { return setFilter(fd, filter) },
+		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
+		func() error {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf); !errors.Is(err, unix.EPERM) {
+				return err
+			}
+			return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
+		},
+		func() error {
+			return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: iface.Index})
+		})
+	if err != nil {
+		return -1, fmt.Errorf("packet socket on %s: %w", ifname, err)
 	}
 	return fd, nil
 }

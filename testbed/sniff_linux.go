@@ -3,7 +3,6 @@ package testbed
 import (
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"time"
 
@@ -62,30 +61,9 @@ var loopbackFilter = []unix.SockFilter{
 // loopback net. It needs CAP_NET_RAW (root, or a user and network
 // namespace of one's own).
 func SniffLoopback() (*Sniff, error) {
-	iface, err := net.InterfaceByName("lo")
+	fd, err := packetSocket("lo", loopbackFilter, sniffBuffer)
 	if err != nil {
 		return nil, err
-	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-	if err != nil {
-		return nil, fmt.Errorf("a packet socket on lo: %w", err)
-	}
-	err = sockopts(fd,
-		func() error { return setFilter(fd, loopbackFilter) },
-		func() error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) },
-		func() error {
-			// Forcing a buffer past rmem_max takes the machine's root; in a
-			// user namespace of one's own the capture gets rmem_max.
-			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, sniffBuffer); !errors.Is(err, unix.EPERM) {
-				return err
-			}
-			return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, sniffBuffer)
-		},
-		func() error {
-			return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: iface.Index})
-		})
-	if err != nil {
-		return nil, fmt.Errorf("a packet socket on lo: %w", err)
 	}
 	return &Sniff{fd: fd}, nil
 }
