@@ -31,10 +31,14 @@ var dict1 []byte
 // make a reader allocate gigabytes.
 const maxRecord = 64 << 20
 
-var zstdCodec = sync.OnceValues(func() (*struct {
+// zcodec is dictionary 1's encoder and decoder, made once: both are safe
+// for concurrent use.
+type zcodec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
-}, error) {
+}
+
+var zstdCodec = sync.OnceValues(func() (*zcodec, error) {
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderDict(dict1), zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return nil, fmt.Errorf("store: the records' dictionary: %w", err)
@@ -43,10 +47,7 @@ var zstdCodec = sync.OnceValues(func() (*struct {
 	if err != nil {
 		return nil, fmt.Errorf("store: the records' dictionary: %w", err)
 	}
-	return &struct {
-		enc *zstd.Encoder
-		dec *zstd.Decoder
-	}{enc, dec}, nil
+	return &zcodec{enc, dec}, nil
 })
 
 // packRaw is a record as its column keeps it.
