@@ -26,6 +26,9 @@ DNSLIB_VERSION=0.9.26
 DNSPYTHON_VERSION=2.9.2
 WSPROTO_VERSION=1.2.0
 NUMPY_VERSION=2.4.6
+DUCKDB_VERSION=2.0.1
+PYARROW_VERSION=26.0.1
+PANDAS_VERSION=3.1.1
 PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 
 say() { printf 'install-peers: %s\n' "$*"; }
@@ -71,6 +74,13 @@ if ! python3 -c "import aioquic, dnslib, wsproto, dns.version, numpy, sys; sys.e
   say "pip install aioquic==$AIOQUIC_VERSION dnslib==$DNSLIB_VERSION wsproto==$WSPROTO_VERSION dnspython[doh,doq]==$DNSPYTHON_VERSION numpy==$NUMPY_VERSION"
   python3 -m pip install -q --root-user-action=ignore "aioquic==$AIOQUIC_VERSION" "dnslib==$DNSLIB_VERSION" \
     "wsproto==$WSPROTO_VERSION" "dnspython[doh,doq]==$DNSPYTHON_VERSION" "numpy==$NUMPY_VERSION"
+fi
+
+# DuckDB and pandas (over pyarrow) read the datasets doxlab exports: the
+# engines a dataset's files are checked against.
+if ! python3 -c "import duckdb, pyarrow, pandas, sys; sys.exit(duckdb.__version__ != '$DUCKDB_VERSION' or pyarrow.__version__ != '$PYARROW_VERSION' or pandas.__version__ != '$PANDAS_VERSION')" 2>/dev/null; then
+  say "pip install duckdb==$DUCKDB_VERSION pyarrow==$PYARROW_VERSION pandas==$PANDAS_VERSION"
+  python3 -m pip install -q --root-user-action=ignore "duckdb==$DUCKDB_VERSION" "pyarrow==$PYARROW_VERSION" "pandas==$PANDAS_VERSION" "numpy==$NUMPY_VERSION"
 fi
 
 # aioquic's DoQ server is an example: it ships in the sdist only.

@@ -22,6 +22,7 @@ import (
 // the store.
 type Row struct {
 	RunID         string `parquet:"run_id"`
+	Key           string `parquet:"key"` // the sample's in its run, as the store keys its record whole
 	Kind          string `parquet:"kind"`
 	Profile       string `parquet:"profile"`
 	DoxlabVersion string `parquet:"doxlab_version"`
@@ -73,6 +74,8 @@ type Row struct {
 	// DelayedACKStall marks an answer whose tail the server's Nagle held
 	// for the client's delayed ACK (transport.ConnInfo).
 	DelayedACKStall bool `parquet:"delayed_ack_stall"`
+
+	raw []byte `parquet:"-"` // the sample whole, packed (zraw), when a scan asked for it
 }
 
 // Filter selects what a report or export reads, pushed down into the
@@ -112,6 +115,14 @@ func (s *Store) Vantages(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		out = append(out, v)
+	}
+	if s.archive != nil {
+		for _, v := range s.archive.vantages() {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+		slices.Sort(out)
 	}
 	return out, rows.Err()
 }
@@ -201,12 +212,15 @@ var (
 		col("vantage_address", func(x *scanned) any { return &x.VantageAddress }), col("vantage_network", func(x *scanned) any { return &x.VantageNetwork }),
 		col("vantage_asn", func(x *scanned) any { return &x.VantageASN }), col("vantage_location", func(x *scanned) any { return &x.VantageLocation }),
 		col("job_attempt", func(x *scanned) any { return &x.JobAttempt }), col("delayed_ack_stall", func(x *scanned) any { return &x.DelayedACKStall }),
-		col("round", func(x *scanned) any { return &x.Round })}
+		col("round", func(x *scanned) any { return &x.Round }), col("task_key", func(x *scanned) any { return &x.Key })}
 	// whereCol is the vantage point's details as one value, NULL outside
 	// campaigns: one column read instead of four, joined by the unit
 	// separator, which a vantage point's labels cannot hold.
-	whereCol      = col("CASE WHEN vantage = '' THEN NULL ELSE vantage_location || char(31) || vantage_network || char(31) || vantage_asn || char(31) || vantage_address END", func(x *scanned) any { return &x.where })
-	allColumns    = slices.Concat(runCols, floatCols, countCols, restCols)
+	whereCol   = col("CASE WHEN vantage = '' THEN NULL ELSE vantage_location || char(31) || vantage_network || char(31) || vantage_asn || char(31) || vantage_address END", func(x *scanned) any { return &x.where })
+	allColumns = slices.Concat(runCols, floatCols, countCols, restCols)
+	// rawColumns are allColumns and the sample whole, packed, for an
+	// archive.
+	rawColumns    = append(slices.Clone(allColumns), col("(SELECT z FROM sample_raw r WHERE r.run_id = samples.run_id AND r.task_key = samples.task_key)", func(x *scanned) any { return &x.raw }))
 	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{"status", "rcode", whereCol})
 )
 
@@ -221,6 +235,18 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 	for _, r := range all {
 		runs[r.ID] = r
 	}
+	if fn == nil {
+		fn = newSink()
+	}
+	if s.archive != nil { // the dataset's samples first: the older
+		keep, err := s.keepRun(ctx, f)
+		if err == nil {
+			err = s.archive.scan(keep, f.Vantage, runs, fn)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	where, args := f.where()
 	if !f.Superseded {
 		not, more, err := s.notSuperseded(ctx)
@@ -234,9 +260,6 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 		exprs[slices.Index(cols, whereCol)] = strings.NewReplacer("vantage_asn", "vantage_asn::text", "char(31)", "chr(31)").Replace(whereCol)
 	}
 	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM samples WHERE ` + where
-	if fn == nil {
-		fn = newSink()
-	}
 	if s.postgres {
 		return scanRows(ctx, s.db, s.rebind(q), args, cols, runs, fn)
 	}

@@ -116,6 +116,15 @@ func (s *Store) Results(ctx context.Context, prefix string, kind Kind, f func(ru
 // FilteredResults is Results for the runs a filter selects (its prefix,
 // and whether superseded runs are in).
 func (s *Store) FilteredResults(ctx context.Context, flt Filter, kind Kind, f func(runID string, raw []byte) error) error {
+	if s.archive != nil {
+		keep, err := s.keepRun(ctx, flt)
+		if err != nil {
+			return err
+		}
+		if err := s.archive.results(kind, keep, f); err != nil {
+			return err
+		}
+	}
 	q, args := `SELECT run_id, z FROM results WHERE kind = ? AND `+runPrefix, []any{kind, utf8.RuneCountInString(flt.RunPrefix), flt.RunPrefix}
 	if !flt.Superseded {
 		not, more, err := s.notSuperseded(ctx)

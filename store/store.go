@@ -177,6 +177,35 @@ type Store struct {
 	read      *sql.DB
 	readOnce  sync.Once
 	readErr   error
+	// archive is a dataset read with the database (Attach).
+	archive *Dataset
+}
+
+// Attach makes what the store reads for analysis (runs, samples,
+// results) include the dataset's, read first: a report of a store and
+// the dataset its old rounds were archived to is the report of both.
+// What a run resumes from and what is written are the database's alone.
+// A dataset that holds what the store holds too (exported to, not
+// archived) is refused: every sample would count twice.
+func (s *Store) Attach(ctx context.Context, d *Dataset) error {
+	for _, f := range d.m.Files {
+		q, args := `SELECT 1 FROM samples WHERE run_id = ? AND task_key = ?`, []any{f.Run, f.First}
+		switch f.Table {
+		case TableResults:
+			q, args = `SELECT 1 FROM results WHERE run_id = ? AND kind = ? AND task_key = ?`, []any{f.Run, f.Kind, f.First}
+		case TableRuns, TableSampleRaw:
+			continue
+		}
+		var one int
+		switch err := s.db.QueryRowContext(ctx, s.rebind(q), args...).Scan(&one); {
+		case err == nil:
+			return fmt.Errorf("dataset %s holds what the store holds too (%s of run %s: exported, not archived): read one or the other", d.dir, f.First, f.Run)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+	}
+	s.archive = d
+	return nil
 }
 
 // Open opens (creating if needed) a store: a file path or sqlite://PATH
@@ -665,8 +694,27 @@ func (s *Store) keys(ctx context.Context, query, runID string, args ...any) (map
 	return done, rows.Err()
 }
 
-// Runs lists the stored runs, oldest first.
+// Runs lists the stored runs, oldest first, with an attached dataset's.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	runs, err := s.dbRuns(ctx)
+	if err != nil || s.archive == nil {
+		return runs, err
+	}
+	more, err := s.archive.Runs()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range more {
+		if !slices.ContainsFunc(runs, func(x Run) bool { return x.ID == r.ID }) {
+			runs = append(runs, r)
+		}
+	}
+	sortRuns(runs)
+	return runs, nil
+}
+
+// dbRuns are the runs the database holds.
+func (s *Store) dbRuns(ctx context.Context) ([]Run, error) {
 	return s.runs(ctx, `SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method FROM runs ORDER BY started_at, id`)
 }
 
@@ -675,6 +723,13 @@ func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 	runs, err := s.runs(ctx, s.rebind(`SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method FROM runs WHERE id = ?`), id)
 	if err != nil {
 		return Run{}, err
+	}
+	if len(runs) == 0 && s.archive != nil {
+		all, err := s.archive.Runs()
+		if err != nil {
+			return Run{}, err
+		}
+		runs = slices.DeleteFunc(slices.Clone(all), func(r Run) bool { return r.ID != id })
 	}
 	if len(runs) == 0 {
 		return Run{}, fmt.Errorf("store: %w: %s", ErrNoRun, id)

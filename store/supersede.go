@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -45,7 +46,37 @@ func (s *Store) Supersessions(ctx context.Context, prefix string) ([]Supersessio
 			out = append(out, x)
 			return nil
 		})
+	if err != nil || s.archive == nil {
+		return out, err
+	}
+	err = s.archive.results(KindSupersedes, func(string) bool { return true }, func(_ string, raw []byte) error {
+		var x Supersession
+		if err := json.Unmarshal(raw, &x); err != nil {
+			return err
+		}
+		if strings.HasPrefix(x.Run, prefix) && !slices.ContainsFunc(out, func(y Supersession) bool { return y.Run == x.Run }) {
+			out = append(out, x)
+		}
+		return nil
+	})
+	slices.SortStableFunc(out, func(a, b Supersession) int { return a.At.Compare(b.At) })
 	return out, err
+}
+
+// keepRun is what a filter keeps of the runs a dataset holds: those of
+// its prefix, and not superseded unless it says so.
+func (s *Store) keepRun(ctx context.Context, f Filter) (func(runID string) bool, error) {
+	gone := map[string]bool{}
+	if !f.Superseded {
+		all, err := s.Supersessions(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range all {
+			gone[x.Run] = true
+		}
+	}
+	return func(id string) bool { return strings.HasPrefix(id, f.RunPrefix) && !gone[id] }, nil
 }
 
 // SupersededBy is the run that replaced run id, or "" when none did.

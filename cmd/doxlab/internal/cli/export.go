@@ -3,11 +3,14 @@ package cli
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
@@ -28,12 +31,17 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	table := fs.String("table", "samples", "samples (DNS measurements), "+exportTables()+", or results (every experiment's records whole, as JSON lines; --kind picks one)")
 	kind := fs.String("kind", "", "with --table results: one of "+kindList()+" (default all)")
 	superseded := fs.Bool("superseded", false, "with --table samples or results: also the runs measured again after a failed link check, which analysis leaves out")
+	dataset := fs.String("dataset", "", "add the samples and every record whole to the Parquet dataset in `DIR` (Hive partitions by run, vantage point and day, and a manifest; docs/store.md), only what it lacks")
+	before := fs.String("before", "", "with --dataset: only what started before `DATE` (2006-01-02, UTC, or an RFC 3339 time)")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "doxlab export: "+format+"\n", a...)
 		return code
+	}
+	if *dataset != "" || *before != "" {
+		return exportDataset(fs, datasetArgs{dsn: *dsn, dir: *dataset, before: *before, runID: *runID, vantage: *vantage, superseded: *superseded}, stdout, stderr)
 	}
 	f := store.Format(*format)
 	if f != store.CSV && f != store.RawCSV && f != store.Parquet {
@@ -206,6 +214,52 @@ func openExistingStore(ctx context.Context, dsn, cmd string, stderr io.Writer) (
 	return st, exitOK
 }
 
+// openForAnalysis opens what a report reads: the store at dsn, or with
+// a dataset (report --dataset) the store and the dataset together, or
+// the dataset alone when the store was not named (an empty store of the
+// command's own, removed by done).
+func openForAnalysis(ctx context.Context, fs *flag.FlagSet, dsn, dataset, cmd string, stderr io.Writer) (st *store.Store, done func(), code int) {
+	if dataset == "" {
+		st, code = openExistingStore(ctx, dsn, cmd, stderr)
+		return st, func() {}, code
+	}
+	d, err := store.OpenDataset(dataset)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab %s: %v\n", cmd, err)
+		return nil, nil, exitUsage
+	}
+	done = func() {}
+	if !flagSet(fs, "store") {
+		tmp, err := os.MkdirTemp("", "doxlab-dataset-")
+		if err != nil {
+			fmt.Fprintf(stderr, "doxlab %s: %v\n", cmd, err)
+			return nil, nil, 1
+		}
+		dsn, done = filepath.Join(tmp, "empty.db"), func() { os.RemoveAll(tmp) }
+		if st, err = store.Open(ctx, dsn); err != nil {
+			done()
+			fmt.Fprintf(stderr, "doxlab %s: %v\n", cmd, err)
+			return nil, nil, 1
+		}
+	} else if st, code = openExistingStore(ctx, dsn, cmd, stderr); st == nil {
+		return nil, nil, code
+	}
+	if err := st.Attach(ctx, d); err != nil {
+		st.Close()
+		done()
+		fmt.Fprintf(stderr, "doxlab %s: %v\n", cmd, err)
+		return nil, nil, exitUsage
+	}
+	return st, done, exitOK
+}
+
+// flagSet says whether the command line set a flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // storeExists says whether dsn names a store that may exist: a file
 // that does, or a database URL (which its server checks).
 func storeExists(dsn string) bool {
@@ -272,4 +326,62 @@ func selectRun(ctx context.Context, st *store.Store, id string) (selection, erro
 		}
 	}
 	return selection{id: id}, nil
+}
+
+// datasetArgs are export --dataset's.
+type datasetArgs struct {
+	dsn, dir, before, runID, vantage string
+	superseded                       bool
+}
+
+// exportDataset adds a store's runs to a dataset (export --dataset).
+func exportDataset(fs *flag.FlagSet, a datasetArgs, stdout, stderr io.Writer) int {
+	fail := func(code int, format string, args ...any) int {
+		fmt.Fprintf(stderr, "doxlab export: "+format+"\n", args...)
+		return code
+	}
+	switch {
+	case a.dir == "":
+		return fail(exitUsage, "--before goes with --dataset DIR")
+	case flagSet(fs, "format") && fs.Lookup("format").Value.String() != "parquet":
+		return fail(exitUsage, "a dataset is Parquet: --format parquet, or leave it out")
+	case flagSet(fs, "out") || flagSet(fs, "table") || flagSet(fs, "kind") || flagSet(fs, "runs"):
+		return fail(exitUsage, "--dataset writes every table to DIR: leave out --out, --table, --kind and --runs")
+	}
+	cut, err := parseDay(a.before)
+	if err != nil {
+		return fail(exitUsage, "--before: %v", err)
+	}
+	ctx := context.Background()
+	st, code := openExistingStore(ctx, a.dsn, "export", stderr)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	sel, err := selectRun(ctx, st, a.runID)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	x, err := st.ExportDataset(ctx, a.dir, store.Filter{RunPrefix: sel.prefix(), Vantage: a.vantage, Superseded: a.superseded}, cut)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", a.dir, x)
+	return exitOK
+}
+
+// parseDay reads a time a day starts (2006-01-02, UTC) or an RFC 3339
+// time; "" is none.
+func parseDay(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want a day (2006-01-02, UTC) or an RFC 3339 time", s)
+	}
+	return t, nil
 }

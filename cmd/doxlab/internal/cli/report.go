@@ -28,6 +28,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	okRcodes := okRcodesFlag(fs)
 	compareRuns := fs.Bool("compare", false, "set runs against each other, benchstat's way: doxlab report --compare OLD NEW [MORE...], each a run or experiment `ID` of --store, or ID@STORE of another store")
 	by := fs.String("by", "", "with --run: compare the run's rounds (round), benchstat's way")
+	dataset := fs.String("dataset", "", "also read the dataset in `DIR` (doxlab export --dataset, doxlab store archive); without --store, the dataset alone")
 	maxCells := fs.Int("max-cells", dnsrtt.MaxCells, "DNS cells (vantage point × resolver × transport × condition × profile, ~5 KB each) held apart; the samples of further resolvers count in the pooled tables only")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -45,6 +46,9 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	case !*compareRuns && len(pos) > 0:
 		fmt.Fprintf(stderr, "doxlab report: unexpected argument %q (runs to compare go after --compare)\n", pos[0])
+		return exitUsage
+	case *dataset != "" && (*compareRuns || *by != ""):
+		fmt.Fprintf(stderr, "doxlab report: --dataset reads with the report of a store, not with --compare or --by\n")
 		return exitUsage
 	case *by != "" && *runID == "":
 		fmt.Fprintf(stderr, "doxlab report: --by round needs --run: the campaign run whose rounds to compare\n")
@@ -68,10 +72,11 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if *compareRuns || *by != "" {
 		return runCompare(ctx, compareArgs{dsn: *dsn, runID: *runID, sels: pos, out: *out, json: *asJSON, answers: answers}, stdout, stderr)
 	}
-	st, code := openExistingStore(ctx, *dsn, "report", stderr)
+	st, done, code := openForAnalysis(ctx, fs, *dsn, *dataset, "report", stderr)
 	if st == nil {
 		return code
 	}
+	defer done()
 	defer st.Close()
 	sel, err := selectRun(ctx, st, *runID)
 	if err != nil {

@@ -5,13 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/doxlab/doxlab/store"
 )
 
 const storeUsage = `usage: doxlab store stats [--store DSN] [--json]
+       doxlab store archive --before DATE --dataset DIR [--store DSN]
 
 stats: what the store holds and what it costs on disk: rows and octets
 per table (indexes included), the DNS samples' octets each, and each
 result kind's rows and raw JSON (docs/store.md).
+
+archive: move what every run measured before DATE (2006-01-02, UTC, or
+an RFC 3339 time) to the Parquet dataset in DIR, read it back, then
+delete it from the store and give the space back. The runs stay in the
+store; doxlab report --store DSN --dataset DIR reads both as one.
+Archive rounds that are done: a resumed run measures again what was
+archived of it.
 `
 
 func runStore(args []string, stdout, stderr io.Writer) int {
@@ -22,7 +32,11 @@ func runStore(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	if args[0] != "stats" {
+	switch args[0] {
+	case "archive":
+		return runArchive(args[1:], stdout, stderr)
+	case "stats":
+	default:
 		fmt.Fprintf(stderr, "doxlab store: unknown command %q\n%s", args[0], storeUsage)
 		return exitUsage
 	}
@@ -50,5 +64,41 @@ func runStore(args []string, stdout, stderr io.Writer) int {
 	if err := stats.Write(stdout); err != nil {
 		return 1
 	}
+	return exitOK
+}
+
+// runArchive moves a store's old rounds to a dataset (store archive).
+func runArchive(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("store archive", stderr)
+	dsn := fs.String("store", "doxlab.db", "the store: a SQLite file or a postgres:// URL")
+	before := fs.String("before", "", "archive what started before `DATE` (2006-01-02, UTC, or an RFC 3339 time)")
+	dir := fs.String("dataset", "", "the Parquet dataset in `DIR` to move it to (made if need be)")
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab store archive: "+format+"\n", a...)
+		return code
+	}
+	cut, err := parseDay(*before)
+	switch {
+	case *before == "":
+		return fail(exitUsage, "--before DATE is required: what started before it moves")
+	case err != nil:
+		return fail(exitUsage, "--before: %v", err)
+	case *dir == "":
+		return fail(exitUsage, "--dataset DIR is required: where it moves to")
+	}
+	ctx := context.Background()
+	st, code := openExistingStore(ctx, *dsn, "store archive", stderr)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	x, err := st.Archive(ctx, *dir, cut)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %s; deleted from %s\n", *dir, x, store.Redact(*dsn))
 	return exitOK
 }

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/experiment/web"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// TestArchiveKeepsTheReport: 'store archive' moves a store's first day
+// to a dataset; the report of the store with the dataset is the report
+// before, word for word; the dataset alone reports the first day; an
+// export of what the store still holds is refused beside it; and bad
+// arguments get a line each.
+func TestArchiveKeepsTheReport(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(5, 6))
+	day1 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	dnsRun := store.NewRun("measure", "", map[string]any{"targets": []string{"10.0.0.1"}})
+	require.NoError(t, st.BeginRun(ctx, dnsRun))
+	webRun := store.NewRun("experiment:web", "fiber", map[string]any{"experiment": "web-x"})
+	webRun.ID = "web-x-fiber"
+	require.NoError(t, st.BeginRun(ctx, webRun))
+	for d := range 2 {
+		at := day1.Add(time.Duration(d) * 24 * time.Hour)
+		for i := range 40 {
+			tr := []string{"udp", "doh2", "doq"}[i%3]
+			ms := math.Round(10+rng.ExpFloat64()*5e3) / 1e3
+			x := &measure.Sample{Task: measure.Task{URL: tr + "://10.0.0.1", Target: "10.0.0.1", Transport: tr, Condition: "fresh", Rep: d*100 + i},
+				Start: at.Add(time.Duration(i) * time.Second), Status: transport.StatusOK,
+				Measure: &transport.Record{Status: transport.StatusOK, Rcode: "NOERROR", Timing: transport.Timing{TotalMs: ms, QueryMs: ms}}}
+			require.NoError(t, st.Write(ctx, dnsRun.ID, x))
+			w := map[string]any{"profile": "fiber", "page": "wiki", "transport": tr, "stub_state": "cold", "h3": "1rtt", "dns_mode": "stub", "rep": d*100 + i,
+				"start": x.Start, "status": "ok", "plt_ms": math.Round(100+rng.ExpFloat64()*40e3) / 1e3, "fcp_ms": math.Round(50+rng.ExpFloat64()*20e3) / 1e3}
+			require.NoError(t, st.WriteResult(ctx, webRun.ID, web.Kind, fmt.Sprintf("fiber|wiki|%s|cold|1rtt|stub|%d", tr, d*100+i), x.Start, w))
+		}
+	}
+	st.Close()
+	report := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := run(append([]string{"report", "--json"}, args...)...)
+		require.Equal(t, 0, code, errOut)
+		return out
+	}
+	before := report("--store", db)
+
+	ds := filepath.Join(dir, "archive")
+	code, out, errOut := run("store", "archive", "--store", db, "--before", "2026-11-21", "--dataset", ds)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "added 2 runs, 40 samples and 40 results")
+	after := report("--store", db)
+	require.NotEqual(t, before, after, "the store alone lost its first day")
+	require.Contains(t, after, `"n": 40`)
+	require.Equal(t, before, report("--store", db, "--dataset", ds), "the store and its archive report as the store did")
+	require.NotEqual(t, before, report("--dataset", ds), "the dataset alone holds the first day")
+
+	exported := filepath.Join(dir, "exported")
+	code, out, errOut = run("export", "--store", db, "--dataset", exported, "--format", "parquet")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "added 2 runs, 40 samples and 40 results")
+	code, out, _ = run("export", "--store", db, "--dataset", exported)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "added 0 runs, 0 samples and 0 results in 0 files of 0 octets; 80 it held already")
+	code, _, errOut = run("report", "--store", db, "--dataset", exported)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "exported, not archived")
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"store", "archive", "--store", db, "--dataset", ds}, "--before DATE is required"},
+		{[]string{"store", "archive", "--store", db, "--before", "yesterday", "--dataset", ds}, `"yesterday": want a day`},
+		{[]string{"store", "archive", "--store", db, "--before", "2026-11-21"}, "--dataset DIR is required"},
+		{[]string{"report", "--dataset", dir}, "no _manifest.json"},
+		{[]string{"export", "--store", db, "--dataset", ds, "--format", "csv"}, "a dataset is Parquet"},
+		{[]string{"export", "--store", db, "--before", "2026-11-21"}, "--before goes with --dataset DIR"},
+		{[]string{"report", "--compare", "--dataset", ds, "a", "b"}, "not with --compare"},
+	} {
+		code, _, errOut := run(c.args...)
+		require.NotZero(t, code, c.args)
+		require.Contains(t, errOut, c.want, c.args)
+	}
+}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// archiveBatch is how many keys one DELETE names.
+const archiveBatch = 500
+
+// Archive moves what started before before from the store to the dataset
+// in dir: it exports every run's samples and results of that time
+// (superseded runs' too: nothing is lost), reads the new files back,
+// and only then deletes what the dataset holds from the store and gives
+// the space back (SQLite's VACUUM; PostgreSQL's VACUUM leaves it to the
+// tables to reuse). The runs themselves stay in the store, where a
+// campaign still measuring writes beside them. A report of the store
+// with the dataset attached is the report before.
+//
+// A resumed run measures again what was archived of it: archive the
+// rounds that are done.
+func (s *Store) Archive(ctx context.Context, dir string, before time.Time) (*Exported, error) {
+	if before.IsZero() {
+		return nil, fmt.Errorf("archive: no time to archive before")
+	}
+	w, err := openWriter(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer w.unlock()
+	if err := w.export(ctx, s, Filter{Superseded: true}, before); err != nil {
+		w.abort()
+		return nil, err
+	}
+	if err := w.commit(); err != nil {
+		return nil, err
+	}
+	for _, f := range w.added {
+		if err := w.d.check(f); err != nil {
+			return nil, fmt.Errorf("archive: nothing deleted from the store: %w", err)
+		}
+	}
+	if err := s.deleteArchived(ctx, &w.Exported); err != nil {
+		return nil, fmt.Errorf("archive: the dataset is whole, but deleting from the store failed (archive again to finish): %w", err)
+	}
+	vacuum := `VACUUM`
+	if _, err := s.db.ExecContext(ctx, vacuum); err != nil {
+		return nil, fmt.Errorf("archive: %s: %w", vacuum, err)
+	}
+	return &w.Exported, nil
+}
+
+// check reads a file back: its rows as the manifest says.
+func (d *Dataset) check(f DatasetFile) error {
+	var n int64
+	if f.Table == TableSamples {
+		file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		st, err := file.Stat()
+		if err != nil {
+			return err
+		}
+		pf, err := parquet.OpenFile(file, st.Size())
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
+		n = pf.NumRows()
+	} else if err := d.eachLine(f, func([]byte) error { n++; return nil }); err != nil {
+		return err
+	}
+	if n != f.Rows {
+		return fmt.Errorf("%s: %d rows read back, %d written", f.Path, n, f.Rows)
+	}
+	return nil
+}
+
+// deleteArchived deletes what the dataset holds of the store, a batch of
+// keys a transaction: the records whole before the rows they refer to.
+func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
+	del := func(query string, args []any, keys []string) error {
+		for len(keys) > 0 {
+			n := min(len(keys), archiveBatch)
+			q := query + `task_key IN (` + strings.Repeat("?,", n-1) + `?)`
+			a := append(append([]any{}, args...), anys(keys[:n])...)
+			if err := s.InTx(ctx, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, s.rebind(q), a...)
+				return err
+			}); err != nil {
+				return err
+			}
+			keys = keys[n:]
+		}
+		return nil
+	}
+	for run, keys := range x.samples {
+		if err := del(`DELETE FROM sample_raw WHERE run_id = ? AND `, []any{run}, keys); err != nil {
+			return err
+		}
+		if err := del(`DELETE FROM samples WHERE run_id = ? AND `, []any{run}, keys); err != nil {
+			return err
+		}
+	}
+	for rk, keys := range x.results {
+		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND `, []any{rk[0], rk[1]}, keys); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func anys(keys []string) []any {
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
+}

@@ -1,0 +1,504 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
+	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// A dataset is an archive of a store's runs in files any engine reads,
+// the layout data engineers expect (Hive partitions, as OONI's and
+// most pipelines' buckets):
+//
+//	DIR/_manifest.json                                      every file, its rows and digest
+//	DIR/run_id=R/vantage=V/day=D/part-S.parquet             the samples' typed rows (Row)
+//	DIR/_records/runs/part-S.jsonl.zst                      the runs
+//	DIR/_records/sample_raw/run_id=R/day=D/part-S.jsonl.zst each sample whole
+//	DIR/_records/results/kind=K/run_id=R/day=D/part-S.jsonl.zst every result whole
+//
+// read_parquet('DIR/**/*.parquet', hive_partitioning=true) in DuckDB and
+// pandas.read_parquet(DIR) read the samples with no options: the
+// partitions' columns are not in the files (pyarrow refuses a column
+// twice), a sample measured outside a campaign has the vantage point "-"
+// (a partition of null breaks pandas), and what begins with "_" is
+// skipped by pyarrow and matched by no *.parquet glob. Records are
+// JSON lines, each {"key", "started_at", "record"}, compressed with zstd
+// (DuckDB's read_json and pandas read them as they are).
+//
+// Files are written under new names and never rewritten: an export adds
+// files, and the manifest, replaced whole by rename, says which count.
+
+// DatasetVersion is the version of a dataset's layout and of its samples'
+// columns: a reader refuses a later one.
+const DatasetVersion = 1
+
+const (
+	datasetFormat = "doxlab-dataset"
+	manifestName  = "_manifest.json"
+	lockName      = "_manifest.lock"
+	// NoVantage is the vantage partition of samples measured outside a
+	// campaign, whose vantage point is "" in a store; no vantage point
+	// can be named so (measure.CheckVantageName).
+	NoVantage = "-"
+)
+
+// The tables a dataset's files hold.
+const (
+	TableSamples   = "samples"    // Parquet, a Row each
+	TableRuns      = "runs"       // JSON lines, a Run each
+	TableSampleRaw = "sample_raw" // JSON lines, a sample whole each
+	TableResults   = "results"    // JSON lines, a result whole each
+)
+
+// Manifest lists a dataset's files.
+type Manifest struct {
+	Format       string   `json:"format"`
+	Version      int      `json:"version"`
+	Partitioning []string `json:"partitioning"`
+	// Columns are the samples' columns in each Parquet file, by name and
+	// type, the partitions' apart.
+	Columns []string      `json:"columns"`
+	Files   []DatasetFile `json:"files"`
+}
+
+// DatasetFile is one file of a dataset.
+type DatasetFile struct {
+	Path    string    `json:"path"` // from the dataset's root, with /
+	Table   string    `json:"table"`
+	Kind    Kind      `json:"kind,omitempty"` // of a results file
+	Run     string    `json:"run_id,omitempty"`
+	Vantage string    `json:"vantage,omitempty"` // of a samples file, "" outside campaigns
+	Day     string    `json:"day,omitempty"`     // UTC, 2006-01-02
+	Rows    int64     `json:"rows"`
+	First   string    `json:"first_key,omitempty"` // the key of its first row
+	Octets  int64     `json:"octets"`
+	SHA256  string    `json:"sha256"`
+	Written time.Time `json:"written"`
+}
+
+// partition is the directory of f, which names its partition.
+func (f DatasetFile) partition() string { return path.Dir(f.Path) }
+
+// Dataset is an open dataset.
+type Dataset struct {
+	dir string
+	m   Manifest
+
+	runsOnce sync.Once
+	runs     []Run
+	runsErr  error
+}
+
+// fileSchema is the samples' Parquet schema: a Row without the columns
+// its path names.
+var fileSchema = func() *parquet.Schema {
+	g := parquet.Group{}
+	for _, f := range parquet.SchemaOf(Row{}).Fields() {
+		if f.Name() != "run_id" && f.Name() != "vantage" {
+			g[f.Name()] = f
+		}
+	}
+	return parquet.NewSchema("sample", g)
+}()
+
+func newManifest() Manifest {
+	m := Manifest{Format: datasetFormat, Version: DatasetVersion, Partitioning: []string{"run_id", "vantage", "day"}}
+	for _, f := range fileSchema.Fields() {
+		t := f.Type().String()
+		if f.Optional() {
+			t = "optional " + t
+		}
+		m.Columns = append(m.Columns, f.Name()+" "+t)
+	}
+	return m
+}
+
+// OpenDataset opens the dataset in dir.
+func OpenDataset(dir string) (*Dataset, error) {
+	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("dataset %s: no %s: not a dataset, or nothing exported to it yet", dir, manifestName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	d := &Dataset{dir: dir}
+	if err := json.Unmarshal(b, &d.m); err != nil {
+		return nil, fmt.Errorf("dataset %s: %s: %w", dir, manifestName, err)
+	}
+	switch {
+	case d.m.Format != datasetFormat:
+		return nil, fmt.Errorf("dataset %s: %s is not a doxlab dataset's manifest (format %q)", dir, manifestName, d.m.Format)
+	case d.m.Version > DatasetVersion:
+		return nil, fmt.Errorf("dataset %s: version %d, later than this doxlab's %d: upgrade doxlab", dir, d.m.Version, DatasetVersion)
+	}
+	for _, f := range d.m.Files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
+			return nil, fmt.Errorf("dataset %s: %s names %q, outside the dataset", dir, manifestName, f.Path)
+		}
+	}
+	return d, nil
+}
+
+// Manifest is the dataset's manifest.
+func (d *Dataset) Manifest() Manifest { return d.m }
+
+// Dir is where the dataset is.
+func (d *Dataset) Dir() string { return d.dir }
+
+// files are the dataset's files of a table, in the order of their days,
+// runs and vantage points, so that readers see the oldest first.
+func (d *Dataset) files(table string, kind Kind) []DatasetFile {
+	var out []DatasetFile
+	for _, f := range d.m.Files {
+		if f.Table == table && (kind == "" || f.Kind == kind) {
+			out = append(out, f)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b DatasetFile) int {
+		return cmp.Or(cmp.Compare(a.Day, b.Day), cmp.Compare(a.Run, b.Run), cmp.Compare(a.Vantage, b.Vantage))
+	})
+	return out
+}
+
+// escape is a partition's value as Hive writes it (and DuckDB and
+// pyarrow read it): what is not a letter, digit, '.', '_' or '-' as %XX.
+func escape(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// record is a line of a records file.
+type record struct {
+	Key       string          `json:"key"`
+	StartedAt time.Time       `json:"started_at"`
+	Record    json.RawMessage `json:"record"`
+}
+
+// eachLine hands fn each line of a records file.
+func (d *Dataset) eachLine(f DatasetFile, fn func(line []byte) error) error {
+	file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	defer file.Close()
+	zr, err := zstd.NewReader(file, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxRecord))
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 64<<10), maxRecord)
+	for sc.Scan() {
+		if err := fn(sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+	}
+	return nil
+}
+
+// Runs are the dataset's runs, oldest first.
+func (d *Dataset) Runs() ([]Run, error) {
+	d.runsOnce.Do(func() {
+		seen := map[string]bool{}
+		for _, f := range d.files(TableRuns, "") {
+			d.runsErr = d.eachLine(f, func(line []byte) error {
+				var r Run
+				if err := json.Unmarshal(line, &r); err != nil {
+					return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+				}
+				if !seen[r.ID] {
+					seen[r.ID] = true
+					d.runs = append(d.runs, r)
+				}
+				return nil
+			})
+			if d.runsErr != nil {
+				return
+			}
+		}
+		sortRuns(d.runs)
+	})
+	return d.runs, d.runsErr
+}
+
+func sortRuns(runs []Run) {
+	slices.SortStableFunc(runs, func(a, b Run) int { return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID)) })
+}
+
+// results hands fn the dataset's records of one kind of the runs keep
+// selects, in the order they were taken (by start, run and key), a day
+// at a time.
+func (d *Dataset) results(kind Kind, keep func(runID string) bool, fn func(runID string, raw []byte) error) error {
+	type line struct {
+		run string
+		record
+	}
+	files := d.files(TableResults, kind)
+	for len(files) > 0 {
+		day := files[0].Day
+		var lines []line
+		for len(files) > 0 && files[0].Day == day {
+			f := files[0]
+			files = files[1:]
+			if !keep(f.Run) {
+				continue
+			}
+			err := d.eachLine(f, func(b []byte) error {
+				var l line
+				if err := json.Unmarshal(b, &l.record); err != nil {
+					return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+				}
+				l.run = f.Run
+				lines = append(lines, l)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		slices.SortStableFunc(lines, func(a, b line) int {
+			return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.run, b.run), cmp.Compare(a.Key, b.Key))
+		})
+		for _, l := range lines {
+			if err := fn(l.run, l.Record); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scan hands fn the samples of the runs keep selects (and of vantage, if
+// set), a file at a time.
+func (d *Dataset) scan(keep func(runID string) bool, vantage string, runs map[string]Run, fn func(*Row) error) error {
+	buf := make([]Row, 1024)
+	for _, f := range d.files(TableSamples, "") {
+		if !keep(f.Run) || vantage != "" && f.Vantage != vantage {
+			continue
+		}
+		if err := d.scanFile(f, buf, runs, fn); err != nil {
+			return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+		}
+	}
+	return nil
+}
+
+func (d *Dataset) scanFile(f DatasetFile, buf []Row, runs map[string]Run, fn func(*Row) error) error {
+	file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	r := parquet.NewGenericReader[Row](file)
+	defer r.Close()
+	run := runs[f.Run]
+	for {
+		n, err := r.Read(buf)
+		for i := range buf[:n] {
+			x := &buf[i]
+			x.RunID, x.Vantage, x.StartedAt = f.Run, f.Vantage, x.StartedAt.UTC()
+			// The run's environment, as the store joins it.
+			x.Kind, x.Profile, x.DoxlabVersion, x.Kernel, x.Hostname, x.Method = run.Kind, run.Profile, run.DoxlabVersion, run.Kernel, run.Hostname, int64(run.Method)
+			if err := fn(x); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// vantages are the vantage points the dataset's samples name.
+func (d *Dataset) vantages() []string {
+	var out []string
+	for _, f := range d.m.Files {
+		if f.Table == TableSamples && f.Vantage != "" && !slices.Contains(out, f.Vantage) {
+			out = append(out, f.Vantage)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// newStamp names an export's files: its UTC time and 32 random bits, so
+// that two exports never name a file alike.
+func newStamp() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+// hashed counts and digests what is written through it.
+type hashed struct {
+	w io.Writer
+	h hashState
+	n int64
+}
+
+type hashState interface {
+	io.Writer
+	Sum([]byte) []byte
+}
+
+func (h *hashed) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p)
+	h.h.Write(p[:n])
+	h.n += int64(n)
+	return n, err
+}
+
+// part is a file being written: under a temporary name until Close.
+type part struct {
+	file *DatasetFile
+	tmp  *os.File
+	out  *hashed
+	pq   *parquet.GenericWriter[Row]
+	rows []Row
+	zw   *zstd.Encoder
+	line bytes.Buffer
+}
+
+func (d *Dataset) create(f *DatasetFile) (*part, error) {
+	p := filepath.Join(d.dir, filepath.FromSlash(f.Path))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-")
+	if err != nil {
+		return nil, err
+	}
+	pt := &part{file: f, tmp: tmp, out: &hashed{w: bufio.NewWriterSize(tmp, 1<<16), h: sha256.New()}}
+	if f.Table == TableSamples {
+		pt.pq = parquet.NewGenericWriter[Row](pt.out, fileSchema, parquet.Compression(&pqzstd.Codec{}), parquet.MaxRowsPerRowGroup(RowGroupRows))
+	} else {
+		pt.zw, _ = zstd.NewWriter(pt.out, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
+	}
+	return pt, nil
+}
+
+// writeRow adds a sample's row.
+func (p *part) writeRow(r *Row) error {
+	if p.file.Rows++; p.file.Rows == 1 {
+		p.file.First = r.Key
+	}
+	if p.rows = append(p.rows, r.Clone()); len(p.rows) == 1024 {
+		return p.flush()
+	}
+	return nil
+}
+
+func (p *part) flush() error {
+	if len(p.rows) == 0 {
+		return nil
+	}
+	_, err := p.pq.Write(p.rows)
+	p.rows = p.rows[:0]
+	return err
+}
+
+// writeJSON adds a line, of key.
+func (p *part) writeJSON(key string, v any) error {
+	if p.file.Rows++; p.file.Rows == 1 {
+		p.file.First = key
+	}
+	p.line.Reset()
+	if r, ok := v.(record); ok {
+		// By hand: encoding/json would compact the record again, and it
+		// is compact (the store keeps it as json.Marshal wrote it).
+		k, _ := json.Marshal(r.Key)
+		p.line.WriteString(`{"key":`)
+		p.line.Write(k)
+		p.line.WriteString(`,"started_at":"`)
+		p.line.Write(r.StartedAt.UTC().AppendFormat(nil, time.RFC3339Nano))
+		p.line.WriteString(`","record":`)
+		p.line.Write(bytes.TrimSpace(r.Record))
+		p.line.WriteString("}\n")
+	} else if err := json.NewEncoder(&p.line).Encode(v); err != nil {
+		return err
+	}
+	_, err := p.zw.Write(p.line.Bytes())
+	return err
+}
+
+// close ends the file and gives it its name.
+func (p *part) close(dir string) error {
+	var err error
+	if p.pq != nil {
+		err = errors.Join(p.flush(), p.pq.Close())
+	} else {
+		err = p.zw.Close()
+	}
+	if err == nil {
+		err = p.out.w.(*bufio.Writer).Flush()
+	}
+	if err == nil {
+		err = p.tmp.Sync()
+	}
+	err = errors.Join(err, p.tmp.Close())
+	if err == nil {
+		err = os.Rename(p.tmp.Name(), filepath.Join(dir, filepath.FromSlash(p.file.Path)))
+	}
+	if err != nil {
+		os.Remove(p.tmp.Name())
+		return fmt.Errorf("dataset: writing %s: %w", p.file.Path, err)
+	}
+	p.file.Octets, p.file.SHA256 = p.out.n, hex.EncodeToString(p.out.h.Sum(nil))
+	return nil
+}
+
+// abort lets a file go unwritten.
+func (p *part) abort() {
+	p.tmp.Close()
+	os.Remove(p.tmp.Name())
+}
+
+// partitionDir is the directory a file of the table goes to.
+func partitionDir(table string, kind Kind, run, vantage, day string) string {
+	switch table {
+	case TableSamples:
+		if vantage == "" {
+			vantage = NoVantage
+		}
+		return "run_id=" + escape(run) + "/vantage=" + escape(vantage) + "/day=" + day
+	case TableRuns:
+		return "_records/runs"
+	case TableSampleRaw:
+		return "_records/sample_raw/run_id=" + escape(run) + "/day=" + day
+	}
+	return "_records/results/kind=" + escape(string(kind)) + "/run_id=" + escape(run) + "/day=" + day
+}

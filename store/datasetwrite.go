@@ -1,0 +1,421 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// Exported says what an export to a dataset added.
+type Exported struct {
+	Runs, Samples, Results int64 // added (a sample counted once, with its record whole)
+	Known                  int64 // left out: the dataset held them already
+	Files                  int
+	Octets                 int64
+	Orphans                int // files a failed export left, removed
+	// samples and results are the keys the dataset holds now, written or
+	// known, by run (samples) and by run and kind (results): what an
+	// archive deletes from the store.
+	samples map[string][]string
+	results map[[2]string][]string
+}
+
+// String says what an export added, in a line.
+func (x *Exported) String() string {
+	s := fmt.Sprintf("added %d runs, %d samples and %d results in %d files of %d octets", x.Runs, x.Samples, x.Results, x.Files, x.Octets)
+	if x.Known > 0 {
+		s += fmt.Sprintf("; %d it held already", x.Known)
+	}
+	if x.Orphans > 0 {
+		s += fmt.Sprintf("; removed %d files a failed export left", x.Orphans)
+	}
+	return s
+}
+
+// ExportDataset adds what f selects, of what started before before (all
+// if zero), to the dataset in dir (made if need be): new files only,
+// then the manifest. What the dataset holds already, by key, is left
+// out, so an export after each round adds only the new. One export
+// writes to a dataset at a time.
+func (s *Store) ExportDataset(ctx context.Context, dir string, f Filter, before time.Time) (*Exported, error) {
+	w, err := openWriter(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer w.unlock()
+	if err := w.export(ctx, s, f, before); err != nil {
+		w.abort()
+		return nil, err
+	}
+	if err := w.commit(); err != nil {
+		return nil, err
+	}
+	return &w.Exported, nil
+}
+
+// writer adds files to a dataset.
+type writer struct {
+	d     *Dataset
+	stamp string
+	seq   int
+	open  map[string]*part // by partition
+	lru   []string
+	known map[string]map[string]bool // keys the dataset holds, by partition, read when first needed
+	runs  map[string]bool            // the dataset's runs
+	added []DatasetFile
+	Exported
+}
+
+// maxOpen is how many files an export writes at once; a partition it
+// comes back to after gets a file more.
+const maxOpen = 32
+
+func openWriter(dir string) (*writer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	lock := filepath.Join(dir, lockName)
+	l, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("dataset %s: another export is writing it (or one was killed: then remove %s)", dir, lock)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	fmt.Fprintf(l, "%d\n", os.Getpid())
+	l.Close()
+	w := &writer{stamp: newStamp(), open: map[string]*part{}, known: map[string]map[string]bool{}, runs: map[string]bool{},
+		Exported: Exported{samples: map[string][]string{}, results: map[[2]string][]string{}}}
+	d, err := OpenDataset(dir)
+	if err != nil {
+		entries, _ := os.ReadDir(dir)
+		if slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.Name() != lockName }) {
+			os.Remove(lock)
+			return nil, fmt.Errorf("%w (and the directory is not empty: export a dataset to a new one)", err)
+		}
+		d = &Dataset{dir: dir, m: newManifest()}
+	}
+	w.d = d
+	runs, err := d.Runs()
+	if err != nil {
+		os.Remove(lock)
+		return nil, err
+	}
+	for _, r := range runs {
+		w.runs[r.ID] = true
+	}
+	if w.Orphans, err = removeOrphans(d); err != nil {
+		os.Remove(lock)
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *writer) unlock() { os.Remove(filepath.Join(w.d.dir, lockName)) }
+
+// removeOrphans removes the files no manifest names: an export that
+// died left them (none other writes while the lock is held), and an
+// engine globbing the dataset would read them.
+func removeOrphans(d *Dataset) (int, error) {
+	listed := map[string]bool{manifestName: true, lockName: true}
+	for _, f := range d.m.Files {
+		listed[f.Path] = true
+	}
+	n := 0
+	err := filepath.WalkDir(d.dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(d.dir, p)
+		rel = filepath.ToSlash(rel)
+		if listed[rel] || !(strings.HasPrefix(e.Name(), ".tmp-") || strings.HasSuffix(rel, ".parquet") || strings.HasSuffix(rel, ".jsonl.zst")) {
+			return nil
+		}
+		n++
+		return os.Remove(p)
+	})
+	return n, err
+}
+
+// file is the open file of a partition, made when none is.
+func (w *writer) file(table string, kind Kind, run, vantage, day string) (*part, error) {
+	dir := partitionDir(table, kind, run, vantage, day)
+	if p := w.open[dir]; p != nil {
+		if i := slices.Index(w.lru, dir); i >= 0 {
+			w.lru = append(slices.Delete(w.lru, i, i+1), dir)
+		}
+		return p, nil
+	}
+	if len(w.open) == maxOpen {
+		if err := w.closeFile(w.lru[0]); err != nil {
+			return nil, err
+		}
+	}
+	w.seq++
+	ext := ".jsonl.zst"
+	if table == TableSamples {
+		ext = ".parquet"
+	}
+	f := &DatasetFile{Path: path.Join(dir, fmt.Sprintf("part-%s-%d%s", w.stamp, w.seq, ext)), Table: table, Kind: kind, Run: run, Vantage: vantage, Day: day}
+	p, err := w.d.create(f)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	w.open[dir] = p
+	w.lru = append(w.lru, dir)
+	return p, nil
+}
+
+func (w *writer) closeFile(dir string) error {
+	p := w.open[dir]
+	delete(w.open, dir)
+	w.lru = slices.DeleteFunc(w.lru, func(x string) bool { return x == dir })
+	if err := p.close(w.d.dir); err != nil {
+		return err
+	}
+	p.file.Written = time.Now().UTC()
+	w.added = append(w.added, *p.file)
+	w.Files++
+	w.Octets += p.file.Octets
+	return nil
+}
+
+// isKnown says whether the dataset holds key in a partition already,
+// reading the partition's keys the first time it is asked.
+func (w *writer) isKnown(table string, kind Kind, run, vantage, day, key string) (bool, error) {
+	dir := partitionDir(table, kind, run, vantage, day)
+	keys, ok := w.known[dir]
+	if !ok {
+		keys = map[string]bool{}
+		for _, f := range w.d.m.Files {
+			if f.partition() != dir {
+				continue
+			}
+			if err := w.d.keys(f, keys); err != nil {
+				return false, err
+			}
+		}
+		w.known[dir] = keys
+	}
+	return keys[key], nil
+}
+
+// keys adds the keys of a file to set.
+func (d *Dataset) keys(f DatasetFile, set map[string]bool) error {
+	if f.Table != TableSamples {
+		return d.eachLine(f, func(line []byte) error {
+			var r struct{ Key string }
+			if err := json.Unmarshal(line, &r); err != nil {
+				return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+			}
+			set[r.Key] = true
+			return nil
+		})
+	}
+	file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	defer file.Close()
+	type keyed struct {
+		Key string `parquet:"key"`
+	}
+	r := parquet.NewGenericReader[keyed](file)
+	defer r.Close()
+	buf := make([]keyed, 4096)
+	for {
+		n, err := r.Read(buf)
+		for _, k := range buf[:n] {
+			set[k.Key] = true
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+		}
+	}
+}
+
+func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// export writes what f selects started before before.
+func (w *writer) export(ctx context.Context, s *Store, f Filter, before time.Time) error {
+	early := func(t time.Time) bool { return before.IsZero() || t.Before(before) }
+	touched := map[string]bool{}
+	err := s.scan(ctx, f, rawColumns, func(r *Row) error {
+		if !early(r.StartedAt) {
+			return nil
+		}
+		d := day(r.StartedAt)
+		w.samples[r.RunID] = append(w.samples[r.RunID], r.Key)
+		if known, err := w.isKnown(TableSamples, "", r.RunID, r.Vantage, d, r.Key); known || err != nil {
+			w.Known++
+			return err
+		}
+		p, err := w.file(TableSamples, "", r.RunID, r.Vantage, d)
+		if err == nil {
+			err = p.writeRow(r)
+		}
+		if err != nil {
+			return err
+		}
+		raw, err := unpackRaw(r.raw)
+		if err != nil {
+			return fmt.Errorf("store: sample %s of run %s: %w", r.Key, r.RunID, err)
+		}
+		if p, err = w.file(TableSampleRaw, "", r.RunID, "", d); err == nil {
+			err = p.writeJSON(r.Key, record{Key: r.Key, StartedAt: r.StartedAt, Record: raw})
+		}
+		w.Samples++
+		touched[r.RunID] = true
+		return err
+	}, nil)
+	if err != nil {
+		return err
+	}
+	if err := w.exportResults(ctx, s, f, early, touched); err != nil {
+		return err
+	}
+	return w.exportRuns(ctx, s, touched)
+}
+
+// exportResults writes the results f selects whose start early takes.
+func (w *writer) exportResults(ctx context.Context, s *Store, f Filter, early func(time.Time) bool, touched map[string]bool) error {
+	q, args := `SELECT run_id, kind, task_key, started_at, z FROM results WHERE `+runPrefix, []any{len([]rune(f.RunPrefix)), f.RunPrefix}
+	if !f.Superseded {
+		not, more, err := s.notSuperseded(ctx)
+		if err != nil {
+			return err
+		}
+		q, args = q+not, append(args, more...)
+	}
+	rows, err := s.db.QueryContext(ctx, s.rebind(q+` ORDER BY started_at, run_id, task_key`), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run, kind, key, started string
+		var z []byte
+		if err := rows.Scan(&run, &kind, &key, &started, &z); err != nil {
+			return err
+		}
+		at, err := time.Parse(time.RFC3339Nano, started)
+		if err != nil {
+			return fmt.Errorf("store: result %s of run %s: start time %q: %w", key, run, started, err)
+		}
+		if !early(at) {
+			continue
+		}
+		d := day(at)
+		w.results[[2]string{run, kind}] = append(w.results[[2]string{run, kind}], key)
+		if known, err := w.isKnown(TableResults, Kind(kind), run, "", d, key); known || err != nil {
+			w.Known++
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		raw, err := unpackRaw(z)
+		if err != nil {
+			return fmt.Errorf("store: result %s of run %s: %w", key, run, err)
+		}
+		p, err := w.file(TableResults, Kind(kind), run, "", d)
+		if err == nil {
+			err = p.writeJSON(key, record{Key: key, StartedAt: at.UTC(), Record: raw})
+		}
+		if err != nil {
+			return err
+		}
+		w.Results++
+		touched[run] = true
+	}
+	return rows.Err()
+}
+
+// exportRuns writes the runs something was written of that the dataset
+// does not hold.
+func (w *writer) exportRuns(ctx context.Context, s *Store, touched map[string]bool) error {
+	runs, err := s.dbRuns(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if !touched[r.ID] || w.runs[r.ID] {
+			continue
+		}
+		p, err := w.file(TableRuns, "", "", "", "")
+		if err == nil {
+			err = p.writeJSON(r.ID, r)
+		}
+		if err != nil {
+			return err
+		}
+		w.Runs++
+	}
+	return nil
+}
+
+// abort removes what the export wrote: the manifest never named it.
+func (w *writer) abort() {
+	for _, p := range w.open {
+		p.abort()
+	}
+	for _, f := range w.added {
+		os.Remove(filepath.Join(w.d.dir, filepath.FromSlash(f.Path)))
+	}
+}
+
+// commit ends the files and writes the manifest that names them.
+func (w *writer) commit() error {
+	for len(w.lru) > 0 {
+		if err := w.closeFile(w.lru[0]); err != nil {
+			w.abort()
+			return err
+		}
+	}
+	if len(w.added) == 0 && len(w.d.m.Files) > 0 {
+		return nil
+	}
+	m := w.d.m
+	m.Files = append(slices.Clone(m.Files), w.added...)
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(w.d.dir, ".tmp-"+manifestName)
+	if err = os.WriteFile(tmp, append(b, '\n'), 0o644); err == nil {
+		err = syncFile(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(w.d.dir, manifestName))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		w.abort()
+		return fmt.Errorf("dataset: writing its manifest: %w", err)
+	}
+	w.d.m = m
+	return nil
+}
+
+func syncFile(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
