@@ -5,9 +5,12 @@
 # task keys), and runs 'doxlab report' and 'doxlab export --format
 # parquet' on the store, printing what a sample takes on disk ('doxlab
 # store stats'), wall time and peak RSS (GNU time) beside DuckDB's time
-# and peak RSS for the same grouped medians and p90s over the export. It is a benchmark, not a test: nothing is asserted.
+# and peak RSS for the same grouped medians and p90s over the export.
+# The dataset backend exports the SQLite store to a Parquet dataset
+# (export --dataset; its time in the export column) and reports from the
+# dataset alone. It is a benchmark, not a test: nothing is asserted.
 #
-#   bash scripts/scale-bench.sh                    # 100k, 1M and 10M, SQLite and PostgreSQL
+#   bash scripts/scale-bench.sh                    # 100k, 1M and 10M: SQLite, PostgreSQL, a dataset
 #   SIZES="100000 1000000" BACKENDS=sqlite bash scripts/scale-bench.sh
 #
 # Disk: a dns-rtt sample takes about 1 KB in SQLite and 1.4 KB in
@@ -19,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SIZES=${SIZES:-"100000 1000000 10000000"}
-BACKENDS=${BACKENDS:-"sqlite postgres"}
+BACKENDS=${BACKENDS:-"sqlite postgres dataset"}
 WORK=${WORK:-/var/tmp/doxlab-scale}
 PGPORT=${PGPORT:-55432}
 mkdir -p "$WORK"
@@ -45,7 +48,7 @@ duck() { # PARQUET: the grouped medians and p90s, as the issue's reference
 	measure "$WORK/venv/bin/python" -c '
 import duckdb, sys
 duckdb.sql(f"""SELECT profile, transport, condition, count(*), quantile_cont(total_ms, 0.5), quantile_cont(total_ms, 0.9)
-FROM read_parquet({sys.argv[1]!r}) GROUP BY ALL""").fetchall()' "$1"
+FROM read_parquet({sys.argv[1]!r}, hive_partitioning=true) GROUP BY ALL""").fetchall()' "$1"
 }
 
 agree() { # DSN PARQUET: the largest relative gap between the report's medians and p95s
@@ -135,13 +138,24 @@ grow() {
 printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %s\n' backend samples "B/sample" "report s / peak MB" "export s / peak MB" "DuckDB s / peak MB" "report vs DuckDB"
 for b in $BACKENDS; do
 	case $b in
-	sqlite) cp "$WORK/seed.db" "$WORK/s.db"; dsn="$WORK/s.db" ;;
+	sqlite | dataset) cp "$WORK/seed.db" "$WORK/s.db"; dsn="$WORK/s.db" ;;
 	postgres) pg_start; dsn=$PGURL ;;
 	*) echo "scale-bench: unknown backend $b" >&2; exit 2 ;;
 	esac
 	for n in $SIZES; do
-		have=$(grow "$b" "$n" | tail -1)
+		have=$(grow "${b/dataset/sqlite}" "$n" | tail -1)
 		rm -rf "$WORK/report"
+		if [ "$b" = dataset ]; then
+			# The store exported to a dataset, then the dataset alone:
+			# report --dataset, and DuckDB over its Hive partitions.
+			rm -rf "$WORK/ds"
+			exp=$(measure "$dox" export --store "$dsn" --dataset "$WORK/ds")
+			rep=$(measure "$dox" report --dataset "$WORK/ds" --out "$WORK/report")
+			dk=$(duck "$WORK/ds/**/*.parquet")
+			octets=$(( $(du -sb "$WORK/ds" | cut -f1) / have ))
+			printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$octets" "$rep" "$exp" "$dk" "-"
+			continue
+		fi
 		rep=$(measure "$dox" report --store "$dsn" --out "$WORK/report")
 		exp=$(measure "$dox" export --store "$dsn" --format parquet --out "$WORK/samples.parquet")
 		dk=$(duck "$WORK/samples.parquet")

@@ -382,6 +382,10 @@ func (h *hashed) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// parquetZstd compresses every dataset file's pages: one codec, so that
+// its pool of encoders (a window of history each) serves them all.
+var parquetZstd = &pqzstd.Codec{Level: pqzstd.SpeedFastest}
+
 // part is a file being written: under a temporary name until Close.
 type part struct {
 	file *DatasetFile
@@ -404,7 +408,7 @@ func (d *Dataset) create(f *DatasetFile) (*part, error) {
 	}
 	pt := &part{file: f, tmp: tmp, out: &hashed{w: bufio.NewWriterSize(tmp, 1<<16), h: sha256.New()}}
 	if f.Table == TableSamples {
-		pt.pq = parquet.NewGenericWriter[Row](pt.out, fileSchema, parquet.Compression(&pqzstd.Codec{}), parquet.MaxRowsPerRowGroup(RowGroupRows))
+		pt.pq = parquet.NewGenericWriter[Row](pt.out, fileSchema, parquet.Compression(parquetZstd), parquet.MaxRowsPerRowGroup(RowGroupRows))
 	} else {
 		pt.zw, _ = zstd.NewWriter(pt.out, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
 	}

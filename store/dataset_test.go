@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,9 +48,11 @@ func campaignStore(t *testing.T, dsn string) *store.Store {
 			at = day2.Add(time.Duration(i) * time.Second)
 		}
 		x := &measure.Sample{Task: measure.Task{URL: "quic://t:853", Target: "t", Transport: "doq", Condition: "fresh", Rep: i}, Start: at,
-			Measure: &transport.Record{Status: transport.StatusOK, Rcode: "NOERROR", Timing: transport.Timing{TotalMs: float64(10 + i)}}, Status: transport.StatusOK}
+			Measure: &transport.Record{Status: transport.StatusOK, Rcode: "NOERROR", Timing: transport.Timing{TotalMs: float64(10 + i), WireMs: float64(i)},
+				Bytes: transport.Counts{Sent: int64(i), Received: 2 * int64(i)}, Packets: transport.Counts{Sent: 1, Received: 2}},
+			RTTs: &measure.InRTTs{Total: float64(i) / 10}, Status: transport.StatusOK}
 		if run == "wild" {
-			x.Vantage = &measure.Vantage{Name: []string{"fra1", "sin-2"}[i%2], Location: "Frankfurt, DE", ASN: 64500}
+			x.Vantage = &measure.Vantage{Name: []string{"fra1", "sin-2"}[i%2], Location: "Frankfurt, DE", ASN: 64500, Network: "Example", Address: "192.0.2.1"}
 		}
 		require.NoError(t, s.Write(ctx, run, x))
 		require.NoError(t, s.WriteResult(ctx, run, testLoad, fmt.Sprint("load-", i), at, map[string]any{"plt_ms": 100 + i}))
@@ -74,6 +77,27 @@ func snapshot(t *testing.T, s *store.Store) string {
 		slices.Sort(rows)
 		fmt.Fprintf(&b, "samples %+v:\n%s\n", f, strings.Join(rows, "\n"))
 	}
+	// What analysis reads, in any order, from every reader.
+	var timings []string
+	f := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprint(*p)
+	}
+	var mu sync.Mutex
+	require.NoError(t, s.EachTiming(ctx, store.Filter{}, func() func(*store.Row) error {
+		return func(r *store.Row) error {
+			mu.Lock()
+			defer mu.Unlock()
+			timings = append(timings, fmt.Sprintf("%s %s %s %s %s %s %s %s %s %s %s %s %d %d %d %d %s %s %d %s %s", r.RunID, r.Vantage, r.Target, r.Transport, r.Condition, r.Status, r.Rcode,
+				f(r.TotalMs), f(r.ProbeRTTMs), f(r.TotalRTT), f(r.ResolveRTT), f(r.WireMs), r.BytesSent, r.BytesReceived, r.PacketsSent, r.PacketsReceived,
+				r.VantageLocation, r.VantageNetwork, r.VantageASN, r.VantageAddress, r.Profile))
+			return nil
+		}
+	}))
+	slices.Sort(timings)
+	fmt.Fprintf(&b, "timings:\n%s\n", strings.Join(timings, "\n"))
 	// Results come in the order they were taken; a database orders the
 	// times as text, which puts .51Z after .511Z: sorted here.
 	var results []string

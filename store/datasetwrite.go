@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -254,34 +255,24 @@ func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 func (w *writer) export(ctx context.Context, s *Store, f Filter, before time.Time) error {
 	early := func(t time.Time) bool { return before.IsZero() || t.Before(before) }
 	touched := map[string]bool{}
-	err := s.scan(ctx, f, rawColumns, func(r *Row) error {
-		if !early(r.StartedAt) {
-			return nil
+	// Each reader of the store hands its rows on as it reads them (no
+	// order is needed), decompressing the records whole by itself; the
+	// files are written one row at a time.
+	var mu sync.Mutex
+	err := s.scan(ctx, f, rawColumns, nil, func() func(*Row) error {
+		return func(r *Row) error {
+			if !early(r.StartedAt) {
+				return nil
+			}
+			raw, err := unpackRaw(r.raw)
+			if err != nil {
+				return fmt.Errorf("store: sample %s of run %s: %w", r.Key, r.RunID, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return w.addSample(r, raw, touched)
 		}
-		d := day(r.StartedAt)
-		w.samples[r.RunID] = append(w.samples[r.RunID], r.Key)
-		if known, err := w.isKnown(TableSamples, "", r.RunID, r.Vantage, d, r.Key); known || err != nil {
-			w.Known++
-			return err
-		}
-		p, err := w.file(TableSamples, "", r.RunID, r.Vantage, d)
-		if err == nil {
-			err = p.writeRow(r)
-		}
-		if err != nil {
-			return err
-		}
-		raw, err := unpackRaw(r.raw)
-		if err != nil {
-			return fmt.Errorf("store: sample %s of run %s: %w", r.Key, r.RunID, err)
-		}
-		if p, err = w.file(TableSampleRaw, "", r.RunID, "", d); err == nil {
-			err = p.writeJSON(r.Key, record{Key: r.Key, StartedAt: r.StartedAt, Record: raw})
-		}
-		w.Samples++
-		touched[r.RunID] = true
-		return err
-	}, nil)
+	})
 	if err != nil {
 		return err
 	}
@@ -289,6 +280,30 @@ func (w *writer) export(ctx context.Context, s *Store, f Filter, before time.Tim
 		return err
 	}
 	return w.exportRuns(ctx, s, touched)
+}
+
+// addSample writes a sample's row and its record whole, unless the
+// dataset holds it.
+func (w *writer) addSample(r *Row, raw []byte, touched map[string]bool) error {
+	d := day(r.StartedAt)
+	w.samples[r.RunID] = append(w.samples[r.RunID], r.Key)
+	if known, err := w.isKnown(TableSamples, "", r.RunID, r.Vantage, d, r.Key); known || err != nil {
+		w.Known++
+		return err
+	}
+	p, err := w.file(TableSamples, "", r.RunID, r.Vantage, d)
+	if err == nil {
+		err = p.writeRow(r)
+	}
+	if err == nil {
+		p, err = w.file(TableSampleRaw, "", r.RunID, "", d)
+	}
+	if err == nil {
+		err = p.writeJSON(r.Key, record{Key: r.Key, StartedAt: r.StartedAt, Record: raw})
+	}
+	w.Samples++
+	touched[r.RunID] = true
+	return err
 }
 
 // exportResults writes the results f selects whose start early takes.

@@ -240,7 +240,11 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 	}
 	if s.archive != nil { // the dataset's samples first: the older
 		keep, err := s.keepRun(ctx, f)
-		if err == nil {
+		switch {
+		case err != nil:
+		case newSink != nil:
+			err = s.archive.scanTimings(keep, f.Vantage, runs, fn, newSink)
+		default:
 			err = s.archive.scan(keep, f.Vantage, runs, fn)
 		}
 		if err != nil {

@@ -1,0 +1,215 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// A dataset's samples are read for analysis a column at a time: the
+// columns EachTiming needs, each decoded whole for a row group, then the
+// rows put together. parquet-go's row reader converts a file's schema to
+// Row's value by value and reads every column; this reads a fifth of
+// them, about ten times faster (100,000 samples: 46 ms against 518 ms).
+
+// timingSetters put the value of a column EachTiming reads into a row.
+var timingSetters = map[string]func(r *Row, c *colData, i int){
+	"target":           func(r *Row, c *colData, i int) { r.Target = c.str[i] },
+	"transport":        func(r *Row, c *colData, i int) { r.Transport = c.str[i] },
+	"condition":        func(r *Row, c *colData, i int) { r.Condition = c.str[i] },
+	"status":           func(r *Row, c *colData, i int) { r.Status = c.str[i] },
+	"rcode":            func(r *Row, c *colData, i int) { r.Rcode = c.str[i] },
+	"probe_rtt_ms":     func(r *Row, c *colData, i int) { r.ProbeRTTMs = c.float(i) },
+	"total_ms":         func(r *Row, c *colData, i int) { r.TotalMs = c.float(i) },
+	"handshake_rtt":    func(r *Row, c *colData, i int) { r.HandshakeRTT = c.float(i) },
+	"resolve_rtt":      func(r *Row, c *colData, i int) { r.ResolveRTT = c.float(i) },
+	"total_rtt":        func(r *Row, c *colData, i int) { r.TotalRTT = c.float(i) },
+	"wire_ms":          func(r *Row, c *colData, i int) { r.WireMs = c.float(i) },
+	"bytes_sent":       func(r *Row, c *colData, i int) { r.BytesSent = c.num[i] },
+	"bytes_received":   func(r *Row, c *colData, i int) { r.BytesReceived = c.num[i] },
+	"packets_sent":     func(r *Row, c *colData, i int) { r.PacketsSent = c.num[i] },
+	"packets_received": func(r *Row, c *colData, i int) { r.PacketsReceived = c.num[i] },
+	"vantage_address":  func(r *Row, c *colData, i int) { r.VantageAddress = c.str[i] },
+	"vantage_network":  func(r *Row, c *colData, i int) { r.VantageNetwork = c.str[i] },
+	"vantage_asn":      func(r *Row, c *colData, i int) { r.VantageASN = c.num[i] },
+	"vantage_location": func(r *Row, c *colData, i int) { r.VantageLocation = c.str[i] },
+}
+
+// colData is one column of a row group, decoded.
+type colData struct {
+	set   func(r *Row, c *colData, i int)
+	str   []string
+	num   []int64
+	fl    []float64
+	null  []bool
+	names map[string]string // the column's strings, each allocated once
+}
+
+func (c *colData) float(i int) *float64 {
+	if c.null[i] {
+		return nil
+	}
+	return &c.fl[i]
+}
+
+// read decodes a column chunk of n rows.
+func (c *colData) read(cc parquet.ColumnChunk, n int) error {
+	c.str, c.num, c.fl, c.null = c.str[:0], c.num[:0], c.fl[:0], c.null[:0]
+	pages := cc.Pages()
+	defer pages.Close()
+	vals := make([]parquet.Value, 4096)
+	for {
+		pg, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		vr := pg.Values()
+		for {
+			k, err := vr.ReadValues(vals)
+			for _, v := range vals[:k] {
+				c.add(v)
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				parquet.Release(pg)
+				return err
+			}
+		}
+		parquet.Release(pg)
+	}
+	if m := max(len(c.str), len(c.num), len(c.fl)); m != n {
+		return fmt.Errorf("column %d values for %d rows", m, n)
+	}
+	return nil
+}
+
+func (c *colData) add(v parquet.Value) {
+	switch {
+	case v.IsNull(): // of an optional double
+		c.fl, c.null = append(c.fl, 0), append(c.null, true)
+		return
+	case v.Kind() == parquet.Double:
+		c.fl, c.null = append(c.fl, v.Double()), append(c.null, false)
+	case v.Kind() == parquet.Int64:
+		c.num = append(c.num, v.Int64())
+	case v.Kind() == parquet.ByteArray:
+		c.addString(v.ByteArray())
+	}
+}
+
+// addString adds a string, allocated once per column.
+func (c *colData) addString(b []byte) {
+	s, ok := c.names[string(b)]
+	if !ok {
+		if c.names == nil {
+			c.names = map[string]string{}
+		}
+		s = string(b)
+		if len(c.names) < 1<<16 { // a column of distinct strings is not kept
+			c.names[s] = s
+		}
+	}
+	c.str = append(c.str, s)
+}
+
+// scanTimings is scan for EachTiming: the timing columns only, read by
+// scanWorkers at once, each into a sink of its own. The row groups of
+// all files, in order, are dealt out in turn: one large file is read by
+// every worker as well as many small ones.
+func (d *Dataset) scanTimings(keep func(runID string) bool, vantage string, runs map[string]Run, fn func(*Row) error, newSink func() func(*Row) error) error {
+	var files []DatasetFile
+	for _, f := range d.files(TableSamples, "") {
+		if keep(f.Run) && (vantage == "" || f.Vantage == vantage) {
+			files = append(files, f)
+		}
+	}
+	errs := make([]error, scanWorkers)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for w := range scanWorkers {
+		sink := fn
+		if w > 0 {
+			sink = newSink()
+		}
+		wg.Go(func() {
+			unit := 0
+			mine := func() bool { unit++; return (unit-1)%scanWorkers == w && !failed.Load() }
+			for _, f := range files {
+				if err := d.scanColumns(f, runs, mine, sink); err != nil {
+					errs[w] = fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+					failed.Store(true)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// scanColumns hands fn the rows of the row groups of one file that mine
+// takes, the timing columns set.
+func (d *Dataset) scanColumns(f DatasetFile, runs map[string]Run, mine func() bool, fn func(*Row) error) error {
+	file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	pf, err := parquet.OpenFile(file, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return err
+	}
+	var cols []*colData
+	var idx []int
+	for j, path := range pf.Schema().Columns() {
+		if set, ok := timingSetters[path[0]]; ok && len(path) == 1 {
+			cols, idx = append(cols, &colData{set: set}), append(idx, j)
+		}
+	}
+	if len(cols) != len(timingSetters) {
+		return fmt.Errorf("%d of the %d columns analysis reads", len(cols), len(timingSetters))
+	}
+	run := runs[f.Run]
+	var r Row
+	for _, rg := range pf.RowGroups() {
+		if !mine() {
+			continue
+		}
+		n := int(rg.NumRows())
+		chunks := rg.ColumnChunks()
+		for k, c := range cols {
+			if err := c.read(chunks[idx[k]], n); err != nil {
+				return fmt.Errorf("column %s: %w", pf.Schema().Columns()[idx[k]][0], err)
+			}
+		}
+		for i := range n {
+			r = Row{RunID: f.Run, Vantage: f.Vantage, Kind: run.Kind, Profile: run.Profile, DoxlabVersion: run.DoxlabVersion,
+				Kernel: run.Kernel, Hostname: run.Hostname, Method: int64(run.Method)}
+			for _, c := range cols {
+				c.set(&r, c, i)
+			}
+			if f.Vantage == "" { // as the store reads them: none outside campaigns
+				r.VantageLocation, r.VantageNetwork, r.VantageASN, r.VantageAddress = "", "", 0, ""
+			}
+			if err := fn(&r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
