@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/miekg/dns"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
 )
 
 // Wild are the page loads of campaigns (the IMC 2022 study's method):
@@ -158,6 +161,64 @@ func (w Wild) Overview() []WildOverview {
 		out = append(out, *o)
 	}
 	return out
+}
+
+// PageRecords is what the pages a campaign loaded publish in DNS for
+// their own host, read from the HTTPS lookups the browser made through
+// the stub while loading them (warm-up and measured): of the pages whose
+// HTTPS lookup an upstream exchange answered, those with an HTTPS record,
+// and those whose record carries an ECH config (ech=), the step ECH
+// needs (RFC 9848).
+type PageRecords struct {
+	Asked      int         // pages whose HTTPS lookup was answered
+	HTTPS, ECH stats.Share // of Asked
+}
+
+// PageRecords counts each page once, over every load of it.
+func (w Wild) PageRecords() PageRecords {
+	type seen struct{ asked, https, ech bool }
+	by := map[string]*seen{}
+	for _, x := range w {
+		u, err := url.Parse(x.Page)
+		if err != nil || u.Hostname() == "" {
+			continue
+		}
+		host := dns.Fqdn(strings.ToLower(u.Hostname()))
+		s := by[host]
+		if s == nil {
+			s = &seen{}
+			by[host] = s
+		}
+		for _, r := range slices.Concat(x.WarmStub, x.Stub) {
+			if r.QType != "HTTPS" || !strings.EqualFold(r.QName, host) || r.Upstream == nil || r.Upstream.Status != transport.StatusOK {
+				continue
+			}
+			s.asked = true
+			for _, a := range r.Upstream.Answers {
+				if f := strings.Fields(a); len(f) > 4 && f[3] == "HTTPS" {
+					s.https = true
+					s.ech = s.ech || strings.Contains(a, " ech=")
+				}
+			}
+		}
+	}
+	var asked, https, ech int
+	for _, s := range by {
+		if s.asked {
+			asked++
+			https += int(b2f(s.https))
+			ech += int(b2f(s.ech))
+		}
+	}
+	return PageRecords{Asked: asked, HTTPS: stats.NewShare(https, asked), ECH: stats.NewShare(ech, asked)}
+}
+
+// String says it in a line.
+func (p PageRecords) String() string {
+	if p.Asked == 0 {
+		return "no page's HTTPS lookup was answered"
+	}
+	return fmt.Sprintf("of %d pages whose HTTPS lookup was answered, %s have an HTTPS record and %s an ECH config in it", p.Asked, p.HTTPS, p.ECH)
 }
 
 func b2f(b bool) float64 {
@@ -330,6 +391,7 @@ func (w Wild) WriteTable(out io.Writer) error {
 	for _, o := range w.Overview() {
 		fmt.Fprintf(out, "%-6s %3d/%-3d %9d %8s %7s %7s %7s  %-22s %s\n", o.Transport, o.OK, o.Loads, o.Exchanges, figure.Share(o.Resumed), figure.Share(o.ZeroRTT), figure.Share(o.Retry), figure.Share(o.Token), o.Versions, o.ALPNs)
 	}
+	fmt.Fprintf(out, "\npages' own DNS: %s\n", w.PageRecords())
 	fmt.Fprintln(out, "\nFCP and PLT in ms of the loads that loaded: medians with their 95 % intervals")
 	fmt.Fprintf(out, "%-9s %-24s %-6s %5s  %-26s %s\n", "scope", "group", "dns", "loads", "FCP ms", "PLT ms")
 	for _, a := range w.Absolutes() {
@@ -347,6 +409,7 @@ func (w Wild) WriteTable(out io.Writer) error {
 var wildTable = experiment.Table("wild", `<table id="wild-overview"><tr><th class="l">DNS</th><th>loads ok</th><th>upstream exchanges</th><th>resumed</th><th>0-RTT</th><th>Retry</th><th>token</th><th class="l">QUIC versions</th><th class="l">ALPNs</th><th class="l">commonest failure</th></tr>
 {{range .Overview}}<tr><td class="l">{{.Transport}}</td><td>{{.OK}}/{{.Loads}}</td><td>{{.Exchanges}}</td><td>{{share .Resumed}}</td><td>{{share .ZeroRTT}}</td><td>{{share .Retry}}</td><td>{{share .Token}}</td><td class="l">{{.Versions}}</td><td class="l">{{.ALPNs}}</td><td class="l">{{.FailReason}}</td></tr>
 {{end}}</table>
+<p id="wild-records">The pages' own DNS, from the HTTPS lookups the browser made while loading them: {{.Records}}. An ECH config there is what lets a browser hide the page's name in its ClientHello (RFC 9848); Chromium uses ECH only with its own secure DNS (docs/privacy.md), so these loads, through the stub, send the name in clear.</p>
 <p>FCP and PLT in ms of the loads that loaded, per protocol, over everything and per page: medians with their 95 % intervals, what the ratios below are ratios of.</p>
 <table id="wild-absolute"><tr><th class="l">scope</th><th class="l">group</th><th class="l">DNS</th><th>loads</th><th>FCP ms</th><th>95 % CI</th><th>PLT ms</th><th>95 % CI</th></tr>
 {{range .Absolutes}}<tr><td class="l">{{.Scope}}</td><td class="l">{{.Group}}</td><td class="l">{{.Transport}}</td><td>{{.FCP.N}}</td><td>{{ms .FCP.Median}}</td><td>{{ci1 .FCP}}</td><td>{{ms .PLT.Median}}</td><td>{{ci1 .PLT}}</td></tr>
@@ -369,7 +432,7 @@ func (w Wild) Section(dir string) (*experiment.Section, error) {
 	}
 	return experiment.NewSection("wild", "Page loads in the wild",
 		"Page loads measured by campaigns (docs/campaigns.md): Chromium loads each page twice, its DNS through doxlab's stub to the resolver over the protocol; the first navigation warms the resolver's cache and gives the stub its ticket, token and QUIC version, the second, with the browser's caches cleared, is measured. The overview counts the stub's upstream exchanges during the measured navigations; the study reports the same shares (resumption, 0-RTT, QUIC and DoQ versions).",
-		wildTable, map[string]any{"Overview": w.Overview(), "Absolutes": w.Absolutes(), "Relatives": rels}, set)
+		wildTable, map[string]any{"Overview": w.Overview(), "Records": w.PageRecords().String(), "Absolutes": w.Absolutes(), "Relatives": rels}, set)
 }
 
 // wildCDFs draws the CDFs of FCP and PLT relative to DoUDP: a panel each

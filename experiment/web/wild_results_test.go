@@ -101,3 +101,33 @@ func TestWildAnalysis(t *testing.T) {
 	require.Equal(t, experiment.NoData, Wild{}.Findings()[0].Verdict)
 	_ = time.Second
 }
+
+// TestPageRecordsCountEachPageOnce: a page counts once over its loads;
+// its HTTPS record is read from the warm-up's lookups as well (the
+// measured navigation's may come from the stub's cache); only the page's
+// own host counts; a page whose HTTPS lookup failed is not asked.
+func TestPageRecordsCountEachPageOnce(t *testing.T) {
+	https := func(host string, st transport.Status, answers ...string) *server.Record {
+		return &server.Record{QName: host, QType: "HTTPS", Upstream: &transport.Record{Status: st, Answers: answers}}
+	}
+	load := func(page string, warm, measured []*server.Record) *wildLoad {
+		x := &wildLoad{PageLoad: &campaign.PageLoad{Task: measure.Task{Page: page, Transport: "doq"}, Status: "ok"}}
+		x.Sample, x.WarmStub, x.Stub = &pages.Sample{Status: "ok"}, warm, measured
+		return x
+	}
+	echRR := "a.example.\t300\tIN\tHTTPS\t1 . alpn=\"h3,h2\" ech=\"AEX+DQBB\""
+	w := Wild{
+		load("https://a.example/", []*server.Record{https("a.example.", transport.StatusOK, echRR)}, nil),
+		load("https://a.example/", nil, nil), // the same page again: counted once
+		load("https://b.example/x", nil, []*server.Record{https("b.example.", transport.StatusOK, "b.example.\t300\tIN\tHTTPS\t1 . alpn=\"h2\"")}),
+		load("https://c.example/", nil, []*server.Record{https("c.example.", transport.StatusOK)}),            // NODATA: no record
+		load("https://d.example/", nil, []*server.Record{https("cdn.d.example.", transport.StatusOK, echRR)}), // another host's
+		load("https://e.example/", nil, []*server.Record{https("e.example.", transport.StatusTimeout)}),
+	}
+	p := w.PageRecords()
+	require.Equal(t, 3, p.Asked, "a, b and c: d's own host was never asked, e's lookup failed")
+	require.Equal(t, [2]int{2, 1}, [2]int{p.HTTPS.K, p.ECH.K})
+	require.InDelta(t, 1.0/3, p.ECH.P, 1e-12)
+	require.Equal(t, "of 3 pages whose HTTPS lookup was answered, 2 of 3, 66.7 % (95 % CI 20.8–93.9 %) have an HTTPS record and 1 of 3, 33.3 % (95 % CI 6.1–79.2 %) an ECH config in it", p.String())
+	require.Equal(t, "no page's HTTPS lookup was answered", Wild{}.PageRecords().String())
+}
