@@ -78,7 +78,11 @@ func (a Answers) Outcome(status transport.Status, rcode string) string {
 			return "rcode-error"
 		}
 	}
-	if slices.Contains(a.Rcodes(), rcode) {
+	ok := a.ok
+	if ok == nil {
+		ok = DefaultOKRcodes
+	}
+	if slices.Contains(ok, rcode) { // not Rcodes: a copy per sample counts at ten million
 		return ""
 	}
 	return rcode

@@ -29,6 +29,7 @@ NUMPY_VERSION=2.4.6
 DUCKDB_VERSION=2.0.1
 PYARROW_VERSION=26.0.1
 PANDAS_VERSION=3.1.1
+VERSITYGW_VERSION=v1.8.0
 PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 
 say() { printf 'install-peers: %s\n' "$*"; }
@@ -66,6 +67,13 @@ fi
 if ! go version -m "$GOBIN/h2spec" 2>/dev/null | grep -q "$H2SPEC_VERSION"; then
   say "building h2spec $H2SPEC_VERSION"
   go install "github.com/summerwind/h2spec/cmd/h2spec@$H2SPEC_VERSION"
+fi
+
+# Versity's S3 gateway (Apache 2.0) serves a directory as an S3 bucket:
+# the object store datasets are read from in tests.
+if ! go version -m "$GOBIN/versitygw" 2>/dev/null | grep -q "versitygw.*$VERSITYGW_VERSION"; then
+  say "building versitygw $VERSITYGW_VERSION"
+  go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 fi
 
 # numpy is the reference outside Go that doxlab's statistics are checked

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -35,6 +33,7 @@ func (s *Store) Archive(ctx context.Context, dir string, before time.Time) (*Exp
 		return nil, err
 	}
 	defer w.unlock()
+	w.archive = true
 	if err := w.export(ctx, s, Filter{Superseded: true}, before); err != nil {
 		w.abort()
 		return nil, err
@@ -61,16 +60,12 @@ func (s *Store) Archive(ctx context.Context, dir string, before time.Time) (*Exp
 func (d *Dataset) check(f DatasetFile) error {
 	var n int64
 	if f.Table == TableSamples {
-		file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+		file, err := d.src.open(context.Background(), f.Path)
 		if err != nil {
 			return err
 		}
 		defer file.Close()
-		st, err := file.Stat()
-		if err != nil {
-			return err
-		}
-		pf, err := parquet.OpenFile(file, st.Size())
+		pf, err := parquet.OpenFile(file, file.Size())
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}

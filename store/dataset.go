@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -100,7 +101,8 @@ func (f DatasetFile) partition() string { return path.Dir(f.Path) }
 
 // Dataset is an open dataset.
 type Dataset struct {
-	dir string
+	dir string // where it is, as given
+	src source
 	m   Manifest
 
 	runsOnce sync.Once
@@ -132,16 +134,30 @@ func newManifest() Manifest {
 	return m
 }
 
-// OpenDataset opens the dataset in dir.
-func OpenDataset(dir string) (*Dataset, error) {
-	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+// maxManifest is the most a manifest may take: a year of daily
+// partitions lists some ten thousand files, a few MB.
+const maxManifest = 256 << 20
+
+// OpenDataset opens the dataset in a directory, or at an S3-compatible
+// location, s3://BUCKET/PREFIX (newS3Source says how it is reached).
+func OpenDataset(ctx context.Context, loc string) (*Dataset, error) {
+	var src source = dirSource(loc)
+	if strings.HasPrefix(loc, "s3://") {
+		s3, err := newS3Source(loc)
+		if err != nil {
+			return nil, err
+		}
+		src = s3
+	}
+	dir := loc
+	b, err := readAll(ctx, src, manifestName, maxManifest)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("dataset %s: no %s: not a dataset, or nothing exported to it yet", dir, manifestName)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return nil, fmt.Errorf("dataset %s: %w", dir, err)
 	}
-	d := &Dataset{dir: dir}
+	d := &Dataset{dir: dir, src: src}
 	if err := json.Unmarshal(b, &d.m); err != nil {
 		return nil, fmt.Errorf("dataset %s: %s: %w", dir, manifestName, err)
 	}
@@ -204,9 +220,9 @@ type record struct {
 
 // eachLine hands fn each line of a records file.
 func (d *Dataset) eachLine(f DatasetFile, fn func(line []byte) error) error {
-	file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+	file, err := d.src.open(context.Background(), f.Path)
 	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
+		return fmt.Errorf("dataset %s: %w", d.dir, err)
 	}
 	defer file.Close()
 	zr, err := zstd.NewReader(file, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxRecord))
@@ -315,7 +331,7 @@ func (d *Dataset) scan(keep func(runID string) bool, vantage string, runs map[st
 }
 
 func (d *Dataset) scanFile(f DatasetFile, buf []Row, runs map[string]Run, fn func(*Row) error) error {
-	file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+	file, err := d.src.open(context.Background(), f.Path)
 	if err != nil {
 		return err
 	}

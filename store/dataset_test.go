@@ -143,7 +143,7 @@ func archiveAndRead(t *testing.T, dsn string) {
 	require.NoError(t, err)
 	require.Equal(t, [3]int64{0, 0, 49}, [3]int64{again.Samples, again.Results, again.Known}, "an export adds only what the dataset lacks")
 	require.Zero(t, again.Files)
-	d, err := store.OpenDataset(exported)
+	d, err := store.OpenDataset(ctx, exported)
 	require.NoError(t, err)
 	require.ErrorContains(t, s.Attach(ctx, d), "exported, not archived")
 	empty, err := store.Open(ctx, filepath.Join(t.TempDir(), "empty.db"))
@@ -164,7 +164,7 @@ func archiveAndRead(t *testing.T, dsn string) {
 	require.NoError(t, err)
 	require.Zero(t, x.Samples+x.Results+x.Known, "nothing is left to archive")
 
-	d, err = store.OpenDataset(archive)
+	d, err = store.OpenDataset(ctx, archive)
 	require.NoError(t, err)
 	require.NoError(t, s.Attach(ctx, d))
 	require.Equal(t, before, snapshot(t, s), "the store and its archive read as the store before")
@@ -220,7 +220,7 @@ func TestDatasetWriteIsGuarded(t *testing.T) {
 	require.NoError(t, err)
 	bad := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(bad, "_manifest.json"), []byte(strings.Replace(string(m), `"path": "run_id=`, `"path": "../run_id=`, 1)), 0o644))
-	_, err = store.OpenDataset(bad)
+	_, err = store.OpenDataset(ctx, bad)
 	require.ErrorContains(t, err, "outside the dataset")
 }
 
@@ -254,4 +254,37 @@ print(duckdb.sql(f"SELECT count(*) FROM read_json('{d}/_records/results/**/*.jso
 24 ['lab', 'old', 'wild'] 516.0 ['alpn', 'bytes_received', 'bytes_sent', 'condition']
 (25,)
 `, string(out))
+}
+
+// TestDatasetFromS3: a dataset copied whole to an S3-compatible store
+// (versitygw) reads as it does from its directory; wrong keys and a
+// prefix holding no dataset get a line each; writing there is refused.
+func TestDatasetFromS3(t *testing.T) {
+	s3 := testutil.StartS3(t)
+	ctx := context.Background()
+	s := campaignStore(t, filepath.Join(t.TempDir(), "s.db"))
+	before := snapshot(t, s)
+	dir := filepath.Join(s3.Root, "datasets", "year", "2026")
+	_, err := s.ExportDataset(ctx, dir, store.Filter{Superseded: true}, time.Time{})
+	require.NoError(t, err)
+	t.Setenv("AWS_ENDPOINT_URL", s3.Endpoint)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.Access)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.Secret)
+	t.Setenv("AWS_REGION", "us-east-1")
+	d, err := store.OpenDataset(ctx, "s3://datasets/year/2026")
+	require.NoError(t, err)
+	empty, err := store.Open(ctx, filepath.Join(t.TempDir(), "empty.db"))
+	require.NoError(t, err)
+	defer empty.Close()
+	require.NoError(t, empty.Attach(ctx, d))
+	require.Equal(t, before, snapshot(t, empty), "the dataset in a bucket reads as the store")
+
+	_, err = store.OpenDataset(ctx, "s3://datasets/year/2025")
+	require.ErrorContains(t, err, "no _manifest.json")
+	_, err = s.ExportDataset(ctx, "s3://datasets/year/2027", store.Filter{}, time.Time{})
+	require.ErrorContains(t, err, "written to a directory only")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	_, err = store.OpenDataset(ctx, "s3://datasets/year/2026")
+	require.ErrorContains(t, err, "dataset s3://datasets/year/2026")
+	require.NotContains(t, err.Error(), "no _manifest.json", "refused, not missing")
 }

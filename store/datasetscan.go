@@ -1,11 +1,11 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -61,6 +61,15 @@ func (c *colData) float(i int) *float64 {
 // read decodes a column chunk of n rows.
 func (c *colData) read(cc parquet.ColumnChunk, n int) error {
 	c.str, c.num, c.fl, c.null = c.str[:0], c.num[:0], c.fl[:0], c.null[:0]
+	kind := cc.Type().Kind()
+	switch kind { // room for the row group's values at once
+	case parquet.ByteArray:
+		c.str = slices.Grow(c.str, n)
+	case parquet.Int64:
+		c.num = slices.Grow(c.num, n)
+	case parquet.Double:
+		c.fl, c.null = slices.Grow(c.fl, n), slices.Grow(c.null, n)
+	}
 	pages := cc.Pages()
 	defer pages.Close()
 	vals := make([]parquet.Value, 4096)
@@ -75,9 +84,7 @@ func (c *colData) read(cc parquet.ColumnChunk, n int) error {
 		vr := pg.Values()
 		for {
 			k, err := vr.ReadValues(vals)
-			for _, v := range vals[:k] {
-				c.add(v)
-			}
+			c.add(kind, vals[:k])
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -94,17 +101,28 @@ func (c *colData) read(cc parquet.ColumnChunk, n int) error {
 	return nil
 }
 
-func (c *colData) add(v parquet.Value) {
-	switch {
-	case v.IsNull(): // of an optional double
-		c.fl, c.null = append(c.fl, 0), append(c.null, true)
-		return
-	case v.Kind() == parquet.Double:
-		c.fl, c.null = append(c.fl, v.Double()), append(c.null, false)
-	case v.Kind() == parquet.Int64:
-		c.num = append(c.num, v.Int64())
-	case v.Kind() == parquet.ByteArray:
-		c.addString(v.ByteArray())
+// add adds a column's values, a loop per kind (a switch per value
+// costs a third of the read at ten million rows).
+func (c *colData) add(kind parquet.Kind, vals []parquet.Value) {
+	switch kind {
+	case parquet.Double: // optional: a null is a value too
+		for _, v := range vals {
+			null := v.IsNull()
+			c.null = append(c.null, null)
+			if null {
+				c.fl = append(c.fl, 0)
+			} else {
+				c.fl = append(c.fl, v.Double())
+			}
+		}
+	case parquet.Int64:
+		for _, v := range vals {
+			c.num = append(c.num, v.Int64())
+		}
+	case parquet.ByteArray:
+		for _, v := range vals {
+			c.addString(v.ByteArray())
+		}
 	}
 }
 
@@ -161,16 +179,12 @@ func (d *Dataset) scanTimings(keep func(runID string) bool, vantage string, runs
 // scanColumns hands fn the rows of the row groups of one file that mine
 // takes, the timing columns set.
 func (d *Dataset) scanColumns(f DatasetFile, runs map[string]Run, mine func() bool, fn func(*Row) error) error {
-	file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+	file, err := d.src.open(context.Background(), f.Path)
 	if err != nil {
 		return err
 	}
 	defer file.Close()
-	st, err := file.Stat()
-	if err != nil {
-		return err
-	}
-	pf, err := parquet.OpenFile(file, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err := parquet.OpenFile(file, file.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,10 @@ type writer struct {
 	lru   []string
 	known map[string]map[string]bool // keys the dataset holds, by partition, read when first needed
 	runs  map[string]bool            // the dataset's runs
-	added []DatasetFile
+	// archive keeps the keys the dataset holds of what was read, for
+	// Archive to delete (about 70 octets a sample in memory).
+	archive bool
+	added   []DatasetFile
 	Exported
 }
 
@@ -83,6 +86,9 @@ type writer struct {
 const maxOpen = 32
 
 func openWriter(dir string) (*writer, error) {
+	if strings.HasPrefix(dir, "s3://") {
+		return nil, fmt.Errorf("dataset %s: written to a directory only: export there, then copy it to the bucket whole (aws s3 sync, rclone copy)", dir)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
@@ -98,14 +104,14 @@ func openWriter(dir string) (*writer, error) {
 	l.Close()
 	w := &writer{stamp: newStamp(), open: map[string]*part{}, known: map[string]map[string]bool{}, runs: map[string]bool{},
 		Exported: Exported{samples: map[string][]string{}, results: map[[2]string][]string{}}}
-	d, err := OpenDataset(dir)
+	d, err := OpenDataset(context.Background(), dir)
 	if err != nil {
 		entries, _ := os.ReadDir(dir)
 		if slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.Name() != lockName }) {
 			os.Remove(lock)
 			return nil, fmt.Errorf("%w (and the directory is not empty: export a dataset to a new one)", err)
 		}
-		d = &Dataset{dir: dir, m: newManifest()}
+		d = &Dataset{dir: dir, src: dirSource(dir), m: newManifest()}
 	}
 	w.d = d
 	runs, err := d.Runs()
@@ -224,7 +230,7 @@ func (d *Dataset) keys(f DatasetFile, set map[string]bool) error {
 			return nil
 		})
 	}
-	file, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(f.Path)))
+	file, err := d.src.open(context.Background(), f.Path)
 	if err != nil {
 		return fmt.Errorf("dataset: %w", err)
 	}
@@ -286,7 +292,9 @@ func (w *writer) export(ctx context.Context, s *Store, f Filter, before time.Tim
 // dataset holds it.
 func (w *writer) addSample(r *Row, raw []byte, touched map[string]bool) error {
 	d := day(r.StartedAt)
-	w.samples[r.RunID] = append(w.samples[r.RunID], r.Key)
+	if w.archive {
+		w.samples[r.RunID] = append(w.samples[r.RunID], r.Key)
+	}
 	if known, err := w.isKnown(TableSamples, "", r.RunID, r.Vantage, d, r.Key); known || err != nil {
 		w.Known++
 		return err
@@ -335,7 +343,9 @@ func (w *writer) exportResults(ctx context.Context, s *Store, f Filter, early fu
 			continue
 		}
 		d := day(at)
-		w.results[[2]string{run, kind}] = append(w.results[[2]string{run, kind}], key)
+		if w.archive {
+			w.results[[2]string{run, kind}] = append(w.results[[2]string{run, kind}], key)
+		}
 		if known, err := w.isKnown(TableResults, Kind(kind), run, "", d, key); known || err != nil {
 			w.Known++
 			if err != nil {

@@ -223,7 +223,7 @@ func openForAnalysis(ctx context.Context, fs *flag.FlagSet, dsn, dataset, cmd st
 		st, code = openExistingStore(ctx, dsn, cmd, stderr)
 		return st, func() {}, code
 	}
-	d, err := store.OpenDataset(dataset)
+	d, err := store.OpenDataset(ctx, dataset)
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab %s: %v\n", cmd, err)
 		return nil, nil, exitUsage

@@ -28,7 +28,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	okRcodes := okRcodesFlag(fs)
 	compareRuns := fs.Bool("compare", false, "set runs against each other, benchstat's way: doxlab report --compare OLD NEW [MORE...], each a run or experiment `ID` of --store, or ID@STORE of another store")
 	by := fs.String("by", "", "with --run: compare the run's rounds (round), benchstat's way")
-	dataset := fs.String("dataset", "", "also read the dataset in `DIR` (doxlab export --dataset, doxlab store archive); without --store, the dataset alone")
+	dataset := fs.String("dataset", "", "also read the dataset in `DIR` or at s3://BUCKET/PREFIX (doxlab export --dataset, doxlab store archive; the AWS tools' environment reaches a bucket); without --store, the dataset alone")
 	maxCells := fs.Int("max-cells", dnsrtt.MaxCells, "DNS cells (vantage point × resolver × transport × condition × profile, ~5 KB each) held apart; the samples of further resolvers count in the pooled tables only")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
