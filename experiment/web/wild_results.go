@@ -218,7 +218,12 @@ func (p PageRecords) String() string {
 	if p.Asked == 0 {
 		return "no page's HTTPS lookup was answered"
 	}
-	return fmt.Sprintf("of %d pages whose HTTPS lookup was answered, %s have an HTTPS record and %s an ECH config in it", p.Asked, p.HTTPS, p.ECH)
+	pages := "pages"
+	if p.Asked == 1 {
+		pages = "page"
+	}
+	return fmt.Sprintf("of %d %s whose HTTPS lookup was answered, %d have an HTTPS record, %s, and %d an ECH config in it, %s",
+		p.Asked, pages, p.HTTPS.K, p.HTTPS.Percent(), p.ECH.K, p.ECH.Percent())
 }
 
 func b2f(b bool) float64 {

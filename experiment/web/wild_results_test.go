@@ -128,6 +128,6 @@ func TestPageRecordsCountEachPageOnce(t *testing.T) {
 	require.Equal(t, 3, p.Asked, "a, b and c: d's own host was never asked, e's lookup failed")
 	require.Equal(t, [2]int{2, 1}, [2]int{p.HTTPS.K, p.ECH.K})
 	require.InDelta(t, 1.0/3, p.ECH.P, 1e-12)
-	require.Equal(t, "of 3 pages whose HTTPS lookup was answered, 2 of 3, 66.7 % (95 % CI 20.8–93.9 %) have an HTTPS record and 1 of 3, 33.3 % (95 % CI 6.1–79.2 %) an ECH config in it", p.String())
+	require.Equal(t, "of 3 pages whose HTTPS lookup was answered, 2 have an HTTPS record, 66.7 % (95 % CI 20.8–93.9 %), and 1 an ECH config in it, 33.3 % (95 % CI 6.1–79.2 %)", p.String())
 	require.Equal(t, "no page's HTTPS lookup was answered", Wild{}.PageRecords().String())
 }

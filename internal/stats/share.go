@@ -33,5 +33,13 @@ func (s Share) String() string {
 	if s.N == 0 {
 		return "none of 0"
 	}
-	return fmt.Sprintf("%d of %d, %s %% (95 %% CI %s–%s %%)", s.K, s.N, F(100*s.P, 1), F(100*s.Lo, 1), F(100*s.Hi, 1))
+	return fmt.Sprintf("%d of %d, %s", s.K, s.N, s.Percent())
+}
+
+// Percent is "7.5 % (95 % CI 2.6–19.9 %)"; "–" for no n.
+func (s Share) Percent() string {
+	if s.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s %% (95 %% CI %s–%s %%)", F(100*s.P, 1), F(100*s.Lo, 1), F(100*s.Hi, 1))
 }

@@ -29,4 +29,5 @@ func TestShareIsWilsons(t *testing.T) {
 	require.True(t, math.IsNaN(NewShare(0, 0).P))
 	require.Equal(t, "none of 0", NewShare(0, 0).String())
 	require.Equal(t, "1 of 40, 2.5 % (95 % CI 0.4–12.9 %)", NewShare(1, 40).String())
+	require.Equal(t, "–", NewShare(0, 0).Percent())
 }
