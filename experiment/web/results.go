@@ -37,9 +37,10 @@ func (c *Web) LoadFiltered(ctx context.Context, st *store.Store, f store.Filter)
 	var r Results
 	var err error
 	if f.Vantage == "" {
-		var loads []*pages.Sample
-		loads, err = ReadLoads(ctx, st, f.RunPrefix)
-		r.Lab = loads
+		err = eachAnalysed(ctx, st, f.RunPrefix, func(_ string, x *pages.Sample) error {
+			r.Lab = append(r.Lab, x)
+			return nil
+		})
 	}
 	if err == nil {
 		r.Wild, err = readWild(ctx, st, f)

@@ -33,9 +33,22 @@ func ReadLoads(ctx context.Context, st *store.Store, prefix string) ([]*pages.Sa
 }
 
 func eachLoad(ctx context.Context, st *store.Store, prefix string, f func(runID string, x *pages.Sample) error) error {
-	return st.Results(ctx, prefix, Kind, func(id string, raw []byte) error {
+	return eachDecoded(ctx, st, prefix, func(raw []byte) (*pages.Sample, error) {
 		x := new(pages.Sample)
-		if err := json.Unmarshal(raw, x); err != nil {
+		return x, json.Unmarshal(raw, x)
+	}, f)
+}
+
+// eachAnalysed is eachLoad of what the report reads of each load
+// (pages.DecodeForAnalysis).
+func eachAnalysed(ctx context.Context, st *store.Store, prefix string, f func(runID string, x *pages.Sample) error) error {
+	return eachDecoded(ctx, st, prefix, pages.DecodeForAnalysis, f)
+}
+
+func eachDecoded(ctx context.Context, st *store.Store, prefix string, decode func([]byte) (*pages.Sample, error), f func(runID string, x *pages.Sample) error) error {
+	return st.Results(ctx, prefix, Kind, func(id string, raw []byte) error {
+		x, err := decode(raw)
+		if err != nil {
 			return fmt.Errorf("store: page load in run %s: %w", id, err)
 		}
 		return f(id, x)
@@ -139,7 +152,7 @@ type PageTime struct {
 // the campaigns', one at a time.
 func EachPageTime(ctx context.Context, st *store.Store, f store.Filter, fn func(PageTime)) error {
 	if f.Vantage == "" {
-		err := eachLoad(ctx, st, f.RunPrefix, func(_ string, x *pages.Sample) error {
+		err := eachAnalysed(ctx, st, f.RunPrefix, func(_ string, x *pages.Sample) error {
 			setting := strings.Join([]string{x.Profile, x.EngineName(), "H3 " + x.H3}, " ")
 			fn(PageTime{Page: x.Page, Transport: x.Transport, Setting: setting, Status: x.Status, PLTMs: x.PLTMs})
 			return nil
@@ -149,7 +162,7 @@ func EachPageTime(ctx context.Context, st *store.Store, f store.Filter, fn func(
 		}
 	}
 	return st.Results(ctx, f.RunPrefix, campaign.PageLoads, func(id string, raw []byte) error {
-		x, err := decodeWild(id, raw)
+		x, err := decodeWild(id, raw, true)
 		if err != nil || (f.Vantage != "" && x.vantage() != f.Vantage) {
 			return err
 		}

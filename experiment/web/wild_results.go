@@ -19,6 +19,7 @@ import (
 
 	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
@@ -33,13 +34,14 @@ type Wild []*wildLoad
 type wildLoad struct {
 	*campaign.PageLoad
 	WildLoad
+	pageDNS *pageDNS // what its page's HTTPS lookups said, once read
 }
 
-// readWild reads the campaigns' page loads f selects.
+// readWild reads the campaigns' page loads f selects, as analysis does.
 func readWild(ctx context.Context, st *store.Store, f store.Filter) (Wild, error) {
 	var out Wild
 	err := st.Results(ctx, f.RunPrefix, campaign.PageLoads, func(id string, raw []byte) error {
-		x, err := decodeWild(id, raw)
+		x, err := decodeWild(id, raw, true)
 		if err != nil || (f.Vantage != "" && x.vantage() != f.Vantage) {
 			return err
 		}
@@ -50,16 +52,38 @@ func readWild(ctx context.Context, st *store.Store, f store.Filter) (Wild, error
 }
 
 // decodeWild decodes a stored campaign page load of run id, the loader's
-// record included.
-func decodeWild(id string, raw []byte) (*wildLoad, error) {
+// record included; for analysis, without what it never reads (the
+// navigations whole, the stub's records of the page's host; see
+// pages.DecodeForAnalysis), and with the warm-up's stub records read
+// for the page's HTTPS record alone.
+func decodeWild(id string, raw []byte, analysis bool) (*wildLoad, error) {
 	x := &wildLoad{PageLoad: new(campaign.PageLoad)}
 	if err := json.Unmarshal(raw, x.PageLoad); err != nil {
 		return nil, fmt.Errorf("store: campaign page load in run %s: %w", id, err)
 	}
-	if err := json.Unmarshal(x.Load, &x.WildLoad); err != nil {
+	var err error
+	if analysis {
+		err = json.Unmarshal(x.Load, &wildAnalysed{WildLoad: &x.WildLoad})
+		x.pageDNS = x.pageRecords()
+		x.PageLoad.Load, x.WarmStub = nil, nil
+	} else {
+		err = json.Unmarshal(x.Load, &x.WildLoad)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("store: campaign page load %s in run %s: %w", x.Key(), id, err)
 	}
 	return x, nil
+}
+
+// wildAnalysed is a WildLoad whose fields of the same JSON names shadow
+// the records analysis skips.
+type wildAnalysed struct {
+	*WildLoad
+	DNS    pages.Skipped `json:"dns"`
+	Load   pages.Skipped `json:"load"`
+	WarmUp pages.Skipped `json:"warm_up"`
+	Graph  pages.Skipped `json:"graph"`
+	Replay pages.Skipped `json:"replay"`
 }
 
 func (x *wildLoad) vantage() string {
@@ -174,33 +198,52 @@ type PageRecords struct {
 	HTTPS, ECH stats.Share // of Asked
 }
 
-// PageRecords counts each page once, over every load of it.
-func (w Wild) PageRecords() PageRecords {
-	type seen struct{ asked, https, ech bool }
-	by := map[string]*seen{}
-	for _, x := range w {
-		u, err := url.Parse(x.Page)
-		if err != nil || u.Hostname() == "" {
+// pageDNS is what one load's HTTPS lookups of its page's host said.
+type pageDNS struct {
+	host              string
+	asked, https, ech bool
+}
+
+// pageRecords reads it from the load's stub records, warm-up and
+// measured; nil for a page without a host.
+func (x *wildLoad) pageRecords() *pageDNS {
+	if x.pageDNS != nil {
+		return x.pageDNS
+	}
+	u, err := url.Parse(x.Page)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	p := &pageDNS{host: dns.Fqdn(strings.ToLower(u.Hostname()))}
+	for _, r := range slices.Concat(x.WarmStub, x.Stub) {
+		if r.QType != "HTTPS" || !strings.EqualFold(r.QName, p.host) || r.Upstream == nil || r.Upstream.Status != transport.StatusOK {
 			continue
 		}
-		host := dns.Fqdn(strings.ToLower(u.Hostname()))
-		s := by[host]
+		p.asked = true
+		for _, a := range r.Upstream.Answers {
+			if f := strings.Fields(a); len(f) > 4 && f[3] == "HTTPS" {
+				p.https = true
+				p.ech = p.ech || strings.Contains(a, " ech=")
+			}
+		}
+	}
+	return p
+}
+
+// PageRecords counts each page once, over every load of it.
+func (w Wild) PageRecords() PageRecords {
+	by := map[string]*pageDNS{}
+	for _, x := range w {
+		p := x.pageRecords()
+		if p == nil {
+			continue
+		}
+		s := by[p.host]
 		if s == nil {
-			s = &seen{}
-			by[host] = s
+			s = &pageDNS{host: p.host}
+			by[p.host] = s
 		}
-		for _, r := range slices.Concat(x.WarmStub, x.Stub) {
-			if r.QType != "HTTPS" || !strings.EqualFold(r.QName, host) || r.Upstream == nil || r.Upstream.Status != transport.StatusOK {
-				continue
-			}
-			s.asked = true
-			for _, a := range r.Upstream.Answers {
-				if f := strings.Fields(a); len(f) > 4 && f[3] == "HTTPS" {
-					s.https = true
-					s.ech = s.ech || strings.Contains(a, " ech=")
-				}
-			}
-		}
+		s.asked, s.https, s.ech = s.asked || p.asked, s.https || p.https, s.ech || p.ech
 	}
 	var asked, https, ech int
 	for _, s := range by {
@@ -640,7 +683,7 @@ func init() {
 				if !keep(id) {
 					return nil
 				}
-				x, err := decodeWild(id, raw)
+				x, err := decodeWild(id, raw, false)
 				if err != nil {
 					return err
 				}

@@ -1,12 +1,14 @@
 package web
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
@@ -130,4 +132,43 @@ func TestPageRecordsCountEachPageOnce(t *testing.T) {
 	require.InDelta(t, 1.0/3, p.ECH.P, 1e-12)
 	require.Equal(t, "of 3 pages whose HTTPS lookup was answered, 2 have an HTTPS record, 66.7 % (95 % CI 20.8–93.9 %), and 1 an ECH config in it, 33.3 % (95 % CI 6.1–79.2 %)", p.String())
 	require.Equal(t, "no page's HTTPS lookup was answered", Wild{}.PageRecords().String())
+}
+
+// TestWildDecodedForAnalysisReportsAlike: a campaign load decoded for
+// analysis (the navigations and the warm-up's records left undecoded)
+// gives the overview, times and pages' DNS the whole load gives, and
+// keeps neither the loader's record nor the warm-up's stub records.
+func TestWildDecodedForAnalysisReportsAlike(t *testing.T) {
+	echRR := "a.example.\t300\tIN\tHTTPS\t1 . ech=\"AEX+DQBB\""
+	var raws [][]byte
+	for i, tr := range []string{"udp", "doq"} {
+		wl := WildLoad{Sample: &pages.Sample{Task: pages.Task{Page: "https://a.example/", Transport: tr}, Status: "ok", FCPMs: 100 + float64(i), PLTMs: 200,
+			Load: &browser.Load{Protocol: "h3", PLTMs: 200}, WarmUp: &browser.Load{Protocol: "h3"},
+			DNS: []*server.Record{{QName: "a.example.", QType: "A"}}},
+			Stub:     []*server.Record{{QName: "a.example.", QType: "A", Upstream: &transport.Record{Status: transport.StatusOK, Conn: transport.ConnInfo{TLSResumed: i == 1, QUICVersion: "v1"}}}},
+			WarmStub: []*server.Record{{QName: "a.example.", QType: "HTTPS", Upstream: &transport.Record{Status: transport.StatusOK, Answers: []string{echRR}}}}}
+		load, err := json.Marshal(wl)
+		require.NoError(t, err)
+		raw, err := json.Marshal(campaign.PageLoad{Task: measure.Task{Page: "https://a.example/", Transport: tr, Target: "10.0.0.1"}, Status: "ok", FCPMs: 100 + float64(i), PLTMs: 200,
+			Vantage: &measure.Vantage{Name: "fra"}, Load: load})
+		require.NoError(t, err)
+		raws = append(raws, raw)
+	}
+	var whole, lean Wild
+	for _, raw := range raws {
+		x, err := decodeWild("r", raw, false)
+		require.NoError(t, err)
+		whole = append(whole, x)
+		y, err := decodeWild("r", raw, true)
+		require.NoError(t, err)
+		require.Nil(t, y.PageLoad.Load)
+		require.Nil(t, y.WarmStub)
+		require.Nil(t, y.Sample.Load)
+		lean = append(lean, y)
+	}
+	require.NotNil(t, whole[0].Sample.Load, "the whole load keeps its navigation")
+	require.Equal(t, whole.Overview(), lean.Overview())
+	require.Equal(t, whole.Absolutes(), lean.Absolutes())
+	require.Equal(t, whole.PageRecords(), lean.PageRecords())
+	require.Equal(t, 1, lean.PageRecords().ECH.K)
 }

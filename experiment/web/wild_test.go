@@ -533,7 +533,7 @@ func TestWildSectionFromExport(t *testing.T) {
 			Record json.RawMessage `json:"record"`
 		}
 		require.NoError(t, json.Unmarshal(line, &row))
-		x, err := decodeWild(row.RunID, row.Record)
+		x, err := decodeWild(row.RunID, row.Record, false)
 		require.NoError(t, err)
 		w = append(w, x)
 	}

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -442,3 +443,34 @@ func AssembleReplay(task Task, r *pageload.Result, hosts []string, stub, srv []*
 	x.Replay = r
 	return x
 }
+
+// DecodeForAnalysis decodes a stored sample for the report: the records
+// it never reads (the stub's records, both navigations whole, the graph
+// and the replay: four fifths of a page load's JSON) are skipped, not
+// decoded, so a store of a hundred thousand loads is reported in a
+// fraction of the memory. Export and resume decode samples whole.
+func DecodeForAnalysis(raw []byte) (*Sample, error) {
+	x := analysed{Sample: new(Sample)}
+	if err := json.Unmarshal(raw, &x); err != nil {
+		return nil, err
+	}
+	return x.Sample, nil
+}
+
+// analysed is a Sample whose fields of the same JSON names shadow the
+// records analysis skips.
+type analysed struct {
+	*Sample
+	DNS    Skipped `json:"dns"`
+	Load   Skipped `json:"load"`
+	WarmUp Skipped `json:"warm_up"`
+	Graph  Skipped `json:"graph"`
+	Replay Skipped `json:"replay"`
+}
+
+// Skipped takes a JSON value and keeps nothing of it: a field of a
+// struct that shadows one a decoder need not read.
+type Skipped struct{}
+
+// UnmarshalJSON keeps nothing.
+func (*Skipped) UnmarshalJSON([]byte) error { return nil }
