@@ -81,7 +81,24 @@ seed() { # STORE: a seed of real samples
 	"$dox" experiment dns-rtt --quick --store "$1" >"$WORK/seed.log" 2>&1 || { cat "$WORK/seed.log" >&2; exit 1; }
 }
 
+# Page loads beside the DNS samples, one for every LOADS_PER samples (the
+# IMC 2022 study: ~0.5 M page loads to ~10 M samples a year): a seed of
+# real loads from the web experiment's quick run (Chromium on the
+# testbed), whole, replicated with the samples.
+LOADS_PER=${LOADS_PER:-20}
+seed_web() { # STORE: the seed's page loads
+	echo "scale-bench: measuring page loads on the testbed (doxlab experiment web --quick) into $1" >&2
+	"$dox" experiment web --quick --store "$1" >"$WORK/seed-web.log" 2>&1 || { cat "$WORK/seed-web.log" >&2; exit 1; }
+}
+
 [ -f "$WORK/seed.db" ] || seed "$WORK/seed.db"
+if [ "$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM results WHERE kind = 'web-load'")" = 0 ]; then
+	rm -f "$WORK/seed-web.db"
+	seed_web "$WORK/seed-web.db"
+	"$dox" export --runs --store "$WORK/seed-web.db" >/dev/null
+	sqlite3 "$WORK/seed.db" "ATTACH '$WORK/seed-web.db' AS w; INSERT INTO runs SELECT * FROM w.runs; INSERT INTO results SELECT * FROM w.results WHERE kind = 'web-load';"
+fi
+seedloads=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM results WHERE kind = 'web-load'")
 "$dox" export --runs --store "$WORK/seed.db" >/dev/null # a seed from an older doxlab takes this one's schema
 seedn=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM samples")
 all=$(cols)
@@ -99,8 +116,9 @@ pg_start() {
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT * FROM runs" >"$WORK/runs.csv"
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT $all FROM samples" >"$WORK/samples.csv"
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, task_key, '\\x' || lower(hex(z)) AS z FROM sample_raw" >"$WORK/raw.csv" # bytea's hex form
+	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, kind, task_key, started_at, '\\x' || lower(hex(z)) AS z FROM results" >"$WORK/results.csv"
 	psql -q "$PGURL" -c "\\copy runs FROM '$WORK/runs.csv' CSV HEADER" -c "\\copy samples ($all) FROM '$WORK/samples.csv' CSV HEADER" \
-		-c "\\copy sample_raw FROM '$WORK/raw.csv' CSV HEADER"
+		-c "\\copy sample_raw FROM '$WORK/raw.csv' CSV HEADER" -c "\\copy results FROM '$WORK/results.csv' CSV HEADER"
 }
 
 # grow BACKEND N: replicates the seed until the store holds ~N samples
@@ -123,6 +141,9 @@ grow() {
 				WITH RECURSIVE k(i) AS (SELECT $from UNION ALL SELECT i+1 FROM k WHERE i < $((to - 1))) INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, z FROM seed_raw, k;
 				COMMIT;" >/dev/null
 		done
+		sqlite3 "$WORK/s.db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed_web AS SELECT * FROM results WHERE kind = 'web-load' AND instr(task_key, '#') = 0;
+			WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM k WHERE i < $(( $2 / LOADS_PER / seedloads )))
+			INSERT OR IGNORE INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z FROM seed_web, k;" >/dev/null
 		sqlite3 "$WORK/s.db" "PRAGMA journal_mode=WAL; SELECT count(*) FROM samples" | tail -1
 	else
 		local have; have=$(psql -tA "$PGURL" -c "SELECT count(*) FROM samples")
@@ -130,11 +151,14 @@ grow() {
 		psql -q "$PGURL" -c "CREATE TEMP TABLE seed AS SELECT * FROM samples WHERE position('#' in task_key) = 0;
 			CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw WHERE position('#' in task_key) = 0;
 			INSERT INTO samples ($all) SELECT $copy FROM seed, generate_series($have, $((want - 1))) i;
-			INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, z FROM seed_raw, generate_series($have, $((want - 1))) i;" -c "VACUUM ANALYZE samples"
+			INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, z FROM seed_raw, generate_series($have, $((want - 1))) i;
+			CREATE TEMP TABLE seed_web AS SELECT * FROM results WHERE kind = 'web-load' AND position('#' in task_key) = 0;
+			INSERT INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z FROM seed_web, generate_series(1, $(( $2 / LOADS_PER / seedloads ))) i ON CONFLICT DO NOTHING;" -c "VACUUM ANALYZE samples"
 		psql -tA "$PGURL" -c "SELECT count(*) FROM samples"
 	fi
 }
 
+echo "page loads: one per $LOADS_PER samples, from $seedloads of the web experiment's, in the report's time"
 printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %s\n' backend samples "B/sample" "report s / peak MB" "export s / peak MB" "DuckDB s / peak MB" "report vs DuckDB"
 for b in $BACKENDS; do
 	case $b in
