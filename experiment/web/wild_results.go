@@ -35,6 +35,7 @@ type wildLoad struct {
 	*campaign.PageLoad
 	WildLoad
 	pageDNS *pageDNS // what its page's HTTPS lookups said, once read
+	up      *upstreamFacts
 }
 
 // readWild reads the campaigns' page loads f selects, as analysis does.
@@ -64,8 +65,8 @@ func decodeWild(id string, raw []byte, analysis bool) (*wildLoad, error) {
 	var err error
 	if analysis {
 		err = json.Unmarshal(x.Load, &wildAnalysed{WildLoad: &x.WildLoad})
-		x.pageDNS = x.pageRecords()
-		x.PageLoad.Load, x.WarmStub = nil, nil
+		x.pageDNS, x.up = x.pageRecords(), x.upstream()
+		x.PageLoad.Load, x.WarmStub, x.Stub = nil, nil, nil
 	} else {
 		err = json.Unmarshal(x.Load, &x.WildLoad)
 	}
@@ -152,23 +153,17 @@ func (w Wild) Overview() []WildOverview {
 			continue
 		}
 		o.OK++
-		for _, r := range x.Stub {
-			up := r.Upstream
-			if up == nil {
-				continue
-			}
-			o.Exchanges++
-			c := up.Conn
-			o.Resumed += b2f(c.TLSResumed)
-			o.ZeroRTT += b2f(c.Used0RTT)
-			o.Retry += b2f(c.Retry)
-			o.Token += b2f(c.TokenUsed)
-			if c.QUICVersion != "" {
-				versions[x.Transport][c.QUICVersion]++
-			}
-			if c.ALPN != "" {
-				alpns[x.Transport][c.ALPN]++
-			}
+		u := x.upstream()
+		o.Exchanges += u.exchanges
+		o.Resumed += float64(u.resumed)
+		o.ZeroRTT += float64(u.zeroRTT)
+		o.Retry += float64(u.retry)
+		o.Token += float64(u.token)
+		for _, v := range u.versions {
+			versions[x.Transport][v]++
+		}
+		for _, a := range u.alpns {
+			alpns[x.Transport][a]++
 		}
 	}
 	var out []WildOverview
@@ -659,21 +654,50 @@ func wildRow(id string, x *wildLoad) WildRow {
 			}
 		}
 	}
+	u := x.upstream()
+	r.QUICVersion, r.ALPN = u.firstVersion, u.firstALPN
+	r.Exchanges, r.Resumed, r.ZeroRTT, r.Retry, r.Token = int64(u.exchanges), int64(u.resumed), int64(u.zeroRTT), int64(u.retry), int64(u.token)
+	return r
+}
+
+// upstreamFacts is what a load's stub did upstream during the measured
+// navigation: its exchanges, how many resumed TLS, sent 0-RTT, met a
+// Retry or presented a token, and the QUIC versions and ALPNs of those
+// that had one (the first exchange's apart).
+type upstreamFacts struct {
+	exchanges, resumed, zeroRTT, retry, token int
+	versions, alpns                           []string
+	firstVersion, firstALPN                   string
+}
+
+// upstream reads it from the load's stub records, once.
+func (x *wildLoad) upstream() *upstreamFacts {
+	if x.up != nil {
+		return x.up
+	}
+	u := &upstreamFacts{}
 	for _, rec := range x.Stub {
 		up := rec.Upstream
 		if up == nil {
 			continue
 		}
-		if r.Exchanges == 0 {
-			r.QUICVersion, r.ALPN = up.Conn.QUICVersion, up.Conn.ALPN
+		c := up.Conn
+		if u.exchanges == 0 {
+			u.firstVersion, u.firstALPN = c.QUICVersion, c.ALPN
 		}
-		r.Exchanges++
-		r.Resumed += int64(b2f(up.Conn.TLSResumed))
-		r.ZeroRTT += int64(b2f(up.Conn.Used0RTT))
-		r.Retry += int64(b2f(up.Conn.Retry))
-		r.Token += int64(b2f(up.Conn.TokenUsed))
+		u.exchanges++
+		u.resumed += int(b2f(c.TLSResumed))
+		u.zeroRTT += int(b2f(c.Used0RTT))
+		u.retry += int(b2f(c.Retry))
+		u.token += int(b2f(c.TokenUsed))
+		if c.QUICVersion != "" {
+			u.versions = append(u.versions, c.QUICVersion)
+		}
+		if c.ALPN != "" {
+			u.alpns = append(u.alpns, c.ALPN)
+		}
 	}
-	return r
+	return u
 }
 
 func init() {

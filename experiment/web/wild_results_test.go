@@ -163,6 +163,8 @@ func TestWildDecodedForAnalysisReportsAlike(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, y.PageLoad.Load)
 		require.Nil(t, y.WarmStub)
+		require.Nil(t, y.Stub)
+		require.Equal(t, x.upstream(), y.upstream(), "what the stub did upstream, alike")
 		require.Nil(t, y.Sample.Load)
 		lean = append(lean, y)
 	}
