@@ -59,18 +59,22 @@ func readWild(ctx context.Context, st *store.Store, f store.Filter) (Wild, error
 // for the page's HTTPS record alone.
 func decodeWild(id string, raw []byte, analysis bool) (*wildLoad, error) {
 	x := &wildLoad{PageLoad: new(campaign.PageLoad)}
+	if analysis { // in one pass: the loader's record decoded where it lies
+		in := struct {
+			*campaign.PageLoad
+			Load *wildAnalysed `json:"load"`
+		}{x.PageLoad, &wildAnalysed{WildLoad: &x.WildLoad}}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, fmt.Errorf("store: campaign page load in run %s: %w", id, err)
+		}
+		x.pageDNS, x.up = x.pageRecords(), x.upstream()
+		x.WarmStub, x.Stub = nil, nil
+		return x, nil
+	}
 	if err := json.Unmarshal(raw, x.PageLoad); err != nil {
 		return nil, fmt.Errorf("store: campaign page load in run %s: %w", id, err)
 	}
-	var err error
-	if analysis {
-		err = json.Unmarshal(x.Load, &wildAnalysed{WildLoad: &x.WildLoad})
-		x.pageDNS, x.up = x.pageRecords(), x.upstream()
-		x.PageLoad.Load, x.WarmStub, x.Stub = nil, nil, nil
-	} else {
-		err = json.Unmarshal(x.Load, &x.WildLoad)
-	}
-	if err != nil {
+	if err := json.Unmarshal(x.Load, &x.WildLoad); err != nil {
 		return nil, fmt.Errorf("store: campaign page load %s in run %s: %w", x.Key(), id, err)
 	}
 	return x, nil
