@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,56 @@ func LoadResults[T any](ctx context.Context, st *store.Store, kind store.Kind, k
 		return nil
 	})
 	return out, err
+}
+
+// decodeBatch is how many records DecodeResults decodes at once.
+const decodeBatch = 512
+
+// DecodeResults hands fn the stored results of one kind from the runs
+// whose ID starts with prefix, each decoded, in the order stored. Records
+// are decoded on every core a batch at a time: a page load's JSON costs
+// more to decode than to read.
+func DecodeResults[T any](ctx context.Context, st *store.Store, prefix string, kind store.Kind, decode func(runID string, raw []byte) (T, error), fn func(runID string, x T) error) error {
+	type rec struct {
+		id  string
+		raw []byte
+		x   T
+		err error
+	}
+	batch := make([]rec, 0, decodeBatch)
+	flush := func() error {
+		workers := min(runtime.GOMAXPROCS(0), len(batch))
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := w; i < len(batch); i += workers {
+					batch[i].x, batch[i].err = decode(batch[i].id, batch[i].raw)
+				}
+			})
+		}
+		wg.Wait()
+		for _, r := range batch {
+			if r.err != nil {
+				return r.err
+			}
+			if err := fn(r.id, r.x); err != nil {
+				return err
+			}
+		}
+		clear(batch)
+		batch = batch[:0]
+		return nil
+	}
+	err := st.Results(ctx, prefix, kind, func(id string, raw []byte) error {
+		if batch = append(batch, rec{id: id, raw: raw}); len(batch) == decodeBatch {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
 
 // OfExperiment keeps the runs of one experiment (its ID is their prefix).

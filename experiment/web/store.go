@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/campaign"
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/store"
 )
@@ -46,13 +47,13 @@ func eachAnalysed(ctx context.Context, st *store.Store, prefix string, f func(ru
 }
 
 func eachDecoded(ctx context.Context, st *store.Store, prefix string, decode func([]byte) (*pages.Sample, error), f func(runID string, x *pages.Sample) error) error {
-	return st.Results(ctx, prefix, Kind, func(id string, raw []byte) error {
+	return experiment.DecodeResults(ctx, st, prefix, Kind, func(id string, raw []byte) (*pages.Sample, error) {
 		x, err := decode(raw)
 		if err != nil {
-			return fmt.Errorf("store: page load in run %s: %w", id, err)
+			return nil, fmt.Errorf("store: page load in run %s: %w", id, err)
 		}
-		return f(id, x)
-	})
+		return x, nil
+	}, f)
 }
 
 // LoadRow is one page load of the web experiment, flattened; the whole
@@ -161,10 +162,9 @@ func EachPageTime(ctx context.Context, st *store.Store, f store.Filter, fn func(
 			return err
 		}
 	}
-	return st.Results(ctx, f.RunPrefix, campaign.PageLoads, func(id string, raw []byte) error {
-		x, err := decodeWild(id, raw, true)
-		if err != nil || (f.Vantage != "" && x.vantage() != f.Vantage) {
-			return err
+	return experiment.DecodeResults(ctx, st, f.RunPrefix, campaign.PageLoads, analysedWild, func(id string, x *wildLoad) error {
+		if f.Vantage != "" && x.vantage() != f.Vantage {
+			return nil
 		}
 		plt := x.PLTMs
 		if plt == 0 && x.Sample != nil {

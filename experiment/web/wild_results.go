@@ -41,16 +41,17 @@ type wildLoad struct {
 // readWild reads the campaigns' page loads f selects, as analysis does.
 func readWild(ctx context.Context, st *store.Store, f store.Filter) (Wild, error) {
 	var out Wild
-	err := st.Results(ctx, f.RunPrefix, campaign.PageLoads, func(id string, raw []byte) error {
-		x, err := decodeWild(id, raw, true)
-		if err != nil || (f.Vantage != "" && x.vantage() != f.Vantage) {
-			return err
+	err := experiment.DecodeResults(ctx, st, f.RunPrefix, campaign.PageLoads, analysedWild, func(_ string, x *wildLoad) error {
+		if f.Vantage == "" || x.vantage() == f.Vantage {
+			out = append(out, x)
 		}
-		out = append(out, x)
 		return nil
 	})
 	return out, err
 }
+
+// analysedWild is decodeWild for analysis.
+func analysedWild(id string, raw []byte) (*wildLoad, error) { return decodeWild(id, raw, true) }
 
 // decodeWild decodes a stored campaign page load of run id, the loader's
 // record included; for analysis, without what it never reads (the
