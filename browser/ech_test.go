@@ -118,13 +118,12 @@ func chromiumECHLoad(t *testing.T, on, noECH, h3 bool) ([]server.Record, []byte,
 	require.NoError(t, os.WriteFile(filepath.Join(site, "index.html"), []byte("<!doctype html><title>ech</title><p>inner"), 0o644))
 	webPort := testutil.FreePort(t)
 	webAddr := "127.0.0.1:" + strconv.Itoa(webPort)
-	w := testutil.Relay(t, webAddr)
+	port := testutil.FreePort(t) // free for TCP and UDP: QUIC is relayed on the same number
+	w := testutil.RelayAt(t, port, webAddr)
 	relayPort := w.Port()
 	alpn := "h2"
 	var udp *testutil.UDPWire
 	if h3 {
-		port, err := strconv.Atoi(relayPort)
-		require.NoError(t, err)
 		udp, alpn = testutil.RelayUDP(t, port, webAddr), "h3,h2"
 	}
 	cfg := &server.Config{

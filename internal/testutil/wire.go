@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -18,9 +19,14 @@ type Wire struct {
 }
 
 // Relay starts a Wire in front of to until the test ends.
-func Relay(t testing.TB, to string) *Wire {
+func Relay(t testing.TB, to string) *Wire { return RelayAt(t, 0, to) }
+
+// RelayAt is Relay on a port of the caller's (0: any), as one that
+// relays QUIC on the same port number needs (FreePort gives one free for
+// both).
+func RelayAt(t testing.TB, port int, to string) *Wire {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	must(t, err)
 	w := &Wire{Addr: ln.Addr().String()}
 	t.Cleanup(func() { ln.Close() })
