@@ -109,6 +109,11 @@ func (c *originConn) rejected(err error) bool {
 	if !c.early {
 		return false
 	}
+	// A request that failed on the control stream's loss says so itself,
+	// whatever the handshake's state when it is asked.
+	if lostControlStream(err) {
+		return true
+	}
 	if handshakeDone(c.qc) {
 		return !c.qc.ConnectionState().Used0RTT
 	}
