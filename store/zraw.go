@@ -18,6 +18,7 @@ import (
 const (
 	codecPlain byte = 0 // the JSON as it is: a record zstd would not shrink
 	codecZstd1 byte = 1 // zstd with dictionary 1 (rawdict/1.zdict)
+	codecZstd2 byte = 2 // zstd with dictionary 2 (rawdict/2.zdict), DNS samples' since schema 9
 )
 
 // dict1 is dictionary 1. It never changes: records written with it are
@@ -26,16 +27,24 @@ const (
 //go:embed rawdict/1.zdict
 var dict1 []byte
 
+// dict2 is dictionary 2, for DNS samples alone: trained by zstd's own
+// trainer (COVER), whose dictionaries halve what klauspost's builder
+// leaves over dictionary 1 on held-out samples (docs/store.md).
+//
+//go:embed rawdict/2.zdict
+var dict2 []byte
+
 // maxRecord bounds what one record may decompress to: a page load with
 // its trace is some hundreds of KB; a corrupt or hostile store must not
 // make a reader allocate gigabytes.
 const maxRecord = 64 << 20
 
-// zcodec is dictionary 1's encoder and decoder, made once: both are safe
-// for concurrent use.
+// zcodec is the dictionaries' encoders and a decoder for both (a frame
+// names its dictionary), made once: all are safe for concurrent use.
 type zcodec struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
+	enc  *zstd.Encoder // dictionary 1
+	enc2 *zstd.Encoder // dictionary 2
+	dec  *zstd.Decoder
 }
 
 var zstdCodec = sync.OnceValues(func() (*zcodec, error) {
@@ -43,18 +52,31 @@ var zstdCodec = sync.OnceValues(func() (*zcodec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: the records' dictionary: %w", err)
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(dict1), zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxRecord))
+	enc2, err := zstd.NewWriter(nil, zstd.WithEncoderDict(dict2), zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
 	if err != nil {
-		return nil, fmt.Errorf("store: the records' dictionary: %w", err)
+		return nil, fmt.Errorf("store: the samples' dictionary: %w", err)
 	}
-	return &zcodec{enc, dec}, nil
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(dict1, dict2), zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxRecord))
+	if err != nil {
+		return nil, fmt.Errorf("store: the records' dictionaries: %w", err)
+	}
+	return &zcodec{enc, enc2, dec}, nil
 })
 
-// packRaw is a record as its column keeps it.
-func packRaw(raw []byte) []byte {
+// packRaw is a result's record as its column keeps it.
+func packRaw(raw []byte) []byte { return pack(raw, codecZstd1) }
+
+// packSample is a DNS sample's record as its column keeps it.
+func packSample(raw []byte) []byte { return pack(raw, codecZstd2) }
+
+func pack(raw []byte, codec byte) []byte {
 	c, err := zstdCodec()
 	if err == nil {
-		if out := c.enc.EncodeAll(raw, []byte{codecZstd1}); len(out) <= len(raw) {
+		enc := c.enc
+		if codec == codecZstd2 {
+			enc = c.enc2
+		}
+		if out := enc.EncodeAll(raw, []byte{codec}); len(out) <= len(raw) {
 			return out
 		}
 	}
@@ -69,7 +91,7 @@ func unpackRaw(b []byte) ([]byte, error) {
 	switch b[0] {
 	case codecPlain:
 		return b[1:], nil
-	case codecZstd1:
+	case codecZstd1, codecZstd2:
 		c, err := zstdCodec()
 		if err != nil {
 			return nil, err

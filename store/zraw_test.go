@@ -9,7 +9,7 @@ import (
 )
 
 // TestPackedRecords: a record comes back as it went in; a DNS sample's
-// JSON is kept in a fraction of its octets; a record too small to gain
+// JSON is kept in a fraction of its octets, in fewer with dictionary 2; a record too small to gain
 // is kept as it is; an unknown codec, a corrupt frame and a frame that
 // would decompress past maxRecord are refused with a reason.
 func TestPackedRecords(t *testing.T) {
@@ -23,6 +23,13 @@ func TestPackedRecords(t *testing.T) {
 	require.Equal(t, codecZstd1, z[0])
 	require.Less(t, len(z), len(sample)/2, "a sample's JSON in under half its octets")
 	back, err := unpackRaw(z)
+	require.NoError(t, err)
+	require.Equal(t, sample, back)
+
+	z2 := packSample(sample)
+	require.Equal(t, codecZstd2, z2[0])
+	require.Less(t, len(z2), len(z), "dictionary 2 keeps a sample in fewer octets than 1")
+	back, err = unpackRaw(z2)
 	require.NoError(t, err)
 	require.Equal(t, sample, back)
 
