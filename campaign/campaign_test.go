@@ -205,9 +205,11 @@ func TestWorkersMeasureOnlyTheirPlan(t *testing.T) {
 	// the reason.
 	again, _, err := campaign.PlanCampaign(ctx, st, c)
 	require.NoError(t, err)
-	_, err = st.DB().ExecContext(ctx, `ALTER TABLE samples ADD CONSTRAINT no_rep_1 CHECK (run_id <> '`+again.ID+`' OR rep <> 1)`)
+	var number int64
+	require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT n FROM runs WHERE id = $1`, again.ID).Scan(&number))
+	_, err = st.DB().ExecContext(ctx, fmt.Sprintf(`ALTER TABLE sample_cols ADD CONSTRAINT no_rep_1 CHECK (run <> %d OR rep <> 1)`, number))
 	require.NoError(t, err)
-	defer st.DB().ExecContext(ctx, `ALTER TABLE samples DROP CONSTRAINT no_rep_1`)
+	defer st.DB().ExecContext(ctx, `ALTER TABLE sample_cols DROP CONSTRAINT no_rep_1`)
 	log.Reset()
 	w = &campaign.Worker{Store: st, Vantage: "fra1", Concurrency: 3, Drain: true, Log: &log}
 	start := time.Now()
@@ -358,14 +360,14 @@ func TestWorkerRoleIsLeastPrivilege(t *testing.T) {
 
 	for _, stmt := range []string{
 		`SELECT * FROM secrets`,
-		`UPDATE samples SET status = 'ok'`,
-		`DELETE FROM samples`,
+		`UPDATE sample_cols SET status = 'ok'`,
+		`DELETE FROM sample_cols`,
 		`UPDATE runs SET kind = 'x'`,
 		`DELETE FROM runs`,
-		`DROP TABLE samples`,
+		`DROP TABLE sample_cols`,
 		`CREATE TABLE mine (v TEXT)`,
 		`TRUNCATE river_job`,
-		`ALTER TABLE samples ADD COLUMN x TEXT`,
+		`ALTER TABLE sample_cols ADD COLUMN x TEXT`,
 	} {
 		_, err := ws.DB().ExecContext(ctx, stmt)
 		require.ErrorContains(t, err, "SQLSTATE 42501", stmt) // insufficient_privilege

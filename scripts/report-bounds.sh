@@ -37,7 +37,8 @@ if [ ! -f "$WORK/seed.db" ]; then
 	"$dox" measure --store "$WORK/seed.db" --repeat 2 --conditions fresh "udp://127.0.0.1:$port" >/dev/null
 	kill $srv
 fi
-all=$(sqlite3 "$WORK/seed.db" "SELECT group_concat(name, ', ') FROM pragma_table_info('samples')")
+"$dox" export --runs --store "$WORK/seed.db" >/dev/null # a seed from an older doxlab takes this one's schema
+all=$(sqlite3 "$WORK/seed.db" "SELECT group_concat(name, ', ') FROM pragma_table_info('sample_cols') WHERE name <> 'id'")
 
 # make STORE N EXPR...: a store of N copies of the seed, each column
 # named in EXPR set to its expression (i is the copy's number).
@@ -54,10 +55,11 @@ make_store() {
 		sel+="${sel:+, }$x"
 	done
 	rm -f "$db" && cp "$WORK/seed.db" "$db"
-	sqlite3 "$db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed AS SELECT * FROM samples; CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw;
-		DELETE FROM samples; DELETE FROM sample_raw; BEGIN;
-		WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM k WHERE i < $((n - 1))) INSERT INTO samples ($all) SELECT $sel FROM seed, k;
-		WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM k WHERE i < $((n - 1))) INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, z FROM seed_raw, k;
+	# a copy's record is its original's (its key is the original's, # and i)
+	sqlite3 "$db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed AS SELECT * FROM sample_cols; CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw;
+		DELETE FROM sample_raw; DELETE FROM sample_cols; BEGIN;
+		WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM k WHERE i < $((n - 1))) INSERT INTO sample_cols ($all) SELECT $sel FROM seed, k;
+		INSERT INTO sample_raw (id, z) SELECT c.id, r.z FROM sample_cols c JOIN seed o ON o.run = c.run AND o.task_key = substr(c.task_key, 1, instr(c.task_key, '#') - 1) JOIN seed_raw r ON r.id = o.id;
 		COMMIT; PRAGMA journal_mode=WAL;" >/dev/null
 }
 

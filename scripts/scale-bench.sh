@@ -72,8 +72,14 @@ for p, t, c, med, p95 in rows:
 print(f"{100*gap:.3f} % over {len(rows)} cells")' "$WORK/report.json" "$2"
 }
 
-cols() { # the samples table's columns, task_key made unique per copy
-	sqlite3 "$WORK/seed.db" "SELECT group_concat(name, ', ') FROM pragma_table_info('samples')"
+cols() { # sample_cols' columns but its number, which a copy gets anew
+	sqlite3 "$WORK/seed.db" "SELECT group_concat(name, ', ') FROM pragma_table_info('sample_cols') WHERE name <> 'id'"
+}
+
+# RAWCOPY is SQL that gives the copies made since sample number $1 their
+# originals' records (a copy's key is its original's, then # and i).
+rawcopy() {
+	echo "INSERT INTO sample_raw (id, z) SELECT c.id, r.z FROM sample_cols c JOIN sample_cols o ON o.run = c.run AND o.task_key = substr(c.task_key, 1, $2(c.task_key, '#') - 1) JOIN sample_raw r ON r.id = o.id WHERE c.id > $1;"
 }
 
 seed() { # STORE: a seed of real samples
@@ -100,7 +106,7 @@ if [ "$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM results WHERE kind = 'web-
 fi
 seedloads=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM results WHERE kind = 'web-load'")
 "$dox" export --runs --store "$WORK/seed.db" >/dev/null # a seed from an older doxlab takes this one's schema
-seedn=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM samples")
+seedn=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM sample_cols")
 all=$(cols)
 copy=${all/task_key/task_key || \'#\' || i}
 
@@ -114,11 +120,13 @@ pg_start() {
 	# The seed, copied from SQLite: doxlab creates the schema, COPY the rows.
 	"$dox" export --runs --store "$PGURL" >/dev/null
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT * FROM runs" >"$WORK/runs.csv"
-	sqlite3 -header -csv "$WORK/seed.db" "SELECT $all FROM samples" >"$WORK/samples.csv"
-	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, task_key, '\\x' || lower(hex(z)) AS z FROM sample_raw" >"$WORK/raw.csv" # bytea's hex form
+	sqlite3 -header -csv "$WORK/seed.db" "SELECT id, $all FROM sample_cols" >"$WORK/samples.csv"
+	sqlite3 -header -csv "$WORK/seed.db" "SELECT id, '\\x' || lower(hex(z)) AS z FROM sample_raw" >"$WORK/raw.csv" # bytea's hex form
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, kind, task_key, started_at, '\\x' || lower(hex(z)) AS z FROM results" >"$WORK/results.csv"
-	psql -q "$PGURL" -c "\\copy runs FROM '$WORK/runs.csv' CSV HEADER" -c "\\copy samples ($all) FROM '$WORK/samples.csv' CSV HEADER" \
-		-c "\\copy sample_raw FROM '$WORK/raw.csv' CSV HEADER" -c "\\copy results FROM '$WORK/results.csv' CSV HEADER"
+	psql -q "$PGURL" -c "\\copy runs FROM '$WORK/runs.csv' CSV HEADER" -c "\\copy sample_cols (id, $all) FROM '$WORK/samples.csv' CSV HEADER" \
+		-c "\\copy sample_raw FROM '$WORK/raw.csv' CSV HEADER" -c "\\copy results FROM '$WORK/results.csv' CSV HEADER" \
+		-c "SELECT setval(pg_get_serial_sequence('sample_cols', 'id'), (SELECT MAX(id) FROM sample_cols))" \
+		-c "SELECT setval(pg_get_serial_sequence('runs', 'n'), (SELECT MAX(n) FROM runs))" >/dev/null
 }
 
 # grow BACKEND N: replicates the seed until the store holds ~N samples
@@ -126,7 +134,7 @@ pg_start() {
 grow() {
 	local want=$(( ($2 + seedn - 1) / seedn ))
 	if [ "$1" = sqlite ]; then
-		local have; have=$(sqlite3 "$WORK/s.db" "SELECT count(*) FROM samples")
+		local have; have=$(sqlite3 "$WORK/s.db" "SELECT count(*) FROM sample_cols")
 		have=$(( have / seedn ))
 		# A rollback journal while building, a few thousand copies a
 		# transaction: in WAL mode one transaction of 10M samples needs
@@ -134,27 +142,27 @@ grow() {
 		local from
 		for ((from = have; from < want; from += 5000)); do
 			local to=$(( from + 5000 < want ? from + 5000 : want ))
-			sqlite3 "$WORK/s.db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed AS SELECT * FROM samples WHERE instr(task_key, '#') = 0;
-				CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw WHERE instr(task_key, '#') = 0;
+			local last; last=$(sqlite3 "$WORK/s.db" "SELECT COALESCE(MAX(id), 0) FROM sample_cols")
+			sqlite3 "$WORK/s.db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed AS SELECT * FROM sample_cols WHERE instr(task_key, '#') = 0;
 				BEGIN;
-				WITH RECURSIVE k(i) AS (SELECT $from UNION ALL SELECT i+1 FROM k WHERE i < $((to - 1))) INSERT INTO samples ($all) SELECT $copy FROM seed, k;
-				WITH RECURSIVE k(i) AS (SELECT $from UNION ALL SELECT i+1 FROM k WHERE i < $((to - 1))) INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, z FROM seed_raw, k;
+				WITH RECURSIVE k(i) AS (SELECT $from UNION ALL SELECT i+1 FROM k WHERE i < $((to - 1))) INSERT INTO sample_cols ($all) SELECT $copy FROM seed, k;
+				$(rawcopy "$last" instr)
 				COMMIT;" >/dev/null
 		done
 		sqlite3 "$WORK/s.db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed_web AS SELECT * FROM results WHERE kind = 'web-load' AND instr(task_key, '#') = 0;
 			WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM k WHERE i < $(( $2 / LOADS_PER / seedloads )))
 			INSERT OR IGNORE INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z FROM seed_web, k;" >/dev/null
-		sqlite3 "$WORK/s.db" "PRAGMA journal_mode=WAL; SELECT count(*) FROM samples" | tail -1
+		sqlite3 "$WORK/s.db" "PRAGMA journal_mode=WAL; SELECT count(*) FROM sample_cols" | tail -1
 	else
-		local have; have=$(psql -tA "$PGURL" -c "SELECT count(*) FROM samples")
+		local have; have=$(psql -tA "$PGURL" -c "SELECT count(*) FROM sample_cols")
 		have=$(( have / seedn ))
-		psql -q "$PGURL" -c "CREATE TEMP TABLE seed AS SELECT * FROM samples WHERE position('#' in task_key) = 0;
-			CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw WHERE position('#' in task_key) = 0;
-			INSERT INTO samples ($all) SELECT $copy FROM seed, generate_series($have, $((want - 1))) i;
-			INSERT INTO sample_raw SELECT run_id, task_key || '#' || i, z FROM seed_raw, generate_series($have, $((want - 1))) i;
+		local last; last=$(psql -tA "$PGURL" -c "SELECT COALESCE(MAX(id), 0) FROM sample_cols")
+		psql -q "$PGURL" -c "CREATE TEMP TABLE seed AS SELECT * FROM sample_cols WHERE position('#' in task_key) = 0;
+			INSERT INTO sample_cols ($all) SELECT $copy FROM seed, generate_series($have, $((want - 1))) i;
+			$(rawcopy "$last" strpos)
 			CREATE TEMP TABLE seed_web AS SELECT * FROM results WHERE kind = 'web-load' AND position('#' in task_key) = 0;
-			INSERT INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z FROM seed_web, generate_series(1, $(( $2 / LOADS_PER / seedloads ))) i ON CONFLICT DO NOTHING;" -c "VACUUM ANALYZE samples"
-		psql -tA "$PGURL" -c "SELECT count(*) FROM samples"
+			INSERT INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z FROM seed_web, generate_series(1, $(( $2 / LOADS_PER / seedloads ))) i ON CONFLICT DO NOTHING;" -c "VACUUM ANALYZE sample_cols" -c "VACUUM ANALYZE sample_raw"
+		psql -tA "$PGURL" -c "SELECT count(*) FROM sample_cols"
 	fi
 }
 
@@ -190,6 +198,6 @@ for b in $BACKENDS; do
 	done
 	rm -f "$WORK"/s.db* "$WORK/samples.parquet"
 	if [ "$b" = postgres ]; then
-		psql -q "$PGURL" -c "DROP TABLE sample_raw, samples CASCADE" >/dev/null 2>&1 || true
+		psql -q "$PGURL" -c "DROP TABLE sample_raw, sample_cols CASCADE" >/dev/null 2>&1 || true
 	fi
 done

@@ -220,7 +220,7 @@ var (
 	allColumns = slices.Concat(runCols, floatCols, countCols, restCols)
 	// rawColumns are allColumns and the sample whole, packed, for an
 	// archive.
-	rawColumns    = append(slices.Clone(allColumns), col("(SELECT z FROM sample_raw r WHERE r.run_id = samples.run_id AND r.task_key = samples.task_key)", func(x *scanned) any { return &x.raw }))
+	rawColumns    = append(slices.Clone(allColumns), col("(SELECT z FROM sample_raw r WHERE r.id = samples.id)", func(x *scanned) any { return &x.raw }))
 	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{"status", "rcode", whereCol})
 )
 
@@ -264,20 +264,20 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 		exprs[slices.Index(cols, whereCol)] = strings.NewReplacer("vantage_asn", "vantage_asn::text", "char(31)", "chr(31)").Replace(whereCol)
 	}
 	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM samples WHERE ` + where
-	if s.postgres {
-		return scanRows(ctx, s.db, s.rebind(q), args, cols, runs, fn)
+	if s.postgres { // in the order stored, which a join need not keep
+		return scanRows(ctx, s.db, s.rebind(q+` ORDER BY id`), args, cols, runs, fn)
 	}
 	return s.scanChunks(ctx, q, args, cols, runs, fn, newSink)
 }
 
-// chunkRows is how many rowids one part of a SQLite scan covers (a
+// chunkRows is how many sample numbers one part of a SQLite scan covers (a
 // variable for tests).
 var chunkRows int64 = 1 << 15
 
 // scanWorkers is how many connections read a large SQLite store at once.
 const scanWorkers = 2
 
-// scanChunks runs a SQLite scan as ranges of rowids read on several
+// scanChunks runs a SQLite scan as ranges of sample numbers (rowids) read on several
 // connections at once: the driver's per-value cost, not the disk, bounds
 // a scan, and two cores halve it. Without newSink, fn gets the rows in
 // the order stored, and at most scanWorkers+1 ranges are in memory at a
@@ -285,10 +285,10 @@ const scanWorkers = 2
 // reads them. Rows stored after the scan began are not read.
 func (s *Store) scanChunks(ctx context.Context, q string, args []any, cols []string, runs map[string]Run, fn func(*Row) error, newSink func() func(*Row) error) error {
 	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT min(rowid), max(rowid) FROM samples`).Scan(&lo, &hi); err != nil || !lo.Valid {
+	if err := s.db.QueryRowContext(ctx, `SELECT min(id), max(id) FROM sample_cols`).Scan(&lo, &hi); err != nil || !lo.Valid {
 		return err
 	}
-	q += ` AND rowid BETWEEN ? AND ? ORDER BY rowid`
+	q += ` AND id BETWEEN ? AND ? ORDER BY id`
 	size := chunkRows
 	n := int((hi.Int64-lo.Int64)/size + 1)
 	if n == 1 {

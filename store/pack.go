@@ -8,12 +8,16 @@ import (
 )
 
 // typed turns the schema's portable types into the engine's: BLOB is
-// PostgreSQL's BYTEA.
+// PostgreSQL's BYTEA, an INTEGER PRIMARY KEY (SQLite's rowid) its
+// BIGINT, numbers are identities there, and a view is replaced (it has
+// no IF NOT EXISTS).
 func (s *Store) typed(stmt string) string {
 	if s.postgres {
-		return strings.ReplaceAll(stmt, " BLOB", " BYTEA")
+		return strings.NewReplacer(" BLOB", " BYTEA", "INTEGER PRIMARY KEY", "BIGINT PRIMARY KEY",
+			"SAMPLEID", sampleIDPostgres, "RUNNUMBER", runNumberPostgres,
+			"CREATE VIEW IF NOT EXISTS", "CREATE OR REPLACE VIEW").Replace(stmt)
 	}
-	return stmt
+	return strings.NewReplacer("SAMPLEID", sampleIDSQLite, "RUNNUMBER", runNumberSQLite).Replace(stmt)
 }
 
 // hasColumn says whether table has a column of that name.
@@ -168,4 +172,85 @@ func (s *Store) packBatch(ctx context.Context, table, key string, after []any) (
 		return nil
 	})
 	return last, err
+}
+
+// repackSamples finishes the upgrade to schema 9 in place: the samples'
+// records packed with dictionary 1 are packed again with dictionary 2,
+// which keeps them in about half the octets, a batch per transaction
+// from the sample number the last batch reached (kept in
+// repack_samples, which goes when all are done); then the space goes
+// back to the file system. Run again after an interruption, it goes on
+// where it stopped. A store without repack_samples has nothing to do.
+func (s *Store) repackSamples(ctx context.Context) error {
+	pending, err := s.hasColumn(ctx, "repack_samples", "after")
+	if err != nil || !pending {
+		return err
+	}
+	for done := false; !done; {
+		err := s.InTx(ctx, func(tx *sql.Tx) error {
+			var after int64
+			if err := tx.QueryRowContext(ctx, `SELECT after FROM repack_samples`).Scan(&after); err != nil {
+				return err
+			}
+			rows, err := tx.QueryContext(ctx, s.rebind(fmt.Sprintf(`SELECT id, z FROM sample_raw WHERE id > ? ORDER BY id LIMIT %d`, packBatch)), after)
+			if err != nil {
+				return err
+			}
+			type row struct {
+				id int64
+				z  []byte
+			}
+			var batch []row
+			read := 0
+			for rows.Next() {
+				read++
+				var r row
+				if err := rows.Scan(&r.id, &r.z); err != nil {
+					rows.Close()
+					return err
+				}
+				after = r.id
+				if len(r.z) > 0 && r.z[0] == codecZstd1 {
+					raw, err := unpackRaw(r.z)
+					if err != nil {
+						rows.Close()
+						return fmt.Errorf("sample %d: %w", r.id, err)
+					}
+					batch = append(batch, row{r.id, packSample(raw)})
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, r := range batch {
+				if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE sample_raw SET z = ? WHERE id = ?`), r.z, r.id); err != nil {
+					return err
+				}
+			}
+			if done = read < packBatch; done {
+				_, err = tx.ExecContext(ctx, `DROP TABLE repack_samples`)
+				return err
+			}
+			_, err = tx.ExecContext(ctx, s.rebind(`UPDATE repack_samples SET after = ?`), after)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("upgrading to schema 9, repacking the samples: %w", err)
+		}
+		if afterPackBatch != nil && !done {
+			if err := afterPackBatch(); err != nil {
+				return err
+			}
+		}
+	}
+	// The old tables' and records' pages go back to the file system.
+	vacuum := `VACUUM`
+	if s.postgres {
+		vacuum = `VACUUM FULL sample_raw`
+	}
+	if _, err := s.db.ExecContext(ctx, vacuum); err != nil {
+		return fmt.Errorf("upgrading to schema 9, %s: %w", vacuum, err)
+	}
+	return nil
 }

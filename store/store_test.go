@@ -274,7 +274,15 @@ func upgradedFromSchema1(t *testing.T, dsn string) {
 	require.Equal(t, []any{"10.200.0.1", "Example Net", int64(64500), "Frankfurt, DE"}, []any{r.VantageAddress, r.VantageNetwork, r.VantageASN, r.VantageLocation})
 	moved, err := s.Raw(ctx, "old", "k2")
 	require.NoError(t, err)
-	require.JSONEq(t, schema1Raw, string(moved), "the raw sample moved to its own table whole (schema 4), compressed (schema 8)")
+	require.JSONEq(t, schema1Raw, string(moved), "the raw sample moved to its own table whole (schema 4), compressed (schema 8), under its number (schema 9)")
+	zs, err := s.DB().QueryContext(ctx, `SELECT z FROM sample_raw`)
+	require.NoError(t, err)
+	defer zs.Close()
+	for zs.Next() {
+		var z []byte
+		require.NoError(t, zs.Scan(&z))
+		require.NotEqual(t, byte(1), z[0], "every sample packed again with dictionary 2 (schema 9)")
+	}
 	var loads []string
 	require.NoError(t, s.Results(ctx, "old", store.Kind("web-load"), func(id string, raw []byte) error {
 		loads = append(loads, id+" "+string(raw))
@@ -295,32 +303,41 @@ func upgradedFromSchema1(t *testing.T, dsn string) {
 	require.Equal(t, 3, run.Method)
 }
 
-// upgradeResumes cuts the upgrade to schema 8 short after its second
-// batch of records compressed, as a kill or a full disk would: Open
-// fails, the store holds some records compressed and the rest in clear,
-// and the next Open goes on and loses nothing.
-func upgradeResumes(t *testing.T, driver, dsn string) {
-	writeSchema1(t, driver, dsn)
+// upgradeResumes cuts the upgrade short after a batch of records
+// compressed (schema 8) or packed again (schema 9), as a kill or a full
+// disk would: Open fails, the store holds some records done and the rest
+// not, and the next Open goes on and loses nothing.
+func upgradeResumes(t *testing.T, driver string, newDSN func() string) {
 	stop := errors.New("stopped half-way")
-	batches := 0
-	defer store.SetPackHooks(1, func() error {
-		if batches++; batches == 2 {
-			return stop
-		}
-		return nil
-	})()
-	_, err := store.Open(context.Background(), dsn)
-	require.ErrorIs(t, err, stop)
-	store.SetPackHooks(1, nil)
-	upgradedFromSchema1(t, dsn)
+	for at, schema := range map[int]int{2: 8, 4: 9} { // compressing the samples; packing them again
+		dsn := newDSN()
+		writeSchema1(t, driver, dsn)
+		batches := 0
+		restore := store.SetPackHooks(1, func() error {
+			if batches++; batches == at {
+				return stop
+			}
+			return nil
+		})
+		_, err := store.Open(context.Background(), dsn)
+		restore()
+		require.ErrorIs(t, err, stop)
+		db, err := sql.Open(driver, dsn)
+		require.NoError(t, err)
+		var v int
+		require.NoError(t, db.QueryRow(`SELECT version FROM schema_version`).Scan(&v))
+		db.Close()
+		require.Equal(t, schema, v, "cut short on the way to schema %d", schema)
+		upgradedFromSchema1(t, dsn)
+	}
 }
 
-func TestUpgradeTo8Resumes(t *testing.T) {
-	upgradeResumes(t, "sqlite", filepath.Join(t.TempDir(), "old.db"))
+func TestUpgradeResumes(t *testing.T) {
+	upgradeResumes(t, "sqlite", func() string { return filepath.Join(t.TempDir(), "old.db") })
 }
 
-func TestPostgresUpgradeTo8Resumes(t *testing.T) {
-	upgradeResumes(t, "pgx", testutil.StartPostgres(t))
+func TestPostgresUpgradeResumes(t *testing.T) {
+	upgradeResumes(t, "pgx", func() string { return testutil.StartPostgres(t) })
 }
 
 func TestUpgradeFromSchema1(t *testing.T) {
@@ -426,7 +443,7 @@ func storeStats(t *testing.T, dsn string) {
 		rows[tb.Name] = tb.Rows
 		require.Positive(t, tb.Octets, "%s takes room", tb.Name)
 	}
-	require.Equal(t, map[string]int64{"runs": 1, "samples": int64(len(samples)), "sample_raw": int64(len(samples)), "results": 4}, rows)
+	require.Equal(t, map[string]int64{"runs": 1, "sample_cols": int64(len(samples)), "sample_raw": int64(len(samples)), "results": 4}, rows)
 	require.Equal(t, int64(len(samples)), st.Samples)
 	require.Positive(t, st.OctetsPerSample)
 	require.GreaterOrEqual(t, st.Octets, st.Tables[0].Octets+st.Tables[1].Octets+st.Tables[2].Octets+st.Tables[3].Octets)
