@@ -82,18 +82,20 @@ func DefaultSelf(path *string) error {
 }
 
 // LoadResults decodes the stored results of one kind from the runs keep
-// accepts.
+// accepts, in the order stored. keep is called from several goroutines
+// (OfRun's and OfExperiment's may be).
 func LoadResults[T any](ctx context.Context, st *store.Store, kind store.Kind, keep func(runID string) bool) ([]*T, error) {
 	var out []*T
-	err := st.Results(ctx, "", kind, func(id string, raw []byte) error {
+	err := DecodeResults(ctx, st, "", kind, func(id string, raw []byte) (*T, error) {
 		if !keep(id) {
-			return nil
+			return nil, nil
 		}
 		v := new(T)
-		if err := json.Unmarshal(raw, v); err != nil {
-			return err
+		return v, json.Unmarshal(raw, v)
+	}, func(_ string, v *T) error {
+		if v != nil {
+			out = append(out, v)
 		}
-		out = append(out, v)
 		return nil
 	})
 	return out, err
