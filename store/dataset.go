@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -382,13 +383,8 @@ func newStamp() string {
 // hashed counts and digests what is written through it.
 type hashed struct {
 	w io.Writer
-	h hashState
+	h hash.Hash
 	n int64
-}
-
-type hashState interface {
-	io.Writer
-	Sum([]byte) []byte
 }
 
 func (h *hashed) Write(p []byte) (int, error) {

@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -128,9 +127,5 @@ func readAll(ctx context.Context, src source, name string, max int64) ([]byte, e
 	if f.Size() > max {
 		return nil, fmt.Errorf("%s: %d octets, more than a manifest takes (%d)", name, f.Size(), max)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max))
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return b, nil
+	return io.ReadAll(io.LimitReader(f, max)) // io.ReadAll ends at io.EOF without error
 }
