@@ -839,8 +839,12 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	held := make(map[string]bool, len(runs))
+	for _, r := range runs {
+		held[r.ID] = true
+	}
 	for _, r := range more {
-		if !slices.ContainsFunc(runs, func(x Run) bool { return x.ID == r.ID }) {
+		if !held[r.ID] {
 			runs = append(runs, r)
 		}
 	}

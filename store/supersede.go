@@ -49,12 +49,17 @@ func (s *Store) Supersessions(ctx context.Context, prefix string) ([]Supersessio
 	if err != nil || s.archive == nil {
 		return out, err
 	}
+	held := make(map[string]bool, len(out))
+	for _, x := range out {
+		held[x.Run] = true
+	}
 	err = s.archive.results(KindSupersedes, func(string) bool { return true }, func(_ string, raw []byte) error {
 		var x Supersession
 		if err := json.Unmarshal(raw, &x); err != nil {
 			return err
 		}
-		if strings.HasPrefix(x.Run, prefix) && !slices.ContainsFunc(out, func(y Supersession) bool { return y.Run == x.Run }) {
+		if strings.HasPrefix(x.Run, prefix) && !held[x.Run] {
+			held[x.Run] = true
 			out = append(out, x)
 		}
 		return nil
