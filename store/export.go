@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -91,16 +90,6 @@ type Filter struct {
 	Superseded bool
 }
 
-// where is the filter as SQL on the samples table, with its arguments.
-func (f Filter) where() (string, []any) {
-	q, args := runPrefix, []any{utf8.RuneCountInString(f.RunPrefix), f.RunPrefix}
-	if f.Vantage != "" {
-		q += ` AND vantage = ?`
-		args = append(args, f.Vantage)
-	}
-	return q, args
-}
-
 // Vantages are the vantage points the samples name, in order.
 func (s *Store) Vantages(ctx context.Context) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT vantage FROM samples WHERE vantage <> '' ORDER BY vantage`)
@@ -175,6 +164,7 @@ func (s *Store) EachTiming(ctx context.Context, f Filter, newSink func() func(r 
 // scanned is a row as scanned, before its times and floats are set.
 type scanned struct {
 	Row
+	run     int64 // the run's number
 	started string
 	fl      [9]sql.NullFloat64
 	where   sql.NullString
@@ -194,8 +184,8 @@ func col(expr string, dest func(*scanned) any) string {
 }
 
 var (
-	runCols = []string{col("run_id", func(x *scanned) any { return &x.RunID }), col("vantage", func(x *scanned) any { return &x.Vantage }),
-		col("target", func(x *scanned) any { return &x.Target }), col("transport", func(x *scanned) any { return &x.Transport }),
+	runCols = []string{col("run", func(x *scanned) any { return &x.run }), col("vantage", func(x *scanned) any { return &x.Vantage }),
+		col("COALESCE(target, url)", func(x *scanned) any { return &x.Target }), col("transport", func(x *scanned) any { return &x.Transport }),
 		col("cond", func(x *scanned) any { return &x.Condition })}
 	floatCols = []string{col("probe_rtt_ms", func(x *scanned) any { return &x.fl[0] }), col("handshake_ms", func(x *scanned) any { return &x.fl[1] }),
 		col("query_ms", func(x *scanned) any { return &x.fl[2] }), col("total_ms", func(x *scanned) any { return &x.fl[3] }),
@@ -220,7 +210,7 @@ var (
 	allColumns = slices.Concat(runCols, floatCols, countCols, restCols)
 	// rawColumns are allColumns and the sample whole, packed, for an
 	// archive.
-	rawColumns    = append(slices.Clone(allColumns), col("(SELECT z FROM sample_raw r WHERE r.id = samples.id)", func(x *scanned) any { return &x.raw }))
+	rawColumns    = append(slices.Clone(allColumns), col("(SELECT z FROM sample_raw r WHERE r.id = sample_cols.id)", func(x *scanned) any { return &x.raw }))
 	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{"status", "rcode", whereCol})
 )
 
@@ -251,23 +241,44 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 			return err
 		}
 	}
-	where, args := f.where()
-	if !f.Superseded {
-		not, more, err := s.notSuperseded(ctx)
-		if err != nil {
-			return err
+	// sample_cols is read without the view's join: a sample's run is
+	// its number, the filter the numbers of the runs it keeps (none
+	// named when it keeps them all), the run's ID put back from here.
+	keep, err := s.keepRun(ctx, f)
+	if err != nil {
+		return err
+	}
+	held, err := s.dbRuns(ctx)
+	if err != nil {
+		return err
+	}
+	byNumber := map[int64]Run{}
+	var kept []string
+	for _, r := range held {
+		if keep(r.ID) {
+			byNumber[r.number] = r
+			kept = append(kept, strconv.FormatInt(r.number, 10))
 		}
-		where, args = where+not, append(args, more...)
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	where, args := `TRUE`, []any{}
+	if len(kept) < len(held) {
+		where = `run IN (` + strings.Join(kept, ", ") + `)` // numbers the database gave
+	}
+	if f.Vantage != "" {
+		where, args = where+` AND vantage = ?`, append(args, f.Vantage)
 	}
 	exprs := slices.Clone(cols)
 	if s.postgres && slices.Contains(cols, whereCol) { // PostgreSQL's || takes no bigint
 		exprs[slices.Index(cols, whereCol)] = strings.NewReplacer("vantage_asn", "vantage_asn::text", "char(31)", "chr(31)").Replace(whereCol)
 	}
-	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM samples WHERE ` + where
-	if s.postgres { // in the order stored, which a join need not keep
-		return scanRows(ctx, s.db, s.rebind(q+` ORDER BY id`), args, cols, runs, fn)
+	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM sample_cols WHERE ` + where
+	if s.postgres {
+		return scanRows(ctx, s.db, s.rebind(q+` ORDER BY id`), args, cols, byNumber, fn)
 	}
-	return s.scanChunks(ctx, q, args, cols, runs, fn, newSink)
+	return s.scanChunks(ctx, q, args, cols, byNumber, fn, newSink)
 }
 
 // chunkRows is how many sample numbers one part of a SQLite scan covers (a
@@ -283,7 +294,7 @@ const scanWorkers = 2
 // the order stored, and at most scanWorkers+1 ranges are in memory at a
 // time; with it, each reader hands its rows to a sink of its own as it
 // reads them. Rows stored after the scan began are not read.
-func (s *Store) scanChunks(ctx context.Context, q string, args []any, cols []string, runs map[string]Run, fn func(*Row) error, newSink func() func(*Row) error) error {
+func (s *Store) scanChunks(ctx context.Context, q string, args []any, cols []string, runs map[int64]Run, fn func(*Row) error, newSink func() func(*Row) error) error {
 	var lo, hi sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT min(id), max(id) FROM sample_cols`).Scan(&lo, &hi); err != nil || !lo.Valid {
 		return err
@@ -387,7 +398,7 @@ func (s *Store) readers() (*sql.DB, error) {
 }
 
 // scanRows hands fn each row of a query over cols.
-func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []string, runs map[string]Run, fn func(*Row) error) error {
+func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []string, runs map[int64]Run, fn func(*Row) error) error {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
@@ -398,6 +409,14 @@ func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []stri
 	for i, c := range cols {
 		dest[i] = columns[c].dest(&x)
 	}
+	// The driver's values are scanned as they are and assigned here:
+	// database/sql's conversion of each (by reflection, for numbers)
+	// cost an eighth of a large report's time.
+	got := make([]any, len(cols))
+	into := make([]any, len(cols))
+	for i := range got {
+		into[i] = &got[i]
+	}
 	timed := slices.Contains(cols, "started_at")
 	r := &x.Row
 	ptrs := []**float64{&r.ProbeRTTMs, &r.HandshakeMs, &r.QueryMs, &r.TotalMs, &r.HandshakeRTT, &r.ResolveRTT, &r.TotalRTT, &r.WireMs, &r.WireQueryMs}
@@ -405,8 +424,13 @@ func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []stri
 	for rows.Next() {
 		x.fl = [9]sql.NullFloat64{}
 		x.where = sql.NullString{}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(into...); err != nil {
 			return err
+		}
+		for i, v := range got {
+			if err := assign(dest[i], v); err != nil {
+				return fmt.Errorf("column %s: %w", cols[i], err)
+			}
 		}
 		if timed {
 			if r.StartedAt, err = time.Parse(time.RFC3339Nano, x.started); err != nil {
@@ -419,7 +443,8 @@ func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []stri
 		} else if !slices.Contains(cols, "vantage_address") {
 			r.VantageLocation, r.VantageNetwork, r.VantageASN, r.VantageAddress = "", "", 0, ""
 		}
-		run := runs[r.RunID]
+		run := runs[x.run]
+		r.RunID = run.ID
 		r.Kind, r.Profile, r.DoxlabVersion, r.Kernel, r.Hostname = run.Kind, run.Profile, run.DoxlabVersion, run.Kernel, run.Hostname
 		r.Method = int64(run.Method)
 		for i, v := range x.fl {
@@ -434,6 +459,69 @@ func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []stri
 		}
 	}
 	return rows.Err()
+}
+
+// assign stores a driver's value (int64, float64, bool, string, []byte
+// or nil: SQLite's and pgx's) in dst, one of scanned's fields.
+func assign(dst, v any) error {
+	switch d := dst.(type) {
+	case *string:
+		switch v := v.(type) {
+		case string:
+			*d = v
+		case []byte:
+			*d = string(v)
+		case nil:
+			*d = ""
+		default:
+			return fmt.Errorf("%T where text was expected", v)
+		}
+	case *sql.NullString:
+		err := assign(&d.String, v)
+		d.Valid = v != nil
+		return err
+	case *int64:
+		switch v := v.(type) {
+		case int64:
+			*d = v
+		case nil:
+			*d = 0
+		default:
+			return fmt.Errorf("%T where an integer was expected", v)
+		}
+	case *bool:
+		switch v := v.(type) {
+		case bool:
+			*d = v
+		case int64: // SQLite's
+			*d = v != 0
+		default:
+			return fmt.Errorf("%T where a boolean was expected", v)
+		}
+	case *sql.NullFloat64:
+		switch v := v.(type) {
+		case float64:
+			*d = sql.NullFloat64{Float64: v, Valid: true}
+		case int64:
+			*d = sql.NullFloat64{Float64: float64(v), Valid: true}
+		case nil:
+			*d = sql.NullFloat64{}
+		default:
+			return fmt.Errorf("%T where a number was expected", v)
+		}
+	case *[]byte:
+		switch v := v.(type) {
+		case []byte:
+			*d = v
+		case string:
+			*d = []byte(v)
+		default:
+			return fmt.Errorf("%T where octets were expected", v)
+		}
+	default:
+		return fmt.Errorf("no way to assign %T", dst)
+	}
+	return nil
 }
 
 // setVantage sets r's vantage point details from whereCol.

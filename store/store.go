@@ -227,6 +227,10 @@ type Run struct {
 	Hostname  string          `json:"hostname"`
 	Profile   string          `json:"profile"` // testbed profile, or "" for real networks
 	Spec      json.RawMessage `json:"spec"`    // what was asked for, server config included
+
+	// number is the run's number in the database (schema 9), which its
+	// samples name it by; 0 for a dataset's runs.
+	number int64
 }
 
 // NewID is a new run ID: the UTC start time and 64 random bits.
@@ -854,12 +858,12 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 
 // dbRuns are the runs the database holds.
 func (s *Store) dbRuns(ctx context.Context) ([]Run, error) {
-	return s.runs(ctx, `SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method FROM runs ORDER BY started_at, id`)
+	return s.runs(ctx, `SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method, n FROM runs ORDER BY started_at, id`)
 }
 
 // Run reads one run; one the store does not hold is ErrNoRun.
 func (s *Store) Run(ctx context.Context, id string) (Run, error) {
-	runs, err := s.runs(ctx, s.rebind(`SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method FROM runs WHERE id = ?`), id)
+	runs, err := s.runs(ctx, s.rebind(`SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method, n FROM runs WHERE id = ?`), id)
 	if err != nil {
 		return Run{}, err
 	}
@@ -886,7 +890,7 @@ func (s *Store) runs(ctx context.Context, query string, args ...any) ([]Run, err
 	for rows.Next() {
 		var r Run
 		var started, spec string
-		if err := rows.Scan(&r.ID, &r.Kind, &started, &r.DoxlabVersion, &r.GoVersion, &r.Kernel, &r.Hostname, &r.Profile, &spec, &r.Method); err != nil {
+		if err := rows.Scan(&r.ID, &r.Kind, &started, &r.DoxlabVersion, &r.GoVersion, &r.Kernel, &r.Hostname, &r.Profile, &spec, &r.Method, &r.number); err != nil {
 			return nil, err
 		}
 		r.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
