@@ -909,6 +909,12 @@ func TestUnacknowledgedAnswersLockNobodyOut(t *testing.T) {
 				// bounded by handshake_timeout too: kept out of the way,
 				// so what makes room is the stall alone.
 				c.Limits.HandshakeTimeout = time.Minute
+				// Nor may idleness close an attacker's connection before
+				// room is asked for: the setup of 1,000 takes half a
+				// minute under the race detector, and QUIC's idle timeout
+				// (30 s by default) closed the first ones, leaving room
+				// that no eviction had made.
+				c.Limits.IdleTimeout = 5 * time.Minute
 			})
 			addr := ts.Addr(tc.listener)
 			var held atomic.Int64
@@ -1076,7 +1082,7 @@ func attackH3(t *testing.T, src net.IP, addr net.Addr) bool {
 	t.Cleanup(func() { tr.Close(); pc.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := tr.Dial(ctx, addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{http3.NextProtoH3}}, &quic.Config{MaxIdleTimeout: 30 * time.Second})
+	c, err := tr.Dial(ctx, addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{http3.NextProtoH3}}, &quic.Config{MaxIdleTimeout: 5 * time.Minute})
 	if err != nil {
 		return false
 	}
