@@ -81,7 +81,7 @@ func (s *Store) WriteResultTx(ctx context.Context, ex Execer, runID string, kind
 		return err
 	}
 	_, err = ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, z) VALUES (?,?,?,?,?)`),
-		runID, kind, key, started.UTC().Format(time.RFC3339Nano), packRaw(raw))
+		runID, kind, key, storedTime(started), packRaw(raw))
 	if err != nil {
 		return fmt.Errorf("store: writing %s %s: %w", kind, key, err)
 	}
@@ -98,7 +98,7 @@ func (s *Store) WriteResultOnceTx(ctx context.Context, ex Execer, runID string, 
 	}
 	res, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, z) VALUES (?,?,?,?,?)
 		ON CONFLICT (run_id, kind, task_key) DO NOTHING`),
-		runID, kind, key, started.UTC().Format(time.RFC3339Nano), packRaw(raw))
+		runID, kind, key, storedTime(started), packRaw(raw))
 	if err != nil {
 		return false, fmt.Errorf("store: writing %s %s: %w", kind, key, err)
 	}

@@ -634,11 +634,19 @@ func (s *Store) BeginRunTx(ctx context.Context, ex Execer, r Run) error {
 		number, value = `, n`, `, (SELECT COALESCE(MAX(n), 0) + 1 FROM runs)`
 	}
 	_, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO runs (id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method`+number+`) VALUES (?,?,?,?,?,?,?,?,?,?`+value+`)`),
-		r.ID, r.Kind, r.StartedAt.Format(time.RFC3339Nano), r.DoxlabVersion, r.GoVersion, r.Kernel, r.Hostname, r.Profile, string(r.Spec), r.Method)
+		r.ID, r.Kind, storedTime(r.StartedAt), r.DoxlabVersion, r.GoVersion, r.Kernel, r.Hostname, r.Profile, string(r.Spec), r.Method)
 	if err != nil {
 		return fmt.Errorf("store: recording run: %w", err)
 	}
 	return nil
+}
+
+// storedTime is a time as the store's started_at columns keep it: in
+// UTC, the fraction always nine digits, so that their text sorts as
+// the times do (RFC 3339 with the fraction trimmed sorts 12:00:00Z
+// after 12:00:00.5Z, and a vantage point's local offset anywhere).
+func storedTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
 }
 
 // TaskKey names a task within a run, the same on every attempt, so a run
@@ -737,7 +745,7 @@ func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.S
 	}
 	target := sql.NullString{String: x.Target, Valid: x.Target != x.URL} // the view gives the URL for NULL
 	res, err := db.ExecContext(ctx, s.rebind(stmt),
-		runID, SampleKey(x), x.Start.Format(time.RFC3339Nano), target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
+		runID, SampleKey(x), storedTime(x.Start), target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
 		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, v.Name,
 		more.bytes.Sent, more.bytes.Received, more.packets.Sent, more.packets.Received, more.wire, more.wireQuery, more.stall, more.attempt,
 		v.Address, v.Network, v.ASN, v.Location, x.Round)

@@ -459,3 +459,44 @@ func storeStats(t *testing.T, dsn string) {
 
 func TestSQLiteStats(t *testing.T)   { storeStats(t, filepath.Join(t.TempDir(), "s.db")) }
 func TestPostgresStats(t *testing.T) { storeStats(t, testutil.StartPostgres(t)) }
+
+// TestResultsInTheOrderMeasured: results and runs come back in the
+// order of their times, whatever their zones and fractions: a time on a
+// whole second sorts before one half a second later, a vantage point's
+// local time by its instant.
+func TestResultsInTheOrderMeasured(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	base := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	cet := time.FixedZone("CET", 3600)
+	times := map[string]time.Time{
+		"c": base.Add(500 * time.Millisecond),
+		"a": base.Add(-time.Nanosecond).In(cet), // 12:59:59.999999999+01:00
+		"b": base,
+		"d": base.Add(time.Second).In(cet),
+	}
+	for _, id := range []string{"d", "c", "b", "a"} {
+		run := store.NewRun("measure", "", nil)
+		run.ID, run.StartedAt = "run-"+id, times[id]
+		require.NoError(t, s.BeginRun(ctx, run))
+		require.NoError(t, s.WriteResult(ctx, "run-d", store.Kind("k"), id, times[id], map[string]string{"id": id}))
+	}
+	var got []string
+	require.NoError(t, s.FilteredResults(ctx, store.Filter{}, store.Kind("k"), func(_ string, raw []byte) error {
+		var x map[string]string
+		require.NoError(t, json.Unmarshal(raw, &x))
+		got = append(got, x["id"])
+		return nil
+	}))
+	require.Equal(t, []string{"a", "b", "c", "d"}, got)
+	runs, err := s.Runs(ctx)
+	require.NoError(t, err)
+	got = nil
+	for _, r := range runs {
+		got = append(got, r.ID)
+		require.True(t, r.StartedAt.Equal(times[strings.TrimPrefix(r.ID, "run-")]), "%s keeps its instant", r.ID)
+	}
+	require.Equal(t, []string{"run-a", "run-b", "run-c", "run-d"}, got)
+}
