@@ -57,6 +57,7 @@ func TestArchiveKeepsTheReport(t *testing.T) {
 		return out
 	}
 	before := report("--store", db)
+	compared := report("--store", db, "--compare", dnsRun.ID, webRun.ID)
 
 	ds := filepath.Join(dir, "archive")
 	code, out, errOut := run("store", "archive", "--store", db, "--before", "2026-11-21", "--dataset", ds)
@@ -67,6 +68,8 @@ func TestArchiveKeepsTheReport(t *testing.T) {
 	require.Contains(t, after, `"n": 40`)
 	require.Equal(t, before, report("--store", db, "--dataset", ds), "the store and its archive report as the store did")
 	require.NotEqual(t, before, report("--dataset", ds), "the dataset alone holds the first day")
+	require.Equal(t, compared, report("--store", db, "--dataset", ds, "--compare", dnsRun.ID, webRun.ID), "runs compare as they did with their archived rounds")
+	require.NotEqual(t, compared, report("--store", db, "--compare", dnsRun.ID, webRun.ID))
 
 	exported := filepath.Join(dir, "exported")
 	code, out, errOut = run("export", "--store", db, "--dataset", exported, "--format", "parquet")
@@ -89,7 +92,7 @@ func TestArchiveKeepsTheReport(t *testing.T) {
 		{[]string{"report", "--dataset", dir}, "no _manifest.json"},
 		{[]string{"export", "--store", db, "--dataset", ds, "--format", "csv"}, "a dataset is Parquet"},
 		{[]string{"export", "--store", db, "--before", "2026-11-21"}, "--before goes with --dataset DIR"},
-		{[]string{"report", "--compare", "--dataset", ds, "a", "b"}, "not with --compare"},
+		{[]string{"report", "--compare", "--dataset", ds, "a", "b"}, `archive: no run or experiment "a"`},
 	} {
 		code, _, errOut := run(c.args...)
 		require.NotZero(t, code, c.args)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -47,9 +48,6 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	case !*compareRuns && len(pos) > 0:
 		fmt.Fprintf(stderr, "doxlab report: unexpected argument %q (runs to compare go after --compare)\n", pos[0])
 		return exitUsage
-	case *dataset != "" && (*compareRuns || *by != ""):
-		fmt.Fprintf(stderr, "doxlab report: --dataset reads with the report of a store, not with --compare or --by\n")
-		return exitUsage
 	case *by != "" && *runID == "":
 		fmt.Fprintf(stderr, "doxlab report: --by round needs --run: the campaign run whose rounds to compare\n")
 		return exitUsage
@@ -70,7 +68,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx := context.Background()
 	if *compareRuns || *by != "" {
-		return runCompare(ctx, compareArgs{dsn: *dsn, runID: *runID, sels: pos, out: *out, json: *asJSON, answers: answers}, stdout, stderr)
+		return runCompare(ctx, compareArgs{fs: fs, dsn: *dsn, dataset: *dataset, runID: *runID, sels: pos, out: *out, json: *asJSON, answers: answers}, stdout, stderr)
 	}
 	st, done, code := openForAnalysis(ctx, fs, *dsn, *dataset, "report", stderr)
 	if st == nil {
@@ -110,10 +108,11 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 
 // compareArgs are report --compare's and --by round's.
 type compareArgs struct {
-	dsn, runID, out string
-	sels            []string // ID or ID@STORE, for --compare
-	json            bool
-	answers         measure.Answers
+	fs                       *flag.FlagSet
+	dsn, dataset, runID, out string   // the dataset is read with --store's runs
+	sels                     []string // ID or ID@STORE, for --compare
+	json                     bool
+	answers                  measure.Answers
 }
 
 // runCompare prints and renders runs against each other (--compare), or
@@ -124,14 +123,25 @@ func runCompare(ctx context.Context, a compareArgs, stdout, stderr io.Writer) in
 		return code
 	}
 	stores := map[string]*store.Store{}
+	var dones []func()
 	defer func() {
 		for _, st := range stores {
 			st.Close()
+		}
+		for _, done := range dones {
+			done()
 		}
 	}()
 	open := func(dsn string) (*store.Store, int) {
 		if st, ok := stores[dsn]; ok {
 			return st, exitOK
+		}
+		if dsn == a.dsn && a.dataset != "" { // --store's runs, with what was archived of them
+			st, done, code := openForAnalysis(ctx, a.fs, dsn, a.dataset, "report", stderr)
+			if st != nil {
+				stores[dsn], dones = st, append(dones, done)
+			}
+			return st, code
 		}
 		st, code := openExistingStore(ctx, dsn, "report", stderr)
 		if st != nil {
@@ -154,9 +164,16 @@ func runCompare(ctx context.Context, a compareArgs, stdout, stderr io.Writer) in
 		if st == nil {
 			return code
 		}
+		where := store.Redact(dsn)
+		if dsn == a.dsn && a.dataset != "" {
+			where = a.dataset
+			if flagSet(a.fs, "store") {
+				where = store.Redact(dsn) + " with " + a.dataset
+			}
+		}
 		s, err := selectRun(ctx, st, id)
 		if err != nil {
-			return fail(exitUsage, "%s: %v", store.Redact(dsn), err)
+			return fail(exitUsage, "%s: %v", where, err)
 		}
 		all, err := st.Runs(ctx)
 		if err != nil {
@@ -167,7 +184,7 @@ func runCompare(ctx context.Context, a compareArgs, stdout, stderr io.Writer) in
 				runs = append(runs, r)
 			}
 		}
-		srcs = append(srcs, compare.Source{Name: id, Store: st, Where: store.Redact(dsn), Filter: store.Filter{RunPrefix: s.prefix(), OKRcodes: a.answers.Rcodes()}})
+		srcs = append(srcs, compare.Source{Name: id, Store: st, Where: where, Filter: store.Filter{RunPrefix: s.prefix(), OKRcodes: a.answers.Rcodes()}})
 	}
 	var tables []*compare.Table
 	if a.runID != "" {
