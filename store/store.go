@@ -749,6 +749,9 @@ func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.S
 		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, v.Name,
 		more.bytes.Sent, more.bytes.Received, more.packets.Sent, more.packets.Received, more.wire, more.wireQuery, more.stall, more.attempt,
 		v.Address, v.Network, v.ASN, v.Location, x.Round)
+	if noRun(err) {
+		return false, fmt.Errorf("store: sample %s: %w: %s", SampleKey(x), ErrNoRun, runID)
+	}
 	if err != nil {
 		return false, fmt.Errorf("store: writing sample %s: %w", SampleKey(x), err)
 	}
@@ -934,11 +937,12 @@ func Retry(ctx context.Context, op func() error, notify func(error, time.Duratio
 }
 
 // Permanent reports whether a database error can never succeed on a
-// retry: PostgreSQL's data exceptions (class 22), integrity constraint
+// retry: a sample of a run the store does not hold (ErrNoRun),
+// PostgreSQL's data exceptions (class 22), integrity constraint
 // violations (23) and program limits exceeded (54, an index row too
 // large), and SQLite's constraint, too-big and mismatch errors.
 func Permanent(err error) bool {
-	if errors.Is(err, ErrNotFinite) {
+	if errors.Is(err, ErrNotFinite) || errors.Is(err, ErrNoRun) {
 		return true
 	}
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
@@ -952,6 +956,18 @@ func Permanent(err error) bool {
 		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
 			return true
 		}
+	}
+	return false
+}
+
+// noRun reports a sample refused for want of its run: its run's
+// number, looked up by ID, was NULL (a run the store does not hold).
+func noRun(err error) bool {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pe.Code == "23502" && pe.TableName == "sample_cols" && pe.ColumnName == "run" // not_null_violation
+	}
+	if se, ok := errors.AsType[*sqlite.Error](err); ok {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_NOTNULL && strings.Contains(se.Error(), "sample_cols.run")
 	}
 	return false
 }
