@@ -70,6 +70,9 @@ func TestExportCoalescingLoadsAsATable(t *testing.T) {
 	col, ok := pf.Schema().Lookup("started_at")
 	require.True(t, ok)
 	require.Contains(t, col.Node.Type().LogicalType().String(), "TIMESTAMP", "a typed time, not a string")
+	for _, chunk := range pf.Metadata().RowGroups[0].Columns {
+		require.Equal(t, "ZSTD", chunk.MetaData.Codec.String(), "every column compressed: %v", chunk.MetaData.PathInSchema)
+	}
 
 	code, _, errOut = run("export", "--store", db, "--table", "loads")
 	require.Equal(t, 1, code)
