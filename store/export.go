@@ -276,7 +276,10 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 	}
 	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM sample_cols WHERE ` + where
 	if s.postgres {
-		return scanRows(ctx, s.db, s.rebind(q+` ORDER BY id`), args, cols, byNumber, fn)
+		if newSink == nil { // in the order stored
+			q += ` ORDER BY id`
+		}
+		return scanRows(ctx, s.db, s.rebind(q), args, cols, byNumber, fn)
 	}
 	return s.scanChunks(ctx, q, args, cols, byNumber, fn, newSink)
 }
