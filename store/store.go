@@ -687,7 +687,7 @@ func (s *Store) WriteOnce(ctx context.Context, tx *sql.Tx, runID string, x *meas
 	return s.write(ctx, tx, runID, x, true)
 }
 
-func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.Sample, once bool) (bool, error) {
+func (s *Store) write(ctx context.Context, tx *sql.Tx, runID string, x *measure.Sample, once bool) (bool, error) {
 	if err := finiteSample(x); err != nil {
 		return false, fmt.Errorf("store: sample %s: %w", SampleKey(x), err)
 	}
@@ -744,21 +744,24 @@ func (s *Store) write(ctx context.Context, db Execer, runID string, x *measure.S
 		stmt += ` ON CONFLICT (run, task_key) DO NOTHING`
 	}
 	target := sql.NullString{String: x.Target, Valid: x.Target != x.URL} // the view gives the URL for NULL
-	res, err := db.ExecContext(ctx, s.rebind(stmt),
+	// The sample's number comes back with its row, for its record: none
+	// when the run holds the sample already (once).
+	var id int64
+	err = tx.QueryRowContext(ctx, s.rebind(stmt+` RETURNING id`),
 		runID, SampleKey(x), storedTime(x.Start), target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
 		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, v.Name,
 		more.bytes.Sent, more.bytes.Received, more.packets.Sent, more.packets.Received, more.wire, more.wireQuery, more.stall, more.attempt,
-		v.Address, v.Network, v.ASN, v.Location, x.Round)
+		v.Address, v.Network, v.ASN, v.Location, x.Round).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil // held already
+	}
 	if noRun(err) {
 		return false, fmt.Errorf("store: sample %s: %w: %s", SampleKey(x), ErrNoRun, runID)
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: writing sample %s: %w", SampleKey(x), err)
 	}
-	if n, err := res.RowsAffected(); n != 1 || err != nil {
-		return false, err // held already
-	}
-	if _, err := db.ExecContext(ctx, s.rebind(`INSERT INTO sample_raw (id, z) SELECT id, ? FROM samples WHERE run_id = ? AND task_key = ?`), packSample(raw), runID, SampleKey(x)); err != nil {
+	if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO sample_raw (id, z) VALUES (?, ?)`), id, packSample(raw)); err != nil {
 		return false, fmt.Errorf("store: writing sample %s: %w", SampleKey(x), err)
 	}
 	return true, nil
