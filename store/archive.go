@@ -82,10 +82,11 @@ func (d *Dataset) check(f DatasetFile) error {
 // deleteArchived deletes what the dataset holds of the store, a batch of
 // keys a transaction: the records whole before the rows they refer to.
 func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
-	del := func(query string, args []any, keys []string, end string) error {
+	// query's %s is where the batch's keys go.
+	del := func(query string, args []any, keys []string) error {
 		for len(keys) > 0 {
 			n := min(len(keys), archiveBatch)
-			q := query + `task_key IN (` + strings.Repeat("?,", n-1) + `?)` + end
+			q := fmt.Sprintf(query, strings.Repeat("?,", n-1)+"?")
 			a := append(append([]any{}, args...), anys(keys[:n])...)
 			if err := s.InTx(ctx, func(tx *sql.Tx) error {
 				_, err := tx.ExecContext(ctx, s.rebind(q), a...)
@@ -98,15 +99,15 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		return nil
 	}
 	for run, keys := range x.samples {
-		if err := del(`DELETE FROM sample_raw WHERE id IN (SELECT id FROM samples WHERE run_id = ? AND `, []any{run}, keys, ")"); err != nil {
+		if err := del(`DELETE FROM sample_raw WHERE id IN (SELECT id FROM samples WHERE run_id = ? AND task_key IN (%s))`, []any{run}, keys); err != nil {
 			return err
 		}
-		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND `, []any{run}, keys, ""); err != nil {
+		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND task_key IN (%s)`, []any{run}, keys); err != nil {
 			return err
 		}
 	}
 	for rk, keys := range x.results {
-		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND `, []any{rk[0], rk[1]}, keys, ""); err != nil {
+		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, keys); err != nil {
 			return err
 		}
 	}
