@@ -78,8 +78,19 @@ func (ld *load) resolveOnConn(ctx context.Context, host string) ([]netip.Addr, *
 	if err != nil {
 		return nil, lk, err
 	}
+	// Waiting for SETTINGS on a 0-RTT connection can end in the server's
+	// rejection of it, as a request can (loader.go, ask): go on with the
+	// connection that replaces it.
 	if err := ld.settled(ctx, c); err != nil {
-		return nil, lk, err
+		if !c.rejected(err) {
+			return nil, lk, err
+		}
+		if c = ld.successor(ctx, c); c.err != nil {
+			return nil, lk, c.err
+		}
+		if err := ld.settled(ctx, c); err != nil {
+			return nil, lk, err
+		}
 	}
 	c = c.current() // a rejected 0-RTT replaced it
 	return ld.raceOrigin(ctx, c, host, func(ctx context.Context) ([]netip.Addr, *Lookup, error) {
