@@ -29,9 +29,11 @@ RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners/doh3|Tes
 # scripts/lanes.sh: every lane runs, each is reported apart, and a failure
 # names its lane. unit is every package's tests but test/e2e, which runs
 # the built binary as a user does (the experiments on the testbed, their
-# reports in Chromium, the README's first steps): the e2e lane.
+# reports in Chromium, the README's first steps): the e2e lane. Two
+# streams run side by side (lanes.sh says why): the checks, unit and race;
+# the images, then e2e, which runs them.
 test: peers
-	bash scripts/lanes.sh lint vet licenses cross unit race images e2e
+	bash scripts/lanes.sh lint,vet,licenses,cross,unit,race images,e2e
 
 # Every dependency's license is compatible with doxlab's Apache-2.0
 # (go-licenses, pinned; scripts/licenses.sh says what it reads by hand).
