@@ -254,22 +254,23 @@ func (ss Samples) Findings() []experiment.Finding {
 	clear0, _, _ := pick("web", Clear, "0rtt")
 	withECH0, _, _ := pick("web", ECH, "0rtt")
 	stale, _, _ := pick("web", ECHStale, "fresh")
-	inRTTs := func(v []float64) float64 {
+	// A median in the RTTs of the access its samples had.
+	inRTTs := func(v []float64, rtt float64) float64 {
 		if rtt <= 0 {
 			return math.NaN()
 		}
 		return stats.Median(v) / rtt
 	}
-	retry := inRTTs(stale) - inRTTs(withECH)
+	retry := inRTTs(stale, rtt) - inRTTs(withECH, rtt)
 	cmpRetry := stats.Compare(withECH, stale)
 	// ECH's current config against the name in clear: no round trip more.
-	noRoundTrip := func(claim, what string, clear, withECH []float64) experiment.Finding {
-		added := inRTTs(withECH) - inRTTs(clear)
+	noRoundTrip := func(claim, what string, clear, withECH []float64, rtt float64) experiment.Finding {
+		added := inRTTs(withECH, rtt) - inRTTs(clear, rtt)
 		return experiment.Finding{
 			Claim:      claim,
 			Source:     "RFC 9849 §6.1; its design",
 			Paper:      "the inner ClientHello rides in the outer one: no extra round trip",
-			Here:       fmt.Sprintf("%s: in clear %s RTT, with ECH %s RTT (%s)", what, experiment.F2(inRTTs(clear)), experiment.F2(inRTTs(withECH)), signed(added)),
+			Here:       fmt.Sprintf("%s: in clear %s RTT, with ECH %s RTT (%s)", what, experiment.F2(inRTTs(clear, rtt)), experiment.F2(inRTTs(withECH, rtt)), signed(added)),
 			Why:        "holds when those with ECH take within a quarter of an RTT of those in clear",
 			Figure:     "privacy",
 			Verdict:    experiment.Within(added, -0.25, 0.25),
@@ -279,13 +280,13 @@ func (ss Samples) Findings() []experiment.Finding {
 		}
 	}
 	out = append(out,
-		noRoundTrip("ECH adds no round trip when its config is current", "new HTTP/3 connection to the page", clear, withECH),
-		noRoundTrip("ECH keeps 0-RTT: a resumed connection with ECH costs no round trip more", "HTTP/3 resumed, the request in 0-RTT", clear0, withECH0),
+		noRoundTrip("ECH adds no round trip when its config is current", "new HTTP/3 connection to the page", clear, withECH, rtt),
+		noRoundTrip("ECH keeps 0-RTT: a resumed connection with ECH costs no round trip more", "HTTP/3 resumed, the request in 0-RTT", clear0, withECH0, rtt),
 		experiment.Finding{
 			Claim:      "ECH with a stale config costs one more round trip",
 			Source:     "RFC 9849 §6.1.6 (retry configs)",
 			Paper:      "the server rejects, the client retries on a new connection with the retry configs",
-			Here:       fmt.Sprintf("stale config %s RTT, current %s RTT: %s RTT more", experiment.F2(inRTTs(stale)), experiment.F2(inRTTs(withECH)), experiment.F2(retry)),
+			Here:       fmt.Sprintf("stale config %s RTT, current %s RTT: %s RTT more", experiment.F2(inRTTs(stale, rtt)), experiment.F2(inRTTs(withECH, rtt)), experiment.F2(retry)),
 			Why:        "holds when the stale config's connections take 0.5-1.5 RTT more, a significant difference",
 			Figure:     "privacy",
 			Verdict:    experiment.Within(retry, 0.5, 1.5),
@@ -294,10 +295,10 @@ func (ss Samples) Findings() []experiment.Finding {
 			OnLoopback: loopback,
 			Test:       &cmpRetry,
 		})
-	pageClear, _, _ := pick("page", pageRung(protocol.DoH2, false), "warm")
+	pageClear, pageRTT, _ := pick("page", pageRung(protocol.DoH2, false), "warm")
 	pageECH, _, _ := pick("page", pageRung(protocol.DoH2, true), "warm")
 	return append(out, noRoundTrip("ECH costs a page load no round trip when its config is current",
-		"doxlab's loader over HTTP/3, DNS over DoH, PLT", pageClear, pageECH))
+		"doxlab's loader over HTTP/3, DNS over DoH, PLT", pageClear, pageECH, pageRTT))
 }
 
 // Cells are the table's medians as numbers.
