@@ -1,0 +1,138 @@
+package amplification
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/experiment"
+)
+
+// qlog is a client qlog in quic-go's JSON-SEQ: each line an event at
+// its time (ms), sent or received, of a packet type and length.
+func qlog(events ...string) string {
+	var b strings.Builder
+	for _, e := range events {
+		var at float64
+		var dir, typ string
+		var n int
+		fmt.Sscanf(e, "%g %s %s %d", &at, &dir, &typ, &n)
+		name := map[string]string{"out": "transport:packet_sent", "in": "transport:packet_received"}[dir]
+		fmt.Fprintf(&b, "\x1e{\"time\":%g,\"name\":%q,\"data\":{\"header\":{\"packet_type\":%q},\"raw\":{\"length\":%d}}}\n", at, name, typ, n)
+	}
+	return b.String()
+}
+
+// TestQlogFlights reads the client's first flight and the server's
+// handshake flight from a qlog: octets sent before anything came, the
+// server's Initial and Handshake octets, the longest pause within them
+// and the octets before it; a pause past 3/4 of the RTT is a stall.
+func TestQlogFlights(t *testing.T) {
+	// A server at its 3× limit: 3,600 octets, a pause of one RTT (40 ms)
+	// while it waits for the client's ACK, then the rest.
+	s := &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog(
+		"0 out initial 1252", "0.1 out initial 1252",
+		"40 in initial 1200", "40.2 in handshake 1200", "40.3 in handshake 1200",
+		"40.5 out handshake 60",
+		"80.6 in handshake 1200", "80.7 in handshake 900",
+		"81 in 1RTT 300",
+	)), s)
+	require.Equal(t, 2504, s.ClientFirstFlight)
+	require.Equal(t, 2, s.ClientFirstDgrams)
+	require.Equal(t, 5700, s.ServerFlight, "Initial and Handshake packets only")
+	require.Equal(t, 3600, s.ServerFirstBurst, "what came before the pause")
+	require.InDelta(t, 40.3, s.LongestPauseMs, 1e-9)
+	require.True(t, s.Stalled)
+
+	// The whole flight in one burst: no stall, the burst is the flight;
+	// a scheduling hiccup of half an RTT is not one either.
+	s = &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog("0 out initial 1252", "40 in initial 1200", "40.2 in handshake 1200", "60.2 in handshake 800")), s)
+	require.Equal(t, 3200, s.ServerFlight)
+	require.InDelta(t, 20.0, s.LongestPauseMs, 1e-9)
+	require.Equal(t, 2400, s.ServerFirstBurst)
+	require.False(t, s.Stalled, "half an RTT")
+	s = &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog("0 out initial 1252", "40 in initial 1200", "40 in handshake 1200")), s)
+	require.Equal(t, 2400, s.ServerFirstBurst, "no pause: the burst is the flight")
+	require.Zero(t, s.LongestPauseMs)
+
+	// A Retry restarts the count: the client's first flight is the one
+	// sent with the token; the Retry's own wait is no pause in the flight.
+	s = &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog("0 out initial 1252", "40 in retry 120", "40.1 out initial 1300", "80 in initial 1200", "80.1 in handshake 1000")), s)
+	require.Equal(t, 1300, s.ClientFirstFlight)
+	require.Equal(t, 1, s.ClientFirstDgrams)
+	require.Equal(t, 2200, s.ServerFlight)
+	require.False(t, s.Stalled)
+
+	// Lines that are not events are skipped; a loopback run (no RTT)
+	// never stalls.
+	s = &Sample{}
+	analyzeQlog(strings.NewReader("\x1e{\"qlog_version\":\"0.3\"}\nnot json\n"+qlog("0 out initial 1252", "1 in initial 1200", "50 in handshake 1000")), s)
+	require.Equal(t, 1252, s.ClientFirstFlight)
+	require.False(t, s.Stalled)
+}
+
+// handshakes are five ok handshakes of one cell on a 40 ms link, their
+// handshake ±0.02 RTT around rtts.
+func handshakes(profile, cert, validation string, rtts float64, stalled bool) Samples {
+	var ss Samples
+	for i := range 5 {
+		ss = append(ss, &Sample{Profile: profile, Cert: cert, KeyShare: "classic", Validation: validation, Rep: i, RTTMs: 40, Status: "ok",
+			HandshakeRTTs: rtts + 0.02*float64(i-2), Stalled: stalled, Retry: validation == "retry", TokenUsed: validation == "token"})
+	}
+	return ss
+}
+
+// TestAmplificationFinding holds when the large chain without
+// validation adds 0.5-1.5 RTT and stalls in most handshakes, and Retry or
+// a token lift the stall; post-quantum key shares are not the claim's.
+func TestAmplificationFinding(t *testing.T) {
+	verdict := func(ss ...Samples) experiment.Finding {
+		fs := experiment.Earn(slices.Concat(ss...).Findings(), experiment.Evidence{})
+		require.Len(t, fs, 1)
+		return fs[0]
+	}
+	small := handshakes("delay-40ms", "small", "none", 1.1, false)
+	f := verdict(small, handshakes("delay-40ms", "large", "none", 2.1, true), handshakes("delay-40ms", "large", "retry", 2.1, false))
+	require.Equal(t, experiment.Holds, f.Verdict, f.Here)
+	require.Equal(t, "X25519 ClientHello, no validation: large chain 2.10 RTT, small 1.10 RTT; 100 % of large-chain handshakes stalled", f.Here)
+
+	require.Equal(t, experiment.Differs, verdict(small, handshakes("delay-40ms", "large", "none", 2.1, false)).Verdict,
+		"an extra RTT with no stall is not the limit's")
+	require.Equal(t, experiment.Differs, verdict(small, handshakes("delay-40ms", "large", "none", 2.1, true), handshakes("delay-40ms", "large", "token", 2.1, true)).Verdict,
+		"a token that does not lift the stall")
+	require.Equal(t, experiment.Differs, verdict(small, handshakes("delay-40ms", "large", "none", 3.2, true)).Verdict, "two RTTs more")
+
+	pq := handshakes("delay-40ms", "large", "none", 2.1, true)
+	for _, s := range pq {
+		s.KeyShare = "pq"
+	}
+	require.Equal(t, experiment.NoData, verdict(small, pq).Verdict)
+
+	f = verdict(handshakes("none", "small", "none", 1.1, false), handshakes("none", "large", "none", 2.1, true))
+	require.Equal(t, experiment.Inconclusive, f.Verdict)
+	require.Contains(t, f.Reason, "measured on loopback")
+}
+
+// TestCellsShareOfOK: a cell's shares are of its ok handshakes, its
+// medians of theirs, and cells come in the experiment's order.
+func TestCellsShareOfOK(t *testing.T) {
+	ss := slices.Concat(handshakes("p", "large", "retry", 1.1, false), handshakes("p", "small", "none", 1.0, false))
+	ss[0].Status, ss[0].Retry = "timeout", false
+	ss[1].Stalled = true
+	cells := Summarize(ss)
+	require.Len(t, cells, 2)
+	require.Equal(t, "small", cells[0].Cert, "small before large")
+	c := cells[1]
+	require.Equal(t, 5, c.N)
+	require.Equal(t, 4, c.OK)
+	require.Equal(t, 1.0, c.Retried)
+	require.Equal(t, 0.25, c.Stalled)
+	require.InDelta(t, 1.11, c.HandshakeRTTs, 1e-9, "the median of the four ok")
+}
