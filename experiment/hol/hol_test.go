@@ -3,7 +3,10 @@ package hol
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +94,82 @@ func heldBehind(qs Queries) map[string]int {
 		}
 	}
 	return held
+}
+
+// run is a transport's two runs on profile none: a baseline of three
+// queries near 2 ms, and a delayed run with one held answer and, when
+// knock, one query slowed past the threshold behind it.
+func run(tr string, knock bool) []*Query {
+	q := func(run string, delayed bool, ms float64) *Query {
+		return &Query{Profile: "none", Transport: tr, Run: run, Delayed: delayed, ResolveMs: ms, Status: "ok"}
+	}
+	slowed := 3.0
+	if knock {
+		slowed = 950
+	}
+	return []*Query{q("baseline", false, 1), q("baseline", false, 2), q("baseline", false, 3),
+		q("delayed", true, 1002), q("delayed", false, slowed), q("delayed", false, 2)}
+}
+
+// TestHOLFinding: the claim holds when every in-order transport measured
+// shows knock-on and none whose queries travel apart does; plain TCP and
+// DoT, neither, do not count; without both kinds there is no verdict.
+func TestHOLFinding(t *testing.T) {
+	finding := func(runs ...[]*Query) experiment.Finding {
+		fs := Queries(slices.Concat(runs...)).Findings()
+		require.Len(t, fs, 1)
+		return fs[0]
+	}
+	f := finding(run("udp", false), run("doh2", false), run("doq", false), run("dot-inorder", true), run("doh1", true), run("dot", true))
+	require.Equal(t, experiment.Holds, f.Verdict, f.Here)
+	require.Equal(t, "queries slowed by another's delay: dot-inorder 1, doh1 1; udp 0, doh2 0, doq 0", f.Here)
+	require.Equal(t, 3, f.N, "the delayed run's answered queries")
+
+	f = finding(run("udp", false), run("dot-inorder", false), run("doh1", true))
+	require.Equal(t, experiment.Differs, f.Verdict, "an in-order transport without knock-on")
+	f = finding(run("doh3", true), run("dot-inorder", true))
+	require.Equal(t, experiment.Differs, f.Verdict, "a stream per query held up")
+
+	f = finding(run("udp", false), run("tcp", true))
+	require.Equal(t, experiment.NoData, f.Verdict)
+	require.Equal(t, "queries slowed by another's delay: none measured; udp 0", f.Here)
+
+	// A failed query is not answered: the fewest answered is the claim's n.
+	qs := slices.Concat(run("udp", false), run("dot-inorder", true))
+	qs[5].Status = "timeout"
+	require.Equal(t, 2, finding(qs).N)
+}
+
+// TestPlanDrawsEveryNameOnce: the plan is the seed's (the server must
+// know the delayed names before the run); every name is new, under the
+// base domain; one in DelayEvery of each delayed run is delayed, none of
+// a baseline; gaps are drawn per query.
+func TestPlanDrawsEveryNameOnce(t *testing.T) {
+	c := &HOL{Profiles: []string{"none", "fiber"}, Transports: []string{"udp", "dot-inorder"}, Queries: 20, DelayEvery: 5, Seed: 7}
+	require.NoError(t, c.defaults())
+	p := c.plan(rand.New(rand.NewPCG(c.Seed, 0)))
+	again := c.plan(rand.New(rand.NewPCG(c.Seed, 0)))
+	require.Equal(t, p, again, "a seed draws the same plan")
+	seen := map[string]bool{}
+	for _, prof := range c.Profiles {
+		for _, tr := range c.Transports {
+			for _, r := range []string{"baseline", "delayed"} {
+				k := prof + "|" + tr + "|" + r
+				require.Len(t, p.names[k], 20, k)
+				require.Len(t, p.gaps[k], 20, k)
+				delayed := 0
+				for i, name := range p.names[k] {
+					require.False(t, seen[name], "%s drawn twice", name)
+					seen[name] = true
+					require.True(t, strings.HasSuffix(name, ".hol.doxlab.test."), name)
+					if p.delayed[name] {
+						delayed++
+						require.Equal(t, 4, i%5, "%s: every fifth", k)
+					}
+				}
+				require.Equal(t, map[string]int{"baseline": 0, "delayed": 4}[r], delayed, k)
+			}
+		}
+	}
+	require.Error(t, (&HOL{Transports: []string{"udp", "carrier-pigeon"}}).defaults())
 }
