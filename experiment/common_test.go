@@ -2,6 +2,8 @@ package experiment_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -58,4 +60,37 @@ func TestDecodeResultsKeepsTheOrder(t *testing.T) {
 	})
 	require.ErrorIs(t, err, stop)
 	require.Equal(t, 3, seen)
+}
+
+// TestWriteChainReachesItsSize: a small chain is one ECDSA certificate;
+// a large one grows by intermediates until its DER octets reach the
+// target (what the amplification experiment needs past QUIC's 3× limit).
+// Both load as a TLS key pair for the names the server answers as, and
+// the octets said are the chain's.
+func TestWriteChainReachesItsSize(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []string{"small", "large"} {
+		certFile, keyFile, octets, err := experiment.WriteChain(dir, size, 6000)
+		require.NoError(t, err)
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		require.NoError(t, err, size)
+		der := 0
+		for _, c := range pair.Certificate {
+			der += len(c)
+		}
+		require.Equal(t, der, octets, size)
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		require.NoError(t, err)
+		require.NoError(t, leaf.VerifyHostname("localhost"))
+		require.NoError(t, leaf.VerifyHostname(size+".doxlab.test"))
+		if size == "small" {
+			require.Len(t, pair.Certificate, 1)
+			require.Less(t, octets, 1200, "one datagram's worth")
+		} else {
+			require.GreaterOrEqual(t, octets, 6000)
+			require.Greater(t, len(pair.Certificate), 1)
+		}
+	}
+	_, _, _, err := experiment.WriteChain(dir, "medium", 0)
+	require.ErrorContains(t, err, `certificate size "medium" is not small or large`)
 }
