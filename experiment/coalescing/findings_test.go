@@ -172,3 +172,68 @@ func TestCellsAgainstBothBaselines(t *testing.T) {
 	require.Equal(t, "cdn+origins", cells[len(cells)-1].Setup)
 	require.Equal(t, 0.0, cells[len(cells)-1].RelPLT, "its own baseline")
 }
+
+// TestOriginFinding: on one CDN with ORIGIN frames, a many-origin page
+// holds with one lookup and one handshake besides its DNS transport's own
+// connection (none for DoUDP); the same page on separate servers is
+// shown beside it, and one-origin pages or the papers' setup alone give
+// no data.
+func TestOriginFinding(t *testing.T) {
+	cell := func(setup, dns string, lookups, spared, hs float64) Cell {
+		return Cell{Profile: "fiber", Page: "o20", DNS: dns, H3: "1rtt", Setup: setup, N: 5, OK: 5, Lookups: lookups, Spared: spared, Handshakes: hs}
+	}
+	f := originFinding([]Cell{cell("cdn+origins", "udp", 1, 19, 1), cell("cdn+origins", "doq", 1, 19, 2), cell("", "udp", 20, 0, 20)})
+	require.Equal(t, experiment.Holds, f.Verdict, f.Here)
+	require.Equal(t, "o20: 1 lookups, 1-2 handshakes (separate servers: 20 and 20)", f.Here)
+	require.Equal(t, 5, f.N)
+
+	f = originFinding([]Cell{cell("cdn+origins", "udp", 1, 19, 1), cell("cdn+origins", "doq", 1, 19, 3)})
+	require.Equal(t, experiment.Differs, f.Verdict, "DoQ's own connection and one more")
+	require.Equal(t, experiment.Differs, originFinding([]Cell{cell("cdn+origins", "udp", 4, 16, 1)}).Verdict, "lookups the frames did not spare")
+	require.Equal(t, experiment.NoData, originFinding([]Cell{cell("cdn", "udp", 20, 0, 1), cell("", "udp", 20, 0, 20)}).Verdict, "no frames")
+	require.Equal(t, experiment.NoData, originFinding([]Cell{cell("cdn+origins", "udp", 1, 0, 1)}).Verdict, "a one-origin page")
+}
+
+// TestCellsOfTheDesign: a 1-RTT load has one SETTINGS variant, a 0-RTT
+// one a cell per setting; tasks done are left out, a cell with none left
+// goes, and the count of loads a profile measures agrees.
+func TestCellsOfTheDesign(t *testing.T) {
+	c := &Coalescing{Pages: []string{"wiki"}, DNS: []string{"udp", DNSStream}, H3: []string{"1rtt", "0rtt"}, Settings: []string{"remembered", "wait"}, Repeat: 3}
+	cells := c.cells("fiber", nil)
+	require.Len(t, cells, 2*3, "(1rtt, 0rtt remembered, 0rtt wait) per DNS mode")
+	n := 0
+	for _, cell := range cells {
+		require.Len(t, cell, 3)
+		n += len(cell)
+		if cell[0].H3 == "1rtt" {
+			require.Equal(t, "remembered", cell[0].Settings)
+		}
+	}
+	require.Equal(t, c.loadsPerProfile(), n)
+	done := map[string]bool{}
+	for _, task := range cells[0] {
+		done[task.Key()] = true
+	}
+	done[cells[1][2].Key()] = true
+	left := c.cells("fiber", done)
+	require.Len(t, left, 5)
+	require.Len(t, left[0], 2)
+	require.Equal(t, 1, left[0][1].Rep)
+}
+
+// TestDefaultsRefuseWhatCannotRun: unknown modes, variants and
+// placements are refused with what is allowed; the setup names what the
+// flags change about every load.
+func TestDefaultsRefuseWhatCannotRun(t *testing.T) {
+	require.ErrorContains(t, (&Coalescing{DNS: []string{"carrier-pigeon"}}).defaults(), `DNS mode "carrier-pigeon"`)
+	require.ErrorContains(t, (&Coalescing{H3: []string{"2rtt"}}).defaults(), "2rtt")
+	require.ErrorContains(t, (&Coalescing{Settings: []string{"forgotten"}}).defaults(), "forgotten")
+	require.ErrorContains(t, (&Coalescing{Placement: "moon"}).defaults(), `placement "moon": want separate or cdn`)
+	c := &Coalescing{}
+	require.NoError(t, c.defaults())
+	require.Equal(t, "", c.setup(), "the papers' setup")
+	require.Equal(t, 10, c.Repeat)
+	c = &Coalescing{Placement: "cdn", Origins: true, HTTPSRecords: true}
+	require.NoError(t, c.defaults())
+	require.Equal(t, "cdn+origins+https", c.setup())
+}
