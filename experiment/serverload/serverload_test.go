@@ -3,6 +3,7 @@ package serverload
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +63,52 @@ func TestPick(t *testing.T) {
 	require.Equal(t, []*bench.Stored{bs[1], bs[2], bs[4], bs[5]}, got)
 	require.Len(t, pick(bs, 2), 2)
 	require.Equal(t, "18:39:22", shortRun("server-load-20261123T183922Z-13c7d27e5121a1f8-loopback"))
+}
+
+// TestRunRefusesABadDesign: an unknown transport, or a limit below the
+// start, is refused before anything is measured or stored.
+func TestRunRefusesABadDesign(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "load.db")
+	_, err := (&ServerLoad{Transports: []string{"udp", "smoke-signals"}, Env: experiment.Env{Store: path}}).Run(context.Background())
+	require.ErrorContains(t, err, `transport "smoke-signals" is not one of`)
+	_, err = (&ServerLoad{Start: 4000, Limit: 1000, Env: experiment.Env{Store: path}}).Run(context.Background())
+	require.ErrorContains(t, err, "--limit 1000 is below --start 4000")
+	require.NoFileExists(t, path, "nothing stored")
+}
+
+// TestWindowHoldsFiftyAnswers: the over-time figures' step is a fiftieth
+// of the run, at least 10 ms and long enough for 50 answers at the rate
+// answered, at most a second.
+func TestWindowHoldsFiftyAnswers(t *testing.T) {
+	require.Equal(t, 100*time.Millisecond, window(5*time.Second, 64000), "a fiftieth of 5 s")
+	require.Equal(t, 10*time.Millisecond, window(100*time.Millisecond, 1e6), "never under 10 ms")
+	require.Equal(t, 500*time.Millisecond, window(5*time.Second, 100), "50 answers at 100/s")
+	require.Equal(t, time.Second, window(5*time.Second, 10), "at most a second")
+	require.Equal(t, 100*time.Millisecond, window(5*time.Second, 0), "no answers: a fiftieth")
+}
+
+// TestSummaryRows: a row per benchmark in the order they ran, the queries
+// lost those sent and not answered, "held" only for stepped runs; the
+// text table names each run once, before its rows.
+func TestSummaryRows(t *testing.T) {
+	b := func(run, label string, step int, sent, answered int, bound bool) *bench.Stored {
+		s := &bench.Stored{Run: run}
+		s.Label, s.Step, s.Sent, s.Summary.Answered, s.IntendedQPS = label, step, sent, answered, 1000
+		if bound {
+			s.Bound, s.Held = &bench.Bound{P99: time.Second}, sent == answered
+		}
+		return s
+	}
+	bs := Benches{b("r1", "udp", 0, 1000, 1000, true), b("r1", "udp", 1, 2000, 1990, true), b("r2", "tcp", -1, 500, 500, false)}
+	rows := Summarize(bs)
+	require.Len(t, rows, 3)
+	require.Equal(t, 0, rows[0].Lost)
+	require.Equal(t, "yes", rows[0].Held)
+	require.Equal(t, 10, rows[1].Lost)
+	require.Equal(t, "no", rows[1].Held)
+	require.Equal(t, "", rows[2].Held, "a single run holds no bound")
+	var out strings.Builder
+	require.NoError(t, bs.WriteTable(&out))
+	require.Equal(t, 1, strings.Count(out.String(), "run r1\n"))
+	require.Less(t, strings.Index(out.String(), "run r1"), strings.Index(out.String(), "run r2"))
 }
