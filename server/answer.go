@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/doxlab/doxlab/internal/listfile"
+	"github.com/doxlab/doxlab/internal/odoh"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -30,6 +31,7 @@ type answerer struct {
 	local   bool // static records or hosts: unknown names are NXDOMAIN, not REFUSED
 	refuse  func(netip.Addr) error
 	ech     func() []byte // the web listener's current ECHConfigList, with web.ech
+	odoh    []byte        // the ODoH target's ObliviousDoHConfigs, with odoh.target
 }
 
 func newAnswerer(c *Answers) (*answerer, error) {
@@ -193,9 +195,7 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *tran
 			}
 		}
 		r.Extra = append(r.Extra, a.targetAddresses(r.Answer)...)
-		if a.ech != nil {
-			withECHConfig(r.Answer, a.ech())
-		}
+		withOwnParams(r.Answer, a.ownParams())
 		return r, nil, ""
 	}
 	if soa := a.zoneOf(name); soa != nil {
@@ -412,4 +412,56 @@ func (c *cache) put(k cacheKey, m *dns.Msg) {
 	}
 	c.m[k] = cacheEntry{msg: m.Copy(), expires: time.Now().Add(time.Duration(ttl) * time.Second)}
 	c.mu.Unlock()
+}
+
+// ownParams are the SvcParams this server's own HTTPS records carry
+// beside those its data gives: the web listener's current ECH config
+// (ech=, RFC 9848) and the ODoH target's configs (odoh.SvcParamKey).
+func (a *answerer) ownParams() []dns.SVCBKeyValue {
+	var kvs []dns.SVCBKeyValue
+	if a.ech != nil {
+		kvs = append(kvs, &dns.SVCBECHConfig{ECH: a.ech()})
+	}
+	if a.odoh != nil {
+		kvs = append(kvs, odoh.Param(a.odoh))
+	}
+	return kvs
+}
+
+// withOwnParams adds each of kvs to every ServiceMode HTTPS record of
+// answer that lacks its key: the records describe this server's own
+// services. answer is the reply's own slice; the records it points to
+// are the server's data, so changed ones are copies.
+func withOwnParams(answer []dns.RR, kvs []dns.SVCBKeyValue) {
+	if len(kvs) == 0 {
+		return
+	}
+	for i, rr := range answer {
+		h, ok := rr.(*dns.HTTPS)
+		if !ok || h.Priority == 0 {
+			continue
+		}
+		var c *dns.HTTPS
+		for _, kv := range kvs {
+			if hasKey(h.Value, kv.Key()) {
+				continue
+			}
+			if c == nil {
+				c = dns.Copy(h).(*dns.HTTPS)
+			}
+			c.Value = append(c.Value, kv)
+		}
+		if c != nil {
+			answer[i] = c
+		}
+	}
+}
+
+func hasKey(kvs []dns.SVCBKeyValue, key dns.SVCBKey) bool {
+	for _, v := range kvs {
+		if v.Key() == key {
+			return true
+		}
+	}
+	return false
 }

@@ -11,8 +11,6 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/miekg/dns"
-
 	"github.com/doxlab/doxlab/internal/ech"
 )
 
@@ -165,29 +163,4 @@ func echFacts(rec *Record, e *echConn, accepted bool) {
 	default:
 		rec.ECH = ech.GREASE
 	}
-}
-
-// withECHConfig adds the current ECH config to every ServiceMode HTTPS
-// record of answer that has none (RFC 9848): the records describe this
-// server's own services. answer is the reply's own slice; the records
-// it points to are the server's data, so changed ones are copies.
-func withECHConfig(answer []dns.RR, list []byte) {
-	for i, rr := range answer {
-		h, ok := rr.(*dns.HTTPS)
-		if !ok || h.Priority == 0 || hasECH(h.Value) {
-			continue
-		}
-		c := dns.Copy(h).(*dns.HTTPS)
-		c.Value = append(c.Value, &dns.SVCBECHConfig{ECH: list})
-		answer[i] = c
-	}
-}
-
-func hasECH(kv []dns.SVCBKeyValue) bool {
-	for _, v := range kv {
-		if v.Key() == dns.SVCB_ECHCONFIG {
-			return true
-		}
-	}
-	return false
 }

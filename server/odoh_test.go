@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/odoh"
@@ -213,4 +214,44 @@ func TestODoHTargetRefused(t *testing.T) {
 	require.Contains(t, rec.Error, "not contacting the ODoH target 127.0.0.2")
 	target.Settle(context.Background())
 	require.Empty(t, target.records("", ""), "the target saw nothing")
+}
+
+// TestODoHConfigsInHTTPSRecords: a target's own ServiceMode HTTPS
+// records carry its ObliviousDoHConfigs under the drafts' odohconfig key
+// (32769), the same configs as its well-known URI; an AliasMode record
+// and a record that has the key already are left as they are, and a
+// server that is no target adds none.
+func TestODoHConfigsInHTTPSRecords(t *testing.T) {
+	records := []string{"resolver.test. 60 IN HTTPS 1 . alpn=h2,h3", "alias.test. 60 IN HTTPS 0 resolver.test.", `own.test. 60 IN HTTPS 1 . alpn=h2 key32769="\000\000"`}
+	ts, ca := odohServer(t, func(c *server.Config) {
+		c.Listen.UDP = "127.0.0.1:0"
+		c.Answers = server.Answers{Static: records}
+	})
+	httpsOf := func(ts *testServer, name string) *dns.Msg {
+		q := new(dns.Msg)
+		q.SetQuestion(name, dns.TypeHTTPS)
+		r, err := dns.Exchange(q, ts.Addr("udp").String())
+		require.NoError(t, err)
+		require.Len(t, r.Answer, 1, name)
+		return r
+	}
+	inRecord := odoh.InAnswer(httpsOf(ts, "resolver.test.").Answer)
+	require.NotNil(t, inRecord)
+	c, err := odoh.ParseConfigs(inRecord)
+	require.NoError(t, err)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: caPool(t, ca)}}
+	defer tr.CloseIdleConnections()
+	published, err := odoh.FetchConfig(context.Background(), tr, "localhost:"+strings.Split(ts.Addr("doh").String(), ":")[1])
+	require.NoError(t, err)
+	require.Equal(t, published.KeyID(), c.KeyID(), "the record's config is the well-known one")
+	require.Contains(t, httpsOf(ts, "resolver.test.").Answer[0].String(), `alpn="h2,h3" key32769=`, "the record's own params kept")
+
+	require.Nil(t, odoh.InAnswer(httpsOf(ts, "alias.test.").Answer), "AliasMode names no service")
+	require.Equal(t, []byte{0, 0}, odoh.InAnswer(httpsOf(ts, "own.test.").Answer), "a record's own value stays")
+
+	plain := start(t, func(c *server.Config) {
+		c.Listen = server.Listen{UDP: "127.0.0.1:0"}
+		c.Answers = server.Answers{Static: records[:1]}
+	})
+	require.Nil(t, odoh.InAnswer(httpsOf(plain, "resolver.test.").Answer))
 }

@@ -71,6 +71,9 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if kp != nil {
+		ans.odoh = odoh.MarshalConfigs(kp.Config)
+	}
 	rec, err := newRecorder(cfg.Records)
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)

@@ -20,6 +20,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/miekg/dns"
 	"golang.org/x/crypto/cryptobyte"
 )
 
@@ -28,6 +29,40 @@ const ContentType = "application/oblivious-dns-message"
 
 // ConfigsPath is where a target publishes its configs (§6.1).
 const ConfigsPath = "/.well-known/odohconfigs"
+
+// SvcParamKey is the SvcParamKey a target's ObliviousDoHConfigs ride
+// under in its HTTPS record: the ODoH drafts' "odohconfig"
+// (draft-pauly-dprive-oblivious-doh), which odoh.cloudflare-dns.com's
+// HTTPS record carried and Cloudflare's and Firefox's ODoH clients read.
+// RFC 9230 publishes configs at ConfigsPath only and IANA registered no
+// key for them (RFC 9540's ohttp is Oblivious HTTP's), so a record with
+// it says what deployments did, not what the RFC asks.
+const SvcParamKey = dns.SVCBKey(32769)
+
+// Param is configs (MarshalConfigs) as an HTTPS record's SvcParam.
+func Param(configs []byte) dns.SVCBKeyValue {
+	return &dns.SVCBLocal{KeyCode: SvcParamKey, Data: configs}
+}
+
+// InAnswer is the ObliviousDoHConfigs of the first HTTPS or SVCB record
+// of an answer that carries SvcParamKey, nil when none does.
+func InAnswer(answer []dns.RR) []byte {
+	for _, rr := range answer {
+		var kvs []dns.SVCBKeyValue
+		switch r := rr.(type) {
+		case *dns.HTTPS:
+			kvs = r.Value
+		case *dns.SVCB:
+			kvs = r.Value
+		}
+		for _, kv := range kvs {
+			if l, ok := kv.(*dns.SVCBLocal); ok && l.KeyCode == SvcParamKey {
+				return l.Data
+			}
+		}
+	}
+	return nil
+}
 
 // Version is the ObliviousDoHConfig version of RFC 9230.
 const Version = 0x0001
