@@ -86,6 +86,9 @@ type DoH struct {
 	// HTTPS record of the certificate's first name, as the resolver
 	// answers it; "" when it has none.
 	ECH string `json:"ech_public_name,omitempty"`
+	// ODoHInHTTPS is the ODoH config in that HTTPS record, under the
+	// drafts' odohconfig key (odoh.SvcParamKey), nil when none.
+	ODoHInHTTPS *ODoHConfig `json:"odoh_in_https,omitempty"`
 }
 
 // ODoHConfig is what a target's first usable ODoH config says.
@@ -262,7 +265,7 @@ func VerifyDoH(ctx context.Context, target string, o Options) *DoH {
 	}
 	if r.Cert != nil && len(r.Endpoints) > 0 {
 		r.CAA = caa(ctx, target, r, base)
-		r.ECH = echOf(ctx, target, r, base)
+		r.ECH, r.ODoHInHTTPS = ownHTTPS(ctx, target, r, base)
 	}
 	r.ODoH, r.ODoHAnswers = oblivious(ctx, target, path, o)
 	if len(r.Endpoints) == 0 && len(r.TLSVersions) == 0 {
@@ -349,17 +352,28 @@ func askOwn(ctx context.Context, target string, r *DoH, base transport.Options, 
 	return rec.Response
 }
 
-// echOf is the public name of the ECH config in the HTTPS record of the
-// resolver's own name.
-func echOf(ctx context.Context, target string, r *DoH, base transport.Options) string {
+// ownHTTPS reads the HTTPS record of the resolver's own name, as it
+// answers it: its ECH config's public name, and the ODoH config it
+// carries under the drafts' odohconfig key.
+func ownHTTPS(ctx context.Context, target string, r *DoH, base transport.Options) (string, *ODoHConfig) {
 	resp := askOwn(ctx, target, r, base, dns.TypeHTTPS)
 	if resp == nil {
-		return ""
+		return "", nil
 	}
+	public := ""
 	if cs, err := ech.Parse(ech.InAnswer(resp.Answer)); err == nil && len(cs) > 0 {
-		return cs[0].PublicName
+		public = cs[0].PublicName
 	}
-	return ""
+	var cfg *ODoHConfig
+	if c, err := odoh.ParseConfigs(odoh.InAnswer(resp.Answer)); err == nil {
+		cfg = odohConfig(c)
+	}
+	return public, cfg
+}
+
+// odohConfig is what verify records of a config.
+func odohConfig(c odoh.Config) *ODoHConfig {
+	return &ODoHConfig{KEM: c.KEM, KDF: c.KDF, AEAD: c.AEAD, KeyID: hex.EncodeToString(c.KeyID()[:8])}
 }
 
 // oblivious fetches the target's ODoH configs and, when it has one it
@@ -374,7 +388,7 @@ func oblivious(ctx context.Context, target, path string, o Options) (*ODoHConfig
 	if err != nil {
 		return nil, false
 	}
-	cfg := &ODoHConfig{KEM: c.KEM, KDF: c.KDF, AEAD: c.AEAD, KeyID: hex.EncodeToString(c.KeyID()[:8])}
+	cfg := odohConfig(c)
 	wire, _ := query(o.Name).Pack()
 	sealed, q, err := odoh.Seal(c, wire, 0)
 	if err != nil {

@@ -68,6 +68,7 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	require.Equal(t, uint16(0x0020), doh.ODoH.KEM)
 	require.True(t, doh.ODoHAnswers, "a query sealed to it was answered")
 	require.Equal(t, "public.survey.test", doh.ECH, "its name's HTTPS record carries an ECH config")
+	require.Equal(t, doh.ODoH, doh.ODoHInHTTPS, "and the ODoH config its well-known URI publishes")
 
 	dot = verify.VerifyDoT(ctx, ip["tls12"]+":853", o)
 	require.True(t, dot.Answers, dot.Error)
@@ -80,6 +81,7 @@ func TestVerifyDoTAndDoHInTestbed(t *testing.T) {
 	require.Empty(t, doh.AltSvc)
 	require.Nil(t, doh.ODoH)
 	require.Empty(t, doh.ECH)
+	require.Nil(t, doh.ODoHInHTTPS)
 
 	doh = verify.VerifyDoH(ctx, ip["json"]+":443", o)
 	require.Equal(t, []string{"/dns-query application/dns-json GET"}, doh.Endpoints)

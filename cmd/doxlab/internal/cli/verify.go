@@ -140,7 +140,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 				sv.DoH, v = append(sv.DoH, r), r
 				if !*asJSON {
 					fmt.Fprintf(stdout, "doh %-21s endpoints %d  HTTP/1.1 %-3s /2 %-3s /3 %-3s alt-svc %q TLS %s  odoh %s  ech %s\n", target, len(r.Endpoints), yn(r.HTTP11), yn(r.HTTP2), yn(r.HTTP3), r.AltSvc, strings.Join(r.TLSVersions, ","),
-						map[bool]string{true: "target", false: "no"}[r.ODoHAnswers], orNo(r.ECH))
+						odohText(r), orNo(r.ECH))
 				}
 			}
 			if *asJSON {
@@ -214,4 +214,21 @@ func orNo(s string) string {
 		return "no"
 	}
 	return s
+}
+
+// odohText is what a DoH resolver's line says of ODoH: whether it
+// answered a sealed query as a target, and whether its own HTTPS record
+// carries an ODoH config.
+func odohText(r *verify.DoH) string {
+	var parts []string
+	if r.ODoHAnswers {
+		parts = append(parts, "target")
+	}
+	if r.ODoHInHTTPS != nil {
+		parts = append(parts, "config-in-https")
+	}
+	if len(parts) == 0 {
+		return "no"
+	}
+	return strings.Join(parts, "+")
 }
