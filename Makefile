@@ -30,10 +30,10 @@ RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners/doh3|Tes
 # names its lane. unit is every package's tests but test/e2e, which runs
 # the built binary as a user does (the experiments on the testbed, their
 # reports in Chromium, the README's first steps): the e2e lane. Two
-# streams run side by side (lanes.sh says why): the checks, unit and race;
-# the images, then e2e, which runs them.
+# streams run side by side (lanes.sh says why), of about equal length:
+# the checks, then unit; the images, e2e (which runs them), then race.
 test: peers
-	bash scripts/lanes.sh lint,vet,licenses,cross,unit,race images,e2e
+	bash scripts/lanes.sh lint,vet,licenses,cross,unit images,e2e,race
 
 # Every dependency's license is compatible with doxlab's Apache-2.0
 # (go-licenses, pinned; scripts/licenses.sh says what it reads by hand).
@@ -61,7 +61,7 @@ e2e:
 	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 -timeout 30m ./test/e2e
 
 race:
-	CI=true $(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
+	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
 # golangci-lint, pinned; built from the module proxy once.
 GOLANGCI_LINT_VERSION ?= v2.15.0
