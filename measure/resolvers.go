@@ -3,7 +3,8 @@ package measure
 import "github.com/doxlab/doxlab/transport"
 
 // Resolvers names the resolver behind each target URL: the URLs of one
-// host are one resolver, speaking their transports, named by the host;
+// host are one resolver, speaking their transports, named by the host
+// (an ODoH URL's target's, not its proxy's: Endpoint.Resolver);
 // where two URLs of a host speak the same transport (two servers behind
 // one address, on other ports) each URL is a resolver of its own, named
 // by itself. Targets that do not parse are their own resolver. transport
@@ -17,11 +18,12 @@ func Resolvers(targets []string, transportOf func(target string) string) map[str
 		if err != nil {
 			continue
 		}
-		hostOf[t] = ep.Host
-		h := hosts[ep.Host]
+		host := ep.Resolver()
+		hostOf[t] = host
+		h := hosts[host]
 		if h == nil {
 			h = &seen{transports: map[string]int{}}
-			hosts[ep.Host] = h
+			hosts[host] = h
 		}
 		h.transports[transportOf(t)]++
 	}

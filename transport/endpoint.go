@@ -40,6 +40,19 @@ type Endpoint struct {
 	Target, TargetPath string
 }
 
+// Resolver is the host of the resolver that answers: an ODoH URL's
+// target (its proxy relays, sealed, and answers nothing), the server's
+// host otherwise. Reports group a resolver's transports by it.
+func (e *Endpoint) Resolver() string {
+	if e.Target == "" {
+		return e.Host
+	}
+	if h, _, err := net.SplitHostPort(e.Target); err == nil {
+		return h
+	}
+	return strings.Trim(e.Target, "[]")
+}
+
 // HostPort is the address to dial, host:port with IPv6 in brackets.
 func (e *Endpoint) HostPort() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
 

@@ -59,6 +59,24 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
+// TestResolverIsWhoAnswers: an ODoH URL's resolver is its target's host
+// (the proxy only relays), with or without a port or brackets; any other
+// URL's is its own host.
+func TestResolverIsWhoAnswers(t *testing.T) {
+	for in, want := range map[string]string{
+		"odoh://proxy.example/dns-query?target=res.example":                 "res.example",
+		"odoh://proxy.example:8443/proxy?target=res.example:4443/dns-query": "res.example",
+		"odoh://[2001:db8::1]/dns-query?target=[2001:db8::53]:443":          "2001:db8::53",
+		"odoh://proxy.example/dns-query?target=[2001:db8::53]":              "2001:db8::53",
+		"https://res.example/dns-query":                                     "res.example",
+		"quic://[::1]:8853":                                                 "::1",
+	} {
+		ep, err := ParseURL(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, ep.Resolver(), in)
+	}
+}
+
 func TestNewRejectsBadOptions(t *testing.T) {
 	_, err := New("https://x", Options{HTTPVersion: "4"})
 	require.ErrorContains(t, err, "unknown HTTP version")

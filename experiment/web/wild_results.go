@@ -100,16 +100,13 @@ func (x *wildLoad) vantage() string {
 }
 
 // resolver is the target as the resolver's host: a resolver measured
-// over several protocols by URL targets is one resolver.
+// over several protocols by URL targets is one resolver, and an ODoH
+// URL's is its target's, not its proxy's (transport.Endpoint.Resolver).
 func (x *wildLoad) resolver() string {
-	t := x.Target
-	if _, rest, ok := strings.Cut(t, "://"); ok {
-		t, _, _ = strings.Cut(rest, "/")
-		if h, _, ok := strings.Cut(t, ":"); ok && !strings.Contains(t, "]") {
-			t = h
-		}
+	if ep, err := transport.ParseURL(x.Target); err == nil {
+		return ep.Resolver()
 	}
-	return strings.Trim(t, "[]")
+	return strings.Trim(x.Target, "[]")
 }
 
 // regionNote is a resolver's region as its targets file's note gives

@@ -174,3 +174,18 @@ func TestWildDecodedForAnalysisReportsAlike(t *testing.T) {
 	require.Equal(t, whole.PageRecords(), lean.PageRecords())
 	require.Equal(t, 1, lean.PageRecords().ECH.K)
 }
+
+// TestWildResolverIsWhoAnswers: a campaign load's resolver is the host
+// that answers, so a load over ODoH pairs with its target's DoUDP twin,
+// not with its proxy.
+func TestWildResolverIsWhoAnswers(t *testing.T) {
+	for target, want := range map[string]string{
+		"10.0.0.1":        "10.0.0.1",
+		"[2001:db8::1]":   "2001:db8::1",
+		"quic://10.0.0.1": "10.0.0.1",
+		"odoh://10.0.0.9/dns-query?target=10.0.0.1:443/dns-query": "10.0.0.1",
+	} {
+		x := &wildLoad{PageLoad: &campaign.PageLoad{Task: measure.Task{Target: target}}}
+		require.Equal(t, want, x.resolver(), target)
+	}
+}
