@@ -49,6 +49,19 @@ type Protocol struct {
 	Marker string
 }
 
+// Hides says what the protocol's lookups hide, and from whom: its rung
+// on the privacy ladder (docs/privacy.md). The TLS ClientHello that
+// follows a lookup is another rung (ECH), not the protocol's.
+func (p Protocol) Hides() string {
+	switch {
+	case p.Relayed:
+		return "names from the network, the client from the resolver"
+	case p.Name == UDP || p.Name == TCP:
+		return "nothing: names in clear"
+	}
+	return "names from the network"
+}
+
 // DoH says whether the protocol is DNS over HTTPS.
 func (p Protocol) DoH() bool { return p.HTTP != "" }
 

@@ -81,3 +81,19 @@ func TestOrdering(t *testing.T) {
 	require.NotContains(t, protocol.Direct(), protocol.ODoH, "relayed through a proxy")
 	require.False(t, protocol.AnswersInOrder("nonsense"+protocol.InOrder))
 }
+
+// TestLadderRungs: each protocol's lookups hide what its rung says:
+// plain DNS nothing, the encrypted ones names from the network, ODoH the
+// client from the resolver too.
+func TestLadderRungs(t *testing.T) {
+	for _, p := range protocol.All {
+		want := "names from the network"
+		switch p.Name {
+		case protocol.UDP, protocol.TCP:
+			want = "nothing: names in clear"
+		case protocol.ODoH:
+			want = "names from the network, the client from the resolver"
+		}
+		require.Equal(t, want, p.Hides(), p.Name)
+	}
+}

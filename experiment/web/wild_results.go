@@ -23,6 +23,7 @@ import (
 	"github.com/doxlab/doxlab/figure"
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -127,6 +128,7 @@ func (x *wildLoad) region() string {
 // navigations did.
 type WildOverview struct {
 	Transport  string
+	Hides      string // its rung on the privacy ladder (protocol.Protocol.Hides)
 	Loads, OK  int
 	Exchanges  int     // upstream exchanges of the measured navigations
 	Resumed    float64 // shares of those exchanges
@@ -146,6 +148,9 @@ func (w Wild) Overview() []WildOverview {
 		o := by[x.Transport]
 		if o == nil {
 			o = &WildOverview{Transport: x.Transport}
+			if p, ok := protocol.Lookup(x.Transport); ok {
+				o.Hides = p.Hides()
+			}
 			by[x.Transport] = o
 			versions[x.Transport], alpns[x.Transport], fails[x.Transport] = map[string]int{}, map[string]int{}, map[string]int{}
 		}
@@ -432,9 +437,9 @@ func (w Wild) Count() (int, string) { return len(w), "campaign page loads" }
 // WriteTable writes the overview and the relative changes.
 func (w Wild) WriteTable(out io.Writer) error {
 	fmt.Fprintln(out, "page loads in the wild (campaigns): per protocol, the loads and what the stub's upstream exchanges of the measured navigations did")
-	fmt.Fprintf(out, "%-6s %7s %9s %8s %7s %7s %7s  %-22s %s\n", "dns", "ok", "exchanges", "resumed", "0-RTT", "Retry", "token", "QUIC versions", "ALPNs")
+	fmt.Fprintf(out, "%-6s %-52s %7s %9s %8s %7s %7s %7s  %-22s %s\n", "dns", "hides", "ok", "exchanges", "resumed", "0-RTT", "Retry", "token", "QUIC versions", "ALPNs")
 	for _, o := range w.Overview() {
-		fmt.Fprintf(out, "%-6s %3d/%-3d %9d %8s %7s %7s %7s  %-22s %s\n", o.Transport, o.OK, o.Loads, o.Exchanges, figure.Share(o.Resumed), figure.Share(o.ZeroRTT), figure.Share(o.Retry), figure.Share(o.Token), o.Versions, o.ALPNs)
+		fmt.Fprintf(out, "%-6s %-52s %3d/%-3d %9d %8s %7s %7s %7s  %-22s %s\n", o.Transport, o.Hides, o.OK, o.Loads, o.Exchanges, figure.Share(o.Resumed), figure.Share(o.ZeroRTT), figure.Share(o.Retry), figure.Share(o.Token), o.Versions, o.ALPNs)
 	}
 	fmt.Fprintf(out, "\npages' own DNS: %s\n", w.PageRecords())
 	fmt.Fprintln(out, "\nFCP and PLT in ms of the loads that loaded: medians with their 95 % intervals")
@@ -451,10 +456,10 @@ func (w Wild) WriteTable(out io.Writer) error {
 	return nil
 }
 
-var wildTable = experiment.Table("wild", `<table id="wild-overview"><tr><th class="l">DNS</th><th>loads ok</th><th>upstream exchanges</th><th>resumed</th><th>0-RTT</th><th>Retry</th><th>token</th><th class="l">QUIC versions</th><th class="l">ALPNs</th><th class="l">commonest failure</th></tr>
-{{range .Overview}}<tr><td class="l">{{.Transport}}</td><td>{{.OK}}/{{.Loads}}</td><td>{{.Exchanges}}</td><td>{{share .Resumed}}</td><td>{{share .ZeroRTT}}</td><td>{{share .Retry}}</td><td>{{share .Token}}</td><td class="l">{{.Versions}}</td><td class="l">{{.ALPNs}}</td><td class="l">{{.FailReason}}</td></tr>
+var wildTable = experiment.Table("wild", `<table id="wild-overview"><tr><th class="l">DNS</th><th class="l">hides (its rung)</th><th>loads ok</th><th>upstream exchanges</th><th>resumed</th><th>0-RTT</th><th>Retry</th><th>token</th><th class="l">QUIC versions</th><th class="l">ALPNs</th><th class="l">commonest failure</th></tr>
+{{range .Overview}}<tr><td class="l">{{.Transport}}</td><td class="l">{{.Hides}}</td><td>{{.OK}}/{{.Loads}}</td><td>{{.Exchanges}}</td><td>{{share .Resumed}}</td><td>{{share .ZeroRTT}}</td><td>{{share .Retry}}</td><td>{{share .Token}}</td><td class="l">{{.Versions}}</td><td class="l">{{.ALPNs}}</td><td class="l">{{.FailReason}}</td></tr>
 {{end}}</table>
-<p id="wild-records">The pages' own DNS, from the HTTPS lookups the browser made while loading them: {{.Records}}. An ECH config there is what lets a browser hide the page's name in its ClientHello (RFC 9848); Chromium uses ECH only with its own secure DNS (docs/privacy.md), so these loads, through the stub, send the name in clear.</p>
+<p id="wild-records">The pages' own DNS, from the HTTPS lookups the browser made while loading them: {{.Records}}. An ECH config there is what lets a browser hide the page's name in its ClientHello (RFC 9848); Chromium uses ECH only with its own secure DNS (docs/privacy.md), so these loads, through the stub, send the name in clear: the rung each protocol stands on is what its lookups hide (the table's second column; docs/privacy.md's ladder).</p>
 <p>FCP and PLT in ms of the loads that loaded, per protocol, over everything and per page: medians with their 95 % intervals, what the ratios below are ratios of.</p>
 <table id="wild-absolute"><tr><th class="l">scope</th><th class="l">group</th><th class="l">DNS</th><th>loads</th><th>FCP ms</th><th>95 % CI</th><th>PLT ms</th><th>95 % CI</th></tr>
 {{range .Absolutes}}<tr><td class="l">{{.Scope}}</td><td class="l">{{.Group}}</td><td class="l">{{.Transport}}</td><td>{{.FCP.N}}</td><td>{{ms .FCP.Median}}</td><td>{{ci1 .FCP}}</td><td>{{ms .PLT.Median}}</td><td>{{ci1 .PLT}}</td></tr>

@@ -85,7 +85,9 @@ func TestWildAnalysis(t *testing.T) {
 	require.Regexp(t, `all\s+udp\s+21\s+109 \[`, table.String())
 
 	ov := w.Overview()
+	require.Equal(t, "nothing: names in clear", ov[0].Hides, "DoUDP's rung")
 	require.Equal(t, "doh2", ov[1].Transport)
+	require.Equal(t, "names from the network", ov[1].Hides)
 	q := ov[2]
 	require.Equal(t, "doq", q.Transport)
 	require.Equal(t, 23, q.Loads)
