@@ -292,3 +292,37 @@ func TestResolverTableGroupsResolvers(t *testing.T) {
 	}
 	require.Equal(t, []string{"a.example udp 2", "a.example doq 1", "b.example udp 1", "b.example doq 2"}, got)
 }
+
+// TestSerializationAtTheLinksRates: a sample's packets cross the up rate
+// as sent and the down rate as received, each with its headers (IPv4 and
+// UDP for datagram protocols, IPv4 and TCP with timestamps otherwise); a
+// link without a rate costs nothing.
+func TestSerializationAtTheLinksRates(t *testing.T) {
+	link := testbed.Profile{Up: testbed.Direction{Rate: 1e6}, Down: testbed.Direction{Rate: 8e6}}
+	udp := store.Row{Transport: "udp", BytesSent: 72, PacketsSent: 1, BytesReceived: 972, PacketsReceived: 1}
+	// (72+28)·8 bits at 1 Mbit/s = 0.8 ms up; (972+28)·8 at 8 Mbit/s = 1 ms down.
+	require.InDelta(t, 1.8, SerializationMs(udp, link), 1e-9)
+	tcp := store.Row{Transport: "dot", BytesSent: 48, PacketsSent: 2, BytesReceived: 948, PacketsReceived: 1}
+	// (48+2·52)·8 at 1 Mbit/s = 1.216 ms; (948+52)·8 at 8 Mbit/s = 1 ms.
+	require.InDelta(t, 2.216, SerializationMs(tcp, link), 1e-9)
+	require.Zero(t, SerializationMs(udp, testbed.Profile{}), "no rate, no serialization")
+}
+
+// TestStoredProfilesAsRun: each run's profile is read from its own spec
+// (a custom profile as it was run); runs on real networks have none.
+func TestStoredProfilesAsRun(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	custom := testbed.Profile{Name: "my-dsl", Down: testbed.Direction{Delay: 12 * time.Millisecond, Rate: 16e6}}
+	emulated := store.NewRun("experiment:dns-rtt", "", map[string]any{"profile": custom})
+	wild := store.NewRun("measure", "", map[string]any{"targets": []string{"udp://192.0.2.1"}})
+	require.NoError(t, st.BeginRun(ctx, emulated))
+	require.NoError(t, st.BeginRun(ctx, wild))
+	got, err := StoredProfiles(ctx, st)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, custom.Down, got[emulated.ID].Down)
+	require.Equal(t, "my-dsl", got[emulated.ID].Name)
+}
