@@ -34,6 +34,13 @@ type Coalesce struct {
 	Server netip.AddrPort // the resolver's address
 	Name   string         // its name, for TLS and DoH's :authority
 	Path   string         // the DoH path; default /dns-query
+	// ECHConfigList, if set, is the resolver's ECH config (its HTTPS
+	// record's ech=, RFC 9848), known before the load as a browser
+	// remembers one from an earlier visit: the connection is opened
+	// before any lookup, so no record of this load can give it. The
+	// connection offers it (outer name the config's public name; Name
+	// inside), retrying with the server's retry configs when it is stale.
+	ECHConfigList []byte
 }
 
 // Transport is the name lookups made this way carry.
@@ -71,7 +78,9 @@ func (ld *load) resolveOnConn(ctx context.Context, host string) ([]netip.Addr, *
 	origin := net.JoinHostPort(co.Name, strconv.Itoa(int(co.Server.Port())))
 	// Keyed apart from the origin's own entry: when the page's host is the
 	// resolver's name, its connection is being dialled, waiting for this.
-	c, err := ld.conns.get(ctx, "dns "+origin, func() *originConn { return ld.open(ctx, co.Name, origin, co.Server, "h3", ld.l.cfg.ZeroRTT, nil) })
+	c, err := ld.conns.get(ctx, "dns "+origin, func() *originConn {
+		return ld.open(ctx, co.Name, origin, co.Server, "h3", ld.l.cfg.ZeroRTT, co.ECHConfigList)
+	})
 	if err == nil {
 		err = c.err
 	}

@@ -18,6 +18,7 @@ import (
 	mdns "github.com/miekg/dns"
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/server"
@@ -674,6 +675,78 @@ func TestLoadOverECH(t *testing.T) {
 	defer mu.Unlock()
 	require.Len(t, conns, 2)
 	require.Equal(t, []string{"rejected", "accepted"}, []string{conns[0].ECH, conns[1].ECH})
+}
+
+// TestCoalescedLoadOverECH: a coalesced load offers the ECH config it
+// was given on its one connection, which carries the page's lookups (a
+// DNS stream each) and the page: the server records ECH accepted under
+// the public name, the page's name inside; a config the server no longer
+// holds is rejected and the retry configs used on a second handshake.
+func TestCoalescedLoadOverECH(t *testing.T) {
+	srv, port := httpsSite(t, "alpn=h3", server.ECH{PublicName: "public.test"})
+	var mu sync.Mutex
+	var recs []*server.Record
+	srv.OnRecord(func(r *server.Record) {
+		mu.Lock()
+		recs = append(recs, r)
+		mu.Unlock()
+	})
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	dns, roots := resolverAndRoots(t, srv)
+	q := new(mdns.Msg)
+	q.SetQuestion(host+".", mdns.TypeHTTPS)
+	r, _, err := dns.Exchange(context.Background(), q)
+	require.NoError(t, err)
+	list := ech.InAnswer(r.Answer)
+	require.NotNil(t, list, "the config a browser would remember")
+	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
+	load := func(list []byte) (*pageload.Result, []*server.Record) {
+		mu.Lock()
+		recs = nil
+		mu.Unlock()
+		l, err := pageload.New(pageload.Config{Port: port, RootCAs: roots, Timeout: 10 * time.Second,
+			Coalesce: &pageload.Coalesce{Mode: pageload.CoalesceDNSStream, Server: netip.MustParseAddrPort("127.0.0.1:" + strconv.Itoa(port)), Name: host, ECHConfigList: list}})
+		require.NoError(t, err)
+		res := l.Load(context.Background(), g)
+		require.Equal(t, "ok", res.Status, res.Error)
+		srv.Settle(context.Background())
+		mu.Lock()
+		defer mu.Unlock()
+		return res, append([]*server.Record(nil), recs...)
+	}
+	res, got := load(list)
+	require.Len(t, res.Conns, 1, "DNS and page on one connection")
+	require.Equal(t, "accepted", res.Conns[0].ECH)
+	require.True(t, res.Lookups[0].Coalesced)
+	var conns, queries int
+	for _, rec := range got {
+		switch rec.Kind {
+		case "conn":
+			conns++
+			require.Equal(t, "accepted", rec.ECH)
+			require.Equal(t, "public.test", rec.OuterSNI, "the network saw the public name")
+			require.Equal(t, host, rec.SNI)
+		case "query":
+			queries++
+			require.Equal(t, "dnsstream", rec.Transport)
+		}
+	}
+	require.Equal(t, 1, conns)
+	require.Positive(t, queries)
+
+	require.NoError(t, srv.RotateECH())
+	require.NoError(t, srv.RotateECH())
+	res, _ = load(list)
+	require.Equal(t, "retried", res.Conns[0].ECH, "a stale config: rejected, then the retry configs")
+
+	res, got = load(nil)
+	require.Empty(t, res.Conns[0].ECH)
+	for _, rec := range got {
+		if rec.Kind == "conn" {
+			require.Equal(t, host, rec.OuterSNI, "no config: the name in clear")
+		}
+	}
 }
 
 // httpsSite is a one-page site for host on a web listener of its own
