@@ -59,6 +59,10 @@ func TestRunOnLoopback(t *testing.T) {
 				want = ech.Accepted
 			}
 			require.Equal(t, []string{want}, s.ECH, "%s: the page's one connection", name)
+			if strings.HasPrefix(s.Rung, Coalesced+"+") {
+				require.Equal(t, "fresh", s.Condition, "%s: no resolver connection to keep", name)
+				require.Positive(t, s.LookupMs, "%s: its lookups on that connection", name)
+			}
 		}
 	}
 	sec, err := ss.Section(t.TempDir())

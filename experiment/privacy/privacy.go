@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,8 +154,17 @@ var dnsCells = []rungCond{
 var webCells = []rungCond{{Clear, "fresh"}, {ECH, "fresh"}, {ECHStale, "fresh"}, {Clear, "0rtt"}, {ECH, "0rtt"}}
 
 // pageRungs are the page loads' rungs: the page's DNS, and whether its
-// connection uses the ECH config of the page's HTTPS record.
-var pageRungs = []dnsECH{{protocol.UDP, false}, {protocol.DoH2, false}, {protocol.DoH2, true}, {protocol.DoQ, true}, {protocol.ODoH, true}}
+// connection uses the ECH config of the page's HTTPS record. Coalesced
+// is the top of the ladder for one server: the lookups on the page's own
+// HTTP/3 connection (DNS streams) under ECH, so the network sees one
+// connection to the public name and nothing else.
+var pageRungs = []dnsECH{{protocol.UDP, false}, {protocol.DoH2, false}, {protocol.DoH2, true}, {protocol.DoQ, true}, {protocol.ODoH, true}, {Coalesced, true}}
+
+// Coalesced is the page rung whose lookups ride on the page's connection
+// (pageload.Coalesce, DNS streams): its ECH config is the one a browser
+// would remember from an earlier visit, since the connection is opened
+// before any lookup of the load.
+const Coalesced = "coalesced"
 
 // browserRungs are Chromium's: its DNS over DoH in secure mode (the only
 // way it uses ECH), with ECH off (its preference) or on.
@@ -323,7 +333,7 @@ func (c *Privacy) Run(ctx context.Context) (string, error) {
 			}
 		}
 		for _, pr := range pageRungs {
-			if err := c.pages(ctx, urls[pr.dns], pr.dns, pr.ech, graph, roots, open, base, done, save); err != nil {
+			if err := c.pages(ctx, pageTarget(urls, pr.dns, ip), pr.dns, pr.ech, list, graph, roots, open, base, done, save); err != nil {
 				return err
 			}
 		}
@@ -383,27 +393,54 @@ func (c *Privacy) lookups(ctx context.Context, url, rung, cond string, roots *x5
 	return nil
 }
 
+// pageTarget is where a page rung's lookups go: its DNS's URL, or, for
+// the coalesced rung, the page's own web listener at ip.
+func pageTarget(urls map[string]string, dns, ip string) string {
+	if dns == Coalesced {
+		return fmt.Sprintf("%s:%d", ip, webPort)
+	}
+	return urls[dns]
+}
+
 // pages loads the page Repeat times with doxlab's loader over HTTP/3,
 // its lookups over one DNS transport kept open (a warm-up opens it, as a
 // stub or browser keeps its resolver's connection), each load on a new
 // connection to the page: with the ECH config of the page's HTTPS record,
-// or with its name in clear.
-func (c *Privacy) pages(ctx context.Context, url, dnsRung string, withECH bool, g *pageload.Graph, roots *x509.CertPool, open func(func() error) error,
+// or with its name in clear. The coalesced rung's lookups ride on that
+// connection instead (url is then the web listener's address), which
+// offers echList, the config an earlier visit would have left.
+func (c *Privacy) pages(ctx context.Context, url, dnsRung string, withECH bool, echList []byte, g *pageload.Graph, roots *x509.CertPool, open func(func() error) error,
 	base Sample, done map[string]bool, save func(*Sample) error) error {
-	tr, err := transport.New(url, transport.Options{RootCAs: roots, Timeout: 10 * time.Second, OpenSockets: open, Reuse: true})
-	if err != nil {
-		return err
-	}
-	defer tr.Close()
-	resolver := &pageload.DNS{Name: dnsRung, Transport: tr}
-	warm := new(dns.Msg)
-	warm.SetQuestion("warm.privacy.test.", dns.TypeA)
-	if _, err := tr.Exchange(ctx, warm); err != nil {
-		return fmt.Errorf("privacy: warming %s: %w", url, err)
+	cfg := pageload.Config{Protocol: "h3", Port: webPort, RootCAs: roots, HTTPSRecords: true, NoECH: !withECH, Timeout: 10 * time.Second, OpenSockets: open}
+	cond := "warm"
+	if dnsRung == Coalesced {
+		// No resolver connection to keep: each load's lookups ride on its
+		// own new connection to the page.
+		cond = "fresh"
+		web, err := netip.ParseAddrPort(url)
+		if err != nil {
+			return fmt.Errorf("privacy: the coalesced rung's server %q: %w", url, err)
+		}
+		cfg.Coalesce = &pageload.Coalesce{Mode: pageload.CoalesceDNSStream, Server: web, Name: site}
+		if withECH {
+			cfg.Coalesce.ECHConfigList = echList
+		}
+	} else {
+		tr, err := transport.New(url, transport.Options{RootCAs: roots, Timeout: 10 * time.Second, OpenSockets: open, Reuse: true})
+		if err != nil {
+			return err
+		}
+		defer tr.Close()
+		cfg.Resolver = &pageload.DNS{Name: dnsRung, Transport: tr}
+		warm := new(dns.Msg)
+		warm.SetQuestion("warm.privacy.test.", dns.TypeA)
+		if _, err := tr.Exchange(ctx, warm); err != nil {
+			return fmt.Errorf("privacy: warming %s: %w", url, err)
+		}
 	}
 	for rep := range c.Repeat {
 		s := base
-		s.Part, s.Rung, s.Condition, s.Rep = "page", pageRung(dnsRung, withECH), "warm", rep
+		s.Part, s.Rung, s.Condition, s.Rep = "page", pageRung(dnsRung, withECH), cond, rep
 		if done[s.key()] {
 			c.Advance(1)
 			continue
@@ -411,8 +448,7 @@ func (c *Privacy) pages(ctx context.Context, url, dnsRung string, withECH bool, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		l, err := pageload.New(pageload.Config{Protocol: "h3", Port: webPort, RootCAs: roots, Resolver: resolver, HTTPSRecords: true, NoECH: !withECH,
-			Timeout: 10 * time.Second, OpenSockets: open})
+		l, err := pageload.New(cfg)
 		if err != nil {
 			return err
 		}

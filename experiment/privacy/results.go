@@ -53,6 +53,9 @@ func rungLabel(part, rung string) string {
 	case "page", "browser":
 		dns, how, _ := strings.Cut(rung, "+")
 		label := rungLabel("dns", dns) + map[string]string{Clear: ", name in clear", ECH: " + ECH"}[how]
+		if dns == Coalesced {
+			label = "DNS on the page's connection" + map[string]string{Clear: ", name in clear", ECH: ", all under ECH"}[how]
+		}
 		if part == "browser" {
 			label = "Chromium, " + label
 		}
@@ -202,7 +205,7 @@ func (ss Samples) Section(dir string) (*experiment.Section, error) {
 		}
 	}
 	return experiment.NewSection("privacy", "The privacy ladder: ECH and Oblivious DoH",
-		"Each rung hides more: DoH and DoQ hide names from the network, Oblivious DoH (RFC 9230) hides the client from the resolver through a proxy host, ECH (RFC 9849) hides the site's name in the TLS handshake. DNS cells are one lookup each: on a new connection (fresh), resuming a TLS session (resumed; DoQ's 0rtt), or on a connection kept open (reused), the ODoH proxy's connection to its target kept open as deployed proxies do. Web cells are a new HTTP/3 connection to the page and its first response; the outer name and ECH columns are what the server recorded of each connection. Page cells are doxlab's page loader fetching a four-resource page over HTTP/3 on a new connection, its lookups (the HTTPS record, whose hint spares the A lookup) over each rung's DNS kept open, with the record's ECH config or the name in clear: PLT. Browser cells are Chromium loading the page with its DNS over the server's DoH in secure mode (the only way it uses ECH), ECH switched off or on, after a reset (caches, sockets and tickets gone): PLT and FCP, and the server's record of ECH.",
+		"Each rung hides more: DoH and DoQ hide names from the network, Oblivious DoH (RFC 9230) hides the client from the resolver through a proxy host, ECH (RFC 9849) hides the site's name in the TLS handshake. DNS cells are one lookup each: on a new connection (fresh), resuming a TLS session (resumed; DoQ's 0rtt), or on a connection kept open (reused), the ODoH proxy's connection to its target kept open as deployed proxies do. Web cells are a new HTTP/3 connection to the page and its first response; the outer name and ECH columns are what the server recorded of each connection. Page cells are doxlab's page loader fetching a four-resource page over HTTP/3 on a new connection, its lookups (the HTTPS record, whose hint spares the A lookup) over each rung's DNS kept open, with the record's ECH config or the name in clear: PLT; on the coalesced rung the lookups ride on the page's connection itself (DNS streams), which offers the ECH config an earlier visit left, so the network sees one connection to the public name. Browser cells are Chromium loading the page with its DNS over the server's DoH in secure mode (the only way it uses ECH), ECH switched off or on, after a reset (caches, sockets and tickets gone): PLT and FCP, and the server's record of ECH.",
 		table, cells, set)
 }
 
