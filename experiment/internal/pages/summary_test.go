@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -133,4 +134,55 @@ func TestChromiumSplitHalf(t *testing.T) {
 	require.InDelta(t, 100*(111.0/101-1), f.MAPE, 1e-9)
 	require.Equal(t, EngineChromium, loads[1].EngineName(), "the samples are left as they were")
 	require.Equal(t, 1, loads[1].Rep)
+}
+
+// TestSummarizeAgainstItsOwnBaseline: a cell's change is read against
+// DoUDP + H3 1-RTT of the same profile, page, stub state, DNS mode,
+// engine and setup; the doxlab loader (no paints) has no FCP change; a
+// cell without a baseline, or whose loads all failed, has none to show
+// (NaN, "–"), never −100 %; the shares are of the ok loads and the 0-RTT
+// share of connections is over all the loads' connections.
+func TestSummarizeAgainstItsOwnBaseline(t *testing.T) {
+	load := func(tr, h3, engine string, plt, fcp float64) *Sample {
+		x := &Sample{Task: Task{Profile: "fiber", Page: "wiki", Transport: tr, H3: h3, StubState: "warm", DNSMode: "stub", Engine: engine}, Status: "ok", PLTMs: plt, FCPMs: fcp}
+		x.Origins = []OriginFacts{{Host: "wiki.test", Requests: 3, Protocol: "h3", Lookup: LookupUpstream, Conns: 2, Conns0RTT: 1}}
+		return x
+	}
+	var ss []*Sample
+	for i := range 4 {
+		d := float64(i)
+		ss = append(ss, load("udp", "1rtt", "", 400+d, 200+d), load("doq", "0rtt", "", 440+d, 210+d),
+			load("udp", "1rtt", EngineDoxlab, 100+d, 0), load("doq", "0rtt", EngineDoxlab, 120+d, 0))
+	}
+	ss[1].H3Used0RTT, ss[1].H3Conn = true, &server.Record{TokenUsed: true}
+	orphan := load("doh2", "1rtt", "", 500, 250)
+	orphan.Page = "o20" // no DoUDP baseline for this page
+	failed := load("doh2", "1rtt", "", 0, 0)
+	failed.Status = "timeout"
+	ss = append(ss, orphan, failed)
+
+	cells := Summarize(ss)
+	by := map[string]Cell{}
+	for _, c := range cells {
+		by[c.Page+" "+c.Transport+" "+c.Engine] = c
+	}
+	doq := by["wiki doq chromium"]
+	require.Equal(t, 4, doq.OK)
+	require.InDelta(t, 100*(441.5/401.5-1), doq.RelPLT, 1e-9)
+	require.InDelta(t, 100*(211.5/201.5-1), doq.RelFCP, 1e-9)
+	require.Equal(t, 0.25, doq.Real0RTT)
+	require.Equal(t, 0.25, doq.Token())
+	require.Equal(t, 0.5, doq.Conns0RTT, "one of each load's two connections")
+	require.Len(t, doq.RelPLTs, 4)
+
+	dx := by["wiki doq doxlab"]
+	require.InDelta(t, 100*(121.5/101.5-1), dx.RelPLT, 1e-9, "against the loader's own baseline, not Chromium's")
+	require.True(t, math.IsNaN(dx.RelFCP), "the loader paints nothing")
+
+	require.True(t, math.IsNaN(by["o20 doh2 chromium"].RelPLT), "no baseline")
+	w := by["wiki doh2 chromium"]
+	require.Equal(t, 1, w.N)
+	require.Zero(t, w.OK)
+	require.True(t, math.IsNaN(w.RelPLT), "no ok load: no change, not -100 %")
+	require.True(t, by["wiki udp chromium"].Baseline())
 }
