@@ -43,6 +43,26 @@ func TestApplyQuick(t *testing.T) {
 	require.Equal(t, []string{"a"}, f.Pages, "quick's")
 }
 
+// TestListFlags: a list flag keeps its default until set, splits on
+// commas and drops blanks; an explicit list also wins over --quick's;
+// CheckValues names the value refused and what is allowed.
+func TestListFlags(t *testing.T) {
+	f := new(fake)
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f.Flags(fs)
+	require.Equal(t, []string{"a", "b", "c"}, f.Pages)
+	require.NoError(t, fs.Parse([]string{"--pages", " b, ,c ,"}))
+	require.Equal(t, []string{"b", "c"}, f.Pages)
+	require.Equal(t, "b,c", fs.Lookup("pages").Value.String())
+	require.NoError(t, experiment.ApplyQuick(f, fs))
+	require.Equal(t, []string{"b", "c"}, f.Pages, "explicit wins over --quick")
+	require.Equal(t, 3, f.Repeat, "quick's, where nothing was set")
+
+	require.NoError(t, experiment.CheckValues("h3 mode", []string{"1rtt", "0rtt"}, "1rtt", "0rtt"))
+	err := experiment.CheckValues("h3 mode", []string{"1rtt", "2rtt"}, "1rtt", "0rtt")
+	require.EqualError(t, err, `h3 mode "2rtt" is not 1rtt or 0rtt`)
+}
+
 // TestRegistry: every experiment registers once, in the papers' order.
 func TestRegistry(t *testing.T) {
 	require.Equal(t, []string{"dns-rtt", "web", "coalescing", "hol", "amplification", "overhead", "privacy", "server-load"}, experiment.Names())
