@@ -349,6 +349,12 @@ func (kp *KeyPair) Open(raw []byte) ([]byte, *Received, error) {
 func (r *Received) Seal(dnsAnswer []byte, pad int) ([]byte, error) {
 	nonce := make([]byte, nonceLen)
 	rand.Read(nonce)
+	return r.sealWith(dnsAnswer, pad, nonce)
+}
+
+// sealWith is Seal with the response nonce given (RFC 9230's test
+// vectors fix it).
+func (r *Received) sealWith(dnsAnswer []byte, pad int, nonce []byte) ([]byte, error) {
 	key, iv, err := responseKeys(r.secret, r.plain, nonce)
 	if err != nil {
 		return nil, fmt.Errorf("odoh: %w", err)

@@ -2,6 +2,7 @@ package odoh_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,4 +72,40 @@ func TestParseConfigs(t *testing.T) {
 		_, err := odoh.ParseConfigs(bad)
 		require.Error(t, err, name)
 	}
+}
+
+// TestRFC9230Vectors: the test vectors of RFC 9230's Appendix A. The
+// seed derives the target's key, its ObliviousDoHConfigs and key_id;
+// the oblivious query opens to the query; the answer sealed with the
+// vector's response nonce is the vector's oblivious response, octet for
+// octet; and the client's side opens that response (with its own
+// sealing, whose ephemeral key is random, checked by TestRoundTrip).
+func TestRFC9230Vectors(t *testing.T) {
+	h := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		require.NoError(t, err)
+		return b
+	}
+	seed := h("c9d84d04e6369fccb8a4d5a264001491221f1b97d9b80dd32c35834bb4462383")
+	configs := h("002c000100280020000100010020c6a793bedbd601c25970b1cc46bea80fdb1a8ec51540d79e4f9f17b8baa9da33")
+	keyID := h("9265d14d640ff991b31892f36326ab601ea84d61964fc7a9c7f981a5313e58b9")
+	query := h("9db1072b0ab473d1e4b74b09637d5f8f253ad4047426ab4dfcc58350bb67b60c")
+	answer := h("9db1072b0ab473d1e4b74b09637d5f8f253ad4047426ab4dfcc58350bb67b60c9db1072b0ab473d1e4b74b09637d5f8f253ad4047426ab4dfcc58350bb67b60c")
+	obliviousQuery := h("0100209265d14d640ff991b31892f36326ab601ea84d61964fc7a9c7f981a5313e58b90054655d2fa2b2271e40b5a78745e41e6d6c5c181fd1fcffcc30fc451d5ec7fdcc5a6ae0da1cba2bd379da93d02d0e42a3849ec6ba53a54c7c8216f0d3cc2cef30ac54f824f5d8b57657d8c7b95e2c0276580b3851d9")
+	obliviousResponse := h("0200100f474d14998a841b15f84388a8af1881005413556bcd8d86194fb47a51982b715b7f253f4f3ea14d89a5dd9d2b67e6c13b0b7eb7ae740c09d915ef77461956ba8acac5c5f1d8965ca0888b1c0aa2a0084b4c2c375b74e1c3d4e51ad3fe8080b7941fd5719df5")
+
+	kp, err := odoh.NewKeyPair(seed)
+	require.NoError(t, err)
+	require.Equal(t, configs, odoh.MarshalConfigs(kp.Config))
+	require.Equal(t, keyID, kp.Config.KeyID())
+	c, err := odoh.ParseConfigs(configs)
+	require.NoError(t, err)
+	require.Equal(t, kp.Config, c)
+
+	got, rcv, err := kp.Open(obliviousQuery)
+	require.NoError(t, err)
+	require.Equal(t, query, got)
+	sealed, err := rcv.SealWith(answer, 0, obliviousResponse[3:19])
+	require.NoError(t, err)
+	require.Equal(t, obliviousResponse, sealed)
 }
