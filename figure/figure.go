@@ -498,10 +498,14 @@ func (g grid) Y(r int) float64    { return float64(r) }
 // Extent is the largest |z| over cols × rows that is not NaN; 0 if none.
 func Extent(cols, rows []string, z func(col, row string) float64) float64 {
 	lo, hi := grid{cols: cols, rows: rows, z: z}.extent()
+	if lo > hi { // no value
+		return 0
+	}
 	return max(math.Abs(lo), math.Abs(hi))
 }
 
-// extent is the smallest and largest value that is not NaN; 0, 1 if none.
+// extent is the smallest and largest value that is not NaN; +Inf, -Inf
+// (lo > hi) if none.
 func (g grid) extent() (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, c := range g.cols {
@@ -510,9 +514,6 @@ func (g grid) extent() (lo, hi float64) {
 				lo, hi = min(lo, z), max(hi, z)
 			}
 		}
-	}
-	if lo > hi {
-		return 0, 1
 	}
 	return lo, hi
 }
@@ -529,8 +530,7 @@ func HeatMap(cols, rows []string, z func(col, row string) float64, scale float64
 	p.Title.TextStyle.Font.Size = vg.Points(9)
 	m := scale
 	if m <= 0 {
-		lo, hi := g.extent()
-		m = max(math.Abs(lo), math.Abs(hi), 1)
+		m = max(Extent(cols, rows, z), 1)
 	}
 	pal := moreland.SmoothBlueRed()
 	pal.SetMin(-m)
