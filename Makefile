@@ -29,11 +29,9 @@ RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners/doh3|Tes
 # scripts/lanes.sh: every lane runs, each is reported apart, and a failure
 # names its lane. unit is every package's tests but test/e2e, which runs
 # the built binary as a user does (the experiments on the testbed, their
-# reports in Chromium, the README's first steps): the e2e lane. Two
-# streams run side by side (lanes.sh says why), of about equal length:
-# the checks, then unit; the images, e2e (which runs them), then race.
+# reports in Chromium, the README's first steps): the e2e lane.
 test: peers
-	bash scripts/lanes.sh lint,vet,licenses,cross,unit images,e2e,race
+	bash scripts/lanes.sh lint vet licenses cross unit race images e2e
 
 # Every dependency's license is compatible with doxlab's Apache-2.0
 # (go-licenses, pinned; scripts/licenses.sh says what it reads by hand).
@@ -61,7 +59,7 @@ e2e:
 	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 -timeout 30m ./test/e2e
 
 race:
-	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
+	CI=true $(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
 # golangci-lint, pinned; built from the module proxy once.
 GOLANGCI_LINT_VERSION ?= v2.15.0
