@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -93,19 +94,26 @@ func startInternet(t *testing.T, pageNames []string) *internet {
 	in.spki = srvs.SPKIs()
 	auth := tb.IPs["server"]
 
-	// doxlab's resolver twice: one that always sends Retry (as the
-	// paper's DoQ servers did), one far away; both cache what they
+	// doxlab's resolver twice: one far away that is an ODoH target too,
+	// one that always sends Retry (as the paper's DoQ servers did) and
+	// relays ODoH to the far one (its proxy); both cache what they
 	// forward, and keep their records.
-	for _, name := range []string{"retry", "far"} {
+	targetRoots := x509.NewCertPool()
+	for _, name := range []string{"far", "retry"} {
 		ip := tb.IPs[name]
 		cfg := &server.Config{Listen: server.Listen{UDP: ip + ":53", TCP: ip + ":53", DoT: ip + ":853", DoQ: ip + ":853", DoH: ip + ":443", DoH3: ip + ":443"},
 			Answers: server.Answers{Forward: "udp://" + auth + ":53", Cache: true, ForwardOpenSockets: func(f func() error) error { return tb.Run(name, f) }}}
-		if name == "retry" {
+		if name == "far" {
+			cfg.ODoH = server.ODoH{Target: true}
+		} else {
 			cfg.QUIC.Retry = "always"
+			cfg.ODoH = server.ODoH{Proxy: true, ProxyTargets: []string{tb.IPs["far"]}, ProxyRoots: targetRoots,
+				ProxyOpenSockets: func(f func() error) error { return tb.Run(name, f) }}
 		}
 		srv, err := server.StartIn(cfg, func(f func() error) error { return tb.Run(name, f) })
 		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })
+		targetRoots.AppendCertsFromPEM(srv.CertPEM())
 		l := &resolverLog{ip: ip}
 		srv.OnRecord(func(r *server.Record) {
 			if r.Kind == "query" {
@@ -419,16 +427,30 @@ vantages:
 	t.Logf("ok loads per vantage point: %v; %d loads in %.0f s", ok, len(loads), time.Since(began).Seconds())
 	logRates(t, loads)
 
-	// The same method on one machine: doxlab campaign run, into SQLite.
+	// The same method on one machine: doxlab campaign run, into SQLite,
+	// with a resolver named oblivious too: ODoH through the retry host
+	// (the proxy) to the far one (the target).
+	oblivious := fmt.Sprintf("odoh://%s/dns-query?target=%s/dns-query", in.tb.IPs["retry"], in.tb.IPs["far"])
 	here := filepath.Join(dir, "here.yaml")
-	require.NoError(t, os.WriteFile(here, []byte(fmt.Sprintf("name: here\ntargets: [%s]\ntls: {insecure: true}\npages: {urls: %s, timeout: 10s}\ncontact: https://lab.example/doxlab-test\nallow_special: [10.200.0.0/24]\n",
-		in.tb.IPs["coredns"], pageList)), 0o644))
+	require.NoError(t, os.WriteFile(here, []byte(fmt.Sprintf("name: here\ntargets: [%s, %q]\ntransports: [udp, doh2, doq, odoh]\ntls: {insecure: true}\npages: {urls: %s, timeout: 10s}\ncontact: https://lab.example/doxlab-test\nallow_special: [10.200.0.0/24]\n",
+		in.tb.IPs["coredns"], oblivious, pageList)), 0o644))
 	db := filepath.Join(dir, "here.db")
 	flag := "--browser-flag=ignore-certificate-errors-spki-list=" + strings.Join(in.spki, ",")
+	farMark := in.resolvers["far"].recs.Mark()
 	out, err = in.tb.Command("fra", bin, "campaign", "run", here, "--store", db, flag).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.Contains(t, string(out), fmt.Sprintf("%d page loads measured and stored", 3*len(urls)))
+	require.Contains(t, string(out), fmt.Sprintf("%d page loads measured and stored", 4*len(urls)), "three protocols of CoreDNS, ODoH of far")
 	require.Contains(t, string(out), ", 0 failed")
+	// The target answered the oblivious lookups without seeing who asked:
+	// every query it took from here came from its proxy's address.
+	fromProxy := 0
+	for _, r := range in.resolvers["far"].recs.Since(farMark) {
+		require.False(t, strings.HasPrefix(r.Remote, in.tb.IPs["fra"]+":"), "the target saw the client: %s %s from %s", r.QName, r.QType, r.Remote)
+		if strings.HasPrefix(r.Remote, in.tb.IPs["retry"]+":") {
+			fromProxy++
+		}
+	}
+	require.Positive(t, fromProxy, "the page's lookups reached the target through its proxy")
 	out, err = in.tb.Command("fra", bin, "campaign", "run", here, "--store", db, flag).CombinedOutput()
 	require.Error(t, err, "a complete run is not measured again unasked")
 	require.Contains(t, string(out), "is complete")
@@ -438,11 +460,14 @@ vantages:
 	require.NoError(t, json.Unmarshal(out, &hs))
 	require.Len(t, hs.Vantages, 1)
 	require.Equal(t, campaign.HereVantage, hs.Vantages[0].Vantage)
-	require.Equal(t, 3*len(urls), hs.Vantages[0].Planned)
-	require.Equal(t, 3*len(urls), hs.Vantages[0].Stored)
+	require.Equal(t, 4*len(urls), hs.Vantages[0].Planned)
+	require.Equal(t, 4*len(urls), hs.Vantages[0].Stored)
 	out, err = in.tb.Command("fra", bin, "report", "--store", db, "--out", filepath.Join(dir, "report")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.Contains(t, string(out), fmt.Sprintf("%d page loads", 3*len(urls)))
+	require.Contains(t, string(out), fmt.Sprintf("%d page loads", 4*len(urls)))
+	page, err := os.ReadFile(filepath.Join(dir, "report", "report.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(page), "names from the network, the client from the resolver", "the campaign overview names ODoH's rung")
 }
 
 func cmpOr(a, b string) string {
