@@ -52,10 +52,11 @@ func rungLabel(part, rung string) string {
 		return map[string]string{Clear: "name in clear", ECH: "ECH", ECHStale: "ECH, stale config"}[rung]
 	case "page", "browser":
 		dns, how, _ := strings.Cut(rung, "+")
-		label := rungLabel("dns", dns) + map[string]string{Clear: ", name in clear", ECH: " + ECH"}[how]
+		label := rungLabel("dns", dns)
 		if dns == Coalesced {
-			label = "DNS on the page's connection" + map[string]string{Clear: ", name in clear", ECH: ", all under ECH"}[how]
+			label = "DNS on the page's connection"
 		}
+		label += map[string]string{Clear: ", name in clear", ECH: " + ECH"}[how]
 		if part == "browser" {
 			label = "Chromium, " + label
 		}
