@@ -16,6 +16,8 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
+
+	"github.com/doxlab/doxlab/internal/ech"
 )
 
 // quicConn is one QUIC connection with its own connected UDP socket, so
@@ -28,6 +30,7 @@ type quicConn struct {
 	w    *wireClock // kernel timestamps; nil without
 	obs  *quicObserver
 
+	echOffered bool      // the handshake offered Options.ECHConfigList
 	early      bool      // the dial returned before the handshake: 0-RTT keys were there
 	dialed     time.Time // socket ready, QUIC dial started
 	hsDone     chan struct{}
@@ -207,6 +210,7 @@ func (b *base) dialQUIC(ctx context.Context, alpn []string, family string, early
 	conn, err := dial(ctx, raddr, tlsConf, conf)
 	if err != nil {
 		de := &dialError{err: fmt.Errorf("QUIC handshake with %s: %w", addr, err)}
+		b.echFacts(&de.conn, tls.ConnectionState{}, err)
 		de.conn.LocalAddr, de.conn.RemoteAddr = udp.LocalAddr().String(), raddr.String()
 		de.conn.Retry, de.conn.VersionNeg, de.conn.TokenUsed = qc.obs.retry.Load(), qc.obs.vn.Load(), qc.obs.token.Load()
 		qc.tr.Close()
@@ -215,7 +219,7 @@ func (b *base) dialQUIC(ctx context.Context, alpn []string, family string, early
 		de.bytes, de.pkts = u.bytes, u.pkts
 		return nil, de
 	}
-	qc.conn = conn
+	qc.conn, qc.echOffered = conn, len(tlsConf.EncryptedClientHelloConfigList) > 0
 	select {
 	case <-conn.HandshakeComplete():
 		qc.handshakeSeen()
@@ -283,6 +287,9 @@ func (qc *quicConn) label(ctx context.Context, x *exch, reused, rejected bool) {
 	cs := qc.conn.ConnectionState()
 	ci := &x.rec.Conn
 	copyTLSFacts(ci, cs.TLS)
+	if qc.echOffered && cs.TLS.ECHAccepted {
+		ci.ECH = ech.Accepted
+	}
 	ci.Reused = reused
 	ci.LocalAddr, ci.RemoteAddr = qc.conn.LocalAddr().String(), qc.conn.RemoteAddr().String()
 	ci.QUICVersion = cs.Version.String()

@@ -93,6 +93,9 @@ type ConnInfo struct {
 	// two parts, so its kernel held the second until our delayed ACK of
 	// the first. The time is the server's setup, not the protocol's cost.
 	DelayedACKStall bool `json:"delayed_ack_stall"` // always present: false is a finding too
+	// ECH is what an offered ECH config came to (Options.ECHConfigList):
+	// accepted or rejected; empty when none was offered.
+	ECH string `json:"ech,omitempty"`
 	// PeerCertificates is the chain the server sent (not on resumption).
 	PeerCertificates []*x509.Certificate `json:"-"`
 }

@@ -211,11 +211,13 @@ func (b *base) dialStream(ctx context.Context, tm *Timing, secure bool, alpn []s
 	if err != nil {
 		de := &dialError{err: fmt.Errorf("TLS handshake with %s: %w", addr, tlsErr(err)), conn: sc.info}
 		copyTLSFacts(&de.conn, tc.ConnectionState())
+		b.echFacts(&de.conn, tc.ConnectionState(), err)
 		de.bytes, de.pkts = sc.usage(snapshot{}, Counts{})
 		raw.Close()
 		return nil, de
 	}
 	copyTLSFacts(&sc.info, tc.ConnectionState())
+	b.echFacts(&sc.info, tc.ConnectionState(), nil)
 	sc.c = tc
 	return sc, nil
 }

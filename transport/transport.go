@@ -24,6 +24,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
+
+	"github.com/doxlab/doxlab/internal/ech"
 )
 
 // Transport sends DNS queries over one protocol to one server.
@@ -97,6 +99,14 @@ type Options struct {
 	// KeyLog receives TLS secrets in NSS key log format. Nil means the file
 	// named by SSLKEYLOGFILE, if set.
 	KeyLog io.Writer
+	// ECHConfigList, if set, is the server's ECH config (ech= of its
+	// HTTPS record, RFC 9848): every TLS handshake (DoT, DoH, DoQ, and an
+	// ODoH client's to its proxy) offers it, so the network sees the
+	// config's public name instead of the server's, and the record says
+	// whether the server accepted it (ConnInfo.ECH). A rejection fails the
+	// exchange, naming it: what a stale config costs is the measurement,
+	// not something to hide behind a retry.
+	ECHConfigList []byte `json:"-"`
 }
 
 // DraftDoQALPNs are the ALPNs of the DoQ drafts, newest first.
@@ -353,7 +363,7 @@ func (b *base) tlsClientConfig() *tls.Config {
 
 // tlsConfig is the client TLS config for one connection.
 func (b *base) tlsConfig(alpn []string, cache tls.ClientSessionCache) *tls.Config {
-	return &tls.Config{
+	c := &tls.Config{
 		ServerName:         b.serverName(),
 		NextProtos:         alpn,
 		RootCAs:            b.opts.RootCAs,
@@ -362,6 +372,24 @@ func (b *base) tlsConfig(alpn []string, cache tls.ClientSessionCache) *tls.Confi
 		KeyLogWriter:       KeyLog(b.opts.KeyLog),
 		MinVersion:         tls.VersionTLS12,
 		CurvePreferences:   b.opts.KeyShares,
+	}
+	if len(b.opts.ECHConfigList) > 0 {
+		c.EncryptedClientHelloConfigList = b.opts.ECHConfigList
+		c.MinVersion = tls.VersionTLS13 // ECH is TLS 1.3's
+	}
+	return c
+}
+
+// echFacts records what the connection's ECH came to, when it offered
+// one: accepted, or rejected (err, the handshake's, carries the
+// server's rejection).
+func (b *base) echFacts(ci *ConnInfo, cs tls.ConnectionState, err error) {
+	switch {
+	case len(b.opts.ECHConfigList) == 0:
+	case cs.ECHAccepted:
+		ci.ECH = ech.Accepted
+	case errors.As(err, new(*tls.ECHRejectionError)):
+		ci.ECH = ech.Rejected
 	}
 }
 
