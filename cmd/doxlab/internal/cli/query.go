@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/internal/suggest"
 
@@ -48,6 +51,7 @@ var queryExit = map[transport.Status]int{
 type queryFlags struct {
 	json, reuse, resume, zeroRTT, tokens, pinVersion, padding bool
 	insecure, dohJSON, doqDrafts, noRD, dnssec, warmup        bool
+	httpsRecord                                               bool
 	repeat                                                    int
 	interval, timeout                                         time.Duration
 	httpVersion, method, sni, ca, local, qlog, quicVersion    string
@@ -77,6 +81,7 @@ func (f *queryFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.doqDrafts, "doq-drafts", false, "also offer the DoQ draft ALPNs doq-i11 ... doq-i00")
 	fs.BoolVar(&f.noRD, "norecurse", false, "clear the RD bit")
 	fs.BoolVar(&f.dnssec, "dnssec", false, "set the DO bit")
+	fs.BoolVar(&f.httpsRecord, "https-record", false, "first ask the server for its own name's HTTPS record (--sni or the URL's host) and offer the record's ECH config (ech=) on every measured handshake, as a client bootstrapping ECH does")
 }
 
 const queryUsage = `usage: doxlab query [flags] URL NAME [TYPE]
@@ -191,6 +196,11 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	if f.httpsRecord {
+		if opts.ECHConfigList, err = ownECHConfig(pos[0], opts, f.json, stderr); err != nil {
+			return fail("--https-record: %v", err)
+		}
+	}
 	t, err := transport.New(pos[0], opts)
 	if err != nil {
 		return fail("%v", err)
@@ -238,6 +248,40 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 			len(totals), f.repeat, slices.Min(totals), s.Median, s.CI(3), slices.Max(totals))
 	}
 	return code
+}
+
+// ownECHConfig asks the server at url, on a connection of its own and
+// in clear (a first visit has nothing else), for the HTTPS record of its
+// own name and returns the record's ECH config.
+func ownECHConfig(url string, opts transport.Options, quiet bool, stderr io.Writer) ([]byte, error) {
+	ep, err := transport.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	name := cmp.Or(opts.SNI, ep.Host)
+	if net.ParseIP(name) != nil {
+		return nil, fmt.Errorf("%s is an address, which has no HTTPS record: name the server with --sni", name)
+	}
+	t, err := transport.New(url, withoutReuse(opts))
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), dns.TypeHTTPS)
+	rec, err := t.Exchange(context.Background(), q)
+	if err != nil {
+		return nil, fmt.Errorf("asking %s's HTTPS record: %s", name, rec.Error)
+	}
+	list := ech.InAnswer(rec.Response.Answer)
+	cs, err := ech.Parse(list)
+	if err != nil || len(cs) == 0 {
+		return nil, fmt.Errorf("%s's HTTPS record has no usable ECH config (ech=)", name)
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, ";; ECH config from %s's HTTPS record: public name %s\n", name, cs[0].PublicName)
+	}
+	return list, nil
 }
 
 func withoutReuse(o transport.Options) transport.Options {
@@ -342,6 +386,9 @@ func (p *printer) print(r *transport.Record) {
 	fmt.Fprintf(w, ";; conn: %s  %s -> %s", conn, orDash(c.LocalAddr), orDash(c.RemoteAddr))
 	if c.TLSVersion != "" {
 		fmt.Fprintf(w, "  TLS %s %s  alpn %s  resumed %s", c.TLSVersion, c.Cipher, orDash(c.ALPN), yn(c.TLSResumed))
+	}
+	if c.ECH != "" {
+		fmt.Fprintf(w, "  ECH %s", c.ECH)
 	}
 	if c.QUICVersion != "" {
 		zero := "no"
