@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/stats"
-	"github.com/doxlab/doxlab/server"
 )
 
 // TestCellsInJSON: a cell's numbers are JSON numbers or null, never NaN
@@ -52,22 +51,4 @@ func TestCellsInJSON(t *testing.T) {
 	vs = c.Versus("udp", undecided)
 	require.Nil(t, vs.Significant, "binned values that cannot tell are no verdict")
 	require.True(t, vs.Approx)
-}
-
-// TestRecordLogSinceAMark: a sample takes the records added after its
-// mark, a copy its later additions do not change.
-func TestRecordLogSinceAMark(t *testing.T) {
-	var l RecordLog
-	l.Add(&server.Record{QName: "a."})
-	m := l.Mark()
-	require.Equal(t, 1, m)
-	l.Add(&server.Record{QName: "b."})
-	l.Add(&server.Record{QName: "c."})
-	got := l.Since(m)
-	require.Len(t, got, 2)
-	require.Equal(t, "b.", got[0].QName)
-	l.Add(&server.Record{QName: "d."})
-	require.Len(t, got, 2, "a copy")
-	require.Len(t, l.Since(0), 4)
-	require.Empty(t, l.Since(l.Mark()))
 }

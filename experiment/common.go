@@ -42,34 +42,6 @@ func StartServerIn(n Net, host string, cfg *server.Config) (*server.Server, erro
 	return srv, nil
 }
 
-// RecordLog collects a server's records as they come; a sample takes
-// those since a mark.
-type RecordLog struct {
-	mu   sync.Mutex
-	recs []*server.Record
-}
-
-// Add appends a record (a server's OnRecord hook).
-func (l *RecordLog) Add(r *server.Record) {
-	l.mu.Lock()
-	l.recs = append(l.recs, r)
-	l.mu.Unlock()
-}
-
-// Mark is the position of the next record.
-func (l *RecordLog) Mark() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.recs)
-}
-
-// Since returns the records from mark i on.
-func (l *RecordLog) Since(i int) []*server.Record {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]*server.Record(nil), l.recs[i:]...)
-}
-
 // DefaultSelf sets an empty binary path to this program's, which the
 // experiments run inside testbed hosts.
 func DefaultSelf(path *string) error {

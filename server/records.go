@@ -130,3 +130,31 @@ func (r *recorder) close() {
 		r.c.Close()
 	}
 }
+
+// RecordLog collects a server's records as they come (OnRecord(log.Add));
+// an experiment's sample, or a test, takes those since a mark.
+type RecordLog struct {
+	mu   sync.Mutex
+	recs []*Record
+}
+
+// Add appends a record (a server's OnRecord hook).
+func (l *RecordLog) Add(r *Record) {
+	l.mu.Lock()
+	l.recs = append(l.recs, r)
+	l.mu.Unlock()
+}
+
+// Mark is the position of the next record.
+func (l *RecordLog) Mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.recs)
+}
+
+// Since returns the records from mark i on.
+func (l *RecordLog) Since(i int) []*Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*Record(nil), l.recs[i:]...)
+}

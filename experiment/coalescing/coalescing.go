@@ -31,6 +31,7 @@ import (
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/protocol"
+	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/transport"
@@ -200,7 +201,7 @@ type env struct {
 	roots  *x509.CertPool
 	pages  map[string]corpus.Page
 	graphs map[string]*pageload.Graph
-	recs   experiment.RecordLog
+	recs   server.RecordLog
 }
 
 // Run runs the experiment and returns its ID.

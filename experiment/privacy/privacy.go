@@ -229,7 +229,7 @@ func (c *Privacy) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	ip, proxyIP := tb.IP("server"), tb.IP("proxy")
-	var web experiment.RecordLog
+	var web server.RecordLog
 	target, err := experiment.StartServer(tb, &server.Config{
 		Listen: server.Listen{UDP: ip + ":53", DoH: ip + ":443", DoQ: ip + ":853", Web: fmt.Sprintf("%s:%d", ip, webPort)},
 		TLS:    server.TLS{Names: []string{site, ip}},
@@ -471,7 +471,7 @@ func (c *Privacy) pages(ctx context.Context, url, dnsRung string, withECH bool, 
 // host, its DNS over the server's DoH in secure mode, with ECH on or
 // switched off, each load after a reset (caches, sockets and tickets
 // gone): PLT and FCP, and what the web server recorded of ECH.
-func (c *Privacy) browserLoads(ctx context.Context, tb experiment.Net, withECH bool, target *server.Server, web *experiment.RecordLog,
+func (c *Privacy) browserLoads(ctx context.Context, tb experiment.Net, withECH bool, target *server.Server, web *server.RecordLog,
 	base Sample, done map[string]bool, save func(*Sample) error) error {
 	opts := browser.Options{Exec: c.Browser, NetNS: tb.NetNS("client"), SPKI: []string{target.SPKI()},
 		SecureDNS: "https://" + target.Addr("doh").String() + "/dns-query",

@@ -16,7 +16,6 @@ import (
 	"github.com/miekg/dns"
 	"gopkg.in/yaml.v3"
 
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
@@ -27,7 +26,7 @@ import (
 type stub struct {
 	cmd     *exec.Cmd
 	stdin   io.Closer // held open: should this process die, the stub stops (--exit-on-eof)
-	records experiment.RecordLog
+	records server.RecordLog
 	readers sync.WaitGroup // the stdout and stderr readers: done before Wait
 }
 

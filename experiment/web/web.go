@@ -190,7 +190,7 @@ type webEnv struct {
 	// none of its own (the loopback net): resolv.conf names the stub.
 	etc map[string]string
 
-	srvRecords experiment.RecordLog // the server's query records and web connection records
+	srvRecords server.RecordLog // the server's query records and web connection records
 }
 
 // Run runs the experiment and returns its ID (the prefix of its runs).

@@ -19,7 +19,6 @@ import (
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/browser/confine"
 	"github.com/doxlab/doxlab/campaign"
-	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/internal/blocklist"
 	"github.com/doxlab/doxlab/measure"
@@ -188,7 +187,7 @@ func (l *wildLoader) Load(ctx context.Context, t measure.Task, o campaign.PageOp
 	if err != nil {
 		return nil, fmt.Errorf("the stub: %w", err)
 	}
-	var recs experiment.RecordLog
+	var recs server.RecordLog
 	stub.OnRecord(func(r *server.Record) {
 		if r.Kind == "query" {
 			recs.Add(r)

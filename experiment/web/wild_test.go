@@ -52,7 +52,7 @@ type internet struct {
 // resolverLog holds a doxlab resolver's query records.
 type resolverLog struct {
 	ip   string
-	recs experiment.RecordLog
+	recs server.RecordLog
 }
 
 // wildVantages are the vantage hosts and their access links.
