@@ -80,24 +80,27 @@ func resolverAndRoots(t *testing.T, srv *server.Server) (*pageload.DNS, *x509.Ce
 	return &pageload.DNS{Name: "udp", Transport: udp}, roots
 }
 
+// kind are the records of recs of one kind (conn, query, ...).
+func kind(recs []*server.Record, k string) []*server.Record {
+	var out []*server.Record
+	for _, r := range recs {
+		if r.Kind == k {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // queries collects the query records srv writes; take returns those
 // since the last take.
 func queries(srv *server.Server) (take func() []*server.Record) {
-	var mu sync.Mutex
-	var got []*server.Record
-	srv.OnRecord(func(r *server.Record) {
-		if r.Kind == "query" {
-			mu.Lock()
-			got = append(got, r)
-			mu.Unlock()
-		}
-	})
+	var log server.RecordLog
+	srv.OnRecord(log.Add)
+	mark := 0
 	return func() []*server.Record {
-		mu.Lock()
-		defer mu.Unlock()
-		out := got
-		got = nil
-		return out
+		recs := log.Since(mark)
+		mark += len(recs)
+		return kind(recs, "query")
 	}
 }
 
@@ -617,31 +620,20 @@ func TestLoaderBoundsRequestsInFlight(t *testing.T) {
 // leaves the name in clear.
 func TestLoadOverECH(t *testing.T) {
 	srv, port := httpsSite(t, "alpn=h3,h2", server.ECH{PublicName: "public.test"})
-	var mu sync.Mutex
-	var conns []*server.Record
-	srv.OnRecord(func(r *server.Record) {
-		if r.Kind == "conn" {
-			mu.Lock()
-			conns = append(conns, r)
-			mu.Unlock()
-		}
-	})
+	var log server.RecordLog
+	srv.OnRecord(log.Add)
 	require.NoError(t, srv.Start())
 	defer srv.Close()
 	dns, roots := resolverAndRoots(t, srv)
 	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
 	load := func(proto string, noECH bool) (*pageload.Result, []*server.Record) {
-		mu.Lock()
-		conns = nil
-		mu.Unlock()
+		mark := log.Mark()
 		l, err := pageload.New(pageload.Config{Protocol: proto, HTTPSRecords: true, NoECH: noECH, Resolver: dns, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
 		require.NoError(t, err)
 		r := l.Load(context.Background(), g)
 		require.Equal(t, "ok", r.Status, r.Error)
 		srv.Settle(context.Background())
-		mu.Lock()
-		defer mu.Unlock()
-		return r, append([]*server.Record(nil), conns...)
+		return r, kind(log.Since(mark), "conn")
 	}
 	for _, proto := range []string{"h3", "h2"} {
 		r, recs := load(proto, false)
@@ -663,16 +655,13 @@ func TestLoadOverECH(t *testing.T) {
 	require.Equal(t, "accepted", l.Load(context.Background(), g).Conns[0].ECH)
 	require.NoError(t, srv.RotateECH())
 	require.NoError(t, srv.RotateECH())
-	mu.Lock()
-	conns = nil
-	mu.Unlock()
+	mark := log.Mark()
 	r := l.Load(context.Background(), g)
 	require.Equal(t, "ok", r.Status, r.Error)
 	require.Equal(t, "retried", r.Conns[0].ECH, "rejected, then accepted with the retry configs")
 	require.True(t, r.Conns[0].ECHRetried)
 	srv.Settle(context.Background())
-	mu.Lock()
-	defer mu.Unlock()
+	conns := kind(log.Since(mark), "conn")
 	require.Len(t, conns, 2)
 	require.Equal(t, []string{"rejected", "accepted"}, []string{conns[0].ECH, conns[1].ECH})
 }
@@ -684,13 +673,8 @@ func TestLoadOverECH(t *testing.T) {
 // holds is rejected and the retry configs used on a second handshake.
 func TestCoalescedLoadOverECH(t *testing.T) {
 	srv, port := httpsSite(t, "alpn=h3", server.ECH{PublicName: "public.test"})
-	var mu sync.Mutex
-	var recs []*server.Record
-	srv.OnRecord(func(r *server.Record) {
-		mu.Lock()
-		recs = append(recs, r)
-		mu.Unlock()
-	})
+	var log server.RecordLog
+	srv.OnRecord(log.Add)
 	require.NoError(t, srv.Start())
 	defer srv.Close()
 	dns, roots := resolverAndRoots(t, srv)
@@ -702,18 +686,14 @@ func TestCoalescedLoadOverECH(t *testing.T) {
 	require.NotNil(t, list, "the config a browser would remember")
 	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
 	load := func(list []byte) (*pageload.Result, []*server.Record) {
-		mu.Lock()
-		recs = nil
-		mu.Unlock()
+		mark := log.Mark()
 		l, err := pageload.New(pageload.Config{Port: port, RootCAs: roots, Timeout: 10 * time.Second,
 			Coalesce: &pageload.Coalesce{Mode: pageload.CoalesceDNSStream, Server: netip.MustParseAddrPort("127.0.0.1:" + strconv.Itoa(port)), Name: host, ECHConfigList: list}})
 		require.NoError(t, err)
 		res := l.Load(context.Background(), g)
 		require.Equal(t, "ok", res.Status, res.Error)
 		srv.Settle(context.Background())
-		mu.Lock()
-		defer mu.Unlock()
-		return res, append([]*server.Record(nil), recs...)
+		return res, log.Since(mark)
 	}
 	res, got := load(list)
 	require.Len(t, res.Conns, 1, "DNS and page on one connection")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +21,7 @@ import (
 // accepted; a stale config (two rotations old) fails the exchange, named,
 // and says rejected; without a config nothing is offered.
 func TestDoHOverECH(t *testing.T) {
-	var mu sync.Mutex
-	var conns []*server.Record
+	var log server.RecordLog
 	srv, err := server.New(&server.Config{
 		Listen:  server.Listen{UDP: "127.0.0.1:0", Web: "127.0.0.1:0"},
 		TLS:     server.TLS{Names: []string{"dns.test"}},
@@ -31,13 +29,7 @@ func TestDoHOverECH(t *testing.T) {
 		Answers: server.Answers{Any: "192.0.2.1", Static: []string{"dns.test. 60 IN HTTPS 1 . alpn=h3,h2"}},
 	})
 	require.NoError(t, err)
-	srv.OnRecord(func(r *server.Record) {
-		if r.Kind == "conn" {
-			mu.Lock()
-			conns = append(conns, r)
-			mu.Unlock()
-		}
-	})
+	srv.OnRecord(log.Add)
 	require.NoError(t, srv.Start())
 	defer srv.Close()
 	roots := x509.NewCertPool()
@@ -59,19 +51,21 @@ func TestDoHOverECH(t *testing.T) {
 		return tr.Exchange(context.Background(), q)
 	}
 	for _, url := range []string{"https://127.0.0.1:" + port + "/dns-query", "h3://127.0.0.1:" + port + "/dns-query"} {
-		mu.Lock()
-		conns = nil
-		mu.Unlock()
+		mark := log.Mark()
 		rec, err := ask(url, list)
 		require.NoError(t, err, url)
 		require.Equal(t, ech.Accepted, rec.Conn.ECH, url)
 		require.Equal(t, "1.3", rec.Conn.TLSVersion)
 		srv.Settle(context.Background())
-		mu.Lock()
-		require.NotEmpty(t, conns, url)
+		var conns []*server.Record
+		for _, r := range log.Since(mark) {
+			if r.Kind == "conn" {
+				conns = append(conns, r)
+			}
+		}
+		require.Len(t, conns, 1, url)
 		require.Equal(t, "public.test", conns[0].OuterSNI, "%s: the network saw the public name", url)
 		require.Equal(t, "dns.test", conns[0].SNI, url)
-		mu.Unlock()
 
 		rec, err = ask(url, nil)
 		require.NoError(t, err, url)
