@@ -11,8 +11,9 @@ peers:
 	bash scripts/install-peers.sh
 
 # CI=true turns a missing peer into a failure instead of a skip.
-# Every test runs once as it is, then the concurrent packages run again
-# under the race detector. The experiments are timed to tens of
+# Every test runs once: the concurrent packages' under the race detector
+# (but their timed tests, which -race would distort), the rest as they
+# are. The experiments are timed to tens of
 # microseconds, which -race's slowdown would distort; the testbed's own
 # tests (its emulator, checks and capture) hold under it.
 # RACE_SKIP: quic-go v0.65's http3 client races with its own handshake on
@@ -52,8 +53,10 @@ cross:
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./... && GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./... || exit 1; done
 	@for p in $(CROSS_BUILD); do echo "cross: build $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./... || exit 1; done
 
+# unit runs each test once: the race lane's packages run under -race
+# there, and here only their timed tests and RACE_SKIP's (scripts/unit.sh).
 unit:
-	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	RACE_PKGS='$(RACE_PKGS)' RACE_SKIP='$(RACE_SKIP)' GO='$(GO)' bash scripts/unit.sh
 
 e2e:
 	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 -timeout 30m ./test/e2e

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# unit: every package's tests but test/e2e, each test once. The race
+# lane's packages (RACE_PKGS) run their tests under -race there, so here
+# they run only the tests -race would distort or skips: the timed ones
+# (testutil.Scaled, ScaledMs or Timed, found by the code as hog-check
+# finds them) and RACE_SKIP's. Running every test of those packages
+# twice cost a third of the unit lane for nothing the race lane misses.
+#   RACE_PKGS='./server ./transport' RACE_SKIP='TestA|TestB' bash scripts/unit.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+: "${RACE_PKGS:?set RACE_PKGS to the race lane packages}" "${RACE_SKIP:?set RACE_SKIP to the tests it skips}"
+read -ra race <<< "$RACE_PKGS"
+mapfile -t racepaths < <($GO list "${race[@]}")
+mapfile -t others < <($GO list ./... | grep -v /test/e2e | grep -vxF -f <(printf '%s\n' "${racepaths[@]}"))
+# The timed tests of the race lane's packages, one alternation.
+run=$RACE_SKIP
+while read -r pkg tests; do
+	for r in "${race[@]}"; do
+		[[ $pkg == "$r" ]] && run+="|$tests"
+	done
+done < <($GO run ./internal/testutil/timedtests .)
+status=0
+CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 "${others[@]}" || status=1
+echo "unit: the race lane's packages, their timed tests and RACE_SKIP's without -race"
+CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 -run "$run" "${race[@]}" || status=1
+exit $status
