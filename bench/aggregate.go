@@ -22,6 +22,8 @@ type Aggregate struct {
 	Windows []Window
 	// LastAt is the latest intended send time.
 	LastAt time.Duration
+	// answers are the rcodes the run took as answers (its OKRcodes).
+	answers measure.Answers
 }
 
 // Window is the queries of one window of intended send times.
@@ -35,7 +37,13 @@ type Window struct {
 // benchmark's duration and rate), instead of kept.
 func LoadAggregated(ctx context.Context, st *store.Store, keep func(runID string) bool, window func(Record) time.Duration) ([]*Stored, error) {
 	return eachStored(ctx, st, keep, func(s *Stored) {
-		s.Agg = &Aggregate{Latency: stats.NewDist(), Window: max(window(s.Record), time.Millisecond)}
+		// The run's own answers, as its summary counted them; a record
+		// without any (older runs) takes the defaults.
+		answers, err := measure.ParseAnswers(s.OKRcodes)
+		if err != nil {
+			answers = measure.DefaultAnswers()
+		}
+		s.Agg = &Aggregate{Latency: stats.NewDist(), Window: max(window(s.Record), time.Millisecond), answers: answers}
 	}, func(s *Stored, ss []Sample) error {
 		for _, x := range ss {
 			s.Agg.add(x)
@@ -51,7 +59,7 @@ func (a *Aggregate) add(x Sample) {
 	}
 	a.LastAt = max(a.LastAt, x.At)
 	w := &a.Windows[i]
-	if (measure.Answers{}).Outcome(x.Status, x.Rcode) != "" { // NOERROR, NXDOMAIN
+	if a.answers.Outcome(x.Status, x.Rcode) != "" {
 		w.Failed++
 		return
 	}

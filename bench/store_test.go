@@ -108,3 +108,39 @@ func TestRunKeepsSamples(t *testing.T) {
 	require.Positive(t, last.OK)
 	require.LessOrEqual(t, last.OK, last.Sent)
 }
+
+// TestAggregateCountsTheRunsAnswers: the report's windows take the
+// rcodes the run took as answers (its summary's), so a run that counted
+// REFUSED as answered draws it as answered too; a run without any
+// (older records) takes NOERROR and NXDOMAIN.
+func TestAggregateCountsTheRunsAnswers(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	run := store.NewRun("bench", "", nil)
+	require.NoError(t, st.BeginRun(ctx, run))
+	samples := []bench.Sample{
+		{At: 0, Latency: time.Millisecond, Status: transport.StatusOK, Rcode: "NOERROR"},
+		{At: time.Millisecond, Latency: 2 * time.Millisecond, Status: transport.StatusRcode, Rcode: "REFUSED"},
+		{At: 2 * time.Millisecond, Latency: 3 * time.Millisecond, Status: transport.StatusTimeout},
+	}
+	for key, ok := range map[string][]string{"refused-too": {"NOERROR", "REFUSED"}, "old": nil} {
+		rec := bench.Record{Key: key, Label: "udp", Protocol: "udp", Step: -1, Start: time.Now(), Summary: bench.Summary{Mode: "open-loop", Sent: 3, OKRcodes: ok}}
+		require.NoError(t, bench.Save(ctx, st, run.ID, rec, samples))
+	}
+	got, err := bench.LoadAggregated(ctx, st, func(string) bool { return true }, func(bench.Record) time.Duration { return time.Second })
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for _, s := range got {
+		w := s.Agg.Windows[0]
+		if s.Key == "refused-too" {
+			require.Equal(t, 2, w.Answered, "REFUSED taken as the run took it")
+			require.Equal(t, 1, w.Failed)
+			require.Equal(t, 2, s.Agg.Latency.N())
+		} else {
+			require.Equal(t, 1, w.Answered, "the defaults")
+			require.Equal(t, 2, w.Failed)
+		}
+	}
+}
