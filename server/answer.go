@@ -195,7 +195,7 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *tran
 			}
 		}
 		r.Extra = append(r.Extra, a.targetAddresses(r.Answer)...)
-		withOwnParams(r.Answer, a.ownParams())
+		withOwnParams(r.Answer, a.ownParams)
 		return r, nil, ""
 	}
 	if soa := a.zoneOf(name); soa != nil {
@@ -428,18 +428,23 @@ func (a *answerer) ownParams() []dns.SVCBKeyValue {
 	return kvs
 }
 
-// withOwnParams adds each of kvs to every ServiceMode HTTPS record of
-// answer that lacks its key: the records describe this server's own
-// services. answer is the reply's own slice; the records it points to
-// are the server's data, so changed ones are copies.
-func withOwnParams(answer []dns.RR, kvs []dns.SVCBKeyValue) {
-	if len(kvs) == 0 {
-		return
-	}
+// withOwnParams adds each of params' SvcParams to every ServiceMode
+// HTTPS record of answer that lacks its key: the records describe this
+// server's own services. params is asked only when there is such a
+// record (most answers have none: nothing to allocate on the hot path).
+// answer is the reply's own slice; the records it points to are the
+// server's data, so changed ones are copies.
+func withOwnParams(answer []dns.RR, params func() []dns.SVCBKeyValue) {
+	var kvs []dns.SVCBKeyValue
 	for i, rr := range answer {
 		h, ok := rr.(*dns.HTTPS)
 		if !ok || h.Priority == 0 {
 			continue
+		}
+		if kvs == nil {
+			if kvs = params(); len(kvs) == 0 {
+				return
+			}
 		}
 		var c *dns.HTTPS
 		for _, kv := range kvs {
