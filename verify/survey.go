@@ -146,7 +146,7 @@ func (s *Survey) Write(w io.Writer) {
 	c = map[string]int{}
 	for _, r := range s.DoH {
 		for k, ok := range map[string]bool{"ODoH target config published (RFC 9230)": r.ODoH != nil, "ODoH: a sealed query answered": r.ODoHAnswers,
-			"ECH config in its own name's HTTPS record (RFC 9848)": r.ECH != "", "ODoH config in its own name's HTTPS record (the drafts' odohconfig)": r.ODoHInHTTPS != nil} {
+			"ECH config in its own name's HTTPS record (RFC 9848)": r.ECH != "", "ODoH config in its own HTTPS record (odohconfig)": r.ODoHInHTTPS != nil} {
 			c[k] += 0 // none is a finding too
 			if ok {
 				c[k]++
