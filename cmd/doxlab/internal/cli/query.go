@@ -196,8 +196,10 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
 	if f.httpsRecord {
-		if opts.ECHConfigList, err = ownECHConfig(pos[0], opts, f.json, stderr); err != nil {
+		if opts.ECHConfigList, err = ownECHConfig(ctx, pos[0], opts, f.json, stderr); err != nil {
 			return fail("--https-record: %v", err)
 		}
 	}
@@ -207,8 +209,6 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	}
 	defer t.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	out := newPrinter(stdout, f.json)
 	if f.warmup {
 		// The warm-up runs on its own connection, as in the PAM paper's method.
@@ -253,7 +253,7 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 // ownECHConfig asks the server at url, on a connection of its own and
 // in clear (a first visit has nothing else), for the HTTPS record of its
 // own name and returns the record's ECH config.
-func ownECHConfig(url string, opts transport.Options, quiet bool, stderr io.Writer) ([]byte, error) {
+func ownECHConfig(ctx context.Context, url string, opts transport.Options, quiet bool, stderr io.Writer) ([]byte, error) {
 	ep, err := transport.ParseURL(url)
 	if err != nil {
 		return nil, err
@@ -269,7 +269,7 @@ func ownECHConfig(url string, opts transport.Options, quiet bool, stderr io.Writ
 	defer t.Close()
 	q := new(dns.Msg)
 	q.SetQuestion(dns.Fqdn(name), dns.TypeHTTPS)
-	rec, err := t.Exchange(context.Background(), q)
+	rec, err := t.Exchange(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("asking %s's HTTPS record: %s", name, rec.Error)
 	}
