@@ -341,16 +341,34 @@ func notDatabase(err error) bool {
 	return ok && se.Code()&0xff == sqlite3.SQLITE_NOTADB
 }
 
-// Redact hides a password in a PostgreSQL URL, for printing.
+// Redact hides a PostgreSQL URL's secrets, for printing: the password
+// of its user part (which may hold @, ? or /: the last @ ends it), and
+// those its query may carry (password=, sslpassword=, which pgx reads
+// there too).
 func Redact(dsn string) string {
-	if i := strings.Index(dsn, "://"); i >= 0 {
-		if at := strings.LastIndex(dsn, "@"); at > i {
-			if c := strings.Index(dsn[i+3:at], ":"); c >= 0 {
-				return dsn[:i+3+c] + ":***" + dsn[at:]
-			}
+	i := strings.Index(dsn, "://")
+	if i < 0 {
+		return dsn
+	}
+	host := i + 3 // where the host part starts, after any user part
+	if at := strings.LastIndex(dsn, "@"); at > i {
+		if c := strings.Index(dsn[i+3:at], ":"); c >= 0 {
+			dsn = dsn[:i+3+c] + ":***" + dsn[at:]
+		}
+		host = strings.LastIndex(dsn, "@")
+	}
+	q := strings.Index(dsn[host:], "?")
+	if q < 0 {
+		return dsn
+	}
+	params := strings.Split(dsn[host+q+1:], "&")
+	for j, p := range params {
+		k, _, _ := strings.Cut(p, "=")
+		if k = strings.ToLower(k); k == "password" || k == "sslpassword" {
+			params[j] = k + "=***"
 		}
 	}
-	return dsn
+	return dsn[:host+q+1] + strings.Join(params, "&")
 }
 
 // sampleColumnsV3 are what analysis reads of a sample beyond its first
