@@ -18,16 +18,24 @@ import (
 	"github.com/doxlab/doxlab/transport"
 )
 
+// benchRun is a new store with a bench run begun in it, closed when the
+// test ends.
+func benchRun(t *testing.T) (*store.Store, store.Run) {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	run := store.NewRun("bench", "", nil)
+	require.NoError(t, st.BeginRun(context.Background(), run))
+	return st, run
+}
+
 // TestStoreKeepsEveryQuery: a run's queries go into the store whole,
 // across several chunks, and come back as they were, statuses and
 // connection facts included.
 func TestStoreKeepsEveryQuery(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
-	require.NoError(t, err)
-	defer st.Close()
-	run := store.NewRun("bench", "", nil)
-	require.NoError(t, st.BeginRun(ctx, run))
+	st, run := benchRun(t)
 
 	n := 2*bench.ChunkSize + 7
 	samples := make([]bench.Sample, n)
@@ -115,11 +123,7 @@ func TestRunKeepsSamples(t *testing.T) {
 // (older records) takes NOERROR and NXDOMAIN.
 func TestAggregateCountsTheRunsAnswers(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
-	require.NoError(t, err)
-	defer st.Close()
-	run := store.NewRun("bench", "", nil)
-	require.NoError(t, st.BeginRun(ctx, run))
+	st, run := benchRun(t)
 	samples := []bench.Sample{
 		{At: 0, Latency: time.Millisecond, Status: transport.StatusOK, Rcode: "NOERROR"},
 		{At: time.Millisecond, Latency: 2 * time.Millisecond, Status: transport.StatusRcode, Rcode: "REFUSED"},

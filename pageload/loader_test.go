@@ -619,12 +619,7 @@ func TestLoaderBoundsRequestsInFlight(t *testing.T) {
 // loader retries with the retry configs on a second handshake; NoECH
 // leaves the name in clear.
 func TestLoadOverECH(t *testing.T) {
-	srv, port := httpsSite(t, "alpn=h3,h2", server.ECH{PublicName: "public.test"})
-	var log server.RecordLog
-	srv.OnRecord(log.Add)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	dns, roots := resolverAndRoots(t, srv)
+	srv, port, log, dns, roots := echSite(t, "alpn=h3,h2")
 	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
 	load := func(proto string, noECH bool) (*pageload.Result, []*server.Record) {
 		mark := log.Mark()
@@ -672,12 +667,7 @@ func TestLoadOverECH(t *testing.T) {
 // the public name, the page's name inside; a config the server no longer
 // holds is rejected and the retry configs used on a second handshake.
 func TestCoalescedLoadOverECH(t *testing.T) {
-	srv, port := httpsSite(t, "alpn=h3", server.ECH{PublicName: "public.test"})
-	var log server.RecordLog
-	srv.OnRecord(log.Add)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	dns, roots := resolverAndRoots(t, srv)
+	srv, port, log, dns, roots := echSite(t, "alpn=h3")
 	q := new(mdns.Msg)
 	q.SetQuestion(host+".", mdns.TypeHTTPS)
 	r, _, err := dns.Exchange(context.Background(), q)
@@ -727,6 +717,18 @@ func TestCoalescedLoadOverECH(t *testing.T) {
 			require.Equal(t, host, rec.OuterSNI, "no config: the name in clear")
 		}
 	}
+}
+
+// echSite is httpsSite with ECH under public.test, started, its
+// records logged, with a resolver asking it and the roots to trust it.
+func echSite(t *testing.T, params string) (*server.Server, int, *server.RecordLog, *pageload.DNS, *x509.CertPool) {
+	srv, port := httpsSite(t, params, server.ECH{PublicName: "public.test"})
+	log := new(server.RecordLog)
+	srv.OnRecord(log.Add)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { srv.Close() })
+	dns, roots := resolverAndRoots(t, srv)
+	return srv, port, log, dns, roots
 }
 
 // httpsSite is a one-page site for host on a web listener of its own
