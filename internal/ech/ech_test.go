@@ -2,6 +2,7 @@ package ech_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,16 @@ func TestRotate(t *testing.T) {
 		require.NotEqual(t, first.Config, k.Config, "two rotations ago is gone")
 	}
 	require.Equal(t, ech.ConfigList(ks.Current().Config), ks.ConfigList())
+}
+
+// TestParseADeployedConfig reads the ECHConfigList tls-ech.dev publishes
+// in its HTTPS record (also in the server's tests): one config of RFC
+// 9849's version, X25519, under the public name its outer ClientHello
+// carries.
+func TestParseADeployedConfig(t *testing.T) {
+	list, err := base64.StdEncoding.DecodeString("AEn+DQBFKwAgACABWIHUGj4u+PIggYXcR5JF0gYk3dCRioBW8uJq9H4mKAAIAAEAAQABAANAEnB1YmxpYy50bHMtZWNoLmRldgAA")
+	require.NoError(t, err)
+	got, err := ech.Parse(list)
+	require.NoError(t, err)
+	require.Equal(t, []ech.Config{{Version: ech.Version, ID: 0x2b, KEM: 0x0020, PublicName: "public.tls-ech.dev"}}, got)
 }
