@@ -1,0 +1,65 @@
+package campaign_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/campaign"
+)
+
+// TestRoundStates: a round is done when every task is stored, whatever
+// the time; scheduled before it is due; running while a worker works on
+// it in its slot; late when due with nothing taken; missed once the next
+// round fell due before it was done.
+func TestRoundStates(t *testing.T) {
+	due := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	every := time.Hour
+	r := campaign.RoundStatus{Round: 1, Due: due, Planned: 10}
+	require.Equal(t, "scheduled", r.State(due.Add(-time.Second), every))
+	require.Equal(t, "late", r.State(due, every))
+	r.Running = 1
+	require.Equal(t, "running", r.State(due.Add(time.Minute), every))
+	r.Running, r.Failed = 0, 2
+	require.Equal(t, "running", r.State(due.Add(time.Minute), every), "a task failed: a worker was there")
+	require.Equal(t, "missed", r.State(due.Add(every), every))
+	r.Done = 10
+	require.Equal(t, "done", r.State(due.Add(-time.Hour), every), "done is done, even early")
+}
+
+// TestStatusTable: a vantage point's line says what it has stored of
+// its plan with the share, a hostile name printed escaped, the totals
+// below; a missed round is named with what to do.
+func TestStatusTable(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	s := &campaign.Status{Run: "r1", Name: "year", Planned: now.Add(-3 * time.Hour), Every: time.Hour,
+		Vantages: []campaign.VantageStatus{
+			{Vantage: "fra", Planned: 200, Stored: 150, Running: 2, Waiting: 48, Workers: 1, Last: now.Add(-30 * time.Second)},
+			{Vantage: "evil\x1b[2J", Planned: 200},
+		},
+		Rounds: []campaign.RoundStatus{
+			{Round: 1, Due: now.Add(-3 * time.Hour), Planned: 200, Done: 200},
+			{Round: 2, Due: now.Add(-2 * time.Hour), Planned: 200, Done: 50, Waiting: 150},
+		}}
+	var b strings.Builder
+	require.NoError(t, s.Write(&b, now))
+	out := b.String()
+	require.NotContains(t, out, "\x1b", "a name cannot drive the terminal")
+	lines := strings.Split(out, "\n")
+	fields := func(prefix string) []string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return strings.Fields(l)
+			}
+		}
+		t.Fatalf("no line %q in\n%s", prefix, out)
+		return nil
+	}
+	require.Equal(t, []string{"fra", "200", "150", "75.0%", "2", "48", "0", "0", "0", "1", "30s", "ago"}, fields("fra "))
+	require.Equal(t, []string{"all", "400", "150", "37.5%", "2", "48", "0", "0", "0"}, fields("all "))
+	require.Contains(t, out, "2 rounds, every 1h0m0s:")
+	require.Contains(t, fields("    2 "), "missed")
+	require.Contains(t, out, "1 round(s) missed: not done when the next fell due")
+}
