@@ -16,8 +16,6 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
-
-	"github.com/doxlab/doxlab/internal/ech"
 )
 
 // quicConn is one QUIC connection with its own connected UDP socket, so
@@ -287,9 +285,7 @@ func (qc *quicConn) label(ctx context.Context, x *exch, reused, rejected bool) {
 	cs := qc.conn.ConnectionState()
 	ci := &x.rec.Conn
 	copyTLSFacts(ci, cs.TLS)
-	if qc.echOffered && cs.TLS.ECHAccepted {
-		ci.ECH = ech.Accepted
-	}
+	echFacts(ci, qc.echOffered, cs.TLS, nil)
 	ci.Reused = reused
 	ci.LocalAddr, ci.RemoteAddr = qc.conn.LocalAddr().String(), qc.conn.RemoteAddr().String()
 	ci.QUICVersion = cs.Version.String()

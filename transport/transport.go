@@ -380,12 +380,18 @@ func (b *base) tlsConfig(alpn []string, cache tls.ClientSessionCache) *tls.Confi
 	return c
 }
 
-// echFacts records what the connection's ECH came to, when it offered
+// echFacts records what the connection's ECH came to, when the
+// transport offers one.
+func (b *base) echFacts(ci *ConnInfo, cs tls.ConnectionState, err error) {
+	echFacts(ci, len(b.opts.ECHConfigList) > 0, cs, err)
+}
+
+// echFacts records what a connection's ECH came to, when it offered
 // one: accepted, or rejected (err, the handshake's, carries the
 // server's rejection).
-func (b *base) echFacts(ci *ConnInfo, cs tls.ConnectionState, err error) {
+func echFacts(ci *ConnInfo, offered bool, cs tls.ConnectionState, err error) {
 	switch {
-	case len(b.opts.ECHConfigList) == 0:
+	case !offered:
 	case cs.ECHAccepted:
 		ci.ECH = ech.Accepted
 	case errors.As(err, new(*tls.ECHRejectionError)):
