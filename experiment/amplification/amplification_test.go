@@ -66,26 +66,29 @@ func TestAmplificationLimit(t *testing.T) {
 	for k, v := range bursts {
 		require.GreaterOrEqual(t, stats.Median(v), -200.0, "%s: the server sends up to its limit", k)
 	}
-	// Round trips on medians: one slow handshake on a busy machine must
-	// not decide. A large chain's token cell is compared with the same
-	// chain unvalidated rather than with a fixed count: the RSA-4096
-	// signature costs both the same CPU, which a loaded CI machine can
-	// stretch to most of a 40 ms round trip.
-	cells := Summarize(ss)
-	byKey := map[string]Cell{}
-	for _, c := range cells {
-		byKey[c.Cert+" "+c.KeyShare+" "+c.Validation] = c
+	// Round trips on each cell's fastest handshake: a busy machine only
+	// ever adds time (the RSA-4096 signature, a descheduled server), so
+	// the fastest of a cell's handshakes is the count the protocol
+	// allows. Medians flaked: a large chain's token cell once took 2.09
+	// RTT on its median against 2.45 unvalidated, under a loaded CI lane.
+	fastest := map[string]float64{}
+	for _, s := range ss {
+		cell := s.Cert + " " + s.KeyShare + " " + s.Validation
+		if f, ok := fastest[cell]; !ok || s.HandshakeRTTs < f {
+			fastest[cell] = s.HandshakeRTTs
+		}
 	}
-	for _, cell := range cells {
+	for _, cell := range Summarize(ss) {
 		name := cell.Cert + " " + cell.KeyShare + " " + cell.Validation
+		got := fastest[name]
 		switch {
 		case cell.Cert == "small" && (cell.Validation == "none" || cell.Validation == "token"):
-			require.Less(t, cell.HandshakeRTTs, 1.8, "%s: one round trip", name)
+			require.Less(t, got, 1.8, "%s: one round trip", name)
 		case cell.Validation == "token":
-			stalled := byKey[cell.Cert+" "+cell.KeyShare+" none"]
-			require.Less(t, cell.HandshakeRTTs, stalled.HandshakeRTTs-0.5, "%s: a round trip less than unvalidated", name)
+			stalled := fastest[cell.Cert+" "+cell.KeyShare+" none"]
+			require.Less(t, got, stalled-0.5, "%s: a round trip less than unvalidated", name)
 		default:
-			require.Greater(t, cell.HandshakeRTTs, 1.8, "%s: a Retry or a stall costs a round trip", name)
+			require.Greater(t, got, 1.8, "%s: a Retry or a stall costs a round trip", name)
 		}
 	}
 }
