@@ -96,9 +96,10 @@ func Decode(path string, b []byte, v any) *File {
 	}
 	f.check(doc, reflect.TypeOf(v).Elem(), "")
 	// The values of the right shape go in; yaml.v3 decodes past its type
-	// errors, which check has said better.
+	// errors, which check has said better, and stops at a bad merge,
+	// which check has said too.
 	var te *yaml.TypeError
-	if err := doc.Decode(v); err != nil && !errors.As(err, &te) {
+	if err := doc.Decode(v); err != nil && !errors.As(err, &te) && len(f.errs) == 0 {
 		f.add(doc.Line, "", err.Error())
 	}
 	return f
@@ -217,26 +218,20 @@ func (f *File) check(n *yaml.Node, t reflect.Type, field string) {
 			return
 		}
 		fields, names := structFields(t), fieldNames(t)
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			sub := join(field, k.Value)
-			ft, ok := fields[k.Value]
-			switch {
-			case !ok:
+		for _, e := range f.entries(n, field, 0) {
+			sub := join(field, e.k.Value)
+			ft, ok := fields[e.k.Value]
+			if !ok {
 				msg := "unknown field"
-				if near := suggest.Nearest(k.Value, names, 1, true); len(near) > 0 {
+				if near := suggest.Nearest(e.k.Value, names, 1, true); len(near) > 0 {
 					msg += " (did you mean " + near[0] + "?)"
 				} else {
 					msg += " (known: " + strings.Join(names, ", ") + ")"
 				}
-				f.add(k.Line, sub, msg)
-			case seen[k.Value]:
-				f.add(k.Line, sub, "given twice")
-			default:
-				f.check(v, ft, sub)
+				f.add(e.k.Line, sub, msg)
+				continue
 			}
-			seen[k.Value] = true
+			f.check(e.v, ft, sub)
 		}
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
@@ -251,13 +246,67 @@ func (f *File) check(n *yaml.Node, t reflect.Type, field string) {
 			f.add(n.Line, field, "want a mapping, got "+kindName(n))
 			return
 		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			f.check(n.Content[i+1], t.Elem(), join(field, n.Content[i].Value))
+		for _, e := range f.entries(n, field, 0) {
+			f.check(e.v, t.Elem(), join(field, e.k.Value))
 		}
 	default:
 		f.scalar(n, t, field)
 	}
 }
+
+// entry is a key of a mapping and its value.
+type entry struct{ k, v *yaml.Node }
+
+// entries are mapping n's keys and values as yaml.v3 decodes them: its
+// own, each once (a key given again is an error, which yaml.v3 would
+// otherwise report by leaving a map empty), then those its merge keys
+// bring (<<: *anchor, or a list of anchors) that it does not give
+// itself, the first merged mapping's first. A key that is not text is
+// an error of its own.
+func (f *File) entries(n *yaml.Node, field string, depth int) []entry {
+	var own, merges []entry
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch {
+		case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
+			merges = append(merges, entry{k, v})
+		case k.Kind != yaml.ScalarNode:
+			f.add(k.Line, field, "want a key in text, got "+kindName(k))
+		case seen[k.Value]:
+			f.add(k.Line, join(field, k.Value), "given twice")
+		default:
+			seen[k.Value] = true
+			own = append(own, entry{k, v})
+		}
+	}
+	for _, m := range merges {
+		from := []*yaml.Node{m.v}
+		if m.v.Kind == yaml.SequenceNode {
+			from = m.v.Content
+		}
+		for _, src := range from {
+			if src.Kind == yaml.AliasNode && src.Alias != nil {
+				src = src.Alias
+			}
+			if src.Kind != yaml.MappingNode || depth >= maxMergeDepth {
+				f.add(m.k.Line, join(field, "<<"), "want a mapping to merge (<<: *anchor, or a list of them), got "+kindName(src))
+				continue
+			}
+			for _, e := range f.entries(src, field, depth+1) {
+				if !seen[e.k.Value] {
+					seen[e.k.Value] = true
+					own = append(own, e)
+				}
+			}
+		}
+	}
+	return own
+}
+
+// maxMergeDepth bounds merges of merges: yaml.v3 refuses an anchor that
+// contains itself, so this only keeps a deep chain of them finite.
+const maxMergeDepth = 16
 
 // scalar checks a scalar value of kind t.
 func (f *File) scalar(n *yaml.Node, t reflect.Type, field string) {

@@ -77,3 +77,35 @@ func TestSyntaxErrorsOnTheirLine(t *testing.T) {
 	require.Equal(t, []string{"f.yaml:2: did not find expected ',' or ']' (a list opened with [ on this line is not closed)"}, errs(t, "repeat: 1\nlist: [a, b\nrate: 2\n"))
 	require.Equal(t, []string{"f.yaml:2: found a tab character that violates indentation (indent with spaces)"}, errs(t, "repeat: 1\n\trate: 2\n"))
 }
+
+// A merge key (<<: *anchor) is YAML's way to share fields between list
+// items: it must read as yaml.v3 decodes it (the mapping's own keys win,
+// then the first merged mapping's), not as an unknown field "<<".
+func TestMergeKeys(t *testing.T) {
+	var s spec
+	doc := "items:\n  - &first {name: a, delay: 1s}\n  - <<: *first\n    name: b\n  - {name: c, <<: *first}\n" +
+		"inner:\n  <<: [*first, {name: z, delay: 9s}]\n"
+	require.NoError(t, Decode("f.yaml", []byte(doc), &s).Err())
+	require.Equal(t, []inner{{"a", time.Second}, {"b", time.Second}, {"c", time.Second}}, s.Items)
+	require.Equal(t, &inner{"a", time.Second}, s.Inner, "the first merged mapping wins")
+
+	// What a merged mapping brings is checked where it lands.
+	require.Equal(t, []string{
+		`f.yaml:2: items[1].nme: unknown field (did you mean name?)`,
+		`f.yaml:2: items[1].delay: want a duration with its unit, such as 500ms, 10s or 2h, got "5"`,
+		`f.yaml:2: items[2].nme: unknown field (did you mean name?)`,
+		`f.yaml:2: items[2].delay: want a duration with its unit, such as 500ms, 10s or 2h, got "5"`,
+		`f.yaml:4: items[3].<<: want a mapping to merge (<<: *anchor, or a list of them), got "7"`,
+	}, errs(t, "items:\n  - &x {nme: a, delay: 5}\n  - <<: *x\n  - <<: 7\n"))
+}
+
+// A key given twice is an error in a map as in a struct: yaml.v3 would
+// otherwise drop the whole map and say so only among the errors
+// specfile replaces by its own.
+func TestKeysGivenTwice(t *testing.T) {
+	require.Equal(t, []string{
+		"f.yaml:1: tags.a: given twice",
+		"f.yaml:4: extra.k: given twice",
+	}, errs(t, "tags: {a: 1, a: 2}\nextra:\n  k: v\n  k: w\n"))
+	require.Equal(t, []string{`f.yaml:1: tags: want a key in text, got a list`}, errs(t, "tags: {[a, b]: 1}\n"))
+}
