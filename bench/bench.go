@@ -178,9 +178,18 @@ func (c *Config) defaults() {
 
 // Check rejects a config no run can mean, before anything is sent.
 func (c *Config) Check() error {
+	for _, f := range []struct {
+		name string
+		neg  bool
+	}{{"duration", c.Duration < 0}, {"timeout", c.Options.Timeout < 0}, {"workers", c.Workers < 0},
+		{"conns", c.Conns < 0}, {"max-in-flight", c.MaxInFlight < 0}, {"max-queries", c.MaxQueries < 0}} {
+		if f.neg {
+			return fmt.Errorf("%s must not be negative (0: the default)", f.name)
+		}
+	}
 	switch {
-	case c.Rate < 0:
-		return errors.New("rate must not be negative")
+	case !(c.Rate >= 0): // NaN too
+		return errors.New("rate must be a number, 0 or more")
 	case c.Rate > 10_000_000:
 		return fmt.Errorf("rate %.0f/s is more than any server here can take", c.Rate)
 	case c.Conns > 10000:

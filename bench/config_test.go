@@ -1,8 +1,10 @@
 package bench_test
 
 import (
+	"context"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -41,4 +43,31 @@ func TestParseStepsAndRamp(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 	require.False(t, math.IsInf(r[len(r)-1], 0))
+}
+
+// TestCheckRefusesWhatNoRunCanMean: negative counts and durations (0
+// means the default), a rate that is no number, and a bound no rate can
+// hold or every rate holds are refused before anything is sent.
+func TestCheckRefusesWhatNoRunCanMean(t *testing.T) {
+	require.NoError(t, (&bench.Config{}).Check(), "every zero is a default")
+	for msg, c := range map[string]bench.Config{
+		"duration must not be negative":      {Duration: -time.Second},
+		"timeout must not be negative":       {Options: transport.Options{Timeout: -1}},
+		"workers must not be negative":       {Workers: -1},
+		"conns must not be negative":         {Conns: -1},
+		"max-in-flight must not be negative": {MaxInFlight: -1},
+		"max-queries must not be negative":   {MaxQueries: -1},
+		"rate must be a number, 0 or more":   {Rate: math.NaN()},
+		"more than any server here can take": {Rate: math.Inf(1)},
+		"duration over a day":                {Duration: 25 * time.Hour},
+	} {
+		require.ErrorContains(t, c.Check(), msg)
+	}
+	require.NoError(t, bench.Bound{P99: time.Millisecond}.Check(), "no loss allowed")
+	require.NoError(t, bench.Bound{P99: time.Millisecond, MaxLoss: 0.5}.Check())
+	for _, b := range []bench.Bound{{}, {P99: -time.Millisecond}, {P99: time.Millisecond, MaxLoss: 1}, {P99: time.Millisecond, MaxLoss: -0.1}, {P99: time.Millisecond, MaxLoss: math.NaN()}} {
+		require.Error(t, b.Check(), "%+v", b)
+	}
+	_, _, err := bench.Steps(context.Background(), bench.Config{}, []float64{100}, bench.Bound{P99: time.Millisecond, MaxLoss: 2})
+	require.ErrorContains(t, err, "not 2", "Steps checks its bound before sending")
 }

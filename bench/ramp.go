@@ -18,6 +18,18 @@ type Bound struct {
 	MaxLoss float64
 }
 
+// Check says what is wrong with a bound: a p99 of nothing would hold
+// no rate, and a loss outside [0, 1) no rate or every one.
+func (b Bound) Check() error {
+	switch {
+	case b.P99 <= 0:
+		return errors.New("the p99 latency bound must be positive")
+	case !(b.MaxLoss >= 0 && b.MaxLoss < 1): // NaN too
+		return fmt.Errorf("the loss a rate may have is a share from 0 up to 1, not %v", b.MaxLoss)
+	}
+	return nil
+}
+
 // Step is one rate of a stepped run.
 type Step struct {
 	Summary
@@ -34,8 +46,8 @@ func Steps(ctx context.Context, c Config, rates []float64, b Bound) ([]Step, flo
 	if len(rates) == 0 {
 		return nil, 0, errors.New("no rates to step through")
 	}
-	if b.P99 <= 0 {
-		return nil, 0, errors.New("a latency bound is needed")
+	if err := b.Check(); err != nil {
+		return nil, 0, err
 	}
 	var steps []Step
 	held := 0.0

@@ -107,6 +107,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			return usage("--ramp: %v", err)
 		}
 	}
+	bound := bench.Bound{P99: *p99, MaxLoss: *maxLoss}
+	if err := bound.Check(); rates != nil && err != nil {
+		return usage("--p99, --max-loss: %v", err)
+	}
+	if *duration <= 0 || *timeout <= 0 {
+		return usage("--duration and --timeout must be positive")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfgs := make([]bench.Config, len(urls))
@@ -142,8 +149,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			cfg.Progress, endProgress = benchProgress(stderr, u, *progress)
 		}
 		if rates != nil {
-			b := bench.Bound{P99: *p99, MaxLoss: *maxLoss}
-			exit = max(exit, benchSteps(ctx, benchURL{i: i, url: u, cfg: cfg, save: save, endProgress: endProgress, json: *asJSON, stdout: stdout, stderr: stderr}, rates, b))
+			exit = max(exit, benchSteps(ctx, benchURL{i: i, url: u, cfg: cfg, save: save, endProgress: endProgress, json: *asJSON, stdout: stdout, stderr: stderr}, rates, bound))
 			continue
 		}
 		res, err := bench.Run(ctx, cfg)
