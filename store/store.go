@@ -323,7 +323,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		if notDatabase(err) {
 			return nil, fmt.Errorf("%s is not a doxlab store (not a SQLite database)", Redact(dsn))
 		}
-		return nil, fmt.Errorf("store %s: unreachable: %w", Redact(dsn), err)
+		return nil, fmt.Errorf("store %s: unreachable: %w", Redact(dsn), oneLine{err})
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.db.Close()
@@ -980,6 +980,28 @@ func Permanent(err error) bool {
 	}
 	return false
 }
+
+// oneLine is an error on one line: pgx lists each address it tried on a
+// line of its own, and doxlab's errors are one line each.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string {
+	var b strings.Builder
+	for l := range strings.Lines(e.err.Error()) {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), ":") {
+			b.WriteString(";")
+		}
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+func (e oneLine) Unwrap() error { return e.err }
 
 // noRun reports a sample refused for want of its run: its run's
 // number, looked up by ID, was NULL (a run the store does not hold).

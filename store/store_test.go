@@ -354,6 +354,11 @@ func TestOpenErrors(t *testing.T) {
 	require.ErrorContains(t, err, "unreachable")
 	require.NotContains(t, err.Error(), "secret", "the password is not printed")
 	require.Less(t, time.Since(start), testutil.Scaled(6*time.Second), "fails fast")
+	// pgx tries TLS and then clear text (sslmode=prefer), and lists each
+	// attempt on a line of its own.
+	_, err = store.Open(context.Background(), "postgres://doxlab@127.0.0.1:1/x?connect_timeout=2")
+	require.ErrorContains(t, err, "connection refused")
+	require.NotContains(t, err.Error(), "\n", "one line")
 	_, err = store.Open(context.Background(), filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"))
 	require.Error(t, err)
 }
