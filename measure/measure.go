@@ -143,6 +143,10 @@ type InRTTs struct {
 	Total     float64 `json:"total"`
 }
 
+// MaxTasks is the most tasks a spec may make: ten times a round of the
+// IMC 2022 study's campaign, and a few hundred megabytes of tasks.
+const MaxTasks = 1_000_000
+
 // MaxRate is the highest Rate a spec may ask for: a task every
 // microsecond, far beyond what one machine measures.
 const MaxRate = 1e6
@@ -221,11 +225,10 @@ func (s *Spec) Tasks() ([]Task, error) {
 	for _, p := range s.Pages {
 		variants = append(variants, variant{page: p})
 	}
-	var tasks []Task
-	type key struct {
-		url, transport, condition, page string
-		rep                             int
-	}
+	// What is measured, once each (a target listed twice, or a host and
+	// its own URL, is one), then each that many times.
+	var each []Task
+	type key struct{ url, transport, condition, page string }
 	seen := map[key]bool{}
 	relayedErr := map[string]error{} // a relayed transport asked of a name, which names no proxy
 	for _, target := range s.Targets {
@@ -253,18 +256,28 @@ func (s *Spec) Tasks() ([]Task, error) {
 				if v.cond != "" && !conditionApplies(Conditions[v.cond], tn) {
 					continue
 				}
-				for rep := range s.Repeat {
-					if k := (key{url, tn, v.cond, v.page, rep}); !seen[k] {
-						seen[k] = true
-						tasks = append(tasks, Task{URL: url, Target: target, Transport: tn, Condition: v.cond, Page: v.page, Rep: rep})
-					}
+				if k := (key{url, tn, v.cond, v.page}); !seen[k] {
+					seen[k] = true
+					each = append(each, Task{URL: url, Target: target, Transport: tn, Condition: v.cond, Page: v.page})
 				}
 			}
 		}
 	}
 	for tn, err := range relayedErr {
-		if !slices.ContainsFunc(tasks, func(t Task) bool { return t.Transport == tn }) {
+		if !slices.ContainsFunc(each, func(t Task) bool { return t.Transport == tn }) {
 			return nil, err // no target named its proxy
+		}
+	}
+	// Tasks are held in memory, a few hundred octets each: a typo in
+	// repeat is an error, not a machine out of memory.
+	if n := len(each) * s.Repeat; n > MaxTasks || n/s.Repeat != len(each) {
+		return nil, fmt.Errorf("repeat %d of %d cells (target × transport × condition or page) is more than the %d tasks one run holds: measure fewer, or in rounds", s.Repeat, len(each), MaxTasks)
+	}
+	tasks := make([]Task, 0, len(each)*s.Repeat)
+	for _, t := range each {
+		for rep := range s.Repeat {
+			t.Rep = rep
+			tasks = append(tasks, t)
 		}
 	}
 	seed := s.Seed

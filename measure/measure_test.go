@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,12 +127,18 @@ func TestSpecCheck(t *testing.T) {
 		"concurrency":   {Concurrency: -1},
 		"repeat":        {Repeat: -2},
 		"timeout":       {Timeout: -time.Second},
+		// A typo in repeat is refused before any task is held.
+		"repeat-too-many": {Repeat: measure.MaxTasks/3 + 1, Conditions: []string{"fresh"}, Transports: []string{"udp", "tcp", "dot"}},
+		"repeat-overflow": {Repeat: math.MaxInt, Transports: []string{"udp", "tcp"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s.Targets = []string{"127.0.0.1"}
 			_, err := s.Tasks()
 			require.Error(t, err)
 			require.NotContains(t, err.Error(), "\n")
+			if strings.HasPrefix(name, "repeat-") {
+				require.ErrorContains(t, err, "tasks one run holds")
+			}
 		})
 	}
 }
