@@ -65,7 +65,7 @@ func CheckVantage(ctx context.Context, st *store.Store, dsn, vantage string, pag
 	}
 	var missing []string
 	for _, g := range []struct{ table, priv string }{
-		{"runs", "SELECT"}, {"sample_cols", "INSERT"}, {"sample_raw", "INSERT"}, {"results", "INSERT"}, {"river_job", "UPDATE"},
+		{"runs", "SELECT"}, {"sample_cols", "INSERT"}, {"results", "INSERT"}, {"river_job", "UPDATE"},
 	} {
 		var ok bool
 		if err := db.QueryRowContext(ctx, `SELECT has_table_privilege(current_user, $1, $2)`, g.table, g.priv).Scan(&ok); err != nil || !ok {

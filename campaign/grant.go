@@ -22,7 +22,7 @@ var roleName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // ones). It may create no table and read no other.
 var workerGrants = []string{
 	`GRANT SELECT ON runs, schema_version TO %[1]s`,
-	`GRANT SELECT, INSERT ON samples, sample_cols, sample_raw, results TO %[1]s`,
+	`GRANT SELECT, INSERT ON samples, sample_cols, results TO %[1]s`,
 }
 
 // Grant gives an existing PostgreSQL role what a worker needs of the

@@ -48,18 +48,19 @@ make_store() {
 	IFS=', ' read -r -a cols <<<"$all"
 	for c in "${cols[@]}"; do
 		local x=$c
-		[ "$c" = task_key ] && x="task_key || '#' || i"
+		# a copy's repetition moves on, so that its key is its own, and
+		# its key's hash moves towards 0: unique in its run
+		[ "$c" = rep ] && x="rep + i * 100000"
+		[ "$c" = k ] && x="CASE WHEN k > 0 THEN k - i ELSE k + i END"
 		for e in "$@"; do
 			[ "${e%%=*}" = "$c" ] && x="${e#*=}"
 		done
 		sel+="${sel:+, }$x"
 	done
 	rm -f "$db" && cp "$WORK/seed.db" "$db"
-	# a copy's record is its original's (its key is the original's, # and i)
-	sqlite3 "$db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed AS SELECT * FROM sample_cols; CREATE TEMP TABLE seed_raw AS SELECT * FROM sample_raw;
-		DELETE FROM sample_raw; DELETE FROM sample_cols; BEGIN;
-		WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM k WHERE i < $((n - 1))) INSERT INTO sample_cols ($all) SELECT $sel FROM seed, k;
-		INSERT INTO sample_raw (id, z) SELECT c.id, r.z FROM sample_cols c JOIN seed o ON o.run = c.run AND o.task_key = substr(c.task_key, 1, instr(c.task_key, '#') - 1) JOIN seed_raw r ON r.id = o.id;
+	sqlite3 "$db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed AS SELECT * FROM sample_cols;
+		DELETE FROM sample_cols; BEGIN;
+		WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHERE i < $((n - 1))) INSERT INTO sample_cols ($all) SELECT $sel FROM seed, n;
 		COMMIT; PRAGMA journal_mode=WAL;" >/dev/null
 }
 

@@ -2,7 +2,7 @@
 # scale-bench: how doxlab's analysis grows with the store. It measures a
 # seed of real dns-rtt samples on the testbed (doxlab experiment dns-rtt
 # --quick, as root), replicates them in SQL to each size (same rows, new
-# task keys), and runs 'doxlab report' and 'doxlab export --format
+# repetitions), and runs 'doxlab report' and 'doxlab export --format
 # parquet' on the store, printing what a sample takes on disk ('doxlab
 # store stats'), wall time and peak RSS (GNU time) beside DuckDB's time
 # and peak RSS for the same grouped medians and p90s over the export.
@@ -13,9 +13,9 @@
 #   bash scripts/scale-bench.sh                    # 100k, 1M and 10M: SQLite, PostgreSQL, a dataset
 #   SIZES="100000 1000000" BACKENDS=sqlite bash scripts/scale-bench.sh
 #
-# Disk: a dns-rtt sample takes about 1 KB in SQLite and 1.4 KB in
-# PostgreSQL (its raw JSON, 2 KB, compressed since schema 8): 10M samples
-# need ~15 GB free in WORK (default /var/tmp/doxlab-scale); each
+# Disk: a dns-rtt sample takes about 0.5 KB in SQLite and PostgreSQL (its
+# raw JSON, 2 KB, compressed since schema 8): 10M samples need ~8 GB free
+# in WORK (default /var/tmp/doxlab-scale); each
 # backend's store is removed after its largest size. PostgreSQL is Debian's, started by the script
 # as the postgres user on a private socket and port, and stopped at exit.
 set -euo pipefail
@@ -76,11 +76,12 @@ cols() { # sample_cols' columns but its number, which a copy gets anew
 	sqlite3 "$WORK/seed.db" "SELECT group_concat(name, ', ') FROM pragma_table_info('sample_cols') WHERE name <> 'id'"
 }
 
-# RAWCOPY is SQL that gives the copies made since sample number $1 their
-# originals' records (a copy's key is its original's, then # and i).
-rawcopy() {
-	echo "INSERT INTO sample_raw (id, z) SELECT c.id, r.z FROM sample_cols c JOIN sample_cols o ON o.run = c.run AND o.task_key = substr(c.task_key, 1, $2(c.task_key, '#') - 1) JOIN sample_raw r ON r.id = o.id WHERE c.id > $1;"
-}
+# A copy i of a seed sample is its original with the repetition moved on
+# by i × COPYREP, so that the key its columns spell is its own (as a real
+# sample's, kept in no column of its own), and its key's hash moved by i
+# towards 0 (no overflow): unique in its run, though not its key's hash
+# (the bench never looks a copy up by key).
+COPYREP=100000
 
 seed() { # STORE: a seed of real samples
 	echo "scale-bench: measuring the seed on the testbed (doxlab experiment dns-rtt --quick) into $1" >&2
@@ -108,7 +109,7 @@ seedloads=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM results WHERE kind = '
 "$dox" export --runs --store "$WORK/seed.db" >/dev/null # a seed from an older doxlab takes this one's schema
 seedn=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM sample_cols")
 all=$(cols)
-copy=${all/task_key/task_key || \'#\' || i}
+copy=$(sed -E "s/(^|, )k(,|\$)/\1CASE WHEN k > 0 THEN k - i ELSE k + i END\2/; s/(^|, )rep(,|\$)/\1rep + i * $COPYREP\2/" <<<"$all")
 
 pg_start() {
 	bin=$(dirname "$(ls /usr/lib/postgresql/*/bin/postgres | sort -V | tail -1)")
@@ -120,11 +121,10 @@ pg_start() {
 	# The seed, copied from SQLite: doxlab creates the schema, COPY the rows.
 	"$dox" export --runs --store "$PGURL" >/dev/null
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT * FROM runs" >"$WORK/runs.csv"
-	sqlite3 -header -csv "$WORK/seed.db" "SELECT id, $all FROM sample_cols" >"$WORK/samples.csv"
-	sqlite3 -header -csv "$WORK/seed.db" "SELECT id, '\\x' || lower(hex(z)) AS z FROM sample_raw" >"$WORK/raw.csv" # bytea's hex form
+	sqlite3 -header -csv "$WORK/seed.db" "SELECT id, $(sed -E "s/(^|, )z(,|\$)/\1'\\\\x' || lower(hex(z)) AS z\2/" <<<"$all") FROM sample_cols" >"$WORK/samples.csv" # bytea's hex form
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, kind, task_key, started_at, '\\x' || lower(hex(z)) AS z FROM results" >"$WORK/results.csv"
 	psql -q "$PGURL" -c "\\copy runs FROM '$WORK/runs.csv' CSV HEADER" -c "\\copy sample_cols (id, $all) FROM '$WORK/samples.csv' CSV HEADER" \
-		-c "\\copy sample_raw FROM '$WORK/raw.csv' CSV HEADER" -c "\\copy results FROM '$WORK/results.csv' CSV HEADER" \
+		-c "\\copy results FROM '$WORK/results.csv' CSV HEADER" \
 		-c "SELECT setval(pg_get_serial_sequence('sample_cols', 'id'), (SELECT MAX(id) FROM sample_cols))" \
 		-c "SELECT setval(pg_get_serial_sequence('runs', 'n'), (SELECT MAX(n) FROM runs))" >/dev/null
 }
@@ -142,11 +142,9 @@ grow() {
 		local from
 		for ((from = have; from < want; from += 5000)); do
 			local to=$(( from + 5000 < want ? from + 5000 : want ))
-			local last; last=$(sqlite3 "$WORK/s.db" "SELECT COALESCE(MAX(id), 0) FROM sample_cols")
-			sqlite3 "$WORK/s.db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed AS SELECT * FROM sample_cols WHERE instr(task_key, '#') = 0;
+			sqlite3 "$WORK/s.db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed AS SELECT * FROM sample_cols WHERE rep < $COPYREP;
 				BEGIN;
-				WITH RECURSIVE k(i) AS (SELECT $from UNION ALL SELECT i+1 FROM k WHERE i < $((to - 1))) INSERT INTO sample_cols ($all) SELECT $copy FROM seed, k;
-				$(rawcopy "$last" instr)
+				WITH RECURSIVE n(i) AS (SELECT $from UNION ALL SELECT i+1 FROM n WHERE i < $((to - 1))) INSERT INTO sample_cols ($all) SELECT $copy FROM seed, n WHERE i > 0;
 				COMMIT;" >/dev/null
 		done
 		sqlite3 "$WORK/s.db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed_web AS SELECT * FROM results WHERE kind = 'web-load' AND instr(task_key, '#') = 0;
@@ -156,12 +154,10 @@ grow() {
 	else
 		local have; have=$(psql -tA "$PGURL" -c "SELECT count(*) FROM sample_cols")
 		have=$(( have / seedn ))
-		local last; last=$(psql -tA "$PGURL" -c "SELECT COALESCE(MAX(id), 0) FROM sample_cols")
-		psql -q "$PGURL" -c "CREATE TEMP TABLE seed AS SELECT * FROM sample_cols WHERE position('#' in task_key) = 0;
-			INSERT INTO sample_cols ($all) SELECT $copy FROM seed, generate_series($have, $((want - 1))) i;
-			$(rawcopy "$last" strpos)
+		psql -q "$PGURL" -c "CREATE TEMP TABLE seed AS SELECT * FROM sample_cols WHERE rep < $COPYREP;
+			INSERT INTO sample_cols ($all) SELECT $copy FROM seed, generate_series(GREATEST($have, 1), $((want - 1))) i;
 			CREATE TEMP TABLE seed_web AS SELECT * FROM results WHERE kind = 'web-load' AND position('#' in task_key) = 0;
-			INSERT INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z FROM seed_web, generate_series(1, $(( $2 / LOADS_PER / seedloads ))) i ON CONFLICT DO NOTHING;" -c "VACUUM ANALYZE sample_cols" -c "VACUUM ANALYZE sample_raw"
+			INSERT INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z FROM seed_web, generate_series(1, $(( $2 / LOADS_PER / seedloads ))) i ON CONFLICT DO NOTHING;" -c "VACUUM ANALYZE sample_cols"
 		psql -tA "$PGURL" -c "SELECT count(*) FROM sample_cols"
 	fi
 }
@@ -198,6 +194,6 @@ for b in $BACKENDS; do
 	done
 	rm -f "$WORK"/s.db* "$WORK/samples.parquet"
 	if [ "$b" = postgres ]; then
-		psql -q "$PGURL" -c "DROP TABLE sample_raw, sample_cols CASCADE" >/dev/null 2>&1 || true
+		psql -q "$PGURL" -c "DROP TABLE sample_cols CASCADE" >/dev/null 2>&1 || true
 	fi
 done

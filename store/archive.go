@@ -83,11 +83,11 @@ func (d *Dataset) check(f DatasetFile) error {
 // keys a transaction: the records whole before the rows they refer to.
 func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 	// query's %s is where the batch's keys go.
-	del := func(query string, args []any, keys []string) error {
+	del := func(query string, args []any, keys []any) error {
 		for len(keys) > 0 {
 			n := min(len(keys), archiveBatch)
 			q := fmt.Sprintf(query, strings.Repeat("?,", n-1)+"?")
-			a := append(append([]any{}, args...), anys(keys[:n])...)
+			a := append(append([]any{}, args...), keys[:n]...)
 			if err := s.InTx(ctx, func(tx *sql.Tx) error {
 				_, err := tx.ExecContext(ctx, s.rebind(q), a...)
 				return err
@@ -99,15 +99,18 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		return nil
 	}
 	for run, keys := range x.samples {
-		if err := del(`DELETE FROM sample_raw WHERE id IN (SELECT id FROM samples WHERE run_id = ? AND task_key IN (%s))`, []any{run}, keys); err != nil {
-			return err
+		// By their keys' hashes: the keys are the run's own, and in a
+		// run each hash is one sample's.
+		hashes := make([]any, len(keys))
+		for i, k := range keys {
+			hashes[i] = keyHash(k)
 		}
-		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND task_key IN (%s)`, []any{run}, keys); err != nil {
+		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND k IN (%s)`, []any{run}, hashes); err != nil {
 			return err
 		}
 	}
 	for rk, keys := range x.results {
-		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, keys); err != nil {
+		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, anys(keys)); err != nil {
 			return err
 		}
 	}

@@ -202,7 +202,7 @@ var (
 		col("vantage_address", func(x *scanned) any { return &x.VantageAddress }), col("vantage_network", func(x *scanned) any { return &x.VantageNetwork }),
 		col("vantage_asn", func(x *scanned) any { return &x.VantageASN }), col("vantage_location", func(x *scanned) any { return &x.VantageLocation }),
 		col("job_attempt", func(x *scanned) any { return &x.JobAttempt }), col("delayed_ack_stall", func(x *scanned) any { return &x.DelayedACKStall }),
-		col("round", func(x *scanned) any { return &x.Round }), col("task_key", func(x *scanned) any { return &x.Key })}
+		col("round", func(x *scanned) any { return &x.Round }), col(sampleKeySQL(""), func(x *scanned) any { return &x.Key })}
 	// whereCol is the vantage point's details as one value, NULL outside
 	// campaigns: one column read instead of four, joined by the unit
 	// separator, which a vantage point's labels cannot hold.
@@ -210,7 +210,7 @@ var (
 	allColumns = slices.Concat(runCols, floatCols, countCols, restCols)
 	// rawColumns are allColumns and the sample whole, packed, for an
 	// archive.
-	rawColumns    = append(slices.Clone(allColumns), col("(SELECT z FROM sample_raw r WHERE r.id = sample_cols.id)", func(x *scanned) any { return &x.raw }))
+	rawColumns    = append(slices.Clone(allColumns), col("z", func(x *scanned) any { return &x.raw }))
 	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{"status", "rcode", whereCol})
 )
 
