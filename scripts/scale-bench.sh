@@ -103,7 +103,10 @@ if [ "$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM results WHERE kind = 'web-
 	rm -f "$WORK/seed-web.db"
 	seed_web "$WORK/seed-web.db"
 	"$dox" export --runs --store "$WORK/seed-web.db" >/dev/null
-	sqlite3 "$WORK/seed.db" "ATTACH '$WORK/seed-web.db' AS w; INSERT INTO runs SELECT * FROM w.runs; INSERT INTO results SELECT * FROM w.results WHERE kind = 'web-load';"
+	# the web runs numbered after the seed's own (runs.n, schema 9)
+	sqlite3 -bail "$WORK/seed.db" "ATTACH '$WORK/seed-web.db' AS w; BEGIN;
+		INSERT INTO runs SELECT id, kind, started_at, doxlab_version, go_version, kernel, hostname, profile, spec, method, n + (SELECT MAX(n) FROM main.runs) FROM w.runs;
+		INSERT INTO results SELECT * FROM w.results WHERE kind = 'web-load'; COMMIT;"
 fi
 seedloads=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM results WHERE kind = 'web-load'")
 "$dox" export --runs --store "$WORK/seed.db" >/dev/null # a seed from an older doxlab takes this one's schema
