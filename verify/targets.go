@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -19,13 +20,16 @@ import (
 // bare IP.
 func Target(s string, port int) (string, error) {
 	s = strings.TrimSpace(s)
-	if _, _, err := net.SplitHostPort(s); err == nil {
-		return s, nil
+	// netip, not net.SplitHostPort, which takes any text with a colon
+	// (ftp://x is host "ftp", port "//x").
+	if ap, err := netip.ParseAddrPort(s); err == nil && ap.Port() != 0 {
+		return ap.String(), nil
 	}
-	if net.ParseIP(s) == nil {
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
 		return "", fmt.Errorf("%q is not an IP address or IP:PORT", s)
 	}
-	return net.JoinHostPort(s, strconv.Itoa(port)), nil
+	return netip.AddrPortFrom(a, uint16(port)).String(), nil
 }
 
 // ReadTargets reads candidates, one IP or IP:PORT per line, port added

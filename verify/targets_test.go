@@ -16,3 +16,17 @@ func TestReadTargets(t *testing.T) {
 	_, err = readTargets(strings.NewReader("192.0.2.1\nnot-an-ip\n"), "t.txt", 853)
 	require.EqualError(t, err, `t.txt:2: "not-an-ip" is not an IP address or IP:PORT`)
 }
+
+// TestTarget: an IP with a port, or a bare IP given the default port;
+// nothing else passes for one, though it holds a colon.
+func TestTarget(t *testing.T) {
+	for in, want := range map[string]string{"192.0.2.1": "192.0.2.1:853", " 192.0.2.1:784 ": "192.0.2.1:784", "2001:db8::1": "[2001:db8::1]:853", "[2001:db8::1]:8853": "[2001:db8::1]:8853"} {
+		got, err := Target(in, 853)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got)
+	}
+	for _, bad := range []string{"ftp://x", "dns.example:853", "192.0.2.1:99999", "192.0.2.1:0", "192.0.2.1:abc", "[::1", "fe80::1%eth0", ""} {
+		_, err := Target(bad, 853)
+		require.Error(t, err, bad)
+	}
+}
