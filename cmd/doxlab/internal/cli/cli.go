@@ -101,10 +101,14 @@ func usage(w io.Writer) {
 	}
 }
 
-func runVersion(args []string, stdout, _ io.Writer) int {
+func runVersion(args []string, stdout, stderr io.Writer) int {
 	if slices.ContainsFunc(args, isHelp) {
 		fmt.Fprintln(stdout, "usage: doxlab version (or doxlab --version)\n\nprints doxlab's version, whether it is a release or a development build, the commit it was built from, and the Go toolchain and platform")
 		return exitOK
+	}
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "doxlab version: takes no arguments, got %q\n", args[0])
+		return exitUsage
 	}
 	fmt.Fprintln(stdout, buildinfo.Describe())
 	return exitOK

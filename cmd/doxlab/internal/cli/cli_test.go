@@ -199,10 +199,26 @@ func TestScanRefusesAndWritesZMapProbe(t *testing.T) {
 	require.Len(t, b, 1200, "padded to the size a server answers")
 }
 
+// TestVersion: doxlab version and --version print the version on one
+// line; an argument it does not take is a usage error, not ignored.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, _ := run(args...)
+		require.Equal(t, 0, code)
+		require.Regexp(t, `^doxlab v\d+\.\d+\.\d+\S* \(.*\)\n$`, out)
+	}
+	code, _, errOut := run("version", "--bogus")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, `takes no arguments, got "--bogus"`)
+}
+
 func TestVerifyBadInput(t *testing.T) {
 	code, _, errOut := run("verify")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "no candidates")
+	code, _, errOut = run("verify", "ftp://x")
+	require.Equal(t, 2, code, "a URL is no candidate, though it holds a colon")
+	require.Contains(t, errOut, `"ftp://x" is not an IP address or IP:PORT`)
 	f := filepath.Join(t.TempDir(), "t.csv")
 	require.NoError(t, os.WriteFile(f, []byte("saddr,sport\n10.0.0.1,853\nnot-an-ip\n"), 0o644))
 	code, _, errOut = run("verify", "--targets", f)
