@@ -168,6 +168,10 @@ func explainFlagError(fs *flag.FlagSet, err error) string {
 	return strings.Replace(msg, "flag needs an argument: -", "flag needs a value: --", 1)
 }
 
+// maxQueryRepeat bounds --repeat: query keeps every total for its
+// summary, 8 octets each.
+const maxQueryRepeat = 1_000_000
+
 func runQuery(args []string, stdout, stderr io.Writer) int {
 	var f queryFlags
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
@@ -185,8 +189,8 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	if len(pos) < 2 || len(pos) > 3 {
 		return fail("want URL NAME [TYPE], got %d arguments (see doxlab query -h)", len(pos))
 	}
-	if f.repeat < 1 {
-		return fail("--repeat must be at least 1")
+	if f.repeat < 1 || f.repeat > maxQueryRepeat {
+		return fail("--repeat must be from 1 to %d (a load is doxlab bench's)", maxQueryRepeat)
 	}
 	q, err := buildQuery(pos[1], pos[2:], !f.noRD, f.dnssec)
 	if err != nil {
