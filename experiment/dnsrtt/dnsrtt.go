@@ -81,6 +81,12 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The tasks of a profile, checked before anything starts: an unknown
+	// transport or condition is a usage error, not a run of nothing.
+	tasks, err := (&measure.Spec{Targets: []string{"192.0.2.53"}, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat}).Tasks()
+	if err != nil {
+		return "", err
+	}
 	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "dnsrtt"})
 	if err != nil {
 		return "", err
@@ -106,9 +112,7 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	spec := map[string]any{"server": cfg, "transports": c.Transports, "conditions": c.Conditions, "repeat": c.Repeat}
-	if tasks, err := (&measure.Spec{Targets: []string{ip}, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat}).Tasks(); err == nil {
-		c.Plan(len(tasks) * len(profiles))
-	}
+	c.Plan(len(tasks) * len(profiles))
 	return expID, c.EachProfile(ctx, st, tb, expID, "experiment:dns-rtt", profiles, spec, func(p testbed.Profile, runID string) error {
 		fmt.Fprintf(c.Log, "dns-rtt: %s (RTT %v): %d lookups per transport and condition\n", p.Name, p.RTT(), c.Repeat)
 		// The PAM method in-process, every socket (exchanges and probes)

@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	_ "github.com/doxlab/doxlab/experiment/all" // registers every experiment
 	"github.com/doxlab/doxlab/internal/progress"
@@ -70,6 +72,10 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	e.Flags(fs)
 	if _, code, ok := parseArgs(fs, args[1:]); !ok {
 		return code
+	}
+	if name := negativeFlag(fs); name != "" {
+		fmt.Fprintf(stderr, "doxlab experiment %s: --%s must not be negative (leave it out for the default)\n", info.Name, name)
+		return exitUsage
 	}
 	if env.Resume != "" {
 		// A resume needs its ID and store only: the design flags left
@@ -131,6 +137,33 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		}
 		return nil
 	})
+}
+
+// negativeFlag names a number or duration the command line gave below
+// zero: an experiment's config takes a value of zero or less for its
+// default, so a negative one would run silently as the default.
+func negativeFlag(fs *flag.FlagSet) (name string) {
+	fs.Visit(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok || name != "" {
+			return
+		}
+		var neg bool
+		switch v := g.Get().(type) {
+		case int:
+			neg = v < 0
+		case int64:
+			neg = v < 0
+		case float64:
+			neg = v < 0 || math.IsNaN(v)
+		case time.Duration:
+			neg = v < 0
+		}
+		if neg {
+			name = f.Name
+		}
+	})
+	return name
 }
 
 // loopbackProfiles makes "none" the access profile of a run on the

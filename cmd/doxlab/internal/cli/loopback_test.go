@@ -41,3 +41,27 @@ func TestExperimentOnLoopback(t *testing.T) {
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, `net "moon" is not testbed or loopback`)
 }
+
+// TestExperimentRefusesBadDesigns: a negative number or duration, which
+// an experiment's config would take for its default, and a transport it
+// does not know are refused before any network is built.
+func TestExperimentRefusesBadDesigns(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "bad.db")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"web", "--timeout", "-1s"}, exitUsage, "--timeout must not be negative"},
+		{[]string{"server-load", "--start", "-5"}, exitUsage, "--start must not be negative"},
+		{[]string{"dns-rtt", "--repeat", "-3"}, exitUsage, "--repeat must not be negative"},
+		{[]string{"dns-rtt", "--net", "loopback", "--transports", "bogus"}, 1, `unknown transport "bogus"`},
+		{[]string{"dns-rtt", "--net", "loopback", "--conditions", "sometimes"}, 1, `unknown condition "sometimes"`},
+	} {
+		code, out, errOut := run(append(append([]string{"experiment"}, c.args...), "--store", db)...)
+		require.Equal(t, c.code, code, "%v: %s", c.args, errOut)
+		require.Contains(t, errOut, c.msg)
+		require.NotContains(t, errOut, "continue it with", "%v: no run begun", c.args)
+		require.Empty(t, out)
+	}
+}
