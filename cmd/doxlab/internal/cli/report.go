@@ -31,10 +31,17 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	by := fs.String("by", "", "with --run: compare the run's rounds (round), benchstat's way")
 	dataset := fs.String("dataset", "", "also read the dataset in `DIR` or at s3://BUCKET/PREFIX (doxlab export --dataset, doxlab store archive; the AWS tools' environment reaches a bucket); without --store, the dataset alone")
 	maxCells := fs.Int("max-cells", dnsrtt.MaxCells, "DNS cells (vantage point × resolver × transport × condition × profile, ~5 KB each) held apart; the samples of further resolvers count in the pooled tables only")
+	cpuProfile := fs.String("cpuprofile", "", "write the report's CPU profile (pprof) to `FILE`")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab report: --cpuprofile: %v\n", err)
+		return exitUsage
+	}
+	defer stopProfile()
 	switch {
 	case *by != "" && *by != "round":
 		fmt.Fprintf(stderr, "doxlab report: --by %q: only round is known\n", *by)
