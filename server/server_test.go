@@ -456,6 +456,13 @@ func TestConfigFile(t *testing.T) {
 		"listen: {}\n": "no listener",
 		"listen:\n  udp: 127.0.0.1:0\nanswers:\n  any: nope\n": "answers.any",
 		"listen:\n  udp: nope\n":                               "listen.udp",
+		// Zero is a count's or duration's default, or no fault: below it
+		// is a typo, named with its field.
+		"listen:\n  udp: 127.0.0.1:0\nlimits:\n  max_conns: -1\n":              "limits.max_conns: -1 is negative",
+		"listen:\n  udp: 127.0.0.1:0\nlimits:\n  idle_timeout: -1s\n":          "limits.idle_timeout: -1s is negative",
+		"listen:\n  udp: 127.0.0.1:0\nfaults:\n  delay: -5ms\n":                "faults.delay: -5ms is negative",
+		"listen:\n  udp: 127.0.0.1:0\nfaults:\n  delay_names: {a.test: -1s}\n": "faults.delay_names.a.test: -1s is negative",
+		"listen:\n  udp: 127.0.0.1:0\nanswers:\n  forward_max_in_flight: -5\n": "answers.forward_max_in_flight: -5 is negative",
 	} {
 		p := filepath.Join(dir, "bad.yaml")
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
