@@ -95,6 +95,10 @@ func Decode(path string, b []byte, v any) *File {
 		doc = doc.Content[0]
 	}
 	f.check(doc, reflect.TypeOf(v).Elem(), "")
+	// A key given twice is an error said already; yaml.v3 would leave its
+	// whole mapping out for it, and every check of what the mapping
+	// holds would fail after it: the first of each key is decoded.
+	firstKeys(doc)
 	// The values of the right shape go in; yaml.v3 decodes past its type
 	// errors, which check has said better, and stops at a bad merge,
 	// which check has said too.
@@ -103,6 +107,29 @@ func Decode(path string, b []byte, v any) *File {
 		f.add(doc.Line, "", err.Error())
 	}
 	return f
+}
+
+// firstKeys leaves each mapping under n with the first of each of its
+// keys (merge keys apart).
+func firstKeys(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		seen := map[string]bool{}
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
+				if seen[k.Value] {
+					continue
+				}
+				seen[k.Value] = true
+			}
+			kept = append(kept, k, n.Content[i+1])
+		}
+		n.Content = kept
+	}
+	for _, c := range n.Content {
+		firstKeys(c)
+	}
 }
 
 // Bad adds an error of field (a dotted path), at its line.

@@ -109,3 +109,14 @@ func TestKeysGivenTwice(t *testing.T) {
 	}, errs(t, "tags: {a: 1, a: 2}\nextra:\n  k: v\n  k: w\n"))
 	require.Equal(t, []string{`f.yaml:1: tags: want a key in text, got a list`}, errs(t, "tags: {[a, b]: 1}\n"))
 }
+
+// A key given twice is one error: the rest of its mapping is decoded
+// (the first of the key with it), so that no check of it fails after.
+func TestKeyGivenTwiceLosesNothingElse(t *testing.T) {
+	var s spec
+	f := Decode("f.yaml", []byte("repeat: 1\nrate: 2\nrepeat: 3\ninner: {name: a, name: b, delay: 1s}\n"), &s)
+	require.EqualError(t, f.Err(), "f.yaml:3: repeat: given twice\nf.yaml:4: inner.name: given twice")
+	require.Equal(t, 1, s.Repeat, "the first")
+	require.Equal(t, 2.0, s.Rate, "the rest of the mapping")
+	require.Equal(t, &inner{Name: "a", Delay: time.Second}, s.Inner)
+}
