@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -370,7 +368,7 @@ func (c *Config) Validate() error {
 		prefix string
 		v      any
 	}{{"faults", c.Faults}, {"limits", c.Limits}, {"answers", c.Answers}} {
-		if err := negative(part.prefix, reflect.ValueOf(part.v)); err != nil {
+		if err := specfile.Negative(part.prefix, part.v); err != nil {
 			return err
 		}
 	}
@@ -444,29 +442,6 @@ func (c *Config) Validate() error {
 	for host, dir := range c.Web.Roots {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return fmt.Errorf("web.roots[%s]: %q is not a directory", host, dir)
-		}
-	}
-	return nil
-}
-
-// negative names the first field of struct v (by its YAML key, after
-// prefix) that holds a number below zero.
-func negative(prefix string, v reflect.Value) error {
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		var neg bool
-		switch x := v.Field(i); x.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			neg = x.Int() < 0
-		case reflect.Float32, reflect.Float64:
-			neg = x.Float() < 0
-		}
-		if neg {
-			return fmt.Errorf("%s.%s: %v is negative", prefix, name, v.Field(i).Interface())
 		}
 	}
 	return nil

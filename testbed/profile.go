@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"sort"
@@ -200,11 +201,16 @@ func LookupProfile(name string) (Profile, error) {
 
 // Validate rejects values that cannot be meant.
 func (p Profile) Validate() error {
-	for dir, d := range map[string]Direction{"down": p.Down, "up": p.Up} {
+	for _, x := range []struct {
+		dir string
+		d   Direction
+	}{{"down", p.Down}, {"up", p.Up}} {
+		dir, d := x.dir, x.d
+		if err := cmp.Or(specfile.Negative(dir, d), specfile.Negative(dir+".codel", d.CoDel)); err != nil {
+			return fmt.Errorf("profile %s: %w", p.Name, err)
+		}
 		switch {
-		case d.Delay < 0, d.Jitter < 0, d.Rate < 0, d.QueueBytes < 0, d.QueuePackets < 0, d.QueueTime < 0:
-			return fmt.Errorf("profile %s: %s: negative value", p.Name, dir)
-		case d.Loss < 0 || d.Loss > 1:
+		case d.Loss > 1:
 			return fmt.Errorf("profile %s: %s.loss %v is not a probability", p.Name, dir, d.Loss)
 		case d.Rate > 0 && d.Rate < 8000:
 			return fmt.Errorf("profile %s: %s.rate %v bit/s is below 1 kB/s; rates are in bits per second", p.Name, dir, d.Rate)
@@ -219,9 +225,6 @@ func (p Profile) Validate() error {
 			}
 			if d.QueueBytes > 0 || d.QueueTime > 0 {
 				return fmt.Errorf("profile %s: %s.queue %s takes its limit from queue_packets", p.Name, dir, d.Queue)
-			}
-			if d.CoDel.Target < 0 || d.CoDel.Interval < 0 {
-				return fmt.Errorf("profile %s: %s.codel: negative value", p.Name, dir)
 			}
 		default:
 			return fmt.Errorf("profile %s: %s.queue %q is not tail, codel, fq_codel or pie", p.Name, dir, d.Queue)

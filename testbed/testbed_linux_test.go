@@ -197,6 +197,15 @@ func TestProfilesFromYAML(t *testing.T) {
 	require.NoError(t, os.WriteFile(f, []byte("down:\n  loss: 2\n"), 0o644))
 	_, err = LookupProfile(f)
 	require.ErrorContains(t, err, "not a probability")
+	for body, msg := range map[string]string{
+		"up:\n  delay: -5ms\n":         "up.delay: -5ms is negative",
+		"down:\n  queue_packets: -1\n": "down.queue_packets: -1 is negative",
+		"down:\n  rate: 1000000\n  queue: codel\n  codel: {interval: -1ms}\n": "down.codel.interval: -1ms is negative",
+	} {
+		require.NoError(t, os.WriteFile(f, []byte(body), 0o644))
+		_, err = LookupProfile(f)
+		require.ErrorContains(t, err, msg, "a negative value named by its field")
+	}
 }
 
 // TestNetemBackend runs where the kernel has sch_netem; elsewhere the

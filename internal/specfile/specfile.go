@@ -470,3 +470,28 @@ func syntaxError(path string, err error) Error {
 	}
 	return Error{Path: path, Msg: strings.TrimPrefix(msg, "yaml: ")}
 }
+
+// Negative names the first field of struct v, by its YAML key after
+// prefix, that holds a number below zero (durations included): where
+// zero is a default or none, a negative value is a typo to refuse, not
+// a setting.
+func Negative(prefix string, v any) error {
+	rv := reflect.ValueOf(v)
+	for i := range rv.NumField() {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		var neg bool
+		switch x := rv.Field(i); x.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			neg = x.Int() < 0
+		case reflect.Float32, reflect.Float64:
+			neg = x.Float() < 0
+		}
+		if neg {
+			return fmt.Errorf("%s: %v is negative", join(prefix, name), rv.Field(i).Interface())
+		}
+	}
+	return nil
+}

@@ -120,3 +120,11 @@ func TestKeyGivenTwiceLosesNothingElse(t *testing.T) {
 	require.Equal(t, 2.0, s.Rate, "the rest of the mapping")
 	require.Equal(t, &inner{Name: "a", Delay: time.Second}, s.Inner)
 }
+
+// TestNegative names a struct's first number below zero by its YAML
+// key; text, zero and positive numbers pass.
+func TestNegative(t *testing.T) {
+	require.NoError(t, Negative("x", spec{Repeat: 0, Rate: 1, List: []string{"-1"}}))
+	require.EqualError(t, Negative("x", spec{Rate: -0.5}), "x.rate: -0.5 is negative")
+	require.EqualError(t, Negative("", inner{Delay: -time.Second}), "delay: -1s is negative")
+}
