@@ -359,7 +359,7 @@ func (k *campaignCheck) vantages() {
 			}
 		}
 		if v.ASN < 0 {
-			bad(at+".asn", "negative")
+			bad(at+".asn", "%d is negative", v.ASN)
 		}
 		if err := c.Reachable(v.Targets); err != nil {
 			bad(at+".targets", "%v", err)
@@ -371,22 +371,22 @@ func (k *campaignCheck) vantages() {
 func (k *campaignCheck) numbers() {
 	c, f, bad := k.c, k.f, k.bad
 	if c.Repeat < 0 {
-		bad("repeat", "negative")
+		bad("repeat", "%d is negative", c.Repeat)
 	}
 	if c.Retries < 0 || c.Retries > 10 {
 		bad("retries", "%d is not 0..10", c.Retries)
 	}
 	if c.Concurrency < 0 {
-		bad("concurrency", "negative")
+		bad("concurrency", "%d is negative", c.Concurrency)
 	}
 	if math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate {
 		bad("rate", "%v is not from 0 (no limit) to %g tasks a second", c.Rate, float64(MaxRate))
 	}
 	if c.Timeout < 0 {
-		bad("timeout", "negative")
+		bad("timeout", "%v is negative", c.Timeout)
 	}
 	if c.Every < 0 {
-		bad("every", "negative")
+		bad("every", "%v is negative", c.Every)
 	}
 	switch {
 	case c.Rounds < 0 || c.Rounds > MaxRounds:
@@ -416,10 +416,10 @@ func (k *campaignCheck) pages() {
 			bad("pages.stub", "%q is not fresh, pam, resumed, 0rtt or reuse", p.Stub)
 		}
 		if p.Timeout < 0 {
-			bad("pages.timeout", "negative")
+			bad("pages.timeout", "%v is negative", p.Timeout)
 		}
 		if p.Top < 0 {
-			bad("pages.top", "negative")
+			bad("pages.top", "%d is negative", p.Top)
 		}
 		if c.Contact == "" {
 			bad("contact", "a page-load campaign says who measures: give contact (a URL or mail address, sent in the User-Agent)")
