@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unique"
 
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/pageload"
@@ -113,6 +114,11 @@ type Sample struct {
 	H3Conn     *server.Record `json:"h3_conn,omitempty"`
 	H3Used0RTT bool           `json:"h3_0rtt"`
 	H3Resumed  bool           `json:"h3_resumed"`
+	// h3Token is H3Conn's TokenUsed, and conns the sum of ConnsPerOrigin,
+	// where analysis decoded neither (DecodeForAnalysis): H3TokenUsed and
+	// WebConns read either.
+	h3Token bool
+	conns   int
 
 	// Origins says, per origin the load touched, what happened: so that a
 	// multi-origin page's third party over h2, or a name the stub never
@@ -150,6 +156,19 @@ const (
 
 // H3 reports whether everything from the origin came over HTTP/3.
 func (o OriginFacts) H3() bool { return o.Protocol == "h3" }
+
+// H3TokenUsed says whether the page's HTTP/3 connection was validated
+// by a NEW_TOKEN token.
+func (s *Sample) H3TokenUsed() bool { return s.h3Token || (s.H3Conn != nil && s.H3Conn.TokenUsed) }
+
+// WebConns is the servers' web connections of the load, over its origins.
+func (s *Sample) WebConns() int {
+	n := s.conns
+	for _, c := range s.ConnsPerOrigin {
+		n += c
+	}
+	return n
+}
 
 // OriginsByFrame counts the origins a load requested with no lookup on a
 // connection that had announced them in an ORIGIN frame: the lookups the
@@ -446,13 +465,28 @@ func AssembleReplay(task Task, r *pageload.Result, hosts []string, stub, srv []*
 
 // DecodeForAnalysis decodes a stored sample for the report: the records
 // it never reads (the stub's records, both navigations whole, the graph
-// and the replay: four fifths of a page load's JSON) are skipped, not
-// decoded, so a store of a hundred thousand loads is reported in a
-// fraction of the memory. Export and resume decode samples whole.
+// and the replay: four fifths of a page load's JSON; the server's
+// queries; of the page's connection record only whether a token
+// validated it) are skipped, not decoded, so a store of a hundred
+// thousand loads is reported in a fraction of the memory. Export and
+// resume decode samples whole.
 func DecodeForAnalysis(raw []byte) (*Sample, error) {
 	x := analysed{Sample: new(Sample)}
 	if err := json.Unmarshal(raw, &x); err != nil {
 		return nil, err
+	}
+	x.h3Token, x.conns = x.H3Conn != nil && x.H3Conn.TokenUsed, int(x.ConnsPerOrigin)
+	// A cell's loads repeat its task's few values: one copy of each.
+	t := &x.Task
+	for _, f := range []*string{&t.Profile, &t.Page, &t.Transport, &t.StubState, &t.H3, &t.DNSMode, &t.Engine, &t.Setup, &x.Status} {
+		*f = unique.Make(*f).Value()
+	}
+	for i := range x.Origins {
+		o := &x.Origins[i]
+		o.Host, o.Protocol, o.Lookup = unique.Make(o.Host).Value(), unique.Make(o.Protocol).Value(), unique.Make(o.Lookup).Value()
+	}
+	if f := x.DNSFacts; f != nil {
+		f.Status, f.Protocol = unique.Make(f.Status).Value(), unique.Make(f.Protocol).Value()
 	}
 	return x.Sample, nil
 }
@@ -461,11 +495,34 @@ func DecodeForAnalysis(raw []byte) (*Sample, error) {
 // records analysis skips.
 type analysed struct {
 	*Sample
-	DNS    Skipped `json:"dns"`
-	Load   Skipped `json:"load"`
-	WarmUp Skipped `json:"warm_up"`
-	Graph  Skipped `json:"graph"`
-	Replay Skipped `json:"replay"`
+	DNS            Skipped  `json:"dns"`
+	Load           Skipped  `json:"load"`
+	WarmUp         Skipped  `json:"warm_up"`
+	Graph          Skipped  `json:"graph"`
+	Replay         Skipped  `json:"replay"`
+	ServerQueries  Skipped  `json:"server_queries"`
+	H3Conn         *h3Token `json:"h3_conn"`
+	ConnsPerOrigin connSum  `json:"conns_per_origin"`
+}
+
+// connSum decodes a map of connections per origin as their sum.
+type connSum int
+
+// UnmarshalJSON sums the map's counts.
+func (c *connSum) UnmarshalJSON(b []byte) error {
+	var m map[string]int
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	for _, n := range m {
+		*c += connSum(n)
+	}
+	return nil
+}
+
+// h3Token is what analysis reads of the page's connection record.
+type h3Token struct {
+	TokenUsed bool `json:"token_accepted"`
 }
 
 // Skipped takes a JSON value and keeps nothing of it: a field of a

@@ -12,13 +12,16 @@ import (
 )
 
 // TestDecodeForAnalysisKeepsWhatTheReportReads: the task, status, times,
-// lookups, the page's connection and its origins are decoded; the
-// navigations, the stub's records, the graph and the replay are not.
+// lookups, the page's connection's facts and its origins are decoded;
+// the navigations, the stub's records, the graph, the replay and the
+// server's queries are not, and of the connection record and the
+// connections per origin only the token and the sum are kept.
 func TestDecodeForAnalysisKeepsWhatTheReportReads(t *testing.T) {
 	x := &Sample{Task: Task{Profile: "fiber", Page: "o5", Transport: "doq", H3: "0rtt", Rep: 3}, Status: "ok", PLTMs: 210, FCPMs: 120, DNSMs: 11,
 		Load: &browser.Load{PLTMs: 199}, WarmUp: &browser.Load{PLTMs: 250}, DNS: []*server.Record{{QName: "a.test.", QType: "A"}},
 		Graph: &pageload.Graph{}, Replay: &pageload.Result{}, Lookups: 5, LookupsBlocking: 2, DNSBlockingMs: 9,
-		H3Conn: &server.Record{TokenUsed: true, SNI: "a.test"}, H3Used0RTT: true, Origins: []OriginFacts{{Requests: 2}}, ServerQueries: map[string]int{"doq": 5}}
+		H3Conn: &server.Record{TokenUsed: true, SNI: "a.test"}, H3Used0RTT: true, Origins: []OriginFacts{{Host: "a.test", Requests: 2}}, ServerQueries: map[string]int{"doq": 5},
+		ConnsPerOrigin: map[string]int{"a.test": 2, "b.test": 1}}
 	raw, err := json.Marshal(x)
 	require.NoError(t, err)
 	y, err := DecodeForAnalysis(raw)
@@ -28,7 +31,14 @@ func TestDecodeForAnalysisKeepsWhatTheReportReads(t *testing.T) {
 	require.Nil(t, y.DNS)
 	require.Nil(t, y.Graph)
 	require.Nil(t, y.Replay)
-	x.Load, x.WarmUp, x.DNS, x.Graph, x.Replay = nil, nil, nil, nil, nil
+	require.Nil(t, y.ServerQueries)
+	require.Nil(t, y.H3Conn, "of the page's connection, only its token")
+	require.True(t, y.H3TokenUsed())
+	require.Nil(t, y.ConnsPerOrigin, "only their sum")
+	require.Equal(t, 3, y.WebConns())
+	require.Equal(t, x.WebConns(), y.WebConns())
+	x.Load, x.WarmUp, x.DNS, x.Graph, x.Replay, x.ServerQueries, x.H3Conn, x.ConnsPerOrigin = nil, nil, nil, nil, nil, nil, nil, nil
+	x.h3Token, x.conns = true, 3
 	require.Equal(t, x, y, "everything else as stored")
 	_, err = DecodeForAnalysis([]byte(`{"status": 3}`))
 	require.Error(t, err)

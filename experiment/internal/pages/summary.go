@@ -103,10 +103,7 @@ func Summarize(samples []*Sample) []Cell {
 			m = &[7][]float64{}
 			more[k] = m
 		}
-		conns := 0
-		for _, n := range x.ConnsPerOrigin {
-			conns += n
-		}
+		conns := x.WebConns()
 		notH3, noLookup, all, early := x.OriginCounts()
 		z := conns0RTT[k]
 		z[0], z[1] = z[0]+early, z[1]+all
@@ -120,7 +117,7 @@ func Summarize(samples []*Sample) []Cell {
 		if x.H3Resumed {
 			c.Resumed++
 		}
-		c.Tokens = append(c.Tokens, x.H3Conn != nil && x.H3Conn.TokenUsed)
+		c.Tokens = append(c.Tokens, x.H3TokenUsed())
 	}
 	for k, c := range cells {
 		c.DNSStat = stats.Summarize(dns[k])
