@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unique"
 
 	"github.com/miekg/dns"
 	"gonum.org/v1/plot"
@@ -62,15 +63,20 @@ func analysedWild(id string, raw []byte) (*wildLoad, error) { return decodeWild(
 func decodeWild(id string, raw []byte, analysis bool) (*wildLoad, error) {
 	x := &wildLoad{PageLoad: new(campaign.PageLoad)}
 	if analysis { // in one pass: the loader's record decoded where it lies
+		wa := &wildAnalysed{WildLoad: &x.WildLoad}
 		in := struct {
 			*campaign.PageLoad
 			Load *wildAnalysed `json:"load"`
-		}{x.PageLoad, &wildAnalysed{WildLoad: &x.WildLoad}}
+		}{x.PageLoad, wa}
 		if err := json.Unmarshal(raw, &in); err != nil {
 			return nil, fmt.Errorf("store: campaign page load in run %s: %w", id, err)
 		}
 		x.pageDNS, x.up = x.pageRecords(), x.upstream()
 		x.WarmStub, x.Stub = nil, nil
+		if x.Sample != nil {
+			x.Sample.Lighten(wa.H3Conn, wa.ConnsPerOrigin)
+		}
+		x.lighten()
 		return x, nil
 	}
 	if err := json.Unmarshal(raw, x.PageLoad); err != nil {
@@ -83,14 +89,36 @@ func decodeWild(id string, raw []byte, analysis bool) (*wildLoad, error) {
 }
 
 // wildAnalysed is a WildLoad whose fields of the same JSON names shadow
-// the records analysis skips.
+// the records analysis skips, or decode in their place what it reads of
+// them (pages.Sample.Lighten).
 type wildAnalysed struct {
 	*WildLoad
-	DNS    pages.Skipped `json:"dns"`
-	Load   pages.Skipped `json:"load"`
-	WarmUp pages.Skipped `json:"warm_up"`
-	Graph  pages.Skipped `json:"graph"`
-	Replay pages.Skipped `json:"replay"`
+	DNS            pages.Skipped  `json:"dns"`
+	Load           pages.Skipped  `json:"load"`
+	WarmUp         pages.Skipped  `json:"warm_up"`
+	Graph          pages.Skipped  `json:"graph"`
+	Replay         pages.Skipped  `json:"replay"`
+	ServerQueries  pages.Skipped  `json:"server_queries"`
+	UserAgent      pages.Skipped  `json:"user_agent"`
+	Refused        pages.Skipped  `json:"refused_connections"`
+	WarmRefused    pages.Skipped  `json:"warm_up_refused_connections"`
+	Confinement    pages.Skipped  `json:"confinement"`
+	H3Conn         *pages.H3Token `json:"h3_conn"`
+	ConnsPerOrigin pages.ConnSum  `json:"conns_per_origin"`
+}
+
+// lighten keeps one copy of each value a campaign's loads repeat: the
+// task's, the status, the resolver's note, the vantage point's labels.
+func (x *wildLoad) lighten() {
+	p := x.PageLoad
+	for _, f := range []*string{&p.URL, &p.Target, &p.Transport, &p.Condition, &p.Page, &p.Status, &p.Resolver} {
+		*f = unique.Make(*f).Value()
+	}
+	if v := p.Vantage; v != nil {
+		for _, f := range []*string{&v.Name, &v.Address, &v.Network, &v.Location} {
+			*f = unique.Make(*f).Value()
+		}
+	}
 }
 
 func (x *wildLoad) vantage() string {

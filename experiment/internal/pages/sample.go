@@ -475,20 +475,30 @@ func DecodeForAnalysis(raw []byte) (*Sample, error) {
 	if err := json.Unmarshal(raw, &x); err != nil {
 		return nil, err
 	}
-	x.h3Token, x.conns = x.H3Conn != nil && x.H3Conn.TokenUsed, int(x.ConnsPerOrigin)
-	// A cell's loads repeat its task's few values: one copy of each.
-	t := &x.Task
-	for _, f := range []*string{&t.Profile, &t.Page, &t.Transport, &t.StubState, &t.H3, &t.DNSMode, &t.Engine, &t.Setup, &x.Status} {
+	x.Lighten(x.H3Conn, x.ConnsPerOrigin)
+	return x.Sample, nil
+}
+
+// Lighten makes a sample decoded for analysis hold what analysis reads
+// of it and no more: of its connection record the token (h3, decoded
+// in its place), of its connections per origin their sum, and one copy
+// of each value its cell's loads repeat (its task's, its status, its
+// origins' hosts and labels, its DNS facts'). A campaign's loads, which
+// wrap a Sample, are lightened with it.
+func (s *Sample) Lighten(h3 *H3Token, conns ConnSum) {
+	s.H3Conn, s.ConnsPerOrigin, s.ServerQueries = nil, nil, nil
+	s.h3Token, s.conns = h3 != nil && h3.TokenUsed, int(conns)
+	t := &s.Task
+	for _, f := range []*string{&t.Profile, &t.Page, &t.Transport, &t.StubState, &t.H3, &t.DNSMode, &t.Engine, &t.Setup, &s.Status} {
 		*f = unique.Make(*f).Value()
 	}
-	for i := range x.Origins {
-		o := &x.Origins[i]
+	for i := range s.Origins {
+		o := &s.Origins[i]
 		o.Host, o.Protocol, o.Lookup = unique.Make(o.Host).Value(), unique.Make(o.Protocol).Value(), unique.Make(o.Lookup).Value()
 	}
-	if f := x.DNSFacts; f != nil {
+	if f := s.DNSFacts; f != nil {
 		f.Status, f.Protocol = unique.Make(f.Status).Value(), unique.Make(f.Protocol).Value()
 	}
-	return x.Sample, nil
 }
 
 // analysed is a Sample whose fields of the same JSON names shadow the
@@ -501,27 +511,29 @@ type analysed struct {
 	Graph          Skipped  `json:"graph"`
 	Replay         Skipped  `json:"replay"`
 	ServerQueries  Skipped  `json:"server_queries"`
-	H3Conn         *h3Token `json:"h3_conn"`
-	ConnsPerOrigin connSum  `json:"conns_per_origin"`
+	H3Conn         *H3Token `json:"h3_conn"`
+	ConnsPerOrigin ConnSum  `json:"conns_per_origin"`
 }
 
-// connSum decodes a map of connections per origin as their sum.
-type connSum int
+// ConnSum decodes a load's connections per origin as their sum, in
+// place of the map (Lighten).
+type ConnSum int
 
 // UnmarshalJSON sums the map's counts.
-func (c *connSum) UnmarshalJSON(b []byte) error {
+func (c *ConnSum) UnmarshalJSON(b []byte) error {
 	var m map[string]int
 	if err := json.Unmarshal(b, &m); err != nil {
 		return err
 	}
 	for _, n := range m {
-		*c += connSum(n)
+		*c += ConnSum(n)
 	}
 	return nil
 }
 
-// h3Token is what analysis reads of the page's connection record.
-type h3Token struct {
+// H3Token is what analysis reads of the page's connection record, in
+// its place (Lighten).
+type H3Token struct {
 	TokenUsed bool `json:"token_accepted"`
 }
 
