@@ -2,10 +2,10 @@ package web
 
 import (
 	"os"
-	"runtime"
 	"testing"
 
 	"github.com/doxlab/doxlab/campaign"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -33,23 +33,12 @@ func TestHeldPerCampaignLoad(t *testing.T) {
 	}); err != nil || len(raws) == 0 {
 		t.Fatalf("no campaign-load results in %s: %v", path, err)
 	}
-	runtime.GC() // twice: the second frees what sync.Pools kept
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	var held []*wildLoad
-	for range 20 {
-		for _, r := range raws {
-			x, err := analysedWild("run", r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			held = append(held, x)
+	each := testutil.HeapHeld(20*len(raws), raws, func(i int) any {
+		x, err := analysedWild("run", raws[i%len(raws)])
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	t.Logf("%d campaign loads decoded for analysis hold %.0f octets each", len(held), float64(after.HeapAlloc-before.HeapAlloc)/float64(len(held)))
-	runtime.KeepAlive(held)
-	runtime.KeepAlive(raws)
+		return x
+	})
+	t.Logf("%d campaign loads decoded for analysis hold %.0f octets each", 20*len(raws), each)
 }

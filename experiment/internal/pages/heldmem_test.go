@@ -2,9 +2,9 @@ package pages
 
 import (
 	"os"
-	"runtime"
 	"testing"
 
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -33,23 +33,12 @@ func TestHeldPerLoad(t *testing.T) {
 	}); err != nil || len(raws) == 0 {
 		t.Fatalf("no web-load results in %s: %v", path, err)
 	}
-	runtime.GC() // twice: the second frees what sync.Pools kept (the store's
-	runtime.GC() // decompression buffers), which would otherwise go during the count
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	var held []*Sample
-	for range 20 {
-		for _, r := range raws {
-			x, err := DecodeForAnalysis(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			held = append(held, x)
+	each := testutil.HeapHeld(20*len(raws), raws, func(i int) any {
+		x, err := DecodeForAnalysis(raws[i%len(raws)])
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	t.Logf("%d loads decoded for analysis hold %.0f octets each", len(held), float64(after.HeapAlloc-before.HeapAlloc)/float64(len(held)))
-	runtime.KeepAlive(held)
-	runtime.KeepAlive(raws) // counted before, so not freed within the count
+		return x
+	})
+	t.Logf("%d loads decoded for analysis hold %.0f octets each", 20*len(raws), each)
 }
