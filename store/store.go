@@ -933,8 +933,7 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, runID string, x *measure.
 	// Not written: the run holds the sample already (an error unless
 	// once), or another whose key hashes as this one's.
 	var held string
-	heldQ := `SELECT ` + sampleKeySQL("") + ` FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND k = ?`
-	if err := tx.QueryRowContext(ctx, s.rebind(heldQ), runID, keyHash(key)).Scan(&held); err != nil {
+	if err := tx.QueryRowContext(ctx, s.rebind(`SELECT `+sampleKeySQL("")+` FROM sample_cols WHERE `+byHash), runID, keyHash(key)).Scan(&held); err != nil {
 		return false, fmt.Errorf("store: writing sample %s: %w", key, err)
 	}
 	switch {
@@ -950,9 +949,13 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, runID string, x *measure.
 // into one run.
 var ErrHeld = errors.New("its run holds it already")
 
-// byKey selects a run's sample by key: its run's ID, its key's hash
-// (which finds it by index) and its key are the arguments.
-var byKey = `run = (SELECT n FROM runs WHERE id = ?) AND k = ? AND ` + sampleKeySQL("") + ` = ?`
+// byHash selects a run's sample by its key's hash, through the index on
+// (run, k): its run's ID and the hash are the arguments. byKey is the
+// sample of a key, whose hash is another's when the run holds none of
+// it: the key is its last argument.
+const byHash = `run = (SELECT n FROM runs WHERE id = ?) AND k = ?`
+
+var byKey = byHash + ` AND ` + sampleKeySQL("") + ` = ?`
 
 // Raw is a stored sample whole, as JSON; ErrNoRun's kin when the run does
 // not hold it.
