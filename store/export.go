@@ -165,7 +165,7 @@ func (s *Store) EachTiming(ctx context.Context, f Filter, newSink func() func(r 
 type scanned struct {
 	Row
 	run     int64 // the run's number
-	started string
+	started int64 // microseconds since 1970
 	fl      [9]sql.NullFloat64
 	where   sql.NullString
 }
@@ -194,7 +194,7 @@ var (
 		col("wire_query_ms", func(x *scanned) any { return &x.fl[8] })}
 	countCols = []string{col("bytes_sent", func(x *scanned) any { return &x.BytesSent }), col("bytes_received", func(x *scanned) any { return &x.BytesReceived }),
 		col("packets_sent", func(x *scanned) any { return &x.PacketsSent }), col("packets_received", func(x *scanned) any { return &x.PacketsReceived })}
-	restCols = []string{col("started_at", func(x *scanned) any { return &x.started }), col("url", func(x *scanned) any { return &x.URL }),
+	restCols = []string{col("started_us", func(x *scanned) any { return &x.started }), col("url", func(x *scanned) any { return &x.URL }),
 		col("rep", func(x *scanned) any { return &x.Rep }), col("status", func(x *scanned) any { return &x.Status }), col("rcode", func(x *scanned) any { return &x.Rcode }),
 		col("tls_resumed", func(x *scanned) any { return &x.TLSResumed }), col("used_0rtt", func(x *scanned) any { return &x.Used0RTT }),
 		col("retry", func(x *scanned) any { return &x.Retry }), col("token_used", func(x *scanned) any { return &x.TokenUsed }),
@@ -420,7 +420,7 @@ func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []stri
 	for i := range got {
 		into[i] = &got[i]
 	}
-	timed := slices.Contains(cols, "started_at")
+	timed := slices.Contains(cols, "started_us")
 	r := &x.Row
 	ptrs := []**float64{&r.ProbeRTTMs, &r.HandshakeMs, &r.QueryMs, &r.TotalMs, &r.HandshakeRTT, &r.ResolveRTT, &r.TotalRTT, &r.WireMs, &r.WireQueryMs}
 	vals := make([]float64, len(ptrs))
@@ -436,10 +436,7 @@ func scanRows(ctx context.Context, db *sql.DB, q string, args []any, cols []stri
 			}
 		}
 		if timed {
-			if r.StartedAt, err = time.Parse(time.RFC3339Nano, x.started); err != nil {
-				return fmt.Errorf("sample of run %s: start time %q: %w", r.RunID, x.started, err)
-			}
-			r.StartedAt = r.StartedAt.UTC()
+			r.StartedAt = time.UnixMicro(x.started).UTC()
 		}
 		if x.where.Valid {
 			setVantage(r, x.where.String)

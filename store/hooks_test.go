@@ -16,3 +16,14 @@ func SetKeyHash(h func(string) int64) (restore func()) {
 	keyHash = h
 	return func() { keyHash = was }
 }
+
+// SetSchema10 makes an upgrade stop at schema 10 and DNS samples' records
+// be written as schemas 9 and 10 wrote them (codec 2), for a test of the
+// upgrade to 11; the function it returns restores both.
+func SetSchema10() (restore func()) {
+	upgradeStop, unbared = 10, true
+	return func() { upgradeStop, unbared = 0, false }
+}
+
+// Bare is bare, which the upgrade to schema 11 does in SQL.
+var Bare = bare

@@ -14,10 +14,10 @@ import (
 func (s *Store) typed(stmt string) string {
 	if s.postgres {
 		return strings.NewReplacer(" BLOB", " BYTEA", "INTEGER PRIMARY KEY", "BIGINT PRIMARY KEY",
-			"SAMPLEID", sampleIDPostgres, "RUNNUMBER", runNumberPostgres,
+			"SAMPLEID", sampleIDPostgres, "RUNNUMBER", runNumberPostgres, "STARTEDTEXT", startedTextPostgres,
 			"CREATE VIEW IF NOT EXISTS", "CREATE OR REPLACE VIEW").Replace(stmt)
 	}
-	return strings.NewReplacer("SAMPLEID", sampleIDSQLite, "RUNNUMBER", runNumberSQLite).Replace(stmt)
+	return strings.NewReplacer("SAMPLEID", sampleIDSQLite, "RUNNUMBER", runNumberSQLite, "STARTEDTEXT", startedTextSQLite).Replace(stmt)
 }
 
 // hasColumn says whether table has a column of that name.

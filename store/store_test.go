@@ -236,7 +236,7 @@ func writeSchema1(t *testing.T, driver, dsn string) {
 		`INSERT INTO page_loads VALUES ('old', 'fiber|wiki|udp', '2026-01-01T00:00:03Z', 'fiber', 'wiki', 'udp', 'cold', '1rtt', 'stub', 0, 'ok', 110.5, 90, 15,
 			FALSE, FALSE, '{"profile":"fiber","page":"wiki","plt_ms":110.5}')`,
 		`INSERT INTO samples VALUES ('old', 'k', '2026-01-01T00:00:01Z', 't', 'udp://t:53', 'udp', 'fresh', 5, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '{}')`,
-		`INSERT INTO samples VALUES ('old', 'k2', '2026-01-01T00:00:02Z', 't', 'udp://t:53', 'udp', 'fresh', 6, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '` + schema1Raw + `')`,
+		`INSERT INTO samples VALUES ('old', 'k2', '2026-01-01T01:00:02.1234567+01:00', 't', 'udp://t:53', 'udp', 'fresh', 6, 'ok', 'NOERROR', 1, 0, 1, 1, 0, 1, 1, FALSE, FALSE, FALSE, FALSE, '', '', '` + schema1Raw + `')`,
 	} {
 		_, err := db.Exec(stmt)
 		require.NoError(t, err, stmt)
@@ -262,6 +262,14 @@ func upgradedFromSchema1(t *testing.T, dsn string) {
 		byKey[r.Rep] = r
 	}
 	require.Empty(t, byKey[5].Vantage)
+	// A start of a store before storedTime, with a vantage point's offset
+	// and seven digits, in microseconds (schema 11): truncated, not
+	// rounded (PostgreSQL's timestamptz would make it ...457).
+	require.Equal(t, time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC), byKey[5].StartedAt)
+	require.Equal(t, time.Date(2026, 1, 1, 0, 0, 2, 123456000, time.UTC), byKey[6].StartedAt)
+	var text string
+	require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT started_at FROM samples WHERE task_key = 'k2'`).Scan(&text))
+	require.Equal(t, "2026-01-01T00:00:02.123456000Z", text, "the view gives the start as text, as schemas 1 to 10 kept it")
 	require.Nil(t, byKey[5].WireMs, "no wire time in the raw sample: none in its column")
 	r := byKey[6]
 	require.Equal(t, [4]int64{30, 83, 1, 1}, [4]int64{r.BytesSent, r.BytesReceived, r.PacketsSent, r.PacketsReceived})
@@ -281,7 +289,7 @@ func upgradedFromSchema1(t *testing.T, dsn string) {
 	for zs.Next() {
 		var z []byte
 		require.NoError(t, zs.Scan(&z))
-		require.NotEqual(t, byte(1), z[0], "every sample packed again with dictionary 2 (schema 9)")
+		require.Contains(t, []byte{0, 3}, z[0], "every sample packed again with dictionary 2 (schema 9), its frame bare (schema 11), or kept as it is")
 	}
 	var loads []string
 	require.NoError(t, s.Results(ctx, "old", store.Kind("web-load"), func(id string, raw []byte) error {
@@ -338,6 +346,38 @@ func TestUpgradeResumes(t *testing.T) {
 
 func TestPostgresUpgradeResumes(t *testing.T) {
 	upgradeResumes(t, "pgx", func() string { return testutil.StartPostgres(t) })
+}
+
+// upgradeFromSchema10: a store at schema 10, its records of codec 2,
+// is upgraded to 11: the starts become numbers, the frames bare, and
+// nothing is lost.
+func upgradeFromSchema10(t *testing.T, driver, dsn string) {
+	writeSchema1(t, driver, dsn)
+	restore := store.SetSchema10()
+	s, err := store.Open(context.Background(), dsn)
+	restore()
+	require.NoError(t, err)
+	var v int
+	var codec []byte
+	require.NoError(t, s.DB().QueryRow(`SELECT version FROM schema_version`).Scan(&v))
+	require.NoError(t, s.DB().QueryRow(`SELECT z FROM sample_cols WHERE rep = 6`).Scan(&codec))
+	require.NoError(t, s.Close())
+	require.Equal(t, []any{10, byte(2)}, []any{v, codec[0]}, "a store as schema 10 left it")
+	upgradedFromSchema1(t, dsn)
+	db, err := sql.Open(driver, dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	var z []byte
+	require.NoError(t, db.QueryRow(`SELECT z FROM sample_cols WHERE rep = 6`).Scan(&z))
+	require.Equal(t, store.Bare(codec), z, "the engine's SQL takes the frame apart as Go does")
+}
+
+func TestUpgradeFromSchema10(t *testing.T) {
+	upgradeFromSchema10(t, "sqlite", filepath.Join(t.TempDir(), "old.db"))
+}
+
+func TestPostgresUpgradeFromSchema10(t *testing.T) {
+	upgradeFromSchema10(t, "pgx", testutil.StartPostgres(t))
 }
 
 func TestUpgradeFromSchema1(t *testing.T) {
@@ -505,3 +545,41 @@ func TestResultsInTheOrderMeasured(t *testing.T) {
 	}
 	require.Equal(t, []string{"run-a", "run-b", "run-c", "run-d"}, got)
 }
+
+// starts: a sample's start is kept to the microsecond (schema 11), as
+// the Parquet export keeps it, floored as Go's UnixMicro floors it, and
+// the view samples gives it as the text schemas 1 to 10 kept: before
+// 1970 too, where integer division would round toward zero.
+func starts(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s, run, samples := openFixture(t, dsn)
+	at := map[int]time.Time{7: time.Date(1969, 12, 31, 23, 59, 59, 500000789, time.UTC), 8: time.Date(2026, 11, 29, 17, 1, 52, 123456789, time.FixedZone("", 3600))}
+	for rep, start := range at {
+		x := *samples[1]
+		x.Rep, x.Start = rep, start
+		require.NoError(t, s.Write(ctx, run.ID, &x))
+	}
+	rows, err := s.Rows(ctx, run.ID)
+	require.NoError(t, err)
+	got := map[int]time.Time{}
+	for _, r := range rows {
+		got[int(r.Rep)] = r.StartedAt
+	}
+	require.Equal(t, time.Date(1969, 12, 31, 23, 59, 59, 500000000, time.UTC), got[7])
+	require.Equal(t, time.Date(2026, 11, 29, 16, 1, 52, 123456000, time.UTC), got[8], "in UTC")
+	texts := map[int]string{}
+	q, err := s.DB().QueryContext(ctx, `SELECT rep, started_at FROM samples WHERE rep > 6`)
+	require.NoError(t, err)
+	defer q.Close()
+	for q.Next() {
+		var rep int
+		var text string
+		require.NoError(t, q.Scan(&rep, &text))
+		texts[rep] = text
+	}
+	require.NoError(t, q.Err())
+	require.Equal(t, map[int]string{7: "1969-12-31T23:59:59.500000000Z", 8: "2026-11-29T16:01:52.123456000Z"}, texts)
+}
+
+func TestSQLiteStarts(t *testing.T)   { starts(t, filepath.Join(t.TempDir(), "s.db")) }
+func TestPostgresStarts(t *testing.T) { starts(t, testutil.StartPostgres(t)) }
