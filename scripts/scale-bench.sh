@@ -13,8 +13,8 @@
 #   bash scripts/scale-bench.sh                    # 100k, 1M and 10M: SQLite, PostgreSQL, a dataset
 #   SIZES="100000 1000000" BACKENDS=sqlite bash scripts/scale-bench.sh
 #
-# Disk: a dns-rtt sample takes about 0.5 KB in SQLite and PostgreSQL (its
-# raw JSON, 2 KB, compressed since schema 8): 10M samples need ~8 GB free
+# Disk: a dns-rtt sample takes about 0.5-0.6 KB in SQLite and PostgreSQL
+# (its raw JSON, 2 KB, compressed since schema 8): 10M samples need ~8 GB free
 # in WORK (default /var/tmp/doxlab-scale); each
 # backend's store is removed after its largest size. PostgreSQL is Debian's, started by the script
 # as the postgres user on a private socket and port, and stopped at exit.
