@@ -33,6 +33,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	superseded := fs.Bool("superseded", false, "with --table samples or results: also the runs measured again after a failed link check, which analysis leaves out")
 	dataset := fs.String("dataset", "", "add the samples and every record whole to the Parquet dataset in `DIR` (Hive partitions by run, vantage point and day, and a manifest; docs/store.md), only what it lacks")
 	before := fs.String("before", "", "with --dataset: only what started before `DATE` (2006-01-02, UTC, or an RFC 3339 time)")
+	cpuProfile := fs.String("cpuprofile", "", "write the export's CPU profile (pprof) to `FILE`")
 	if _, code, ok := parseArgs(fs, args); !ok {
 		return code
 	}
@@ -40,6 +41,11 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab export: "+format+"\n", a...)
 		return code
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return fail(exitUsage, "--cpuprofile: %v", err)
+	}
+	defer stopProfile()
 	if *dataset != "" || *before != "" {
 		return exportDataset(fs, datasetArgs{dsn: *dsn, dir: *dataset, before: *before, runID: *runID, vantage: *vantage, superseded: *superseded}, stdout, stderr)
 	}

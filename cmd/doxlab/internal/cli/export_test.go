@@ -222,3 +222,33 @@ func TestParquetExportKeepsEachRowsValues(t *testing.T) {
 	}
 	require.Len(t, seen, 40, "forty rows, forty totals")
 }
+
+// TestCPUProfiles: report and export write their CPU profile where
+// --cpuprofile says (a pprof file: gzip), and say in one line why they
+// cannot, before reading anything.
+func TestCPUProfiles(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	st, err := store.Open(context.Background(), db)
+	require.NoError(t, err)
+	run0 := store.NewRun("measure", "", nil)
+	require.NoError(t, st.BeginRun(context.Background(), run0))
+	require.NoError(t, st.Write(context.Background(), run0.ID, &measure.Sample{Task: measure.Task{URL: "udp://192.0.2.1:53", Target: "192.0.2.1", Transport: "udp", Condition: "fresh"},
+		Start: time.Now(), Status: transport.StatusOK, Measure: &transport.Record{Status: transport.StatusOK, Rcode: "NOERROR", Timing: transport.Timing{QueryMs: 1, TotalMs: 1}}}))
+	st.Close()
+	for _, args := range [][]string{{"export", "--store", db}, {"report", "--store", db, "--json"}} {
+		prof := filepath.Join(dir, args[0]+".prof")
+		code, _, errOut := run(append(args, "--cpuprofile", prof)...)
+		require.Equal(t, 0, code, errOut)
+		b, err := os.ReadFile(prof)
+		require.NoError(t, err)
+		require.Greater(t, len(b), 2)
+		require.Equal(t, []byte{0x1f, 0x8b}, b[:2], "%s: a pprof profile is gzipped", args[0])
+
+		code, out, errOut := run(append(args, "--cpuprofile", filepath.Join(dir, "no", "such", "dir", "p"))...)
+		require.Equal(t, exitUsage, code, args[0])
+		require.Empty(t, out)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+		require.Contains(t, errOut, "doxlab "+args[0]+": --cpuprofile:")
+	}
+}
