@@ -838,6 +838,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// ErrNewerSchema is a store a newer doxlab wrote: this one cannot read
+// it, however long it waits (a worker's image left behind its store's).
+var ErrNewerSchema = errors.New("written by a newer doxlab")
+
 // upgradeStop, set by a test, is the schema an upgrade stops at.
 var upgradeStop int
 
@@ -860,7 +864,7 @@ func (s *Store) upgradeSchema(ctx context.Context, to int) error {
 			return err
 		}
 		if !fresh && v > SchemaVersion {
-			return fmt.Errorf("written by a newer doxlab (schema %d, this one knows %d)", v, SchemaVersion)
+			return fmt.Errorf("%w (schema %d, this one knows %d)", ErrNewerSchema, v, SchemaVersion)
 		}
 		if !fresh && v >= to {
 			return nil
@@ -1283,12 +1287,13 @@ func Retry(ctx context.Context, op func() error, notify func(error, time.Duratio
 }
 
 // Permanent reports whether a database error can never succeed on a
-// retry: a sample of a run the store does not hold (ErrNoRun),
+// retry: a store a newer doxlab wrote (ErrNewerSchema), a sample of a
+// run the store does not hold (ErrNoRun),
 // PostgreSQL's data exceptions (class 22), integrity constraint
 // violations (23) and program limits exceeded (54, an index row too
 // large), and SQLite's constraint, too-big and mismatch errors.
 func Permanent(err error) bool {
-	if errors.Is(err, ErrNotFinite) || errors.Is(err, ErrNoRun) || errors.Is(err, ErrHeld) || errors.Is(err, ErrKeyCollision) {
+	if errors.Is(err, ErrNotFinite) || errors.Is(err, ErrNoRun) || errors.Is(err, ErrHeld) || errors.Is(err, ErrKeyCollision) || errors.Is(err, ErrNewerSchema) {
 		return true
 	}
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {

@@ -428,6 +428,28 @@ func TestCSVNeutralisesFormulas(t *testing.T) {
 	require.Contains(t, raw.String(), ",+1,")
 }
 
+// TestNewerStoreIsPermanent: a store a newer doxlab wrote is refused,
+// naming both schemas, and a worker does not wait for it to change: it
+// is not an error a retry mends.
+func TestNewerStoreIsPermanent(t *testing.T) {
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "s.db")
+	s, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	_, err = s.DB().Exec(`UPDATE schema_version SET version = 99`)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	tries := 0
+	err = store.Retry(ctx, func() error {
+		tries++
+		_, err := store.Open(ctx, dsn)
+		return err
+	}, func(error, time.Duration) { t.Error("waited to try again") })
+	require.ErrorIs(t, err, store.ErrNewerSchema)
+	require.ErrorContains(t, err, fmt.Sprintf("written by a newer doxlab (schema 99, this one knows %d)", store.SchemaVersion))
+	require.Equal(t, 1, tries)
+}
+
 // TestOpenNamesAFileThatIsNoStore: a file that is not a database is said
 // to be one, not "unreachable".
 func TestOpenNamesAFileThatIsNoStore(t *testing.T) {
