@@ -1,0 +1,126 @@
+package dnsrtt
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// randomRows are n rows over a few resolvers, transports and conditions
+// of two runs (one on a profile), some refused, timed out, cancelled or
+// written around the finite check, each with what a real sample has.
+func randomRows(rng *rand.Rand, n int) []store.Row {
+	f := func(v float64) *float64 { return &v }
+	rows := make([]store.Row, n)
+	for i := range rows {
+		r := store.Row{RunID: []string{"run-fiber", "run-wild"}[rng.IntN(2)], Target: fmt.Sprintf("192.0.2.%d", rng.IntN(3)),
+			Transport: []string{"udp", "doq", "doh3"}[rng.IntN(3)], Condition: []string{"fresh", "resumed"}[rng.IntN(2)],
+			Status: string(transport.StatusOK), Rcode: "NOERROR", BytesSent: 60, BytesReceived: 120, PacketsSent: 1, PacketsReceived: 1}
+		if r.RunID == "run-fiber" {
+			r.Profile = "fiber"
+		}
+		total := 5 + 40*rng.Float64()
+		r.TotalMs, r.ProbeRTTMs = f(total), f(4+rng.Float64())
+		r.TotalRTT, r.HandshakeRTT, r.ResolveRTT = f(total/4), f(rng.Float64()), f(1)
+		if rng.IntN(3) == 0 {
+			r.WireMs = f(total - rng.Float64())
+		}
+		switch rng.IntN(20) {
+		case 0:
+			r.Rcode = "REFUSED"
+		case 1:
+			r.Status, r.Rcode, r.TotalMs, r.TotalRTT = string(transport.StatusTimeout), "", nil, nil
+		case 2:
+			r.Status = string(transport.StatusCanceled)
+		case 3:
+			r.TotalRTT = f(math.Inf(1)) // written around the check
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+// TestReadersMergeAsOnePass: the cells two readers of the store gather
+// apart and merge (LoadSamples) are the cells one pass gathers: the
+// same counts, failures and order statistics, exactly while a cell's
+// distributions are exact, and past stats.ExactLimit too (a sketch's
+// buckets add up alike); and past MaxCells, the cells one reader never
+// held apart are folded into OtherResolvers with every sample counted.
+func TestReadersMergeAsOnePass(t *testing.T) {
+	fiber, err := testbed.LookupProfile("fiber")
+	require.NoError(t, err)
+	profiles := map[string]testbed.Profile{"run-fiber": fiber}
+	for _, n := range []int{500, 50 * stats.ExactLimit} { // 36 cells: a few hundred values each, then past the exact limit
+		rows := randomRows(rand.New(rand.NewPCG(uint64(n), 7)), n)
+		one := newCells(profiles, measure.DefaultAnswers())
+		a, b := newCells(profiles, measure.DefaultAnswers()), newCells(profiles, measure.DefaultAnswers())
+		for i := range rows {
+			one.add(&rows[i])
+			if i%3 == 0 { // readers take ranges of rows, not every other
+				a.add(&rows[i])
+			} else {
+				b.add(&rows[i])
+			}
+		}
+		a.merge(b)
+		require.Equal(t, []int{one.skipped, one.canceled, one.folded}, []int{a.skipped, a.canceled, a.folded}, "n=%d", n)
+		require.Len(t, a.order, len(one.order))
+		sketched := false
+		for _, want := range one.order {
+			got := a.byKey[cellKey{want.Profile, want.Vantage, want.Target, want.Transport, want.Condition}]
+			require.NotNil(t, got, "%+v", want)
+			name := fmt.Sprintf("n=%d %s %s %s %s", n, want.Profile, want.Target, want.Transport, want.Condition)
+			require.Equal(t, []int{want.N, want.Answered}, []int{got.N, got.Answered}, name)
+			require.Equal(t, want.Failed, got.Failed, name)
+			require.Equal(t, want.Link, got.Link, name)
+			for i, d := range want.dists() {
+				g := got.dists()[i]
+				require.Equal(t, d.N(), g.N(), "%s: distribution %d", name, i)
+				if d.N() == 0 {
+					continue
+				}
+				require.Equal(t, d.Exact(), g.Exact(), "%s: distribution %d", name, i)
+				sketched = sketched || !g.Exact()
+				for _, q := range []float64{0.05, 0.5, 0.95} {
+					require.InDelta(t, d.Quantile(q), g.Quantile(q), 1e-9, "%s: distribution %d, q%.2f", name, i, q)
+				}
+			}
+		}
+		require.Equal(t, n > 36*stats.ExactLimit, sketched, "n=%d: sketches compared too", n)
+	}
+
+	// Past MaxCells: each reader holds what it saw first; the merge folds
+	// the rest, and every sample is still counted once.
+	was := MaxCells
+	MaxCells = 4
+	defer func() { MaxCells = was }()
+	rows := randomRows(rand.New(rand.NewPCG(3, 3)), 2000)
+	a, b := newCells(profiles, measure.DefaultAnswers()), newCells(profiles, measure.DefaultAnswers())
+	for i := range rows {
+		if i < len(rows)/2 {
+			a.add(&rows[i])
+		} else {
+			b.add(&rows[i])
+		}
+	}
+	a.merge(b)
+	n, held := 0, 0
+	for _, g := range a.order {
+		n += g.N
+		if g.Target != OtherResolvers {
+			held++
+		}
+	}
+	require.Equal(t, len(rows)-a.skipped-a.canceled, n, "every sample counted once")
+	require.LessOrEqual(t, held, MaxCells, "no more cells held apart than the bound")
+	require.Positive(t, a.folded)
+}
