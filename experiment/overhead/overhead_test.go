@@ -1,13 +1,19 @@
 package overhead
 
 import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment"
 	layers "github.com/doxlab/doxlab/overhead"
+	"github.com/doxlab/doxlab/store"
 )
 
 func conn(transport, mode string, queries int, ip, dns, handshake int64, pkts int) *Conn {
@@ -110,4 +116,46 @@ func TestOverheadFinding(t *testing.T) {
 	large := conn("udp", "new", 1, 56, 70, 0, 1)
 	large.Cert = "large"
 	require.Equal(t, experiment.NoData, finding(large, dohNew, dohKept).Verdict, "DoUDP of the small certificate's run only")
+}
+
+// TestConnsLabelledByTheirWindow: a captured connection is stored under
+// the certificate, transport and mode of the window it began in, with
+// the certificate's size and its index in that window; one that began
+// outside every window, has no client port (a stray datagram) or carried
+// no resolution (a warm-up probe) is left out and takes no index.
+func TestConnsLabelledByTheirWindow(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	run := store.NewRun("experiment:overhead", "", nil)
+	run.ID = "overhead-x"
+	require.NoError(t, st.BeginRun(ctx, run))
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	windows := []window{{"small", "dot", "new", t0, t0.Add(time.Second)}, {"small", "doq", "persistent", t0.Add(time.Second), t0.Add(2 * time.Second)}}
+	client := netip.MustParseAddrPort("10.200.0.1:40000")
+	dnsPkt := func(at time.Duration) *layers.Packet {
+		var c layers.Counts
+		c[layers.IP], c[layers.DNS] = 40, 50
+		return &layers.Packet{Time: t0.Add(at), FromClient: true, Len: 90, Layers: c}
+	}
+	probe := &layers.Packet{Time: t0.Add(100 * time.Millisecond), FromClient: true, Len: 60, Layers: layers.Counts{layers.IP: 40}}
+	conns := []*layers.Conn{
+		{Client: client, Packets: []*layers.Packet{dnsPkt(100 * time.Millisecond)}},                                   // dot new 0000
+		{Client: client, Packets: []*layers.Packet{probe}},                                                            // no resolution
+		{Client: client, Packets: []*layers.Packet{dnsPkt(900 * time.Millisecond)}},                                   // dot new 0001
+		{Client: client, Packets: []*layers.Packet{dnsPkt(1500 * time.Millisecond), dnsPkt(1600 * time.Millisecond)}}, // doq persistent 0000
+		{Client: client, Packets: []*layers.Packet{dnsPkt(2 * time.Second)}},                                          // after the last window
+		{Packets: []*layers.Packet{dnsPkt(200 * time.Millisecond)}},                                                   // no client port
+		{Client: client}, // no packets
+	}
+	c := &Overhead{}
+	require.NoError(t, c.storeConns(ctx, st, run.ID, conns, windows, map[string]int{"small": 1200}))
+	res, err := c.Load(ctx, st, "overhead-x")
+	require.NoError(t, err)
+	var got []string
+	for _, x := range res.(Conns) {
+		got = append(got, fmt.Sprintf("%s %s %s %d #%d %d queries", x.Cert, x.Transport, x.Mode, x.CertOctets, x.Index, x.Queries))
+	}
+	require.ElementsMatch(t, []string{"small dot new 1200 #0 1 queries", "small dot new 1200 #1 1 queries", "small doq persistent 1200 #0 2 queries"}, got)
 }
