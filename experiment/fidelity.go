@@ -125,31 +125,41 @@ func checkLink(ctx context.Context, n Net, runID, when string, p testbed.Profile
 		lc.EmulatorCPU = res.EmulatorCPU
 		lc.GCPauses, lc.GCPauseMaxUs = res.GCPauses, us(res.GCPauseMax)
 		lc.LateMaxUs, lc.StealMs = us(res.LateMax), us(res.Steal)/1000
-		var off []string
-		for _, d := range []struct {
-			name      string
-			want, got float64
-		}{{"up", res.UpRate * (1 - p.Up.MeanLoss()), res.UpAchieved}, {"down", res.DownRate * (1 - p.Down.MeanLoss()), res.DownAchieved}} {
-			if d.want > 0 && d.got < MinRateShare*d.want {
-				off = append(off, fmt.Sprintf("%s delivered %.1f of %.1f Mbit/s", d.name, d.got/1e6, d.want/1e6))
-			}
-		}
-		if res.ErrP99 > MaxErrP99 {
-			why := fmt.Sprintf("RTT error p99 %.0f µs", us(res.ErrP99))
-			switch {
-			case res.GCPauseMax >= MaxErrP99/2:
-				why += fmt.Sprintf(" (a GC pause of up to %.1f ms in the process that runs the emulator)", us(res.GCPauseMax)/1000)
-			case res.LateMax >= MaxErrP99/2:
-				why += fmt.Sprintf(" (the emulator delivered a packet up to %.1f ms late)", us(res.LateMax)/1000)
-			case res.Steal >= MaxErrP99/2:
-				why += fmt.Sprintf(" (the hypervisor took %.1f ms of CPU meanwhile)", us(res.Steal)/1000)
-			}
-			off = append(off, why)
-		}
-		lc.Why = strings.Join(off, "; ")
+		lc.Why = linkOff(res, p)
 	}
 	lc.OK = lc.Why == ""
 	return lc
+}
+
+// linkOff is what a check's result says was off with a link of profile
+// p, "" when it held: a direction that delivered under MinRateShare of
+// its rate less its mean loss, an RTT error p99 over MaxErrP99 with the
+// likeliest cause the check measured (a GC pause of the emulator's
+// process, the emulator's own lateness, the hypervisor's steal).
+func linkOff(res *testbed.CheckResult, p testbed.Profile) string {
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	var off []string
+	for _, d := range []struct {
+		name      string
+		want, got float64
+	}{{"up", res.UpRate * (1 - p.Up.MeanLoss()), res.UpAchieved}, {"down", res.DownRate * (1 - p.Down.MeanLoss()), res.DownAchieved}} {
+		if d.want > 0 && d.got < MinRateShare*d.want {
+			off = append(off, fmt.Sprintf("%s delivered %.1f of %.1f Mbit/s", d.name, d.got/1e6, d.want/1e6))
+		}
+	}
+	if res.ErrP99 > MaxErrP99 {
+		why := fmt.Sprintf("RTT error p99 %.0f µs", us(res.ErrP99))
+		switch {
+		case res.GCPauseMax >= MaxErrP99/2:
+			why += fmt.Sprintf(" (a GC pause of up to %.1f ms in the process that runs the emulator)", us(res.GCPauseMax)/1000)
+		case res.LateMax >= MaxErrP99/2:
+			why += fmt.Sprintf(" (the emulator delivered a packet up to %.1f ms late)", us(res.LateMax)/1000)
+		case res.Steal >= MaxErrP99/2:
+			why += fmt.Sprintf(" (the hypervisor took %.1f ms of CPU meanwhile)", us(res.Steal)/1000)
+		}
+		off = append(off, why)
+	}
+	return strings.Join(off, "; ")
 }
 
 // storeLinkCheck stores a check with its run.
