@@ -43,3 +43,23 @@ func TestDecodeForAnalysisKeepsWhatTheReportReads(t *testing.T) {
 	_, err = DecodeForAnalysis([]byte(`{"status": 3}`))
 	require.Error(t, err)
 }
+
+// TestOriginCounts: a load's origins summed as the report counts them:
+// an origin not wholly over HTTP/3, or requested with no lookup reaching
+// the stub, counts only if it was requested; a lookup an ORIGIN frame
+// spared is one requested with no lookup on a connection that announced
+// it; every web connection the servers saw counts, requested or not.
+func TestOriginCounts(t *testing.T) {
+	s := &Sample{Origins: []OriginFacts{
+		{Host: "page.test", Requests: 3, Protocol: "h3", Lookup: LookupUpstream, Conns: 1, Conns0RTT: 1},
+		{Host: "cdn.test", Requests: 5, Protocol: "h3", Lookup: LookupNone, Announced: true},
+		{Host: "img.test", Requests: 2, Protocol: "h2+h3", Lookup: LookupNone, Conns: 2},
+		{Host: "ads.test", Requests: 1, Protocol: "h3", Lookup: LookupStubCache, Conns: 1},
+		{Host: "gone.test", Protocol: "", Lookup: LookupNone, Announced: true, Conns: 1, Conns0RTT: 1}, // a connection, nothing requested
+	}}
+	notH3, noLookup, conns, conns0RTT := s.OriginCounts()
+	require.Equal(t, []int{1, 2, 5, 2}, []int{notH3, noLookup, conns, conns0RTT})
+	require.Equal(t, 1, s.OriginsByFrame(), "cdn.test: announced, and never looked up")
+	s.ConnsPerOrigin = map[string]int{"page.test": 1, "img.test": 2}
+	require.Equal(t, 3, s.WebConns())
+}
