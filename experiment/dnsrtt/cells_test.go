@@ -124,3 +124,37 @@ func TestReadersMergeAsOnePass(t *testing.T) {
 	require.LessOrEqual(t, held, MaxCells, "no more cells held apart than the bound")
 	require.Positive(t, a.folded)
 }
+
+// TestResolversRankedWithinTheirTransport: resolvers rank by their
+// median total within a transport and condition; one whose order is
+// noise says so against the fastest, one really slower says by how
+// much; a resolver that answered nothing (timeouts, or only rcodes not
+// taken as answers) has no rank, comes last and is counted by what it
+// failed with; an rcode not taken is never timed.
+func TestResolversRankedWithinTheirTransport(t *testing.T) {
+	var rows []store.Row
+	add := func(host string, ms float64, n int, change func(*store.Row)) {
+		for i := range n {
+			r := row(host, ms+float64(i%5)/10)
+			if change != nil {
+				change(&r)
+			}
+			rows = append(rows, r)
+		}
+	}
+	add("slow.example", 50, 20, nil)
+	add("fast.example", 10, 20, nil)
+	add("close.example", 10.05, 20, nil)
+	add("refusing.example", 1, 10, func(r *store.Row) { r.Rcode = "REFUSED" })
+	add("silent.example", 0, 10, func(r *store.Row) { r.Status, r.TotalMs, r.TotalRTT = string(transport.StatusTimeout), nil, nil })
+	add("fast.example", 3, 4, func(r *store.Row) { r.Rcode = "REFUSED" }) // fast at refusing: not timed
+	var got []string
+	for _, x := range NewSamples(rows, nil).ByResolver() {
+		got = append(got, fmt.Sprintf("%s %s n=%d ok=%d %v | %s", x.RankText(), x.Target, x.N, x.OK, x.Failed, x.VsText()))
+	}
+	require.Len(t, got, 5)
+	require.Equal(t, "1 fast.example n=24 ok=20 map[REFUSED:4] | fastest", got[0])
+	require.Regexp(t, `^2 close.example n=20 ok=20 map\[\] \| ~ \(p=`, got[1])
+	require.Regexp(t, `^3 slow.example n=20 ok=20 map\[\] \| \+\d+\.\d % \(p=`, got[2])
+	require.ElementsMatch(t, []string{"– refusing.example n=10 ok=0 map[REFUSED:10] | nothing answered", "– silent.example n=10 ok=0 map[timeout:10] | nothing answered"}, got[3:])
+}
