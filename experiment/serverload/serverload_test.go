@@ -2,6 +2,8 @@ package serverload
 
 import (
 	"context"
+	"encoding/csv"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/doxlab/doxlab/bench"
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/figure"
 )
 
 // TestServerLoad steps two transports through three rates on loopback:
@@ -111,4 +114,45 @@ func TestSummaryRows(t *testing.T) {
 	require.NoError(t, bs.WriteTable(&out))
 	require.Equal(t, 1, strings.Count(out.String(), "run r1\n"))
 	require.Less(t, strings.Index(out.String(), "run r1"), strings.Index(out.String(), "run r2"))
+}
+
+// TestRateFigureDrawsSteppedOpenLoopRuns: the rate figure's data are the
+// steps of open-loop stepped runs, each with its intended and answered
+// rate, p99 and whether it held; single runs and closed-loop runs
+// (whose rate is the server's, not intended) are not on it, and
+// without a stepped open-loop run there is no figure.
+func TestRateFigureDrawsSteppedOpenLoopRuns(t *testing.T) {
+	b := func(label, mode string, step int, qps, answered, p99 float64, held bool) *bench.Stored {
+		s := &bench.Stored{Run: "server-load-20261129T120000Z-x"}
+		s.Label, s.Protocol, s.Mode, s.Step, s.IntendedQPS, s.AnsweredQPS, s.Held = label, label, mode, step, qps, answered, held
+		s.Latency.P = map[string]float64{"99": p99}
+		if step >= 0 {
+			s.Bound = &bench.Bound{P99: 50 * time.Millisecond}
+		}
+		return s
+	}
+	bs := Benches{
+		b("udp", "open-loop", 0, 1000, 1000, 0.4, true), b("udp", "open-loop", 1, 2000, 2000, 0.6, true), b("udp", "open-loop", 2, 4000, 3100, 80, false),
+		b("doq", "open-loop", -1, 500, 500, 1.2, false),
+		b("tcp", "closed-loop", 0, 0, 9000, 2, true),
+	}
+	dir := t.TempDir()
+	set := &figure.Set{Dir: dir}
+	require.NoError(t, rateFigure(set, bs))
+	require.Len(t, set.Figures, 1)
+	f, err := os.Open(filepath.Join(dir, set.Figures[0].CSV))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, [][]string{
+		{"run", "benchmark", "intended qps", "answered qps", "p99 ms", "held"},
+		{"server-load-20261129T120000Z-x", "udp", "1000", "1000", "0.4", "true"},
+		{"server-load-20261129T120000Z-x", "udp", "2000", "2000", "0.6", "true"},
+		{"server-load-20261129T120000Z-x", "udp", "4000", "3100", "80", "false"},
+	}, rows)
+
+	none := &figure.Set{Dir: t.TempDir()}
+	require.NoError(t, rateFigure(none, bs[3:]))
+	require.Empty(t, none.Figures)
 }
