@@ -191,3 +191,21 @@ func TestWildResolverIsWhoAnswers(t *testing.T) {
 		require.Equal(t, want, x.resolver(), target)
 	}
 }
+
+// TestWildRegionAndShares: a resolver's region is its targets file's
+// note (region=EU, wherever the note puts it; none without one), and
+// shares print largest first, ties by name.
+func TestWildRegionAndShares(t *testing.T) {
+	for note, want := range map[string]string{
+		"10.0.0.53 # region=EU":             "EU",
+		"10.0.0.53 # anycast, region=AP-SE": "AP-SE",
+		"10.0.0.53 # region=NA; operator=x": "NA",
+		"10.0.0.53 # subregion=EU":          "",
+		"10.0.0.53":                         "",
+	} {
+		x := &wildLoad{PageLoad: &campaign.PageLoad{Resolver: note}}
+		require.Equal(t, want, x.region(), note)
+	}
+	require.Equal(t, "v1 50%, draft-29 25%, v2 25%", shares(map[string]int{"v2": 1, "v1": 2, "draft-29": 1}))
+	require.Empty(t, shares(nil))
+}
