@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
@@ -157,4 +159,33 @@ func TestResolversRankedWithinTheirTransport(t *testing.T) {
 	require.Regexp(t, `^2 close.example n=20 ok=20 map\[\] \| ~ \(p=`, got[1])
 	require.Regexp(t, `^3 slow.example n=20 ok=20 map\[\] \| \+\d+\.\d % \(p=`, got[2])
 	require.ElementsMatch(t, []string{"– refusing.example n=10 ok=0 map[REFUSED:10] | nothing answered", "– silent.example n=10 ok=0 map[timeout:10] | nothing answered"}, got[3:])
+}
+
+// TestVantagePanelsAreTheMostMeasured: past MaxVantagePanels vantage
+// points, the figure's panels are the most measured ones, in the
+// order of their names; below it, every one.
+// A vantage point is said by what is known of it, in a fixed order.
+func TestVantagePanelsAreTheMostMeasured(t *testing.T) {
+	var rows []store.Row
+	for v := 1; v <= MaxVantagePanels+3; v++ {
+		for range v { // vp15 is measured most, vp1 least
+			r := row("192.0.2.1", 10)
+			r.Vantage = fmt.Sprintf("vp%d", v)
+			rows = append(rows, r)
+		}
+	}
+	s := NewSamples(rows, nil)
+	require.Len(t, s.vantages(), MaxVantagePanels+3)
+	want := []string{}
+	for v := 4; v <= MaxVantagePanels+3; v++ {
+		want = append(want, fmt.Sprintf("vp%d", v))
+	}
+	slices.SortFunc(want, order.Compare)
+	require.Equal(t, want, s.panelVantages())
+	require.Equal(t, []string{"vp1", "vp2"}, NewSamples(rows[:3], nil).panelVantages())
+
+	require.Equal(t, "Frankfurt, DE, Example Net, AS64500, 10.200.0.1",
+		where(&store.Row{VantageAddress: "10.200.0.1", VantageASN: 64500, VantageNetwork: "Example Net", VantageLocation: "Frankfurt, DE"}))
+	require.Equal(t, "AS64500", where(&store.Row{VantageASN: 64500}))
+	require.Empty(t, where(&store.Row{}))
 }
