@@ -287,11 +287,13 @@ func analyzeQlog(r io.Reader, s *Sample) {
 			Raw struct {
 				Length int `json:"length"`
 			} `json:"raw"`
+			PTOCount *int `json:"pto_count"`
 		} `json:"data"`
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	received := false
+	probing := false  // the probe timer fired before anything came: what follows probes
 	inFlight := false // a server Initial or Handshake packet has come
 	var last float64
 	for sc.Scan() {
@@ -301,8 +303,15 @@ func analyzeQlog(r io.Reader, s *Sample) {
 			continue
 		}
 		switch e.Name {
+		case "recovery:metrics_updated":
+			// A server slow to answer (a busy machine, a large chain to
+			// sign) lets the client's probe timer fire: it sends its
+			// flight again, which is not more of its first flight.
+			if e.Data.PTOCount != nil && *e.Data.PTOCount > 0 && !received {
+				probing = true
+			}
 		case "transport:packet_sent":
-			if !received {
+			if !received && !probing {
 				s.ClientFirstFlight += e.Data.Raw.Length
 				s.ClientFirstDgrams++
 			}
@@ -310,7 +319,7 @@ func analyzeQlog(r io.Reader, s *Sample) {
 			t := e.Data.Header.Type
 			if t == "retry" {
 				// A Retry restarts the exchange: count from the next flight.
-				received, inFlight, s.ClientFirstFlight, s.ClientFirstDgrams = false, false, 0, 0
+				received, probing, inFlight, s.ClientFirstFlight, s.ClientFirstDgrams = false, false, false, 0, 0
 				continue
 			}
 			received = true

@@ -70,6 +70,21 @@ func TestQlogFlights(t *testing.T) {
 	require.Equal(t, 2200, s.ServerFlight)
 	require.False(t, s.Stalled)
 
+	// The probe timer fired before the server answered (a busy machine):
+	// the client's flight sent again is no part of its first flight,
+	// after a Retry too; a timer reset to 0 is no probe.
+	pto := func(n int) string {
+		return fmt.Sprintf("\x1e{\"time\":1,\"name\":\"recovery:metrics_updated\",\"data\":{\"pto_count\":%d}}\n", n)
+	}
+	s = &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog("0 out initial 1252", "0.1 out initial 1252")+pto(0)+pto(1)+
+		qlog("300 out initial 1252", "300.1 out initial 1252", "340 in initial 1200")), s)
+	require.Equal(t, []int{2504, 2}, []int{s.ClientFirstFlight, s.ClientFirstDgrams})
+	s = &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog("0 out initial 1252", "40 in retry 120", "40.1 out initial 1300", "40.2 out initial 1300")+pto(1)+
+		qlog("400 out initial 1300", "440 in initial 1200")), s)
+	require.Equal(t, []int{2600, 2}, []int{s.ClientFirstFlight, s.ClientFirstDgrams})
+
 	// Lines that are not events are skipped; a loopback run (no RTT)
 	// never stalls.
 	s = &Sample{}
