@@ -1,7 +1,10 @@
 // Package e2e runs doxlab as a user does, the built binary and nothing
 // else: the experiments end to end on the testbed (root), their reports
 // in Chromium, and the README's first steps. 'make e2e' is its lane;
-// the CLI's own tests, in-process, are the unit lane's.
+// the CLI's own tests, in-process, are the unit lane's. The experiments
+// and the images, each on a testbed of its own in namespaces and mostly
+// waiting on its emulated links, run two at a time (t.Parallel), after
+// the tests that serve on this machine's own ports, one at a time.
 package e2e
 
 import (

@@ -18,6 +18,7 @@ import (
 // binary and checks every cell was measured and stored.
 func TestExperimentDNSRTT(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed needs root")
+	t.Parallel() // on a testbed of its own, beside the other experiments
 	db := filepath.Join(t.TempDir(), "exp.db")
 	out, err := exec.Command(testutil.Doxlab(t), "experiment", "dns-rtt", "--quick", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -46,6 +47,7 @@ func TestExperimentDNSRTT(t *testing.T) {
 // (Chromium in the testbed, DNS through the stub) and renders its report.
 func TestExperimentWebQuick(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed needs root")
+	t.Parallel() // on a testbed of its own, beside the other experiments
 	if _, err := exec.LookPath("chromium"); err != nil {
 		testutil.Missing(t, "chromium")
 	}
@@ -91,6 +93,7 @@ func TestExperimentWebQuick(t *testing.T) {
 // experiments with the real binary and renders both into one report.
 func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed needs root")
+	t.Parallel() // on a testbed of its own, beside the other experiments
 	dir := t.TempDir()
 	db := filepath.Join(dir, "x.db")
 	out, err := exec.Command(testutil.Doxlab(t), "experiment", "hol", "--quick", "--transports", "udp,dot-inorder,doq", "--store", db).CombinedOutput()
@@ -125,6 +128,7 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 // a user would, and an experiment's progress bar is drawn there.
 func TestExperimentOverheadQuick(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed needs root")
+	t.Parallel() // on a testbed of its own, beside the other experiments
 	script := testutil.Need(t, "script", "apt-get install bsdutils")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "o.db")

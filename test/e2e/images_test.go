@@ -30,6 +30,7 @@ import (
 // the capabilities docs/campaigns.md names.
 func TestImages(t *testing.T) {
 	testutil.NeedRoot(t, "the testbed needs root")
+	t.Parallel() // on a testbed of its own, beside the other experiments
 	runc := testutil.Need(t, "runc", "apt-get install runc")
 	umoci := testutil.Need(t, "umoci", "apt-get install umoci")
 	images, _ := filepath.Abs("../../dist/images")
