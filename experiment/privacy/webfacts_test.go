@@ -34,3 +34,37 @@ func TestWebFactsFromTheWebListener(t *testing.T) {
 	require.Empty(t, none.ECH)
 	require.Empty(t, none.OuterSNI)
 }
+
+// TestLadderLabelsAndOrder: every rung of every part has a label as the
+// ladder says it, and the parts rank in turn (DNS, web handshakes, page
+// loads, Chromium), each in its own list's order, with no two cells at
+// one place.
+func TestLadderLabelsAndOrder(t *testing.T) {
+	require.Equal(t, "name in clear", rungLabel("web", Clear))
+	require.Equal(t, "ECH, stale config", rungLabel("web", ECHStale))
+	require.Equal(t, "DNS on the page's connection + ECH", rungLabel("page", pageRung(Coalesced, true)))
+	require.Equal(t, "Chromium, "+rungLabel("dns", "doh2")+", name in clear", rungLabel("browser", pageRung("doh2", false)))
+
+	seen := map[int]string{}
+	last := -1
+	place := func(part, rung, cond string) {
+		r := rank(part, rung, cond)
+		name := part + " " + rung + " " + cond
+		require.NotEmpty(t, rungLabel(part, rung), name)
+		require.Greater(t, r, last, "%s after %s", name, seen[last])
+		seen[r], last = name, r
+	}
+	for _, c := range dnsCells {
+		place("dns", c.rung, c.cond)
+	}
+	for _, c := range webCells {
+		place("web", c.rung, c.cond)
+	}
+	for _, d := range pageRungs {
+		place("page", d.rung(), "")
+	}
+	for _, d := range browserRungs {
+		place("browser", d.rung(), "")
+	}
+	require.Len(t, seen, len(dnsCells)+len(webCells)+len(pageRungs)+len(browserRungs))
+}
