@@ -189,3 +189,40 @@ func TestVantagePanelsAreTheMostMeasured(t *testing.T) {
 	require.Equal(t, "AS64500", where(&store.Row{VantageASN: 64500}))
 	require.Empty(t, where(&store.Row{}))
 }
+
+// TestStatsPoolEveryResolverAndVantage: the report's table is one row
+// per profile, transport and condition, over every resolver and vantage
+// point, in the profiles' and then the conditions' and transports'
+// order, a real network's samples under "none" (first, as the profile
+// that shapes nothing); the wire and client
+// times only where the records have wire times, NaN elsewhere.
+func TestStatsPoolEveryResolverAndVantage(t *testing.T) {
+	var rows []store.Row
+	add := func(profile, vantage, target, tr, cond string, ms float64, wire bool) {
+		for i := range 4 {
+			r := row(target, ms+float64(i))
+			r.Profile, r.Vantage, r.Transport, r.Condition = profile, vantage, tr, cond
+			if wire {
+				w := ms + float64(i) - 2
+				r.WireMs = &w
+			}
+			rows = append(rows, r)
+		}
+	}
+	add("dsl", "", "a", "doq", "resumed", 60, false)
+	add("fiber", "", "a", "doq", "fresh", 20, true)
+	add("fiber", "", "b", "doq", "fresh", 30, true)
+	add("fiber", "", "a", "udp", "fresh", 10, false)
+	add("", "fra", "a", "udp", "fresh", 12, false)
+	add("", "sin", "b", "udp", "fresh", 14, false)
+	var got []string
+	for _, x := range NewSamples(rows, nil).Stats() {
+		got = append(got, fmt.Sprintf("%s %s %s n=%d median=%g wire=%g client=%g", x.Profile, x.Transport, x.Condition, x.N, x.MedianMs, x.WireMs, x.ClientMs))
+	}
+	require.Equal(t, []string{
+		"none udp fresh n=8 median=14.5 wire=NaN client=NaN",
+		"fiber udp fresh n=4 median=11.5 wire=NaN client=NaN",
+		"fiber doq fresh n=8 median=26.5 wire=24.5 client=2",
+		"dsl doq resumed n=4 median=61.5 wire=NaN client=NaN",
+	}, got)
+}
