@@ -249,7 +249,10 @@ func (h *Here) Run(ctx context.Context, runID string, p *Plan, tasks []measure.T
 			fmt.Fprintf(h.Log, "the page loader failed (%v); starting it again\n", err)
 		}
 		x.Resolver = p.Notes[x.Target]
-		if err := store.Retry(ctx, func() error { return h.Store.WriteResult(ctx, runID, PageLoads, x.Key(), x.Start, x) }, func(err error, wait time.Duration) {
+		// A load that finished is stored, even as an interrupt stops the
+		// campaign.
+		wctx := context.WithoutCancel(ctx)
+		if err := store.Retry(wctx, func() error { return h.Store.WriteResult(wctx, runID, PageLoads, x.Key(), x.Start, x) }, func(err error, wait time.Duration) {
 			fmt.Fprintf(h.Log, "%v; trying again in %v\n", err, wait)
 		}); err != nil {
 			return out, err

@@ -333,8 +333,11 @@ func Run(ctx context.Context, s Spec, out func(*Sample)) error {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			sample := s.Measure(ctx, task)
-			if sample.Status == transport.StatusCanceled && ctx.Err() != nil {
-				return // interrupted: no sample, and a resume measures it
+			if ctx.Err() != nil && !sample.Status.HasResponse() {
+				// Interrupted with no answer: the interrupt may be why (a
+				// QUIC connection closed under it fails otherwise than
+				// "canceled"), so no sample, and a resume measures it.
+				return
 			}
 			mu.Lock()
 			out(sample)

@@ -238,12 +238,16 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	meter := progress.New(stderr, "tasks")
 	defer meter.Done()
 	spec.Progress = meter.Update
+	// A sample measured is stored, even as an interrupt stops the run:
+	// the writes do not end with the measuring (a write cut short by it
+	// lost the sample, and said the store had failed).
+	wctx := context.WithoutCancel(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err = measure.Run(ctx, spec, func(s *measure.Sample) {
 		samples = append(samples, s)
 		if st != nil && storeErr == nil {
-			storeErr = store.Retry(ctx, func() error { return st.Write(ctx, run.ID, s) }, func(err error, wait time.Duration) {
+			storeErr = store.Retry(wctx, func() error { return st.Write(wctx, run.ID, s) }, func(err error, wait time.Duration) {
 				fmt.Fprintf(stderr, "doxlab %s: %v; trying again in %v\n", mr.kind, err, wait)
 			})
 			if storeErr != nil {
