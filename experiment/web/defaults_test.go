@@ -17,16 +17,16 @@ import (
 // papers' (a CDN with ORIGIN frames, without them, or no frames at all).
 func TestWebDefaultsRefuseWhatCannotRun(t *testing.T) {
 	for _, c := range []struct {
-		w    Web
+		w    *Web
 		want string
 	}{
-		{Web{Engines: []string{"firefox"}}, `engine "firefox" is not chromium or doxlab`},
-		{Web{Transports: []string{"doq-emulated"}}, `not "doq-emulated"`},
-		{Web{H3: []string{"2rtt"}}, `h3 mode "2rtt"`},
-		{Web{StubStates: []string{"lukewarm"}}, `stub state "lukewarm"`},
-		{Web{DNSModes: []string{"hosts"}}, `dns mode "hosts"`},
-		{Web{Placement: "moon"}, `placement "moon": want separate or cdn`},
-		{Web{Engines: []string{pages.EngineDoxlab}, DNSModes: []string{"decoupled"}}, "the doxlab engine resolves through the stub only"},
+		{&Web{Engines: []string{"firefox"}}, `engine "firefox" is not chromium or doxlab`},
+		{&Web{Transports: []string{"doq-emulated"}}, `not "doq-emulated"`},
+		{&Web{H3: []string{"2rtt"}}, `h3 mode "2rtt"`},
+		{&Web{StubStates: []string{"lukewarm"}}, `stub state "lukewarm"`},
+		{&Web{DNSModes: []string{"hosts"}}, `dns mode "hosts"`},
+		{&Web{Placement: "moon"}, `placement "moon": want separate or cdn`},
+		{&Web{Engines: []string{pages.EngineDoxlab}, DNSModes: []string{"decoupled"}}, "the doxlab engine resolves through the stub only"},
 	} {
 		require.ErrorContains(t, c.w.defaults(), c.want)
 	}
@@ -36,11 +36,11 @@ func TestWebDefaultsRefuseWhatCannotRun(t *testing.T) {
 	require.Equal(t, []string{pages.EngineChromium}, w.Engines)
 	require.Equal(t, 10, w.Repeat)
 	for _, c := range []struct {
-		w    Web
+		w    *Web
 		want string
-	}{{Web{}, ""}, {Web{Placement: "cdn"}, "cdn+origins"}, {Web{Placement: "cdn", NoOrigin: true}, "cdn"}, {Web{NoOrigin: true}, "no-origin"}} {
+	}{{&Web{}, ""}, {&Web{Placement: "cdn"}, "cdn+origins"}, {&Web{Placement: "cdn", NoOrigin: true}, "cdn"}, {&Web{NoOrigin: true}, "no-origin"}} {
 		require.NoError(t, c.w.defaults())
-		require.Equal(t, c.want, c.w.setup(), "%+v", c.w)
+		require.Equal(t, c.want, c.w.setup(), "placement %s, no ORIGIN frames %v", c.w.Placement, c.w.NoOrigin)
 	}
 }
 
