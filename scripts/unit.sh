@@ -25,18 +25,8 @@ while read -r pkg tests; do
 		[[ $pkg == "$r" ]] && run+="|$tests"
 	done
 done < <($GO run ./internal/testutil/timedtests .)
-# Most of these tests wait (on emulated links, timeouts, a browser): the
-# lane used under half of two cores with go test's default of two
-# packages at a time. Four at a time, and the race lane's timed tests
-# beside them, fill the cores; the timed tests hold under a full load
-# (scripts/hog-check.sh runs them beside stress-ng).
 status=0
-timed=$(mktemp)
-trap 'rm -f "$timed"' EXIT
-CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 -run "$run" "${race[@]}" >"$timed" 2>&1 &
-pid=$!
-CI=true DOXLAB_TESTBED_WAIT=8m $GO test -p "${UNIT_PARALLEL:-4}" -count=1 "${others[@]}" || status=1
-wait $pid || status=1
+CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 "${others[@]}" || status=1
 echo "unit: the race lane's packages, their timed tests and RACE_SKIP's without -race"
-cat "$timed"
+CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 -run "$run" "${race[@]}" || status=1
 exit $status

@@ -4,7 +4,9 @@
 // the CLI's own tests, in-process, are the unit lane's. The experiments
 // and the images, each on a testbed of its own in namespaces and mostly
 // waiting on its emulated links, run two at a time (t.Parallel), after
-// the tests that serve on this machine's own ports, one at a time.
+// the tests that serve on this machine's own ports and the amplification
+// experiment's (its stalls are pauses a busy machine would fake), one at
+// a time.
 package e2e
 
 import (
