@@ -209,3 +209,36 @@ func TestWildRegionAndShares(t *testing.T) {
 	require.Equal(t, "v1 50%, draft-29 25%, v2 25%", shares(map[string]int{"v2": 1, "v1": 2, "draft-29": 1}))
 	require.Empty(t, shares(nil))
 }
+
+// TestWildRow: a campaign load's export row: its vantage point and the
+// resolver as its host (an ODoH target's, not its proxy's), the
+// loader's protocol and lookups, FCP, PLT and TTFB only where it loaded
+// (a failed load's are empty, not 0), the stub's upstream exchanges
+// counted by what each did, the first one's QUIC version and ALPN, and
+// the job's attempt.
+func TestWildRow(t *testing.T) {
+	start := time.Date(2026, 11, 29, 18, 0, 0, 0, time.FixedZone("", 3600))
+	x := &wildLoad{PageLoad: &campaign.PageLoad{Task: measure.Task{Target: "odoh://10.0.0.9/dns-query?target=10.0.0.1:443/dns-query", URL: "odoh://10.0.0.9/dns-query?target=10.0.0.1:443/dns-query",
+		Transport: "odoh", Page: "https://a.example/", Round: 2, Rep: 1}, Start: start, Status: "ok",
+		Vantage: &measure.Vantage{Name: "fra", Location: "Frankfurt, DE"}, Job: &measure.JobInfo{Attempt: 2}}}
+	x.Sample = &pages.Sample{Status: "ok", FCPMs: 120, PLTMs: 340, Lookups: 3, Load: &browser.Load{Protocol: "h3", TTFBMs: 80}}
+	x.Stub = []*server.Record{
+		{Upstream: &transport.Record{Status: transport.StatusOK, Conn: transport.ConnInfo{QUICVersion: "v1", ALPN: "doq", TLSResumed: true, Used0RTT: true}}},
+		{}, // answered from the stub's cache: no exchange
+		{Upstream: &transport.Record{Status: transport.StatusOK, Conn: transport.ConnInfo{QUICVersion: "v2", ALPN: "h3", Retry: true, TokenUsed: true}}},
+	}
+	r := wildRow("campaign-x", x)
+	require.Equal(t, WildRow{RunID: "campaign-x", StartedAt: start.UTC(), Vantage: "fra", VantageLocation: "Frankfurt, DE", Resolver: "10.0.0.1",
+		URL: x.URL, Transport: "odoh", Page: "https://a.example/", Round: 2, Rep: 1, Status: "ok", Protocol: "h3", FCPMs: ptr(120), PLTMs: ptr(340), TTFBMs: ptr(80),
+		Lookups: 3, Exchanges: 2, Resumed: 1, ZeroRTT: 1, Retry: 1, Token: 1, QUICVersion: "v1", ALPN: "doq", JobAttempt: 2}, r)
+
+	x.up = nil // read again, as a failed load
+	x.Status, x.Error = "timeout", "navigation timed out"
+	r = wildRow("campaign-x", x)
+	require.Nil(t, r.FCPMs)
+	require.Nil(t, r.PLTMs)
+	require.Nil(t, r.TTFBMs)
+	require.Equal(t, []any{"timeout", "navigation timed out", int64(3)}, []any{r.Status, r.Error, r.Lookups})
+}
+
+func ptr(v float64) *float64 { return &v }
