@@ -324,21 +324,11 @@ func (s *Store) keyHashSQL(expr string) string {
 
 func init() {
 	// SQLite has no SHA-256: the upgrade to schema 10 hashes keys with Go's.
-	sqlite.MustRegisterDeterministicScalarFunction("doxlab_key_hash", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-		key, ok := args[0].(string)
-		if !ok {
-			return nil, fmt.Errorf("doxlab_key_hash of %T", args[0])
-		}
-		return keyHash(key), nil
-	})
+	sqliteFunc("doxlab_key_hash", func(key string) (any, error) { return keyHash(key), nil })
 	// Nor bytes to take apart: the upgrade to schema 11 makes records
 	// bare with Go's bare (one that is not a frame of dictionary 2 is
 	// kept as it is).
-	sqlite.MustRegisterDeterministicScalarFunction("doxlab_bare", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-		z, ok := args[0].([]byte)
-		if !ok {
-			return nil, fmt.Errorf("doxlab_bare of %T", args[0])
-		}
+	sqliteFunc("doxlab_bare", func(z []byte) (any, error) {
 		if b := bare(z); b != nil {
 			return b, nil
 		}
@@ -346,16 +336,24 @@ func init() {
 	})
 	// Nor a parser of RFC 3339 that keeps the fraction: the upgrade to
 	// schema 11 reads starts with Go's.
-	sqlite.MustRegisterDeterministicScalarFunction("doxlab_micros", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-		text, ok := args[0].(string)
-		if !ok {
-			return nil, fmt.Errorf("doxlab_micros of %T", args[0])
-		}
+	sqliteFunc("doxlab_micros", func(text string) (any, error) {
 		t, err := time.Parse(time.RFC3339Nano, text)
 		if err != nil {
 			return nil, fmt.Errorf("a sample's start %q: %w", text, err)
 		}
 		return t.UnixMicro(), nil
+	})
+}
+
+// sqliteFunc registers f as SQLite's deterministic function name of one
+// argument, which must be a T.
+func sqliteFunc[T string | []byte](name string, f func(T) (any, error)) {
+	sqlite.MustRegisterDeterministicScalarFunction(name, 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		v, ok := args[0].(T)
+		if !ok {
+			return nil, fmt.Errorf("%s of %T", name, args[0])
+		}
+		return f(v)
 	})
 }
 
@@ -708,12 +706,23 @@ func (s *Store) timeSamples() []string {
 		strings.Replace(sampleCols, "sample_cols", "sample_cols11", 1),
 		`INSERT INTO sample_cols11 (id, run, k, task_key, ` + cols + `, z) SELECT c.id, c.run, c.k, c.task_key, ` + from + `, ` + s.bareSQL("c.z") + ` FROM sample_cols c ORDER BY c.id`,
 		`DROP TABLE sample_cols`, `ALTER TABLE sample_cols11 RENAME TO sample_cols`}
-	if s.postgres { // the identity goes on after the numbers kept; the key's index is named as a fresh store's
-		out = append(out, `ALTER INDEX sample_cols11_pkey RENAME TO sample_cols_pkey`, `ALTER SEQUENCE sample_cols11_id_seq RENAME TO sample_cols_id_seq`,
-			`SELECT setval(pg_get_serial_sequence('sample_cols', 'id'), (SELECT COALESCE(MAX(id), 0) + 1 FROM sample_cols), false)`)
-	}
-	return out
+	return append(out, s.renamedSampleCols("sample_cols11")...)
 }
+
+// renamedSampleCols finishes an upgrade that rebuilt sample_cols as
+// table, renamed sample_cols since: on PostgreSQL its key's index and
+// its identity's sequence are named as a fresh store's, and the
+// identity goes on after the numbers kept.
+func (s *Store) renamedSampleCols(table string) []string {
+	if !s.postgres {
+		return nil
+	}
+	return []string{`ALTER INDEX ` + table + `_pkey RENAME TO sample_cols_pkey`, `ALTER SEQUENCE ` + table + `_id_seq RENAME TO sample_cols_id_seq`, sampleIdentityOn}
+}
+
+// sampleIdentityOn sets PostgreSQL's sample numbers to go on after the
+// largest a store holds.
+const sampleIdentityOn = `SELECT setval(pg_get_serial_sequence('sample_cols', 'id'), (SELECT COALESCE(MAX(id), 0) + 1 FROM sample_cols), false)`
 
 // bareSQL is a record as codec 3 keeps it (bare), in the engine's SQL:
 // PostgreSQL's takes apart the frames of dictionary 2 with its 2-octet
@@ -760,11 +769,7 @@ func (s *Store) foldSamples() []string {
 		`INSERT INTO sample_cols10 (id, run, k, task_key, ` + cols + `, z) SELECT c.id, c.run, ` + s.keyHashSQL("c.task_key") + `, ` + key + `, ` +
 			strings.Join(selectList("c.", sampleColumnsV10, func(string) string { return "" }), ", ") + `, r.z FROM sample_cols c LEFT JOIN sample_raw r ON r.id = c.id ORDER BY c.id`,
 		`DROP TABLE sample_raw`, `DROP TABLE sample_cols`, `ALTER TABLE sample_cols10 RENAME TO sample_cols`}
-	if s.postgres { // the identity goes on after the numbers kept; the key's index is named as a fresh store's
-		out = append(out, `ALTER INDEX sample_cols10_pkey RENAME TO sample_cols_pkey`,
-			`SELECT setval(pg_get_serial_sequence('sample_cols', 'id'), (SELECT COALESCE(MAX(id), 0) + 1 FROM sample_cols), false)`)
-	}
-	return out
+	return append(out, s.renamedSampleCols("sample_cols10")...)
 }
 
 // numberSamples is the upgrade to schema 9 (packRecords has run): runs
@@ -795,7 +800,7 @@ func (s *Store) numberSamples() []string {
 		`DROP TABLE sample_raw`, `DROP TABLE samples`, `ALTER TABLE sample_raw9 RENAME TO sample_raw`,
 		`CREATE TABLE repack_samples (after BIGINT NOT NULL)`, `INSERT INTO repack_samples VALUES (0)`)
 	if s.postgres { // the identity goes on after the numbers given
-		out = append(out, `SELECT setval(pg_get_serial_sequence('sample_cols', 'id'), (SELECT COALESCE(MAX(id), 0) + 1 FROM sample_cols), false)`)
+		out = append(out, sampleIdentityOn)
 	}
 	return out
 }
