@@ -118,7 +118,6 @@ func checkLink(ctx context.Context, n Net, runID, when string, p testbed.Profile
 	if err != nil {
 		lc.Why = "check failed: " + err.Error()
 	} else {
-		us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 		lc.RTTMs = float64(res.ConfiguredRTT) / float64(time.Millisecond)
 		lc.ErrP50Us, lc.ErrP99Us, lc.ErrMaxUs, lc.Lost = us(res.ErrP50), us(res.ErrP99), us(res.ErrMax), res.Lost
 		lc.UpRate, lc.UpAchieved, lc.DownRate, lc.DownAchieved = res.UpRate, res.UpAchieved, res.DownRate, res.DownAchieved
@@ -137,7 +136,6 @@ func checkLink(ctx context.Context, n Net, runID, when string, p testbed.Profile
 // likeliest cause the check measured (a GC pause of the emulator's
 // process, the emulator's own lateness, the hypervisor's steal).
 func linkOff(res *testbed.CheckResult, p testbed.Profile) string {
-	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 	var off []string
 	for _, d := range []struct {
 		name      string
@@ -161,6 +159,9 @@ func linkOff(res *testbed.CheckResult, p testbed.Profile) string {
 	}
 	return strings.Join(off, "; ")
 }
+
+// us is d in microseconds, as a check's figures are stored.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // storeLinkCheck stores a check with its run.
 func storeLinkCheck(ctx context.Context, st *store.Store, lc *LinkCheck) error {
