@@ -17,7 +17,8 @@ mapfile -t others < <($GO list ./... | grep -v /test/e2e | grep -vxF -f <(printf
 # and the web experiment's (Chromium on the testbed, a campaign on an
 # emulated Internet: four minutes) would otherwise start last and be the
 # lane's tail.
-mapfile -t others < <(printf '%s\n' "${others[@]}" | grep -xF "$($GO list ./experiment/web)"; printf '%s\n' "${others[@]}" | grep -vxF "$($GO list ./experiment/web)")
+web=$($GO list ./experiment/web)
+mapfile -t others < <(printf '%s\n' "$web"; printf '%s\n' "${others[@]}" | grep -vxF "$web")
 # The timed tests of the race lane's packages, one alternation.
 run=$RACE_SKIP
 while read -r pkg tests; do
