@@ -13,12 +13,6 @@ GO=${GO:-go}
 read -ra race <<< "$RACE_PKGS"
 mapfile -t racepaths < <($GO list "${race[@]}")
 mapfile -t others < <($GO list ./... | grep -v /test/e2e | grep -vxF -f <(printf '%s\n' "${racepaths[@]}"))
-# The longest package first: go test starts packages in the order given,
-# and the web experiment's (Chromium on the testbed, a campaign on an
-# emulated Internet: four minutes) would otherwise start last and be the
-# lane's tail.
-web=$($GO list ./experiment/web)
-mapfile -t others < <(printf '%s\n' "$web"; printf '%s\n' "${others[@]}" | grep -vxF "$web")
 # The timed tests of the race lane's packages, one alternation.
 run=$RACE_SKIP
 while read -r pkg tests; do
