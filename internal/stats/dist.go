@@ -1,6 +1,9 @@
 package stats
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -374,4 +377,67 @@ func uTestBinned(a, b []bin) (p, lo, hi float64) {
 	sMin, sMax := sigma(ties), sigma(0) // ties shrink the spread
 	lo, hi = min(pOf(far, sMin), pOf(far, sMax), p), max(pOf(near, sMax), pOf(near, sMin), p)
 	return p, lo, hi
+}
+
+// distFormat is the first octet of an encoded Dist: its encoding's
+// version.
+const distFormat = 1
+
+// MarshalBinary encodes d whole: its values while exact, else its sketch
+// (DDSketch's own encoding, its index mapping included), so that a Dist
+// decoded and merged gives every statistic the Dist itself would. A store
+// keeps each run's cells so encoded, and a report merges them.
+func (d *Dist) MarshalBinary() ([]byte, error) {
+	b := binary.AppendUvarint([]byte{distFormat}, uint64(d.N()))
+	if d.N() == 0 {
+		return b, nil
+	}
+	if d.sketch != nil {
+		b = append(b, 1)
+		d.sketch.Encode(&b, false)
+		return b, nil
+	}
+	b = append(b, 0)
+	for _, v := range d.vals {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	return b, nil
+}
+
+// UnmarshalBinary sets d to what MarshalBinary encoded.
+func (d *Dist) UnmarshalBinary(b []byte) error {
+	if len(b) == 0 || b[0] != distFormat {
+		return errors.New("stats: not an encoded distribution, or of another version")
+	}
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 || n > math.MaxInt32 {
+		return errors.New("stats: an encoded distribution's count is cut short or too large")
+	}
+	*d = Dist{limit: ExactLimit, n: int(n)}
+	b = b[1+k:]
+	switch {
+	case n == 0 && len(b) == 0:
+		return nil
+	case len(b) == 0:
+		return errors.New("stats: an encoded distribution is cut short")
+	case b[0] == 0:
+		if uint64(len(b)-1) != 8*n || n > uint64(d.limit) {
+			return fmt.Errorf("stats: an encoded distribution of %d values holds %d octets", n, len(b)-1)
+		}
+		d.vals = make([]float64, n)
+		for i := range d.vals {
+			d.vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[1+8*i:]))
+		}
+		return nil
+	case b[0] == 1:
+		d.fold() // an empty sketch of the mapping and bounds Add folds into
+		if err := d.sketch.DecodeAndMergeWith(b[1:]); err != nil {
+			return fmt.Errorf("stats: an encoded sketch: %w", err)
+		}
+		if c := d.sketch.GetCount(); c != float64(n) {
+			return fmt.Errorf("stats: an encoded sketch holds %g values, not %d", c, n)
+		}
+		return nil
+	}
+	return fmt.Errorf("stats: an encoded distribution of unknown kind %d", b[0])
 }

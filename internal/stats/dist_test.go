@@ -211,3 +211,56 @@ func TestBinnedComparisonsNeverReverseTheExactTest(t *testing.T) {
 	}
 	t.Logf("%d of 60 comparisons too close to call on binned values", undecided)
 }
+
+// A Dist encoded and decoded is the Dist: the same summary to the last
+// bit, exact or folded, and merged it pools as the original does (a
+// report merges each run's stored cells).
+func TestDistEncodesWhole(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 7, ExactLimit, ExactLimit + 1, 30000} {
+		v := lognormal(r, n, 3)
+		if n == 30000 {
+			v[0], v[1] = -v[1], 0 // a sketch's negative and zero bins too
+		}
+		d := distOf(v, 0)
+		b, err := d.MarshalBinary()
+		require.NoError(t, err)
+		var got Dist
+		require.NoError(t, got.UnmarshalBinary(b), "n %d", n)
+		require.Equal(t, d.N(), got.N(), "n %d", n)
+		require.Equal(t, d.Exact(), got.Exact(), "n %d", n)
+		if n > 0 {
+			require.Equal(t, d.Summary(), got.Summary(), "n %d", n)
+		}
+		// Merged into a Dist that holds other values, as the original.
+		other := lognormal(r, 300, 3.1)
+		a, c := distOf(other, 0), distOf(other, 0)
+		a.Merge(d)
+		c.Merge(&got)
+		require.Equal(t, a.N(), c.N())
+		require.Equal(t, a.Summary(), c.Summary(), "n %d merged", n)
+		// The decoded Dist goes on taking values.
+		got.Add(5)
+		require.Equal(t, n+1, got.N())
+	}
+}
+
+// What is not an encoded Dist is refused, with no panic.
+func TestDistRefusesBadEncodings(t *testing.T) {
+	d := distOf([]float64{1, 2, 3}, 0)
+	good, err := d.MarshalBinary()
+	require.NoError(t, err)
+	folded := distOf(lognormal(rand.New(rand.NewPCG(1, 1)), ExactLimit+1, 3), 0)
+	sketch, err := folded.MarshalBinary()
+	require.NoError(t, err)
+	wrongCount := append([]byte{distFormat, 5}, sketch[3:]...) // the sketch's bins hold 4,097 values
+	for name, b := range map[string][]byte{
+		"empty": nil, "another version": {2, 0}, "count cut short": {distFormat, 0x80},
+		"values cut short": good[:len(good)-1], "values but no kind": good[:2], "unknown kind": {distFormat, 1, 9},
+		"sketch cut short": sketch[:len(sketch)/2], "sketch of another count": wrongCount,
+		"more values than a Dist holds whole": append([]byte{distFormat, 0x81, 0x40, 0}, make([]byte, 8*(ExactLimit+1))...),
+	} {
+		var x Dist
+		require.Error(t, x.UnmarshalBinary(b), name)
+	}
+}
