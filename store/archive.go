@@ -108,6 +108,14 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND k IN (%s)`, []any{run}, hashes); err != nil {
 			return err
 		}
+		// Its summaries, which no longer count what it holds (RunSamples
+		// would tell), go with the samples.
+		if err := s.InTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM summaries WHERE run = (SELECT n FROM runs WHERE id = ?)`), run)
+			return err
+		}); err != nil {
+			return err
+		}
 	}
 	for rk, keys := range x.results {
 		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, anys(keys)); err != nil {

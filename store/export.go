@@ -88,6 +88,8 @@ type Filter struct {
 	// Superseded keeps the runs that were measured again (Supersede),
 	// which analysis and export leave out.
 	Superseded bool
+	// Runs are the only runs read, by ID; nil for any the rest keeps.
+	Runs []string
 }
 
 // Vantages are the vantage points the samples name, in order.
@@ -266,6 +268,11 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 	where, args := `TRUE`, []any{}
 	if len(kept) < len(held) {
 		where = `run IN (` + strings.Join(kept, ", ") + `)` // numbers the database gave
+		if !s.postgres {
+			// SQLite reads a range of numbers by its rowids, not by
+			// the runs' index and a sort: + keeps the index out.
+			where = `+` + where
+		}
 	}
 	if f.Vantage != "" {
 		where, args = where+` AND vantage = ?`, append(args, f.Vantage)
@@ -281,7 +288,11 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 		}
 		return scanRows(ctx, s.db, s.rebind(q), args, cols, byNumber, fn)
 	}
-	return s.scanChunks(ctx, q, args, cols, byNumber, fn, newSink)
+	bounds := `TRUE` // the whole table's numbers: its ends are cheap
+	if f.Runs != nil {
+		bounds = strings.TrimPrefix(where, `+`) // a few runs' numbers: from their index
+	}
+	return s.scanChunks(ctx, q, args, bounds, cols, byNumber, fn, newSink)
 }
 
 // chunkRows is how many sample numbers one part of a SQLite scan covers (a
@@ -297,9 +308,9 @@ const scanWorkers = 2
 // the order stored, and at most scanWorkers+1 ranges are in memory at a
 // time; with it, each reader hands its rows to a sink of its own as it
 // reads them. Rows stored after the scan began are not read.
-func (s *Store) scanChunks(ctx context.Context, q string, args []any, cols []string, runs map[int64]Run, fn func(*Row) error, newSink func() func(*Row) error) error {
+func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds string, cols []string, runs map[int64]Run, fn func(*Row) error, newSink func() func(*Row) error) error {
 	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT min(id), max(id) FROM sample_cols`).Scan(&lo, &hi); err != nil || !lo.Valid {
+	if err := s.db.QueryRowContext(ctx, `SELECT min(id), max(id) FROM sample_cols WHERE `+bounds, args[:strings.Count(bounds, "?")]...).Scan(&lo, &hi); err != nil || !lo.Valid {
 		return err
 	}
 	q += ` AND id BETWEEN ? AND ? ORDER BY id`

@@ -41,7 +41,7 @@ type KindStats struct {
 }
 
 // statsTables are doxlab's tables, in the order stats lists them.
-var statsTables = []string{"runs", "sample_cols", "results"}
+var statsTables = []string{"runs", "sample_cols", "results", "summaries"}
 
 // Stats measures the store.
 func (s *Store) Stats(ctx context.Context) (*Stats, error) {

@@ -40,7 +40,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -63,6 +63,7 @@ var schema = []string{
 	sampleColsByVantage,
 	samplesView,
 	resultsTable,
+	summariesTable,
 }
 
 // The tokens the schema's statements use for what the engines spell
@@ -685,6 +686,8 @@ func (s *Store) upgrades(from int) []string {
 		return s.foldSamples()
 	case 10:
 		return s.timeSamples()
+	case 11:
+		return []string{summariesTable}
 	}
 	return nil
 }
@@ -810,7 +813,7 @@ func (s *Store) numberSamples() []string {
 // upgrade goes to schema 8 in one transaction, then compresses the
 // records batch by batch (packRecords: a kill loses one batch), then
 // goes to 9 in one transaction and packs the records again
-// (repackSamples, batch by batch), then to 11 in one transaction; run
+// (repackSamples, batch by batch), then to 12 in one transaction; run
 // again, it goes on where it stopped.
 func (s *Store) migrate(ctx context.Context) error {
 	// A store at this doxlab's schema needs nothing: a worker's role,
@@ -835,7 +838,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := s.upgradeSchema(ctx, cmp.Or(upgradeStop, SchemaVersion)); err != nil {
 		return err
 	}
-	if v > 0 && !s.postgres { // the old tables' pages go back to the file system
+	// The old tables' pages go back to the file system: the upgrades to
+	// 11 rebuild tables, 12 only adds one.
+	if v > 0 && v < 11 && !s.postgres {
 		if _, err := s.db.ExecContext(ctx, `VACUUM`); err != nil {
 			return fmt.Errorf("upgrading to schema %d, VACUUM: %w", SchemaVersion, err)
 		}

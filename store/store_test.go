@@ -254,6 +254,7 @@ func upgradedFromSchema1(t *testing.T, dsn string) {
 	defer s.Close()
 	_, samples := fixture()
 	require.NoError(t, s.Write(ctx, "old", samples[0]))
+	require.NoError(t, s.PutSummary(ctx, "cells", "old", store.Summary{Held: store.Held{Samples: 3, Last: 3}, Data: []byte("x")}), "schema 12's summaries")
 	rows, err := s.Rows(ctx, "old")
 	require.NoError(t, err)
 	require.Len(t, rows, 3, "the old samples are kept beside the new one")
@@ -510,7 +511,7 @@ func storeStats(t *testing.T, dsn string) {
 		rows[tb.Name] = tb.Rows
 		require.Positive(t, tb.Octets, "%s takes room", tb.Name)
 	}
-	require.Equal(t, map[string]int64{"runs": 1, "sample_cols": int64(len(samples)), "results": 4}, rows)
+	require.Equal(t, map[string]int64{"runs": 1, "sample_cols": int64(len(samples)), "results": 4, "summaries": 0}, rows)
 	require.Equal(t, int64(len(samples)), st.Samples)
 	require.Positive(t, st.OctetsPerSample)
 	require.GreaterOrEqual(t, st.Octets, st.Tables[0].Octets+st.Tables[1].Octets+st.Tables[2].Octets)

@@ -81,7 +81,9 @@ func (s *Store) keepRun(ctx context.Context, f Filter) (func(runID string) bool,
 			gone[x.Run] = true
 		}
 	}
-	return func(id string) bool { return strings.HasPrefix(id, f.RunPrefix) && !gone[id] }, nil
+	return func(id string) bool {
+		return strings.HasPrefix(id, f.RunPrefix) && (f.Runs == nil || slices.Contains(f.Runs, id)) && !gone[id]
+	}, nil
 }
 
 // SupersededBy is the run that replaced run id, or "" when none did.

@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// summariesTable holds what an analysis keeps of each run's samples
+// (schema 12): a report of a year's campaign reads each sample once, when
+// it first reports its run, and the run's cells from here after that, as
+// OONI's pipeline keeps aggregates beside its measurements. A summary is
+// the analysis' own encoding (kind names it and its version), of the
+// samples the run held when it was made: how many, and the largest
+// number among them. The samples stay the truth: a summary that no
+// longer counts them all is made again (RunSamples).
+const summariesTable = `CREATE TABLE IF NOT EXISTS summaries (
+		run BIGINT NOT NULL,
+		kind TEXT NOT NULL,
+		last_id BIGINT NOT NULL,
+		samples BIGINT NOT NULL,
+		z BLOB NOT NULL,
+		PRIMARY KEY (run, kind)
+	)`
+
+// Held is what the store holds of one run's samples, as a summary names
+// it: how many there are, and the largest sample number among them.
+type Held struct{ Samples, Last int64 }
+
+// Summary is what an analysis kept of a run's samples: Data, made when
+// the run held Held.
+type Summary struct {
+	Held
+	Data []byte
+}
+
+// RunSamples is what the store holds of each run's samples, by run ID
+// (its own rows, not a dataset's), read from the runs' index in one
+// pass. A summary of a run is whole when its Held is the run's: SQLite
+// numbers a sample above every number it holds, so a sample added since
+// moves the largest; PostgreSQL may commit a lower number late, and that
+// moves the count.
+func (s *Store) RunSamples(ctx context.Context) (map[string]Held, error) {
+	runs, err := s.dbRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byNumber := make(map[int64]string, len(runs))
+	for _, r := range runs {
+		byNumber[r.number] = r.ID
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT run, count(*), max(id) FROM sample_cols GROUP BY run`)
+	if err != nil {
+		return nil, fmt.Errorf("store: counting the runs' samples: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]Held{}
+	for rows.Next() {
+		var n int64
+		var h Held
+		if err := rows.Scan(&n, &h.Samples, &h.Last); err != nil {
+			return nil, err
+		}
+		if id, ok := byNumber[n]; ok {
+			out[id] = h
+		}
+	}
+	return out, rows.Err()
+}
+
+// Summaries are the summaries of kind the store keeps, by run ID.
+func (s *Store) Summaries(ctx context.Context, kind string) (map[string]Summary, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT r.id, m.last_id, m.samples, m.z FROM summaries m JOIN runs r ON r.n = m.run WHERE m.kind = ?`), kind)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading summaries: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]Summary{}
+	for rows.Next() {
+		var id string
+		var m Summary
+		var z []byte
+		if err := rows.Scan(&id, &m.Last, &m.Samples, &z); err != nil {
+			return nil, err
+		}
+		if m.Data, err = unpackRaw(z); err != nil {
+			return nil, fmt.Errorf("store: the summary %s of run %s: %w", kind, id, err)
+		}
+		out[id] = m
+	}
+	return out, rows.Err()
+}
+
+// PutSummary keeps a summary of kind for run, in place of any before it.
+func (s *Store) PutSummary(ctx context.Context, kind, run string, m Summary) error {
+	res, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO summaries (run, kind, last_id, samples, z) SELECT n, ?, ?, ?, ? FROM runs WHERE id = ?
+		ON CONFLICT (run, kind) DO UPDATE SET last_id = excluded.last_id, samples = excluded.samples, z = excluded.z`), kind, m.Last, m.Samples, packRaw(m.Data), run)
+	if err != nil {
+		return fmt.Errorf("store: keeping the summary %s of run %s: %w", kind, run, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("store: keeping the summary %s: %w: %s", kind, ErrNoRun, run)
+	}
+	return nil
+}
+
+// Attached says whether a dataset is attached (Attach): its samples are
+// read beside the store's, and no summary counts them.
+func (s *Store) Attached() bool { return s.archive != nil }
+
+// Keeps is the runs f keeps, by ID: its prefix or run, less the runs
+// measured again unless it keeps them.
+func (s *Store) Keeps(ctx context.Context, f Filter) (func(runID string) bool, error) {
+	return s.keepRun(ctx, f)
+}
+
+// RunHeld is what the store holds of one run's samples now.
+func (s *Store) RunHeld(ctx context.Context, run string) (Held, error) {
+	var h Held
+	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT count(*), COALESCE(max(id), 0) FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?)`), run).Scan(&h.Samples, &h.Last)
+	return h, err
+}

@@ -1,0 +1,67 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/store"
+)
+
+// summaries: a run's summary is kept and read back by its kind, replaced
+// in place; what the store holds of a run moves with a sample added;
+// archiving a run's samples takes its summaries with them; a summary of
+// a run the store does not hold is refused.
+func summaries(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s, run, samples := openFixture(t, dsn)
+	held, err := s.RunSamples(ctx)
+	require.NoError(t, err)
+	require.Len(t, held, 1)
+	h := held[run.ID]
+	require.Equal(t, int64(3), h.Samples)
+	one, err := s.RunHeld(ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, h, one, "one run's count is the pass over all of them")
+
+	for _, data := range []string{"first", "second"} {
+		require.NoError(t, s.PutSummary(ctx, "cells 1", run.ID, store.Summary{Held: h, Data: []byte(data)}))
+	}
+	require.NoError(t, s.PutSummary(ctx, "cells 2", run.ID, store.Summary{Held: store.Held{Samples: 1, Last: 1}, Data: []byte("other kind")}))
+	got, err := s.Summaries(ctx, "cells 1")
+	require.NoError(t, err)
+	require.Equal(t, map[string]store.Summary{run.ID: {Held: h, Data: []byte("second")}}, got, "replaced in place, apart from another kind")
+	require.ErrorIs(t, s.PutSummary(ctx, "cells 1", "no-such-run", store.Summary{Data: []byte("x")}), store.ErrNoRun)
+
+	extra := *samples[1]
+	extra.Rep = 9
+	require.NoError(t, s.Write(ctx, run.ID, &extra))
+	now, err := s.RunHeld(ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, h.Samples+1, now.Samples)
+	require.Greater(t, now.Last, h.Last, "a sample added is numbered above the summary's")
+
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "summaries", st.Tables[3].Name)
+	require.Equal(t, int64(2), st.Tables[3].Rows)
+
+	_, err = s.Archive(ctx, filepath.Join(t.TempDir(), "ds"), time.Now())
+	require.NoError(t, err)
+	for _, kind := range []string{"cells 1", "cells 2"} {
+		got, err := s.Summaries(ctx, kind)
+		require.NoError(t, err)
+		require.Empty(t, got, "archived with the run's samples: %s", kind)
+	}
+	held, err = s.RunSamples(ctx)
+	require.NoError(t, err)
+	require.Empty(t, held, "the store holds none of the run's samples")
+}
+
+func TestSummaries(t *testing.T) { summaries(t, filepath.Join(t.TempDir(), "s.db")) }
+
+func TestPostgresSummaries(t *testing.T) { summaries(t, testutil.StartPostgres(t)) }
