@@ -288,21 +288,14 @@ func LoadSamples(ctx context.Context, st *store.Store, f store.Filter) (*Samples
 	if err != nil {
 		return nil, err
 	}
-	var parts []*cells // one per reader of the store
-	err = st.EachTiming(ctx, f, func() func(*store.Row) error {
-		cs := newCells(profiles, answers)
-		parts = append(parts, cs)
-		return func(r *store.Row) error {
-			cs.add(r)
-			return nil
-		}
-	})
+	var all *cells
+	if f.Vantage == "" && !st.Attached() {
+		all, err = summarized(ctx, st, f, profiles, answers)
+	} else { // a vantage point's rows, or a dataset's, have no summaries
+		all, err = scanCells(ctx, st, f, profiles, answers)
+	}
 	if err != nil {
 		return nil, err
-	}
-	all := parts[0]
-	for _, cs := range parts[1:] {
-		all.merge(cs)
 	}
 	s := all.samples()
 	s.rescan = func(fn func(*store.Row)) error {

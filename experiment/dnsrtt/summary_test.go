@@ -1,0 +1,213 @@
+package dnsrtt
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/gob"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// writeRuns stores two runs of n samples each over a few cells, one on
+// the fiber profile; some refused, timed out or cancelled. One cell of
+// the first run holds more than stats.ExactLimit values, so that its
+// summary keeps a sketch.
+func writeRuns(t *testing.T, st *store.Store, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	fiber, err := testbed.LookupProfile("fiber")
+	require.NoError(t, err)
+	spec, err := json.Marshal(map[string]any{"profile": fiber})
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := []string{"run-a", "run-b"}
+	for i, id := range ids {
+		run := store.Run{ID: id, Kind: "measure", StartedAt: time.Date(2026, 11, 29, 12, i, 0, 0, time.UTC), DoxlabVersion: "test"}
+		if i == 0 {
+			run.Spec = spec
+		}
+		require.NoError(t, st.BeginRun(ctx, run))
+		require.NoError(t, st.InTx(ctx, func(tx *sql.Tx) error {
+			for rep := range n {
+				x := sampleOf(rng, rep, i == 0 && rep < stats.ExactLimit+1000)
+				if _, err := st.WriteOnce(ctx, tx, id, x); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	return ids
+}
+
+// sampleOf is one sample; big puts it in the cell that outgrows the
+// exact limit.
+func sampleOf(rng *rand.Rand, rep int, big bool) *measure.Sample {
+	target, tr := fmt.Sprintf("192.0.2.%d", rng.IntN(3)), []string{"udp", "doq"}[rng.IntN(2)]
+	if big {
+		target, tr = "192.0.2.9", "doh3"
+	}
+	total := 5 + 40*rng.Float64()
+	rec := &transport.Record{Status: transport.StatusOK, Rcode: "NOERROR", Timing: transport.Timing{TotalMs: total, QueryMs: total / 2},
+		Bytes: transport.Counts{Sent: 60, Received: 120}, Packets: transport.Counts{Sent: 1, Received: 1}}
+	if rng.IntN(3) == 0 {
+		rec.Timing.WireMs = total - rng.Float64()
+	}
+	x := &measure.Sample{Task: measure.Task{URL: "udp://" + target + ":53", Target: target, Transport: tr, Condition: "fresh", Rep: rep},
+		Start: time.Date(2026, 11, 29, 12, 0, 0, rep, time.UTC), Measure: rec, Status: transport.StatusOK,
+		Probe: &measure.ProbeResult{Kind: "udp", RTTMs: 4 + rng.Float64()}, RTTs: &measure.InRTTs{Handshake: rng.Float64(), Resolve: 1, Total: total / 4}}
+	switch rng.IntN(20) {
+	case 0:
+		rec.Rcode = "REFUSED"
+	case 1:
+		rec.Status, rec.Rcode, x.Status, x.RTTs = transport.StatusTimeout, "", transport.StatusTimeout, nil
+	case 2:
+		rec.Status, x.Status = transport.StatusCanceled, transport.StatusCanceled
+	}
+	return x
+}
+
+// sameSamples says a and b are the same report's input: the same cells,
+// counts and failures, and distributions of the same values (exact or
+// binned alike).
+func sameSamples(t *testing.T, want, got *Samples, msg string) {
+	t.Helper()
+	require.Equal(t, []int{want.Skipped, want.Folded, want.Canceled}, []int{got.Skipped, got.Folded, got.Canceled}, msg)
+	require.Len(t, got.Groups, len(want.Groups), msg)
+	byKey := map[cellKey]*Group{}
+	for _, g := range got.Groups {
+		byKey[cellKey{g.Profile, g.Vantage, g.Target, g.Transport, g.Condition}] = g
+	}
+	for _, w := range want.Groups {
+		g := byKey[cellKey{w.Profile, w.Vantage, w.Target, w.Transport, w.Condition}]
+		require.NotNil(t, g, "%s: cell %+v", msg, w)
+		require.Equal(t, []int{w.N, w.Answered}, []int{g.N, g.Answered}, msg)
+		require.Equal(t, w.Failed, g.Failed, msg)
+		require.Equal(t, w.Link, g.Link, msg)
+		for i, d := range w.dists() {
+			e := g.dists()[i]
+			require.Equal(t, []any{d.N(), d.Exact()}, []any{e.N(), e.Exact()}, "%s: %s %s distribution %d", msg, w.Target, w.Transport, i)
+			if d.N() > 0 {
+				require.Equal(t, d.Summary(), e.Summary(), "%s: %s %s distribution %d", msg, w.Target, w.Transport, i)
+			}
+		}
+	}
+	require.Equal(t, fmt.Sprint(want.Stats()), fmt.Sprint(got.Stats()), msg) // NaN where a cell has no value
+}
+
+// TestSummariesAreTheScan: a report reads a run's samples once, keeps its
+// cells as the run's summary, and reads the summary after that: the
+// second report's input is the first's, and both are the one pass over
+// every sample (a sketched cell too). A sample added to a run makes its
+// summary anew and leaves the other's as it was; a summary another
+// build made, or one that does not decode, is read again and replaced;
+// a run prefix reads only its runs' summaries.
+func TestSummariesAreTheScan(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	ids := writeRuns(t, st, stats.ExactLimit+1200)
+	profiles, err := StoredProfiles(ctx, st)
+	require.NoError(t, err)
+	scanned := func(f store.Filter) *Samples {
+		cs, err := scanCells(ctx, st, f, profiles, measure.DefaultAnswers())
+		require.NoError(t, err)
+		return cs.samples()
+	}
+	load := func(f store.Filter) *Samples {
+		s, err := LoadSamples(ctx, st, f)
+		require.NoError(t, err)
+		return s
+	}
+	kind := summaryKind(measure.DefaultAnswers())
+	kept := func() map[string]store.Summary {
+		m, err := st.Summaries(ctx, kind)
+		require.NoError(t, err)
+		return m
+	}
+
+	want := scanned(store.Filter{})
+	sketched := false
+	for _, g := range want.Groups {
+		sketched = sketched || g.Target == "192.0.2.9" && !g.RTT.Exact()
+	}
+	require.True(t, sketched, "the big cell is sketched")
+	require.Empty(t, kept())
+	sameSamples(t, want, load(store.Filter{}), "reading the samples")
+	first := kept()
+	require.Len(t, first, 2, "each run's cells kept")
+	sameSamples(t, want, load(store.Filter{}), "from the summaries")
+
+	// The summaries are what the second report read: one changed in
+	// place shows.
+	cs, ok, err := decodeCells(first[ids[1]].Data, ids[1], profiles, measure.DefaultAnswers())
+	require.NoError(t, err)
+	require.True(t, ok)
+	cs.order[0].N += 1000
+	b, err := cs.encode()
+	require.NoError(t, err)
+	require.NoError(t, st.PutSummary(ctx, kind, ids[1], store.Summary{Held: first[ids[1]].Held, Data: b}))
+	n, _ := load(store.Filter{}).Count()
+	m, _ := want.Count()
+	require.Equal(t, m+1000, n, "the report merges the summary, not the samples")
+
+	// A sample added: its run is read again, the other's summary kept.
+	require.NoError(t, st.Write(ctx, ids[0], sampleOf(rand.New(rand.NewPCG(9, 9)), 1<<20, false)))
+	require.NoError(t, st.PutSummary(ctx, kind, ids[1], first[ids[1]]))
+	want = scanned(store.Filter{})
+	sameSamples(t, want, load(store.Filter{}), "after a sample was added")
+	now := kept()
+	require.Equal(t, first[ids[1]], now[ids[1]], "the other run's summary untouched")
+	require.Equal(t, first[ids[0]].Samples+1, now[ids[0]].Samples, "made anew with the sample")
+
+	// Another build's summary, and a summary that does not decode.
+	other := now[ids[0]]
+	var w summaryWire
+	require.NoError(t, gobDecode(other.Data, &w))
+	w.Made = "1 v0.0.1 another"
+	other.Data = gobEncode(t, &w)
+	require.NoError(t, st.PutSummary(ctx, kind, ids[0], other))
+	require.NoError(t, st.PutSummary(ctx, kind, ids[1], store.Summary{Held: now[ids[1]].Held, Data: []byte("not gob")}))
+	sameSamples(t, want, load(store.Filter{}), "other builds' summaries")
+	for id, m := range kept() {
+		_, ok, err := decodeCells(m.Data, id, profiles, measure.DefaultAnswers())
+		require.NoError(t, err)
+		require.True(t, ok, "%s: made anew", id)
+		require.Equal(t, now[id].Held, m.Held)
+	}
+
+	// A prefix: one run, from its summary.
+	sameSamples(t, scanned(store.Filter{RunPrefix: "run-b"}), load(store.Filter{RunPrefix: "run-b"}), "one run")
+	// Other rcodes taken as answers: summaries of their own.
+	okr := store.Filter{OKRcodes: []string{"NOERROR", "REFUSED"}}
+	answers, err := measure.ParseAnswers(okr.OKRcodes)
+	require.NoError(t, err)
+	cs, err = scanCells(ctx, st, okr, profiles, answers)
+	require.NoError(t, err)
+	sameSamples(t, cs.samples(), load(okr), "REFUSED answers")
+	m2, err := st.Summaries(ctx, summaryKind(answers))
+	require.NoError(t, err)
+	require.Len(t, m2, 2)
+}
+
+func gobDecode(b []byte, v any) error { return gob.NewDecoder(bytes.NewReader(b)).Decode(v) }
+
+func gobEncode(t *testing.T, v any) []byte {
+	var buf bytes.Buffer
+	require.NoError(t, gob.NewEncoder(&buf).Encode(v))
+	return buf.Bytes()
+}
