@@ -2,6 +2,7 @@ package buildinfo
 
 import (
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -50,5 +51,20 @@ func TestDevelopmentBuildSaysSo(t *testing.T) {
 		if isRelease(v) != want {
 			t.Errorf("isRelease(%q) = %v", v, !want)
 		}
+	}
+}
+
+// BinaryID is what `go tool buildid` reads of the running binary.
+func TestBinaryIDIsGos(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "tool", "buildid", exe).Output()
+	if err != nil {
+		t.Skipf("go tool buildid: %v", err)
+	}
+	if got, want := BinaryID(), strings.TrimSpace(string(out)); got == "" || got != want {
+		t.Errorf("BinaryID %q, go tool buildid %q", got, want)
 	}
 }
