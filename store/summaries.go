@@ -9,7 +9,8 @@ import (
 // (schema 12): a report of a year's campaign reads each sample once, when
 // it first reports its run, and the run's cells from here after that, as
 // OONI's pipeline keeps aggregates beside its measurements. A summary is
-// the analysis' own encoding (kind names it and its version), of the
+// the analysis' own encoding (kind names it; the analysis keeps its
+// version in it), of the
 // samples the run held when it was made: how many, and the largest
 // number among them. The samples stay the truth: a summary that no
 // longer counts them all is made again (RunSamples).
@@ -23,7 +24,8 @@ const summariesTable = `CREATE TABLE IF NOT EXISTS summaries (
 	)`
 
 // Held is what the store holds of one run's samples, as a summary names
-// it: how many there are, and the largest sample number among them.
+// it: how many there are, and the largest sample number among them (what
+// a summary brought up to date would read on from).
 type Held struct{ Samples, Last int64 }
 
 // Summary is what an analysis kept of a run's samples: Data, made when
@@ -33,13 +35,13 @@ type Summary struct {
 	Data []byte
 }
 
-// RunSamples is what the store holds of each run's samples, by run ID
-// (its own rows, not a dataset's), read from the runs' index in one
-// pass. A summary of a run is whole when its Held is the run's: SQLite
-// numbers a sample above every number it holds, so a sample added since
-// moves the largest; PostgreSQL may commit a lower number late, and that
-// moves the count.
-func (s *Store) RunSamples(ctx context.Context) (map[string]Held, error) {
+// RunSamples is how many samples the store holds of each run, by run ID
+// (its own rows, not a dataset's), counted on the runs' index in one
+// pass. A summary of a run is whole while the run holds as many samples
+// as it counts: a sample added moves the count, on PostgreSQL one whose
+// lower number commits late too, and samples leave a run only when
+// archived, which takes its summaries.
+func (s *Store) RunSamples(ctx context.Context) (map[string]int64, error) {
 	runs, err := s.dbRuns(ctx)
 	if err != nil {
 		return nil, err
@@ -48,20 +50,20 @@ func (s *Store) RunSamples(ctx context.Context) (map[string]Held, error) {
 	for _, r := range runs {
 		byNumber[r.number] = r.ID
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT run, count(*), max(id) FROM sample_cols GROUP BY run`)
+	// Without max(id), which costs SQLite as much again.
+	rows, err := s.db.QueryContext(ctx, `SELECT run, count(*) FROM sample_cols GROUP BY run`)
 	if err != nil {
 		return nil, fmt.Errorf("store: counting the runs' samples: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]Held{}
+	out := map[string]int64{}
 	for rows.Next() {
-		var n int64
-		var h Held
-		if err := rows.Scan(&n, &h.Samples, &h.Last); err != nil {
+		var n, count int64
+		if err := rows.Scan(&n, &count); err != nil {
 			return nil, err
 		}
 		if id, ok := byNumber[n]; ok {
-			out[id] = h
+			out[id] = count
 		}
 	}
 	return out, rows.Err()

@@ -21,8 +21,9 @@ import (
 // cells instead of reading its samples again. Cells merge exactly (a
 // Dist keeps its values whole up to stats.ExactLimit, and a sketch's bins
 // add), so a report from summaries gives every statistic a scan gives.
-// A summary is of the samples the run held when it was made, of the
-// answers taken (part of its kind) and of the doxlab that made it (kept
+// A summary is of the samples the run held when it was made (as many as
+// it holds now: samples are only added, or archived with their run's
+// summaries), of the answers taken (part of its kind) and of the doxlab that made it (kept
 // in it): a run that holds other samples since, or a summary another
 // build made, is read again, and its summary made anew.
 
@@ -34,8 +35,12 @@ func summaryKind(a measure.Answers) string {
 // summaryFormat is the encoding's version, kept with the build's.
 const summaryFormat = 1
 
-// madeBy is what a summary must say it was made by to be used.
-func madeBy() string { return fmt.Sprintf("%d %s", summaryFormat, buildinfo.Version()) }
+// madeBy is what a summary must say it was made by to be used: the
+// binary's build ID, which changes with any change to the code, where a
+// development build's version may not.
+func madeBy() string {
+	return fmt.Sprintf("%d %s %s", summaryFormat, buildinfo.Version(), buildinfo.BinaryID())
+}
 
 // summaryWire is a run's cells as a summary keeps them.
 type summaryWire struct {
@@ -146,11 +151,11 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 	all := newCells(profiles, answers)
 	var unread []string
 	for _, r := range runs {
-		h, ok := held[r.ID]
+		n, ok := held[r.ID]
 		if !ok || !keep(r.ID) {
 			continue
 		}
-		if m, ok := sums[r.ID]; ok && m.Held == h {
+		if m, ok := sums[r.ID]; ok && m.Samples == n {
 			// One that does not decode is read again and replaced, as
 			// one another build made: the samples are the truth.
 			if cs, ok, err := decodeCells(m.Data, r.ID, profiles, answers); err == nil && ok {
@@ -172,7 +177,7 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 			}
 			// Kept only if the run held, as it was read, what it holds
 			// now: a sample added or archived meanwhile leaves it unkept.
-			if now, err := st.RunHeld(ctx, id); err == nil && now == held[id] && cs.rows() == now.Samples {
+			if now, err := st.RunHeld(ctx, id); err == nil && now.Samples == held[id] && cs.rows() == now.Samples {
 				if b, err := cs.encode(); err == nil {
 					pctx, cancel := context.WithTimeout(ctx, summaryPut)
 					_ = st.PutSummary(pctx, kind, id, store.Summary{Held: now, Data: b})
