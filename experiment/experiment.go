@@ -329,6 +329,9 @@ func NewSection(id, title string, intro template.HTML, table *template.Template,
 	}
 	s := &Section{ID: id, Title: title, Intro: intro, Table: template.HTML(b.String())}
 	if set != nil {
+		if err := set.Wait(); err != nil {
+			return nil, fmt.Errorf("%s figures: %w", id, err)
+		}
 		s.Figures, s.Files = set.Figures, set.Files()
 	}
 	return s, nil

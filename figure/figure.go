@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"html/template"
 	"image/color"
@@ -16,6 +17,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +51,27 @@ var DrawTimeout = 60 * time.Second
 type Set struct {
 	Dir     string
 	Figures []Figure
+	// Parallel draws each figure in the background, as many at once as
+	// there are cores, where a figure's six files are drawn one after
+	// another: Figures and Files are whole after Wait (NewSection
+	// waits). Its figures must share no plot.
+	Parallel bool
+
+	drawing sync.WaitGroup
+	mu      sync.Mutex // Figures, as figures drawn in the background fill them in
+	errs    []error
+}
+
+// drawSlots bounds the figures drawn at once by the parallel sets.
+var drawSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// Wait waits for the figures drawn in the background, and says the first
+// that failed.
+func (s *Set) Wait() error {
+	s.drawing.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.errs...)
 }
 
 // Data is a figure's data as a table, written beside it as CSV so that
@@ -95,9 +118,46 @@ func (s *Set) AddGrid(panels [][]*plot.Plot, name, heading, of string, w, h vg.L
 			}
 		}
 	}
-	// A figure is drawn within DrawTimeout or left out, its data kept:
-	// values a store should never hold (spans past what a float can
-	// subtract, a billion ticks) must not hold the whole report.
+	// Its place among the figures is taken now, in the order added.
+	s.mu.Lock()
+	i := len(s.Figures)
+	s.Figures = append(s.Figures, Figure{Name: name, Heading: heading, Of: of, CSV: name + ".csv"})
+	s.mu.Unlock()
+	draw := func() error {
+		svg, err := drawWithin(panels, base, w, h)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		f := &s.Figures[i]
+		switch {
+		case err != nil:
+			return err
+		case svg == nil:
+			f.Of = fmt.Sprintf("%s. Not drawn: it took longer than %v; its data is in %s.csv", of, DrawTimeout, name)
+		default:
+			f.SVG = template.HTML(svg)
+		}
+		return nil
+	}
+	if !s.Parallel {
+		return draw()
+	}
+	s.drawing.Go(func() {
+		drawSlots <- struct{}{}
+		defer func() { <-drawSlots }()
+		if err := draw(); err != nil {
+			s.mu.Lock()
+			s.errs = append(s.errs, err)
+			s.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+// drawWithin draws panels' files and gives the SVG to inline, or nil if
+// that took longer than DrawTimeout: values a store should never hold
+// (spans past what a float can subtract, a billion ticks) must not hold
+// the whole report, and the figure's data is kept.
+func drawWithin(panels [][]*plot.Plot, base string, w, h vg.Length) ([]byte, error) {
 	type drawn struct {
 		svg []byte
 		err error
@@ -116,22 +176,18 @@ func (s *Set) AddGrid(panels [][]*plot.Plot, name, heading, of string, w, h vg.L
 	select {
 	case d := <-done:
 		if d.err != nil {
-			return d.err
+			return nil, d.err
 		}
 		svg = d.svg
 	case <-time.After(DrawTimeout):
-		s.Figures = append(s.Figures, Figure{Name: name, Heading: heading, CSV: name + ".csv",
-			Of: fmt.Sprintf("%s. Not drawn: it took longer than %v; its data is in %s.csv", of, DrawTimeout, name)})
-		return nil
+		return nil, nil
 	}
 	// Inline SVG: drop the XML prolog, and the fonts, which the page
 	// declares once (FontCSS) for all its figures.
 	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
 		svg = svg[i:]
 	}
-	svg = takeFonts(svg)
-	s.Figures = append(s.Figures, Figure{Name: name, Heading: heading, Of: of, SVG: template.HTML(svg), CSV: name + ".csv"})
-	return nil
+	return takeFonts(svg), nil
 }
 
 var (

@@ -206,3 +206,46 @@ func TestPDFBandsAreTheirColour(t *testing.T) {
 		t.Errorf("premultiplied %v is not darker: %x %x %x", band, pr>>8, pg>>8, pb>>8)
 	}
 }
+
+// TestParallelSetKeepsItsOrder: a parallel set draws its figures in the
+// background and, after Wait, holds them in the order added, each the
+// SVG a set drawing one at a time gives; a figure that cannot be
+// written is Wait's error, not lost.
+func TestParallelSetKeepsItsOrder(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e"}
+	add := func(set *Set) {
+		for i, name := range names {
+			p, d, err := CDF([]*Series{{Label: name, Values: []float64{1, 2, float64(3 + i)}}}, "figure "+name, "x", false)
+			require.NoError(t, err)
+			require.NoError(t, set.Add(p, name, "heading "+name, "", CDFWidth, CDFHeight, d))
+		}
+	}
+	one := &Set{Dir: t.TempDir()}
+	add(one)
+	par := &Set{Dir: t.TempDir(), Parallel: true}
+	add(par)
+	require.NoError(t, par.Wait())
+	require.Len(t, par.Figures, len(names))
+	for i, f := range par.Figures {
+		require.Equal(t, names[i], f.Name)
+		require.NotEmpty(t, f.SVG, f.Name)
+		require.Equal(t, one.Figures[i], f, "drawn alike: %s", f.Name)
+	}
+	require.Equal(t, len(one.Files()), len(par.Files()))
+
+	// A directory that goes away under the drawing: the PNG cannot be
+	// written, and Wait says so.
+	dir := t.TempDir()
+	bad := &Set{Dir: dir, Parallel: true}
+	p, d, err := CDF([]*Series{{Label: "a", Values: []float64{1, 2}}}, "t", "x", false)
+	require.NoError(t, err)
+	for range cap(drawSlots) { // hold the drawing until the directory is gone
+		drawSlots <- struct{}{}
+	}
+	require.NoError(t, bad.Add(p, "gone", "gone", "", CDFWidth, CDFHeight, d))
+	require.NoError(t, os.RemoveAll(dir))
+	for range cap(drawSlots) {
+		<-drawSlots
+	}
+	require.ErrorContains(t, bad.Wait(), "gone")
+}
