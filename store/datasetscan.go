@@ -141,30 +141,33 @@ func (c *colData) addString(b []byte) {
 	c.str = append(c.str, s)
 }
 
-// scanTimings is scan for EachTiming: the timing columns only, read by
-// scanWorkers at once, each into a sink of its own. The row groups of
-// all files, in order, are dealt out in turn: one large file is read by
-// every worker as well as many small ones.
-func (d *Dataset) scanTimings(keep func(runID string) bool, vantage string, runs map[string]Run, fn func(*Row) error, newSink func() func(*Row) error) error {
+// timingFiles are the samples files of the runs keep keeps, of one
+// vantage point ("" for any).
+func (d *Dataset) timingFiles(keep func(runID string) bool, vantage string) []DatasetFile {
 	var files []DatasetFile
 	for _, f := range d.files(TableSamples, "") {
 		if keep(f.Run) && (vantage == "" || f.Vantage == vantage) {
 			files = append(files, f)
 		}
 	}
+	return files
+}
+
+// scanTimings is scan for EachTiming: the timing columns of files only,
+// read by scanWorkers at once, the rows of each file a reader reads
+// into the sink sinkFor gives that reader (0, 1, ...) and file. The row
+// groups of all files, in order, are dealt out in turn: one large file
+// is read by every worker as well as many small ones.
+func (d *Dataset) scanTimings(files []DatasetFile, runs map[string]Run, sinkFor func(reader int, f DatasetFile) func(*Row) error) error {
 	errs := make([]error, scanWorkers)
 	var failed atomic.Bool
 	var wg sync.WaitGroup
 	for w := range scanWorkers {
-		sink := fn
-		if w > 0 {
-			sink = newSink()
-		}
 		wg.Go(func() {
 			unit := 0
 			mine := func() bool { unit++; return (unit-1)%scanWorkers == w && !failed.Load() }
 			for _, f := range files {
-				if err := d.scanColumns(f, runs, mine, sink); err != nil {
+				if err := d.scanColumns(f, runs, mine, func() func(*Row) error { return sinkFor(w, f) }); err != nil {
 					errs[w] = fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
 					failed.Store(true)
 					return
@@ -176,9 +179,10 @@ func (d *Dataset) scanTimings(keep func(runID string) bool, vantage string, runs
 	return errors.Join(errs...)
 }
 
-// scanColumns hands fn the rows of the row groups of one file that mine
-// takes, the timing columns set.
-func (d *Dataset) scanColumns(f DatasetFile, runs map[string]Run, mine func() bool, fn func(*Row) error) error {
+// scanColumns hands the rows of the row groups of one file that mine
+// takes, the timing columns set, to the sink sink gives (asked once, at
+// the first row group taken).
+func (d *Dataset) scanColumns(f DatasetFile, runs map[string]Run, mine func() bool, sink func() func(*Row) error) error {
 	file, err := d.src.open(context.Background(), f.Path)
 	if err != nil {
 		return err
@@ -200,9 +204,13 @@ func (d *Dataset) scanColumns(f DatasetFile, runs map[string]Run, mine func() bo
 	}
 	run := runs[f.Run]
 	var r Row
+	var fn func(*Row) error
 	for _, rg := range pf.RowGroups() {
 		if !mine() {
 			continue
+		}
+		if fn == nil {
+			fn = sink()
 		}
 		n := int(rg.NumRows())
 		chunks := rg.ColumnChunks()

@@ -216,9 +216,15 @@ var (
 	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{"status", "rcode", whereCol})
 )
 
-// scan reads cols of the samples f selects: in order into fn, or in
-// any order into sinks made by newSink.
+// scan reads cols of the samples f selects, an attached dataset's and
+// the store's: in order into fn, or in any order into sinks made by
+// newSink.
 func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Row) error, newSink func() func(*Row) error) error {
+	return s.scanOf(ctx, f, cols, fn, newSink, true)
+}
+
+// scanOf is scan, of the store's own rows alone unless withDataset.
+func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, fn func(r *Row) error, newSink func() func(*Row) error, withDataset bool) error {
 	runs := map[string]Run{}
 	all, err := s.Runs(ctx)
 	if err != nil {
@@ -230,12 +236,20 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 	if fn == nil {
 		fn = newSink()
 	}
-	if s.archive != nil { // the dataset's samples first: the older
+	if s.archive != nil && withDataset { // the dataset's samples first: the older
 		keep, err := s.keepRun(ctx, f)
 		switch {
 		case err != nil:
 		case newSink != nil:
-			err = s.archive.scanTimings(keep, f.Vantage, runs, fn, newSink)
+			// A sink per reader, whatever the file: the first reader's
+			// is fn, as the store's first reader's is.
+			sinks := [scanWorkers]func(*Row) error{fn}
+			err = s.archive.scanTimings(s.archive.timingFiles(keep, f.Vantage), runs, func(w int, _ DatasetFile) func(*Row) error {
+				if sinks[w] == nil {
+					sinks[w] = newSink()
+				}
+				return sinks[w]
+			})
 		default:
 			err = s.archive.scan(keep, f.Vantage, runs, fn)
 		}

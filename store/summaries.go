@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // summariesTable holds what an analysis keeps of each run's samples
@@ -105,10 +106,6 @@ func (s *Store) PutSummary(ctx context.Context, kind, run string, m Summary) err
 	return nil
 }
 
-// Attached says whether a dataset is attached (Attach): its samples are
-// read beside the store's, and no summary counts them.
-func (s *Store) Attached() bool { return s.archive != nil }
-
 // Keeps is the runs f keeps, by ID: its prefix or run, less the runs
 // measured again unless it keeps them.
 func (s *Store) Keeps(ctx context.Context, f Filter) (func(runID string) bool, error) {
@@ -120,4 +117,47 @@ func (s *Store) RunHeld(ctx context.Context, run string) (Held, error) {
 	var h Held
 	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT count(*), COALESCE(max(id), 0) FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?)`), run).Scan(&h.Samples, &h.Last)
 	return h, err
+}
+
+// EachStoredTiming is EachTiming of the store's own samples, not an
+// attached dataset's: a run's summary is of those.
+func (s *Store) EachStoredTiming(ctx context.Context, f Filter, newSink func() func(r *Row) error) error {
+	return s.scanOf(ctx, f, timingColumns, nil, newSink, false)
+}
+
+// DatasetSamples are the samples files of the attached dataset that f
+// keeps (none without one), each its own summary's unit: a file is
+// never rewritten, and the manifest names it with its digest.
+func (s *Store) DatasetSamples(ctx context.Context, f Filter) ([]DatasetFile, error) {
+	if s.archive == nil {
+		return nil, nil
+	}
+	keep, err := s.keepRun(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return s.archive.timingFiles(keep, f.Vantage), nil
+}
+
+// EachDatasetTiming reads the timing columns of files of the attached
+// dataset, on its readers at once, each file's rows a reader reads into
+// the sink newSink makes for that reader and file.
+func (s *Store) EachDatasetTiming(ctx context.Context, files []DatasetFile, newSink func(f DatasetFile) func(*Row) error) error {
+	if s.archive == nil || len(files) == 0 {
+		return nil
+	}
+	runs := map[string]Run{}
+	all, err := s.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range all {
+		runs[r.ID] = r
+	}
+	var mu sync.Mutex // the readers make their sinks at once
+	return s.archive.scanTimings(files, runs, func(_ int, f DatasetFile) func(*Row) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return newSink(f)
+	})
 }
