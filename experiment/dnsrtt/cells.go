@@ -289,9 +289,9 @@ func LoadSamples(ctx context.Context, st *store.Store, f store.Filter) (*Samples
 		return nil, err
 	}
 	var all *cells
-	if f.Vantage == "" && !st.Attached() {
+	if f.Vantage == "" {
 		all, err = summarized(ctx, st, f, profiles, answers)
-	} else { // a vantage point's rows, or a dataset's, have no summaries
+	} else { // a vantage point's rows: what the report of one reads is read
 		all, err = scanCells(ctx, st, f, profiles, answers)
 	}
 	if err != nil {

@@ -3,8 +3,11 @@ package dnsrtt
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/gob"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -18,14 +21,17 @@ import (
 // A report of a year's campaign reads each run's samples once: the cells
 // of a run are kept in the store as its summary (store.Summary) when the
 // report first reads them, and a later report merges the run's kept
-// cells instead of reading its samples again. Cells merge exactly (a
-// Dist keeps its values whole up to stats.ExactLimit, and a sketch's bins
-// add), so a report from summaries gives every statistic a scan gives.
-// A summary is of the samples the run held when it was made (as many as
-// it holds now: samples are only added, or archived with their run's
-// summaries), of the answers taken (part of its kind) and of the doxlab that made it (kept
-// in it): a run that holds other samples since, or a summary another
-// build made, is read again, and its summary made anew.
+// cells instead of reading its samples again; an attached dataset's
+// files likewise, each under its digest in a cache of the user's.
+// Cells merge exactly (a Dist keeps its values whole up to
+// stats.ExactLimit, and a sketch's bins add), so a report from
+// summaries gives every statistic a scan gives. A summary is of the
+// samples its run held when it was made (as many as it holds now:
+// samples are only added, or archived with their run's summaries), of
+// the answers taken (part of its kind) and of the binary that made it
+// (kept in it): a run that holds other samples since, or a summary
+// another build made, is read again, and its summary made anew. The
+// report of one vantage point reads its samples.
 
 // summaryKind is the summaries' kind for the rcodes taken as answers.
 func summaryKind(a measure.Answers) string {
@@ -149,6 +155,9 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 		return nil, err
 	}
 	all := newCells(profiles, answers)
+	if err := summarizedFiles(ctx, st, f, kind, profiles, answers, all); err != nil { // an attached dataset's: the older
+		return nil, err
+	}
 	var unread []string
 	for _, r := range runs {
 		n, ok := held[r.ID]
@@ -190,6 +199,104 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 	return all, nil
 }
 
+// summarizedFiles adds the cells of the attached dataset's samples files
+// f keeps to all: a file's from its summary where one is kept, else read
+// and kept. A file is never rewritten and the manifest names it by its
+// digest, so its summary is kept under that digest in a cache of the
+// user's (CellCache): a dataset in object storage is not written to.
+func summarizedFiles(ctx context.Context, st *store.Store, f store.Filter, kind string, profiles map[string]testbed.Profile, answers measure.Answers, all *cells) error {
+	files, err := st.DatasetSamples(ctx, f)
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	dir := CellCache()
+	name := func(df store.DatasetFile) string {
+		if dir == "" || df.SHA256 == "" {
+			return ""
+		}
+		k := sha256.Sum256([]byte(kind))
+		return filepath.Join(dir, fmt.Sprintf("%s-%x.cells", df.SHA256, k[:6]))
+	}
+	var unread []store.DatasetFile
+	for _, df := range files {
+		if p := name(df); p != "" {
+			if b, err := os.ReadFile(p); err == nil {
+				if cs, ok, err := decodeCells(b, df.Run, profiles, answers); err == nil && ok && cs.rows() == df.Rows {
+					all.merge(cs)
+					continue
+				}
+			}
+		}
+		unread = append(unread, df)
+	}
+	for batch := range slices.Chunk(unread, summaryBatch) {
+		parts := map[string][]*cells{} // by file, one per reader
+		err := st.EachDatasetTiming(ctx, batch, func(df store.DatasetFile) func(*store.Row) error {
+			cs := newCells(profiles, answers)
+			parts[df.Path] = append(parts[df.Path], cs)
+			return func(r *store.Row) error {
+				cs.add(r)
+				return nil
+			}
+		})
+		if err != nil {
+			return err
+		}
+		for _, df := range batch {
+			cs := newCells(profiles, answers)
+			for _, p := range parts[df.Path] {
+				cs.merge(p)
+			}
+			if p := name(df); p != "" && cs.rows() == df.Rows {
+				if b, err := cs.encode(); err == nil {
+					_ = writeFileAtomic(p, b) // not kept: read again next time
+				}
+			}
+			all.merge(cs)
+		}
+	}
+	return nil
+}
+
+// CellCache is where a dataset's files' summaries are kept: $DOXLAB_CACHE
+// if set ("off": nowhere), else doxlab/cells in the user's cache
+// directory ($XDG_CACHE_HOME, ~/.cache). Safe to delete: a summary not
+// found is made again from the file.
+func CellCache() string {
+	if d, ok := os.LookupEnv("DOXLAB_CACHE"); ok {
+		if d == "off" {
+			return ""
+		}
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "doxlab", "cells")
+}
+
+// writeFileAtomic writes b to p whole or not at all, as two reports may
+// write one summary at once.
+func writeFileAtomic(p string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".cells-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, nothing
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
 // summaryBatch is how many runs one pass reads into cells of their own.
 const summaryBatch = 16
 
@@ -197,7 +304,7 @@ const summaryBatch = 16
 // readers at once.
 func scanRuns(ctx context.Context, st *store.Store, runs []string, profiles map[string]testbed.Profile, answers measure.Answers) (map[string]*cells, error) {
 	var parts []map[string]*cells // one per reader of the store
-	err := st.EachTiming(ctx, store.Filter{Runs: runs, Superseded: true}, func() func(*store.Row) error {
+	err := st.EachStoredTiming(ctx, store.Filter{Runs: runs, Superseded: true}, func() func(*store.Row) error {
 		byRun := map[string]*cells{}
 		parts = append(parts, byRun)
 		return func(r *store.Row) error {

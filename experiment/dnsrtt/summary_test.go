@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -43,6 +44,7 @@ func writeRuns(t *testing.T, st *store.Store, n int) []string {
 		require.NoError(t, st.InTx(ctx, func(tx *sql.Tx) error {
 			for rep := range n {
 				x := sampleOf(rng, rep, i == 0 && rep < stats.ExactLimit+1000)
+				x.Start = x.Start.AddDate(0, 0, 7*i) // a week apart: the first archived alone
 				if _, err := st.WriteOnce(ctx, tx, id, x); err != nil {
 					return err
 				}
@@ -210,4 +212,82 @@ func gobEncode(t *testing.T, v any) []byte {
 	var buf bytes.Buffer
 	require.NoError(t, gob.NewEncoder(&buf).Encode(v))
 	return buf.Bytes()
+}
+
+// TestDatasetSummariesAreTheScan: a dataset's files are summarized under
+// their digests in the user's cache: the report of a dataset alone, and
+// of a store with its older rounds archived to one, is the one pass over
+// every sample, from the samples the first time and from the summaries
+// after; a summary changed in place is what the report merges.
+func TestDatasetSummariesAreTheScan(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	t.Setenv("DOXLAB_CACHE", cache)
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	ids := writeRuns(t, st, 3000)
+	profiles, err := StoredProfiles(ctx, st)
+	require.NoError(t, err)
+	want, err := scanCells(ctx, st, store.Filter{}, profiles, measure.DefaultAnswers())
+	require.NoError(t, err)
+
+	// The first run's week archived: the store keeps the second's.
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, err = st.Archive(ctx, dir, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	d, err := store.OpenDataset(ctx, dir)
+	require.NoError(t, err)
+	require.NoError(t, st.Attach(ctx, d))
+	files, err := st.DatasetSamples(ctx, store.Filter{})
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		require.Equal(t, ids[0], f.Run, "only the first run archived")
+	}
+	for _, pass := range []string{"store and dataset, read", "store and dataset, from summaries"} {
+		got, err := LoadSamples(ctx, st, store.Filter{})
+		require.NoError(t, err)
+		sameSamples(t, want.samples(), got, pass)
+	}
+	kept, err := os.ReadDir(cache)
+	require.NoError(t, err)
+	require.Len(t, kept, len(files), "a summary per file")
+	m, err := st.Summaries(ctx, summaryKind(measure.DefaultAnswers()))
+	require.NoError(t, err)
+	require.Len(t, m, 1, "the store's run summarized in the store")
+
+	// The dataset alone, as report --dataset reads it: an empty store.
+	empty, err := store.Open(ctx, filepath.Join(t.TempDir(), "empty.db"))
+	require.NoError(t, err)
+	defer empty.Close()
+	require.NoError(t, empty.Attach(ctx, d))
+	alone, err := scanCells(ctx, empty, store.Filter{}, profiles, measure.DefaultAnswers())
+	require.NoError(t, err)
+	got, err := LoadSamples(ctx, empty, store.Filter{})
+	require.NoError(t, err)
+	sameSamples(t, alone.samples(), got, "the dataset alone, from its summaries")
+
+	// A summary changed in place shows: the report merged it.
+	p := filepath.Join(cache, kept[0].Name())
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	cs, ok, err := decodeCells(b, ids[0], profiles, measure.DefaultAnswers())
+	require.NoError(t, err)
+	require.True(t, ok)
+	cs.order[0].N++
+	cs.skipped-- // as many rows as the file holds, or it is read again
+	b, err = cs.encode()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	got, err = LoadSamples(ctx, empty, store.Filter{})
+	require.NoError(t, err)
+	n, _ := got.Count()
+	m2, _ := alone.samples().Count()
+	require.Equal(t, m2+1, n)
+
+	t.Setenv("DOXLAB_CACHE", "off")
+	got, err = LoadSamples(ctx, empty, store.Filter{})
+	require.NoError(t, err)
+	sameSamples(t, alone.samples(), got, "no cache: read")
 }

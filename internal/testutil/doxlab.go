@@ -46,12 +46,22 @@ func Doxlab(t testing.TB) string {
 	return doxlab.path
 }
 
-// Main runs a package's tests and removes the binary Doxlab built: a
-// package whose tests call Doxlab calls it from its TestMain.
+// Main runs a package's tests, with a cache of their own, and removes
+// the binary Doxlab built: a package whose tests call Doxlab or read a
+// dataset calls it from its TestMain.
 func Main(m *testing.M) {
+	// What doxlab keeps in the user's cache (a dataset's summaries) goes
+	// to the tests' own, and the doxlab they run inherits it.
+	cache, err := os.MkdirTemp("", "doxlab-cache-")
+	if err == nil {
+		os.Setenv("DOXLAB_CACHE", cache)
+	}
 	code := m.Run()
 	if doxlab.path != "" {
 		os.RemoveAll(filepath.Dir(doxlab.path))
+	}
+	if err == nil {
+		os.RemoveAll(cache)
 	}
 	os.Exit(code)
 }
