@@ -237,3 +237,42 @@ func TestDefaultsRefuseWhatCannotRun(t *testing.T) {
 	require.NoError(t, c.defaults())
 	require.Equal(t, "cdn+origins+https", c.setup())
 }
+
+// TestLoadsDrawnAsTheWebExperiments: the figures read the loads as the
+// web experiment's cells, the DNS mode as the transport and the SETTINGS
+// treatment in the H3 variant, doxlab's loader under its setup, the
+// proof's 0-RTT and resumption as the page's connection's.
+func TestLoadsDrawnAsTheWebExperiments(t *testing.T) {
+	ss := slices.Concat(loads("fiber", DNSStream, "0rtt", "wait", 40), loads("fiber", "udp", "1rtt", "remembered", 60))
+	for _, s := range ss[:5] {
+		s.Setup, s.Proof.PageUsed0RTT = "cdn", true
+	}
+	ss[9].Status = "error"
+	cells := webCells(ss)
+	require.Len(t, cells, 2)
+	var got []string
+	for _, c := range cells {
+		got = append(got, strings.Join([]string{c.Profile, c.Page, c.Transport, c.H3, c.DNSMode, c.Engine, c.StubState}, " "))
+	}
+	require.ElementsMatch(t, []string{"fiber wiki dnsstream 0rtt-wait loader cdn doxlab cold", "fiber wiki udp 1rtt loader doxlab cold"}, got)
+	for _, c := range cells {
+		if c.Transport == DNSStream {
+			require.Equal(t, []int{5, 5}, []int{c.N, c.OK})
+			require.Equal(t, 1.0, c.Real0RTT, "the proof's 0-RTT")
+			require.Equal(t, 40.0, c.PLT)
+		} else {
+			require.Equal(t, []int{5, 4}, []int{c.N, c.OK})
+		}
+	}
+}
+
+// TestMobileAccessIsTheCellularProfiles: the paper's mobile share is of
+// 3G, 4G and 5G accesses, not of fixed lines.
+func TestMobileAccessIsTheCellularProfiles(t *testing.T) {
+	for p, want := range map[string]bool{"4g-median": true, "3g": true, "5g": true, "fiber": false, "cable": false, "dsl": false} {
+		require.Equal(t, want, mobile(p), p)
+	}
+	require.Equal(t, "fiber|wiki|dnsstream|0rtt|wait|3", Task{Profile: "fiber", Page: "wiki", DNS: DNSStream, H3: "0rtt", Settings: "wait", Rep: 3}.Key())
+	require.True(t, Coalesced(DoH3Coalesced))
+	require.False(t, Coalesced("doq-emulated"))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -158,4 +159,51 @@ func TestConnsLabelledByTheirWindow(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s %s %d #%d %d queries", x.Cert, x.Transport, x.Mode, x.CertOctets, x.Index, x.Queries))
 	}
 	require.ElementsMatch(t, []string{"small dot new 1200 #0 1 queries", "small dot new 1200 #1 1 queries", "small doq persistent 1200 #0 2 queries"}, got)
+}
+
+// TestCellsSayWhatWasNotDecrypted: a cell counts as decrypted only if
+// every encrypted connection in it was (its layers above TLS are
+// guesses otherwise); UDP and TCP carry DNS in clear and need no key.
+func TestCellsSayWhatWasNotDecrypted(t *testing.T) {
+	dark := conn("dot", "new", 1, 100, 50, 1000, 5)
+	dark.Decrypted = false
+	clearUDP := conn("udp", "new", 1, 56, 70, 0, 1)
+	clearUDP.Decrypted = false
+	cells := Summarize(Conns{conn("dot", "new", 1, 100, 50, 1000, 5), dark, clearUDP, conn("doq", "new", 1, 100, 50, 1000, 5)})
+	got := map[string]bool{}
+	for _, c := range cells {
+		got[c.Transport] = c.Decrypted
+	}
+	require.Equal(t, map[string]bool{"dot": false, "udp": true, "doq": true}, got)
+}
+
+// TestSectionDrawsEachCertificateAndMode: per certificate and connection
+// mode a figure of octets by layer and one of packets, each with its
+// data beside it, in the cells' order (the small certificate, the
+// paper's, first).
+func TestSectionDrawsEachCertificateAndMode(t *testing.T) {
+	var cs Conns
+	for _, cert := range []string{"small", "large"} {
+		for _, mode := range []string{"new", "persistent"} {
+			for _, tr := range []string{"udp", "doh2"} {
+				c := conn(tr, mode, 2, 100, 50, 1000, 5)
+				c.Cert = cert
+				cs = append(cs, c)
+			}
+		}
+	}
+	dir := t.TempDir()
+	sec, err := cs.Section(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, f := range sec.Figures {
+		names = append(names, f.Name)
+		require.FileExists(t, filepath.Join(dir, f.CSV))
+	}
+	require.Equal(t, []string{"overhead-layers-small-new", "overhead-packets-small-new", "overhead-layers-small-persistent", "overhead-packets-small-persistent",
+		"overhead-layers-large-new", "overhead-packets-large-new", "overhead-layers-large-persistent", "overhead-packets-large-persistent"}, names, "the small certificate first")
+	require.Len(t, sec.Files, 6*len(names), "SVG, PDF and PNG at two widths each")
+	csv, err := os.ReadFile(filepath.Join(dir, "overhead-packets-small-new.csv"))
+	require.NoError(t, err)
+	require.Equal(t, "transport,packets per resolution\nudp,5\ndoh2,5\n", string(csv), "a resolution's packets: 10 over 2, DoUDP first")
 }

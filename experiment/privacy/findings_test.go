@@ -145,3 +145,55 @@ func TestSummarizeFollowsTheLadder(t *testing.T) {
 	require.Equal(t, []string{publicName}, w.OuterNames)
 	require.Equal(t, "ECH, stale config", w.Label)
 }
+
+// TestCellsAndTableSayEachPart: the report's cells are each table cell's
+// milliseconds and round trips, with the proxy's target exchange only
+// where the rung went through a proxy; the text table says what the
+// server saw as fits the part (nothing for a lookup, the shares of ECH
+// accepted, retried and 0-RTT for the web handshakes).
+func TestCellsAndTableSayEachPart(t *testing.T) {
+	odoh := cell("fiber", "dns", protocol.ODoH, "fresh", 43)
+	for _, s := range odoh {
+		s.ODoH = &transport.ODoHFacts{TargetMs: 20}
+	}
+	web := cell("fiber", "web", ECH, "0rtt", 30)
+	for i, s := range web {
+		s.ECH, s.Used0RTT, s.OuterSNI = []string{ech.Accepted}, i < 4, publicName
+	}
+	ss := Samples(slices.Concat(cell("fiber", "dns", protocol.UDP, "fresh", 21), odoh, web))
+	var metrics []string
+	for _, c := range ss.Cells() {
+		require.Equal(t, "privacy", c.Table)
+		require.Equal(t, 5, c.Samples)
+		metrics = append(metrics, c.Keys["rung"]+" "+c.Metric)
+	}
+	require.Equal(t, []string{"udp ms", "udp rtts", "odoh ms", "odoh rtts", "odoh proxy_target_ms", "ech ms", "ech rtts"}, metrics)
+	var b strings.Builder
+	require.NoError(t, ss.WriteTable(&b))
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 5, "a header, its columns, a line per cell")
+	require.NotContains(t, lines[2], "ECH accepted", "a lookup's server sees no ECH")
+	require.Contains(t, lines[4], "ECH accepted 100 %, retried 0 %, 0-RTT 80 %, outer [public.test]")
+	n, what := ss.Count()
+	require.Equal(t, 15, n)
+	require.Equal(t, "lookups, handshakes and page loads", what)
+}
+
+// TestSignedSaysARoundedZeroPlain: a difference that rounds to zero is
+// +0.00, never -0.00.
+func TestSignedSaysARoundedZeroPlain(t *testing.T) {
+	require.Equal(t, "+0.00", signed(-0.004))
+	require.Equal(t, "+0.00", signed(0))
+	require.Equal(t, "-0.01", signed(-0.006))
+	require.Equal(t, "+1.25", signed(1.25))
+}
+
+// TestPageTargetOfTheCoalescedRung: a page rung's lookups go to its DNS
+// transport's URL, the coalesced rung's to the page's own web listener.
+func TestPageTargetOfTheCoalescedRung(t *testing.T) {
+	urls := map[string]string{protocol.DoQ: "quic://10.0.0.2:853"}
+	require.Equal(t, "quic://10.0.0.2:853", pageTarget(urls, protocol.DoQ, "10.0.0.2"))
+	require.Equal(t, "10.0.0.2:8443", pageTarget(urls, Coalesced, "10.0.0.2"))
+	require.Equal(t, "udp+clear", pageRung(protocol.UDP, false))
+	require.Equal(t, "coalesced+ech", dnsECH{Coalesced, true}.rung())
+}
