@@ -223,15 +223,21 @@ func (s *Store) scan(ctx context.Context, f Filter, cols []string, fn func(r *Ro
 	return s.scanOf(ctx, f, cols, fn, newSink, true)
 }
 
-// scanOf is scan, of the store's own rows alone unless withDataset.
-func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, fn func(r *Row) error, newSink func() func(*Row) error, withDataset bool) error {
-	runs := map[string]Run{}
+// runsByID are the runs, the store's and an attached dataset's, by ID.
+func (s *Store) runsByID(ctx context.Context) (map[string]Run, error) {
 	all, err := s.Runs(ctx)
-	if err != nil {
-		return err
-	}
+	runs := make(map[string]Run, len(all))
 	for _, r := range all {
 		runs[r.ID] = r
+	}
+	return runs, err
+}
+
+// scanOf is scan, of the store's own rows alone unless withDataset.
+func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, fn func(r *Row) error, newSink func() func(*Row) error, withDataset bool) error {
+	runs, err := s.runsByID(ctx)
+	if err != nil {
+		return err
 	}
 	if fn == nil {
 		fn = newSink()

@@ -146,13 +146,9 @@ func (s *Store) EachDatasetTiming(ctx context.Context, files []DatasetFile, newS
 	if s.archive == nil || len(files) == 0 {
 		return nil
 	}
-	runs := map[string]Run{}
-	all, err := s.Runs(ctx)
+	runs, err := s.runsByID(ctx)
 	if err != nil {
 		return err
-	}
-	for _, r := range all {
-		runs[r.ID] = r
 	}
 	var mu sync.Mutex // the readers make their sinks at once
 	return s.archive.scanTimings(files, runs, func(_ int, f DatasetFile) func(*Row) error {
