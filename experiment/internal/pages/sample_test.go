@@ -63,3 +63,45 @@ func TestOriginCounts(t *testing.T) {
 	s.ConnsPerOrigin = map[string]int{"page.test": 1, "img.test": 2}
 	require.Equal(t, 3, s.WebConns())
 }
+
+// TestTaskKeyKeepsChromiumsOldKeys: a Chromium task is keyed as before
+// there were engines (a store of those resumes), another engine's task
+// names it; an unset engine is Chromium.
+func TestTaskKeyKeepsChromiumsOldKeys(t *testing.T) {
+	task := Task{Profile: "fiber", Page: "wiki", Transport: "doq", StubState: "warm", H3: "0rtt", DNSMode: "stub", Rep: 4}
+	require.Equal(t, EngineChromium, task.EngineName())
+	require.Equal(t, "fiber|wiki|doq|warm|0rtt|stub|4", task.Key())
+	task.Engine = EngineChromium
+	require.Equal(t, "fiber|wiki|doq|warm|0rtt|stub|4", task.Key(), "named or not, Chromium's key")
+	task.Engine = EngineDoxlab
+	require.Equal(t, "fiber|wiki|doq|warm|0rtt|stub|4|doxlab", task.Key())
+}
+
+// TestLoadCounts: the web connections are the lightened sum and the
+// per-origin map's; an origin counts as spared by an ORIGIN frame only
+// if it was requested, looked up by nobody, and announced.
+func TestLoadCounts(t *testing.T) {
+	s := &Sample{ConnsPerOrigin: map[string]int{"a.test": 2, "b.test": 1}, Origins: []OriginFacts{
+		{Host: "a.test", Requests: 3, Lookup: "stub", Protocol: "h3"},
+		{Host: "b.test", Requests: 1, Lookup: LookupNone, Announced: true, Protocol: "h3"},
+		{Host: "c.test", Requests: 1, Lookup: LookupNone, Protocol: "h2"},
+		{Host: "d.test", Requests: 0, Lookup: LookupNone, Announced: true},
+	}}
+	require.Equal(t, 3, s.WebConns())
+	s.Lighten(&H3Token{TokenUsed: true}, ConnSum(s.WebConns()))
+	require.Equal(t, 3, s.WebConns(), "the sum, once the map is gone")
+	require.True(t, s.H3TokenUsed())
+	require.Equal(t, 1, s.OriginsByFrame(), "b: requested, no lookup, announced")
+}
+
+// TestCellShares: a cell's token share is of its OK loads; it is
+// multi-origin if its loads touched more than one origin, resolved or
+// not; DoUDP with H3 1-RTT is every cell's baseline.
+func TestCellShares(t *testing.T) {
+	require.Zero(t, Cell{}.Token(), "no loads, no share")
+	require.Equal(t, 0.25, Cell{Tokens: []bool{true, false, false, false}}.Token())
+	require.False(t, Cell{Lookups: 1}.MultiOrigin())
+	require.True(t, Cell{Lookups: 1, NoLookup: 0.5}.MultiOrigin(), "an origin an ORIGIN frame spared the lookup of")
+	require.True(t, Cell{Transport: "udp", H3: "1rtt"}.Baseline())
+	require.False(t, Cell{Transport: "udp", H3: "0rtt"}.Baseline())
+}
