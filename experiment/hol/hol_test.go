@@ -173,3 +173,27 @@ func TestPlanDrawsEveryNameOnce(t *testing.T) {
 	}
 	require.Error(t, (&HOL{Transports: []string{"udp", "carrier-pigeon"}}).defaults())
 }
+
+// TestCellsAreTheBaselines: the report's cells are each profile and
+// transport's baseline median, over the baseline run's answered queries
+// only; the text table gives the same median with its n, and a
+// transport with no baseline says so rather than a zero.
+func TestCellsAreTheBaselines(t *testing.T) {
+	q := func(tr, run, status string, ms float64) *Query {
+		return &Query{Profile: "fiber", Transport: tr, Run: run, ResolveMs: ms, Status: status}
+	}
+	qs := Queries{q("doq", "baseline", "ok", 10), q("doq", "baseline", "ok", 12), q("doq", "baseline", "timeout", 900),
+		q("doq", "delayed", "ok", 11), q("udp", "delayed", "ok", 3)}
+	cells := qs.Cells()
+	require.Len(t, cells, 2)
+	require.Equal(t, map[string]string{"profile": "fiber", "transport": "udp"}, cells[0].Keys)
+	require.Zero(t, cells[0].N, "no baseline run for udp")
+	require.Equal(t, "baseline_ms", cells[1].Metric)
+	require.Equal(t, 2, cells[1].N, "the timeout is no baseline")
+	require.Equal(t, 11.0, *cells[1].Median)
+	var b strings.Builder
+	require.NoError(t, qs.WriteTable(&b))
+	require.Contains(t, b.String(), "(2)")
+	require.Regexp(t, `fiber\s+udp\s+–`, b.String(), "no baseline, no number")
+	require.Equal(t, "none measured", orNone(""))
+}

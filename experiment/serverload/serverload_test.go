@@ -156,3 +156,26 @@ func TestRateFigureDrawsSteppedOpenLoopRuns(t *testing.T) {
 	require.NoError(t, rateFigure(none, bs[3:]))
 	require.Empty(t, none.Figures)
 }
+
+// TestPanelTitlesSayWhatBroke: a stepped benchmark is named with its
+// rate, and one that broke its bound says so; the run's start names it
+// when a figure draws several runs, and an ID without one is itself.
+func TestPanelTitlesSayWhatBroke(t *testing.T) {
+	b := func(run string, step int, rate float64, bound, held bool) *bench.Stored {
+		s := &bench.Stored{Run: run}
+		s.Label, s.Step, s.Mode, s.IntendedQPS, s.Held = "doq", step, "open-loop", rate, held
+		if bound {
+			s.Bound = &bench.Bound{P99: 100 * time.Millisecond}
+		}
+		return s
+	}
+	const r1, r2 = "server-load-20261123T183922Z-13c7d27e5121a1f8-loopback", "server-load-20261124T070501Z-aa-loopback"
+	held, broke, single := b(r1, 2, 4000, true, true), b(r1, 3, 8000, true, false), b(r2, -1, 2000, false, false)
+	require.Equal(t, "doq @4k/s", title(held, false))
+	require.Equal(t, "doq @8k/s (not held)", title(broke, false))
+	require.Equal(t, "doq", title(single, false), "a single run: no rate, and no bound to break")
+	require.False(t, manyRuns([]*bench.Stored{held, broke}))
+	require.True(t, manyRuns([]*bench.Stored{held, single}))
+	require.Equal(t, "07:05:01 doq", title(single, true))
+	require.Equal(t, "a-run-without-a-time", shortRun("a-run-without-a-time"))
+}
