@@ -90,6 +90,9 @@ type Filter struct {
 	Superseded bool
 	// Runs are the only runs read, by ID; nil for any the rest keeps.
 	Runs []string
+	// After reads the store's samples numbered above it only (not an
+	// attached dataset's): what a run holds since its summary was made.
+	After int64
 }
 
 // Vantages are the vantage points the samples name, in order.
@@ -242,7 +245,7 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, fn func(r *
 	if fn == nil {
 		fn = newSink()
 	}
-	if s.archive != nil && withDataset { // the dataset's samples first: the older
+	if s.archive != nil && withDataset && f.After == 0 { // the dataset's samples first: the older
 		keep, err := s.keepRun(ctx, f)
 		switch {
 		case err != nil:
@@ -286,13 +289,22 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, fn func(r *
 		return nil
 	}
 	where, args := `TRUE`, []any{}
+	bounds := `TRUE` // the range of numbers SQLite reads: the whole table's ends are cheap
+	if f.After > 0 {
+		where, args = `id > ?`, append(args, f.After)
+		bounds = where // the numbers after it: a range of rowids
+	}
 	if len(kept) < len(held) {
-		where = `run IN (` + strings.Join(kept, ", ") + `)` // numbers the database gave
+		runs := `run IN (` + strings.Join(kept, ", ") + `)` // numbers the database gave
+		if f.Runs != nil && f.After == 0 {
+			bounds = runs // a few runs' numbers: from their index
+		}
 		if !s.postgres {
 			// SQLite reads a range of numbers by its rowids, not by
 			// the runs' index and a sort: + keeps the index out.
-			where = `+` + where
+			runs = `+` + runs
 		}
+		where += ` AND ` + runs
 	}
 	if f.Vantage != "" {
 		where, args = where+` AND vantage = ?`, append(args, f.Vantage)
@@ -307,10 +319,6 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, fn func(r *
 			q += ` ORDER BY id`
 		}
 		return scanRows(ctx, s.db, s.rebind(q), args, cols, byNumber, fn)
-	}
-	bounds := `TRUE` // the whole table's numbers: its ends are cheap
-	if f.Runs != nil {
-		bounds = strings.TrimPrefix(where, `+`) // a few runs' numbers: from their index
 	}
 	return s.scanChunks(ctx, q, args, bounds, cols, byNumber, fn, newSink)
 }

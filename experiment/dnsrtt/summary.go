@@ -29,8 +29,9 @@ import (
 // samples its run held when it was made (as many as it holds now:
 // samples are only added, or archived with their run's summaries), of
 // the answers taken (part of its kind) and of the binary that made it
-// (kept in it): a run that holds other samples since, or a summary
-// another build made, is read again, and its summary made anew. The
+// (kept in it): a run that holds more samples since is read on from
+// the summary's last number (or whole, if that misses some), a summary
+// another build made is read again, and the summary is made anew. The
 // report of one vantage point reads its samples.
 
 // summaryKind is the summaries' kind for the rcodes taken as answers.
@@ -164,10 +165,17 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 		if !ok || !keep(r.ID) {
 			continue
 		}
-		if m, ok := sums[r.ID]; ok && m.Samples == n {
+		if m, ok := sums[r.ID]; ok && m.Samples <= n {
 			// One that does not decode is read again and replaced, as
 			// one another build made: the samples are the truth.
-			if cs, ok, err := decodeCells(m.Data, r.ID, profiles, answers); err == nil && ok {
+			cs, ok, err := decodeCells(m.Data, r.ID, profiles, answers)
+			ok = ok && err == nil
+			if ok && m.Samples < n {
+				if ok, err = readOn(ctx, st, kind, r.ID, m, n, cs, profiles, answers); err != nil {
+					return nil, err
+				}
+			}
+			if ok {
 				all.merge(cs)
 				continue
 			}
@@ -197,6 +205,32 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 		}
 	}
 	return all, nil
+}
+
+// readOn brings the cells cs of run's summary m up to the n samples the
+// run holds, reading only those numbered above the summary's last (a
+// campaign's next round, a resumed run's rest), and keeps them as its
+// summary. ok is false where those are not all it lacks (on PostgreSQL
+// a lower number can commit late): the run is then read whole.
+func readOn(ctx context.Context, st *store.Store, kind, run string, m store.Summary, n int64, cs *cells, profiles map[string]testbed.Profile, answers measure.Answers) (ok bool, err error) {
+	if m.Last <= 0 {
+		return false, nil
+	}
+	more, err := scanCellsOf(ctx, store.Filter{Runs: []string{run}, Superseded: true, After: m.Last}, profiles, answers, st.EachStoredTiming)
+	if err != nil {
+		return false, err
+	}
+	now, err := st.RunHeld(ctx, run)
+	if err != nil || now.Samples != n || m.Samples+more.rows() != n {
+		return false, nil
+	}
+	cs.merge(more)
+	if b, err := cs.encode(); err == nil {
+		pctx, cancel := context.WithTimeout(ctx, summaryPut)
+		_ = st.PutSummary(pctx, kind, run, store.Summary{Held: now, Data: b})
+		cancel()
+	}
+	return true, nil
 }
 
 // summarizedFiles adds the cells of the attached dataset's samples files
@@ -335,8 +369,14 @@ func scanRuns(ctx context.Context, st *store.Store, runs []string, profiles map[
 // scanCells reads the samples f selects into cells, on the store's
 // readers at once.
 func scanCells(ctx context.Context, st *store.Store, f store.Filter, profiles map[string]testbed.Profile, answers measure.Answers) (*cells, error) {
+	return scanCellsOf(ctx, f, profiles, answers, st.EachTiming)
+}
+
+// scanCellsOf is scanCells by each, EachTiming or EachStoredTiming.
+func scanCellsOf(ctx context.Context, f store.Filter, profiles map[string]testbed.Profile, answers measure.Answers,
+	each func(context.Context, store.Filter, func() func(*store.Row) error) error) (*cells, error) {
 	var parts []*cells // one per reader of the store
-	err := st.EachTiming(ctx, f, func() func(*store.Row) error {
+	err := each(ctx, f, func() func(*store.Row) error {
 		cs := newCells(profiles, answers)
 		parts = append(parts, cs)
 		return func(r *store.Row) error {

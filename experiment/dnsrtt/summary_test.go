@@ -113,10 +113,11 @@ func sameSamples(t *testing.T, want, got *Samples, msg string) {
 // TestSummariesAreTheScan: a report reads a run's samples once, keeps its
 // cells as the run's summary, and reads the summary after that: the
 // second report's input is the first's, and both are the one pass over
-// every sample (a sketched cell too). A sample added to a run makes its
-// summary anew and leaves the other's as it was; a summary another
-// build made, or one that does not decode, is read again and replaced;
-// a run prefix reads only its runs' summaries.
+// every sample (a sketched cell too). A sample added to a run is read
+// on from its summary and leaves the other's as it was, unless the
+// summary misses one numbered below its last (the run is read whole); a
+// summary another build made, or one that does not decode, is read
+// again and replaced; a run prefix reads only its runs' summaries.
 func TestSummariesAreTheScan(t *testing.T) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
@@ -175,6 +176,31 @@ func TestSummariesAreTheScan(t *testing.T) {
 	now := kept()
 	require.Equal(t, first[ids[1]], now[ids[1]], "the other run's summary untouched")
 	require.Equal(t, first[ids[0]].Samples+1, now[ids[0]].Samples, "made anew with the sample")
+
+	// A campaign's next round: what the run holds above its summary's
+	// last is read, not the run. A summary changed in place, then the
+	// run grown: the change stays.
+	grown := kept()[ids[0]]
+	cs, ok, err = decodeCells(grown.Data, ids[0], profiles, measure.DefaultAnswers())
+	require.NoError(t, err)
+	require.True(t, ok)
+	cs.order[0].N += 1000
+	b, err = cs.encode()
+	require.NoError(t, err)
+	require.NoError(t, st.PutSummary(ctx, kind, ids[0], store.Summary{Held: grown.Held, Data: b}))
+	require.NoError(t, st.Write(ctx, ids[0], sampleOf(rand.New(rand.NewPCG(9, 10)), 1<<20+1, false)))
+	want = scanned(store.Filter{})
+	n, _ = load(store.Filter{}).Count()
+	m, _ = want.Count()
+	require.Equal(t, m+1000, n, "read on from the summary")
+	require.Equal(t, grown.Samples+1, kept()[ids[0]].Samples)
+	// A sample numbered below the summary's last that it does not count
+	// (on PostgreSQL, a lower number committed late): the run read whole.
+	late := kept()[ids[0]]
+	late.Samples--
+	require.NoError(t, st.PutSummary(ctx, kind, ids[0], late))
+	sameSamples(t, want, load(store.Filter{}), "a late commit: read whole")
+	now = kept()
 
 	// Another build's summary, and a summary that does not decode.
 	other := now[ids[0]]
