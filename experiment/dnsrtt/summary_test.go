@@ -10,12 +10,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/stats"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/testbed"
@@ -316,4 +318,31 @@ func TestDatasetSummariesAreTheScan(t *testing.T) {
 	got, err = LoadSamples(ctx, empty, store.Filter{})
 	require.NoError(t, err)
 	sameSamples(t, alone.samples(), got, "no cache: read")
+}
+
+// TestPostgresRoleWithoutSummaries: a role granted the samples and not
+// the summaries (as before schema 12) reports as it did, by reading
+// every sample, and keeps none.
+func TestPostgresRoleWithoutSummaries(t *testing.T) {
+	ctx := context.Background()
+	dsn := testutil.StartPostgres(t)
+	st, err := store.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer st.Close()
+	writeRuns(t, st, 300)
+	_, err = st.DB().ExecContext(ctx, `CREATE ROLE reader LOGIN; GRANT SELECT ON runs, schema_version, sample_cols, samples, results TO reader`)
+	require.NoError(t, err)
+	ro, err := store.Open(ctx, strings.Replace(dsn, "doxlab@", "reader@", 1))
+	require.NoError(t, err)
+	defer ro.Close()
+	profiles, err := StoredProfiles(ctx, st)
+	require.NoError(t, err)
+	want, err := scanCells(ctx, st, store.Filter{}, profiles, measure.DefaultAnswers())
+	require.NoError(t, err)
+	got, err := LoadSamples(ctx, ro, store.Filter{})
+	require.NoError(t, err)
+	sameSamples(t, want.samples(), got, "a role without the summaries")
+	m, err := st.Summaries(ctx, summaryKind(measure.DefaultAnswers()))
+	require.NoError(t, err)
+	require.Empty(t, m, "none kept")
 }
