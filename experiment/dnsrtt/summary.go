@@ -44,9 +44,11 @@ const summaryFormat = 1
 
 // madeBy is what a summary must say it was made by to be used: the
 // binary's build ID, which changes with any change to the code, where a
-// development build's version may not.
+// development build's version may not; and MaxCells, past which a run's
+// cells were folded into OtherResolvers (report --max-cells): a summary
+// folded under one bound holds no resolver apart under a larger one.
 func madeBy() string {
-	return fmt.Sprintf("%d %s %s", summaryFormat, buildinfo.Version(), buildinfo.BinaryID())
+	return fmt.Sprintf("%d %s %s max-cells %d", summaryFormat, buildinfo.Version(), buildinfo.BinaryID(), MaxCells)
 }
 
 // summaryWire is a run's cells as a summary keeps them.

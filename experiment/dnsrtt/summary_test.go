@@ -220,6 +220,19 @@ func TestSummariesAreTheScan(t *testing.T) {
 		require.Equal(t, now[id].Held, m.Held)
 	}
 
+	// Another bound on the cells held apart: the summaries, folded under
+	// the other, are read again (a resolver past a small bound would
+	// stay folded under a large one).
+	was := MaxCells
+	MaxCells = 4
+	stale := kept()[ids[0]]
+	require.NoError(t, st.PutSummary(ctx, kind, ids[0], store.Summary{Held: stale.Held, Data: []byte("not gob")}))
+	small := load(store.Filter{}) // the run read whole, its summary made anew, folded
+	require.Positive(t, small.Folded)
+	MaxCells = was
+	sameSamples(t, want, load(store.Filter{}), "the bound back: read again")
+	require.Zero(t, load(store.Filter{}).Folded)
+
 	// A prefix: one run, from its summary.
 	sameSamples(t, scanned(store.Filter{RunPrefix: "run-b"}), load(store.Filter{RunPrefix: "run-b"}), "one run")
 	// Other rcodes taken as answers: summaries of their own.
