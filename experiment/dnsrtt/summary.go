@@ -199,11 +199,7 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 			// Kept only if the run held, as it was read, what it holds
 			// now: a sample added or archived meanwhile leaves it unkept.
 			if now, err := st.RunHeld(ctx, id); err == nil && now.Samples == held[id] && cs.rows() == now.Samples {
-				if b, err := cs.encode(); err == nil {
-					pctx, cancel := context.WithTimeout(ctx, summaryPut)
-					_ = st.PutSummary(pctx, kind, id, store.Summary{Held: now, Data: b})
-					cancel()
-				}
+				keepSummary(ctx, st, kind, id, now, cs)
 			}
 			all.merge(cs)
 		}
@@ -229,12 +225,21 @@ func readOn(ctx context.Context, st *store.Store, kind, run string, m store.Summ
 		return false, nil
 	}
 	cs.merge(more)
-	if b, err := cs.encode(); err == nil {
-		pctx, cancel := context.WithTimeout(ctx, summaryPut)
-		_ = st.PutSummary(pctx, kind, run, store.Summary{Held: now, Data: b})
-		cancel()
-	}
+	keepSummary(ctx, st, kind, run, now, cs)
 	return true, nil
+}
+
+// keepSummary keeps cs as run's summary of what it holds, if it can: a
+// summary not kept (a read-only role, the lock held past summaryPut) is
+// only read again next time.
+func keepSummary(ctx context.Context, st *store.Store, kind, run string, held store.Held, cs *cells) {
+	b, err := cs.encode()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, summaryPut)
+	defer cancel()
+	_ = st.PutSummary(ctx, kind, run, store.Summary{Held: held, Data: b})
 }
 
 // summarizedFiles adds the cells of the attached dataset's samples files
@@ -247,12 +252,11 @@ func summarizedFiles(ctx context.Context, st *store.Store, f store.Filter, kind 
 	if err != nil || len(files) == 0 {
 		return err
 	}
-	dir := CellCache()
+	dir, k := CellCache(), sha256.Sum256([]byte(kind))
 	name := func(df store.DatasetFile) string {
 		if dir == "" || df.SHA256 == "" {
 			return ""
 		}
-		k := sha256.Sum256([]byte(kind))
 		return filepath.Join(dir, fmt.Sprintf("%s-%x.cells", df.SHA256, k[:6]))
 	}
 	var unread []store.DatasetFile
