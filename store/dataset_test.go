@@ -288,3 +288,23 @@ func TestDatasetFromS3(t *testing.T) {
 	require.ErrorContains(t, err, "dataset s3://datasets/year/2026")
 	require.NotContains(t, err.Error(), "no _manifest.json", "refused, not missing")
 }
+
+// TestRunWithoutSpecArchives: a run stored without a spec (a test's, a
+// tool's) reads back with none, not an empty document JSON cannot
+// write, so its results archive.
+func TestRunWithoutSpecArchives(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	start := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, s.BeginRun(ctx, store.Run{ID: "bare", Kind: "web", StartedAt: start}))
+	err = s.WriteResult(ctx, "bare", store.Kind("web-load"), "k", start, map[string]int{"rep": 1})
+	require.NoError(t, err)
+	runs, err := s.Runs(ctx)
+	require.NoError(t, err)
+	require.Nil(t, runs[0].Spec)
+	x, err := s.Archive(ctx, filepath.Join(t.TempDir(), "archive"), start.AddDate(0, 0, 1))
+	require.NoError(t, err)
+	require.Equal(t, int64(1), x.Results)
+}

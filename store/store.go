@@ -1265,7 +1265,9 @@ func (s *Store) runs(ctx context.Context, query string, args ...any) ([]Run, err
 			return nil, err
 		}
 		r.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
-		r.Spec = json.RawMessage(spec)
+		if spec != "" { // a run stored without one has none: not an empty document
+			r.Spec = json.RawMessage(spec)
+		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
