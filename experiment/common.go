@@ -81,6 +81,12 @@ const decodeBatch = 512
 // are decoded on every core a batch at a time: a page load's JSON costs
 // more to decode than to read.
 func DecodeResults[T any](ctx context.Context, st *store.Store, prefix string, kind store.Kind, decode func(runID string, raw []byte) (T, error), fn func(runID string, x T) error) error {
+	return DecodeEach(func(f func(runID string, raw []byte) error) error { return st.Results(ctx, prefix, kind, f) }, decode, fn)
+}
+
+// DecodeEach is DecodeResults of the records each hands its function
+// (st.StoredResults of some runs, say).
+func DecodeEach[T any](each func(func(runID string, raw []byte) error) error, decode func(runID string, raw []byte) (T, error), fn func(runID string, x T) error) error {
 	type rec struct {
 		id  string
 		raw []byte
@@ -111,7 +117,7 @@ func DecodeResults[T any](ctx context.Context, st *store.Store, prefix string, k
 		batch = batch[:0]
 		return nil
 	}
-	err := st.Results(ctx, prefix, kind, func(id string, raw []byte) error {
+	err := each(func(id string, raw []byte) error {
 		if batch = append(batch, rec{id: id, raw: raw}); len(batch) == decodeBatch {
 			return flush()
 		}
@@ -300,4 +306,17 @@ func (e *Env) checked(ctx context.Context, st *store.Store, n Net, runID string,
 		failed = append(failed, "the link check after it failed ("+after.Why+")")
 	}
 	return strings.Join(failed, "; "), nil
+}
+
+// summaryPut bounds the wait for the store's lock when a summary is
+// kept: a report beside a campaign that writes does not wait on it.
+const summaryPut = 2 * time.Second
+
+// KeepSummary keeps data as run's summary of kind, of what it holds, if
+// it can: a summary not kept (a read-only role, the store's lock held
+// past a bounded wait) is only read again next time.
+func KeepSummary(ctx context.Context, st *store.Store, kind, run string, held store.Held, data []byte) {
+	ctx, cancel := context.WithTimeout(ctx, summaryPut)
+	defer cancel()
+	_ = st.PutSummary(ctx, kind, run, store.Summary{Held: held, Data: data})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -134,4 +135,53 @@ func (s *Store) FilteredResults(ctx context.Context, flt Filter, kind Kind, f fu
 		q, args = q+not, append(args, more...)
 	}
 	return s.eachRaw(ctx, q+` ORDER BY started_at, run_id, task_key`, args, f)
+}
+
+// RunResults is how many results of kind the store holds of each run, by
+// run ID (its own rows, not an attached dataset's): a summary of a run's
+// results is whole while the run holds as many as it counts, as
+// RunSamples is for samples.
+func (s *Store) RunResults(ctx context.Context, kind Kind) (map[string]int64, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT run_id, count(*) FROM results WHERE kind = ? GROUP BY run_id`), kind)
+	if err != nil {
+		return nil, fmt.Errorf("store: counting the runs' %s results: %w", kind, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+// StoredResults is Results of the store's own rows of the runs named
+// (not an attached dataset's), in the order they were taken.
+func (s *Store) StoredResults(ctx context.Context, runs []string, kind Kind, f func(runID string, raw []byte) error) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	args := []any{kind}
+	for _, r := range runs {
+		args = append(args, r)
+	}
+	q := `SELECT run_id, z FROM results WHERE kind = ? AND run_id IN (?` + strings.Repeat(", ?", len(runs)-1) + `) ORDER BY started_at, run_id, task_key`
+	return s.eachRaw(ctx, q, args, f)
+}
+
+// ArchivedResults is FilteredResults of an attached dataset's results
+// alone (none without one).
+func (s *Store) ArchivedResults(ctx context.Context, flt Filter, kind Kind, f func(runID string, raw []byte) error) error {
+	if s.archive == nil {
+		return nil
+	}
+	keep, err := s.keepRun(ctx, flt)
+	if err != nil {
+		return err
+	}
+	return s.archive.results(kind, keep, f)
 }

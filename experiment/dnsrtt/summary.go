@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
@@ -128,10 +128,6 @@ func (cs *cells) rows() int64 {
 	return int64(n)
 }
 
-// summaryPut bounds the wait for the store's lock when a summary is
-// kept: a report beside a campaign that writes does not wait on it.
-const summaryPut = 2 * time.Second
-
 // summarized gathers the samples f selects run by run: from a run's
 // summary where it holds what the run holds, else by reading the run,
 // whose cells are then kept as its summary. A summary that cannot be
@@ -229,17 +225,11 @@ func readOn(ctx context.Context, st *store.Store, kind, run string, m store.Summ
 	return true, nil
 }
 
-// keepSummary keeps cs as run's summary of what it holds, if it can: a
-// summary not kept (a read-only role, the lock held past summaryPut) is
-// only read again next time.
+// keepSummary keeps cs as run's summary of what it holds, if it can.
 func keepSummary(ctx context.Context, st *store.Store, kind, run string, held store.Held, cs *cells) {
-	b, err := cs.encode()
-	if err != nil {
-		return
+	if b, err := cs.encode(); err == nil {
+		experiment.KeepSummary(ctx, st, kind, run, held, b)
 	}
-	ctx, cancel := context.WithTimeout(ctx, summaryPut)
-	defer cancel()
-	_ = st.PutSummary(ctx, kind, run, store.Summary{Held: held, Data: b})
 }
 
 // summarizedFiles adds the cells of the attached dataset's samples files

@@ -43,7 +43,7 @@ func TestWebOnLoopback(t *testing.T) {
 			require.NotNil(t, x.Graph, "%s: a traced load carries its graph", x.Key())
 		}
 	}
-	_, err := Loads(loads).Section(t.TempDir())
+	_, err := LoadsOfSamples(loads...).Section(t.TempDir())
 	require.NoError(t, err)
 
 	_, err = mk(id).Run(context.Background())

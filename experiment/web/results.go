@@ -23,8 +23,20 @@ import (
 	"github.com/doxlab/doxlab/store"
 )
 
-// Loads are the stored page loads of web runs.
-type Loads []*pages.Sample
+// Loads are the stored page loads of web runs as the analysis reads
+// them, and their cells.
+type Loads struct {
+	points []pages.Point
+	cells  []pages.Cell
+}
+
+// LoadsOf are the loads of points.
+func LoadsOf(points []pages.Point) Loads {
+	return Loads{points: points, cells: pages.SummarizePoints(points)}
+}
+
+// LoadsOfSamples are the loads of samples.
+func LoadsOfSamples(samples ...*pages.Sample) Loads { return LoadsOf(pages.Points(samples)) }
 
 // Load reads the page loads of the runs whose IDs start with prefix.
 func (c *Web) Load(ctx context.Context, st *store.Store, prefix string) (experiment.Results, error) {
@@ -37,10 +49,9 @@ func (c *Web) LoadFiltered(ctx context.Context, st *store.Store, f store.Filter)
 	var r Results
 	var err error
 	if f.Vantage == "" {
-		err = eachAnalysed(ctx, st, f.RunPrefix, func(_ string, x *pages.Sample) error {
-			r.Lab = append(r.Lab, x)
-			return nil
-		})
+		var ps []pages.Point
+		ps, err = labPoints(ctx, st, f)
+		r.Lab = LoadsOf(ps)
 	}
 	if err == nil {
 		r.Wild, err = readWild(ctx, st, f)
@@ -56,17 +67,17 @@ type Results struct {
 }
 
 // Count is the number of page loads of both.
-func (r Results) Count() (int, string) { return len(r.Lab) + len(r.Wild), "page loads" }
+func (r Results) Count() (int, string) { return r.Lab.Len() + len(r.Wild), "page loads" }
 
 // WriteTable writes each's table.
 func (r Results) WriteTable(w io.Writer) error {
-	if len(r.Lab) > 0 || len(r.Wild) == 0 { // an empty store still gets the header
+	if r.Lab.Len() > 0 || len(r.Wild) == 0 { // an empty store still gets the header
 		if err := r.Lab.WriteTable(w); err != nil {
 			return err
 		}
 	}
 	if len(r.Wild) > 0 {
-		if len(r.Lab) > 0 {
+		if r.Lab.Len() > 0 {
 			fmt.Fprintln(w)
 		}
 		return r.Wild.WriteTable(w)
@@ -87,7 +98,7 @@ func (r Results) Section(dir string) (*experiment.Section, error) {
 // has loads.
 func (r Results) Sections(dir string) ([]*experiment.Section, error) {
 	var out []*experiment.Section
-	if len(r.Lab) > 0 {
+	if r.Lab.Len() > 0 {
 		s, err := r.Lab.Section(dir)
 		if err != nil {
 			return nil, err
@@ -112,7 +123,7 @@ func (r Results) Cells() []experiment.Cell {
 // Findings are each's.
 func (r Results) Findings() []experiment.Finding {
 	var out []experiment.Finding
-	if len(r.Lab) > 0 {
+	if r.Lab.Len() > 0 {
 		out = append(out, r.Lab.Findings()...)
 	}
 	if len(r.Wild) > 0 {
@@ -122,12 +133,15 @@ func (r Results) Findings() []experiment.Finding {
 }
 
 // Count is the number of page loads.
-func (ls Loads) Count() (int, string) { return len(ls), "page loads" }
+func (ls Loads) Count() (int, string) { return ls.Len(), "page loads" }
+
+// Len is the number of page loads.
+func (ls Loads) Len() int { return len(ls.points) }
 
 // WriteTable writes medians per cell, relative to DoUDP + H3 1-RTT, and
 // how doxlab's page loader compares with Chromium where both loaded.
 func (ls Loads) WriteTable(w io.Writer) error {
-	cells := pages.Summarize(ls)
+	cells := ls.cells
 	mw := len("dns-mode") + 1
 	for _, x := range cells {
 		mw = max(mw, len(modeLabel(x)))
@@ -179,7 +193,7 @@ func (ls Loads) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "%d cells token-matched (loads with and without a NEW_TOKEN token weighted alike for both engines, or the kind both had compared); the plain medians' mean absolute error is %.1f %%\n", f.Matched, f.RawMAPE)
 	}
 	fmt.Fprintf(w, "configurations told apart (Mann-Whitney, p < %.2f) ordered alike: where either engine's loads tell them apart in %d of %d groups, where Chromium's do in %d\n", pages.ApartP, f.SameRankingApart, f.Groups, f.SameRankingChromiumApart)
-	if self := pages.ChromiumSplitHalf(ls); len(self.Cells) > 0 {
+	if self := pages.ChromiumSplitHalfPoints(ls.points); len(self.Cells) > 0 {
 		fmt.Fprintf(w, "Chromium against itself (per cell, its even repetitions against its odd ones): mean absolute error %.1f %%, largest %.1f %%, %d of %d cells within 10 %%; ranked alike in %d of %d groups\n",
 			self.MAPE, self.MaxAbs, self.CellsWithin10, len(self.Cells), self.SameRanking, self.Groups)
 	}
@@ -213,7 +227,7 @@ var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">eng
 // DoUDP + H3 1-RTT baseline, drawn from Chromium's loads; and, where
 // doxlab's page loader loaded the same cells, its error against Chromium.
 func (ls Loads) Section(dir string) (*experiment.Section, error) {
-	cells := pages.Summarize(ls)
+	cells := ls.cells
 	set := &figure.Set{Dir: dir}
 	browserCells := slices.DeleteFunc(slices.Clone(cells), func(c pages.Cell) bool { return c.Engine != pages.EngineChromium })
 	if len(browserCells) == 0 {
@@ -227,7 +241,7 @@ func (ls Loads) Section(dir string) (*experiment.Section, error) {
 	}
 	return experiment.NewSection("web", "Page loads over HTTP/3",
 		"Medians per cell; PLT is loadEventEnd (plus the DNS time in decoupled mode), DNS the stub's time for the page's lookups. Δ is the median's change over DoUDP + H3 1-RTT in the same profile, page, stub state and DNS mode (the IMC 2022 slides' FCP and PLT relative to DoUDP). 0-RTT and resumed are the shares of loads whose HTTP/3 connection the server saw use them; token, of those it saw present a NEW_TOKEN token (without one, a resumed connection's 0-RTT answer is held to three times what the client sent until the handshake completes). The engine <i>doxlab</i> is doxlab's page loader replaying each page's graph, chosen among Chromium's measured loads of it on the profile (its PLT is the replay's last resource plus the captured onload gap; it paints nothing); the figures are Chromium's loads.",
-		table, map[string]any{"Cells": cells, "Multi": multiOrigin(cells), "Fidelity": pages.CompareEngines(cells), "Self": pages.ChromiumSplitHalf(ls)}, set)
+		table, map[string]any{"Cells": cells, "Multi": multiOrigin(cells), "Fidelity": pages.CompareEngines(cells), "Self": pages.ChromiumSplitHalfPoints(ls.points)}, set)
 }
 
 // modeLabel is a cell's DNS mode with its setup, where not the papers'.
@@ -252,7 +266,7 @@ func (ls Loads) Findings() []experiment.Finding {
 	rel := map[tuple]map[string]float64{}
 	ok := map[tuple]map[string]int{} // loads behind each median
 	var tuples []tuple
-	for _, c := range pages.Summarize(ls) {
+	for _, c := range ls.cells {
 		if len(c.RelPLTs) == 0 || c.OK == 0 || c.Engine != pages.EngineChromium || c.Setup != "" { // the papers' claims are the browser's, in their setup
 			continue
 		}
@@ -326,7 +340,7 @@ func (ls Loads) Findings() []experiment.Finding {
 			Verdict: share(doqBest),
 			N:       least, Timed: true,
 		},
-	}, append(multiOriginFindings(pages.Summarize(ls)), originFindings(pages.Summarize(ls))...)...)
+	}, append(multiOriginFindings(ls.cells), originFindings(ls.cells)...)...)
 }
 
 // originFindings check what ORIGIN frames (RFC 9412) spare Chromium on a
@@ -513,7 +527,7 @@ func lookupsFigure(cells []pages.Cell, set *figure.Set) error {
 // DoUDP + H3 1-RTT, the page's DNS time, and the multi-origin counts.
 func (ls Loads) Cells() []experiment.Cell {
 	var out []experiment.Cell
-	for _, x := range pages.Summarize(ls) {
+	for _, x := range ls.cells {
 		keys := map[string]string{"engine": x.Engine, "dns_mode": x.DNSMode, "stub": x.StubState, "profile": x.Profile, "page": x.Page, "transport": x.Transport, "h3": x.H3}
 		if x.Setup != "" {
 			keys["setup"] = x.Setup

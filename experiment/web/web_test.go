@@ -89,12 +89,12 @@ func TestMultiOriginPage(t *testing.T) {
 		require.Greater(t, requested, 15, x.Key())
 	}
 	var b strings.Builder
-	require.NoError(t, Loads(loads).WriteTable(&b))
+	require.NoError(t, LoadsOfSamples(loads...).WriteTable(&b))
 	require.Contains(t, b.String(), "pages over several origins")
-	fs := Loads(loads).Findings()
+	fs := LoadsOfSamples(loads...).Findings()
 	require.Equal(t, "A typical page needs about 20 DNS lookups", fs[2].Claim)
 	require.Equal(t, experiment.Holds, fs[2].Verdict, fs[2].Here)
-	sec, err := Loads(loads).Section(t.TempDir())
+	sec, err := LoadsOfSamples(loads...).Section(t.TempDir())
 	require.NoError(t, err)
 	require.True(t, slices.ContainsFunc(sec.Files, func(f string) bool { return strings.Contains(f, "web-lookups") }), "%v", sec.Files)
 
@@ -182,7 +182,7 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, strings.Count(string(out), "\n"), 8*(16+1), "at least a packet per resource of every load")
 	var b strings.Builder
-	require.NoError(t, Loads(loads).WriteTable(&b))
+	require.NoError(t, LoadsOfSamples(loads...).WriteTable(&b))
 	require.Contains(t, b.String(), "doxlab's page loader against Chromium")
 	require.Len(t, pages.CompareEngines(pages.Summarize(loads)).Cells, 2*2)
 }
@@ -327,7 +327,7 @@ func TestAssembleLabels(t *testing.T) {
 	require.True(t, math.IsNaN(cells[1].RelPLT), "%v", cells[1].RelPLT)
 	require.Zero(t, cells[0].RelPLT, "the baseline against itself")
 	var b strings.Builder
-	require.NoError(t, Loads{&base, &failed}.WriteTable(&b))
+	require.NoError(t, LoadsOfSamples(&base, &failed).WriteTable(&b))
 	require.NotContains(t, b.String(), "-100")
 	require.Regexp(t, `doh2 +cold +1rtt +0/1 .* – +– `, b.String())
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unique"
 
 	"github.com/doxlab/doxlab/internal/stats"
 
@@ -75,49 +76,51 @@ func (c Cell) MultiOrigin() bool { return c.Lookups+c.NoLookup > 1 }
 func (c Cell) Baseline() bool { return c.Transport == "udp" && c.H3 == "1rtt" }
 
 // Summarize groups page loads into cells, in a stable order.
-func Summarize(samples []*Sample) []Cell {
-	type key struct{ p, g, t, h, s, d, e, x string }
+func Summarize(samples []*Sample) []Cell { return SummarizePoints(Points(samples)) }
+
+// SummarizePoints groups page loads, as the analysis reads them, into
+// cells, in a stable order.
+func SummarizePoints(points []Point) []Cell {
+	type key = CellKey
 	cells := map[key]*Cell{}
 	dns := map[key][]float64{}
 	more := map[key]*[7][]float64{}
 	conns0RTT := map[key][2]int{}
 	var keys []key
-	for _, x := range samples {
-		k := key{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode, x.EngineName(), x.Setup}
+	for _, x := range points {
+		k := x.Key.Value()
 		c, ok := cells[k]
 		if !ok {
-			c = &Cell{Profile: k.p, Page: k.g, Transport: k.t, H3: k.h, StubState: k.s, DNSMode: k.d, Engine: k.e, Setup: k.x}
+			c = &Cell{Profile: k.Profile, Page: k.Page, Transport: k.Transport, H3: k.H3, StubState: k.StubState, DNSMode: k.DNSMode, Engine: k.Engine, Setup: k.Setup}
 			cells[k] = c
 			keys = append(keys, k)
 		}
 		c.N++
-		if x.Status != "ok" {
+		if !x.OK() {
 			continue
 		}
 		c.OK++
-		c.PLTs = append(c.PLTs, x.PLTMs)
-		c.FCPs = append(c.FCPs, x.FCPMs)
-		dns[k] = append(dns[k], x.DNSMs)
+		c.PLTs = append(c.PLTs, x.PLT)
+		c.FCPs = append(c.FCPs, x.FCP)
+		dns[k] = append(dns[k], x.DNS)
 		m := more[k]
 		if m == nil {
 			m = &[7][]float64{}
 			more[k] = m
 		}
-		conns := x.WebConns()
-		notH3, noLookup, all, early := x.OriginCounts()
 		z := conns0RTT[k]
-		z[0], z[1] = z[0]+early, z[1]+all
+		z[0], z[1] = z[0]+int(x.OriginConns0RTT), z[1]+int(x.OriginConns)
 		conns0RTT[k] = z
-		for i, v := range []float64{float64(x.Lookups), float64(x.LookupsBlocking), x.DNSBlockingMs, x.DNSTotalMs, float64(conns), float64(notH3), float64(noLookup)} {
+		for i, v := range []float64{float64(x.Lookups), float64(x.LookupsBlocking), x.DNSBlocking, x.DNSTotal, float64(x.Conns), float64(x.NotH3), float64(x.NoLookup)} {
 			m[i] = append(m[i], v)
 		}
-		if x.H3Used0RTT {
+		if x.Flags&pointReal0RTT != 0 {
 			c.Real0RTT++
 		}
-		if x.H3Resumed {
+		if x.Flags&pointResumed != 0 {
 			c.Resumed++
 		}
-		c.Tokens = append(c.Tokens, x.H3TokenUsed())
+		c.Tokens = append(c.Tokens, x.Flags&pointToken != 0)
 	}
 	for k, c := range cells {
 		c.DNSStat = stats.Summarize(dns[k])
@@ -145,7 +148,9 @@ func Summarize(samples []*Sample) []Cell {
 		// with, has no change to show: "–", not −100 % or 0.
 		c.RelPLT, c.RelFCP = math.NaN(), math.NaN()
 		c.PLTStat, c.FCPStat = stats.Summarize(c.PLTs), stats.Summarize(c.FCPs)
-		base, ok := cells[key{k.p, k.g, "udp", "1rtt", k.s, k.d, k.e, k.x}] // each engine and setup against its own baseline
+		b := k
+		b.Transport, b.H3 = "udp", "1rtt"
+		base, ok := cells[b] // each engine and setup against its own baseline
 		if !ok || base.PLT == 0 || c.OK == 0 {
 			c.DeltaPLT, c.DeltaFCP = stats.Compare(nil, nil), stats.Compare(nil, nil)
 			continue
@@ -160,8 +165,8 @@ func Summarize(samples []*Sample) []Cell {
 		}
 	}
 	slices.SortStableFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.x, b.x), order.Compare(a.d, b.d), order.Compare(a.s, b.s), order.Compare(a.p, b.p),
-			order.Compare(a.g, b.g), order.Compare(a.t, b.t), order.Compare(a.h, b.h), cmp.Compare(a.e, b.e))
+		return cmp.Or(cmp.Compare(a.Setup, b.Setup), order.Compare(a.DNSMode, b.DNSMode), order.Compare(a.StubState, b.StubState), order.Compare(a.Profile, b.Profile),
+			order.Compare(a.Page, b.Page), order.Compare(a.Transport, b.Transport), order.Compare(a.H3, b.H3), cmp.Compare(a.Engine, b.Engine))
 	})
 	out := make([]Cell, len(keys))
 	for i, k := range keys {
@@ -284,19 +289,26 @@ func (FidelitySummary) ApartP() float64 { return ApartP }
 // minutes apart, differ by that much, and rank the configurations of a
 // group alike that often.
 func ChromiumSplitHalf(samples []*Sample) FidelitySummary {
-	var halves []*Sample
-	for _, x := range samples {
-		if x.EngineName() != EngineChromium {
+	return ChromiumSplitHalfPoints(Points(samples))
+}
+
+// ChromiumSplitHalfPoints is ChromiumSplitHalf of page loads as the
+// analysis reads them.
+func ChromiumSplitHalfPoints(points []Point) FidelitySummary {
+	var halves []Point
+	for _, x := range points {
+		k := x.Key.Value()
+		if k.Engine != EngineChromium {
 			continue
 		}
-		y := *x
-		if y.Rep%2 == 1 {
-			y.Engine = EngineDoxlab
+		if x.Rep%2 == 1 {
+			k.Engine = EngineDoxlab
+			x.Key = unique.Make(k)
 		}
-		y.Rep /= 2
-		halves = append(halves, &y)
+		x.Rep /= 2
+		halves = append(halves, x)
 	}
-	return CompareEngines(Summarize(halves))
+	return CompareEngines(SummarizePoints(halves))
 }
 
 // CompareEngines pairs each cell loaded by both engines.

@@ -1,0 +1,171 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/experiment/internal/pages"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
+)
+
+// writeWebRuns stores two web runs of loads over both engines, two
+// transports and both H3 modes, a week apart, some failed; it returns
+// every load stored, in order.
+func writeWebRuns(t *testing.T, st *store.Store) []*pages.Sample {
+	t.Helper()
+	ctx := context.Background()
+	var all []*pages.Sample
+	for i, id := range []string{"web-a", "web-b"} {
+		start := time.Date(2026, 11, 22+7*i, 12, 0, 0, 0, time.UTC)
+		require.NoError(t, st.BeginRun(ctx, store.Run{ID: id, Kind: "web", StartedAt: start, DoxlabVersion: "test"}))
+		for rep := range 5 {
+			for _, engine := range []string{"", pages.EngineDoxlab} {
+				for _, tr := range []string{"udp", "doq"} {
+					for _, h3 := range []string{"0rtt", "1rtt"} {
+						x := webLoad(engine, tr, h3, rep, start.Add(time.Duration(len(all))*time.Second))
+						x.PLTMs += float64(i*13+rep*7%11) + map[string]float64{"udp": 0, "doq": 25}[tr]
+						if rep == 3 && tr == "doq" && h3 == "0rtt" {
+							x.Status, x.Error = "timeout", "the page did not load"
+						}
+						require.NoError(t, WriteLoad(ctx, st, id, x))
+						all = append(all, x)
+					}
+				}
+			}
+		}
+	}
+	return all
+}
+
+// webLoad is one load of o5 on fiber, its DNS through the stub.
+func webLoad(engine, tr, h3 string, rep int, start time.Time) *pages.Sample {
+	return &pages.Sample{Task: pages.Task{Profile: "fiber", Page: "o5", Transport: tr, StubState: "cold", H3: h3, DNSMode: "stub", Engine: engine, Rep: rep},
+		Start: start, Status: "ok", PLTMs: 200, FCPMs: 120, DNSMs: 9, H3Used0RTT: h3 == "0rtt", H3Resumed: h3 == "0rtt",
+		H3Conn: &server.Record{TokenUsed: rep%2 == 0}, Lookups: 5, LookupsBlocking: 4, DNSBlockingMs: 6, DNSTotalMs: 11,
+		Origins: []pages.OriginFacts{
+			{Host: "www.o5.doxlab.test", Requests: 2, Protocol: "h3", Lookup: pages.LookupUpstream, Conns: 1},
+			{Host: "fonts.doxlab.test", Requests: 1, Protocol: "h3", Lookup: pages.LookupNone},
+		},
+		ConnsPerOrigin: map[string]int{"www.o5.doxlab.test": 1}}
+}
+
+// report is what the report shows of the web runs f selects: the text
+// table, which holds every cell's statistics and the engines' fidelity.
+func report(t *testing.T, st *store.Store, f store.Filter) string {
+	t.Helper()
+	r, err := (&Web{}).LoadFiltered(context.Background(), st, f)
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, r.WriteTable(&b))
+	n, _ := r.Count()
+	return fmt.Sprintf("%d loads\n%s", n, b.String())
+}
+
+// scan is report of samples read whole, as before there were summaries.
+func scan(t *testing.T, samples []*pages.Sample) string {
+	t.Helper()
+	var b strings.Builder
+	require.NoError(t, Results{Lab: LoadsOfSamples(samples...)}.WriteTable(&b))
+	return fmt.Sprintf("%d loads\n%s", len(samples), b.String())
+}
+
+// TestLoadSummariesAreTheScan: the first report of a store reads its
+// loads and keeps each run's points; a later report decodes the points
+// (a summary changed in place is what it shows) and is the report of
+// the loads read whole; a run with a load added, a summary another
+// build made and one that does not decode are read again.
+func TestLoadSummariesAreTheScan(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	all := writeWebRuns(t, st)
+	want := scan(t, all)
+	require.Contains(t, want, "doxlab's page loader against Chromium")
+
+	require.Equal(t, want, report(t, st, store.Filter{}), "read")
+	sums, err := st.Summaries(ctx, pointsKind)
+	require.NoError(t, err)
+	require.Len(t, sums, 2, "a summary per run")
+	require.Equal(t, int64(40), sums["web-a"].Samples)
+	require.Equal(t, want, report(t, st, store.Filter{}), "from summaries")
+	require.Equal(t, scan(t, all[:40]), report(t, st, store.Filter{RunPrefix: "web-a"}), "a prefix's runs")
+
+	// What the report merges is the summary: one changed in place shows.
+	changed := func(run string, plt float64) {
+		t.Helper()
+		ps, ok := decodePoints(nil, sums[run].Data)
+		require.True(t, ok)
+		for i := range ps {
+			ps[i].PLT = plt
+		}
+		b, err := encodePoints(ps)
+		require.NoError(t, err)
+		require.NoError(t, st.PutSummary(ctx, pointsKind, run, store.Summary{Held: sums[run].Held, Data: b}))
+	}
+	changed("web-a", 1e6)
+	require.Contains(t, report(t, st, store.Filter{}), "1000000.0", "the changed summary")
+
+	// A load added to web-a: that run is read again, web-b's summary kept.
+	changed("web-b", 2e6)
+	extra := webLoad("", "udp", "1rtt", 9, time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
+	require.NoError(t, WriteLoad(ctx, st, "web-a", extra))
+	got := report(t, st, store.Filter{})
+	require.NotContains(t, got, "1000000.0", "web-a read again")
+	require.Contains(t, got, "2000000.0", "web-b from its summary")
+
+	// Another build's summary, and one that does not decode, are read
+	// again and replaced.
+	sums, err = st.Summaries(ctx, pointsKind)
+	require.NoError(t, err)
+	require.Equal(t, int64(41), sums["web-a"].Samples)
+	other := append([]byte("v0.0.0 another-build\x00"), sums["web-a"].Data[len(pointsMadeBy()):]...)
+	require.NoError(t, st.PutSummary(ctx, pointsKind, "web-a", store.Summary{Held: sums["web-a"].Held, Data: other}))
+	require.NoError(t, st.PutSummary(ctx, pointsKind, "web-b", store.Summary{Held: sums["web-b"].Held, Data: append(pointsMadeBy(), "garbage"...)}))
+	all = append(all[:40:40], append([]*pages.Sample{extra}, all[40:]...)...)
+	want = scan(t, all)
+	require.Equal(t, want, report(t, st, store.Filter{}), "read again")
+	require.Equal(t, want, report(t, st, store.Filter{}), "from the summaries made anew")
+	sums, err = st.Summaries(ctx, pointsKind)
+	require.NoError(t, err)
+	for _, run := range []string{"web-a", "web-b"} {
+		_, ok := decodePoints(nil, sums[run].Data)
+		require.True(t, ok, "%s's summary made anew", run)
+	}
+}
+
+// TestLoadSummariesBesideADataset: with the first run archived and the
+// dataset attached, the report counts each load once, the archived ones
+// read from the dataset, and equals the report before the archive.
+func TestLoadSummariesBesideADataset(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	all := writeWebRuns(t, st)
+	want := scan(t, all)
+	require.Equal(t, want, report(t, st, store.Filter{}))
+
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, err = st.Archive(ctx, dir, time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	held, err := st.RunResults(ctx, Kind)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"web-b": 40}, held, "web-a's loads moved to the dataset")
+	d, err := store.OpenDataset(ctx, dir)
+	require.NoError(t, err)
+	require.NoError(t, st.Attach(ctx, d))
+	for _, pass := range []string{"read", "from summaries"} {
+		got := report(t, st, store.Filter{})
+		// The archived run's loads come first: the cells' loads in
+		// another order give the same statistics.
+		require.Equal(t, want, got, pass)
+	}
+}
