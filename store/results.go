@@ -137,31 +137,38 @@ func (s *Store) FilteredResults(ctx context.Context, flt Filter, kind Kind, f fu
 	return s.eachRaw(ctx, q+` ORDER BY started_at, run_id, task_key`, args, f)
 }
 
-// RunResults is how many results of kind the store holds of each run, by
-// run ID (its own rows, not an attached dataset's): a summary of a run's
-// results is whole while the run holds as many as it counts, as
-// RunSamples is for samples.
-func (s *Store) RunResults(ctx context.Context, kind Kind) (map[string]int64, error) {
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT run_id, count(*) FROM results WHERE kind = ? GROUP BY run_id`), kind)
+// RunResults is what the store holds of each run's results of kind,
+// by run ID (its own rows, not an attached dataset's): how many, and the
+// latest start among them (Held.Last, in nanoseconds since 1970). A
+// summary of a run's results is whole while the run holds as many as it
+// counts, as RunSamples is for samples.
+func (s *Store) RunResults(ctx context.Context, kind Kind) (map[string]Held, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT run_id, count(*), max(started_at) FROM results WHERE kind = ? GROUP BY run_id`), kind)
 	if err != nil {
 		return nil, fmt.Errorf("store: counting the runs' %s results: %w", kind, err)
 	}
 	defer rows.Close()
-	out := map[string]int64{}
+	out := map[string]Held{}
 	for rows.Next() {
-		var id string
-		var n int64
-		if err := rows.Scan(&id, &n); err != nil {
+		var id, last string
+		var h Held
+		if err := rows.Scan(&id, &h.Samples, &last); err != nil {
 			return nil, err
 		}
-		out[id] = n
+		t, err := time.Parse(time.RFC3339Nano, last)
+		if err != nil {
+			return nil, fmt.Errorf("store: run %s: a result's start %q: %w", id, last, err)
+		}
+		h.Last = t.UnixNano()
+		out[id] = h
 	}
 	return out, rows.Err()
 }
 
 // StoredResults is Results of the store's own rows of the runs named
-// (not an attached dataset's), in the order they were taken.
-func (s *Store) StoredResults(ctx context.Context, runs []string, kind Kind, f func(runID string, raw []byte) error) error {
+// (not an attached dataset's), in the order they were taken; with after
+// (nanoseconds since 1970) not 0, only those that started after it.
+func (s *Store) StoredResults(ctx context.Context, runs []string, kind Kind, after int64, f func(runID string, raw []byte) error) error {
 	if len(runs) == 0 {
 		return nil
 	}
@@ -169,8 +176,11 @@ func (s *Store) StoredResults(ctx context.Context, runs []string, kind Kind, f f
 	for _, r := range runs {
 		args = append(args, r)
 	}
-	q := `SELECT run_id, z FROM results WHERE kind = ? AND run_id IN (?` + strings.Repeat(", ?", len(runs)-1) + `) ORDER BY started_at, run_id, task_key`
-	return s.eachRaw(ctx, q, args, f)
+	q := `SELECT run_id, z FROM results WHERE kind = ? AND run_id IN (?` + strings.Repeat(", ?", len(runs)-1) + `)`
+	if after != 0 {
+		q, args = q+` AND started_at > ?`, append(args, storedTime(time.Unix(0, after)))
+	}
+	return s.eachRaw(ctx, q+` ORDER BY started_at, run_id, task_key`, args, f)
 }
 
 // ArchivedResults is FilteredResults of an attached dataset's results

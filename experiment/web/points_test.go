@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -91,7 +92,7 @@ func TestLoadSummariesAreTheScan(t *testing.T) {
 	require.Contains(t, want, "doxlab's page loader against Chromium")
 
 	require.Equal(t, want, report(t, st, store.Filter{}), "read")
-	sums, err := st.Summaries(ctx, pointsKind)
+	sums, err := st.Summaries(ctx, labPoints.Summary)
 	require.NoError(t, err)
 	require.Len(t, sums, 2, "a summary per run")
 	require.Equal(t, int64(40), sums["web-a"].Samples)
@@ -101,42 +102,52 @@ func TestLoadSummariesAreTheScan(t *testing.T) {
 	// What the report merges is the summary: one changed in place shows.
 	changed := func(run string, plt float64) {
 		t.Helper()
-		ps, ok := decodePoints(nil, sums[run].Data)
+		ps, ok := labPoints.Unpack(sums[run].Data)
 		require.True(t, ok)
 		for i := range ps {
 			ps[i].PLT = plt
 		}
-		b, err := encodePoints(ps)
+		b, err := labPoints.Pack(ps)
 		require.NoError(t, err)
-		require.NoError(t, st.PutSummary(ctx, pointsKind, run, store.Summary{Held: sums[run].Held, Data: b}))
+		require.NoError(t, st.PutSummary(ctx, labPoints.Summary, run, store.Summary{Held: sums[run].Held, Data: b}))
 	}
 	changed("web-a", 1e6)
 	require.Contains(t, report(t, st, store.Filter{}), "1000000.0", "the changed summary")
 
-	// A load added to web-a: that run is read again, web-b's summary kept.
+	// A load added to web-a after its last: read on, the summary's kept
+	// (changed) points with it; web-b's summary as it was.
 	changed("web-b", 2e6)
 	extra := webLoad("", "udp", "1rtt", 9, time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
 	require.NoError(t, WriteLoad(ctx, st, "web-a", extra))
 	got := report(t, st, store.Filter{})
-	require.NotContains(t, got, "1000000.0", "web-a read again")
+	require.Contains(t, got, "1000000.0", "web-a read on")
+	require.Contains(t, got, "2000000.0", "web-b from its summary")
+	require.Contains(t, got, "81 loads")
+
+	// One stored late, started before web-a's last: web-a read whole.
+	late := webLoad("", "udp", "1rtt", 10, time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC))
+	require.NoError(t, WriteLoad(ctx, st, "web-a", late))
+	got = report(t, st, store.Filter{})
+	require.NotContains(t, got, "1000000.0", "web-a read whole")
 	require.Contains(t, got, "2000000.0", "web-b from its summary")
 
 	// Another build's summary, and one that does not decode, are read
 	// again and replaced.
-	sums, err = st.Summaries(ctx, pointsKind)
+	sums, err = st.Summaries(ctx, labPoints.Summary)
 	require.NoError(t, err)
-	require.Equal(t, int64(41), sums["web-a"].Samples)
-	other := append([]byte("v0.0.0 another-build\x00"), sums["web-a"].Data[len(pointsMadeBy()):]...)
-	require.NoError(t, st.PutSummary(ctx, pointsKind, "web-a", store.Summary{Held: sums["web-a"].Held, Data: other}))
-	require.NoError(t, st.PutSummary(ctx, pointsKind, "web-b", store.Summary{Held: sums["web-b"].Held, Data: append(pointsMadeBy(), "garbage"...)}))
-	all = append(all[:40:40], append([]*pages.Sample{extra}, all[40:]...)...)
+	require.Equal(t, int64(42), sums["web-a"].Samples)
+	_, points, _ := bytes.Cut(sums["web-a"].Data, []byte{0})
+	other := append([]byte("v0.0.0 another-build\x00"), points...)
+	require.NoError(t, st.PutSummary(ctx, labPoints.Summary, "web-a", store.Summary{Held: sums["web-a"].Held, Data: other}))
+	require.NoError(t, st.PutSummary(ctx, labPoints.Summary, "web-b", store.Summary{Held: sums["web-b"].Held, Data: append(bytes.Clone(sums["web-b"].Data[:bytes.IndexByte(sums["web-b"].Data, 0)+1]), "garbage"...)}))
+	all = append([]*pages.Sample{late}, append(all[:40:40], append([]*pages.Sample{extra}, all[40:]...)...)...)
 	want = scan(t, all)
 	require.Equal(t, want, report(t, st, store.Filter{}), "read again")
 	require.Equal(t, want, report(t, st, store.Filter{}), "from the summaries made anew")
-	sums, err = st.Summaries(ctx, pointsKind)
+	sums, err = st.Summaries(ctx, labPoints.Summary)
 	require.NoError(t, err)
 	for _, run := range []string{"web-a", "web-b"} {
-		_, ok := decodePoints(nil, sums[run].Data)
+		_, ok := labPoints.Unpack(sums[run].Data)
 		require.True(t, ok, "%s's summary made anew", run)
 	}
 }
@@ -158,7 +169,9 @@ func TestLoadSummariesBesideADataset(t *testing.T) {
 	require.NoError(t, err)
 	held, err := st.RunResults(ctx, Kind)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{"web-b": 40}, held, "web-a's loads moved to the dataset")
+	require.Len(t, held, 1, "web-a's loads moved to the dataset")
+	require.Equal(t, int64(40), held["web-b"].Samples)
+	require.Equal(t, all[len(all)-1].Start.UnixNano(), held["web-b"].Last, "the latest start")
 	d, err := store.OpenDataset(ctx, dir)
 	require.NoError(t, err)
 	require.NoError(t, st.Attach(ctx, d))

@@ -50,7 +50,7 @@ func (c *Web) LoadFiltered(ctx context.Context, st *store.Store, f store.Filter)
 	var err error
 	if f.Vantage == "" {
 		var ps []pages.Point
-		ps, err = labPoints(ctx, st, f)
+		ps, err = readLab(ctx, st, f)
 		r.Lab = LoadsOf(ps)
 	}
 	if err == nil {

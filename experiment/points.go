@@ -1,0 +1,162 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/doxlab/doxlab/internal/buildinfo"
+	"github.com/doxlab/doxlab/store"
+)
+
+// Points reads stored results of one kind as an analysis reads them: a
+// result's point (what the analysis reads of it, a hundred octets where
+// its JSON decoded holds kilobytes), kept per run as the run's summary
+// when a report first reads the run, so that a later report decodes the
+// points, not the results' JSON, as the DNS section keeps a run's
+// cells. A summary is of the results its run held when it was made (as
+// many, the latest start among them; results are only added, or
+// archived with their run's summaries) and of the binary that made it:
+// a run that holds more since (a campaign's next round) is read on from
+// the latest start, or whole where that misses some (a worker's result
+// stored late), and a summary another build made is made anew. An
+// attached dataset's results are read each time.
+type Points[P any] struct {
+	Kind    store.Kind // the results
+	Summary string     // the summaries' kind
+	// Point is what the analysis reads of one result of run.
+	Point  func(run string, raw []byte) (P, error)
+	Encode func([]P) ([]byte, error)
+	// Decode appends the points b encodes to dst; ok is false for an
+	// encoding of another format.
+	Decode func(dst []P, b []byte) (out []P, ok bool, err error)
+}
+
+// pointsBatch is how many runs are read in one pass.
+const pointsBatch = 16
+
+// madeBy heads a summary of points: a change to the code may change
+// what a result's point is.
+func madeBy() []byte {
+	return fmt.Appendf(nil, "%s %s\x00", buildinfo.Version(), buildinfo.BinaryID())
+}
+
+// Pack is ps as a run's summary keeps them.
+func (p Points[P]) Pack(ps []P) ([]byte, error) {
+	b, err := p.Encode(ps)
+	if err != nil {
+		return nil, err
+	}
+	return append(madeBy(), b...), nil
+}
+
+// Unpack is the points a summary keeps; ok is false for one another
+// build made, or that does not decode.
+func (p Points[P]) Unpack(b []byte) ([]P, bool) {
+	made, rest, found := bytes.Cut(b, []byte{0})
+	if !found || !bytes.Equal(append(made, 0), madeBy()) {
+		return nil, false
+	}
+	out, ok, err := p.Decode(nil, rest)
+	return out, ok && err == nil
+}
+
+// Read returns the points of the results of the runs f selects (its
+// prefix, runs and supersession; a vantage point is the caller's to
+// select), those of an attached dataset first.
+func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([]P, error) {
+	var out []P
+	add := func(_ string, x P) error {
+		out = append(out, x)
+		return nil
+	}
+	if err := DecodeEach(func(fn func(string, []byte) error) error { return st.ArchivedResults(ctx, f, p.Kind, fn) }, p.Point, add); err != nil {
+		return nil, err
+	}
+	keep, err := st.Keeps(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	held, err := st.RunResults(ctx, p.Kind)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := st.Summaries(ctx, p.Summary)
+	if err != nil {
+		sums = nil // a role granted the results before schema 12 reads them
+	}
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var unread []string
+	for _, r := range runs {
+		h, ok := held[r.ID]
+		if !ok || !keep(r.ID) {
+			continue
+		}
+		if m, ok := sums[r.ID]; ok && m.Samples <= h.Samples {
+			ps, ok := p.Unpack(m.Data)
+			if ok && m.Samples < h.Samples {
+				if ps, ok, err = p.readOn(ctx, st, r.ID, m.Held, h, ps); err != nil {
+					return nil, err
+				}
+			}
+			if ok {
+				out = append(out, ps...)
+				continue
+			}
+		}
+		unread = append(unread, r.ID)
+	}
+	for batch := range slices.Chunk(unread, pointsBatch) {
+		byRun := map[string][]P{}
+		err := DecodeEach(func(fn func(string, []byte) error) error { return st.StoredResults(ctx, batch, p.Kind, 0, fn) }, p.Point,
+			func(id string, x P) error {
+				byRun[id] = append(byRun[id], x)
+				return nil
+			})
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range batch {
+			ps := byRun[id]
+			// Kept only if the run held, as it was read, what it held when
+			// counted: a result stored meanwhile leaves it unkept.
+			if h := held[id]; int64(len(ps)) == h.Samples {
+				p.keep(ctx, st, id, h, ps)
+			}
+			out = append(out, ps...)
+		}
+	}
+	return out, nil
+}
+
+// readOn brings the points ps of run's summary, made when the run held
+// was, up to what it holds now, reading only the results that started
+// after the summary's latest, and keeps them as its summary. ok is false
+// where those are not all it lacks: the run is then read whole.
+func (p Points[P]) readOn(ctx context.Context, st *store.Store, run string, was, now store.Held, ps []P) (out []P, ok bool, err error) {
+	n := 0
+	err = DecodeEach(func(fn func(string, []byte) error) error {
+		return st.StoredResults(ctx, []string{run}, p.Kind, was.Last, fn)
+	}, p.Point,
+		func(_ string, x P) error {
+			ps = append(ps, x)
+			n++
+			return nil
+		})
+	if err != nil || was.Samples+int64(n) != now.Samples {
+		return nil, false, err
+	}
+	p.keep(ctx, st, run, now, ps)
+	return ps, true, nil
+}
+
+// keep keeps ps as run's summary of what it held, if it can.
+func (p Points[P]) keep(ctx context.Context, st *store.Store, run string, held store.Held, ps []P) {
+	if b, err := p.Pack(ps); err == nil && len(ps) > 0 {
+		KeepSummary(ctx, st, p.Summary, run, held, b)
+	}
+}
