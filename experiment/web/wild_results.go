@@ -30,26 +30,15 @@ import (
 )
 
 // Wild are the page loads of campaigns (the IMC 2022 study's method):
-// real pages through real resolvers from vantage points, each decoded.
-type Wild []*wildLoad
+// real pages through real resolvers from vantage points, as the
+// analysis reads them.
+type Wild []wildPoint
 
 type wildLoad struct {
 	*campaign.PageLoad
 	WildLoad
 	pageDNS *pageDNS // what its page's HTTPS lookups said, once read
 	up      *upstreamFacts
-}
-
-// readWild reads the campaigns' page loads f selects, as analysis does.
-func readWild(ctx context.Context, st *store.Store, f store.Filter) (Wild, error) {
-	var out Wild
-	err := experiment.DecodeResults(ctx, st, f.RunPrefix, campaign.PageLoads, analysedWild, func(_ string, x *wildLoad) error {
-		if f.Vantage == "" || x.vantage() == f.Vantage {
-			out = append(out, x)
-		}
-		return nil
-	})
-	return out, err
 }
 
 // analysedWild is decodeWild for analysis.
@@ -188,17 +177,16 @@ func (w Wild) Overview() []WildOverview {
 			continue
 		}
 		o.OK++
-		u := x.upstream()
-		o.Exchanges += u.exchanges
-		o.Resumed += float64(u.resumed)
-		o.ZeroRTT += float64(u.zeroRTT)
-		o.Retry += float64(u.retry)
-		o.Token += float64(u.token)
-		for _, v := range u.versions {
-			versions[x.Transport][v]++
+		o.Exchanges += int(x.Exchanges)
+		o.Resumed += float64(x.Resumed)
+		o.ZeroRTT += float64(x.ZeroRTT)
+		o.Retry += float64(x.Retry)
+		o.Token += float64(x.Token)
+		for _, v := range x.Versions {
+			versions[x.Transport][v.Name] += int(v.N)
 		}
-		for _, a := range u.alpns {
-			alpns[x.Transport][a]++
+		for _, a := range x.ALPNs {
+			alpns[x.Transport][a.Name] += int(a.N)
 		}
 	}
 	var out []WildOverview
@@ -264,10 +252,10 @@ func (x *wildLoad) pageRecords() *pageDNS {
 func (w Wild) PageRecords() PageRecords {
 	by := map[string]*pageDNS{}
 	for _, x := range w {
-		p := x.pageRecords()
-		if p == nil {
+		if x.PageHost == "" {
 			continue
 		}
+		p := &pageDNS{host: x.PageHost, asked: x.PageAsked, https: x.PageHTTPS, ech: x.PageECH}
 		s := by[p.host]
 		if s == nil {
 			s = &pageDNS{host: p.host}
@@ -340,20 +328,21 @@ var relQuantiles = [3]float64{0.4, 0.5, 0.8}
 func (w Wild) Relatives() []Relative {
 	type pair struct {
 		vantage, resolver, page string
-		round, rep              int
+		round, rep              int32
 	}
 	// Only sets of loads where every protocol measured loaded the page
 	// are compared, as the study compared resolvers that speak all
 	// three: a resolver without DoQ does not weigh on DoH alone.
 	transports := map[string]bool{}
 	ok := map[pair]int{}
-	base := map[pair]*wildLoad{}
-	for _, x := range w {
+	base := map[pair]*wildPoint{}
+	for i := range w {
+		x := &w[i]
 		transports[x.Transport] = true
 		if x.Status != "ok" {
 			continue
 		}
-		k := pair{x.vantage(), x.resolver(), x.Page, x.Round, x.Rep}
+		k := pair{x.Vantage, x.Resolver, x.Page, x.Round, x.Rep}
 		ok[k]++
 		if x.Transport == "udp" {
 			base[k] = x
@@ -366,15 +355,15 @@ func (w Wild) Relatives() []Relative {
 		if x.Status != "ok" || x.Transport == "udp" {
 			continue
 		}
-		k := pair{x.vantage(), x.resolver(), x.Page, x.Round, x.Rep}
+		k := pair{x.Vantage, x.Resolver, x.Page, x.Round, x.Rep}
 		b := base[k]
 		// The loader's own sample's timings (a campaign load repeats them
-		// at its top only since 0.1.0: older loads have them here alone).
-		if b == nil || x.Sample == nil || b.Sample == nil || b.Sample.FCPMs <= 0 || b.Sample.PLTMs <= 0 || ok[k] < len(transports) {
+		// at its top only since 0.1.0: older loads have them there alone).
+		if b == nil || !x.Timed || !b.Timed || b.FCP <= 0 || b.PLT <= 0 || ok[k] < len(transports) {
 			continue
 		}
-		scopes := []key{{"all", "", x.Transport}, {"page", x.Page, x.Transport}, {"vantage", x.vantage(), x.Transport}, {"resolver", x.resolver(), x.Transport}}
-		if r := x.region(); r != "" {
+		scopes := []key{{"all", "", x.Transport}, {"page", x.Page, x.Transport}, {"vantage", x.Vantage, x.Transport}, {"resolver", x.Resolver, x.Transport}}
+		if r := x.Region; r != "" {
 			scopes = append(scopes, key{"region", r, x.Transport})
 		}
 		for _, k := range scopes {
@@ -384,8 +373,8 @@ func (w Wild) Relatives() []Relative {
 				cells[k] = c
 				keys = append(keys, k)
 			}
-			c.FCP = append(c.FCP, 100*(x.Sample.FCPMs/b.Sample.FCPMs-1))
-			c.PLT = append(c.PLT, 100*(x.Sample.PLTMs/b.Sample.PLTMs-1))
+			c.FCP = append(c.FCP, 100*(x.FCP/b.FCP-1))
+			c.PLT = append(c.PLT, 100*(x.PLT/b.PLT-1))
 		}
 	}
 	rank := map[string]int{"all": 0, "page": 1, "vantage": 2, "region": 3, "resolver": 4}
@@ -420,14 +409,14 @@ func (w Wild) Absolutes() []Absolute {
 	fcp, plt := map[key][]float64{}, map[key][]float64{}
 	var keys []key
 	for _, x := range w {
-		if x.Status != "ok" || x.Sample == nil || x.Sample.FCPMs <= 0 || x.Sample.PLTMs <= 0 {
+		if x.Status != "ok" || !x.Timed || x.FCP <= 0 || x.PLT <= 0 {
 			continue
 		}
 		for _, k := range []key{{"all", "", x.Transport}, {"page", x.Page, x.Transport}} {
 			if _, ok := fcp[k]; !ok {
 				keys = append(keys, k)
 			}
-			fcp[k], plt[k] = append(fcp[k], x.Sample.FCPMs), append(plt[k], x.Sample.PLTMs)
+			fcp[k], plt[k] = append(fcp[k], x.FCP), append(plt[k], x.PLT)
 		}
 	}
 	slices.SortFunc(keys, func(a, b key) int {

@@ -22,12 +22,12 @@ import (
 // quantiles, the overview's shares and the findings' verdicts.
 func TestWildAnalysis(t *testing.T) {
 	var w Wild
-	load := func(v, target, tr string, rep int, fcp float64, up transport.ConnInfo) *wildLoad {
+	load := func(v, target, tr string, rep int, fcp float64, up transport.ConnInfo) wildPoint {
 		x := &wildLoad{PageLoad: &campaign.PageLoad{Task: measure.Task{Target: target, Transport: tr, Page: "https://a.example/", Rep: rep, Round: 1},
 			Status: "ok", Vantage: &measure.Vantage{Name: v}, Resolver: "doq: v1; region=EU"}}
 		x.Sample = &pages.Sample{Status: "ok", FCPMs: fcp, PLTMs: 2 * fcp}
 		x.Stub = []*server.Record{{Upstream: &transport.Record{Status: transport.StatusOK, Conn: up}}}
-		return x
+		return pointOfWild(x)
 	}
 	for rep := range 20 {
 		base := 100 + float64(rep)
@@ -114,10 +114,10 @@ func TestPageRecordsCountEachPageOnce(t *testing.T) {
 	https := func(host string, st transport.Status, answers ...string) *server.Record {
 		return &server.Record{QName: host, QType: "HTTPS", Upstream: &transport.Record{Status: st, Answers: answers}}
 	}
-	load := func(page string, warm, measured []*server.Record) *wildLoad {
+	load := func(page string, warm, measured []*server.Record) wildPoint {
 		x := &wildLoad{PageLoad: &campaign.PageLoad{Task: measure.Task{Page: page, Transport: "doq"}, Status: "ok"}}
 		x.Sample, x.WarmStub, x.Stub = &pages.Sample{Status: "ok"}, warm, measured
-		return x
+		return pointOfWild(x)
 	}
 	echRR := "a.example.\t300\tIN\tHTTPS\t1 . alpn=\"h3,h2\" ech=\"AEX+DQBB\""
 	w := Wild{
@@ -157,10 +157,11 @@ func TestWildDecodedForAnalysisReportsAlike(t *testing.T) {
 		raws = append(raws, raw)
 	}
 	var whole, lean Wild
+	var wholeLoads []*wildLoad
 	for _, raw := range raws {
 		x, err := decodeWild("r", raw, false)
 		require.NoError(t, err)
-		whole = append(whole, x)
+		whole, wholeLoads = append(whole, pointOfWild(x)), append(wholeLoads, x)
 		y, err := decodeWild("r", raw, true)
 		require.NoError(t, err)
 		require.Nil(t, y.PageLoad.Load)
@@ -168,9 +169,10 @@ func TestWildDecodedForAnalysisReportsAlike(t *testing.T) {
 		require.Nil(t, y.Stub)
 		require.Equal(t, x.upstream(), y.upstream(), "what the stub did upstream, alike")
 		require.Nil(t, y.Sample.Load)
-		lean = append(lean, y)
+		lean = append(lean, pointOfWild(y))
 	}
-	require.NotNil(t, whole[0].Sample.Load, "the whole load keeps its navigation")
+	require.NotNil(t, wholeLoads[0].Sample.Load, "the whole load keeps its navigation")
+	require.Equal(t, whole, lean, "the same points")
 	require.Equal(t, whole.Overview(), lean.Overview())
 	require.Equal(t, whole.Absolutes(), lean.Absolutes())
 	require.Equal(t, whole.PageRecords(), lean.PageRecords())

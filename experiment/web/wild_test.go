@@ -552,6 +552,7 @@ func TestWildSectionFromExport(t *testing.T) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var w Wild
+	var loads []*wildLoad
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		var row struct {
 			RunID  string          `json:"run_id"`
@@ -560,7 +561,7 @@ func TestWildSectionFromExport(t *testing.T) {
 		require.NoError(t, json.Unmarshal(line, &row))
 		x, err := decodeWild(row.RunID, row.Record, false)
 		require.NoError(t, err)
-		w = append(w, x)
+		w, loads = append(w, pointOfWild(x)), append(loads, x)
 	}
 	if db := os.Getenv("DOXLAB_WILD_STORE"); db != "" {
 		// The loads into a store of their own, for doxlab report.
@@ -570,7 +571,7 @@ func TestWildSectionFromExport(t *testing.T) {
 		defer st.Close()
 		run := store.NewRun(campaign.Kind, "", map[string]string{"from": path})
 		require.NoError(t, st.BeginRun(ctx, run))
-		for _, x := range w {
+		for _, x := range loads {
 			require.NoError(t, st.WriteResult(ctx, run.ID, campaign.PageLoads, x.Key(), x.Start, x.PageLoad))
 		}
 	}
