@@ -255,6 +255,7 @@ func upgradedFromSchema1(t *testing.T, dsn string) {
 	_, samples := fixture()
 	require.NoError(t, s.Write(ctx, "old", samples[0]))
 	require.NoError(t, s.PutSummary(ctx, "cells", "old", store.Summary{Held: store.Held{Samples: 3, Last: 3}, Data: []byte("x")}), "schema 12's summaries")
+	requireIndex(t, s, "results_by_kind") // schema 13's
 	rows, err := s.Rows(ctx, "old")
 	require.NoError(t, err)
 	require.Len(t, rows, 3, "the old samples are kept beside the new one")
@@ -606,3 +607,62 @@ func starts(t *testing.T, dsn string) {
 
 func TestSQLiteStarts(t *testing.T)   { starts(t, filepath.Join(t.TempDir(), "s.db")) }
 func TestPostgresStarts(t *testing.T) { starts(t, testutil.StartPostgres(t)) }
+
+// requireIndex fails unless the store has the index name, on either
+// engine.
+func requireIndex(t *testing.T, s *store.Store, name string) {
+	t.Helper()
+	var n int
+	err := s.DB().QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?`, name).Scan(&n)
+	if err != nil { // PostgreSQL's catalogue
+		require.NoError(t, s.DB().QueryRow(`SELECT count(*) FROM pg_indexes WHERE indexname = $1`, name).Scan(&n))
+	}
+	require.Equal(t, 1, n, "the index %s", name)
+}
+
+// TestResultsOfAKind: a kind's results are found by the index, not by
+// walking every kind's (a year's page loads); RunResults counts each
+// run's, with the latest start, and StoredResults reads a run's, or
+// those started after a time.
+func TestResultsOfAKind(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	for _, run := range []string{"a", "b"} {
+		require.NoError(t, s.BeginRun(ctx, store.Run{ID: run, Kind: "web", StartedAt: t0}))
+		for i := range 3 {
+			require.NoError(t, s.WriteResult(ctx, run, "load", fmt.Sprint(i), t0.Add(time.Duration(i)*time.Hour), map[string]int{"i": i}))
+			require.NoError(t, s.WriteResult(ctx, run, "other", fmt.Sprint(i), t0, map[string]int{"i": i}))
+		}
+	}
+	var plan []string
+	rows, err := s.DB().Query(`EXPLAIN QUERY PLAN SELECT run_id, z FROM results WHERE kind = ? AND substr(run_id, 1, ?) = ?`, "load", 0, "")
+	require.NoError(t, err)
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	require.Contains(t, strings.Join(plan, "; "), "USING INDEX results_by_kind (kind=?)")
+
+	held, err := s.RunResults(ctx, "load")
+	require.NoError(t, err)
+	require.Equal(t, map[string]store.Held{"a": {Samples: 3, Last: t0.Add(2 * time.Hour).UnixNano()}, "b": {Samples: 3, Last: t0.Add(2 * time.Hour).UnixNano()}}, held)
+	var got []string
+	each := func(run string, raw []byte) error {
+		got = append(got, run+" "+string(raw))
+		return nil
+	}
+	require.NoError(t, s.StoredResults(ctx, []string{"b"}, "load", 0, each))
+	require.Equal(t, []string{`b {"i":0}`, `b {"i":1}`, `b {"i":2}`}, got)
+	got = nil
+	require.NoError(t, s.StoredResults(ctx, []string{"a", "b"}, "load", t0.Add(time.Hour).UnixNano(), each))
+	require.Equal(t, []string{`a {"i":2}`, `b {"i":2}`}, got, "those started after the hour")
+	got = nil
+	require.NoError(t, s.StoredResults(ctx, nil, "load", 0, each))
+	require.Empty(t, got)
+}
