@@ -228,7 +228,7 @@ var table = experiment.Table("web", `<table id="web-cells"><tr><th class="l">eng
 // doxlab's page loader loaded the same cells, its error against Chromium.
 func (ls Loads) Section(dir string) (*experiment.Section, error) {
 	cells := ls.cells
-	set := &figure.Set{Dir: dir}
+	set := &figure.Set{Dir: dir, Parallel: true} // each figure its own plots
 	browserCells := slices.DeleteFunc(slices.Clone(cells), func(c pages.Cell) bool { return c.Engine != pages.EngineChromium })
 	if len(browserCells) == 0 {
 		browserCells = cells // the page loader alone

@@ -492,7 +492,7 @@ func qcell(e stats.QuantileEstimate) string { return e.SignedCell(1) }
 // overview, the relative changes, and their CDFs (the IMC 2022 slides'
 // figures): over everything, and per page.
 func (w Wild) Section(dir string) (*experiment.Section, error) {
-	set := &figure.Set{Dir: dir}
+	set := &figure.Set{Dir: dir, Parallel: true} // each grid its own plots
 	rels := w.Relatives()
 	if err := wildCDFs(rels, set); err != nil {
 		return nil, err
