@@ -91,6 +91,13 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 		return nil, err
 	}
 	var unread []string
+	total := 0
+	for _, r := range runs {
+		if h, ok := held[r.ID]; ok && keep(r.ID) {
+			total += int(h.Samples)
+		}
+	}
+	out = slices.Grow(out, total) // a year's points, not twice as many slots
 	for _, r := range runs {
 		h, ok := held[r.ID]
 		if !ok || !keep(r.ID) {

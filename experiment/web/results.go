@@ -26,13 +26,15 @@ import (
 // Loads are the stored page loads of web runs as the analysis reads
 // them, and their cells.
 type Loads struct {
-	points []pages.Point
-	cells  []pages.Cell
+	n     int
+	cells []pages.Cell
+	self  pages.FidelitySummary // Chromium against itself
 }
 
-// LoadsOf are the loads of points.
+// LoadsOf are the loads of points, summarized once: a year's points
+// are not held past it.
 func LoadsOf(points []pages.Point) Loads {
-	return Loads{points: points, cells: pages.SummarizePoints(points)}
+	return Loads{n: len(points), cells: pages.SummarizePoints(points), self: pages.ChromiumSplitHalfPoints(points)}
 }
 
 // LoadsOfSamples are the loads of samples.
@@ -136,7 +138,7 @@ func (r Results) Findings() []experiment.Finding {
 func (ls Loads) Count() (int, string) { return ls.Len(), "page loads" }
 
 // Len is the number of page loads.
-func (ls Loads) Len() int { return len(ls.points) }
+func (ls Loads) Len() int { return ls.n }
 
 // WriteTable writes medians per cell, relative to DoUDP + H3 1-RTT, and
 // how doxlab's page loader compares with Chromium where both loaded.
@@ -193,7 +195,7 @@ func (ls Loads) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "%d cells token-matched (loads with and without a NEW_TOKEN token weighted alike for both engines, or the kind both had compared); the plain medians' mean absolute error is %.1f %%\n", f.Matched, f.RawMAPE)
 	}
 	fmt.Fprintf(w, "configurations told apart (Mann-Whitney, p < %.2f) ordered alike: where either engine's loads tell them apart in %d of %d groups, where Chromium's do in %d\n", pages.ApartP, f.SameRankingApart, f.Groups, f.SameRankingChromiumApart)
-	if self := pages.ChromiumSplitHalfPoints(ls.points); len(self.Cells) > 0 {
+	if self := ls.self; len(self.Cells) > 0 {
 		fmt.Fprintf(w, "Chromium against itself (per cell, its even repetitions against its odd ones): mean absolute error %.1f %%, largest %.1f %%, %d of %d cells within 10 %%; ranked alike in %d of %d groups\n",
 			self.MAPE, self.MaxAbs, self.CellsWithin10, len(self.Cells), self.SameRanking, self.Groups)
 	}
@@ -241,7 +243,7 @@ func (ls Loads) Section(dir string) (*experiment.Section, error) {
 	}
 	return experiment.NewSection("web", "Page loads over HTTP/3",
 		"Medians per cell; PLT is loadEventEnd (plus the DNS time in decoupled mode), DNS the stub's time for the page's lookups. Δ is the median's change over DoUDP + H3 1-RTT in the same profile, page, stub state and DNS mode (the IMC 2022 slides' FCP and PLT relative to DoUDP). 0-RTT and resumed are the shares of loads whose HTTP/3 connection the server saw use them; token, of those it saw present a NEW_TOKEN token (without one, a resumed connection's 0-RTT answer is held to three times what the client sent until the handshake completes). The engine <i>doxlab</i> is doxlab's page loader replaying each page's graph, chosen among Chromium's measured loads of it on the profile (its PLT is the replay's last resource plus the captured onload gap; it paints nothing); the figures are Chromium's loads.",
-		table, map[string]any{"Cells": cells, "Multi": multiOrigin(cells), "Fidelity": pages.CompareEngines(cells), "Self": pages.ChromiumSplitHalfPoints(ls.points)}, set)
+		table, map[string]any{"Cells": cells, "Multi": multiOrigin(cells), "Fidelity": pages.CompareEngines(cells), "Self": ls.self}, set)
 }
 
 // modeLabel is a cell's DNS mode with its setup, where not the papers'.

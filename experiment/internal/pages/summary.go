@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"unique"
 
 	"github.com/doxlab/doxlab/internal/stats"
 
@@ -81,6 +80,11 @@ func Summarize(samples []*Sample) []Cell { return SummarizePoints(Points(samples
 // SummarizePoints groups page loads, as the analysis reads them, into
 // cells, in a stable order.
 func SummarizePoints(points []Point) []Cell {
+	return summarize(points, func(p Point) (CellKey, bool) { return p.Key.Value(), true })
+}
+
+// summarize groups the points cellOf puts in a cell.
+func summarize(points []Point, cellOf func(Point) (CellKey, bool)) []Cell {
 	type key = CellKey
 	cells := map[key]*Cell{}
 	dns := map[key][]float64{}
@@ -88,7 +92,10 @@ func SummarizePoints(points []Point) []Cell {
 	conns0RTT := map[key][2]int{}
 	var keys []key
 	for _, x := range points {
-		k := x.Key.Value()
+		k, in := cellOf(x)
+		if !in {
+			continue
+		}
 		c, ok := cells[k]
 		if !ok {
 			c = &Cell{Profile: k.Profile, Page: k.Page, Transport: k.Transport, H3: k.H3, StubState: k.StubState, DNSMode: k.DNSMode, Engine: k.Engine, Setup: k.Setup}
@@ -295,20 +302,16 @@ func ChromiumSplitHalf(samples []*Sample) FidelitySummary {
 // ChromiumSplitHalfPoints is ChromiumSplitHalf of page loads as the
 // analysis reads them.
 func ChromiumSplitHalfPoints(points []Point) FidelitySummary {
-	var halves []Point
-	for _, x := range points {
+	return CompareEngines(summarize(points, func(x Point) (CellKey, bool) {
 		k := x.Key.Value()
 		if k.Engine != EngineChromium {
-			continue
+			return k, false
 		}
 		if x.Rep%2 == 1 {
 			k.Engine = EngineDoxlab
-			x.Key = unique.Make(k)
 		}
-		x.Rep /= 2
-		halves = append(halves, x)
-	}
-	return CompareEngines(SummarizePoints(halves))
+		return k, true
+	}))
 }
 
 // CompareEngines pairs each cell loaded by both engines.
