@@ -358,7 +358,7 @@ type Series struct {
 	Color  color.Color      // nil: black
 	Dashes []vg.Length      // nil: solid
 	Glyph  draw.GlyphDrawer // marks on the line (Glyphs); nil for none
-	Values []float64        // sorted in place when drawn
+	Values []float64        // sorted in place when drawn; drawn as Dist is, from at most MaxCDFPoints
 	// Dist, if set, is drawn instead of Values: from at most MaxCDFPoints
 	// of its order statistics, so a line of 10 million samples is as
 	// small and fast as one of a thousand.
@@ -379,11 +379,7 @@ func (s *Series) points() ([]stats.Point, int) {
 	}
 	vals := slices.DeleteFunc(s.Values, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) })
 	slices.Sort(vals)
-	pts := make([]stats.Point, len(vals))
-	for i, v := range vals {
-		pts[i] = stats.Point{X: v, P: float64(i+1) / float64(len(vals))}
-	}
-	return pts, len(vals)
+	return stats.SortedCDF(vals, MaxCDFPoints), len(vals)
 }
 
 // dkwBand is the polygon of the 95 % DKW band of a sample of n whose

@@ -1,11 +1,13 @@
 package figure
 
 import (
+	"fmt"
 	"image/color"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/protocol"
 )
 
@@ -248,4 +251,34 @@ func TestParallelSetKeepsItsOrder(t *testing.T) {
 		<-drawSlots
 	}
 	require.ErrorContains(t, bad.Wait(), "gone")
+}
+
+// TestValuesDrawnAsADist: a line of values is drawn as a Dist of them
+// is: from at most MaxCDFPoints order statistics, the smallest and the
+// largest among them, its band as wide as its whole sample's; a line of
+// fewer from every value.
+func TestValuesDrawnAsADist(t *testing.T) {
+	var many, few []float64
+	d := stats.NewDist()
+	for i := range 3 * MaxCDFPoints / 2 { // more than a line draws, fewer than a Dist keeps exact
+		v := float64((i * 7919) % 20011)
+		many = append(many, v)
+		d.Add(v)
+	}
+	few = slices.Clone(many[:100])
+	_, data, err := CDF([]*Series{{Label: "values", Values: slices.Clone(many)}, {Label: "dist", Dist: d}, {Label: "few", Values: few}}, "t", "x", false)
+	require.NoError(t, err)
+	rows := map[string][][]string{}
+	for _, r := range data.Rows {
+		rows[r[0]] = append(rows[r[0]], r)
+	}
+	require.Len(t, rows["values"], MaxCDFPoints)
+	require.Len(t, rows["few"], 100)
+	for i, r := range rows["values"] {
+		require.Equal(t, rows["dist"][i][1:], r[1:], "the Dist's points, to the digit")
+	}
+	sorted := stats.Sorted(many)
+	require.Equal(t, fmt.Sprint(sorted[0]), rows["values"][0][1])
+	require.Equal(t, fmt.Sprint(sorted[len(sorted)-1]), rows["values"][MaxCDFPoints-1][1])
+	require.Equal(t, "1", rows["values"][MaxCDFPoints-1][2])
 }

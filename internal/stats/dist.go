@@ -247,27 +247,50 @@ func (d *Dist) CDF(max int) []Point {
 	if n == 0 {
 		return nil
 	}
-	if vals, ok := d.Values(); ok && n <= max {
+	if vals, ok := d.Values(); ok {
+		return SortedCDF(vals, max)
+	}
+	ranks := cdfRanks(n, max)
+	v := orderStats(d.bins(), ranks)
+	return cdfPoints(v, ranks, n)
+}
+
+// SortedCDF is the empirical CDF of sorted values, from at most max of
+// their order statistics (every value up to max, then evenly spaced
+// ranks, the first and the last among them): the line a figure draws.
+func SortedCDF(sorted []float64, max int) []Point {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	if n <= max {
 		out := make([]Point, n)
-		for i, v := range vals {
+		for i, v := range sorted {
 			out[i] = Point{v, float64(i+1) / float64(n)}
 		}
 		return out
 	}
+	ranks := cdfRanks(n, max)
+	v := make([]float64, len(ranks))
+	for i, r := range ranks {
+		v[i] = sorted[r]
+	}
+	return cdfPoints(v, ranks, n)
+}
+
+// cdfRanks are max ranks of n evenly spaced, the first and the last.
+func cdfRanks(n, max int) []int {
 	k := min(max, n)
 	ranks := make([]int, k)
 	for i := range ranks {
 		ranks[i] = int(math.Round(float64(i) * float64(n-1) / float64(k-1)))
 	}
-	var v []float64
-	if vals, ok := d.Values(); ok {
-		for _, r := range ranks {
-			v = append(v, vals[r])
-		}
-	} else {
-		v = orderStats(d.bins(), ranks)
-	}
-	out := make([]Point, k)
+	return ranks
+}
+
+// cdfPoints pairs the values at ranks with their cumulative shares.
+func cdfPoints(v []float64, ranks []int, n int) []Point {
+	out := make([]Point, len(ranks))
 	for i, r := range ranks {
 		out[i] = Point{v[i], float64(r+1) / float64(n)}
 	}
