@@ -320,3 +320,43 @@ func KeepSummary(ctx context.Context, st *store.Store, kind, run string, held st
 	defer cancel()
 	_ = st.PutSummary(ctx, kind, run, store.Summary{Held: held, Data: data})
 }
+
+// CellCache is where the summaries of a dataset's files are kept (a
+// dataset in object storage is never written to): $DOXLAB_CACHE if set
+// ("off": nowhere), else doxlab/cells in the user's cache directory
+// ($XDG_CACHE_HOME, ~/.cache). Safe to delete: a summary not found is
+// made again from the file.
+func CellCache() string {
+	if d, ok := os.LookupEnv("DOXLAB_CACHE"); ok {
+		if d == "off" {
+			return ""
+		}
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "doxlab", "cells")
+}
+
+// WriteFileAtomic writes b to p whole or not at all, as two reports may
+// write one summary at once.
+func WriteFileAtomic(p string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".cells-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, nothing
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}

@@ -3,7 +3,10 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/doxlab/doxlab/internal/buildinfo"
@@ -21,7 +24,8 @@ import (
 // a run that holds more since (a campaign's next round) is read on from
 // the latest start, or whole where that misses some (a worker's result
 // stored late), and a summary another build made is made anew. An
-// attached dataset's results are read each time.
+// attached dataset's files are summarized likewise, each in the user's
+// cache under its digest, as the DNS cells of its samples files are.
 type Points[P any] struct {
 	Kind    store.Kind // the results
 	Summary string     // the summaries' kind
@@ -67,11 +71,8 @@ func (p Points[P]) Unpack(b []byte) ([]P, bool) {
 // select), those of an attached dataset first.
 func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([]P, error) {
 	var out []P
-	add := func(_ string, x P) error {
-		out = append(out, x)
-		return nil
-	}
-	if err := DecodeEach(func(fn func(string, []byte) error) error { return st.ArchivedResults(ctx, f, p.Kind, fn) }, p.Point, add); err != nil {
+	add := func(ps ...P) { out = append(out, ps...) }
+	if err := p.readFiles(ctx, st, f, add); err != nil {
 		return nil, err
 	}
 	keep, err := st.Keeps(ctx, f)
@@ -111,7 +112,7 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 				}
 			}
 			if ok {
-				out = append(out, ps...)
+				add(ps...)
 				continue
 			}
 		}
@@ -134,7 +135,7 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 			if h := held[id]; int64(len(ps)) == h.Samples {
 				p.keep(ctx, st, id, h, ps)
 			}
-			out = append(out, ps...)
+			add(ps...)
 		}
 	}
 	return out, nil
@@ -166,4 +167,43 @@ func (p Points[P]) keep(ctx context.Context, st *store.Store, run string, held s
 	if b, err := p.Pack(ps); err == nil && len(ps) > 0 {
 		KeepSummary(ctx, st, p.Summary, run, held, b)
 	}
+}
+
+// readFiles adds the points of the attached dataset's results files f
+// keeps: a file's from its summary in the user's cache (CellCache),
+// kept under the file's digest, where one counts the rows the manifest
+// gives it, else read and kept there.
+func (p Points[P]) readFiles(ctx context.Context, st *store.Store, f store.Filter, add func(...P)) error {
+	files, err := st.DatasetResults(ctx, f, p.Kind)
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	dir, k := CellCache(), sha256.Sum256([]byte(p.Summary))
+	for _, df := range files {
+		name := ""
+		if dir != "" && df.SHA256 != "" {
+			name = filepath.Join(dir, fmt.Sprintf("%s-%x.points", df.SHA256, k[:6]))
+			if b, err := os.ReadFile(name); err == nil {
+				if ps, ok := p.Unpack(b); ok && int64(len(ps)) == df.Rows {
+					add(ps...)
+					continue
+				}
+			}
+		}
+		var ps []P
+		err := DecodeEach(func(fn func(string, []byte) error) error { return st.EachDatasetResult(df, fn) }, p.Point, func(_ string, x P) error {
+			ps = append(ps, x)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if name != "" && int64(len(ps)) == df.Rows {
+			if b, err := p.Pack(ps); err == nil {
+				_ = WriteFileAtomic(name, b) // not kept: read again next time
+			}
+		}
+		add(ps...)
+	}
+	return nil
 }

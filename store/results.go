@@ -183,15 +183,32 @@ func (s *Store) StoredResults(ctx context.Context, runs []string, kind Kind, aft
 	return s.eachRaw(ctx, q+` ORDER BY started_at, run_id, task_key`, args, f)
 }
 
-// ArchivedResults is FilteredResults of an attached dataset's results
-// alone (none without one).
-func (s *Store) ArchivedResults(ctx context.Context, flt Filter, kind Kind, f func(runID string, raw []byte) error) error {
+// DatasetResults are the attached dataset's results files of kind of
+// the runs f keeps (none without one), in the dataset's order, each its
+// own summary's unit: a file is never rewritten, and the manifest names
+// it with its digest and rows.
+func (s *Store) DatasetResults(ctx context.Context, f Filter, kind Kind) ([]DatasetFile, error) {
+	if s.archive == nil {
+		return nil, nil
+	}
+	keep, err := s.keepRun(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(s.archive.files(TableResults, kind), func(df DatasetFile) bool { return !keep(df.Run) }), nil
+}
+
+// EachDatasetResult hands fn the records of one of the attached
+// dataset's results files, in the file's order.
+func (s *Store) EachDatasetResult(df DatasetFile, fn func(runID string, raw []byte) error) error {
 	if s.archive == nil {
 		return nil
 	}
-	keep, err := s.keepRun(ctx, flt)
-	if err != nil {
-		return err
-	}
-	return s.archive.results(kind, keep, f)
+	return s.archive.eachLine(df, func(b []byte) error {
+		var r record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("dataset %s: %s: %w", s.archive.dir, df.Path, err)
+		}
+		return fn(df.Run, r.Record)
+	})
 }

@@ -242,7 +242,7 @@ func summarizedFiles(ctx context.Context, st *store.Store, f store.Filter, kind 
 	if err != nil || len(files) == 0 {
 		return err
 	}
-	dir, k := CellCache(), sha256.Sum256([]byte(kind))
+	dir, k := experiment.CellCache(), sha256.Sum256([]byte(kind))
 	name := func(df store.DatasetFile) string {
 		if dir == "" || df.SHA256 == "" {
 			return ""
@@ -281,52 +281,13 @@ func summarizedFiles(ctx context.Context, st *store.Store, f store.Filter, kind 
 			}
 			if p := name(df); p != "" && cs.rows() == df.Rows {
 				if b, err := cs.encode(); err == nil {
-					_ = writeFileAtomic(p, b) // not kept: read again next time
+					_ = experiment.WriteFileAtomic(p, b) // not kept: read again next time
 				}
 			}
 			all.merge(cs)
 		}
 	}
 	return nil
-}
-
-// CellCache is where a dataset's files' summaries are kept: $DOXLAB_CACHE
-// if set ("off": nowhere), else doxlab/cells in the user's cache
-// directory ($XDG_CACHE_HOME, ~/.cache). Safe to delete: a summary not
-// found is made again from the file.
-func CellCache() string {
-	if d, ok := os.LookupEnv("DOXLAB_CACHE"); ok {
-		if d == "off" {
-			return ""
-		}
-		return d
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "doxlab", "cells")
-}
-
-// writeFileAtomic writes b to p whole or not at all, as two reports may
-// write one summary at once.
-func writeFileAtomic(p string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".cells-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after the rename, nothing
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
 }
 
 // summaryBatch is how many runs one pass reads into cells of their own.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -181,4 +183,37 @@ func TestLoadSummariesBesideADataset(t *testing.T) {
 		// another order give the same statistics.
 		require.Equal(t, want, got, pass)
 	}
+
+	// The dataset's file is summarized in the user's cache, under its
+	// digest: a summary changed there is what the report reads, one of
+	// another count is read again, and DOXLAB_CACHE=off keeps none.
+	cached, err := filepath.Glob(filepath.Join(experiment.CellCache(), "*.points"))
+	require.NoError(t, err)
+	require.Len(t, cached, 1, "web-a's one file")
+	b, err := os.ReadFile(cached[0])
+	require.NoError(t, err)
+	ps, ok := labPoints.Unpack(b)
+	require.True(t, ok)
+	require.Len(t, ps, 40)
+	for i := range ps {
+		ps[i].PLT = 3e6
+	}
+	changed, err := labPoints.Pack(ps)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cached[0], changed, 0o644))
+	require.Contains(t, report(t, st, store.Filter{}), "3000000.0", "the file's summary")
+	fewer, err := labPoints.Pack(ps[:39])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cached[0], fewer, 0o644))
+	require.Equal(t, want, report(t, st, store.Filter{}), "a summary of other rows read again")
+	t.Setenv("DOXLAB_CACHE", "off")
+	require.NoError(t, os.WriteFile(cached[0], changed, 0o644))
+	require.Equal(t, want, report(t, st, store.Filter{}), "no cache: read")
+
+	// The dataset alone, as report --dataset reads it.
+	empty, err := store.Open(ctx, filepath.Join(t.TempDir(), "empty.db"))
+	require.NoError(t, err)
+	defer empty.Close()
+	require.NoError(t, empty.Attach(ctx, d))
+	require.Equal(t, scan(t, all[:40]), report(t, empty, store.Filter{}))
 }
