@@ -59,6 +59,15 @@ func webLoad(engine, tr, h3 string, rep int, start time.Time) *pages.Sample {
 		ConnsPerOrigin: map[string]int{"www.o5.doxlab.test": 1}}
 }
 
+// tempStore is a store of the test's own, closed after it.
+func tempStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // report is what the report shows of the web runs f selects: the text
 // table, which holds every cell's statistics and the engines' fidelity.
 func report(t *testing.T, st *store.Store, f store.Filter) string {
@@ -86,9 +95,7 @@ func scan(t *testing.T, samples []*pages.Sample) string {
 // build made and one that does not decode are read again.
 func TestLoadSummariesAreTheScan(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer st.Close()
+	st := tempStore(t)
 	all := writeWebRuns(t, st)
 	want := scan(t, all)
 	require.Contains(t, want, "doxlab's page loader against Chromium")
@@ -159,15 +166,13 @@ func TestLoadSummariesAreTheScan(t *testing.T) {
 // read from the dataset, and equals the report before the archive.
 func TestLoadSummariesBesideADataset(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer st.Close()
+	st := tempStore(t)
 	all := writeWebRuns(t, st)
 	want := scan(t, all)
 	require.Equal(t, want, report(t, st, store.Filter{}))
 
 	dir := filepath.Join(t.TempDir(), "ds")
-	_, err = st.Archive(ctx, dir, time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
+	_, err := st.Archive(ctx, dir, time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
 	require.NoError(t, err)
 	held, err := st.RunResults(ctx, Kind)
 	require.NoError(t, err)
@@ -211,9 +216,7 @@ func TestLoadSummariesBesideADataset(t *testing.T) {
 	require.Equal(t, want, report(t, st, store.Filter{}), "no cache: read")
 
 	// The dataset alone, as report --dataset reads it.
-	empty, err := store.Open(ctx, filepath.Join(t.TempDir(), "empty.db"))
-	require.NoError(t, err)
-	defer empty.Close()
+	empty := tempStore(t)
 	require.NoError(t, empty.Attach(ctx, d))
 	require.Equal(t, scan(t, all[:40]), report(t, empty, store.Filter{}))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,9 +87,7 @@ func wildScan(t *testing.T, loads []*campaign.PageLoad, vantage string) string {
 // every report is the report of the loads decoded whole.
 func TestWildSummariesReadOn(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer st.Close()
+	st := tempStore(t)
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "camp", Kind: "campaign", StartedAt: t0}))
 	loads := writeRound(t, st, "camp", 1, t0)
