@@ -61,4 +61,13 @@ func TestEachPageTime(t *testing.T) {
 		"wiki doq fiber " + pages.EngineChromium + " H3 0rtt ok 310",
 	}, all(store.Filter{}))
 	require.Equal(t, []string{"https://a.example/ udp wild timeout 0"}, all(store.Filter{Vantage: "sin"}))
+
+	// Read from the points the first reads kept, the same.
+	for _, kind := range []string{labPoints.Summary, wildPoints.Summary} {
+		sums, err := st.Summaries(ctx, kind)
+		require.NoError(t, err)
+		require.Len(t, sums, 1, kind)
+	}
+	require.Len(t, all(store.Filter{}), 4)
+	require.Equal(t, []string{"https://a.example/ udp wild timeout 0"}, all(store.Filter{Vantage: "sin"}))
 }

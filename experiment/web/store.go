@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/store"
@@ -38,12 +37,6 @@ func eachLoad(ctx context.Context, st *store.Store, prefix string, f func(runID 
 		x := new(pages.Sample)
 		return x, json.Unmarshal(raw, x)
 	}, f)
-}
-
-// eachAnalysed is eachLoad of what the report reads of each load
-// (pages.DecodeForAnalysis).
-func eachAnalysed(ctx context.Context, st *store.Store, prefix string, f func(runID string, x *pages.Sample) error) error {
-	return eachDecoded(ctx, st, prefix, pages.DecodeForAnalysis, f)
 }
 
 func eachDecoded(ctx context.Context, st *store.Store, prefix string, decode func([]byte) (*pages.Sample, error), f func(runID string, x *pages.Sample) error) error {
@@ -150,27 +143,25 @@ type PageTime struct {
 }
 
 // EachPageTime hands fn every page load f selects, the testbed's and
-// the campaigns', one at a time.
+// the campaigns', one at a time, from their points (kept per run, as
+// the report reads them).
 func EachPageTime(ctx context.Context, st *store.Store, f store.Filter, fn func(PageTime)) error {
 	if f.Vantage == "" {
-		err := eachAnalysed(ctx, st, f.RunPrefix, func(_ string, x *pages.Sample) error {
-			setting := strings.Join([]string{x.Profile, x.EngineName(), "H3 " + x.H3}, " ")
-			fn(PageTime{Page: x.Page, Transport: x.Transport, Setting: setting, Status: x.Status, PLTMs: x.PLTMs})
-			return nil
-		})
+		ps, err := readLab(ctx, st, f)
 		if err != nil {
 			return err
 		}
+		for _, x := range ps {
+			k := x.Key.Value()
+			fn(PageTime{Page: k.Page, Transport: k.Transport, Setting: strings.Join([]string{k.Profile, k.Engine, "H3 " + k.H3}, " "), Status: x.Status.Value(), PLTMs: x.PLT})
+		}
 	}
-	return experiment.DecodeResults(ctx, st, f.RunPrefix, campaign.PageLoads, analysedWild, func(id string, x *wildLoad) error {
-		if f.Vantage != "" && x.vantage() != f.Vantage {
-			return nil
-		}
-		plt := x.PLTMs
-		if plt == 0 && x.Sample != nil {
-			plt = x.Sample.PLTMs // loads stored before 0.1.0 hold it here alone
-		}
-		fn(PageTime{Page: x.Page, Transport: x.Transport, Setting: "wild", Status: x.Status, PLTMs: plt})
-		return nil
-	})
+	w, err := readWild(ctx, st, f)
+	if err != nil {
+		return err
+	}
+	for _, x := range w {
+		fn(PageTime{Page: x.Page, Transport: x.Transport, Setting: "wild", Status: x.Status, PLTMs: x.PLT})
+	}
+	return nil
 }

@@ -18,7 +18,8 @@ type wildPoint struct {
 	Vantage, Resolver, Region, Page, Transport, Status string
 	Round, Rep                                         int32
 	// Timed: the load has the loader's own sample, whose FCP and PLT
-	// these are (loads stored before 0.1.0 hold them there alone).
+	// these are (loads stored before 0.1.0 hold them there alone); else
+	// PLT is the load's own.
 	Timed    bool
 	FCP, PLT float64
 	// What the stub did upstream during the measured navigation
@@ -54,6 +55,7 @@ func counted(names []string) []nameCount {
 func pointOfWild(x *wildLoad) wildPoint {
 	p := wildPoint{Vantage: x.vantage(), Resolver: x.resolver(), Region: x.region(), Page: x.Page, Transport: x.Transport, Status: x.Status,
 		Round: int32(x.Round), Rep: int32(x.Rep)}
+	p.PLT = x.PLTMs // what a comparison reads of a load without the loader's sample
 	if s := x.Sample; s != nil {
 		p.Timed, p.FCP, p.PLT = true, s.FCPMs, s.PLTMs
 	}

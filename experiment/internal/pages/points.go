@@ -8,7 +8,7 @@ import (
 )
 
 // A report of a year's page loads holds each load as the analysis reads
-// it (a Point, 88 octets), not as it was stored (its records decoded
+// it (a Point, 96 octets), not as it was stored (its records decoded
 // hold 1.5 KB), and a run's points are what the store keeps as the run's
 // summary: a later report decodes them, not the loads' JSON.
 
@@ -19,9 +19,10 @@ type CellKey struct {
 
 // Point is what the analysis reads of one page load.
 type Point struct {
-	Key   unique.Handle[CellKey]
-	Rep   int32
-	Flags uint8 // pointOK, pointReal0RTT, pointResumed, pointToken
+	Key    unique.Handle[CellKey]
+	Status unique.Handle[string] // ok, or why the load failed
+	Rep    int32
+	Flags  uint8 // pointOK, pointReal0RTT, pointResumed, pointToken
 	// PLT, FCP and DNS times and the multi-origin times, ms.
 	PLT, FCP, DNS, DNSBlocking, DNSTotal float64
 	// The page's lookups, those a request waited for, the servers' web
@@ -43,8 +44,9 @@ func (p Point) OK() bool { return p.Flags&pointOK != 0 }
 // PointOf is what the analysis reads of x.
 func PointOf(x *Sample) Point {
 	p := Point{
-		Key: unique.Make(CellKey{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode, x.EngineName(), x.Setup}),
-		Rep: int32(x.Rep),
+		Key:    unique.Make(CellKey{x.Profile, x.Page, x.Transport, x.H3, x.StubState, x.DNSMode, x.EngineName(), x.Setup}),
+		Status: unique.Make(x.Status),
+		Rep:    int32(x.Rep),
 	}
 	if x.Status != "ok" {
 		return p
@@ -75,13 +77,15 @@ func Points(samples []*Sample) []Point {
 }
 
 // pointsFormat is the encoding's version, kept in it.
-const pointsFormat = 1
+const pointsFormat = 2
 
 // pointsWire is points as EncodePoints writes them: each key once, and
 // the points as columns.
 type pointsWire struct {
 	Format                                                             int
 	Keys                                                               []CellKey
+	Statuses                                                           []string
+	Status                                                             []int32
 	Key, Rep, Lookups, LookupsBlocking, Conns, NotH3, NoLookup, Oc, Oe []int32
 	Flags                                                              []uint8
 	PLT, FCP, DNS, DNSBlocking, DNSTotal                               []float64
@@ -90,7 +94,7 @@ type pointsWire struct {
 // EncodePoints is points as a run's summary keeps them.
 func EncodePoints(points []Point) ([]byte, error) {
 	w := pointsWire{Format: pointsFormat}
-	index := map[unique.Handle[CellKey]]int32{}
+	index, statuses := map[unique.Handle[CellKey]]int32{}, map[unique.Handle[string]]int32{}
 	for _, p := range points {
 		i, ok := index[p.Key]
 		if !ok {
@@ -98,6 +102,13 @@ func EncodePoints(points []Point) ([]byte, error) {
 			index[p.Key] = i
 			w.Keys = append(w.Keys, p.Key.Value())
 		}
+		j, ok := statuses[p.Status]
+		if !ok {
+			j = int32(len(w.Statuses))
+			statuses[p.Status] = j
+			w.Statuses = append(w.Statuses, p.Status.Value())
+		}
+		w.Status = append(w.Status, j)
 		w.Key, w.Rep, w.Flags = append(w.Key, i), append(w.Rep, p.Rep), append(w.Flags, p.Flags)
 		w.Lookups, w.LookupsBlocking, w.Conns = append(w.Lookups, p.Lookups), append(w.LookupsBlocking, p.LookupsBlocking), append(w.Conns, p.Conns)
 		w.NotH3, w.NoLookup, w.Oc, w.Oe = append(w.NotH3, p.NotH3), append(w.NoLookup, p.NoLookup), append(w.Oc, p.OriginConns), append(w.Oe, p.OriginConns0RTT)
@@ -128,7 +139,7 @@ func DecodePoints(dst []Point, b []byte) (out []Point, ok bool, err error) {
 		return dst, false, nil
 	}
 	n := len(w.Key)
-	for _, col := range [][]int32{w.Rep, w.Lookups, w.LookupsBlocking, w.Conns, w.NotH3, w.NoLookup, w.Oc, w.Oe} {
+	for _, col := range [][]int32{w.Status, w.Rep, w.Lookups, w.LookupsBlocking, w.Conns, w.NotH3, w.NoLookup, w.Oc, w.Oe} {
 		if len(col) != n {
 			return dst, false, fmt.Errorf("page-load points: a column of %d values, not %d", len(col), n)
 		}
@@ -145,13 +156,17 @@ func DecodePoints(dst []Point, b []byte) (out []Point, ok bool, err error) {
 	for i, k := range w.Keys {
 		keys[i] = unique.Make(k)
 	}
+	statuses := make([]unique.Handle[string], len(w.Statuses))
+	for i, st := range w.Statuses {
+		statuses[i] = unique.Make(st)
+	}
 	out = dst
 	for i := range n {
-		k := w.Key[i]
-		if k < 0 || int(k) >= len(keys) {
-			return dst, false, fmt.Errorf("page-load points: key %d of %d", k, len(keys))
+		k, st := w.Key[i], w.Status[i]
+		if k < 0 || int(k) >= len(keys) || st < 0 || int(st) >= len(statuses) {
+			return dst, false, fmt.Errorf("page-load points: key %d of %d, status %d of %d", k, len(keys), st, len(statuses))
 		}
-		out = append(out, Point{Key: keys[k], Rep: w.Rep[i], Flags: w.Flags[i],
+		out = append(out, Point{Key: keys[k], Status: statuses[st], Rep: w.Rep[i], Flags: w.Flags[i],
 			PLT: w.PLT[i], FCP: w.FCP[i], DNS: w.DNS[i], DNSBlocking: w.DNSBlocking[i], DNSTotal: w.DNSTotal[i],
 			Lookups: w.Lookups[i], LookupsBlocking: w.LookupsBlocking[i], Conns: w.Conns[i], NotH3: w.NotH3[i], NoLookup: w.NoLookup[i],
 			OriginConns: w.Oc[i], OriginConns0RTT: w.Oe[i]})

@@ -83,6 +83,7 @@ func TestDecodePointsRefuses(t *testing.T) {
 		"a count":     func(w *pointsWire) { w.Oe = append(w.Oe, 1) },
 		"a key":       func(w *pointsWire) { w.Key[0] = int32(len(w.Keys)) },
 		"a key below": func(w *pointsWire) { w.Key[1] = -1 },
+		"a status":    func(w *pointsWire) { w.Status[2] = int32(len(w.Statuses)) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := wireOf(ps)
