@@ -294,12 +294,10 @@ func TestDatasetFromS3(t *testing.T) {
 // write, so its results archive.
 func TestRunWithoutSpecArchives(t *testing.T) {
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := tempStore(t)
 	start := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	require.NoError(t, s.BeginRun(ctx, store.Run{ID: "bare", Kind: "web", StartedAt: start}))
-	err = s.WriteResult(ctx, "bare", store.Kind("web-load"), "k", start, map[string]int{"rep": 1})
+	err := s.WriteResult(ctx, "bare", store.Kind("web-load"), "k", start, map[string]int{"rep": 1})
 	require.NoError(t, err)
 	runs, err := s.Runs(ctx)
 	require.NoError(t, err)

@@ -466,9 +466,7 @@ func TestOpenNamesAFileThatIsNoStore(t *testing.T) {
 // the run that superseded it.
 func TestRunsTable(t *testing.T) {
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := tempStore(t)
 	first := store.NewRun("experiment:web", "fiber", nil)
 	first.ID, first.Method = "web-x-fiber", 2
 	again := store.NewRun("experiment:web", "fiber", nil)
@@ -535,9 +533,7 @@ func TestPostgresStats(t *testing.T) { storeStats(t, testutil.StartPostgres(t)) 
 // local time by its instant.
 func TestResultsInTheOrderMeasured(t *testing.T) {
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := tempStore(t)
 	base := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	cet := time.FixedZone("CET", 3600)
 	times := map[string]time.Time{
@@ -626,9 +622,7 @@ func requireIndex(t *testing.T, s *store.Store, name string) {
 // those started after a time.
 func TestResultsOfAKind(t *testing.T) {
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := tempStore(t)
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	for _, run := range []string{"a", "b"} {
 		require.NoError(t, s.BeginRun(ctx, store.Run{ID: run, Kind: "web", StartedAt: t0}))
@@ -665,4 +659,13 @@ func TestResultsOfAKind(t *testing.T) {
 	got = nil
 	require.NoError(t, s.StoredResults(ctx, nil, "load", 0, each))
 	require.Empty(t, got)
+}
+
+// tempStore is a SQLite store of the test's own, closed after it.
+func tempStore(t *testing.T) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
 }
