@@ -7,6 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
@@ -338,6 +339,18 @@ func CellCache() string {
 		return ""
 	}
 	return filepath.Join(d, "doxlab", "cells")
+}
+
+// SummaryFile is where the summary of kind of a dataset's file df is
+// kept in CellCache, with extension ext: under the file's digest, which
+// the manifest gives and no rewrite keeps; "" where none is kept.
+func SummaryFile(kind, ext string, df store.DatasetFile) string {
+	dir := CellCache()
+	if dir == "" || df.SHA256 == "" {
+		return ""
+	}
+	k := sha256.Sum256([]byte(kind))
+	return filepath.Join(dir, fmt.Sprintf("%s-%x.%s", df.SHA256, k[:6], ext))
 }
 
 // WriteFileAtomic writes b to p whole or not at all, as two reports may

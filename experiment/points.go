@@ -3,10 +3,8 @@ package experiment
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/doxlab/doxlab/internal/buildinfo"
@@ -178,11 +176,9 @@ func (p Points[P]) readFiles(ctx context.Context, st *store.Store, f store.Filte
 	if err != nil || len(files) == 0 {
 		return err
 	}
-	dir, k := CellCache(), sha256.Sum256([]byte(p.Summary))
 	for _, df := range files {
-		name := ""
-		if dir != "" && df.SHA256 != "" {
-			name = filepath.Join(dir, fmt.Sprintf("%s-%x.points", df.SHA256, k[:6]))
+		name := SummaryFile(p.Summary, "points", df)
+		if name != "" {
 			if b, err := os.ReadFile(name); err == nil {
 				if ps, ok := p.Unpack(b); ok && int64(len(ps)) == df.Rows {
 					add(ps...)

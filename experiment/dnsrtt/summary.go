@@ -3,11 +3,9 @@ package dnsrtt
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/gob"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -242,13 +240,7 @@ func summarizedFiles(ctx context.Context, st *store.Store, f store.Filter, kind 
 	if err != nil || len(files) == 0 {
 		return err
 	}
-	dir, k := experiment.CellCache(), sha256.Sum256([]byte(kind))
-	name := func(df store.DatasetFile) string {
-		if dir == "" || df.SHA256 == "" {
-			return ""
-		}
-		return filepath.Join(dir, fmt.Sprintf("%s-%x.cells", df.SHA256, k[:6]))
-	}
+	name := func(df store.DatasetFile) string { return experiment.SummaryFile(kind, "cells", df) }
 	var unread []store.DatasetFile
 	for _, df := range files {
 		if p := name(df); p != "" {
