@@ -33,16 +33,9 @@ func ReadLoads(ctx context.Context, st *store.Store, prefix string) ([]*pages.Sa
 }
 
 func eachLoad(ctx context.Context, st *store.Store, prefix string, f func(runID string, x *pages.Sample) error) error {
-	return eachDecoded(ctx, st, prefix, func(raw []byte) (*pages.Sample, error) {
-		x := new(pages.Sample)
-		return x, json.Unmarshal(raw, x)
-	}, f)
-}
-
-func eachDecoded(ctx context.Context, st *store.Store, prefix string, decode func([]byte) (*pages.Sample, error), f func(runID string, x *pages.Sample) error) error {
 	return experiment.DecodeResults(ctx, st, prefix, Kind, func(id string, raw []byte) (*pages.Sample, error) {
-		x, err := decode(raw)
-		if err != nil {
+		x := new(pages.Sample)
+		if err := json.Unmarshal(raw, x); err != nil {
 			return nil, fmt.Errorf("store: page load in run %s: %w", id, err)
 		}
 		return x, nil
