@@ -318,7 +318,7 @@ func (d *Dataset) results(kind Kind, keep func(runID string) bool, fn func(runID
 
 // scan hands fn the samples of the runs keep selects (and of vantage, if
 // set), a file at a time.
-func (d *Dataset) scan(keep func(runID string) bool, vantage string, runs map[string]Run, fn func(*Row) error) error {
+func (d *Dataset) scan(keep func(runID string) bool, vantage string, runs map[string]Run, fn func([]Row) error) error {
 	buf := make([]Row, 1024)
 	for _, f := range d.files(TableSamples, "") {
 		if !keep(f.Run) || vantage != "" && f.Vantage != vantage {
@@ -331,7 +331,7 @@ func (d *Dataset) scan(keep func(runID string) bool, vantage string, runs map[st
 	return nil
 }
 
-func (d *Dataset) scanFile(f DatasetFile, buf []Row, runs map[string]Run, fn func(*Row) error) error {
+func (d *Dataset) scanFile(f DatasetFile, buf []Row, runs map[string]Run, fn func([]Row) error) error {
 	file, err := d.src.open(context.Background(), f.Path)
 	if err != nil {
 		return err
@@ -347,7 +347,9 @@ func (d *Dataset) scanFile(f DatasetFile, buf []Row, runs map[string]Run, fn fun
 			x.RunID, x.Vantage, x.StartedAt = f.Run, f.Vantage, x.StartedAt.UTC()
 			// The run's environment, as the store joins it.
 			x.Kind, x.Profile, x.DoxlabVersion, x.Kernel, x.Hostname, x.Method = run.Kind, run.Profile, run.DoxlabVersion, run.Kernel, run.Hostname, int64(run.Method)
-			if err := fn(x); err != nil {
+		}
+		if n > 0 {
+			if err := fn(buf[:n]); err != nil {
 				return err
 			}
 		}

@@ -20,9 +20,7 @@ func TestChunkedScanKeepsOrderAndFilter(t *testing.T) {
 	defer func(n int64) { chunkRows = n }(chunkRows)
 	chunkRows = 2
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := openTemp(t)
 	for _, id := range []string{"a", "b"} {
 		require.NoError(t, s.BeginRun(ctx, Run{ID: id, Kind: "measure", StartedAt: time.Unix(0, 0)}))
 	}
@@ -71,11 +69,91 @@ func TestChunkedScanKeepsOrderAndFilter(t *testing.T) {
 	fra, _ := read(Filter{Vantage: "fra1"})
 	require.Equal(t, []int64{0, 3, 6, 9}, fra)
 	n := 0
-	err = s.EachRow(ctx, Filter{}, func(*Row) error {
+	err := s.EachRow(ctx, Filter{}, func(*Row) error {
 		if n++; n == 4 {
 			return fmt.Errorf("stop")
 		}
 		return nil
 	})
 	require.EqualError(t, err, "stop")
+}
+
+// TestOrderedScanHandsOnWholeRanges reads a store a batch at a time in
+// ranges of three rowids: the batches, read into buffers used again,
+// are the rows one range gives, each row's own numbers and the key its
+// columns spell (Go's derivedKey, as the samples view's SQL spells it).
+func TestOrderedScanHandsOnWholeRanges(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	require.NoError(t, s.BeginRun(ctx, Run{ID: "a", Kind: "measure", StartedAt: time.Unix(0, 0)}))
+	for i := range 20 {
+		x := &measure.Sample{Task: measure.Task{URL: fmt.Sprintf("https://t%d/dns-query", i%3), Target: "t", Transport: []string{"udp", "doh", "doq"}[i%3], Condition: "fresh", Rep: i, Round: i % 2},
+			Start: time.Unix(int64(i), 0), Status: transport.StatusOK,
+			Measure: &transport.Record{Status: transport.StatusOK, Timing: transport.Timing{TotalMs: float64(i), HandshakeMs: float64(2 * i)}}}
+		if i%4 == 0 {
+			x.Vantage = &measure.Vantage{Name: "fra1"}
+		}
+		require.NoError(t, s.Write(ctx, "a", x))
+	}
+	var keys []string
+	rows, err := s.db.QueryContext(ctx, `SELECT task_key FROM samples ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		require.NoError(t, rows.Scan(&k))
+		keys = append(keys, k)
+	}
+	require.NoError(t, rows.Err())
+	whole, err := s.Rows(ctx, "")
+	require.NoError(t, err)
+	require.Len(t, whole, 20)
+
+	defer func(n int64) { chunkRows = n }(chunkRows)
+	chunkRows = 3
+	var got []Row
+	var sizes []int
+	require.NoError(t, s.EachRows(ctx, Filter{}, func(batch []Row) error {
+		sizes = append(sizes, len(batch))
+		for i := range batch {
+			got = append(got, batch[i].Clone())
+		}
+		return nil
+	}))
+	require.Equal(t, []int{3, 3, 3, 3, 3, 3, 2}, sizes)
+	require.Equal(t, whole, got)
+	for i, r := range got {
+		require.Equal(t, float64(r.Rep), *r.TotalMs, "row %d", i)
+		require.Equal(t, float64(2*r.Rep), *r.HandshakeMs, "row %d", i)
+		require.Equal(t, keys[i], r.Key, "row %d", i)
+	}
+}
+
+// TestScanRefusesMistypedColumns: a value of another type than its
+// column's (a store edited by hand) fails SQLite's own reader's scan,
+// naming the column, as database/sql's assign fails it.
+func TestScanRefusesMistypedColumns(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ set, want string }{
+		{`total_ms = 'fast'`, "column total_ms: text where a number was expected"},
+		{`rep = 2.5`, "column rep: a float where an integer was expected"},
+		{`tls_resumed = 'yes'`, "column tls_resumed: text where a boolean was expected"},
+		{`vantage_asn = 'far'`, "column vantage_asn: text where an integer was expected"},
+	} {
+		s := openTemp(t)
+		require.NoError(t, s.BeginRun(ctx, Run{ID: "a", Kind: "measure", StartedAt: time.Unix(0, 0)}))
+		require.NoError(t, s.Write(ctx, "a", &measure.Sample{Task: measure.Task{URL: "udp://t:53", Transport: "udp", Condition: "fresh"}, Start: time.Unix(1, 0),
+			Status: transport.StatusOK, Measure: &transport.Record{Status: transport.StatusOK, Timing: transport.Timing{TotalMs: 1}}}))
+		_, err := s.db.ExecContext(ctx, `UPDATE sample_cols SET `+tc.set)
+		require.NoError(t, err)
+		err = s.EachRow(ctx, Filter{}, func(*Row) error { return nil })
+		require.ErrorContains(t, err, tc.want, tc.set)
+	}
+}
+
+// openTemp is a new SQLite store, closed with the test.
+func openTemp(t *testing.T) *Store {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/internal/sysinfo"
 	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store/internal/sqliteread"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -466,15 +467,19 @@ func NewRun(kind, profile string, spec any) Run {
 		Hostname: host, Profile: profile, Spec: b}
 }
 
+// busyTimeout is how long a SQLite connection waits for a lock another
+// holds.
+const busyTimeout = 5 * time.Second
+
 // Store is an open store.
 type Store struct {
 	db       *sql.DB
 	postgres bool
-	// sqliteDSN opens the SQLite file again, for the readers of a scan.
+	// sqliteDSN opens the SQLite file again, for the readers of a scan
+	// (reader); idle are those kept for the next.
 	sqliteDSN string
-	read      *sql.DB
-	readOnce  sync.Once
-	readErr   error
+	readMu    sync.Mutex
+	idle      []*sqliteread.Conn
 	// archive is a dataset read with the database (Attach).
 	archive *Dataset
 }
@@ -523,7 +528,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		}
 		// WAL lets readers (reports, exports) work while a run writes; the
 		// busy timeout rides out their brief locks.
-		s.sqliteDSN = "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"
+		s.sqliteDSN = "file:" + path + fmt.Sprintf("?_pragma=journal_mode(WAL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeout.Milliseconds())
 		s.db, err = sql.Open("sqlite", s.sqliteDSN)
 		s.db.SetMaxOpenConns(1)
 	}
@@ -955,9 +960,12 @@ func (s *Store) rebind(q string) string {
 
 // Close closes the store.
 func (s *Store) Close() error {
-	if s.read != nil {
-		s.read.Close()
+	s.readMu.Lock()
+	for _, c := range s.idle {
+		c.Close()
 	}
+	s.idle = nil
+	s.readMu.Unlock()
 	return s.db.Close()
 }
 

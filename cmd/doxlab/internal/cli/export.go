@@ -101,7 +101,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	switch *table {
 	case "samples":
 		rw := store.NewRowWriter[store.Row](w, f)
-		if err = st.EachRow(ctx, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage, Superseded: *superseded}, func(r *store.Row) error { return rw.Write(r.Clone()) }); err == nil {
+		if err = st.EachRows(ctx, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage, Superseded: *superseded}, rw.WriteRows); err == nil {
 			err = rw.Close()
 		}
 		n = rw.N
