@@ -57,7 +57,7 @@ func decodeWild(id string, raw []byte, analysis bool) (*wildLoad, error) {
 			*campaign.PageLoad
 			Load *wildAnalysed `json:"load"`
 		}{x.PageLoad, wa}
-		if err := json.Unmarshal(raw, &in); err != nil {
+		if err := pages.UnmarshalAnalysed(raw, &in); err != nil {
 			return nil, fmt.Errorf("store: campaign page load in run %s: %w", id, err)
 		}
 		x.pageDNS, x.up = x.pageRecords(), x.upstream()
