@@ -339,48 +339,27 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, ordered fun
 		exprs[slices.Index(cols, whereCol)] = strings.NewReplacer("vantage_asn", "vantage_asn::text", "char(31)", "chr(31)").Replace(whereCol)
 	}
 	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM sample_cols WHERE ` + where
-	if s.postgres {
-		if ordered != nil { // in the order stored
-			q += ` ORDER BY id`
-		}
-		src := querySQL(ctx, s.db, s.rebind(q), args)
-		if sinks != nil {
-			return scanRows(src, cols, byNumber, sinks[0])
-		}
-		var p chunk
-		each := func(r *Row) error {
-			if p.add(r); len(p.rows) == batchRows {
-				err := ordered(p.rows)
-				p.reset()
-				return err
-			}
-			return nil
-		}
-		if err := scanRows(src, cols, byNumber, each); err != nil || len(p.rows) == 0 {
-			return err
-		}
-		return ordered(p.rows)
-	}
 	return s.scanChunks(ctx, q, args, bounds, cols, byNumber, ordered, sinks)
 }
 
-// chunkRows is how many sample numbers one part of a SQLite scan covers (a
+// chunkRows is how many sample numbers one part of a scan covers (a
 // variable for tests).
 var chunkRows int64 = 1 << 15
 
-// scanWorkers is how many connections read a large SQLite store at once.
+// scanWorkers is how many connections read a large store at once.
 const scanWorkers = 2
 
-// scanChunks runs a SQLite scan as ranges of sample numbers (rowids) read on several
-// connections at once: the per-value cost, not the disk, bounds a scan,
-// and two cores halve it. With ordered, each range's rows are handed on
+// scanChunks runs a scan as ranges of sample numbers (SQLite's rowids,
+// PostgreSQL's primary key) read on several connections at once: the
+// per-value cost of reading and converting, not the disk, bounds a
+// scan, and two cores halve it. With ordered, each range's rows are handed on
 // whole, in the order stored, and at most scanWorkers+1 ranges are in
 // memory at a time (their buffers used again); with sinks, each reader
 // hands its rows to a sink of its own as it reads them. Rows stored
 // after the scan began are not read.
 func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds string, cols []string, runs map[int64]Run, ordered func([]Row) error, sinks []func(*Row) error) error {
 	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT min(id), max(id) FROM sample_cols WHERE `+bounds, args[:strings.Count(bounds, "?")]...).Scan(&lo, &hi); err != nil || !lo.Valid {
+	if err := s.db.QueryRowContext(ctx, s.rebind(`SELECT min(id), max(id) FROM sample_cols WHERE `+bounds), args[:strings.Count(bounds, "?")]...).Scan(&lo, &hi); err != nil || !lo.Valid {
 		return err
 	}
 	q += ` AND id BETWEEN ? AND ? ORDER BY id`
@@ -457,10 +436,6 @@ func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds str
 	return nil
 }
 
-// batchRows is the most rows an ordered scan hands on at once where it
-// reads no ranges (PostgreSQL): about what a range of SQLite's holds.
-const batchRows = 1 << 13
-
 // chunk is a range's rows as read, and the floats they point to, in
 // memory used again for the next range: an ordered scan allocates
 // nothing a row but the row's own strings.
@@ -493,8 +468,12 @@ func (p *chunk) reset() {
 	p.rows, p.vals, p.err = p.rows[:0], p.vals[:0], nil
 }
 
-// scanRange reads one SQLite query of a scan on a reader of its own.
+// scanRange reads one query of a scan: on PostgreSQL from the pool, on
+// SQLite on a reader of its own.
 func (s *Store) scanRange(ctx context.Context, q string, args []any, cols []string, runs map[int64]Run, fn func(*Row) error) error {
+	if s.postgres {
+		return scanRows(querySQL(ctx, s.db, s.rebind(q), args), cols, runs, fn)
+	}
 	c, err := s.reader()
 	if err != nil {
 		return err

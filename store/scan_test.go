@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -16,11 +17,20 @@ import (
 // TestChunkedScanKeepsOrderAndFilter reads a store in ranges of two
 // rowids on two connections: every row once, in the order stored, the
 // filter applied in each range, and an error from the reader stops it.
-func TestChunkedScanKeepsOrderAndFilter(t *testing.T) {
+func TestChunkedScanKeepsOrderAndFilter(t *testing.T) { chunkedScan(t, openTemp(t)) }
+
+// TestPostgresChunkedScan is it on PostgreSQL, ranges of its primary key.
+func TestPostgresChunkedScan(t *testing.T) {
+	s, err := Open(context.Background(), testutil.StartPostgres(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	chunkedScan(t, s)
+}
+
+func chunkedScan(t *testing.T, s *Store) {
 	defer func(n int64) { chunkRows = n }(chunkRows)
 	chunkRows = 2
 	ctx := context.Background()
-	s := openTemp(t)
 	for _, id := range []string{"a", "b"} {
 		require.NoError(t, s.BeginRun(ctx, Run{ID: id, Kind: "measure", StartedAt: time.Unix(0, 0)}))
 	}
