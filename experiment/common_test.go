@@ -60,6 +60,38 @@ func TestDecodeResultsKeepsTheOrder(t *testing.T) {
 	})
 	require.ErrorIs(t, err, stop)
 	require.Equal(t, 3, seen)
+
+	// The reading, a batch ahead, has returned when the decoding does:
+	// told to stop by its function's error when fn failed, and its own
+	// error is DecodeEach's.
+	returned, told := false, error(nil)
+	err = experiment.DecodeEach(func(f func(string, []byte) error) error {
+		defer func() { returned = true }()
+		for i := range 10 * n { // more than the batches it may read ahead
+			if told = f("r", []byte(strconv.Itoa(i))); told != nil {
+				return told
+			}
+		}
+		return nil
+	}, atoi, func(_ string, x int) error {
+		if x == 5 {
+			return stop
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, stop)
+	require.True(t, returned)
+	require.Error(t, told)
+	disk := errors.New("disk")
+	err = experiment.DecodeEach(func(f func(string, []byte) error) error {
+		for i := range 600 {
+			if err := f("r", []byte(strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+		return disk
+	}, atoi, func(string, int) error { return nil })
+	require.ErrorIs(t, err, disk)
 }
 
 // TestWriteChainReachesItsSize: a small chain is one ECDSA certificate;
