@@ -675,32 +675,29 @@ func rawSetter(rows *sqliteread.Rows, dst any) (func(i int) error, error) {
 	wrong := func(i int, want string) error {
 		return fmt.Errorf("column %s: %s where %s was expected", rows.Name(i), sqliteTypes[rows.Type(i)], want)
 	}
+	// text is column i's value as text, interned in t; ok is false for
+	// NULL.
+	text := func(t *interned, i int) (s string, ok bool, err error) {
+		switch rows.Type(i) {
+		case sqliteread.Text, sqliteread.Blob:
+			return t.of(rows.Bytes(i)), true, nil
+		case sqliteread.Null:
+			return "", false, nil
+		}
+		return "", false, wrong(i, "text")
+	}
 	switch d := dst.(type) {
 	case *string:
 		var t interned
-		return func(i int) error {
-			switch rows.Type(i) {
-			case sqliteread.Text, sqliteread.Blob:
-				*d = t.of(rows.Bytes(i))
-			case sqliteread.Null:
-				*d = ""
-			default:
-				return wrong(i, "text")
-			}
-			return nil
+		return func(i int) (err error) {
+			*d, _, err = text(&t, i)
+			return err
 		}, nil
 	case *sql.NullString:
 		var t interned
-		return func(i int) error {
-			switch rows.Type(i) {
-			case sqliteread.Text, sqliteread.Blob:
-				*d = sql.NullString{String: t.of(rows.Bytes(i)), Valid: true}
-			case sqliteread.Null:
-				*d = sql.NullString{}
-			default:
-				return wrong(i, "text")
-			}
-			return nil
+		return func(i int) (err error) {
+			d.String, d.Valid, err = text(&t, i)
+			return err
 		}, nil
 	case *int64:
 		return func(i int) error {
