@@ -1,12 +1,17 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/testutil"
@@ -166,4 +171,63 @@ func openTemp(t *testing.T) *Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// TestWriteRowsKeepsTheOrder: rows written one at a time and then a
+// batch at a time come out in that order, in Parquet (WriteRows writes
+// the rows Write holds first) as in CSV, and the batch's memory can be
+// used again at once.
+func TestWriteRowsKeepsTheOrder(t *testing.T) {
+	row := func(rep int64) Row {
+		v := float64(rep)
+		return Row{RunID: "a", Key: fmt.Sprint(rep), Rep: rep, TotalMs: &v}
+	}
+	for _, f := range []Format{Parquet, RawCSV} {
+		var b bytes.Buffer
+		rw := NewRowWriter[Row](&b, f)
+		require.NoError(t, rw.Write(row(0)))
+		require.NoError(t, rw.Write(row(1)))
+		batch := []Row{row(2), row(3)}
+		require.NoError(t, rw.WriteRows(batch))
+		batch[0], batch[1] = row(8), row(9) // not kept
+		require.NoError(t, rw.Write(row(4)))
+		require.NoError(t, rw.Close())
+		require.Equal(t, 5, rw.N)
+		var reps []int64
+		if f == Parquet {
+			got, err := parquet.Read[Row](bytes.NewReader(b.Bytes()), int64(b.Len()))
+			require.NoError(t, err)
+			for _, r := range got {
+				require.Equal(t, float64(r.Rep), *r.TotalMs)
+				reps = append(reps, r.Rep)
+			}
+		} else {
+			recs, err := csv.NewReader(&b).ReadAll()
+			require.NoError(t, err)
+			col := slices.Index(recs[0], "rep")
+			for _, rec := range recs[1:] {
+				n, err := strconv.ParseInt(rec[col], 10, 64)
+				require.NoError(t, err)
+				reps = append(reps, n)
+			}
+		}
+		require.Equal(t, []int64{0, 1, 2, 3, 4}, reps, f)
+	}
+}
+
+// TestInternedPastItsBound: a column of more distinct values than it
+// keeps still reads each value as it is, the kept ones and the others.
+func TestInternedPastItsBound(t *testing.T) {
+	var in interned
+	for round := range 2 {
+		for i := range internMax + 100 {
+			want := fmt.Sprintf("value-%d", i)
+			require.Equal(t, want, in.of([]byte(want)), "round %d", round)
+		}
+	}
+	require.Len(t, in.seen, internMax)
+	b := []byte("value-1")
+	s := in.of(b)
+	b[0] = 'X' // the reader's memory, used again
+	require.Equal(t, "value-1", s)
 }
