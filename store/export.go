@@ -278,13 +278,14 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, ordered fun
 			sinks = append(sinks, newSink())
 		}
 	}
+	keep, err := s.keepRun(ctx, f) // the dataset's runs and the store's
+	if err != nil {
+		return err
+	}
 	if s.archive != nil && withDataset && f.After == 0 { // the dataset's samples first: the older
-		keep, err := s.keepRun(ctx, f)
-		switch {
-		case err != nil:
-		case sinks != nil:
+		if sinks != nil {
 			err = s.archive.scanTimings(s.archive.timingFiles(keep, f.Vantage), runs, func(w int, _ DatasetFile) func(*Row) error { return sinks[w] })
-		default:
+		} else {
 			err = s.archive.scan(keep, f.Vantage, runs, ordered)
 		}
 		if err != nil {
@@ -294,10 +295,6 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, ordered fun
 	// sample_cols is read without the view's join: a sample's run is
 	// its number, the filter the numbers of the runs it keeps (none
 	// named when it keeps them all), the run's ID put back from here.
-	keep, err := s.keepRun(ctx, f)
-	if err != nil {
-		return err
-	}
 	held, err := s.dbRuns(ctx)
 	if err != nil {
 		return err
