@@ -523,6 +523,7 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t pages.Task) (*pages.Sam
 	if t.DNSMode == "decoupled" {
 		dnsMs, dnsErr = e.lookup(page.Host)
 	}
+	e.srvs.Settle(ctx) // the warm-up's records before the mark (see replay)
 	sm, cm := st.records.Mark(), e.srvRecords.Mark()
 	var l *browser.Load
 	var tr *browser.NetTrace
