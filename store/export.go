@@ -669,19 +669,20 @@ var sqliteTypes = map[int]string{sqliteread.Integer: "an integer", sqliteread.Fl
 // rawSetter sets dst, one of scanned's fields, from a column of rows,
 // refusing a value of another type as assign does.
 func rawSetter(rows *sqliteread.Rows, dst any) (func(i int) error, error) {
-	wrong := func(i int, want string) error {
-		return fmt.Errorf("column %s: %s where %s was expected", rows.Name(i), sqliteTypes[rows.Type(i)], want)
+	wrong := func(i int, v sqliteread.Value, want string) error {
+		return fmt.Errorf("column %s: %s where %s was expected", rows.Name(i), sqliteTypes[v.Type()], want)
 	}
 	// text is column i's value as text, interned in t; ok is false for
 	// NULL.
 	text := func(t *interned, i int) (s string, ok bool, err error) {
-		switch rows.Type(i) {
+		v := rows.Value(i)
+		switch v.Type() {
 		case sqliteread.Text, sqliteread.Blob:
-			return t.of(rows.Bytes(i)), true, nil
+			return t.of(v.Bytes()), true, nil
 		case sqliteread.Null:
 			return "", false, nil
 		}
-		return "", false, wrong(i, "text")
+		return "", false, wrong(i, v, "text")
 	}
 	switch d := dst.(type) {
 	case *string:
@@ -698,44 +699,48 @@ func rawSetter(rows *sqliteread.Rows, dst any) (func(i int) error, error) {
 		}, nil
 	case *int64:
 		return func(i int) error {
-			switch rows.Type(i) {
+			v := rows.Value(i)
+			switch v.Type() {
 			case sqliteread.Integer, sqliteread.Null:
-				*d = rows.Int64(i)
+				*d = v.Int64()
 			default:
-				return wrong(i, "an integer")
+				return wrong(i, v, "an integer")
 			}
 			return nil
 		}, nil
 	case *bool:
 		return func(i int) error {
-			if rows.Type(i) != sqliteread.Integer {
-				return wrong(i, "a boolean")
+			v := rows.Value(i)
+			if v.Type() != sqliteread.Integer {
+				return wrong(i, v, "a boolean")
 			}
-			*d = rows.Int64(i) != 0
+			*d = v.Int64() != 0
 			return nil
 		}, nil
 	case *sql.NullFloat64:
 		return func(i int) error {
-			switch rows.Type(i) {
+			v := rows.Value(i)
+			switch v.Type() {
 			case sqliteread.Float, sqliteread.Integer:
-				*d = sql.NullFloat64{Float64: rows.Float64(i), Valid: true}
+				*d = sql.NullFloat64{Float64: v.Float64(), Valid: true}
 			case sqliteread.Null:
 				*d = sql.NullFloat64{}
 			default:
-				return wrong(i, "a number")
+				return wrong(i, v, "a number")
 			}
 			return nil
 		}, nil
 	case *[]byte:
 		return func(i int) error {
-			switch rows.Type(i) {
+			v := rows.Value(i)
+			switch v.Type() {
 			case sqliteread.Blob, sqliteread.Text:
-				*d = bytes.Clone(rows.Bytes(i))
+				*d = bytes.Clone(v.Bytes())
 				if *d == nil {
 					*d = []byte{}
 				}
 			default:
-				return wrong(i, "octets")
+				return wrong(i, v, "octets")
 			}
 			return nil
 		}, nil
