@@ -23,31 +23,31 @@ import (
 // and R users want, with its run's environment. The raw sample stays in
 // the store.
 type Row struct {
-	RunID         string `parquet:"run_id"`
+	RunID         string `parquet:"run_id,dict"`
 	Key           string `parquet:"key"` // the sample's in its run, as the store keys its record whole
-	Kind          string `parquet:"kind"`
-	Profile       string `parquet:"profile"`
-	DoxlabVersion string `parquet:"doxlab_version"`
+	Kind          string `parquet:"kind,dict"`
+	Profile       string `parquet:"profile,dict"`
+	DoxlabVersion string `parquet:"doxlab_version,dict"`
 	Method        int64  `parquet:"method"` // the experiment's method version; 0: none recorded
-	Kernel        string `parquet:"kernel"`
-	Hostname      string `parquet:"hostname"`
+	Kernel        string `parquet:"kernel,dict"`
+	Hostname      string `parquet:"hostname,dict"`
 	// The vantage point a campaign's worker measured from (empty outside
 	// campaigns), and the delivery of its job that measured it.
-	Vantage         string    `parquet:"vantage"`
-	VantageAddress  string    `parquet:"vantage_address"`
-	VantageNetwork  string    `parquet:"vantage_network"`
+	Vantage         string    `parquet:"vantage,dict"`
+	VantageAddress  string    `parquet:"vantage_address,dict"`
+	VantageNetwork  string    `parquet:"vantage_network,dict"`
 	VantageASN      int64     `parquet:"vantage_asn"`
-	VantageLocation string    `parquet:"vantage_location"`
+	VantageLocation string    `parquet:"vantage_location,dict"`
 	JobAttempt      int64     `parquet:"job_attempt"`
 	Round           int64     `parquet:"round"` // of a campaign in rounds, from 1; 0 outside one
 	StartedAt       time.Time `parquet:"started_at,timestamp(microsecond:utc)"`
-	Target          string    `parquet:"target"`
-	URL             string    `parquet:"url"`
-	Transport       string    `parquet:"transport"`
-	Condition       string    `parquet:"condition"`
+	Target          string    `parquet:"target,dict"`
+	URL             string    `parquet:"url,dict"`
+	Transport       string    `parquet:"transport,dict"`
+	Condition       string    `parquet:"condition,dict"`
 	Rep             int64     `parquet:"rep"`
-	Status          string    `parquet:"status"`
-	Rcode           string    `parquet:"rcode"`
+	Status          string    `parquet:"status,dict"`
+	Rcode           string    `parquet:"rcode,dict"`
 	ProbeRTTMs      *float64  `parquet:"probe_rtt_ms,optional"`
 	HandshakeMs     *float64  `parquet:"handshake_ms,optional"`
 	QueryMs         *float64  `parquet:"query_ms,optional"`
@@ -59,8 +59,8 @@ type Row struct {
 	Used0RTT        bool      `parquet:"used_0rtt"`
 	Retry           bool      `parquet:"retry"`
 	TokenUsed       bool      `parquet:"token_used"`
-	QUICVersion     string    `parquet:"quic_version"`
-	ALPN            string    `parquet:"alpn"`
+	QUICVersion     string    `parquet:"quic_version,dict"`
+	ALPN            string    `parquet:"alpn,dict"`
 	// The measured exchange at the socket (transport.Record's bytes and
 	// packets: UDP payloads or TCP payload with TLS, datagrams or TCP
 	// segments), handshake included on a new connection.

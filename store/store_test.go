@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/testutil"
@@ -148,6 +149,18 @@ func roundTrip(t *testing.T, dsn string) {
 	require.NoError(t, err)
 	require.Equal(t, rows, back, "Parquet round trip")
 	require.Nil(t, back[2].TotalRTT, "a failed sample has no RTT figures, not zeros")
+	// Text of few values (runs, transports, statuses) is written as a
+	// dictionary and its indices, a sample's own key as it is.
+	f, err := parquet.OpenFile(bytes.NewReader(pq.Bytes()), int64(pq.Len()))
+	require.NoError(t, err)
+	enc := map[string][]format.Encoding{}
+	for _, c := range f.Metadata().RowGroups[0].Columns {
+		enc[strings.Join(c.MetaData.PathInSchema, ".")] = c.MetaData.Encoding
+	}
+	for _, c := range []string{"run_id", "transport", "status", "rcode", "url"} {
+		require.Contains(t, enc[c], format.RLEDictionary, c)
+	}
+	require.NotContains(t, enc["key"], format.RLEDictionary)
 
 	// Results select runs by ID prefix in the query.
 	for _, id := range []string{"exp-4g", "exp-4g-medium"} {
