@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/doxlab/doxlab/store/internal/sqliteread"
@@ -469,7 +470,16 @@ func (p *chunk) reset() {
 // SQLite on a reader of its own.
 func (s *Store) scanRange(ctx context.Context, q string, args []any, cols []string, runs map[int64]Run, fn func(*Row) error) error {
 	if s.postgres {
-		return scanRows(querySQL(ctx, s.db, s.rebind(q), args), cols, runs, fn)
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		// pgx's own connection is not to be used outside Raw: the whole
+		// scan runs in it.
+		return conn.Raw(func(dc any) error {
+			return scanRows(queryPG(ctx, dc.(*stdlib.Conn).Conn(), s.rebind(q), args), cols, runs, fn)
+		})
 	}
 	c, err := s.reader()
 	if err != nil {
@@ -571,48 +581,6 @@ func scanRows(open func(dest []any) (rowSource, error), cols []string, runs map[
 		}
 	}
 }
-
-// sqlSource reads a database/sql query: the driver's values scanned as
-// they are and assigned here, since database/sql's conversion of each
-// (by reflection, for numbers) cost an eighth of a large report's time.
-type sqlSource struct {
-	rows            *sql.Rows
-	got, into, dest []any
-	cols            []string
-}
-
-// querySQL runs q on db as a rowSource.
-func querySQL(ctx context.Context, db *sql.DB, q string, args []any) func(dest []any) (rowSource, error) {
-	return func(dest []any) (rowSource, error) {
-		rows, err := db.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, err
-		}
-		cols, _ := rows.Columns()
-		src := &sqlSource{rows: rows, got: make([]any, len(dest)), into: make([]any, len(dest)), dest: dest, cols: cols}
-		for i := range src.got {
-			src.into[i] = &src.got[i]
-		}
-		return src, nil
-	}
-}
-
-func (q *sqlSource) next() (bool, error) {
-	if !q.rows.Next() {
-		return false, q.rows.Err()
-	}
-	if err := q.rows.Scan(q.into...); err != nil {
-		return false, err
-	}
-	for i, v := range q.got {
-		if err := assign(q.dest[i], v); err != nil {
-			return false, fmt.Errorf("column %s: %w", q.cols[i], err)
-		}
-	}
-	return true, nil
-}
-
-func (q *sqlSource) close() error { return q.rows.Close() }
 
 // rawSource reads a SQLite query straight from SQLite's C API
 // (sqliteread): each value as it is typed, text kept once per distinct
@@ -740,7 +708,7 @@ func rawSetter(rows *sqliteread.Rows, dst any) (func(i int) error, error) {
 					*d = []byte{}
 				}
 			default:
-				return wrong(i, v, "octets")
+				return wrong(i, v, "binary data")
 			}
 			return nil
 		}, nil
@@ -776,69 +744,6 @@ func (t *interned) of(b []byte) string {
 	}
 	t.last = s
 	return s
-}
-
-// assign stores a driver's value (int64, float64, bool, string, []byte
-// or nil: SQLite's and pgx's) in dst, one of scanned's fields.
-func assign(dst, v any) error {
-	switch d := dst.(type) {
-	case *string:
-		switch v := v.(type) {
-		case string:
-			*d = v
-		case []byte:
-			*d = string(v)
-		case nil:
-			*d = ""
-		default:
-			return fmt.Errorf("%T where text was expected", v)
-		}
-	case *sql.NullString:
-		err := assign(&d.String, v)
-		d.Valid = v != nil
-		return err
-	case *int64:
-		switch v := v.(type) {
-		case int64:
-			*d = v
-		case nil:
-			*d = 0
-		default:
-			return fmt.Errorf("%T where an integer was expected", v)
-		}
-	case *bool:
-		switch v := v.(type) {
-		case bool:
-			*d = v
-		case int64: // SQLite's
-			*d = v != 0
-		default:
-			return fmt.Errorf("%T where a boolean was expected", v)
-		}
-	case *sql.NullFloat64:
-		switch v := v.(type) {
-		case float64:
-			*d = sql.NullFloat64{Float64: v, Valid: true}
-		case int64:
-			*d = sql.NullFloat64{Float64: float64(v), Valid: true}
-		case nil:
-			*d = sql.NullFloat64{}
-		default:
-			return fmt.Errorf("%T where a number was expected", v)
-		}
-	case *[]byte:
-		switch v := v.(type) {
-		case []byte:
-			*d = v
-		case string:
-			*d = []byte(v)
-		default:
-			return fmt.Errorf("%T where octets were expected", v)
-		}
-	default:
-		return fmt.Errorf("no way to assign %T", dst)
-	}
-	return nil
 }
 
 // setVantage sets r's vantage point details from whereCol.
