@@ -356,8 +356,13 @@ const scanWorkers = 2
 // hands its rows to a sink of its own as it reads them. Rows stored
 // after the scan began are not read.
 func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds string, cols []string, runs map[int64]Run, ordered func([]Row) error, sinks []func(*Row) error) error {
+	// Each end is its own query: SQLite reads min(id) and max(id) asked
+	// together by visiting every row (1.3 s at ten million), either
+	// alone from an end of the rowids.
 	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, s.rebind(`SELECT min(id), max(id) FROM sample_cols WHERE `+bounds), args[:strings.Count(bounds, "?")]...).Scan(&lo, &hi); err != nil || !lo.Valid {
+	ba := args[:strings.Count(bounds, "?")]
+	ends := `SELECT (SELECT min(id) FROM sample_cols WHERE ` + bounds + `), (SELECT max(id) FROM sample_cols WHERE ` + bounds + `)`
+	if err := s.db.QueryRowContext(ctx, s.rebind(ends), slices.Concat(ba, ba)...).Scan(&lo, &hi); err != nil || !lo.Valid {
 		return err
 	}
 	q += ` AND id BETWEEN ? AND ? ORDER BY id`
