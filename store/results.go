@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,9 @@ import (
 // eachRaw runs a query that selects run_id and a packed record (z), and
 // hands f each row with its record unpacked.
 func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(runID string, raw []byte) error) error {
+	if !s.postgres {
+		return s.eachRawSQLite(ctx, query, args, f)
+	}
 	rows, err := s.db.QueryContext(ctx, s.rebind(query), args...)
 	if err != nil {
 		return err
@@ -28,6 +33,54 @@ func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(ru
 		raw, err := unpackRaw(z)
 		if err != nil {
 			return fmt.Errorf("store: run %s: %w", id, err)
+		}
+		if err := f(id, raw); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// eachRawSQLite is eachRaw on one of the store's SQLite readers: a
+// record is unpacked from SQLite's memory, not first copied out of it
+// under the driver's locks (500,000 page loads: a tenth of a report's
+// first read).
+func (s *Store) eachRawSQLite(ctx context.Context, query string, args []any, f func(runID string, raw []byte) error) error {
+	bound := make([]any, len(args))
+	for i, a := range args { // as the reader binds them: int64 or string
+		switch v := reflect.ValueOf(a); {
+		case v.CanInt():
+			bound[i] = v.Int()
+		case v.Kind() == reflect.String:
+			bound[i] = v.String()
+		default:
+			return fmt.Errorf("store: argument %d: %T is neither an integer nor text", i+1, a)
+		}
+	}
+	c, err := s.reader()
+	if err != nil {
+		return err
+	}
+	defer s.release(c)
+	rows, err := c.Query(query, bound...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var ids interned
+	for n := 1; rows.Next(); n++ {
+		if n%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		id, z := ids.of(rows.Value(0).Bytes()), rows.Value(1).Bytes()
+		raw, err := unpackRaw(z)
+		if err != nil {
+			return fmt.Errorf("store: run %s: %w", id, err)
+		}
+		if len(z) > 0 && z[0] == codecPlain {
+			raw = bytes.Clone(raw) // out of SQLite's memory, which the next row takes
 		}
 		if err := f(id, raw); err != nil {
 			return err

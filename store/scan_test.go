@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,4 +232,29 @@ func TestInternedPastItsBound(t *testing.T) {
 	s := in.of(b)
 	b[0] = 'X' // the reader's memory, used again
 	require.Equal(t, "value-1", s)
+}
+
+// TestResultsKeptAfterTheirRow: results read from SQLite's own memory
+// are the caller's to keep, a record stored as it is (codec 0, here
+// "{}" and "[]") as well as an unpacked one, however many rows follow.
+func TestResultsKeptAfterTheirRow(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	run := NewRun("experiment:x", "", nil)
+	require.NoError(t, s.BeginRun(ctx, run))
+	k := Kind("kept-after-their-row")
+	want := []string{"{}", `{"a":"` + strings.Repeat("abc", 200) + `"}`, "[]", `{"b":2}`}
+	for i, v := range want {
+		require.NoError(t, s.WriteResult(ctx, run.ID, k, strconv.Itoa(i), run.StartedAt.Add(time.Duration(i)), json.RawMessage(v)))
+	}
+	var got [][]byte
+	require.NoError(t, s.Results(ctx, "", k, func(id string, raw []byte) error {
+		require.Equal(t, run.ID, id)
+		got = append(got, raw)
+		return nil
+	}))
+	require.Len(t, got, len(want))
+	for i, raw := range got {
+		require.JSONEq(t, want[i], string(raw))
+	}
 }
