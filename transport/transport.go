@@ -255,7 +255,7 @@ func (b *base) run(ctx context.Context, q *dns.Msg, do func(ctx context.Context,
 	resp, err := do(ctx, x, q)
 	end := time.Now()
 	if err == nil {
-		err = checkAnswer(q, resp)
+		err = CheckAnswer(q, resp)
 	}
 	if !x.answered.IsZero() {
 		end = x.answered
@@ -296,8 +296,9 @@ func (b *base) run(ctx context.Context, q *dns.Msg, do func(ctx context.Context,
 	return rec, nil
 }
 
-// checkAnswer rejects a message that is not the answer to q.
-func checkAnswer(q, r *dns.Msg) error {
+// CheckAnswer rejects a message that is not the answer to q: a query,
+// or an answer to another ID or question, is malformed.
+func CheckAnswer(q, r *dns.Msg) error {
 	switch {
 	case r == nil:
 		return malformed("no message")

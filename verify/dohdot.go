@@ -175,7 +175,14 @@ func VerifyDoT(ctx context.Context, target string, o Options) *DoT {
 			return nil, nil, err
 		}
 		m, err := dnswire.Unpack(b)
-		return c, m, err
+		if err == nil {
+			err = transport.CheckAnswer(q, m) // a reply to another query answers nothing
+		}
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return c, m, nil
 	}
 	c, m, err := ask([]string{"dot"}, true)
 	if err != nil {

@@ -1,0 +1,140 @@
+package verify_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/verify"
+)
+
+// dotServer serves TLS on loopback, handing each connection's first
+// query (its wire form, nil when none came) to answer, which writes
+// what the server sends back.
+func dotServer(t *testing.T, answer func(c net.Conn, query []byte)) string {
+	cert, key := surveyCert(t)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	require.NoError(t, err)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"dot"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				q, _ := dnswire.ReadPrefixed(c)
+				answer(c, q)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestVerifyDoTOfMisbehavingServers: a surveyed resolver is hostile, or
+// broken. A server that answers with what is no DNS message, with an
+// answer to another query, with a query of its own, or with nothing, is
+// said not to answer, with the cause; nothing listening is said too. No
+// survey waits past its timeout.
+func TestVerifyDoTOfMisbehavingServers(t *testing.T) {
+	reply := func(c net.Conn, m *dns.Msg) {
+		b, err := m.Pack()
+		require.NoError(t, err)
+		b, _ = dnswire.AppendPrefixed(nil, b)
+		c.Write(b)
+	}
+	answerTo := func(q []byte) *dns.Msg {
+		m := new(dns.Msg)
+		if err := m.Unpack(q); err != nil {
+			return nil
+		}
+		a := new(dns.Msg).SetReply(m)
+		a.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: m.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, 1)}}
+		return a
+	}
+	refused := func() string { // a port nothing listens on
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr
+	}
+	o := verify.Options{Timeout: 2 * time.Second}
+	for _, c := range []struct {
+		name, target string
+		want         string // in the error
+	}{
+		{"a word", dotServer(t, func(c net.Conn, _ []byte) { c.Write([]byte{0, 5, 'h', 'e', 'l', 'l', 'o'}) }), "shorter than a DNS header"},
+		{"junk", dotServer(t, func(c net.Conn, _ []byte) { c.Write(append([]byte{0, 16}, bytes.Repeat([]byte{0xff}, 16)...)) }), "malformed"},
+		{"another ID", dotServer(t, func(c net.Conn, q []byte) {
+			if a := answerTo(q); a != nil {
+				a.Id++
+				reply(c, a)
+			}
+		}), "ID"},
+		{"another name", dotServer(t, func(c net.Conn, q []byte) {
+			if a := answerTo(q); a != nil {
+				a.Question[0].Name = "elsewhere.example."
+				reply(c, a)
+			}
+		}), "answer is for elsewhere.example. A, not example.com. A"},
+		{"a query back", dotServer(t, func(c net.Conn, q []byte) {
+			if m := new(dns.Msg); m.Unpack(q) == nil {
+				reply(c, m)
+			}
+		}), "QR bit not set"},
+		{"silence", dotServer(t, func(net.Conn, []byte) {}), "EOF"},
+		{"nothing listening", refused(), "refused"},
+	} {
+		start := time.Now()
+		r := verify.VerifyDoT(context.Background(), c.target, o)
+		require.False(t, r.Answers, c.name)
+		require.Contains(t, r.Error, c.want, c.name)
+		require.False(t, r.NoALPN, c.name)
+		require.Less(t, time.Since(start), testutil.Scaled(3*o.Timeout), c.name)
+	}
+
+	// And one that answers well answers, ALPN or none.
+	r := verify.VerifyDoT(context.Background(), dotServer(t, func(c net.Conn, q []byte) {
+		if a := answerTo(q); a != nil {
+			reply(c, a)
+		}
+	}), o)
+	require.True(t, r.Answers, r.Error)
+	require.True(t, r.ALPNDoT)
+	require.True(t, r.NoALPN)
+	require.Equal(t, "1.3", r.TLS)
+}
+
+// TestVerifyDoHOfAWebPage: a candidate whose every path answers a web
+// page (200, text/html) has no DoH endpoint and speaks no DoH over any
+// HTTP version, though its TLS is surveyed.
+func TestVerifyDoHOfAWebPage(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<html>not here</html>"))
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	r := verify.VerifyDoH(context.Background(), srv.Listener.Addr().String(), verify.Options{Timeout: 2 * time.Second})
+	require.Empty(t, r.Endpoints)
+	require.False(t, r.HTTP11 || r.HTTP2 || r.HTTP3, "%+v", r)
+	require.Contains(t, r.TLSVersions, "1.3")
+	require.Nil(t, r.ODoH)
+	require.Empty(t, r.CAA)
+}
