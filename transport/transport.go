@@ -283,7 +283,9 @@ func (b *base) run(ctx context.Context, q *dns.Msg, do func(ctx context.Context,
 		rec.Conn, rec.Bytes, rec.Packets = de.conn, de.bytes, de.pkts
 	}
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded && Classify(err) != StatusMalformed {
+		// A stream's deadline is the context's, and may fire first: a
+		// timeout says which bound it reached either way.
+		if st := Classify(err); st == StatusTimeout || (ctx.Err() == context.DeadlineExceeded && st != StatusMalformed) {
 			err = fmt.Errorf("no answer within %s: %w", b.opts.Timeout, err)
 		}
 		rec.Status, rec.Error = Classify(err), err.Error()

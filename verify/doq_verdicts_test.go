@@ -1,0 +1,107 @@
+package verify_test
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/verify"
+)
+
+// quicServer listens for QUIC on loopback with alpn, handing each
+// stream of each connection to serve.
+func quicServer(t *testing.T, alpn string, serve func(s *quic.Stream)) string {
+	cert, key := surveyCert(t)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	require.NoError(t, err)
+	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{alpn}}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			go func() {
+				for {
+					s, err := c.AcceptStream(context.Background())
+					if err != nil {
+						return
+					}
+					go serve(s)
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestDoQVerdicts: each of the survey's verdicts from the server that
+// earns it, on loopback. DoQ answered (and resumed, its ticket's lifetime
+// read); a DoQ handshake whose streams are never answered, or answered
+// for another question (an answer's ID is not checked: a stream is its
+// query's, RFC 9250 §4.2.1); QUIC that will not speak DoQ (its Version
+// Negotiation read); and no QUIC at all.
+func TestDoQVerdicts(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{DoQ: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { srv.Close() })
+	silent := quicServer(t, "doq", func(s *quic.Stream) { io.Copy(io.Discard, s) })
+	otherName := quicServer(t, "doq", func(s *quic.Stream) {
+		defer s.Close()
+		b, err := dnswire.ReadPrefixed(s)
+		q := new(dns.Msg)
+		if err != nil || q.Unpack(b) != nil {
+			return
+		}
+		a := new(dns.Msg).SetReply(q)
+		a.Question[0].Name = "elsewhere.example."
+		wire, _ := a.Pack()
+		wire, _ = dnswire.AppendPrefixed(nil, wire)
+		s.Write(wire)
+	})
+	h3 := quicServer(t, "h3", func(*quic.Stream) {})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	nothing := pc.LocalAddr().String()
+	pc.Close()
+
+	o := verify.Options{Timeout: time.Second}
+	ctx := context.Background()
+	r := verify.VerifyDoQ(ctx, srv.Addr("doq").String(), o)
+	require.Equal(t, "doq", r.Verdict, r.Error)
+	require.Equal(t, "doq", r.ALPN)
+	require.Equal(t, "NOERROR", r.Rcode)
+	require.True(t, r.Resumed, "the second connection resumed the first's session")
+	require.Positive(t, r.TicketLifetimeS)
+	require.NotNil(t, r.Cert)
+
+	for _, c := range []struct {
+		name, target, verdict, err string
+	}{
+		{"silent", silent, "handshake-only", "no answer within"},
+		{"another question", otherName, "handshake-only", "answer is for elsewhere.example. A, not example.com. A"},
+		{"HTTP/3 only", h3, "quic-not-doq", "no application protocol"},
+		{"nothing", nothing, "no-quic", ""},
+	} {
+		r := verify.VerifyDoQ(ctx, c.target, o)
+		require.Equal(t, c.verdict, r.Verdict, "%s: %s", c.name, r.Error)
+		require.Contains(t, r.Error, c.err, c.name)
+		require.Empty(t, r.Rcode, c.name)
+		require.False(t, r.Resumed, c.name)
+	}
+	r = verify.VerifyDoQ(ctx, h3, o)
+	require.NotEmpty(t, r.Offered, "quic-go's Version Negotiation lists its versions")
+	require.NotContains(t, r.Offered, "0xff00001d", "and no draft: the draft client is not tried")
+}
