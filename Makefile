@@ -115,6 +115,7 @@ fuzz:
 	$(GO) test ./internal/h3ext -run '^$$' -fuzz FuzzOriginStream -fuzztime 30s
 	$(GO) test ./internal/h3server -run '^$$' -fuzz FuzzRequestHeaders -fuzztime 30s
 	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s
+	$(GO) test ./probe -run '^$$' -fuzz FuzzParseVN -fuzztime 30s
 	for f in FuzzStreamConn FuzzDoHHandler FuzzDoH2Conn FuzzDoQQuery; do \
 		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./overhead -run '^$$' -fuzz FuzzAttribute -fuzztime 30s

@@ -157,7 +157,13 @@ func ParseVN(b, dcid, scid []byte) ([]uint32, error) {
 	}
 	var vs []uint32
 	for ; len(rest) >= 4; rest = rest[4:] {
-		vs = append(vs, binary.BigEndian.Uint32(rest))
+		v := binary.BigEndian.Uint32(rest)
+		if v == ReservedVersion {
+			// RFC 9000 §6.2: a client MUST discard a Version Negotiation
+			// packet that lists the version it chose.
+			return nil, errors.New("the version list holds the probe's own version")
+		}
+		vs = append(vs, v)
 	}
 	return vs, nil
 }

@@ -2,6 +2,7 @@ package probe_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -75,6 +76,30 @@ func TestParseVN(t *testing.T) {
 	require.Error(t, err, "connection IDs must be swapped back")
 	_, err = probe.ParseVN(vn[:len(vn)-2], dcid, scid)
 	require.Error(t, err)
+	own := binary.BigEndian.AppendUint32(slices.Clone(vn), probe.ReservedVersion)
+	_, err = probe.ParseVN(own, dcid, scid)
+	require.ErrorContains(t, err, "the probe's own version", "RFC 9000 §6.2: discarded")
+}
+
+// FuzzParseVN: whatever a server sends back, ParseVN returns an error or
+// the versions its list holds, four octets each, after both connection
+// IDs, never the probe's own.
+func FuzzParseVN(f *testing.F) {
+	_, dcid, scid := probe.VNProbe()
+	vn := append([]byte{0x80, 0, 0, 0, 0, byte(len(scid))}, scid...)
+	vn = append(append(vn, byte(len(dcid))), dcid...)
+	f.Add(append(slices.Clone(vn), 0, 0, 0, 1))
+	f.Add(append(slices.Clone(vn), 0xff, 0, 0, 0x1d, 0, 0, 0))
+	f.Add([]byte{0x80, 0, 0, 0, 0, 200})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vs, err := probe.ParseVN(b, dcid, scid)
+		if err != nil {
+			return
+		}
+		require.NotEmpty(t, vs)
+		require.Equal(t, len(b)-7-len(dcid)-len(scid), 4*len(vs))
+		require.NotContains(t, vs, probe.ReservedVersion)
+	})
 }
 
 // TestProbesInTestbed: across the emulated fiber link every probe takes one
