@@ -104,39 +104,12 @@ func TestWrongProtocolAndHTTPErrors(t *testing.T) {
 
 // udpFixture answers every query with what reply makes of it.
 func udpFixture(t *testing.T, reply func(q []byte) []byte) string {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 65535)
-		for {
-			n, addr, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if out := reply(append([]byte(nil), buf[:n]...)); out != nil {
-				pc.WriteTo(out, addr)
-			}
-		}
-	}()
-	return "udp://" + pc.LocalAddr().String()
+	return "udp://" + testutil.UDPPeer(t, reply)
 }
 
 // tcpFixture runs serve on every accepted connection.
 func tcpFixture(t *testing.T, serve func(c net.Conn)) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); serve(c) }()
-		}
-	}()
-	return "tcp://" + l.Addr().String()
+	return "tcp://" + testutil.TCPPeer(t, serve)
 }
 
 func answer(q []byte, mutate func(*dns.Msg)) []byte {
@@ -368,33 +341,10 @@ func TestDoHJSONAndWireFormat(t *testing.T) {
 // doqFixture is a DoQ server on quic-go that hands each stream to serve;
 // it accepts only QUIC v1, so a client offering v2 first must negotiate.
 func doqFixture(t *testing.T, cert *testutil.Cert, serve func(str *quic.Stream), alpn ...string) string {
-	kp, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
-	require.NoError(t, err)
 	if len(alpn) == 0 {
 		alpn = []string{"doq"}
 	}
-	l, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{kp}, NextProtos: alpn},
-		&quic.Config{Versions: []quic.Version{quic.Version1}})
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			conn, err := l.Accept(context.Background())
-			if err != nil {
-				return
-			}
-			go func() {
-				for {
-					str, err := conn.AcceptStream(context.Background())
-					if err != nil {
-						return
-					}
-					go serve(str)
-				}
-			}()
-		}
-	}()
-	return "quic://" + l.Addr().String()
+	return "quic://" + testutil.QUICPeer(t, cert, alpn, serve)
 }
 
 func TestDoQFramingAndVersionNegotiation(t *testing.T) {

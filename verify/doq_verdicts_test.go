@@ -2,7 +2,6 @@ package verify_test
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"testing"
@@ -13,38 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/verify"
 )
-
-// quicServer listens for QUIC on loopback with alpn, handing each
-// stream of each connection to serve.
-func quicServer(t *testing.T, alpn string, serve func(s *quic.Stream)) string {
-	cert, key := surveyCert(t)
-	pair, err := tls.LoadX509KeyPair(cert, key)
-	require.NoError(t, err)
-	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{alpn}}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept(context.Background())
-			if err != nil {
-				return
-			}
-			go func() {
-				for {
-					s, err := c.AcceptStream(context.Background())
-					if err != nil {
-						return
-					}
-					go serve(s)
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // TestDoQVerdicts: each of the survey's verdicts from the server that
 // earns it, on loopback. DoQ answered (and resumed, its ticket's lifetime
@@ -57,8 +28,9 @@ func TestDoQVerdicts(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
 	t.Cleanup(func() { srv.Close() })
-	silent := quicServer(t, "doq", func(s *quic.Stream) { io.Copy(io.Discard, s) })
-	otherName := quicServer(t, "doq", func(s *quic.Stream) {
+	cert := testutil.NewCert(t)
+	silent := testutil.QUICPeer(t, cert, []string{"doq"}, func(s *quic.Stream) { io.Copy(io.Discard, s) })
+	otherName := testutil.QUICPeer(t, cert, []string{"doq"}, func(s *quic.Stream) {
 		defer s.Close()
 		b, err := dnswire.ReadPrefixed(s)
 		q := new(dns.Msg)
@@ -71,7 +43,7 @@ func TestDoQVerdicts(t *testing.T) {
 		wire, _ = dnswire.AppendPrefixed(nil, wire)
 		s.Write(wire)
 	})
-	h3 := quicServer(t, "h3", func(*quic.Stream) {})
+	h3 := testutil.QUICPeer(t, cert, []string{"h3"}, func(*quic.Stream) {})
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
 	nothing := pc.LocalAddr().String()

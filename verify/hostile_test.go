@@ -3,7 +3,6 @@ package verify_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,27 +21,11 @@ import (
 // query (its wire form, nil when none came) to answer, which writes
 // what the server sends back.
 func dotServer(t *testing.T, answer func(c net.Conn, query []byte)) string {
-	cert, key := surveyCert(t)
-	pair, err := tls.LoadX509KeyPair(cert, key)
-	require.NoError(t, err)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"dot"}})
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				q, _ := dnswire.ReadPrefixed(c)
-				answer(c, q)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return testutil.TLSPeer(t, testutil.NewCert(t), []string{"dot"}, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		q, _ := dnswire.ReadPrefixed(c)
+		answer(c, q)
+	})
 }
 
 // TestVerifyDoTOfMisbehavingServers: a surveyed resolver is hostile, or
