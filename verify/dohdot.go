@@ -306,7 +306,7 @@ func altSvc(ctx context.Context, target, path string, o Options) string {
 	if err != nil {
 		return ""
 	}
-	io.Copy(io.Discard, resp.Body)
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16)) // a body without end is the server's, not the survey's
 	resp.Body.Close()
 	return resp.Header.Get("Alt-Svc")
 }
@@ -396,7 +396,8 @@ func oblivious(ctx context.Context, target, path string, o Options) (*ODoHConfig
 		return nil, false
 	}
 	cfg := odohConfig(c)
-	wire, _ := query(o.Name).Pack()
+	asked := query(o.Name)
+	wire, _ := asked.Pack()
 	sealed, q, err := odoh.Seal(c, wire, 0)
 	if err != nil {
 		return cfg, false
@@ -417,8 +418,18 @@ func oblivious(ctx context.Context, target, path string, o Options) (*ODoHConfig
 		return cfg, false
 	}
 	answer, err := q.Open(body)
-	m := new(dns.Msg)
-	return cfg, err == nil && m.Unpack(answer) == nil && m.Response
+	if err != nil {
+		return cfg, false
+	}
+	m, err := dnswire.Unpack(answer)
+	if err != nil {
+		return cfg, false
+	}
+	// Sealed under a key only this query's sender holds, the answer is
+	// this query's whatever its ID; its question must still be the one
+	// asked.
+	m.Id = asked.Id
+	return cfg, transport.CheckAnswer(asked, m) == nil
 }
 
 // fastOpen reports whether a second TLS connection's SYN carried data

@@ -3,6 +3,7 @@ package verify_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
+	"github.com/doxlab/doxlab/internal/odoh"
 	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/verify"
 )
@@ -120,4 +122,48 @@ func TestVerifyDoHOfAWebPage(t *testing.T) {
 	require.Contains(t, r.TLSVersions, "1.3")
 	require.Nil(t, r.ODoH)
 	require.Empty(t, r.CAA)
+}
+
+// TestVerifyDoHOfAnODoHTargetAnsweringElse: a target that publishes a
+// good config and opens the query sealed to it, but seals back an
+// answer to another question, has its config recorded and is said not
+// to answer; one that answers the question asked, under another ID,
+// answers (its keys derive from the query's, RFC 9230 §6.4).
+func TestVerifyDoHOfAnODoHTargetAnsweringElse(t *testing.T) {
+	kp, err := odoh.NewKeyPair(nil)
+	require.NoError(t, err)
+	target := func(mutate func(*dns.Msg)) string {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == odoh.ConfigsPath {
+				w.Write(odoh.MarshalConfigs(kp.Config))
+				return
+			}
+			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+			plain, rcv, err := kp.Open(body)
+			q := new(dns.Msg)
+			if err != nil || q.Unpack(plain) != nil {
+				http.Error(w, "not an ODoH query", http.StatusBadRequest)
+				return
+			}
+			a := new(dns.Msg).SetReply(q)
+			mutate(a)
+			wire, _ := a.Pack()
+			sealed, err := rcv.Seal(wire, 0)
+			require.NoError(t, err)
+			w.Header().Set("Content-Type", odoh.ContentType)
+			w.Write(sealed)
+		}))
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv.Listener.Addr().String()
+	}
+	o := verify.Options{Timeout: 2 * time.Second}
+	r := verify.VerifyDoH(context.Background(), target(func(a *dns.Msg) { a.Question[0].Name = "elsewhere.example." }), o)
+	require.NotNil(t, r.ODoH, "its config is read")
+	require.Equal(t, uint16(0x0020), r.ODoH.KEM)
+	require.False(t, r.ODoHAnswers, "an answer to another question answers nothing")
+
+	r = verify.VerifyDoH(context.Background(), target(func(a *dns.Msg) { a.Id = 0 }), o)
+	require.True(t, r.ODoHAnswers)
 }
