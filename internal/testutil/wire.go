@@ -28,17 +28,8 @@ func RelayAt(t testing.TB, port int, to string) *Wire {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	must(t, err)
-	w := &Wire{Addr: ln.Addr().String()}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go w.serve(c, to)
-		}
-	}()
+	w := &Wire{}
+	w.Addr = accept(t, ln, func(c net.Conn) { w.serve(c, to) })
 	return w
 }
 
