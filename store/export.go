@@ -640,7 +640,7 @@ func (q *rawSource) close() error { return q.rows.Close() }
 var sqliteTypes = map[int]string{sqliteread.Integer: "an integer", sqliteread.Float: "a float", sqliteread.Text: "text", sqliteread.Blob: "a blob", sqliteread.Null: "NULL"}
 
 // rawSetter sets dst, one of scanned's fields, from a column of rows,
-// refusing a value of another type as assign does.
+// refusing a value of another type than the field's, naming the column.
 func rawSetter(rows *sqliteread.Rows, dst any) (func(i int) error, error) {
 	wrong := func(i int, v sqliteread.Value, want string) error {
 		return fmt.Errorf("column %s: %s where %s was expected", rows.Name(i), sqliteTypes[v.Type()], want)

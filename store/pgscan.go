@@ -18,7 +18,7 @@ import (
 // pgSource reads a PostgreSQL query through pgx's own interface: each
 // value as the server sent it (numbers in binary), decoded here by its
 // column's type. database/sql's driver boxed every value in an interface
-// and assign took it out again, a third of an export's time. A column's
+// and the store took it out again, a third of an export's time. A column's
 // type is PostgreSQL's for the whole query, so it is checked once, before
 // the first row.
 type pgSource struct {
@@ -74,7 +74,7 @@ func (q *pgSource) close() error {
 
 // pgSetter sets dst, one of scanned's fields, from the values of column
 // fd (nil for NULL, in fd's format), refusing a column of another type
-// as assign would refuse its values.
+// than the field's, naming it.
 func pgSetter(fd pgconn.FieldDescription, types *pgtype.Map, dst any) (func(b []byte) error, error) {
 	bin := fd.Format == pgx.BinaryFormatCode
 	wrong := func(want string) error {

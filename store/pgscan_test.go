@@ -14,8 +14,8 @@ import (
 
 // TestPGSetterDecodesWhatPostgreSQLSends: each column type a scan reads,
 // in the binary format pgx asks for and in text (a simple-protocol
-// connection's), NULLs as assign took them, and a column of another type
-// refused before any row, naming it.
+// connection's), NULLs as the scans always took them, and a column of
+// another type refused before any row, naming it.
 func TestPGSetterDecodesWhatPostgreSQLSends(t *testing.T) {
 	types := pgtype.NewMap()
 	be := func(n int, v uint64) []byte {

@@ -147,7 +147,7 @@ func TestOrderedScanHandsOnWholeRanges(t *testing.T) {
 
 // TestScanRefusesMistypedColumns: a value of another type than its
 // column's (a store edited by hand) fails SQLite's own reader's scan,
-// naming the column, as database/sql's assign fails it.
+// naming the column, as database/sql's scans failed it.
 func TestScanRefusesMistypedColumns(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ set, want string }{
