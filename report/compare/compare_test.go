@@ -2,8 +2,10 @@ package compare
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,4 +137,49 @@ func TestPageLoadsCompare(t *testing.T) {
 	require.NoError(t, tab.WriteTable(&out))
 	require.Contains(t, out.String(), "PLT, ms: medians of the loads that loaded")
 	require.Equal(t, "compare-pages", tab.Cells()[1].Table)
+}
+
+// TestSectionOfManyCells: a comparison of more cells than the figure
+// draws keeps every cell in its table, says which it drew, overlays the
+// columns' CDFs with their data written beside them, and counts every
+// sample, refused ones too.
+func TestSectionOfManyCells(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	const targets = MaxPanels + 3
+	for _, run := range []string{"old", "new"} {
+		r := store.NewRun("measure", "", nil)
+		r.ID = run
+		require.NoError(t, st.BeginRun(ctx, r))
+		for i := range targets {
+			for rep := range 3 {
+				require.NoError(t, st.Write(ctx, run, sample(fmt.Sprintf("r%02d.example", i), rep, 0, float64(1+rep), "NOERROR")))
+			}
+		}
+		require.NoError(t, st.Write(ctx, run, sample("r00.example", 9, 0, 0, "REFUSED")))
+	}
+	tab, err := Runs(ctx, measure.DefaultAnswers(), Source{Name: "old", Store: st, Filter: store.Filter{RunPrefix: "old"}}, Source{Name: "new", Store: st, Filter: store.Filter{RunPrefix: "new"}})
+	require.NoError(t, err)
+	n, what := tab.Count()
+	require.Equal(t, 2*(3*targets+1), n)
+	require.Equal(t, "samples compared", what)
+
+	dir := t.TempDir()
+	sec, err := tab.Section(dir)
+	require.NoError(t, err)
+	require.Equal(t, "Run against run", sec.Title)
+	require.Equal(t, targets, strings.Count(string(sec.Table), "<tr><td class=\"l\">r"), "every cell in the table")
+	require.Contains(t, string(sec.Table), "REFUSED")
+	require.Len(t, sec.Figures, 1)
+	require.Contains(t, sec.Figures[0].Of, fmt.Sprintf("the first %d of %d cells", MaxPanels, targets))
+	csv, err := os.ReadFile(filepath.Join(dir, "cdf-compare.csv"))
+	require.NoError(t, err)
+	require.Contains(t, string(csv), "r00.example,udp,fresh,old,")
+	require.Contains(t, string(csv), "r00.example,udp,fresh,new,")
+	require.NotContains(t, string(csv), fmt.Sprintf("r%02d.example", targets-1), "the cells past the figure's are in the table alone")
+	for _, f := range []string{"cdf-compare.svg", "cdf-compare.pdf", "cdf-compare.png", "cdf-compare-1col.svg"} {
+		require.FileExists(t, filepath.Join(dir, f))
+	}
 }
