@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -46,23 +45,12 @@ func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(ru
 // under the driver's locks (500,000 page loads: a tenth of a report's
 // first read).
 func (s *Store) eachRawSQLite(ctx context.Context, query string, args []any, f func(runID string, raw []byte) error) error {
-	bound := make([]any, len(args))
-	for i, a := range args { // as the reader binds them: int64 or string
-		switch v := reflect.ValueOf(a); {
-		case v.CanInt():
-			bound[i] = v.Int()
-		case v.Kind() == reflect.String:
-			bound[i] = v.String()
-		default:
-			return fmt.Errorf("store: argument %d: %T is neither an integer nor text", i+1, a)
-		}
-	}
 	c, err := s.reader()
 	if err != nil {
 		return err
 	}
 	defer s.release(c)
-	rows, err := c.Query(query, bound...)
+	rows, err := c.Query(query, args...)
 	if err != nil {
 		return err
 	}

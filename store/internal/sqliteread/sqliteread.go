@@ -14,6 +14,7 @@ package sqliteread
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 	"unsafe"
 
@@ -92,8 +93,9 @@ type Rows struct {
 	closed bool
 }
 
-// Query runs q with args (int64 or string) bound to its parameters in
-// order. The caller must Close the rows.
+// Query runs q with args bound to its parameters in order: integers of
+// any Go type (an int, a length) as SQLite's, and text (a string, or a
+// type whose kind is one, as store.Kind). The caller must Close the rows.
 func (c *Conn) Query(q string, args ...any) (*Rows, error) {
 	zq, err := libc.CString(q)
 	if err != nil {
@@ -111,17 +113,17 @@ func (c *Conn) Query(q string, args ...any) (*Rows, error) {
 	r := &Rows{c: c, stmt: *(*uintptr)(cmem(pp))}
 	for i, a := range args {
 		var rc int32
-		switch a := a.(type) {
-		case int64:
-			rc = sqlite3.Xsqlite3_bind_int64(c.tls, r.stmt, int32(i+1), a)
-		case string:
-			p, err := libc.CString(a)
+		switch v := reflect.ValueOf(a); {
+		case v.CanInt():
+			rc = sqlite3.Xsqlite3_bind_int64(c.tls, r.stmt, int32(i+1), v.Int())
+		case v.Kind() == reflect.String:
+			p, err := libc.CString(v.String())
 			if err != nil {
 				r.Close()
 				return nil, err
 			}
 			r.texts = append(r.texts, p)
-			rc = sqlite3.Xsqlite3_bind_text(c.tls, r.stmt, int32(i+1), p, int32(len(a)), 0)
+			rc = sqlite3.Xsqlite3_bind_text(c.tls, r.stmt, int32(i+1), p, int32(v.Len()), 0)
 		default:
 			r.Close()
 			return nil, fmt.Errorf("sqlite: argument %d: %T is neither int64 nor string", i+1, a)
