@@ -29,15 +29,24 @@ func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(ru
 		if err := rows.Scan(&id, &z); err != nil {
 			return err
 		}
-		raw, err := unpackRaw(z)
-		if err != nil {
-			return fmt.Errorf("store: run %s: %w", id, err)
-		}
-		if err := f(id, raw); err != nil {
+		if err := handRaw(id, z, false, f); err != nil {
 			return err
 		}
 	}
 	return rows.Err()
+}
+
+// handRaw hands f run id's record z unpacked. borrowed says z is memory
+// the next row takes, which a record kept as it is (codec 0) must leave.
+func handRaw(id string, z []byte, borrowed bool, f func(runID string, raw []byte) error) error {
+	raw, err := unpackRaw(z)
+	if err != nil {
+		return fmt.Errorf("store: run %s: %w", id, err)
+	}
+	if borrowed && z[0] == codecPlain {
+		raw = bytes.Clone(raw)
+	}
+	return f(id, raw)
 }
 
 // eachRawSQLite is eachRaw on one of the store's SQLite readers: a
@@ -62,15 +71,7 @@ func (s *Store) eachRawSQLite(ctx context.Context, query string, args []any, f f
 				return err
 			}
 		}
-		id, z := ids.of(rows.Value(0).Bytes()), rows.Value(1).Bytes()
-		raw, err := unpackRaw(z)
-		if err != nil {
-			return fmt.Errorf("store: run %s: %w", id, err)
-		}
-		if len(z) > 0 && z[0] == codecPlain {
-			raw = bytes.Clone(raw) // out of SQLite's memory, which the next row takes
-		}
-		if err := f(id, raw); err != nil {
+		if err := handRaw(ids.of(rows.Value(0).Bytes()), rows.Value(1).Bytes(), true, f); err != nil {
 			return err
 		}
 	}
