@@ -87,23 +87,25 @@ func pgSetter(fd pgconn.FieldDescription, types *pgtype.Map, dst any) (func(b []
 	malformed := func(b []byte) error {
 		return fmt.Errorf("column %s: a malformed value (%d octets)", fd.Name, len(b))
 	}
+	// integer decodes a value of an integer column (nil for another
+	// column), its width and decoding picked once, not asked each value.
 	var integer func(b []byte) (int64, error)
-	switch width := map[uint32]int{pgtype.Int8OID: 8, pgtype.Int4OID: 4, pgtype.Int2OID: 2}[fd.DataTypeOID]; {
-	case width == 0:
-	case !bin:
-		integer = func(b []byte) (int64, error) { return strconv.ParseInt(string(b), 10, 64) }
-	default:
+	if it, ok := map[uint32]struct {
+		width int
+		of    func([]byte) int64
+	}{
+		pgtype.Int8OID: {8, func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }},
+		pgtype.Int4OID: {4, func(b []byte) int64 { return int64(int32(binary.BigEndian.Uint32(b))) }},
+		pgtype.Int2OID: {2, func(b []byte) int64 { return int64(int16(binary.BigEndian.Uint16(b))) }},
+	}[fd.DataTypeOID]; ok {
 		integer = func(b []byte) (int64, error) {
-			if len(b) != width {
+			if len(b) != it.width {
 				return 0, malformed(b)
 			}
-			switch width {
-			case 8:
-				return int64(binary.BigEndian.Uint64(b)), nil
-			case 4:
-				return int64(int32(binary.BigEndian.Uint32(b))), nil
-			}
-			return int64(int16(binary.BigEndian.Uint16(b))), nil
+			return it.of(b), nil
+		}
+		if !bin {
+			integer = func(b []byte) (int64, error) { return strconv.ParseInt(string(b), 10, 64) }
 		}
 	}
 	textual := fd.DataTypeOID == pgtype.TextOID || fd.DataTypeOID == pgtype.VarcharOID || fd.DataTypeOID == pgtype.BPCharOID || fd.DataTypeOID == pgtype.NameOID
