@@ -344,16 +344,7 @@ func tcpEcho(t *testing.T, tb *Testbed, port int) (dial func() net.Conn) {
 	addr := net.JoinHostPort(tb.IPs["server"], strconv.Itoa(port))
 	var ln net.Listener
 	require.NoError(t, tb.Run("server", func() (err error) { ln, err = net.Listen("tcp4", addr); return err }))
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
+	testutil.Serve(t, ln, func(c net.Conn) { io.Copy(c, c) })
 	return func() net.Conn {
 		t.Helper()
 		var c net.Conn

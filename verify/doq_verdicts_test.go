@@ -2,8 +2,8 @@ package verify_test
 
 import (
 	"context"
+	"fmt"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -44,10 +44,7 @@ func TestDoQVerdicts(t *testing.T) {
 		s.Write(wire)
 	})
 	h3 := testutil.QUICPeer(t, cert, []string{"h3"}, func(*quic.Stream) {})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	nothing := pc.LocalAddr().String()
-	pc.Close()
+	nothing := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 
 	o := verify.Options{Timeout: time.Second}
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package verify_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -51,13 +52,6 @@ func TestVerifyDoTOfMisbehavingServers(t *testing.T) {
 		a.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: m.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, 1)}}
 		return a
 	}
-	refused := func() string { // a port nothing listens on
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := ln.Addr().String()
-		ln.Close()
-		return addr
-	}
 	o := verify.Options{Timeout: 2 * time.Second}
 	for _, c := range []struct {
 		name, target string
@@ -83,7 +77,7 @@ func TestVerifyDoTOfMisbehavingServers(t *testing.T) {
 			}
 		}), "QR bit not set"},
 		{"silence", dotServer(t, func(net.Conn, []byte) {}), "EOF"},
-		{"nothing listening", refused(), "refused"},
+		{"nothing listening", fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)), "refused"},
 	} {
 		start := time.Now()
 		r := verify.VerifyDoT(context.Background(), c.target, o)

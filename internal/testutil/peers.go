@@ -41,7 +41,7 @@ func TCPPeer(t testing.TB, serve func(c net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
-	return accept(t, ln, serve)
+	return Serve(t, ln, serve)
 }
 
 // TLSPeer is TCPPeer over TLS with cert, offering alpn.
@@ -49,10 +49,12 @@ func TLSPeer(t testing.TB, cert *Cert, alpn []string, serve func(c net.Conn)) st
 	t.Helper()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.Pair(t)}, NextProtos: alpn})
 	must(t, err)
-	return accept(t, ln, serve)
+	return Serve(t, ln, serve)
 }
 
-func accept(t testing.TB, ln net.Listener, serve func(c net.Conn)) string {
+// Serve runs serve on each connection ln accepts, then closes it; ln is
+// closed when the test ends. It returns ln's address.
+func Serve(t testing.TB, ln net.Listener, serve func(c net.Conn)) string {
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {

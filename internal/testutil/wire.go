@@ -29,7 +29,7 @@ func RelayAt(t testing.TB, port int, to string) *Wire {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	must(t, err)
 	w := &Wire{}
-	w.Addr = accept(t, ln, func(c net.Conn) { w.serve(c, to) })
+	w.Addr = Serve(t, ln, func(c net.Conn) { w.serve(c, to) })
 	return w
 }
 
