@@ -475,11 +475,11 @@ func cdf(ss []*Series, title, xlabel string, signed, legendRoom bool) (*plot.Plo
 			r, g, b, _ := l.Color.RGBA()
 			band.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x30}
 			band.LineStyle.Width = 0
-			p.Add(band)
+			p.Add(thinPolygon{band})
 		}
 		l.Width = vg.Points(1.5)
 		l.Dashes = s.Dashes
-		p.Add(edgeLine{l})
+		p.Add(newEdgeLine(l))
 		if m := cdfMarks(cdf, l.Color, s.Glyph, n-1); m != nil {
 			p.Add(m)
 			p.Legend.Add(s.Label, l, m)

@@ -44,7 +44,7 @@ func (s *Set) AddTimelines(f Timelines) error {
 				return err
 			}
 			l.Color = Blue
-			p.Add(edgeLine{l})
+			p.Add(newEdgeLine(l))
 		}
 		panels = append(panels, p)
 	}
