@@ -2,12 +2,15 @@ package figure
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"image/color"
 	"image/png"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -15,6 +18,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgpdf"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/doxlab/doxlab/internal/buildinfo"
 )
 
 // A paper's column widths: every figure is saved at both, its text at
@@ -252,12 +257,22 @@ func (s straight) RGBA() (r, g, b, a uint32) {
 }
 
 // save draws panels at every size as SVG, PDF and PNG; it returns the
-// two-column SVG, for the page.
+// two-column SVG, for the page. The two-column SVG is drawn first, and
+// where the files beside it are those this binary drew from the same
+// SVG (a report made again into its directory, of data that did not
+// change) they are kept, not drawn again: see drawnBefore.
 func save(panels [][]*plot.Plot, base string, w, h vg.Length) ([]byte, error) {
 	var page []byte
+	var sum drawnSum
 	for _, sz := range sizes {
 		d := layout(panels, w, h, sz)
 		for _, format := range []string{"svg", "pdf", "png"} {
+			if page != nil && sum.files == nil {
+				if drawnBefore(base, page) {
+					return page, nil
+				}
+				sum.key = drawnKey(page)
+			}
 			var c vg.CanvasWriterTo
 			switch format {
 			case "svg":
@@ -276,13 +291,91 @@ func save(panels [][]*plot.Plot, base string, w, h vg.Length) ([]byte, error) {
 			if _, err := c.WriteTo(&b); err != nil {
 				return nil, fmt.Errorf("drawing %s%s.%s: %w", base, sz.suffix, format, err)
 			}
-			if err := os.WriteFile(base+sz.suffix+"."+format, b.Bytes(), 0o644); err != nil {
+			name := base + sz.suffix + "." + format
+			if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
 				return nil, err
 			}
-			if format == "svg" && sz.suffix == "" {
+			if page == nil {
 				page = b.Bytes()
+			} else {
+				sum.files = append(sum.files, fileSum{filepath.Base(name), sha256.Sum256(b.Bytes())})
 			}
 		}
 	}
+	sum.write(base)
 	return page, nil
+}
+
+// drawnDir, in a figure's directory, keeps what was drawn there: for
+// each figure the key of its two-column SVG and the digests of the
+// other files drawn with it.
+const drawnDir = ".drawn"
+
+// drawnKey is the key of a figure whose two-column SVG is page: the
+// binary that drew it (its version and Go build ID, as a report's
+// summaries are marked) and the SVG's digest. "" where the binary's ID
+// cannot be read: then nothing is kept.
+func drawnKey(page []byte) string {
+	id := buildinfo.BinaryID()
+	if id == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s %s %x", buildinfo.Version(), id, sha256.Sum256(page))
+}
+
+type fileSum struct {
+	name   string
+	digest [sha256.Size]byte
+}
+
+type drawnSum struct {
+	key   string
+	files []fileSum
+}
+
+func drawnPath(base string) string {
+	return filepath.Join(filepath.Dir(base), drawnDir, filepath.Base(base))
+}
+
+// write keeps sum for the figure at base, if it has a key; a sum that
+// cannot be written only means drawing again.
+func (sum drawnSum) write(base string) {
+	if sum.key == "" {
+		return
+	}
+	var b strings.Builder
+	b.WriteString(sum.key + "\n")
+	for _, f := range sum.files {
+		fmt.Fprintf(&b, "%x %s\n", f.digest, f.name)
+	}
+	p := drawnPath(base)
+	if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
+		_ = os.WriteFile(p, []byte(b.String()), 0o644)
+	}
+}
+
+// drawnBefore says whether the figure at base whose two-column SVG is
+// page was drawn by this binary from that SVG, and its other files are
+// still as drawn: every one named in its sum, none changed since.
+func drawnBefore(base string, page []byte) bool {
+	key := drawnKey(page)
+	b, err := os.ReadFile(drawnPath(base))
+	if key == "" || err != nil {
+		return false
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if lines[0] != key || len(lines) != len(Suffixes) {
+		return false
+	}
+	for _, l := range lines[1:] {
+		digest, name, ok := strings.Cut(l, " ")
+		if !ok || name != filepath.Base(name) || !strings.HasPrefix(name, filepath.Base(base)) {
+			return false
+		}
+		f, err := os.ReadFile(filepath.Join(filepath.Dir(base), name))
+		if err != nil || fmt.Sprintf("%x", sha256.Sum256(f)) != digest {
+			return false
+		}
+	}
+	return true
 }
