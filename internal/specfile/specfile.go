@@ -66,9 +66,26 @@ func (es Errors) Error() string {
 
 // File is a decoded file and what is wrong with it so far.
 type File struct {
-	Path string
-	root *yaml.Node
-	errs Errors
+	Path  string
+	root  *yaml.Node
+	errs  Errors
+	steps int // values checked so far (aliases counted each time)
+}
+
+// maxSteps bounds the values a file's aliases may make it check: a few
+// lines of anchors that alias anchors ten at a time (merges too) stand
+// for ten to the power of their depth, which neither the check nor
+// yaml.v3's decoding should walk (YAML's "billion laughs").
+const maxSteps = 1 << 20
+
+// step counts a value about to be checked at n; false once the file
+// has made maxSteps, when its one error says so.
+func (f *File) step(n *yaml.Node) bool {
+	f.steps++
+	if f.steps == maxSteps+1 {
+		f.add(n.Line, "", fmt.Sprintf("its aliases stand for more than %d values (anchors that alias anchors?)", maxSteps))
+	}
+	return f.steps <= maxSteps
 }
 
 // Decode parses b (the file at path) and decodes it into v, a pointer to
@@ -95,29 +112,47 @@ func Decode(path string, b []byte, v any) *File {
 		doc = doc.Content[0]
 	}
 	f.check(doc, reflect.TypeOf(v).Elem(), "")
-	// A key given twice is an error said already; yaml.v3 would leave its
-	// whole mapping out for it, and every check of what the mapping
-	// holds would fail after it: the first of each key is decoded.
+	if f.steps > maxSteps {
+		return f // yaml.v3 would walk the aliases as far before it gave up
+	}
+	// A key given twice, or not text, is an error said already; yaml.v3
+	// would leave its whole mapping out for the one, and every check of
+	// what the mapping holds would fail after it, and panic at the other
+	// in a mapping that merges: the first of each key in text is decoded.
 	firstKeys(doc)
 	// The values of the right shape go in; yaml.v3 decodes past its type
 	// errors, which check has said better, and stops at a bad merge,
 	// which check has said too.
 	var te *yaml.TypeError
-	if err := doc.Decode(v); err != nil && !errors.As(err, &te) && len(f.errs) == 0 {
+	if err := decode(doc, v); err != nil && !errors.As(err, &te) && len(f.errs) == 0 {
 		f.add(doc.Line, "", err.Error())
 	}
 	return f
 }
 
+// decode is doc.Decode(v), a panic of yaml.v3's an error: a file it
+// cannot read is refused, not fatal.
+func decode(doc *yaml.Node, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cannot be decoded (%v)", p)
+		}
+	}()
+	return doc.Decode(v)
+}
+
 // firstKeys leaves each mapping under n with the first of each of its
-// keys (merge keys apart).
+// keys in text (merge keys apart).
 func firstKeys(n *yaml.Node) {
 	if n.Kind == yaml.MappingNode {
 		seen := map[string]bool{}
 		kept := n.Content[:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			if k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
+			if k.Kind != yaml.ScalarNode {
+				continue
+			}
+			if k.ShortTag() != "!!merge" {
 				if seen[k.Value] {
 					continue
 				}
@@ -223,6 +258,9 @@ var durationType = reflect.TypeFor[time.Duration]()
 
 // check walks node n against type t, the value at field.
 func (f *File) check(n *yaml.Node, t reflect.Type, field string) {
+	if !f.step(n) {
+		return
+	}
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
@@ -245,7 +283,7 @@ func (f *File) check(n *yaml.Node, t reflect.Type, field string) {
 			return
 		}
 		fields, names := structFields(t), fieldNames(t)
-		for _, e := range f.entries(n, field, 0) {
+		for _, e := range f.entries(n, field, 0, map[*yaml.Node]bool{}) {
 			sub := join(field, e.k.Value)
 			ft, ok := fields[e.k.Value]
 			if !ok {
@@ -273,7 +311,7 @@ func (f *File) check(n *yaml.Node, t reflect.Type, field string) {
 			f.add(n.Line, field, "want a mapping, got "+kindName(n))
 			return
 		}
-		for _, e := range f.entries(n, field, 0) {
+		for _, e := range f.entries(n, field, 0, map[*yaml.Node]bool{}) {
 			f.check(e.v, t.Elem(), join(field, e.k.Value))
 		}
 	default:
@@ -289,8 +327,9 @@ type entry struct{ k, v *yaml.Node }
 // otherwise report by leaving a map empty), then those its merge keys
 // bring (<<: *anchor, or a list of anchors) that it does not give
 // itself, the first merged mapping's first. A key that is not text is
-// an error of its own.
-func (f *File) entries(n *yaml.Node, field string, depth int) []entry {
+// an error of its own. A mapping merged again (merged is those merged
+// so far) brings nothing new and is not walked again.
+func (f *File) entries(n *yaml.Node, field string, depth int, merged map[*yaml.Node]bool) []entry {
 	var own, merges []entry
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -320,7 +359,11 @@ func (f *File) entries(n *yaml.Node, field string, depth int) []entry {
 				f.add(m.k.Line, join(field, "<<"), "want a mapping to merge (<<: *anchor, or a list of them), got "+kindName(src))
 				continue
 			}
-			for _, e := range f.entries(src, field, depth+1) {
+			if merged[src] || !f.step(src) {
+				continue
+			}
+			merged[src] = true
+			for _, e := range f.entries(src, field, depth+1, merged) {
 				if !seen[e.k.Value] {
 					seen[e.k.Value] = true
 					own = append(own, e)

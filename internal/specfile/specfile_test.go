@@ -1,6 +1,7 @@
 package specfile
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +128,83 @@ func TestNegative(t *testing.T) {
 	require.NoError(t, Negative("x", spec{Repeat: 0, Rate: 1, List: []string{"-1"}}))
 	require.EqualError(t, Negative("x", spec{Rate: -0.5}), "x.rate: -0.5 is negative")
 	require.EqualError(t, Negative("", inner{Delay: -time.Second}), "delay: -1s is negative")
+}
+
+// laughs is a mapping merging ten times a mapping merging ten times ...
+// (depth levels): ten to the power of depth merges, in depth+2 lines.
+func laughs(depth int) string {
+	var b strings.Builder
+	b.WriteString("x0: &m0 {name: x, delay: 1s}\n")
+	for i := 1; i <= depth; i++ {
+		fmt.Fprintf(&b, "x%d: &m%d {<<: [%s]}\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*m%d, ", i-1), 10), ", "))
+	}
+	fmt.Fprintf(&b, "inner: *m%d\n", depth)
+	return b.String()
+}
+
+// TestAliasesOfAliasesEndFast: YAML's "billion laughs". Merges of merges
+// ten at a time, sixteen deep, walked each time they were merged, took
+// a minute at nine levels; a mapping merged again brings nothing and is
+// walked once. Lists of aliases of lists, which must each be checked
+// where they land, stop at maxSteps values with one error, before
+// yaml.v3 walks them too.
+func TestAliasesOfAliasesEndFast(t *testing.T) {
+	var s spec
+	f := Decode("f.yaml", []byte(laughs(16)), &s)
+	require.Len(t, f.errs, 17, "the anchors' own keys are unknown fields, nothing else: %v", f.Err())
+	require.Equal(t, &inner{Name: "x", Delay: time.Second}, s.Inner)
+
+	var g struct {
+		Grid [][]string `yaml:"grid"`
+	}
+	doc := "row: &row [" + strings.TrimSuffix(strings.Repeat("a, ", 1000), ", ") + "]\n" +
+		"grid: [" + strings.TrimSuffix(strings.Repeat("*row, ", 2000), ", ") + "]\n"
+	err := Decode("f.yaml", []byte(doc), &g).Err()
+	require.ErrorContains(t, err, fmt.Sprintf("f.yaml:1: its aliases stand for more than %d values", maxSteps))
+	require.Nil(t, g.Grid, "not decoded")
+	require.Len(t, strings.Split(err.Error(), "\n"), 2, "the unknown field row, and that")
+}
+
+// TestNumbersInRange: a number must fit its field, in any base yaml.v3
+// reads, and a float be finite.
+func TestNumbersInRange(t *testing.T) {
+	var s struct {
+		Small int8    `yaml:"small"`
+		Port  uint16  `yaml:"port"`
+		Ratio float64 `yaml:"ratio"`
+		Count int     `yaml:"count"`
+	}
+	f := Decode("f.yaml", []byte("small: 300\nport: 70000\nratio: .nan\ncount: 1.5\n"), &s)
+	require.EqualError(t, f.Err(), strings.Join([]string{
+		`f.yaml:1: small: want a whole number, got "300"`,
+		`f.yaml:2: port: want a whole number, 0 or more, got "70000"`,
+		`f.yaml:3: ratio: want a number, got ".nan"`,
+		`f.yaml:4: count: want a whole number, got "1.5"`,
+	}, "\n"))
+	f = Decode("f.yaml", []byte("small: -128\nport: 0xffff\nratio: 1e-3\ncount: 1_000_000\n"), &s)
+	require.NoError(t, f.Err())
+	require.Equal(t, int8(-128), s.Small)
+	require.Equal(t, uint16(65535), s.Port)
+	require.Equal(t, 1_000_000, s.Count)
+	require.ErrorContains(t, Decode("f.yaml", []byte("ratio: .inf\n"), &s).Err(), `ratio: want a number, got ".inf"`)
+}
+
+// FuzzDecode: no document makes Decode panic or hang, and every error
+// it gives is one line naming the file.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{"repeat: 1\n", "items:\n  - &a {name: x}\n  - <<: *a\n", "list: [a, b\n", laughs(3), "tags: {a: 1, a: 2}\n", "? [a]\n: b\n", "\t", "inner: !!binary aGk=\n"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var s spec
+		err := Decode("f.yaml", doc, &s).Err()
+		if err == nil {
+			return
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if !strings.HasPrefix(line, "f.yaml") {
+				t.Fatalf("an error line that names no file: %q", line)
+			}
+		}
+	})
 }
