@@ -119,3 +119,4 @@ fuzz:
 	for f in FuzzStreamConn FuzzDoHHandler FuzzDoH2Conn FuzzDoQQuery; do \
 		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./overhead -run '^$$' -fuzz FuzzAttribute -fuzztime 30s
+	$(GO) test ./internal/specfile -run '^$$' -fuzz FuzzDecode -fuzztime 30s
