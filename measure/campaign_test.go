@@ -2,6 +2,7 @@ package measure_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -162,4 +163,50 @@ func TestExamplePagesCampaign(t *testing.T) {
 		require.ErrorContains(t, err, msg, body)
 		require.ErrorContains(t, err, "bad.yaml")
 	}
+}
+
+// TestPageCampaignChecks: a page-load campaign's pages are checked when
+// it is read, each error at its line: pages at a special-purpose address
+// (the vantage point's loopback, a cloud's metadata service) unless
+// allow_special allows them, pages that are not pages, too many, and
+// the contact a browser sends.
+func TestPageCampaignChecks(t *testing.T) {
+	dir := t.TempDir()
+	tranco := filepath.Join(dir, "tranco.csv")
+	var list strings.Builder
+	for i := range measure.MaxPages + 1 {
+		fmt.Fprintf(&list, "%d,site%d.example\n", i+1, i)
+	}
+	require.NoError(t, os.WriteFile(tranco, []byte(list.String()), 0o644))
+	const head = "targets: [dns.example]\ncontact: https://lab.example/\n"
+	for body, want := range map[string]string{
+		head + "pages: {urls: [\"https://127.0.0.1/\"]}\n":                       `c.yaml:3: pages: "https://127.0.0.1/": special-purpose address not allowed: 127.0.0.1 is in 127.0.0.0/8, loopback`,
+		head + "pages: {urls: [\"http://169.254.169.254/latest/meta-data/\"]}\n": `c.yaml:3: pages: "http://169.254.169.254/latest/meta-data/": special-purpose address not allowed`,
+		head + "pages: {urls: [\"https://[::1]:8443/\"]}\n":                      `c.yaml:3: pages: "https://[::1]:8443/": special-purpose address not allowed`,
+		head + "pages: {urls: [\"https://u:p@site.example/\"]}\n":                `c.yaml:3: pages: page "https://u:p@site.example/": has credentials`,
+		head + "pages: {urls: [\"file:///etc/passwd\"]}\n":                       `c.yaml:3: pages: page "file:///etc/passwd": not an http or https URL`,
+		head + "pages: {}\n": "c.yaml:3: pages: no pages (give urls, file or tranco)",
+		head + "pages: {tranco: " + tranco + ", top: 20000}\n":                  fmt.Sprintf("c.yaml:3: pages: %d pages, more than %d", measure.MaxPages+1, measure.MaxPages),
+		head + "pages: {urls: [\"https://a.example/\"], stub: warm}\n":          `c.yaml:3: pages.stub: "warm" is not fresh, pam, resumed, 0rtt or reuse`,
+		head + "pages: {urls: [\"https://a.example/\"], timeout: -1s}\n":        "c.yaml:3: pages.timeout: -1s is negative",
+		head + "conditions: [fresh]\npages: {urls: [\"https://a.example/\"]}\n": "c.yaml:3: conditions: page loads take no conditions",
+		"targets: [dns.example]\npages: {urls: [\"https://a.example/\"]}\n":     "c.yaml: contact: a page-load campaign says who measures",
+	} {
+		p := filepath.Join(dir, "c.yaml")
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		_, err := measure.LoadCampaign(p)
+		require.ErrorContains(t, err, want, body)
+	}
+
+	// Allowed where allow_special says so; each page once, in order.
+	p := filepath.Join(dir, "ok.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(head+"allow_special: [127.0.0.0/8]\npages: {urls: [\"https://127.0.0.1:8443/\", \"https://a.example/\", \"https://127.0.0.1:8443/\"], tranco: "+tranco+", top: 2}\n"), 0o644))
+	c, err := measure.LoadCampaign(p)
+	require.NoError(t, err)
+	s, err := c.Spec()
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://127.0.0.1:8443/", "https://a.example/", "https://site0.example/", "https://site1.example/"}, s.Pages)
+	require.Equal(t, measure.PageTransports, s.Transports, "the IMC 2022 study's protocols by default")
+	require.Error(t, s.Options.Refuse(netip.MustParseAddr("169.254.169.254")), "a page's name resolved to metadata is refused when loaded")
+	require.NoError(t, s.Options.Refuse(netip.MustParseAddr("127.0.0.1")))
 }
