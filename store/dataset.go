@@ -331,13 +331,18 @@ func (d *Dataset) scan(keep func(runID string) bool, vantage string, runs map[st
 	return nil
 }
 
-func (d *Dataset) scanFile(f DatasetFile, buf []Row, runs map[string]Run, fn func([]Row) error) error {
+func (d *Dataset) scanFile(f DatasetFile, buf []Row, runs map[string]Run, fn func([]Row) error) (err error) {
+	defer damaged(&err)
 	file, err := d.src.open(context.Background(), f.Path)
 	if err != nil {
 		return err
 	}
 	defer file.Close()
-	r := parquet.NewGenericReader[Row](file)
+	pf, err := parquet.OpenFile(file, file.Size())
+	if err != nil {
+		return err
+	}
+	r := parquet.NewGenericReader[Row](pf)
 	defer r.Close()
 	run := runs[f.Run]
 	for {
@@ -359,6 +364,16 @@ func (d *Dataset) scanFile(f DatasetFile, buf []Row, runs map[string]Run, fn fun
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// damaged makes a panic of a read of a dataset's file (parquet-go's
+// readers panic at some files that are not whole) the read's error: a
+// file damaged since it was written fails its read, not the program.
+// The read's caller names the file.
+func damaged(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%v (damaged since it was written?)", p)
 	}
 }
 

@@ -159,7 +159,10 @@ func (d *Dataset) timingFiles(keep func(runID string) bool, vantage string) []Da
 // groups of all files, in order, are dealt out in turn: one large file
 // is read by every worker as well as many small ones.
 func (d *Dataset) scanTimings(files []DatasetFile, runs map[string]Run, sinkFor func(reader int, f DatasetFile) func(*Row) error) error {
-	errs := make([]error, scanWorkers)
+	// The first error is the scan's: the readers open every file, and
+	// a file that cannot be read fails each of them alike.
+	var first error
+	var mu sync.Mutex
 	var failed atomic.Bool
 	var wg sync.WaitGroup
 	for w := range scanWorkers {
@@ -168,7 +171,11 @@ func (d *Dataset) scanTimings(files []DatasetFile, runs map[string]Run, sinkFor 
 			mine := func() bool { unit++; return (unit-1)%scanWorkers == w && !failed.Load() }
 			for _, f := range files {
 				if err := d.scanColumns(f, runs, mine, func() func(*Row) error { return sinkFor(w, f) }); err != nil {
-					errs[w] = fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+					}
+					mu.Unlock()
 					failed.Store(true)
 					return
 				}
@@ -176,13 +183,14 @@ func (d *Dataset) scanTimings(files []DatasetFile, runs map[string]Run, sinkFor 
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return first
 }
 
 // scanColumns hands the rows of the row groups of one file that mine
 // takes, the timing columns set, to the sink sink gives (asked once, at
 // the first row group taken).
-func (d *Dataset) scanColumns(f DatasetFile, runs map[string]Run, mine func() bool, sink func() func(*Row) error) error {
+func (d *Dataset) scanColumns(f DatasetFile, runs map[string]Run, mine func() bool, sink func() func(*Row) error) (err error) {
+	defer damaged(&err)
 	file, err := d.src.open(context.Background(), f.Path)
 	if err != nil {
 		return err

@@ -220,11 +220,19 @@ func (w *writer) isKnown(table string, kind Kind, run, vantage, day, key string)
 
 // keys adds the keys of a file to set.
 func (d *Dataset) keys(f DatasetFile, set map[string]bool) error {
+	if err := d.fileKeys(f, set); err != nil {
+		return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+	}
+	return nil
+}
+
+func (d *Dataset) fileKeys(f DatasetFile, set map[string]bool) (err error) {
+	defer damaged(&err)
 	if f.Table != TableSamples {
 		return d.eachLine(f, func(line []byte) error {
 			var r struct{ Key string }
 			if err := json.Unmarshal(line, &r); err != nil {
-				return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+				return err
 			}
 			set[r.Key] = true
 			return nil
@@ -232,13 +240,17 @@ func (d *Dataset) keys(f DatasetFile, set map[string]bool) error {
 	}
 	file, err := d.src.open(context.Background(), f.Path)
 	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
+		return err
 	}
 	defer file.Close()
+	pf, err := parquet.OpenFile(file, file.Size())
+	if err != nil {
+		return err
+	}
 	type keyed struct {
 		Key string `parquet:"key"`
 	}
-	r := parquet.NewGenericReader[keyed](file)
+	r := parquet.NewGenericReader[keyed](pf)
 	defer r.Close()
 	buf := make([]keyed, 4096)
 	for {
@@ -246,11 +258,11 @@ func (d *Dataset) keys(f DatasetFile, set map[string]bool) error {
 		for _, k := range buf[:n] {
 			set[k.Key] = true
 		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+			return err
 		}
 	}
 }
