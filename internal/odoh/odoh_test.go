@@ -109,3 +109,35 @@ func TestRFC9230Vectors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, obliviousResponse, sealed)
 }
+
+// FuzzOpen: what a hostile client sends a target (a query), and what a
+// hostile target or proxy sends back (an answer, its configs), is
+// opened or refused with an error, never a panic; a query opens only
+// to the DNS message sealed, an answer only to the one its target
+// sealed. The seeds are a real exchange's.
+func FuzzOpen(f *testing.F) {
+	kp, err := odoh.NewKeyPair(bytes.Repeat([]byte{7}, 32))
+	require.NoError(f, err)
+	query := []byte("\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01")
+	sealed, q, err := odoh.Seal(kp.Config, query, 128)
+	require.NoError(f, err)
+	_, rcv, err := kp.Open(sealed)
+	require.NoError(f, err)
+	resp, err := rcv.Seal(query, 0)
+	require.NoError(f, err)
+	f.Add(sealed)
+	f.Add(resp)
+	f.Add(odoh.MarshalConfigs(kp.Config))
+	f.Add(odoh.MarshalConfigs(odoh.Config{KEM: 0x20, KDF: 1, AEAD: 1, PublicKey: make([]byte, 32)}))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if msg, _, err := kp.Open(raw); err == nil && !bytes.Equal(raw, sealed) && len(msg) == 0 {
+			t.Fatalf("a query opened to an empty message")
+		}
+		if msg, err := q.Open(raw); err == nil && !bytes.Equal(msg, query) {
+			t.Fatalf("an answer that is not the target's opened: %x", msg)
+		}
+		if c, err := odoh.ParseConfigs(raw); err == nil {
+			_, _, _ = odoh.Seal(c, query, 0) // a low-order key is an error
+		}
+	})
+}
