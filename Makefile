@@ -122,5 +122,6 @@ fuzz:
 	$(GO) test ./internal/specfile -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzDatasetSamplesFile -fuzztime 30s
 	$(GO) test ./internal/odoh -run '^$$' -fuzz FuzzOpen -fuzztime 30s
+	$(GO) test ./internal/ech -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	for f in FuzzFromHTML FuzzParseGraph; do \
 		$(GO) test ./pageload -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done

@@ -8,9 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 
+	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/internal/specfile"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -384,8 +384,8 @@ func (c *Config) Validate() error {
 		if l.Web == "" {
 			return fmt.Errorf("web.ech: needs listen.web")
 		}
-		if _, ok := dns.IsDomainName(e.PublicName); !ok || e.PublicName == "" || net.ParseIP(e.PublicName) != nil {
-			return fmt.Errorf("web.ech.public_name: %q is not a DNS name (RFC 9849 §4 wants one, not an address)", e.PublicName)
+		if !ech.HostName(e.PublicName) { // what clients take (ech.Parse ignores a config of any other)
+			return fmt.Errorf("web.ech.public_name: %q is not a host name (RFC 9849 §4 wants letters, digits and hyphens, not an address)", e.PublicName)
 		}
 		if e.Rotate < 0 || (e.Rotate > 0 && e.Rotate < time.Second) {
 			return fmt.Errorf("web.ech.rotate: %v: want 0 (never) or at least 1s", e.Rotate)

@@ -181,8 +181,9 @@ func TestECHConfigErrors(t *testing.T) {
 		want   string
 	}{
 		{func(c *server.Config) { c.Web.ECH.PublicName = "public.test" }, "needs listen.web"},
-		{func(c *server.Config) { c.Listen.Web = "127.0.0.1:0"; c.Web.ECH.PublicName = "192.0.2.1" }, "not a DNS name"},
-		{func(c *server.Config) { c.Listen.Web = "127.0.0.1:0"; c.Web.ECH.KeyFile = "k" }, "not a DNS name"},
+		{func(c *server.Config) { c.Listen.Web = "127.0.0.1:0"; c.Web.ECH.PublicName = "192.0.2.1" }, "not a host name"},
+		{func(c *server.Config) { c.Listen.Web = "127.0.0.1:0"; c.Web.ECH.KeyFile = "k" }, "not a host name"},
+		{func(c *server.Config) { c.Listen.Web = "127.0.0.1:0"; c.Web.ECH.PublicName = "cover_name.test" }, "not a host name"}, // clients would ignore its configs
 		{func(c *server.Config) {
 			c.Listen.Web = "127.0.0.1:0"
 			c.Web.ECH.PublicName = "p.test"

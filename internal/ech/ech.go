@@ -13,6 +13,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/miekg/dns"
@@ -128,7 +129,10 @@ type Config struct {
 }
 
 // Parse reads an ECHConfigList; configs of versions it does not know
-// are listed by version alone, as clients skip them.
+// are listed by version alone, as clients skip them, and a config whose
+// public name is no host name is left out, as RFC 9849 §4 has clients
+// ignore it (the name a measured resolver or a page's HTTPS record
+// gives reaches reports and terminals).
 func Parse(list []byte) ([]Config, error) {
 	s := cryptobyte.String(list)
 	var configs cryptobyte.String
@@ -149,11 +153,40 @@ func Parse(list []byte) ([]Config, error) {
 				!body.ReadUint16LengthPrefixed(&suites) || !body.ReadUint8(&maxLen) || !body.ReadUint8LengthPrefixed(&name) || name.Empty() {
 				return nil, errors.New("ech: malformed ECHConfig")
 			}
+			if !HostName(string(name)) {
+				continue
+			}
 			c.PublicName = string(name)
 		}
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// HostName says whether name is a host name in preferred name syntax
+// (letters, digits and inner hyphens; labels of 1 to 63 octets; an
+// optional final dot), its last label not a number, decimal or hex, as
+// RFC 9849 §4 asks of a public name (an IPv4 address reads as one).
+func HostName(name string) bool {
+	name = strings.TrimSuffix(name, ".")
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if len(l) == 0 || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			if c := l[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	last := strings.ToLower(labels[len(labels)-1])
+	number := strings.Trim(last, "0123456789") == "" ||
+		strings.HasPrefix(last, "0x") && strings.Trim(last[2:], "0123456789abcdef") == "" // as WHATWG's URL parser reads IPv4
+	return !number
 }
 
 // Keys is a server's ECH keys: the current one, which clients are sent

@@ -3,6 +3,7 @@ package ech_test
 import (
 	"bytes"
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -88,4 +89,53 @@ func TestParseADeployedConfig(t *testing.T) {
 	got, err := ech.Parse(list)
 	require.NoError(t, err)
 	require.Equal(t, []ech.Config{{Version: ech.Version, ID: 0x2b, KEM: 0x0020, PublicName: "public.tls-ech.dev"}}, got)
+}
+
+// TestPublicNameIsAHostName: a config whose public name is not a host
+// name (control characters a terminal would act on, an address, a
+// label too long or hyphenated at an end) is ignored, as RFC 9849 §4
+// has clients do; its neighbours are read.
+func TestPublicNameIsAHostName(t *testing.T) {
+	good, err := ech.NewKey("cover.example.", nil)
+	require.NoError(t, err)
+	for _, name := range []string{"p.test\x1b]0;owned\x07", "192.0.2.1", "x.0x7f", "-a.test", "a-.test", "a..test", strings.Repeat("a", 64) + ".test", "a b.test", "é.test", "."} {
+		k, err := ech.NewKey("placeholder", nil)
+		require.NoError(t, err)
+		// The public name is the config's last field but its extensions'
+		// length: swap it in, its length octet before it.
+		c := bytes.Replace(k.Config, append([]byte{byte(len("placeholder"))}, "placeholder"...), append([]byte{byte(len(name))}, name...), 1)
+		c[2], c[3] = byte((len(c)-4)>>8), byte(len(c)-4) // the config's length
+		got, err := ech.Parse(ech.ConfigList(c, good.Config))
+		require.NoError(t, err, "%q", name)
+		require.Len(t, got, 1, "%q is ignored", name)
+		require.Equal(t, "cover.example.", got[0].PublicName)
+	}
+	for _, name := range []string{"a.test", "x-1.example", "1.2.3.example", "0xdoc.test", "A.TEST"} {
+		k, err := ech.NewKey(name, nil)
+		require.NoError(t, err)
+		got, err := ech.Parse(ech.ConfigList(k.Config))
+		require.NoError(t, err)
+		require.Equal(t, name, got[0].PublicName)
+	}
+}
+
+// FuzzParse: any ECHConfigList (a hostile resolver's or page's HTTPS
+// record) is read or refused, and each config read of the version this
+// package knows has a host name for its public name.
+func FuzzParse(f *testing.F) {
+	k, err := ech.NewKey("p.test", nil)
+	require.NoError(f, err)
+	f.Add(ech.ConfigList(k.Config))
+	f.Add(ech.ConfigList([]byte{0xfe, 0x0a, 0x00, 0x02, 0xaa, 0xbb}, k.Config))
+	f.Fuzz(func(t *testing.T, list []byte) {
+		cs, err := ech.Parse(list)
+		if err != nil {
+			return
+		}
+		for _, c := range cs {
+			if c.Version == ech.Version && (c.PublicName == "" || strings.ContainsFunc(c.PublicName, func(r rune) bool { return r < '-' || r > 'z' })) {
+				t.Fatalf("a public name that is no host name: %q", c.PublicName)
+			}
+		}
+	})
 }
