@@ -226,7 +226,12 @@ func (d *Dataset) eachLine(f DatasetFile, fn func(line []byte) error) error {
 		return fmt.Errorf("dataset %s: %w", d.dir, err)
 	}
 	defer file.Close()
-	zr, err := zstd.NewReader(file, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxRecord))
+	// The file's octets are hashed as they are read (the decoder reads
+	// in order: one goroutine), and checked against the manifest's
+	// digest at its end, or where it fails to decode: a file changed
+	// since it was written is said to be, not only that it reads wrong.
+	h := sha256.New()
+	zr, err := zstd.NewReader(io.TeeReader(file, h), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxRecord))
 	if err != nil {
 		return err
 	}
@@ -238,7 +243,17 @@ func (d *Dataset) eachLine(f DatasetFile, fn func(line []byte) error) error {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
+	err = sc.Err()
+	if f.SHA256 != "" {
+		if _, cerr := io.Copy(h, file); cerr == nil && hex.EncodeToString(h.Sum(nil)) != f.SHA256 {
+			changed := fmt.Errorf("dataset %s: %s: changed since it was written: its SHA-256 is not the manifest's", d.dir, f.Path)
+			if err != nil {
+				return fmt.Errorf("%w (reading it: %w)", changed, err)
+			}
+			return changed
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
 	}
 	return nil
