@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/doxlab/doxlab/internal/printable"
 	"strings"
 	"time"
 
@@ -161,7 +162,7 @@ func (b *Browser) Load(ctx context.Context, url string, timeout time.Duration) *
 }
 
 func (l *Load) fail(err error) {
-	l.Status, l.Error = LoadError, err.Error()
+	l.Status, l.Error = LoadError, printable.String(err.Error()) // a page names its URLs
 	if errors.Is(err, errGaveUp) {
 		l.Status, l.Error = LoadTimeout, "no load event within the timeout"
 	}

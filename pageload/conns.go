@@ -19,6 +19,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/doxlab/doxlab/internal/ech"
+	"github.com/doxlab/doxlab/internal/printable"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -214,7 +215,7 @@ func (ld *load) open(ctx context.Context, name, origin string, remote netip.Addr
 		c.err = dial()
 	}
 	if c.err != nil {
-		info.Error = c.err.Error()
+		info.Error = printable.String(c.err.Error())
 	}
 	ld.mu.Lock()
 	ld.opened = append(ld.opened, c)

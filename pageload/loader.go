@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/doxlab/doxlab/internal/printable"
 	"io"
 	"net"
 	"net/http"
@@ -326,7 +327,7 @@ func (ld *load) fetch(ctx context.Context, i int) {
 	fail := func(err error) {
 		ld.mu.Lock()
 		f := &ld.res.Resources[i]
-		f.Error, f.End = err.Error(), ld.since()
+		f.Error, f.End = printable.String(err.Error()), ld.since() // a server's close reason is its text
 		ld.mu.Unlock()
 	}
 	u, err := url.Parse(ld.g.Resources[i].URL)
@@ -527,7 +528,7 @@ func (ld *load) resolve(ctx context.Context, host string) (lookup, error) {
 			err = fmt.Errorf("no address for %s", host)
 		}
 		if err != nil {
-			rec.Error = err.Error()
+			rec.Error = printable.String(err.Error())
 		}
 		for _, a := range addrs {
 			rec.Addrs = append(rec.Addrs, a.String())

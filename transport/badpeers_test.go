@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
@@ -511,4 +512,29 @@ func TestDelayedACKStallIsLabelled(t *testing.T) {
 	stalls, spread = run(tcpFixture(t, serve(false)))
 	require.Zero(t, stalls, "an answer written at once never stalls")
 	require.Less(t, spread, 30.0)
+}
+
+// TestPeerTextIsPrintable: a server that closes the QUIC connection
+// with a reason phrase of escape sequences (which would clear a
+// terminal and retitle its window) has them recorded as escapes, in the
+// record's error and the error returned; the error is still its kind.
+func TestPeerTextIsPrintable(t *testing.T) {
+	cert := testutil.NewCert(t)
+	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.Pair(t)}, NextProtos: []string{"doq"}},
+		&quic.Config{Versions: []quic.Version{quic.Version1}})
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			c.CloseWithError(0x2, "\x1b]0;owned\x07\x1b[2J")
+		}
+	}()
+	rec := fail(t, "quic://"+ln.Addr().String(), transport.Options{RootCAs: cert.Pool})
+	require.Contains(t, rec.Error, `\x1b]0;owned\x07\x1b[2J`)
+	require.False(t, strings.ContainsFunc(rec.Error, unicode.IsControl), "%q", rec.Error)
+	require.Equal(t, transport.StatusQUIC, rec.Status, "still a QUIC error: %s", rec.Error)
 }

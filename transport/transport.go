@@ -21,11 +21,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 
 	"github.com/doxlab/doxlab/internal/ech"
+	"github.com/doxlab/doxlab/internal/printable"
 )
 
 // Transport sends DNS queries over one protocol to one server.
@@ -288,6 +290,7 @@ func (b *base) run(ctx context.Context, q *dns.Msg, do func(ctx context.Context,
 		if st := Classify(err); st == StatusTimeout || (ctx.Err() == context.DeadlineExceeded && st != StatusMalformed) {
 			err = fmt.Errorf("no answer within %s: %w", b.opts.Timeout, err)
 		}
+		err = printableError(err)
 		rec.Status, rec.Error = Classify(err), err.Error()
 		return rec, err
 	}
@@ -450,4 +453,23 @@ func tlsVersionName(v uint16) string {
 		return "1.3"
 	}
 	return fmt.Sprintf("0x%04x", v)
+}
+
+// peerError is an error whose text the peer wrote part of (a QUIC
+// CONNECTION_CLOSE's reason phrase, a stream reset's or an HTTP/2
+// GOAWAY's debug data), with its control characters written as escapes
+// (printable.String): a record's error is stored, exported and printed
+// on terminals, which would act on a measured server's ESC and BEL.
+type peerError struct{ err error }
+
+func (e peerError) Error() string { return printable.String(e.err.Error()) }
+func (e peerError) Unwrap() error { return e.err }
+
+// printableError is err, as a peerError where its text has control
+// characters.
+func printableError(err error) error {
+	if strings.ContainsFunc(err.Error(), unicode.IsControl) {
+		return peerError{err}
+	}
+	return err
 }
