@@ -63,3 +63,26 @@ func summaries(t *testing.T, dsn string) {
 func TestSummaries(t *testing.T) { summaries(t, filepath.Join(t.TempDir(), "s.db")) }
 
 func TestPostgresSummaries(t *testing.T) { summaries(t, testutil.StartPostgres(t)) }
+
+// runSamplesCounts: RunSamples counts every run's samples as reading
+// them does (on SQLite the runs are shared out to readers at once), and
+// leaves out a run that holds none.
+func runSamplesCounts(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := campaignStore(t, dsn)
+	require.NoError(t, s.BeginRun(ctx, store.Run{ID: "empty", Kind: "measure", StartedAt: day2, Spec: []byte(`{}`)}))
+	held, err := s.RunSamples(ctx)
+	require.NoError(t, err)
+	want := map[string]int64{}
+	for _, id := range []string{"old", "lab", "wild", "empty"} {
+		if n := count(t, s, store.Filter{Runs: []string{id}, Superseded: true}); n > 0 {
+			want[id] = int64(n)
+		}
+	}
+	require.Equal(t, map[string]int64{"old": 8, "lab": 8, "wild": 8}, want)
+	require.Equal(t, want, held)
+}
+
+func TestRunSamplesCounts(t *testing.T) { runSamplesCounts(t, filepath.Join(t.TempDir(), "s.db")) }
+
+func TestPostgresRunSamplesCounts(t *testing.T) { runSamplesCounts(t, testutil.StartPostgres(t)) }
