@@ -520,20 +520,8 @@ func TestDelayedACKStallIsLabelled(t *testing.T) {
 // record's error and the error returned; the error is still its kind.
 func TestPeerTextIsPrintable(t *testing.T) {
 	cert := testutil.NewCert(t)
-	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.Pair(t)}, NextProtos: []string{"doq"}},
-		&quic.Config{Versions: []quic.Version{quic.Version1}})
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept(context.Background())
-			if err != nil {
-				return
-			}
-			c.CloseWithError(0x2, "\x1b]0;owned\x07\x1b[2J")
-		}
-	}()
-	rec := fail(t, "quic://"+ln.Addr().String(), transport.Options{RootCAs: cert.Pool})
+	addr := testutil.QUICConnPeer(t, cert, []string{"doq"}, func(c *quic.Conn) { c.CloseWithError(0x2, "\x1b]0;owned\x07\x1b[2J") })
+	rec := fail(t, "quic://"+addr, transport.Options{RootCAs: cert.Pool})
 	require.Contains(t, rec.Error, `\x1b]0;owned\x07\x1b[2J`)
 	require.False(t, strings.ContainsFunc(rec.Error, unicode.IsControl), "%q", rec.Error)
 	require.Equal(t, transport.StatusQUIC, rec.Status, "still a QUIC error: %s", rec.Error)

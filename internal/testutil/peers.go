@@ -72,6 +72,22 @@ func Serve(t testing.TB, ln net.Listener, serve func(c net.Conn)) string {
 // on each stream of each connection.
 func QUICPeer(t testing.TB, cert *Cert, alpn []string, serve func(s *quic.Stream)) string {
 	t.Helper()
+	return QUICConnPeer(t, cert, alpn, func(c *quic.Conn) {
+		for {
+			s, err := c.AcceptStream(context.Background())
+			if err != nil {
+				return
+			}
+			go serve(s)
+		}
+	})
+}
+
+// QUICConnPeer listens for QUIC v1 with cert, offering alpn, and runs
+// serve on each connection: a peer that misbehaves on the connection
+// itself (closes it with a reason of its own, never opens a stream).
+func QUICConnPeer(t testing.TB, cert *Cert, alpn []string, serve func(c *quic.Conn)) string {
+	t.Helper()
 	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.Pair(t)}, NextProtos: alpn},
 		&quic.Config{Versions: []quic.Version{quic.Version1}})
 	must(t, err)
@@ -82,15 +98,7 @@ func QUICPeer(t testing.TB, cert *Cert, alpn []string, serve func(s *quic.Stream
 			if err != nil {
 				return
 			}
-			go func() {
-				for {
-					s, err := c.AcceptStream(context.Background())
-					if err != nil {
-						return
-					}
-					go serve(s)
-				}
-			}()
+			go serve(c)
 		}
 	}()
 	return ln.Addr().String()
