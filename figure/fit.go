@@ -173,8 +173,8 @@ type edgeLine struct {
 
 func newEdgeLine(l *plotter.Line) *edgeLine {
 	e := &edgeLine{Line: l}
-	for i, pt := range l.XYs {
-		xys := l.XYs
+	xys := l.XYs
+	for i, pt := range xys {
 		if pt.X < xys[e.ext[0]].X {
 			e.ext[0] = i
 		}

@@ -268,10 +268,9 @@ func save(panels [][]*plot.Plot, base string, w, h vg.Length) ([]byte, error) {
 		d := layout(panels, w, h, sz)
 		for _, format := range []string{"svg", "pdf", "png"} {
 			if page != nil && sum.files == nil {
-				if drawnBefore(base, page) {
+				if sum.key = drawnKey(page); drawnBefore(base, sum.key) {
 					return page, nil
 				}
-				sum.key = drawnKey(page)
 			}
 			var c vg.CanvasWriterTo
 			switch format {
@@ -354,11 +353,11 @@ func (sum drawnSum) write(base string) {
 	}
 }
 
-// drawnBefore says whether the figure at base whose two-column SVG is
-// page was drawn by this binary from that SVG, and its other files are
-// still as drawn: every one named in its sum, none changed since.
-func drawnBefore(base string, page []byte) bool {
-	key := drawnKey(page)
+// drawnBefore says whether the figure at base was drawn with key (by
+// this binary, from the same two-column SVG: drawnKey), and its other
+// files are still as drawn: every one named in its sum, none changed
+// since.
+func drawnBefore(base, key string) bool {
 	b, err := os.ReadFile(drawnPath(base))
 	if key == "" || err != nil {
 		return false
