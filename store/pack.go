@@ -22,12 +22,19 @@ func (s *Store) typed(stmt string) string {
 
 // hasColumn says whether table has a column of that name.
 func (s *Store) hasColumn(ctx context.Context, table, column string) (bool, error) {
+	return s.hasColumnOn(ctx, s.db, table, column)
+}
+
+// hasColumnOn is hasColumn in a transaction (SQLite's one writer).
+func (s *Store) hasColumnOn(ctx context.Context, db interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, table, column string) (bool, error) {
 	q := `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`
 	if s.postgres {
 		q = `SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`
 	}
 	var n int
-	err := s.db.QueryRowContext(ctx, q, table, column).Scan(&n)
+	err := db.QueryRowContext(ctx, q, table, column).Scan(&n)
 	return n > 0, err
 }
 

@@ -38,7 +38,9 @@ func (s *Store) eachRaw(ctx context.Context, query string, args []any, f func(ru
 
 // handRaw hands f run id's record z unpacked. borrowed says z is memory
 // the next row takes, which a record kept as it is (codec 0) must leave.
+// A brief's column (StoredBriefs) is handed as its record would be.
 func handRaw(id string, z []byte, borrowed bool, f func(runID string, raw []byte) error) error {
+	z = unbrief(z)
 	raw, err := unpackRaw(z)
 	if err != nil {
 		return fmt.Errorf("store: run %s: %w", id, err)
@@ -123,8 +125,8 @@ func (s *Store) WriteResultTx(ctx context.Context, ex Execer, runID string, kind
 	if err != nil {
 		return err
 	}
-	_, err = ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, z) VALUES (?,?,?,?,?)`),
-		runID, kind, key, storedTime(started), packRaw(raw))
+	_, err = ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, z, brief) VALUES (?,?,?,?,?,?)`),
+		runID, kind, key, storedTime(started), packRaw(raw), writeBrief(kind, raw))
 	if err != nil {
 		return fmt.Errorf("store: writing %s %s: %w", kind, key, err)
 	}
@@ -139,9 +141,9 @@ func (s *Store) WriteResultOnceTx(ctx context.Context, ex Execer, runID string, 
 	if err != nil {
 		return false, err
 	}
-	res, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, z) VALUES (?,?,?,?,?)
+	res, err := ex.ExecContext(ctx, s.rebind(`INSERT INTO results (run_id, kind, task_key, started_at, z, brief) VALUES (?,?,?,?,?,?)
 		ON CONFLICT (run_id, kind, task_key) DO NOTHING`),
-		runID, kind, key, storedTime(started), packRaw(raw))
+		runID, kind, key, storedTime(started), packRaw(raw), writeBrief(kind, raw))
 	if err != nil {
 		return false, fmt.Errorf("store: writing %s %s: %w", kind, key, err)
 	}
@@ -211,14 +213,19 @@ func (s *Store) RunResults(ctx context.Context, kind Kind) (map[string]Held, err
 // (not an attached dataset's), in the order they were taken; with after
 // (nanoseconds since 1970) not 0, only those that started after it.
 func (s *Store) StoredResults(ctx context.Context, runs []string, kind Kind, after int64, f func(runID string, raw []byte) error) error {
+	return s.storedResults(ctx, `z`, nil, runs, kind, after, f)
+}
+
+// storedResults is StoredResults reading col, with its arguments args.
+func (s *Store) storedResults(ctx context.Context, col string, args []any, runs []string, kind Kind, after int64, f func(runID string, raw []byte) error) error {
 	if len(runs) == 0 {
 		return nil
 	}
-	args := []any{kind}
+	args = append(args, kind)
 	for _, r := range runs {
 		args = append(args, r)
 	}
-	q := `SELECT run_id, z FROM results WHERE kind = ? AND run_id IN (?` + strings.Repeat(", ?", len(runs)-1) + `)`
+	q := `SELECT run_id, ` + col + ` FROM results WHERE kind = ? AND run_id IN (?` + strings.Repeat(", ?", len(runs)-1) + `)`
 	if after != 0 {
 		q, args = q+` AND started_at > ?`, append(args, storedTime(time.Unix(0, after)))
 	}

@@ -35,8 +35,9 @@ type TableStats struct {
 type KindStats struct {
 	Kind        string  `json:"kind"`
 	Rows        int64   `json:"rows"`
-	RawOctets   int64   `json:"raw_octets"` // the records' length as stored (compressed JSON), before any page overhead
-	OctetsEach  float64 `json:"octets_each"`
+	RawOctets   int64   `json:"raw_octets"`   // the records' length as stored (compressed JSON), before any page overhead
+	BriefOctets int64   `json:"brief_octets"` // the briefs' (schema 14), likewise
+	OctetsEach  float64 `json:"octets_each"`  // record and brief`
 	TableOctets int64   `json:"table_octets"` // its share of the results table, by stored octets
 }
 
@@ -67,7 +68,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	if st.Samples > 0 {
 		st.OctetsPerSample = float64(octets["sample_cols"]) / float64(st.Samples)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT kind, COUNT(*), COALESCE(SUM(LENGTH(z)), 0) FROM results GROUP BY kind`)
+	rows, err := s.db.QueryContext(ctx, `SELECT kind, COUNT(*), COALESCE(SUM(LENGTH(z)), 0), COALESCE(SUM(LENGTH(brief)), 0) FROM results GROUP BY kind`)
 	if err != nil {
 		return nil, fmt.Errorf("store stats: results: %w", err)
 	}
@@ -75,11 +76,11 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	var raw int64
 	for rows.Next() {
 		var k KindStats
-		if err := rows.Scan(&k.Kind, &k.Rows, &k.RawOctets); err != nil {
+		if err := rows.Scan(&k.Kind, &k.Rows, &k.RawOctets, &k.BriefOctets); err != nil {
 			return nil, err
 		}
-		k.OctetsEach = float64(k.RawOctets) / float64(max(k.Rows, 1))
-		raw += k.RawOctets
+		k.OctetsEach = float64(k.RawOctets+k.BriefOctets) / float64(max(k.Rows, 1))
+		raw += k.RawOctets + k.BriefOctets
 		st.Kinds = append(st.Kinds, k)
 	}
 	if err := rows.Err(); err != nil {
@@ -87,7 +88,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	}
 	for i := range st.Kinds {
 		if raw > 0 {
-			st.Kinds[i].TableOctets = int64(float64(octets["results"]) * float64(st.Kinds[i].RawOctets) / float64(raw))
+			st.Kinds[i].TableOctets = int64(float64(octets["results"]) * float64(st.Kinds[i].RawOctets+st.Kinds[i].BriefOctets) / float64(raw))
 		}
 	}
 	slices.SortFunc(st.Kinds, func(a, b KindStats) int { return int(b.RawOctets - a.RawOctets) })
@@ -131,9 +132,9 @@ func (st *Stats) Write(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", t.Name, t.Rows, size(t.Octets), perRow(t.Octets, t.Rows))
 	}
 	if len(st.Kinds) > 0 {
-		fmt.Fprintf(tw, "\nresult kind\trows\trecords\trecord/row\t\n")
+		fmt.Fprintf(tw, "\nresult kind\trows\trecords\tbriefs\toctets/row\t\n")
 		for _, k := range st.Kinds {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t\n", k.Kind, k.Rows, size(k.RawOctets), k.OctetsEach)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t\n", k.Kind, k.Rows, size(k.RawOctets), size(k.BriefOctets), k.OctetsEach)
 		}
 	}
 	return tw.Flush()

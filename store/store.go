@@ -41,7 +41,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -383,6 +383,7 @@ const resultsTable = `CREATE TABLE IF NOT EXISTS results (
 		task_key TEXT NOT NULL,
 		started_at TEXT NOT NULL,
 		z BLOB NOT NULL,
+		brief BLOB,
 		PRIMARY KEY (run_id, kind, task_key)
 	)`
 
@@ -703,6 +704,10 @@ func (s *Store) upgrades(from int) []string {
 		return []string{summariesTable}
 	case 12:
 		return []string{resultsByKind}
+	case 13:
+		// Results written before have no brief, and are read whole
+		// until BriefResults (doxlab store brief) briefs them.
+		return []string{`ALTER TABLE results ADD COLUMN brief BLOB`}
 	}
 	return nil
 }
@@ -828,7 +833,7 @@ func (s *Store) numberSamples() []string {
 // upgrade goes to schema 8 in one transaction, then compresses the
 // records batch by batch (packRecords: a kill loses one batch), then
 // goes to 9 in one transaction and packs the records again
-// (repackSamples, batch by batch), then to 12 in one transaction; run
+// (repackSamples, batch by batch), then to 14 in one transaction; run
 // again, it goes on where it stopped.
 func (s *Store) migrate(ctx context.Context) error {
 	// A store at this doxlab's schema needs nothing: a worker's role,
@@ -854,7 +859,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	// The old tables' pages go back to the file system: the upgrades to
-	// 11 rebuild tables, 12 and 13 only add a table and an index.
+	// 11 rebuild tables, 12 to 14 only add a table, an index, a column.
 	if v > 0 && v < 11 && !s.postgres {
 		if _, err := s.db.ExecContext(ctx, `VACUUM`); err != nil {
 			return fmt.Errorf("upgrading to schema %d, VACUUM: %w", SchemaVersion, err)
