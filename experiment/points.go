@@ -24,10 +24,13 @@ import (
 // stored late), and a summary another build made is made anew. An
 // attached dataset's files are summarized likewise, each in the user's
 // cache under its digest, as the DNS cells of its samples files are.
+// The store's results are read by their briefs where the kind has them
+// (store.Brief, store.StoredBriefs).
 type Points[P any] struct {
 	Kind    store.Kind // the results
 	Summary string     // the summaries' kind
-	// Point is what the analysis reads of one result of run.
+	// Point is what the analysis reads of one result of run: of its
+	// record, or of its brief, which leaves out only what Point skips.
 	Point  func(run string, raw []byte) (P, error)
 	Encode func([]P) ([]byte, error)
 	// Decode appends the points b encodes to dst; ok is false for an
@@ -118,7 +121,7 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 	}
 	for batch := range slices.Chunk(unread, pointsBatch) {
 		byRun := map[string][]P{}
-		err := DecodeEach(func(fn func(string, []byte) error) error { return st.StoredResults(ctx, batch, p.Kind, 0, fn) }, p.Point,
+		err := DecodeEach(func(fn func(string, []byte) error) error { return st.StoredBriefs(ctx, batch, p.Kind, 0, fn) }, p.Point,
 			func(id string, x P) error {
 				byRun[id] = append(byRun[id], x)
 				return nil
@@ -146,7 +149,7 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 func (p Points[P]) readOn(ctx context.Context, st *store.Store, run string, was, now store.Held, ps []P) (out []P, ok bool, err error) {
 	n := 0
 	err = DecodeEach(func(fn func(string, []byte) error) error {
-		return st.StoredResults(ctx, []string{run}, p.Kind, was.Last, fn)
+		return st.StoredBriefs(ctx, []string{run}, p.Kind, was.Last, fn)
 	}, p.Point,
 		func(_ string, x P) error {
 			ps = append(ps, x)

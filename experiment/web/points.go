@@ -3,11 +3,21 @@ package web
 import (
 	"context"
 	"fmt"
+	"reflect"
 
+	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/store"
 )
+
+// Page loads are written with briefs (store.Brief) that leave out what
+// their analysis skips, found from the types it decodes them into: a
+// report's first read of a year's loads decodes a fifth of their JSON.
+func init() {
+	store.Brief(Kind, pages.SkippedPaths(pages.AnalysedType)...)
+	store.Brief(campaign.PageLoads, pages.SkippedPaths(reflect.TypeFor[wildAnalysedLoad]())...)
+}
 
 // labPoints reads the web runs' page loads as the analysis reads them,
 // each run's kept as its summary (experiment.Points).

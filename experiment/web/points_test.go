@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/server"
@@ -219,4 +222,55 @@ func TestLoadSummariesBesideADataset(t *testing.T) {
 	empty := tempStore(t)
 	require.NoError(t, empty.Attach(ctx, d))
 	require.Equal(t, scan(t, all[:40]), report(t, empty, store.Filter{}))
+}
+
+// TestBriefsReadAsRecords: page loads are stored with briefs that leave
+// out what their analysis skips, found from the types it decodes into,
+// and every point read from a brief is the point of its record.
+func TestBriefsReadAsRecords(t *testing.T) {
+	require.Equal(t, []string{"dns", "load", "warm_up", "graph", "replay", "server_queries"}, pages.SkippedPaths(pages.AnalysedType))
+	wild := pages.SkippedPaths(reflect.TypeFor[wildAnalysedLoad]())
+	require.Contains(t, wild, "load.dns")
+	require.Contains(t, wild, "load.confinement")
+	for _, p := range wild {
+		require.True(t, strings.HasPrefix(p, "load."), "only the loader's record is skipped of a campaign's load: %s", p)
+	}
+
+	ctx := context.Background()
+	st := tempStore(t)
+	all := writeWebRuns(t, st)
+	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "web-c", Kind: "web", StartedAt: time.Now()}))
+	for i, x := range all[:10] { // loads with what analysis skips, stored again
+		x.Load = &browser.Load{URL: "https://o5.test/", Status: "ok", PLTMs: 1e6}
+		x.DNS = []*server.Record{{Kind: "query", Transport: "udp", SNI: "o5.test"}}
+		x.ServerQueries = map[string]int{"o5.test.": 3}
+		require.NoError(t, WriteLoad(ctx, st, "web-c", x), i)
+	}
+	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "camp", Kind: "campaign", StartedAt: time.Now()}))
+	writeRound(t, st, "camp", 1, time.Now())
+
+	for _, tc := range []struct {
+		kind  store.Kind
+		runs  []string
+		point func(string, []byte) (any, error)
+	}{
+		{Kind, []string{"web-a", "web-b", "web-c"}, func(run string, raw []byte) (any, error) { return labPoints.Point(run, raw) }},
+		{campaign.PageLoads, []string{"camp"}, func(run string, raw []byte) (any, error) { return wildPoints.Point(run, raw) }},
+	} {
+		read := func(each func(context.Context, []string, store.Kind, int64, func(string, []byte) error) error) (points []any, octets int) {
+			require.NoError(t, each(ctx, tc.runs, tc.kind, 0, func(run string, raw []byte) error {
+				p, err := tc.point(run, raw)
+				points, octets = append(points, p), octets+len(raw)
+				return err
+			}))
+			return points, octets
+		}
+		whole, wholeOctets := read(st.StoredResults)
+		briefs, briefOctets := read(st.StoredBriefs)
+		require.Len(t, briefs, len(whole), tc.kind)
+		for i := range whole {
+			require.Equal(t, whole[i], briefs[i], "%s: load %d", tc.kind, i)
+		}
+		require.Less(t, briefOctets, wholeOctets, "%s: the briefs leave out what analysis skips", tc.kind)
+	}
 }

@@ -53,10 +53,7 @@ func decodeWild(id string, raw []byte, analysis bool) (*wildLoad, error) {
 	x := &wildLoad{PageLoad: new(campaign.PageLoad)}
 	if analysis { // in one pass: the loader's record decoded where it lies
 		wa := &wildAnalysed{WildLoad: &x.WildLoad}
-		in := struct {
-			*campaign.PageLoad
-			Load *wildAnalysed `json:"load"`
-		}{x.PageLoad, wa}
+		in := wildAnalysedLoad{x.PageLoad, wa}
 		if err := pages.UnmarshalAnalysed(raw, &in); err != nil {
 			return nil, fmt.Errorf("store: campaign page load in run %s: %w", id, err)
 		}
@@ -75,6 +72,13 @@ func decodeWild(id string, raw []byte, analysis bool) (*wildLoad, error) {
 		return nil, fmt.Errorf("store: campaign page load %s in run %s: %w", x.Key(), id, err)
 	}
 	return x, nil
+}
+
+// wildAnalysedLoad is a campaign's page load as analysis decodes it:
+// the loader's record decoded where it lies.
+type wildAnalysedLoad struct {
+	*campaign.PageLoad
+	Load *wildAnalysed `json:"load"`
 }
 
 // wildAnalysed is a WildLoad whose fields of the same JSON names shadow

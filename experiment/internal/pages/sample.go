@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -556,3 +557,44 @@ type Skipped struct{}
 
 // UnmarshalJSON keeps nothing.
 func (*Skipped) UnmarshalJSON([]byte) error { return nil }
+
+// SkippedPaths are the members of a record that decoding it into a value
+// of type t skips: its fields of type Skipped, as dotted JSON paths
+// ("load.dns" where t's field "load" holds one), the fields it embeds
+// left alone (shadowing them is how it skips). A kind's briefs leave
+// these out (store.Brief): they are found from the type that decodes,
+// so an analysis that comes to read a member makes the briefs made
+// before it stale, not short.
+func SkippedPaths(t reflect.Type) []string {
+	var out []string
+	var walk func(t reflect.Type, at string, seen map[reflect.Type]bool)
+	walk = func(t reflect.Type, at string, seen map[reflect.Type]bool) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		defer delete(seen, t)
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" || !f.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if f.Type == reflect.TypeFor[Skipped]() {
+				out = append(out, at+name)
+				continue
+			}
+			walk(f.Type, at+name+".", seen)
+		}
+	}
+	walk(t, "", map[reflect.Type]bool{})
+	return out
+}
+
+// AnalysedType is the type DecodeForAnalysis decodes a record into.
+var AnalysedType = reflect.TypeFor[analysed]()
