@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/doxlab/doxlab/store"
 )
 
 const storeUsage = `usage: doxlab store stats [--store DSN] [--json]
        doxlab store archive --before DATE --dataset DIR [--store DSN]
+       doxlab store brief [--store DSN]
 
 stats: what the store holds and what it costs on disk: rows and octets
 per table (indexes included), the DNS samples' octets each, and each
@@ -22,6 +27,12 @@ delete it from the store and give the space back. The runs stay in the
 store; doxlab report --store DSN --dataset DIR reads both as one.
 Archive rounds that are done: a resumed run measures again what was
 archived of it.
+
+brief: give the page loads written before schema 14 (doxlab 0.1.0), or
+by a doxlab whose analysis skips other parts of them, their briefs:
+what a report reads of each, made once, so that its first read of them
+decodes a fifth of their JSON. Optional (a load without one is read
+whole) and resumable; half a million loads take minutes.
 `
 
 func runStore(args []string, stdout, stderr io.Writer) int {
@@ -35,6 +46,8 @@ func runStore(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "archive":
 		return runArchive(args[1:], stdout, stderr)
+	case "brief":
+		return runBrief(args[1:], stdout, stderr)
 	case "stats":
 	default:
 		fmt.Fprintf(stderr, "doxlab store: unknown command %q\n%s", args[0], storeUsage)
@@ -64,6 +77,36 @@ func runStore(args []string, stdout, stderr io.Writer) int {
 	if err := stats.Write(stdout); err != nil {
 		return 1
 	}
+	return exitOK
+}
+
+// runBrief briefs the results that have no brief, or a stale one
+// (store brief).
+func runBrief(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("store brief", stderr)
+	dsn := fs.String("store", "doxlab.db", "the store: a SQLite file or a postgres:// URL")
+	if _, code, ok := parseArgs(fs, args); !ok {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, code := openExistingStore(ctx, *dsn, "store brief", stderr)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	began, said := time.Now(), time.Now()
+	n, err := st.BriefResults(ctx, func(n int) {
+		if time.Since(said) > 10*time.Second {
+			fmt.Fprintf(stderr, "doxlab store brief: %d results briefed, %.0f s\n", n, time.Since(began).Seconds())
+			said = time.Now()
+		}
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab store brief: %v (%d briefed before it; run it again to go on)\n", err, n)
+		return 1
+	}
+	fmt.Fprintf(stdout, "doxlab store brief: %d results briefed in %.1f s\n", n, time.Since(began).Seconds())
 	return exitOK
 }
 
