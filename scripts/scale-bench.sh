@@ -122,6 +122,7 @@ seedloads=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM results WHERE kind = '
 noloads="" # what leaves the seed's page loads out of a store, with LOADS_PER=0
 [ "$LOADS_PER" -gt 0 ] || { noloads="kind <> 'web-load'"; seedloads=0; }
 "$dox" export --runs --store "$WORK/seed.db" >/dev/null # a seed from an older doxlab takes this one's schema
+"$dox" store brief --store "$WORK/seed.db" >/dev/null   # and its page loads this one's briefs, as it writes them
 seedn=$(sqlite3 "$WORK/seed.db" "SELECT count(*) FROM sample_cols")
 all=$(cols)
 copy=$(sed -E "s/(^|, )k(,|\$)/\1CASE WHEN k > 0 THEN k - i ELSE k + i END\2/; s/(^|, )rep(,|\$)/\1rep + i * $COPYREP\2/" <<<"$all")
@@ -137,7 +138,8 @@ pg_start() {
 	"$dox" export --runs --store "$PGURL" >/dev/null
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT * FROM runs" >"$WORK/runs.csv"
 	sqlite3 -header -csv "$WORK/seed.db" "SELECT id, $(sed -E "s/(^|, )z(,|\$)/\1'\\\\x' || lower(hex(z)) AS z\2/" <<<"$all") FROM sample_cols" >"$WORK/samples.csv" # bytea's hex form
-	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, kind, task_key, started_at, '\\x' || lower(hex(z)) AS z FROM results WHERE ${noloads:-TRUE}" >"$WORK/results.csv"
+	sqlite3 -header -csv "$WORK/seed.db" "SELECT run_id, kind, task_key, started_at, '\\x' || lower(hex(z)) AS z,
+		CASE WHEN brief IS NOT NULL THEN '\\x' || lower(hex(brief)) END AS brief FROM results WHERE ${noloads:-TRUE}" >"$WORK/results.csv"
 	psql -q "$PGURL" -c "\\copy runs FROM '$WORK/runs.csv' CSV HEADER" -c "\\copy sample_cols (id, $all) FROM '$WORK/samples.csv' CSV HEADER" \
 		-c "\\copy results FROM '$WORK/results.csv' CSV HEADER" \
 		-c "SELECT setval(pg_get_serial_sequence('sample_cols', 'id'), (SELECT MAX(id) FROM sample_cols))" \
@@ -167,7 +169,7 @@ grow() {
 		else
 			sqlite3 "$WORK/s.db" "PRAGMA journal_mode=DELETE; CREATE TEMP TABLE seed_web AS SELECT * FROM results WHERE kind = 'web-load' AND instr(task_key, '#') = 0;
 				WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM k WHERE i < $(( $2 / LOADS_PER / seedloads )))
-				INSERT OR IGNORE INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z FROM seed_web, k;" >/dev/null
+				INSERT OR IGNORE INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z, brief FROM seed_web, k;" >/dev/null
 		fi
 		sqlite3 "$WORK/s.db" "PRAGMA journal_mode=WAL; SELECT count(*) FROM sample_cols" | tail -1
 	else
@@ -176,7 +178,7 @@ grow() {
 		psql -q "$PGURL" -c "CREATE TEMP TABLE seed AS SELECT * FROM sample_cols WHERE rep < $COPYREP;
 			INSERT INTO sample_cols ($all) SELECT $copy FROM seed, generate_series(GREATEST($have, 1), $((want - 1))) i;
 			CREATE TEMP TABLE seed_web AS SELECT * FROM results WHERE kind = 'web-load' AND position('#' in task_key) = 0;
-			INSERT INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z FROM seed_web, generate_series(1, $(( LOADS_PER > 0 ? $2 / LOADS_PER / seedloads : 0 ))) i ON CONFLICT DO NOTHING;" -c "VACUUM ANALYZE sample_cols"
+			INSERT INTO results SELECT run_id, kind, task_key || '#' || i, started_at, z, brief FROM seed_web, generate_series(1, $(( LOADS_PER > 0 ? $2 / LOADS_PER / seedloads : 0 ))) i ON CONFLICT DO NOTHING;" -c "VACUUM ANALYZE sample_cols"
 		psql -tA "$PGURL" -c "SELECT count(*) FROM sample_cols"
 	fi
 }
