@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,8 +44,8 @@ func briefed14(t *testing.T, dsn string) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: time.Now()}))
-	for k, v := range briefRecords {
-		require.NoError(t, s.WriteResult(ctx, "r", briefKind, k, time.Now(), v))
+	for _, k := range slices.Sorted(maps.Keys(briefRecords)) { // in the order of both engines' keys
+		require.NoError(t, s.WriteResult(ctx, "r", briefKind, k, time.Now(), briefRecords[k]))
 	}
 	read := func(each func(context.Context, []string, Kind, int64, func(string, []byte) error) error) []string {
 		var out []string
