@@ -32,7 +32,7 @@ brief: give the page loads written before schema 14 (doxlab 0.1.0), or
 by a doxlab whose analysis skips other parts of them, their briefs:
 what a report reads of each, made once, so that its first read of them
 decodes a fifth of their JSON. Optional (a load without one is read
-whole) and resumable; half a million loads take minutes.
+whole) and resumable; half a million loads take about two minutes.
 `
 
 func runStore(args []string, stdout, stderr io.Writer) int {
