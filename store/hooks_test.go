@@ -27,3 +27,13 @@ func SetSchema10() (restore func()) {
 
 // Bare is bare, which the upgrade to schema 11 does in SQL.
 var Bare = bare
+
+// SetScanSizes sets how many sample numbers a scan's range covers and
+// how far from the table's ends a scan of a few runs looks for their
+// first and last sample, for a test; the function it returns restores
+// both.
+func SetScanSizes(chunk, probe int64) (restore func()) {
+	wasChunk, wasProbe := chunkRows, endsProbe
+	chunkRows, endsProbe = chunk, probe
+	return func() { chunkRows, endsProbe = wasChunk, wasProbe }
+}

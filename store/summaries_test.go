@@ -85,4 +85,20 @@ func runSamplesCounts(t *testing.T, dsn string) {
 
 func TestRunSamplesCounts(t *testing.T) { runSamplesCounts(t, filepath.Join(t.TempDir(), "s.db")) }
 
+// TestScanOfRunsFindsTheirEnds: a scan of some runs reads from their
+// first sample to their last, found near the table's ends or, where
+// they are not there (probing a sample from each end), in the runs'
+// index: a run in the middle of the table, one at either end, two. A
+// range of one number each: a wrong end loses samples.
+func TestScanOfRunsFindsTheirEnds(t *testing.T) {
+	s := campaignStore(t, filepath.Join(t.TempDir(), "s.db"))
+	for _, probe := range []int64{1 << 16, 1} {
+		restore := store.SetScanSizes(1, probe)
+		for _, runs := range [][]string{{"old"}, {"lab"}, {"wild"}, {"old", "wild"}, {"lab", "wild"}, {"old", "lab"}, {"old", "lab", "wild"}} {
+			require.Equal(t, 8*len(runs), count(t, s, store.Filter{Runs: runs, Superseded: true}), "%v, probing %d", runs, probe)
+		}
+		restore()
+	}
+}
+
 func TestPostgresRunSamplesCounts(t *testing.T) { runSamplesCounts(t, testutil.StartPostgres(t)) }
