@@ -121,6 +121,7 @@ fuzz:
 	$(GO) test ./overhead -run '^$$' -fuzz FuzzAttribute -fuzztime 30s
 	$(GO) test ./internal/specfile -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzDatasetSamplesFile -fuzztime 30s
+	$(GO) test ./store -run '^$$' -fuzz FuzzBrief -fuzztime 30s
 	$(GO) test ./internal/odoh -run '^$$' -fuzz FuzzOpen -fuzztime 30s
 	$(GO) test ./internal/ech -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	for f in FuzzFromHTML FuzzParseGraph; do \
