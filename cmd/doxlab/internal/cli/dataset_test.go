@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +99,34 @@ func TestArchiveKeepsTheReport(t *testing.T) {
 		require.NotZero(t, code, c.args)
 		require.Contains(t, errOut, c.want, c.args)
 	}
+}
+
+// TestStoreBrief: store brief briefs the page loads a store holds
+// without their brief (written before schema 14) and says how many; run
+// again, none; a store that is not there is one line and no store made.
+func TestStoreBrief(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "s.db")
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "w", Kind: "web", StartedAt: time.Now()}))
+	for i := range 3 {
+		require.NoError(t, st.WriteResult(ctx, "w", web.Kind, fmt.Sprint(i), time.Now(), map[string]any{"status": "ok", "graph": map[string]int{"n": i}}))
+	}
+	_, err = st.DB().ExecContext(ctx, `UPDATE results SET brief = NULL`)
+	require.NoError(t, err)
+	st.Close()
+
+	code, out, errOut := run("store", "brief", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "doxlab store brief: 3 results briefed", strings.Join(strings.Fields(out)[:6], " "))
+	code, out, _ = run("store", "brief", "--store", db)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, ": 0 results briefed")
+
+	missing := filepath.Join(t.TempDir(), "none.db")
+	code, _, errOut = run("store", "brief", "--store", missing)
+	require.NotEqual(t, 0, code)
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
+	require.NoFileExists(t, missing)
 }
