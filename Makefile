@@ -116,12 +116,13 @@ fuzz:
 	$(GO) test ./internal/h3server -run '^$$' -fuzz FuzzRequestHeaders -fuzztime 30s
 	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s
 	$(GO) test ./probe -run '^$$' -fuzz FuzzParseVN -fuzztime 30s
-	for f in FuzzStreamConn FuzzDoHHandler FuzzDoH2Conn FuzzDoQQuery; do \
+	for f in FuzzStreamConn FuzzDoHHandler FuzzDoH2Conn FuzzDoQQuery FuzzLoadConfig; do \
 		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./overhead -run '^$$' -fuzz FuzzAttribute -fuzztime 30s
 	$(GO) test ./internal/specfile -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzDatasetSamplesFile -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzBrief -fuzztime 30s
+	$(GO) test ./measure -run '^$$' -fuzz FuzzLoadCampaign -fuzztime 30s -fuzzminimizetime 5s
 	$(GO) test ./internal/odoh -run '^$$' -fuzz FuzzOpen -fuzztime 30s
 	$(GO) test ./internal/ech -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	for f in FuzzFromHTML FuzzParseGraph; do \

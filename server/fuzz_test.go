@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +163,35 @@ func FuzzDoQQuery(f *testing.F) {
 		}
 		if _, err := r.Pack(); err != nil {
 			t.Fatalf("answer does not pack: %v", err)
+		}
+	})
+}
+
+// FuzzLoadConfig: a config file, whatever its octets, is read and
+// checked into a config or one error, never a panic; a config it takes
+// checks again the same (Validate fills in defaults it then keeps).
+func FuzzLoadConfig(f *testing.F) {
+	for _, name := range []string{"serve.yaml", "serve-hardened.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "examples", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("listen:\n  udp: 127.0.0.1:0\nanswers:\n  any: 192.0.2.1\nquic:\n  retry: first\nfaults:\n  delay: 10ms\n"))
+	f.Add([]byte("listen: {doh: ':0'}\ndoh_path: /q\nanswers: {static: ['a. 60 IN TXT \"x\"'], forward: 'udp://192.0.2.53:53'}\nlimits: {max_conns: 1}\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadConfig(path)
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("a config taken fails its check again: %v", err)
 		}
 	})
 }
