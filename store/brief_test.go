@@ -89,6 +89,26 @@ func briefed14(t *testing.T, dsn string) {
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing left")
 
+	// store stats counts those without a current one (c: no object,
+	// none can be made).
+	unbriefed := func() int64 {
+		st, err := s.Stats(ctx)
+		require.NoError(t, err)
+		for _, k := range st.Kinds {
+			if k.Kind == string(briefKind) {
+				return k.Unbriefed
+			}
+		}
+		t.Fatal("no brief-test kind in the stats")
+		return 0
+	}
+	require.Equal(t, int64(1), unbriefed())
+	_, err = s.db.ExecContext(ctx, `UPDATE results SET brief = NULL WHERE task_key = 'a'`)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), unbriefed())
+	_, err = s.BriefResults(ctx, nil)
+	require.NoError(t, err)
+
 	// A store of schema 13 gets the column; its results, without briefs,
 	// are read whole.
 	s.Close()

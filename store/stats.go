@@ -37,8 +37,12 @@ type KindStats struct {
 	Rows        int64   `json:"rows"`
 	RawOctets   int64   `json:"raw_octets"`   // the records' length as stored (compressed JSON), before any page overhead
 	BriefOctets int64   `json:"brief_octets"` // the briefs' (schema 14), likewise
-	OctetsEach  float64 `json:"octets_each"`  // record and brief`
+	OctetsEach  float64 `json:"octets_each"`  // record and brief
 	TableOctets int64   `json:"table_octets"` // its share of the results table, by stored octets
+	// Unbriefed are the results of a kind written with briefs that have
+	// no current one (written before, or by another analysis): a report
+	// reads them whole until doxlab store brief briefs them.
+	Unbriefed int64 `json:"unbriefed,omitempty"`
 }
 
 // statsTables are doxlab's tables, in the order stats lists them.
@@ -92,6 +96,16 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		}
 	}
 	slices.SortFunc(st.Kinds, func(a, b KindStats) int { return int(b.RawOctets - a.RawOctets) })
+	for i := range st.Kinds {
+		b := briefFor(Kind(st.Kinds[i].Kind))
+		if b == nil {
+			continue
+		}
+		q := s.rebind(`SELECT COUNT(*) FROM results WHERE kind = ? AND (brief IS NULL OR ` + s.briefHeadSQL() + ` <> ?)`)
+		if err := s.db.QueryRowContext(ctx, q, st.Kinds[i].Kind, b.hexHead()).Scan(&st.Kinds[i].Unbriefed); err != nil {
+			return nil, fmt.Errorf("store stats: briefs: %w", err)
+		}
+	}
 	return st, nil
 }
 

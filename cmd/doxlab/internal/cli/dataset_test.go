@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,12 +102,15 @@ func TestArchiveKeepsTheReport(t *testing.T) {
 	}
 }
 
-// TestStoreBrief: store brief briefs the page loads a store holds
-// without their brief (written before schema 14) and says how many; run
-// again, none; a store that is not there is one line and no store made.
+// TestStoreBrief: store stats says how many page loads have no brief
+// (written before schema 14) and prints the command that briefs them,
+// which works as pasted and says how many it briefed; run again, none;
+// a store that is not there is one line and no store made.
 func TestStoreBrief(t *testing.T) {
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "s.db")
+	dir := filepath.Join(t.TempDir(), "my store") // a space: the hint quotes it
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	db := filepath.Join(dir, "s.db")
 	st, err := store.Open(ctx, db)
 	require.NoError(t, err)
 	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "w", Kind: "web", StartedAt: time.Now()}))
@@ -117,9 +121,18 @@ func TestStoreBrief(t *testing.T) {
 	require.NoError(t, err)
 	st.Close()
 
-	code, out, errOut := run("store", "brief", "--store", db)
+	code, _, errOut := run("store", "stats", "--store", db)
 	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "3 web-load results have no current brief")
+	hs := hints(errOut)
+	require.Len(t, hs, 1, errOut)
+	code, out := runHint(t, hs[0])
+	require.Equal(t, 0, code, out)
 	require.Equal(t, "doxlab store brief: 3 results briefed", strings.Join(strings.Fields(out)[:6], " "))
+	code, out, errOut = run("store", "stats", "--store", db, "--json")
+	require.Equal(t, 0, code)
+	require.Empty(t, errOut, "all briefed: no hint")
+	require.NotContains(t, out, "unbriefed")
 	code, out, _ = run("store", "brief", "--store", db)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, ": 0 results briefed")

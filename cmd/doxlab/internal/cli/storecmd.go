@@ -72,10 +72,14 @@ func runStore(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		json.NewEncoder(stdout).Encode(stats)
-		return exitOK
-	}
-	if err := stats.Write(stdout); err != nil {
+	} else if err := stats.Write(stdout); err != nil {
 		return 1
+	}
+	for _, k := range stats.Kinds {
+		if k.Unbriefed > 0 {
+			fmt.Fprintf(stderr, "%d %s results have no current brief, and a report reads them whole; brief them with: %s\n",
+				k.Unbriefed, k.Kind, hint("store", "brief", "--store", store.Redact(*dsn)))
+		}
 	}
 	return exitOK
 }
