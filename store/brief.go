@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -175,14 +174,12 @@ func unbrief(z []byte) []byte {
 // writeBrief is the brief a result of kind is written with, or nil.
 func writeBrief(kind Kind, raw []byte) []byte { return briefFor(kind).make(raw) }
 
-// briefsPerTx is how many results BriefResults briefs per transaction.
-var briefsPerTx = 2000
-
 // BriefResults briefs the results of the kinds declared with briefs
 // that have none, or one made by an analysis that left out other
 // members (stale): results written before schema 14, or by a doxlab
-// whose analysis of them skipped other members. A batch per transaction, read on from the last one's key, so
-// that a run cut short keeps what it did; progress, if set, is told the
+// whose analysis of them skipped other members. A batch per
+// transaction (rewriteBatch), read on from the last one's key, so that
+// a run cut short keeps what it did; progress, if set, is told the
 // results briefed so far. It returns how many it briefed. A result its
 // brief cannot be made of (not a JSON object) keeps none, and is read
 // whole. Briefs are not needed: a result without one is read whole, as
@@ -212,81 +209,29 @@ func (s *Store) BriefResults(ctx context.Context, progress func(n int)) (int, er
 	return n, nil
 }
 
-// briefBatch briefs, in one transaction, up to briefsPerTx results of
-// kind without their brief in the order of the table's key, after the
-// key after (nil: from the first), and returns the last key it read
-// (nil: none left) and how many it briefed.
+// briefBatch briefs, in one transaction, up to packBatch results of
+// kind without a current brief, after the key after (nil: from the
+// first), and returns the last key it read (nil: none left) and how
+// many it briefed.
 func (s *Store) briefBatch(ctx context.Context, kind Kind, after []any) (last []any, n int, err error) {
 	b := briefFor(kind)
-	key, kindIs := "run_id, kind, task_key", "kind = ?"
+	kindIs := "kind = ?"
 	if !s.postgres {
-		// SQLite's rowid: the table's own order, read on from after.
-		// The kind's index (results_by_kind) is kept out of it (+kind):
-		// through it each batch read every row after its start, to sort
-		// them (quadratic: 500,000 loads at 600 a second, slowing).
-		key, kindIs = "rowid", "+kind = ?"
+		// On its rowids: through the kind's index (results_by_kind) each
+		// batch read every row after its start, to sort them (quadratic:
+		// 500,000 loads at 600 a second, slowing). + keeps it out.
+		kindIs = "+kind = ?"
 	}
-	keys := strings.Split(key, ", ")
-	q := `SELECT ` + key + `, z FROM results WHERE ` + kindIs + ` AND (brief IS NULL OR ` + s.briefHeadSQL() + ` <> ?)`
-	args := []any{kind, b.hexHead()}
-	if after != nil {
-		q += ` AND (` + key + `) > (?` + strings.Repeat(", ?", len(keys)-1) + `)`
-		args = append(args, after...)
-	}
-	type row struct {
-		keys  []any
-		brief []byte
-	}
-	read := func(tx *sql.Tx) ([]row, error) {
-		rows, err := tx.QueryContext(ctx, s.rebind(fmt.Sprintf(`%s ORDER BY %s LIMIT %d`, q, key, briefsPerTx)), args...)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var batch []row
-		for rows.Next() {
-			r := row{keys: make([]any, len(keys))}
-			var z []byte
-			var dest []any
-			for i := range r.keys {
-				dest = append(dest, &r.keys[i])
-			}
-			if err := rows.Scan(append(dest, &z)...); err != nil {
-				return nil, err
-			}
+	return s.rewriteBatch(ctx, "results", "run_id, kind, task_key", "z", kindIs+" AND "+s.staleBrief(), []any{kind, b.hexHead()}, "brief = ?", after,
+		func(z []byte) ([]byte, error) {
 			raw, err := unpackRaw(z)
 			if err != nil {
 				return nil, err
 			}
-			r.brief = b.make(raw)
-			batch = append(batch, r)
-		}
-		return batch, rows.Err()
-	}
-	err = s.InTx(ctx, func(tx *sql.Tx) error {
-		batch, err := read(tx)
-		if err != nil || len(batch) == 0 {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx, s.rebind(`UPDATE results SET brief = ? WHERE `+strings.Join(keys, " = ? AND ")+" = ?"))
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, r := range batch {
-			if r.brief == nil {
-				continue
-			}
-			if _, err := stmt.ExecContext(ctx, append([]any{r.brief}, r.keys...)...); err != nil {
-				return err
-			}
-			n++
-		}
-		last = batch[len(batch)-1].keys
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return last, n, nil
+			return b.make(raw), nil
+		})
 }
+
+// staleBrief selects the results without a current brief: its
+// argument is their kind's head (hexHead).
+func (s *Store) staleBrief() string { return `(brief IS NULL OR ` + s.briefHeadSQL() + ` <> ?)` }

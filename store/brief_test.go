@@ -74,9 +74,7 @@ func briefed14(t *testing.T, dsn string) {
 	// batch at a time; cut short, it keeps what it did.
 	_, err = s.db.ExecContext(ctx, `UPDATE results SET brief = NULL WHERE task_key = 'b'`)
 	require.NoError(t, err)
-	was := briefsPerTx
-	briefsPerTx = 1
-	defer func() { briefsPerTx = was }()
+	defer SetPackHooks(1, nil)()
 	cut, cancel := context.WithCancel(ctx)
 	n, err := s.BriefResults(cut, func(int) { cancel() })
 	require.ErrorIs(t, err, context.Canceled)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -120,65 +121,88 @@ func (s *Store) packRecords(ctx context.Context) error {
 // already packed, batch after batch: quadratic at ten million); a
 // resumed upgrade walks the rows it packed before once.
 func (s *Store) packBatch(ctx context.Context, table, key string, after []any) ([]any, error) {
-	var last []any
+	// SQLite's raw stays NOT NULL until it is dropped: '' marks it moved.
+	clear := "NULL"
 	if !s.postgres {
-		key = "rowid" // SQLite's: the table's own order, read sequentially
+		clear = "''"
 	}
-	err := s.InTx(ctx, func(tx *sql.Tx) error {
-		q := `SELECT ` + key + `, raw FROM ` + table + ` WHERE z IS NULL`
-		if after != nil {
-			q += ` AND (` + key + `) > (` + strings.TrimSuffix(strings.Repeat("?, ", len(after)), ", ") + `)`
-		}
-		rows, err := tx.QueryContext(ctx, s.rebind(fmt.Sprintf(`%s ORDER BY %s LIMIT %d`, q, key, packBatch)), after...)
+	last, _, err := s.rewriteBatch(ctx, table, key, "raw", "z IS NULL", nil, "z = ?, raw = "+clear, after,
+		func(raw []byte) ([]byte, error) { return packRaw(raw), nil })
+	return last, err
+}
+
+// rewriteBatch rewrites, in one transaction, up to packBatch rows of
+// table that where selects (with args), in the order of key (on SQLite
+// its rowid: the table's own order, read sequentially) after the key
+// after (nil: from the first): set (one placeholder) takes what f makes
+// of each row's col, a row f makes nil of left as it is. It returns the
+// last key it read (nil: none left) and how many rows it set. Read on
+// from the last batch's key, each batch costs its own rows.
+func (s *Store) rewriteBatch(ctx context.Context, table, key, col, where string, args []any, set string, after []any, f func([]byte) ([]byte, error)) (last []any, n int, err error) {
+	if !s.postgres {
+		key = "rowid"
+	}
+	keys := strings.Split(key, ", ")
+	q := `SELECT ` + key + `, ` + col + ` FROM ` + table + ` WHERE ` + where
+	args = slices.Clone(args)
+	if after != nil {
+		q += ` AND (` + key + `) > (?` + strings.Repeat(", ?", len(keys)-1) + `)`
+		args = append(args, after...)
+	}
+	type row struct {
+		keys []any // SQLite's rowid an int64, text keys strings
+		v    []byte
+	}
+	read := func(tx *sql.Tx) ([]row, error) {
+		rows, err := tx.QueryContext(ctx, s.rebind(fmt.Sprintf(`%s ORDER BY %s LIMIT %d`, q, key, packBatch)), args...)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		type row struct {
-			keys []any
-			z    []byte
-		}
+		defer rows.Close()
 		var batch []row
-		cols := len(strings.Split(key, ","))
 		for rows.Next() {
-			keys := make([]any, cols) // SQLite's rowid an int64, text keys strings
-			dest := make([]any, cols+1)
-			for i := range keys {
-				dest[i] = &keys[i]
+			r := row{keys: make([]any, len(keys))}
+			var v []byte
+			var dest []any
+			for i := range r.keys {
+				dest = append(dest, &r.keys[i])
 			}
-			var raw string
-			dest[cols] = &raw
-			if err := rows.Scan(dest...); err != nil {
-				rows.Close()
-				return err
+			if err := rows.Scan(append(dest, &v)...); err != nil {
+				return nil, err
 			}
-			batch = append(batch, row{keys: keys, z: packRaw([]byte(raw))})
+			if r.v, err = f(v); err != nil {
+				return nil, err
+			}
+			batch = append(batch, r)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		return batch, rows.Err()
+	}
+	err = s.InTx(ctx, func(tx *sql.Tx) error {
+		batch, err := read(tx)
+		if err != nil || len(batch) == 0 {
 			return err
 		}
-		// SQLite's raw stays NOT NULL until it is dropped: '' marks it moved.
-		clear := "NULL"
-		if !s.postgres {
-			clear = "''"
-		}
-		where := strings.Join(strings.Split(key, ", "), " = ? AND ") + " = ?"
-		stmt, err := tx.PrepareContext(ctx, s.rebind(`UPDATE `+table+` SET z = ?, raw = `+clear+` WHERE `+where))
+		stmt, err := tx.PrepareContext(ctx, s.rebind(`UPDATE `+table+` SET `+set+` WHERE `+strings.Join(keys, " = ? AND ")+" = ?"))
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for _, r := range batch {
-			if _, err := stmt.ExecContext(ctx, append([]any{r.z}, r.keys...)...); err != nil {
+			if r.v == nil {
+				continue
+			}
+			if _, err := stmt.ExecContext(ctx, append([]any{r.v}, r.keys...)...); err != nil {
 				return err
 			}
+			n++
 		}
-		if len(batch) > 0 {
-			last = batch[len(batch)-1].keys
-		}
+		last = batch[len(batch)-1].keys
 		return nil
 	})
-	return last, err
+	if err != nil {
+		return nil, 0, err
+	}
+	return last, n, nil
 }
 
 // repackSamples finishes the upgrade to schema 9 in place: the samples'

@@ -101,7 +101,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		if b == nil {
 			continue
 		}
-		q := s.rebind(`SELECT COUNT(*) FROM results WHERE kind = ? AND (brief IS NULL OR ` + s.briefHeadSQL() + ` <> ?)`)
+		q := s.rebind(`SELECT COUNT(*) FROM results WHERE kind = ? AND ` + s.staleBrief())
 		if err := s.db.QueryRowContext(ctx, q, st.Kinds[i].Kind, b.hexHead()).Scan(&st.Kinds[i].Unbriefed); err != nil {
 			return nil, fmt.Errorf("store stats: briefs: %w", err)
 		}
