@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/doxlab/doxlab/internal/printable"
 	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/doxlab/doxlab/internal/printable"
 )
 
 // Load is one navigation as the browser measured it. Times are in

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/doxlab/doxlab/internal/printable"
 	"io"
 	"net"
 	"net/http"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/internal/printable"
 )
 
 // Resolver looks a host name up for a load and says how: its lookup is

@@ -451,27 +451,25 @@ var endsProbe int64 = 1 << 16
 // order, and in the index only where they are not there (a run added
 // to a large store).
 func (s *Store) scanEnds(ctx context.Context, bounds string, args []any) (lo, hi sql.NullInt64, err error) {
-	ends := `SELECT (SELECT min(id) FROM sample_cols WHERE ` + bounds + `), (SELECT max(id) FROM sample_cols WHERE ` + bounds + `)`
-	if !s.postgres && strings.HasPrefix(bounds, "run IN (") {
-		probe := `SELECT
-			(SELECT id FROM sample_cols WHERE +` + bounds + ` AND id <= (SELECT min(id) FROM sample_cols) + ? ORDER BY id LIMIT 1),
-			(SELECT id FROM sample_cols WHERE +` + bounds + ` AND id >= (SELECT max(id) FROM sample_cols) - ? ORDER BY id DESC LIMIT 1)`
-		if err := s.db.QueryRowContext(ctx, probe, slices.Concat(args, []any{endsProbe}, args, []any{endsProbe})...).Scan(&lo, &hi); err != nil {
+	end := func(f string) string { return `SELECT ` + f + `(id) FROM sample_cols WHERE ` + bounds }
+	if s.postgres || !strings.HasPrefix(bounds, "run IN (") {
+		err = s.db.QueryRowContext(ctx, s.rebind(`SELECT (`+end("min")+`), (`+end("max")+`)`), slices.Concat(args, args)...).Scan(&lo, &hi)
+		return lo, hi, err
+	}
+	probe := `SELECT
+		(SELECT id FROM sample_cols WHERE +` + bounds + ` AND id <= (SELECT min(id) FROM sample_cols) + ? ORDER BY id LIMIT 1),
+		(SELECT id FROM sample_cols WHERE +` + bounds + ` AND id >= (SELECT max(id) FROM sample_cols) - ? ORDER BY id DESC LIMIT 1)`
+	if err := s.db.QueryRowContext(ctx, probe, slices.Concat(args, []any{endsProbe}, args, []any{endsProbe})...).Scan(&lo, &hi); err != nil {
+		return lo, hi, err
+	}
+	if !lo.Valid { // not near the table's start: from the index
+		if err := s.db.QueryRowContext(ctx, end("min"), args...).Scan(&lo); err != nil {
 			return lo, hi, err
 		}
-		if lo.Valid && hi.Valid {
-			return lo, hi, nil
-		}
-		if lo.Valid { // the last from the index, the first found
-			ends = `SELECT ?, (SELECT max(id) FROM sample_cols WHERE ` + bounds + `)`
-			return lo, hi, s.db.QueryRowContext(ctx, ends, slices.Concat([]any{lo.Int64}, args)...).Scan(&lo, &hi)
-		}
-		if hi.Valid {
-			ends = `SELECT (SELECT min(id) FROM sample_cols WHERE ` + bounds + `), ?`
-			return lo, hi, s.db.QueryRowContext(ctx, ends, slices.Concat(args, []any{hi.Int64})...).Scan(&lo, &hi)
-		}
 	}
-	err = s.db.QueryRowContext(ctx, s.rebind(ends), slices.Concat(args, args)...).Scan(&lo, &hi)
+	if !hi.Valid {
+		err = s.db.QueryRowContext(ctx, end("max"), args...).Scan(&hi)
+	}
 	return lo, hi, err
 }
 
