@@ -190,7 +190,7 @@ func (p Points[P]) readFiles(ctx context.Context, st *store.Store, f store.Filte
 			}
 		}
 		var ps []P
-		err := DecodeEach(func(fn func(string, []byte) error) error { return st.EachDatasetResult(df, fn) }, p.Point, func(_ string, x P) error {
+		err := DecodeEach(func(fn func(string, []byte) error) error { return st.EachDatasetBrief(df, fn) }, p.Point, func(_ string, x P) error {
 			ps = append(ps, x)
 			return nil
 		})

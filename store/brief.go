@@ -80,6 +80,14 @@ func briefFor(kind Kind) *briefOf {
 // make is the brief of raw, as its column keeps it; nil where raw is not
 // a JSON object (the record is then read whole, as before briefs).
 func (b *briefOf) make(raw []byte) []byte {
+	if j := b.of(raw); j != nil {
+		return append(bytes.Clone(b.head), packRaw(j)...)
+	}
+	return nil
+}
+
+// of is the brief of raw as JSON; nil where raw is not a JSON object.
+func (b *briefOf) of(raw []byte) []byte {
 	if b == nil {
 		return nil
 	}
@@ -92,7 +100,7 @@ func (b *briefOf) make(raw []byte) []byte {
 	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		return nil // more after the object: not a record
 	}
-	return append(bytes.Clone(b.head), packRaw(bytes.TrimSuffix(out.Bytes(), []byte("\n")))...)
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n"))
 }
 
 // object copies the object dec is at to enc, less the members left out;

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -157,4 +159,101 @@ func FuzzBrief(f *testing.F) {
 		}
 		require.Equal(t, whole, brief)
 	})
+}
+
+// TestDatasetBriefs: a dataset's results of a kind with briefs have a
+// briefs file beside them, row for row, which a reader of briefs reads
+// where it is made as the kind's are now and counts the results file's
+// rows; else, and for a reader of records, the results file is read.
+// The files' digests cover both.
+func TestDatasetBriefs(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	at := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: at}))
+	for i, k := range slices.Sorted(maps.Keys(briefRecords)) {
+		require.NoError(t, s.WriteResult(ctx, "r", briefKind, k, at.Add(time.Duration(i)*time.Second), briefRecords[k]))
+	}
+	require.NoError(t, s.WriteResult(ctx, "r", "other", "x", at, map[string]any{"big": 1}))
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, err = s.ExportDataset(ctx, dir, Filter{}, time.Time{})
+	require.NoError(t, err)
+
+	whole := []string{briefed["a"], briefed["b"], briefed["c"]}
+	briefs := []string{`{"load":{"big":2,"keep":true},"n":1,"z":"\u003cs\u003e"}`, `{"load":null,"n":2}`, `[7]`}
+	read := func(each func(*Store, DatasetFile, func(string, []byte) error) error) ([]string, error) {
+		d, err := OpenDataset(ctx, dir)
+		require.NoError(t, err)
+		r, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+		require.NoError(t, err)
+		defer r.Close()
+		require.NoError(t, r.Attach(ctx, d))
+		files, err := r.DatasetResults(ctx, Filter{}, briefKind)
+		require.NoError(t, err)
+		require.Len(t, files, 1)
+		var out []string
+		err = each(r, files[0], func(run string, raw []byte) error {
+			require.Equal(t, "r", run)
+			out = append(out, string(raw))
+			return nil
+		})
+		return out, err
+	}
+	got, err := read((*Store).EachDatasetBrief)
+	require.NoError(t, err)
+	require.Equal(t, briefs, got, "the briefs, in the results' order; c, no object, is its own")
+	got, err = read((*Store).EachDatasetResult)
+	require.NoError(t, err)
+	require.Equal(t, whole, got, "the records whole")
+
+	var m Manifest
+	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &m))
+	var bf, rf *DatasetFile
+	for i, f := range m.Files {
+		switch {
+		case f.Table == TableBriefs:
+			require.Nil(t, bf, "one briefs file: kind other keeps no brief")
+			bf = &m.Files[i]
+		case f.Table == TableResults && f.Kind == briefKind:
+			rf = &m.Files[i]
+		}
+	}
+	require.NotNil(t, bf)
+	require.Equal(t, rf.Path, bf.Of)
+	require.Equal(t, [2]int64{3, 3}, [2]int64{rf.Rows, bf.Rows})
+	require.Equal(t, "_records/briefs/kind=brief-test/run_id=r/day=2026-11-20", path.Dir(bf.Path))
+
+	// What makes a reader of briefs read the records instead.
+	edit := func(name string, change func(f *DatasetFile)) {
+		t.Helper()
+		was := *bf
+		change(bf)
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, manifestName), b, 0o644))
+		got, err := read((*Store).EachDatasetBrief)
+		require.NoError(t, err)
+		require.Equal(t, whole, got, name)
+		*bf = was
+	}
+	edit("briefs of another analysis", func(f *DatasetFile) { f.Brief = "FF00" })
+	edit("briefs of fewer rows", func(f *DatasetFile) { f.Rows-- })
+	edit("briefs of another file", func(f *DatasetFile) { f.Of = "_records/results/x.jsonl.zst" })
+	edit("a dataset before briefs", func(f *DatasetFile) { f.Table = "later" })
+
+	// A briefs file changed since it was written is said to be.
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestName), b, 0o644))
+	p := filepath.Join(dir, filepath.FromSlash(bf.Path))
+	z, err := os.ReadFile(p)
+	require.NoError(t, err)
+	z[len(z)/2] ^= 1
+	require.NoError(t, os.WriteFile(p, z, 0o644))
+	_, err = read((*Store).EachDatasetBrief)
+	require.ErrorContains(t, err, "changed since it was written")
 }

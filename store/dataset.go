@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
@@ -36,6 +37,7 @@ import (
 //	DIR/_records/runs/part-S.jsonl.zst                      the runs
 //	DIR/_records/sample_raw/run_id=R/day=D/part-S.jsonl.zst each sample whole
 //	DIR/_records/results/kind=K/run_id=R/day=D/part-S.jsonl.zst every result whole
+//	DIR/_records/briefs/kind=K/run_id=R/day=D/part-S.jsonl.zst  their briefs, if K's are
 //
 // read_parquet('DIR/**/*.parquet', hive_partitioning=true) in DuckDB and
 // pandas.read_parquet(DIR) read the samples with no options: the
@@ -44,7 +46,13 @@ import (
 // (a partition of null breaks pandas), and what begins with "_" is
 // skipped by pyarrow and matched by no *.parquet glob. Records are
 // JSON lines, each {"key", "started_at", "record"}, compressed with zstd
-// (DuckDB's read_json and pandas read them as they are).
+// (DuckDB's read_json and pandas read them as they are). A results file
+// of a kind whose results keep a brief in a store (Brief) has a briefs
+// file beside it, row for row {"key", "started_at", "brief"}: what a
+// report reads of it (a page load's brief is a sixth of its 7.7 KB
+// record). Its manifest entry names the results file (of) and the
+// brief's head (brief); a reader whose analysis leaves out other
+// members reads the results file, and so does a doxlab before briefs.
 //
 // Files are written under new names and never rewritten: an export adds
 // files, and the manifest, replaced whole by rename, says which count.
@@ -69,6 +77,7 @@ const (
 	TableRuns      = "runs"       // JSON lines, a Run each
 	TableSampleRaw = "sample_raw" // JSON lines, a sample whole each
 	TableResults   = "results"    // JSON lines, a result whole each
+	TableBriefs    = "briefs"     // JSON lines, a result's brief each
 )
 
 // Manifest lists a dataset's files.
@@ -95,6 +104,11 @@ type DatasetFile struct {
 	Octets  int64     `json:"octets"`
 	SHA256  string    `json:"sha256"`
 	Written time.Time `json:"written"`
+	// Of is the results file a briefs file holds the briefs of, row for
+	// row, and Brief their head in hex (Brief): a reader whose
+	// analysis leaves out other members reads Of itself.
+	Of    string `json:"of,omitempty"`
+	Brief string `json:"brief,omitempty"`
 }
 
 // partition is the directory of f, which names its partition.
@@ -109,6 +123,9 @@ type Dataset struct {
 	runsOnce sync.Once
 	runs     []Run
 	runsErr  error
+
+	briefsOnce sync.Once
+	briefs     map[string]DatasetFile // by the results file they brief
 }
 
 // fileSchema is the samples' Parquet schema: a Row without the columns
@@ -217,6 +234,67 @@ type record struct {
 	Key       string          `json:"key"`
 	StartedAt time.Time       `json:"started_at"`
 	Record    json.RawMessage `json:"record"`
+}
+
+// eachMember hands fn the value of member of each line of a records
+// file: its record, or its brief. Read by jsontext, which checks the
+// line once as it goes (encoding/json checked a 7.7 KB line whole, then
+// again as it skipped to the record: 35 s of a report's first read of
+// half a million page loads, on the one goroutine that reads them).
+func (d *Dataset) eachMember(f DatasetFile, member string, fn func(runID string, raw []byte) error) error {
+	var r bytes.Reader
+	dec := jsontext.NewDecoder(&r)
+	return d.eachLine(f, func(line []byte) error {
+		r.Reset(line)
+		dec.Reset(&r)
+		v, err := lineMember(dec, member)
+		if err != nil {
+			return fmt.Errorf("dataset %s: %s: %w", d.dir, f.Path, err)
+		}
+		return fn(f.Run, bytes.Clone(v))
+	})
+}
+
+// lineMember is the value of member of the object dec reads, valid
+// until dec reads on.
+func lineMember(dec *jsontext.Decoder, member string) (jsontext.Value, error) {
+	if tok, err := dec.ReadToken(); err != nil {
+		return nil, err
+	} else if tok.Kind() != '{' {
+		return nil, errors.New("a line that is no JSON object")
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		if tok.String() == member {
+			return dec.ReadValue()
+		}
+		if err := dec.SkipValue(); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("a line without %q", member)
+}
+
+// briefsOf is the briefs file of results file f whose briefs are made
+// as f's kind's are now, of as many rows, if the dataset holds one.
+func (d *Dataset) briefsOf(f DatasetFile) (DatasetFile, bool) {
+	d.briefsOnce.Do(func() {
+		d.briefs = map[string]DatasetFile{}
+		for _, b := range d.m.Files {
+			if b.Table == TableBriefs && b.Of != "" {
+				d.briefs[b.Of] = b
+			}
+		}
+	})
+	b, ok := d.briefs[f.Path]
+	of := briefFor(f.Kind)
+	return b, ok && of != nil && b.Brief == of.hexHead() && b.Rows == f.Rows && b.Kind == f.Kind && b.Run == f.Run
 }
 
 // eachLine hands fn each line of a records file.
@@ -439,6 +517,10 @@ type part struct {
 	rows []Row
 	zw   *zstd.Encoder
 	line bytes.Buffer
+	// brief is a results file's briefs file, written and ended with it,
+	// nil where their kind keeps no brief; of is a briefs file's.
+	brief *part
+	of    *briefOf
 }
 
 func (d *Dataset) create(f *DatasetFile) (*part, error) {
@@ -485,22 +567,40 @@ func (p *part) writeJSON(key string, v any) error {
 		p.file.First = key
 	}
 	p.line.Reset()
-	if r, ok := v.(record); ok {
-		// By hand: encoding/json would compact the record again, and it
-		// is compact (the store keeps it as json.Marshal wrote it).
-		k, _ := json.Marshal(r.Key)
-		p.line.WriteString(`{"key":`)
-		p.line.Write(k)
-		p.line.WriteString(`,"started_at":"`)
-		p.line.Write(r.StartedAt.UTC().AppendFormat(nil, time.RFC3339Nano))
-		p.line.WriteString(`","record":`)
-		p.line.Write(bytes.TrimSpace(r.Record))
-		p.line.WriteString("}\n")
+	r, isRecord := v.(record)
+	if isRecord {
+		p.recordLine(r, "record")
 	} else if err := json.NewEncoder(&p.line).Encode(v); err != nil {
 		return err
 	}
 	_, err := p.zw.Write(p.line.Bytes())
+	if err == nil && isRecord && p.brief != nil {
+		// A record that is no object keeps no brief: it is its own.
+		if b := p.brief.of.of(r.Record); b != nil {
+			r.Record = b
+		}
+		if p.brief.file.Rows++; p.brief.file.Rows == 1 {
+			p.brief.file.First = key
+		}
+		p.brief.line.Reset()
+		p.brief.recordLine(r, "brief")
+		_, err = p.brief.zw.Write(p.brief.line.Bytes())
+	}
 	return err
+}
+
+// recordLine is r's line, its record under member. By hand:
+// encoding/json would compact the record again, and it is compact (the
+// store keeps it as json.Marshal wrote it).
+func (p *part) recordLine(r record, member string) {
+	k, _ := json.Marshal(r.Key)
+	p.line.WriteString(`{"key":`)
+	p.line.Write(k)
+	p.line.WriteString(`,"started_at":"`)
+	p.line.Write(r.StartedAt.UTC().AppendFormat(nil, time.RFC3339Nano))
+	p.line.WriteString(`","` + member + `":`)
+	p.line.Write(bytes.TrimSpace(r.Record))
+	p.line.WriteString("}\n")
 }
 
 // close ends the file and gives it its name.
@@ -529,10 +629,13 @@ func (p *part) close(dir string) error {
 	return nil
 }
 
-// abort lets a file go unwritten.
+// abort lets a file go unwritten, and its briefs file.
 func (p *part) abort() {
 	p.tmp.Close()
 	os.Remove(p.tmp.Name())
+	if p.brief != nil {
+		p.brief.abort()
+	}
 }
 
 // partitionDir is the directory a file of the table goes to.
@@ -548,5 +651,5 @@ func partitionDir(table string, kind Kind, run, vantage, day string) string {
 	case TableSampleRaw:
 		return "_records/sample_raw/run_id=" + escape(run) + "/day=" + day
 	}
-	return "_records/results/kind=" + escape(string(kind)) + "/run_id=" + escape(run) + "/day=" + day
+	return "_records/" + table + "/kind=" + escape(string(kind)) + "/run_id=" + escape(run) + "/day=" + day
 }

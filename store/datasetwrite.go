@@ -179,6 +179,14 @@ func (w *writer) file(table string, kind Kind, run, vantage, day string) (*part,
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
+	if b := briefFor(kind); table == TableResults && b != nil {
+		bf := &DatasetFile{Path: path.Join(partitionDir(TableBriefs, kind, run, "", day), path.Base(f.Path)), Table: TableBriefs, Kind: kind, Run: run, Day: day, Of: f.Path, Brief: b.hexHead()}
+		if p.brief, err = w.d.create(bf); err != nil {
+			p.abort()
+			return nil, fmt.Errorf("dataset: %w", err)
+		}
+		p.brief.of = b
+	}
 	w.open[dir] = p
 	w.lru = append(w.lru, dir)
 	return p, nil
@@ -188,13 +196,21 @@ func (w *writer) closeFile(dir string) error {
 	p := w.open[dir]
 	delete(w.open, dir)
 	w.lru = slices.DeleteFunc(w.lru, func(x string) bool { return x == dir })
-	if err := p.close(w.d.dir); err != nil {
-		return err
+	for _, q := range []*part{p, p.brief} {
+		if q == nil {
+			continue
+		}
+		if err := q.close(w.d.dir); err != nil {
+			if q == p && p.brief != nil {
+				p.brief.abort()
+			}
+			return err
+		}
+		q.file.Written = time.Now().UTC()
+		w.added = append(w.added, *q.file)
+		w.Files++
+		w.Octets += q.file.Octets
 	}
-	p.file.Written = time.Now().UTC()
-	w.added = append(w.added, *p.file)
-	w.Files++
-	w.Octets += p.file.Octets
 	return nil
 }
 

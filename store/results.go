@@ -253,11 +253,19 @@ func (s *Store) EachDatasetResult(df DatasetFile, fn func(runID string, raw []by
 	if s.archive == nil {
 		return nil
 	}
-	return s.archive.eachLine(df, func(b []byte) error {
-		var r record
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("dataset %s: %s: %w", s.archive.dir, df.Path, err)
-		}
-		return fn(df.Run, r.Record)
-	})
+	return s.archive.eachMember(df, "record", fn)
+}
+
+// EachDatasetBrief is EachDatasetResult for an analysis that reads only
+// what df's kind's briefs keep (StoredBriefs): the lines of df's briefs
+// file where the dataset holds one made as the kind's briefs are now,
+// of as many rows, else df's records.
+func (s *Store) EachDatasetBrief(df DatasetFile, fn func(runID string, raw []byte) error) error {
+	if s.archive == nil {
+		return nil
+	}
+	if bf, ok := s.archive.briefsOf(df); ok {
+		return s.archive.eachMember(bf, "brief", fn)
+	}
+	return s.archive.eachMember(df, "record", fn)
 }

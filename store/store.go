@@ -497,7 +497,7 @@ func (s *Store) Attach(ctx context.Context, d *Dataset) error {
 		switch f.Table {
 		case TableResults:
 			q, args = `SELECT 1 FROM results WHERE run_id = ? AND kind = ? AND task_key = ?`, []any{f.Run, f.Kind, f.First}
-		case TableRuns, TableSampleRaw:
+		case TableRuns, TableSampleRaw, TableBriefs:
 			continue
 		}
 		var one int

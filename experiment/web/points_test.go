@@ -249,6 +249,15 @@ func TestBriefsReadAsRecords(t *testing.T) {
 	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "camp", Kind: "campaign", StartedAt: time.Now()}))
 	writeRound(t, st, "camp", 1, time.Now())
 
+	// A dataset the store is exported to, read on its own.
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, err := st.ExportDataset(ctx, dir, store.Filter{Superseded: true}, time.Time{})
+	require.NoError(t, err)
+	d, err := store.OpenDataset(ctx, dir)
+	require.NoError(t, err)
+	ds := tempStore(t)
+	require.NoError(t, ds.Attach(ctx, d))
+
 	for _, tc := range []struct {
 		kind  store.Kind
 		runs  []string
@@ -257,6 +266,18 @@ func TestBriefsReadAsRecords(t *testing.T) {
 		{Kind, []string{"web-a", "web-b", "web-c"}, func(run string, raw []byte) (any, error) { return labPoints.Point(run, raw) }},
 		{campaign.PageLoads, []string{"camp"}, func(run string, raw []byte) (any, error) { return wildPoints.Point(run, raw) }},
 	} {
+		files, err := ds.DatasetResults(ctx, store.Filter{}, tc.kind)
+		require.NoError(t, err)
+		fromFiles := func(each func(store.DatasetFile, func(string, []byte) error) error) func(context.Context, []string, store.Kind, int64, func(string, []byte) error) error {
+			return func(_ context.Context, _ []string, _ store.Kind, _ int64, fn func(string, []byte) error) error {
+				for _, df := range files {
+					if err := each(df, fn); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
 		read := func(each func(context.Context, []string, store.Kind, int64, func(string, []byte) error) error) (points []any, octets int) {
 			require.NoError(t, each(ctx, tc.runs, tc.kind, 0, func(run string, raw []byte) error {
 				p, err := tc.point(run, raw)
@@ -272,5 +293,13 @@ func TestBriefsReadAsRecords(t *testing.T) {
 			require.Equal(t, whole[i], briefs[i], "%s: load %d", tc.kind, i)
 		}
 		require.Less(t, briefOctets, wholeOctets, "%s: the briefs leave out what analysis skips", tc.kind)
+
+		// The dataset's files are the day's of each run, in the order
+		// they were taken: as many points, in another order.
+		fileWhole, fileWholeOctets := read(fromFiles(ds.EachDatasetResult))
+		fileBriefs, fileBriefOctets := read(fromFiles(ds.EachDatasetBrief))
+		require.ElementsMatch(t, whole, fileWhole, "%s: the dataset's records", tc.kind)
+		require.Equal(t, fileWhole, fileBriefs, "%s: the dataset's briefs", tc.kind)
+		require.Equal(t, [2]int{wholeOctets, briefOctets}, [2]int{fileWholeOctets, fileBriefOctets}, "%s: what the dataset's files hold", tc.kind)
 	}
 }
