@@ -122,6 +122,7 @@ fuzz:
 	$(GO) test ./internal/specfile -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzDatasetSamplesFile -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzBrief -fuzztime 30s
+	$(GO) test ./store -run '^$$' -fuzz FuzzDatasetLine -fuzztime 30s
 	$(GO) test ./measure -run '^$$' -fuzz FuzzLoadCampaign -fuzztime 30s -fuzzminimizetime 5s
 	$(GO) test ./internal/odoh -run '^$$' -fuzz FuzzOpen -fuzztime 30s
 	$(GO) test ./internal/ech -run '^$$' -fuzz FuzzParse -fuzztime 30s

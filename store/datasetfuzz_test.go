@@ -3,10 +3,12 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -56,5 +58,41 @@ func FuzzDatasetSamplesFile(f *testing.F) {
 		_ = d.scanColumns(df, runs, func() bool { return true }, func() func(*Row) error {
 			return func(*Row) error { return nil }
 		})
+	})
+}
+
+// FuzzDatasetLine: a records file's line, whatever its octets, gives
+// its record (or brief) or an error, never a panic; where it is a JSON
+// object as encoding/json would read it, the member read is the one
+// encoding/json reads, and it is valid JSON.
+func FuzzDatasetLine(f *testing.F) {
+	f.Add([]byte(`{"key":"a|b","started_at":"2026-11-20T12:00:00Z","record":{"n":1,"s":"\u003c"}}`))
+	f.Add([]byte(`{"record":[1,2],"key":"k"}`))
+	f.Add([]byte(`{"key":"k","brief":{}}`))
+	f.Add([]byte(`{"key":"k","record":null}`))
+	f.Add([]byte(`[1]`))
+	f.Add([]byte(`{"key":"k","record":{"a":`))
+	var r bytes.Reader
+	dec := jsontext.NewDecoder(&r)
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r.Reset(line)
+		dec.Reset(&r)
+		v, err := lineMember(dec, "record")
+		if err != nil {
+			return
+		}
+		if !jsontext.Value(v).IsValid() {
+			t.Fatalf("the record read is not valid JSON: %q", v)
+		}
+		// encoding/json reads the last of a name twice, and invalid
+		// UTF-8 as U+FFFD: compared where neither is in the line.
+		var rec record
+		if !jsontext.Value(line).IsValid() || json.Unmarshal(line, &rec) != nil {
+			return
+		}
+		var a, b bytes.Buffer
+		if json.Compact(&a, v) != nil || json.Compact(&b, rec.Record) != nil || !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Fatalf("read %q, encoding/json reads %q", v, rec.Record)
+		}
 	})
 }
