@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/require"
 )
 
 // memSource is a dataset held in memory, by file name.
@@ -95,4 +97,46 @@ func FuzzDatasetLine(f *testing.F) {
 			t.Fatalf("read %q, encoding/json reads %q", v, rec.Record)
 		}
 	})
+}
+
+// TestDatasetStringsAcrossRowGroups: a samples file's text columns are
+// read by their dictionaries' indexes, and each row group has its own
+// dictionary: a value's index in one is another value's in the next.
+// Every row reads back its own strings, as a null float does its null.
+func TestDatasetStringsAcrossRowGroups(t *testing.T) {
+	dir := t.TempDir()
+	d := &Dataset{dir: dir, src: dirSource(dir)}
+	f := &DatasetFile{Path: "run_id=r/vantage=-/day=2026-11-20/part-x.parquet", Table: TableSamples, Run: "r"}
+	p, err := d.create(f)
+	require.NoError(t, err)
+	n := RowGroupRows + 1000
+	target := func(i int) string { // a, b, ... then c, a, ...: c takes a's index
+		if i < RowGroupRows {
+			return []string{"a", "b"}[i%2]
+		}
+		return []string{"c", "a"}[i%2]
+	}
+	at := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	for i := range n {
+		ms := float64(i)
+		r := &Row{RunID: "r", Key: fmt.Sprint(i), StartedAt: at, Target: target(i), Transport: []string{"udp", "doq", "doh3"}[i%3], Status: "ok", Rcode: "NOERROR", TotalMs: &ms}
+		if i%7 == 0 {
+			r.TotalMs = nil
+		}
+		require.NoError(t, p.writeRow(r))
+	}
+	require.NoError(t, p.close(dir))
+	got := 0
+	err = d.scanColumns(*f, map[string]Run{"r": {ID: "r"}}, func() bool { return true }, func() func(*Row) error {
+		return func(r *Row) error {
+			i := got
+			got++
+			if r.Target != target(i) || r.Transport != []string{"udp", "doq", "doh3"}[i%3] || (r.TotalMs == nil) != (i%7 == 0) || r.TotalMs != nil && *r.TotalMs != float64(i) {
+				return fmt.Errorf("row %d: %s %s %v", i, r.Target, r.Transport, r.TotalMs)
+			}
+			return nil
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, n, got)
 }
