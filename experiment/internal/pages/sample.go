@@ -1,16 +1,17 @@
 package pages
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unique"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/doxlab/doxlab/browser"
@@ -533,15 +534,43 @@ type analysed struct {
 // place of the map (Lighten).
 type ConnSum int
 
-// UnmarshalJSON sums the map's counts.
-func (c *ConnSum) UnmarshalJSON(b []byte) error {
-	var m map[string]int
-	if err := json.Unmarshal(b, &m); err != nil {
+// UnmarshalJSONFrom sums the map's counts as it reads them: decoding
+// the map (encoding/json, handed the value read whole) was a sixth of a
+// load's decoding. null is no connections, as an empty map; a count
+// that is no integer is an error, as it was.
+func (c *ConnSum) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	tok, err := dec.ReadToken()
+	if err != nil || tok.Kind() == 'n' {
 		return err
 	}
-	for _, n := range m {
-		*c += ConnSum(n)
+	if tok.Kind() != '{' {
+		return fmt.Errorf("connections per origin: %v where an object was expected", tok.Kind())
 	}
+	var sum int64
+	for dec.PeekKind() != '}' {
+		if _, err := dec.ReadToken(); err != nil { // the origin
+			return err
+		}
+		v, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		switch v.Kind() {
+		case 'n':
+		case '0':
+			n, err := strconv.ParseInt(v.String(), 10, strconv.IntSize)
+			if err != nil {
+				return fmt.Errorf("connections per origin: %w", err)
+			}
+			sum += n
+		default:
+			return fmt.Errorf("connections per origin: a count of kind %v", v.Kind())
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	*c += ConnSum(sum)
 	return nil
 }
 
@@ -555,8 +584,9 @@ type H3Token struct {
 // struct that shadows one a decoder need not read.
 type Skipped struct{}
 
-// UnmarshalJSON keeps nothing.
-func (*Skipped) UnmarshalJSON([]byte) error { return nil }
+// UnmarshalJSONFrom keeps nothing, and skips the value where it is
+// (handed whole, it was read into a buffer first).
+func (*Skipped) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
 
 // SkippedPaths are the members of a record that decoding it into a value
 // of type t skips: its fields of type Skipped, as dotted JSON paths

@@ -44,6 +44,31 @@ func TestDecodeForAnalysisKeepsWhatTheReportReads(t *testing.T) {
 	require.Error(t, err)
 }
 
+// TestConnectionsSummedAsDecoded: the connections per origin are summed
+// as they are read, as the map they are would sum (encoding/json's, the
+// oracle): null and an origin with null are none; a count that is no
+// integer, or a value that is no object, fails the load's decoding as
+// the map's would; what follows is read on.
+func TestConnectionsSummedAsDecoded(t *testing.T) {
+	for _, in := range []string{`{"a.test":2,"b.test":3}`, `{}`, `null`, `{"a.test":null,"b.test":-1}`, `{"a.test":{"x":1}}`,
+		`{"a.test":1.5}`, `{"a.test":"2"}`, `[1]`, `3`, `{"a.test":1e2}`, `{"a.test":99999999999999999999}`, `{"a.test":true}`} {
+		var m map[string]int
+		wantErr := json.Unmarshal([]byte(in), &m) != nil
+		y, err := DecodeForAnalysis([]byte(`{"status":"ok","conns_per_origin":` + in + `,"lookups":4}`))
+		if wantErr {
+			require.Error(t, err, in)
+			continue
+		}
+		require.NoError(t, err, in)
+		sum := 0
+		for _, n := range m {
+			sum += n
+		}
+		require.Equal(t, sum, y.WebConns(), in)
+		require.Equal(t, 4, y.Lookups, "%s: read on after it", in)
+	}
+}
+
 // TestOriginCounts: a load's origins summed as the report counts them:
 // an origin not wholly over HTTP/3, or requested with no lookup reaching
 // the stub, counts only if it was requested; a lookup an ORIGIN frame
