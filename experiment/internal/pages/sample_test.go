@@ -1,9 +1,12 @@
 package pages
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/browser"
@@ -42,6 +45,37 @@ func TestDecodeForAnalysisKeepsWhatTheReportReads(t *testing.T) {
 	require.Equal(t, x, y, "everything else as stored")
 	_, err = DecodeForAnalysis([]byte(`{"status": 3}`))
 	require.Error(t, err)
+}
+
+// TestAnalysedFailsAsItDid: decoding for analysis without the first
+// version's check of the whole value first fails where it failed with
+// it, for a load cut short at every octet and for values of the wrong
+// kind anywhere, and decodes the same where neither fails.
+func TestAnalysedFailsAsItDid(t *testing.T) {
+	x := &Sample{Task: Task{Profile: "fiber", Page: "o5", Transport: "doq", H3: "0rtt", Rep: 3}, Status: "ok", PLTMs: 210,
+		Load: &browser.Load{PLTMs: 199}, DNS: []*server.Record{{QName: "a.test.", QType: "A"}}, H3Conn: &server.Record{TokenUsed: true},
+		Origins: []OriginFacts{{Host: "a.test", Requests: 2}}, ConnsPerOrigin: map[string]int{"a.test": 2}}
+	raw, err := json.Marshal(x)
+	require.NoError(t, err)
+	var inputs [][]byte
+	for i := range raw {
+		inputs = append(inputs, raw[:i])
+	}
+	for _, from := range []string{`"rep":3`, `"status":"ok"`, `"plt_ms":210`, `"requests":2`, `"token_accepted":true`, `"a.test":2`} {
+		require.Contains(t, string(raw), from)
+		for _, to := range []string{`"rep":"3"`, `"status":1`, `"plt_ms":[1]`, `"requests":{}`, `"token_accepted":"x"`, `"a.test":2.5`} {
+			inputs = append(inputs, bytes.Replace(raw, []byte(from), []byte(to), 1))
+		}
+	}
+	for _, in := range inputs {
+		was, now := analysed{Sample: new(Sample)}, analysed{Sample: new(Sample)}
+		wasErr := jsonv2.Unmarshal(in, &was, jsonv1.DefaultOptionsV1())
+		nowErr := UnmarshalAnalysed(in, &now)
+		require.Equal(t, wasErr == nil, nowErr == nil, "%s: %v, %v", in, wasErr, nowErr)
+		if nowErr == nil {
+			require.Equal(t, was, now, "%s", in)
+		}
+	}
 }
 
 // TestConnectionsSummedAsDecoded: the connections per origin are summed
