@@ -3,11 +3,13 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,6 +163,23 @@ func FuzzBrief(f *testing.F) {
 	})
 }
 
+// briefStore is a store of run "r": briefRecords, a second apart from
+// 2026-11-20 12:00 UTC in their keys' order, and a result of a kind
+// without briefs.
+func briefStore(t *testing.T) *Store {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	at := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: at}))
+	for i, k := range slices.Sorted(maps.Keys(briefRecords)) {
+		require.NoError(t, s.WriteResult(ctx, "r", briefKind, k, at.Add(time.Duration(i)*time.Second), briefRecords[k]))
+	}
+	require.NoError(t, s.WriteResult(ctx, "r", "other", "x", at, map[string]any{"big": 1}))
+	return s
+}
+
 // TestDatasetBriefs: a dataset's results of a kind with briefs have a
 // briefs file beside them, row for row, which a reader of briefs reads
 // where it is made as the kind's are now and counts the results file's
@@ -168,17 +187,9 @@ func FuzzBrief(f *testing.F) {
 // The files' digests cover both.
 func TestDatasetBriefs(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer s.Close()
-	at := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: at}))
-	for i, k := range slices.Sorted(maps.Keys(briefRecords)) {
-		require.NoError(t, s.WriteResult(ctx, "r", briefKind, k, at.Add(time.Duration(i)*time.Second), briefRecords[k]))
-	}
-	require.NoError(t, s.WriteResult(ctx, "r", "other", "x", at, map[string]any{"big": 1}))
+	s := briefStore(t)
 	dir := filepath.Join(t.TempDir(), "ds")
-	_, err = s.ExportDataset(ctx, dir, Filter{}, time.Time{})
+	_, err := s.ExportDataset(ctx, dir, Filter{}, time.Time{})
 	require.NoError(t, err)
 
 	whole := []string{briefed["a"], briefed["b"], briefed["c"]}
@@ -256,4 +267,53 @@ func TestDatasetBriefs(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, z, 0o644))
 	_, err = read((*Store).EachDatasetBrief)
 	require.ErrorContains(t, err, "changed since it was written")
+}
+
+// TestDatasetBriefsUnwritable: an export whose briefs file cannot be
+// made (a file where its directory goes) fails in one line naming it and
+// leaves the dataset as it was: no file of it stays, temporary or not,
+// and the next export, the way clear, writes everything.
+func TestDatasetBriefsUnwritable(t *testing.T) {
+	ctx := context.Background()
+	s := briefStore(t)
+	dir := t.TempDir()
+	empty, err := Open(ctx, filepath.Join(t.TempDir(), "empty.db"))
+	require.NoError(t, err)
+	defer empty.Close()
+	_, err = empty.ExportDataset(ctx, dir, Filter{}, time.Time{}) // a dataset of nothing yet
+	require.NoError(t, err)
+	blocker := filepath.Join(dir, "_records", "briefs")
+	require.NoError(t, os.MkdirAll(filepath.Dir(blocker), 0o755))
+	require.NoError(t, os.WriteFile(blocker, []byte("not a directory"), 0o644))
+	files := func() (out []string) {
+		require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, p)
+				out = append(out, filepath.ToSlash(rel))
+			}
+			return err
+		}))
+		return out
+	}
+	_, err = s.ExportDataset(ctx, dir, Filter{}, time.Time{})
+	require.ErrorContains(t, err, "_records/briefs")
+	require.Equal(t, []string{"_manifest.json", "_records/briefs"}, files(), "nothing of the export stays")
+	d, err := OpenDataset(ctx, dir)
+	require.NoError(t, err)
+	require.Empty(t, d.Manifest().Files)
+
+	require.NoError(t, os.Remove(blocker))
+	x, err := s.ExportDataset(ctx, dir, Filter{}, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, int64(4), x.Results)
+	var briefsFiles, resultsFiles int
+	for _, f := range files() {
+		switch {
+		case strings.HasPrefix(f, "_records/briefs/kind=brief-test/"):
+			briefsFiles++
+		case strings.HasPrefix(f, "_records/results/"):
+			resultsFiles++
+		}
+	}
+	require.Equal(t, [2]int{1, 2}, [2]int{briefsFiles, resultsFiles}, "a briefs file beside brief-test's results, none beside other's")
 }
