@@ -3,7 +3,9 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -222,6 +224,44 @@ func TestLoadSummariesBesideADataset(t *testing.T) {
 	empty := tempStore(t)
 	require.NoError(t, empty.Attach(ctx, d))
 	require.Equal(t, scan(t, all[:40]), report(t, empty, store.Filter{}))
+}
+
+// TestDatasetRowsMiscounted: a dataset whose manifest counts its page
+// loads' files wrong (damaged, or hostile: negative, none, or near the
+// largest int64) makes no room for what it says and no panic: every
+// load is read, the report is the loads', and no summary is kept in the
+// cache under a count that is not the file's.
+func TestDatasetRowsMiscounted(t *testing.T) {
+	ctx := context.Background()
+	st := tempStore(t)
+	want := scan(t, writeWebRuns(t, st))
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, err := st.ExportDataset(ctx, dir, store.Filter{Superseded: true}, time.Time{})
+	require.NoError(t, err)
+	name := filepath.Join(dir, "_manifest.json")
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	for _, rows := range []int64{-5, 0, math.MaxInt64, math.MaxInt64 / 3} {
+		var m store.Manifest
+		require.NoError(t, json.Unmarshal(b, &m))
+		for i := range m.Files {
+			if m.Files[i].Kind == Kind { // its results and briefs files
+				m.Files[i].Rows = rows
+			}
+		}
+		edited, err := json.Marshal(m)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(name, edited, 0o644))
+		t.Setenv("DOXLAB_CACHE", t.TempDir())
+		d, err := store.OpenDataset(ctx, dir)
+		require.NoError(t, err)
+		alone := tempStore(t)
+		require.NoError(t, alone.Attach(ctx, d))
+		require.Equal(t, want, report(t, alone, store.Filter{}), "rows %d", rows)
+		cached, err := filepath.Glob(filepath.Join(experiment.CellCache(), "*.points"))
+		require.NoError(t, err)
+		require.Empty(t, cached, "rows %d: no summary kept", rows)
+	}
 }
 
 // TestBriefsReadAsRecords: page loads are stored with briefs that leave
