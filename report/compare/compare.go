@@ -291,9 +291,16 @@ func (c Column) cell() string {
 }
 
 // columnLetter names column i as benchstat's old/new do, beyond two by
-// letter.
+// letter as spreadsheets do: A to Z, then AA, AB, ... (a campaign's
+// rounds compared by --by round run past 26: a year's, every 48 h, is
+// 183; 'A'+i named the 27th "[").
 func columnLetter(i int) string {
-	return string(rune('A' + i))
+	var b []byte
+	for i++; i > 0; i = (i - 1) / 26 {
+		b = append(b, byte('A'+(i-1)%26))
+	}
+	slices.Reverse(b)
+	return string(b)
 }
 
 // Cells are the comparison's statistics as numbers (report --json): a

@@ -183,3 +183,28 @@ func TestSectionOfManyCells(t *testing.T) {
 		require.FileExists(t, filepath.Join(dir, f))
 	}
 }
+
+// TestColumnLetters: columns are named A to Z, then AA to AZ, BA, ...,
+// ZZ, AAA, each once: a year's rounds (183) compared have 183 names
+// of letters alone.
+func TestColumnLetters(t *testing.T) {
+	for i, want := range map[int]string{0: "A", 1: "B", 25: "Z", 26: "AA", 27: "AB", 51: "AZ", 52: "BA", 182: "GA", 701: "ZZ", 702: "AAA"} {
+		require.Equal(t, want, columnLetter(i), "column %d", i)
+	}
+	seen := map[string]bool{}
+	for i := range 20000 {
+		l := columnLetter(i)
+		require.False(t, seen[l], "%s twice", l)
+		seen[l] = true
+		for _, c := range l {
+			require.True(t, c >= 'A' && c <= 'Z', "%d: %q", i, l)
+		}
+	}
+	tb := &Table{Kind: DNS}
+	for r := range 28 {
+		tb.Names, tb.Wheres = append(tb.Names, fmt.Sprintf("round %d", r+1)), append(tb.Wheres, "the store")
+	}
+	var b strings.Builder
+	require.NoError(t, tb.WriteTable(&b))
+	require.Contains(t, b.String(), "Z: round 26 (the store)\nAA: round 27 (the store)\nAB: round 28 (the store)\n")
+}
