@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,8 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // The listeners' input paths under fuzzing: whatever arrives, the server
@@ -171,21 +171,10 @@ func FuzzDoQQuery(f *testing.F) {
 // checked into a config or one error, never a panic; a config it takes
 // checks again the same (Validate fills in defaults it then keeps).
 func FuzzLoadConfig(f *testing.F) {
-	for _, name := range []string{"serve.yaml", "serve-hardened.yaml"} {
-		b, err := os.ReadFile(filepath.Join("..", "examples", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("listen:\n  udp: 127.0.0.1:0\nanswers:\n  any: 192.0.2.1\nquic:\n  retry: first\nfaults:\n  delay: 10ms\n"))
-	f.Add([]byte("listen: {doh: ':0'}\ndoh_path: /q\nanswers: {static: ['a. 60 IN TXT \"x\"'], forward: 'udp://192.0.2.53:53'}\nlimits: {max_conns: 1}\n"))
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		path := filepath.Join(dir, "c.yaml")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	testutil.FuzzFile(f, []string{"../examples/serve.yaml", "../examples/serve-hardened.yaml"}, []string{
+		"listen:\n  udp: 127.0.0.1:0\nanswers:\n  any: 192.0.2.1\nquic:\n  retry: first\nfaults:\n  delay: 10ms\n",
+		"listen: {doh: ':0'}\ndoh_path: /q\nanswers: {static: ['a. 60 IN TXT \"x\"'], forward: 'udp://192.0.2.53:53'}\nlimits: {max_conns: 1}\n",
+	}, func(t *testing.T, path string) {
 		c, err := LoadConfig(path)
 		if err != nil {
 			return
