@@ -80,14 +80,14 @@ func briefFor(kind Kind) *briefOf {
 // make is the brief of raw, as its column keeps it; nil where raw is not
 // a JSON object (the record is then read whole, as before briefs).
 func (b *briefOf) make(raw []byte) []byte {
-	if j := b.of(raw); j != nil {
+	if j := b.json(raw); j != nil {
 		return append(bytes.Clone(b.head), packRaw(j)...)
 	}
 	return nil
 }
 
-// of is the brief of raw as JSON; nil where raw is not a JSON object.
-func (b *briefOf) of(raw []byte) []byte {
+// json is the brief of raw as JSON; nil where raw is not a JSON object.
+func (b *briefOf) json(raw []byte) []byte {
 	if b == nil {
 		return nil
 	}

@@ -576,7 +576,7 @@ func (p *part) writeJSON(key string, v any) error {
 	_, err := p.zw.Write(p.line.Bytes())
 	if err == nil && isRecord && p.brief != nil {
 		// A record that is no object keeps no brief: it is its own.
-		if b := p.brief.of.of(r.Record); b != nil {
+		if b := p.brief.of.json(r.Record); b != nil {
 			r.Record = b
 		}
 		if p.brief.file.Rows++; p.brief.file.Rows == 1 {

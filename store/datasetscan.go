@@ -153,12 +153,12 @@ func (c *colData) addIndexed(pg parquet.Page) bool {
 			c.dictStr = append(c.dictStr, c.intern(dict.Index(i).ByteArray()))
 		}
 	}
+	start := len(c.str)
 	for _, i := range idx {
 		if i < 0 || int(i) >= len(c.dictStr) {
+			c.str = c.str[:start]
 			return false // a damaged file: read value by value, to its error
 		}
-	}
-	for _, i := range idx {
 		c.str = append(c.str, c.dictStr[i])
 	}
 	return true

@@ -267,5 +267,5 @@ func (s *Store) EachDatasetBrief(df DatasetFile, fn func(runID string, raw []byt
 	if bf, ok := s.archive.briefsOf(df); ok {
 		return s.archive.eachMember(bf, "brief", fn)
 	}
-	return s.archive.eachMember(df, "record", fn)
+	return s.EachDatasetResult(df, fn)
 }
