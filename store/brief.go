@@ -151,11 +151,33 @@ func (b *briefOf) object(dec *jsontext.Decoder, enc *jsontext.Encoder, path stri
 // made as its kind's are now, else its record. f cannot tell them
 // apart: a brief is the record less members it never reads.
 func (s *Store) StoredBriefs(ctx context.Context, runs []string, kind Kind, after int64, f func(runID string, raw []byte) error) error {
-	b := briefFor(kind)
-	if b == nil {
-		return s.StoredResults(ctx, runs, kind, after, f)
+	return s.storedBriefs(ctx, runs, kind, after, func(id string, z []byte, borrowed bool) error { return handRaw(id, z, borrowed, f) })
+}
+
+// StoredPacked is StoredBriefs handing each result packed, as the store
+// keeps it, for f's caller to Unpack where it likes: half a million page
+// loads take seconds to unpack, which the goroutines that decode them
+// share where the one that reads would do it alone. f may keep z.
+func (s *Store) StoredPacked(ctx context.Context, runs []string, kind Kind, after int64, f func(runID string, z []byte) error) error {
+	return s.storedBriefs(ctx, runs, kind, after, func(id string, z []byte, borrowed bool) error {
+		if borrowed {
+			z = bytes.Clone(z)
+		}
+		return f(id, z)
+	})
+}
+
+// storedBriefs is StoredBriefs handing f each result's column packed.
+func (s *Store) storedBriefs(ctx context.Context, runs []string, kind Kind, after int64, f func(runID string, z []byte, borrowed bool) error) error {
+	if len(runs) == 0 {
+		return nil
 	}
-	return s.storedResults(ctx, `CASE WHEN `+s.briefHeadSQL()+` = ? THEN brief ELSE z END`, []any{b.hexHead()}, runs, kind, after, f)
+	col, args := `z`, []any(nil)
+	if b := briefFor(kind); b != nil {
+		col, args = `CASE WHEN `+s.briefHeadSQL()+` = ? THEN brief ELSE z END`, []any{b.hexHead()}
+	}
+	q, args := storedQuery(col, args, runs, kind, after)
+	return s.eachPacked(ctx, q, args, f)
 }
 
 // briefHeadSQL is a brief's head in hex, in SQL: compared as text, as

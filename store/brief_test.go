@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -39,6 +40,65 @@ var briefed = map[string]string{
 	"c": `[7]`,
 }
 
+// packedBriefs is StoredBriefs by StoredPacked: the results kept as
+// handed, each unpacked only once all are read.
+func packedBriefs(s *Store) func(context.Context, []string, Kind, int64, func(string, []byte) error) error {
+	return func(ctx context.Context, runs []string, kind Kind, after int64, f func(string, []byte) error) error {
+		var ids []string
+		var zs [][]byte
+		if err := s.StoredPacked(ctx, runs, kind, after, func(id string, z []byte) error {
+			ids, zs = append(ids, id), append(zs, z)
+			return nil
+		}); err != nil {
+			return err
+		}
+		for i, z := range zs {
+			raw, err := Unpack(z)
+			if err != nil {
+				return err
+			}
+			if err := f(ids[i], raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// TestPackedKept: what StoredPacked hands is the caller's to keep, for a
+// result whose record SQLite assembles from overflow pages in memory
+// the next row takes, and the store's, and a packed column that is
+// neither brief nor record is an error of Unpack's, not a panic.
+func TestPackedKept(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: time.Now()}))
+	var want []string
+	for i := range 4 {
+		big := make([]byte, 40<<10) // past a page, and past what zstd makes small
+		for j := range big {
+			big[j] = 'a' + byte((j*7919+i*104729)%26^(j>>3)%7)
+		}
+		rec := map[string]any{"n": i, "big": string(big)}
+		require.NoError(t, s.WriteResult(ctx, "r", "packed-test", fmt.Sprint(i), time.Unix(int64(i), 0), rec))
+		b, err := json.Marshal(rec)
+		require.NoError(t, err)
+		want = append(want, string(b))
+	}
+	var got []string
+	require.NoError(t, packedBriefs(s)(ctx, []string{"r"}, "packed-test", 0, func(_ string, raw []byte) error {
+		got = append(got, string(raw))
+		return nil
+	}))
+	require.Equal(t, want, got)
+	for _, z := range [][]byte{nil, {briefMark}, {200, 1, 2}} {
+		_, err := Unpack(z)
+		require.Error(t, err, "%q", z)
+	}
+}
+
 func TestBriefs(t *testing.T) { briefed14(t, filepath.Join(t.TempDir(), "s.db")) }
 
 func TestPostgresBriefs(t *testing.T) { briefed14(t, testutil.StartPostgres(t)) }
@@ -64,6 +124,7 @@ func briefed14(t *testing.T, dsn string) {
 	require.ElementsMatch(t, whole, read(s.StoredResults), "the records whole")
 	want := []string{`{"load":{"big":2,"keep":true},"n":1,"z":"\u003cs\u003e"}`, `{"load":null,"n":2}`, `[7]`}
 	require.ElementsMatch(t, want, read(s.StoredBriefs), "the briefs, and the record that has none")
+	require.Equal(t, read(s.StoredBriefs), read(packedBriefs(s)), "StoredPacked hands the same, unpacked by Unpack")
 
 	// A brief of members left out otherwise (another build's analysis)
 	// is stale: its record is read.
@@ -73,6 +134,7 @@ func briefed14(t *testing.T, dsn string) {
 	_, err = s.db.ExecContext(ctx, s.rebind(`UPDATE results SET brief = ? WHERE task_key = 'a'`), b)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{briefed["a"], want[1], want[2]}, read(s.StoredBriefs))
+	require.Equal(t, read(s.StoredBriefs), read(packedBriefs(s)))
 
 	// BriefResults briefs those without a brief or with a stale one, a
 	// batch at a time; cut short, it keeps what it did.

@@ -667,6 +667,9 @@ func TestResultsOfAKind(t *testing.T) {
 	require.NoError(t, s.StoredResults(ctx, []string{"b"}, "load", 0, each))
 	require.Equal(t, []string{`b {"i":0}`, `b {"i":1}`, `b {"i":2}`}, got)
 	got = nil
+	require.NoError(t, s.StoredResults(ctx, []string{"b", "a"}, "load", 0, each))
+	require.Equal(t, []string{`a {"i":0}`, `a {"i":1}`, `a {"i":2}`, `b {"i":0}`, `b {"i":1}`, `b {"i":2}`}, got, "run by run, each in the order taken")
+	got = nil
 	require.NoError(t, s.StoredResults(ctx, []string{"a", "b"}, "load", t0.Add(time.Hour).UnixNano(), each))
 	require.Equal(t, []string{`a {"i":2}`, `b {"i":2}`}, got, "those started after the hour")
 	got = nil
