@@ -90,9 +90,12 @@ var errStopped = errors.New("decoding stopped")
 
 // DecodeEach is DecodeResults of the records each hands its function
 // (st.StoredResults of some runs, say). each runs on a goroutine of its
-// own, a batch ahead of the decoding (reading half a million page loads
-// is a third of their time: unpacking, SQLite's overflow pages), and has
-// returned when DecodeEach does.
+// own, batches ahead of the decoding (reading half a million page loads
+// is a third of their time: unpacking, SQLite's overflow pages); a
+// batch is decoded whole by whichever core is free, so that a core the
+// reader shares does not hold the others up, and fn is handed the
+// batches in order. each and every decoding have returned when
+// DecodeEach does.
 func DecodeEach[T any](each func(func(runID string, raw []byte) error) error, decode func(runID string, raw []byte) (T, error), fn func(runID string, x T) error) error {
 	type rec struct {
 		id  string
@@ -100,50 +103,63 @@ func DecodeEach[T any](each func(func(runID string, raw []byte) error) error, de
 		x   T
 		err error
 	}
-	batches := make(chan []rec, 1)
-	done := make(chan struct{})
-	var readErr error // set before batches closes
+	type batch struct {
+		recs    []rec
+		decoded chan struct{}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	todo := make(chan *batch, workers)    // to decode, by any worker
+	order := make(chan *batch, workers+1) // the same batches, in order, for fn
+	stop := make(chan struct{})
+	var readErr error // set before order closes
 	go func() {
-		defer close(batches)
-		send := func(b []rec) bool {
+		defer close(order)
+		defer close(todo)
+		send := func(recs []rec) bool {
+			b := &batch{recs, make(chan struct{})}
 			select {
-			case batches <- b:
-				return true
-			case <-done:
+			case order <- b:
+			case <-stop:
 				return false
 			}
+			todo <- b // the workers never wait: it drains
+			return true
 		}
-		batch := make([]rec, 0, decodeBatch)
+		recs := make([]rec, 0, decodeBatch)
 		readErr = each(func(id string, raw []byte) error {
-			if batch = append(batch, rec{id: id, raw: raw}); len(batch) == decodeBatch {
-				if !send(batch) {
+			if recs = append(recs, rec{id: id, raw: raw}); len(recs) == decodeBatch {
+				if !send(recs) {
 					return errStopped
 				}
-				batch = make([]rec, 0, decodeBatch)
+				recs = make([]rec, 0, decodeBatch)
 			}
 			return nil
 		})
-		if readErr == nil && len(batch) > 0 {
-			send(batch)
+		if readErr == nil && len(recs) > 0 {
+			send(recs)
 		}
 	}()
-	defer func() {
-		close(done)
-		for range batches { // until the reader has returned
-		}
-	}()
-	for batch := range batches {
-		workers := min(runtime.GOMAXPROCS(0), len(batch))
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for i := w; i < len(batch); i += workers {
-					batch[i].x, batch[i].err = decode(batch[i].id, batch[i].raw)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for b := range todo {
+				for i := range b.recs {
+					r := &b.recs[i]
+					r.x, r.err = decode(r.id, r.raw)
 				}
-			})
+				close(b.decoded)
+			}
+		})
+	}
+	defer func() {
+		close(stop)
+		for range order { // until the reader has returned
 		}
 		wg.Wait()
-		for _, r := range batch {
+	}()
+	for b := range order {
+		<-b.decoded
+		for _, r := range b.recs {
 			if r.err != nil {
 				return r.err
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +93,57 @@ func TestDecodeResultsKeepsTheOrder(t *testing.T) {
 		return disk
 	}, atoi, func(string, int) error { return nil })
 	require.ErrorIs(t, err, disk)
+}
+
+// TestDecodeEachInOrderWhateverFinishesFirst: batches are decoded by
+// whichever core is free, so a later one may be decoded first (here the
+// first is slow); fn still has them in order, and no decoding runs on
+// once DecodeEach has returned, a failure's or not.
+func TestDecodeEachInOrderWhateverFinishesFirst(t *testing.T) {
+	const n = 8000 // sixteen batches, more than are read ahead
+	each := func(f func(string, []byte) error) error {
+		for i := range n {
+			if err := f("r", []byte(strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var running, started atomic.Int64
+	slowFirst := func(_ string, raw []byte) (int, error) {
+		running.Add(1)
+		defer running.Add(-1)
+		started.Add(1)
+		x, err := strconv.Atoi(string(raw))
+		if x < 20 {
+			time.Sleep(time.Millisecond)
+		}
+		return x, err
+	}
+	var got []int
+	require.NoError(t, experiment.DecodeEach(each, slowFirst, func(_ string, x int) error {
+		got = append(got, x)
+		return nil
+	}))
+	require.Equal(t, int64(0), running.Load())
+	require.Len(t, got, n)
+	for i, x := range got {
+		require.Equal(t, i, x, "in the order read")
+	}
+	stop := errors.New("enough")
+	started.Store(0)
+	err := experiment.DecodeEach(each, slowFirst, func(_ string, x int) error {
+		if x == 3 {
+			return stop
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, stop)
+	require.Equal(t, int64(0), running.Load(), "no decoding runs on")
+	was := started.Load()
+	time.Sleep(10 * time.Millisecond)
+	require.Equal(t, was, started.Load(), "nor starts")
+	require.Less(t, was, int64(n), "nor was everything decoded")
 }
 
 // TestWriteChainReachesItsSize: a small chain is one ECDSA certificate;

@@ -121,11 +121,10 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 	}
 	for batch := range slices.Chunk(unread, pointsBatch) {
 		byRun := map[string][]P{}
-		err := DecodeEach(func(fn func(string, []byte) error) error { return st.StoredBriefs(ctx, batch, p.Kind, 0, fn) }, p.Point,
-			func(id string, x P) error {
-				byRun[id] = append(byRun[id], x)
-				return nil
-			})
+		err := p.decodeStored(ctx, st, batch, 0, func(id string, x P) error {
+			byRun[id] = append(byRun[id], x)
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -148,19 +147,31 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 // where those are not all it lacks: the run is then read whole.
 func (p Points[P]) readOn(ctx context.Context, st *store.Store, run string, was, now store.Held, ps []P) (out []P, ok bool, err error) {
 	n := 0
-	err = DecodeEach(func(fn func(string, []byte) error) error {
-		return st.StoredBriefs(ctx, []string{run}, p.Kind, was.Last, fn)
-	}, p.Point,
-		func(_ string, x P) error {
-			ps = append(ps, x)
-			n++
-			return nil
-		})
+	err = p.decodeStored(ctx, st, []string{run}, was.Last, func(_ string, x P) error {
+		ps = append(ps, x)
+		n++
+		return nil
+	})
 	if err != nil || was.Samples+int64(n) != now.Samples {
 		return nil, false, err
 	}
 	p.keep(ctx, st, run, now, ps)
 	return ps, true, nil
+}
+
+// decodeStored hands fn the point of each of runs' stored results (by
+// their briefs, StoredBriefs) that started after after (0: all), in
+// order: read packed, unpacked and decoded on DecodeEach's workers.
+func (p Points[P]) decodeStored(ctx context.Context, st *store.Store, runs []string, after int64, fn func(run string, x P) error) error {
+	return DecodeEach(func(f func(string, []byte) error) error { return st.StoredPacked(ctx, runs, p.Kind, after, f) },
+		func(run string, z []byte) (P, error) {
+			raw, err := store.Unpack(z)
+			if err != nil {
+				var zero P
+				return zero, fmt.Errorf("store: run %s: %w", run, err)
+			}
+			return p.Point(run, raw)
+		}, fn)
 }
 
 // keep keeps ps as run's summary of what it held, if it can.
