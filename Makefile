@@ -118,7 +118,8 @@ fuzz:
 	$(GO) test ./probe -run '^$$' -fuzz FuzzParseVN -fuzztime 30s
 	for f in FuzzStreamConn FuzzDoHHandler FuzzDoH2Conn FuzzDoQQuery FuzzLoadConfig; do \
 		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
-	$(GO) test ./overhead -run '^$$' -fuzz FuzzAttribute -fuzztime 30s
+	for f in FuzzAttribute FuzzLabels; do \
+		$(GO) test ./overhead -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./internal/specfile -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzDatasetSamplesFile -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzBrief -fuzztime 30s

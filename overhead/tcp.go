@@ -342,10 +342,11 @@ func http1Labels(b []byte, labels []Layer) {
 		head := string(b[i : i+end])
 		fill(labels, i, i+end+4, HTTPHeaders)
 		i += end + 4
-		n := 0
+		n := 0 // a length that is no count of octets (RFC 9110's 1*DIGIT) is no body: never a step back
 		for _, line := range strings.Split(head, "\r\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), "content-length") {
-				n, _ = strconv.Atoi(strings.TrimSpace(v))
+				u, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 31)
+				n = int(u)
 			}
 		}
 		fill(labels, i, i+n, DNS)
