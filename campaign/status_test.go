@@ -1,6 +1,10 @@
 package campaign_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/campaign"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
 )
 
 // TestRoundStates: a round is done when every task is stored, whatever
@@ -62,4 +68,57 @@ func TestStatusTable(t *testing.T) {
 	require.Contains(t, out, "2 rounds, every 1h0m0s:")
 	require.Contains(t, fields("    2 "), "missed")
 	require.Contains(t, out, "1 round(s) missed: not done when the next fell due")
+}
+
+// TestHereStatus: a page campaign measured on this machine (doxlab
+// campaign run) needs no queue and no PostgreSQL: its status is its
+// loads stored of its tasks, the latest start among them, the rest
+// waiting (none below zero when more were stored, a task measured
+// again); it is the latest planned. A run of another kind is not
+// taken for one, and its error is the queue's.
+func TestHereStatus(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	plan := func(here int) json.RawMessage {
+		b, err := json.Marshal(campaign.Plan{Name: "pages", Here: here})
+		require.NoError(t, err)
+		return b
+	}
+	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "c1", Kind: campaign.Kind, StartedAt: t0, Spec: plan(5)}))
+	for i, m := range []int{3, 9, 1} { // stored out of order
+		load := campaign.PageLoad{Task: measure.Task{Rep: i}, Start: t0.Add(time.Duration(m) * time.Minute), Status: "ok"}
+		require.NoError(t, st.WriteResult(ctx, "c1", campaign.PageLoads, fmt.Sprint(i), load.Start, load))
+	}
+	s, err := campaign.GetStatus(ctx, st, "c1")
+	require.NoError(t, err)
+	require.Equal(t, &campaign.Status{Run: "c1", Name: "pages", Planned: t0, Vantages: []campaign.VantageStatus{
+		{Vantage: campaign.HereVantage, Planned: 5, Stored: 3, Waiting: 2, Last: t0.Add(9 * time.Minute)},
+	}}, s)
+	latest, err := campaign.LatestPlanned(ctx, st)
+	require.NoError(t, err)
+	require.Equal(t, "c1", latest)
+
+	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "c2", Kind: campaign.Kind, StartedAt: t0.Add(time.Hour), Spec: plan(2)}))
+	for i := range 3 {
+		load := campaign.PageLoad{Start: t0.Add(time.Hour), Status: "timeout"}
+		require.NoError(t, st.WriteResult(ctx, "c2", campaign.PageLoads, fmt.Sprint(i), load.Start, load))
+	}
+	s, err = campaign.GetStatus(ctx, st, "c2")
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 3, 0}, []int{s.Vantages[0].Planned, s.Vantages[0].Stored, s.Vantages[0].Waiting})
+	latest, err = campaign.LatestPlanned(ctx, st)
+	require.NoError(t, err)
+	require.Equal(t, "c2", latest)
+
+	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "m1", Kind: "measure", StartedAt: t0.Add(2 * time.Hour), Spec: plan(5)}))
+	_, err = campaign.GetStatus(ctx, st, "m1")
+	require.ErrorContains(t, err, "PostgreSQL", "not a campaign measured here: the queue's status, which SQLite has not")
+	latest, err = campaign.LatestPlanned(ctx, st)
+	require.NoError(t, err)
+	require.Equal(t, "c2", latest, "a measure run is no campaign")
+	_, err = campaign.GetStatus(ctx, st, "nope")
+	require.ErrorIs(t, err, store.ErrNoRun)
 }
