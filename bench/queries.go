@@ -1,50 +1,41 @@
 package bench
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/doxlab/doxlab/internal/listfile"
 )
 
 // ReadQueries reads a query mix in dnsperf's format: NAME TYPE per line,
 // # for comments; a name alone asks for A, a type by its mnemonic or as
 // RFC 3597's TYPEnnn. An error names file and line.
 func ReadQueries(path string) ([]Query, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var out []Query
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if n == 1 {
-			line = strings.TrimPrefix(line, "\ufeff") // a byte order mark, as some editors save
-		}
+	err := listfile.Each(path, func(_ int, line string) error {
 		fields := strings.Fields(line)
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
 		q := Query{Name: dns.Fqdn(fields[0]), Type: dns.TypeA}
 		if len(fields) > 1 {
 			t, ok := queryType(fields[1])
 			if !ok {
-				return nil, fmt.Errorf("%s:%d: unknown type %q", path, n, fields[1])
+				return fmt.Errorf("unknown type %q", fields[1])
 			}
 			q.Type = t
 		}
+		if len(q.Name) > 255 { // said, not quoted: it may be a megabyte
+			return fmt.Errorf("a name of %d octets (DNS allows 255)", len(q.Name))
+		}
 		if _, ok := dns.IsDomainName(q.Name); !ok {
-			return nil, fmt.Errorf("%s:%d: %q is not a domain name", path, n, fields[0])
+			return fmt.Errorf("%q is not a domain name", fields[0])
 		}
 		out = append(out, q)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no queries", path)

@@ -43,15 +43,17 @@ func TestReadQueries(t *testing.T) {
 		"unknown type":    {"example.org A\nexample.org BOGUS\n", `:2: unknown type "BOGUS"`},
 		"type past 65535": {"example.org TYPE65536\n", `:1: unknown type "TYPE65536"`},
 		"long label":      {strings.Repeat("a", 64) + ".example A\n", ":1: "},
-		"long name":       {strings.Repeat("abcdefghi.", 26) + " A\n", ":1: "},
+		"long name":       {strings.Repeat("abcdefghi.", 26) + " A\n", ":1: a name of 260 octets"},
+		"a megabyte name": {strings.Repeat("x", 1<<19) + "\n", ":1: a name of 524289 octets"},
 		"empty":           {"# nothing\n\n", ": no queries"},
-		"a line too long": {"example.org A\n" + strings.Repeat("x", 70_000) + "\n", "too long"},
+		"a line too long": {"example.org A\n" + strings.Repeat("x", 2<<20) + "\n", "too long"},
 	} {
 		p := write(strings.ReplaceAll(name, " ", "-")+".txt", c.text)
 		_, err := bench.ReadQueries(p)
 		require.ErrorContains(t, err, c.err, name)
 		require.ErrorContains(t, err, p, "%s: names the file", name)
 		require.NotContains(t, err.Error(), "\n", name)
+		require.Less(t, len(err.Error()), 400, "%s: one line, not the line it read", name)
 	}
 	_, err = bench.ReadQueries(filepath.Join(dir, "missing.txt"))
 	require.ErrorIs(t, err, os.ErrNotExist)

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/doxlab/doxlab/internal/listfile"
 	"github.com/doxlab/doxlab/scan"
 	"github.com/doxlab/doxlab/store"
 )
@@ -46,12 +46,11 @@ func ReadTargets(path string, port int) ([]string, error) {
 
 func readTargets(r io.Reader, path string, port int) ([]string, error) {
 	var out []string
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		cols := strings.Split(sc.Text(), ",")
-		line := strings.TrimSpace(cols[0])
-		if line == "" || strings.HasPrefix(line, "#") || (n == 1 && net.ParseIP(line) == nil && !strings.Contains(line, ":")) {
-			continue // blank, comment, or a CSV header
+	err := listfile.EachIn(r, path, func(n int, line string) error {
+		cols := strings.Split(line, ",")
+		line = strings.TrimSpace(cols[0])
+		if n == 1 && net.ParseIP(line) == nil && !strings.Contains(line, ":") {
+			return nil // a CSV header
 		}
 		if len(cols) > 1 && net.ParseIP(line) != nil { // ZMap's saddr,sport
 			if p, err := strconv.Atoi(strings.TrimSpace(cols[1])); err == nil && p > 0 && p < 65536 {
@@ -60,14 +59,12 @@ func readTargets(r io.Reader, path string, port int) ([]string, error) {
 		}
 		t, err := Target(line, port)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+			return err
 		}
 		out = append(out, t)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // ScanTargets are the QUIC services a stored scan run found.

@@ -15,6 +15,16 @@ func TestReadTargets(t *testing.T) {
 
 	_, err = readTargets(strings.NewReader("192.0.2.1\nnot-an-ip\n"), "t.txt", 853)
 	require.EqualError(t, err, `t.txt:2: "not-an-ip" is not an IP address or IP:PORT`)
+
+	// As editors save it: a byte order mark before the first target (it
+	// was taken for a CSV header, and the target dropped unsaid), CRLF
+	// lines, a note after a # with commas in it.
+	got, err = readTargets(strings.NewReader("\ufeff192.0.2.9\r\n192.0.2.1:784  # DoT, DoH: ok\r\n"), "t.txt", 853)
+	require.NoError(t, err)
+	require.Equal(t, []string{"192.0.2.9:853", "192.0.2.1:784"}, got)
+	got, err = readTargets(strings.NewReader("\ufeffsaddr,sport\r\n192.0.2.1,784\r\n"), "t.csv", 853)
+	require.NoError(t, err)
+	require.Equal(t, []string{"192.0.2.1:784"}, got, "ZMap's header, after a byte order mark")
 }
 
 // TestTarget: an IP with a port, or a bare IP given the default port;

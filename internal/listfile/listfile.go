@@ -1,28 +1,44 @@
 // Package listfile reads the line-per-entry files doxlab takes (targets,
-// pages, blocklists, hosts): # starts a comment, blank lines are skipped,
-// and an entry that does not parse is named by file and line.
+// pages, blocklists, hosts, query mixes): # starts a comment, blank
+// lines are skipped, and an entry that does not parse is named by file
+// and line.
 package listfile
 
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
 
+// maxLine bounds a line: longer is an error, not a line cut in two.
+const maxLine = 1 << 20
+
 // Each calls f with each entry of the file at path, trimmed, and its
-// line number (from 1). An error of f comes back as "PATH:LINE: error";
-// one opening or reading the file comes back as it is.
+// line number (from 1). An error of f comes back as "PATH:LINE: error",
+// one reading the file as "PATH: error"; one opening it as it is.
 func Each(path string, f func(n int, line string) error) error {
 	file, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer file.Close()
-	sc := bufio.NewScanner(file)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	return EachIn(file, path, f)
+}
+
+// EachIn is Each of what r reads, named path in its errors. A byte
+// order mark before the first line (as some editors save a file) is
+// not part of the first entry.
+func EachIn(r io.Reader, path string, f func(n int, line string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
 	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
+		text := sc.Text()
+		if n == 1 {
+			text = strings.TrimPrefix(text, "\ufeff")
+		}
+		line, _, _ := strings.Cut(text, "#")
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
@@ -30,5 +46,8 @@ func Each(path string, f func(n int, line string) error) error {
 			return fmt.Errorf("%s:%d: %w", path, n, err)
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
