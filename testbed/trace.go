@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/doxlab/doxlab/internal/listfile"
 )
 
 // A Trace is a link's delivery opportunities in Mahimahi's format: one
@@ -220,38 +223,51 @@ func WriteTrace(w io.Writer, d time.Duration, rate func(t time.Duration) float64
 	return bw.Flush()
 }
 
+// maxOpportunities bounds the delivery opportunities (a line each) a
+// converted trace holds: half an hour of a 4G log makes about three
+// million; past this the rates were surely not in bit/s.
+const maxOpportunities = 1 << 26
+
 // ConvertThroughput turns a throughput log (one "SECONDS BITS_PER_SECOND"
 // line per sample, as iperf3 intervals, the Ghent 4G or Norway HSDPA logs
 // reduce to; '#' starts a comment) into a trace: each rate holds until
-// the next sample's time.
+// the next sample's time. A log longer than a day, or whose rates make
+// more than maxOpportunities, is refused before anything is written.
 func ConvertThroughput(name string, r io.Reader, w io.Writer) error {
 	type sample struct{ at, rate float64 }
 	var ss []sample
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
+	err := listfile.EachIn(r, name, func(_ int, line string) error {
 		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
 		if len(f) != 2 {
-			return fmt.Errorf("%s:%d: want SECONDS BITS_PER_SECOND", name, n)
+			return errors.New("want SECONDS BITS_PER_SECOND")
 		}
 		at, err1 := strconv.ParseFloat(f[0], 64)
 		rate, err2 := strconv.ParseFloat(f[1], 64)
+		finite := !math.IsInf(at, 0) && !math.IsNaN(at) && !math.IsInf(rate, 0) && !math.IsNaN(rate)
 		switch {
-		case err1 != nil || err2 != nil || at < 0 || rate < 0 || math.IsInf(rate, 0) || math.IsNaN(at):
-			return fmt.Errorf("%s:%d: %q is not two non-negative numbers", name, n, strings.TrimSpace(line))
+		case err1 != nil || err2 != nil || !finite || at < 0 || rate < 0:
+			return fmt.Errorf("%q is not two non-negative numbers", line)
 		case len(ss) > 0 && at <= ss[len(ss)-1].at:
-			return fmt.Errorf("%s:%d: time %g s does not come after %g s", name, n, at, ss[len(ss)-1].at)
+			return fmt.Errorf("time %g s does not come after %g s", at, ss[len(ss)-1].at)
 		}
 		ss = append(ss, sample{at, rate})
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	if len(ss) < 2 {
 		return fmt.Errorf("%s: two samples at least, to know how long the last rate lasts", name)
+	}
+	if span := ss[len(ss)-1].at - ss[0].at; span > 24*3600 {
+		return fmt.Errorf("%s: the log lasts longer than a day (%g s), which a trace may not", name, span)
+	}
+	opportunities := 0.0
+	for i := range ss[:len(ss)-1] {
+		opportunities += ss[i].rate * (ss[i+1].at - ss[i].at) / 8 / OpportunityBytes
+	}
+	if opportunities > maxOpportunities {
+		return fmt.Errorf("%s: its rates make %.3g delivery opportunities, more than a trace may hold (%d): are they in bit/s?", name, opportunities, maxOpportunities)
 	}
 	start := ss[0].at
 	end := time.Duration((ss[len(ss)-1].at - start) * float64(time.Second))

@@ -127,3 +127,34 @@ func TestBuiltinTracesAndConverter(t *testing.T) {
 	require.ErrorContains(t, p.Validate(), `trace "no-such-trace": not a built-in one`)
 	require.False(t, math.IsNaN(Direction{Trace: "lte-driving"}.MeanRate()))
 }
+
+// TestConvertThroughputRefuses: a throughput log that is wrong gets a
+// clear error at once, naming its line, and writes nothing: a time or a
+// rate that is no finite number, a log longer than a day (a trace may
+// last no longer), and rates that would make more delivery
+// opportunities than a trace may hold (a rate in bytes, or in bit/ms,
+// read as bit/s). Each of these hung, or filled memory, before.
+func TestConvertThroughputRefuses(t *testing.T) {
+	for name, c := range map[string]struct{ log, err string }{
+		"an infinite time":     {"0 1e6\n+Inf 1e6\n", `log:2: "+Inf 1e6" is not two non-negative numbers`},
+		"a rate not a number":  {"0 NaN\n1 1e6\n", `log:1: "0 NaN" is not two non-negative numbers`},
+		"a time past a day":    {"0 1e6\n1e300 1e6\n", "log: the log lasts longer than a day"},
+		"a day and a second":   {"0 1e3\n86401 1e3\n", "log: the log lasts longer than a day"},
+		"a rate past any link": {"0 1e15\n10 0\n", "log: its rates make 8.33e+11 delivery opportunities, more than a trace may hold"},
+		"a line of three":      {"0 1e6 x\n", "log:1: want SECONDS BITS_PER_SECOND"},
+	} {
+		var b strings.Builder
+		done := make(chan error, 1)
+		go func() { done <- ConvertThroughput("log", strings.NewReader(c.log), &b) }()
+		select {
+		case err := <-done:
+			require.ErrorContains(t, err, c.err, name)
+			require.Zero(t, b.Len(), "%s: nothing written", name)
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: still converting after a minute", name)
+		}
+	}
+	// A day at a 4G rate is a trace.
+	var b strings.Builder
+	require.NoError(t, ConvertThroughput("log", strings.NewReader("0 20e3\n86400 0\n"), &b))
+}
