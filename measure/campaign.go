@@ -2,6 +2,7 @@ package measure
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -157,31 +158,30 @@ func (p *CampaignPages) List() ([]string, error) {
 // Tranco reads the first top domains of a Tranco list (rank,domain a
 // line, as tranco-list.eu serves it) as https:// home-page URLs.
 func Tranco(path string, top int) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var out []string
-	for n, line := range strings.Split(string(b), "\n") {
+	err := listfile.Each(path, func(_ int, line string) error {
 		if len(out) == top {
-			break
-		}
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
+			return errTop
 		}
 		rank, domain, ok := strings.Cut(line, ",")
 		if _, err := strconv.Atoi(strings.TrimSpace(rank)); !ok || err != nil {
-			return nil, fmt.Errorf("%s:%d: not a Tranco line (rank,domain): %q", path, n+1, printable.String(line[:min(len(line), 64)]))
+			return fmt.Errorf("not a Tranco line (rank,domain): %q", printable.String(line[:min(len(line), 64)]))
 		}
 		u := "https://" + strings.TrimSpace(domain) + "/"
 		if err := CheckPage(u); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
+			return err
 		}
 		out = append(out, u)
+		return nil
+	})
+	if errors.Is(err, errTop) { // the rest of a million lines unread
+		err = nil
 	}
-	return out, nil
+	return out, err
 }
+
+// errTop ends reading a Tranco list at its top.
+var errTop = errors.New("top read")
 
 // CheckPage accepts an absolute http or https URL of a host (a name or
 // an address), of at most MaxTarget octets, without credentials.

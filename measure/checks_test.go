@@ -1,8 +1,10 @@
 package measure_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -109,4 +111,25 @@ func TestListFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(tranco, []byte("1,google.com\ngoogle.com\n"), 0o644))
 	_, err = measure.Tranco(tranco, 10)
 	require.ErrorContains(t, err, "tranco.csv:2: not a Tranco line")
+}
+
+// TestTrancoAsServed: a Tranco list as a user has it (CRLF lines, a byte
+// order mark a spreadsheet added, a million lines of which the top are
+// read): its top; a line that is no rank,domain is named by its line
+// even past a byte order mark.
+func TestTrancoAsServed(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("\ufeff1,google.com\r\n2,example.org\r\n")
+	for i := 3; i <= 200_000; i++ {
+		fmt.Fprintf(&b, "%d,site%d.example\r\n", i, i)
+	}
+	b.WriteString("not,a line\r\n")
+	p := filepath.Join(dir, "top-1m.csv")
+	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+	pages, err := measure.Tranco(p, 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://google.com/", "https://example.org/", "https://site3.example/"}, pages)
+	_, err = measure.Tranco(p, 300_000)
+	require.ErrorContains(t, err, "top-1m.csv:200001: not a Tranco line")
 }
