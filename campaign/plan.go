@@ -14,6 +14,7 @@ import (
 
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
 )
 
 // maxAttempts is how often a job is delivered before River gives up on
@@ -117,7 +118,10 @@ func newPlan(c *measure.Campaign) (*Plan, error) {
 	if c.TLS.CA != "" {
 		pem, err := os.ReadFile(c.TLS.CA)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tls.ca: %w", err)
+		}
+		if _, err := transport.CertPool(pem); err != nil { // said here, not by every worker's every task
+			return nil, fmt.Errorf("tls.ca: %s %w", c.TLS.CA, err)
 		}
 		p.TLS.CAPEM = string(pem)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,4 +122,20 @@ func TestHereStatus(t *testing.T) {
 	require.Equal(t, "c2", latest, "a measure run is no campaign")
 	_, err = campaign.GetStatus(ctx, st, "nope")
 	require.ErrorIs(t, err, store.ErrNoRun)
+}
+
+// TestPlanRefusesABadCA: a campaign's CA file that holds no certificate
+// is refused when planning, naming the setting and the file, not by
+// every worker on every task after; a missing one names the setting.
+func TestPlanRefusesABadCA(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.pem")
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate\n"), 0o644))
+	c := &measure.Campaign{Targets: []string{"127.0.0.1"}, AllowSpecial: loopback, TLS: measure.CampaignTLS{CA: notPEM}}
+	_, _, err := campaign.NewPlan(c)
+	require.EqualError(t, err, "tls.ca: "+notPEM+" holds no PEM certificate")
+	c.TLS.CA = filepath.Join(dir, "missing.pem")
+	_, _, err = campaign.NewPlan(c)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.ErrorContains(t, err, "tls.ca: ")
 }
