@@ -121,6 +121,7 @@ func TestQueryErrorsAndExitCodes(t *testing.T) {
 		{"missing-ca", []string{"query", "--ca", "/nonexistent.pem", cd.TLS, "x.test"}, 2, "reading --ca"},
 		{"repeat-0", []string{"query", "--repeat", "0", cd.UDP, "x.test"}, 2, "--repeat must be from 1 to"},
 		{"repeat-huge", []string{"query", "--repeat", "100000000", cd.UDP, "x.test"}, 2, "a load is doxlab bench's"},
+		{"interval-negative", []string{"query", "--repeat", "2", "--interval", "-5s", cd.UDP, "x.test"}, 2, "--interval must be 0 or more"},
 		{"refused", []string{"query", fmt.Sprintf("tcp://127.0.0.1:%d", closed), "x.test"}, 12, "refused"},
 		{"cert", []string{"query", cd.QUIC, "example.test"}, 16, "cert-error"},
 		{"timeout", []string{"query", "--timeout", "300ms", silentUDP(t), "example.test"}, 10, "timeout"},

@@ -192,6 +192,9 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	if f.repeat < 1 || f.repeat > maxQueryRepeat {
 		return fail("--repeat must be from 1 to %d (a load is doxlab bench's)", maxQueryRepeat)
 	}
+	if f.interval < 0 {
+		return fail("--interval must be 0 or more")
+	}
 	q, err := buildQuery(pos[1], pos[2:], !f.noRD, f.dnssec)
 	if err != nil {
 		return fail("%v", err)
