@@ -244,10 +244,15 @@ func subcommand(fs *flag.FlagSet, name string, args []string, want int, usage st
 	return pos, fail, 0, false
 }
 
-// openStore opens the campaign store a flag or $DOXLAB_STORE names.
+// openStore opens the campaign store a flag or $DOXLAB_STORE names,
+// which must exist: status, cancel and grant read one, and a mistyped
+// SQLite path is no new empty store.
 func openStore(ctx context.Context, dsn string, fail func(string, ...any) int) (*store.Store, int, bool) {
 	if dsn == "" {
 		return nil, fail("no store: give --store postgres://... or set DOXLAB_STORE"), false
+	}
+	if !storeExists(dsn) {
+		return nil, fail("no store at %s", dsn), false
 	}
 	st, err := store.Open(ctx, dsn)
 	if err != nil {

@@ -289,3 +289,24 @@ func TestExportKnowsEveryKind(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "verify-doh")
 }
+
+// TestMistypedStoreIsNoNewStore: the commands that read a store refuse a
+// SQLite path where there is none, in one line, and leave no empty
+// store behind (campaign status made one, then said it held nothing).
+func TestMistypedStoreIsNoNewStore(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "campain.db")
+	for _, args := range [][]string{
+		{"campaign", "status", "--store", missing},
+		{"campaign", "cancel", "--run", "r", "--store", missing},
+		{"campaign", "grant", "--store", missing, "worker"},
+		{"report", "--store", missing, "--out", filepath.Join(t.TempDir(), "r")},
+		{"export", "--store", missing},
+		{"store", "stats", "--store", missing},
+	} {
+		code, _, errOut := run(args...)
+		require.Equal(t, exitUsage, code, "%v: %s", args, errOut)
+		require.Contains(t, errOut, "no store at "+missing, "%v", args)
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+		require.NoFileExists(t, missing, "%v made a store", args)
+	}
+}
