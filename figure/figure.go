@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/sheet"
 	"github.com/doxlab/doxlab/internal/stats"
 	"github.com/doxlab/doxlab/protocol"
 
@@ -271,7 +272,14 @@ func writeCSV(path string, d Data) error {
 	}
 	w := csv.NewWriter(f)
 	w.Write(d.Header)
-	w.WriteAll(d.Rows) // flushes
+	for _, row := range d.Rows { // labels come from stores and resolvers
+		safe := make([]string, len(row))
+		for i, c := range row {
+			safe[i] = sheet.Cell(c)
+		}
+		w.Write(safe)
+	}
+	w.Flush()
 	if err := w.Error(); err != nil {
 		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)

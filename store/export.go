@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/doxlab/doxlab/internal/sheet"
 	"github.com/doxlab/doxlab/store/internal/sqliteread"
 )
 
@@ -906,15 +907,6 @@ func (rw *RowWriter[T]) Close() error {
 // nanoseconds, in UTC.
 func WriteCSV[T any](w io.Writer, rows []T) error { return writeCSV(w, rows, true) }
 
-// neutralise prefixes a text cell a spreadsheet would take for a
-// formula with a quote.
-func neutralise(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
-
 func writeCSV[T any](w io.Writer, rows []T, safe bool) error {
 	f := CSV
 	if !safe {
@@ -965,7 +957,7 @@ func csvRecord[T any](r T, idx []int, safe bool) []string {
 		case reflect.String:
 			rec[i] = f.String()
 			if safe {
-				rec[i] = neutralise(rec[i])
+				rec[i] = sheet.Text(rec[i])
 			}
 		case reflect.Int, reflect.Int64:
 			rec[i] = strconv.FormatInt(f.Int(), 10)
