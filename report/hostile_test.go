@@ -24,13 +24,15 @@ var hostile = []string{
 	`"><img src=x onerror=alert(1)>`,
 	`</text><foreignObject><iframe src=javascript:alert(2)>`,
 	`=HYPERLINK("http://evil.example","x")`,
+	"\x1b]0;pwned\x07\x1b[2J\rfake line",
 }
 
 // TestHostileNamesStayText: names the store holds (resolvers, vantage
 // points, their places and networks, rcodes) are text in the report
 // wherever they show (tables, the figures' inline SVG, the titles), never
-// markup: the page holds no element, attribute or script they made; and
-// no cell of a figure's data begins with what a spreadsheet runs.
+// markup: the page holds no element, attribute or script they made; no
+// cell of a figure's data begins with what a spreadsheet runs; and the
+// tables printed on a terminal hold no escape sequence of theirs.
 func TestHostileNamesStayText(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	var rows []store.Row
@@ -79,6 +81,14 @@ func TestHostileNamesStayText(t *testing.T) {
 	}
 	walk(doc)
 	require.Contains(t, string(page), "&lt;script&gt;alert", "the name is shown, as text")
+
+	// On a terminal (doxlab report's tables), no escape or carriage
+	// return of theirs.
+	var term strings.Builder
+	require.NoError(t, in.Results[0].Results.WriteTable(&term))
+	require.NotContains(t, term.String(), "\x1b", "a name drives no terminal")
+	require.NotContains(t, term.String(), "\r", "a name overwrites no line")
+	require.Contains(t, term.String(), "<script>", "the names are there")
 
 	csvs, err := filepath.Glob(filepath.Join(dir, "*.csv"))
 	require.NoError(t, err)
