@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/doxlab/doxlab/internal/printable"
@@ -126,7 +128,11 @@ func (b *Browser) Load(ctx context.Context, url string, timeout time.Duration) *
 	}
 	var raw string
 	err = within(ctx, 10*time.Second, func() (err error) {
-		raw, err = chromedp.Run(b.tab, chromedp.Evaluate[string](collect, chromedp.EvalAwaitPromise))
+		world, err := b.ownWorld()
+		if err != nil {
+			return err
+		}
+		raw, err = chromedp.Run(b.tab, chromedp.Evaluate[string](collect, chromedp.EvalAwaitPromise, func(p *runtime.EvaluateParams) { p.ContextID = world }))
 		return err
 	})
 	if err != nil {
@@ -160,6 +166,23 @@ func (b *Browser) Load(ctx context.Context, url string, timeout time.Duration) *
 	}
 	l.Status = LoadOK
 	return l
+}
+
+// ownWorld is an isolated world of the loader's own in the tab's main
+// frame: the page's DOM and the browser's APIs, none of the page's
+// scripts. Read in the page's own world, the timings are what the page
+// says they are: it may replace the Performance API, toJSON or
+// JSON.stringify, and report any PLT it likes.
+func (b *Browser) ownWorld() (runtime.ExecutionContextID, error) {
+	tree, err := chromedp.Call(b.tab, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return 0, err
+	}
+	if tree.FrameTree == nil || tree.FrameTree.Frame == nil {
+		return 0, errors.New("the tab has no main frame")
+	}
+	w, err := chromedp.Call(b.tab, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: tree.FrameTree.Frame.ID, WorldName: "doxlab"})
+	return w.ExecutionContextID, err
 }
 
 func (l *Load) fail(err error) {

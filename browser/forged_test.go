@@ -1,0 +1,55 @@
+package browser_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/internal/testutil"
+)
+
+// forger is a page that lies about its timings from its own script, as
+// any page in the wild can: the Performance API, JSON and toJSON
+// replaced, and a load handler slow enough to see (200 ms). The loader
+// must read the browser's own entries, not the page's words.
+const forger = `<html><head><script>
+const fake = [{toJSON() { return {loadEventEnd: 1, responseStart: 1, nextHopProtocol: "h9"}; }, loadEventEnd: 1}];
+Performance.prototype.getEntriesByType = function () { return fake; };
+Performance.prototype.getEntriesByName = function () { return [{startTime: 0.5}]; };
+PerformanceNavigationTiming.prototype.toJSON = function () { return {loadEventEnd: 2}; };
+const stringify = JSON.stringify;
+JSON.stringify = function (v) { return stringify({nav: {loadEventEnd: 3}, paint: {}, lcp: 0, resources: []}); };
+window.addEventListener("load", () => { const end = Date.now() + 200; while (Date.now() < end) {} });
+</script></head><body><p>forged</p></body></html>`
+
+// TestPageCannotForgeItsTimings: the timings are read in a world of the
+// loader's own (Chromium's isolated world: the page's DOM, not its
+// scripts), so a page that replaces the Performance API, toJSON and
+// JSON.stringify changes nothing the loader reports.
+func TestPageCannotForgeItsTimings(t *testing.T) {
+	testutil.NeedChromium(t)
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, forger)
+	}))
+	defer web.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := browser.Launch(ctx, browser.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	l := b.Load(ctx, web.URL+"/", 20*time.Second)
+	require.Equal(t, browser.LoadOK, l.Status, "%s", l.Error)
+	require.GreaterOrEqual(t, l.PLTMs, 200.0, "the load handler's 200 ms are in the PLT: not the page's 1, 2 or 3 ms")
+	require.Equal(t, "http/1.1", l.Protocol, "not the page's h9")
+	require.Positive(t, l.TTFBMs)
+	require.Positive(t, l.FCPMs, "the first contentful paint, the browser's")
+	require.NotEqual(t, 0.5, l.FCPMs, "not the page's")
+	require.Positive(t, l.LCPMs, "the largest contentful paint, observed in the loader's world")
+	require.NotEmpty(t, l.Navigation)
+}
