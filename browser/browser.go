@@ -247,6 +247,10 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		return nil, fmt.Errorf("starting %s: %w", exe, err)
 	}
 	b.version = v.Product
+	if _, err := chromedp.Call(b.tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: timeEveryResource, WorldName: "doxlab"}); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("timing every resource: %w", err)
+	}
 	if opts.UserAgentSuffix != "" {
 		ua := strings.Replace(v.UserAgent, "HeadlessChrome/", "Chrome/", 1) + " " + opts.UserAgentSuffix
 		if _, err := chromedp.Call(b.tab, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: ua}); err != nil {

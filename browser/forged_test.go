@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +53,41 @@ func TestPageCannotForgeItsTimings(t *testing.T) {
 	require.NotEqual(t, 0.5, l.FCPMs, "not the page's")
 	require.Positive(t, l.LCPMs, "the largest contentful paint, observed in the loader's world")
 	require.NotEmpty(t, l.Navigation)
+}
+
+// TestEveryResourceTimed: a page of more resources than the Resource
+// Timing buffer holds by default (250) has every one timed, each
+// resource's host counted; past the loader's own bound the load says
+// how many it left out, rather than stopping at 250 unsaid.
+func TestEveryResourceTimed(t *testing.T) {
+	testutil.NeedChromium(t)
+	const n = 400
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			w.Header().Set("Content-Type", "image/gif")
+			w.Write([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"))
+			return
+		}
+		fmt.Fprint(w, "<html><body>")
+		for i := range n {
+			fmt.Fprintf(w, `<img src="/i%d.gif">`, i)
+		}
+		fmt.Fprint(w, "</body></html>")
+	}))
+	defer web.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := browser.Launch(ctx, browser.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	l := b.Load(ctx, web.URL+"/", 30*time.Second)
+	require.Equal(t, browser.LoadOK, l.Status, "%s", l.Error)
+	images := 0
+	for _, r := range l.Resources {
+		if strings.HasSuffix(r.Name, ".gif") {
+			images++
+		}
+	}
+	require.Equal(t, n, images, "every image timed, not the default buffer's 250")
+	require.False(t, l.ResourcesFull)
 }
