@@ -35,17 +35,7 @@ window.addEventListener("load", () => { const end = Date.now() + 200; while (Dat
 // JSON.stringify changes nothing the loader reports.
 func TestPageCannotForgeItsTimings(t *testing.T) {
 	testutil.NeedChromium(t)
-	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, forger)
-	}))
-	defer web.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b, err := browser.Launch(ctx, browser.Options{})
-	require.NoError(t, err)
-	defer b.Close()
-	l := b.Load(ctx, web.URL+"/", 20*time.Second)
-	require.Equal(t, browser.LoadOK, l.Status, "%s", l.Error)
+	l := loadServed(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, forger) })
 	require.GreaterOrEqual(t, l.PLTMs, 200.0, "the load handler's 200 ms are in the PLT: not the page's 1, 2 or 3 ms")
 	require.Equal(t, "http/1.1", l.Protocol, "not the page's h9")
 	require.Positive(t, l.TTFBMs)
@@ -62,7 +52,7 @@ func TestPageCannotForgeItsTimings(t *testing.T) {
 func TestEveryResourceTimed(t *testing.T) {
 	testutil.NeedChromium(t)
 	const n = 400
-	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	l := loadServed(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			w.Header().Set("Content-Type", "image/gif")
 			w.Write([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"))
@@ -73,15 +63,7 @@ func TestEveryResourceTimed(t *testing.T) {
 			fmt.Fprintf(w, `<img src="/i%d.gif">`, i)
 		}
 		fmt.Fprint(w, "</body></html>")
-	}))
-	defer web.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b, err := browser.Launch(ctx, browser.Options{})
-	require.NoError(t, err)
-	defer b.Close()
-	l := b.Load(ctx, web.URL+"/", 30*time.Second)
-	require.Equal(t, browser.LoadOK, l.Status, "%s", l.Error)
+	})
 	images := 0
 	for _, r := range l.Resources {
 		if strings.HasSuffix(r.Name, ".gif") {
@@ -90,4 +72,20 @@ func TestEveryResourceTimed(t *testing.T) {
 	}
 	require.Equal(t, n, images, "every image timed, not the default buffer's 250")
 	require.False(t, l.ResourcesFull)
+}
+
+// loadServed loads the page serve serves in a browser of the test's
+// own, and requires it loaded.
+func loadServed(t *testing.T, serve http.HandlerFunc) *browser.Load {
+	t.Helper()
+	web := httptest.NewServer(serve)
+	defer web.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := browser.Launch(ctx, browser.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	l := b.Load(ctx, web.URL+"/", 30*time.Second)
+	require.Equal(t, browser.LoadOK, l.Status, "%s", l.Error)
+	return l
 }

@@ -3,11 +3,12 @@ package store
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // TestStoredResultsStream: SQLite reads a few runs' results in the
@@ -21,17 +22,7 @@ func TestStoredResultsStream(t *testing.T) {
 	defer s.Close()
 	for _, after := range []int64{0, time.Now().UnixNano()} {
 		q, args := storedQuery(`z`, nil, []string{"a", "b", "c"}, "load", after)
-		rows, err := s.db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		all := strings.Join(plan, "; ")
+		all := testutil.QueryPlan(t, s.db, q, args...)
 		require.Contains(t, all, "USING INDEX results_by_kind (kind=? AND run_id=?")
 		require.NotContains(t, all, "TEMP B-TREE FOR ORDER BY", "sorted whole before the first: %s", all)
 	}

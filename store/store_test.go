@@ -644,17 +644,8 @@ func TestResultsOfAKind(t *testing.T) {
 			require.NoError(t, s.WriteResult(ctx, run, "other", fmt.Sprint(i), t0, map[string]int{"i": i}))
 		}
 	}
-	var plan []string
-	rows, err := s.DB().Query(`EXPLAIN QUERY PLAN SELECT run_id, z FROM results WHERE kind = ? AND substr(run_id, 1, ?) = ?`, "load", 0, "")
-	require.NoError(t, err)
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-		plan = append(plan, detail)
-	}
-	require.NoError(t, rows.Err())
-	require.Contains(t, strings.Join(plan, "; "), "USING INDEX results_by_kind (kind=?)")
+	plan := testutil.QueryPlan(t, s.DB(), `SELECT run_id, z FROM results WHERE kind = ? AND substr(run_id, 1, ?) = ?`, "load", 0, "")
+	require.Contains(t, plan, "USING INDEX results_by_kind (kind=?)")
 
 	held, err := s.RunResults(ctx, "load")
 	require.NoError(t, err)
