@@ -45,14 +45,16 @@ type Load struct {
 	// Navigation is the full PerformanceNavigationTiming entry.
 	Navigation map[string]any `json:"navigation,omitempty"`
 	Resources  []Resource     `json:"resources,omitempty"`
-	// ResourcesFull says the page fetched more than MaxResources: those
-	// after are not timed (Chromium keeps 250 unless asked for more).
+	// ResourcesFull says the page fetched MaxResources or more: any
+	// after those are not timed (Chromium keeps 250 unless asked for
+	// more). The buffer is the document's: a page that shrinks it from
+	// its own scripts has fewer timed, unsaid.
 	ResourcesFull bool `json:"resources_full,omitempty"`
 }
 
 // MaxResources bounds the resources a load times (the Resource Timing
-// buffer's size, set as each document starts): four times HTTP
-// Archive's heaviest pages' hundreds, and a bound on what a page can
+// buffer's size, set as each document starts): many times what a page
+// of the corpus fetches (140 at most), and a bound on what a page can
 // make a load's record hold.
 const MaxResources = 2000
 
