@@ -134,7 +134,8 @@ func checkLink(ctx context.Context, n Net, runID, when string, p testbed.Profile
 // p, "" when it held: a direction that delivered under MinRateShare of
 // its rate less its mean loss, an RTT error p99 over MaxErrP99 with the
 // likeliest cause the check measured (a GC pause of the emulator's
-// process, the emulator's own lateness, the hypervisor's steal).
+// process, the emulator's own lateness, the hypervisor's steal) where
+// one accounts for half of it at least, else what each measured.
 func linkOff(res *testbed.CheckResult, p testbed.Profile) string {
 	var off []string
 	for _, d := range []struct {
@@ -147,13 +148,17 @@ func linkOff(res *testbed.CheckResult, p testbed.Profile) string {
 	}
 	if res.ErrP99 > MaxErrP99 {
 		why := fmt.Sprintf("RTT error p99 %.0f µs", us(res.ErrP99))
+		half := max(MaxErrP99, res.ErrP99) / 2 // a cause named accounts for half the error at least
 		switch {
-		case res.GCPauseMax >= MaxErrP99/2:
+		case res.GCPauseMax >= half:
 			why += fmt.Sprintf(" (a GC pause of up to %.1f ms in the process that runs the emulator)", us(res.GCPauseMax)/1000)
-		case res.LateMax >= MaxErrP99/2:
+		case res.LateMax >= half:
 			why += fmt.Sprintf(" (the emulator delivered a packet up to %.1f ms late)", us(res.LateMax)/1000)
-		case res.Steal >= MaxErrP99/2:
+		case res.Steal >= half:
 			why += fmt.Sprintf(" (the hypervisor took %.1f ms of CPU meanwhile)", us(res.Steal)/1000)
+		case res.GCPauseMax+res.LateMax+res.Steal > 0:
+			why += fmt.Sprintf(" (more than the causes the check measures: GC pauses up to %.1f ms, the emulator up to %.1f ms late, the hypervisor's steal %.1f ms)",
+				us(res.GCPauseMax)/1000, us(res.LateMax)/1000, us(res.Steal)/1000)
 		}
 		off = append(off, why)
 	}
