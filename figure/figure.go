@@ -272,10 +272,13 @@ func writeCSV(path string, d Data) error {
 	}
 	w := csv.NewWriter(f)
 	w.Write(d.Header)
-	for _, row := range d.Rows { // labels come from stores and resolvers
-		safe := make([]string, len(row))
-		for i, c := range row {
-			safe[i] = sheet.Cell(c)
+	// Labels come from stores and resolvers; one row's cells at a time
+	// (the writer keeps none).
+	var safe []string
+	for _, row := range d.Rows {
+		safe = safe[:0]
+		for _, c := range row {
+			safe = append(safe, sheet.Cell(c))
 		}
 		w.Write(safe)
 	}

@@ -47,11 +47,12 @@ func (s *Store) eachPacked(ctx context.Context, query string, args []any, f func
 // the next row takes, which a record kept as it is (codec 0) must leave.
 // A brief's column (StoredBriefs) is handed as its record would be.
 func handRaw(id string, z []byte, borrowed bool, f func(runID string, raw []byte) error) error {
-	raw, err := Unpack(z)
+	z = unbrief(z)
+	raw, err := unpackRaw(z)
 	if err != nil {
 		return fmt.Errorf("store: run %s: %w", id, err)
 	}
-	if borrowed && unbrief(z)[0] == codecPlain {
+	if borrowed && z[0] == codecPlain {
 		raw = bytes.Clone(raw)
 	}
 	return f(id, raw)
