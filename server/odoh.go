@@ -169,8 +169,8 @@ func (s *Server) odohTarget(listener string, w http.ResponseWriter, r *http.Requ
 	if err == nil {
 		wire, err = rcv.Seal(wire, 0)
 	}
-	if err != nil {
-		http.Error(w, "sealing the answer", http.StatusInternalServerError)
+	if err != nil { // an answer over the 65,515 octets a message seals
+		http.Error(w, "sealing the answer: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", odoh.ContentType)

@@ -255,3 +255,51 @@ func TestODoHConfigsInHTTPSRecords(t *testing.T) {
 	})
 	require.Nil(t, odoh.InAnswer(httpsOf(plain, "resolver.test.").Answer))
 }
+
+// TestODoHAnswerTooLargeToSeal: a DNS answer may be 65,535 octets, an
+// ObliviousDoHMessage seals at most 65,515 of them. A target asked for
+// a larger answer says so with an HTTP 500 (it panicked sealing it), and
+// keeps answering: the next query, on the same transport, is answered.
+func TestODoHAnswerTooLargeToSeal(t *testing.T) {
+	q := new(dns.Msg)
+	q.SetQuestion("big.test.", dns.TypeTXT)
+	txt := func(last int) []string {
+		var rrs []string
+		for range 4 {
+			rr := "big.test. 60 IN TXT"
+			for range 64 {
+				rr += ` "` + strings.Repeat("x", 250) + `"`
+			}
+			rrs = append(rrs, rr)
+		}
+		return append(rrs, `big.test. 60 IN TXT "`+strings.Repeat("y", last)+`"`)
+	}
+	// The answer's size, as the server packs it: 65,520 octets.
+	size := func(last int) int {
+		r := new(dns.Msg).SetReply(q)
+		for _, s := range txt(last) {
+			rr, err := dns.NewRR(s)
+			require.NoError(t, err)
+			r.Answer = append(r.Answer, rr)
+		}
+		r.Compress = true
+		return r.Len()
+	}
+	last := 1
+	for size(last) < 65_520 {
+		last++
+	}
+	require.Equal(t, 65_520, size(last))
+	ts, ca := odohServer(t, func(c *server.Config) { c.Answers.Static = txt(last) })
+	u := "odoh://" + ts.Addr("doh").String() + "/dns-query?target=" + ts.Addr("doh").String() + "/dns-query"
+	tr, err := transport.New(u, transport.Options{RootCAs: caPool(t, ca), Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer tr.Close()
+	rec, err := tr.Exchange(context.Background(), q)
+	require.Error(t, err)
+	require.Equal(t, transport.StatusHTTP, rec.Status, "%s", rec.Error)
+	require.Equal(t, http.StatusInternalServerError, rec.Conn.HTTPStatus, "%s", rec.Error)
+	rec, err = tr.Exchange(context.Background(), query("s.example"))
+	require.NoError(t, err, "%s", rec.Error)
+	require.Equal(t, transport.StatusOK, rec.Status)
+}

@@ -189,6 +189,31 @@ func plaintext(msg []byte, pad int) []byte {
 	return b.BytesOrPanic()
 }
 
+// maxSealed is the most an ObliviousDoHMessage's encrypted_message
+// holds: its length is 16 bits. tagLen is AES-128-GCM's tag.
+const (
+	maxSealed = 1<<16 - 1
+	tagLen    = 16
+)
+
+// padded is msg's plaintext, padded to a multiple of pad octets (0:
+// none), where it fits an encrypted_message with prefix octets before
+// it (the query's encapsulated key). A DNS message over TCP or DoH may
+// be 65,535 octets, more than a message can seal: that is an error, not
+// a message cut short. Padding that would not fit is cut to what does:
+// the size of a 64 KiB answer says little.
+func padded(msg []byte, pad, prefix int) ([]byte, error) {
+	room := maxSealed - prefix - tagLen - 4 // the plaintext's two lengths
+	if len(msg) > room {
+		return nil, fmt.Errorf("odoh: a DNS message of %d octets does not fit an ObliviousDoHMessage (%d at most)", len(msg), room)
+	}
+	n := 0
+	if pad > 0 && len(msg)%pad != 0 {
+		n = min(pad-len(msg)%pad, room-len(msg))
+	}
+	return plaintext(msg, n), nil
+}
+
 // parsePlaintext returns the DNS message of a plaintext whose padding is
 // all zeros (§6.2: anything else is an error).
 func parsePlaintext(p []byte) ([]byte, error) {
@@ -256,11 +281,10 @@ func Seal(c Config, dnsQuery []byte, pad int) ([]byte, *Query, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("odoh: %w", err)
 	}
-	n := 0
-	if pad > 0 && len(dnsQuery)%pad != 0 {
-		n = pad - len(dnsQuery)%pad
+	plain, err := padded(dnsQuery, pad, len(enc))
+	if err != nil {
+		return nil, nil, err
 	}
-	plain := plaintext(dnsQuery, n)
 	keyID := c.KeyID()
 	ct, err := sender.Seal(aad(typeQuery, keyID), plain)
 	if err != nil {
@@ -359,11 +383,11 @@ func (r *Received) sealWith(dnsAnswer []byte, pad int, nonce []byte) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("odoh: %w", err)
 	}
-	n := 0
-	if pad > 0 && len(dnsAnswer)%pad != 0 {
-		n = pad - len(dnsAnswer)%pad
+	plain, err := padded(dnsAnswer, pad, 0)
+	if err != nil {
+		return nil, err
 	}
-	ct, err := sealAESGCM(key, iv, aad(typeResponse, nonce), plaintext(dnsAnswer, n))
+	ct, err := sealAESGCM(key, iv, aad(typeResponse, nonce), plain)
 	if err != nil {
 		return nil, fmt.Errorf("odoh: %w", err)
 	}

@@ -141,3 +141,40 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestSealTooLarge: a DNS message may be 65,535 octets, more than an
+// ObliviousDoHMessage seals (its ciphertext's length is 16 bits): a
+// target asked to seal such an answer, or a client such a query, gets
+// an error naming the size, not a panic; padding is cut to what fits,
+// and the largest message that fits opens whole.
+func TestSealTooLarge(t *testing.T) {
+	kp, err := odoh.NewKeyPair(nil)
+	require.NoError(t, err)
+	query := []byte("\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01")
+	sealed, q, err := odoh.Seal(kp.Config, query, 0)
+	require.NoError(t, err)
+	_, rcv, err := kp.Open(sealed)
+	require.NoError(t, err)
+
+	for _, size := range []int{65_516, 65_535} {
+		_, err = rcv.Seal(make([]byte, size), 0)
+		require.ErrorContains(t, err, "does not fit", "an answer of %d octets", size)
+		_, _, err = odoh.Seal(kp.Config, make([]byte, size), 0)
+		require.ErrorContains(t, err, "does not fit", "a query of %d octets", size)
+	}
+	// The largest answer that fits, padded to 468: the padding is cut.
+	answer := bytes.Repeat([]byte{7}, 65_515)
+	resp, err := rcv.Seal(answer, 468)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(resp), 1+2+16+2+65_535)
+	got, err := q.Open(resp)
+	require.NoError(t, err)
+	require.Equal(t, answer, got)
+	// The largest query that fits opens at the target.
+	big := bytes.Repeat([]byte{9}, 65_535-32-16-4)
+	sealed, _, err = odoh.Seal(kp.Config, big, 128)
+	require.NoError(t, err)
+	got, _, err = kp.Open(sealed)
+	require.NoError(t, err)
+	require.Equal(t, big, got)
+}
