@@ -331,6 +331,12 @@ func (p *odohProxy) relay(ctx context.Context, url string, body []byte) (int, []
 	if err != nil {
 		return 0, nil, err
 	}
+	// The status goes back as it was, so it must be one a response
+	// carries: Go's HTTP/1.1 client takes any three digits (000, 099),
+	// which a ResponseWriter refuses or, doxlab's HTTP/2 one, turns to 200.
+	if resp.StatusCode < 200 || resp.StatusCode > 599 {
+		return 0, nil, fmt.Errorf("target answered HTTP status %03d", resp.StatusCode)
+	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode == http.StatusOK && mt != odoh.ContentType {
 		return 0, nil, fmt.Errorf("target answered %q, not %s", resp.Header.Get("Content-Type"), odoh.ContentType)
 	}

@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"os"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go/http3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/odoh"
@@ -302,4 +306,70 @@ func TestODoHAnswerTooLargeToSeal(t *testing.T) {
 	rec, err = tr.Exchange(context.Background(), query("s.example"))
 	require.NoError(t, err, "%s", rec.Error)
 	require.Equal(t, transport.StatusOK, rec.Status)
+}
+
+// TestODoHProxyOddTargetStatus: a proxy hands the target's status back
+// as it was (§4.3), but only a status a response can carry: a target
+// that answers 000 or 099 (which Go's HTTP/1.1 client takes) is a bad
+// gateway, on every listener, and the proxy keeps relaying.
+func TestODoHProxyOddTargetStatus(t *testing.T) {
+	ts, ca := odohServer(t, nil)
+	cert, err := tls.LoadX509KeyPair(ca.CertFile, ca.KeyFile)
+	require.NoError(t, err)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
+	require.NoError(t, err)
+	defer ln.Close()
+	status := make(chan string, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				fmt.Fprintf(c, "HTTP/1.1 %s Odd\r\nContent-Type: %s\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", <-status, odoh.ContentType)
+			}()
+		}
+	}()
+	roots := caPool(t, ca)
+	for _, listener := range []string{"doh", "doh3", "web"} {
+		for _, code := range []string{"000", "099", "401"} {
+			status <- code
+			path := "/dns-query?targethost=" + ln.Addr().String() + "&targetpath=/dns-query"
+			got := postODoH(t, roots, listener, ts.Addr(listener).String()+path)
+			want := http.StatusBadGateway
+			if code == "401" {
+				want = http.StatusUnauthorized // a status a response carries goes back as it was
+			}
+			require.Equal(t, want, got, "%s: the target answered %s", listener, code)
+		}
+	}
+	// The proxy still relays to its own target.
+	rec := ask(t, "odoh://"+ts.Addr("doh").String()+"/dns-query?target="+ts.Addr("doh").String()+"/dns-query",
+		transport.Options{RootCAs: roots, Timeout: 5 * time.Second}, "s.example")
+	require.Equal(t, transport.StatusOK, rec.Status)
+}
+
+// postODoH POSTs a sealed-looking message to url on listener (HTTP/3
+// for doh3) and returns the status.
+func postODoH(t *testing.T, roots *x509.CertPool, listener, url string) int {
+	t.Helper()
+	var rt http.RoundTripper = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
+	if listener == "doh3" {
+		h3 := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+		defer h3.Close()
+		rt = h3
+	}
+	req, _ := http.NewRequest(http.MethodPost, "https://"+url, bytes.NewReader([]byte{1, 0, 0, 0, 0}))
+	req.Header.Set("Content-Type", odoh.ContentType)
+	resp, err := (&http.Client{Transport: rt, Timeout: 10 * time.Second}).Do(req)
+	require.NoError(t, err, "%s", listener)
+	resp.Body.Close()
+	return resp.StatusCode
 }
