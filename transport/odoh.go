@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -215,7 +216,12 @@ func serverTiming(header, name string) float64 {
 		}
 		for _, p := range parts[1:] {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "dur="); ok {
-				d, _ := strconv.ParseFloat(v, 64)
+				// The proxy's word: only a duration an exchange can take
+				// (NaN or Inf would leave a record JSON cannot hold).
+				d, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsNaN(d) || math.IsInf(d, 0) || d < 0 {
+					return 0
+				}
 				return d
 			}
 		}
