@@ -40,7 +40,7 @@ func (p *Profile) apply(m string) error {
 	both := func(f func(d *Direction)) { f(&p.Down); f(&p.Up) }
 	percent := func(prefix string) (float64, error) {
 		v, err := strconv.ParseFloat(strings.TrimPrefix(m, prefix), 64)
-		if err != nil || v <= 0 || v >= 100 {
+		if err != nil || !(v > 0 && v < 100) { // NaN too: strconv reads "nan"
 			return 0, fmt.Errorf("%s: want %sN with N a percentage above 0 and below 100", m, prefix)
 		}
 		return v / 100, nil
