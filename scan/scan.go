@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"net"
 	"net/netip"
@@ -31,6 +32,10 @@ import (
 // MaxTargets is the most address × port pairs a scan takes unless
 // Spec.AllowLarge says otherwise: a /16 on one port.
 const MaxTargets = 1 << 16
+
+// MaxDuration is the longest a scan's probes may take to send, at its
+// rate.
+const MaxDuration = 366 * 24 * time.Hour
 
 // MaxRate is the highest packet rate accepted without Spec.AllowFast.
 const MaxRate = 10000
@@ -93,14 +98,21 @@ func (s *Spec) plan() (targets []target, blocked int, err error) {
 	if len(s.Ranges) == 0 {
 		return nil, 0, &SpecError{"Ranges", errors.New("no ranges given: scan scans only what it is told to")}
 	}
-	if s.Rate <= 0 {
-		return nil, 0, &SpecError{"Rate", errors.New("a rate limit is required, in probes per second")}
+	// NaN and Inf too: a probe's time is k/Rate seconds after the start,
+	// and a rate no interval holds would send every probe at once.
+	if !(s.Rate > 0) || math.IsInf(s.Rate, 0) {
+		return nil, 0, &SpecError{"Rate", errors.New("a rate limit is required, a finite number of probes per second above 0")}
 	}
 	if s.Rate > MaxRate && !s.AllowFast {
 		return nil, 0, &SpecError{"AllowFast", fmt.Errorf("rate %.0f/s is above %d/s: say so explicitly", s.Rate, MaxRate)}
 	}
 	if len(s.QUICPorts) == 0 && len(s.DNSPorts) == 0 {
 		s.QUICPorts = []int{784, 853, 8853}
+	}
+	for _, port := range slices.Concat(s.QUICPorts, s.DNSPorts) {
+		if port < 1 || port > 65535 {
+			return nil, 0, &SpecError{"", fmt.Errorf("port %d: want 1 to 65535", port)}
+		}
 	}
 	block, err := blocklist.Read(append(slices.Clone(s.Blocklist), s.OptOut...)...)
 	if err != nil {
@@ -132,6 +144,12 @@ func (s *Spec) plan() (targets []target, blocked int, err error) {
 				targets = append(targets, target{netip.AddrPortFrom(a, uint16(port)), "do53"})
 			}
 		}
+	}
+	// Bounded in time as in rate: past MaxDuration a probe's time would
+	// be no duration at all (time.Duration holds 292 years, and a rate
+	// of 1e-12 would wrap it to send at once).
+	if d := float64(len(targets)) / s.Rate; d > MaxDuration.Seconds() {
+		return nil, 0, &SpecError{"Rate", fmt.Errorf("%d targets at %g probes per second take %.0f days, more than %.0f", len(targets), s.Rate, d/86400, MaxDuration.Hours()/24)}
 	}
 	return targets, blocked, nil
 }

@@ -2,6 +2,7 @@ package scan_test
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,6 +29,10 @@ func TestSpecRefusesUnsafeScans(t *testing.T) {
 		{"too fast", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 1e6}, "(AllowFast)"},
 		{"too large", scan.Spec{Ranges: []string{"10.0.0.0/8"}, Rate: 10}, "(AllowLarge)"},
 		{"bad range", scan.Spec{Ranges: []string{"example.org"}, Rate: 10}, "not an IPv4"},
+		{"NaN rate", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: math.NaN()}, "finite number of probes per second"},
+		{"infinite rate", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: math.Inf(1), AllowFast: true}, "finite number of probes per second"},
+		{"a rate no interval holds", scan.Spec{Ranges: []string{"127.0.0.0/30"}, Rate: 1e-12}, "12 targets at 1e-12 probes per second take 138888889 days, more than 366"},
+		{"no port", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 10, DNSPorts: []int{70000}}, "port 70000: want 1 to 65535"},
 		{"missing blocklist", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 10, Blocklist: []string{"/nonexistent"}}, "reading blocklist"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
