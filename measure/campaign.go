@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -379,8 +378,8 @@ func (k *campaignCheck) numbers() {
 	if c.Concurrency < 0 {
 		bad("concurrency", "%d is negative", c.Concurrency)
 	}
-	if math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate {
-		bad("rate", "%v is not from 0 (no limit) to %g tasks a second", c.Rate, float64(MaxRate))
+	if p := rateProblem(c.Rate); p != "" {
+		bad("rate", "%s", p)
 	}
 	if c.Timeout < 0 {
 		bad("timeout", "%v is negative", c.Timeout)

@@ -9,7 +9,6 @@ package measure
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -151,12 +150,26 @@ const MaxTasks = 1_000_000
 // microsecond, far beyond what one machine measures.
 const MaxRate = 1e6
 
-// Check rejects values no run can mean: a rate that is not a finite
-// number from 0 to MaxRate, negative counts or timeouts.
+// MinRate is the lowest Rate but 0 (no limit): a task a day. Below it
+// the pacing ticker's interval is no duration (1e-12 wraps
+// time.Duration, and NewTicker panics).
+const MinRate = 1.0 / 86400
+
+// rateProblem says what is wrong with a rate of tasks a second, "" when
+// nothing: 0, or from MinRate to MaxRate (NaN is neither).
+func rateProblem(r float64) string {
+	if r == 0 || (r >= MinRate && r <= MaxRate) {
+		return ""
+	}
+	return fmt.Sprintf("%v is not 0 (no limit) or a number of tasks a second from one a day (%.3g) to %g", r, MinRate, float64(MaxRate))
+}
+
+// Check rejects values no run can mean: a rate rateProblem refuses,
+// negative counts or timeouts.
 func (s *Spec) Check() error {
 	switch {
-	case math.IsNaN(s.Rate) || s.Rate < 0 || s.Rate > MaxRate:
-		return fmt.Errorf("rate %v is not a number of tasks a second from 0 (no limit) to %g", s.Rate, float64(MaxRate))
+	case rateProblem(s.Rate) != "":
+		return fmt.Errorf("rate %s", rateProblem(s.Rate))
 	case s.Concurrency < 0:
 		return fmt.Errorf("concurrency %d is negative", s.Concurrency)
 	case s.Repeat < 0:

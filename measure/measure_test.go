@@ -124,6 +124,7 @@ func TestSpecCheck(t *testing.T) {
 		"rate-inf":      {Rate: math.Inf(1)},
 		"rate-nan":      {Rate: math.NaN()},
 		"rate-negative": {Rate: -1},
+		"rate-too-low":  {Rate: 1e-12}, // NewTicker panicked on the wrapped interval
 		"concurrency":   {Concurrency: -1},
 		"repeat":        {Repeat: -2},
 		"timeout":       {Timeout: -time.Second},
