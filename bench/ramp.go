@@ -104,10 +104,11 @@ func ParseRamp(ramp string) ([]float64, error) {
 	return Doubling(start, limit), nil
 }
 
-// Doubling is the rates from start doubling up to at most limit.
+// Doubling is the rates from start doubling up to at most limit. An
+// infinite limit ends where the doubling does, at the largest float.
 func Doubling(start, limit float64) []float64 {
 	var out []float64
-	for r := start; r <= limit && start > 0; r *= 2 {
+	for r := start; r <= limit && start > 0 && !math.IsInf(r, 0); r *= 2 {
 		out = append(out, r)
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -89,6 +90,35 @@ func (c *ServerLoad) defaults() {
 	c.Env.Defaults()
 }
 
+// maxRates bounds the rates one run steps through, each for --step:
+// 24 doublings are a factor of 16 million.
+const maxRates = 24
+
+// rates are the rates the run steps through, from --start doubling up
+// to --limit. What defaults leaves is checked here: NaN passes "<= 0",
+// and an infinite limit would double without end.
+func (c *ServerLoad) rates() ([]float64, error) {
+	for _, x := range []struct {
+		flag string
+		v    float64
+	}{{"--start", c.Start}, {"--limit", c.Limit}} {
+		if math.IsNaN(x.v) || math.IsInf(x.v, 0) {
+			return nil, fmt.Errorf("%s %v is not a rate of queries a second", x.flag, x.v)
+		}
+	}
+	if !(c.MaxLoss < 1) {
+		return nil, fmt.Errorf("--max-loss %v: want a share of the queries, below 1", c.MaxLoss)
+	}
+	if c.Limit < c.Start {
+		return nil, fmt.Errorf("--limit %.0f is below --start %.0f", c.Limit, c.Start)
+	}
+	rates := bench.Doubling(c.Start, c.Limit)
+	if len(rates) > maxRates {
+		return nil, fmt.Errorf("--start %g doubles %d times up to --limit %g, more than %d rates of --step %v each", c.Start, len(rates)-1, c.Limit, maxRates, c.Step)
+	}
+	return rates, nil
+}
+
 // urls are the server's URL per transport.
 func urls(srv *server.Server) map[string]string {
 	out := map[string]string{}
@@ -106,10 +136,10 @@ func (c *ServerLoad) Run(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("transport %q is not one of %v", t, Transports)
 		}
 	}
-	if c.Limit < c.Start {
-		return "", fmt.Errorf("--limit %.0f is below --start %.0f", c.Limit, c.Start)
+	rates, err := c.rates()
+	if err != nil {
+		return "", err
 	}
-	rates := bench.Doubling(c.Start, c.Limit)
 	st, err := store.Open(ctx, c.Store)
 	if err != nil {
 		return "", err

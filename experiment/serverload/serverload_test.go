@@ -3,6 +3,7 @@ package serverload
 import (
 	"context"
 	"encoding/csv"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,6 +77,21 @@ func TestRunRefusesABadDesign(t *testing.T) {
 	require.ErrorContains(t, err, `transport "smoke-signals" is not one of`)
 	_, err = (&ServerLoad{Start: 4000, Limit: 1000, Env: experiment.Env{Store: path}}).Run(context.Background())
 	require.ErrorContains(t, err, "--limit 1000 is below --start 4000")
+	for _, c := range []struct {
+		load func(*ServerLoad)
+		want string
+	}{
+		{func(l *ServerLoad) { l.Limit = math.Inf(1) }, "--limit +Inf is not a rate"}, // doubled without end
+		{func(l *ServerLoad) { l.Start = math.NaN() }, "--start NaN is not a rate"},
+		{func(l *ServerLoad) { l.MaxLoss = math.NaN() }, "--max-loss NaN: want a share"},
+		{func(l *ServerLoad) { l.MaxLoss = 1 }, "--max-loss 1: want a share"},
+		{func(l *ServerLoad) { l.Start, l.Limit = 1e-9, 64000 }, "doubles 45 times up to --limit 64000, more than 24 rates"},
+	} {
+		l := &ServerLoad{Env: experiment.Env{Store: path}}
+		c.load(l)
+		_, err = l.Run(context.Background())
+		require.ErrorContains(t, err, c.want)
+	}
 	require.NoFileExists(t, path, "nothing stored")
 }
 
