@@ -105,6 +105,10 @@ type Query struct {
 	Reused    bool    `json:"reused"`
 }
 
+// The arrival rates a run may ask for: a query every 10 s to one every
+// 10 µs.
+const minRate, maxRate = 0.1, 1e5
+
 func (c *HOL) defaults() error {
 	if len(c.Profiles) == 0 {
 		c.Profiles = []string{"none"}
@@ -120,8 +124,13 @@ func (c *HOL) defaults() error {
 	if c.Queries <= 0 {
 		c.Queries = 100
 	}
-	if c.Rate <= 0 {
+	if c.Rate == 0 {
 		c.Rate = 10
+	}
+	// NaN and Inf too, and a rate so low a gap is no duration: the
+	// arrivals' gaps would wrap time.Duration and every query go at once.
+	if !(c.Rate >= minRate && c.Rate <= maxRate) {
+		return fmt.Errorf("--rate %v: want queries a second from %g to %g", c.Rate, minRate, maxRate)
 	}
 	if c.DelayEvery <= 0 {
 		c.DelayEvery = 25

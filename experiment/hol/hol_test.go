@@ -172,6 +172,19 @@ func TestPlanDrawsEveryNameOnce(t *testing.T) {
 		}
 	}
 	require.Error(t, (&HOL{Transports: []string{"udp", "carrier-pigeon"}}).defaults())
+	// A rate whose gaps are no duration: every query would go at once.
+	for _, r := range []float64{math.NaN(), math.Inf(1), 1e-12, -5} {
+		require.ErrorContains(t, (&HOL{Rate: r}).defaults(), "--rate", "%v", r)
+	}
+	slow := &HOL{Rate: 0.1, Queries: 20, Seed: 7}
+	require.NoError(t, slow.defaults())
+	gaps := slow.plan(rand.New(rand.NewPCG(7, 0))).gaps
+	require.NotEmpty(t, gaps)
+	for _, g := range gaps {
+		for _, d := range g {
+			require.GreaterOrEqual(t, d, time.Duration(0), "the lowest rate's gaps are durations")
+		}
+	}
 }
 
 // TestCellsAreTheBaselines: the report's cells are each profile and
