@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -378,4 +379,50 @@ func TestDatasetBriefsUnwritable(t *testing.T) {
 		}
 	}
 	require.Equal(t, [2]int{1, 2}, [2]int{briefsFiles, resultsFiles}, "a briefs file beside brief-test's results, none beside other's")
+}
+
+// TestDatasetBriefsAsKept: an export writes the briefs the store keeps,
+// made as the kind's are now, without reading their records again (half
+// a million page loads' JSON), and makes from its record the brief of a
+// result that has none or a stale one: the briefs file is the same.
+func TestDatasetBriefsAsKept(t *testing.T) {
+	ctx := context.Background()
+	s := briefStore(t)
+	export := func() []string {
+		dir := filepath.Join(t.TempDir(), "ds")
+		_, err := s.ExportDataset(ctx, dir, Filter{}, time.Time{})
+		require.NoError(t, err)
+		d, err := OpenDataset(ctx, dir)
+		require.NoError(t, err)
+		r, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+		require.NoError(t, err)
+		defer r.Close()
+		require.NoError(t, r.Attach(ctx, d))
+		files, err := r.DatasetResults(ctx, Filter{}, briefKind)
+		require.NoError(t, err)
+		require.Len(t, files, 1)
+		var out []string
+		require.NoError(t, r.EachDatasetBrief(files[0], func(_ string, raw []byte) error {
+			out = append(out, string(raw))
+			return nil
+		}))
+		return out
+	}
+	kept := export()
+	require.Equal(t, []string{`{"load":{"big":2,"keep":true},"n":1,"z":"\u003cs\u003e"}`, `{"load":null,"n":2}`, `[7]`}, kept)
+
+	_, err := s.db.ExecContext(ctx, `UPDATE results SET brief = NULL`)
+	require.NoError(t, err)
+	require.Equal(t, kept, export(), "made from the records")
+	stale := append([]byte{briefMark, 1, 2, 3, 4, 5, 6, 7, 8}, packRaw([]byte(`{"n":0}`))...)
+	_, err = s.db.ExecContext(ctx, `UPDATE results SET brief = ? WHERE kind = ?`, stale, string(briefKind))
+	require.NoError(t, err)
+	require.Equal(t, kept, export(), "a stale brief is made again")
+
+	// The brief a result keeps is the one written, not its record read
+	// again: a kept brief that says otherwise shows it.
+	b := briefFor(briefKind)
+	_, err = s.db.ExecContext(ctx, `UPDATE results SET brief = ? WHERE task_key = 'a'`, append(bytes.Clone(b.head), packRaw([]byte(`{"n":42}`))...))
+	require.NoError(t, err)
+	require.Equal(t, append([]string{`{"n":42}`}, kept[1:]...), export())
 }

@@ -234,6 +234,7 @@ type record struct {
 	Key       string          `json:"key"`
 	StartedAt time.Time       `json:"started_at"`
 	Record    json.RawMessage `json:"record"`
+	brief     []byte          // the record's brief as JSON, where the store keeps it
 }
 
 // eachMember hands fn the value of member of each line of a records
@@ -576,7 +577,9 @@ func (p *part) writeJSON(key string, v any) error {
 	_, err := p.zw.Write(p.line.Bytes())
 	if err == nil && isRecord && p.brief != nil {
 		// A record that is no object keeps no brief: it is its own.
-		if b := p.brief.of.json(r.Record); b != nil {
+		if r.brief != nil {
+			r.Record = r.brief
+		} else if b := p.brief.of.json(r.Record); b != nil {
 			r.Record = b
 		}
 		if p.brief.file.Rows++; p.brief.file.Rows == 1 {
