@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,6 +223,61 @@ func TestDatasetWriteIsGuarded(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(bad, "_manifest.json"), []byte(strings.Replace(string(m), `"path": "run_id=`, `"path": "../run_id=`, 1)), 0o644))
 	_, err = store.OpenDataset(ctx, bad)
 	require.ErrorContains(t, err, "outside the dataset")
+}
+
+// TestDatasetExportFailsWhole: the samples are written by a shard a
+// core, each its own runs and days' files; one that cannot write (here
+// a file where a partition's directory goes) fails the export, and every
+// shard's files go with it: no file, no temporary, no manifest, until
+// an export that can write writes them all.
+func TestDatasetExportFailsWhole(t *testing.T) {
+	ctx := context.Background()
+	s := campaignStore(t, filepath.Join(t.TempDir(), "s.db"))
+	dir := t.TempDir()
+	_, err := s.ExportDataset(ctx, dir, store.Filter{}, cut) // the first day
+	require.NoError(t, err)
+	files := func() []string {
+		var out []string
+		require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				out = append(out, p)
+			}
+			return err
+		}))
+		return out
+	}
+	before := files()
+	manifest, err := os.ReadFile(filepath.Join(dir, "_manifest.json"))
+	require.NoError(t, err)
+	blocker := filepath.Join(dir, "run_id=wild", "vantage=sin-2", "day=2026-11-22")
+	require.NoError(t, os.MkdirAll(filepath.Dir(blocker), 0o755))
+	require.NoError(t, os.WriteFile(blocker, nil, 0o644))
+	_, err = s.ExportDataset(ctx, dir, store.Filter{}, time.Time{})
+	require.ErrorContains(t, err, "day=2026-11-22")
+	require.ElementsMatch(t, append(before, blocker), files(), "nothing of the failed export is left")
+	again, err := os.ReadFile(filepath.Join(dir, "_manifest.json"))
+	require.NoError(t, err)
+	require.Equal(t, string(manifest), string(again))
+
+	require.NoError(t, os.Remove(blocker))
+	x, err := s.ExportDataset(ctx, dir, store.Filter{}, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, int64(8), x.Samples, "the second day's samples of the runs not superseded")
+	d, err := store.OpenDataset(ctx, dir)
+	require.NoError(t, err)
+	r, err := store.Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	require.NoError(t, err)
+	defer r.Close()
+	require.NoError(t, r.Attach(ctx, d))
+	keys := map[string]int{}
+	require.NoError(t, r.EachRow(ctx, store.Filter{}, func(row *store.Row) error {
+		keys[row.RunID+" "+row.Key]++
+		return nil
+	}))
+	require.Len(t, keys, 16)
+	for k, n := range keys {
+		require.Equal(t, 1, n, "%s read once", k)
+	}
 }
 
 // TestDatasetReadByDuckDBAndPandas: DuckDB's read_parquet with Hive

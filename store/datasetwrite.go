@@ -2,18 +2,23 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -70,7 +75,7 @@ func (s *Store) ExportDataset(ctx context.Context, dir string, f Filter, before 
 type writer struct {
 	d     *Dataset
 	stamp string
-	seq   int
+	seq   *atomic.Int64    // numbers the files, across shards
 	open  map[string]*part // by partition
 	lru   []string
 	known map[string]map[string]bool // keys the dataset holds, by partition, read when first needed
@@ -79,11 +84,12 @@ type writer struct {
 	// Archive to delete (about 70 octets a sample in memory).
 	archive bool
 	added   []DatasetFile
+	maxOpen int // files open at once
 	Exported
 }
 
-// maxOpen is how many files an export writes at once; a partition it
-// comes back to after gets a file more.
+// maxOpen is how many files an export writes at once, its shards' in
+// all; a partition it comes back to after gets a file more.
 const maxOpen = 32
 
 func openWriter(dir string) (*writer, error) {
@@ -103,8 +109,8 @@ func openWriter(dir string) (*writer, error) {
 	}
 	fmt.Fprintf(l, "%d\n", os.Getpid())
 	l.Close()
-	w := &writer{stamp: newStamp(), open: map[string]*part{}, known: map[string]map[string]bool{}, runs: map[string]bool{},
-		Exported: Exported{samples: map[string][]string{}, results: map[[2]string][]string{}}}
+	w := &writer{stamp: newStamp(), seq: new(atomic.Int64), open: map[string]*part{}, known: map[string]map[string]bool{}, runs: map[string]bool{},
+		maxOpen: maxOpen, Exported: Exported{samples: map[string][]string{}, results: map[[2]string][]string{}}}
 	d, err := OpenDataset(context.Background(), dir)
 	if err != nil {
 		entries, _ := os.ReadDir(dir)
@@ -165,17 +171,17 @@ func (w *writer) file(table string, kind Kind, run, vantage, day string) (*part,
 		}
 		return p, nil
 	}
-	if len(w.open) == maxOpen {
+	if len(w.open) >= w.maxOpen {
 		if err := w.closeFile(w.lru[0]); err != nil {
 			return nil, err
 		}
 	}
-	w.seq++
+	seq := w.seq.Add(1)
 	ext := ".jsonl.zst"
 	if table == TableSamples {
 		ext = ".parquet"
 	}
-	f := &DatasetFile{Path: path.Join(dir, fmt.Sprintf("part-%s-%d%s", w.stamp, w.seq, ext)), Table: table, Kind: kind, Run: run, Vantage: vantage, Day: day}
+	f := &DatasetFile{Path: path.Join(dir, fmt.Sprintf("part-%s-%d%s", w.stamp, seq, ext)), Table: table, Kind: kind, Run: run, Vantage: vantage, Day: day}
 	p, err := w.d.create(f)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
@@ -290,11 +296,72 @@ func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 func (w *writer) export(ctx context.Context, s *Store, f Filter, before time.Time) error {
 	early := func(t time.Time) bool { return before.IsZero() || t.Before(before) }
 	touched := map[string]bool{}
-	// Each reader of the store hands its rows on as it reads them (no
-	// order is needed), decompressing the records whole by itself; the
-	// files are written one row at a time.
-	var mu sync.Mutex
+	if err := w.exportSamples(ctx, s, f, early, touched); err != nil {
+		return err
+	}
+	if err := w.exportResults(ctx, s, f, early, touched); err != nil {
+		return err
+	}
+	return w.exportRuns(ctx, s, touched)
+}
+
+// shardSample is a sample on its way to the shard writing its files.
+type shardSample struct {
+	row Row
+	raw []byte
+}
+
+// shardBatch is how many samples a reader hands a shard at once: runs
+// of a reader's rows, in its order, compress better than its rows
+// interleaved with the other readers' one at a time (the scale bench's
+// million samples: 6.4 MB of Parquet in batches, 9.9 MB a row at a
+// time, 8.9-9.2 MB under one writer's lock).
+const shardBatch = 256
+
+// exportSamples writes the samples: each reader of the store hands its
+// rows on as it reads them (no order is needed), decompressing the
+// records by itself, to the shard that writes their run and day's files
+// (the samples' Parquet and the records' zstd, 10 M samples' 20 GB of
+// JSON), a shard a core; each shard writes its files' rows in the order
+// it gets them.
+func (w *writer) exportSamples(ctx context.Context, s *Store, f Filter, early func(time.Time) bool, touched map[string]bool) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	n := max(1, runtime.GOMAXPROCS(0))
+	shards := make([]*writer, n)
+	in := make([]chan []shardSample, n)
+	errs := make([]error, n)
+	done := make([]map[string]bool, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		shards[i], in[i], done[i] = w.shard(n), make(chan []shardSample, 4), map[string]bool{}
+		wg.Go(func() {
+			sh := shards[i]
+			for batch := range in[i] {
+				for j := 0; j < len(batch) && errs[i] == nil; j++ {
+					if errs[i] = sh.addSample(&batch[j].row, batch[j].raw, done[i]); errs[i] != nil {
+						cancel(errs[i])
+					}
+				}
+			}
+			if errs[i] == nil {
+				errs[i] = sh.closeAll()
+			}
+			sh.abortOpen()
+		})
+	}
+	send := func(i int, batch []shardSample) error {
+		select {
+		case in[i] <- batch:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	var pending [][][]shardSample // each reader's batches by shard, not yet sent
 	err := s.scan(ctx, f, rawColumns, nil, func() func(*Row) error {
+		batches := make([][]shardSample, n)
+		pending = append(pending, batches)
 		return func(r *Row) error {
 			if !early(r.StartedAt) {
 				return nil
@@ -303,18 +370,51 @@ func (w *writer) export(ctx context.Context, s *Store, f Filter, before time.Tim
 			if err != nil {
 				return fmt.Errorf("store: sample %s of run %s: %w", r.Key, r.RunID, err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			return w.addSample(r, raw, touched)
+			h := fnv.New32a()
+			h.Write([]byte(r.RunID + "\x00" + day(r.StartedAt))) // both files' partitions
+			i := h.Sum32() % uint32(n)
+			if batches[i] = append(batches[i], shardSample{row: r.Clone(), raw: raw}); len(batches[i]) < shardBatch {
+				return nil
+			}
+			b := batches[i]
+			batches[i] = make([]shardSample, 0, shardBatch)
+			return send(int(i), b)
 		}
 	})
-	if err != nil {
-		return err
+	for _, batches := range pending { // the readers are done
+		for i, b := range batches {
+			if err == nil && len(b) > 0 {
+				err = send(i, b)
+			}
+		}
 	}
-	if err := w.exportResults(ctx, s, f, early, touched); err != nil {
-		return err
+	for _, c := range in {
+		close(c)
 	}
-	return w.exportRuns(ctx, s, touched)
+	wg.Wait()
+	for i, sh := range shards {
+		w.merge(sh)
+		maps.Copy(touched, done[i])
+	}
+	return cmp.Or(errors.Join(errs...), err)
+}
+
+// shard is a writer of its own partitions' files for w, of n shards.
+func (w *writer) shard(n int) *writer {
+	return &writer{d: w.d, stamp: w.stamp, seq: w.seq, open: map[string]*part{}, known: map[string]map[string]bool{}, runs: w.runs,
+		archive: w.archive, maxOpen: max(1, w.maxOpen/n), Exported: Exported{samples: map[string][]string{}, results: map[[2]string][]string{}}}
+}
+
+// merge adds what shard sh wrote and found to w.
+func (w *writer) merge(sh *writer) {
+	w.added = append(w.added, sh.added...)
+	w.Samples += sh.Samples
+	w.Known += sh.Known
+	w.Files += sh.Files
+	w.Octets += sh.Octets
+	for run, keys := range sh.samples {
+		w.samples[run] = append(w.samples[run], keys...)
+	}
 }
 
 // addSample writes a sample's row and its record whole, unless the
@@ -435,21 +535,36 @@ func (w *writer) exportRuns(ctx context.Context, s *Store, touched map[string]bo
 
 // abort removes what the export wrote: the manifest never named it.
 func (w *writer) abort() {
-	for _, p := range w.open {
-		p.abort()
-	}
+	w.abortOpen()
 	for _, f := range w.added {
 		os.Remove(filepath.Join(w.d.dir, filepath.FromSlash(f.Path)))
 	}
 }
 
-// commit ends the files and writes the manifest that names them.
-func (w *writer) commit() error {
+// abortOpen removes the files w has open.
+func (w *writer) abortOpen() {
+	for dir, p := range w.open {
+		p.abort()
+		delete(w.open, dir)
+	}
+	w.lru = nil
+}
+
+// closeAll ends the files w has open.
+func (w *writer) closeAll() error {
 	for len(w.lru) > 0 {
 		if err := w.closeFile(w.lru[0]); err != nil {
-			w.abort()
 			return err
 		}
+	}
+	return nil
+}
+
+// commit ends the files and writes the manifest that names them.
+func (w *writer) commit() error {
+	if err := w.closeAll(); err != nil {
+		w.abort()
+		return err
 	}
 	if len(w.added) == 0 && len(w.d.m.Files) > 0 {
 		return nil
