@@ -217,10 +217,20 @@ func (d *Dataset) files(table string, kind Kind) []DatasetFile {
 // escape is a partition's value as Hive writes it (and DuckDB and
 // pyarrow read it): what is not a letter, digit, '.', '_' or '-' as %XX.
 func escape(v string) string {
+	plain := func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+	}
+	i := 0
+	for i < len(v) && plain(v[i]) {
+		i++
+	}
+	if i == len(v) { // most names: an export asks twice a sample
+		return v
+	}
 	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+	b.WriteString(v[:i])
+	for ; i < len(v); i++ {
+		if c := v[i]; plain(c) {
 			b.WriteByte(c)
 		} else {
 			fmt.Fprintf(&b, "%%%02X", c)

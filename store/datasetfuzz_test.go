@@ -140,3 +140,20 @@ func TestDatasetStringsAcrossRowGroups(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, n, got)
 }
+
+// TestEscape: a partition's value as Hive writes it: letters, digits,
+// '.', '_' and '-' as they are, every other octet as %XX (a name that
+// needs none is handed back as it is: an export asks twice a sample).
+func TestEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                   "",
+		"lab-20261130.run_1": "lab-20261130.run_1",
+		"fra 1":              "fra%201",
+		"a=b/c":              "a%3Db%2Fc",
+		"sin-2%":             "sin-2%25",
+		"zürich":             "z%C3%BCrich",
+		"../x":               "..%2Fx",
+	} {
+		require.Equal(t, want, escape(in), "%q", in)
+	}
+}
