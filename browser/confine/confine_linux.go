@@ -263,8 +263,14 @@ func (c *Net) browserRules(p *blocklist.Policy) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The stub's address among them, listed or not yet: it is the
+	// vantage point's own, and its one port the browser may reach is
+	// accepted before. An opt-in (allow4) opens none of them.
+	if !slices.Contains(own, c.Stub) {
+		own = append(own, c.Stub)
+	}
 	for _, a := range own {
-		if a.Is4() && a != c.Stub {
+		if a.Is4() {
 			block = append(block, a.String())
 		}
 	}

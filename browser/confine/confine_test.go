@@ -152,6 +152,26 @@ func TestConfinedNetwork(t *testing.T) {
 		return c.SetPolicy(&blocklist.Policy{Block: block, Allow: append(allow, netip.MustParsePrefix("10.77.0.0/24"))})
 	}))
 	require.Error(t, dial("tcp", "10.77.0.5:80"), "blocklisted though allowed")
+	// A lab that opts into every address (its testbed in RFC 2544's
+	// 198.18.0.0/15, say) opens no port of the vantage point's own: the
+	// stub's address is the vantage point's, and only its port 53 is
+	// the browser's. Each is refused at once and said to be (the
+	// vantage point's side dropped the stub's other ports unsaid, and
+	// the page waited out its connect); the canaries count none.
+	_, _, err = c.Refused()
+	require.NoError(t, err)
+	require.NoError(t, vantage.Run(func() error {
+		return c.SetPolicy(&blocklist.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}})
+	}))
+	require.NoError(t, dial("tcp", c.Stub.String()+":53"), "the stub's port")
+	for _, addr := range []string{c.Stub.String() + ":5432", c.Stub.String() + ":22", "198.51.100.1:5432"} {
+		start := time.Now()
+		require.Error(t, dial("tcp", addr), "%s: the vantage point itself, though every address is allowed", addr)
+		require.Less(t, time.Since(start), testutil.Scaled(time.Second), "%s: refused at once", addr)
+	}
+	refused, _, err = c.Refused()
+	require.NoError(t, err)
+	require.Len(t, refused, 3, "%v", refused)
 	for _, cn := range canaries {
 		want := int32(0)
 		if cn.name == "tcp 10.77.0.5:80" {
