@@ -43,6 +43,12 @@ func TestParseStepsAndRamp(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 	require.False(t, math.IsInf(r[len(r)-1], 0))
+	// An infinite limit ends where doubling does (it appended +Inf
+	// without end): 1024 rates from 1 to the largest float.
+	r = bench.Doubling(1, math.Inf(1))
+	require.Len(t, r, 1024)
+	require.Equal(t, math.Ldexp(1, 1023), r[len(r)-1])
+	require.Empty(t, bench.Doubling(math.NaN(), 10))
 }
 
 // TestCheckRefusesWhatNoRunCanMean: negative counts and durations (0
