@@ -257,28 +257,10 @@ func TestDatasetBriefs(t *testing.T) {
 
 	whole := []string{briefed["a"], briefed["b"], briefed["c"]}
 	briefs := []string{`{"load":{"big":2,"keep":true},"n":1,"z":"\u003cs\u003e"}`, `{"load":null,"n":2}`, `[7]`}
-	read := func(each func(*Store, DatasetFile, func(string, []byte) error) error) ([]string, error) {
-		d, err := OpenDataset(ctx, dir)
-		require.NoError(t, err)
-		r, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
-		require.NoError(t, err)
-		defer r.Close()
-		require.NoError(t, r.Attach(ctx, d))
-		files, err := r.DatasetResults(ctx, Filter{}, briefKind)
-		require.NoError(t, err)
-		require.Len(t, files, 1)
-		var out []string
-		err = each(r, files[0], func(run string, raw []byte) error {
-			require.Equal(t, "r", run)
-			out = append(out, string(raw))
-			return nil
-		})
-		return out, err
-	}
-	got, err := read((*Store).EachDatasetBrief)
+	got, err := readBriefKind(t, dir, (*Store).EachDatasetBrief)
 	require.NoError(t, err)
 	require.Equal(t, briefs, got, "the briefs, in the results' order; c, no object, is its own")
-	got, err = read((*Store).EachDatasetResult)
+	got, err = readBriefKind(t, dir, (*Store).EachDatasetResult)
 	require.NoError(t, err)
 	require.Equal(t, whole, got, "the records whole")
 
@@ -309,7 +291,7 @@ func TestDatasetBriefs(t *testing.T) {
 		b, err := json.Marshal(m)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, manifestName), b, 0o644))
-		got, err := read((*Store).EachDatasetBrief)
+		got, err := readBriefKind(t, dir, (*Store).EachDatasetBrief)
 		require.NoError(t, err)
 		require.Equal(t, whole, got, name)
 		*bf = was
@@ -328,7 +310,7 @@ func TestDatasetBriefs(t *testing.T) {
 	require.NoError(t, err)
 	z[len(z)/2] ^= 1
 	require.NoError(t, os.WriteFile(p, z, 0o644))
-	_, err = read((*Store).EachDatasetBrief)
+	_, err = readBriefKind(t, dir, (*Store).EachDatasetBrief)
 	require.ErrorContains(t, err, "changed since it was written")
 }
 
@@ -381,6 +363,28 @@ func TestDatasetBriefsUnwritable(t *testing.T) {
 	require.Equal(t, [2]int{1, 2}, [2]int{briefsFiles, resultsFiles}, "a briefs file beside brief-test's results, none beside other's")
 }
 
+// readBriefKind reads the one results file of briefKind of the dataset
+// in dir, of run "r", through each (its briefs, or its records).
+func readBriefKind(t *testing.T, dir string, each func(*Store, DatasetFile, func(string, []byte) error) error) ([]string, error) {
+	ctx := context.Background()
+	d, err := OpenDataset(ctx, dir)
+	require.NoError(t, err)
+	r, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	require.NoError(t, err)
+	defer r.Close()
+	require.NoError(t, r.Attach(ctx, d))
+	files, err := r.DatasetResults(ctx, Filter{}, briefKind)
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	var out []string
+	err = each(r, files[0], func(run string, raw []byte) error {
+		require.Equal(t, "r", run)
+		out = append(out, string(raw))
+		return nil
+	})
+	return out, err
+}
+
 // TestDatasetBriefsAsKept: an export writes the briefs the store keeps,
 // made as the kind's are now, without reading their records again (half
 // a million page loads' JSON), and makes from its record the brief of a
@@ -392,20 +396,8 @@ func TestDatasetBriefsAsKept(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "ds")
 		_, err := s.ExportDataset(ctx, dir, Filter{}, time.Time{})
 		require.NoError(t, err)
-		d, err := OpenDataset(ctx, dir)
+		out, err := readBriefKind(t, dir, (*Store).EachDatasetBrief)
 		require.NoError(t, err)
-		r, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
-		require.NoError(t, err)
-		defer r.Close()
-		require.NoError(t, r.Attach(ctx, d))
-		files, err := r.DatasetResults(ctx, Filter{}, briefKind)
-		require.NoError(t, err)
-		require.Len(t, files, 1)
-		var out []string
-		require.NoError(t, r.EachDatasetBrief(files[0], func(_ string, raw []byte) error {
-			out = append(out, string(raw))
-			return nil
-		}))
 		return out
 	}
 	kept := export()
