@@ -213,6 +213,12 @@ func CheckPage(u string) error {
 // MaxRounds is the most rounds a campaign is planned in.
 const MaxRounds = 1000
 
+// MaxSpan is the longest a campaign's rounds may span, every × (rounds
+// - 1): far past any study, and well inside what time.Duration holds
+// (292 years, past which a round's due time wraps into the past and
+// every round would be due at once).
+const MaxSpan = 20 * 366 * 24 * time.Hour
+
 // CampaignVantage is one vantage point of a campaign, with the resolvers
 // it measures if they are its own (else the campaign's).
 type CampaignVantage struct {
@@ -396,6 +402,9 @@ func (k *campaignCheck) numbers() {
 		bad("every", "say how many rounds (rounds: N) the campaign is measured in")
 	case c.Rounds > 1 && len(c.Vantages) == 0 && !f.Failed("vantages"):
 		bad("rounds", "rounds are planned for workers: name the vantages (campaign plan), or run one round here")
+	case c.Rounds > 1 && c.Every > MaxSpan/time.Duration(c.Rounds-1):
+		bad("every", "%v between %d rounds spans %.0f years, more than %.0f", c.Every, c.Rounds,
+			c.Every.Hours()*float64(c.Rounds-1)/(366*24), MaxSpan.Hours()/(366*24))
 	}
 }
 

@@ -45,10 +45,13 @@ func TestLoadCampaignErrorsNameFileLineField(t *testing.T) {
 		"targets: [10.0.0.1]\nvantages: [{name: a}]\nevery: 48h\n":                "c.yaml:3: every: say how many rounds",
 		"targets: [10.0.0.1]\nevery: 48h\nrounds: 4\n":                            "rounds are planned for workers",
 		"targets: [10.0.0.1]\nvantages: [{name: a}]\nevery: 1h\nrounds: 100000\n": "rounds: 100000 is not 1..1000",
-		"name: x\ntargets: [1.1.1.1, \"udp://127.0.0.1:53\"]\n":                   "c.yaml:2: targets: \"udp://127.0.0.1:53\": special-purpose address not allowed: 127.0.0.1 is in 127.0.0.0/8, loopback",
-		"targets: [1.1.1.1]\nvantages: [{name: a, targets: [169.254.169.254]}]\n": "c.yaml:2: vantages[1].targets: \"169.254.169.254\": special-purpose",
-		"targets: [1.1.1.1]\nallow_special: [8.8.8.0/24]\n":                       "c.yaml:2: allow_special: 8.8.8.0/24 is not special-purpose",
-		"targets: [1.1.1.1]\nallow_special: [10.0.0.0/33]\n":                      "c.yaml:2: allow_special:",
+		// A yearly round a thousand times wrapped the last rounds' due
+		// times into the past: every one of them due at once.
+		"targets: [10.0.0.1]\nvantages: [{name: a}]\nevery: 8760h\nrounds: 1000\n": "c.yaml:3: every: 8760h0m0s between 1000 rounds spans 996 years, more than 20",
+		"name: x\ntargets: [1.1.1.1, \"udp://127.0.0.1:53\"]\n":                    "c.yaml:2: targets: \"udp://127.0.0.1:53\": special-purpose address not allowed: 127.0.0.1 is in 127.0.0.0/8, loopback",
+		"targets: [1.1.1.1]\nvantages: [{name: a, targets: [169.254.169.254]}]\n":  "c.yaml:2: vantages[1].targets: \"169.254.169.254\": special-purpose",
+		"targets: [1.1.1.1]\nallow_special: [8.8.8.0/24]\n":                        "c.yaml:2: allow_special: 8.8.8.0/24 is not special-purpose",
+		"targets: [1.1.1.1]\nallow_special: [10.0.0.0/33]\n":                       "c.yaml:2: allow_special:",
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
