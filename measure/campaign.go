@@ -381,8 +381,8 @@ func (k *campaignCheck) numbers() {
 	if c.Retries < 0 || c.Retries > 10 {
 		bad("retries", "%d is not 0..10", c.Retries)
 	}
-	if c.Concurrency < 0 {
-		bad("concurrency", "%d is negative", c.Concurrency)
+	if c.Concurrency < 0 || c.Concurrency > MaxConcurrency {
+		bad("concurrency", "%d is not 0 (one) to %d", c.Concurrency, MaxConcurrency)
 	}
 	if p := rateProblem(c.Rate); p != "" {
 		bad("rate", "%s", p)

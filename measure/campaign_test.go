@@ -45,6 +45,7 @@ func TestLoadCampaignErrorsNameFileLineField(t *testing.T) {
 		"targets: [10.0.0.1]\nvantages: [{name: a}]\nevery: 48h\n":                "c.yaml:3: every: say how many rounds",
 		"targets: [10.0.0.1]\nevery: 48h\nrounds: 4\n":                            "rounds are planned for workers",
 		"targets: [10.0.0.1]\nvantages: [{name: a}]\nevery: 1h\nrounds: 100000\n": "rounds: 100000 is not 1..1000",
+		"targets: [10.0.0.1]\nconcurrency: 100000\n":                              "c.yaml:2: concurrency: 100000 is not 0 (one) to 1000",
 		// A yearly round a thousand times wrapped the last rounds' due
 		// times into the past: every one of them due at once.
 		"targets: [10.0.0.1]\nvantages: [{name: a}]\nevery: 8760h\nrounds: 1000\n": "c.yaml:3: every: 8760h0m0s between 1000 rounds spans 996 years, more than 20",

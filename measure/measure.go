@@ -150,6 +150,12 @@ const MaxTasks = 1_000_000
 // microsecond, far beyond what one machine measures.
 const MaxRate = 1e6
 
+// MaxConcurrency is the most tasks a run measures at once: a thousand
+// exchanges in flight towards the resolvers measured is a load test,
+// not a measurement, and a typo's million would open a million
+// sockets at once.
+const MaxConcurrency = 1000
+
 // MinRate is the lowest Rate but 0 (no limit): a task a day. Below it
 // the pacing ticker's interval is no duration (1e-12 wraps
 // time.Duration, and NewTicker panics).
@@ -170,8 +176,8 @@ func (s *Spec) Check() error {
 	switch {
 	case rateProblem(s.Rate) != "":
 		return fmt.Errorf("rate %s", rateProblem(s.Rate))
-	case s.Concurrency < 0:
-		return fmt.Errorf("concurrency %d is negative", s.Concurrency)
+	case s.Concurrency < 0 || s.Concurrency > MaxConcurrency:
+		return fmt.Errorf("concurrency %d is not 0 (one) to %d", s.Concurrency, MaxConcurrency)
 	case s.Repeat < 0:
 		return fmt.Errorf("repeat %d is negative", s.Repeat)
 	case s.Retries < 0:

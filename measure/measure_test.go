@@ -120,14 +120,15 @@ func TestSpecIsRecorded(t *testing.T) {
 // silent "no limit".
 func TestSpecCheck(t *testing.T) {
 	for name, s := range map[string]measure.Spec{
-		"rate-too-high": {Rate: 2e9},
-		"rate-inf":      {Rate: math.Inf(1)},
-		"rate-nan":      {Rate: math.NaN()},
-		"rate-negative": {Rate: -1},
-		"rate-too-low":  {Rate: 1e-12}, // NewTicker panicked on the wrapped interval
-		"concurrency":   {Concurrency: -1},
-		"repeat":        {Repeat: -2},
-		"timeout":       {Timeout: -time.Second},
+		"rate-too-high":   {Rate: 2e9},
+		"rate-inf":        {Rate: math.Inf(1)},
+		"rate-nan":        {Rate: math.NaN()},
+		"rate-negative":   {Rate: -1},
+		"rate-too-low":    {Rate: 1e-12}, // NewTicker panicked on the wrapped interval
+		"concurrency":     {Concurrency: -1},
+		"concurrency-1e6": {Concurrency: 1_000_000}, // a million sockets at once
+		"repeat":          {Repeat: -2},
+		"timeout":         {Timeout: -time.Second},
 		// A typo in repeat is refused before any task is held.
 		"repeat-too-many": {Repeat: measure.MaxTasks/3 + 1, Conditions: []string{"fresh"}, Transports: []string{"udp", "tcp", "dot"}},
 		"repeat-overflow": {Repeat: math.MaxInt, Transports: []string{"udp", "tcp"}},

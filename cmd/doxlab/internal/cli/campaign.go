@@ -296,8 +296,8 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 		return fail("no vantage point: give --vantage NAME or set DOXLAB_VANTAGE")
 	case *storeDSN == "":
 		return fail("no store: give --store postgres://... or set DOXLAB_STORE")
-	case *concurrency < 1:
-		return fail("--concurrency %d: want 1 or more", *concurrency)
+	case *concurrency < 1 || *concurrency > measure.MaxConcurrency:
+		return fail("--concurrency %d: want 1 to %d", *concurrency, measure.MaxConcurrency)
 	}
 	if err := measure.CheckVantageName(*vantage); err != nil {
 		return fail("%v", err)

@@ -141,6 +141,9 @@ func TestCampaignPlanAndWorkers(t *testing.T) {
 	code, _, errOut = run("worker", "--vantage", "Frankfurt", "--store", pg)
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "vantage name \"Frankfurt\"")
+	code, _, errOut = run("worker", "--vantage", "fra1", "--store", pg, "--concurrency", "100000")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "--concurrency 100000: want 1 to 1000")
 
 	code, out, errOut := run("campaign", "plan", spec, "--store", pg)
 	require.Equal(t, 0, code, errOut)
