@@ -970,7 +970,10 @@ func TestUnacknowledgedAnswersLockNobodyOut(t *testing.T) {
 			}
 			t.Logf("%s: new clients served %d/%d, slowest %v (first failure: %v); connections closed to make room: %v", tc.name, served, good, slowest.Round(time.Millisecond), firstErr, evicted)
 			require.GreaterOrEqual(t, served*100, good*99, "new clients locked out")
-			require.GreaterOrEqual(t, evicted["stalled"], good*9/10, "room made by closing stalled connections")
+			// Room for each new client came from a stalled connection, but
+			// for those the attackers who did not hold left (237 of 250
+			// under -race once: 87 stalled closed for 100 clients).
+			require.GreaterOrEqual(t, evicted["stalled"], min(good*9/10, good-int(int64(tc.sources)-held.Load())), "room made by closing stalled connections")
 		})
 	}
 }
