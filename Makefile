@@ -22,11 +22,12 @@ peers:
 # tests that send HTTP/3 in 0-RTT run without -race only. The same write
 # races DoQ's stream opened in 0-RTT (transport/doq.go's OpenStreamSync
 # reading the flow-control limits; seen in server's
-# TestTicketKeyFileSurvivesRestart), which runs without -race too. TestDistributedCampaign runs
+# TestTicketKeyFileSurvivesRestart and TestResumptionAcrossListeners,
+# whose DoQ 0-RTT is the whole test's end), which run without -race too. TestDistributedCampaign runs
 # doxlab binaries in the testbed; its in-process twin, TestPlanAndWorkers,
 # is what -race checks.
 RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./internal/h3ext ./internal/h3server ./pageload ./experiment ./bench ./campaign ./testbed ./internal/stats
-RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners/doh3|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT|TestTicketKeyFileSurvivesRestart
+RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT|TestTicketKeyFileSurvivesRestart
 # DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
 # the same testbed (web): the second waits for the first.
 # make test runs its lanes, each its own target, through
