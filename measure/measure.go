@@ -173,9 +173,9 @@ func rateProblem(r float64) string {
 // Check rejects values no run can mean: a rate rateProblem refuses,
 // negative counts or timeouts.
 func (s *Spec) Check() error {
-	switch {
-	case rateProblem(s.Rate) != "":
-		return fmt.Errorf("rate %s", rateProblem(s.Rate))
+	switch p := rateProblem(s.Rate); {
+	case p != "":
+		return fmt.Errorf("rate %s", p)
 	case s.Concurrency < 0 || s.Concurrency > MaxConcurrency:
 		return fmt.Errorf("concurrency %d is not 0 (one) to %d", s.Concurrency, MaxConcurrency)
 	case s.Repeat < 0:

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"maps"
@@ -311,6 +311,12 @@ type shardSample struct {
 	raw []byte
 }
 
+// shardKey is what picks a sample's shard: its run and its UTC day.
+type shardKey struct {
+	run string
+	day int64
+}
+
 // shardBatch is how many samples a reader hands a shard at once: runs
 // of a reader's rows, in its order, compress better than its rows
 // interleaved with the other readers' one at a time (the scale bench's
@@ -358,6 +364,7 @@ func (w *writer) exportSamples(ctx context.Context, s *Store, f Filter, early fu
 			return context.Cause(ctx)
 		}
 	}
+	seed := maphash.MakeSeed()
 	var pending [][][]shardSample // each reader's batches by shard, not yet sent
 	err := s.scan(ctx, f, rawColumns, nil, func() func(*Row) error {
 		batches := make([][]shardSample, n)
@@ -370,9 +377,9 @@ func (w *writer) exportSamples(ctx context.Context, s *Store, f Filter, early fu
 			if err != nil {
 				return fmt.Errorf("store: sample %s of run %s: %w", r.Key, r.RunID, err)
 			}
-			h := fnv.New32a()
-			h.Write([]byte(r.RunID + "\x00" + day(r.StartedAt))) // both files' partitions
-			i := h.Sum32() % uint32(n)
+			// Both files' partitions are the run's and the day's: hashed
+			// as they are, without a string made for them a sample.
+			i := maphash.Comparable(seed, shardKey{r.RunID, r.StartedAt.Unix() / 86400}) % uint64(n)
 			if batches[i] = append(batches[i], shardSample{row: r.Clone(), raw: raw}); len(batches[i]) < shardBatch {
 				return nil
 			}
