@@ -2,11 +2,11 @@ package bench
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/internal/listfile"
 )
 
@@ -19,7 +19,7 @@ func ReadQueries(path string) ([]Query, error) {
 		fields := strings.Fields(line)
 		q := Query{Name: dns.Fqdn(fields[0]), Type: dns.TypeA}
 		if len(fields) > 1 {
-			t, ok := queryType(fields[1])
+			t, ok := dnswire.ParseType(fields[1])
 			if !ok {
 				return fmt.Errorf("unknown type %q", fields[1])
 			}
@@ -41,19 +41,4 @@ func ReadQueries(path string) ([]Query, error) {
 		return nil, fmt.Errorf("%s: no queries", path)
 	}
 	return out, nil
-}
-
-// queryType is a type's number from its mnemonic (A, HTTPS) or from
-// RFC 3597's generic TYPEnnn, in any case.
-func queryType(s string) (uint16, bool) {
-	s = strings.ToUpper(s)
-	if t, ok := dns.StringToType[s]; ok {
-		return t, true
-	}
-	if digits, ok := strings.CutPrefix(s, "TYPE"); ok {
-		if t, err := strconv.ParseUint(digits, 10, 16); err == nil {
-			return uint16(t), true
-		}
-	}
-	return 0, false
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -288,7 +289,7 @@ func LoadCampaign(path string) (*Campaign, error) {
 		}
 	}
 	if c.Query.Type != "" {
-		if _, ok := dns.StringToType[strings.ToUpper(c.Query.Type)]; !ok {
+		if _, ok := dnswire.ParseType(c.Query.Type); !ok {
 			bad("query.type", "unknown record type %q", c.Query.Type)
 		}
 	}
@@ -482,7 +483,7 @@ func CheckTarget(t string) error {
 func (q CampaignQuery) Apply(s *Spec) {
 	s.Name = q.Name
 	if q.Type != "" {
-		s.Type = dns.StringToType[strings.ToUpper(q.Type)] // checked by LoadCampaign
+		s.Type, _ = dnswire.ParseType(q.Type) // checked by LoadCampaign
 	}
 	if q.RD != nil {
 		s.NoRD = !*q.RD

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -198,11 +199,17 @@ func parseJSONQuery(qs url.Values) (*dns.Msg, bool, error) {
 	}
 	qtype := dns.TypeA
 	if t := qs.Get("type"); t != "" {
-		if v, ok := dns.StringToType[strings.ToUpper(t)]; ok {
-			qtype = v
-		} else if _, err := fmt.Sscanf(t, "%d", &qtype); err != nil {
+		// The JSON API also takes the number alone (type=65), whole:
+		// "12abc" is not 12.
+		v, ok := ParseType(t)
+		if !ok {
+			n, err := strconv.ParseUint(t, 10, 16)
+			v, ok = uint16(n), err == nil
+		}
+		if !ok {
 			return nil, true, &HTTPError{Code: http.StatusBadRequest, Msg: fmt.Sprintf("bad type %q", t)}
 		}
+		qtype = v
 	}
 	q := new(dns.Msg)
 	q.SetQuestion(dns.Fqdn(name), qtype)

@@ -94,6 +94,11 @@ func TestQueryHumanOutput(t *testing.T) {
 	require.Contains(t, out, "TLS 1.3")
 	require.Contains(t, out, ";; conn: reused")
 	require.Contains(t, out, ";; 2/2 answered")
+
+	// RFC 3597's generic name for a type asks for it, as dig's does.
+	code, out, _ = run("query", cd.UDP, "example.test", "TYPE1")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "example.test.\t300\tIN\tA\t"+testutil.ZoneA)
 }
 
 func silentUDP(t *testing.T) string {

@@ -21,8 +21,7 @@ import (
 	"github.com/doxlab/doxlab/internal/order"
 	"github.com/doxlab/doxlab/internal/stats"
 
-	"github.com/miekg/dns"
-
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/protocol"
 	"github.com/doxlab/doxlab/store"
@@ -87,7 +86,12 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 			return fail("target %q: %v", tg, err)
 		}
 	}
-	t, ok := dns.StringToType[strings.ToUpper(*qtype)]
+	if *timeout <= 0 {
+		// The library takes 0 for its default: a 0s typed here was
+		// five seconds unsaid.
+		return fail("--timeout %v: want a positive duration", *timeout)
+	}
+	t, ok := dnswire.ParseType(*qtype)
 	if !ok {
 		return fail("unknown record type %q", *qtype)
 	}

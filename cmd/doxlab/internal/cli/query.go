@@ -24,6 +24,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/quic-go/quic-go"
 
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -300,7 +301,7 @@ func withoutReuse(o transport.Options) transport.Options {
 func buildQuery(name string, typ []string, rd, do bool) (*dns.Msg, error) {
 	qtype := dns.TypeA
 	if len(typ) == 1 {
-		t, ok := dns.StringToType[strings.ToUpper(typ[0])]
+		t, ok := dnswire.ParseType(typ[0])
 		if !ok {
 			return nil, fmt.Errorf("unknown record type %q", typ[0])
 		}
