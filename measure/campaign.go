@@ -604,19 +604,17 @@ func Targets(list []string, file string) ([]string, error) {
 
 // TargetNotes are the comments after the targets of a targets file (what
 // doxlab survey verified of each), by target; a plan keeps them.
+// It reads the file as ReadTargets does (listfile), so that a note is
+// kept under the target ReadTargets gives.
 func TargetNotes(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	notes := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		target, note, found := strings.Cut(line, "#")
-		if target, note = strings.TrimSpace(target), strings.TrimSpace(note); found && target != "" && note != "" {
+	err := listfile.EachNoted(path, func(_ int, target, note string) error {
+		if note != "" {
 			notes[target] = note
 		}
-	}
-	return notes, nil
+		return nil
+	})
+	return notes, err
 }
 
 // ReadTargets reads one target per line; # starts a comment. A bad line

@@ -99,6 +99,15 @@ func TestListFiles(t *testing.T) {
 	notes, err := measure.TargetNotes(targets)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"192.0.2.1": "doq: v1; region=EU"}, notes)
+	// As an editor saves it, a byte order mark first and CRLF lines: the
+	// first target's note was kept under the mark, and its region lost.
+	require.NoError(t, os.WriteFile(targets, []byte("\ufeff192.0.2.1 # region=EU\r\n192.0.2.2 # region=AS\r\n"), 0o644))
+	got, err = measure.ReadTargets(targets)
+	require.NoError(t, err)
+	require.Equal(t, []string{"192.0.2.1", "192.0.2.2"}, got)
+	notes, err = measure.TargetNotes(targets)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"192.0.2.1": "region=EU", "192.0.2.2": "region=AS"}, notes)
 	require.NoError(t, os.WriteFile(targets, []byte("192.0.2.1\nnot a host\n"), 0o644))
 	_, err = measure.ReadTargets(targets)
 	require.ErrorContains(t, err, "targets:2")

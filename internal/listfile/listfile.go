@@ -19,18 +19,28 @@ const maxLine = 1 << 20
 // line number (from 1). An error of f comes back as "PATH:LINE: error",
 // one reading the file as "PATH: error"; one opening it as it is.
 func Each(path string, f func(n int, line string) error) error {
-	file, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	return EachIn(file, path, f)
+	return EachNoted(path, func(n int, line, _ string) error { return f(n, line) })
 }
 
 // EachIn is Each of what r reads, named path in its errors. A byte
 // order mark before the first line (as some editors save a file) is
 // not part of the first entry.
 func EachIn(r io.Reader, path string, f func(n int, line string) error) error {
+	return eachNoted(r, path, func(n int, line, _ string) error { return f(n, line) })
+}
+
+// EachNoted is Each, handing f each entry's comment too (what follows
+// its #, trimmed; "" for none).
+func EachNoted(path string, f func(n int, line, note string) error) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	return eachNoted(file, path, f)
+}
+
+func eachNoted(r io.Reader, path string, f func(n int, line, note string) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	for n := 1; sc.Scan(); n++ {
@@ -38,11 +48,11 @@ func EachIn(r io.Reader, path string, f func(n int, line string) error) error {
 		if n == 1 {
 			text = strings.TrimPrefix(text, "\ufeff")
 		}
-		line, _, _ := strings.Cut(text, "#")
+		line, note, _ := strings.Cut(text, "#")
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		if err := f(n, line); err != nil {
+		if err := f(n, line, strings.TrimSpace(note)); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, n, err)
 		}
 	}
