@@ -190,15 +190,23 @@ func (c *Config) Check() error {
 	switch {
 	case !(c.Rate >= 0): // NaN too
 		return errors.New("rate must be a number, 0 or more")
-	case c.Rate > 10_000_000:
+	case c.Rate > MaxRate:
 		return fmt.Errorf("rate %.0f/s is more than any server here can take", c.Rate)
 	case c.Conns > 10000:
 		return fmt.Errorf("%d connections is more than a benchmark of one server needs", c.Conns)
+	case c.Workers > 10000:
+		// A closed loop's senders each hold a query: a typo's million
+		// started a million goroutines sending at once.
+		return fmt.Errorf("%d workers is more than a benchmark of one server needs", c.Workers)
 	case c.Duration > 24*time.Hour:
 		return errors.New("duration over a day")
 	}
 	return nil
 }
+
+// MaxRate is the highest open-loop rate, queries a second: more than any
+// server here can take.
+const MaxRate = 10_000_000
 
 func newHist() *hdrhistogram.Histogram {
 	return hdrhistogram.New(1, 60_000_000, 3) // 1 µs to 60 s, 3 significant digits
@@ -255,7 +263,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		defer stop()
 	}
 	if c.Rate > 0 {
-		r.openLoop(ctx, interrupted, end)
+		r.openLoop(ctx, interrupted)
 	} else {
 		r.closedLoop(ctx)
 	}
@@ -364,16 +372,16 @@ func (r *fullRun) record(rec *transport.Record, intended, called, done time.Time
 }
 
 // openLoop sends query i at start + i/Rate, whatever happened to the
-// ones before it, until end, MaxQueries or interrupted; at most
+// ones before it, until Duration, MaxQueries or interrupted; at most
 // MaxInFlight are out at once.
-func (r *fullRun) openLoop(ctx context.Context, interrupted <-chan struct{}, end time.Time) {
+func (r *fullRun) openLoop(ctx context.Context, interrupted <-chan struct{}) {
 	slots := make(chan struct{}, r.c.MaxInFlight)
-	interval := time.Duration(float64(time.Second) / r.c.Rate)
 	for i := 0; i < r.c.MaxQueries; i++ {
-		due := r.start.Add(time.Duration(i) * interval)
-		if !due.Before(end) {
+		at, ok := dueAt(i, r.c.Rate, r.c.Duration)
+		if !ok {
 			return
 		}
+		due := r.start.Add(at)
 		if d := time.Until(due); d > 0 {
 			select {
 			case <-time.After(d):
@@ -401,6 +409,18 @@ func (r *fullRun) openLoop(ctx context.Context, interrupted <-chan struct{}, end
 			<-slots
 		}()
 	}
+}
+
+// dueAt is when query i of an open loop at rate is due after the start,
+// and false if that is not within the run. It is reckoned in floats: an
+// interval past a Duration's 292 years (a rate of 1e-12/s) wrapped to
+// the past when converted first, and every query went at once.
+func dueAt(i int, rate float64, within time.Duration) (time.Duration, bool) {
+	at := float64(i) * float64(time.Second) / rate
+	if !(at < float64(within)) {
+		return 0, false
+	}
+	return time.Duration(at), true
 }
 
 // closedLoop runs Workers workers, each sending its next query when its

@@ -89,3 +89,26 @@ func TestStepsFindTheRateHeld(t *testing.T) {
 	}
 	require.Equal(t, []float64{100, 200, 400}, bench.Doubling(100, 500))
 }
+
+// TestASlowRateKeepsItsSchedule: at one query a minute, a run of a
+// second sends the first query and no other, however many MaxQueries
+// allows, on both paths. A rate so slow that its interval overflowed a
+// Duration (2^63 ns, 292 years) once wrapped the schedule to the past
+// and sent every query at once.
+func TestASlowRateKeepsItsSchedule(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	url := "udp://" + srv.Addr("udp").String()
+	for _, rate := range []float64{1.0 / 60, 1e-12, 5e-324} {
+		for _, full := range []bool{false, true} {
+			res, err := bench.Run(context.Background(), bench.Config{URL: url, Rate: rate, MaxQueries: 5, Duration: time.Second,
+				Options: transport.Options{Reuse: true}, Full: full})
+			require.NoError(t, err)
+			s := res.Summarize()
+			require.Equal(t, 1, s.Sent, "rate %g/s, full %v", rate, full)
+			require.Equal(t, 1, s.Answered, "rate %g/s, full %v", rate, full)
+		}
+	}
+}

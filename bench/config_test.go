@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,19 @@ func TestParseStepsAndRamp(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 	require.False(t, math.IsInf(r[len(r)-1], 0))
+	// Bounded before the first step: a rate past MaxRate failed the run
+	// after every step before it, and 1e-300:1e308 was 2,017 steps.
+	r, err = bench.ParseRamp("1:1e7")
+	require.NoError(t, err)
+	require.Len(t, r, 24, "one query a second to MaxRate")
+	_, err = bench.ParseRamp("1e-6:1e6")
+	require.EqualError(t, err, "1e-6:1e6 doubles in 40 steps, more than 32 (each runs the whole duration): start higher")
+	_, err = bench.ParseRamp("1e-300:1e308")
+	require.ErrorContains(t, err, "two rates from above 0 to 10000000")
+	_, err = bench.ParseSteps("100,2e7")
+	require.ErrorContains(t, err, `"2e7" is not a rate from above 0 to 10000000`)
+	_, err = bench.ParseSteps(strings.Repeat("10,", 32) + "10")
+	require.EqualError(t, err, "33 steps, more than 32: each runs the whole duration")
 	// An infinite limit ends where doubling does (it appended +Inf
 	// without end): 1024 rates from 1 to the largest float.
 	r = bench.Doubling(1, math.Inf(1))
@@ -66,6 +80,8 @@ func TestCheckRefusesWhatNoRunCanMean(t *testing.T) {
 		"rate must be a number, 0 or more":   {Rate: math.NaN()},
 		"more than any server here can take": {Rate: math.Inf(1)},
 		"duration over a day":                {Duration: 25 * time.Hour},
+		"10001 connections is more than":     {Conns: 10001},
+		"1000000 workers is more than":       {Workers: 1_000_000},
 	} {
 		require.ErrorContains(t, c.Check(), msg)
 	}

@@ -476,12 +476,11 @@ func (r *leanRun) newSender(ctx context.Context, k int, lc *leanConn) *sender {
 func (s *sender) run() {
 	r := s.r
 	n := len(r.conns)
-	interval := float64(time.Second) / r.c.Rate
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for i := s.k; i < r.c.MaxQueries; i += n {
-		due := time.Duration(float64(i) * interval)
-		if !r.start.Add(due).Before(r.end) {
+		due, ok := dueAt(i, r.c.Rate, r.c.Duration)
+		if !ok {
 			break
 		}
 		if wait := time.Until(r.start.Add(due)); wait > 0 {

@@ -79,29 +79,44 @@ func Steps(ctx context.Context, c Config, rates []float64, b Bound) ([]Step, flo
 	return steps, held, nil
 }
 
+// MaxSteps bounds a stepped run: each step runs the whole duration, and
+// doubling from one query a second passes MaxRate in 24.
+const MaxSteps = 32
+
 // ParseSteps reads the rates a stepped benchmark runs through: a
-// comma-separated list of positive rates.
+// comma-separated list of positive rates up to MaxRate, at most
+// MaxSteps of them, checked before the first step runs (a rate past
+// MaxRate once failed the run after every step before it).
 func ParseSteps(list string) ([]float64, error) {
 	var rates []float64
 	for _, f := range strings.Split(list, ",") {
 		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(r > 0) || math.IsInf(r, 0) {
-			return nil, fmt.Errorf("%q is not a positive rate", f)
+		if err != nil || !(r > 0) || r > MaxRate {
+			return nil, fmt.Errorf("%q is not a rate from above 0 to %d", f, MaxRate)
 		}
 		rates = append(rates, r)
+	}
+	if len(rates) > MaxSteps {
+		return nil, fmt.Errorf("%d steps, more than %d: each runs the whole duration", len(rates), MaxSteps)
 	}
 	return rates, nil
 }
 
-// ParseRamp reads START:LIMIT, the rates from START doubling up to LIMIT.
+// ParseRamp reads START:LIMIT, the rates from START doubling up to
+// LIMIT, at most MaxRate and MaxSteps: 1e-300:1e308 was 2,017 steps,
+// the first thousand sending one query each, for hours.
 func ParseRamp(ramp string) ([]float64, error) {
 	a, b, ok := strings.Cut(ramp, ":")
 	start, err1 := strconv.ParseFloat(a, 64)
 	limit, err2 := strconv.ParseFloat(b, 64)
-	if !ok || err1 != nil || err2 != nil || !(start > 0) || !(limit >= start) || math.IsInf(limit, 0) {
-		return nil, fmt.Errorf("want START:LIMIT, two positive rates, START first")
+	if !ok || err1 != nil || err2 != nil || !(start > 0) || !(limit >= start) || limit > MaxRate {
+		return nil, fmt.Errorf("want START:LIMIT, two rates from above 0 to %d, START first", MaxRate)
 	}
-	return Doubling(start, limit), nil
+	rates := Doubling(start, limit)
+	if len(rates) > MaxSteps {
+		return nil, fmt.Errorf("%s doubles in %d steps, more than %d (each runs the whole duration): start higher", ramp, len(rates), MaxSteps)
+	}
+	return rates, nil
 }
 
 // Doubling is the rates from start doubling up to at most limit. An

@@ -69,7 +69,8 @@ func TestBench(t *testing.T) {
 		{[]string{"--ramp", "100:400", "--max-loss", "1.5", url}, "--max-loss: the loss a rate may have is a share from 0 up to 1, not 1.5"},
 		{[]string{"--steps", "100", "--p99", "-1ms", url}, "the p99 latency bound must be positive"},
 		{[]string{"ftp://x"}, "ftp"},
-		{[]string{"--steps", "100,fast", url}, `--steps: "fast" is not a positive rate`},
+		{[]string{"--steps", "100,fast", url}, `--steps: "fast" is not a rate from above 0 to 10000000`},
+		{[]string{"--ramp", "1e-300:1e6", url}, "--ramp: 1e-300:1e6 doubles in 1017 steps, more than 32"},
 		{[]string{"--ramp", "900:100", url}, "--ramp: want START:LIMIT"},
 		{[]string{"--steps", "100", "--ramp", "1:2", url}, "exclude each other"},
 	} {
