@@ -298,6 +298,10 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 		return fail("no store: give --store postgres://... or set DOXLAB_STORE")
 	case *concurrency < 1 || *concurrency > measure.MaxConcurrency:
 		return fail("--concurrency %d: want 1 to %d", *concurrency, measure.MaxConcurrency)
+	case *rescue <= 0:
+		// The library takes 0 for its default: a -5m typed here was
+		// two minutes unsaid.
+		return fail("--rescue-after %v: want a positive duration", *rescue)
 	}
 	if err := measure.CheckVantageName(*vantage); err != nil {
 		return fail("%v", err)

@@ -269,6 +269,18 @@ func TestMistakesGetOneLine(t *testing.T) {
 		{[]string{"experiment", "web", "--profile", "fiber"}, "unknown flag --profile (did you mean --profiles?)"},
 		{[]string{"bench", "--duration", "3", "udp://127.0.0.1:1"}, "--duration 3: missing unit (e.g. 3s or 3ms)"},
 		{[]string{"measure", "--timeout", "soon", "127.0.0.1"}, `--timeout "soon": not a duration`},
+		// A timeout of 0 or less: every step had failed at once, each
+		// saying it timed out (and the worker's rescue taken as 2m).
+		{[]string{"probe", "--timeout", "-1s", "udp://127.0.0.1:1"}, "--timeout -1s: want a positive duration"},
+		{[]string{"probe", "--count", "0", "udp://127.0.0.1:1"}, "--count 0: want 1 to 10000"},
+		{[]string{"probe", "--count", "1000000000", "udp://127.0.0.1:1"}, "--count 1000000000: want 1 to 10000"},
+		{[]string{"verify", "--timeout", "0s", "127.0.0.1"}, "--timeout 0s: want a positive duration"},
+		{[]string{"measure", "--timeout", "0s", "127.0.0.1"}, "--timeout 0s: want a positive duration"},
+		{[]string{"query", "--timeout", "-1s", "udp://127.0.0.1:1", "x.test"}, "--timeout -1s: want a positive duration"},
+		{[]string{"load", "--timeout", "-3s", "https://example.test/"}, "--timeout -3s: want a positive duration"},
+		{[]string{"serve", "--delay", "-50ms"}, "--delay -50ms: want 0 or more"},
+		{[]string{"serve", "--delay-every", "-3"}, "--delay-every -3: want 0 (none) or more"},
+		{[]string{"worker", "--vantage", "fra1", "--store", "postgres://nobody@127.0.0.1:1/x", "--rescue-after", "-5m"}, "--rescue-after -5m0s: want a positive duration"},
 	} {
 		code, out, errOut := run(c.args...)
 		require.Equal(t, exitUsage, code, "%v", c.args)

@@ -104,6 +104,9 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *maxPage <= 0 || *maxResource <= 0 {
 		return fail("--max-page-mib and --max-resource-mib: want a positive size")
 	}
+	if *timeout <= 0 {
+		return fail("--timeout %v: want a positive duration", *timeout)
+	}
 	switch {
 	case *h2 && *discover:
 		return fail("give --h2 or --discover, not both")

@@ -15,6 +15,9 @@ import (
 	"github.com/doxlab/doxlab/transport"
 )
 
+// maxProbes bounds probe's --count: a liveness check, not a load.
+const maxProbes = 10_000
+
 // runProbe measures the RTT on the port and protocol a server URL uses:
 // udp:// with a header-only DNS message, tcp://, tls:// and https:// with
 // a SYN, quic:// and h3:// with a QUIC Version Negotiation.
@@ -38,6 +41,17 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
+	if *count < 1 || *count > maxProbes {
+		// 0 and negatives once ran one probe; a typo's billion ran
+		// until killed.
+		fmt.Fprintf(stderr, "doxlab probe: --count %d: want 1 to %d\n", *count, maxProbes)
+		return exitUsage
+	}
+	if *timeout <= 0 {
+		// Every probe would have timed out at once, and said so.
+		fmt.Fprintf(stderr, "doxlab probe: --timeout %v: want a positive duration\n", *timeout)
+		return exitUsage
+	}
 	ep, err := transport.ParseURL(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab probe: %v\n", err)
@@ -46,7 +60,7 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 	f := probe.ForScheme(ep.Scheme)
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 	code := exitOK
-	for range max(1, *count) {
+	for range *count {
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		r, err := f(ctx, addr)
 		cancel()

@@ -326,7 +326,7 @@ func (f *queryFlags) options() (transport.Options, error) {
 		SNI: f.sni, Insecure: f.insecure, LocalAddr: f.local, QlogDir: f.qlog,
 	}
 	if f.timeout <= 0 {
-		return o, fmt.Errorf("--timeout must be positive")
+		return o, fmt.Errorf("--timeout %v: want a positive duration", f.timeout)
 	}
 	resume := f.resume || f.zeroRTT
 	if resume || f.tokens || f.pinVersion {

@@ -195,6 +195,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	set(&cfg.TLS.CertOut, certOut)
 	set(&cfg.QUIC.Retry, retry)
 	cfg.QUIC.NoZeroRTT = cfg.QUIC.NoZeroRTT || noZeroRTT
+	// Below 0 is a typo, as in the config file: it was dropped unsaid,
+	// and the server answered at once where a delay was asked.
+	if delay < 0 {
+		return fail(fmt.Errorf("--delay %v: want 0 or more", delay))
+	}
+	if delayEvery < 0 {
+		return fail(fmt.Errorf("--delay-every %d: want 0 (none) or more", delayEvery))
+	}
 	if delay > 0 {
 		cfg.Faults.Delay = delay
 	}

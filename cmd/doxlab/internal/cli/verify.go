@@ -67,6 +67,9 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		targets = append(targets, more...)
 	}
+	if *timeout <= 0 {
+		return fail(exitUsage, "--timeout %v: want a positive duration", *timeout)
+	}
 	protos := splitList(*protocols)
 	for _, p := range protos {
 		if p != "doq" && p != "dot" && p != "doh" {
