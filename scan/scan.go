@@ -33,6 +33,15 @@ import (
 // Spec.AllowLarge says otherwise: a /16 on one port.
 const MaxTargets = 1 << 16
 
+// MaxLargeTargets bounds even a scan with Spec.AllowLarge: its targets
+// are held in memory, 48 octets each (800 MB at this bound, a /8 on one
+// port). Past it, ZMap with ZMapProbe scans.
+const MaxLargeTargets = 1 << 24
+
+// ErrInternetWide is why a scan past MaxLargeTargets is refused: ZMap
+// scans that far, with doxlab's probe (ZMapProbe).
+var ErrInternetWide = errors.New("a scan of the Internet is ZMap's, with doxlab's probe")
+
 // MaxDuration is the longest a scan's probes may take to send, at its
 // rate.
 const MaxDuration = 366 * 24 * time.Hour
@@ -93,43 +102,79 @@ type target struct {
 	kind string
 }
 
-// plan expands the ranges into targets, minus the blocked prefixes.
-func (s *Spec) plan() (targets []target, blocked int, err error) {
+// Check says why a scan would be refused, before anything is sent or
+// stored: the ranges, rate, ports and files plan reads, and the bounds
+// on the targets' number and time. Errors are *SpecError.
+func (s Spec) Check() error {
+	_, _, err := s.bounds()
+	return asSpecError(err)
+}
+
+func asSpecError(err error) error {
+	if _, ok := errors.AsType[*SpecError](err); err != nil && !ok {
+		return &SpecError{Err: err}
+	}
+	return err
+}
+
+// bounds checks the spec and returns its prefixes and the blocklist,
+// without expanding them: a /0 with AllowLarge is four billion
+// addresses, refused here by number, not by running out of memory.
+func (s *Spec) bounds() ([]netip.Prefix, *blocklist.List, error) {
 	if len(s.Ranges) == 0 {
-		return nil, 0, &SpecError{"Ranges", errors.New("no ranges given: scan scans only what it is told to")}
+		return nil, nil, &SpecError{"Ranges", errors.New("no ranges given: scan scans only what it is told to")}
 	}
 	// NaN and Inf too: a probe's time is k/Rate seconds after the start,
 	// and a rate no interval holds would send every probe at once.
 	if !(s.Rate > 0) || math.IsInf(s.Rate, 0) {
-		return nil, 0, &SpecError{"Rate", errors.New("a rate limit is required, a finite number of probes per second above 0")}
+		return nil, nil, &SpecError{"Rate", errors.New("a rate limit is required, a finite number of probes per second above 0")}
 	}
 	if s.Rate > MaxRate && !s.AllowFast {
-		return nil, 0, &SpecError{"AllowFast", fmt.Errorf("rate %.0f/s is above %d/s: say so explicitly", s.Rate, MaxRate)}
+		return nil, nil, &SpecError{"AllowFast", fmt.Errorf("rate %.0f/s is above %d/s: say so explicitly", s.Rate, MaxRate)}
 	}
 	if len(s.QUICPorts) == 0 && len(s.DNSPorts) == 0 {
 		s.QUICPorts = []int{784, 853, 8853}
 	}
 	for _, port := range slices.Concat(s.QUICPorts, s.DNSPorts) {
 		if port < 1 || port > 65535 {
-			return nil, 0, &SpecError{"", fmt.Errorf("port %d: want 1 to 65535", port)}
+			return nil, nil, &SpecError{"", fmt.Errorf("port %d: want 1 to 65535", port)}
 		}
 	}
 	block, err := blocklist.Read(append(slices.Clone(s.Blocklist), s.OptOut...)...)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	var prefixes []netip.Prefix
 	total := 0
 	for _, r := range s.Ranges {
 		p, err := parsePrefix(r)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		prefixes = append(prefixes, p)
 		total += (1 << (32 - p.Bits())) * (len(s.QUICPorts) + len(s.DNSPorts))
 		if total > MaxTargets && !s.AllowLarge {
-			return nil, 0, &SpecError{"AllowLarge", fmt.Errorf("the ranges make more than %d targets: say so explicitly", MaxTargets)}
+			return nil, nil, &SpecError{"AllowLarge", fmt.Errorf("the ranges make more than %d targets: say so explicitly", MaxTargets)}
 		}
+		if total > MaxLargeTargets {
+			return nil, nil, &SpecError{"", fmt.Errorf("the ranges make more than %d targets, the most a scan holds: %w", MaxLargeTargets, ErrInternetWide)}
+		}
+	}
+	// Bounded in time as in rate: past MaxDuration a probe's time would
+	// be no duration at all (time.Duration holds 292 years, and a rate
+	// of 1e-12 would wrap it to send at once). Reckoned on every target
+	// the ranges make, the blocked ones too: a bound, not an estimate.
+	if d := float64(total) / s.Rate; d > MaxDuration.Seconds() {
+		return nil, nil, &SpecError{"Rate", fmt.Errorf("%d targets at %g probes per second take %.0f days, more than %.0f", total, s.Rate, d/86400, MaxDuration.Hours()/24)}
+	}
+	return prefixes, block, nil
+}
+
+// plan expands the ranges into targets, minus the blocked prefixes.
+func (s *Spec) plan() (targets []target, blocked int, err error) {
+	prefixes, block, err := s.bounds()
+	if err != nil {
+		return nil, 0, err
 	}
 	for _, p := range prefixes {
 		for a := p.Masked().Addr(); p.Contains(a); a = a.Next() {
@@ -144,12 +189,6 @@ func (s *Spec) plan() (targets []target, blocked int, err error) {
 				targets = append(targets, target{netip.AddrPortFrom(a, uint16(port)), "do53"})
 			}
 		}
-	}
-	// Bounded in time as in rate: past MaxDuration a probe's time would
-	// be no duration at all (time.Duration holds 292 years, and a rate
-	// of 1e-12 would wrap it to send at once).
-	if d := float64(len(targets)) / s.Rate; d > MaxDuration.Seconds() {
-		return nil, 0, &SpecError{"Rate", fmt.Errorf("%d targets at %g probes per second take %.0f days, more than %.0f", len(targets), s.Rate, d/86400, MaxDuration.Hours()/24)}
 	}
 	return targets, blocked, nil
 }
@@ -200,10 +239,7 @@ func (pm *permutation) next() (uint64, bool) {
 func Run(ctx context.Context, s Spec, found func(Result)) (Stats, error) {
 	targets, blocked, err := s.plan()
 	if err != nil {
-		if _, ok := errors.AsType[*SpecError](err); !ok {
-			err = &SpecError{Err: err}
-		}
-		return Stats{}, err
+		return Stats{}, asSpecError(err)
 	}
 	if s.Cooldown <= 0 {
 		s.Cooldown = 2 * time.Second

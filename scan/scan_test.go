@@ -33,13 +33,20 @@ func TestSpecRefusesUnsafeScans(t *testing.T) {
 		{"infinite rate", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: math.Inf(1), AllowFast: true}, "finite number of probes per second"},
 		{"a rate no interval holds", scan.Spec{Ranges: []string{"127.0.0.0/30"}, Rate: 1e-12}, "12 targets at 1e-12 probes per second take 138888889 days, more than 366"},
 		{"no port", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 10, DNSPorts: []int{70000}}, "port 70000: want 1 to 65535"},
+		{"the Internet", scan.Spec{Ranges: []string{"0.0.0.0/0"}, Rate: 1e7, AllowFast: true, AllowLarge: true}, "more than 16777216 targets"},
+		{"a /7", scan.Spec{Ranges: []string{"10.0.0.0/8", "11.0.0.0/8"}, Rate: 1e7, AllowFast: true, AllowLarge: true, QUICPorts: []int{853}}, "a scan of the Internet is ZMap's"},
 		{"missing blocklist", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 10, Blocklist: []string{"/nonexistent"}}, "reading blocklist"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := scan.Run(ctx, c.spec, func(scan.Result) {})
 			require.ErrorContains(t, err, c.want)
+			var se *scan.SpecError
+			require.ErrorAs(t, err, &se, "refused, not failed")
+			require.Equal(t, err.Error(), c.spec.Check().Error(), "Check says what Run would")
 		})
 	}
+	// A /8 on one port is the most a scan holds; Check does not expand it.
+	require.NoError(t, scan.Spec{Ranges: []string{"10.0.0.0/8"}, Rate: 1e7, AllowFast: true, AllowLarge: true, QUICPorts: []int{853}}.Check())
 }
 
 // TestScanFindsQUICServices scans the testbed: two server hosts with

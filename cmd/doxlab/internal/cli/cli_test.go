@@ -193,11 +193,18 @@ func TestScanRefusesAndWritesZMapProbe(t *testing.T) {
 		{[]string{"scan", "--rate", "10", "10.0.0.0/8"}, "--allow-large"},
 		{[]string{"scan", "--rate", "1000000", "127.0.0.1"}, "--allow-fast"},
 		{[]string{"scan", "--rate", "10", "--blocklist", "/nonexistent", "127.0.0.1"}, "reading blocklist"},
+		// Four billion targets once were made in memory before the
+		// time bound refused them.
+		{[]string{"scan", "--rate", "10000000", "--allow-fast", "--allow-large", "0.0.0.0/0"}, "more than 16777216 targets, the most a scan holds: a scan of the Internet is ZMap's, with doxlab's probe (--zmap-probe FILE writes it)"},
+		{[]string{"scan", "--rate", "0.001", "--allow-large", "10.0.0.0/12"}, "3145728 targets at 0.001 probes per second take 36409 days, more than 366 (--rate)"},
 	} {
-		code, _, errOut := run(c.args...)
+		// Refused before the store opens: no run begun, no file made.
+		db := filepath.Join(t.TempDir(), "scan.db")
+		code, _, errOut := run(append([]string{"scan", "--store", db}, c.args[1:]...)...)
 		require.Equal(t, 2, code, "%v", c.args)
 		require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
 		require.Contains(t, errOut, c.want)
+		require.NoFileExists(t, db, "%v", c.args)
 	}
 	f := filepath.Join(t.TempDir(), "probe.bin")
 	code, _, errOut := run("scan", "--zmap-probe", f)

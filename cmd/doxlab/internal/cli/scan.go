@@ -80,6 +80,11 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 			*p.dst = append(*p.dst, n)
 		}
 	}
+	// Refused before the store opens: a run begun for a scan that never
+	// sends once stayed in the store, empty.
+	if err := s.Check(); err != nil {
+		return scanFailed(err, stderr)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var st *store.Store
@@ -122,18 +127,27 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, e := range []error{err, storeErr} {
 		if e != nil {
-			if se, refused := errors.AsType[*scan.SpecError](e); refused {
-				// The library names its Spec field; the CLI, the flag.
-				msg := se.Err.Error()
-				if f := scanFlags[se.Field]; f != "" {
-					msg += " (" + f + ")"
-				}
-				fmt.Fprintf(stderr, "doxlab scan: %s\n", msg)
-				return exitUsage
-			}
-			fmt.Fprintf(stderr, "doxlab scan: %v\n", e)
-			return 1
+			return scanFailed(e, stderr)
 		}
 	}
 	return exitOK
+}
+
+// scanFailed says why a scan failed, naming the flag to set where the
+// library names its Spec field; a refused spec exits 2.
+func scanFailed(err error, stderr io.Writer) int {
+	se, refused := errors.AsType[*scan.SpecError](err)
+	if !refused {
+		fmt.Fprintf(stderr, "doxlab scan: %v\n", err)
+		return 1
+	}
+	msg := se.Err.Error()
+	if f := scanFlags[se.Field]; f != "" {
+		msg += " (" + f + ")"
+	}
+	if errors.Is(err, scan.ErrInternetWide) {
+		msg += " (--zmap-probe FILE writes it)"
+	}
+	fmt.Fprintf(stderr, "doxlab scan: %s\n", msg)
+	return exitUsage
 }
