@@ -29,8 +29,16 @@ func Target(s string, port int) (string, error) {
 	if err != nil || a.Zone() != "" {
 		return "", fmt.Errorf("%q is not an IP address or IP:PORT", s)
 	}
+	if port < 1 || port > 65535 {
+		return "", fmt.Errorf("port %d is not a port (1-65535)", port)
+	}
 	return netip.AddrPortFrom(a, uint16(port)).String(), nil
 }
+
+// headers are the first lines of a CSV of targets that name its columns
+// (ZMap's saddr): a first line of one column is a target unless it is
+// one of them, so that a name or a typo there is said, not skipped.
+var headers = map[string]bool{"saddr": true, "ip": true, "address": true, "addr": true, "target": true, "host": true}
 
 // ReadTargets reads candidates, one IP or IP:PORT per line, port added
 // to bare IPs. Blank lines, # comments and a CSV header are skipped, and
@@ -49,13 +57,16 @@ func readTargets(r io.Reader, path string, port int) ([]string, error) {
 	err := listfile.EachIn(r, path, func(n int, line string) error {
 		cols := strings.Split(line, ",")
 		line = strings.TrimSpace(cols[0])
-		if n == 1 && net.ParseIP(line) == nil && !strings.Contains(line, ":") {
+		if n == 1 && net.ParseIP(line) == nil && (len(cols) > 1 || headers[strings.ToLower(line)]) {
 			return nil // a CSV header
 		}
 		if len(cols) > 1 && net.ParseIP(line) != nil { // ZMap's saddr,sport
-			if p, err := strconv.Atoi(strings.TrimSpace(cols[1])); err == nil && p > 0 && p < 65536 {
-				line = net.JoinHostPort(line, strconv.Itoa(p))
+			sport := strings.TrimSpace(cols[1])
+			p, err := strconv.Atoi(sport)
+			if err != nil || p < 1 || p > 65535 {
+				return fmt.Errorf("sport %q is not a port (1-65535)", sport)
 			}
+			line = net.JoinHostPort(line, strconv.Itoa(p))
 		}
 		t, err := Target(line, port)
 		if err != nil {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,6 +26,25 @@ func TestReadTargets(t *testing.T) {
 	got, err = readTargets(strings.NewReader("\ufeffsaddr,sport\r\n192.0.2.1,784\r\n"), "t.csv", 853)
 	require.NoError(t, err)
 	require.Equal(t, []string{"192.0.2.1:784"}, got, "ZMap's header, after a byte order mark")
+
+	// A first line is a header only where it is one: a name, or a typo,
+	// in its place was dropped unsaid, and the targets after it
+	// verified as if the list were whole.
+	for _, first := range []string{"dns.example", "192.0.2", "localhost"} {
+		_, err = readTargets(strings.NewReader(first+"\n192.0.2.1\n"), "t.txt", 853)
+		require.EqualError(t, err, `t.txt:1: "`+first+`" is not an IP address or IP:PORT`, first)
+	}
+	for _, header := range []string{"saddr", "ip,note", "Address"} {
+		got, err = readTargets(strings.NewReader(header+"\n192.0.2.1\n"), "t.csv", 853)
+		require.NoError(t, err, header)
+		require.Equal(t, []string{"192.0.2.1:853"}, got, header)
+	}
+	// ZMap's sport must be a port: another was taken for the default
+	// port, and a service other than the one the scan found verified.
+	for _, sport := range []string{"0", "99999", "x", "-1"} {
+		_, err = readTargets(strings.NewReader("saddr,sport\n192.0.2.1,"+sport+"\n"), "t.csv", 853)
+		require.EqualError(t, err, `t.csv:2: sport "`+sport+`" is not a port (1-65535)`, sport)
+	}
 }
 
 // TestTarget: an IP with a port, or a bare IP given the default port;
@@ -39,4 +59,15 @@ func TestTarget(t *testing.T) {
 		_, err := Target(bad, 853)
 		require.Error(t, err, bad)
 	}
+	// The default port is one too (doxlab verify --port): 70000 was
+	// taken as 4464, and a port nobody asked for probed.
+	for _, port := range []int{0, -1, 65536, 70000} {
+		_, err := Target("192.0.2.1", port)
+		require.EqualError(t, err, fmt.Sprintf("port %d is not a port (1-65535)", port))
+		_, err = readTargets(strings.NewReader("192.0.2.1\n"), "t.txt", port)
+		require.Error(t, err)
+	}
+	got, err := Target("192.0.2.1:784", 0)
+	require.NoError(t, err, "a target's own port needs no default")
+	require.Equal(t, "192.0.2.1:784", got)
 }
