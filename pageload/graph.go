@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"time"
@@ -86,9 +87,14 @@ type Resource struct {
 	WireEndMs float64 `json:"wire_end_ms,omitempty"`
 }
 
+// MaxGapMs bounds a gap of a graph (the browser's time, which a load
+// replays as a wait): ten minutes, more than any load's timeout. Beyond
+// it a wait overflows time.Duration long before it ends.
+const MaxGapMs = 10 * 60 * 1000
+
 // Check rejects a graph no replay can follow: no document, parents that
 // do not come before their children, negative sizes or gaps (but the
-// document's), bad URLs.
+// document's), gaps longer than MaxGapMs, bad URLs.
 func (g *Graph) Check() error {
 	if len(g.Resources) == 0 {
 		return fmt.Errorf("graph of %s: no resources", g.Page)
@@ -108,12 +114,17 @@ func (g *Graph) Check() error {
 			return fmt.Errorf("graph of %s: resource %d (%s): parent %d is not an earlier resource", g.Page, i, r.URL, r.Parent)
 		case r.AfterBytes < 0 || (r.GapMs < 0 && i > 0) || r.Size < 0:
 			return fmt.Errorf("graph of %s: resource %d (%s): negative bytes, gap or size", g.Page, i, r.URL)
+		case !(math.Abs(r.GapMs) <= MaxGapMs): // NaN too
+			return fmt.Errorf("graph of %s: resource %d (%s): a gap of %v ms, more than a load can hold (%v ms)", g.Page, i, r.URL, r.GapMs, float64(MaxGapMs))
 		case i > 0 && r.AfterBytes > g.Resources[r.Parent].Size:
 			return fmt.Errorf("graph of %s: resource %d (%s): discovered after %d octets of a %d-octet parent", g.Page, i, r.URL, r.AfterBytes, g.Resources[r.Parent].Size)
 		}
 	}
 	if g.OnloadGapMs < 0 {
 		return fmt.Errorf("graph of %s: negative onload gap", g.Page)
+	}
+	if !(g.OnloadGapMs <= MaxGapMs) {
+		return fmt.Errorf("graph of %s: an onload gap of %v ms, more than a load can hold (%v ms)", g.Page, g.OnloadGapMs, float64(MaxGapMs))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package pageload_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,6 +22,27 @@ func TestGraphCheck(t *testing.T) {
 	} {
 		require.Error(t, g.Check())
 	}
+	// A gap is the browser's time, replayed as a wait: one no load can
+	// hold (a graph file's 1e300, or the document's lookup leading by
+	// -1e308) overflowed the wait, and the load ran every resource at
+	// once with times beyond any clock; NaN and infinity the same.
+	doc := func(gap float64) pageload.Resource {
+		return pageload.Resource{URL: "https://x/", Parent: -1, GapMs: gap, Size: 10}
+	}
+	for _, g := range []*pageload.Graph{
+		{Page: "x", Resources: []pageload.Resource{doc(-1e308)}},
+		{Page: "x", Resources: []pageload.Resource{doc(math.NaN())}},
+		{Page: "x", Resources: []pageload.Resource{doc(0), {URL: "https://x/a", Parent: 0, GapMs: 1e300}}},
+		{Page: "x", Resources: []pageload.Resource{doc(0), {URL: "https://x/a", Parent: 0, GapMs: math.Inf(1)}}},
+		{Page: "x", Resources: []pageload.Resource{doc(0), {URL: "https://x/a", Parent: 0, GapMs: math.NaN()}}},
+		{Page: "x", Resources: []pageload.Resource{doc(0)}, OnloadGapMs: 1e300},
+		{Page: "x", Resources: []pageload.Resource{doc(0)}, OnloadGapMs: math.NaN()},
+		{Page: "x", Resources: []pageload.Resource{doc(pageload.MaxGapMs + 1)}},
+	} {
+		require.ErrorContains(t, g.Check(), "gap", "%+v", g)
+	}
+	ok := &pageload.Graph{Page: "x", Resources: []pageload.Resource{doc(-pageload.MaxGapMs), {URL: "https://x/a", Parent: 0, GapMs: pageload.MaxGapMs}}, OnloadGapMs: pageload.MaxGapMs}
+	require.NoError(t, ok.Check(), "the longest gaps a load can hold")
 }
 
 // TestMedianGraph chooses among loads of different network conditions by
