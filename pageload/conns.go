@@ -18,6 +18,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/doxlab/doxlab/internal/blocklist"
 	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/internal/printable"
 	"github.com/doxlab/doxlab/transport"
@@ -149,6 +150,9 @@ func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
 		return c
 	}
 	lo, err := ld.resolve(ctx, host)
+	if err == nil {
+		lo.addrs, err = ld.reachable(host, lo.addrs)
+	}
 	if err != nil {
 		return &originConn{index: -1, err: err}
 	}
@@ -165,6 +169,46 @@ func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
 		proto = map[bool]string{true: "h3", false: "h2"}[h3]
 	}
 	return ld.open(ctx, host, origin, remote, proto, ld.l.cfg.ZeroRTT, lo.ech)
+}
+
+// reachable is what of host's addresses the page may connect to. The
+// document's host may be anywhere: the page is what the user, or the
+// graph, asked for, and the first address it connects to sets the
+// page's own special-purpose block (127.0.0.0/8 for a page on loopback,
+// 10.0.0.0/8 on the testbed), if any. Any other host is refused an
+// address in a special-purpose block (loopback, link-local and cloud
+// metadata, private networks, ...) but that one, as Chromium's Private
+// Network Access keeps a public page from the machine's and its
+// network's own services: a page's subresource, or a measured
+// resolver's answer for one, once sent doxlab's loader from a public
+// page to 169.254.169.254.
+func (ld *load) reachable(host string, addrs []netip.Addr) ([]netip.Addr, error) {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	if host == ld.docHost {
+		if !ld.docPlaced && len(addrs) > 0 {
+			ld.docPlaced = true
+			if s, ok := blocklist.SpecialOf(addrs[0]); ok {
+				ld.docBlock = s.Prefix
+			}
+		}
+		return addrs, nil
+	}
+	var ok []netip.Addr
+	var refused error
+	for _, a := range addrs {
+		s, special := blocklist.SpecialOf(a)
+		if !special || s.Prefix == ld.docBlock {
+			ok = append(ok, a)
+		} else if refused == nil {
+			refused = fmt.Errorf("%w: %s is at %s, in %s (%s), and the page is not: a page reaches such addresses only from within their block",
+				blocklist.ErrSpecial, host, a, s.Prefix, s.Name)
+		}
+	}
+	if len(ok) == 0 && refused != nil {
+		return nil, refused
+	}
+	return ok, nil
 }
 
 // open opens a connection to remote for origin, its certificate checked

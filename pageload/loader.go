@@ -169,6 +169,9 @@ func New(cfg Config) (*Loader, error) {
 	if cfg.Resolver == nil && cfg.Coalesce == nil {
 		return nil, fmt.Errorf("no resolver")
 	}
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("port %d: want 1-65535 (0: 443)", cfg.Port)
+	}
 	if cfg.Port == 0 {
 		cfg.Port = 443
 	}
@@ -221,6 +224,9 @@ func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []b
 	ld := &load{l: l, g: g, t0: time.Now().Add(lead), keepDoc: keepDoc, abort: abort,
 		res: &Result{Page: g.Page, Protocol: l.cfg.Protocol, ZeroRTT: l.cfg.ZeroRTT, OnloadGapMs: g.OnloadGapMs}}
 	ld.res.Start = ld.t0
+	if u, err := url.Parse(g.Resources[0].URL); err == nil {
+		ld.docHost = u.Hostname()
+	}
 	if l.cfg.MaxLookups > 0 {
 		ld.slots = make(chan struct{}, l.cfg.MaxLookups)
 	}
@@ -274,13 +280,16 @@ type load struct {
 	bytes    atomic.Int64 // the bodies read so far, for MaxPageBytes
 	abort    context.CancelCauseFunc
 
-	mu      sync.Mutex
-	res     *Result
-	lookups perKey[lookup]
-	slots   chan struct{} // with MaxLookups, one per lookup in flight
-	fetches chan struct{} // one per request in flight (MaxRequests)
-	conns   perKey[*originConn]
-	opened  []*originConn // every connection, once, in order
+	mu        sync.Mutex
+	docHost   string       // the document's host: reachable anywhere
+	docBlock  netip.Prefix // the special-purpose block its address is in, if any
+	docPlaced bool         // docBlock is set
+	res       *Result
+	lookups   perKey[lookup]
+	slots     chan struct{} // with MaxLookups, one per lookup in flight
+	fetches   chan struct{} // one per request in flight (MaxRequests)
+	conns     perKey[*originConn]
+	opened    []*originConn // every connection, once, in order
 }
 
 func (ld *load) since() float64 {

@@ -458,19 +458,11 @@ func (s *slowHosts) Resolve(ctx context.Context, host string) ([]netip.Addr, *pa
 // MaxLookups 2, as a browser's host resolver queues its jobs; a lookup
 // that waited for its turn records the wait.
 func TestMaxLookups(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html></html>"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.png"), []byte("png"), 0o644))
 	names := []string{host}
 	for i := range 6 {
 		names = append(names, fmt.Sprintf("o%d.doxlab.test", i))
 	}
-	srv, err := server.New(&server.Config{Listen: server.Listen{Web: "127.0.0.1:0"}, TLS: server.TLS{Names: names, CertPerName: true}, Web: server.Web{Roots: map[string]string{"*": dir}}})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(srv.CertPEM())
+	srv, roots := imageServer(t, names)
 	base := "https://" + host + "/"
 	g := &pageload.Graph{Page: base, Resources: []pageload.Resource{{URL: base, Parent: -1, Size: 13}}}
 	for _, n := range names[1:] {
@@ -491,8 +483,22 @@ func TestMaxLookups(t *testing.T) {
 			require.Greater(t, longest, 80.0, "the last of six, two at a time, waited two turns of 30 ms")
 		}
 	}
-	_, err = pageload.New(pageload.Config{Resolver: &slowHosts{}, MaxLookups: -1})
+	_, err := pageload.New(pageload.Config{Resolver: &slowHosts{}, MaxLookups: -1})
 	require.ErrorContains(t, err, "max lookups -1")
+}
+
+// TestOriginPortIsAPort: the origins' port (doxlab load --port) is one;
+// 70000 was dialled as 4464 over HTTP/3, a port nobody asked for, and
+// -1 as 65535.
+func TestOriginPortIsAPort(t *testing.T) {
+	for _, port := range []int{-1, 65536, 70000} {
+		_, err := pageload.New(pageload.Config{Resolver: &slowHosts{}, Port: port})
+		require.EqualError(t, err, fmt.Sprintf("port %d: want 1-65535 (0: 443)", port))
+	}
+	for _, port := range []int{0, 1, 8443, 65535} {
+		_, err := pageload.New(pageload.Config{Resolver: &slowHosts{}, Port: port})
+		require.NoError(t, err, port)
+	}
 }
 
 // TestHTTPSAlongside: as Chromium's resolver, the loader asks the HTTPS
@@ -772,4 +778,56 @@ func (c *cachingDNS) Exchange(ctx context.Context, q *mdns.Msg) (*mdns.Msg, any,
 		c.mu.Unlock()
 	}
 	return r, rec, err
+}
+
+// hostsResolver answers each host with its address in the map.
+type hostsResolver map[string]string
+
+func (h hostsResolver) Resolve(_ context.Context, name string) ([]netip.Addr, *pageload.Lookup, error) {
+	a, ok := h[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("no such host %s", name)
+	}
+	return []netip.Addr{netip.MustParseAddr(a)}, &pageload.Lookup{Transport: "test"}, nil
+}
+
+// TestPageReachesNoMetadata: a page on loopback whose resources name a
+// host on loopback and one a hostile resolver puts at the cloud's
+// metadata address gets the first and is refused the second at once,
+// without a packet towards it: the load says why, and the rest of the
+// page still loads.
+func TestPageReachesNoMetadata(t *testing.T) {
+	srv, roots := imageServer(t, []string{host, "img.doxlab.test", "meta.doxlab.test"})
+	base := "https://" + host + "/"
+	g := &pageload.Graph{Page: base, Resources: []pageload.Resource{{URL: base, Parent: -1, Size: 13},
+		{URL: "https://img.doxlab.test/a.png", Parent: 0, AfterBytes: 13, Size: 3},
+		{URL: "https://meta.doxlab.test/latest/meta-data/", Parent: 0, AfterBytes: 13, Size: 3}}}
+	res := hostsResolver{host: "127.0.0.1", "img.doxlab.test": "127.0.0.1", "meta.doxlab.test": "169.254.169.254"}
+	l, err := pageload.New(pageload.Config{Resolver: res, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	r := l.Load(context.Background(), g)
+	require.Equal(t, "error", r.Status)
+	require.Contains(t, r.Error, "https://meta.doxlab.test/latest/meta-data/: special-purpose address not allowed: meta.doxlab.test is at 169.254.169.254, in 169.254.0.0/16")
+	require.Empty(t, r.Resources[0].Error)
+	require.Empty(t, r.Resources[1].Error, "the loopback image of a page on loopback")
+	require.Less(t, r.Resources[2].End, 1000.0, "refused at once, not timed out")
+	for _, c := range r.Conns {
+		require.NotContains(t, c.Remote, "169.254", "no connection towards it")
+	}
+}
+
+// imageServer serves an empty page and a 3-octet image (a.png) over
+// HTTP/3 on loopback for each of names, a certificate per name, and
+// returns it with the roots that verify it.
+func imageServer(t *testing.T, names []string) (*server.Server, *x509.CertPool) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html></html>"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.png"), []byte("png"), 0o644))
+	srv, err := server.New(&server.Config{Listen: server.Listen{Web: "127.0.0.1:0"}, TLS: server.TLS{Names: names, CertPerName: true}, Web: server.Web{Roots: map[string]string{"*": dir}}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { srv.Close() })
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	return srv, roots
 }
