@@ -10,6 +10,9 @@ import (
 
 // Check applies profile p to the first host's link and measures it.
 func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (_ *CheckResult, err error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
 	if tb.child != nil { // measured by the emulator's process, whose clocks and counters it reads
 		r, err := tb.remote(ctx, request{Op: "check", Profile: &p, Check: &o}, checkTimeout)
 		if err != nil {
@@ -26,15 +29,7 @@ func (tb *Testbed) Check(ctx context.Context, p Profile, o CheckOptions) (_ *Che
 	if len(tb.Spec.Hosts) < 2 {
 		return nil, fmt.Errorf("check needs two hosts")
 	}
-	if o.Probes == 0 {
-		o.Probes = 300
-	}
-	if o.Interval == 0 {
-		o.Interval = 5 * time.Millisecond
-	}
-	if o.Throughput == 0 {
-		o.Throughput = 2 * time.Second
-	}
+	o = o.withDefaults()
 	client, server := tb.Spec.Hosts[0], tb.Spec.Hosts[1]
 	// The check measures the link alone: cross traffic pauses meanwhile,
 	// and resumes after it.

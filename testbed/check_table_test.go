@@ -32,3 +32,28 @@ func TestCheckTable(t *testing.T) {
 	WriteCheckLegend(&b, "voluntary")
 	require.True(t, strings.HasPrefix(b.String(), "kernel preemption: voluntary"))
 }
+
+// TestCheckOptionsBounds: the defaults (zeros) and a check's ordinary
+// sizes pass; a negative count or time, and one that would outlast the
+// three minutes a running testbed gives a check, are refused before
+// anything is measured.
+func TestCheckOptionsBounds(t *testing.T) {
+	for _, o := range []CheckOptions{{}, {Probes: 100, Throughput: 500 * time.Millisecond}, {Probes: MaxCheckProbes},
+		{Probes: 600, Interval: 100 * time.Millisecond, Throughput: time.Minute}} {
+		require.NoError(t, o.Check(), "%+v", o)
+	}
+	for _, c := range []struct {
+		o    CheckOptions
+		says string
+	}{
+		{CheckOptions{Probes: -1}, "-1 RTT probes"},
+		{CheckOptions{Probes: MaxCheckProbes + 1}, "want 1 to 12000"},
+		{CheckOptions{Interval: -time.Millisecond}, "probe interval -1ms"},
+		{CheckOptions{Interval: 2 * time.Second}, "probe interval 2s"},
+		{CheckOptions{Probes: 1000, Interval: 100 * time.Millisecond}, "take 1m40s"},
+		{CheckOptions{Throughput: -time.Second}, "throughput test of -1s"},
+		{CheckOptions{Throughput: time.Hour}, "throughput test of 1h0m0s"},
+	} {
+		require.ErrorContains(t, c.o.Check(), c.says, "%+v", c.o)
+	}
+}

@@ -7,6 +7,7 @@
 package testbed
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -249,6 +250,37 @@ type CheckOptions struct {
 	Throughput     time.Duration // per direction; default 2 s (0 with SkipThroughput)
 	SkipThroughput bool
 }
+
+// Check says what is wrong with the options, before a testbed starts: a
+// negative count or time would measure nothing and report it, and one
+// past these bounds is a typo. A check asked of a running testbed has
+// checkTimeout in all: a minute of probes, two of throughput at most.
+func (o CheckOptions) Check() error {
+	d := o.withDefaults()
+	switch {
+	case o.Probes < 0 || o.Probes > MaxCheckProbes:
+		return fmt.Errorf("%d RTT probes: want 1 to %d (0: the default, 300)", o.Probes, MaxCheckProbes)
+	case o.Interval < 0 || o.Interval > time.Second:
+		return fmt.Errorf("probe interval %v: want up to 1s (0: the default, 5ms)", o.Interval)
+	case time.Duration(d.Probes)*d.Interval > time.Minute:
+		return fmt.Errorf("%d probes %v apart take %v: want a minute at most", d.Probes, d.Interval, time.Duration(d.Probes)*d.Interval)
+	case o.Throughput < 0 || o.Throughput > time.Minute:
+		return fmt.Errorf("throughput test of %v a direction: want up to 1m (0: the default, 2s)", o.Throughput)
+	}
+	return nil
+}
+
+// withDefaults is o with its zeros as a check takes them.
+func (o CheckOptions) withDefaults() CheckOptions {
+	o.Probes = cmp.Or(o.Probes, 300)
+	o.Interval = cmp.Or(o.Interval, 5*time.Millisecond)
+	o.Throughput = cmp.Or(o.Throughput, 2*time.Second)
+	return o
+}
+
+// MaxCheckProbes bounds CheckOptions.Probes: 12,000 at the default 5 ms
+// are the minute of probes a check may take.
+const MaxCheckProbes = 12_000
 
 type request struct {
 	Op      string        `json:"op"` // profile, stats, check or cross

@@ -273,6 +273,31 @@ func testbedCheckCmd(c *testbedCmd) int {
 	if _, code, ok := parseArgs(fs, args[1:]); !ok {
 		return code
 	}
+	// All of it is checked before a busy process or a testbed starts:
+	// --cpu-load 100000 once started as many shells before a profile's
+	// typo ended the check.
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "doxlab testbed check: "+format+"\n", a...)
+		return exitUsage
+	}
+	opts := testbed.CheckOptions{Probes: *probes, Throughput: *secs}
+	if *probes == 0 || *secs == 0 {
+		return usage("--probes and --throughput must be more than 0")
+	}
+	if err := opts.Check(); err != nil {
+		return usage("%v", err)
+	}
+	if *load < 0 || *load > maxCPULoad {
+		return usage("--cpu-load %d: want 0 to %d busy processes", *load, maxCPULoad)
+	}
+	var ps []testbed.Profile
+	for _, pn := range strings.Split(*profiles, ",") {
+		p, err := testbed.LookupProfile(pn)
+		if err != nil {
+			return usage("%v", err)
+		}
+		ps = append(ps, p)
+	}
 	for range *load {
 		busy := exec.Command("sh", "-c", "while :; do :; done")
 		if busy.Start() == nil {
@@ -283,9 +308,12 @@ func testbedCheckCmd(c *testbedCmd) int {
 	if *browserLoad {
 		spec.Hosts = []string{"client", "server", "load"}
 	}
-	return testbedCheck(spec, strings.Split(*profiles, ","), *probes, *secs, *browserLoad, *asJSON, stdout, stderr)
-
+	return testbedCheck(spec, ps, opts, *browserLoad, *asJSON, stdout, stderr)
 }
+
+// maxCPULoad bounds testbed check's --cpu-load: a browser keeps a few
+// cores busy, not hundreds.
+const maxCPULoad = 64
 
 // testbedUp starts the emulator as a background process ('testbed daemon')
 // and waits until it reports ready. A testbed already up is left as it is,
@@ -393,7 +421,7 @@ func testbedStatus(name string, asJSON bool, stdout, stderr io.Writer) int {
 
 // testbedCheck measures each profile on a testbed of its own (the check
 // switches profiles, so it never disturbs one that is up).
-func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Duration, withBrowser, asJSON bool, stdout, stderr io.Writer) int {
+func testbedCheck(spec testbed.Spec, profiles []testbed.Profile, opts testbed.CheckOptions, withBrowser, asJSON bool, stdout, stderr io.Writer) int {
 	defer testbed.HoldGC()() // the checks measure the emulator, which runs here
 	tb, err := testbed.Start(spec)
 	if err != nil {
@@ -429,15 +457,10 @@ func testbedCheck(spec testbed.Spec, profiles []string, probes int, secs time.Du
 		testbed.WriteCheckHeader(stdout)
 	}
 	var preempt string // the kernel's preemption model, as the check found it
-	for _, pn := range profiles {
-		p, err := testbed.LookupProfile(pn)
+	for _, p := range profiles {
+		res, err := tb.Check(ctx, p, opts)
 		if err != nil {
-			fmt.Fprintf(stderr, "doxlab testbed check: %v\n", err)
-			return exitUsage
-		}
-		res, err := tb.Check(ctx, p, testbed.CheckOptions{Probes: probes, Throughput: secs})
-		if err != nil {
-			fmt.Fprintf(stderr, "doxlab testbed check: %s: %v\n", pn, err)
+			fmt.Fprintf(stderr, "doxlab testbed check: %s: %v\n", p.Name, err)
 			return 1
 		}
 		preempt = res.Preemption

@@ -74,3 +74,29 @@ func TestCheckUnderBrowserLoad(t *testing.T) {
 	require.Regexp(t, `Chromium loaded [1-9]\d* pages during the check`, string(out))
 	require.NotContains(t, string(out), "check: browser load", "no browser error")
 }
+
+// TestTestbedCheckRefusesBeforeStarting: what testbed check is asked
+// is checked whole before a busy process or a testbed starts, so a
+// typo costs one line and exit 2, as root or not.
+func TestTestbedCheckRefusesBeforeStarting(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--cpu-load", "100000"}, "--cpu-load 100000: want 0 to 64"},
+		{[]string{"--cpu-load", "-1"}, "--cpu-load -1"},
+		{[]string{"--probes", "-5"}, "-5 RTT probes"},
+		{[]string{"--probes", "0"}, "--probes and --throughput must be more than 0"},
+		{[]string{"--probes", "1000000"}, "want 1 to 12000"},
+		{[]string{"--throughput", "-1s"}, "throughput test of -1s"},
+		{[]string{"--throughput", "2h"}, "throughput test of 2h0m0s"},
+		{[]string{"--profiles", "fiber,fibre", "--cpu-load", "64"}, `"fibre"`},
+	} {
+		code, _, errOut := run(append([]string{"testbed", "check", "--name", "tbrefuse"}, c.args...)...)
+		require.Equal(t, exitUsage, code, "%v: %s", c.args, errOut)
+		require.Contains(t, errOut, c.says, "%v", c.args)
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+	}
+	_, err := testbed.Load("tbrefuse-check")
+	require.Error(t, err, "no testbed was started")
+}
