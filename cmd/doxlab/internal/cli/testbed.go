@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -489,6 +490,12 @@ A TRACE is a file in Mahimahi's format or a built-in one: `+strings.Join(traceNa
 `)
 		return exitUsage
 	}
+	// A file that is not a trace is one line; the usage is for a
+	// command that is not one.
+	bad := func(err error) int {
+		fmt.Fprintf(stderr, "doxlab testbed trace %s: %v\n", args[0], err)
+		return exitUsage
+	}
 	if len(args) != 2 {
 		return usage("")
 	}
@@ -496,27 +503,19 @@ A TRACE is a file in Mahimahi's format or a built-in one: `+strings.Join(traceNa
 	case "show":
 		tr, err := testbed.LoadTrace(args[1])
 		if err != nil {
-			return usage(err.Error())
+			return bad(err)
 		}
-		lo, hi := -1.0, 0.0
-		for w := time.Duration(0); w+testbed.FitWindow <= tr.Period(); w += testbed.FitWindow {
-			r := float64(tr.Bytes(w, w+testbed.FitWindow)) * 8 / testbed.FitWindow.Seconds()
-			hi = max(hi, r)
-			if lo < 0 || r < lo {
-				lo = r
-			}
-		}
-		fmt.Fprintf(stdout, "%s: %d opportunities of %d octets over %s, repeating; mean %.2f Mbit/s; 100 ms windows from %.2f to %.2f Mbit/s; sha256 %s\n",
-			tr.Name, tr.Total, testbed.OpportunityBytes, tr.Period(), tr.Rate()/1e6, max(lo, 0)/1e6, hi/1e6, tr.Hash)
+		fmt.Fprintf(stdout, "%s: %d opportunities of %d octets over %s, repeating; mean %.2f Mbit/s; %s; sha256 %s\n",
+			tr.Name, tr.Total, testbed.OpportunityBytes, tr.Period(), tr.Rate()/1e6, traceWindows(tr), tr.Hash)
 		return exitOK
 	case "convert":
 		f, err := os.Open(args[1])
 		if err != nil {
-			return usage(err.Error())
+			return bad(err)
 		}
 		defer f.Close()
 		if err := testbed.ConvertThroughput(args[1], f, stdout); err != nil {
-			return usage(err.Error())
+			return bad(err)
 		}
 		return exitOK
 	case "gen":
@@ -531,6 +530,25 @@ A TRACE is a file in Mahimahi's format or a built-in one: `+strings.Join(traceNa
 		return exitOK
 	}
 	return usage(fmt.Sprintf("unknown command %q", args[0]))
+}
+
+// traceWindows says how far a trace's rate swings: its busiest and
+// idlest whole window of testbed.FitWindow. A trace shorter than one
+// window has none, and says so (it once said its windows carried 0).
+// The windows are the second repetition's, as the trace runs: the first
+// begins at 0 ms, which a trace's lines (from 1 ms, as Mahimahi's) never
+// name, so a constant 720 Mbit/s once showed a window of 712.8.
+func traceWindows(tr *testbed.Trace) string {
+	p := tr.Period()
+	if p < testbed.FitWindow {
+		return fmt.Sprintf("shorter than one %v window", testbed.FitWindow)
+	}
+	lo, hi := math.Inf(1), 0.0
+	for w := p; w+testbed.FitWindow <= 2*p; w += testbed.FitWindow {
+		r := float64(tr.Bytes(w, w+testbed.FitWindow)) * 8 / testbed.FitWindow.Seconds()
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return fmt.Sprintf("%v windows from %.2f to %.2f Mbit/s", testbed.FitWindow, lo/1e6, hi/1e6)
 }
 
 func traceNames() []string {
