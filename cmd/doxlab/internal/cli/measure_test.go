@@ -336,6 +336,11 @@ func TestReportCompare(t *testing.T) {
 		"--by week --run x":                           `--by "week": only round is known`,
 		"--by round":                                  "--by round needs --run",
 		ids[0]:                                        "unexpected argument",
+		// An empty ID selected every run of its store; an empty store,
+		// --store's unsaid; a run twice was compared with itself.
+		"--compare " + a + " @" + dir + "/b.db": `"@` + dir + `/b.db": want a run or experiment ID`,
+		"--compare " + a + " " + ids[1] + "@":   "want a store after the @",
+		"--compare " + a + " " + a:              a + " is named twice",
 	} {
 		code, _, errOut := run(append([]string{"report"}, strings.Fields(args)...)...)
 		require.Equal(t, 2, code, args)

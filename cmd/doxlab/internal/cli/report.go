@@ -162,11 +162,23 @@ func runCompare(ctx context.Context, a compareArgs, stdout, stderr io.Writer) in
 	if a.runID != "" {
 		sels = []string{a.runID}
 	}
+	seen := map[[2]string]bool{}
 	for _, sel := range sels {
 		id, dsn, ok := strings.Cut(sel, "@") // a run ID holds no @; a database URL may
-		if !ok || dsn == "" {
+		switch {
+		case id == "":
+			// An empty ID selects every run: "@b.db" compared all of b.db.
+			return fail(exitUsage, "%q: want a run or experiment ID, or ID@STORE", sel)
+		case ok && dsn == "":
+			return fail(exitUsage, "%q: want a store after the @ (without it, --store's run)", sel)
+		case !ok:
 			dsn = a.dsn
 		}
+		k := [2]string{id, dsn}
+		if seen[k] {
+			return fail(exitUsage, "%s is named twice: compare it with another run", sel)
+		}
+		seen[k] = true
 		st, code := open(dsn)
 		if st == nil {
 			return code
