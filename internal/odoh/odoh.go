@@ -418,6 +418,10 @@ func gcm(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(b)
 }
 
+// maxConfigs is the longest ObliviousDoHConfigs: its 16-bit length and
+// that many octets.
+const maxConfigs = 2 + 65535
+
 // FetchConfig fetches host's ObliviousDoHConfigs from its well-known
 // URL over rt and returns the first config this package speaks.
 func FetchConfig(ctx context.Context, rt http.RoundTripper, host string) (Config, error) {
@@ -430,9 +434,13 @@ func FetchConfig(ctx context.Context, rt http.RoundTripper, host string) (Config
 		return Config{}, fmt.Errorf("fetching the ODoH target's config: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err == nil && resp.StatusCode != http.StatusOK {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxConfigs+1))
+	switch {
+	case err != nil:
+	case resp.StatusCode != http.StatusOK:
 		err = fmt.Errorf("HTTP %d", resp.StatusCode)
+	case len(body) > maxConfigs:
+		err = fmt.Errorf("a body longer than the %d octets ObliviousDoHConfigs can be", maxConfigs)
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("fetching the ODoH target's config: %w", err)
