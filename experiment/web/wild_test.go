@@ -56,7 +56,7 @@ type resolverLog struct {
 }
 
 // wildVantages are the vantage hosts and their access links.
-var wildVantages = map[string]string{"fra": "fiber", "nyc": "cable", "sin": "dsl"}
+var wildVantages = map[string]string{"fra": "fiber", "nyc": "cable"}
 
 func startInternet(t *testing.T, pageNames []string) *internet {
 	all, err := corpus.Extract(filepath.Join(t.TempDir(), "pages"))
@@ -69,7 +69,7 @@ func startInternet(t *testing.T, pageNames []string) *internet {
 	hosts := append([]string{"db", "server"}, webHosts...)
 	hosts = append(hosts, resolvers...)
 	var vantages []string
-	for _, v := range []string{"fra", "nyc", "sin"} {
+	for _, v := range slices.Sorted(maps.Keys(wildVantages)) {
 		hosts = append(hosts, v)
 		vantages = append(vantages, v)
 	}
@@ -255,10 +255,12 @@ func dnsUp(ip string) error {
 }
 
 // TestPageCampaignOnEmulatedInternet runs a page-load campaign the way
-// the IMC 2022 study ran its own, on the emulated Internet: three
-// vantage points, each with a worker process (killed once, and replaced,
-// as a supervisor would), six resolvers, the paper's three protocols, two
-// rounds, PostgreSQL restarted mid-run. Then every task must be stored
+// the IMC 2022 study ran its own, on the emulated Internet: two vantage
+// points on different links, each with a worker process (one killed
+// and replaced, as a supervisor would), six resolvers, the paper's three
+// protocols, two rounds, PostgreSQL restarted mid-run. (A third vantage
+// point checked nothing the second does not, and made this CI's slowest
+// test: 108 Chromium loads on two cores, 99 s.) Then every task must be stored
 // exactly once; each load's lookups must have gone through its own
 // vantage point's stub to its resolver over its protocol; and the
 // warm-up must have filled the resolver's cache, so that the measured
@@ -286,20 +288,24 @@ tls: {insecure: true}
 pages: {urls: %s, timeout: 10s}
 contact: https://lab.example/doxlab-test
 allow_special: [10.200.0.0/24]
-every: 40s
+every: 30s
 rounds: 2
 vantages:
   - {name: fra, location: "Frankfurt, DE"}
   - {name: nyc, location: "New York, US"}
-  - {name: sin, location: "Singapore, SG"}
 `, targets, pageList)), 0o644))
 	out, err := in.tb.Command("db", bin, "campaign", "plan", spec, "--store", in.pg.URL).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	t.Logf("%s", out)
 
 	workers := testutil.NewWorkers(t)
+	// The killed worker's job waits out --rescue-after and then River's
+	// rescuer, which looks every 30 s: at 60 s that was the run's last
+	// minute. Under a task's budget (2 × the page timeout + 30 s), a job
+	// slower than 30 s would be delivered twice and stored once; loads
+	// here take seconds.
 	start := func(v string) {
-		workers.Start(v, in.tb.Command(v, bin, "worker", "--vantage", v, "--store", in.pg.URL, "--concurrency", "1", "--rescue-after", "60s", "--drain", "--quiet",
+		workers.Start(v, in.tb.Command(v, bin, "worker", "--vantage", v, "--store", in.pg.URL, "--concurrency", "1", "--rescue-after", "30s", "--drain", "--quiet",
 			"--browser-flag", "ignore-certificate-errors-spki-list="+strings.Join(in.spki, ",")))
 	}
 	began := time.Now()
@@ -343,12 +349,12 @@ vantages:
 		loads = append(loads, row.Record)
 	}
 	perVantage := len(in.targets) * 3 * len(urls) * 2
-	require.Len(t, loads, 3*perVantage, "every task stored")
+	require.Len(t, loads, len(in.vantages)*perVantage, "every task stored")
 	out, err = in.tb.Command("db", bin, "export", "--table", "campaign-loads", "--run", status.Run, "--store", in.pg.URL).Output()
 	require.NoError(t, err)
 	rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
 	require.NoError(t, err)
-	require.Len(t, rows, 1+3*perVantage, "the flat export holds each load once")
+	require.Len(t, rows, 1+len(in.vantages)*perVantage, "the flat export holds each load once")
 	keys := map[string]bool{}
 	ok := map[string]int{}
 	for _, v := range status.Vantages {
