@@ -38,6 +38,12 @@ type Exported struct {
 	results map[[2]string][]string
 }
 
+// Moved says whether the dataset holds anything an archive deletes from
+// the store: a sample or a result, written now or before.
+func (x *Exported) Moved() bool {
+	return len(x.samples) > 0 || len(x.results) > 0
+}
+
 // String says what an export added, in a line.
 func (x *Exported) String() string {
 	s := fmt.Sprintf("added %d runs, %d samples and %d results in %d files of %d octets", x.Runs, x.Samples, x.Results, x.Files, x.Octets)

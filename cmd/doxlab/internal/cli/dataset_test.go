@@ -67,6 +67,14 @@ func TestArchiveKeepsTheReport(t *testing.T) {
 	require.Contains(t, out, "added 2 runs, 40 samples and 40 results")
 	after := report("--store", db)
 	require.NotEqual(t, before, after, "the store alone lost its first day")
+	// Again, and before anything was measured: nothing moves, and the
+	// store is left as it is (no VACUUM of it all for nothing).
+	for _, cut := range []string{"2026-11-21", "1970-01-01"} {
+		code, out, errOut = run("store", "archive", "--store", db, "--before", cut, "--dataset", ds)
+		require.Equal(t, 0, code, errOut)
+		require.Equal(t, ds+": nothing in "+db+" started before "+cut+"; nothing moved\n", out)
+		require.Equal(t, after, report("--store", db))
+	}
 	require.Contains(t, after, `"n": 40`)
 	require.Equal(t, before, report("--store", db, "--dataset", ds), "the store and its archive report as the store did")
 	require.NotEqual(t, before, report("--dataset", ds), "the dataset alone holds the first day")

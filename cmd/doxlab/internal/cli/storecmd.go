@@ -146,6 +146,10 @@ func runArchive(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
+	if !x.Moved() {
+		fmt.Fprintf(stdout, "%s: nothing in %s started before %s; nothing moved\n", *dir, store.Redact(*dsn), *before)
+		return exitOK
+	}
 	fmt.Fprintf(stdout, "%s: %s; deleted from %s\n", *dir, x, store.Redact(*dsn))
 	return exitOK
 }
