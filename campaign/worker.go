@@ -298,6 +298,9 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[measureArgs]) error
 	if err != nil {
 		return err
 	}
+	if stored {
+		w.Store.Wrote(ctx, job.Args.Run)
+	}
 	if stored && w.Stored != nil {
 		w.Stored(sample)
 	}

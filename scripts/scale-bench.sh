@@ -6,7 +6,9 @@
 # parquet' on the store, printing what a sample takes on disk ('doxlab
 # store stats'), wall time and peak RSS (GNU time) beside DuckDB's time
 # and peak RSS for the same grouped medians and p95s over the export.
-# The report runs twice: the first reads every sample and keeps each
+# The copies are sealed first (store seal: each run's samples kept in
+# blocks, as doxlab keeps what it writes). The report runs twice: the
+# first reads every sample's block and keeps each
 # run's cells in the store (summaries, schema 12), or each dataset
 # file's in a cache, the second (again) reads those. The dataset backend exports the SQLite store to a Parquet
 # dataset (export --dataset; its time in the export column) and reports
@@ -184,7 +186,7 @@ grow() {
 }
 
 if [ -n "$noloads" ]; then echo "page loads: none (LOADS_PER=0)"; else echo "page loads: one per $LOADS_PER samples, from $seedloads of the web experiment's, in the report's time"; fi
-printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %-20s | %s\n' backend samples "B/sample" "report s / peak MB" "again s / peak MB" "export s / peak MB" "DuckDB s / peak MB" "report vs DuckDB"
+printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %-20s | %-20s | %s\n' backend samples "B/sample" "seal s / peak MB" "report s / peak MB" "again s / peak MB" "export s / peak MB" "DuckDB s / peak MB" "report vs DuckDB"
 for b in $BACKENDS; do
 	case $b in
 	sqlite | dataset) cp "$WORK/seed.db" "$WORK/s.db"; dsn="$WORK/s.db" ;;
@@ -204,9 +206,12 @@ for b in $BACKENDS; do
 			again=$(measure "$dox" report --dataset "$WORK/ds" --out "$WORK/report")
 			dk=$(duck "$WORK/ds/**/*.parquet")
 			octets=$(( $(du -sb "$WORK/ds" | cut -f1) / have ))
-			printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$octets" "$rep" "$again" "$exp" "$dk" "-"
+			printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$octets" "-" "$rep" "$again" "$exp" "$dk" "-"
 			continue
 		fi
+		# The samples copied in SQL into blocks, as doxlab seals what it
+		# writes as it writes it: the copies made since the last size.
+		seal=$(measure "$dox" store seal --store "$dsn")
 		rep=$(measure "$dox" report --store "$dsn" --out "$WORK/report")
 		again=$(measure "$dox" report --store "$dsn" --out "$WORK/report")
 		exp=$(measure "$dox" export --store "$dsn" --format parquet --out "$WORK/samples.parquet")
@@ -214,7 +219,7 @@ for b in $BACKENDS; do
 		gap=$(agree "$dsn" "$WORK/samples.parquet")
 		# what a sample takes on disk, indexes included (doxlab store stats)
 		octets=$("$dox" store stats --json --store "$dsn" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["octets_per_sample"]))')
-		printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$octets" "$rep" "$again" "$exp" "$dk" "$gap"
+		printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$octets" "$seal" "$rep" "$again" "$exp" "$dk" "$gap"
 	done
 	rm -f "$WORK"/s.db* "$WORK/samples.parquet"
 	if [ "$b" = postgres ]; then

@@ -110,6 +110,11 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		for i, k := range keys {
 			hashes[i] = keyHash(k)
 		}
+		// Its blocks first: until sealed again below, the run is read
+		// from its rows, never from blocks of samples it no longer holds.
+		if _, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM sample_blocks WHERE run = (SELECT n FROM runs WHERE id = ?)`), run); err != nil {
+			return err
+		}
 		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND k IN (%s)`, []any{run}, hashes); err != nil {
 			return err
 		}
@@ -121,6 +126,7 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		}); err != nil {
 			return err
 		}
+		s.sealRun(ctx, run, true)
 	}
 	for rk, keys := range x.results {
 		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, anys(keys)); err != nil {

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/doxlab/doxlab/internal/sheet"
@@ -98,6 +97,14 @@ type Filter struct {
 	// After reads the store's samples numbered above it only (not an
 	// attached dataset's): what a run holds since its summary was made.
 	After int64
+	// Held is what RunSamples said, where the caller asked it already: a
+	// sealed run's blocks are read where they and its tail count it.
+	Held map[string]int64
+	// Sealed, if not nil, is given what the scan read of each run it
+	// read whole from its blocks (no tail): how many samples, and the
+	// largest number among them. A summary of the run is of exactly
+	// that, whatever was written since.
+	Sealed map[string]Held
 }
 
 // Vantages are the vantage points the samples name, in order.
@@ -309,6 +316,19 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, ordered fun
 			kept = append(kept, strconv.FormatInt(r.number, 10))
 		}
 	}
+	narrowed := false // runs read from their blocks
+	if newSink != nil && f.After == 0 && f.Vantage == "" && slices.Equal(cols, blockColumns) {
+		// Sealed runs from their blocks; the rest from their rows.
+		read, err := s.readSealed(ctx, f, byNumber, sinks)
+		if err != nil {
+			return err
+		}
+		kept = slices.DeleteFunc(kept, func(n string) bool {
+			v, _ := strconv.ParseInt(n, 10, 64)
+			return read[v]
+		})
+		narrowed = len(read) > 0
+	}
 	if len(kept) == 0 {
 		return nil
 	}
@@ -320,7 +340,7 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, ordered fun
 	}
 	if len(kept) < len(held) {
 		runs := `run IN (` + strings.Join(kept, ", ") + `)` // numbers the database gave
-		if f.Runs != nil && f.After == 0 {
+		if (f.Runs != nil || narrowed) && f.After == 0 {
 			bounds = runs // a few runs' numbers: from their index
 		}
 		if !s.postgres {
@@ -333,11 +353,7 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, ordered fun
 	if f.Vantage != "" {
 		where, args = where+` AND vantage = ?`, append(args, f.Vantage)
 	}
-	exprs := slices.Clone(cols)
-	if s.postgres && slices.Contains(cols, whereCol) { // PostgreSQL's || takes no bigint
-		exprs[slices.Index(cols, whereCol)] = strings.NewReplacer("vantage_asn", "vantage_asn::text", "char(31)", "chr(31)").Replace(whereCol)
-	}
-	q := `SELECT ` + strings.Join(exprs, ", ") + ` FROM sample_cols WHERE ` + where
+	q := `SELECT ` + strings.Join(s.exprs(cols), ", ") + ` FROM sample_cols WHERE ` + where
 	return s.scanChunks(ctx, q, args, bounds, cols, byNumber, ordered, sinks)
 }
 
@@ -509,24 +525,9 @@ func (p *chunk) reset() {
 // scanRange reads one query of a scan: on PostgreSQL from the pool, on
 // SQLite on a reader of its own.
 func (s *Store) scanRange(ctx context.Context, q string, args []any, cols []string, runs map[int64]Run, fn func(*Row) error) error {
-	if s.postgres {
-		conn, err := s.db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		// pgx's own connection is not to be used outside Raw: the whole
-		// scan runs in it.
-		return conn.Raw(func(dc any) error {
-			return scanRows(queryPG(ctx, dc.(*stdlib.Conn).Conn(), s.rebind(q), args), cols, runs, fn)
-		})
-	}
-	c, err := s.reader()
-	if err != nil {
-		return err
-	}
-	defer s.release(c)
-	return scanRows(queryRaw(ctx, c, q, args), cols, runs, fn)
+	return s.withSource(ctx, q, args, func(open func(dest []any) (rowSource, error)) error {
+		return scanRows(open, cols, runs, fn)
+	})
 }
 
 // reader is a connection a scan reads SQLite on, straight on its C API

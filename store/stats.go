@@ -18,10 +18,14 @@ type Stats struct {
 	Kinds  []KindStats  `json:"kinds"`
 	// Octets is the whole store's; Samples the DNS samples, and
 	// OctetsPerSample what sample_cols (records and indexes included)
-	// takes for each.
+	// and sample_blocks take for each.
 	Octets          int64   `json:"octets"`
 	Samples         int64   `json:"samples"`
 	OctetsPerSample float64 `json:"octets_per_sample"`
+	// Unsealed are the DNS samples in no block a report reads: a first
+	// report reads them from their rows until doxlab store seal seals
+	// them.
+	Unsealed int64 `json:"unsealed,omitempty"`
 }
 
 // TableStats is one table's size.
@@ -46,7 +50,7 @@ type KindStats struct {
 }
 
 // statsTables are doxlab's tables, in the order stats lists them.
-var statsTables = []string{"runs", "sample_cols", "results", "summaries"}
+var statsTables = []string{"runs", "sample_cols", "results", "summaries", "sample_blocks"}
 
 // Stats measures the store.
 func (s *Store) Stats(ctx context.Context) (*Stats, error) {
@@ -70,7 +74,10 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	}
 	st.Samples = st.Tables[1].Rows
 	if st.Samples > 0 {
-		st.OctetsPerSample = float64(octets["sample_cols"]) / float64(st.Samples)
+		st.OctetsPerSample = float64(octets["sample_cols"]+octets["sample_blocks"]) / float64(st.Samples)
+	}
+	if st.Unsealed, err = s.unsealed(ctx); err != nil {
+		return nil, fmt.Errorf("store stats: blocks: %w", err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT kind, COUNT(*), COALESCE(SUM(LENGTH(z)), 0), COALESCE(SUM(LENGTH(brief)), 0) FROM results GROUP BY kind`)
 	if err != nil {
@@ -140,7 +147,7 @@ func (s *Store) tableOctets(ctx context.Context) (map[string]int64, error) {
 // result kind.
 func (st *Stats) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s store: %s in all; %d DNS samples, %.0f octets each (sample_cols, records and indexes included)\n\n", st.Engine, size(st.Octets), st.Samples, st.OctetsPerSample)
+	fmt.Fprintf(tw, "%s store: %s in all; %d DNS samples, %.0f octets each (sample_cols, records, indexes and blocks included)\n\n", st.Engine, size(st.Octets), st.Samples, st.OctetsPerSample)
 	fmt.Fprintf(tw, "table\trows\toctets\toctets/row\t\n")
 	for _, t := range st.Tables {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", t.Name, t.Rows, size(t.Octets), perRow(t.Octets, t.Rows))

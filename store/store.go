@@ -41,7 +41,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 14
+const SchemaVersion = 15
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -66,6 +66,7 @@ var schema = []string{
 	resultsTable,
 	resultsByKind,
 	summariesTable,
+	sampleBlocksTable,
 }
 
 // The tokens the schema's statements use for what the engines spell
@@ -483,6 +484,10 @@ type Store struct {
 	idle      []*sqliteread.Conn
 	// archive is a dataset read with the database (Attach).
 	archive *Dataset
+	// written counts the samples this Store wrote to each run since it
+	// last sealed it (Wrote).
+	wmu     sync.Mutex
+	written map[string]int
 }
 
 // Attach makes what the store reads for analysis (runs, samples,
@@ -708,6 +713,10 @@ func (s *Store) upgrades(from int) []string {
 		// Results written before have no brief, and are read whole
 		// until BriefResults (doxlab store brief) briefs them.
 		return []string{`ALTER TABLE results ADD COLUMN brief BLOB`}
+	case 14:
+		// Runs written before are read from their rows until sealed
+		// (doxlab store seal).
+		return []string{sampleBlocksTable}
 	}
 	return nil
 }
@@ -965,6 +974,7 @@ func (s *Store) rebind(q string) string {
 
 // Close closes the store.
 func (s *Store) Close() error {
+	s.sealWritten()
 	s.readMu.Lock()
 	for _, c := range s.idle {
 		c.Close()
@@ -1032,15 +1042,19 @@ func SampleKey(x *measure.Sample) string {
 // Write stores one sample, whole. Writing a task twice is an error, so
 // nothing is ever measured twice into one run.
 func (s *Store) Write(ctx context.Context, runID string, x *measure.Sample) error {
-	return s.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.InTx(ctx, func(tx *sql.Tx) error {
 		_, err := s.write(ctx, tx, runID, x, false)
 		return err
 	})
+	if err == nil {
+		s.Wrote(ctx, runID)
+	}
+	return err
 }
 
 // WriteOnce stores one sample in tx unless its run holds it already, and
 // says whether it did: a task delivered twice by a job queue is stored
-// once.
+// once. Call Wrote once tx has committed.
 func (s *Store) WriteOnce(ctx context.Context, tx *sql.Tx, runID string, x *measure.Sample) (bool, error) {
 	return s.write(ctx, tx, runID, x, true)
 }

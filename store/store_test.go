@@ -523,8 +523,9 @@ func storeStats(t *testing.T, dsn string) {
 		rows[tb.Name] = tb.Rows
 		require.Positive(t, tb.Octets, "%s takes room", tb.Name)
 	}
-	require.Equal(t, map[string]int64{"runs": 1, "sample_cols": int64(len(samples)), "results": 4, "summaries": 0}, rows)
+	require.Equal(t, map[string]int64{"runs": 1, "sample_cols": int64(len(samples)), "results": 4, "summaries": 0, "sample_blocks": 0}, rows)
 	require.Equal(t, int64(len(samples)), st.Samples)
+	require.Equal(t, int64(len(samples)), st.Unsealed, "written, not yet sealed")
 	require.Positive(t, st.OctetsPerSample)
 	require.GreaterOrEqual(t, st.Octets, st.Tables[0].Octets+st.Tables[1].Octets+st.Tables[2].Octets)
 	require.Len(t, st.Kinds, 1)
@@ -535,6 +536,13 @@ func storeStats(t *testing.T, dsn string) {
 	require.NoError(t, st.Write(&out))
 	require.Contains(t, out.String(), fmt.Sprintf("%d DNS samples, %.0f octets each", len(samples), st.OctetsPerSample))
 	require.Regexp(t, `(?m)^\s*web-load\s+4\s`, out.String())
+
+	require.NoError(t, s.Seal(ctx, run.ID))
+	st, err = s.Stats(ctx)
+	require.NoError(t, err)
+	require.Zero(t, st.Unsealed)
+	require.Equal(t, "sample_blocks", st.Tables[4].Name)
+	require.Equal(t, int64(1), st.Tables[4].Rows)
 }
 
 func TestSQLiteStats(t *testing.T)   { storeStats(t, filepath.Join(t.TempDir(), "s.db")) }

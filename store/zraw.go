@@ -21,6 +21,7 @@ const (
 	codecZstd1 byte = 1 // zstd with dictionary 1 (rawdict/1.zdict)
 	codecZstd2 byte = 2 // zstd with dictionary 2 (rawdict/2.zdict), DNS samples' in schemas 9 and 10
 	codecBare2 byte = 3 // codec 2's frame bare (bare), DNS samples' since schema 11
+	codecZstd  byte = 4 // zstd without a dictionary: sample blocks (schema 15)
 )
 
 // A zstd frame of dictionary 2 spends 10 octets on what a record's codec
@@ -170,7 +171,7 @@ func unpackRaw(b []byte) ([]byte, error) {
 	switch b[0] {
 	case codecPlain:
 		return b[1:], nil
-	case codecZstd1, codecZstd2, codecBare2:
+	case codecZstd1, codecZstd2, codecBare2, codecZstd:
 		c, err := zstdCodec()
 		if err != nil {
 			return nil, err

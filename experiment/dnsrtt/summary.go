@@ -181,7 +181,7 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 		unread = append(unread, r.ID)
 	}
 	for batch := range slices.Chunk(unread, summaryBatch) {
-		byRun, err := scanRuns(ctx, st, batch, profiles, answers)
+		byRun, sealed, err := scanRuns(ctx, st, batch, held, profiles, answers)
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +192,18 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 			}
 			// Kept only if the run held, as it was read, what it holds
 			// now: a sample added or archived meanwhile leaves it unkept.
-			if now, err := st.RunHeld(ctx, id); err == nil && now.Samples == held[id] && cs.rows() == now.Samples {
+			// A run read whole from its blocks was read as it held them
+			// (their count and last number), whatever came after: a
+			// later report reads on from there, and needs no second walk
+			// of the run's index to know it.
+			now, whole := sealed[id]
+			if !whole {
+				var err error
+				if now, err = st.RunHeld(ctx, id); err != nil {
+					now = store.Held{Samples: -1}
+				}
+			}
+			if now.Samples == held[id] && cs.rows() == now.Samples {
 				keepSummary(ctx, st, kind, id, now, cs)
 			}
 			all.merge(cs)
@@ -286,10 +297,12 @@ func summarizedFiles(ctx context.Context, st *store.Store, f store.Filter, kind 
 const summaryBatch = 16
 
 // scanRuns reads the samples of runs into cells per run, on the store's
-// readers at once.
-func scanRuns(ctx context.Context, st *store.Store, runs []string, profiles map[string]testbed.Profile, answers measure.Answers) (map[string]*cells, error) {
+// readers at once, and says what it read of the runs it read whole from
+// their blocks (store.Filter.Sealed).
+func scanRuns(ctx context.Context, st *store.Store, runs []string, held map[string]int64, profiles map[string]testbed.Profile, answers measure.Answers) (map[string]*cells, map[string]store.Held, error) {
 	var parts []map[string]*cells // one per reader of the store
-	err := st.EachStoredTiming(ctx, store.Filter{Runs: runs, Superseded: true}, func() func(*store.Row) error {
+	sealed := map[string]store.Held{}
+	err := st.EachStoredTiming(ctx, store.Filter{Runs: runs, Superseded: true, Held: held, Sealed: sealed}, func() func(*store.Row) error {
 		byRun := map[string]*cells{}
 		parts = append(parts, byRun)
 		return func(r *store.Row) error {
@@ -303,7 +316,7 @@ func scanRuns(ctx context.Context, st *store.Store, runs []string, profiles map[
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := map[string]*cells{}
 	for _, byRun := range parts {
@@ -314,7 +327,7 @@ func scanRuns(ctx context.Context, st *store.Store, runs []string, profiles map[
 			out[id].merge(cs)
 		}
 	}
-	return out, nil
+	return out, sealed, nil
 }
 
 // scanCells reads the samples f selects into cells, on the store's

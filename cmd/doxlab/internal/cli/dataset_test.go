@@ -151,3 +151,71 @@ func TestStoreBrief(t *testing.T) {
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
 	require.NoFileExists(t, missing)
 }
+
+// TestStoreSeal: store stats says how many DNS samples are in no block
+// (written before schema 15, or copied in SQL) and prints the command
+// that seals them, which works as pasted; a report after it is the
+// report before, and a store that is not there is one line.
+func TestStoreSeal(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "s.db")
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "m", Kind: "measure", StartedAt: time.Now()}))
+	for i := range 5 {
+		x := &measure.Sample{Task: measure.Task{URL: "udp://192.0.2.1:53", Target: "192.0.2.1", Transport: "udp", Condition: "fresh", Rep: i},
+			Start: time.Now(), Status: transport.StatusOK,
+			Measure: &transport.Record{Status: transport.StatusOK, Rcode: "NOERROR", Timing: transport.Timing{TotalMs: float64(10 + i)}}}
+		require.NoError(t, st.Write(ctx, "m", x))
+	}
+	require.NoError(t, st.Close()) // seals what it wrote
+	code, _, errOut := run("store", "stats", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Empty(t, errOut, "all sealed: no hint")
+	code, before, errOut := run("report", "--store", db, "--json")
+	require.Equal(t, 0, code, errOut)
+
+	st, err = store.Open(ctx, db)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `DELETE FROM sample_blocks`)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `DELETE FROM summaries`) // the next report reads the blocks
+	require.NoError(t, err)
+	st.Close()
+	code, _, errOut = run("store", "stats", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "5 DNS samples are in no block")
+	hs := hints(errOut)
+	require.Len(t, hs, 1, errOut)
+	code, out := runHint(t, hs[0])
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "doxlab store seal: 5 samples in 1 block, ")
+	code, after, errOut := run("report", "--store", db, "--json")
+	require.Equal(t, 0, code, errOut)
+	require.JSONEq(t, before, after)
+
+	// A block that does not decode: one line, and the command that
+	// makes the blocks anew, which works as pasted.
+	st, err = store.Open(ctx, db)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `UPDATE sample_blocks SET z = x'04ff'`)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `DELETE FROM summaries`)
+	require.NoError(t, err)
+	st.Close()
+	code, _, errOut = run("report", "--store", db, "--json")
+	require.Equal(t, 1, code)
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
+	require.Contains(t, errOut, "does not decode")
+	hs = hints(errOut)
+	require.Len(t, hs, 1, errOut)
+	code, out = runHint(t, hs[0])
+	require.Equal(t, 0, code, out)
+	code, after, errOut = run("report", "--store", db, "--json")
+	require.Equal(t, 0, code, errOut)
+	require.JSONEq(t, before, after)
+
+	code, _, errOut = run("store", "seal", "--store", filepath.Join(t.TempDir(), "none.db"))
+	require.NotEqual(t, 0, code)
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
+}

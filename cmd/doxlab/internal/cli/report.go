@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -88,6 +89,9 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "%v", err)
 	}
 	in, runs, err := report.LoadFiltered(ctx, st, store.Filter{RunPrefix: sel.prefix(), Vantage: *vantage, OKRcodes: answers.Rcodes()})
+	if errors.Is(err, store.ErrDamagedBlock) {
+		return fail(1, "%v; make the blocks anew with: %s", err, hint("store", "seal", "--again", "--store", store.Redact(*dsn)))
+	}
 	if err != nil {
 		return fail(1, "%v", err)
 	}
