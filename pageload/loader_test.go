@@ -801,7 +801,10 @@ func TestPageReachesNoMetadata(t *testing.T) {
 	base := "https://" + host + "/"
 	g := &pageload.Graph{Page: base, Resources: []pageload.Resource{{URL: base, Parent: -1, Size: 13},
 		{URL: "https://img.doxlab.test/a.png", Parent: 0, AfterBytes: 13, Size: 3},
-		{URL: "https://meta.doxlab.test/latest/meta-data/", Parent: 0, AfterBytes: 13, Size: 3}}}
+		{URL: "https://meta.doxlab.test/latest/meta-data/", Parent: 0, AfterBytes: 13, Size: 3},
+		// An address literal with a zone: netip finds it in no prefix,
+		// and it passed as no special-purpose address.
+		{URL: "https://[fe80::1%25lo]/latest/meta-data/", Parent: 0, AfterBytes: 13, Size: 3}}}
 	res := hostsResolver{host: "127.0.0.1", "img.doxlab.test": "127.0.0.1", "meta.doxlab.test": "169.254.169.254"}
 	l, err := pageload.New(pageload.Config{Resolver: res, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
@@ -811,6 +814,7 @@ func TestPageReachesNoMetadata(t *testing.T) {
 	require.Empty(t, r.Resources[0].Error)
 	require.Empty(t, r.Resources[1].Error, "the loopback image of a page on loopback")
 	require.Less(t, r.Resources[2].End, 1000.0, "refused at once, not timed out")
+	require.Contains(t, r.Resources[3].Error, "special-purpose address not allowed: fe80::1%lo is at fe80::1%lo, in fe80::/10")
 	for _, c := range r.Conns {
 		require.NotContains(t, c.Remote, "169.254", "no connection towards it")
 	}

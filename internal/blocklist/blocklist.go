@@ -54,6 +54,9 @@ func (l *List) read(path string) error {
 }
 
 // ParsePrefix reads an address (a prefix of its full length) or a prefix.
+// An IPv4-mapped prefix (::ffff:192.0.2.0/120) is the IPv4 prefix it
+// maps, as an IPv4-mapped address is judged by the IPv4 one it carries:
+// kept as written, it matched no address a list checks.
 func ParsePrefix(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
 	if !strings.Contains(s, "/") {
@@ -61,11 +64,15 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 		if err != nil {
 			return netip.Prefix{}, fmt.Errorf("%q is not an address or prefix", s)
 		}
-		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+		a = a.Unmap().WithZone("")
+		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("%q is not an address or prefix", s)
+	}
+	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 	}
 	return p.Masked(), nil
 }
@@ -109,15 +116,20 @@ func (l *List) Len() int {
 func (l *List) Contains(a netip.Addr) bool { return l.Check(a) != nil }
 
 // Check is nil for an address that may be contacted, else an error
-// naming the prefix and where it was listed.
+// naming the prefix and where it was listed. An address is judged
+// without its zone (a zoned address is in no prefix, to netip), and a
+// NAT64 address both as it is and by the IPv4 address it reaches, so an
+// opt-out of an IPv4 network holds for a vantage point behind NAT64.
 func (l *List) Check(a netip.Addr) error {
 	if l == nil {
 		return nil
 	}
-	a = a.Unmap()
+	a = a.Unmap().WithZone("")
 	for _, e := range l.entries {
-		if e.prefix.Contains(a) {
-			return fmt.Errorf("%w: %s is in %s (%s)", ErrBlocked, a, e.prefix, e.from)
+		for _, b := range []netip.Addr{a, embedded(a)} {
+			if e.prefix.Contains(b) {
+				return fmt.Errorf("%w: %s is in %s (%s)", ErrBlocked, b, e.prefix, e.from)
+			}
 		}
 	}
 	return nil

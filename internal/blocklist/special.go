@@ -89,9 +89,10 @@ func IsSpecial(p netip.Prefix) bool {
 }
 
 // embedded is the IPv4 address an IPv4-mapped or NAT64 address carries,
-// else a.
+// else a, without its zone: netip finds a zoned address in no prefix, so
+// fe80::1%eth0 (a page's https://[fe80::1%25eth0]/) was no special one.
 func embedded(a netip.Addr) netip.Addr {
-	a = a.Unmap()
+	a = a.Unmap().WithZone("")
 	if a.Is6() && nat64.Contains(a) {
 		b := a.As16()
 		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})

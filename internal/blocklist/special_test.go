@@ -55,3 +55,59 @@ func TestPolicy(t *testing.T) {
 		t.Error("a bad prefix is refused")
 	}
 }
+
+// TestZonedAndEmbeddedAddresses: an address is judged as the packets
+// it makes would be. netip finds a zoned address in no prefix, so a
+// page's https://[fe80::1%25eth0]/ was no special-purpose address and
+// passed every check; a NAT64 address of an opted-out IPv4 network
+// passed the opt-out; and a list or allow_special prefix written in its
+// IPv4-mapped form matched nothing.
+func TestZonedAndEmbeddedAddresses(t *testing.T) {
+	for _, addr := range []string{"fe80::1%eth0", "fe80::a9fe:a9fe%1", "ff02::1%lo", "::1%lo", "fd00::1%eth0"} {
+		a := netip.MustParseAddr(addr)
+		if _, ok := SpecialOf(a); !ok {
+			t.Errorf("%s: not special-purpose", addr)
+		}
+		if err := (&Policy{}).Check(a); !errors.Is(err, ErrSpecial) {
+			t.Errorf("%s: %v, want refused", addr, err)
+		}
+	}
+	opt, err := FromPrefixes([]string{"192.0.2.0/24", "fe80::/10", "::ffff:198.51.100.0/120", "2001:db8:1::7%eth0"}, "optout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := opt.Prefixes(); got[2] != "198.51.100.0/24" || got[3] != "2001:db8:1::7/128" {
+		t.Errorf("a mapped prefix and a zoned address read as %v", got)
+	}
+	for addr, blocked := range map[string]bool{
+		"64:ff9b::c000:207":   true, // NAT64 of 192.0.2.7
+		"::ffff:192.0.2.7":    true,
+		"fe80::1%eth0":        true,
+		"198.51.100.9":        true, // by its mapped prefix
+		"::ffff:198.51.100.9": true,
+		"2001:db8:1::7%eth1":  true,
+		"64:ff9b::c633:6301":  false, // NAT64 of 198.51.99.1
+		"192.0.3.1":           false,
+	} {
+		err := opt.Check(netip.MustParseAddr(addr))
+		if (err != nil) != blocked || (err != nil && !errors.Is(err, ErrBlocked)) {
+			t.Errorf("%s: %v, want blocked %v", addr, err, blocked)
+		}
+	}
+	// An operator's list of NAT64 itself still holds NAT64's addresses,
+	// and only them.
+	nat, err := FromPrefixes([]string{"64:ff9b::/96"}, "ours")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nat.Check(netip.MustParseAddr("64:ff9b::101:101")) == nil || nat.Check(netip.MustParseAddr("1.1.1.1")) != nil {
+		t.Error("a list of 64:ff9b::/96 blocks NAT64's addresses and no IPv4 one")
+	}
+	allow, err := ParseAllow([]string{"::ffff:10.0.0.0/104"})
+	if err != nil || !(&Policy{Allow: allow}).Allowed(netip.MustParseAddr("10.1.2.3")) {
+		t.Errorf("allow_special in its mapped form: %v %v", allow, err)
+	}
+	if _, err := ParseAllow([]string{"::ffff:8.8.8.0/120"}); err == nil {
+		t.Error("a public prefix in its mapped form is allowed: it was never blocked")
+	}
+}
