@@ -97,10 +97,25 @@ func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var ticks []plot.Tick
 	minor := step / 5
-	for i := math.Ceil(lo / minor); i*minor <= hi*(1+1e-12); i++ {
+	// Counted, not stepped until past hi: where minor is below the
+	// floats' resolution at lo (an axis from 1e15 to 1e15+0.25), i+1 is
+	// i, and the loop never ended. The axis holds at most n steps, five
+	// ticks each.
+	first := math.Ceil(lo / minor)
+	if !(minor > 0) || math.IsInf(first, 0) {
+		return nil // a span no float step divides (5e-324 wide)
+	}
+	for k := range 5*max(t.n, 2) + 6 {
+		i := first + float64(k)
 		v := i * minor
+		if v > hi*(1+1e-12) {
+			break
+		}
 		if math.Abs(v) < minor*1e-9 {
 			v = 0
+		}
+		if len(ticks) > 0 && v <= ticks[len(ticks)-1].Value {
+			continue // the same float again
 		}
 		tk := plot.Tick{Value: v}
 		if math.Mod(math.Round(i), 5) == 0 {

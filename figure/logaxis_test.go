@@ -2,8 +2,10 @@ package figure
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
 )
 
 func labels(lo, hi float64) []string {
@@ -34,4 +36,33 @@ func TestPlainTicksReadShort(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"0", "2500", "5000"}, got)
+}
+
+// TestNiceTicksEnd: an axis whose span is below the floats' resolution
+// at its values (timestamps in µs, 1.7e15, a quarter apart) once never
+// got its ticks: the tick counter, a float, stopped counting, and the
+// report hung. Each axis gets a few ticks, in order, each once.
+func TestNiceTicksEnd(t *testing.T) {
+	for _, c := range [][2]float64{{1e15, 1e15 + 0.25}, {1.7e15, 1.7e15 + 1}, {-1e16 - 2, -1e16}, {1e300, 1e300 * (1 + 1e-15)}, {0, 2.9}, {-3, 3}, {5e-324, 1e-323}} {
+		done := make(chan []plot.Tick, 1)
+		go func() { done <- niceTicks{n: 5}.Ticks(c[0], c[1]) }()
+		select {
+		case ticks := <-done:
+			require.LessOrEqual(t, len(ticks), 5*5+6, "%v", c)
+			for i := 1; i < len(ticks); i++ {
+				require.Less(t, ticks[i-1].Value, ticks[i].Value, "%v: in order, each once", c)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the ticks of an axis from %v to %v never end", c[0], c[1])
+		}
+	}
+	labelled := func(ticks []plot.Tick) (out []string) {
+		for _, tk := range ticks {
+			if tk.Label != "" {
+				out = append(out, tk.Label)
+			}
+		}
+		return out
+	}
+	require.Equal(t, []string{"0.0", "0.5", "1.0", "1.5", "2.0", "2.5"}, labelled(niceTicks{n: 6}.Ticks(0, 2.9)), "every half, as before")
 }
