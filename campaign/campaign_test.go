@@ -373,3 +373,73 @@ func TestWorkerRoleIsLeastPrivilege(t *testing.T) {
 		require.ErrorContains(t, err, "SQLSTATE 42501", stmt) // insufficient_privilege
 	}
 }
+
+// TestRestartedWorkerTakesBackItsJobs: a worker killed mid-job leaves
+// its jobs running. Started again under the same ID (a supervisor's
+// restart), it takes them back at once, long before --rescue-after: the
+// job runs again and is stored, a job whose cancel was asked is
+// cancelled and one out of attempts discarded, as River's rescuer would,
+// each with why among its errors; another worker's job is not touched.
+func TestRestartedWorkerTakesBackItsJobs(t *testing.T) {
+	ctx := context.Background()
+	st, srv := postgresAndServer(t)
+	c := &measure.Campaign{Name: "restart", AllowSpecial: loopback, Targets: []string{"udp://" + srv.Addr("udp").String()}, Repeat: 6, Timeout: 2 * time.Second,
+		Vantages: []measure.CampaignVantage{{Vantage: measure.Vantage{Name: "fra1"}}}}
+	run, _, err := campaign.PlanCampaign(ctx, st, c)
+	require.NoError(t, err)
+	var ids []int64
+	rows, err := st.DB().QueryContext(ctx, `SELECT id FROM river_job WHERE queue = 'vantage-fra1' ORDER BY id LIMIT 4`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, ids, 4)
+	// As a killed worker leaves them: running, taken last by its ID.
+	hold := func(id int64, by string, attempt int, metadata string) {
+		_, err := st.DB().ExecContext(ctx, `UPDATE river_job SET state = 'running', attempt = $2, attempted_at = now(),
+			attempted_by = ARRAY['fra1/other', $3], metadata = $4::jsonb WHERE id = $1`, id, attempt, by, metadata)
+		require.NoError(t, err)
+	}
+	hold(ids[0], "fra1/a", 1, `{}`)
+	hold(ids[1], "fra1/a", 1, `{"cancel_attempted_at": "2026-12-01T00:00:00Z"}`)
+	hold(ids[2], "fra1/a", 10, `{}`) // maxAttempts
+	hold(ids[3], "fra1/b", 1, `{}`)  // a worker still running elsewhere
+
+	var log syncLog
+	w := &campaign.Worker{Store: st, Vantage: "fra1", ID: "fra1/a", RescueAfter: time.Hour, Log: &log}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	require.Eventually(t, func() bool { return w.Stats().Stored == 3 }, 50*time.Second, 50*time.Millisecond,
+		"the two tasks waiting and the one taken back")
+	cancel()
+	require.NoError(t, <-done)
+	require.Contains(t, log.String(), "worker fra1/a: took back 3 jobs its run before held when it stopped")
+
+	state := func(id int64) (string, string) {
+		var s, errs string
+		require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT state, COALESCE(array_to_string(errors, ' '), '') FROM river_job WHERE id = $1`, id).Scan(&s, &errs))
+		return s, errs
+	}
+	for i, want := range []string{"completed", "cancelled", "discarded", "running"} {
+		s, errs := state(ids[i])
+		require.Equal(t, want, s, "job %d", i)
+		if i < 3 {
+			require.Contains(t, errs, "taken back by worker fra1/a at its start", "job %d", i)
+		} else {
+			require.Empty(t, errs, "another worker's job is left as it is")
+		}
+	}
+	rs, err := st.Rows(ctx, run.ID)
+	require.NoError(t, err)
+	require.Len(t, rs, 3)
+	for _, r := range rs {
+		if r.JobAttempt != 1 {
+			require.EqualValues(t, 2, r.JobAttempt, "the job taken back, on its second attempt")
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,26 +89,30 @@ vantages:
 	t.Logf("%s", out)
 	perVantage := 6 * repeat // udp, tcp fresh; dot, doq fresh and resumed
 
-	// Two workers per vantage point, each replaced when killed.
+	// Two workers per vantage point, each replaced when killed under its
+	// ID (VANTAGE/1, VANTAGE/2), as a supervisor restarts a unit: the
+	// replacement takes back what the killed one held at once (the
+	// rescuer's path, --rescue-after, is test/e2e's vantage test's).
 	workers := testutil.NewWorkers(t)
-	start := func(v string) {
-		workers.Start(v, doxlab(v, "worker", "--vantage", v, "--store", pg.URL, "--concurrency", concurrency, "--rescue-after", "12s", "--drain", "--quiet"))
+	start := func(id string) {
+		v, _, _ := strings.Cut(id, "/")
+		workers.Start(id, doxlab(v, "worker", "--vantage", v, "--id", id, "--store", pg.URL, "--concurrency", concurrency, "--rescue-after", "10m", "--drain", "--quiet"))
 	}
 	began := time.Now()
 	for _, v := range vantages {
-		start(v)
-		start(v)
+		start(v + "/1")
+		start(v + "/2")
 	}
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	restarted := false
 	for k := 0; k < kills; k++ {
 		time.Sleep(time.Duration(500+r.IntN(2500)) * time.Millisecond)
-		v, pid, ok := workers.Kill("", r.IntN)
+		id, pid, ok := workers.Kill("", r.IntN)
 		if !ok {
 			break
 		}
-		t.Logf("%.1fs: killed a worker of %s (pid %d)", time.Since(began).Seconds(), v, pid)
-		start(v)
+		t.Logf("%.1fs: killed worker %s (pid %d)", time.Since(began).Seconds(), id, pid)
+		start(id)
 		if !restarted && k >= kills/2 {
 			restarted = true
 			pg.Restart(time.Second)

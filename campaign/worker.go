@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/doxlab/doxlab/internal/printable"
@@ -102,8 +103,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.Log = io.Discard
 	}
 	if w.ID == "" {
+		// A process's second worker is named apart: a worker takes back
+		// at its start what its ID holds (takeBack).
 		host, _ := os.Hostname()
 		w.ID = fmt.Sprintf("%s/%s/%d", w.Vantage, host, os.Getpid())
+		if n := workersStarted.Add(1); n > 1 {
+			w.ID += fmt.Sprintf(".%d", n)
+		}
 	}
 	w.Concurrency = max(w.Concurrency, 1)
 	if w.RescueAfter <= 0 {
@@ -118,6 +124,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		fmt.Fprintf(w.Log, "worker %s: %v; trying again in %v\n", w.ID, err, wait)
 	}
 	if err := store.Retry(ctx, func() error { return migrate(ctx, w.Store) }, notify); err != nil {
+		return err
+	}
+	// What this worker's ID held when its run before was killed is taken
+	// back before the first fetch, not left to River's rescuer.
+	err := store.Retry(ctx, func() error {
+		n, err := takeBack(ctx, w.Store, QueueName(w.Vantage), w.ID)
+		if n > 0 {
+			fmt.Fprintf(w.Log, "worker %s: took back %d jobs its run before held when it stopped\n", w.ID, n)
+		}
+		return err
+	}, notify)
+	if err != nil {
 		return err
 	}
 	workers := river.NewWorkers()
@@ -175,6 +193,37 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// takeBack makes the jobs of queue that a worker of this ID holds
+// (River's running state, taken last by id) available again, and says
+// how many: its run before was killed holding them, since a worker ID is
+// one process at a time. A supervisor's restart (a container's, whose
+// default ID, VANTAGE/HOST/1, is the same each time, or --id) then runs
+// them again at once, where River's rescuer would wait --rescue-after
+// and up to its 30 s tick. As the rescuer does, a job whose cancel was
+// asked is cancelled and one out of attempts discarded, and the attempt
+// is recorded among the job's errors.
+func takeBack(ctx context.Context, st *store.Store, queue, id string) (int64, error) {
+	res, err := st.DB().ExecContext(ctx, `WITH held AS (
+			SELECT id, CASE WHEN metadata ? 'cancel_attempted_at' THEN 'cancelled'
+				WHEN attempt >= max_attempts THEN 'discarded' ELSE 'available' END AS next
+			FROM river_job WHERE state = 'running' AND queue = $1 AND attempted_by[cardinality(attempted_by)] = $2
+			FOR UPDATE
+		)
+		UPDATE river_job j SET state = held.next::river_job_state,
+			finalized_at = CASE WHEN held.next = 'available' THEN NULL ELSE now() END,
+			scheduled_at = CASE WHEN held.next = 'available' THEN now() ELSE j.scheduled_at END,
+			errors = array_append(j.errors, jsonb_build_object('at', now(), 'attempt', j.attempt, 'trace', '',
+				'error', 'taken back by worker ' || $2 || ' at its start: its run before stopped holding it'))
+		FROM held WHERE j.id = held.id`, queue, id)
+	if err != nil {
+		return 0, fmt.Errorf("taking back this worker's jobs: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// workersStarted counts the workers this process named by default.
+var workersStarted atomic.Int64
 
 // pending counts a queue's jobs that are waiting or taken.
 func pending(ctx context.Context, st *store.Store, queue string) (int, error) {

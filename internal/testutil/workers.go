@@ -11,7 +11,8 @@ import (
 )
 
 // Workers supervises a test's campaign worker processes as systemd or
-// Kubernetes would: each started for a vantage point, killed with
+// Kubernetes would: each started under a name (its vantage point, or
+// its worker ID where a test restarts it under that), killed with
 // SIGKILL when the test says (not a failure), replaced by the test, and
 // waited for. A worker that fails otherwise fails the test with what it
 // said.
@@ -19,13 +20,13 @@ type Workers struct {
 	t    testing.TB
 	mu   sync.Mutex
 	wg   sync.WaitGroup
-	live map[*exec.Cmd]string // by vantage point
+	live map[*exec.Cmd]string // by name
 }
 
 // NewWorkers supervises workers for t.
 func NewWorkers(t testing.TB) *Workers { return &Workers{t: t, live: map[*exec.Cmd]string{}} }
 
-// Start starts cmd, a worker of vantage point v.
+// Start starts cmd, a worker named v.
 func (w *Workers) Start(v string, cmd *exec.Cmd) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -50,10 +51,10 @@ func (w *Workers) Start(v string, cmd *exec.Cmd) {
 }
 
 // Kill kills one running worker with SIGKILL: pick chooses among them
-// (in process ID order; nil: the first), or of vantage point v when v is
-// not empty. It returns the killed worker's vantage point and process
-// ID; ok is false when none runs.
-func (w *Workers) Kill(v string, pick func(n int) int) (vantage string, pid int, ok bool) {
+// (in process ID order; nil: the first), or the one named v when v is
+// not empty. It returns the killed worker's name and process ID; ok is
+// false when none runs.
+func (w *Workers) Kill(v string, pick func(n int) int) (name string, pid int, ok bool) {
 	w.mu.Lock()
 	var live []*exec.Cmd
 	for c, cv := range w.live {
@@ -72,10 +73,10 @@ func (w *Workers) Kill(v string, pick func(n int) int) (vantage string, pid int,
 	}
 	victim := live[i]
 	w.mu.Lock()
-	vantage = w.live[victim]
+	name = w.live[victim]
 	w.mu.Unlock()
 	victim.Process.Kill()
-	return vantage, victim.Process.Pid, true
+	return name, victim.Process.Pid, true
 }
 
 // Wait waits for every worker to end, at most d; false if some did not.

@@ -280,7 +280,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the campaign's PostgreSQL store ($DOXLAB_STORE)")
 	concurrency := fs.Int("concurrency", envInt("DOXLAB_CONCURRENCY", 4), "tasks measured at once ($DOXLAB_CONCURRENCY)")
 	address := fs.String("address", os.Getenv("DOXLAB_ADDRESS"), "the vantage point's address as resolvers see it, e.g. behind NAT ($DOXLAB_ADDRESS; default each connection's local address)")
-	id := fs.String("id", os.Getenv("DOXLAB_WORKER_ID"), "the worker's name in the jobs it takes ($DOXLAB_WORKER_ID; default VANTAGE/HOST/PID)")
+	id := fs.String("id", os.Getenv("DOXLAB_WORKER_ID"), "the worker's name in the jobs it takes, one process at a time: restarted under it, a worker takes back at once the jobs it held when killed ($DOXLAB_WORKER_ID; default VANTAGE/HOST/PID)")
 	rescue := fs.Duration("rescue-after", envDuration("DOXLAB_RESCUE_AFTER", 2*time.Minute), "hand a job taken this long ago to another worker, its taker presumed dead; the same for every worker ($DOXLAB_RESCUE_AFTER)")
 	drain := fs.Bool("drain", os.Getenv("DOXLAB_DRAIN") == "1", "exit once the vantage point's queue is empty ($DOXLAB_DRAIN=1), as a Kubernetes Job should")
 	quiet := fs.Bool("quiet", false, "print no line per sample")
