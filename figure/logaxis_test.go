@@ -1,6 +1,7 @@
 package figure
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -65,4 +66,35 @@ func TestNiceTicksEnd(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{"0.0", "0.5", "1.0", "1.5", "2.0", "2.5"}, labelled(niceTicks{n: 6}.Ticks(0, 2.9)), "every half, as before")
+}
+
+// FuzzTicks: for any axis, each ticker ends with few ticks, finite, in
+// order, each once and within the axis.
+func FuzzTicks(f *testing.F) {
+	for _, c := range [][2]float64{{0, 2.9}, {1e15, 1e15 + 0.25}, {5e-324, 1e-323}, {1e-300, 1e300}, {-5, 5}, {0.1, 1e4}} {
+		f.Add(c[0], c[1], 5)
+	}
+	f.Fuzz(func(t *testing.T, lo, hi float64, n int) {
+		n = n%40 + 1
+		if n < 1 {
+			n += 40
+		}
+		for name, tk := range map[string]plot.Ticker{"nice": niceTicks{n: n}, "decade": DecadeTicks{}, "plain": PlainTicks{}} {
+			if name == "plain" && (math.IsInf(hi-lo, 0) || math.IsNaN(hi-lo) || !(hi > lo)) {
+				continue // gonum's own, which its axes never ask for these
+			}
+			ticks := tk.Ticks(lo, hi)
+			if len(ticks) > 10_000 {
+				t.Fatalf("%s: %d ticks on an axis from %v to %v", name, len(ticks), lo, hi)
+			}
+			for i, x := range ticks {
+				if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) {
+					t.Fatalf("%s: tick %v on an axis from %v to %v", name, x.Value, lo, hi)
+				}
+				if i > 0 && name != "plain" && !(ticks[i-1].Value < x.Value) { // gonum's: majors, then minors
+					t.Fatalf("%s: ticks %v then %v on an axis from %v to %v", name, ticks[i-1].Value, x.Value, lo, hi)
+				}
+			}
+		}
+	})
 }
