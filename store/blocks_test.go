@@ -203,15 +203,7 @@ func TestDamagedBlock(t *testing.T) {
 // TestDecodeBlockRefusesDamage: a block cut short or changed anywhere
 // decodes to an error or to rows, never a panic.
 func TestDecodeBlockRefusesDamage(t *testing.T) {
-	var x scanned
-	dest := make([]any, len(blockColumns))
-	kinds := make([]byte, len(blockColumns))
-	for i, c := range blockColumns {
-		dest[i] = columns[c].dest(&x)
-		kinds[i], _ = blockKind(dest[i])
-	}
-	w, err := newBlockWriter(dest)
-	require.NoError(t, err)
+	x, dest, kinds, w := blockFixture(t)
 	for i := range 50 {
 		x.run, x.Vantage, x.Target = int64(i/20), []string{"", "fra1"}[i%2], "t"
 		x.fl[3].Float64, x.fl[3].Valid = float64(i)*1.25, i%3 != 0
@@ -313,15 +305,7 @@ func TestBlockFloats(t *testing.T) {
 // error or rows that read whole, never a panic; a block doxlab wrote
 // reads back as written.
 func FuzzDecodeBlock(f *testing.F) {
-	var x scanned
-	dest := make([]any, len(blockColumns))
-	kinds := make([]byte, len(blockColumns))
-	for i, c := range blockColumns {
-		dest[i] = columns[c].dest(&x)
-		kinds[i], _ = blockKind(dest[i])
-	}
-	w, err := newBlockWriter(dest)
-	require.NoError(f, err)
+	x, dest, kinds, w := blockFixture(f)
 	for i := range 20 {
 		x.run, x.Vantage, x.Target = int64(i/7), []string{"", "fra1"}[i%2], "t"
 		x.fl[0].Float64, x.fl[0].Valid = float64(i)*0.001, true
@@ -350,4 +334,19 @@ func FuzzDecodeBlock(f *testing.F) {
 		}
 		require.Equal(t, n, rows)
 	})
+}
+
+// blockFixture is a writer of the report's block columns, each read from
+// x, with the columns' destinations and kinds.
+func blockFixture(tb testing.TB) (x *scanned, dest []any, kinds []byte, w *blockWriter) {
+	x = new(scanned)
+	dest = make([]any, len(blockColumns))
+	kinds = make([]byte, len(blockColumns))
+	for i, c := range blockColumns {
+		dest[i] = columns[c].dest(x)
+		kinds[i], _ = blockKind(dest[i])
+	}
+	w, err := newBlockWriter(dest)
+	require.NoError(tb, err)
+	return x, dest, kinds, w
 }

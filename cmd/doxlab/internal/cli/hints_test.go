@@ -45,6 +45,17 @@ func hints(out string) []string {
 	return out2
 }
 
+// runTheHint runs the one command errOut tells the user to run, as
+// pasted, and returns what it printed; it must work (exit 0).
+func runTheHint(t *testing.T, errOut string) string {
+	t.Helper()
+	hs := hints(errOut)
+	require.Len(t, hs, 1, errOut)
+	code, out := runHint(t, hs[0])
+	require.Equal(t, 0, code, out)
+	return out
+}
+
 // TestPrintedHintsWork: every command doxlab prints for the user to run
 // works as printed, pasted elsewhere: a measurement's continue and
 // report hints, a campaign's, with a store path that needs quoting; and
@@ -76,10 +87,7 @@ func TestPrintedHintsWork(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	code, _, errOut = run("campaign", "run", spec)
 	require.Equal(t, 2, code, errOut)
-	hs = hints(errOut)
-	require.Len(t, hs, 1, errOut)
-	code, out = runHint(t, hs[0])
-	require.Equal(t, 0, code, out)
+	out = runTheHint(t, errOut)
 
 	// A run continued in a store that is not there: named, not created.
 	wrong := filepath.Join(dir, "y.db")
