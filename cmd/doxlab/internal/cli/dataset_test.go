@@ -201,7 +201,7 @@ func TestStoreSeal(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
 	require.Contains(t, errOut, "does not decode")
-	out = runTheHint(t, errOut)
+	runTheHint(t, errOut)
 	code, after, errOut = run("report", "--store", db, "--json")
 	require.Equal(t, 0, code, errOut)
 	require.JSONEq(t, before, after)

@@ -87,7 +87,7 @@ func TestPrintedHintsWork(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	code, _, errOut = run("campaign", "run", spec)
 	require.Equal(t, 2, code, errOut)
-	out = runTheHint(t, errOut)
+	runTheHint(t, errOut)
 
 	// A run continued in a store that is not there: named, not created.
 	wrong := filepath.Join(dir, "y.db")
