@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/doxlab/doxlab/internal/listfile"
@@ -18,6 +19,34 @@ import (
 // it came from, so a refusal can say why.
 type List struct {
 	entries []entry
+	// byLen finds an address's entries by its prefix of each length the
+	// list holds (lens), the first listed of each prefix: a scan checks
+	// every target, and an opt-out list of thousands, searched in turn,
+	// made a /8's plan take hours.
+	byLen map[netip.Prefix]int
+	lens  []int // the lengths of the list's prefixes, IPv6 ones offset by 256
+}
+
+// add lists p, from where it came.
+func (l *List) add(p netip.Prefix, from string) {
+	if l.byLen == nil {
+		l.byLen = map[netip.Prefix]int{}
+	}
+	if _, ok := l.byLen[p]; !ok {
+		l.byLen[p] = len(l.entries)
+	}
+	if k := lenKey(p.Addr(), p.Bits()); !slices.Contains(l.lens, k) {
+		l.lens = append(l.lens, k)
+	}
+	l.entries = append(l.entries, entry{p, from})
+}
+
+// lenKey keys a prefix length by the family it is of.
+func lenKey(a netip.Addr, bits int) int {
+	if a.Is6() {
+		return 256 + bits
+	}
+	return bits
 }
 
 type entry struct {
@@ -43,7 +72,7 @@ func (l *List) read(path string) error {
 		if err != nil {
 			return err
 		}
-		l.entries = append(l.entries, entry{p, fmt.Sprintf("%s:%d", path, n)})
+		l.add(p, fmt.Sprintf("%s:%d", path, n))
 		return nil
 	})
 	var pe *os.PathError
@@ -99,7 +128,7 @@ func FromPrefixes(prefixes []string, from string) (*List, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", from, err)
 		}
-		l.entries = append(l.entries, entry{p, from})
+		l.add(p, from)
 	}
 	return l, nil
 }
@@ -125,14 +154,36 @@ func (l *List) Check(a netip.Addr) error {
 		return nil
 	}
 	a = a.Unmap().WithZone("")
-	for _, e := range l.entries {
-		for _, b := range []netip.Addr{a, embedded(a)} {
-			if e.prefix.Contains(b) {
-				return fmt.Errorf("%w: %s is in %s (%s)", ErrBlocked, b, e.prefix, e.from)
-			}
+	first, at := -1, a
+	for _, b := range []netip.Addr{a, embedded(a)} {
+		if i := l.find(b); i >= 0 && (first < 0 || i < first) {
+			first, at = i, b
 		}
 	}
-	return nil
+	if first < 0 {
+		return nil
+	}
+	e := l.entries[first]
+	return fmt.Errorf("%w: %s is in %s (%s)", ErrBlocked, at, e.prefix, e.from)
+}
+
+// find is the first listed entry holding a, or -1: a's prefix of each
+// length the list holds, looked up.
+func (l *List) find(a netip.Addr) int {
+	first := -1
+	for _, k := range l.lens {
+		if (k >= 256) != a.Is6() {
+			continue
+		}
+		p, err := a.Prefix(k % 256)
+		if err != nil {
+			continue
+		}
+		if i, ok := l.byLen[p]; ok && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	return first
 }
 
 // ErrBlocked is an address a blocklist or an opt-out forbids.

@@ -2,6 +2,7 @@ package blocklist
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -45,5 +46,69 @@ func TestList(t *testing.T) {
 	var none *List
 	if none.Check(netip.MustParseAddr("10.0.0.1")) != nil {
 		t.Error("no list blocks")
+	}
+}
+
+// TestCheckFindsTheFirstListed: a list found by prefix length answers
+// as a list searched in turn would: blocked or not, and by the first
+// prefix listed that holds the address, nested prefixes and both
+// families mixed.
+func TestCheckFindsTheFirstListed(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	addr := func() netip.Addr {
+		if r.IntN(4) == 0 {
+			b := [16]byte{0x20, 0x01, 0x0d, 0xb8, byte(r.IntN(4))}
+			b[15] = byte(r.IntN(256))
+			return netip.AddrFrom16(b)
+		}
+		return netip.AddrFrom4([4]byte{10, byte(r.IntN(4)), byte(r.IntN(4)), byte(r.IntN(256))})
+	}
+	for range 200 {
+		var prefixes []string
+		for range 1 + r.IntN(30) {
+			a := addr()
+			p, _ := a.Prefix(r.IntN(a.BitLen() + 1))
+			prefixes = append(prefixes, p.String())
+		}
+		l, err := FromPrefixes(prefixes, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 50 {
+			a := addr()
+			want := -1
+			for i, p := range prefixes {
+				if netip.MustParsePrefix(p).Contains(a) {
+					want = i
+					break
+				}
+			}
+			err := l.Check(a)
+			switch {
+			case want < 0 && err != nil:
+				t.Fatalf("%s: %v, in none of %v", a, err, prefixes)
+			case want >= 0 && (err == nil || !strings.Contains(err.Error(), " is in "+prefixes[want]+" ")):
+				t.Fatalf("%s: %v, want the first of %v that holds it: %s", a, err, prefixes, prefixes[want])
+			}
+		}
+	}
+}
+
+// BenchmarkCheck checks addresses against an opt-out list of 10,000
+// prefixes, as a scan's plan checks each target.
+func BenchmarkCheck(b *testing.B) {
+	var prefixes []string
+	for i := range 10_000 {
+		prefixes = append(prefixes, netip.AddrFrom4([4]byte{100, byte(i >> 8), byte(i), 0}).String()+"/24")
+	}
+	l, err := FromPrefixes(prefixes, "optout")
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := netip.MustParseAddr("8.8.8.8")
+	for b.Loop() {
+		if l.Check(a) != nil {
+			b.Fatal("blocked")
+		}
 	}
 }
