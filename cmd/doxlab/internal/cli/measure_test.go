@@ -341,6 +341,8 @@ func TestReportCompare(t *testing.T) {
 		"--compare " + a + " @" + dir + "/b.db": `"@` + dir + `/b.db": want a run or experiment ID`,
 		"--compare " + a + " " + ids[1] + "@":   "want a store after the @",
 		"--compare " + a + " " + a:              a + " is named twice",
+		// The same file, spelled another way.
+		"--compare " + a + " " + ids[0] + "@" + dir + "/./a.db": ids[0] + "@" + dir + "/./a.db is named twice",
 	} {
 		code, _, errOut := run(append([]string{"report"}, strings.Fields(args)...)...)
 		require.Equal(t, 2, code, args)

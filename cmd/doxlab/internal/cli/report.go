@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/doxlab/doxlab/experiment/dnsrtt"
@@ -178,7 +179,14 @@ func runCompare(ctx context.Context, a compareArgs, stdout, stderr io.Writer) in
 		case !ok:
 			dsn = a.dsn
 		}
-		k := [2]string{id, dsn}
+		// A file by its absolute path: x.db and ./x.db are one store.
+		file := dsn
+		if !strings.Contains(dsn, "://") {
+			if abs, err := filepath.Abs(dsn); err == nil {
+				file = abs
+			}
+		}
+		k := [2]string{id, file}
 		if seen[k] {
 			return fail(exitUsage, "%s is named twice: compare it with another run", sel)
 		}
