@@ -127,6 +127,34 @@ type compareArgs struct {
 	answers                  measure.Answers
 }
 
+// compareSelection reads one run compare names, ID or ID@STORE (--store's
+// without the @), refusing what selects no one run or one seen already.
+func compareSelection(sel, dsnDefault string, seen map[[2]string]bool) (id, dsn string, err error) {
+	id, dsn, ok := strings.Cut(sel, "@") // a run ID holds no @; a database URL may
+	switch {
+	case id == "":
+		// An empty ID selects every run: "@b.db" compared all of b.db.
+		return "", "", fmt.Errorf("%q: want a run or experiment ID, or ID@STORE", sel)
+	case ok && dsn == "":
+		return "", "", fmt.Errorf("%q: want a store after the @ (without it, --store's run)", sel)
+	case !ok:
+		dsn = dsnDefault
+	}
+	// A file by its absolute path: x.db and ./x.db are one store.
+	file := dsn
+	if !strings.Contains(dsn, "://") {
+		if abs, err := filepath.Abs(dsn); err == nil {
+			file = abs
+		}
+	}
+	k := [2]string{id, file}
+	if seen[k] {
+		return "", "", fmt.Errorf("%s is named twice: compare it with another run", sel)
+	}
+	seen[k] = true
+	return id, dsn, nil
+}
+
 // runCompare prints and renders runs against each other (--compare), or
 // a run's rounds (--by round).
 func runCompare(ctx context.Context, a compareArgs, stdout, stderr io.Writer) int {
@@ -169,28 +197,10 @@ func runCompare(ctx context.Context, a compareArgs, stdout, stderr io.Writer) in
 	}
 	seen := map[[2]string]bool{}
 	for _, sel := range sels {
-		id, dsn, ok := strings.Cut(sel, "@") // a run ID holds no @; a database URL may
-		switch {
-		case id == "":
-			// An empty ID selects every run: "@b.db" compared all of b.db.
-			return fail(exitUsage, "%q: want a run or experiment ID, or ID@STORE", sel)
-		case ok && dsn == "":
-			return fail(exitUsage, "%q: want a store after the @ (without it, --store's run)", sel)
-		case !ok:
-			dsn = a.dsn
+		id, dsn, err := compareSelection(sel, a.dsn, seen)
+		if err != nil {
+			return fail(exitUsage, "%v", err)
 		}
-		// A file by its absolute path: x.db and ./x.db are one store.
-		file := dsn
-		if !strings.Contains(dsn, "://") {
-			if abs, err := filepath.Abs(dsn); err == nil {
-				file = abs
-			}
-		}
-		k := [2]string{id, file}
-		if seen[k] {
-			return fail(exitUsage, "%s is named twice: compare it with another run", sel)
-		}
-		seen[k] = true
 		st, code := open(dsn)
 		if st == nil {
 			return code
