@@ -264,9 +264,6 @@ func boolOctet(v bool) byte {
 // with again makes every block anew from the rows.
 var ErrDamagedBlock = errors.New("a damaged block of samples")
 
-// errBlock is ErrDamagedBlock, as the decoder says it.
-var errBlock = ErrDamagedBlock
-
 // blockReader reads an encoded block, failing on the first octet out
 // of place instead of panicking.
 type blockReader struct {
@@ -300,7 +297,7 @@ func (r *blockReader) take(n uint64) []byte {
 
 func (r *blockReader) fail() {
 	if r.err == nil {
-		r.err = errBlock
+		r.err = ErrDamagedBlock
 	}
 	r.b = nil
 }
@@ -346,13 +343,13 @@ func decodeBlock(b []byte, kinds []byte) (int, []blockCol, error) {
 	r := &blockReader{b: b}
 	n := r.uvarint()
 	if r.err != nil || n > uint64(len(b)) || r.uvarint() != uint64(len(kinds)) {
-		return 0, nil, errBlock
+		return 0, nil, ErrDamagedBlock
 	}
 	cols := make([]blockCol, len(kinds))
 	for i, want := range kinds {
 		c := &cols[i]
 		if k := r.take(1); r.err != nil || k[0] != want {
-			return 0, nil, errBlock
+			return 0, nil, ErrDamagedBlock
 		}
 		c.kind = want
 		switch want {
@@ -407,7 +404,7 @@ func decodeBlock(b []byte, kinds []byte) (int, []blockCol, error) {
 		}
 	}
 	if len(r.b) != 0 {
-		return 0, nil, errBlock
+		return 0, nil, ErrDamagedBlock
 	}
 	return int(n), cols, nil
 }
@@ -431,7 +428,7 @@ func (b *blockSource) open(dest []any) (rowSource, error) {
 	}
 	raw, err := unpackRaw(b.z)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errBlock, err)
+		return nil, fmt.Errorf("%w: %w", ErrDamagedBlock, err)
 	}
 	b.n, b.cols, err = decodeBlock(raw, kinds)
 	b.dest = dest
@@ -573,10 +570,7 @@ func (s *Store) seal(ctx context.Context, run int64, whole bool) error {
 	}
 	q := `SELECT id, ` + strings.Join(s.exprs(blockColumns), ", ") + ` FROM sample_cols WHERE id > ? AND id <= ? AND +run = ? ORDER BY id LIMIT ?`
 	var x scanned
-	dest := make([]any, len(blockColumns))
-	for i, c := range blockColumns {
-		dest[i] = columns[c].dest(&x)
-	}
+	dest := x.dests(blockColumns)
 	for {
 		var after int64
 		if err := s.db.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(max(last_id), 0) FROM sample_blocks WHERE run = ?`), run).Scan(&after); err != nil {
@@ -809,7 +803,7 @@ func (s *Store) readBlock(ctx context.Context, run, after int64, byNumber map[in
 	}
 	b := &blockSource{z: z}
 	err := scanRows(b.open, blockColumns, byNumber, sink)
-	if errors.Is(err, errBlock) {
+	if errors.Is(err, ErrDamagedBlock) {
 		return fmt.Errorf("store: run %s's block of samples after number %d does not decode: %w", byNumber[run].ID, after, err)
 	}
 	return err

@@ -216,7 +216,7 @@ func TestDecodeBlockRefusesDamage(t *testing.T) {
 	require.Equal(t, 50, n)
 	for cut := range len(b) {
 		_, _, err := decodeBlock(b[:cut], kinds)
-		require.ErrorIs(t, err, errBlock, "cut at %d", cut)
+		require.ErrorIs(t, err, ErrDamagedBlock, "cut at %d", cut)
 	}
 	for i := range b {
 		for _, v := range []byte{0, 0x7f, 0x80, 0xff} {
@@ -231,7 +231,7 @@ func TestDecodeBlockRefusesDamage(t *testing.T) {
 		}
 	}
 	_, _, err = decodeBlock(b, append([]byte{blockBool}, kinds[1:]...))
-	require.ErrorIs(t, err, errBlock, "a column of another kind")
+	require.ErrorIs(t, err, ErrDamagedBlock, "a column of another kind")
 }
 
 // TestBlockColumnsPinned: a block keeps these columns, in this order,
@@ -340,11 +340,10 @@ func FuzzDecodeBlock(f *testing.F) {
 // x, with the columns' destinations and kinds.
 func blockFixture(tb testing.TB) (x *scanned, dest []any, kinds []byte, w *blockWriter) {
 	x = new(scanned)
-	dest = make([]any, len(blockColumns))
-	kinds = make([]byte, len(blockColumns))
-	for i, c := range blockColumns {
-		dest[i] = columns[c].dest(x)
-		kinds[i], _ = blockKind(dest[i])
+	dest = x.dests(blockColumns)
+	kinds = make([]byte, len(dest))
+	for i, d := range dest {
+		kinds[i], _ = blockKind(d)
 	}
 	w, err := newBlockWriter(dest)
 	require.NoError(tb, err)

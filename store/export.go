@@ -563,15 +563,20 @@ type rowSource interface {
 	close() error
 }
 
+// dests are the destinations of cols in x, one a column, in order.
+func (x *scanned) dests(cols []string) []any {
+	dest := make([]any, len(cols))
+	for i, c := range cols {
+		dest[i] = columns[c].dest(x)
+	}
+	return dest
+}
+
 // scanRows hands fn each row of a query over cols: open runs the query
 // with the columns' destinations.
 func scanRows(open func(dest []any) (rowSource, error), cols []string, runs map[int64]Run, fn func(*Row) error) error {
 	var x scanned
-	dest := make([]any, len(cols))
-	for i, c := range cols {
-		dest[i] = columns[c].dest(&x)
-	}
-	src, err := open(dest)
+	src, err := open(x.dests(cols))
 	if err != nil {
 		return err
 	}
