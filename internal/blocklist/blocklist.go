@@ -19,21 +19,21 @@ import (
 // it came from, so a refusal can say why.
 type List struct {
 	entries []entry
-	// byLen finds an address's entries by its prefix of each length the
-	// list holds (lens), the first listed of each prefix: a scan checks
+	// byPrefix finds an address's entries by its prefix of each length
+	// the list holds (lens), the first listed of each prefix: a scan checks
 	// every target, and an opt-out list of thousands, searched in turn,
 	// made a /8's plan take hours.
-	byLen map[netip.Prefix]int
-	lens  []int // the lengths of the list's prefixes, IPv6 ones offset by 256
+	byPrefix map[netip.Prefix]int
+	lens     []int // the lengths of the list's prefixes, IPv6 ones offset by 256
 }
 
 // add lists p, from where it came.
 func (l *List) add(p netip.Prefix, from string) {
-	if l.byLen == nil {
-		l.byLen = map[netip.Prefix]int{}
+	if l.byPrefix == nil {
+		l.byPrefix = map[netip.Prefix]int{}
 	}
-	if _, ok := l.byLen[p]; !ok {
-		l.byLen[p] = len(l.entries)
+	if _, ok := l.byPrefix[p]; !ok {
+		l.byPrefix[p] = len(l.entries)
 	}
 	if k := lenKey(p.Addr(), p.Bits()); !slices.Contains(l.lens, k) {
 		l.lens = append(l.lens, k)
@@ -179,7 +179,7 @@ func (l *List) find(a netip.Addr) int {
 		if err != nil {
 			continue
 		}
-		if i, ok := l.byLen[p]; ok && (first < 0 || i < first) {
+		if i, ok := l.byPrefix[p]; ok && (first < 0 || i < first) {
 			first = i
 		}
 	}
