@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/blocklist"
 	"github.com/doxlab/doxlab/testbed"
 )
 
@@ -49,6 +50,21 @@ type Net interface {
 	// Close stops what the net runs; for the testbed, it also flushes
 	// its captures (Spec.PcapDir).
 	Close() error
+}
+
+// OwnBlock is the special-purpose block host's address is in (the
+// testbed's 10.0.0.0/8, loopback's 127.0.0.0/8), for a page loader to
+// open to the experiment's pages: a loader refuses a page such an
+// address unless its block is opened (pageload.Config.AllowSpecial).
+func OwnBlock(n Net, host string) []netip.Prefix {
+	a, err := netip.ParseAddr(n.IP(host))
+	if err != nil {
+		return nil
+	}
+	if s, ok := blocklist.SpecialOf(a); ok {
+		return []netip.Prefix{s.Prefix}
+	}
+	return nil
 }
 
 // Sniffer is a capture Sniff started: Stop returns its packets.

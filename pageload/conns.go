@@ -171,42 +171,47 @@ func (ld *load) dial(ctx context.Context, host, origin string) *originConn {
 	return ld.open(ctx, host, origin, remote, proto, ld.l.cfg.ZeroRTT, lo.ech)
 }
 
-// reachable is what of host's addresses the page may connect to. The
-// document's host may be anywhere: the page is what the user, or the
-// graph, asked for, and the first address it connects to sets the
-// page's own special-purpose block (127.0.0.0/8 for a page on loopback,
-// 10.0.0.0/8 on the testbed), if any. Any other host is refused an
+// reachable is what of host's addresses the page may connect to. An
 // address in a special-purpose block (loopback, link-local and cloud
-// metadata, private networks, ...) but that one, as Chromium's Private
+// metadata, private networks, ...) is refused, as Chromium's Private
 // Network Access keeps a public page from the machine's and its
-// network's own services: a page's subresource, or a measured
+// network's own services, unless the block is the page's own or the
+// loader's AllowSpecial allows it: a page's subresource, or a measured
 // resolver's answer for one, once sent doxlab's loader from a public
-// page to 169.254.169.254.
+// page to 169.254.169.254. The document's first address places the page
+// (its block is then the page's own, 127.0.0.0/8 for a page on
+// loopback), but it too must be allowed, or named by the page's URL
+// itself: a resolver's answer for the page's name, or a later one that
+// rebinds it, is no more trusted than any other.
 func (ld *load) reachable(host string, addrs []netip.Addr) ([]netip.Addr, error) {
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
-	if host == ld.docHost {
-		if !ld.docPlaced && len(addrs) > 0 {
-			ld.docPlaced = true
-			if s, ok := blocklist.SpecialOf(addrs[0]); ok {
-				ld.docBlock = s.Prefix
-			}
-		}
-		return addrs, nil
-	}
+	placing := host == ld.docHost && !ld.docPlaced
 	var ok []netip.Addr
 	var refused error
 	for _, a := range addrs {
 		s, special := blocklist.SpecialOf(a)
-		if !special || s.Prefix == ld.docBlock {
+		switch {
+		case !special, ld.docPlaced && s.Prefix == ld.docBlock, ld.allow.Allowed(a),
+			placing && a.Unmap().WithZone("") == ld.docLiteral:
 			ok = append(ok, a)
-		} else if refused == nil {
+		case refused != nil:
+		case placing:
+			refused = fmt.Errorf("%w: the page's host %s is at %s, in %s (%s): a page is loaded from such an address only where the loader allows its block, or its URL names the address",
+				blocklist.ErrSpecial, host, a, s.Prefix, s.Name)
+		default:
 			refused = fmt.Errorf("%w: %s is at %s, in %s (%s), and the page is not: a page reaches such addresses only from within their block",
 				blocklist.ErrSpecial, host, a, s.Prefix, s.Name)
 		}
 	}
 	if len(ok) == 0 && refused != nil {
 		return nil, refused
+	}
+	if placing && len(ok) > 0 {
+		ld.docPlaced = true
+		if s, special := blocklist.SpecialOf(ok[0]); special {
+			ld.docBlock = s.Prefix
+		}
 	}
 	return ok, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/doxlab/doxlab/internal/blocklist"
 	"github.com/doxlab/doxlab/internal/printable"
 )
 
@@ -74,6 +75,14 @@ type Config struct {
 	// Tokens is how QUIC NEW_TOKEN tokens are kept for later connections:
 	// TokensKeep (the default) or TokensChromium.
 	Tokens string
+	// AllowSpecial are special-purpose blocks (loopback, private
+	// networks, ...) pages may be loaded from and reach, as a campaign's
+	// allow_special opens them: a testbed's or a lab's own. Every other
+	// special-purpose address is refused, the document's too unless the
+	// page's URL names it, so neither a measured resolver's answer nor a
+	// page's own DNS can place a load on the machine's loopback or its
+	// cloud's metadata service.
+	AllowSpecial []netip.Prefix
 	// Port the origins listen on; default 443.
 	Port     int
 	RootCAs  *x509.CertPool
@@ -169,6 +178,11 @@ func New(cfg Config) (*Loader, error) {
 	if cfg.Resolver == nil && cfg.Coalesce == nil {
 		return nil, fmt.Errorf("no resolver")
 	}
+	for _, p := range cfg.AllowSpecial {
+		if !blocklist.IsSpecial(p) {
+			return nil, fmt.Errorf("allow special %s: not special-purpose (RFC 6890), so never refused", p)
+		}
+	}
 	if cfg.Port < 0 || cfg.Port > 65535 {
 		return nil, fmt.Errorf("port %d: want 1-65535 (0: 443)", cfg.Port)
 	}
@@ -226,7 +240,11 @@ func (l *Loader) load(ctx context.Context, g *Graph, keepDoc bool) (*Result, []b
 	ld.res.Start = ld.t0
 	if u, err := url.Parse(g.Resources[0].URL); err == nil {
 		ld.docHost = u.Hostname()
+		if a, err := netip.ParseAddr(ld.docHost); err == nil {
+			ld.docLiteral = a.Unmap().WithZone("")
+		}
 	}
+	ld.allow.Allow = l.cfg.AllowSpecial
 	if l.cfg.MaxLookups > 0 {
 		ld.slots = make(chan struct{}, l.cfg.MaxLookups)
 	}
@@ -280,16 +298,18 @@ type load struct {
 	bytes    atomic.Int64 // the bodies read so far, for MaxPageBytes
 	abort    context.CancelCauseFunc
 
-	mu        sync.Mutex
-	docHost   string       // the document's host: reachable anywhere
-	docBlock  netip.Prefix // the special-purpose block its address is in, if any
-	docPlaced bool         // docBlock is set
-	res       *Result
-	lookups   perKey[lookup]
-	slots     chan struct{} // with MaxLookups, one per lookup in flight
-	fetches   chan struct{} // one per request in flight (MaxRequests)
-	conns     perKey[*originConn]
-	opened    []*originConn // every connection, once, in order
+	mu         sync.Mutex
+	docHost    string           // the document's host
+	docLiteral netip.Addr       // its address, if the page's URL names one
+	docBlock   netip.Prefix     // the special-purpose block its address is in, if any
+	docPlaced  bool             // docBlock is set
+	allow      blocklist.Policy // the blocks AllowSpecial opens
+	res        *Result
+	lookups    perKey[lookup]
+	slots      chan struct{} // with MaxLookups, one per lookup in flight
+	fetches    chan struct{} // one per request in flight (MaxRequests)
+	conns      perKey[*originConn]
+	opened     []*originConn // every connection, once, in order
 }
 
 func (ld *load) since() float64 {

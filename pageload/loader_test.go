@@ -53,6 +53,10 @@ func site(t *testing.T) (*server.Server, *pageload.Graph) {
 	return srv, g
 }
 
+// onLoopback opens loopback to the tests' pages, which their resolvers
+// place there by name (TestPlacing: else refused).
+var onLoopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
 // serveSite serves the site's files from dir over the web listener on
 // web (UDP for HTTP/3, TCP for HTTP/2) and its name's A record on udp.
 func serveSite(t *testing.T, udp, web, dir string) *server.Server {
@@ -117,7 +121,7 @@ func qtype(r *server.Record) string { return r.QType }
 
 func loader(t *testing.T, srv *server.Server, proto string, zeroRTT bool) *pageload.Loader {
 	dns, roots := resolverAndRoots(t, srv)
-	l, err := pageload.New(pageload.Config{Protocol: proto, ZeroRTT: zeroRTT, Resolver: dns,
+	l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Protocol: proto, ZeroRTT: zeroRTT, Resolver: dns,
 		Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	return l
@@ -180,7 +184,7 @@ func TestReplayFollowsTheGraph(t *testing.T) {
 func TestZeroRTTRejectedIsRetried(t *testing.T) {
 	srv, g := site(t)
 	dns, roots := resolverAndRoots(t, srv) // roots gets the second server's certificate once it is made
-	l, err := pageload.New(pageload.Config{Protocol: "h3", ZeroRTT: true, Resolver: dns,
+	l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Protocol: "h3", ZeroRTT: true, Resolver: dns,
 		Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	warm := loadRejected(t, l, srv, g, roots)
@@ -236,7 +240,7 @@ func TestCoalescedLookupRetriedAfterRejected0RTT(t *testing.T) {
 			web := srv.Addr("web").(*net.UDPAddr).AddrPort()
 			roots := x509.NewCertPool()
 			roots.AppendCertsFromPEM(srv.CertPEM())
-			l, err := pageload.New(pageload.Config{ZeroRTT: true, Port: int(web.Port()), RootCAs: roots, Timeout: 10 * time.Second,
+			l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, ZeroRTT: true, Port: int(web.Port()), RootCAs: roots, Timeout: 10 * time.Second,
 				Coalesce: &pageload.Coalesce{Mode: mode, Server: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), web.Port()), Name: host}})
 			require.NoError(t, err)
 			warm := loadRejected(t, l, srv, g, roots)
@@ -292,7 +296,7 @@ func TestCoalescedLoads(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(srv.CertPEM())
 	for _, mode := range []string{pageload.CoalesceDoH3, pageload.CoalesceDNSStream} {
-		l, err := pageload.New(pageload.Config{ZeroRTT: true, Port: int(web.Port()), RootCAs: roots, Timeout: 10 * time.Second,
+		l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, ZeroRTT: true, Port: int(web.Port()), RootCAs: roots, Timeout: 10 * time.Second,
 			Coalesce: &pageload.Coalesce{Mode: mode, Server: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), web.Port()), Name: host}})
 		require.NoError(t, err)
 		for _, warm := range []bool{false, true} {
@@ -353,7 +357,7 @@ func TestDNSStreamNeedsTheSetting(t *testing.T) {
 	web := srv.Addr("web").(*net.UDPAddr).AddrPort()
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(srv.CertPEM())
-	l, err := pageload.New(pageload.Config{Port: int(web.Port()), RootCAs: roots, Timeout: 5 * time.Second,
+	l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Port: int(web.Port()), RootCAs: roots, Timeout: 5 * time.Second,
 		Coalesce: &pageload.Coalesce{Mode: pageload.CoalesceDNSStream, Server: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), web.Port()), Name: host}})
 	require.NoError(t, err)
 	r := l.Load(context.Background(), &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}})
@@ -384,7 +388,7 @@ func TestOriginSkipsDNS(t *testing.T) {
 	defer srv.Close()
 	take := queries(srv)
 	dnsUDP, roots := resolverAndRoots(t, srv)
-	l2, err := pageload.New(pageload.Config{Origins: true, Resolver: dnsUDP, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
+	l2, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Origins: true, Resolver: dnsUDP, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	base := "https://" + host + "/"
 	g := &pageload.Graph{Page: base, Resources: []pageload.Resource{
@@ -418,7 +422,7 @@ func TestHTTPSRecordsAndDiscovery(t *testing.T) {
 	dns, roots := resolverAndRoots(t, srv)
 	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
 	newLoader := func(https bool) *pageload.Loader {
-		l, err := pageload.New(pageload.Config{Protocol: "auto", HTTPSRecords: https, Resolver: dns,
+		l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Protocol: "auto", HTTPSRecords: https, Resolver: dns,
 			Port: port, RootCAs: roots, Timeout: 10 * time.Second})
 		require.NoError(t, err)
 		return l
@@ -470,7 +474,7 @@ func TestMaxLookups(t *testing.T) {
 	}
 	for _, tc := range []struct{ max, want int32 }{{0, 6}, {2, 2}} {
 		res := &slowHosts{}
-		l, err := pageload.New(pageload.Config{Resolver: res, MaxLookups: int(tc.max), Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
+		l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Resolver: res, MaxLookups: int(tc.max), Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
 		require.NoError(t, err)
 		r := l.Load(context.Background(), g)
 		require.Equal(t, "ok", r.Status, r.Error)
@@ -508,7 +512,7 @@ func TestHTTPSAlongside(t *testing.T) {
 	srv, g := site(t)
 	take := queries(srv)
 	dns, roots := resolverAndRoots(t, srv)
-	cfg := pageload.Config{Protocol: "h3", Resolver: dns, HTTPSAlongside: true,
+	cfg := pageload.Config{AllowSpecial: onLoopback, Protocol: "h3", Resolver: dns, HTTPSAlongside: true,
 		Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second}
 	l, err := pageload.New(cfg)
 	require.NoError(t, err)
@@ -557,7 +561,7 @@ func TestLoaderBoundsWhatItReads(t *testing.T) {
 		{"page", 8 << 20, 4 << 20, "page's bodies over the loader's size bound of 4194304 octets a page", 1},
 		{"within", 8 << 20, 16 << 20, "", 3},
 	} {
-		l, err := pageload.New(pageload.Config{Resolver: dns, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second,
+		l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Resolver: dns, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second,
 			MaxResourceBytes: c.resource, MaxPageBytes: c.page})
 		require.NoError(t, err)
 		r := l.Load(context.Background(), g)
@@ -601,7 +605,7 @@ func TestLoaderBoundsRequestsInFlight(t *testing.T) {
 	for i := range 40 {
 		g.Resources = append(g.Resources, pageload.Resource{URL: fmt.Sprintf("%sr.bin?%d", base, i), Parent: 0, AfterBytes: 13, Size: int64(len(body))})
 	}
-	l, err := pageload.New(pageload.Config{Resolver: dns, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second, MaxRequests: 4})
+	l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Resolver: dns, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second, MaxRequests: 4})
 	require.NoError(t, err)
 	r := l.Load(context.Background(), g)
 	require.Equal(t, "ok", r.Status, r.Error)
@@ -629,7 +633,7 @@ func TestLoadOverECH(t *testing.T) {
 	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
 	load := func(proto string, noECH bool) (*pageload.Result, []*server.Record) {
 		mark := log.Mark()
-		l, err := pageload.New(pageload.Config{Protocol: proto, HTTPSRecords: true, NoECH: noECH, Resolver: dns, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
+		l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Protocol: proto, HTTPSRecords: true, NoECH: noECH, Resolver: dns, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
 		require.NoError(t, err)
 		r := l.Load(context.Background(), g)
 		require.Equal(t, "ok", r.Status, r.Error)
@@ -651,7 +655,7 @@ func TestLoadOverECH(t *testing.T) {
 	}
 	// A config two rotations old, from a resolver's cache.
 	c := &cachingDNS{DNS: dns, m: map[string]*mdns.Msg{}}
-	l, err := pageload.New(pageload.Config{Protocol: "h3", HTTPSRecords: true, Resolver: c, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
+	l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Protocol: "h3", HTTPSRecords: true, Resolver: c, Port: port, RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, "accepted", l.Load(context.Background(), g).Conns[0].ECH)
 	require.NoError(t, srv.RotateECH())
@@ -683,7 +687,7 @@ func TestCoalescedLoadOverECH(t *testing.T) {
 	g := &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}}
 	load := func(list []byte) (*pageload.Result, []*server.Record) {
 		mark := log.Mark()
-		l, err := pageload.New(pageload.Config{Port: port, RootCAs: roots, Timeout: 10 * time.Second,
+		l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Port: port, RootCAs: roots, Timeout: 10 * time.Second,
 			Coalesce: &pageload.Coalesce{Mode: pageload.CoalesceDNSStream, Server: netip.MustParseAddrPort("127.0.0.1:" + strconv.Itoa(port)), Name: host, ECHConfigList: list}})
 		require.NoError(t, err)
 		res := l.Load(context.Background(), g)
@@ -806,7 +810,7 @@ func TestPageReachesNoMetadata(t *testing.T) {
 		// and it passed as no special-purpose address.
 		{URL: "https://[fe80::1%25lo]/latest/meta-data/", Parent: 0, AfterBytes: 13, Size: 3}}}
 	res := hostsResolver{host: "127.0.0.1", "img.doxlab.test": "127.0.0.1", "meta.doxlab.test": "169.254.169.254"}
-	l, err := pageload.New(pageload.Config{Resolver: res, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
+	l, err := pageload.New(pageload.Config{AllowSpecial: onLoopback, Resolver: res, Port: port(t, srv.Addr("web")), RootCAs: roots, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	r := l.Load(context.Background(), g)
 	require.Equal(t, "error", r.Status)
@@ -818,6 +822,31 @@ func TestPageReachesNoMetadata(t *testing.T) {
 	for _, c := range r.Conns {
 		require.NotContains(t, c.Remote, "169.254", "no connection towards it")
 	}
+}
+
+// TestResolverCannotPlaceThePage: a resolver that answers the page's
+// own name with loopback (a measured resolver, or the page's own DNS)
+// gets no connection there unless the loader allows loopback; a page
+// whose URL names the address is loaded from it.
+func TestResolverCannotPlaceThePage(t *testing.T) {
+	srv, roots := imageServer(t, []string{host})
+	web := port(t, srv.Addr("web"))
+	res := hostsResolver{host: "127.0.0.1"}
+	l, err := pageload.New(pageload.Config{Resolver: res, Port: web, RootCAs: roots, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	r := l.Load(context.Background(), &pageload.Graph{Page: "https://" + host + "/", Resources: []pageload.Resource{{URL: "https://" + host + "/", Parent: -1}}})
+	require.Equal(t, "error", r.Status)
+	require.Contains(t, r.Error, "special-purpose address not allowed: the page's host "+host+" is at 127.0.0.1, in 127.0.0.0/8 (loopback")
+	require.Empty(t, r.Conns, "no connection to loopback")
+
+	l, err = pageload.New(pageload.Config{Resolver: res, Port: web, Insecure: true, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	page := "https://127.0.0.1/"
+	r = l.Load(context.Background(), &pageload.Graph{Page: page, Resources: []pageload.Resource{{URL: page, Parent: -1, Size: 13}}})
+	require.Equal(t, "ok", r.Status, r.Error)
+
+	_, err = pageload.New(pageload.Config{Resolver: res, AllowSpecial: []netip.Prefix{netip.MustParsePrefix("198.51.99.0/24")}})
+	require.ErrorContains(t, err, "allow special 198.51.99.0/24: not special-purpose")
 }
 
 // imageServer serves an empty page and a 3-octet image (a.png) over

@@ -1,7 +1,6 @@
 package pageload
 
 import (
-	"errors"
 	"net/netip"
 	"testing"
 
@@ -10,20 +9,13 @@ import (
 	"github.com/doxlab/doxlab/internal/blocklist"
 )
 
-// TestReachable: the document's host may be anywhere, and its first
-// address places the page; another host is refused every address in a
-// special-purpose block but the page's own, however it is written
-// (IPv4-mapped, NAT64), and keeps its public addresses.
+// TestReachable: a page's first address places it, and another host is
+// refused every address in a special-purpose block but the page's own,
+// however it is written (IPv4-mapped, NAT64), and keeps its public
+// addresses.
 func TestReachable(t *testing.T) {
-	addrs := func(ss ...string) []netip.Addr {
-		var out []netip.Addr
-		for _, s := range ss {
-			out = append(out, netip.MustParseAddr(s))
-		}
-		return out
-	}
 	for _, c := range []struct {
-		doc     string // the document's address
+		doc     string // the document's address, placed: see TestPlacing
 		sub     []string
 		keep    []string // nil: refused
 		refused string
@@ -46,9 +38,10 @@ func TestReachable(t *testing.T) {
 		{"10.200.0.5", []string{"10.200.0.7"}, []string{"10.200.0.7"}, ""},
 		{"10.200.0.5", []string{"127.0.0.1"}, nil, "127.0.0.0/8"},
 	} {
-		ld := &load{docHost: "page.example"}
-		got, err := ld.reachable("page.example", addrs(c.doc))
-		require.NoError(t, err, "the document's host may be anywhere")
+		// The page's URL names its address: it is placed there.
+		ld := &load{docHost: c.doc, docLiteral: netip.MustParseAddr(c.doc)}
+		got, err := ld.reachable(c.doc, addrs(c.doc))
+		require.NoError(t, err, "the page's URL names %s", c.doc)
 		require.Equal(t, addrs(c.doc), got)
 		got, err = ld.reachable("sub.example", addrs(c.sub...))
 		if c.keep == nil {
@@ -60,13 +53,66 @@ func TestReachable(t *testing.T) {
 		require.NoError(t, err, "%s from a page at %s", c.sub, c.doc)
 		require.Equal(t, addrs(c.keep...), got)
 	}
-	// The first address of the document places the page, once: a
-	// later lookup of the document's host does not move it.
+}
+
+// TestPlacing: a resolver's answer places a page by name only outside
+// the special-purpose blocks, or in one the loader allows: a measured
+// resolver, or the page's own DNS, that answers the page's name with the
+// machine's loopback or its cloud's metadata service is refused, as is a
+// later answer that rebinds the name there.
+func TestPlacing(t *testing.T) {
+	testbed := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, c := range []struct {
+		allow   []netip.Prefix
+		doc     []string
+		keep    []string // nil: refused
+		refused string
+	}{
+		{nil, []string{"198.51.99.7"}, []string{"198.51.99.7"}, ""},
+		{nil, []string{"127.0.0.1"}, nil, "the page's host page.example is at 127.0.0.1, in 127.0.0.0/8 (loopback"},
+		{nil, []string{"169.254.169.254"}, nil, "169.254.0.0/16 (link-local"},
+		{nil, []string{"::ffff:169.254.169.254"}, nil, "169.254.0.0/16"},
+		{nil, []string{"fe80::1%eth0"}, nil, "fe80::/10"},
+		{nil, []string{"10.200.0.5"}, nil, "10.0.0.0/8 (private use"},
+		{nil, []string{"127.0.0.1", "198.51.99.7"}, []string{"198.51.99.7"}, ""},
+		{testbed, []string{"10.200.0.5"}, []string{"10.200.0.5"}, ""},
+		{testbed, []string{"127.0.0.1"}, nil, "127.0.0.0/8"},
+	} {
+		ld := &load{docHost: "page.example", allow: blocklist.Policy{Allow: c.allow}}
+		got, err := ld.reachable("page.example", addrs(c.doc...))
+		if c.keep == nil {
+			require.ErrorIs(t, err, blocklist.ErrSpecial, "%s allowing %s", c.doc, c.allow)
+			require.ErrorContains(t, err, c.refused)
+			require.False(t, ld.docPlaced, "a refused answer places nothing")
+			continue
+		}
+		require.NoError(t, err, "%s allowing %s", c.doc, c.allow)
+		require.Equal(t, addrs(c.keep...), got)
+	}
+	// The first address places the page, once: a later answer for the
+	// page's name cannot move it into a special-purpose block.
 	ld := &load{docHost: "page.example"}
 	_, err := ld.reachable("page.example", addrs("198.51.99.7"))
 	require.NoError(t, err)
 	_, err = ld.reachable("page.example", addrs("127.0.0.1"))
-	require.NoError(t, err)
+	require.ErrorIs(t, err, blocklist.ErrSpecial, "rebound to loopback")
 	_, err = ld.reachable("sub.example", addrs("127.0.0.1"))
-	require.True(t, errors.Is(err, blocklist.ErrSpecial), "still a public page: %v", err)
+	require.ErrorIs(t, err, blocklist.ErrSpecial, "still a public page")
+	// A page the loader allows on loopback reaches loopback and no other
+	// special-purpose block.
+	ld = &load{docHost: "page.example", allow: blocklist.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
+	_, err = ld.reachable("page.example", addrs("127.0.0.1"))
+	require.NoError(t, err)
+	_, err = ld.reachable("sub.example", addrs("127.0.0.9"))
+	require.NoError(t, err)
+	_, err = ld.reachable("meta.example", addrs("169.254.169.254"))
+	require.ErrorIs(t, err, blocklist.ErrSpecial)
+}
+
+func addrs(ss ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
 }

@@ -408,7 +408,8 @@ func (e *env) cell(ctx context.Context, tasks []Task, settle time.Duration) iter
 				}
 			}
 		}
-		cfg := pageload.Config{ZeroRTT: zero, WaitSettings: zero && t.Settings == "wait", HTTPSRecords: e.c.HTTPSRecords, Origins: e.c.Origins, RootCAs: e.roots, OpenSockets: e.inClient, Timeout: e.c.Timeout}
+		cfg := pageload.Config{ZeroRTT: zero, WaitSettings: zero && t.Settings == "wait", HTTPSRecords: e.c.HTTPSRecords, Origins: e.c.Origins, RootCAs: e.roots, OpenSockets: e.inClient, Timeout: e.c.Timeout,
+			AllowSpecial: experiment.OwnBlock(e.tb, "server")}
 		tickets := newDNSTickets()
 		var sdns *sessionDNS // the separate modes' resolver
 		loadDone := func() {

@@ -56,6 +56,8 @@ type Privacy struct {
 	Browser   string
 	NoBrowser bool
 	experiment.Env
+
+	own []netip.Prefix // the net's block, opened to the page loader
 }
 
 func init() {
@@ -229,6 +231,7 @@ func (c *Privacy) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	ip, proxyIP := tb.IP("server"), tb.IP("proxy")
+	c.own = experiment.OwnBlock(tb, "server")
 	var web server.RecordLog
 	target, err := experiment.StartServer(tb, &server.Config{
 		Listen: server.Listen{UDP: ip + ":53", DoH: ip + ":443", DoQ: ip + ":853", Web: fmt.Sprintf("%s:%d", ip, webPort)},
@@ -411,7 +414,8 @@ func pageTarget(urls map[string]string, dns, ip string) string {
 // offers echList, the config an earlier visit would have left.
 func (c *Privacy) pages(ctx context.Context, url, dnsRung string, withECH bool, echList []byte, g *pageload.Graph, roots *x509.CertPool, open func(func() error) error,
 	base Sample, done map[string]bool, save func(*Sample) error) error {
-	cfg := pageload.Config{Protocol: "h3", Port: webPort, RootCAs: roots, HTTPSRecords: true, NoECH: !withECH, Timeout: 10 * time.Second, OpenSockets: open}
+	cfg := pageload.Config{Protocol: "h3", Port: webPort, RootCAs: roots, HTTPSRecords: true, NoECH: !withECH, Timeout: 10 * time.Second, OpenSockets: open,
+		AllowSpecial: c.own}
 	cond := "warm"
 	if dnsRung == Coalesced {
 		// No resolver connection to keep: each load's lookups ride on its

@@ -10,6 +10,7 @@ import (
 
 	"github.com/doxlab/doxlab/browser"
 	"github.com/doxlab/doxlab/corpus"
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/overhead"
 	"github.com/doxlab/doxlab/pageload"
@@ -58,7 +59,8 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t pages.Task) (*pages.Sam
 	}
 	defer dns.Close()
 	l, err := pageload.New(pageload.Config{ZeroRTT: t.H3 == "0rtt", Resolver: &pageload.DNS{Name: "stub", Transport: dns}, RootCAs: e.roots,
-		MaxLookups: pageload.ChromiumMaxLookups, HTTPSAlongside: true, Tokens: pageload.TokensChromium, OpenSockets: e.inClient, Timeout: e.c.Timeout})
+		MaxLookups: pageload.ChromiumMaxLookups, HTTPSAlongside: true, Tokens: pageload.TokensChromium, OpenSockets: e.inClient, Timeout: e.c.Timeout,
+		AllowSpecial: experiment.OwnBlock(e.tb, "server")})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/internal/blocklist"
 	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/pageload"
 	"github.com/doxlab/doxlab/pageload/capture"
@@ -31,12 +32,17 @@ else the system's resolver). Prints PLT, first byte, each lookup, each
 connection with what it really did (resumed, 0-RTT), and each resource.
 
   doxlab load --capture page.json https://page.example/      # trace Chromium's load into a graph
-  doxlab load --graph page.json --dns quic://10.0.0.53 --0rtt --repeat 3 https://page.example/
-  doxlab load --graph page.json --coalesce dnsstream --dns https://10.0.0.2/ --0rtt --repeat 2 https://page.example/
+  doxlab load --graph page.json --dns quic://10.0.0.53 --allow-special 10.0.0.0/8 --0rtt --repeat 3 https://page.example/
+  doxlab load --graph page.json --coalesce dnsstream --dns https://10.0.0.2/ --allow-special 10.0.0.0/8 --0rtt --repeat 2 https://page.example/
 
 With --coalesce, the lookups ride on the page's own HTTP/3 connection to
 the --dns server, which is resolver and origin: as DoH/3 requests (doh3)
 or as DNS streams (dnsstream, docs/dnsstream.md), in 0-RTT when resumed.
+
+No page, and no resolver's answer, leads the loader to a special-purpose
+address (loopback, cloud metadata, private networks: a testbed's or a
+lab's own) but where --allow-special opens its block, the page's URL
+names it, or --resolve pins it.
 
 `
 
@@ -81,6 +87,8 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	maxLookups := fs.Int("max-lookups", pageload.ChromiumMaxLookups, "lookups in flight at once, as a browser's host resolver allows (Chromium's 6); 0: no bound")
 	maxPage := fs.Int64("max-page-mib", 64, "end a load whose response bodies together exceed this many MiB")
 	maxResource := fs.Int64("max-resource-mib", 32, "fail a resource whose body exceeds this many MiB")
+	var allow stringList
+	fs.Var(&allow, "allow-special", "let pages be loaded from and reach this special-purpose `PREFIX` (a testbed's 10.0.0.0/8, loopback's 127.0.0.0/8; repeatable)")
 	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
 	pos, fail, code, done := subcommand(fs, "load", args, 1, "", stderr)
 	if done {
@@ -117,6 +125,16 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Port == 0 && u.Port() != "" {
 		fmt.Sscan(u.Port(), &cfg.Port)
+	}
+	if cfg.AllowSpecial, err = blocklist.ParseAllow(allow); err != nil {
+		return fail("--allow-special: %v", err)
+	}
+	for _, a := range resolve {
+		// What the user pins is theirs to reach.
+		if _, ok := blocklist.SpecialOf(a); ok {
+			a = a.Unmap().WithZone("")
+			cfg.AllowSpecial = append(cfg.AllowSpecial, netip.PrefixFrom(a, a.BitLen()))
+		}
 	}
 	if *caPath != "" {
 		if cfg.RootCAs, err = loadCA(*caPath); err != nil {
@@ -161,6 +179,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 		body, r := l.Document(ctx, page)
 		if r.Status != "ok" {
 			fmt.Fprintf(stderr, "doxlab load: %s\n", r.Error) // it names the page
+			specialHint(stderr, r)
 			return 1
 		}
 		if g, err = pageload.FromHTML(page, body); err != nil {
@@ -169,11 +188,11 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 		l.Forget() // the loads below start cold, as --repeat promises
 		fmt.Fprintf(stderr, "doxlab load: no --graph: %d resources named by the page's HTML (scripts' fetches and compute gaps unknown; capture a graph for those)\n", len(g.Resources))
 	}
-	failed := false
+	var failed *pageload.Result // the first load that failed
 	for i := range *repeat {
 		r := l.Load(ctx, g)
-		if r.Status != "ok" {
-			failed = true
+		if r.Status != "ok" && failed == nil {
+			failed = r
 		}
 		if *asJSON {
 			json.NewEncoder(stdout).Encode(r)
@@ -184,10 +203,24 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 	}
-	if failed {
+	if failed != nil {
+		specialHint(stderr, failed)
 		return 1
 	}
 	return exitOK
+}
+
+// specialHint says how to open a special-purpose block when r failed,
+// or lost a resource, for want of it: a testbed's or lab's pages are
+// there, and nothing but the user may open it.
+func specialHint(w io.Writer, r *pageload.Result) {
+	refused := strings.Contains(r.Error, blocklist.ErrSpecial.Error())
+	for _, f := range r.Resources {
+		refused = refused || strings.Contains(f.Error, blocklist.ErrSpecial.Error())
+	}
+	if refused {
+		fmt.Fprintln(w, "doxlab load: hint: a page or a resolver's answer led to a special-purpose address; if the block is your testbed's or lab's own, open it with --allow-special PREFIX")
+	}
 }
 
 // coalesceFlag reads --coalesce MODE --dns https://IP[:PORT][/PATH].

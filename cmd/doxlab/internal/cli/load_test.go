@@ -54,8 +54,21 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 	}
 
 	dns := "udp://" + srv.Addr("udp").String()
-	// Printed, a replay stands beside the captured load, resource by resource.
+	// The resolver puts the page on loopback: refused, as a measured
+	// resolver's answer may not lead there, unless loopback is opened.
 	code, out, errOut = run("load", "--graph", graph, "--dns", dns, "--ca", ca, page)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, out, "the page's host "+host+" is at 127.0.0.1, in 127.0.0.0/8")
+	require.Contains(t, errOut, "open it with --allow-special PREFIX")
+	code, _, errOut = run("load", "--dns", dns, "--ca", ca, "--allow-special", "8.8.8.0/24", page)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "--allow-special: 8.8.8.0/24 is not special-purpose")
+	code, _, errOut = run("load", "--dns", dns, "--ca", ca, page)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "the page's host "+host+" is at 127.0.0.1", "without a graph too")
+	require.Contains(t, errOut, "--allow-special PREFIX")
+	// Printed, a replay stands beside the captured load, resource by resource.
+	code, out, errOut = run("load", "--graph", graph, "--dns", dns, "--allow-special", "127.0.0.0/8", "--ca", ca, page)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, fmt.Sprintf("the captured load's PLT %.1f ms", g.PLTMs))
 	require.Contains(t, out, "c.end")
@@ -70,12 +83,12 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 	}
 	wiredPath := filepath.Join(dir, "insta-wire.json")
 	require.NoError(t, pageload.WriteGraph(wiredPath, &wired))
-	code, out, errOut = run("load", "--graph", wiredPath, "--dns", dns, "--ca", ca, page)
+	code, out, errOut = run("load", "--graph", wiredPath, "--dns", dns, "--allow-special", "127.0.0.0/8", "--ca", ca, page)
 	require.Equal(t, 0, code, errOut)
 	for _, r := range wired.Resources {
 		require.Contains(t, out, fmt.Sprintf("%7.1f %7.1f ", r.SentMs, r.WireEndMs), "%s's end on the wire", r.URL)
 	}
-	code, out, errOut = run("load", "--graph", graph, "--dns", dns, "--ca", ca, "--0rtt", "--repeat", "2", "--json", page)
+	code, out, errOut = run("load", "--graph", graph, "--dns", dns, "--allow-special", "127.0.0.0/8", "--ca", ca, "--0rtt", "--repeat", "2", "--json", page)
 	require.Equal(t, 0, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 2)
@@ -91,7 +104,7 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 	require.True(t, loads[1].Conns[0].Used0RTT, "the second is in 0-RTT")
 
 	// Coalesced: the lookup on a DNS stream of the page's own connection.
-	code, out, errOut = run("load", "--graph", graph, "--coalesce", "dnsstream", "--dns", "https://127.0.0.1:"+port+"/", "--ca", ca, "--0rtt", "--repeat", "2", "--json", page)
+	code, out, errOut = run("load", "--graph", graph, "--coalesce", "dnsstream", "--dns", "https://127.0.0.1:"+port+"/", "--allow-special", "127.0.0.0/8", "--ca", ca, "--0rtt", "--repeat", "2", "--json", page)
 	require.Equal(t, 0, code, errOut)
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 2)
@@ -106,7 +119,7 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "want the resolver's IP address")
 
-	code, out, errOut = run("load", "--dns", dns, "--ca", ca, "--h2", page)
+	code, out, errOut = run("load", "--dns", dns, "--allow-special", "127.0.0.0/8", "--ca", ca, "--h2", page)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "10 resources named by the page's HTML")
 	require.Contains(t, out, "ok h2 PLT")
