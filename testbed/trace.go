@@ -28,9 +28,12 @@ import (
 // again, shifted by its last line's time, as Mahimahi's mm-link does.
 type Trace struct {
 	Name string
-	// PerMs[m] is the number of opportunities at millisecond m; its last
-	// entry is the trace's period.
-	PerMs []uint32
+	// At are the milliseconds that have opportunities, in order, and N
+	// how many each has: a trace costs what its file holds, not what its
+	// times span (a line of a day's milliseconds would take 345 MB of
+	// per-millisecond counts). The last instant is the trace's period.
+	At    []uint32
+	N     []uint32
 	Total int    // opportunities in one period
 	Hash  string // SHA-256 of the file, for the run record
 }
@@ -41,8 +44,10 @@ const OpportunityBytes = 1500
 
 // Period is how long the trace runs before it repeats.
 func (t *Trace) Period() time.Duration {
-	return time.Duration(len(t.PerMs)-1) * time.Millisecond
+	return time.Duration(t.period()) * time.Millisecond
 }
+
+func (t *Trace) period() int64 { return int64(t.At[len(t.At)-1]) }
 
 // Rate is the trace's mean rate in bit/s.
 func (t *Trace) Rate() float64 {
@@ -54,10 +59,13 @@ func (t *Trace) Rate() float64 {
 func (t *Trace) Bytes(from, to time.Duration) int64 {
 	ms := func(d time.Duration) int64 { return int64(math.Ceil(float64(d) / float64(time.Millisecond))) } // first whole ms at or after d
 	var n int64
-	for m := ms(from); m < ms(to); m++ {
-		n += int64(t.count(m))
+	for m, end := ms(from), ms(to); ; m++ {
+		var c int
+		if m, c = t.next(m); m >= end {
+			return n * OpportunityBytes
+		}
+		n += int64(c)
 	}
-	return n * OpportunityBytes
 }
 
 var (
@@ -85,13 +93,40 @@ func cachedTrace(name string) (*Trace, error) {
 // start, across repetitions): the end of one period and the start of the
 // next fall on the same instant.
 func (t *Trace) count(ms int64) int {
-	period := int64(len(t.PerMs) - 1)
+	period := t.period()
 	k := ms % period
-	c := int(t.PerMs[k])
+	c := t.at(k)
 	if k == 0 && ms >= period {
-		c += int(t.PerMs[period])
+		c += t.at(period)
 	}
 	return c
+}
+
+// at is the number of opportunities at millisecond k of the file.
+func (t *Trace) at(k int64) int {
+	i := sort.Search(len(t.At), func(i int) bool { return int64(t.At[i]) >= k })
+	if i < len(t.At) && int64(t.At[i]) == k {
+		return int(t.N[i])
+	}
+	return 0
+}
+
+// next is the first instant at or after ms that has opportunities, and
+// how many: a long gap in a trace is crossed in one step.
+func (t *Trace) next(ms int64) (int64, int) {
+	period := t.period()
+	for {
+		if c := t.count(ms); c > 0 {
+			return ms, c
+		}
+		k := ms % period
+		i := sort.Search(len(t.At), func(i int) bool { return int64(t.At[i]) > k })
+		if int64(t.At[i]) < period { // the last instant is the period
+			ms += int64(t.At[i]) - k
+		} else {
+			ms += period - k // the next repetition's start, which has some
+		}
+	}
 }
 
 // traceCursor serves packets from a trace's opportunities in order, as
@@ -120,9 +155,8 @@ func (c *traceCursor) serve(start time.Time, size int) time.Time {
 	}
 	for size > 0 {
 		if c.partial == 0 {
-			for c.left == 0 { // an instant without opportunities, or used up
-				c.inst++
-				c.left = c.tr.count(c.inst)
+			if c.left == 0 { // an instant without opportunities, or used up
+				c.inst, c.left = c.tr.next(c.inst + 1)
 			}
 			c.left--
 			c.partial = OpportunityBytes
@@ -138,7 +172,7 @@ func (c *traceCursor) serve(start time.Time, size int) time.Time {
 func ParseTrace(name string, r io.Reader) (*Trace, error) {
 	h := sha256.New()
 	sc := bufio.NewScanner(io.TeeReader(r, h))
-	var perMs []uint32
+	var at, n []uint32
 	last, lines := int64(-1), 0
 	for sc.Scan() {
 		lines++
@@ -156,10 +190,10 @@ func ParseTrace(name string, r io.Reader) (*Trace, error) {
 		if ms > 24*3600*1000 {
 			return nil, fmt.Errorf("%s:%d: %d ms is more than a day", name, lines, ms)
 		}
-		for int64(len(perMs)) <= ms {
-			perMs = append(perMs, 0)
+		if ms > last {
+			at, n = append(at, uint32(ms)), append(n, 0)
 		}
-		perMs[ms]++
+		n[len(n)-1]++
 		last = ms
 	}
 	if err := sc.Err(); err != nil {
@@ -171,7 +205,7 @@ func ParseTrace(name string, r io.Reader) (*Trace, error) {
 	case last == 0:
 		return nil, fmt.Errorf("%s: the trace must last longer than 0 ms", name)
 	}
-	return &Trace{Name: name, PerMs: perMs, Total: lines, Hash: hex.EncodeToString(h.Sum(nil))}, nil
+	return &Trace{Name: name, At: at, N: n, Total: lines, Hash: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // LoadTrace reads a trace file, or makes a built-in one (BuiltinTraces).

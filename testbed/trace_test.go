@@ -1,8 +1,10 @@
 package testbed
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,7 @@ import (
 func mahimahi(tr *Trace, arrivals []time.Duration, sizes []int, cycles int) []time.Duration {
 	out := make([]time.Duration, len(arrivals))
 	next, left := 0, 0 // next packet not yet left; its octets still to send
-	period := len(tr.PerMs) - 1
+	period := int(tr.period())
 	for k := 0; k < cycles && next < len(arrivals); k++ {
 		for m := 0; m <= period; m++ {
 			if k > 0 && m == 0 {
@@ -97,6 +99,54 @@ func TestTraceBytesAndRate(t *testing.T) {
 	} {
 		_, err := ParseTrace("t", strings.NewReader(c.in))
 		require.ErrorContains(t, err, c.msg)
+	}
+}
+
+// TestSparseTrace: a trace costs what its file holds, whatever its times
+// span: a few lines over a day are a few instants, a packet waiting for
+// the next opportunity a day away is served at it in one step, and
+// counting a window's bytes walks opportunities, not milliseconds. Both
+// agree with a count of every millisecond on random traces.
+func TestSparseTrace(t *testing.T) {
+	const day = 24 * 3600 * 1000
+	tr, err := ParseTrace("t", strings.NewReader("5\n86400000\n"))
+	require.NoError(t, err)
+	require.Len(t, tr.At, 2, "two instants, not a day of milliseconds")
+	require.Equal(t, 24*time.Hour, tr.Period())
+	base := time.Unix(1000, 0)
+	c := newTraceCursor(tr, base)
+	require.Equal(t, 5*time.Millisecond, c.serve(base, 100).Sub(base))
+	require.Equal(t, day*time.Millisecond, c.serve(base.Add(6*time.Millisecond), 100).Sub(base), "the period's end")
+	require.Equal(t, (day+5)*time.Millisecond, c.serve(base.Add(day*time.Millisecond), 1500).Sub(base), "the next day's first")
+	require.EqualValues(t, 4*1500, tr.Bytes(0, 2*24*time.Hour+time.Millisecond))
+	_, err = ParseTrace("t", strings.NewReader("86400001\n"))
+	require.ErrorContains(t, err, "more than a day")
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		var b strings.Builder
+		ms := 0
+		for range 1 + rng.IntN(12) {
+			ms += rng.IntN(4) * rng.IntN(4)
+			b.WriteString(strconv.Itoa(ms) + "\n")
+		}
+		fmt.Fprintln(&b, ms+1+rng.IntN(3))
+		tr, err := ParseTrace("t", strings.NewReader(b.String()))
+		require.NoError(t, err)
+		for range 20 {
+			from, to := int64(rng.IntN(60)), int64(rng.IntN(60))
+			var want int64
+			for m := from; m < to; m++ {
+				want += int64(tr.count(m))
+			}
+			require.Equal(t, want*OpportunityBytes, tr.Bytes(time.Duration(from)*time.Millisecond, time.Duration(to)*time.Millisecond), "%q [%d, %d)", b.String(), from, to)
+			m, n := tr.next(from)
+			for k := from; k < m; k++ {
+				require.Zero(t, tr.count(k), "%q: %d has none before %d", b.String(), k, m)
+			}
+			require.Equal(t, tr.count(m), n)
+			require.Positive(t, n)
+		}
 	}
 }
 
