@@ -212,6 +212,24 @@ var ErrMethodChanged = fmt.Errorf("the experiment's method changed")
 // than it was begun with: its samples would mix two designs.
 var ErrDesignChanged = fmt.Errorf("the experiment was begun with another design")
 
+// ErrBadDesign marks an error in what an experiment was asked to
+// measure (a profile, transport or condition it does not know), found
+// before anything ran: the caller's to fix, not the run's.
+var ErrBadDesign = fmt.Errorf("not a design the experiment can run")
+
+// BadDesign marks err as ErrBadDesign, its message unchanged; nil stays
+// nil.
+func BadDesign(err error) error {
+	if err == nil {
+		return nil
+	}
+	return badDesign{err}
+}
+
+type badDesign struct{ error }
+
+func (b badDesign) Unwrap() []error { return []error{b.error, ErrBadDesign} }
+
 // DesignDiff lists how b differs from a: "repeat: 3 → 5".
 func DesignDiff(a, b map[string]string) []string {
 	var out []string

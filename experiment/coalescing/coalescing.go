@@ -208,11 +208,11 @@ type env struct {
 func (c *Coalescing) Run(ctx context.Context) (string, error) {
 	started := time.Now()
 	if err := c.defaults(); err != nil {
-		return "", err
+		return "", experiment.BadDesign(err)
 	}
 	profiles, err := testbed.LookupProfiles(c.Profiles)
 	if err != nil {
-		return "", err
+		return "", experiment.BadDesign(err)
 	}
 	e := &env{c: c, pages: map[string]corpus.Page{}, graphs: map[string]*pageload.Graph{}}
 	for _, name := range c.Pages {

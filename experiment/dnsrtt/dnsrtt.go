@@ -79,13 +79,13 @@ func (c *DNSRTT) Run(ctx context.Context) (string, error) {
 	c.defaults()
 	profiles, err := testbed.LookupProfiles(c.Profiles)
 	if err != nil {
-		return "", err
+		return "", experiment.BadDesign(err)
 	}
 	// The tasks of a profile, checked before anything starts: an unknown
 	// transport or condition is a usage error, not a run of nothing.
 	tasks, err := (&measure.Spec{Targets: []string{"192.0.2.53"}, Transports: c.Transports, Conditions: c.Conditions, Repeat: c.Repeat}).Tasks()
 	if err != nil {
-		return "", err
+		return "", experiment.BadDesign(err)
 	}
 	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "dnsrtt"})
 	if err != nil {

@@ -189,11 +189,11 @@ func (c *HOL) plan(rng *rand.Rand) *holPlan {
 // Run runs the experiment and returns its ID.
 func (c *HOL) Run(ctx context.Context) (string, error) {
 	if err := c.defaults(); err != nil {
-		return "", err
+		return "", experiment.BadDesign(err)
 	}
 	profiles, err := testbed.LookupProfiles(c.Profiles)
 	if err != nil {
-		return "", err
+		return "", experiment.BadDesign(err)
 	}
 	plan := c.plan(rand.New(rand.NewPCG(c.Seed, 1)))
 	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "hol"})

@@ -150,7 +150,7 @@ func (c *Overhead) Run(ctx context.Context) (string, error) {
 	}
 	for _, t := range c.Transports {
 		if _, ok := protocol.Lookup(t); !ok {
-			return "", fmt.Errorf("unknown transport %q", t)
+			return "", experiment.BadDesign(fmt.Errorf("unknown transport %q", t))
 		}
 	}
 	dir, err := os.MkdirTemp("", "doxlab-overhead")

@@ -205,7 +205,7 @@ func (c *Privacy) Run(ctx context.Context) (string, error) {
 	for _, name := range c.Profiles {
 		p, err := testbed.LookupProfile(name)
 		if err != nil {
-			return "", err
+			return "", experiment.BadDesign(err)
 		}
 		profiles = append(profiles, p)
 	}

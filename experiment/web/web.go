@@ -197,14 +197,14 @@ type webEnv struct {
 func (c *Web) Run(ctx context.Context) (string, error) {
 	started := time.Now()
 	if err := c.defaults(); err != nil {
-		return "", err
+		return "", experiment.BadDesign(err)
 	}
 	if _, err := browser.FindExec(c.Browser); err != nil {
 		return "", err
 	}
 	profiles, err := testbed.LookupProfiles(c.Profiles)
 	if err != nil {
-		return "", err
+		return "", experiment.BadDesign(err)
 	}
 	dir, err := os.MkdirTemp("", "doxlab-web")
 	if err != nil {

@@ -262,7 +262,10 @@ func runAndShow(name, dsn string, stderr io.Writer, run func(context.Context) (s
 	id, err := run(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab experiment %s: %v\n", name, advise(err))
-		if id == "" || errors.Is(err, experiment.ErrDesignChanged) {
+		switch {
+		case errors.Is(err, experiment.ErrBadDesign):
+			return exitUsage
+		case id == "" || errors.Is(err, experiment.ErrDesignChanged):
 			return 1 // nothing of this run to show
 		}
 	}

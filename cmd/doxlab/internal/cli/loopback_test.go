@@ -43,8 +43,9 @@ func TestExperimentOnLoopback(t *testing.T) {
 }
 
 // TestExperimentRefusesBadDesigns: a negative number or duration, which
-// an experiment's config would take for its default, and a transport it
-// does not know are refused before any network is built.
+// an experiment's config would take for its default, and a profile,
+// transport or condition it does not know are usage errors, refused
+// before any network is built.
 func TestExperimentRefusesBadDesigns(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "bad.db")
 	for _, c := range []struct {
@@ -55,8 +56,14 @@ func TestExperimentRefusesBadDesigns(t *testing.T) {
 		{[]string{"web", "--timeout", "-1s"}, exitUsage, "--timeout must not be negative"},
 		{[]string{"server-load", "--start", "-5"}, exitUsage, "--start must not be negative"},
 		{[]string{"dns-rtt", "--repeat", "-3"}, exitUsage, "--repeat must not be negative"},
-		{[]string{"dns-rtt", "--net", "loopback", "--transports", "bogus"}, 1, `unknown transport "bogus"`},
-		{[]string{"dns-rtt", "--net", "loopback", "--conditions", "sometimes"}, 1, `unknown condition "sometimes"`},
+		{[]string{"dns-rtt", "--net", "loopback", "--transports", "bogus"}, exitUsage, `unknown transport "bogus"`},
+		{[]string{"dns-rtt", "--net", "loopback", "--conditions", "sometimes"}, exitUsage, `unknown condition "sometimes"`},
+		{[]string{"dns-rtt", "--net", "loopback", "--profiles", "moon"}, exitUsage, `unknown profile "moon"`},
+		{[]string{"web", "--net", "loopback", "--profiles", "fiber,moon"}, exitUsage, `unknown profile "moon"`},
+		{[]string{"coalescing", "--net", "loopback", "--profiles", "moon"}, exitUsage, `unknown profile "moon"`},
+		{[]string{"hol", "--net", "loopback", "--transports", "carrier-pigeon"}, exitUsage, `unknown transport "carrier-pigeon"`},
+		{[]string{"overhead", "--net", "loopback", "--transports", "carrier-pigeon"}, exitUsage, `unknown transport "carrier-pigeon"`},
+		{[]string{"privacy", "--net", "loopback", "--profiles", "moon"}, exitUsage, `unknown profile "moon"`},
 	} {
 		code, out, errOut := run(append(append([]string{"experiment"}, c.args...), "--store", db)...)
 		require.Equal(t, c.code, code, "%v: %s", c.args, errOut)
