@@ -238,22 +238,22 @@ func LoadTrace(name string) (*Trace, error) {
 // most the gap before it) to keep the period d.
 func WriteTrace(w io.Writer, d time.Duration, rate func(t time.Duration) float64) error {
 	ms := int(d / time.Millisecond)
-	var lines []int
+	bw := bufio.NewWriter(w)
+	pending := -1 // the latest opportunity, written once another follows
 	carry := 0.0
 	for m := range ms {
 		carry += rate(time.Duration(m)*time.Millisecond) / 8 / 1000 / OpportunityBytes
 		for ; carry >= 1; carry-- {
-			lines = append(lines, m+1) // at the end of the millisecond its octets came in
+			if pending >= 0 {
+				bw.WriteString(strconv.Itoa(pending) + "\n")
+			}
+			pending = m + 1 // at the end of the millisecond its octets came in
 		}
 	}
-	if len(lines) == 0 {
+	if pending < 0 {
 		return fmt.Errorf("the rates give no opportunity in %s", d)
 	}
-	lines[len(lines)-1] = ms
-	bw := bufio.NewWriter(w)
-	for _, l := range lines {
-		fmt.Fprintln(bw, l)
-	}
+	bw.WriteString(strconv.Itoa(ms) + "\n")
 	return bw.Flush()
 }
 
