@@ -208,3 +208,58 @@ func TestConvertThroughputRefuses(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, ConvertThroughput("log", strings.NewReader("0 20e3\n86400 0\n"), &b))
 }
+
+// FuzzParseTrace: whatever a trace file holds, it is refused or read
+// into instants that rise, each with opportunities, that count the
+// file's lines; and a packet on it leaves at an instant of the trace,
+// found in a bounded number of steps, not after a walk through the
+// milliseconds.
+func FuzzParseTrace(f *testing.F) {
+	for _, s := range []string{"0\n1\n1\n1\n4\n7\n7\n9\n12\n", "5\n86400000\n", "0\n", "3\n3\n", "1\n\n2\n", "-1\n", "86400001\n", "0007\n 8\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		tr, err := ParseTrace("t", strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		total := 0
+		for i := range tr.At {
+			require.Positive(t, tr.N[i])
+			if i > 0 {
+				require.Greater(t, tr.At[i], tr.At[i-1])
+			}
+			total += int(tr.N[i])
+		}
+		require.Equal(t, tr.Total, total)
+		require.Positive(t, tr.Period())
+		base := time.Unix(0, 0)
+		c := newTraceCursor(tr, base)
+		at := base
+		for range 5 {
+			at = c.serve(at, 3000)
+			ms := int64(at.Sub(base) / time.Millisecond)
+			require.Positive(t, tr.count(ms), "%d ms has no opportunity", ms)
+		}
+		require.GreaterOrEqual(t, tr.Bytes(0, 3*tr.Period()), int64(OpportunityBytes))
+	})
+}
+
+// FuzzConvertThroughput: whatever a throughput log holds, it is refused
+// or converted into a trace that reads back, within the bounds a trace
+// may have.
+func FuzzConvertThroughput(f *testing.F) {
+	for _, s := range []string{"0 1e6\n1 2e6\n", "# c\n0 0\n0.5 8e6\n2 1e6\n", "0 1e15\n100 1\n", "0 nan\n1 1\n", "1 1\n0 1\n", "0 1e6\n90000 1e6\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var out strings.Builder
+		if err := ConvertThroughput("log", strings.NewReader(in), &out); err != nil {
+			return
+		}
+		tr, err := ParseTrace("converted", strings.NewReader(out.String()))
+		require.NoError(t, err, "what the converter writes reads back")
+		require.LessOrEqual(t, tr.Total, maxOpportunities+1)
+		require.LessOrEqual(t, tr.Period(), 24*time.Hour)
+	})
+}
