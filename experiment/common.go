@@ -384,10 +384,11 @@ func CellCache() string {
 
 // SummaryFile is where the summary of kind of a dataset's file df is
 // kept in CellCache, with extension ext: under the file's digest, which
-// the manifest gives and no rewrite keeps; "" where none is kept.
+// the manifest gives and no rewrite keeps; "" where none is kept, or
+// the manifest gives no digest.
 func SummaryFile(kind, ext string, df store.DatasetFile) string {
 	dir := CellCache()
-	if dir == "" || df.SHA256 == "" {
+	if dir == "" || !store.IsDigest(df.SHA256) { // a hostile manifest's "../x" names no place here
 		return ""
 	}
 	k := sha256.Sum256([]byte(kind))

@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,4 +179,36 @@ func TestWriteChainReachesItsSize(t *testing.T) {
 	}
 	_, _, _, err := experiment.WriteChain(dir, "medium", 0)
 	require.ErrorContains(t, err, `certificate size "medium" is not small or large`)
+}
+
+// TestSummaryFileIsInTheCache: a dataset file's summary is named by its
+// digest inside the cache, one per kind; a manifest's digest that is no
+// digest (a hostile dataset's "../../x", which once had a report write
+// outside the cache) or none names no file, and DOXLAB_CACHE=off none.
+func TestSummaryFileIsInTheCache(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("DOXLAB_CACHE", dir)
+	digest := strings.Repeat("0123456789abcdef", 4)
+	p := experiment.SummaryFile("dns-rtt/cells", "cells", store.DatasetFile{SHA256: digest})
+	require.Equal(t, dir, filepath.Dir(p))
+	require.True(t, strings.HasPrefix(filepath.Base(p), digest+"-"), p)
+	require.NotEqual(t, p, experiment.SummaryFile("web/points", "cells", store.DatasetFile{SHA256: digest}), "a kind's own")
+	for _, bad := range []string{"", "../../../../tmp/escaped", "/etc/x", strings.Repeat("0123456789ABCDEF", 4), digest + "/.."} {
+		require.Empty(t, experiment.SummaryFile("dns-rtt/cells", "cells", store.DatasetFile{SHA256: bad}), "%q", bad)
+	}
+	t.Setenv("DOXLAB_CACHE", "off")
+	require.Empty(t, experiment.SummaryFile("dns-rtt/cells", "cells", store.DatasetFile{SHA256: digest}))
+
+	// Written whole: a summary is there complete or not at all, and
+	// nothing else is left beside it.
+	t.Setenv("DOXLAB_CACHE", dir)
+	p = filepath.Join(dir, "sub", "x.cells")
+	require.NoError(t, experiment.WriteFileAtomic(p, []byte("one")))
+	require.NoError(t, experiment.WriteFileAtomic(p, []byte("two")))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, "two", string(b))
+	left, err := os.ReadDir(filepath.Dir(p))
+	require.NoError(t, err)
+	require.Len(t, left, 1, "no temporary file left")
 }

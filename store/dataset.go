@@ -26,6 +26,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/doxlab/doxlab/internal/printable"
 )
 
 // A dataset is an archive of a store's runs in files any engine reads,
@@ -189,8 +191,27 @@ func OpenDataset(ctx context.Context, loc string) (*Dataset, error) {
 		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
 			return nil, fmt.Errorf("dataset %s: %s names %q, outside the dataset", dir, manifestName, f.Path)
 		}
+		// A file's digest names its summary in the reader's cache: one
+		// that is no digest ("../../x") would name a path anywhere.
+		if f.SHA256 != "" && !IsDigest(f.SHA256) {
+			return nil, fmt.Errorf("dataset %s: %s gives %s the SHA-256 %q, which is not one (64 hexadecimal digits)", dir, manifestName, f.Path, printable.String(f.SHA256))
+		}
 	}
 	return d, nil
+}
+
+// IsDigest says whether s is a SHA-256 as a manifest writes one: 64
+// lower-case hexadecimal digits.
+func IsDigest(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Manifest is the dataset's manifest.

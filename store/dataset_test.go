@@ -223,6 +223,19 @@ func TestDatasetWriteIsGuarded(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(bad, "_manifest.json"), []byte(strings.Replace(string(m), `"path": "run_id=`, `"path": "../run_id=`, 1)), 0o644))
 	_, err = store.OpenDataset(ctx, bad)
 	require.ErrorContains(t, err, "outside the dataset")
+	// A file's digest names its summary in the reader's cache: a
+	// manifest whose digest is a path had a report write outside it.
+	var digest struct {
+		Files []struct{ SHA256 string }
+	}
+	require.NoError(t, json.Unmarshal(m, &digest))
+	require.True(t, store.IsDigest(digest.Files[0].SHA256), "an export writes digests")
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "_manifest.json"), []byte(strings.Replace(string(m), digest.Files[0].SHA256, "../../../../tmp/escaped", 1)), 0o644))
+	_, err = store.OpenDataset(ctx, bad)
+	require.ErrorContains(t, err, `the SHA-256 "../../../../tmp/escaped", which is not one`)
+	for _, s := range []string{"", "0", strings.Repeat("A", 64), strings.Repeat("g", 64), strings.Repeat("a", 63), strings.Repeat("0", 65), strings.Repeat("../", 21) + "x"} {
+		require.False(t, store.IsDigest(s), "%q", s)
+	}
 }
 
 // TestDatasetExportFailsWhole: the samples are written by a shard a
