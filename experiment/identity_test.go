@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -114,4 +115,16 @@ func TestRegisterNeedsAMethod(t *testing.T) {
 	require.PanicsWithValue(t, "experiment no-method declares no method version", func() {
 		Register(Info{Name: "no-method", Measures: "m", Reproduces: "r", New: func() Experiment { return nil }})
 	})
+}
+
+// TestBadDesignKeepsItsMessage: an error marked as a bad design says
+// what it said, and is both itself and ErrBadDesign; nil stays nil.
+func TestBadDesignKeepsItsMessage(t *testing.T) {
+	cause := fmt.Errorf("unknown profile %q", "moon")
+	err := BadDesign(cause)
+	require.EqualError(t, err, `unknown profile "moon"`)
+	require.ErrorIs(t, err, ErrBadDesign)
+	require.ErrorIs(t, err, cause)
+	require.NoError(t, BadDesign(nil))
+	require.NotErrorIs(t, cause, ErrBadDesign)
 }

@@ -3,6 +3,7 @@ package experiment_test
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,8 @@ func TestLoopbackNet(t *testing.T) {
 	require.Zero(t, res.ErrP99)
 	require.Error(t, a.Command("nobody", "true").Run())
 	require.NoError(t, a.Command("client", "true").Run())
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, experiment.OwnBlock(a, "server"), "the block a page loader opens to the net's pages")
+	require.Empty(t, experiment.OwnBlock(a, "nobody"))
 }
 
 // TestLoopbackSniffKeepsItsHosts: a host's capture on the loopback net
