@@ -247,6 +247,14 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		return nil, fmt.Errorf("starting %s: %w", exe, err)
 	}
 	b.version = v.Product
+	// A page may start a download (a link clicked by script, a response
+	// as an attachment): headless Chromium saves it under HOME, and a
+	// hostile page of a campaign's would fill the vantage point's disk,
+	// a load at a time.
+	if _, err := chromedp.CallBrowser(b.tab, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("refusing downloads: %w", err)
+	}
 	if _, err := chromedp.Call(b.tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: timeEveryResource, WorldName: "doxlab"}); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("timing every resource: %w", err)

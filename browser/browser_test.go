@@ -1,6 +1,7 @@
 package browser_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -226,4 +227,48 @@ func TestSandboxedAsUser(t *testing.T) {
 	}
 	_, err := browser.Launch(ctx, browser.Options{User: "no-such-user-doxlab"})
 	require.ErrorContains(t, err, "does not exist")
+}
+
+// TestPageCannotDownload: a page that starts downloads, by a link its
+// script clicks and by a frame whose response is an attachment, gets no
+// file written: headless Chromium saved each under HOME (Downloads/
+// Unconfirmed NNNN.crdownload, a MiB each here), and a hostile page of a
+// campaign's would have filled the vantage point's disk a load at a time.
+func TestPageCannotDownload(t *testing.T) {
+	testutil.NeedChromium(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home) // the browser's, as root; a worker's is its profile
+	served := make(chan struct{}, 4)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/file" {
+			defer func() { served <- struct{}{} }()
+			w.Header().Set("Content-Disposition", "attachment; filename=fill.bin")
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(bytes.Repeat([]byte("x"), 1<<20))
+			return
+		}
+		fmt.Fprint(w, `<!doctype html><title>downloads</title><a id=a href="/file?1" download>f</a><iframe src="/file?2"></iframe><script>document.getElementById('a').click()</script>`)
+	}))
+	defer page.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := browser.Launch(ctx, browser.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	l := b.Load(ctx, page.URL, 20*time.Second)
+	require.Equal(t, browser.LoadOK, l.Status, l.Error)
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		// Refused before its request: nothing to wait for.
+	}
+	time.Sleep(time.Second) // a download's first octets reach the disk within it
+	var saved []string
+	require.NoError(t, filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.Contains(p, "/.config/") && !strings.Contains(p, "/.cache/") {
+			saved = append(saved, p)
+		}
+		return err
+	}))
+	require.Empty(t, saved, "a page's downloads were saved")
 }
