@@ -7,6 +7,7 @@
 package browser
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,15 @@ type Options struct {
 	// (--no-sandbox: Chromium refuses a sandbox as root), for pages of
 	// doxlab's own only; one started by another user keeps its sandbox.
 	User string
+	// StorageLimit bounds what pages can make a browser with User keep:
+	// the profile's Default directory, where Chromium keeps sites'
+	// storage (IndexedDB, Cache Storage, service workers, ...) and its
+	// HTTP cache, is a tmpfs of this many octets in the browser's own
+	// mount namespace, gone when the browser exits. Without it a page
+	// may store up to Chromium's quota, 60 % of the disk, and a
+	// campaign's browser keeps what each page stored. Default
+	// DefaultStorageLimit; negative: no bound.
+	StorageLimit int64
 	// UserAgentSuffix, if set, is added to the browser's User-Agent (with
 	// "HeadlessChrome" said as "Chrome", as a headful browser's): a
 	// campaign says who measures, and how to reach them.
@@ -89,6 +99,11 @@ type Options struct {
 	// Stderr receives the browser's own output. Default: discarded.
 	Stderr io.Writer
 }
+
+// DefaultStorageLimit is Options.StorageLimit's default: what pages may
+// keep in a browser with a User, many times what a page of the corpus
+// caches, and Chromium gives an origin 60 % of it.
+const DefaultStorageLimit = 512 << 20
 
 // ErrNoBrowser is returned when no Chromium binary can be found or run.
 var ErrNoBrowser = errors.New("no Chromium found: install it with `apt-get install chromium` (or set the browser path)")
@@ -194,8 +209,14 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 	// mount namespace, the network namespace, the drop to the user.
 	// chromedp takes one command modifier, so they are composed here.
 	var wrap []string
-	if len(opts.Etc) > 0 {
-		w, err := etcWrapper(opts.Etc)
+	var store *tmpfs
+	if opts.User != "" && opts.StorageLimit >= 0 {
+		if store, err = b.storageMount(opts); err != nil {
+			return nil, err
+		}
+	}
+	if len(opts.Etc) > 0 || store != nil {
+		w, err := mountWrapper(opts.Etc, store)
 		if err != nil {
 			return nil, err
 		}
@@ -273,29 +294,55 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 // UserAgent is the User-Agent set by Options.UserAgentSuffix, if any.
 func (b *Browser) UserAgent() string { return b.userAgent }
 
-// etcWrapper is the start of a command line that runs the rest in a
-// mount namespace of its own with files bound over /etc: unshare(1)
-// makes the namespace private, a shell binds each file and execs the
-// rest, so the browser keeps its process ID.
-func etcWrapper(etc map[string]string) ([]string, error) {
+// tmpfs is a tmpfs mounted for the browser alone, of size octets, owned
+// by uid:gid.
+type tmpfs struct {
+	dir      string
+	size     int64
+	uid, gid string
+}
+
+// storageMount makes the profile's Default directory, which a tmpfs of
+// opts.StorageLimit is mounted over for the browser (Options.StorageLimit).
+func (b *Browser) storageMount(opts Options) (*tmpfs, error) {
+	u, err := user.Lookup(opts.User)
+	if err != nil {
+		return nil, fmt.Errorf("the browser's user %q does not exist: create it, a system user of its own (useradd), or name another", opts.User)
+	}
+	dir := filepath.Join(b.profile, "Default")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return &tmpfs{dir: dir, size: cmp.Or(opts.StorageLimit, DefaultStorageLimit), uid: u.Uid, gid: u.Gid}, nil
+}
+
+// mountWrapper is the start of a command line that runs the rest in a
+// mount namespace of its own with files bound over /etc and the tmpfs
+// mounted: unshare(1) makes the namespace private, a shell mounts and
+// execs the rest, so the browser keeps its process ID.
+func mountWrapper(etc map[string]string, t *tmpfs) ([]string, error) {
 	if _, err := exec.LookPath("unshare"); err != nil {
-		return nil, fmt.Errorf("files over /etc for the browser: %w", err)
+		return nil, fmt.Errorf("a mount namespace for the browser: %w", err)
 	}
 	names := slices.Sorted(maps.Keys(etc))
 	script := ""
-	var paths []string
-	for i, n := range names {
+	var args []string
+	for _, n := range names {
 		if strings.ContainsAny(n, "/ ") || n == "" {
 			return nil, fmt.Errorf("files over /etc: %q is not a file name", n)
 		}
 		if _, err := os.Stat(etc[n]); err != nil {
 			return nil, fmt.Errorf("files over /etc: %w", err)
 		}
-		script += fmt.Sprintf(`mount --bind "$%d" /etc/%s && `, i+1, n)
-		paths = append(paths, etc[n])
+		args = append(args, etc[n])
+		script += fmt.Sprintf(`mount --bind "$%d" /etc/%s && `, len(args), n)
 	}
-	script += fmt.Sprintf(`shift %d && exec "$@"`, len(names))
-	return append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"}, paths...), nil
+	if t != nil {
+		args = append(args, t.dir)
+		script += fmt.Sprintf(`mount -t tmpfs -o size=%d,mode=0700,uid=%s,gid=%s doxlab-browser "$%d" && `, t.size, t.uid, t.gid, len(args))
+	}
+	script += fmt.Sprintf(`shift %d && exec "$@"`, len(args))
+	return append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"}, args...), nil
 }
 
 // asUser is the start of a command line that runs the rest as

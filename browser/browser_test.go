@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/browser"
@@ -271,4 +272,64 @@ func TestPageCannotDownload(t *testing.T) {
 		return err
 	}))
 	require.Empty(t, saved, "a page's downloads were saved")
+}
+
+// TestPageStorageIsBounded: a page that stores 640 MiB in Cache Storage
+// (16 MiB at a time) in a browser run as its user is stopped at the
+// bound, with the quota's error, and nothing of it reaches the disk: the
+// profile's Default directory is a tmpfs of the browser's own. A second
+// browser starts with none of it. Without the bound Chromium let one
+// page of a test store 730 MiB on disk, up to 60 % of the disk.
+func TestPageStorageIsBounded(t *testing.T) {
+	testutil.NeedRoot(t, "the browser drops from root to its user")
+	testutil.NeedChromium(t)
+	const u = "doxlab-browser"
+	if _, err := user.Lookup(u); err != nil {
+		testutil.Missing(t, "no user "+u+" (useradd --system --user-group doxlab-browser, as scripts/install-peers.sh does)")
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>fill</title><script>
+(async () => {
+  let stored = 0, why = 'none';
+  try {
+    const c = await caches.open('fill');
+    const blob = new Uint8Array(16 << 20);
+    for (let i = 0; i < 40; i++) { blob[0] = i; await c.put('/k' + i, new Response(blob.slice())); stored++; }
+  } catch (e) { why = e.name; }
+  document.title = stored + ' ' + why;
+})();
+</script>`)
+	}))
+	defer page.Close()
+	profile, err := os.MkdirTemp("", "doxlab-bounded") // the user reaches it, as it does not t.TempDir's
+	require.NoError(t, err)
+	defer os.RemoveAll(profile)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := browser.Launch(ctx, browser.Options{User: u, UserDataDir: profile, StorageLimit: 128 << 20})
+	require.NoError(t, err)
+	defer b.Close()
+	l := b.Load(ctx, page.URL, 20*time.Second)
+	require.Equal(t, browser.LoadOK, l.Status, l.Error)
+	var title string
+	require.Eventually(t, func() bool {
+		title, err = browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
+		return err == nil && strings.Contains(title, " ")
+	}, time.Minute, 100*time.Millisecond)
+	var stored int
+	var why string
+	_, err = fmt.Sscan(title, &stored, &why)
+	require.NoError(t, err, title)
+	require.Equal(t, "QuotaExceededError", why, title)
+	require.Less(t, stored, 8, "at most 128 MiB stored: %s", title)
+	var onDisk int64
+	require.NoError(t, filepath.WalkDir(profile, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				onDisk += info.Size()
+			}
+		}
+		return err
+	}))
+	require.Less(t, onDisk, int64(16<<20), "what the page stored reached the disk")
 }
