@@ -30,6 +30,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/memory"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -275,6 +276,14 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 	if _, err := chromedp.CallBrowser(b.tab, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("refusing downloads: %w", err)
+	}
+	// A service worker a page registered in its warm-up would answer the
+	// measured navigation itself, from its own cache, without the network
+	// or DNS the load is there to measure: every request bypasses them,
+	// as DevTools' "Bypass for network" does.
+	if _, err := chromedp.Call(b.tab, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true}); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("bypassing service workers: %w", err)
 	}
 	if _, err := chromedp.Call(b.tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: timeEveryResource, WorldName: "doxlab"}); err != nil {
 		b.Close()

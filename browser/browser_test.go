@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,4 +333,45 @@ func TestPageStorageIsBounded(t *testing.T) {
 		return err
 	}))
 	require.Less(t, onDisk, int64(16<<20), "what the page stored reached the disk")
+}
+
+// TestMeasuredLoadBypassesServiceWorkers: a page whose warm-up registers
+// a service worker that answers every request itself is fetched from the
+// network again in the measured navigation after Reset, as a cold load
+// is: the worker once answered it from its own cache, no request reached
+// the server, and the load's timings measured no network and no DNS.
+func TestMeasuredLoadBypassesServiceWorkers(t *testing.T) {
+	testutil.NeedChromium(t)
+	var docs atomic.Int32
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/sw.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, `self.addEventListener('install', e => self.skipWaiting());
+self.addEventListener('activate', e => e.waitUntil(self.clients.claim()));
+self.addEventListener('fetch', e => e.respondWith(new Response('<!doctype html><title>the worker</title>', {headers: {'Content-Type': 'text/html'}})));`)
+		case "/":
+			docs.Add(1)
+			fmt.Fprint(w, `<!doctype html><title>the network</title><script>navigator.serviceWorker.register('/sw.js').then(r => document.title = 'registered')</script>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer page.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := browser.Launch(ctx, browser.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	l := b.Load(ctx, page.URL+"/", 20*time.Second)
+	require.Equal(t, browser.LoadOK, l.Status, l.Error)
+	require.Eventually(t, func() bool {
+		title, err := browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
+		return err == nil && title == "registered"
+	}, 20*time.Second, 50*time.Millisecond, "the worker registered")
+	require.NoError(t, b.Reset(ctx, false))
+	l = b.Load(ctx, page.URL+"/", 20*time.Second)
+	require.Equal(t, browser.LoadOK, l.Status, l.Error)
+	require.EqualValues(t, 2, docs.Load(), "the measured navigation reached the server")
+	require.Equal(t, "http/1.1", l.Protocol)
 }
