@@ -285,6 +285,21 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		b.Close()
 		return nil, fmt.Errorf("bypassing service workers: %w", err)
 	}
+	// A dialog (alert, confirm, prompt) stalls the page's scripts, and
+	// its load, until someone answers it, and a headless browser has no
+	// one: a page that alerted timed out. Each is answered at once, as
+	// a crawler answers them (a confirm cancelled, a page left).
+	if err := chromedp.Listen(b.tab, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			go within(context.Background(), 5*time.Second, func() error {
+				_, err := chromedp.Call(b.tab, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: d.Type == page.DialogTypeBeforeunload})
+				return err
+			})
+		}
+	}); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("answering dialogs: %w", err)
+	}
 	if _, err := chromedp.Call(b.tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: timeEveryResource, WorldName: "doxlab"}); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("timing every resource: %w", err)

@@ -375,3 +375,38 @@ self.addEventListener('fetch', e => e.respondWith(new Response('<!doctype html><
 	require.EqualValues(t, 2, docs.Load(), "the measured navigation reached the server")
 	require.Equal(t, "http/1.1", l.Protocol)
 }
+
+// TestDialogsAreAnswered: a page that alerts, or asks to confirm, loads
+// (its dialogs stalled it until its load timed out), and one that asks
+// to stay when left does not keep the next navigation from going.
+func TestDialogsAreAnswered(t *testing.T) {
+	testutil.NeedChromium(t)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/alert":
+			fmt.Fprint(w, `<!doctype html><title>alert</title><script>alert('one'); alert('two'); document.title = confirm('sure?') ? 'confirmed' : 'cancelled'</script>`)
+		case "/stay":
+			fmt.Fprint(w, `<!doctype html><title>stay</title><script>addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = 'stay'; })</script>`)
+		default:
+			fmt.Fprint(w, `<!doctype html><title>plain</title><p>plain`)
+		}
+	}))
+	defer page.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := browser.Launch(ctx, browser.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	l := b.Load(ctx, page.URL+"/alert", 10*time.Second)
+	require.Equal(t, browser.LoadOK, l.Status, l.Error)
+	title, err := browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", title)
+	for _, p := range []string{"/stay", "/plain"} {
+		l = b.Load(ctx, page.URL+p, 10*time.Second)
+		require.Equal(t, browser.LoadOK, l.Status, "%s: %s", p, l.Error)
+	}
+	title, err = browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
+	require.NoError(t, err)
+	require.Equal(t, "plain", title, "left the page that asked to stay")
+}
