@@ -35,7 +35,7 @@ PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 nftables postgresql chromium firefox-esr libnss3-tools python3-venv buildah debootstrap umoci runc; do
+for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 nftables postgresql chromium firefox-esr libnss3-tools python3-venv buildah debootstrap umoci runc systemd; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done

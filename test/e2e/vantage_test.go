@@ -135,3 +135,32 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestDeployUnitsVerify: the guide's systemd units are units systemd
+// reads without a warning (systemd-analyze verify, which needs the
+// binary there: true(1) stands in for it), and the page worker's bounds
+// what a page's renderer may take of the machine's memory.
+func TestDeployUnitsVerify(t *testing.T) {
+	testutil.Need(t, "systemd-analyze", "apt-get install systemd")
+	dir := t.TempDir()
+	bin, err := exec.LookPath("true")
+	require.NoError(t, err)
+	units, err := filepath.Glob("../../examples/deploy/*@.service")
+	require.NoError(t, err)
+	require.Len(t, units, 2)
+	for _, u := range units {
+		b, err := os.ReadFile(u)
+		require.NoError(t, err)
+		require.Contains(t, string(b), "ExecStart=/usr/local/bin/doxlab ", u)
+		name := filepath.Base(u)
+		unit := strings.ReplaceAll(string(b), "/usr/local/bin/doxlab", bin)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(unit), 0o644))
+		out, err := exec.Command("systemd-analyze", "verify", "--man=no", filepath.Join(dir, strings.Replace(name, "@", "@fra1", 1))).CombinedOutput()
+		require.NoError(t, err, "%s: %s", name, out)
+		require.Empty(t, strings.TrimSpace(string(out)), "%s: systemd warns", name)
+		if strings.Contains(name, "page-worker") {
+			require.Contains(t, unit, "\nMemoryMax=", "a page's renderer is bounded")
+			require.Contains(t, unit, "\nOOMPolicy=continue", "an OOM kill of the renderer leaves the service running")
+		}
+	}
+}
