@@ -193,12 +193,7 @@ func TestOwnResolverAndUserAgent(t *testing.T) {
 // its own); as root without a user it runs unsandboxed, which the check
 // must catch.
 func TestSandboxedAsUser(t *testing.T) {
-	testutil.NeedRoot(t, "the browser drops from root to its user")
-	testutil.NeedChromium(t)
-	const u = "doxlab-browser"
-	if _, err := user.Lookup(u); err != nil {
-		testutil.Missing(t, "no user "+u+" (useradd --system --user-group doxlab-browser, as scripts/install-peers.sh does)")
-	}
+	u := needBrowserUser(t)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "<!doctype html><title>sandboxed</title><p>hello")
 	}))
@@ -278,16 +273,11 @@ func TestPageCannotDownload(t *testing.T) {
 // TestPageStorageIsBounded: a page that stores 640 MiB in Cache Storage
 // (16 MiB at a time) in a browser run as its user is stopped at the
 // bound, with the quota's error, and nothing of it reaches the disk: the
-// profile's Default directory is a tmpfs of the browser's own. A second
-// browser starts with none of it. Without the bound Chromium let one
-// page of a test store 730 MiB on disk, up to 60 % of the disk.
+// profile's Default directory is a tmpfs of the browser's own. Without
+// the bound Chromium let one page of a test store 730 MiB on disk, up
+// to 60 % of the disk.
 func TestPageStorageIsBounded(t *testing.T) {
-	testutil.NeedRoot(t, "the browser drops from root to its user")
-	testutil.NeedChromium(t)
-	const u = "doxlab-browser"
-	if _, err := user.Lookup(u); err != nil {
-		testutil.Missing(t, "no user "+u+" (useradd --system --user-group doxlab-browser, as scripts/install-peers.sh does)")
-	}
+	u := needBrowserUser(t)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `<!doctype html><title>fill</title><script>
 (async () => {
@@ -409,4 +399,17 @@ func TestDialogsAreAnswered(t *testing.T) {
 	title, err = browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
 	require.NoError(t, err)
 	require.Equal(t, "plain", title, "left the page that asked to stay")
+}
+
+// needBrowserUser is the page worker's browser user, which the test
+// drops to from root, as a worker does.
+func needBrowserUser(t *testing.T) string {
+	t.Helper()
+	testutil.NeedRoot(t, "the browser drops from root to its user")
+	testutil.NeedChromium(t)
+	const u = "doxlab-browser"
+	if _, err := user.Lookup(u); err != nil {
+		testutil.Missing(t, "no user "+u+" (useradd --system --user-group doxlab-browser, as scripts/install-peers.sh does)")
+	}
+	return u
 }
