@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/doxlab/doxlab/internal/stats"
@@ -46,14 +48,35 @@ func LoadAggregated(ctx context.Context, st *store.Store, keep func(runID string
 		s.Agg = &Aggregate{Latency: stats.NewDist(), Window: max(window(s.Record), time.Millisecond), answers: answers}
 	}, func(s *Stored, ss []Sample) error {
 		for _, x := range ss {
-			s.Agg.add(x)
+			if err := s.Agg.add(x, s.ElapsedS); err != nil {
+				return fmt.Errorf("bench samples of run %s (%s): %w", s.Run, s.Key, err)
+			}
 		}
 		return nil
 	})
 }
 
-func (a *Aggregate) add(x Sample) {
-	i := max(int(x.At/a.Window), 0)
+// maxWindows bounds an aggregate's windows: a day's benchmark in windows
+// of a second is 86,400.
+const maxWindows = 1 << 20
+
+// ErrDamaged is a stored benchmark whose queries cannot have been
+// measured: the store was damaged, or written by something else.
+var ErrDamaged = errors.New("damaged")
+
+func (a *Aggregate) add(x Sample, elapsedS float64) error {
+	// A query's intended time lies within its benchmark: one a store's
+	// damage put days past it (or before it) would make windows up to
+	// it, gigabytes of them, before the report said a word.
+	if x.At < 0 || x.At.Seconds() > elapsedS+60 || int64(x.At/a.Window) >= maxWindows {
+		return fmt.Errorf("%w: a query intended at %v, outside the benchmark's %.1f s", ErrDamaged, x.At, elapsedS)
+	}
+	a.add1(x)
+	return nil
+}
+
+func (a *Aggregate) add1(x Sample) {
+	i := int(x.At / a.Window)
 	for len(a.Windows) <= i {
 		a.Windows = append(a.Windows, Window{Latency: stats.NewDist()})
 	}

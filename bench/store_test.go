@@ -148,3 +148,34 @@ func TestAggregateCountsTheRunsAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedQueriesAreRefused: a stored benchmark whose queries lie
+// far outside it (a damaged store, or one written by something else)
+// is refused with what is wrong, before its windows are made: a query
+// a hundred days past a one-second benchmark once had the aggregate
+// make a window for every 10 ms up to it, 860 million of them.
+func TestDamagedQueriesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	window := func(bench.Record) time.Duration { return 10 * time.Millisecond }
+	for _, at := range []time.Duration{100 * 24 * time.Hour, -time.Second} {
+		st, run := benchRun(t)
+		samples := []bench.Sample{{At: 0, Latency: time.Millisecond, Status: transport.StatusOK},
+			{At: at, Latency: time.Millisecond, Status: transport.StatusOK}}
+		rec := bench.Record{Key: "0", Label: "udp", Protocol: "udp", Policy: "reuse", Conns: 1, Step: -1, Start: time.Now(),
+			Summary: bench.Summary{Mode: "open-loop", Sent: 2, ElapsedS: 1}}
+		require.NoError(t, bench.Save(ctx, st, run.ID, rec, samples))
+		_, err := bench.LoadAggregated(ctx, st, func(string) bool { return true }, window)
+		require.ErrorIs(t, err, bench.ErrDamaged, "a query at %v", at)
+		require.ErrorContains(t, err, "outside the benchmark's 1.0 s")
+		require.ErrorContains(t, err, run.ID)
+	}
+	// One a little past its end, as the last sends of a run are, is read.
+	st, run := benchRun(t)
+	rec := bench.Record{Key: "0", Label: "udp", Protocol: "udp", Policy: "reuse", Conns: 1, Step: -1, Start: time.Now(),
+		Summary: bench.Summary{Mode: "open-loop", Sent: 1, ElapsedS: 1}}
+	require.NoError(t, bench.Save(ctx, st, run.ID, rec, []bench.Sample{{At: 1100 * time.Millisecond, Latency: time.Millisecond, Status: transport.StatusOK}}))
+	got, err := bench.LoadAggregated(ctx, st, func(string) bool { return true }, window)
+	require.NoError(t, err)
+	require.Len(t, got[0].Agg.Windows, 111)
+	require.Equal(t, 1, got[0].Agg.Windows[110].Answered)
+}
