@@ -427,6 +427,35 @@ func (d *Dist) MarshalBinary() ([]byte, error) {
 	return b, nil
 }
 
+// decodeSketch merges an encoded sketch into s. sketches-go trusts its
+// input: a bin index no value has (6.5e9, where float64s end near
+// ±36,000 at doxlab's accuracy) panics in its collapsing store, found by
+// FuzzDistUnmarshal; what a store or a cache file holds is not trusted.
+func decodeSketch(s *ddsketch.DDSketch, b []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("damaged (%v)", r)
+		}
+	}()
+	return s.DecodeAndMergeWith(b)
+}
+
+// checkBins refuses a decoded sketch whose bins no values could have
+// filled: a count that is not positive, a value that is not a number
+// (each quantile of one was NaN, found by FuzzDistUnmarshal).
+func (d *Dist) checkBins() error {
+	z := d.sketch.GetZeroCount()
+	if !(z >= 0) || math.IsInf(z, 0) {
+		return fmt.Errorf("damaged (%v values at zero)", z)
+	}
+	for _, b := range d.bins() {
+		if !(b.count > 0) || math.IsInf(b.count, 0) || math.IsNaN(b.v) || math.IsInf(b.v, 0) {
+			return fmt.Errorf("damaged (%v values at %v)", b.count, b.v)
+		}
+	}
+	return nil
+}
+
 // UnmarshalBinary sets d to what MarshalBinary encoded.
 func (d *Dist) UnmarshalBinary(b []byte) error {
 	if len(b) == 0 || b[0] != distFormat {
@@ -449,12 +478,22 @@ func (d *Dist) UnmarshalBinary(b []byte) error {
 		}
 		d.vals = make([]float64, n)
 		for i := range d.vals {
-			d.vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[1+8*i:]))
+			v := math.Float64frombits(binary.LittleEndian.Uint64(b[1+8*i:]))
+			if math.IsNaN(v) || math.IsInf(v, 0) { // Add drops them: no Dist holds one
+				*d = Dist{limit: ExactLimit}
+				return fmt.Errorf("stats: an encoded distribution holds %v, which is no value", v)
+			}
+			d.vals[i] = v
 		}
 		return nil
 	case b[0] == 1:
 		d.fold() // an empty sketch of the mapping and bounds Add folds into
-		if err := d.sketch.DecodeAndMergeWith(b[1:]); err != nil {
+		err := decodeSketch(d.sketch, b[1:])
+		if err == nil {
+			err = d.checkBins()
+		}
+		if err != nil {
+			*d = Dist{limit: ExactLimit}
 			return fmt.Errorf("stats: an encoded sketch: %w", err)
 		}
 		if c := d.sketch.GetCount(); c != float64(n) {

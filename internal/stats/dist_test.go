@@ -259,8 +259,55 @@ func TestDistRefusesBadEncodings(t *testing.T) {
 		"values cut short": good[:len(good)-1], "values but no kind": good[:2], "unknown kind": {distFormat, 1, 9},
 		"sketch cut short": sketch[:len(sketch)/2], "sketch of another count": wrongCount,
 		"more values than a Dist holds whole": append([]byte{distFormat, 0x81, 0x40, 0}, make([]byte, 8*(ExactLimit+1))...),
+		// Found by FuzzDistUnmarshal: a NaN among the values made every
+		// quantile NaN.
+		"a NaN among the values": append(append([]byte{distFormat, 2, 0}, good[3:11]...), 0, 0, 0, 0, 0, 0, 0xf8, 0x7f),
+		"an infinity":            append(append([]byte{distFormat, 2, 0}, good[3:11]...), 0, 0, 0, 0, 0, 0, 0xf0, 0x7f),
 	} {
 		var x Dist
 		require.Error(t, x.UnmarshalBinary(b), name)
 	}
+}
+
+// FuzzDistUnmarshal: whatever octets a store or a cache file holds as a
+// cell's distribution, they are refused, or read into a Dist whose
+// statistics are numbers in order, that encodes to what decodes the
+// same, and that merges with a Dist of the reader's own.
+func FuzzDistUnmarshal(f *testing.F) {
+	exact, _ := distOf([]float64{1, 2, 3}, 0).MarshalBinary()
+	sketch, _ := distOf(lognormal(rand.New(rand.NewPCG(1, 1)), ExactLimit+1, 3), 0).MarshalBinary()
+	for _, b := range [][]byte{exact, sketch, {distFormat, 0}, {distFormat, 1, 9}, sketch[:len(sketch)/2]} {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d Dist
+		if d.UnmarshalBinary(b) != nil {
+			return
+		}
+		n := d.N()
+		if n > 0 {
+			lo, med, hi := d.Quantile(0), d.Quantile(0.5), d.Quantile(1)
+			if !(lo <= med && med <= hi) {
+				t.Fatalf("quantiles out of order: %v %v %v", lo, med, hi)
+			}
+			d.Summary()
+			d.CDF(50)
+		}
+		again, err := d.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Dist
+		if err := back.UnmarshalBinary(again); err != nil {
+			t.Fatalf("what it encodes does not decode: %v", err)
+		}
+		if back.N() != n {
+			t.Fatalf("%d values decoded again as %d", n, back.N())
+		}
+		own := distOf([]float64{4, 5}, 0)
+		own.Merge(&d)
+		if own.N() != n+2 {
+			t.Fatalf("merged %d and 2 into %d", n, own.N())
+		}
+	})
 }
