@@ -112,3 +112,66 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// FuzzPrefixes: whatever lines a blocklist or opt-out file holds, they
+// are refused, or read into a list that a plan carries to its workers
+// as the same list (Prefixes, then FromPrefixes), that refuses the
+// first and last address of each prefix it lists (an IPv4-mapped one
+// judged by its IPv4 address), naming the prefix a search in turn finds
+// first.
+func FuzzPrefixes(f *testing.F) {
+	for _, s := range []string{"10.0.0.0/8\n192.0.2.7", "2001:db8::/32\n::ffff:198.51.100.0/120", "fe80::1%eth0", "0.0.0.0/0\n::/0", "1.2.3.4/33", "::ffff:1.2.3.4/95"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		l, err := FromPrefixes(strings.Split(in, "\n"), "fuzz")
+		if err != nil {
+			return
+		}
+		again, err := FromPrefixes(l.Prefixes(), "again")
+		if err != nil {
+			t.Fatalf("a plan's prefixes do not read back: %v", err)
+		}
+		if strings.Join(again.Prefixes(), " ") != strings.Join(l.Prefixes(), " ") {
+			t.Fatalf("read back as %v, not %v", again.Prefixes(), l.Prefixes())
+		}
+		for _, e := range l.entries {
+			first, last := e.prefix.Addr(), lastOf(e.prefix)
+			for _, a := range []netip.Addr{first, last} {
+				// An IPv4-mapped address is judged by the IPv4 address it
+				// carries (::/0 lists no IPv4 address).
+				i := slicesIndexFirst(l, a.Unmap())
+				err := l.Check(a)
+				switch {
+				case i < 0 && err != nil:
+					t.Fatalf("%s: refused by %v, listed nowhere", a, err)
+				case i < 0:
+				case err == nil:
+					t.Fatalf("%s lists %s and lets it through", l.entries[i].prefix, a)
+				case !strings.Contains(err.Error(), l.entries[i].prefix.String()):
+					t.Fatalf("%s: refused by %v, where %s is listed first", a, err, l.entries[i].prefix)
+				}
+			}
+		}
+	})
+}
+
+// lastOf is p's last address.
+func lastOf(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// slicesIndexFirst is the first entry of l holding a: a search in turn.
+func slicesIndexFirst(l *List, a netip.Addr) int {
+	for i, e := range l.entries {
+		if e.prefix.Contains(a) {
+			return i
+		}
+	}
+	return -1
+}
