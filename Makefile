@@ -126,6 +126,7 @@ fuzz:
 	$(GO) test ./store -run '^$$' -fuzz FuzzBrief -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzDatasetLine -fuzztime 30s
 	$(GO) test ./store -run '^$$' -fuzz FuzzDecodeBlock -fuzztime 30s
+	$(GO) test ./store -run '^$$' -fuzz FuzzUnpackRaw -fuzztime 30s -fuzzminimizetime 5s
 	$(GO) test ./figure -run '^$$' -fuzz FuzzTicks -fuzztime 30s
 	$(GO) test ./internal/stats -run '^$$' -fuzz FuzzDistUnmarshal -fuzztime 30s -fuzzminimizetime 5s
 	$(GO) test ./internal/blocklist -run '^$$' -fuzz FuzzPrefixes -fuzztime 30s

@@ -72,3 +72,25 @@ func TestPackedRecords(t *testing.T) {
 	_, err = unpackRaw(bomb)
 	require.Error(t, err, "%d octets decompress past the bound", len(bomb))
 }
+
+// FuzzUnpackRaw: whatever octets a store holds as a raw record, they
+// are refused or unpacked into at most maxRecord octets; and a record
+// packed in any codec the writer uses unpacks to itself.
+func FuzzUnpackRaw(f *testing.F) {
+	sample := []byte(`{"url":"udp://192.0.2.53:53","transport":"udp","status":"ok","measure":{"rcode":"NOERROR","timing":{"total_ms":10.5}}}`)
+	for _, z := range [][]byte{packRaw(sample), pack(sample, codecZstd2), packSample(sample), {codecPlain}, {9, 1, 2}} {
+		f.Add(z, []byte(nil))
+	}
+	f.Add([]byte(nil), sample)
+	f.Fuzz(func(t *testing.T, z, raw []byte) {
+		if out, err := unpackRaw(z); err == nil && len(out) > maxRecord {
+			t.Fatalf("%d octets unpacked, past %d", len(out), maxRecord)
+		}
+		for _, p := range [][]byte{packRaw(raw), pack(raw, codecZstd2), packSample(raw)} {
+			back, err := unpackRaw(p)
+			if err != nil || !bytes.Equal(back, raw) {
+				t.Fatalf("codec %d: %q came back as %q (%v)", p[0], raw, back, err)
+			}
+		}
+	})
+}
