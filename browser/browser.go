@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
@@ -120,6 +121,7 @@ type Browser struct {
 	userAgent string
 	profile   string // the user data directory, whatever made it
 
+	dialogs   atomic.Int64 // the dialogs pages opened, each answered (Launch)
 	traceOnce sync.Once
 	tracer    *tracer
 	listenErr error
@@ -291,6 +293,7 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 	// a crawler answers them (a confirm cancelled, a page left).
 	if err := chromedp.Listen(b.tab, func(ev any) {
 		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			b.dialogs.Add(1)
 			go within(context.Background(), 5*time.Second, func() error {
 				_, err := chromedp.Call(b.tab, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: d.Type == page.DialogTypeBeforeunload})
 				return err

@@ -367,8 +367,9 @@ self.addEventListener('fetch', e => e.respondWith(new Response('<!doctype html><
 }
 
 // TestDialogsAreAnswered: a page that alerts, or asks to confirm, loads
-// (its dialogs stalled it until its load timed out), and one that asks
-// to stay when left does not keep the next navigation from going.
+// (its dialogs stalled it until its load timed out) and says how many it
+// opened, and one that asks to stay when left does not keep the next
+// navigation from going.
 func TestDialogsAreAnswered(t *testing.T) {
 	testutil.NeedChromium(t)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -389,6 +390,7 @@ func TestDialogsAreAnswered(t *testing.T) {
 	defer b.Close()
 	l := b.Load(ctx, page.URL+"/alert", 10*time.Second)
 	require.Equal(t, browser.LoadOK, l.Status, l.Error)
+	require.Equal(t, 3, l.Dialogs, "two alerts and a confirm, as the load says")
 	title, err := browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
 	require.NoError(t, err)
 	require.Equal(t, "cancelled", title)

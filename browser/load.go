@@ -41,6 +41,9 @@ type Load struct {
 	// WallMs is the driver's own time from the navigation request to the
 	// load event, on this process's monotonic clock.
 	WallMs float64 `json:"wall_ms"`
+	// Dialogs counts the dialogs (alert, confirm, prompt) the page opened:
+	// each is answered at once, and the page waited on it that long.
+	Dialogs int `json:"dialogs,omitempty"`
 
 	// Navigation is the full PerformanceNavigationTiming entry.
 	Navigation map[string]any `json:"navigation,omitempty"`
@@ -127,6 +130,8 @@ const collect = `(async () => {
 // a Load with its status and error, never zeros passed off as timings.
 func (b *Browser) Load(ctx context.Context, url string, timeout time.Duration) *Load {
 	l := &Load{URL: url, Start: time.Now()}
+	opened := b.dialogs.Load()
+	defer func() { l.Dialogs = int(b.dialogs.Load() - opened) }()
 	start := time.Now()
 	err := within(ctx, timeout, func() error { return chromedp.Do(b.tab, chromedp.Navigate(url)) })
 	l.WallMs = ms(time.Since(start))
