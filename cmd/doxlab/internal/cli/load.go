@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/browser"
+	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/internal/blocklist"
 	"github.com/doxlab/doxlab/internal/buildinfo"
 	"github.com/doxlab/doxlab/pageload"
@@ -89,6 +91,8 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	maxResource := fs.Int64("max-resource-mib", 32, "fail a resource whose body exceeds this many MiB")
 	var allow stringList
 	fs.Var(&allow, "allow-special", "let pages be loaded from and reach this special-purpose `PREFIX` (a testbed's 10.0.0.0/8, loopback's 127.0.0.0/8; repeatable)")
+	browserUser := fs.String("browser-user", cmp.Or(os.Getenv("DOXLAB_BROWSER_USER"), campaign.DefaultBrowserUser),
+		"with --capture as root: the unprivileged user Chromium runs as, with its sandbox on ($DOXLAB_BROWSER_USER); as root Chromium has none")
 	spki := fs.String("spki", "", "with --capture: accept certificates with this base64 SHA-256 public key hash (a self-signed server's)")
 	pos, fail, code, done := subcommand(fs, "load", args, 1, "", stderr)
 	if done {
@@ -105,7 +109,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *capture != "" {
-		return captureGraph(ctx, page, *capture, *spki, resolve, *timeout, stdout, stderr)
+		return captureGraph(ctx, page, *capture, *spki, *browserUser, resolve, *timeout, stdout, stderr)
 	}
 	cfg := pageload.Config{Insecure: *insecure, Timeout: *timeout, ZeroRTT: *zeroRTT, Port: *port, Resolver: pageload.System{}, WaitSettings: *waitSettings, Origins: *origins, HTTPSRecords: *httpsRR, NoECH: *noECH, HTTPSAlongside: *alongside, MaxLookups: *maxLookups, Tokens: *tokens,
 		MaxPageBytes: *maxPage << 20, MaxResourceBytes: *maxResource << 20}
@@ -291,13 +295,18 @@ func writeLoad(w io.Writer, n int, r *pageload.Result, g *pageload.Graph) {
 }
 
 // captureGraph loads page in Chromium, traces it and writes its graph.
-func captureGraph(ctx context.Context, page, out, spki string, resolve resolveFlags, timeout time.Duration, stdout, stderr io.Writer) int {
+// As root, Chromium runs as user with its sandbox on: the page may be
+// anyone's, and Chromium as root runs with none.
+func captureGraph(ctx context.Context, page, out, spki, user string, resolve resolveFlags, timeout time.Duration, stdout, stderr io.Writer) int {
 	u, _ := url.Parse(page)
 	origin := u.Host
 	if u.Port() == "" {
 		origin += ":443"
 	}
 	opts := browser.Options{ForceQUIC: []string{origin}}
+	if os.Geteuid() == 0 {
+		opts.User = user
+	}
 	if spki != "" {
 		opts.SPKI = []string{spki}
 	}
@@ -310,6 +319,9 @@ func captureGraph(ctx context.Context, page, out, spki string, resolve resolveFl
 	}
 	b, err := browser.Launch(ctx, opts)
 	if err != nil {
+		if opts.User != "" {
+			err = fmt.Errorf("%w (as root, Chromium runs as --browser-user %s, with its sandbox)", err, user)
+		}
 		fmt.Fprintf(stderr, "doxlab load: %v\n", err)
 		return 1
 	}

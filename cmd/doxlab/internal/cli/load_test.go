@@ -42,6 +42,14 @@ func TestLoadCaptureAndReplay(t *testing.T) {
 	page := "https://" + host + ":" + port + "/"
 	graph := filepath.Join(dir, "insta.json")
 
+	if os.Geteuid() == 0 {
+		// As root Chromium would run without its sandbox: it runs as the
+		// browser's user, who must exist.
+		code, _, errOut := run("load", "--capture", graph, "--browser-user", "no-such-user-doxlab", "--spki", srv.SPKI(), "--resolve", host+":127.0.0.1", page)
+		require.Equal(t, 1, code)
+		require.Contains(t, errOut, `the browser's user "no-such-user-doxlab" does not exist`)
+		require.Contains(t, errOut, "as root, Chromium runs as --browser-user no-such-user-doxlab, with its sandbox")
+	}
 	code, out, errOut := run("load", "--capture", graph, "--spki", srv.SPKI(), "--resolve", host+":127.0.0.1", page)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "16 resources from 1 hosts")
