@@ -157,6 +157,30 @@ func TestAssembleReplay(t *testing.T) {
 	}, s.Origins)
 }
 
+// A replay's H3 connection is one it opened, known by its port as the
+// server saw it: the warm-up's connection, whose record a busy server
+// wrote after the measured load's mark, once came first and was taken
+// for the page's (0-RTT not used, where the replay's was; the web
+// experiment's test failed so on a loaded machine). Queries and other
+// records stay.
+func TestAssembleReplayKeepsItsOwnConnections(t *testing.T) {
+	r := &pageload.Result{Page: "https://a.test/", Start: t0, Status: "ok", Protocol: "h3",
+		Conns:     []*pageload.Conn{{Origin: "a.test:443", Protocol: "h3", Local: "0.0.0.0:40001", Used0RTT: true}},
+		Resources: []pageload.Fetch{{URL: "https://a.test/", Conn: 0}}}
+	srv := []*server.Record{
+		{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "a.test", Remote: "10.200.0.1:40000"}, // the warm-up's, written late
+		{Kind: "query", Transport: "doq", QName: "a.test."},
+		{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "a.test", Remote: "10.200.0.1:40001", Used0RTT: true, Resumed: true},
+		{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "a.test", Remote: "no port"},
+	}
+	s := AssembleReplay(Task{Engine: "doxlab", H3: "0rtt"}, r, []string{"a.test"}, nil, srv)
+	require.Equal(t, 1, s.H3Conns, "the replay's own connection alone")
+	require.Equal(t, "10.200.0.1:40001", s.H3Conn.Remote)
+	require.True(t, s.H3Used0RTT)
+	require.True(t, s.H3Resumed)
+	require.Equal(t, map[string]int{"doq": 1}, s.ServerQueries)
+}
+
 // Decouple adds DNS measured apart to the browser's times, as the
 // cross-layer paper summed them.
 func TestDecouple(t *testing.T) {

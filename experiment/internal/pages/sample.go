@@ -2,6 +2,7 @@ package pages
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"reflect"
 	"slices"
@@ -462,10 +463,34 @@ func AssembleReplay(task Task, r *pageload.Result, hosts []string, stub, srv []*
 		}
 		l.Resources = append(l.Resources, browser.Resource{Name: f.URL, Protocol: proto})
 	}
-	x := Assemble(task, l, hosts, stub, srv)
+	x := Assemble(task, l, hosts, stub, ownConns(r, srv))
 	l.Resources = nil
 	x.Replay = r
 	return x
+}
+
+// ownConns are the server's records but those of connections the replay
+// r did not open, known by the client's port as the server saw it: the
+// warm-up's connection, whose record a busy server wrote after the
+// measured load began, was once taken for the page's (0-RTT "not used",
+// where the replay's own connection used it).
+func ownConns(r *pageload.Result, srv []*server.Record) []*server.Record {
+	ports := map[string]bool{}
+	for _, c := range r.Conns {
+		if _, p, err := net.SplitHostPort(c.Local); err == nil {
+			ports[p] = true
+		}
+	}
+	var own []*server.Record
+	for _, c := range srv {
+		if c.Kind == "conn" {
+			if _, p, err := net.SplitHostPort(c.Remote); err != nil || !ports[p] {
+				continue
+			}
+		}
+		own = append(own, c)
+	}
+	return own
 }
 
 // DecodeForAnalysis decodes a stored sample for the report: the records
