@@ -216,15 +216,32 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 
 // specialHint says how to open a special-purpose block when r failed,
 // or lost a resource, for want of it: a testbed's or lab's pages are
-// there, and nothing but the user may open it.
+// there, and nothing but the user may open it. The hint names the
+// blocks the load's lookups led to, as the flags to give.
 func specialHint(w io.Writer, r *pageload.Result) {
 	refused := strings.Contains(r.Error, blocklist.ErrSpecial.Error())
 	for _, f := range r.Resources {
 		refused = refused || strings.Contains(f.Error, blocklist.ErrSpecial.Error())
 	}
-	if refused {
-		fmt.Fprintln(w, "doxlab load: hint: a page or a resolver's answer led to a special-purpose address; if the block is your testbed's or lab's own, open it with --allow-special PREFIX")
+	if !refused {
+		return
 	}
+	var flags []string
+	for _, lk := range r.Lookups {
+		for _, s := range lk.Addrs {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				continue
+			}
+			if sp, ok := blocklist.SpecialOf(a); ok && !slices.Contains(flags, "--allow-special "+sp.Prefix.String()) {
+				flags = append(flags, "--allow-special "+sp.Prefix.String())
+			}
+		}
+	}
+	if len(flags) == 0 {
+		flags = []string{"--allow-special PREFIX"}
+	}
+	fmt.Fprintf(w, "doxlab load: hint: a page or a resolver's answer led to a special-purpose address; if the block is your testbed's or lab's own, add %s\n", strings.Join(flags, " "))
 }
 
 // coalesceFlag reads --coalesce MODE --dns https://IP[:PORT][/PATH].
