@@ -130,6 +130,7 @@ fuzz:
 	$(GO) test ./figure -run '^$$' -fuzz FuzzTicks -fuzztime 30s
 	$(GO) test ./internal/stats -run '^$$' -fuzz FuzzDistUnmarshal -fuzztime 30s -fuzzminimizetime 5s
 	$(GO) test ./internal/blocklist -run '^$$' -fuzz FuzzPrefixes -fuzztime 30s
+	$(GO) test ./experiment/internal/pages -run '^$$' -fuzz FuzzDecodeForAnalysis -fuzztime 30s -fuzzminimizetime 5s
 	for f in FuzzParseTrace FuzzConvertThroughput; do \
 		$(GO) test ./testbed -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done
 	$(GO) test ./measure -run '^$$' -fuzz FuzzLoadCampaign -fuzztime 30s -fuzzminimizetime 5s

@@ -3,6 +3,7 @@ package pages
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -163,4 +164,39 @@ func TestCellShares(t *testing.T) {
 	require.True(t, Cell{Lookups: 1, NoLookup: 0.5}.MultiOrigin(), "an origin an ORIGIN frame spared the lookup of")
 	require.True(t, Cell{Transport: "udp", H3: "1rtt"}.Baseline())
 	require.False(t, Cell{Transport: "udp", H3: "0rtt"}.Baseline())
+}
+
+// FuzzDecodeForAnalysis: whatever a store holds as a page load, the
+// report's decoding (UnmarshalAnalysed, without the first version's
+// check of the whole value) fails where that check failed and decodes
+// the same where neither does, as TestAnalysedFailsAsItDid checks for a
+// few inputs; and what it decodes reads without a panic.
+func FuzzDecodeForAnalysis(f *testing.F) {
+	x := &Sample{Task: Task{Profile: "fiber", Page: "o5", Transport: "doq", H3: "0rtt", Rep: 3}, Status: "ok", PLTMs: 210,
+		Load: &browser.Load{PLTMs: 199}, DNS: []*server.Record{{QName: "a.test.", QType: "A"}}, H3Conn: &server.Record{TokenUsed: true},
+		Origins: []OriginFacts{{Host: "a.test", Requests: 2}}, ConnsPerOrigin: map[string]int{"a.test": 2}}
+	raw, _ := json.Marshal(x)
+	f.Add(raw)
+	f.Add([]byte(`{"status": 3}`))
+	f.Add([]byte(`{"conns_per_origin": {"a": -5, "b": 9223372036854775807}, "load": []}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		was, now := analysed{Sample: new(Sample)}, analysed{Sample: new(Sample)}
+		wasErr := jsonv2.Unmarshal(in, &was, jsonv1.DefaultOptionsV1())
+		nowErr := UnmarshalAnalysed(in, &now)
+		if (wasErr == nil) != (nowErr == nil) {
+			t.Fatalf("%s: checked whole %v, analysed %v", in, wasErr, nowErr)
+		}
+		if nowErr != nil {
+			return
+		}
+		if !reflect.DeepEqual(was, now) {
+			t.Fatalf("%s: decoded %+v, checked whole %+v", in, now.Sample, was.Sample)
+		}
+		y, err := DecodeForAnalysis(in)
+		if err != nil {
+			t.Fatalf("%s: analysed, then not: %v", in, err)
+		}
+		y.WebConns()
+		y.H3TokenUsed()
+	})
 }
