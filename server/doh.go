@@ -255,7 +255,7 @@ func (l tlsListener) record(tc *tls.Conn, c net.Conn, start time.Time) {
 	if lag := recordLag.Load(); lag > 0 { // tests of Settle
 		time.Sleep(time.Duration(lag))
 	}
-	rec := &Record{Kind: "conn", Listener: l.name, Remote: tc.RemoteAddr().String(), Local: tc.LocalAddr().String(), HandshakeMs: handshake}
+	rec := &Record{Kind: "conn", Listener: l.name, Remote: tc.RemoteAddr().String(), Local: tc.LocalAddr().String(), HandshakeMs: handshake, Began: start}
 	cs := tc.ConnectionState()
 	tlsFacts(rec, cs)
 	rec.Transport = httpLabel(l.web, cs.NegotiatedProtocol)

@@ -176,7 +176,7 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 					cause := context.Cause(c.Context())
 					e.settle(isECHRequired(cause))
 					rec := &Record{Kind: "conn", Transport: transport, Listener: name, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
-						HandshakeMs: ms(time.Since(connInfo(c).start)), Error: cause.Error()}
+						HandshakeMs: ms(time.Since(connInfo(c).start)), Began: connInfo(c).start, Error: cause.Error()}
 					echFacts(rec, e, false)
 					s.record(rec)
 				}
@@ -195,7 +195,7 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 		}
 		rec := &Record{Kind: "conn", Transport: transport, Listener: name, Remote: c.RemoteAddr().String(), Local: c.LocalAddr().String(),
 			Used0RTT: cs.Used0RTT, Retry: info.retry, AddrVerified: info.verified, TokenUsed: info.tokenUsed,
-			HandshakeMs: handshake, Origins: origins}
+			HandshakeMs: handshake, Began: info.start, Origins: origins}
 		tlsFacts(rec, cs.TLS)
 		echFacts(rec, e, cs.TLS.ECHAccepted)
 		if rec.ECH == ech.Rejected { // the handshake ended, then the client aborted

@@ -46,9 +46,13 @@ type Record struct {
 	Dropped bool    `json:"dropped,omitempty"`
 	// ServerMs is the time from the query read to the answer written,
 	// injected delay included.
-	ServerMs    float64  `json:"server_ms,omitempty"`
-	HandshakeMs float64  `json:"handshake_ms,omitempty"` // conn records: first packet (QUIC) or accept (TCP) to handshake complete
-	Origins     []string `json:"origins,omitempty"`      // conn records: the origins an ORIGIN frame announced on it
+	ServerMs    float64 `json:"server_ms,omitempty"`
+	HandshakeMs float64 `json:"handshake_ms,omitempty"` // conn records: first packet (QUIC) or accept (TCP) to handshake complete
+	// Began is a conn record's connection's first packet (QUIC) or
+	// accept (TCP): a record written late is still known by when its
+	// connection began.
+	Began   time.Time `json:"began,omitzero"`
+	Origins []string  `json:"origins,omitempty"` // conn records: the origins an ORIGIN frame announced on it
 	// Target and TargetMs: an ODoH proxy's record (kind proxy) names the
 	// target it relayed to and how long the target's exchange took.
 	Target   string  `json:"target,omitempty"`

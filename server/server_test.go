@@ -540,9 +540,11 @@ func TestRecordsFile(t *testing.T) {
 }
 
 // TestConnRecordsOnEveryListener: every TLS and QUIC connection gets a
-// conn record labelled by what it is, DoH over TCP included.
+// conn record labelled by what it is, DoH over TCP included, and says
+// when the connection began, before its record was written.
 func TestConnRecordsOnEveryListener(t *testing.T) {
 	ts := start(t, nil)
+	began := time.Now()
 	for _, c := range []struct {
 		url, http, want, alpn string
 	}{
@@ -558,7 +560,7 @@ func TestConnRecordsOnEveryListener(t *testing.T) {
 		require.Eventually(t, func() bool {
 			for _, r := range ts.records("conn", c.want) {
 				if r.ALPN == c.alpn && r.TLSVersion == "1.3" && r.Remote != "" && r.Error == "" {
-					return true
+					return !r.Began.Before(began) && !r.Began.After(r.Time)
 				}
 			}
 			return false

@@ -210,7 +210,7 @@ func (s *Server) dotHandshake(name string, c net.Conn, base *Record) (*tls.Conn,
 	tc := tls.Server(c, dotALPN(s.tcpTLS(alpn...)))
 	start := time.Now()
 	if err := tc.Handshake(); err != nil {
-		s.record(&Record{Kind: "conn", Transport: "dot", Listener: name, Remote: base.Remote, Local: base.Local, Error: err.Error()})
+		s.record(&Record{Kind: "conn", Transport: "dot", Listener: name, Remote: base.Remote, Local: base.Local, Began: start, Error: err.Error()})
 		reason := ReasonHandshake
 		if isTimeout(err) {
 			reason = ReasonSlow
@@ -220,7 +220,7 @@ func (s *Server) dotHandshake(name string, c net.Conn, base *Record) (*tls.Conn,
 	}
 	tlsFacts(base, tc.ConnectionState())
 	conn := *base
-	conn.Kind, conn.HandshakeMs = "conn", ms(time.Since(start))
+	conn.Kind, conn.HandshakeMs, conn.Began = "conn", ms(time.Since(start)), start
 	s.record(&conn)
 	return tc, true
 }

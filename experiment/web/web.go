@@ -539,7 +539,7 @@ func (e *webEnv) sample(ctx context.Context, st *stub, t pages.Task) (*pages.Sam
 	}
 	time.Sleep(50 * time.Millisecond) // the last records through the stub's pipe
 	e.srvs.Settle(ctx)                // and the servers' records of the load's connections
-	x := pages.Assemble(t, l, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
+	x := pages.Assemble(t, l, page.Hostnames(), st.records.Since(sm), pages.BegunSince(e.srvRecords.Since(cm), l.Start))
 	x.WarmUp = warm
 	if tr != nil && l.Status == browser.LoadOK {
 		x.Graph, err = capture.FromTrace(e.url(page), l, tr, pageload.Provenance{Browser: b.Version(), Profile: t.Profile, At: x.Start.UTC()})

@@ -181,6 +181,20 @@ func TestAssembleReplayKeepsItsOwnConnections(t *testing.T) {
 	require.Equal(t, map[string]int{"doq": 1}, s.ServerQueries)
 }
 
+// A browser's measured navigation reads the records of connections
+// begun since it started: a warm-up connection's record, written late,
+// is left out; records that say no beginning, and queries, stay.
+func TestBegunSince(t *testing.T) {
+	warm := &server.Record{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "a.test", Began: at(0), Time: at(900)}
+	page := &server.Record{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "a.test", Began: at(501), Time: at(600), Used0RTT: true}
+	old := &server.Record{Kind: "conn", ALPN: "h3", Time: at(700)}
+	q := &server.Record{Kind: "query", Time: at(100)}
+	require.Equal(t, []*server.Record{page, old, q}, BegunSince([]*server.Record{warm, page, old, q}, at(500)))
+	s := Assemble(Task{H3: "0rtt"}, &browser.Load{Status: browser.LoadOK, Protocol: "h3", Start: at(500)}, []string{"a.test"}, nil,
+		BegunSince([]*server.Record{warm, page}, at(500)))
+	require.True(t, s.H3Used0RTT, "the page's own connection, not the warm-up's")
+}
+
 // Decouple adds DNS measured apart to the browser's times, as the
 // cross-layer paper summed them.
 func TestDecouple(t *testing.T) {

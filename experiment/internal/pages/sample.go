@@ -469,6 +469,23 @@ func AssembleReplay(task Task, r *pageload.Result, hosts []string, stub, srv []*
 	return x
 }
 
+// BegunSince are the server's records but those of connections that
+// began before start: the records Assemble reads of a browser's
+// measured navigation, which opens its connections after start. The
+// warm-up's connection, whose record a busy server wrote after the
+// navigation's mark, was once taken for the page's, its 0-RTT "not
+// used". A record that says no beginning is kept.
+func BegunSince(srv []*server.Record, start time.Time) []*server.Record {
+	var out []*server.Record
+	for _, c := range srv {
+		if c.Kind == "conn" && !c.Began.IsZero() && c.Began.Before(start) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // ownConns are the server's records but those of connections the replay
 // r did not open, known by the client's port as the server saw it: the
 // warm-up's connection, whose record a busy server wrote after the
