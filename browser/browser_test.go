@@ -247,11 +247,7 @@ func TestPageCannotDownload(t *testing.T) {
 		fmt.Fprint(w, `<!doctype html><title>downloads</title><a id=a href="/file?1" download>f</a><iframe src="/file?2"></iframe><script>document.getElementById('a').click()</script>`)
 	}))
 	defer page.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b, err := browser.Launch(ctx, browser.Options{})
-	require.NoError(t, err)
-	defer b.Close()
+	ctx, b := launch(t, browser.Options{})
 	l := b.Load(ctx, page.URL, 20*time.Second)
 	require.Equal(t, browser.LoadOK, l.Status, l.Error)
 	select {
@@ -295,16 +291,12 @@ func TestPageStorageIsBounded(t *testing.T) {
 	profile, err := os.MkdirTemp("", "doxlab-bounded") // the user reaches it, as it does not t.TempDir's
 	require.NoError(t, err)
 	defer os.RemoveAll(profile)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b, err := browser.Launch(ctx, browser.Options{User: u, UserDataDir: profile, StorageLimit: 128 << 20})
-	require.NoError(t, err)
-	defer b.Close()
+	ctx, b := launch(t, browser.Options{User: u, UserDataDir: profile, StorageLimit: 128 << 20})
 	l := b.Load(ctx, page.URL, 20*time.Second)
 	require.Equal(t, browser.LoadOK, l.Status, l.Error)
 	var title string
 	require.Eventually(t, func() bool {
-		title, err = browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
+		title, err = titleOf(ctx, b)
 		return err == nil && strings.Contains(title, " ")
 	}, time.Minute, 100*time.Millisecond)
 	var stored int
@@ -348,15 +340,11 @@ self.addEventListener('fetch', e => e.respondWith(new Response('<!doctype html><
 		}
 	}))
 	defer page.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b, err := browser.Launch(ctx, browser.Options{})
-	require.NoError(t, err)
-	defer b.Close()
+	ctx, b := launch(t, browser.Options{})
 	l := b.Load(ctx, page.URL+"/", 20*time.Second)
 	require.Equal(t, browser.LoadOK, l.Status, l.Error)
 	require.Eventually(t, func() bool {
-		title, err := browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
+		title, err := titleOf(ctx, b)
 		return err == nil && title == "registered"
 	}, 20*time.Second, 50*time.Millisecond, "the worker registered")
 	require.NoError(t, b.Reset(ctx, false))
@@ -383,22 +371,18 @@ func TestDialogsAreAnswered(t *testing.T) {
 		}
 	}))
 	defer page.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b, err := browser.Launch(ctx, browser.Options{})
-	require.NoError(t, err)
-	defer b.Close()
+	ctx, b := launch(t, browser.Options{})
 	l := b.Load(ctx, page.URL+"/alert", 10*time.Second)
 	require.Equal(t, browser.LoadOK, l.Status, l.Error)
 	require.Equal(t, 3, l.Dialogs, "two alerts and a confirm, as the load says")
-	title, err := browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
+	title, err := titleOf(ctx, b)
 	require.NoError(t, err)
 	require.Equal(t, "cancelled", title)
 	for _, p := range []string{"/stay", "/plain"} {
 		l = b.Load(ctx, page.URL+p, 10*time.Second)
 		require.Equal(t, browser.LoadOK, l.Status, "%s: %s", p, l.Error)
 	}
-	title, err = browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
+	title, err = titleOf(ctx, b)
 	require.NoError(t, err)
 	require.Equal(t, "plain", title, "left the page that asked to stay")
 }
@@ -414,4 +398,21 @@ func needBrowserUser(t *testing.T) string {
 		testutil.Missing(t, "no user "+u+" (useradd --system --user-group doxlab-browser, as scripts/install-peers.sh does)")
 	}
 	return u
+}
+
+// launch starts a browser for the test, closed when it ends, and a
+// context of a minute for it.
+func launch(t *testing.T, opts browser.Options) (context.Context, *browser.Browser) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	b, err := browser.Launch(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return ctx, b
+}
+
+// titleOf is the title of the page b shows.
+func titleOf(ctx context.Context, b *browser.Browser) (string, error) {
+	return browser.Get(ctx, b, 5*time.Second, chromedp.Evaluate[string]("document.title"))
 }
