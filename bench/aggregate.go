@@ -68,26 +68,22 @@ func (a *Aggregate) add(x Sample, elapsedS float64) error {
 	// A query's intended time lies within its benchmark: one a store's
 	// damage put days past it (or before it) would make windows up to
 	// it, gigabytes of them, before the report said a word.
-	if x.At < 0 || x.At.Seconds() > elapsedS+60 || int64(x.At/a.Window) >= maxWindows {
+	i := int64(x.At / a.Window)
+	if x.At < 0 || x.At.Seconds() > elapsedS+60 || i >= maxWindows {
 		return fmt.Errorf("%w: a query intended at %v, outside the benchmark's %.1f s", ErrDamaged, x.At, elapsedS)
 	}
-	a.add1(x)
-	return nil
-}
-
-func (a *Aggregate) add1(x Sample) {
-	i := int(x.At / a.Window)
-	for len(a.Windows) <= i {
+	for int64(len(a.Windows)) <= i {
 		a.Windows = append(a.Windows, Window{Latency: stats.NewDist()})
 	}
 	a.LastAt = max(a.LastAt, x.At)
 	w := &a.Windows[i]
 	if a.answers.Outcome(x.Status, x.Rcode) != "" {
 		w.Failed++
-		return
+		return nil
 	}
 	ms := max(float64(x.Latency)/float64(time.Millisecond), 0.001)
 	w.Answered++
 	w.Latency.Add(ms)
 	a.Latency.Add(ms)
+	return nil
 }
