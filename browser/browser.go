@@ -212,9 +212,15 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 	// mount namespace, the network namespace, the drop to the user.
 	// chromedp takes one command modifier, so they are composed here.
 	var wrap []string
+	var u *user.User
+	if opts.User != "" {
+		if u, err = browserUser(opts.User); err != nil {
+			return nil, err
+		}
+	}
 	var store *tmpfs
-	if opts.User != "" && opts.StorageLimit >= 0 {
-		if store, err = b.storageMount(opts); err != nil {
+	if u != nil && opts.StorageLimit >= 0 {
+		if store, err = b.storageMount(u, opts.StorageLimit); err != nil {
 			return nil, err
 		}
 	}
@@ -232,8 +238,8 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		wrap = append(wrap, "ip", "netns", "exec", opts.NetNS)
 	}
 	switch {
-	case opts.User != "":
-		w, env, err := b.asUser(opts)
+	case u != nil:
+		w, env, err := b.asUser(u, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -271,21 +277,29 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		return nil, fmt.Errorf("starting %s: %w", exe, err)
 	}
 	b.version = v.Product
+	if err := b.setUp(v.UserAgent, opts.UserAgentSuffix); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// setUp readies a started browser's tab for pages, each step a call to
+// the browser; agent is its own User-Agent, to which suffix is added.
+func (b *Browser) setUp(agent, suffix string) error {
 	// A page may start a download (a link clicked by script, a response
 	// as an attachment): headless Chromium saves it under HOME, and a
 	// hostile page of a campaign's would fill the vantage point's disk,
 	// a load at a time.
 	if _, err := chromedp.CallBrowser(b.tab, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("refusing downloads: %w", err)
+		return fmt.Errorf("refusing downloads: %w", err)
 	}
 	// A service worker a page registered in its warm-up would answer the
 	// measured navigation itself, from its own cache, without the network
 	// or DNS the load is there to measure: every request bypasses them,
 	// as DevTools' "Bypass for network" does.
 	if _, err := chromedp.Call(b.tab, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true}); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("bypassing service workers: %w", err)
+		return fmt.Errorf("bypassing service workers: %w", err)
 	}
 	// A dialog (alert, confirm, prompt) stalls the page's scripts, and
 	// its load, until someone answers it, and a headless browser has no
@@ -300,22 +314,19 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 			})
 		}
 	}); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("answering dialogs: %w", err)
+		return fmt.Errorf("answering dialogs: %w", err)
 	}
 	if _, err := chromedp.Call(b.tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: timeEveryResource, WorldName: "doxlab"}); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("timing every resource: %w", err)
+		return fmt.Errorf("timing every resource: %w", err)
 	}
-	if opts.UserAgentSuffix != "" {
-		ua := strings.Replace(v.UserAgent, "HeadlessChrome/", "Chrome/", 1) + " " + opts.UserAgentSuffix
+	if suffix != "" {
+		ua := strings.Replace(agent, "HeadlessChrome/", "Chrome/", 1) + " " + suffix
 		if _, err := chromedp.Call(b.tab, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: ua}); err != nil {
-			b.Close()
-			return nil, fmt.Errorf("setting the User-Agent: %w", err)
+			return fmt.Errorf("setting the User-Agent: %w", err)
 		}
 		b.userAgent = ua
 	}
-	return b, nil
+	return nil
 }
 
 // UserAgent is the User-Agent set by Options.UserAgentSuffix, if any.
@@ -330,17 +341,14 @@ type tmpfs struct {
 }
 
 // storageMount makes the profile's Default directory, which a tmpfs of
-// opts.StorageLimit is mounted over for the browser (Options.StorageLimit).
-func (b *Browser) storageMount(opts Options) (*tmpfs, error) {
-	u, err := user.Lookup(opts.User)
-	if err != nil {
-		return nil, fmt.Errorf("the browser's user %q does not exist: create it, a system user of its own (useradd), or name another", opts.User)
-	}
+// limit octets (Options.StorageLimit) owned by u is mounted over for the
+// browser.
+func (b *Browser) storageMount(u *user.User, limit int64) (*tmpfs, error) {
 	dir := filepath.Join(b.profile, "Default")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &tmpfs{dir: dir, size: cmp.Or(opts.StorageLimit, DefaultStorageLimit), uid: u.Uid, gid: u.Gid}, nil
+	return &tmpfs{dir: dir, size: cmp.Or(limit, DefaultStorageLimit), uid: u.Uid, gid: u.Gid}, nil
 }
 
 // mountWrapper is the start of a command line that runs the rest in a
@@ -372,20 +380,25 @@ func mountWrapper(etc map[string]string, t *tmpfs) ([]string, error) {
 	return append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"}, args...), nil
 }
 
+// browserUser is the unprivileged user a browser runs as (Options.User).
+func browserUser(name string) (*user.User, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("the browser's user %q does not exist: create it, a system user of its own (useradd), or name another", name)
+	}
+	if u.Uid == "0" {
+		return nil, fmt.Errorf("the browser's user %q is root: name an unprivileged one", name)
+	}
+	return u, nil
+}
+
 // asUser is the start of a command line that runs the rest as
 // opts.User, and the environment it needs: setpriv(1) sets the user's
 // IDs and groups, drops every capability (inheritable, ambient and
 // bounding) and keeps the parent-death signal chromedp set, which a
 // change of user would clear, so the browser dies with its driver. The
 // profile (and NetLog) is handed to the user.
-func (b *Browser) asUser(opts Options) (wrap, env []string, err error) {
-	u, err := user.Lookup(opts.User)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the browser's user %q does not exist: create it, a system user of its own (useradd), or name another", opts.User)
-	}
-	if u.Uid == "0" {
-		return nil, nil, fmt.Errorf("the browser's user %q is root: name an unprivileged one", opts.User)
-	}
+func (b *Browser) asUser(u *user.User, opts Options) (wrap, env []string, err error) {
 	if os.Geteuid() != 0 {
 		return nil, nil, fmt.Errorf("running the browser as %s needs root", opts.User)
 	}
