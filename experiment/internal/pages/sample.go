@@ -476,21 +476,12 @@ func AssembleReplay(task Task, r *pageload.Result, hosts []string, stub, srv []*
 // navigation's mark, was once taken for the page's, its 0-RTT "not
 // used". A record that says no beginning is kept.
 func BegunSince(srv []*server.Record, start time.Time) []*server.Record {
-	var out []*server.Record
-	for _, c := range srv {
-		if c.Kind == "conn" && !c.Began.IsZero() && c.Began.Before(start) {
-			continue
-		}
-		out = append(out, c)
-	}
-	return out
+	return connsWhere(srv, func(c *server.Record) bool { return c.Began.IsZero() || !c.Began.Before(start) })
 }
 
 // ownConns are the server's records but those of connections the replay
 // r did not open, known by the client's port as the server saw it: the
-// warm-up's connection, whose record a busy server wrote after the
-// measured load began, was once taken for the page's (0-RTT "not used",
-// where the replay's own connection used it).
+// warm-up's, as BegunSince says, where the replay knows its own.
 func ownConns(r *pageload.Result, srv []*server.Record) []*server.Record {
 	ports := map[string]bool{}
 	for _, c := range r.Conns {
@@ -498,16 +489,21 @@ func ownConns(r *pageload.Result, srv []*server.Record) []*server.Record {
 			ports[p] = true
 		}
 	}
-	var own []*server.Record
+	return connsWhere(srv, func(c *server.Record) bool {
+		_, p, err := net.SplitHostPort(c.Remote)
+		return err == nil && ports[p]
+	})
+}
+
+// connsWhere are srv's records but its conn records keep refuses.
+func connsWhere(srv []*server.Record, keep func(*server.Record) bool) []*server.Record {
+	var out []*server.Record
 	for _, c := range srv {
-		if c.Kind == "conn" {
-			if _, p, err := net.SplitHostPort(c.Remote); err != nil || !ports[p] {
-				continue
-			}
+		if c.Kind != "conn" || keep(c) {
+			out = append(out, c)
 		}
-		own = append(own, c)
 	}
-	return own
+	return out
 }
 
 // DecodeForAnalysis decodes a stored sample for the report: the records
