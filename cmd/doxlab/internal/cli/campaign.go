@@ -221,9 +221,9 @@ func runCampaignGrant(args []string, stdout, stderr io.Writer) int {
 }
 
 // subcommand parses a subcommand's flags, expecting want positional
-// arguments; usage goes to stderr on a mistake (fs.Usage if usage is
-// ""). When done, it returns the exit code. fail prints one line naming
-// the subcommand.
+// arguments: a bad flag gets parseInterleaved's one line, a wrong count
+// of arguments the usage on stderr (fs.Usage if usage is ""). When done,
+// it returns the exit code. fail prints one line naming the subcommand.
 func subcommand(fs *flag.FlagSet, name string, args []string, want int, usage string, stderr io.Writer) (pos []string, fail func(string, ...any) int, code int, done bool) {
 	fail = func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "doxlab "+name+": "+format+"\n", advised(a)...)
@@ -233,7 +233,10 @@ func subcommand(fs *flag.FlagSet, name string, args []string, want int, usage st
 	if errors.Is(err, flag.ErrHelp) {
 		return nil, fail, exitOK, true
 	}
-	if err != nil || len(pos) != want {
+	if err != nil {
+		return nil, fail, exitUsage, true
+	}
+	if len(pos) != want {
 		if usage == "" {
 			fs.Usage()
 		} else {

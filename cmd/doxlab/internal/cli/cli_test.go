@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -244,13 +246,9 @@ func TestVerifyBadInput(t *testing.T) {
 // TestHelpExitsZero: --help is an answer, not a usage error, on every
 // subcommand, and the top-level help lists every experiment.
 func TestHelpExitsZero(t *testing.T) {
-	calls := [][]string{{"--help"}, {"campaign", "--help"}, {"campaign", "run", "--help"}, {"campaign", "plan", "--help"}, {"campaign", "status", "--help"}, {"campaign", "cancel", "--help"}, {"experiment", "--help"},
-		{"testbed", "exec", "--help"}, {"testbed", "up", "--help"}, {"testbed", "profile", "--help"}, {"testbed", "check", "--help"}}
-	for _, c := range commands() {
-		calls = append(calls, []string{c.name, "--help"})
-	}
-	for _, name := range experiment.Names() {
-		calls = append(calls, []string{"experiment", name, "--help"})
+	calls := [][]string{{"--help"}, {"campaign", "--help"}, {"experiment", "--help"}}
+	for _, c := range everyCommand() {
+		calls = append(calls, append(c, "--help"))
 	}
 	for _, args := range calls {
 		code, out, errOut := run(args...)
@@ -262,6 +260,54 @@ func TestHelpExitsZero(t *testing.T) {
 	require.Equal(t, 0, code)
 	for _, name := range experiment.Names() {
 		require.Contains(t, out, name)
+	}
+}
+
+// everyCommand is every command and subcommand that takes flags.
+func everyCommand() [][]string {
+	var calls [][]string
+	for _, c := range commands() {
+		switch c.name {
+		case "campaign", "store", "testbed", "experiment":
+		default:
+			calls = append(calls, []string{c.name})
+		}
+	}
+	for _, sub := range []string{"run", "plan", "status", "cancel", "grant"} {
+		calls = append(calls, []string{"campaign", sub})
+	}
+	for _, sub := range []string{"stats", "archive", "brief", "seal"} {
+		calls = append(calls, []string{"store", sub})
+	}
+	for _, sub := range []string{"up", "down", "status", "exec", "profile", "check", "bloat"} {
+		calls = append(calls, []string{"testbed", sub})
+	}
+	for _, name := range experiment.Names() {
+		calls = append(calls, []string{"experiment", name})
+	}
+	return calls
+}
+
+// TestEveryBadFlagGetsOneLine: on every command and subcommand, a flag
+// it does not have, and a number or duration flag given a word, get one
+// line naming the flag and exit 2, never the usage after it (load, worker
+// and campaign's subcommands printed their whole usage below the line).
+func TestEveryBadFlagGetsOneLine(t *testing.T) {
+	typed := regexp.MustCompile(`(?m)^  -([a-z0-9-]+) (int|uint|float|duration)$`)
+	for _, c := range everyCommand() {
+		_, help, _ := run(append(c, "--help")...)
+		calls := [][]string{append(slices.Clone(c), "--no-such-flag")}
+		if m := typed.FindStringSubmatch(help); m != nil {
+			calls = append(calls, append(slices.Clone(c), "--"+m[1], "many"))
+		}
+		for _, args := range calls {
+			code, out, errOut := run(args...)
+			require.Equal(t, exitUsage, code, "%v: %s", args, errOut)
+			require.Empty(t, out, "%v", args)
+			require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "%v: one line: %q", args, errOut)
+			require.Contains(t, errOut, args[len(args)-1], "%v", args)
+			require.Contains(t, errOut, "doxlab "+strings.Join(c, " ")+":", "%v: names the command", args)
+		}
 	}
 }
 

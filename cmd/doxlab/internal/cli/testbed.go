@@ -200,7 +200,10 @@ func testbedExecCmd(c *testbedCmd) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
-	if err != nil || len(pos) != 1 || i+1 >= len(rest) {
+	if err != nil {
+		return exitUsage // said in its line
+	}
+	if len(pos) != 1 || i+1 >= len(rest) {
 		return fail(fmt.Errorf("want: exec [--name N] HOST -- CMD [ARGS]"))
 	}
 	st, err := testbed.Load(*name)
@@ -238,7 +241,10 @@ func testbedProfileCmd(c *testbedCmd) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
-	if err != nil || len(pos) != 1 {
+	if err != nil {
+		return exitUsage // said in its line
+	}
+	if len(pos) != 1 {
 		return fail(fmt.Errorf("want: profile [--name N] [--host HOST] PROFILE"))
 	}
 	p, err := testbed.LookupProfile(pos[0])
