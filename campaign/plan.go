@@ -5,9 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/listfile"
 	"github.com/doxlab/doxlab/internal/printable"
 
 	"github.com/riverqueue/river"
@@ -116,7 +116,7 @@ func newPlan(c *measure.Campaign) (*Plan, error) {
 		Timeout: c.Timeout, Retries: c.Retries, Concurrency: c.Concurrency, Rate: c.Rate, Seed: c.Seed,
 		TLS: TLS{Insecure: c.TLS.Insecure, SNI: c.TLS.SNI}, Campaign: c, Every: c.Every, Rounds: c.Rounds}
 	if c.TLS.CA != "" {
-		pem, err := os.ReadFile(c.TLS.CA)
+		pem, err := listfile.Read(c.TLS.CA)
 		if err != nil {
 			return nil, fmt.Errorf("tls.ca: %w", err)
 		}

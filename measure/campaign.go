@@ -257,7 +257,7 @@ type CampaignTLS struct {
 // LoadCampaign reads and checks a campaign. Every error names the file,
 // the line and the field, and comes before anything is measured.
 func LoadCampaign(path string) (*Campaign, error) {
-	b, err := os.ReadFile(path)
+	b, err := listfile.Read(path)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/doxlab/doxlab/internal/ech"
+	"github.com/doxlab/doxlab/internal/listfile"
 	"github.com/doxlab/doxlab/internal/specfile"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -305,7 +306,7 @@ func LoadConfig(path string) (*Config, error) {
 // without checking it as a whole: a caller that sets more on top (the
 // command line's flags override the file) validates after (New does).
 func ReadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := listfile.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+
+	"github.com/doxlab/doxlab/internal/listfile"
 )
 
 // identity is the one TLS identity of all listeners: certificate, session
@@ -44,10 +46,9 @@ func loadIdentity(c *TLS, names []string) (*identity, error) {
 		return nil, fmt.Errorf("tls.cert_per_name generates the certificates: give no tls.cert")
 	}
 	if c.Cert != "" {
-		if id.cert, err = tls.LoadX509KeyPair(c.Cert, c.Key); err != nil {
+		if id.cert, id.certPEM, err = loadKeyPair(c.Cert, c.Key); err != nil {
 			return nil, fmt.Errorf("loading tls.cert/tls.key: %w", err)
 		}
-		id.certPEM, _ = os.ReadFile(c.Cert)
 	} else {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
@@ -97,12 +98,27 @@ func loadIdentity(c *TLS, names []string) (*identity, error) {
 // keyOctets is the size of every key and seed the server keeps in a file.
 const keyOctets = 32
 
+// loadKeyPair is tls.LoadX509KeyPair with each file's size bounded, and
+// the certificates' PEM.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, []byte, error) {
+	certPEM, err := listfile.Read(certFile)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	keyPEM, err := listfile.Read(keyFile)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	return cert, certPEM, err
+}
+
 // keyFile reads keyOctets random octets from path, creating the file if
 // missing; with no path the key is fresh.
 func keyFile(path string) ([]byte, error) {
 	n := keyOctets
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := listfile.Read(path)
 		if err == nil {
 			if len(b) < n {
 				return nil, fmt.Errorf("%s holds %d octets, want %d", path, len(b), n)

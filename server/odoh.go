@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/doxlab/doxlab/internal/listfile"
 	"github.com/doxlab/doxlab/internal/odoh"
 )
 
@@ -189,7 +189,7 @@ type odohProxy struct {
 func newODoHProxy(c *ODoH) (*odohProxy, error) {
 	roots := c.ProxyRoots
 	if c.ProxyCA != "" {
-		pem, err := os.ReadFile(c.ProxyCA)
+		pem, err := listfile.Read(c.ProxyCA)
 		if err != nil {
 			return nil, fmt.Errorf("odoh.proxy_ca: %w", err)
 		}

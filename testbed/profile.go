@@ -2,12 +2,14 @@ package testbed
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/listfile"
 	"github.com/doxlab/doxlab/internal/specfile"
 	"github.com/doxlab/doxlab/testbed/profiles"
 )
@@ -179,7 +181,10 @@ func LookupProfile(name string) (Profile, error) {
 	if p, ok := Profiles[strings.ToLower(name)]; ok {
 		return p, nil
 	}
-	b, err := os.ReadFile(name)
+	b, err := listfile.Read(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Profile{}, fmt.Errorf("profile file: %w", err) // a file, but none to read
+	}
 	if err != nil {
 		if base, mods, ok := strings.Cut(name, "+"); ok {
 			return variant(base, mods)

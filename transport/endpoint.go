@@ -7,11 +7,11 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/doxlab/doxlab/internal/listfile"
 	"github.com/doxlab/doxlab/protocol"
 )
 
@@ -210,7 +210,7 @@ func localAddr(s string) (func(proto string) net.Addr, error) {
 
 // LoadCA reads PEM certificates to verify servers against.
 func LoadCA(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
+	pem, err := listfile.Read(path)
 	if err != nil {
 		return nil, err
 	}

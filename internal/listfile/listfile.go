@@ -1,7 +1,8 @@
 // Package listfile reads the line-per-entry files doxlab takes (targets,
 // pages, blocklists, hosts, query mixes): # starts a comment, blank
 // lines are skipped, and an entry that does not parse is named by file
-// and line.
+// and line. Read reads the files doxlab takes whole (specs, profiles,
+// configs, certificates), bounded.
 package listfile
 
 import (
@@ -60,4 +61,28 @@ func eachNoted(r io.Reader, path string, f func(n int, line, note string) error)
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// MaxWhole bounds a file read whole (a spec, a profile, a config, a
+// certificate or key): each is kilooctets, so a larger one is a path
+// mistaken for another, or a device, and is refused before it fills
+// memory (/dev/zero given as a CA exhausted it).
+const MaxWhole = 16 << 20
+
+// Read reads the whole file at path, refusing one of more than MaxWhole
+// octets with an error naming it.
+func Read(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxWhole+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxWhole {
+		return nil, fmt.Errorf("%s: over %d MiB, more than any spec, config, profile or certificate holds", path, MaxWhole>>20)
+	}
+	return b, nil
 }

@@ -49,3 +49,44 @@ func TestEachInAsSaved(t *testing.T) {
 		t.Errorf("a line too long: %v", err)
 	}
 }
+
+// TestReadBounded: a file read whole is read as it is up to MaxWhole
+// octets; a larger one, and a device that never ends, are refused with
+// the path named, having read no more than the bound.
+func TestReadBounded(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(small, []byte("name: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Read(small); err != nil || string(b) != "name: x\n" {
+		t.Errorf("a small file: %q, %v", b, err)
+	}
+	edge := filepath.Join(dir, "edge")
+	for size, ok := range map[int64]bool{MaxWhole: true, MaxWhole + 1: false} {
+		if err := os.Truncate(edge, 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		f, err := os.Create(edge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(size); err != nil { // sparse: no disk taken
+			t.Fatal(err)
+		}
+		f.Close()
+		b, err := Read(edge)
+		if ok && (err != nil || int64(len(b)) != size) {
+			t.Errorf("%d octets: %d read, %v", size, len(b), err)
+		}
+		if !ok && (err == nil || !strings.HasPrefix(err.Error(), edge+": over 16 MiB")) {
+			t.Errorf("%d octets: %v", size, err)
+		}
+	}
+	if _, err := Read("/dev/zero"); err == nil || !strings.Contains(err.Error(), "/dev/zero: over") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+	if _, err := Read(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
+	}
+}

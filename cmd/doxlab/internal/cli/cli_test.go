@@ -380,3 +380,28 @@ func TestMistypedStoreIsNoNewStore(t *testing.T) {
 		require.NoFileExists(t, missing, "%v made a store", args)
 	}
 }
+
+// TestFilesReadWholeAreBounded: a file doxlab reads whole (a CA, a
+// config, a certificate, a spec, a profile) given as a device that never
+// ends gets one line naming it and the bound; each of these exhausted
+// memory before.
+func TestFilesReadWholeAreBounded(t *testing.T) {
+	const dev = "/dev/zero"
+	if _, err := os.Stat(dev); err != nil {
+		t.Skip(dev, "is not on this system")
+	}
+	for _, args := range [][]string{
+		{"query", "--ca", dev, "tls://127.0.0.1:1", "x.test"},
+		{"measure", "--ca", dev, "tls://127.0.0.1:1"},
+		{"bench", "--ca", dev, "--duration", "1s", "tls://127.0.0.1:1"},
+		{"serve", "--config", dev},
+		{"serve", "--cert", dev, "--key", dev, "--udp", "127.0.0.1:0"},
+		{"campaign", "run", dev},
+		{"experiment", "dns-rtt", "--profiles", dev},
+	} {
+		code, _, errOut := run(args...)
+		require.NotZero(t, code, "%v", args)
+		require.Contains(t, errOut, dev+": over 16 MiB", "%v", args)
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "%v: one line: %q", args, errOut)
+	}
+}
