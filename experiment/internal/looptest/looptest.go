@@ -6,7 +6,8 @@ package looptest
 
 import (
 	"context"
-	"io"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,10 +30,30 @@ func Run(t *testing.T, e experiment.Experiment) (experiment.Results, *store.Stor
 	t.Cleanup(func() { st.Close() })
 	res, err := e.Load(ctx, st, id+"-")
 	require.NoError(t, err)
-	require.NoError(t, res.WriteTable(io.Discard))
-	_, err = res.Section(t.TempDir())
+	var table strings.Builder
+	require.NoError(t, res.WriteTable(&table))
+	sec, err := res.Section(t.TempDir())
 	require.NoError(t, err)
+	Printed(t, "table", table.String())
+	Printed(t, "section", string(sec.Intro)+string(sec.Table))
 	return res, st, id
+}
+
+// unprinted is what a number or value looks like when it was printed
+// without being checked: fmt's complaints, a nil, a float that is no
+// number. A printed number comes from the statistics layer, which says
+// "–" where there is none.
+var unprinted = regexp.MustCompile(`NaN|[+-]?Inf\b|%!|<nil>|\[\]interface|map\[`)
+
+// Printed fails where text, an experiment's table or report section,
+// shows a value printed unchecked.
+func Printed(t *testing.T, what, text string) {
+	t.Helper()
+	require.NotEmpty(t, strings.TrimSpace(text), "%s: empty", what)
+	if m := unprinted.FindStringIndex(text); m != nil {
+		from, to := max(m[0]-80, 0), min(m[1]+80, len(text))
+		t.Fatalf("%s prints %q unchecked: ...%s...", what, text[m[0]:m[1]], text[from:to])
+	}
 }
 
 // NothingAgain runs resumed, the experiment of id resumed, and checks
