@@ -46,8 +46,9 @@ const sampleBlocksTable = `CREATE TABLE IF NOT EXISTS sample_blocks (
 
 // blockVersion names the columns a block holds and how it packs them:
 // blocks of another version are not read, and Seal makes them again.
-// Change it with blockColumns (TestBlockColumnsPinned).
-const blockVersion = 1
+// Change it with blockColumns (TestBlockColumnsPinned). Version 2
+// (schema 16) holds the timings as stored, in thousandths.
+const blockVersion = 2
 
 // blockColumns are what a block holds of each sample: the report's.
 var blockColumns = timingColumns
@@ -79,6 +80,7 @@ const (
 const (
 	floatPlanes byte = 0
 	floatMillis byte = 1
+	floatWhole  byte = 2 // whole numbers: the timings of schema 16, in thousandths
 )
 
 // millis is v as a whole number of thousandths, if float64(k)/1000 gives
@@ -190,24 +192,31 @@ func (w *blockWriter) encode() []byte {
 }
 
 // appendFloats appends a float column's values (not its NULLs): as
-// thousandths where all are, else by plane, as Blosc shuffles: a
-// timing's high octets (sign, exponent) repeat from sample to sample
-// where its low ones do not, and zstd finds the runs.
+// whole numbers where all are, as thousandths where all are, else by
+// plane, as Blosc shuffles: a timing's high octets (sign, exponent)
+// repeat from sample to sample where its low ones do not, and zstd
+// finds the runs.
 func appendFloats(b []byte, c blockCol) []byte {
-	var ks []int64
+	var ns, ks []int64
 	var bits []uint64
-	whole := true
+	whole, milli := true, true
 	for i, v := range c.floats {
 		if !c.valid[i] {
 			continue
 		}
 		k, ok := millis(v)
-		whole = whole && ok
-		ks, bits = append(ks, k), append(bits, math.Float64bits(v))
+		milli = milli && ok
+		n := k / 1000
+		whole = whole && ok && k%1000 == 0 && float64(n) == v
+		ns, ks, bits = append(ns, n), append(ks, k), append(bits, math.Float64bits(v))
 	}
-	if whole {
-		b = append(b, floatMillis)
-		for _, k := range ks {
+	if whole || milli {
+		how, vs := floatMillis, ks
+		if whole {
+			how, vs = floatWhole, ns
+		}
+		b = append(b, how)
+		for _, k := range vs {
 			b = binary.AppendVarint(b, k)
 		}
 		return b
@@ -310,10 +319,13 @@ func (r *blockReader) floats(c *blockCol, count int) {
 		return
 	}
 	switch how[0] {
-	case floatMillis:
+	case floatMillis, floatWhole:
 		for j, ok := range c.valid {
 			if ok {
-				c.floats[j] = float64(r.varint()) / 1000
+				c.floats[j] = float64(r.varint())
+				if how[0] == floatMillis {
+					c.floats[j] /= 1000
+				}
 			}
 		}
 	case floatPlanes:

@@ -162,7 +162,7 @@ func blocksAreTheRows(t *testing.T, s *Store) {
 	// SQL does that) reads as it was sealed.
 	var first int64
 	require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT min(id) FROM sample_cols`).Scan(&first))
-	_, err = s.DB().ExecContext(ctx, s.rebind(`UPDATE sample_cols SET total_ms = 999 WHERE id = ?`), first)
+	_, err = s.DB().ExecContext(ctx, s.rebind(`UPDATE sample_cols SET total_us = 999000 WHERE id = ?`), first)
 	require.NoError(t, err)
 	require.ElementsMatch(t, all, timingTexts(t, s, Filter{}))
 	require.NotElementsMatch(t, all, fromRows(t, s, Filter{}))
@@ -235,13 +235,13 @@ func TestDecodeBlockRefusesDamage(t *testing.T) {
 }
 
 // TestBlockColumnsPinned: a block keeps these columns, in this order,
-// under version 1. A change to the columns a report reads changes
+// under version 2 (the timings in thousandths, schema 16). A change to the columns a report reads changes
 // blockVersion with them: blocks of the old version are then read from
 // their rows, and store seal makes them anew.
 func TestBlockColumnsPinned(t *testing.T) {
-	require.Equal(t, 1, blockVersion)
+	require.Equal(t, 2, blockVersion)
 	require.Equal(t, []string{"run", "vantage", "COALESCE(target, url)", "transport", "cond",
-		"probe_rtt_ms", "total_ms", "handshake_rtt", "resolve_rtt", "total_rtt", "wire_ms",
+		"probe_rtt_us", "total_us", "handshake_mrtt", "resolve_mrtt", "total_mrtt", "wire_us",
 		"bytes_sent", "bytes_received", "packets_sent", "packets_received", "status", "rcode", whereCol}, blockColumns)
 }
 

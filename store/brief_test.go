@@ -175,11 +175,13 @@ func briefed14(t *testing.T, dsn string) {
 	require.NoError(t, err)
 
 	// A store of schema 13 gets the column; its results, without briefs,
-	// are read whole.
+	// are read whole. (Its samples' table, empty, is put back as schemas
+	// 11 to 15 had it, for the upgrade to 16 to rebuild.)
 	s.Close()
 	old, err := Open(ctx, dsn)
 	require.NoError(t, err)
-	for _, stmt := range []string{`ALTER TABLE results DROP COLUMN brief`, `UPDATE schema_version SET version = 13`} {
+	for _, stmt := range []string{`ALTER TABLE results DROP COLUMN brief`, `DROP VIEW samples`, `DROP TABLE sample_cols`, old.typed(sampleColsV15),
+		`UPDATE schema_version SET version = 13`} {
 		_, err = old.db.ExecContext(ctx, stmt)
 		require.NoError(t, err)
 	}

@@ -224,11 +224,13 @@ var (
 	runCols = []string{col("run", func(x *scanned) any { return &x.run }), col("vantage", func(x *scanned) any { return &x.Vantage }),
 		col("COALESCE(target, url)", func(x *scanned) any { return &x.Target }), col("transport", func(x *scanned) any { return &x.Transport }),
 		col("cond", func(x *scanned) any { return &x.Condition })}
-	floatCols = []string{col("probe_rtt_ms", func(x *scanned) any { return &x.fl[0] }), col("handshake_ms", func(x *scanned) any { return &x.fl[1] }),
-		col("query_ms", func(x *scanned) any { return &x.fl[2] }), col("total_ms", func(x *scanned) any { return &x.fl[3] }),
-		col("handshake_rtt", func(x *scanned) any { return &x.fl[4] }), col("resolve_rtt", func(x *scanned) any { return &x.fl[5] }),
-		col("total_rtt", func(x *scanned) any { return &x.fl[6] }), col("wire_ms", func(x *scanned) any { return &x.fl[7] }),
-		col("wire_query_ms", func(x *scanned) any { return &x.fl[8] })}
+	// floatCols are the timings in thousandths (schema 16), read as
+	// numbers and made milliseconds and RTTs again by scanRows.
+	floatCols = []string{col("probe_rtt_us", func(x *scanned) any { return &x.fl[0] }), col("handshake_us", func(x *scanned) any { return &x.fl[1] }),
+		col("query_us", func(x *scanned) any { return &x.fl[2] }), col("total_us", func(x *scanned) any { return &x.fl[3] }),
+		col("handshake_mrtt", func(x *scanned) any { return &x.fl[4] }), col("resolve_mrtt", func(x *scanned) any { return &x.fl[5] }),
+		col("total_mrtt", func(x *scanned) any { return &x.fl[6] }), col("wire_us", func(x *scanned) any { return &x.fl[7] }),
+		col("wire_query_us", func(x *scanned) any { return &x.fl[8] })}
 	countCols = []string{col("bytes_sent", func(x *scanned) any { return &x.BytesSent }), col("bytes_received", func(x *scanned) any { return &x.BytesReceived }),
 		col("packets_sent", func(x *scanned) any { return &x.PacketsSent }), col("packets_received", func(x *scanned) any { return &x.PacketsReceived })}
 	restCols = []string{col("started_us", func(x *scanned) any { return &x.started }), col("url", func(x *scanned) any { return &x.URL }),
@@ -252,7 +254,7 @@ var (
 	// rawColumns are allColumns and the sample whole, packed, for an
 	// archive.
 	rawColumns    = append(slices.Clone(allColumns), col("z", func(x *scanned) any { return &x.raw }))
-	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_ms" || c == "handshake_ms" || c == "wire_query_ms" }), countCols, []string{"status", "rcode", whereCol})
+	timingColumns = slices.Concat(runCols, slices.DeleteFunc(slices.Clone(floatCols), func(c string) bool { return c == "query_us" || c == "handshake_us" || c == "wire_query_us" }), countCols, []string{"status", "rcode", whereCol})
 )
 
 // scan reads cols of the samples f selects, an attached dataset's and
@@ -618,7 +620,7 @@ func scanRows(open func(dest []any) (rowSource, error), cols []string, runs map[
 		for i, v := range x.fl {
 			*ptrs[i] = nil
 			if v.Valid {
-				vals[i] = v.Float64
+				vals[i] = v.Float64 / 1000 // as float64(k)/1000: the timing measured
 				*ptrs[i] = &vals[i]
 			}
 		}

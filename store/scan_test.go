@@ -151,7 +151,7 @@ func TestOrderedScanHandsOnWholeRanges(t *testing.T) {
 func TestScanRefusesMistypedColumns(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ set, want string }{
-		{`total_ms = 'fast'`, "column total_ms: text where a number was expected"},
+		{`total_us = 'fast'`, "column total_us: text where a number was expected"},
 		{`rep = 2.5`, "column rep: a float where an integer was expected"},
 		{`tls_resumed = 'yes'`, "column tls_resumed: text where a boolean was expected"},
 		{`vantage_asn = 'far'`, "column vantage_asn: text where an integer was expected"},

@@ -41,7 +41,7 @@ import (
 
 // SchemaVersion is the version of the tables below; Open refuses a store
 // written by a newer doxlab and migrates older ones.
-const SchemaVersion = 15
+const SchemaVersion = 16
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`,
@@ -94,9 +94,58 @@ const runsByNumber = `CREATE UNIQUE INDEX IF NOT EXISTS runs_by_number ON runs (
 // octets a sample less, measured). The start is microseconds since
 // 1970 (schema 11), as the Parquet export keeps it: its text took 31
 // octets a sample where the number takes 8; the record keeps the
-// nanoseconds. The view samples puts the run's ID, the key, the target
-// and the start as text back: what reads samples reads the view.
+// nanoseconds. Its timings are whole thousandths of a millisecond (µs)
+// and of an RTT, as doxlab measures them, each in 32 bits (schema 16),
+// where a double took 8 octets for what 4 hold exactly. The view samples
+// puts the run's ID, the key, the target and the start as text back,
+// and the timings in milliseconds and RTTs: what reads samples reads
+// the view.
 const sampleCols = `CREATE TABLE IF NOT EXISTS sample_cols (
+		id SAMPLEID,
+		run BIGINT NOT NULL,
+		k BIGINT NOT NULL,
+		started_us BIGINT NOT NULL,
+		vantage_asn BIGINT NOT NULL DEFAULT 0,
+		probe_rtt_us INTEGER,
+		handshake_us INTEGER,
+		query_us INTEGER,
+		total_us INTEGER,
+		handshake_mrtt INTEGER,
+		resolve_mrtt INTEGER,
+		total_mrtt INTEGER,
+		wire_us INTEGER,
+		wire_query_us INTEGER,
+		rep INTEGER NOT NULL,
+		bytes_sent INTEGER NOT NULL DEFAULT 0,
+		bytes_received INTEGER NOT NULL DEFAULT 0,
+		packets_sent INTEGER NOT NULL DEFAULT 0,
+		packets_received INTEGER NOT NULL DEFAULT 0,
+		job_attempt INTEGER NOT NULL DEFAULT 0,
+		round INTEGER NOT NULL DEFAULT 0,
+		tls_resumed BOOLEAN NOT NULL,
+		used_0rtt BOOLEAN NOT NULL,
+		retry BOOLEAN NOT NULL,
+		token_used BOOLEAN NOT NULL,
+		delayed_ack_stall BOOLEAN NOT NULL DEFAULT FALSE,
+		task_key TEXT,
+		target TEXT,
+		url TEXT NOT NULL,
+		transport TEXT NOT NULL,
+		cond TEXT NOT NULL,
+		status TEXT NOT NULL,
+		rcode TEXT NOT NULL,
+		quic_version TEXT NOT NULL,
+		alpn TEXT NOT NULL,
+		vantage TEXT NOT NULL DEFAULT '',
+		vantage_address TEXT NOT NULL DEFAULT '',
+		vantage_network TEXT NOT NULL DEFAULT '',
+		vantage_location TEXT NOT NULL DEFAULT '',
+		z BLOB NOT NULL
+	)`
+
+// sampleColsV15 is sampleCols of schemas 11 to 15, which the upgrade
+// to 11 creates: the timings as doubles, in milliseconds and RTTs.
+const sampleColsV15 = `CREATE TABLE IF NOT EXISTS sample_cols (
 		id SAMPLEID,
 		run BIGINT NOT NULL,
 		k BIGINT NOT NULL,
@@ -242,9 +291,52 @@ const (
 )
 
 // sampleColumns are sample_cols' typed columns after its key (run,
-// k, task_key), in order: the view and the upgrade to schema 11 list
-// them from here.
-var sampleColumns = append([]string{"started_us"}, sampleColumnsV10[1:]...)
+// k, task_key): the view and the upgrade to schema 16 list them from
+// here.
+var sampleColumns = func() []string {
+	out := slices.Clone(sampleColumnsV15)
+	for i, c := range out {
+		if t, ok := thousandthsOf[c]; ok {
+			out[i] = t
+		}
+	}
+	return out
+}()
+
+// thousandthsOf names the column of schema 16 that keeps a timing of
+// schema 15 (milliseconds, RTTs) in whole thousandths.
+var thousandthsOf = map[string]string{"probe_rtt_ms": "probe_rtt_us", "handshake_ms": "handshake_us", "query_ms": "query_us",
+	"total_ms": "total_us", "handshake_rtt": "handshake_mrtt", "resolve_rtt": "resolve_mrtt", "total_rtt": "total_mrtt",
+	"wire_ms": "wire_us", "wire_query_ms": "wire_query_us"}
+
+// sampleColumnsV15 are sampleColumns of schemas 11 to 15, which the
+// upgrade to 11 lists: the timings as doubles.
+var sampleColumnsV15 = append([]string{"started_us"}, sampleColumnsV10[1:]...)
+
+// maxThousandths is the largest timing (in milliseconds or RTTs) a
+// column of 32 bits keeps in thousandths: 35 minutes.
+const maxThousandths = math.MaxInt32 / 1000.0
+
+// thousandths is a timing as sample_cols keeps it: NULL where there is
+// none, else its nearest whole number of thousandths (doxlab measures
+// them so; the record keeps what it was). finiteSample refuses one past
+// maxThousandths.
+func thousandths(v sql.NullFloat64) sql.NullInt64 {
+	if !v.Valid || math.IsNaN(v.Float64) || math.Abs(v.Float64) > maxThousandths {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: int64(math.Round(v.Float64 * 1000)), Valid: true}
+}
+
+// thousandthsSQL is a timing column of schema 15 as thousandths, in
+// SQL both engines speak: NULL past what 32 bits hold.
+func thousandthsSQL(col string) string {
+	return `CASE WHEN abs(` + col + `) <= ` + strconv.FormatFloat(maxThousandths, 'f', -1, 64) + ` THEN CAST(round(` + col + ` * 1000) AS INTEGER) END`
+}
+
+// milliSQL is a column of thousandths as the double it was (a
+// millisecond or an RTT): the same double Go's float64(k)/1000 gives.
+func milliSQL(col string) string { return `CAST(` + col + ` AS DOUBLE PRECISION) / 1000` }
 
 // sampleColumnsV10 are sampleColumns of schemas 9 and 10, whose
 // upgrades list them: the start a text.
@@ -266,6 +358,11 @@ var samplesView = `CREATE VIEW IF NOT EXISTS samples AS SELECT s.id AS id, r.id 
 			return `COALESCE(s.target, s.url) AS target`
 		case "started_us":
 			return `STARTEDTEXT AS started_at`
+		}
+		for ms, t := range thousandthsOf {
+			if c == t {
+				return milliSQL("s."+t) + ` AS ` + ms
+			}
 		}
 		return ""
 	}), ", ") + `, s.started_us AS started_us, s.k AS k, s.z AS z FROM sample_cols s JOIN runs r ON r.n = s.run`
@@ -717,6 +814,8 @@ func (s *Store) upgrades(from int) []string {
 		// Runs written before are read from their rows until sealed
 		// (doxlab store seal).
 		return []string{sampleBlocksTable}
+	case 15:
+		return s.thousandthSamples()
 	}
 	return nil
 }
@@ -727,18 +826,42 @@ func (s *Store) upgrades(from int) []string {
 // rows keep their numbers. It is one transaction: cut short, nothing
 // happened, and the next Open does it again.
 func (s *Store) timeSamples() []string {
-	cols := strings.Join(sampleColumns, ", ")
-	from := strings.Join(selectList("c.", sampleColumns, func(c string) string {
+	cols := strings.Join(sampleColumnsV15, ", ")
+	from := strings.Join(selectList("c.", sampleColumnsV15, func(c string) string {
 		if c == "started_us" {
 			return s.startedMicrosSQL("c.started_at")
 		}
 		return ""
 	}), ", ")
 	out := []string{`DROP VIEW IF EXISTS samples`,
-		strings.Replace(sampleCols, "sample_cols", "sample_cols11", 1),
+		strings.Replace(sampleColsV15, "sample_cols", "sample_cols11", 1),
 		`INSERT INTO sample_cols11 (id, run, k, task_key, ` + cols + `, z) SELECT c.id, c.run, c.k, c.task_key, ` + from + `, ` + s.bareSQL("c.z") + ` FROM sample_cols c ORDER BY c.id`,
 		`DROP TABLE sample_cols`, `ALTER TABLE sample_cols11 RENAME TO sample_cols`}
 	return append(out, s.renamedSampleCols("sample_cols11")...)
+}
+
+// thousandthSamples is the upgrade to schema 16: each sample's nine
+// timings, doubles, become whole thousandths in 32 bits, in a new
+// sample_cols (PostgreSQL would pad the narrower columns left among the
+// wider ones). The rows keep their numbers; the blocks go (their
+// timings were milliseconds), to be sealed again. It is one
+// transaction: cut short, nothing happened, and the next Open does it
+// again.
+func (s *Store) thousandthSamples() []string {
+	cols := strings.Join(sampleColumns, ", ")
+	from := strings.Join(selectList("c.", sampleColumns, func(c string) string {
+		for ms, t := range thousandthsOf {
+			if c == t {
+				return thousandthsSQL("c." + ms)
+			}
+		}
+		return ""
+	}), ", ")
+	out := []string{`DROP VIEW IF EXISTS samples`,
+		strings.Replace(sampleCols, "sample_cols", "sample_cols16", 1),
+		`INSERT INTO sample_cols16 (id, run, k, task_key, ` + cols + `, z) SELECT c.id, c.run, c.k, c.task_key, ` + from + `, c.z FROM sample_cols c ORDER BY c.id`,
+		`DROP TABLE sample_cols`, `ALTER TABLE sample_cols16 RENAME TO sample_cols`, `DELETE FROM sample_blocks`}
+	return append(out, s.renamedSampleCols("sample_cols16")...)
 }
 
 // renamedSampleCols finishes an upgrade that rebuilt sample_cols as
@@ -868,8 +991,8 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	// The old tables' pages go back to the file system: the upgrades to
-	// 11 rebuild tables, 12 to 14 only add a table, an index, a column.
-	if v > 0 && v < 11 && !s.postgres {
+	// 11 and 16 rebuild tables.
+	if v > 0 && v < 16 && !s.postgres {
 		if _, err := s.db.ExecContext(ctx, `VACUUM`); err != nil {
 			return fmt.Errorf("upgrading to schema %d, VACUUM: %w", SchemaVersion, err)
 		}
@@ -1107,9 +1230,9 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, runID string, x *measure.
 		more.attempt = x.Job.Attempt
 	}
 	stmt := `INSERT INTO sample_cols (run, k, task_key, started_us, target, url, transport, cond, rep, status, rcode,
-		probe_rtt_ms, handshake_ms, query_ms, total_ms, handshake_rtt, resolve_rtt, total_rtt,
+		probe_rtt_us, handshake_us, query_us, total_us, handshake_mrtt, resolve_mrtt, total_mrtt,
 		tls_resumed, used_0rtt, retry, token_used, quic_version, alpn, vantage,
-		bytes_sent, bytes_received, packets_sent, packets_received, wire_ms, wire_query_ms, delayed_ack_stall, job_attempt,
+		bytes_sent, bytes_received, packets_sent, packets_received, wire_us, wire_query_us, delayed_ack_stall, job_attempt,
 		vantage_address, vantage_network, vantage_asn, vantage_location, round, z)
 		VALUES ((SELECT n FROM runs WHERE id = ?),?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (run, k) DO NOTHING`
@@ -1118,8 +1241,9 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, runID string, x *measure.
 	keyText := sql.NullString{String: key, Valid: key != derivedKey(v.Name, x.URL, x.Transport, x.Condition, x.Rep, x.Round)} // and the key its columns spell
 	res, err := tx.ExecContext(ctx, s.rebind(stmt),
 		runID, keyHash(key), keyText, x.Start.UnixMicro(), target, x.URL, x.Transport, x.Condition, x.Rep, string(x.Status), rcode,
-		probe, hs, q, tot, hsR, resR, totR, conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, v.Name,
-		more.bytes.Sent, more.bytes.Received, more.packets.Sent, more.packets.Received, more.wire, more.wireQuery, more.stall, more.attempt,
+		thousandths(probe), thousandths(hs), thousandths(q), thousandths(tot), thousandths(hsR), thousandths(resR), thousandths(totR),
+		conn.resumed, conn.zero, conn.retry, conn.token, qv, alpn, v.Name,
+		more.bytes.Sent, more.bytes.Received, more.packets.Sent, more.packets.Received, thousandths(more.wire), thousandths(more.wireQuery), more.stall, more.attempt,
 		v.Address, v.Network, v.ASN, v.Location, x.Round, packSample(raw))
 	if noRun(err) {
 		return false, fmt.Errorf("store: sample %s: %w: %s", key, ErrNoRun, runID)
@@ -1398,7 +1522,13 @@ func noRun(err error) bool {
 // goes: no measurement gives one, so the sample is refused whole.
 var ErrNotFinite = errors.New("not a finite number")
 
-// finiteSample refuses a sample whose typed durations are not finite.
+// ErrOutOfRange is a sample holding a timing past what its column keeps
+// (maxThousandths: 35 minutes, or as many RTTs): no exchange that
+// doxlab waits for takes so long, so the sample is refused whole.
+var ErrOutOfRange = errors.New("out of range")
+
+// finiteSample refuses a sample whose typed durations are not finite,
+// or past what their columns keep.
 func finiteSample(x *measure.Sample) error {
 	check := map[string]float64{}
 	if x.Probe != nil {
@@ -1412,8 +1542,12 @@ func finiteSample(x *measure.Sample) error {
 		check["handshake_rtt"], check["resolve_rtt"], check["total_rtt"] = r.Handshake, r.Resolve, r.Total
 	}
 	for _, name := range slices.Sorted(maps.Keys(check)) {
-		if v := check[name]; math.IsNaN(v) || math.IsInf(v, 0) {
+		v := check[name]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%s is %v: %w", name, v, ErrNotFinite)
+		}
+		if math.Abs(v) > maxThousandths {
+			return fmt.Errorf("%s is %v, past the %.0f a column keeps: %w", name, v, maxThousandths, ErrOutOfRange)
 		}
 	}
 	return nil
