@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"modernc.org/sqlite"               // database/sql driver "sqlite", pure Go
@@ -1031,9 +1032,15 @@ func (s *Store) upgradeSchema(ctx context.Context, to int) error {
 		if !fresh && v >= to {
 			return nil
 		}
+		var grants []grant
 		if fresh {
 			to = SchemaVersion
 		} else {
+			if s.postgres {
+				if grants, err = grantsOn(ctx, tx); err != nil {
+					return fmt.Errorf("upgrading the schema from %d: %w", v, err)
+				}
+			}
 			for ; v < to; v++ {
 				for _, stmt := range s.upgrades(v) {
 					if _, err := tx.ExecContext(ctx, s.typed(stmt)); err != nil {
@@ -1049,12 +1056,64 @@ func (s *Store) upgradeSchema(ctx context.Context, to int) error {
 				}
 			}
 		}
+		if err := regrant(ctx, tx, grants); err != nil {
+			return fmt.Errorf("upgrading the schema to %d: %w", to, err)
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, s.rebind(`INSERT INTO schema_version (version) VALUES (?)`), to)
 		return err
 	})
+}
+
+// grant is a privilege another role holds on one of the store's tables
+// or views: a campaign's worker's (campaign.Grant).
+type grant struct{ privilege, relation, grantee string }
+
+// grantsOn are the privileges other roles hold on the store's tables and
+// views. An upgrade that rebuilds a table (schemas 11 and 16 rebuild
+// sample_cols) or a view (samples) drops them with it: without them
+// given back, every worker of the new version was refused its inserts
+// until the owner ran campaign grant again.
+func grantsOn(ctx context.Context, tx *sql.Tx) ([]grant, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT privilege_type, table_name, grantee FROM information_schema.role_table_grants
+		WHERE table_schema = current_schema() AND grantee <> current_user`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []grant
+	for rows.Next() {
+		var g grant
+		if err := rows.Scan(&g.privilege, &g.relation, &g.grantee); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// regrant gives back each of grants whose table or view the upgrade
+// left (or made again); granting one still held changes nothing.
+func regrant(ctx context.Context, tx *sql.Tx, grants []grant) error {
+	for _, g := range grants {
+		var there bool
+		if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{g.relation}.Sanitize()).Scan(&there); err != nil {
+			return err
+		}
+		if !there {
+			continue
+		}
+		to := pgx.Identifier{g.grantee}.Sanitize()
+		if g.grantee == "PUBLIC" {
+			to = "PUBLIC"
+		}
+		if _, err := tx.ExecContext(ctx, `GRANT `+g.privilege+` ON `+pgx.Identifier{g.relation}.Sanitize()+` TO `+to); err != nil {
+			return fmt.Errorf("giving %s back %s on %s: %w", g.grantee, g.privilege, g.relation, err)
+		}
+	}
+	return nil
 }
 
 // InTx runs f in a transaction, committed if f returns nil.

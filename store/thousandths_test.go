@@ -58,7 +58,9 @@ func sampleTimed(rep int, totalMs float64) *measure.Sample {
 // back the same double, field for field, from rows and from blocks
 // sealed again; a timing of another precision (written by hand, or by
 // a tool) is rounded to the microsecond, one past 32 bits is NULL in
-// its column and whole in its record, and the old blocks are gone.
+// its column and whole in its record, and the old blocks are gone. On
+// PostgreSQL a worker's role keeps its grants on the rebuilt table and
+// view, and gains none.
 func upgradeToThousandths(t *testing.T, dsn string) {
 	ctx := context.Background()
 	s, err := Open(ctx, dsn)
@@ -94,8 +96,14 @@ func upgradeToThousandths(t *testing.T, dsn string) {
 		require.NoError(t, err, stmt)
 	}
 	if s.postgres {
-		_, err := s.db.ExecContext(ctx, `ALTER INDEX sample_cols15_pkey RENAME TO sample_cols_pkey`)
-		require.NoError(t, err)
+		// A campaign's worker's role, granted on schema 15's table and
+		// view (here a stand-in), as campaign grant leaves it.
+		for _, stmt := range []string{`ALTER INDEX sample_cols15_pkey RENAME TO sample_cols_pkey`,
+			`CREATE VIEW samples AS SELECT id, run FROM sample_cols`, `CREATE ROLE w_thousandths`,
+			`GRANT SELECT, INSERT ON samples, sample_cols, results TO w_thousandths`, `GRANT SELECT ON runs TO w_thousandths`} {
+			_, err := s.db.ExecContext(ctx, stmt)
+			require.NoError(t, err, stmt)
+		}
 	}
 	require.NoError(t, s.Close())
 
@@ -106,6 +114,19 @@ func upgradeToThousandths(t *testing.T, dsn string) {
 	require.NoError(t, s.db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v))
 	require.NoError(t, s.db.QueryRowContext(ctx, `SELECT count(*) FROM sample_blocks`).Scan(&blocks))
 	require.Equal(t, []int{SchemaVersion, 0}, []int{v, blocks}, "upgraded; the blocks of milliseconds gone")
+	if s.postgres {
+		// The rebuilt table and view keep what the worker's role held:
+		// dropped with the old ones, the grants are given back.
+		for _, c := range []struct {
+			relation, privilege string
+			held                bool
+		}{{"sample_cols", "INSERT", true}, {"sample_cols", "SELECT", true}, {"samples", "SELECT", true}, {"samples", "INSERT", true},
+			{"runs", "SELECT", true}, {"runs", "UPDATE", false}, {"sample_cols", "DELETE", false}, {"sample_blocks", "SELECT", false}} {
+			var held bool
+			require.NoError(t, s.db.QueryRowContext(ctx, `SELECT has_table_privilege('w_thousandths', $1, $2)`, c.relation, c.privilege).Scan(&held))
+			require.Equal(t, c.held, held, "%s on %s", c.privilege, c.relation)
+		}
+	}
 	after := fromRows(t, s, Filter{})
 	require.Len(t, after, len(before))
 	var odd []Row
