@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -27,6 +28,8 @@ type answerer struct {
 	anyTTL  uint32
 	fwd     transport.Transport
 	fwdSlot chan struct{} // one per forwarded query in flight
+	budget  int64         // queries forwarded in the server's life, at most; 0: no bound
+	spent   atomic.Int64
 	cache   *cache
 	local   bool // static records or hosts: unknown names are NXDOMAIN, not REFUSED
 	refuse  func(netip.Addr) error
@@ -73,6 +76,7 @@ func newAnswerer(c *Answers) (*answerer, error) {
 			opts.RootCAs = pool
 		}
 		a.fwdSlot = make(chan struct{}, max(1, c.ForwardMaxInFlight))
+		a.budget = int64(c.ForwardBudget)
 		t, err := transport.New(c.Forward, opts)
 		if err != nil {
 			return nil, fmt.Errorf("answers.forward: %w", err)
@@ -277,7 +281,8 @@ func (a *answerer) targetAddresses(answer []dns.RR) []dns.RR {
 }
 
 // forward answers q from the cache or the upstream; past the bound on
-// queries in flight upstream, SERVFAIL at once.
+// queries in flight upstream, SERVFAIL at once, and past the budget,
+// REFUSED.
 func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport.Record, Reason) {
 	key := cacheKeyOf(q)
 	if a.cache != nil {
@@ -285,10 +290,14 @@ func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transpor
 			return m, nil, ""
 		}
 	}
-	servfail := func() *dns.Msg {
+	answer := func(rcode int) *dns.Msg {
 		r := new(dns.Msg)
-		r.SetRcode(q, dns.RcodeServerFailure)
+		r.SetRcode(q, rcode)
 		return r
+	}
+	servfail := func() *dns.Msg { return answer(dns.RcodeServerFailure) }
+	if a.budget > 0 && a.spent.Add(1) > a.budget {
+		return answer(dns.RcodeRefused), nil, ReasonForwardBudget
 	}
 	select {
 	case a.fwdSlot <- struct{}{}:
@@ -303,9 +312,7 @@ func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transpor
 	r := rec.Response
 	r.Id = q.Id
 	if a.refuse != nil && refusedAddress(r.Answer, a.refuse) {
-		r = new(dns.Msg)
-		r.SetRcode(q, dns.RcodeRefused)
-		return r, rec, ReasonBlocked
+		return answer(dns.RcodeRefused), rec, ReasonBlocked
 	}
 	if a.cache != nil {
 		a.cache.put(key, r)

@@ -136,6 +136,12 @@ type Answers struct {
 	// server hold a goroutine per query for the whole timeout. Default
 	// 1024.
 	ForwardMaxInFlight int `yaml:"forward_max_in_flight"`
+	// ForwardBudget bounds the queries forwarded upstream in the server's
+	// life; past it a query is answered REFUSED at once (counted as
+	// forward-budget). A page worker's stub, one a task, sets it: a page
+	// cannot make the vantage point send the resolver it measures more
+	// than a page's worth of queries. 0: no bound.
+	ForwardBudget int `yaml:"forward_budget"`
 }
 
 // QUIC holds the knobs of the DoQ, DoH/3 and web listeners.

@@ -55,6 +55,9 @@ const (
 	// ReasonForwardLimit: answers.forward_max_in_flight queries were
 	// already forwarded and unanswered; answered SERVFAIL at once.
 	ReasonForwardLimit Reason = "forward-limit"
+	// ReasonForwardBudget: answers.forward_budget queries were already
+	// forwarded in the server's life; answered REFUSED at once.
+	ReasonForwardBudget Reason = "forward-budget"
 	// ReasonBlocked: a forwarded answer held an address that
 	// answers.ForwardRefuse refuses (a campaign's blocklist), and was
 	// answered REFUSED instead.

@@ -392,6 +392,34 @@ func TestForwardAndCache(t *testing.T) {
 	require.Equal(t, transport.StatusServFail, rec.Status)
 }
 
+// TestForwardBudget: past answers.forward_budget queries forwarded, a
+// stub answers REFUSED at once, asks its upstream nothing more, and
+// says why in each query's record; cached answers spend none of it.
+func TestForwardBudget(t *testing.T) {
+	up := start(t, nil) // answers 192.0.2.7 for every name
+	stub := start(t, func(c *server.Config) {
+		c.Answers = server.Answers{Forward: up.url("udp"), ForwardBudget: 3, Cache: true}
+	})
+	for i := range 5 {
+		rec := ask(t, stub.url("udp"), stub.pool(), fmt.Sprintf("n%d.test", i))
+		want := map[bool]string{true: "NOERROR", false: "REFUSED"}[i < 3]
+		require.Equal(t, want, rec.Rcode, "query %d", i)
+	}
+	rec := ask(t, stub.url("tcp"), stub.pool(), "n1.test")
+	require.Equal(t, "NOERROR", rec.Rcode, "a cached answer spends no budget")
+	require.Len(t, up.records("query", "udp"), 3, "the upstream was asked the budget's worth, no more")
+	var reasons []string
+	for _, r := range stub.records("query", "udp") {
+		reasons = append(reasons, r.Reason)
+	}
+	require.Equal(t, []string{"", "", "", "forward-budget", "forward-budget"}, reasons)
+
+	var cfg server.Config
+	require.NoError(t, yaml.Unmarshal([]byte("listen: {udp: 127.0.0.1:0}\nanswers: {forward: udp://127.0.0.1:53, forward_budget: -1}"), &cfg))
+	_, err := server.New(&cfg)
+	require.ErrorContains(t, err, "answers.forward_budget: -1 is negative")
+}
+
 // TestForwardRefuse checks a campaign stub's blocklist: an answer with
 // a refused address is REFUSED (the browser never connects there), an
 // upstream whose address is refused is never asked.
