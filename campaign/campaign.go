@@ -15,6 +15,7 @@
 package campaign
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -76,8 +77,12 @@ type Plan struct {
 	// read on the planning machine, Tranco list and all.
 	Pages       []string      `json:"pages,omitempty"`
 	PageTimeout time.Duration `json:"page_timeout,omitempty"`
-	Stub        string        `json:"stub,omitempty"`
-	Contact     string        `json:"contact,omitempty"`
+	// PageQueries bounds a page's DNS queries through the stub
+	// (measure.CampaignPages.Queries); 0 in a plan from before it:
+	// measure.DefaultPageQueries.
+	PageQueries int    `json:"page_queries,omitempty"`
+	Stub        string `json:"stub,omitempty"`
+	Contact     string `json:"contact,omitempty"`
 	// Blocked are the blocklist's and opt-out files' prefixes, read when
 	// planning: no worker contacts an address in them.
 	Blocked []string `json:"blocked,omitempty"`
@@ -106,7 +111,8 @@ func (p *Plan) tasks(targets []string) ([]measure.Task, error) {
 // pageOptions are how the plan's pages are loaded.
 func (p *Plan) pageOptions(s measure.Spec) (PageOptions, error) {
 	policy, err := p.policy()
-	return PageOptions{Timeout: p.PageTimeout, Stub: p.Stub, Contact: p.Contact, Upstream: s.Options, Policy: policy}, err
+	return PageOptions{Timeout: p.PageTimeout, Stub: p.Stub, Contact: p.Contact, Upstream: s.Options, Policy: policy,
+		Queries: cmp.Or(p.PageQueries, measure.DefaultPageQueries)}, err
 }
 
 // inRounds is tasks once per round, each labelled with its round; tasks

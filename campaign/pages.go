@@ -69,6 +69,7 @@ type PageOptions struct {
 	Timeout time.Duration // per navigation
 	Stub    string        // what the stub keeps between upstream connections (measure.CampaignPages.Stub)
 	Contact string        // sent in the User-Agent
+	Queries int           // DNS queries the stub forwards for one task, at most (measure.CampaignPages.Queries)
 	// Upstream are the stub's transport options: CA, SNI, and Refuse, the
 	// policy's check, which the stub also applies to the addresses it
 	// hands the browser.

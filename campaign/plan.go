@@ -131,6 +131,7 @@ func newPlan(c *measure.Campaign) (*Plan, error) {
 			return nil, fmt.Errorf("pages: %w", err)
 		}
 		p.PageTimeout, p.Stub, p.Contact = cmp.Or(c.Pages.Timeout, 30*time.Second), cmp.Or(c.Pages.Stub, "0rtt"), c.Contact
+		p.PageQueries = cmp.Or(c.Pages.Queries, measure.DefaultPageQueries)
 	}
 	block, err := c.Blocked()
 	if err != nil {

@@ -116,7 +116,18 @@ type CampaignPages struct {
 	// the warm-up's ticket, token and QUIC version, 0-RTT where the
 	// server takes it, as the paper's proxy did.
 	Stub string `yaml:"stub"`
+	// Queries bounds the DNS queries a page's warm-up and measured load
+	// send its resolver through the stub, together; past them the stub
+	// refuses each at once and the load is stored as blocked. Default
+	// DefaultPageQueries. A page asks as many as its script likes, and
+	// every one goes from the vantage point to the resolver measured.
+	Queries int `yaml:"queries"`
 }
+
+// DefaultPageQueries is a page's bound on DNS queries through the stub
+// (CampaignPages.Queries): a page of a hundred origins asks about 600
+// over its warm-up and load (A, AAAA and HTTPS for each name, twice).
+const DefaultPageQueries = 2000
 
 // MaxPages is the most pages a campaign loads.
 const MaxPages = 10000
@@ -429,6 +440,9 @@ func (k *campaignCheck) pages() {
 		}
 		if p.Top < 0 {
 			bad("pages.top", "%d is negative", p.Top)
+		}
+		if p.Queries < 0 {
+			bad("pages.queries", "%d is negative", p.Queries)
 		}
 		if c.Contact == "" {
 			bad("contact", "a page-load campaign says who measures: give contact (a URL or mail address, sent in the User-Agent)")

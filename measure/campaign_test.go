@@ -193,6 +193,7 @@ func TestPageCampaignChecks(t *testing.T) {
 		head + "pages: {tranco: " + tranco + ", top: 20000}\n":                  fmt.Sprintf("c.yaml:3: pages: %d pages, more than %d", measure.MaxPages+1, measure.MaxPages),
 		head + "pages: {urls: [\"https://a.example/\"], stub: warm}\n":          `c.yaml:3: pages.stub: "warm" is not fresh, pam, resumed, 0rtt or reuse`,
 		head + "pages: {urls: [\"https://a.example/\"], timeout: -1s}\n":        "c.yaml:3: pages.timeout: -1s is negative",
+		head + "pages: {urls: [\"https://a.example/\"], queries: -5}\n":         "c.yaml:3: pages.queries: -5 is negative",
 		head + "conditions: [fresh]\npages: {urls: [\"https://a.example/\"]}\n": "c.yaml:3: conditions: page loads take no conditions",
 		"targets: [dns.example]\npages: {urls: [\"https://a.example/\"]}\n":     "c.yaml: contact: a page-load campaign says who measures",
 	} {

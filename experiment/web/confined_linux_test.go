@@ -31,6 +31,7 @@ import (
 type vantageLab struct {
 	vantage, inet *testutil.Netns
 	canaries      map[string]*atomic.Int32
+	flooded       atomic.Int32 // queries the resolver got for the flood page's names
 }
 
 // The page tries every way into the vantage point's networks: literal
@@ -41,6 +42,12 @@ const hostilePage = `<!doctype html><title>hostile</title>
 <img src="http://lo.test:8081/x.png"><img src="http://meta.test/latest/meta-data/"><img src="http://priv.test/x.png">
 <script>fetch("http://127.0.0.1:8081/fetch", {mode: "no-cors"}).catch(() => {});</script>
 <p>hello</p>`
+
+// floodPage asks for 300 names, each a query the stub would forward to
+// the resolver measured.
+const floodPage = `<!doctype html><title>flood</title>
+<script>for (let i = 0; i < 300; i++) { new Image().src = "http://f" + i + ".test/x.png"; }</script>
+<p>flood</p>`
 
 func newVantageLab(t *testing.T) *vantageLab {
 	vantage := testutil.NewNetns(t, "dxt-vp")
@@ -66,6 +73,7 @@ func newVantageLab(t *testing.T) *vantageLab {
 	// goes through.
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, hostilePage) })
+	mux.HandleFunc("/flood", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, floodPage) })
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://127.0.0.1:8081/", http.StatusFound)
 	})
@@ -86,6 +94,11 @@ own 300 IN A 198.51.100.1
 		Answers: server.Answers{Zone: zone, Origin: "test."}}, inet.Run)
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
+	srv.OnRecord(func(r *server.Record) {
+		if r.Kind == "query" && strings.HasPrefix(r.QName, "f") {
+			lab.flooded.Add(1)
+		}
+	})
 	return lab
 }
 
@@ -167,8 +180,8 @@ func (lab *vantageLab) run(t *testing.T, bin, spec string) map[string]*WildLoad 
 // a vantage point of the test's own, over pages that try every way into
 // the vantage point's networks: a page linking its loopback, its own
 // address, a private host and the metadata service, by address and by
-// names the measured resolver answers with such addresses, and a page
-// that redirects to loopback. No canary may see a connection; the
+// names the measured resolver answers with such addresses, a page
+// that redirects to loopback, and a page that asks for 300 names. No canary may see a connection; the
 // browser must run as its own user, every renderer sandboxed; the loads
 // must say what was refused. Opting the private network in must open it.
 func TestPageWorkerCannotReachTheVantage(t *testing.T) {
@@ -180,7 +193,7 @@ func TestPageWorkerCannotReachTheVantage(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`name: %s
 targets: [198.51.100.10]
 transports: [udp]
-pages: {urls: [%s], timeout: 8s}
+pages: {urls: [%s], timeout: 8s, queries: 60}
 contact: https://lab.example/doxlab-test
 allow_special: [%s]
 `, name, pages, allow)), 0o644))
@@ -193,7 +206,7 @@ allow_special: [%s]
 	require.Error(t, err)
 	require.Contains(t, string(out), "169.254.169.254 is in 169.254.0.0/16, link-local")
 
-	loads := lab.run(t, bin, write("hostile", "http://page.test/, http://page.test/redirect, http://lo.test:8081/, http://meta.test/, http://priv.test/, http://own.test:5432/", "198.51.100.0/24"))
+	loads := lab.run(t, bin, write("hostile", "http://page.test/, http://page.test/redirect, http://lo.test:8081/, http://meta.test/, http://priv.test/, http://own.test:5432/, http://page.test/flood", "198.51.100.0/24"))
 	for addr, hits := range lab.canaries {
 		require.Zero(t, hits.Load(), "canary %s was reached", addr)
 	}
@@ -222,7 +235,19 @@ allow_special: [%s]
 	for _, p := range []string{"http://page.test/redirect", "http://lo.test:8081/", "http://meta.test/", "http://priv.test/", "http://own.test:5432/"} {
 		require.NotNil(t, loads[p], p)
 		require.Equal(t, statusBlocked, loads[p].Status, "%s: %s", p, loads[p].Error)
+		require.Zero(t, loads[p].OverQueries, p)
 	}
+	// The page that asks for 300 names sent its resolver no more than
+	// its task's 60 queries; the rest were refused by the stub, counted,
+	// and the load stored as blocked.
+	flood := loads["http://page.test/flood"]
+	require.NotNil(t, flood)
+	require.Equal(t, statusBlocked, flood.Status, flood.Error)
+	require.Contains(t, flood.Error, "more than 60 DNS queries")
+	require.Positive(t, flood.OverQueries)
+	t.Logf("the flood page's task: %d queries of its names reached the resolver, %d refused by the stub", lab.flooded.Load(), flood.OverQueries)
+	require.LessOrEqual(t, lab.flooded.Load(), int32(60), "queries for the flood's names the resolver got")
+	require.Positive(t, lab.flooded.Load())
 
 	// Opted in, the private network is reached, by name and by address.
 	loads = lab.run(t, bin, write("optin", "http://priv.test/", "198.51.100.0/24, 10.77.0.0/24"))

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/doxlab/doxlab/browser"
@@ -48,6 +49,11 @@ type WildLoad struct {
 	Refused        []confine.Refusal `json:"refused_connections,omitempty"`
 	WarmRefused    []confine.Refusal `json:"warm_up_refused_connections,omitempty"`
 	RefusedPackets int               `json:"refused_packets,omitempty"`
+	// OverQueries is how many DNS queries of the page's the stub refused
+	// past the task's bound (campaign.PageOptions.Queries), over the
+	// warm-up and the load: counted, not recorded, since a page past it
+	// asks as fast as the stub refuses.
+	OverQueries int64 `json:"over_queries,omitempty"`
 	// Confinement is what the browser's processes were once the page
 	// had loaded: their user, and the renderers' sandbox.
 	Confinement *browser.Confinement `json:"confinement,omitempty"`
@@ -181,15 +187,20 @@ func (l *wildLoader) Load(ctx context.Context, t measure.Task, o campaign.PageOp
 	}
 	stubAddr := net.JoinHostPort(l.net.Stub.String(), "53")
 	cfg := &server.Config{Listen: server.Listen{UDP: stubAddr, TCP: stubAddr},
-		Answers: server.Answers{Forward: t.URL, ForwardConn: conn, ForwardTimeout: 10 * time.Second,
+		Answers: server.Answers{Forward: t.URL, ForwardConn: conn, ForwardTimeout: 10 * time.Second, ForwardBudget: cmp.Or(o.Queries, measure.DefaultPageQueries),
 			ForwardRoots: o.Upstream.RootCAs, ForwardInsecure: o.Upstream.Insecure, ForwardSNI: o.Upstream.SNI, ForwardRefuse: o.Upstream.Refuse}}
 	stub, err := server.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the stub: %w", err)
 	}
 	var recs server.RecordLog
+	var over atomic.Int64
 	stub.OnRecord(func(r *server.Record) {
-		if r.Kind == "query" {
+		switch {
+		case r.Kind != "query":
+		case r.Reason == string(server.ReasonForwardBudget):
+			over.Add(1)
+		default:
 			recs.Add(r)
 		}
 	})
@@ -217,7 +228,10 @@ func (l *wildLoader) Load(ctx context.Context, t measure.Task, o campaign.PageOp
 		if why := blockedLoad(t.Page, warm, warmRecs, warmRefused); why != "" {
 			x.Status, x.Error = statusBlocked, "warm-up: "+why
 		}
-		return out(&WildLoad{Sample: x, WarmStub: warmRecs, WarmRefused: warmRefused, RefusedPackets: warmPackets})
+		if n := over.Load(); n > 0 {
+			x.Status, x.Error = statusBlocked, "warm-up: "+overQueries(cfg.Answers.ForwardBudget, n)
+		}
+		return out(&WildLoad{Sample: x, WarmStub: warmRecs, WarmRefused: warmRefused, RefusedPackets: warmPackets, OverQueries: over.Load()})
 	}
 	if _, _, err := l.net.Refused(); err != nil { // the reset's
 		return nil, err
@@ -241,8 +255,19 @@ func (l *wildLoader) Load(ctx context.Context, t measure.Task, o campaign.PageOp
 	if why := blockedLoad(t.Page, ld, stubRecs, refused); why != "" {
 		x.Status, x.Error = statusBlocked, why
 	}
+	n := over.Load()
+	if n > 0 {
+		x.Status, x.Error = statusBlocked, overQueries(cfg.Answers.ForwardBudget, n)
+	}
 	return out(&WildLoad{Sample: x, Stub: stubRecs, WarmStub: warmRecs, Refused: refused, WarmRefused: warmRefused,
-		RefusedPackets: warmPackets + packets, Confinement: &c})
+		RefusedPackets: warmPackets + packets, Confinement: &c, OverQueries: n})
+}
+
+// overQueries says why a load past its bound on DNS queries is blocked:
+// what it measured is not the page's, since the stub refused some of
+// its lookups.
+func overQueries(bound int, over int64) string {
+	return fmt.Sprintf("the page asked the stub more than %d DNS queries over its warm-up and load (pages.queries); %d past them were refused", bound, over)
 }
 
 // statusBlocked is a load the campaign's policy stopped: its page names
