@@ -11,11 +11,12 @@ package pageload
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/doxlab/doxlab/internal/listfile"
 )
 
 // Graph is a page's dependency graph: every resource the captured load
@@ -182,17 +183,9 @@ const (
 
 // ReadGraph reads and checks a graph file (JSON), at most MaxGraphBytes.
 func ReadGraph(path string) (*Graph, error) {
-	f, err := os.Open(path)
+	b, err := listfile.ReadAtMost(path, MaxGraphBytes, "a page's graph")
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxGraphBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxGraphBytes {
-		return nil, fmt.Errorf("%s: larger than a graph may be (%d MiB)", path, MaxGraphBytes>>20)
 	}
 	g, err := ParseGraph(b)
 	if err != nil {

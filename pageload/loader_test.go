@@ -582,7 +582,7 @@ func TestLoaderBoundsWhatItReads(t *testing.T) {
 	}
 
 	_, err := pageload.ReadGraph("/dev/zero")
-	require.ErrorContains(t, err, "larger than a graph may be (64 MiB)")
+	require.ErrorContains(t, err, "over 64 MiB, more than a page's graph holds")
 	many := &pageload.Graph{Page: base, Resources: make([]pageload.Resource, pageload.MaxResources+1)}
 	many.Resources[0] = pageload.Resource{URL: base, Parent: -1}
 	for i := 1; i < len(many.Resources); i++ {

@@ -72,17 +72,24 @@ const MaxWhole = 16 << 20
 // Read reads the whole file at path, refusing one of more than MaxWhole
 // octets with an error naming it.
 func Read(path string) ([]byte, error) {
+	return ReadAtMost(path, MaxWhole, "any spec, config, profile or certificate")
+}
+
+// ReadAtMost reads the whole file at path, refusing one of more than
+// limit octets, having read no more, with an error naming it and what
+// the limit bounds (what, as in "more than WHAT holds").
+func ReadAtMost(path string, limit int, what string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxWhole+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(b) > MaxWhole {
-		return nil, fmt.Errorf("%s: over %d MiB, more than any spec, config, profile or certificate holds", path, MaxWhole>>20)
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: over %d MiB, more than %s holds", path, limit>>20, what)
 	}
 	return b, nil
 }
