@@ -273,18 +273,10 @@ func TestBlockFloats(t *testing.T) {
 		{math.Pi, 12.345, 1e300, math.SmallestNonzeroFloat64, -1e-9, 0.0001}, // not all
 		{math.Copysign(0, -1), 1},                                            // -0 is not 0 thousandths
 		{1 << 52, 0.001},
+		{12345, 0, -1, math.MaxInt32, -250, 1 << 40}, // whole: schema 16's thousandths as scanned
+		{1 << 53, 3, math.Copysign(0, -1)},           // not
 	} {
-		var x scanned
-		dest := []any{&x.fl[0]}
-		w, err := newBlockWriter(dest)
-		require.NoError(t, err)
-		for _, v := range vals {
-			x.fl[0] = sql.NullFloat64{Float64: v, Valid: true}
-			w.add()
-		}
-		x.fl[0] = sql.NullFloat64{}
-		w.add()
-		b := w.encode()
+		b := floatBlock(t, vals)
 		n, cols, err := decodeBlock(b, []byte{blockFloat})
 		require.NoError(t, err)
 		require.Equal(t, len(vals)+1, n)
@@ -293,12 +285,34 @@ func TestBlockFloats(t *testing.T) {
 		}
 		require.False(t, cols[0].valid[len(vals)])
 	}
+	// Whole numbers pack as their thousandths would: as the numbers, not
+	// as a thousand times them.
+	whole := []float64{12345, 250, 999999, 7}
+	var milli []float64
+	for _, v := range whole {
+		milli = append(milli, v/1000)
+	}
+	require.Len(t, floatBlock(t, whole), len(floatBlock(t, milli)))
 	_, ok := millis(12.345)
 	require.True(t, ok)
 	for _, v := range []float64{math.Pi, math.Copysign(0, -1), math.NaN(), math.Inf(1), 1e300} {
 		_, ok := millis(v)
 		require.False(t, ok, "%v", v)
 	}
+}
+
+// floatBlock is a block of one float column holding vals, then a NULL.
+func floatBlock(t *testing.T, vals []float64) []byte {
+	var x scanned
+	w, err := newBlockWriter([]any{&x.fl[0]})
+	require.NoError(t, err)
+	for _, v := range vals {
+		x.fl[0] = sql.NullFloat64{Float64: v, Valid: true}
+		w.add()
+	}
+	x.fl[0] = sql.NullFloat64{}
+	w.add()
+	return w.encode()
 }
 
 // FuzzDecodeBlock: whatever a block's octets are, decoding them is an
