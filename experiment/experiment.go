@@ -3,11 +3,13 @@ package experiment
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"html/template"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -234,6 +236,35 @@ func (l listValue) Set(s string) error {
 func ListVar(fs *flag.FlagSet, p *[]string, name string, def []string, usage string) {
 	*p = slices.Clone(def)
 	fs.Var(listValue{p}, name, usage)
+}
+
+// countValue is a count flag: a whole number, 1 or more.
+type countValue struct{ p *int }
+
+func (c countValue) String() string {
+	if c.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*c.p)
+}
+
+func (c countValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return errors.New("want a whole number")
+	case n < 1:
+		return errors.New("want 1 or more")
+	}
+	*c.p = n
+	return nil
+}
+
+// CountVar binds a count flag (--repeat) to p, keeping p as its default:
+// a design's zero is its default count, so a count of 0 or less given
+// on the command line is refused as given, not taken for the default.
+func CountVar(fs *flag.FlagSet, p *int, name, usage string) {
+	fs.Var(countValue{p}, name, usage)
 }
 
 // CheckValues says which of a list flag's values is not one allowed:

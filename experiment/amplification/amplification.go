@@ -74,8 +74,8 @@ func (c *Amplification) Flags(fs *flag.FlagSet) {
 	experiment.ListVar(fs, &c.CertSizes, "certs", c.CertSizes, "certificate chains: small (one ECDSA certificate), large")
 	experiment.ListVar(fs, &c.KeyShares, "key-shares", c.KeyShares, "client key shares: pq (X25519MLKEM768, two Initials), classic (X25519, one)")
 	experiment.ListVar(fs, &c.Validations, "validation", c.Validations, "address validation: none, retry (Retry always), token (NEW_TOKEN)")
-	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "handshakes per cell")
-	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", c.LargeCertOctets, "the large chain's size")
+	experiment.CountVar(fs, &c.Repeat, "repeat", "`N` handshakes per cell")
+	experiment.CountVar(fs, &c.LargeCertOctets, "large-cert-octets", "the large chain's size in `octets`")
 }
 
 // Kind is a Sample in the store.

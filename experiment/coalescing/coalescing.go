@@ -103,7 +103,7 @@ func (c *Coalescing) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.HTTPSRecords, "https-records", false, "ask each host's HTTPS record first; its hints spare the A lookup")
 	fs.BoolVar(&c.Origins, "origins", false, "use the server's ORIGIN frames: an announced origin needs no lookup")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "where a multi-origin page's origins are served: separate (a server per party, a certificate per origin) or cdn (one CDN edge, one certificate)")
-	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
+	experiment.CountVar(fs, &c.Repeat, "repeat", "`N` loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
 }

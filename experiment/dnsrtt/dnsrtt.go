@@ -54,7 +54,7 @@ func (c *DNSRTT) Flags(fs *flag.FlagSet) {
 	experiment.ListVar(fs, &c.Profiles, "profiles", c.Profiles, "access profiles")
 	experiment.ListVar(fs, &c.Transports, "transports", c.Transports, "transports")
 	experiment.ListVar(fs, &c.Conditions, "conditions", c.Conditions, "conditions")
-	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "lookups per profile, transport and condition")
+	experiment.CountVar(fs, &c.Repeat, "repeat", "`N` lookups per profile, transport and condition")
 }
 
 // defaults fills in what the config leaves zero.

@@ -67,9 +67,9 @@ func (c *HOL) Flags(fs *flag.FlagSet) {
 	c.defaults() // a zero config is valid
 	experiment.ListVar(fs, &c.Profiles, "profiles", c.Profiles, "access profiles (none: no emulated delay, as the paper)")
 	experiment.ListVar(fs, &c.Transports, "transports", c.Transports, "transports; -inorder: the TCP or DoT server answers in query order")
-	fs.IntVar(&c.Queries, "queries", c.Queries, "queries per run")
+	experiment.CountVar(fs, &c.Queries, "queries", "`N` queries per run")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "mean Poisson arrivals per second")
-	fs.IntVar(&c.DelayEvery, "delay-every", c.DelayEvery, "the server delays one answer in this many")
+	experiment.CountVar(fs, &c.DelayEvery, "delay-every", "the server delays one answer in `N`")
 	fs.DurationVar(&c.Delay, "delay", c.Delay, "by this much")
 	fs.Uint64Var(&c.Seed, "seed", 0, "names and arrival times (0: random)")
 }

@@ -84,7 +84,7 @@ func (c *Overhead) Flags(fs *flag.FlagSet) {
 		c.Names = names
 		return err
 	})
-	fs.IntVar(&c.LargeCertOctets, "large-cert-octets", c.LargeCertOctets, "the large chain's size")
+	experiment.CountVar(fs, &c.LargeCertOctets, "large-cert-octets", "the large chain's size in `octets`")
 	fs.StringVar(&c.KeyShare, "key-share", c.KeyShare, "the client's TLS key share: pq (Go's default X25519MLKEM768) or classic (X25519, as the papers)")
 	fs.StringVar(&c.Keep, "keep", "", "a directory to keep the captures and the key log in, for Wireshark")
 }

@@ -81,7 +81,7 @@ func (c *Privacy) Flags(fs *flag.FlagSet) {
 	c.defaults()
 	experiment.ListVar(fs, &c.Profiles, "profiles", c.Profiles, "access profiles")
 	fs.DurationVar(&c.ProxyRTT, "proxy-rtt", c.ProxyRTT, "the ODoH proxy host's own link RTT")
-	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "samples per cell")
+	experiment.CountVar(fs, &c.Repeat, "repeat", "`N` samples per cell")
 	fs.StringVar(&c.Browser, "browser", c.Browser, "the Chromium binary of the browser part (default: chromium on PATH)")
 	fs.BoolVar(&c.NoBrowser, "no-browser", c.NoBrowser, "leave out the browser part")
 }

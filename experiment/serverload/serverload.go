@@ -62,7 +62,7 @@ func (c *ServerLoad) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Step, "step", c.Step, "how long each rate runs")
 	fs.DurationVar(&c.P99, "p99", c.P99, "a rate is held while its p99 latency, from the intended send time, is at most this")
 	fs.Float64Var(&c.MaxLoss, "max-loss", c.MaxLoss, "and while it loses at most this share of queries")
-	fs.IntVar(&c.Conns, "conns", c.Conns, "connections per transport, reused")
+	experiment.CountVar(fs, &c.Conns, "conns", "`N` connections per transport, reused")
 }
 
 func (c *ServerLoad) defaults() {

@@ -92,7 +92,7 @@ func (c *Web) Flags(fs *flag.FlagSet) {
 	experiment.ListVar(fs, &c.Engines, "engines", c.Engines, "what loads the pages: chromium, doxlab (doxlab's page loader, replaying each page's graph captured from Chromium; beside chromium, chosen among its measured loads), or both, compared")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "where a multi-origin page's origins are served: separate (a server per party, a certificate per origin) or cdn (one CDN edge, one certificate)")
 	fs.BoolVar(&c.NoOrigin, "no-origin", false, "the servers send no ORIGIN frames (sent by default; on one CDN they spare a browser the lookups of announced origins)")
-	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "loads per cell")
+	experiment.CountVar(fs, &c.Repeat, "repeat", "`N` loads per cell")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "per page load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "task order (0: random)")
 	fs.StringVar(&c.Browser, "browser", "", "the Chromium binary (default chromium on PATH)")

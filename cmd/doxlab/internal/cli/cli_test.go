@@ -339,6 +339,12 @@ func TestMistakesGetOneLine(t *testing.T) {
 		{[]string{"measure", "--timeout", "0s", "127.0.0.1"}, "--timeout 0s: want a positive duration"},
 		{[]string{"query", "--timeout", "-1s", "udp://127.0.0.1:1", "x.test"}, "--timeout -1s: want a positive duration"},
 		{[]string{"load", "--timeout", "-3s", "https://example.test/"}, "--timeout -3s: want a positive duration"},
+		// A count of 0 or less was taken for the default: dns-rtt's 20
+		// lookups a cell, measure's one.
+		{[]string{"experiment", "dns-rtt", "--repeat", "0"}, `--repeat "0": want 1 or more`},
+		{[]string{"experiment", "hol", "--queries", "-5"}, `--queries "-5": want 1 or more`},
+		{[]string{"experiment", "server-load", "--conns", "0"}, `--conns "0": want 1 or more`},
+		{[]string{"measure", "--repeat", "0", "udp://127.0.0.1:1"}, `--repeat "0": want 1 or more`},
 		{[]string{"serve", "--delay", "-50ms"}, "--delay -50ms: want 0 or more"},
 		{[]string{"serve", "--delay-every", "-3"}, "--delay-every -3: want 0 (none) or more"},
 		{[]string{"worker", "--vantage", "fra1", "--store", "postgres://nobody@127.0.0.1:1/x", "--rescue-after", "-5m"}, "--rescue-after -5m0s: want a positive duration"},

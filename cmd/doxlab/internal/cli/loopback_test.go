@@ -55,7 +55,7 @@ func TestExperimentRefusesBadDesigns(t *testing.T) {
 	}{
 		{[]string{"web", "--timeout", "-1s"}, exitUsage, "--timeout must not be negative"},
 		{[]string{"server-load", "--start", "-5"}, exitUsage, "--start must not be negative"},
-		{[]string{"dns-rtt", "--repeat", "-3"}, exitUsage, "--repeat must not be negative"},
+		{[]string{"dns-rtt", "--repeat", "-3"}, exitUsage, `--repeat "-3": want 1 or more`},
 		{[]string{"dns-rtt", "--net", "loopback", "--transports", "bogus"}, exitUsage, `unknown transport "bogus"`},
 		{[]string{"dns-rtt", "--net", "loopback", "--conditions", "sometimes"}, exitUsage, `unknown condition "sometimes"`},
 		{[]string{"dns-rtt", "--net", "loopback", "--profiles", "moon"}, exitUsage, `unknown profile "moon"`},

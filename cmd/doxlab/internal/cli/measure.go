@@ -51,7 +51,6 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		name       = fs.String("name", "test.com", "query name")
 		qtype      = fs.String("type", "A", "query type")
 		norec      = fs.Bool("norecurse", false, "clear the RD bit")
-		repeat     = fs.Int("repeat", 1, "measurements per target, transport and condition")
 		timeout    = fs.Duration("timeout", 5*time.Second, "bound on each exchange")
 		conc       = fs.Int("concurrency", 1, "tasks at once")
 		rate       = fs.Float64("rate", 0, "at most this many tasks per second (0: no limit)")
@@ -65,7 +64,10 @@ func runMeasure(args []string, stdout, stderr io.Writer) int {
 		insecure   = fs.Bool("insecure", false, "do not verify certificates")
 		sni        = fs.String("sni", "", "server name to send and verify")
 		okRcodes   = okRcodesFlag(fs)
+		repeat     = new(int)
 	)
+	*repeat = 1
+	experiment.CountVar(fs, repeat, "repeat", "`N` measurements per target, transport and condition")
 	targets, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
