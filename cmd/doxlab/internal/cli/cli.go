@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 
 	"github.com/doxlab/doxlab/campaign"
@@ -66,12 +67,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var names []string
 	for _, c := range commands() {
 		if c.name == args[0] {
+			out := &checkedWriter{w: stdout}
+			var code int
 			if slices.ContainsFunc(beforeDashes(args[1:]), isHelp) {
 				// Help is the answer asked for: on standard output, exit 0,
 				// whatever the command's own usage writes to.
-				return c.run(args[1:], stdout, stdout)
+				code = c.run(args[1:], out, out)
+			} else {
+				code = c.run(args[1:], out, stderr)
 			}
-			return c.run(args[1:], stdout, stderr)
+			if out.err != nil && code == exitOK {
+				fmt.Fprintf(stderr, "doxlab %s: writing its output: %v\n", c.name, out.err)
+				return 1
+			}
+			return code
 		}
 		names = append(names, c.name)
 	}
@@ -81,6 +90,33 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, msg+"; 'doxlab help' lists them")
 	return exitUsage
+}
+
+// checkedWriter is a command's standard output, keeping its first write
+// error: output lost to a full disk is the command's failure, whatever
+// the command did with the error (a JSON encoder's, a table's, a line
+// printed and not checked), not an exit 0 with a file cut short.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// outFile is the file a command's standard output writes to, if it is
+// one: exec becomes its command only when its output is the process's.
+func outFile(w io.Writer) *os.File {
+	if c, ok := w.(*checkedWriter); ok {
+		w = c.w
+	}
+	f, _ := w.(*os.File)
+	return f
 }
 
 func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "help" }

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -418,4 +419,43 @@ func TestFilesReadWholeAreBounded(t *testing.T) {
 		require.Contains(t, errOut, dev+": over 16 MiB", "%v", args)
 		require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "%v: one line: %q", args, errOut)
 	}
+}
+
+// fullWriter fails every write, as a file on a full disk does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestLostOutputFails: output that could not be written fails its
+// command in one line, whatever the command did with the error: store
+// stats, export --runs, version and query --json exited 0 with nothing
+// written, and measure --out exited 0 having kept none of its samples.
+func TestLostOutputFails(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	st, err := store.Open(context.Background(), db)
+	require.NoError(t, err)
+	st.Close()
+	cd := testutil.StartCoreDNS(t)
+	for _, args := range [][]string{{"version"}, {"store", "stats", "--json", "--store", db}, {"store", "stats", "--store", db},
+		{"query", "--json", cd.UDP, testutil.ZoneName}, {"measure", "--json", "--name", testutil.ZoneName, "--transports", "udp", "--conditions", "fresh", cd.UDP}} {
+		var errOut bytes.Buffer
+		code := Main(args, fullWriter{}, &errOut)
+		require.Equal(t, 1, code, "%v: %s", args, errOut.String())
+		lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+		last := lines[len(lines)-1]
+		require.True(t, strings.HasPrefix(last, "doxlab "+args[0]) && strings.HasSuffix(last, ": no space left on device"), "%v: %q", args, last)
+		if args[0] != "measure" { // which also says its progress
+			require.Len(t, lines, 1, "%v: one line", args)
+		}
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	code, _, errOut := run("measure", "--repeat", "2", "--name", testutil.ZoneName, "--transports", "udp", "--conditions", "fresh", "--out", "/dev/full", cd.UDP)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "writing the samples to /dev/full: write /dev/full: no space left on device (none was kept elsewhere)")
+	stored := filepath.Join(t.TempDir(), "m.db")
+	code, _, errOut = run("measure", "--repeat", "2", "--name", testutil.ZoneName, "--transports", "udp", "--conditions", "fresh", "--out", "/dev/full", "--store", stored, cd.UDP)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "(every one is in the store, run ")
 }

@@ -230,15 +230,15 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 		}
 		defer st.Close()
 	}
-	var storeErr error
-	var out io.Writer
+	var storeErr, outErr error
+	var outFile *os.File
 	if mr.out != "" {
 		f, err := os.Create(mr.out)
 		if err != nil {
 			return fail("%v", err)
 		}
 		defer f.Close()
-		out = f
+		outFile = f
 	}
 	var samples []*measure.Sample
 	meter := progress.New(stderr, "tasks")
@@ -260,8 +260,10 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 				cancel() // stop measuring what cannot be kept; what is stored stays
 			}
 		}
-		if out != nil {
-			json.NewEncoder(out).Encode(s)
+		if outFile != nil && outErr == nil {
+			if outErr = json.NewEncoder(outFile).Encode(s); outErr != nil && st == nil {
+				cancel() // the samples go nowhere else
+			}
 		}
 		if mr.json {
 			json.NewEncoder(stdout).Encode(s)
@@ -290,6 +292,17 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	}
 	if !mr.json {
 		summarize(stdout, samples, spec.Targets, mr.answers)
+	}
+	if outFile != nil && outErr == nil {
+		outErr = outFile.Close() // a file's last octets may fail only here
+	}
+	if outErr != nil {
+		kept := "none was kept elsewhere"
+		if st != nil && storeErr == nil {
+			kept = "every one is in the store, run " + run.ID
+		}
+		fmt.Fprintf(stderr, "doxlab %s: writing the samples to %s: %v (%s)\n", mr.kind, mr.out, outErr, kept)
+		return 1
 	}
 	if storeErr != nil {
 		fmt.Fprintf(stderr, "doxlab %s: %v (samples stored before it are kept; continue with: %s)\n", mr.kind, storeErr, mr.resumeCommand(run.ID))

@@ -81,8 +81,12 @@ func runStore(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *asJSON {
-		json.NewEncoder(stdout).Encode(stats)
-	} else if err := stats.Write(stdout); err != nil {
+		err = json.NewEncoder(stdout).Encode(stats)
+	} else {
+		err = stats.Write(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab store stats: %v\n", err)
 		return 1
 	}
 	if stats.Unsealed > 0 {

@@ -214,7 +214,7 @@ func testbedExecCmd(c *testbedCmd) int {
 		return fail(fmt.Errorf("no host %q in testbed %s (hosts: %s)", pos[0], *name, strings.Join(st.Spec.Hosts, ", ")))
 	}
 	cmd := st.Command(pos[0], rest[i+1:]...)
-	if stdout == os.Stdout && stderr == os.Stderr {
+	if outFile(stdout) == os.Stdout && stderr == os.Stderr {
 		// Become the command, so signals (a shell's kill, Ctrl-C) reach
 		// it and nothing is orphaned.
 		if err := syscall.Exec(cmd.Path, cmd.Args, os.Environ()); err != nil {

@@ -3,12 +3,14 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -43,6 +45,19 @@ func TestTestbedLifecycle(t *testing.T) {
 	require.Contains(t, out2, "link cable")
 	_, err = doxlab("testbed", "exec", "--name", "tcli", "client", "--", "false")
 	require.Error(t, err, "exec passes the exit status on")
+	// exec becomes its command, so a signal to it (the demo's trap, a
+	// shell's kill) reaches the command: a server started so was left
+	// running when exec ran it as a child.
+	sleeper := exec.Command(bin, "testbed", "exec", "--name", "tcli", "server", "--", "sleep", "30")
+	sleeper.Stdout, sleeper.Stderr = os.Stdout, os.Stderr
+	require.NoError(t, sleeper.Start())
+	comm := func() string {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", sleeper.Process.Pid))
+		return strings.TrimSpace(string(b))
+	}
+	require.Eventually(t, func() bool { return comm() == "sleep" }, testutil.Scaled(5*time.Second), 10*time.Millisecond, "exec is its command: %q", comm())
+	require.NoError(t, sleeper.Process.Signal(syscall.SIGTERM))
+	require.Error(t, sleeper.Wait(), "the command was the one signalled")
 	_, err = doxlab("testbed", "profile", "--name", "tcli", "5g")
 	require.Error(t, err)
 
