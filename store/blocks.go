@@ -197,7 +197,7 @@ func (w *blockWriter) encode() []byte {
 // repeat from sample to sample where its low ones do not, and zstd
 // finds the runs.
 func appendFloats(b []byte, c blockCol) []byte {
-	var ns, ks []int64
+	var ks []int64
 	var bits []uint64
 	whole, milli := true, true
 	for i, v := range c.floats {
@@ -206,18 +206,17 @@ func appendFloats(b []byte, c blockCol) []byte {
 		}
 		k, ok := millis(v)
 		milli = milli && ok
-		n := k / 1000
-		whole = whole && ok && k%1000 == 0 && float64(n) == v
-		ns, ks, bits = append(ns, n), append(ks, k), append(bits, math.Float64bits(v))
+		whole = whole && ok && k%1000 == 0 && float64(k/1000) == v
+		ks, bits = append(ks, k), append(bits, math.Float64bits(v))
 	}
-	if whole || milli {
-		how, vs := floatMillis, ks
+	if milli {
+		how, per := floatMillis, int64(1)
 		if whole {
-			how, vs = floatWhole, ns
+			how, per = floatWhole, 1000
 		}
 		b = append(b, how)
-		for _, k := range vs {
-			b = binary.AppendVarint(b, k)
+		for _, k := range ks {
+			b = binary.AppendVarint(b, k/per)
 		}
 		return b
 	}

@@ -310,6 +310,16 @@ var thousandthsOf = map[string]string{"probe_rtt_ms": "probe_rtt_us", "handshake
 	"total_ms": "total_us", "handshake_rtt": "handshake_mrtt", "resolve_rtt": "resolve_mrtt", "total_rtt": "total_mrtt",
 	"wire_ms": "wire_us", "wire_query_ms": "wire_query_us"}
 
+// millisOf is thousandthsOf the other way: the timing of schema 15 a
+// column of schema 16 keeps.
+var millisOf = func() map[string]string {
+	out := make(map[string]string, len(thousandthsOf))
+	for ms, t := range thousandthsOf {
+		out[t] = ms
+	}
+	return out
+}()
+
 // sampleColumnsV15 are sampleColumns of schemas 11 to 15, which the
 // upgrade to 11 lists: the timings as doubles.
 var sampleColumnsV15 = append([]string{"started_us"}, sampleColumnsV10[1:]...)
@@ -360,10 +370,8 @@ var samplesView = `CREATE VIEW IF NOT EXISTS samples AS SELECT s.id AS id, r.id 
 		case "started_us":
 			return `STARTEDTEXT AS started_at`
 		}
-		for ms, t := range thousandthsOf {
-			if c == t {
-				return milliSQL("s."+t) + ` AS ` + ms
-			}
+		if ms, ok := millisOf[c]; ok {
+			return milliSQL("s."+c) + ` AS ` + ms
 		}
 		return ""
 	}), ", ") + `, s.started_us AS started_us, s.k AS k, s.z AS z FROM sample_cols s JOIN runs r ON r.n = s.run`
@@ -851,10 +859,8 @@ func (s *Store) timeSamples() []string {
 func (s *Store) thousandthSamples() []string {
 	cols := strings.Join(sampleColumns, ", ")
 	from := strings.Join(selectList("c.", sampleColumns, func(c string) string {
-		for ms, t := range thousandthsOf {
-			if c == t {
-				return thousandthsSQL("c." + ms)
-			}
+		if ms, ok := millisOf[c]; ok {
+			return thousandthsSQL("c." + ms)
 		}
 		return ""
 	}), ", ")
