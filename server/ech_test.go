@@ -111,6 +111,7 @@ func lastConn(t *testing.T, ts *testServer, transport string, seen int) server.R
 // rotation ago, and answers one two rotations old with retry configs
 // that work; a client without ECH is recorded as offering none.
 func TestECH(t *testing.T) {
+	t.Cleanup(server.LagRecords(50 * time.Millisecond)) // as a busy machine would
 	ts := echServer(t)
 	list := echConfigOf(t, ts, "site.test.")
 	configs, err := ech.Parse(list)
@@ -146,8 +147,12 @@ func TestECH(t *testing.T) {
 	}
 
 	require.NoError(t, ts.RotateECH())
+	seen := len(ts.records("conn", "h2"))
 	_, err = echGet(t, ts, false, list)
 	require.NoError(t, err, "the config of one rotation ago is still accepted")
+	// Its record comes when the server sees the conn close, so wait for
+	// it: counted late, it would pass for the rejected conn's below.
+	require.Equal(t, ech.Accepted, lastConn(t, ts, "h2", seen).ECH)
 	require.NotEqual(t, list, echConfigOf(t, ts, "site.test."), "the record carries the new config")
 
 	require.NoError(t, ts.RotateECH())
@@ -155,7 +160,7 @@ func TestECH(t *testing.T) {
 		label string
 		h3    bool
 	}{{"h2", false}, {"h3", true}} {
-		seen := len(ts.records("conn", c.label))
+		seen = len(ts.records("conn", c.label))
 		_, err = echGet(t, ts, c.h3, list)
 		var rej *tls.ECHRejectionError
 		require.True(t, errors.As(err, &rej), "%s: a stale config is rejected: %v", c.label, err)

@@ -2,7 +2,7 @@ package server
 
 import "time"
 
-// LagRecords holds every QUIC conn record back by d until the test ends.
+// LagRecords holds every conn record back by d until the test ends.
 func LagRecords(d time.Duration) (restore func()) {
 	recordLag.Store(int64(d))
 	return func() { recordLag.Store(0) }
