@@ -22,6 +22,13 @@ func (tb *Testbed) serveControl() error {
 	if err != nil {
 		return fmt.Errorf("control socket: %w", err)
 	}
+	// Connecting takes write permission: only the testbed's owner may
+	// switch its links, whatever the umask (a page worker's unprivileged
+	// browser runs on this machine).
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return fmt.Errorf("control socket: %w", err)
+	}
 	tb.ctl = l
 	go func() {
 		for {
