@@ -2,8 +2,11 @@ package experiment_test
 
 import (
 	"context"
+	"encoding/hex"
 	"net"
 	"net/netip"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,26 +75,24 @@ func TestLoopbackNet(t *testing.T) {
 	require.Empty(t, experiment.OwnBlock(a, "nobody"))
 }
 
-// TestLoopbackSniffKeepsItsHosts: a host's capture on the loopback net
-// holds its packets with the net's other hosts, each once, both ways,
-// and none of the machine's other loopback traffic.
-func TestLoopbackSniffKeepsItsHosts(t *testing.T) {
-	n := loopbackNet(t, testbed.Spec{Name: "sniff"})
+// pingPong has the client send "ping" to the server, the server answer
+// "pong", the client send an empty datagram, and the machine send itself
+// some noise on its own loopback address, outside the net.
+func pingPong(t *testing.T, n experiment.Net) {
+	t.Helper()
 	srv, err := net.ListenPacket("udp", net.JoinHostPort(n.IP("server"), "53"))
 	require.NoError(t, err)
 	defer srv.Close()
 	other, err := net.ListenPacket("udp", "127.0.0.1:0") // the machine's own, not the net's
 	require.NoError(t, err)
 	defer other.Close()
-	sn, err := n.Sniff("client")
-	require.NoError(t, err)
 	c, err := net.Dial("udp", srv.LocalAddr().String())
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.Write([]byte("ping"))
 	require.NoError(t, err)
 	buf := make([]byte, 16)
-	srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+	require.NoError(t, srv.SetReadDeadline(time.Now().Add(5*time.Second)))
 	_, from, err := srv.ReadFrom(buf)
 	require.NoError(t, err)
 	_, err = srv.WriteTo([]byte("pong"), from)
@@ -101,6 +102,16 @@ func TestLoopbackSniffKeepsItsHosts(t *testing.T) {
 	_, err = other.WriteTo([]byte("noise"), other.LocalAddr())
 	require.NoError(t, err)
 	time.Sleep(50 * time.Millisecond)
+}
+
+// TestLoopbackSniffKeepsItsHosts: a host's capture on the loopback net
+// holds its packets with the net's other hosts, each once, both ways,
+// and none of the machine's other loopback traffic.
+func TestLoopbackSniffKeepsItsHosts(t *testing.T) {
+	n := loopbackNet(t, testbed.Spec{Name: "sniff"})
+	sn, err := n.Sniff("client")
+	require.NoError(t, err)
+	pingPong(t, n)
 	pkts, err := sn.Stop()
 	require.NoError(t, err)
 	var payloads []string
@@ -108,4 +119,47 @@ func TestLoopbackSniffKeepsItsHosts(t *testing.T) {
 		payloads = append(payloads, string(p.Data[28:]))
 	}
 	require.Equal(t, []string{"ping", "pong", ""}, payloads, "the net's packets, each once, in order")
+}
+
+// TestLoopbackPcapKeepsEachHostsLink: --pcap on the loopback net writes
+// each host's link as the testbed does, HOST-up.pcap (what it sent the
+// net's other hosts) and HOST-down.pcap (what they sent it), which
+// tshark reads with the packets' times; the machine's own loopback
+// traffic is in none of them.
+func TestLoopbackPcapKeepsEachHostsLink(t *testing.T) {
+	tshark := testutil.Need(t, "tshark", "apt-get install tshark")
+	dir := t.TempDir()
+	env := &experiment.Env{Store: dir + "/x.db", Net: experiment.NetLoopback}
+	st, n, done, err := env.Start(context.Background(), testbed.Spec{Name: "pcap", Hosts: []string{"client", "server", "proxy"}, PcapDir: dir + "/pcap"})
+	require.NoError(t, err)
+	st.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			done()
+		}
+	}()
+	pingPong(t, n)
+	done()
+	closed = true
+
+	read := func(file string) []string {
+		t.Helper()
+		out, err := exec.Command(tshark, "-r", dir+"/pcap/"+file, "-T", "fields", "-e", "ip.src", "-e", "ip.dst", "-e", "udp.payload").Output()
+		require.NoError(t, err, file)
+		return strings.Fields(string(out))
+	}
+	client, server := n.IP("client"), n.IP("server")
+	ping, pong := hex.EncodeToString([]byte("ping")), hex.EncodeToString([]byte("pong"))
+	require.Equal(t, []string{client, server, ping, client, server}, read("client-up.pcap"), "ping, and an empty datagram")
+	require.Equal(t, []string{server, client, pong}, read("client-down.pcap"))
+	require.Equal(t, []string{server, client, pong}, read("server-up.pcap"))
+	require.Equal(t, []string{client, server, ping, client, server}, read("server-down.pcap"))
+	require.Empty(t, read("proxy-up.pcap"), "a host that sent nothing has an empty capture")
+	require.Empty(t, read("proxy-down.pcap"))
+	out, err := exec.Command(tshark, "-r", dir+"/pcap/client-up.pcap", "-T", "fields", "-e", "frame.time_epoch").Output()
+	require.NoError(t, err)
+	sec, err := strconv.ParseFloat(strings.Fields(string(out))[0], 64)
+	require.NoError(t, err)
+	require.InDelta(t, float64(time.Now().Unix()), sec, 60, "the packet's own time")
 }
