@@ -116,6 +116,7 @@ fuzz:
 	$(GO) test ./internal/h3ext -run '^$$' -fuzz FuzzOriginStream -fuzztime 30s
 	$(GO) test ./internal/h3server -run '^$$' -fuzz FuzzRequestHeaders -fuzztime 30s
 	$(GO) test ./transport -run '^$$' -fuzz FuzzParseURL -fuzztime 30s
+	$(GO) test ./bench -run '^$$' -fuzz FuzzReadH3Response -fuzztime 30s
 	$(GO) test ./probe -run '^$$' -fuzz FuzzParseVN -fuzztime 30s
 	for f in FuzzStreamConn FuzzDoHHandler FuzzDoH2Conn FuzzDoQQuery FuzzLoadConfig; do \
 		$(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime 30s || exit 1; done

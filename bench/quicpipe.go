@@ -161,6 +161,9 @@ func (p *quicPipe) headersFrame(q []byte) ([]byte, error) {
 	return append(frame, block.Bytes()...), nil
 }
 
+// maxInterim bounds the interim responses a request stream may carry.
+const maxInterim = 5
+
 // HTTP/3 frame types (RFC 9114 §7.2).
 const (
 	h3FrameData    = 0x0
@@ -168,10 +171,12 @@ const (
 )
 
 // readH3Response reads a response off a request stream: the status from
-// its HEADERS, the body from its DATA frames, at most a DNS message's
-// worth; frames of unknown types (RFC 9114 §9) are skipped.
+// its final HEADERS (interim 1xx ones skipped), the body from its DATA
+// frames, at most a DNS message's worth; frames of unknown types (RFC
+// 9114 §9) are skipped.
 func readH3Response(str io.Reader) (status int, body []byte, err error) {
 	r := quicvarint.NewReader(str)
+	interim := 0
 	for {
 		t, err := quicvarint.Read(r)
 		if errors.Is(err, io.EOF) && status != 0 {
@@ -212,7 +217,18 @@ func readH3Response(str io.Reader) (status int, body []byte, err error) {
 			if status == 0 {
 				return 0, nil, dnswire.Malformed("HTTP/3 response without :status")
 			}
+			if status < 200 && status != http.StatusSwitchingProtocols {
+				// An interim response (RFC 9114 §4.1): the final one
+				// follows; a few, as quic-go's client takes.
+				if interim++; interim > maxInterim {
+					return 0, nil, dnswire.Malformed("%d interim HTTP/3 responses", interim)
+				}
+				status = 0
+			}
 		case h3FrameData:
+			if status == 0 {
+				return 0, nil, dnswire.Malformed("HTTP/3 DATA before the response's HEADERS")
+			}
 			body = append(body, make([]byte, n)...)
 			if _, err := io.ReadFull(r, body[len(body)-int(n):]); err != nil {
 				return 0, nil, err
