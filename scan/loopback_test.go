@@ -81,3 +81,24 @@ func TestScanStopsWhenCancelled(t *testing.T) {
 	require.Less(t, st.Sent, st.Targets)
 	require.Zero(t, calls.Load())
 }
+
+// TestScanSaysWhatWasNotSent: a probe the system refuses to send (here
+// to the broadcast address, without SO_BROADCAST) is counted with its
+// reason, not taken for sent; a scan that could send none fails saying
+// why, where it said "0 probes sent" and succeeded.
+func TestScanSaysWhatWasNotSent(t *testing.T) {
+	port := vnResponder(t, 1, false)
+	spec := scan.Spec{Ranges: []string{"255.255.255.255"}, QUICPorts: []int{port}, Rate: 1000, Cooldown: 100 * time.Millisecond}
+	st, err := scan.Run(context.Background(), spec, func(scan.Result) {})
+	require.ErrorIs(t, err, scan.ErrNothingSent)
+	require.ErrorContains(t, err, "1 tried, the first refused with sendto: permission denied")
+	require.Equal(t, scan.Stats{Targets: 1, Unsent: 1, UnsentWhy: "sendto: permission denied"}, scan.Stats{Targets: st.Targets, Sent: st.Sent, Unsent: st.Unsent, UnsentWhy: st.UnsentWhy})
+
+	spec.Ranges = []string{"127.0.0.1", "255.255.255.255"}
+	var found []scan.Result
+	st, err = scan.Run(context.Background(), spec, func(r scan.Result) { found = append(found, r) })
+	require.NoError(t, err, "some were sent")
+	require.Len(t, found, 1)
+	require.Equal(t, scan.Stats{Targets: 2, Sent: 1, Answers: 1, Unsent: 1, UnsentWhy: "sendto: permission denied"},
+		scan.Stats{Targets: st.Targets, Sent: st.Sent, Answers: st.Answers, Unsent: st.Unsent, UnsentWhy: st.UnsentWhy})
+}

@@ -92,9 +92,17 @@ func (e *SpecError) Unwrap() error { return e.Err }
 // Stats is what the scan did.
 type Stats struct {
 	Targets, Blocked, Sent, Answers int
-	Elapsed                         time.Duration
-	Rate                            float64 // probes per second achieved
+	// Unsent are the probes the system would not send (no route, a
+	// firewall, a broadcast address), and UnsentWhy the first one's
+	// reason, as "sendto: network is unreachable".
+	Unsent    int
+	UnsentWhy string
+	Elapsed   time.Duration
+	Rate      float64 // probes per second achieved
 }
+
+// ErrNothingSent is a scan none of whose probes the system sent.
+var ErrNothingSent = errors.New("no probe could be sent")
 
 // target is one probe to send.
 type target struct {
@@ -245,7 +253,7 @@ func Run(ctx context.Context, s Spec, found func(Result)) (Stats, error) {
 		s.Cooldown = 2 * time.Second
 	}
 	st := Stats{Targets: len(targets), Blocked: blocked}
-	conn, err := net.ListenUDP("udp4", nil)
+	conn, err := unicastUDP()
 	if err != nil {
 		return st, err
 	}
@@ -308,9 +316,13 @@ func Run(ctx context.Context, s Spec, found func(Result)) (Stats, error) {
 		mu.Lock()
 		sentAt[t.addr] = time.Now()
 		mu.Unlock()
-		if _, err := conn.WriteToUDPAddrPort(pkt, t.addr); err == nil {
-			st.Sent++
+		if _, err := conn.WriteToUDPAddrPort(pkt, t.addr); err != nil {
+			if st.Unsent++; st.UnsentWhy == "" {
+				st.UnsentWhy = sendError(err)
+			}
+			continue
 		}
+		st.Sent++
 	}
 	sendTime := time.Since(start)
 	select {
@@ -323,7 +335,40 @@ func Run(ctx context.Context, s Spec, found func(Result)) (Stats, error) {
 	if sendTime > 0 && st.Sent > 1 {
 		st.Rate = float64(st.Sent-1) / sendTime.Seconds()
 	}
+	if st.Sent == 0 && st.Unsent > 0 && ctx.Err() == nil {
+		return st, fmt.Errorf("%w: %d tried, the first refused with %s", ErrNothingSent, st.Unsent, st.UnsentWhy)
+	}
 	return st, ctx.Err()
+}
+
+// unicastUDP is the scan's socket, which sends to one host a probe: a
+// range holds its subnets' broadcast addresses (and may be
+// 255.255.255.255), and a probe to one would reach every host of the
+// vantage point's link. The system refuses such a send (Stats.Unsent).
+func unicastUDP() (*net.UDPConn, error) {
+	conn, err := net.ListenUDP("udp4", nil)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := conn.SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) { err = setUnicast(fd) })
+		err = errors.Join(cerr, err)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("a socket that does not broadcast: %w", err)
+	}
+	return conn, nil
+}
+
+// sendError is why a probe was not sent, without its address, so that
+// probes refused alike say so alike.
+func sendError(err error) string {
+	if oe, ok := errors.AsType[*net.OpError](err); ok {
+		return oe.Err.Error()
+	}
+	return err.Error()
 }
 
 // ids derives a target's connection IDs (or DNS ID) from the scan key, so

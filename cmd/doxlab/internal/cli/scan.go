@@ -119,8 +119,12 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%-5s %-21s %8.3f ms  %s\n", r.Kind, r.Target, r.RTTMs, extra)
 	})
 	if stats.Targets > 0 {
-		fmt.Fprintf(stderr, "doxlab scan: %d targets (%d blocked), %d probes sent at %.0f/s, %d answered, %.1f s\n",
-			stats.Targets, stats.Blocked, stats.Sent, stats.Rate, stats.Answers, stats.Elapsed.Seconds())
+		unsent := ""
+		if stats.Unsent > 0 {
+			unsent = fmt.Sprintf(", %d not sent (%s)", stats.Unsent, stats.UnsentWhy)
+		}
+		fmt.Fprintf(stderr, "doxlab scan: %d targets (%d blocked), %d probes sent at %.0f/s%s, %d answered, %.1f s\n",
+			stats.Targets, stats.Blocked, stats.Sent, stats.Rate, unsent, stats.Answers, stats.Elapsed.Seconds())
 	}
 	if st != nil {
 		fmt.Fprintf(stderr, "doxlab scan: stored as run %s in %s\n", runID, *dsn)

@@ -1,0 +1,10 @@
+//go:build unix
+
+package scan
+
+import "syscall"
+
+// setUnicast turns off SO_BROADCAST, which Go sets on every UDP socket.
+func setUnicast(fd uintptr) error {
+	return syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_BROADCAST, 0)
+}
