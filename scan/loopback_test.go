@@ -102,3 +102,25 @@ func TestScanSaysWhatWasNotSent(t *testing.T) {
 	require.Equal(t, scan.Stats{Targets: 2, Sent: 1, Answers: 1, Unsent: 1, UnsentWhy: "sendto: permission denied"},
 		scan.Stats{Targets: st.Targets, Sent: st.Sent, Answers: st.Answers, Unsent: st.Unsent, UnsentWhy: st.UnsentWhy})
 }
+
+// TestAPortGivenTwiceIsProbedOnce: each scanned host gets one probe a
+// port, however often the port is named.
+func TestAPortGivenTwiceIsProbedOnce(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer pc.Close()
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	st, err := scan.Run(context.Background(), scan.Spec{Ranges: []string{"127.0.0.1"}, QUICPorts: []int{port, port, port}, DNSPorts: []int{port, port},
+		Rate: 1000, Cooldown: 100 * time.Millisecond}, func(scan.Result) {})
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Targets, "a QUIC probe and a DNS query")
+	require.Equal(t, 2, st.Sent)
+	got := 0
+	require.NoError(t, pc.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
+	for buf := make([]byte, 2048); ; got++ {
+		if _, _, err := pc.ReadFrom(buf); err != nil {
+			break
+		}
+	}
+	require.Equal(t, 2, got)
+}

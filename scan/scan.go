@@ -143,6 +143,9 @@ func (s *Spec) bounds() ([]netip.Prefix, *blocklist.List, error) {
 	if len(s.QUICPorts) == 0 && len(s.DNSPorts) == 0 {
 		s.QUICPorts = []int{784, 853, 8853}
 	}
+	// A port given twice is probed once: twice would double what each
+	// scanned host receives.
+	s.QUICPorts, s.DNSPorts = slices.Compact(slices.Sorted(slices.Values(s.QUICPorts))), slices.Compact(slices.Sorted(slices.Values(s.DNSPorts)))
 	for _, port := range slices.Concat(s.QUICPorts, s.DNSPorts) {
 		if port < 1 || port > 65535 {
 			return nil, nil, &SpecError{"", fmt.Errorf("port %d: want 1 to 65535", port)}
