@@ -3,9 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,4 +148,82 @@ func waitReady(t *testing.T, path string) server.Ready {
 		return err == nil && json.Unmarshal(b, &ready) == nil
 	}, 10*time.Second, 10*time.Millisecond, "serve wrote no ready file")
 	return ready
+}
+
+// serveSaying starts the binary's serve with args, and returns what it
+// printed once every listener was bound, a line a listener, and the
+// certificate file it wrote.
+func serveSaying(t *testing.T, args ...string) (said map[string]string, answers, certFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile = filepath.Join(dir, "cert.pem")
+	errFile, err := os.Create(filepath.Join(dir, "stderr"))
+	require.NoError(t, err)
+	defer errFile.Close()
+	cmd := exec.Command(testutil.Doxlab(t), append([]string{"serve", "--cert-out", certFile, "--ready", filepath.Join(dir, "ready.json")}, args...)...)
+	cmd.Stderr = errFile
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitReady(t, filepath.Join(dir, "ready.json"))
+	b, err := os.ReadFile(errFile.Name()) // written before the ready file
+	require.NoError(t, err)
+	said = map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		rest, ok := strings.CutPrefix(line, "doxlab serve: ")
+		require.True(t, ok, "every line says whose it is: %q", line)
+		if a, ok := strings.CutPrefix(rest, "answers: "); ok {
+			answers = a
+			continue
+		}
+		if f := strings.Fields(rest); len(f) >= 3 && slices.Contains(server.ListenerNames, f[0]) {
+			said[f[0]] = strings.Join(f[2:], " ")
+		}
+	}
+	return said, answers, certFile
+}
+
+// TestServePrintsURLsThatWork: every URL serve prints for a listener
+// reaches it with doxlab query as printed (the web listener's DoH/3
+// too), and the metrics URL answers; what it says it answers with is
+// what it answers.
+func TestServePrintsURLsThatWork(t *testing.T) {
+	lo := "127.0.0.1:0"
+	said, answers, certFile := serveSaying(t, "--udp", lo, "--tcp", lo, "--dot", lo, "--doh", lo, "--doh3", lo, "--doq", lo,
+		"--web", lo, "--metrics", lo, "--any", "192.0.2.7", "--record", "s.example. 60 IN A 192.0.2.8")
+	require.Equal(t, "1 static records; any other name with 192.0.2.7", answers)
+	require.Len(t, said, 8, "%v", said)
+	urls := []string{}
+	for _, name := range []string{"udp", "tcp", "dot", "doh", "doh3", "doq"} {
+		urls = append(urls, said[name])
+	}
+	web := said["web"]
+	require.True(t, strings.HasPrefix(web, "https://127.0.0.1:"), web)
+	_, h3, ok := strings.Cut(strings.TrimSuffix(web, ")"), "DoH/3 at ")
+	require.True(t, ok, web)
+	urls = append(urls, h3)
+	for _, url := range urls {
+		for name, want := range map[string]string{"x.example": "192.0.2.7", "s.example": "192.0.2.8"} {
+			code, out, errOut := run("query", "--ca", certFile, "--timeout", "5s", url, name)
+			require.Equal(t, 0, code, "%s: %s", url, errOut)
+			require.Contains(t, out, want, "%s %s", url, name)
+		}
+	}
+	resp, err := http.Get(said["metrics"])
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "doxlab_", "Prometheus metrics of doxlab's own")
+}
+
+// TestServeWithoutAnswersSaysItRefuses: a server given nothing to
+// answer with says so, and how to give it something, and refuses as it
+// says.
+func TestServeWithoutAnswersSaysItRefuses(t *testing.T) {
+	said, answers, _ := serveSaying(t, "--udp", "127.0.0.1:0")
+	require.Equal(t, "none configured: every query is answered REFUSED (add --any IP, --zone FILE, --hosts FILE or --forward URL)", answers)
+	code, out, errOut := run("query", "--timeout", "5s", said["udp"], "x.example")
+	require.Equal(t, 0, code, "an answer, whatever its rcode, as dig: %s", errOut)
+	require.Contains(t, out, "status rcode-error  rcode REFUSED")
 }
