@@ -98,6 +98,9 @@ func (c Comparison) Test() string {
 	return t
 }
 
+// formatP prints p with three decimals, or as many more as keep it on
+// its side of Alpha: p=0.0496 is significant, and printed "0.050" it
+// would read as not.
 func formatP(p float64) string {
 	switch {
 	case math.IsNaN(p):
@@ -105,7 +108,15 @@ func formatP(p float64) string {
 	case p < 0.001:
 		return "<0.001"
 	}
-	return strconv.FormatFloat(p, 'f', 3, 64)
+	s := strconv.FormatFloat(p, 'f', 3, 64)
+	for prec := 4; prec <= 6; prec++ {
+		printed, _ := strconv.ParseFloat(s, 64)
+		if (printed < Alpha) == (p < Alpha) {
+			break
+		}
+		s = strconv.FormatFloat(p, 'f', prec, 64)
+	}
+	return s
 }
 
 // SignedCell is "+value [+lo, +hi]" with prec decimals and signs (a
