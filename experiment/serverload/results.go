@@ -381,7 +381,7 @@ func spectrumFigure(set *figure.Set, picked []*bench.Stored) error {
 		}
 		n := float64(lats.N())
 		// x = log10(1/(1-q)): 1 at p90, 2 at p99, ...; 200 points from the
-		// median to the last sample.
+		// fastest answer (x = 0) to the last percentile n samples reach.
 		var pts plotter.XYs
 		last := math.Log10(n)
 		for i := 0; i <= 200; i++ {
