@@ -746,15 +746,17 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 		if more < 0 || more > int64(maxTail) {
 			continue // its rows say what it holds
 		}
-		if more > 0 {
-			from := len(tail.rows)
-			if err := s.scanRange(ctx, q, []any{bs[len(bs)-1].last, n, more}, blockColumns, byNumber, func(r *Row) error { tail.add(r); return nil }); err != nil {
-				return nil, err
-			}
-			if int64(len(tail.rows)-from) != more { // one committed late: read the run from its rows
-				tail.rows = tail.rows[:from]
-				continue
-			}
+		// The tail is read one past what it should hold, also when that
+		// is none: a sample deleted under a block leaves the run holding
+		// one fewer than its blocks and its tail count, and a tail read
+		// only as long as the difference would take its place unseen.
+		from := len(tail.rows)
+		if err := s.scanRange(ctx, q, []any{bs[len(bs)-1].last, n, more + 1}, blockColumns, byNumber, func(r *Row) error { tail.add(r); return nil }); err != nil {
+			return nil, err
+		}
+		if int64(len(tail.rows)-from) != more { // one deleted under a block, or committed late: read the run from its rows
+			tail.rows = tail.rows[:from]
+			continue
 		}
 		read[n] = true
 		for _, b := range bs {
