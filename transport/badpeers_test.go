@@ -195,6 +195,39 @@ func TestMisbehavingTCPServers(t *testing.T) {
 			require.Equal(t, c.want, rec.Status, rec.Error)
 		})
 	}
+	t.Run("a-late-answer-is-not-the-next-querys", func(t *testing.T) {
+		// The answer to a query that timed out comes just after the next
+		// query, which has the same ID and question, was sent: it must not
+		// pass for that query's own, which comes 150 ms later.
+		url := tcpFixture(t, func(c net.Conn) {
+			q1, q2 := readQuery(c), readQuery(c)
+			for i, q := range [][]byte{q1, q2} {
+				if i == 1 {
+					time.Sleep(150 * time.Millisecond)
+				}
+				a := answer(q, func(r *dns.Msg) { r.Answer[0].(*dns.A).A = net.IPv4(192, 0, 2, byte(1+i)) })
+				c.Write(append([]byte{byte(len(a) >> 8), byte(len(a))}, a...))
+			}
+			time.Sleep(time.Second)
+		})
+		tr, err := transport.New(url, transport.Options{Reuse: true, Timeout: 300 * time.Millisecond})
+		require.NoError(t, err)
+		defer tr.Close()
+		q := query("a.test.", dns.TypeA)
+		q.Id = 7
+		rec, err := tr.Exchange(context.Background(), q)
+		require.Error(t, err)
+		require.Equal(t, transport.StatusTimeout, rec.Status, rec.Error)
+		q = query("a.test.", dns.TypeA)
+		q.Id = 7
+		rec, err = tr.Exchange(context.Background(), q)
+		require.NoError(t, err)
+		require.Equal(t, transport.StatusOK, rec.Status, rec.Error)
+		require.True(t, rec.Conn.Reused, "the same connection")
+		require.Contains(t, rec.Answers[0], "192.0.2.2", "its own answer, not the late one")
+		require.GreaterOrEqual(t, rec.Timing.TotalMs, 140.0)
+		require.Equal(t, uint16(7), rec.Response.Id, "the caller's ID given back")
+	})
 	t.Run("answers-out-of-order", func(t *testing.T) {
 		// Two pipelined queries answered in reverse order must each get their own answer.
 		url := tcpFixture(t, func(c net.Conn) {

@@ -26,9 +26,17 @@ type mux struct {
 	mu      sync.Mutex
 	wmu     sync.Mutex
 	pending map[uint16]chan arrival
-	err     error // why the reader stopped; later exchanges fail with it
-	done    chan struct{}
+	// abandoned are the IDs of queries given up on (timed out or
+	// cancelled) whose answers may still come: no new query takes one,
+	// or a late answer would pass for its own. An answer frees its ID.
+	abandoned map[uint16]bool
+	err       error // why the reader stopped; later exchanges fail with it
+	done      chan struct{}
 }
+
+// maxAbandoned bounds the IDs held back on one connection; past it one
+// of them is let go, taken to be lost for good (the server dropped it).
+const maxAbandoned = 1024
 
 type arrival struct {
 	msg   []byte
@@ -37,7 +45,7 @@ type arrival struct {
 }
 
 func newMux(write func([]byte) (time.Time, error), read func() ([]byte, error), first func() time.Time, strict bool) *mux {
-	m := &mux{write: write, read: read, first: first, pending: map[uint16]chan arrival{}, done: make(chan struct{})}
+	m := &mux{write: write, read: read, first: first, pending: map[uint16]chan arrival{}, abandoned: map[uint16]bool{}, done: make(chan struct{})}
 	go m.loop(strict)
 	return m
 }
@@ -75,6 +83,7 @@ func (m *mux) loop(strict bool) {
 		if ok {
 			delete(m.pending, id)
 		}
+		delete(m.abandoned, id) // answered at last: the ID is free
 		m.mu.Unlock()
 		if ok {
 			ch <- arrival{msg: msg, at: at, first: first}
@@ -110,7 +119,7 @@ func (m *mux) exchange(ctx context.Context, wire []byte) (a arrival, sent, wireS
 	}
 	id := binary.BigEndian.Uint16(wire)
 	for {
-		if _, busy := m.pending[id]; !busy {
+		if _, busy := m.pending[id]; !busy && !m.abandoned[id] {
 			break
 		}
 		id = uint16(rand.UintN(1 << 16))
@@ -142,6 +151,7 @@ func (m *mux) exchange(ctx context.Context, wire []byte) (a arrival, sent, wireS
 		return arrival{}, sent, wireSent, err
 	case <-ctx.Done():
 		m.forget(id)
+		m.abandon(id)
 		return arrival{}, sent, wireSent, ctx.Err()
 	}
 }
@@ -152,4 +162,17 @@ func (m *mux) forget(id uint16) {
 		delete(m.pending, id)
 	}
 	m.mu.Unlock()
+}
+
+// abandon holds id back from new queries until its answer comes.
+func (m *mux) abandon(id uint16) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.abandoned) >= maxAbandoned {
+		for old := range m.abandoned {
+			delete(m.abandoned, old)
+			break
+		}
+	}
+	m.abandoned[id] = true
 }
