@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -286,7 +287,7 @@ func (a *answerer) targetAddresses(answer []dns.RR) []dns.RR {
 func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transport.Record, Reason) {
 	key := cacheKeyOf(q)
 	if a.cache != nil {
-		if m := a.cache.get(key, q.Id); m != nil {
+		if m := a.cache.get(key, q); m != nil {
 			return m, nil, ""
 		}
 	}
@@ -377,29 +378,44 @@ func cacheKeyOf(q *dns.Msg) cacheKey {
 
 type cacheEntry struct {
 	msg     *dns.Msg
+	kept    time.Time
 	expires time.Time
 }
 
 // cache keeps forwarded answers for their smallest TTL (negative answers
-// for the SOA minimum), at most 5 minutes.
+// for the SOA minimum), at most 5 minutes, and serves them as a
+// resolver does: to the question as asked, their TTLs less the whole
+// seconds they were held (RFC 1035 §7.3).
 type cache struct {
 	mu sync.Mutex
 	m  map[cacheKey]cacheEntry
 }
 
-func (c *cache) get(k cacheKey, id uint16) *dns.Msg {
+func (c *cache) get(k cacheKey, q *dns.Msg) *dns.Msg {
 	c.mu.Lock()
 	e, ok := c.m[k]
 	c.mu.Unlock()
-	if !ok || time.Now().After(e.expires) {
+	now := time.Now()
+	if !ok || now.After(e.expires) {
 		return nil
 	}
 	m := e.msg.Copy()
-	m.Id = id
+	m.Id, m.Question = q.Id, slices.Clone(q.Question) // a client using 0x20 compares the case
+	held := uint32(now.Sub(e.kept) / time.Second)
+	for _, rrs := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		for _, rr := range rrs {
+			if h := rr.Header(); h.Rrtype != dns.TypeOPT {
+				h.Ttl -= min(h.Ttl, held)
+			}
+		}
+	}
 	return m
 }
 
 func (c *cache) put(k cacheKey, m *dns.Msg) {
+	if m.Truncated {
+		return // a client retries over TCP: not to be given this again
+	}
 	ttl := uint32(300)
 	for _, rr := range append(append([]dns.RR{}, m.Answer...), m.Ns...) {
 		t := rr.Header().Ttl
@@ -417,7 +433,8 @@ func (c *cache) put(k cacheKey, m *dns.Msg) {
 	if len(c.m) > 100000 {
 		c.m = map[cacheKey]cacheEntry{} // crude bound; an experiment cache, not a resolver's
 	}
-	c.m[k] = cacheEntry{msg: m.Copy(), expires: time.Now().Add(time.Duration(ttl) * time.Second)}
+	now := time.Now()
+	c.m[k] = cacheEntry{msg: m.Copy(), kept: now, expires: now.Add(time.Duration(ttl) * time.Second)}
 	c.mu.Unlock()
 }
 

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1180,4 +1181,46 @@ func TestAliasModeBringsItsTarget(t *testing.T) {
 		types = append(types, dns.TypeToString[rr.Header().Rrtype]+" "+rr.Header().Name)
 	}
 	require.ElementsMatch(t, []string{"HTTPS svc.zone.test.", "A svc.zone.test."}, types)
+}
+
+// TestCacheAnswersAsAsked: a cached answer is served as a resolver
+// serves one: its question as this query asked it (a client using DNS
+// 0x20 compares the case), its TTLs run down by the time it was held;
+// and a truncated answer (TC, from an upstream over UDP) is not kept,
+// so that a client retrying over TCP is not given it again.
+func TestCacheAnswersAsAsked(t *testing.T) {
+	up := start(t, nil) // answers 192.0.2.7 for every name, TTL 300
+	stub := start(t, func(c *server.Config) { c.Answers = server.Answers{Forward: up.url("udp"), Cache: true} })
+	rec := ask(t, stub.url("udp"), stub.pool(), "CaSe.TeSt")
+	require.Equal(t, "CaSe.TeSt.", rec.Response.Question[0].Name)
+	require.Equal(t, uint32(300), rec.Response.Answer[0].Header().Ttl)
+	time.Sleep(1100 * time.Millisecond)
+	rec = ask(t, stub.url("tcp"), stub.pool(), "case.test")
+	require.Len(t, up.records("query", "udp"), 1, "from the cache")
+	require.Equal(t, "case.test.", rec.Response.Question[0].Name, "the question as asked")
+	require.LessOrEqual(t, rec.Response.Answer[0].Header().Ttl, uint32(299), "held a second: its TTL ran down")
+	require.GreaterOrEqual(t, rec.Response.Answer[0].Header().Ttl, uint32(250))
+
+	// An upstream that truncates every answer.
+	var asked atomic.Int32
+	tc := testutil.UDPPeer(t, func(q []byte) []byte {
+		asked.Add(1)
+		m := new(dns.Msg)
+		if m.Unpack(q) != nil {
+			return nil
+		}
+		r := new(dns.Msg)
+		r.SetReply(m)
+		r.Truncated = true
+		b, _ := r.Pack()
+		return b
+	})
+	stub = start(t, func(c *server.Config) { c.Answers = server.Answers{Forward: "udp://" + tc, Cache: true} })
+	for range 2 {
+		q := query("big.test")
+		r, err := dns.Exchange(q, stub.Addr("udp").String())
+		require.NoError(t, err)
+		require.True(t, r.Truncated)
+	}
+	require.Equal(t, int32(2), asked.Load(), "a truncated answer is not kept")
 }
