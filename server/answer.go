@@ -159,6 +159,13 @@ func (a *answerer) zoneOf(name string) *dns.SOA {
 func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *transport.Record, why Reason) {
 	r = new(dns.Msg)
 	r.SetReply(q)
+	if rcode, ok := ednsRcode(q); !ok {
+		r.Rcode = rcode
+		if rcode == dns.RcodeBadVers { // said in an OPT of the version this server speaks
+			r.SetEdns0(1232, false)
+		}
+		return r, nil, ""
+	}
 	if q.Opcode != dns.OpcodeQuery || len(q.Question) != 1 {
 		r.Rcode = dns.RcodeNotImplemented
 		if len(q.Question) != 1 {
@@ -279,6 +286,24 @@ func (a *answerer) targetAddresses(answer []dns.RR) []dns.RR {
 		rrs = next
 	}
 	return extra
+}
+
+// ednsRcode checks q's EDNS(0) (RFC 6891 §6.1.1, §6.1.3): more than one
+// OPT record is FORMERR, a version past 0 BADVERS; ok when neither.
+func ednsRcode(q *dns.Msg) (rcode int, ok bool) {
+	var opt *dns.OPT
+	for _, rr := range q.Extra {
+		if o, is := rr.(*dns.OPT); is {
+			if opt != nil {
+				return dns.RcodeFormatError, false
+			}
+			opt = o
+		}
+	}
+	if opt != nil && opt.Version() != 0 {
+		return dns.RcodeBadVers, false
+	}
+	return 0, true
 }
 
 // forward answers q from the cache or the upstream; past the bound on

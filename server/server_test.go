@@ -1224,3 +1224,44 @@ func TestCacheAnswersAsAsked(t *testing.T) {
 	}
 	require.Equal(t, int32(2), asked.Load(), "a truncated answer is not kept")
 }
+
+// TestEDNSAsRFC6891Asks: a query of an EDNS version past 0 is answered
+// BADVERS in an OPT of version 0, and one with two OPT records FORMERR
+// (RFC 6891 §6.1.3, §6.1.1); an option or a flag the server does not
+// know is ignored and not echoed.
+func TestEDNSAsRFC6891Asks(t *testing.T) {
+	ts := start(t, nil)
+	ask := func(q *dns.Msg) *dns.Msg {
+		t.Helper()
+		r, err := dns.Exchange(q, ts.Addr("udp").String())
+		require.NoError(t, err)
+		return r
+	}
+	q := query("v1.test")
+	q.SetEdns0(1232, false)
+	q.IsEdns0().SetVersion(1)
+	r := ask(q)
+	require.Equal(t, dns.RcodeBadVers, r.Rcode)
+	require.NotNil(t, r.IsEdns0(), "BADVERS is an extended rcode: said in an OPT")
+	require.Equal(t, uint8(0), r.IsEdns0().Version(), "the version this server speaks")
+	require.Empty(t, r.Answer)
+
+	q = query("two.test")
+	q.SetEdns0(1232, false)
+	q.Extra = append(q.Extra, &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT, Class: 1232}})
+	require.Equal(t, dns.RcodeFormatError, ask(q).Rcode)
+
+	q = query("odd.test")
+	q.SetEdns0(1232, true)
+	o := q.IsEdns0()
+	o.Option = append(o.Option, &dns.EDNS0_LOCAL{Code: 65001, Data: []byte("?")})
+	o.Hdr.Ttl |= 0x4000 // a flag no RFC defines (Z)
+	r = ask(q)
+	require.Equal(t, dns.RcodeSuccess, r.Rcode)
+	require.Contains(t, r.Answer[0].String(), anyIP)
+	ro := r.IsEdns0()
+	require.NotNil(t, ro)
+	require.Empty(t, ro.Option, "the unknown option is not echoed")
+	require.True(t, ro.Do(), "DO is echoed")
+	require.Zero(t, ro.Hdr.Ttl&0x7fff, "no flag but DO")
+}
