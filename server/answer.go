@@ -175,6 +175,16 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *tran
 	}
 	qq := q.Question[0]
 	name := dns.CanonicalName(qq.Name)
+	if qq.Qclass != dns.ClassINET && qq.Qclass != dns.ClassANY {
+		// This server's data are of class IN: a question of another
+		// class (CH's version.bind, id.server) is an upstream's to
+		// answer, or refused.
+		if a.fwd != nil {
+			return a.forward(ctx, q)
+		}
+		r.Rcode = dns.RcodeRefused
+		return r, nil, ""
+	}
 	if rrs, ok := a.records[name]; ok {
 		r.Authoritative = true
 		// A CNAME whose target is in our data is followed, as RFC 1034

@@ -1265,3 +1265,30 @@ func TestEDNSAsRFC6891Asks(t *testing.T) {
 	require.True(t, ro.Do(), "DO is echoed")
 	require.Zero(t, ro.Hdr.Ttl&0x7fff, "no flag but DO")
 }
+
+// TestOtherClassesAreNotAnsweredFromINData: the server's data are of
+// class IN; a CH question for a name it holds, or any name, is
+// refused, not answered with IN records it did not ask for; a
+// forwarder forwards it.
+func TestOtherClassesAreNotAnsweredFromINData(t *testing.T) {
+	ts := start(t, func(c *server.Config) { c.Answers.Static = []string{"s.test. 60 IN A 192.0.2.8"} })
+	for _, name := range []string{"s.test.", "other.test.", "version.bind."} {
+		q := query(name)
+		q.Question[0].Qclass = dns.ClassCHAOS
+		r, err := dns.Exchange(q, ts.Addr("udp").String())
+		require.NoError(t, err)
+		require.Equal(t, dns.RcodeRefused, r.Rcode, name)
+		require.Empty(t, r.Answer, name)
+	}
+	stub := start(t, func(c *server.Config) { c.Answers = server.Answers{Forward: ts.url("udp")} })
+	q := query("s.test.")
+	q.Question[0].Qclass = dns.ClassCHAOS
+	r, err := dns.Exchange(q, stub.Addr("udp").String())
+	require.NoError(t, err)
+	require.Equal(t, dns.RcodeRefused, r.Rcode, "the upstream's word")
+	require.Len(t, ts.records("query", "udp"), 4, "forwarded")
+	q.Question[0].Qclass = dns.ClassANY
+	r, err = dns.Exchange(q, ts.Addr("udp").String())
+	require.NoError(t, err)
+	require.Len(t, r.Answer, 1, "class ANY takes IN data")
+}
