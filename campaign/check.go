@@ -1,10 +1,12 @@
 package campaign
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 
@@ -40,10 +42,7 @@ func CheckVantage(ctx context.Context, st *store.Store, dsn, vantage string, pag
 		return out
 	}
 	db := st.DB()
-	mode := "prefer"
-	if u, err := url.Parse(dsn); err == nil && u.Query().Get("sslmode") != "" {
-		mode = u.Query().Get("sslmode")
-	}
+	mode := sslMode(dsn)
 	var ssl bool
 	var version string
 	err := db.QueryRowContext(ctx, `SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false), coalesce((SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid()), '')`).Scan(&ssl, &version)
@@ -106,6 +105,15 @@ func CheckVantage(ctx context.Context, st *store.Store, dsn, vantage string, pag
 		}
 	}
 	return out
+}
+
+// sslMode is the sslmode a connection to dsn was made with, as pgx and
+// libpq take it: the DSN's, else $PGSSLMODE's, else prefer.
+func sslMode(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Query().Get("sslmode") != "" {
+		return u.Query().Get("sslmode")
+	}
+	return cmp.Or(os.Getenv("PGSSLMODE"), "prefer")
 }
 
 var (
