@@ -17,6 +17,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -187,13 +188,22 @@ var givenPorts sync.Map
 // FreePort returns a port free on 127.0.0.1 for both TCP and UDP, and
 // one it has not returned before in this process: the kernel may hand
 // out a port again once its probe is closed, and a peer given one port
-// twice (CoreDNS's DoT and DoH) serves only one of them.
+// twice (CoreDNS's DoT and DoH) serves only one of them. It is drawn
+// below the kernel's ephemeral range where it can: a port taken from
+// that range is free only until another test binary running beside
+// this one (go test runs packages at once) binds port 0 and is given
+// it, and the server this port was for cannot bind.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	lo, hi := belowEphemeral()
+	for range 200 {
+		addr := "127.0.0.1:0"
+		if hi > lo {
+			addr = fmt.Sprintf("127.0.0.1:%d", lo+mrand.IntN(hi-lo))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			t.Fatal(err)
+			continue // taken: draw again
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
@@ -207,6 +217,20 @@ func FreePort(t testing.TB) int {
 	}
 	t.Fatal("no port free for both TCP and UDP")
 	return 0
+}
+
+// belowEphemeral is the range FreePort draws from: from 10000 to the
+// start of the kernel's ephemeral ports, or none where it cannot tell.
+func belowEphemeral() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil || first <= 11000 {
+		return 0, 0
+	}
+	return 10000, first
 }
 
 // Start runs a peer process until the test ends, keeping its output for
