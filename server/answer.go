@@ -162,7 +162,7 @@ func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *tran
 	if rcode, ok := ednsRcode(q); !ok {
 		r.Rcode = rcode
 		if rcode == dns.RcodeBadVers { // said in an OPT of the version this server speaks
-			r.SetEdns0(1232, false)
+			r.SetEdns0(maxUDPSize, false)
 		}
 		return r, nil, ""
 	}

@@ -298,7 +298,7 @@ func padResponse(q, r *dns.Msg, encrypted bool) {
 		return
 	}
 	if r.IsEdns0() == nil {
-		r.SetEdns0(1232, qopt.Do())
+		r.SetEdns0(maxUDPSize, qopt.Do())
 	}
 	if !encrypted {
 		return

@@ -1292,3 +1292,37 @@ func TestOtherClassesAreNotAnsweredFromINData(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, r.Answer, 1, "class ANY takes IN data")
 }
+
+// TestUDPAnswersFitTheFlagDaySize: however large a buffer a query's
+// EDNS(0) claims, an answer over UDP is at most 1,232 octets (the size
+// the server advertises): larger ones are truncated, and a client asks
+// again over TCP, where it comes whole. A 64 KB buffer does not make
+// the server a reflector of 3 KB answers.
+func TestUDPAnswersFitTheFlagDaySize(t *testing.T) {
+	var txt []string
+	for i := range 30 {
+		txt = append(txt, fmt.Sprintf(`big.test. 60 IN TXT "%03d %s"`, i, strings.Repeat("x", 90)))
+	}
+	ts := start(t, func(c *server.Config) { c.Answers.Static = txt })
+	for _, size := range []uint16{65535, 4096, 1232} {
+		q := new(dns.Msg)
+		q.SetQuestion("big.test.", dns.TypeTXT)
+		q.SetEdns0(size, false)
+		c := &dns.Client{UDPSize: size}
+		r, _, err := c.Exchange(q, ts.Addr("udp").String())
+		require.NoError(t, err)
+		r.Compress = true // as it was sent
+		packed, err := r.Pack()
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(packed), 1232, "buffer %d", size)
+		require.True(t, r.Truncated, "buffer %d", size)
+		require.Equal(t, uint16(1232), r.IsEdns0().UDPSize(), "the size the server advertises")
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("big.test.", dns.TypeTXT)
+	q.SetEdns0(65535, false)
+	r, _, err := (&dns.Client{Net: "tcp"}).Exchange(q, ts.Addr("tcp").String())
+	require.NoError(t, err)
+	require.False(t, r.Truncated)
+	require.Len(t, r.Answer, 30, "whole over TCP")
+}

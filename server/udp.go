@@ -148,13 +148,25 @@ func (s *Server) answerUDP(q *dns.Msg, raddr net.Addr, local string, received ti
 	if r == nil {
 		return nil, false
 	}
-	size := dns.MinMsgSize
-	if o := q.IsEdns0(); o != nil && int(o.UDPSize()) > size {
-		size = int(o.UDPSize())
-	}
-	truncate(r, size)
+	truncate(r, udpSize(q))
 	out, err := r.PackBuffer(buf)
 	return out, err == nil
+}
+
+// maxUDPSize is the largest answer sent over UDP, whatever the query's
+// EDNS(0) buffer size says: the size this server advertises, the DNS
+// Flag Day 2020's, which no path fragments. A larger one would be
+// fragmented on the way (and spoofable in its fragments), and is
+// what a reflection attack asks for with a 64 KB buffer size.
+const maxUDPSize = 1232
+
+// udpSize is how large q's answer over UDP may be: 512 octets, or the
+// EDNS(0) buffer size q says, at most maxUDPSize (RFC 6891 §6.2.5).
+func udpSize(q *dns.Msg) int {
+	if o := q.IsEdns0(); o != nil {
+		return min(max(int(o.UDPSize()), dns.MinMsgSize), maxUDPSize)
+	}
+	return dns.MinMsgSize
 }
 
 // truncate fits r into size octets as miekg's Truncate does, but sets TC
