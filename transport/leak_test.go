@@ -1,0 +1,86 @@
+package transport_test
+
+import (
+	"context"
+	"crypto/x509"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// TestClosedTransportsLeaveNothingRunning: a campaign worker makes a
+// transport a task, for a year; one that left a goroutine behind when
+// closed (a connection's reader, a QUIC transport, an HTTP/2 pool) would
+// pile them up. Every transport, each condition's way (reused, fresh,
+// resumed in a session), closed after its exchanges, leaves the
+// process's goroutines where they were.
+func TestClosedTransportsLeaveNothingRunning(t *testing.T) {
+	lo := "127.0.0.1:0"
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: lo, TCP: lo, DoT: lo, DoH: lo, DoH3: lo, DoQ: lo},
+		Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	a := func(n string) string { return srv.Addr(n).String() }
+	urls := []string{"udp://" + a("udp"), "tcp://" + a("tcp"), "tls://" + a("dot"), "https://" + a("doh") + "/dns-query",
+		"h3://" + a("doh3") + "/dns-query", "quic://" + a("doq")}
+	settle := func() int {
+		// What the server and the runtime start lazily, started before
+		// the count: one round of every transport, closed.
+		time.Sleep(50 * time.Millisecond)
+		return runtime.NumGoroutine()
+	}
+	round := func() {
+		t.Helper()
+		for _, url := range urls {
+			for _, opts := range []transport.Options{
+				{Reuse: true},
+				{},
+				{Reuse: true, HTTPVersion: "1.1"},
+				{ZeroRTT: true, Session: transport.NewSession(transport.SessionConfig{Tickets: true, Tokens: true})},
+			} {
+				opts.RootCAs, opts.Timeout = roots, 5*time.Second
+				if opts.HTTPVersion != "" && !strings.HasPrefix(url, "https") {
+					continue
+				}
+				tr, err := transport.New(url, opts)
+				require.NoError(t, err)
+				for range 3 {
+					q := new(dns.Msg)
+					q.SetQuestion("leak.test.", dns.TypeA)
+					rec, err := tr.Exchange(context.Background(), q)
+					require.NoError(t, err, url)
+					require.Equal(t, transport.StatusOK, rec.Status, url)
+				}
+				require.NoError(t, tr.Close(), url)
+			}
+		}
+	}
+	round()
+	before := settle()
+	for range 3 {
+		round()
+	}
+	var after int
+	ok := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if after = runtime.NumGoroutine(); after <= before {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		t.Fatalf("%d goroutines after three rounds of closed transports, %d before:\n%s", after, before, buf[:n])
+	}
+}
