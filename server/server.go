@@ -91,6 +91,12 @@ func New(cfg *Config) (*Server, error) {
 	if proxy != nil {
 		s.closers = append(s.closers, proxy) // its connections to targets
 	}
+	if ans.fwd != nil {
+		// Its connections to the upstream, closed last (closers close in
+		// reverse): a stub a page task starts, closed, would otherwise
+		// keep its upstream connection, and the upstream its end of it.
+		s.closers = append([]io.Closer{ans.fwd}, s.closers...)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.workers = newWorkers(s.ctx.Done())
 	return s, nil
