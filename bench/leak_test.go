@@ -1,0 +1,62 @@
+package bench_test
+
+import (
+	"context"
+	"crypto/x509"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/transport"
+)
+
+// TestRunsLeaveNothingRunning: a benchmark run, open or closed loop,
+// lean path or the transports', leaves the process's goroutines where
+// they were when it returns: the server-load experiment runs one a
+// step, a ramp dozens.
+func TestRunsLeaveNothingRunning(t *testing.T) {
+	lo := "127.0.0.1:0"
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: lo, TCP: lo, DoT: lo, DoH: lo, DoH3: lo, DoQ: lo},
+		Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(srv.CertPEM())
+	a := func(n string) string { return srv.Addr(n).String() }
+	round := func() {
+		t.Helper()
+		for _, url := range []string{"udp://" + a("udp"), "tcp://" + a("tcp"), "tls://" + a("dot"), "https://" + a("doh") + "/dns-query",
+			"h3://" + a("doh3") + "/dns-query", "quic://" + a("doq")} {
+			for _, c := range []bench.Config{
+				{Rate: 500, Duration: 60 * time.Millisecond, Conns: 2, Options: transport.Options{Reuse: true}}, // the lean path
+				{Rate: 500, Duration: 60 * time.Millisecond, Full: true, Options: transport.Options{Reuse: true}},
+				{Workers: 2, MaxQueries: 20, Duration: time.Second}, // closed loop
+			} {
+				c.URL, c.Options.RootCAs, c.Options.Timeout = url, roots, 5*time.Second
+				res, err := bench.Run(context.Background(), c)
+				require.NoError(t, err, url)
+				s := res.Summarize()
+				require.Equal(t, s.Sent, s.Answered, "%s: %v", url, s.Errors)
+			}
+		}
+	}
+	round()
+	time.Sleep(50 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	for range 2 {
+		round()
+	}
+	var after int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if after = runtime.NumGoroutine(); after <= before {
+			return
+		}
+	}
+	buf := make([]byte, 1<<20)
+	t.Fatalf("%d goroutines after two rounds of runs, %d before:\n%s", after, before, buf[:runtime.Stack(buf, true)])
+}
