@@ -3,13 +3,13 @@ package bench_test
 import (
 	"context"
 	"crypto/x509"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/bench"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -45,18 +45,5 @@ func TestRunsLeaveNothingRunning(t *testing.T) {
 			}
 		}
 	}
-	round()
-	time.Sleep(50 * time.Millisecond)
-	before := runtime.NumGoroutine()
-	for range 2 {
-		round()
-	}
-	var after int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if after = runtime.NumGoroutine(); after <= before {
-			return
-		}
-	}
-	buf := make([]byte, 1<<20)
-	t.Fatalf("%d goroutines after two rounds of runs, %d before:\n%s", after, before, buf[:runtime.Stack(buf, true)])
+	testutil.NoGrowth(t, 2, round)
 }

@@ -2,11 +2,11 @@ package pageload_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // TestLoadsLeaveNothingRunning: a campaign worker's loader loads page
@@ -29,18 +29,5 @@ func TestLoadsLeaveNothingRunning(t *testing.T) {
 			}
 		}
 	}
-	round()
-	time.Sleep(50 * time.Millisecond)
-	before := runtime.NumGoroutine()
-	for range 3 {
-		round()
-	}
-	var after int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if after = runtime.NumGoroutine(); after <= before {
-			return
-		}
-	}
-	buf := make([]byte, 1<<20)
-	t.Fatalf("%d goroutines after three rounds of loads, %d before:\n%s", after, before, buf[:runtime.Stack(buf, true)])
+	testutil.NoGrowth(t, 3, round)
 }

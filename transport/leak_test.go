@@ -3,7 +3,6 @@ package transport_test
 import (
 	"context"
 	"crypto/x509"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
@@ -33,12 +33,6 @@ func TestClosedTransportsLeaveNothingRunning(t *testing.T) {
 	a := func(n string) string { return srv.Addr(n).String() }
 	urls := []string{"udp://" + a("udp"), "tcp://" + a("tcp"), "tls://" + a("dot"), "https://" + a("doh") + "/dns-query",
 		"h3://" + a("doh3") + "/dns-query", "quic://" + a("doq")}
-	settle := func() int {
-		// What the server and the runtime start lazily, started before
-		// the count: one round of every transport, closed.
-		time.Sleep(50 * time.Millisecond)
-		return runtime.NumGoroutine()
-	}
 	round := func() {
 		t.Helper()
 		for _, url := range urls {
@@ -65,22 +59,5 @@ func TestClosedTransportsLeaveNothingRunning(t *testing.T) {
 			}
 		}
 	}
-	round()
-	before := settle()
-	for range 3 {
-		round()
-	}
-	var after int
-	ok := false
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if after = runtime.NumGoroutine(); after <= before {
-			ok = true
-			break
-		}
-	}
-	if !ok {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		t.Fatalf("%d goroutines after three rounds of closed transports, %d before:\n%s", after, before, buf[:n])
-	}
+	testutil.NoGrowth(t, 3, round)
 }
