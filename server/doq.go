@@ -334,12 +334,8 @@ func doqQuery(wire []byte) (*dns.Msg, error) {
 	if q.Id != 0 { // §4.2.1
 		return nil, errors.New("message ID is not 0")
 	}
-	if o := q.IsEdns0(); o != nil {
-		for _, opt := range o.Option {
-			if opt.Option() == dns.EDNS0TCPKEEPALIVE { // §5.5.2
-				return nil, errors.New("edns-tcp-keepalive over DoQ")
-			}
-		}
+	if keepaliveOption(q) { // §5.5.2
+		return nil, errors.New("edns-tcp-keepalive over DoQ")
 	}
 	return q, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/internal/odoh"
 	"github.com/doxlab/doxlab/protocol"
+	"github.com/doxlab/doxlab/transport"
 	"github.com/miekg/dns"
 )
 
@@ -260,7 +261,16 @@ func (s *Server) handle(ctx context.Context, q *dns.Msg, rec *Record, received t
 		s.record(rec)
 		return nil
 	}
-	r, up, why := s.ans.answer(ctx, q)
+	var r *dns.Msg
+	var up *transport.Record
+	var why Reason
+	if rec.Transport == "udp" && keepaliveOption(q) {
+		// RFC 7828 §3.2.1: edns-tcp-keepalive over UDP MUST get FORMERR.
+		r = new(dns.Msg)
+		r.SetRcode(q, dns.RcodeFormatError)
+	} else {
+		r, up, why = s.ans.answer(ctx, q)
+	}
 	rec.Upstream = up
 	if why != "" {
 		rec.Reason = string(why) // the query's own record says why it was refused too
@@ -293,6 +303,18 @@ func (s *Server) record(rec *Record) {
 	if s.metrics != nil {
 		s.metrics.observe(rec)
 	}
+}
+
+// keepaliveOption says whether q carries the edns-tcp-keepalive option.
+func keepaliveOption(q *dns.Msg) bool {
+	if o := q.IsEdns0(); o != nil {
+		for _, opt := range o.Option {
+			if opt.Option() == dns.EDNS0TCPKEEPALIVE {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // padResponse pads the answer to a 468-octet block when the query was

@@ -1326,3 +1326,21 @@ func TestUDPAnswersFitTheFlagDaySize(t *testing.T) {
 	require.False(t, r.Truncated)
 	require.Len(t, r.Answer, 30, "whole over TCP")
 }
+
+// TestKeepaliveOverUDPIsFORMERR: RFC 7828 §3.2.1: a query over UDP
+// carrying edns-tcp-keepalive MUST get FORMERR; over TCP the option is
+// the client's to send, and the query is answered.
+func TestKeepaliveOverUDPIsFORMERR(t *testing.T) {
+	ts := start(t, nil)
+	q := query("k.test")
+	q.SetEdns0(1232, false)
+	q.IsEdns0().Option = append(q.IsEdns0().Option, &dns.EDNS0_TCP_KEEPALIVE{Code: dns.EDNS0TCPKEEPALIVE})
+	r, err := dns.Exchange(q, ts.Addr("udp").String())
+	require.NoError(t, err)
+	require.Equal(t, dns.RcodeFormatError, r.Rcode)
+	require.Equal(t, "FORMERR", ts.records("query", "udp")[0].Rcode, "and recorded so")
+	r, _, err = (&dns.Client{Net: "tcp"}).Exchange(q, ts.Addr("tcp").String())
+	require.NoError(t, err)
+	require.Equal(t, dns.RcodeSuccess, r.Rcode)
+	require.Contains(t, r.Answer[0].String(), anyIP)
+}
