@@ -30,9 +30,19 @@ type mux struct {
 	// cancelled) whose answers may still come: no new query takes one,
 	// or a late answer would pass for its own. An answer frees its ID.
 	abandoned map[uint16]bool
-	err       error // why the reader stopped; later exchanges fail with it
-	done      chan struct{}
+	// recent are the IDs answered last, held back likewise: a server (or
+	// a network, on UDP) may send an answer twice, and the copy would pass
+	// for the answer to the next query given the ID.
+	recent     [maxRecent]uint16
+	recentSet  map[uint16]int // how many times each is in recent
+	recentNext int            // where the next goes
+	recentLen  int
+	err        error // why the reader stopped; later exchanges fail with it
+	done       chan struct{}
 }
+
+// maxRecent is how many of the IDs answered last a connection holds back.
+const maxRecent = 256
 
 // maxAbandoned bounds the IDs held back on one connection; past it one
 // of them is let go, taken to be lost for good (the server dropped it).
@@ -45,7 +55,8 @@ type arrival struct {
 }
 
 func newMux(write func([]byte) (time.Time, error), read func() ([]byte, error), first func() time.Time, strict bool) *mux {
-	m := &mux{write: write, read: read, first: first, pending: map[uint16]chan arrival{}, abandoned: map[uint16]bool{}, done: make(chan struct{})}
+	m := &mux{write: write, read: read, first: first, pending: map[uint16]chan arrival{}, abandoned: map[uint16]bool{}, recentSet: map[uint16]int{},
+		done: make(chan struct{})}
 	go m.loop(strict)
 	return m
 }
@@ -82,6 +93,7 @@ func (m *mux) loop(strict bool) {
 		ch, ok := m.pending[id]
 		if ok {
 			delete(m.pending, id)
+			m.answered(id)
 		}
 		delete(m.abandoned, id) // answered at last: the ID is free
 		m.mu.Unlock()
@@ -119,7 +131,7 @@ func (m *mux) exchange(ctx context.Context, wire []byte) (a arrival, sent, wireS
 	}
 	id := binary.BigEndian.Uint16(wire)
 	for {
-		if _, busy := m.pending[id]; !busy && !m.abandoned[id] {
+		if _, busy := m.pending[id]; !busy && !m.abandoned[id] && m.recentSet[id] == 0 {
 			break
 		}
 		id = uint16(rand.UintN(1 << 16))
@@ -162,6 +174,22 @@ func (m *mux) forget(id uint16) {
 		delete(m.pending, id)
 	}
 	m.mu.Unlock()
+}
+
+// answered holds id back from the next queries, as one of the IDs
+// answered last. The caller holds mu.
+func (m *mux) answered(id uint16) {
+	if m.recentLen == maxRecent { // the oldest goes
+		old := m.recent[m.recentNext]
+		if m.recentSet[old]--; m.recentSet[old] == 0 {
+			delete(m.recentSet, old)
+		}
+	} else {
+		m.recentLen++
+	}
+	m.recent[m.recentNext] = id
+	m.recentSet[id]++
+	m.recentNext = (m.recentNext + 1) % maxRecent
 }
 
 // abandon holds id back from new queries until its answer comes.
