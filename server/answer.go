@@ -28,6 +28,10 @@ type answerer struct {
 	any     net.IP
 	anyTTL  uint32
 	fwd     transport.Transport
+	// fwdTCP asks the same upstream over TCP, where fwd is UDP: a client
+	// that came over a stream gets, for an answer truncated over UDP,
+	// the whole answer, as it would asking the upstream itself.
+	fwdTCP  transport.Transport
 	fwdSlot chan struct{} // one per forwarded query in flight
 	budget  int64         // queries forwarded in the server's life, at most; 0: no bound
 	spent   atomic.Int64
@@ -83,6 +87,11 @@ func newAnswerer(c *Answers) (*answerer, error) {
 			return nil, fmt.Errorf("answers.forward: %w", err)
 		}
 		a.fwd = t
+		if ep, err := transport.ParseURL(c.Forward); err == nil && ep.Scheme == "udp" {
+			if a.fwdTCP, err = transport.New("tcp://"+ep.HostPort(), opts); err != nil {
+				return nil, fmt.Errorf("answers.forward: %w", err)
+			}
+		}
 		if c.Cache {
 			a.cache = &cache{m: map[cacheKey]cacheEntry{}}
 		}
@@ -298,6 +307,13 @@ func (a *answerer) targetAddresses(answer []dns.RR) []dns.RR {
 	return extra
 }
 
+// streamClient marks a context whose query came over a stream (TCP,
+// DoT, DoH, DoQ), not UDP.
+type streamClient struct{}
+
+// fromStream says whether ctx's query came over a stream.
+func fromStream(ctx context.Context) bool { return ctx.Value(streamClient{}) != nil }
+
 // ednsRcode checks q's EDNS(0) (RFC 6891 §6.1.1, §6.1.3): more than one
 // OPT record is FORMERR, a version past 0 BADVERS; ok when neither.
 func ednsRcode(q *dns.Msg) (rcode int, ok bool) {
@@ -342,6 +358,12 @@ func (a *answerer) forward(ctx context.Context, q *dns.Msg) (*dns.Msg, *transpor
 		return servfail(), nil, ReasonForwardLimit
 	}
 	rec, err := a.fwd.Exchange(ctx, q)
+	if err == nil && rec.Status == transport.StatusTruncated && a.fwdTCP != nil && fromStream(ctx) {
+		// RFC 7766 §5: a truncated answer is asked for again over TCP,
+		// as the client, asking over a stream, cannot itself; a client
+		// over UDP gets the TC bit and retries to us over TCP.
+		rec, err = a.fwdTCP.Exchange(ctx, q)
+	}
 	if err != nil {
 		return servfail(), rec, ""
 	}

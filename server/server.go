@@ -98,6 +98,9 @@ func New(cfg *Config) (*Server, error) {
 		// keep its upstream connection, and the upstream its end of it.
 		s.closers = append([]io.Closer{ans.fwd}, s.closers...)
 	}
+	if ans.fwdTCP != nil {
+		s.closers = append([]io.Closer{ans.fwdTCP}, s.closers...)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.workers = newWorkers(s.ctx.Done())
 	return s, nil
@@ -269,6 +272,9 @@ func (s *Server) handle(ctx context.Context, q *dns.Msg, rec *Record, received t
 		r = new(dns.Msg)
 		r.SetRcode(q, dns.RcodeFormatError)
 	} else {
+		if rec.Transport != "udp" {
+			ctx = context.WithValue(ctx, streamClient{}, true)
+		}
 		r, up, why = s.ans.answer(ctx, q)
 	}
 	rec.Upstream = up

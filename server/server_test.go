@@ -1344,3 +1344,74 @@ func TestKeepaliveOverUDPIsFORMERR(t *testing.T) {
 	require.Equal(t, dns.RcodeSuccess, r.Rcode)
 	require.Contains(t, r.Answer[0].String(), anyIP)
 }
+
+// TestForwarderAsksAgainOverTCP: an upstream over UDP truncates an
+// answer; a client that asked the forwarder over UDP gets the TC bit
+// (and asks again over TCP, as it would the upstream), one that asked
+// over a stream (TCP, DoT, DoH, DoQ: it cannot retry over TCP) gets the
+// whole answer, which the forwarder asked the upstream for over TCP
+// (RFC 7766 §5).
+func TestForwarderAsksAgainOverTCP(t *testing.T) {
+	port := testutil.FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	answer := func(q []byte, tc bool) []byte {
+		m := new(dns.Msg)
+		if m.Unpack(q) != nil {
+			return nil
+		}
+		r := new(dns.Msg).SetReply(m)
+		if tc {
+			r.Truncated = true
+		} else {
+			for i := range 40 {
+				r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: m.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, byte(i))})
+			}
+		}
+		b, _ := r.Pack()
+		return b
+	}
+	pc, err := net.ListenPacket("udp", addr)
+	require.NoError(t, err)
+	defer pc.Close()
+	var overUDP, overTCP atomic.Int32
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			overUDP.Add(1)
+			pc.WriteTo(answer(buf[:n], true), from)
+		}
+	}()
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	testutil.Serve(t, ln, func(c net.Conn) {
+		for {
+			q, err := dnswire.ReadPrefixed(c)
+			if err != nil {
+				return
+			}
+			overTCP.Add(1)
+			b, _ := dnswire.AppendPrefixed(nil, answer(q, false))
+			c.Write(b)
+		}
+	})
+	stub := start(t, func(c *server.Config) { c.Answers = server.Answers{Forward: "udp://" + addr} })
+	q := query("big.test")
+	r, err := dns.Exchange(q, stub.Addr("udp").String())
+	require.NoError(t, err)
+	require.True(t, r.Truncated, "over UDP the client is told to ask again over TCP")
+	require.Zero(t, overTCP.Load())
+	for _, name := range []string{"tcp", "dot", "doq"} {
+		rec := ask(t, stub.url(name), stub.pool(), "big.test")
+		require.False(t, rec.Response.Truncated, name)
+		require.Len(t, rec.Response.Answer, 40, "%s: the whole answer", name)
+	}
+	require.Equal(t, int32(3), overTCP.Load(), "asked again over TCP for each stream client")
+	require.Equal(t, int32(4), overUDP.Load(), "each asked over UDP first")
+	for _, r := range stub.records("query", "tcp") {
+		require.Equal(t, "tcp", r.Upstream.Protocol, "the record names the exchange that answered")
+	}
+}
