@@ -1370,21 +1370,11 @@ func TestForwarderAsksAgainOverTCP(t *testing.T) {
 		b, _ := r.Pack()
 		return b
 	}
-	pc, err := net.ListenPacket("udp", addr)
-	require.NoError(t, err)
-	defer pc.Close()
 	var overUDP, overTCP atomic.Int32
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			overUDP.Add(1)
-			pc.WriteTo(answer(buf[:n], true), from)
-		}
-	}()
+	testutil.UDPPeerAt(t, addr, func(q []byte) []byte {
+		overUDP.Add(1)
+		return answer(q, true)
+	})
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	testutil.Serve(t, ln, func(c net.Conn) {

@@ -18,7 +18,14 @@ import (
 // for nil).
 func UDPPeer(t testing.TB, reply func(in []byte) []byte) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	return UDPPeerAt(t, "127.0.0.1:0", reply)
+}
+
+// UDPPeerAt is UDPPeer on addr: beside a TCP peer on the same port, as
+// one server's UDP and TCP.
+func UDPPeerAt(t testing.TB, addr string, reply func(in []byte) []byte) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", addr)
 	must(t, err)
 	t.Cleanup(func() { pc.Close() })
 	go func() {
