@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -168,7 +169,7 @@ func (a *answerer) zoneOf(name string) *dns.SOA {
 func (a *answerer) answer(ctx context.Context, q *dns.Msg) (r *dns.Msg, up *transport.Record, why Reason) {
 	r = new(dns.Msg)
 	r.SetReply(q)
-	if rcode, ok := ednsRcode(q); !ok {
+	if rcode, ok := ednsRcode(q, fromStream(ctx)); !ok {
 		r.Rcode = rcode
 		if rcode == dns.RcodeBadVers { // said in an OPT of the version this server speaks
 			r.SetEdns0(maxUDPSize, false)
@@ -307,6 +308,15 @@ func (a *answerer) targetAddresses(answer []dns.RR) []dns.RR {
 	return extra
 }
 
+// Close closes the forwarder's connections to its upstream.
+func (a *answerer) Close() error {
+	err := a.fwd.Close()
+	if a.fwdTCP != nil {
+		err = errors.Join(err, a.fwdTCP.Close())
+	}
+	return err
+}
+
 // streamClient marks a context whose query came over a stream (TCP,
 // DoT, DoH, DoQ), not UDP.
 type streamClient struct{}
@@ -314,9 +324,13 @@ type streamClient struct{}
 // fromStream says whether ctx's query came over a stream.
 func fromStream(ctx context.Context) bool { return ctx.Value(streamClient{}) != nil }
 
-// ednsRcode checks q's EDNS(0) (RFC 6891 §6.1.1, §6.1.3): more than one
-// OPT record is FORMERR, a version past 0 BADVERS; ok when neither.
-func ednsRcode(q *dns.Msg) (rcode int, ok bool) {
+// ednsRcode checks q's EDNS(0) (RFC 6891 §6.1.1, §6.1.3, RFC 7828
+// §3.2.1): more than one OPT record, or edns-tcp-keepalive from a client
+// not on a stream, is FORMERR, a version past 0 BADVERS; ok when none.
+func ednsRcode(q *dns.Msg, stream bool) (rcode int, ok bool) {
+	if !stream && keepaliveOption(q) {
+		return dns.RcodeFormatError, false
+	}
 	var opt *dns.OPT
 	for _, rr := range q.Extra {
 		if o, is := rr.(*dns.OPT); is {

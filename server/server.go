@@ -20,7 +20,6 @@ import (
 	"github.com/doxlab/doxlab/internal/ech"
 	"github.com/doxlab/doxlab/internal/odoh"
 	"github.com/doxlab/doxlab/protocol"
-	"github.com/doxlab/doxlab/transport"
 	"github.com/miekg/dns"
 )
 
@@ -96,10 +95,7 @@ func New(cfg *Config) (*Server, error) {
 		// Its connections to the upstream, closed last (closers close in
 		// reverse): a stub a page task starts, closed, would otherwise
 		// keep its upstream connection, and the upstream its end of it.
-		s.closers = append([]io.Closer{ans.fwd}, s.closers...)
-	}
-	if ans.fwdTCP != nil {
-		s.closers = append([]io.Closer{ans.fwdTCP}, s.closers...)
+		s.closers = append([]io.Closer{ans}, s.closers...)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.workers = newWorkers(s.ctx.Done())
@@ -264,19 +260,10 @@ func (s *Server) handle(ctx context.Context, q *dns.Msg, rec *Record, received t
 		s.record(rec)
 		return nil
 	}
-	var r *dns.Msg
-	var up *transport.Record
-	var why Reason
-	if rec.Transport == "udp" && keepaliveOption(q) {
-		// RFC 7828 §3.2.1: edns-tcp-keepalive over UDP MUST get FORMERR.
-		r = new(dns.Msg)
-		r.SetRcode(q, dns.RcodeFormatError)
-	} else {
-		if rec.Transport != "udp" {
-			ctx = context.WithValue(ctx, streamClient{}, true)
-		}
-		r, up, why = s.ans.answer(ctx, q)
+	if rec.Transport != "udp" {
+		ctx = context.WithValue(ctx, streamClient{}, true)
 	}
+	r, up, why := s.ans.answer(ctx, q)
 	rec.Upstream = up
 	if why != "" {
 		rec.Reason = string(why) // the query's own record says why it was refused too
