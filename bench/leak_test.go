@@ -2,7 +2,6 @@ package bench_test
 
 import (
 	"context"
-	"crypto/x509"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/doxlab/doxlab/bench"
 	"github.com/doxlab/doxlab/internal/testutil"
-	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -19,19 +17,10 @@ import (
 // they were when it returns: the server-load experiment runs one a
 // step, a ramp dozens.
 func TestRunsLeaveNothingRunning(t *testing.T) {
-	lo := "127.0.0.1:0"
-	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: lo, TCP: lo, DoT: lo, DoH: lo, DoH3: lo, DoQ: lo},
-		Answers: server.Answers{Any: "192.0.2.1"}})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(srv.CertPEM())
-	a := func(n string) string { return srv.Addr(n).String() }
+	urls, roots := everyTransport(t)
 	round := func() {
 		t.Helper()
-		for _, url := range []string{"udp://" + a("udp"), "tcp://" + a("tcp"), "tls://" + a("dot"), "https://" + a("doh") + "/dns-query",
-			"h3://" + a("doh3") + "/dns-query", "quic://" + a("doq")} {
+		for _, url := range urls {
 			for _, c := range []bench.Config{
 				{Rate: 500, Duration: 60 * time.Millisecond, Conns: 2, Options: transport.Options{Reuse: true}}, // the lean path
 				{Rate: 500, Duration: 60 * time.Millisecond, Full: true, Options: transport.Options{Reuse: true}},

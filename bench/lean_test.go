@@ -18,21 +18,30 @@ import (
 	"github.com/doxlab/doxlab/transport"
 )
 
-// TestLeanPathEveryTransport: an open-loop run over reused connections
-// takes the lean path on every transport but DoH/1.1, and every query is
-// answered, kept and labelled with the protocol.
-func TestLeanPathEveryTransport(t *testing.T) {
+// everyTransport starts doxlab's server on every DNS listener on
+// loopback, answering any name with 192.0.2.1, and returns the URL of
+// each transport by protocol and the roots that trust the server.
+func everyTransport(t *testing.T) (map[string]string, *x509.CertPool) {
+	t.Helper()
 	lo := "127.0.0.1:0"
 	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: lo, TCP: lo, DoT: lo, DoH: lo, DoH3: lo, DoQ: lo},
 		Answers: server.Answers{Any: "192.0.2.1"}})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(srv.CertPEM())
 	a := func(n string) string { return srv.Addr(n).String() }
-	for proto, url := range map[string]string{"udp": "udp://" + a("udp"), "tcp": "tcp://" + a("tcp"), "dot": "tls://" + a("dot"),
-		"doh2": "https://" + a("doh") + "/dns-query", "doh3": "h3://" + a("doh3") + "/dns-query", "doq": "quic://" + a("doq")} {
+	return map[string]string{"udp": "udp://" + a("udp"), "tcp": "tcp://" + a("tcp"), "dot": "tls://" + a("dot"),
+		"doh2": "https://" + a("doh") + "/dns-query", "doh3": "h3://" + a("doh3") + "/dns-query", "doq": "quic://" + a("doq")}, roots
+}
+
+// TestLeanPathEveryTransport: an open-loop run over reused connections
+// takes the lean path on every transport but DoH/1.1, and every query is
+// answered, kept and labelled with the protocol.
+func TestLeanPathEveryTransport(t *testing.T) {
+	urls, roots := everyTransport(t)
+	for proto, url := range urls {
 		t.Run(proto, func(t *testing.T) {
 			var reports []bench.Progress // from one goroutine, which Run ends before it returns
 			c := bench.Config{URL: url, Rate: 1000, Duration: 500 * time.Millisecond, Conns: 2, Keep: true,
@@ -58,7 +67,7 @@ func TestLeanPathEveryTransport(t *testing.T) {
 			}
 		})
 	}
-	c := bench.Config{URL: "https://" + a("doh") + "/dns-query", Rate: 10, Options: transport.Options{Reuse: true, HTTPVersion: "1.1"}}
+	c := bench.Config{URL: urls["doh2"], Rate: 10, Options: transport.Options{Reuse: true, HTTPVersion: "1.1"}}
 	require.False(t, bench.Lean(c), "DoH/1.1 goes through the transport")
 	c.Options.HTTPVersion, c.Full = "", true
 	require.False(t, bench.Lean(c), "Full asks for the transport's records")
