@@ -158,10 +158,11 @@ func Attribute(raws []Raw, server netip.Addr, apps AppFor, kl KeyLog) ([]*Conn, 
 		k := key{p.proto, client, srv.Port()}
 		c := conns[k]
 		// A new SYN on a used 4-tuple is a new connection, and so is a
-		// QUIC Initial from the client after short-header packets: the
-		// client's port was reused.
+		// QUIC Initial from the client, after short-header packets, with
+		// connection IDs the connection never carried: the client's port
+		// was reused.
 		if c == nil || (p.proto == "tcp" && p.syn && fromClient && len(c.Packets) > 2) ||
-			(p.proto == "udp" && fromClient && isInitial(p.payload) && udps[c].shortSeen) {
+			(p.proto == "udp" && fromClient && udps[c].newConnection(p.payload)) {
 			c = &Conn{Proto: p.proto, Client: client, Server: srv, App: apps(p.proto, srv.Port())}
 			if p.proto != "tcp" && p.proto != "udp" {
 				c.App = p.proto

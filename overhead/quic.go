@@ -11,6 +11,12 @@ import (
 type udpConn struct {
 	dgrams    []dgram
 	shortSeen bool // the client sent a short-header packet: its handshake was done
+	// cids are the connection IDs the connection's long headers carried:
+	// a client's late Initial (lost and sent again, or reordered) carries
+	// one of them (the client's own, as its source; as its destination
+	// the one it first chose or the server's), a new connection's its
+	// own.
+	cids map[string]bool
 }
 
 type dgram struct {
@@ -24,6 +30,47 @@ func (u *udpConn) add(pkt *Packet, payload []byte, fromClient bool) {
 	if fromClient && len(payload) > 0 && payload[0]&0xc0 == 0x40 {
 		u.shortSeen = true
 	}
+	if dcid, scid, ok := longCIDs(payload); ok {
+		if u.cids == nil {
+			u.cids = map[string]bool{}
+		}
+		for _, id := range [][]byte{dcid, scid} {
+			if len(id) > 0 { // a zero-length ID tells nothing apart
+				u.cids[string(id)] = true
+			}
+		}
+	}
+}
+
+// newConnection says whether a client's datagram starts a new QUIC
+// connection on this 4-tuple: an Initial after the handshake was done
+// (the client's port reused) with connection IDs this connection never
+// carried.
+func (u *udpConn) newConnection(payload []byte) bool {
+	if !u.shortSeen || !isInitial(payload) {
+		return false
+	}
+	dcid, scid, ok := longCIDs(payload)
+	return ok && !u.cids[string(dcid)] && (len(scid) == 0 || !u.cids[string(scid)])
+}
+
+// longCIDs reads a long header's destination and source connection IDs
+// (RFC 9000 §17.2).
+func longCIDs(b []byte) (dcid, scid []byte, ok bool) {
+	if len(b) < 6 || b[0]&0x80 == 0 {
+		return nil, nil, false
+	}
+	i := 5
+	n := int(b[i])
+	if i+1+n >= len(b) {
+		return nil, nil, false
+	}
+	dcid, i = b[i+1:i+1+n], i+1+n
+	n = int(b[i])
+	if i+1+n > len(b) {
+		return nil, nil, false
+	}
+	return dcid, b[i+1 : i+1+n], true
 }
 
 // occurrence is a CRYPTO or STREAM frame's data in one packet, labelled
