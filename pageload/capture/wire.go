@@ -70,20 +70,28 @@ func MatchWire(tr *browser.NetTrace, w Wire) int {
 		sent[i] = ms(s.Request)
 	}
 	slices.Sort(sent)
-	// pairs counts the requests with a stream within the tolerance at
-	// offset off, and their total distance.
+	wireSent := make([]float64, len(reqs))
+	for i, r := range reqs {
+		wireSent[i] = r.WireSent
+	}
+	slices.Sort(wireSent)
+	// pairs counts the requests that get a stream of their own within
+	// the tolerance at offset off, and their total distance. Each stream
+	// carries one request: counting every request with some stream near
+	// it instead, an offset between two of a burst's requests (sent a ms
+	// apart) paired more of them than the true one, and every request
+	// took its neighbour's stream. In order, each request takes the
+	// first stream left in its window, which pairs the most.
 	pairs := func(off float64) (n int, dist float64) {
-		for _, r := range reqs {
-			at := r.WireSent + off
-			i, _ := slices.BinarySearch(sent, at)
-			d := math.Inf(1)
-			for _, j := range []int{i - 1, i} {
-				if j >= 0 && j < len(sent) {
-					d = math.Min(d, math.Abs(sent[j]-at))
-				}
+		j := 0
+		for _, ws := range wireSent {
+			at := ws + off
+			for j < len(sent) && sent[j] < at-wireTolerance {
+				j++
 			}
-			if d <= wireTolerance {
-				n, dist = n+1, dist+d
+			if j < len(sent) && sent[j] <= at+wireTolerance {
+				n, dist = n+1, dist+math.Abs(sent[j]-at)
+				j++
 			}
 		}
 		return n, dist
