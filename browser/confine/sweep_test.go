@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +50,13 @@ func TestAKilledWorkersNetworkIsSwept(t *testing.T) {
 	require.NoError(t, orphan.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- orphan.Wait() }()
+	// ip netns exec enters the namespace after it started: sweeping
+	// before that would find nobody in it, and a browser killed long
+	// after starting is what the sweep is for.
+	require.Eventually(t, func() bool {
+		out, _ := exec.Command("ip", "netns", "pids", dead.NS).Output()
+		return slices.Contains(strings.Fields(string(out)), strconv.Itoa(orphan.Process.Pid))
+	}, 10*time.Second, 10*time.Millisecond, "the orphan is in the dead worker's namespace")
 	gone := exec.Command("true")
 	require.NoError(t, gone.Run())
 	require.NoError(t, os.WriteFile(confine.PidFile(dead), []byte(strconv.Itoa(gone.Process.Pid)), 0o600))
