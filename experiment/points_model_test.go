@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -53,7 +54,7 @@ var modelPoints = experiment.Points[int64]{
 // of exactly the results stored, each once; and a report that follows a
 // report with nothing stored between decodes no result.
 func TestPointsAreTheResultsWhateverTheOrder(t *testing.T) {
-	for seed := range uint64(5) {
+	for seed := range testutil.Seeds(5) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			ctx := context.Background()
 			st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))

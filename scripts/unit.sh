@@ -3,7 +3,8 @@
 # lane's packages (RACE_PKGS) run their tests under -race there, so here
 # they run only the tests -race would distort or skips: the timed ones
 # (testutil.Scaled, ScaledMs or Timed, found by the code as hog-check
-# finds them) and RACE_SKIP's. Running every test of those packages
+# finds them), RACE_SKIP's, and the model tests, of which the race lane
+# walks one seed (testutil.Seeds). Running every test of those packages
 # twice cost a third of the unit lane for nothing the race lane misses.
 #   RACE_PKGS='./server ./transport' RACE_SKIP='TestA|TestB' bash scripts/unit.sh
 set -euo pipefail
@@ -19,9 +20,9 @@ while read -r pkg tests; do
 	for r in "${race[@]}"; do
 		[[ $pkg == "$r" ]] && run+="|$tests"
 	done
-done < <($GO run ./internal/testutil/timedtests .)
+done < <($GO run ./internal/testutil/timedtests -seeded .)
 status=0
 CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 "${others[@]}" || status=1
-echo "unit: the race lane's packages, their timed tests and RACE_SKIP's without -race"
+echo "unit: the race lane's packages, their timed and model tests and RACE_SKIP's without -race"
 CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 -run "$run" "${race[@]}" || status=1
 exit $status

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
 	"github.com/doxlab/doxlab/transport"
@@ -41,7 +42,7 @@ func fileDigests(t *testing.T, dir string) map[string][32]byte {
 // attached, is after every step what the same writes give a store never
 // archived; and an archive never rewrites a file an earlier one wrote.
 func TestArchiveInStepsLosesNothing(t *testing.T) {
-	for seed := range uint64(3) {
+	for seed := range testutil.Seeds(3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // TestBlocksAreTheRowsWhateverTheWrites: whatever order writes, seals
@@ -17,7 +19,7 @@ import (
 // a prefix, a vantage point, the samples after a number) gives from its
 // blocks and tails exactly what it gives from the rows, on SQLite.
 func TestBlocksAreTheRowsWhateverTheWrites(t *testing.T) {
-	for seed := range uint64(6) {
+	for seed := range testutil.Seeds(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { blocksModel(t, openTemp(t), seed) })
 	}
 }
@@ -25,7 +27,7 @@ func TestBlocksAreTheRowsWhateverTheWrites(t *testing.T) {
 // TestPostgresBlocksAreTheRowsWhateverTheWrites is it on PostgreSQL.
 func TestPostgresBlocksAreTheRowsWhateverTheWrites(t *testing.T) {
 	s := openPostgres(t)
-	for seed := range uint64(3) {
+	for seed := range testutil.Seeds(3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { blocksModel(t, s, 100+seed) })
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 // TestStageIsATailDropQueue: whatever the packets' sizes and arrivals,
@@ -23,7 +25,7 @@ func TestStageIsATailDropQueue(t *testing.T) {
 		{Rate: 2e6}, // the default, 1000 packets
 	}
 	for li, d := range limits {
-		for seed := range uint64(4) {
+		for seed := range testutil.Seeds(4) {
 			rng := rand.New(rand.NewPCG(seed, uint64(li)))
 			s := newStage(d, seed)
 			type held struct {

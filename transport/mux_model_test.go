@@ -28,7 +28,7 @@ import (
 // address the server gave that name) or times out: never another's,
 // never taken as malformed for carrying another's question.
 func TestPipelinedAnswersGoToTheirOwnQueries(t *testing.T) {
-	for seed := range uint64(2) {
+	for seed := range testutil.Seeds(2) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 21))
 			var mu sync.Mutex

@@ -2,9 +2,11 @@
 // scripts/hog-check.sh: every Test function that calls testutil.Scaled,
 // ScaledMs or Timed, itself or through a function of its package's tests
 // that does. It prints a line per package: the package and a -run
-// regexp of its timed tests.
+// regexp of its timed tests. With -seeded it lists the tests that call
+// testutil.Seeds too: the model tests the race lane walks one seed of,
+// which scripts/unit.sh runs whole.
 //
-//	go run ./internal/testutil/timedtests [DIR]
+//	go run ./internal/testutil/timedtests [-seeded] [DIR]
 package main
 
 import (
@@ -23,9 +25,13 @@ import (
 var markers = []string{"Scaled", "ScaledMs", "Timed"}
 
 func main() {
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "-seeded" {
+		markers, args = append(markers, "Seeds"), args[1:]
+	}
 	root := "."
-	if len(os.Args) > 1 {
-		root = os.Args[1]
+	if len(args) > 0 {
+		root = args[0]
 	}
 	byDir := map[string][]*ast.File{}
 	fset := token.NewFileSet()

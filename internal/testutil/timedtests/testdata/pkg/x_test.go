@@ -9,3 +9,8 @@ func TestThroughHelper(t *testing.T) { wait(t) }
 func wait(t *testing.T) { testutil.Timed(t) }
 
 func TestUntimed(t *testing.T) {}
+
+func TestModel(t *testing.T) {
+	for range testutil.Seeds(3) {
+	}
+}
