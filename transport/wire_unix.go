@@ -45,8 +45,10 @@ func (w *wireClock) recvmsg(b []byte) (int, time.Time, error) {
 	return n, rx, nil
 }
 
-// sendmsg writes b asking for its transmit timestamp.
+// sendmsg writes b asking for its transmit timestamp, with none of an
+// earlier send's left on the error queue to be read for it.
 func (w *wireClock) sendmsg(b []byte) (int, error) {
+	wirets.Drain(w.rc)
 	var n int
 	var serr error
 	err := w.rc.Write(func(fd uintptr) bool {

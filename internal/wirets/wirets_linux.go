@@ -68,6 +68,13 @@ func TXRequest() []byte {
 	return b
 }
 
+// Drain discards the transmit timestamps queued on the socket's error
+// queue. A send that asks for its own drains first: a timestamp that
+// came after an earlier send stopped waiting for it (a packet held in a
+// qdisc, a busy machine) would otherwise be read as this send's, and
+// time it from the earlier one.
+func Drain(c syscall.RawConn) { readErrQueue(c) }
+
 // errNone is an error queue with no timestamp in it yet.
 var errNone = errors.New("no transmit timestamp queued")
 

@@ -22,3 +22,6 @@ func TXRequest() []byte { return nil }
 
 // TX finds nothing off Linux.
 func TX(syscall.RawConn, time.Duration) (time.Time, bool) { return time.Time{}, false }
+
+// Drain has nothing to drain off Linux.
+func Drain(syscall.RawConn) {}

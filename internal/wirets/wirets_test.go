@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/internal/wirets"
 )
 
@@ -66,4 +67,67 @@ func TestTimestampsOfALoopbackDatagram(t *testing.T) {
 	require.False(t, ok, "no timestamp in garbage")
 	_, ok = wirets.TX(raw, time.Millisecond)
 	require.False(t, ok, "the queue is drained: nothing more to read")
+}
+
+// TestALateTimestampIsNotTheNextSends: a datagram held in a qdisc (a
+// token bucket) is stamped when it leaves, after its sender stopped
+// waiting; a later send that asks for its own timestamp and is held too
+// would read that one from the error queue, some 200 ms older than
+// itself, unless it drains the queue first, as the transports do.
+func TestALateTimestampIsNotTheNextSends(t *testing.T) {
+	testutil.NeedRoot(t, "the test shapes a veth in a namespace of its own")
+	ns := testutil.NewNetns(t, "dxt-wirets")
+	ns.IP("-n", ns.Name, "link", "add", "va", "type", "veth", "peer", "name", "vb")
+	ns.IP("-n", ns.Name, "addr", "add", "10.9.0.1/24", "dev", "va")
+	ns.IP("-n", ns.Name, "link", "set", "va", "up")
+	ns.IP("-n", ns.Name, "link", "set", "vb", "up")
+	ns.IP("-n", ns.Name, "neigh", "add", "10.9.0.2", "lladdr", "02:00:00:00:00:02", "dev", "va")
+	out, err := ns.Command("tc", "qdisc", "add", "dev", "va", "root", "tbf", "rate", "100kbit", "burst", "1600", "latency", "1s").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	for _, drain := range []bool{false, true} {
+		var stale, sent time.Time
+		var late bool
+		require.NoError(t, ns.Run(func() error {
+			c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(10, 9, 0, 2), Port: 9})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			raw, err := c.SyscallConn()
+			if err != nil {
+				return err
+			}
+			if err := wirets.Enable(raw); err != nil {
+				return err
+			}
+			send := func(n int, tx bool) {
+				var oob []byte
+				if tx {
+					if drain {
+						wirets.Drain(raw)
+					}
+					oob = wirets.TXRequest()
+				}
+				_, _, err := c.WriteMsgUDP(make([]byte, n), oob, nil)
+				require.NoError(t, err)
+			}
+			time.Sleep(200 * time.Millisecond) // the bucket full
+			send(1400, false)                  // the bucket emptied
+			send(1200, true)                   // held some 100 ms
+			_, ok := wirets.TX(raw, time.Millisecond)
+			require.False(t, ok, "the datagram is held: no timestamp yet")
+			time.Sleep(300 * time.Millisecond)
+			send(1400, false) // the bucket emptied again
+			sent = time.Now()
+			send(1200, true) // held too
+			stale, late = wirets.TX(raw, time.Millisecond)
+			return nil
+		}))
+		if !drain {
+			require.True(t, late && stale.Before(sent), "without draining, the held datagram's timestamp passes for the next send's")
+			continue
+		}
+		require.False(t, late && stale.Before(sent), "drained: never an earlier send's timestamp (%v before the send)", sent.Sub(stale))
+	}
 }
