@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -10,18 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/store"
 )
-
-// openFiles is how many files this process holds open.
-func openFiles(t *testing.T) int {
-	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd here")
-	}
-	return len(fds)
-}
 
 // TestStoresAndDatasetsLeaveNoFileOpen: a report opens a store and its
 // archive, reads them every way and closes them; a long-lived process
@@ -49,14 +39,14 @@ func TestStoresAndDatasetsLeaveNoFileOpen(t *testing.T) {
 	}
 	cycle()
 	time.Sleep(50 * time.Millisecond)
-	files, routines := openFiles(t), runtime.NumGoroutine()
+	files, routines := testutil.OpenFiles(t), runtime.NumGoroutine()
 	for range 20 {
 		cycle()
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if openFiles(t) <= files && runtime.NumGoroutine() <= routines {
+		if testutil.OpenFiles(t) <= files && runtime.NumGoroutine() <= routines {
 			return
 		}
 	}
-	t.Fatalf("files %d (%d before), goroutines %d (%d before)", openFiles(t), files, runtime.NumGoroutine(), routines)
+	t.Fatalf("files %d (%d before), goroutines %d (%d before)", testutil.OpenFiles(t), files, runtime.NumGoroutine(), routines)
 }

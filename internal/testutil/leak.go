@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -56,4 +57,15 @@ func goroutines() (int, []byte) {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+}
+
+// OpenFiles is how many files this process holds open; the test skips
+// where /proc/self/fd is not.
+func OpenFiles(t testing.TB) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd here")
+	}
+	return len(fds)
 }
