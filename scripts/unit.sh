@@ -21,18 +21,8 @@ while read -r pkg tests; do
 		[[ $pkg == "$r" ]] && run+="|$tests"
 	done
 done < <($GO run ./internal/testutil/timedtests -seeded .)
-# The web experiment's package (Chromium, two to three minutes) starts
-# first, so that the rest run beside it rather than it alone at the end
-# (70 s of the lane); two packages at a time, go test's default here.
-# The amplification experiment's runs before, alone: beside Chromium its
-# token-validated handshakes paused most of a round trip and were
-# labelled stalls.
-mod=$($GO list -m)
-web=$mod/experiment/web amplification=$mod/experiment/amplification
-mapfile -t rest < <(printf '%s\n' "${others[@]}" | grep -vxF -e "$web" -e "$amplification")
 status=0
-CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 "$amplification" || status=1
-CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 "$web" "${rest[@]}" || status=1
+CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 "${others[@]}" || status=1
 echo "unit: the race lane's packages, their timed and model tests and RACE_SKIP's without -race"
 CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 -run "$run" "${race[@]}" || status=1
 exit $status
