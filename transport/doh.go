@@ -37,8 +37,7 @@ func newDoH(b *base) *dohTransport {
 }
 
 func (t *dohTransport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error) {
-	t.obl.prepare(ctx)
-	return t.run(ctx, q, t.exchange)
+	return t.runOblivious(ctx, q, t.exchange)
 }
 
 func (t *dohTransport) httpTransport() *http.Transport {

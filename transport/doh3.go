@@ -34,8 +34,7 @@ type h3Conn struct {
 func newDoH3(b *base) *doh3Transport { return &doh3Transport{base: b} }
 
 func (t *doh3Transport) Exchange(ctx context.Context, q *dns.Msg) (*Record, error) {
-	t.obl.prepare(ctx)
-	return t.run(ctx, q, t.exchange)
+	return t.runOblivious(ctx, q, t.exchange)
 }
 
 const h3Family = "quic/h3"

@@ -75,12 +75,20 @@ func parseODoHTarget(raw string) (host, path string, err error) {
 	return host, path, nil
 }
 
-// prepare fetches the target's config before an exchange's timing
-// begins, when it is not known yet; a failure is the exchange's to report.
-func (o *oblivious) prepare(ctx context.Context) {
-	if o != nil {
-		o.getConfig(ctx)
+// runOblivious is run for DoH and DoH/3. An ODoH transport fetches the
+// target's config first, when it is not known yet, before the
+// exchange's timing begins; an exchange whose fetch failed reports that
+// failure, rather than fetching again (a target that never answers
+// held it for two timeouts).
+func (b *base) runOblivious(ctx context.Context, q *dns.Msg, do func(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error)) (*Record, error) {
+	if b.obl == nil {
+		return b.run(ctx, q, do)
 	}
+	_, configErr := b.obl.getConfig(ctx)
+	return b.run(ctx, q, func(ctx context.Context, x *exch, q *dns.Msg) (*dns.Msg, error) {
+		x.odohConfigErr = configErr
+		return do(ctx, x, q)
+	})
 }
 
 // getConfig returns the target's ODoH config, fetched from its well-known
@@ -155,6 +163,9 @@ func (o *oblivious) forget() {
 func (o *oblivious) request(ctx context.Context, x *exch, proxyURL string, wire []byte) (*http.Request, error) {
 	facts := &ODoHFacts{Target: o.host}
 	x.rec.ODoH = facts
+	if x.odohConfigErr != nil {
+		return nil, x.odohConfigErr
+	}
 	c, err := o.getConfig(ctx)
 	o.mu.Lock()
 	facts.ConfigMs, o.fetched = o.fetched, 0

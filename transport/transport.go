@@ -201,6 +201,7 @@ type exch struct {
 	// out, the query's, and the answer's last packet in.
 	wireStart, wireQuery, wireIn time.Time
 	odoh                         *odohState // an ODoH exchange's sealed query
+	odohConfigErr                error      // fetching the ODoH target's config failed, before the exchange
 }
 
 // wireFrom takes the exchange's kernel timestamps from its connection's
