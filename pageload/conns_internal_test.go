@@ -104,3 +104,26 @@ func (s *signalledCache) Put(key string, cs *tls.ClientSessionState) {
 		}
 	}
 }
+
+// TestPriorityHeaderIsChromiums: a replay's requests carry the RFC 9218
+// Priority Chromium sent for their DevTools priority and type, so the
+// server orders the responses as it ordered the browser's: urgency 0 to
+// 4 from VeryHigh to VeryLow, the default (3, Low) left out, documents
+// and images incremental; a priority DevTools never names asks for none.
+func TestPriorityHeaderIsChromiums(t *testing.T) {
+	for _, c := range []struct{ priority, typ, want string }{
+		{"VeryHigh", "Document", "u=0, i"},
+		{"High", "Script", "u=1"},
+		{"High", "Stylesheet", "u=1"},
+		{"Medium", "Font", "u=2"},
+		{"Medium", "Image", "u=2, i"},
+		{"Low", "Image", "i"},
+		{"Low", "Script", ""},
+		{"VeryLow", "Fetch", "u=4"},
+		{"", "Image", ""},
+		{"Urgent", "Document", ""},
+		{"high", "Script", ""}, // DevTools' names are capitalised
+	} {
+		require.Equal(t, c.want, priorityHeader(c.priority, c.typ), "%s %s", c.priority, c.typ)
+	}
+}
