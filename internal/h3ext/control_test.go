@@ -46,3 +46,38 @@ func TestReadFrameHeaderEOF(t *testing.T) {
 	_, err = ReadPayload(bytes.NewReader(nil), 3)
 	require.NotErrorIs(t, err, io.EOF)
 }
+
+// TestFrameRulesAreRFC9114s: which frame is H3_FRAME_UNEXPECTED where,
+// frame type by frame type (RFC 9114 §7.2, the reserved HTTP/2 types of
+// §7.2.8, RFC 9412's ORIGIN and RFC 9218's PRIORITY_UPDATE): on a control
+// stream DATA, HEADERS, PUSH_PROMISE and HTTP/2's types; on a client's
+// request stream PUSH_PROMISE, HTTP/2's types and every control-only
+// frame; a type no RFC defines, reserved ones (0x1f*N+0x21) included, is
+// ignored on both (§9).
+func TestFrameRulesAreRFC9114s(t *testing.T) {
+	type rule struct{ onControl, onRequest bool }
+	for typ, want := range map[uint64]rule{
+		FrameData:               {true, false},
+		FrameHeaders:            {true, false},
+		0x02:                    {true, true}, // HTTP/2's PRIORITY
+		FrameCancelPush:         {false, true},
+		FrameSettings:           {false, true},
+		FramePushPromise:        {true, true},
+		0x06:                    {true, true}, // PING
+		FrameGoAway:             {false, true},
+		0x08:                    {true, true}, // WINDOW_UPDATE
+		0x09:                    {true, true}, // CONTINUATION
+		FrameOrigin:             {false, true},
+		FrameMaxPushID:          {false, true},
+		FramePriorityUpdate:     {false, true},
+		FramePriorityUpdatePush: {false, true},
+		0x0a:                    {false, false}, // unassigned
+		0x21:                    {false, false}, // reserved: 0x1f*0+0x21
+		0x1f*7 + 0x21:           {false, false},
+		0x2b603742:              {false, false},
+	} {
+		require.Equal(t, want.onControl, UnexpectedOnControl(typ), "%#x on a control stream", typ)
+		require.Equal(t, want.onRequest, UnexpectedOnRequest(typ), "%#x on a request stream", typ)
+		require.Equal(t, typ == 0x02 || typ == 0x06 || typ == 0x08 || typ == 0x09, ReservedH2Frame(typ), "%#x", typ)
+	}
+}
