@@ -120,3 +120,90 @@ func TestPointsAreTheResultsWhateverTheOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestPointsAreTheResultsAcrossArchives: results archived as a campaign
+// goes (cuts that move on, stand or go back; a result stored late,
+// started before a cut already archived), read as a report reads them,
+// the store with its archive attached: every read gives the points of
+// exactly the results stored, each once, from the store's rows, its
+// summaries, the dataset's files and their summaries in the user's
+// cache alike; and a report that follows a report decodes no result.
+func TestPointsAreTheResultsAcrossArchives(t *testing.T) {
+	for seed := range testutil.Seeds(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			ctx := context.Background()
+			t.Setenv("DOXLAB_CACHE", t.TempDir())
+			dir := t.TempDir()
+			path, archive := filepath.Join(dir, "s.db"), filepath.Join(dir, "archive")
+			w, err := store.Open(ctx, path)
+			require.NoError(t, err)
+			defer w.Close()
+			rng := rand.New(rand.NewPCG(seed, 5))
+			runs := []string{"web-a", "web-b", "wild-c"}
+			for _, id := range runs {
+				require.NoError(t, w.BeginRun(ctx, store.Run{ID: id, Kind: "web", StartedAt: time.Unix(0, 0)}))
+			}
+			stored := map[string][]int64{}
+			t0 := time.Unix(100000, 0)
+			clock, v, archived := t0, int64(0), int64(0)
+			decoded := 0
+			pts := modelPoints
+			point := pts.Point
+			pts.Point = func(run string, raw []byte) (int64, error) { decoded++; return point(run, raw) }
+			write := func(run string, at time.Time) {
+				v++
+				require.NoError(t, w.WriteResult(ctx, run, modelPoints.Kind, fmt.Sprint(v), at, map[string]int64{"v": v}))
+				stored[run] = append(stored[run], v)
+			}
+			read := func(f store.Filter, step int) {
+				t.Helper()
+				r, err := store.Open(ctx, path)
+				require.NoError(t, err)
+				defer r.Close()
+				if archived > 0 {
+					d, err := store.OpenDataset(ctx, archive)
+					require.NoError(t, err)
+					require.NoError(t, r.Attach(ctx, d))
+				}
+				decoded = 0
+				got, err := pts.Read(ctx, r, f)
+				require.NoError(t, err)
+				var want []int64
+				for _, id := range runs {
+					if strings.HasPrefix(id, f.RunPrefix) {
+						want = append(want, stored[id]...)
+					}
+				}
+				slices.Sort(got)
+				slices.Sort(want)
+				require.Equal(t, want, got, "seed %d, step %d, %+v, %d archived", seed, step, f, archived)
+			}
+			for step := range 20 {
+				switch op := rng.IntN(10); {
+				case op < 4: // a turn of results for one run
+					run := runs[rng.IntN(len(runs))]
+					for range 1 + rng.IntN(6) {
+						clock = clock.Add(time.Duration(1+rng.IntN(3600)) * time.Second)
+						write(run, clock)
+					}
+				case op < 5: // stored late: started long before
+					write(runs[rng.IntN(len(runs))], t0.Add(time.Duration(rng.IntN(int(clock.Sub(t0).Seconds())+1))*time.Second))
+				case op < 7: // archived up to a cut before now
+					cut := clock.Add(-time.Duration(rng.IntN(4*3600)) * time.Second)
+					x, err := w.Archive(ctx, archive, cut)
+					require.NoError(t, err, "seed %d, step %d", seed, step)
+					archived += x.Results
+				case op < 8:
+					read(store.Filter{RunPrefix: "web-"}, step)
+				default:
+					read(store.Filter{}, step)
+					read(store.Filter{}, step)
+					require.Zero(t, decoded, "seed %d, step %d: a report again decodes no result", seed, step)
+				}
+			}
+			read(store.Filter{}, -1)
+			read(store.Filter{}, -1)
+			require.Zero(t, decoded, "seed %d: a report again decodes no result", seed)
+		})
+	}
+}

@@ -118,12 +118,7 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND k IN (%s)`, []any{run}, hashes); err != nil {
 			return err
 		}
-		// Its summaries, which no longer count what it holds (RunSamples
-		// would tell), go with the samples.
-		if err := s.InTx(ctx, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM summaries WHERE run = (SELECT n FROM runs WHERE id = ?)`), run)
-			return err
-		}); err != nil {
+		if err := s.dropSummaries(ctx, run); err != nil {
 			return err
 		}
 		s.sealRun(ctx, run, true)
@@ -132,8 +127,24 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, anys(keys)); err != nil {
 			return err
 		}
+		if err := s.dropSummaries(ctx, rk[0]); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// dropSummaries deletes run's summaries, which no longer count what it
+// holds once some of it is archived. What a summary is checked against
+// (how many samples or results the run holds, and the latest) cannot
+// always tell: results archived, then as many stored late, started
+// before the latest, left a summary that matched the run and counted
+// the archived ones twice (with the dataset's) and the late ones not.
+func (s *Store) dropSummaries(ctx context.Context, run string) error {
+	return s.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM summaries WHERE run = (SELECT n FROM runs WHERE id = ?)`), run)
+		return err
+	})
 }
 
 func anys(keys []string) []any {
