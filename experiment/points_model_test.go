@@ -76,15 +76,7 @@ func TestPointsAreTheResultsWhateverTheOrder(t *testing.T) {
 				decoded = 0
 				got, err := pts.Read(ctx, st, f)
 				require.NoError(t, err)
-				var want []int64
-				for _, id := range runs {
-					if strings.HasPrefix(id, f.RunPrefix) {
-						want = append(want, stored[id]...)
-					}
-				}
-				slices.Sort(got)
-				slices.Sort(want)
-				require.Equal(t, want, got, "seed %d, step %d, %+v", seed, step, f)
+				samePoints(t, stored, f, got, "seed %d, step %d, %+v", seed, step, f)
 			}
 			for step := range 25 {
 				switch op := rng.IntN(10); {
@@ -119,6 +111,22 @@ func TestPointsAreTheResultsWhateverTheOrder(t *testing.T) {
 			read(store.Filter{}, -1)
 		})
 	}
+}
+
+// samePoints requires got to be the points of the results stored in the
+// runs f's prefix selects, each once, in any order.
+func samePoints(t *testing.T, stored map[string][]int64, f store.Filter, got []int64, msg ...any) {
+	t.Helper()
+	var want []int64
+	for id, vs := range stored {
+		if strings.HasPrefix(id, f.RunPrefix) {
+			want = append(want, vs...)
+		}
+	}
+	got = slices.Clone(got)
+	slices.Sort(got)
+	slices.Sort(want)
+	require.Equal(t, want, got, msg...)
 }
 
 // TestPointsAreTheResultsAcrossArchives: results archived as a campaign
@@ -168,15 +176,7 @@ func TestPointsAreTheResultsAcrossArchives(t *testing.T) {
 				decoded = 0
 				got, err := pts.Read(ctx, r, f)
 				require.NoError(t, err)
-				var want []int64
-				for _, id := range runs {
-					if strings.HasPrefix(id, f.RunPrefix) {
-						want = append(want, stored[id]...)
-					}
-				}
-				slices.Sort(got)
-				slices.Sort(want)
-				require.Equal(t, want, got, "seed %d, step %d, %+v, %d archived", seed, step, f, archived)
+				samePoints(t, stored, f, got, "seed %d, step %d, %+v, %d archived", seed, step, f, archived)
 			}
 			for step := range 20 {
 				switch op := rng.IntN(10); {
