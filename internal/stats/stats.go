@@ -182,16 +182,42 @@ func (c Comparison) Undecided() bool { return c.Approx && c.PLo < Alpha && c.PHi
 
 // MannWhitneyP is the two-sided p-value of the Mann-Whitney U test that x
 // and y come from one distribution (benchmath's, exact for small samples
-// and with ties handled); NaN when either is empty.
+// and with ties handled); NaN when either is empty. It is the same
+// whichever sample comes first: benchmath doubles the exact
+// distribution's lower tail at the smaller of the two U statistics, but
+// takes the distribution of the first sample's U, which ties make
+// asymmetric, so with ties its p is right only when the first sample's
+// U is the smaller (one value against six, one tied: 2/7 one way, 4/7
+// the other, which is the lower tail doubled). The samples are put in
+// that order.
 func MannWhitneyP(x, y []float64) float64 {
 	a, b := Sorted(x), Sorted(y)
 	if len(a) == 0 || len(b) == 0 {
 		return math.NaN()
 	}
+	if u := uStatistic(a, b); u > float64(len(a)*len(b))-u {
+		a, b = b, a
+	}
 	c := benchmath.AssumeNothing.Compare(
 		&benchmath.Sample{Values: a, Thresholds: &benchmath.DefaultThresholds},
 		&benchmath.Sample{Values: b, Thresholds: &benchmath.DefaultThresholds})
 	return clampP(c.P)
+}
+
+// uStatistic is sorted a's Mann-Whitney U against sorted b, as
+// benchmath's U1: the pairs where a's value is above b's, ties counting
+// half.
+func uStatistic(a, b []float64) float64 {
+	u, lo, hi := 0.0, 0, 0 // b[:lo] below x, b[lo:hi] equal to it
+	for _, x := range a {
+		for lo < len(b) && b[lo] < x {
+			lo++
+		}
+		for hi = max(hi, lo); hi < len(b) && b[hi] == x; hi++ {
+		}
+		u += float64(lo) + float64(hi-lo)/2
+	}
+	return u
 }
 
 // clampP is a p-value within [0, 1]: rounding puts a normal
