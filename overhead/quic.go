@@ -30,7 +30,7 @@ func (u *udpConn) add(pkt *Packet, payload []byte, fromClient bool) {
 	if fromClient && len(payload) > 0 && payload[0]&0xc0 == 0x40 {
 		u.shortSeen = true
 	}
-	if dcid, scid, ok := longCIDs(payload); ok {
+	if dcid, scid, _, ok := longCIDs(payload); ok {
 		if u.cids == nil {
 			u.cids = map[string]bool{}
 		}
@@ -50,27 +50,27 @@ func (u *udpConn) newConnection(payload []byte) bool {
 	if !u.shortSeen || !isInitial(payload) {
 		return false
 	}
-	dcid, scid, ok := longCIDs(payload)
+	dcid, scid, _, ok := longCIDs(payload)
 	return ok && !u.cids[string(dcid)] && (len(scid) == 0 || !u.cids[string(scid)])
 }
 
 // longCIDs reads a long header's destination and source connection IDs
-// (RFC 9000 §17.2).
-func longCIDs(b []byte) (dcid, scid []byte, ok bool) {
+// (RFC 9000 §17.2), and where the header goes on after them.
+func longCIDs(b []byte) (dcid, scid []byte, end int, ok bool) {
 	if len(b) < 6 || b[0]&0x80 == 0 {
-		return nil, nil, false
+		return nil, nil, 0, false
 	}
 	i := 5
 	n := int(b[i])
 	if i+1+n >= len(b) {
-		return nil, nil, false
+		return nil, nil, 0, false
 	}
 	dcid, i = b[i+1:i+1+n], i+1+n
 	n = int(b[i])
 	if i+1+n > len(b) {
-		return nil, nil, false
+		return nil, nil, 0, false
 	}
-	return dcid, b[i+1 : i+1+n], true
+	return dcid, b[i+1 : i+1+n], i + 1 + n, true
 }
 
 // occurrence is a CRYPTO or STREAM frame's data in one packet, labelled
@@ -255,19 +255,11 @@ func (st *quicState) packet(pkt *Packet, dir int, b []byte) int {
 		if version == 0 { // Version Negotiation
 			return 0
 		}
-		i := 5
-		dcidLen := int(b[i])
-		if i+1+dcidLen >= len(b) {
+		dcid, scid, i, ok := longCIDs(b)
+		if !ok {
 			return 0
 		}
-		dcid := b[i+1 : i+1+dcidLen]
-		i += 1 + dcidLen
-		scidLen := int(b[i])
-		i += 1 + scidLen
-		if i > len(b) {
-			return 0
-		}
-		st.cidLen[1-dir] = scidLen // the peer addresses us with our SCID
+		st.cidLen[1-dir] = len(scid) // the peer addresses us with our SCID
 		typ := (first >> 4) & 3
 		switch typ {
 		case 0: // Initial
