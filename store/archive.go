@@ -123,12 +123,16 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		}
 		s.sealRun(ctx, run, true)
 	}
+	dropped := map[string]bool{}
 	for rk, keys := range x.results {
 		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, anys(keys)); err != nil {
 			return err
 		}
-		if err := s.dropSummaries(ctx, rk[0]); err != nil {
-			return err
+		if _, moved := x.samples[rk[0]]; !moved && !dropped[rk[0]] { // once a run
+			if err := s.dropSummaries(ctx, rk[0]); err != nil {
+				return err
+			}
+			dropped[rk[0]] = true
 		}
 	}
 	return nil
