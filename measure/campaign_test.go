@@ -53,6 +53,10 @@ func TestLoadCampaignErrorsNameFileLineField(t *testing.T) {
 		"targets: [1.1.1.1]\nvantages: [{name: a, targets: [169.254.169.254]}]\n":  "c.yaml:2: vantages[1].targets: \"169.254.169.254\": special-purpose",
 		"targets: [1.1.1.1]\nallow_special: [8.8.8.0/24]\n":                        "c.yaml:2: allow_special: 8.8.8.0/24 is not special-purpose",
 		"targets: [1.1.1.1]\nallow_special: [10.0.0.0/33]\n":                       "c.yaml:2: allow_special:",
+		// An item of the wrong shape keeps its place: yaml.v3 left it
+		// out, and the next item's error was named as this one's.
+		"targets:\n  - [1.1.1.1]\n  - \"not a host\"\n":                   "c.yaml:3: targets[2]: \"not a host\"",
+		"targets: [1.1.1.1]\nvantages:\n  - fra\n  - {name: Frankfurt}\n": "c.yaml:4: vantages[2].name: vantage name \"Frankfurt\"",
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))

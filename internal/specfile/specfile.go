@@ -172,11 +172,16 @@ func (f *File) Bad(field, format string, a ...any) {
 	f.add(f.Line(field), field, fmt.Sprintf(format, a...))
 }
 
-// Failed says whether field, or a field within it, has an error already:
-// a check of its value would only repeat it.
+// Failed says whether field, a field within it or the one it is in has
+// an error already: a check of its value would only repeat it (or, in a
+// list item of the wrong shape, decoded as the zero value, name what the
+// file never said).
 func (f *File) Failed(field string) bool {
+	within := func(inner, outer string) bool {
+		return inner == outer || strings.HasPrefix(inner, outer+".") || strings.HasPrefix(inner, outer+"[")
+	}
 	return slices.ContainsFunc(f.errs, func(e Error) bool {
-		return e.Field == field || strings.HasPrefix(e.Field, field+".") || strings.HasPrefix(e.Field, field+"[")
+		return within(e.Field, field) || (e.Field != "" && within(field, e.Field))
 	})
 }
 
@@ -304,7 +309,16 @@ func (f *File) check(n *yaml.Node, t reflect.Type, field string) {
 			return
 		}
 		for i, item := range n.Content {
-			f.check(item, t.Elem(), fmt.Sprintf("%s[%d]", field, i+1))
+			sub := fmt.Sprintf("%s[%d]", field, i+1)
+			before := len(f.errs)
+			f.check(item, t.Elem(), sub)
+			// yaml.v3 leaves an item it cannot decode out of the list, and
+			// the items after it would move up one: a caller's check of
+			// the third item would then name the fourth's values, at the
+			// third's line. The zero value takes its place.
+			if slices.ContainsFunc(f.errs[before:], func(e Error) bool { return e.Field == sub }) {
+				n.Content[i] = zeroNode(t.Elem(), item)
+			}
 		}
 	case t.Kind() == reflect.Map:
 		if n.Kind != yaml.MappingNode {
@@ -317,6 +331,28 @@ func (f *File) check(n *yaml.Node, t reflect.Type, field string) {
 	default:
 		f.scalar(n, t, field)
 	}
+}
+
+// zeroNode is a node yaml.v3 decodes into a value of type t as its zero
+// value, in place of at (a null would be left out of a list of text,
+// numbers or structs, as a bad value is).
+func zeroNode(t reflect.Type, at *yaml.Node) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Line: at.Line, Column: at.Column}
+	switch {
+	case t == durationType:
+		n.Tag, n.Value = "!!str", "0s"
+	case t.Kind() == reflect.Struct:
+		n.Kind, n.Tag = yaml.MappingNode, "!!map"
+	case t.Kind() == reflect.String:
+		n.Tag = "!!str"
+	case t.Kind() == reflect.Bool:
+		n.Tag, n.Value = "!!bool", "false"
+	case reflect.Zero(t).CanInt() || reflect.Zero(t).CanUint() || reflect.Zero(t).CanFloat():
+		n.Tag, n.Value = "!!int", "0"
+	default: // pointers, lists and maps take a null
+		n.Tag = "!!null"
+	}
+	return n
 }
 
 // entry is a key of a mapping and its value.
