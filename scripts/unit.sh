@@ -6,7 +6,10 @@
 # finds them), RACE_SKIP's, and the model tests, of which the race lane
 # walks one seed (testutil.Seeds). Running every test of those packages
 # twice cost a third of the unit lane for nothing the race lane misses.
-#   RACE_PKGS='./server ./transport' RACE_SKIP='TestA|TestB' bash scripts/unit.sh
+#   RACE_PKGS='./server ./transport' RACE_SKIP='TestA|TestB' bash scripts/unit.sh [pkgs|timed]
+# With an argument it runs one half: the packages outside the race lane
+# (pkgs), or the race lane's packages' tests it leaves to unit (timed), so
+# that make test can run each beside the race lane.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -21,8 +24,13 @@ while read -r pkg tests; do
 		[[ $pkg == "$r" ]] && run+="|$tests"
 	done
 done < <($GO run ./internal/testutil/timedtests -seeded .)
+part=${1:-all}
 status=0
-CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 "${others[@]}" || status=1
-echo "unit: the race lane's packages, their timed and model tests and RACE_SKIP's without -race"
-CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 -run "$run" "${race[@]}" || status=1
+if [[ $part == all || $part == pkgs ]]; then
+	CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 "${others[@]}" || status=1
+fi
+if [[ $part == all || $part == timed ]]; then
+	echo "unit: the race lane's packages, their timed and model tests and RACE_SKIP's without -race"
+	CI=true DOXLAB_TESTBED_WAIT=8m $GO test -count=1 -run "$run" "${race[@]}" || status=1
+fi
 exit $status
