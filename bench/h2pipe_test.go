@@ -161,11 +161,19 @@ func TestLeanH2AgainstAMisbehavingServer(t *testing.T) {
 	}}
 	go peer.serve(t)
 
-	res, err := bench.Run(context.Background(), bench.Config{URL: "https://" + ln.Addr().String() + "/dns-query", Rate: 100, Duration: 300 * time.Millisecond,
+	// 40 queries: the server goes away after the 14th and the 28th, and
+	// the third connection has 120 ms to come up and take the last 12.
+	res, err := bench.Run(context.Background(), bench.Config{URL: "https://" + ln.Addr().String() + "/dns-query", Rate: 100, Duration: 400 * time.Millisecond,
 		Conns: 1, Options: transport.Options{Reuse: true, Insecure: true, Timeout: 5 * time.Second}})
 	require.NoError(t, err)
 	s := res.Summarize()
-	require.Equal(t, 30, s.Sent)
+	// Waiting for room ends with the run: where the third connection's
+	// handshake outlasts it (under -race on a busy machine: with 20 ms
+	// left, once, in a CI that ran the race lane beside the unit lane),
+	// the queries it would have taken are never sent, and it is never
+	// dialled. The first two connections' 28 are certain.
+	require.GreaterOrEqual(t, s.Sent, 28, "the first two connections' queries")
+	require.LessOrEqual(t, s.Sent, 40)
 	// Each connection serves 14 queries, the 7 behaviours twice, then
 	// goes away: 4 answers taken (two in pieces) and 2 of each failure,
 	// malformed twice over. The first connection's are certain; a query
@@ -183,13 +191,17 @@ func TestLeanH2AgainstAMisbehavingServer(t *testing.T) {
 	}
 	require.Equal(t, s.Sent, sum, "every query has its one outcome")
 	require.GreaterOrEqual(t, s.Answered, 4)
-	if s.Errors["closed"] == 0 { // the usual run: 14, 14 and 2
-		require.Equal(t, map[string]int{"http-error": 5, "malformed": 8, "stream-reset": 4, "SERVFAIL": 4}, s.Errors)
-	}
 	lost := s.ConnErrors[`the server sent GOAWAY (NO_ERROR: "enough for now")`]
 	require.Len(t, s.ConnErrors, 1, "%v", s.ConnErrors)
 	require.GreaterOrEqual(t, lost, 1, "%v", s.ConnErrors)
-	require.Equal(t, lost, s.Reconnects, "each connection gone away is replaced")
+	if s.Sent == 40 {
+		require.Equal(t, lost, s.Reconnects, "each connection gone away is replaced")
+		if s.Errors["closed"] == 0 { // the usual run: 14, 14 and 12
+			require.Equal(t, map[string]int{"http-error": 6, "malformed": 12, "stream-reset": 6, "SERVFAIL": 5}, s.Errors)
+		}
+	} else {
+		require.Equal(t, lost-1, s.Reconnects, "a connection gone away is replaced but at the run's end")
+	}
 	peer.mu.Lock()
 	defer peer.mu.Unlock()
 	require.GreaterOrEqual(t, peer.pingAck, 14, "every PING acked")
