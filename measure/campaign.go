@@ -487,10 +487,33 @@ func CheckTarget(t string) error {
 	if net.ParseIP(strings.Trim(t, "[]")) != nil {
 		return nil
 	}
-	if _, ok := dns.IsDomainName(t); !ok || strings.ContainsAny(t, " /:") || t == "" {
+	if !hostname(t) {
 		return fmt.Errorf("not a host, IP address or server URL")
 	}
 	return nil
+}
+
+// hostname says whether s is a host name as a URL carries it: labels of
+// ASCII letters, digits, - and _, dots between them (and one at the end).
+// DNS names may hold any octet, but a target becomes a URL at each
+// vantage point (URLFor), where a # or ? ended the host and a % was
+// decoded: "a?b" was measured as host a, and "a#b" failed every task.
+func hostname(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for l := range strings.SplitSeq(s, ".") {
+		if l == "" || len(l) > 63 {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Apply puts the question into s.
