@@ -219,6 +219,9 @@ func CheckPage(u string) error {
 			return fmt.Errorf("bad host %q", pu.Hostname())
 		}
 	}
+	if _, _, err := hostAddr(pu.Hostname()); err != nil {
+		return fmt.Errorf("bad host: %w", err)
+	}
 	return nil
 }
 
@@ -609,7 +612,9 @@ func (c *Campaign) Reachable(list []string) error {
 }
 
 // literalAddr is the address a target or page names, if it names one
-// rather than a host name.
+// rather than a host name: as a browser reads its host (hostAddr), so
+// that https://127.1/ is refused as the loopback address Chromium takes
+// it for.
 func literalAddr(t string) (netip.Addr, bool) {
 	host := t
 	if strings.Contains(t, "://") {
@@ -621,8 +626,70 @@ func literalAddr(t string) (netip.Addr, bool) {
 	} else if h, _, err := net.SplitHostPort(t); err == nil {
 		host = h
 	}
-	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return a, err == nil
+	a, ok, err := hostAddr(host)
+	return a, ok && err == nil
+}
+
+// hostAddr is the address a URL's host is, as the URL Standard (and so
+// Chromium and Firefox) reads it: an IPv6 literal, or an IPv4 address in
+// any of the forms inet_aton took, which a browser still takes (127.1,
+// 2130706433, 0x7f.0.0.1, 0177.0.0.1, 127.0.0.1. with its dot) where Go
+// sees a name. A host whose last label is a number but no IPv4 address
+// (1.2.3.256) is an error: a browser refuses the URL.
+func hostAddr(host string) (netip.Addr, bool, error) {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return a.WithZone(""), true, nil
+	}
+	parts := strings.Split(host, ".")
+	if len(parts) > 1 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	last := parts[len(parts)-1]
+	if _, err := ipv4Number(last); last == "" || err != nil && strings.Trim(last, "0123456789") != "" {
+		return netip.Addr{}, false, nil // a name
+	}
+	bad := fmt.Errorf("%q ends in a number but is no IPv4 address", host)
+	if len(parts) > 4 {
+		return netip.Addr{}, false, bad
+	}
+	var v uint64
+	for i, part := range parts {
+		n, err := ipv4Number(part)
+		if err != nil {
+			return netip.Addr{}, false, bad
+		}
+		if i < len(parts)-1 {
+			if n > 255 {
+				return netip.Addr{}, false, bad
+			}
+			v |= n << (8 * (3 - i))
+		} else {
+			if n >= 1<<(8*(5-len(parts))) {
+				return netip.Addr{}, false, bad
+			}
+			v |= n
+		}
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true, nil
+}
+
+// ipv4Number reads one part of an IPv4 host as the URL Standard does:
+// 0x (or 0X) hexadecimal, a leading 0 octal, else decimal; "0x" alone is 0.
+func ipv4Number(s string) (uint64, error) {
+	base := 10
+	switch {
+	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
+		s, base = s[2:], 16
+		if s == "" {
+			return 0, nil
+		}
+	case len(s) > 1 && s[0] == '0':
+		s, base = s[1:], 8
+	}
+	if s == "" || strings.ContainsAny(s, "+-_") {
+		return 0, fmt.Errorf("not a number")
+	}
+	return strconv.ParseUint(s, base, 64)
 }
 
 // Targets is a list of targets followed by those of a targets file ("":

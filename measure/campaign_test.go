@@ -51,6 +51,7 @@ func TestLoadCampaignErrorsNameFileLineField(t *testing.T) {
 		"targets: [10.0.0.1]\nvantages: [{name: a}]\nevery: 8760h\nrounds: 1000\n": "c.yaml:3: every: 8760h0m0s between 1000 rounds spans 996 years, more than 20",
 		"name: x\ntargets: [1.1.1.1, \"udp://127.0.0.1:53\"]\n":                    "c.yaml:2: targets: \"udp://127.0.0.1:53\": special-purpose address not allowed: 127.0.0.1 is in 127.0.0.0/8, loopback",
 		"targets: [1.1.1.1]\nvantages: [{name: a, targets: [169.254.169.254]}]\n":  "c.yaml:2: vantages[1].targets: \"169.254.169.254\": special-purpose",
+		"name: x\ntargets: [127.1, \"https://0x7f000001/dns-query\"]\n":            "127.0.0.1 is in 127.0.0.0/8, loopback",
 		"targets: [1.1.1.1]\nallow_special: [8.8.8.0/24]\n":                        "c.yaml:2: allow_special: 8.8.8.0/24 is not special-purpose",
 		"targets: [1.1.1.1]\nallow_special: [10.0.0.0/33]\n":                       "c.yaml:2: allow_special:",
 		// An item of the wrong shape keeps its place: yaml.v3 left it
@@ -163,6 +164,14 @@ func TestExamplePagesCampaign(t *testing.T) {
 		"pages: {urls: [https://a.example/]}\ncontact: x\nblocklist: [missing.txt]\n": "blocklist",
 		"pages: {file: pages.txt}\ncontact: x\n":                                      "pages.txt:3",
 		"pages: {urls: [\"http://[::1]:8080/\"]}\ncontact: x\n":                       "pages: \"http://[::1]:8080/\": special-purpose",
+		// The hosts a browser reads as IPv4 addresses where Go sees
+		// names: each was taken as a name the resolver would answer.
+		"pages: {urls: [\"https://127.1/\"]}\ncontact: x\n":               "127.0.0.1 is in 127.0.0.0/8, loopback",
+		"pages: {urls: [\"https://2130706433/\"]}\ncontact: x\n":          "127.0.0.1 is in 127.0.0.0/8, loopback",
+		"pages: {urls: [\"https://0x7f.0.0.1/\"]}\ncontact: x\n":          "127.0.0.1 is in 127.0.0.0/8, loopback",
+		"pages: {urls: [\"https://0251.0376.0251.0376/\"]}\ncontact: x\n": "169.254.169.254 is in 169.254.0.0/16",
+		"pages: {urls: [\"https://127.0.0.1./\"]}\ncontact: x\n":          "127.0.0.1 is in 127.0.0.0/8, loopback",
+		"pages: {urls: [\"https://1.2.3.256/\"]}\ncontact: x\n":           "ends in a number but is no IPv4 address",
 	} {
 		require.NoError(t, os.WriteFile("pages.txt", []byte("https://a.example/ # the first\n\nftp://b.example/\n"), 0o644))
 		require.NoError(t, os.WriteFile("bad.csv", []byte("google.com\n"), 0o644))
