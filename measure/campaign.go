@@ -22,6 +22,7 @@ import (
 	"github.com/doxlab/doxlab/internal/specfile"
 
 	"github.com/miekg/dns"
+	"golang.org/x/net/idna"
 
 	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/protocol"
@@ -631,14 +632,25 @@ func literalAddr(t string) (netip.Addr, bool) {
 }
 
 // hostAddr is the address a URL's host is, as the URL Standard (and so
-// Chromium and Firefox) reads it: an IPv6 literal, or an IPv4 address in
-// any of the forms inet_aton took, which a browser still takes (127.1,
-// 2130706433, 0x7f.0.0.1, 0177.0.0.1, 127.0.0.1. with its dot) where Go
-// sees a name. A host whose last label is a number but no IPv4 address
-// (1.2.3.256) is an error: a browser refuses the URL.
+// Chromium and Firefox) reads it: an IPv6 literal; else the host mapped
+// as IDNA's UTS #46 maps it (fullwidth digits to digits, ⓛ to l); then an
+// IPv4 address in any of the forms inet_aton took, which a browser still
+// takes (127.1, 2130706433, 0x7f.0.0.1, 0177.0.0.1, 127.0.0.1. with its
+// dot) where Go sees a name; and localhost and its subdomains, which a
+// browser takes for loopback without asking DNS (RFC 6761), 127.0.0.1.
+// A host whose last label is a number but no IPv4 address (1.2.3.256),
+// or that IDNA refuses, is an error: a browser refuses the URL.
 func hostAddr(host string) (netip.Addr, bool, error) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return a.WithZone(""), true, nil
+	}
+	mapped, err := browserIDNA.ToASCII(host)
+	if err != nil {
+		return netip.Addr{}, false, fmt.Errorf("%q is no host a browser reads: %w", host, err)
+	}
+	host = strings.ToLower(mapped)
+	if name := strings.TrimSuffix(host, "."); name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1}), true, nil
 	}
 	parts := strings.Split(host, ".")
 	if len(parts) > 1 && parts[len(parts)-1] == "" {
@@ -672,6 +684,10 @@ func hostAddr(host string) (netip.Addr, bool, error) {
 	}
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true, nil
 }
+
+// browserIDNA maps a host as a browser's URL parser does (UTS #46,
+// nontransitional), without the checks of a name's form it leaves to DNS.
+var browserIDNA = idna.New(idna.MapForLookup(), idna.Transitional(false), idna.CheckHyphens(false), idna.StrictDomainName(false), idna.VerifyDNSLength(false))
 
 // ipv4Number reads one part of an IPv4 host as the URL Standard does:
 // 0x (or 0X) hexadecimal, a leading 0 octal, else decimal; "0x" alone is 0.

@@ -172,6 +172,12 @@ func TestExamplePagesCampaign(t *testing.T) {
 		"pages: {urls: [\"https://0251.0376.0251.0376/\"]}\ncontact: x\n": "169.254.169.254 is in 169.254.0.0/16",
 		"pages: {urls: [\"https://127.0.0.1./\"]}\ncontact: x\n":          "127.0.0.1 is in 127.0.0.0/8, loopback",
 		"pages: {urls: [\"https://1.2.3.256/\"]}\ncontact: x\n":           "ends in a number but is no IPv4 address",
+		// And the hosts IDNA maps to one, or a browser takes for
+		// loopback without asking DNS.
+		"pages: {urls: [\"https://１２７.０.０.１/\"]}\ncontact: x\n":        "127.0.0.1 is in 127.0.0.0/8, loopback",
+		"pages: {urls: [\"https://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ/\"]}\ncontact: x\n":        "127.0.0.1 is in 127.0.0.0/8, loopback",
+		"pages: {urls: [\"https://localhost:8080/\"]}\ncontact: x\n":   "127.0.0.1 is in 127.0.0.0/8, loopback",
+		"pages: {urls: [\"https://admin.localhost./\"]}\ncontact: x\n": "127.0.0.1 is in 127.0.0.0/8, loopback",
 	} {
 		require.NoError(t, os.WriteFile("pages.txt", []byte("https://a.example/ # the first\n\nftp://b.example/\n"), 0o644))
 		require.NoError(t, os.WriteFile("bad.csv", []byte("google.com\n"), 0o644))
