@@ -36,19 +36,17 @@ RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners|TestZero
 # the built binary as a user does (the experiments on the testbed, their
 # reports in Chromium, the README's first steps): the e2e lane.
 #
-# The test lanes mostly wait (on emulated links, timeouts, Chromium:
-# about half a core per test binary), so make test runs them two at a
-# time, after the lanes that compile and check (themselves two at a
-# time: none of them times anything): unit-pkgs (the unit lane's
-# packages outside the race lane) then e2e, beside race then unit-timed
-# (the race lane's packages' tests the unit lane runs: after race, so no
-# test runs in both at once). e2e follows images, whose images it runs.
-# A testbed two lanes want is waited for, as within a lane. Nothing
-# compiles beside the tests: with cross beside them, the three test
-# lanes took 610 s where they take 574 s in turn, and a timed test of
-# Chromium's failed.
+# The lanes that compile and check run two at a time (none of them
+# times anything). The test lanes run in turn: they mostly wait (about
+# half a core per test binary) and would fill the two cores side by side
+# (unit-pkgs and e2e beside race and unit-timed took 569-583 s where
+# unit, race and e2e take 725 s in turn), but the timed tests do not
+# hold beside them: TestDoxlabEngineBesideChromium's document gap went
+# past its bound in two CIs of five, and two load-sensitive tests failed
+# too (both since made robust). unit-pkgs and unit-timed are the unit
+# lane's two halves, for running them apart.
 test: peers
-	bash scripts/lanes.sh 'lint vet licenses & cross images' 'unit-pkgs e2e & race unit-timed'
+	bash scripts/lanes.sh 'lint vet licenses & cross images' unit race e2e
 
 # Every dependency's license is compatible with doxlab's Apache-2.0
 # (go-licenses, pinned; scripts/licenses.sh says what it reads by hand).
