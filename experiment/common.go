@@ -356,11 +356,12 @@ const summaryPut = 2 * time.Second
 
 // KeepSummary keeps data as run's summary of kind, of what it holds, if
 // it can: a summary not kept (a read-only role, the store's lock held
-// past a bounded wait) is only read again next time.
-func KeepSummary(ctx context.Context, st *store.Store, kind, run string, held store.Held, data []byte) {
+// past a bounded wait) is only read again next time; the error says why,
+// for a caller that keeps summaries for their own sake (store seal).
+func KeepSummary(ctx context.Context, st *store.Store, kind, run string, held store.Held, data []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, summaryPut)
 	defer cancel()
-	_ = st.PutSummary(ctx, kind, run, store.Summary{Held: held, Data: data})
+	return st.PutSummary(ctx, kind, run, store.Summary{Held: held, Data: data})
 }
 
 // CellCache is where the summaries of a dataset's files are kept (a

@@ -43,7 +43,8 @@ type Env struct {
 
 	progressMu  sync.Mutex
 	done, total int
-	started     string // the kind of Net Start started, recorded with runs
+	started     string   // the kind of Net Start started, recorded with runs
+	begun       []string // the runs BeginRun began or went on with
 }
 
 // Plan adds n measurements to the run's total.
@@ -318,7 +319,21 @@ func (e *Env) Start(ctx context.Context, spec testbed.Spec) (st *store.Store, n 
 		return nil, nil, nil, err
 	}
 	e.started = n.Kind()
-	return st, n, func() { n.Close(); st.Close() }, nil
+	return st, n, func() { n.Close(); e.keepPoints(ctx, st); st.Close() }, nil
+}
+
+// keepPoints keeps the points of the runs Env began (KeepPoints), as
+// the store seals their samples when it closes: the first report of a
+// year's page loads then reads their points, not their JSON. Not kept
+// (an interrupted run, a role that may not), the report reads the
+// results.
+func (e *Env) keepPoints(ctx context.Context, st *store.Store) {
+	e.progressMu.Lock()
+	runs := slices.Clone(e.begun)
+	e.progressMu.Unlock()
+	if len(runs) > 0 && ctx.Err() == nil {
+		_, _, _ = KeepPoints(ctx, st, store.Filter{Runs: runs, Superseded: true})
+	}
 }
 
 // Results is what Load read of an experiment's runs: it knows how to

@@ -149,6 +149,9 @@ func cmdName(prefix string) string {
 // ones stored, unless Env.Force, which the run then records
 // (ForcedKind).
 func (e *Env) BeginRun(ctx context.Context, st *store.Store, runID, kind, profile string, spec map[string]any) error {
+	e.progressMu.Lock()
+	e.begun = append(e.begun, runID)
+	e.progressMu.Unlock()
 	spec = maps.Clone(spec)
 	if e.Design != nil {
 		spec["design"] = e.Design

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -38,6 +39,26 @@ type Points[P any] struct {
 	Decode func(dst []P, b []byte) (out []P, ok bool, err error)
 }
 
+// keepers are the Keep of each Points registered with KeepsPoints.
+var keepers []func(context.Context, *store.Store, store.Filter) (int, int, error)
+
+// KeepsPoints registers p, at init, with KeepPoints.
+func KeepsPoints[P any](p Points[P]) { keepers = append(keepers, p.Keep) }
+
+// KeepPoints keeps the points of the runs f selects of every Points
+// registered (Points.Keep): a run's page loads when it ends, and `store
+// seal`'s. It returns how many runs and results it read.
+func KeepPoints(ctx context.Context, st *store.Store, f store.Filter) (runs, results int, err error) {
+	for _, k := range keepers {
+		r, n, err := k(ctx, st, f)
+		runs, results = runs+r, results+n
+		if err != nil {
+			return runs, results, err
+		}
+	}
+	return runs, results, nil
+}
+
 // pointsBatch is how many runs are read in one pass.
 const pointsBatch = 16
 
@@ -59,30 +80,62 @@ func (p Points[P]) Pack(ps []P) ([]byte, error) {
 // Unpack is the points a summary keeps; ok is false for one another
 // build made, or that does not decode.
 func (p Points[P]) Unpack(b []byte) ([]P, bool) {
-	made, rest, found := bytes.Cut(b, []byte{0})
-	if !found || !bytes.Equal(append(made, 0), madeBy()) {
+	if !madeHere(b) {
 		return nil, false
 	}
-	out, ok, err := p.Decode(nil, rest)
+	out, ok, err := p.Decode(nil, b[len(madeBy()):])
 	return out, ok && err == nil
 }
+
+// madeHere says whether this build made the summary b.
+func madeHere(b []byte) bool { return bytes.HasPrefix(b, madeBy()) }
 
 // Read returns the points of the results of the runs f selects (its
 // prefix, runs and supersession; a vantage point is the caller's to
 // select), those of an attached dataset first.
 func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([]P, error) {
 	var out []P
-	add := func(ps ...P) { out = append(out, ps...) }
 	if err := p.readFiles(ctx, st, f, &out); err != nil {
 		return nil, err
 	}
+	err := p.eachRun(ctx, st, f, false,
+		func(total int) { out = slices.Grow(out, total) },          // a year's points, not twice as many slots
+		func(ps []P, _ bool, _ error) { out = append(out, ps...) }) // a summary not kept is only made again
+	return out, err
+}
+
+// Keep keeps as its summary the points of each run f selects that has
+// none its store's results count whole, as the first report to read
+// the run would (an experiment keeps its runs' when they end; `store
+// seal` the rest): that report then reads the points, not the results.
+// It returns how many runs and results it read and kept; a summary it
+// could not keep is an error.
+func (p Points[P]) Keep(ctx context.Context, st *store.Store, f store.Filter) (runs, results int, err error) {
+	var failed error
+	err = p.eachRun(ctx, st, f, true, func(int) {}, func(ps []P, read bool, kept error) {
+		switch {
+		case kept != nil:
+			failed = cmp.Or(failed, kept)
+		case read:
+			runs, results = runs+1, results+len(ps)
+		}
+	})
+	return runs, results, cmp.Or(err, failed)
+}
+
+// eachRun hands add the points of each of the store's runs f selects,
+// from its summary where one is current (read false), else read from
+// its results and kept (read true), after grow is told how many there
+// are, with the error keeping them gave. skipWhole skips a run whose
+// summary is current and whole without decoding it.
+func (p Points[P]) eachRun(ctx context.Context, st *store.Store, f store.Filter, skipWhole bool, grow func(total int), add func(ps []P, read bool, kept error)) error {
 	keep, err := st.Keeps(ctx, f)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	held, err := st.RunResults(ctx, p.Kind)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sums, err := st.Summaries(ctx, p.Summary)
 	if err != nil {
@@ -90,7 +143,7 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 	}
 	runs, err := st.Runs(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var unread []string
 	total := 0
@@ -99,21 +152,26 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 			total += int(h.Samples)
 		}
 	}
-	out = slices.Grow(out, total) // a year's points, not twice as many slots
+	grow(total)
 	for _, r := range runs {
 		h, ok := held[r.ID]
 		if !ok || !keep(r.ID) {
 			continue
 		}
 		if m, ok := sums[r.ID]; ok && m.Samples <= h.Samples {
+			if skipWhole && m.Samples == h.Samples && madeHere(m.Data) {
+				continue
+			}
 			ps, ok := p.Unpack(m.Data)
+			read, kept := false, error(nil)
 			if ok && m.Samples < h.Samples {
-				if ps, ok, err = p.readOn(ctx, st, r.ID, m.Held, h, ps); err != nil {
-					return nil, err
+				if ps, ok, kept, err = p.readOn(ctx, st, r.ID, m.Held, h, ps); err != nil {
+					return err
 				}
+				read = true
 			}
 			if ok {
-				add(ps...)
+				add(ps, read, kept)
 				continue
 			}
 		}
@@ -126,26 +184,28 @@ func (p Points[P]) Read(ctx context.Context, st *store.Store, f store.Filter) ([
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, id := range batch {
 			ps := byRun[id]
 			// Kept only if the run held, as it was read, what it held when
 			// counted: a result stored meanwhile leaves it unkept.
+			var kept error
 			if h := held[id]; int64(len(ps)) == h.Samples {
-				p.keep(ctx, st, id, h, ps)
+				kept = p.keep(ctx, st, id, h, ps)
 			}
-			add(ps...)
+			add(ps, true, kept)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // readOn brings the points ps of run's summary, made when the run held
 // was, up to what it holds now, reading only the results that started
 // after the summary's latest, and keeps them as its summary. ok is false
-// where those are not all it lacks: the run is then read whole.
-func (p Points[P]) readOn(ctx context.Context, st *store.Store, run string, was, now store.Held, ps []P) (out []P, ok bool, err error) {
+// where those are not all it lacks: the run is then read whole. kept is
+// the error keeping them gave.
+func (p Points[P]) readOn(ctx context.Context, st *store.Store, run string, was, now store.Held, ps []P) (out []P, ok bool, kept, err error) {
 	n := 0
 	err = p.decodeStored(ctx, st, []string{run}, was.Last, func(_ string, x P) error {
 		ps = append(ps, x)
@@ -153,10 +213,9 @@ func (p Points[P]) readOn(ctx context.Context, st *store.Store, run string, was,
 		return nil
 	})
 	if err != nil || was.Samples+int64(n) != now.Samples {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	p.keep(ctx, st, run, now, ps)
-	return ps, true, nil
+	return ps, true, p.keep(ctx, st, run, now, ps), nil
 }
 
 // decodeStored hands fn the point of each of runs' stored results (by
@@ -175,10 +234,15 @@ func (p Points[P]) decodeStored(ctx context.Context, st *store.Store, runs []str
 }
 
 // keep keeps ps as run's summary of what it held, if it can.
-func (p Points[P]) keep(ctx context.Context, st *store.Store, run string, held store.Held, ps []P) {
-	if b, err := p.Pack(ps); err == nil && len(ps) > 0 {
-		KeepSummary(ctx, st, p.Summary, run, held, b)
+func (p Points[P]) keep(ctx context.Context, st *store.Store, run string, held store.Held, ps []P) error {
+	if len(ps) == 0 {
+		return nil
 	}
+	b, err := p.Pack(ps)
+	if err != nil {
+		return err
+	}
+	return KeepSummary(ctx, st, p.Summary, run, held, b)
 }
 
 // presizeMax bounds the points made room for at once from what a

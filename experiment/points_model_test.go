@@ -79,7 +79,7 @@ func TestPointsAreTheResultsWhateverTheOrder(t *testing.T) {
 				samePoints(t, stored, f, got, "seed %d, step %d, %+v", seed, step, f)
 			}
 			for step := range 25 {
-				switch op := rng.IntN(10); {
+				switch op := rng.IntN(11); {
 				case op < 5: // a turn of results for one run, later and later
 					run := runs[rng.IntN(len(runs))]
 					for range 1 + rng.IntN(6) {
@@ -102,10 +102,22 @@ func TestPointsAreTheResultsWhateverTheOrder(t *testing.T) {
 					}
 				case op < 8:
 					read(store.Filter{RunPrefix: "web-"}, step)
-				default:
+				case op < 10:
 					read(store.Filter{}, step)
 					read(store.Filter{}, step)
 					require.Zero(t, decoded, "seed %d, step %d: a report again decodes no result", seed, step)
+				default: // kept as store seal keeps them: the next report decodes none
+					decoded = 0
+					runs, points, err := pts.Keep(ctx, st, store.Filter{})
+					require.NoError(t, err)
+					if decoded == 0 {
+						require.Zero(t, runs+points, "seed %d, step %d: nothing read, nothing kept", seed, step)
+					}
+					read(store.Filter{}, step)
+					require.Zero(t, decoded, "seed %d, step %d: a report after Keep decodes no result", seed, step)
+					runs, points, err = pts.Keep(ctx, st, store.Filter{})
+					require.NoError(t, err)
+					require.Zero(t, runs+points, "seed %d, step %d: kept again, nothing read", seed, step)
 				}
 			}
 			read(store.Filter{}, -1)

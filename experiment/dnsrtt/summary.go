@@ -237,7 +237,7 @@ func readOn(ctx context.Context, st *store.Store, kind, run string, m store.Summ
 // keepSummary keeps cs as run's summary of what it holds, if it can.
 func keepSummary(ctx context.Context, st *store.Store, kind, run string, held store.Held, cs *cells) {
 	if b, err := cs.encode(); err == nil {
-		experiment.KeepSummary(ctx, st, kind, run, held, b)
+		_ = experiment.KeepSummary(ctx, st, kind, run, held, b) // else read again next time
 	}
 }
 

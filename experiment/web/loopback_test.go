@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,6 +11,7 @@ import (
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
 	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/store"
 )
 
 // TestWebOnLoopback: the web experiment on the loopback net, without
@@ -45,6 +47,23 @@ func TestWebOnLoopback(t *testing.T) {
 	}
 	_, err := LoadsOfSamples(loads...).Section(t.TempDir())
 	require.NoError(t, err)
+
+	// Its page loads' points were kept as the run ended (as its samples
+	// are sealed): a first report decodes none of their JSON, and store
+	// seal finds nothing left to keep.
+	ctx := context.Background()
+	sums, err := st.Summaries(ctx, labPoints.Summary)
+	require.NoError(t, err)
+	var kept int64
+	for run, m := range sums {
+		if strings.HasPrefix(run, id) {
+			kept += m.Samples
+		}
+	}
+	require.EqualValues(t, len(loads), kept, "every load's point kept when the run ended")
+	runs, points, err := experiment.KeepPoints(ctx, st, store.Filter{Superseded: true})
+	require.NoError(t, err)
+	require.Zero(t, runs+points, "nothing left for store seal to keep")
 
 	_, err = mk(id).Run(context.Background())
 	require.NoError(t, err)

@@ -19,6 +19,13 @@ func init() {
 	store.Brief(campaign.PageLoads, pages.SkippedPaths(reflect.TypeFor[wildAnalysedLoad]())...)
 }
 
+// And their points are kept as a run ends (a campaign's by store seal):
+// a first report decodes a hundred octets a load, not its JSON.
+func init() {
+	experiment.KeepsPoints(labPoints)
+	experiment.KeepsPoints(wildPoints)
+}
+
 // labPoints reads the web runs' page loads as the analysis reads them,
 // each run's kept as its summary (experiment.Points).
 var labPoints = experiment.Points[pages.Point]{

@@ -149,6 +149,43 @@ func TestStoreBrief(t *testing.T) {
 	require.NoFileExists(t, missing)
 }
 
+// TestStoreSealKeepsPoints: store seal keeps each run's page loads as
+// the points a report reads of them (loads copied in SQL, a campaign's,
+// another build's points), once: the report after it is the report
+// before, and sealing again keeps nothing.
+func TestStoreSealKeepsPoints(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "s.db")
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	for _, id := range []string{"web-a", "web-b"} {
+		require.NoError(t, st.BeginRun(ctx, store.Run{ID: id, Kind: "web", StartedAt: time.Now()}))
+	}
+	for i := range 5 {
+		require.NoError(t, st.WriteResult(ctx, []string{"web-a", "web-b"}[i%2], web.Kind, fmt.Sprint(i), time.Now(),
+			map[string]any{"status": "ok", "profile": "4g", "transport": "doq", "page": "wiki", "plt_ms": 100 + i}))
+	}
+	st.Close()
+	code, before, errOut := run("report", "--store", db, "--json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, before, `"page loads"`)
+
+	st, err = store.Open(ctx, db)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `DELETE FROM summaries`)
+	require.NoError(t, err)
+	st.Close()
+	code, out, errOut := run("store", "seal", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "; the points of 5 results of 2 runs kept; ")
+	code, after, errOut := run("report", "--store", db, "--json")
+	require.Equal(t, 0, code, errOut)
+	require.JSONEq(t, before, after)
+	code, out, errOut = run("store", "seal", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "; the points of 0 results of 0 runs kept; ")
+}
+
 // TestStoreSeal: store stats says how many DNS samples are in no block
 // (written before schema 15, or copied in SQL) and prints the command
 // that seals them, which works as pasted; a report after it is the
@@ -183,7 +220,7 @@ func TestStoreSeal(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "5 DNS samples are in no block")
 	out := runTheHint(t, errOut)
-	require.Contains(t, out, "doxlab store seal: 5 samples in 1 block, ")
+	require.Contains(t, out, "doxlab store seal: 5 samples in 1 block; ")
 	code, after, errOut := run("report", "--store", db, "--json")
 	require.Equal(t, 0, code, errOut)
 	require.JSONEq(t, before, after)

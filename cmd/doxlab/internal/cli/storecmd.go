@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -37,10 +38,15 @@ whole) and resumable; half a million loads take about two minutes.
 
 seal: keep the DNS samples written before schema 15 (doxlab 0.1.0), or
 copied in SQL, in blocks: what a report reads of them, columnar, 8,192
-samples a block, so that a first report reads blocks, not rows. doxlab
-seals what it writes as it writes it; this seals the rest. Optional (a
-sample in no block is read from its row) and resumable. --again drops
-every block first and makes them anew (a block that does not decode).
+samples a block, so that a first report reads blocks, not rows; and
+keep each run's page loads as the points a report reads of them (about
+a hundred octets a load), so that a first report decodes points, not
+the loads' JSON. doxlab seals what it writes as it writes it (an
+experiment's points when its runs end); this seals the rest: samples
+copied in SQL, a campaign's loads, points another doxlab build made.
+Optional (a sample in no block is read from its row, a load without
+points from its brief) and resumable. --again drops every block first
+and makes them anew (a block that does not decode).
 `
 
 func runStore(args []string, stdout, stderr io.Writer) int {
@@ -152,17 +158,27 @@ func runSeal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab store seal: %v (what was sealed before it stays; run it again to go on)\n", err)
 		return 1
 	}
+	runs, loads, err := experiment.KeepPoints(ctx, st, store.Filter{Superseded: true})
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab store seal: page loads' points: %v (the runs kept before it stay; run it again to go on)\n", err)
+		return 1
+	}
 	blocks, samples, err := st.Sealed(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab store seal: %v\n", err)
 		return 1
 	}
-	unit := "blocks"
-	if blocks == 1 {
-		unit = "block"
-	}
-	fmt.Fprintf(stdout, "doxlab store seal: %d samples in %d %s, %.1f s\n", samples, blocks, unit, time.Since(began).Seconds())
+	fmt.Fprintf(stdout, "doxlab store seal: %d samples in %s; the points of %s of %s kept; %.1f s\n",
+		samples, plural(int(blocks), "block"), plural(loads, "result"), plural(runs, "run"), time.Since(began).Seconds())
 	return exitOK
+}
+
+// plural is n and what it counts: "1 block", "2 blocks".
+func plural(n int, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }
 
 // runArchive moves a store's old rounds to a dataset (store archive).
