@@ -7,7 +7,8 @@
 # store stats'), wall time and peak RSS (GNU time) beside DuckDB's time
 # and peak RSS for the same grouped medians and p95s over the export.
 # The copies are sealed first (store seal: each run's samples kept in
-# blocks, as doxlab keeps what it writes). The report runs twice: the
+# blocks and its page loads as points, as doxlab keeps what it writes:
+# its seal column). The report runs twice: the
 # first reads every sample's block and keeps each
 # run's cells in the store (summaries, schema 12), or each dataset
 # file's in a cache, the second (again) reads those. The dataset backend exports the SQLite store to a Parquet
@@ -22,7 +23,9 @@
 # Disk: a dns-rtt sample takes about 0.5-0.6 KB in SQLite and PostgreSQL
 # (its raw JSON, 2 KB, compressed since schema 8): 10M samples need ~8 GB free
 # in WORK (default /var/tmp/doxlab-scale); each
-# backend's store is removed after its largest size. PostgreSQL is Debian's, started by the script
+# backend's store is removed after its largest size (KEEP=1 leaves the
+# last SQLite store in WORK/s.db, and PostgreSQL's data in WORK/pg/data,
+# stopped, to measure by hand). PostgreSQL is Debian's, started by the script
 # as the postgres user on a private socket and port, and stopped at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -221,8 +224,9 @@ for b in $BACKENDS; do
 		octets=$("$dox" store stats --json --store "$dsn" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["octets_per_sample"]))')
 		printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %-20s | %-20s | %s\n' "$b" "$have" "$octets" "$seal" "$rep" "$again" "$exp" "$dk" "$gap"
 	done
-	rm -f "$WORK"/s.db* "$WORK/samples.parquet"
-	if [ "$b" = postgres ]; then
+	[ "${KEEP:-}" = 1 ] && [ "$b" = sqlite ] || rm -f "$WORK"/s.db*
+	rm -f "$WORK/samples.parquet"
+	if [ "$b" = postgres ] && [ "${KEEP:-}" != 1 ]; then
 		psql -q "$PGURL" -c "DROP TABLE sample_cols CASCADE" >/dev/null 2>&1 || true
 	fi
 done
