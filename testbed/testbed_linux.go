@@ -332,6 +332,9 @@ func (tb *Testbed) Close() error {
 // their /etc files and its state, also after a crash. Nothing there is
 // not an error.
 func Down(name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
 	st, err := Load(name)
 	ns := map[string]string{}
 	if err == nil {
@@ -350,16 +353,28 @@ func Down(name string) error {
 }
 
 // removeAll deletes the namespaces of testbed name (those in ns and any
-// other with its prefix), their /etc/netns directories and its state.
+// other with its prefix that no other testbed's state names: testbed
+// doxlab's prefix is also its scratch testbed doxlab-bloat's), their
+// /etc/netns directories and its state.
 func removeAll(name string, ns map[string]string) error {
 	prefix := "doxlab-" + name + "-"
 	names := map[string]bool{}
 	for _, n := range ns {
 		names[n] = true
 	}
+	others := map[string]bool{}
+	if all, err := Names(); err == nil {
+		for _, o := range all {
+			if st, err := Load(o); err == nil && o != name {
+				for _, n := range st.NS {
+					others[n] = true
+				}
+			}
+		}
+	}
 	if entries, err := os.ReadDir("/run/netns"); err == nil {
 		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), prefix) {
+			if strings.HasPrefix(e.Name(), prefix) && !others[e.Name()] {
 				names[e.Name()] = true
 			}
 		}

@@ -70,8 +70,8 @@ func (s *Spec) defaults() error {
 	if s.Name == "" {
 		s.Name = "doxlab"
 	}
-	if strings.ContainsAny(s.Name, "/ ") || len(s.Name) > 40 {
-		return fmt.Errorf("bad testbed name %q", s.Name)
+	if err := CheckName(s.Name); err != nil {
+		return err
 	}
 	if len(s.Hosts) == 0 {
 		s.Hosts = []string{"client", "server"}
@@ -137,6 +137,21 @@ type State struct {
 }
 
 func stateDir(name string) string { return filepath.Join(StateRoot, name) }
+
+// CheckName refuses a testbed name that is not one name: a testbed's
+// state is StateRoot/NAME, which Down removes whole, so "", "." or ".."
+// took every testbed's state with it (or all of /run/doxlab), and its
+// namespaces are doxlab-NAME-HOST.
+func CheckName(name string) error {
+	ok := name != "" && len(name) <= 40 && name[0] != '.' && name[0] != '-'
+	for _, c := range name {
+		ok = ok && ('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.')
+	}
+	if !ok {
+		return fmt.Errorf("bad testbed name %q: want 1 to 40 letters, digits, '-', '_' or '.', the first a letter, digit or '_'", name)
+	}
+	return nil
+}
 
 func nsName(tb, host string) string { return "doxlab-" + tb + "-" + host }
 
@@ -376,6 +391,9 @@ func Names() ([]string, error) {
 // Load reads the state of a testbed that was started, perhaps by another
 // process.
 func Load(name string) (*State, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(filepath.Join(stateDir(name), "state.json"))
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := newFlagSet("testbed "+args[0], stderr)
 	fs.SetOutput(stderr)
-	name := fs.String("name", "doxlab", "testbed `name`")
+	name := testbedNameVar(fs, "testbed `name`")
 	switch args[0] {
 	case "trace":
 		return testbedTrace(args[1:], stdout, stderr)
@@ -68,6 +68,21 @@ func runTestbed(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "doxlab testbed: unknown command %q\n%s", args[0], testbedUsage)
 	return exitUsage
+}
+
+// testbedNameVar is --name, a testbed's name: one that is not a name
+// (testbed.CheckName: "..", "a/b", a path of the emulator's log) is a
+// usage error as it is parsed, before anything is made of it.
+func testbedNameVar(fs *flag.FlagSet, usage string) *string {
+	name := "doxlab"
+	fs.Func("name", usage+` (default "doxlab")`, func(s string) error {
+		if err := testbed.CheckName(s); err != nil {
+			return err
+		}
+		name = s
+		return nil
+	})
+	return &name
 }
 
 // testbedCmd is what a testbed subcommand gets: its flag set (with
@@ -574,7 +589,7 @@ func testbedBloat(args []string, stdout, stderr io.Writer) int {
 	profiles := fs.String("profiles", "dsl", "profiles (names or YAML files) to measure")
 	d := fs.Duration("duration", 10*time.Second, "how long the download runs")
 	fig := fs.String("figure", "", "draw the RTT over time into `FILE`.png (and .svg, .csv)")
-	name := fs.String("name", "doxlab", "testbed `name` (the scratch testbed is NAME-bloat)")
+	name := testbedNameVar(fs, "testbed `name` (the scratch testbed is NAME-bloat)")
 	asJSON := fs.Bool("json", false, "one JSON object per profile, samples included")
 	cc := fs.String("cc", "cubic", "the download's congestion control (cubic fills buffers; bbr keeps them short itself; empty: the kernel's default)")
 	if _, code, ok := parseArgs(fs, args); !ok {

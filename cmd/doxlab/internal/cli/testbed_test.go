@@ -115,3 +115,23 @@ func TestTestbedCheckRefusesBeforeStarting(t *testing.T) {
 	_, err := testbed.Load("tbrefuse-check")
 	require.Error(t, err, "no testbed was started")
 }
+
+// TestTestbedRefusesNamesThatAreNoName: a --name that is not one testbed
+// name ("..", a path) is a usage error of one line, before anything is
+// made of it: testbed up made its emulator's log at
+// /tmp/doxlab-testbed-NAME.log, which "x/../../../tmp/escaped" put
+// elsewhere, and down removed the state directory NAME named.
+func TestTestbedRefusesNamesThatAreNoName(t *testing.T) {
+	escaped := filepath.Join(os.TempDir(), "escaped.log")
+	os.Remove(escaped)
+	for _, sub := range []string{"up", "down", "status", "profile", "check", "bloat"} {
+		for _, name := range []string{"..", "", "x/../../../" + strings.TrimPrefix(os.TempDir(), "/") + "/escaped", "a b"} {
+			code, out, errOut := run("testbed", sub, "--name", name)
+			require.Equal(t, exitUsage, code, "%s %q: %s", sub, name, errOut)
+			require.Empty(t, out)
+			require.Contains(t, errOut, "--name", "%s %q", sub, name)
+			require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+		}
+	}
+	require.NoFileExists(t, escaped)
+}
