@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -83,8 +84,14 @@ type Result struct {
 	// (REFUSED), or a status (timeout, ...). Rcodes counts every answer
 	// by its rcode, taken or not, as dnsperf's "Response codes" do.
 	Sent, OK int
-	Errors   map[string]int
-	Rcodes   map[string]int
+	// Unsent counts the queries of an open loop due before the run ended
+	// (its duration, or an interruption) that were never sent: no room
+	// (MaxInFlight out, or a connection's window full) until the end, or
+	// no connection left. A server that answers too slowly shows here, as
+	// achieved below intended.
+	Unsent int
+	Errors map[string]int
+	Rcodes map[string]int
 	// OKRcodes are the rcodes taken as answers.
 	OKRcodes []string
 	answers  measure.Answers
@@ -263,7 +270,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		defer stop()
 	}
 	if c.Rate > 0 {
-		r.openLoop(ctx, interrupted)
+		if i := r.openLoop(ctx, interrupted); i >= 0 {
+			res.Unsent = dueBefore(i, 1, c, time.Since(r.start))
+		}
 	} else {
 		r.closedLoop(ctx)
 	}
@@ -374,19 +383,19 @@ func (r *fullRun) record(rec *transport.Record, intended, called, done time.Time
 // openLoop sends query i at start + i/Rate, whatever happened to the
 // ones before it, until Duration, MaxQueries or interrupted; at most
 // MaxInFlight are out at once.
-func (r *fullRun) openLoop(ctx context.Context, interrupted <-chan struct{}) {
+func (r *fullRun) openLoop(ctx context.Context, interrupted <-chan struct{}) (stopped int) {
 	slots := make(chan struct{}, r.c.MaxInFlight)
 	for i := 0; i < r.c.MaxQueries; i++ {
 		at, ok := dueAt(i, r.c.Rate, r.c.Duration)
 		if !ok {
-			return
+			return -1
 		}
 		due := r.start.Add(at)
 		if d := time.Until(due); d > 0 {
 			select {
 			case <-time.After(d):
 			case <-interrupted:
-				return
+				return i
 			}
 		}
 		// Room now is taken first: a query whose timer fired past the
@@ -398,7 +407,7 @@ func (r *fullRun) openLoop(ctx context.Context, interrupted <-chan struct{}) {
 			select {
 			case slots <- struct{}{}: // waits while MaxInFlight are out
 			case <-ctx.Done():
-				return
+				return i
 			}
 		}
 		r.send()
@@ -409,6 +418,30 @@ func (r *fullRun) openLoop(ctx context.Context, interrupted <-chan struct{}) {
 			<-slots
 		}()
 	}
+	return -1
+}
+
+// dueBefore counts the queries of c's open loop from, from+step, ...
+// that are due before elapsed (and within the run's duration and
+// MaxQueries): a sender that stopped at from never sent them.
+func dueBefore(from, step int, c Config, elapsed time.Duration) int {
+	within := min(elapsed, c.Duration)
+	n := min(int(math.Ceil(c.Rate*within.Seconds())), c.MaxQueries) // the first not due, give or take the rounding
+	for n > 0 && !isDue(n-1, c.Rate, within) {
+		n--
+	}
+	for n < c.MaxQueries && isDue(n, c.Rate, within) {
+		n++
+	}
+	if from >= n {
+		return 0
+	}
+	return (n - from + step - 1) / step
+}
+
+func isDue(i int, rate float64, within time.Duration) bool {
+	_, ok := dueAt(i, rate, within)
+	return ok
 }
 
 // dueAt is when query i of an open loop at rate is due after the start,

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,4 +112,42 @@ func TestASlowRateKeepsItsSchedule(t *testing.T) {
 			require.Equal(t, 1, s.Answered, "rate %g/s, full %v", rate, full)
 		}
 	}
+}
+
+// TestOpenLoopCountsWhatItNeverSent: a server that never answers takes
+// the four queries MaxInFlight lets out and holds them past the run's
+// end. The open loop waits for room until the end, so the other queries
+// due in the run are never sent: they are counted (Unsent), every due
+// query sent or unsent exactly once, on the lean path and through the
+// transport, and the summary says so.
+func TestOpenLoopCountsWhatItNeverSent(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{TCP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
+		Faults: server.Faults{DropProbability: 1}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	url := "tcp://" + srv.Addr("tcp").String()
+	for _, full := range []bool{false, true} {
+		res, err := bench.Run(context.Background(), bench.Config{URL: url, Rate: 1000, Duration: 300 * time.Millisecond, MaxInFlight: 4,
+			Options: transport.Options{Reuse: true, Timeout: time.Second}, Full: full})
+		require.NoError(t, err)
+		s := res.Summarize()
+		require.Equal(t, 4, s.Sent, "full %v: MaxInFlight's worth", full)
+		require.Equal(t, 300, s.Sent+s.Unsent, "full %v: every query due in 300 ms at 1000/s, sent or not", full)
+		require.Zero(t, s.Answered)
+		var b strings.Builder
+		s.Write(&b)
+		require.Contains(t, b.String(), "(296 due not sent: no room in flight", "full %v", full)
+	}
+
+	// Answered in time, nothing is left unsent.
+	ok, err := server.New(&server.Config{Listen: server.Listen{TCP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, ok.Start())
+	defer ok.Close()
+	res, err := bench.Run(context.Background(), bench.Config{URL: "tcp://" + ok.Addr("tcp").String(), Rate: 200, Duration: 300 * time.Millisecond,
+		Options: transport.Options{Reuse: true}})
+	require.NoError(t, err)
+	require.Equal(t, 60, res.Sent)
+	require.Zero(t, res.Unsent)
 }

@@ -124,7 +124,7 @@ func runLean(ctx context.Context, c Config, res *Result) error {
 	}
 	senders.Wait()
 	sendEnd := time.Now()
-	res.Sent = int(r.sent.Load())
+	res.Sent, res.Unsent = int(r.sent.Load()), int(r.unsent.Load())
 	r.drain()
 	close(r.sweepDone)
 	sweeper.Wait()
@@ -154,6 +154,7 @@ type leanRun struct {
 	inFlight atomic.Int64
 	maxSeen  atomic.Int64
 	sent     atomic.Int64
+	unsent   atomic.Int64 // due before the run ended, never added (Result.Unsent)
 	service  atomic.Int64 // ns, a moving average of the answers' service time
 	busy     func() bool  // whether the pipes should poll rather than sleep
 	dialPipe func(context.Context, *transport.Endpoint, transport.Options, func() bool) (pipe, error)
@@ -478,6 +479,9 @@ func (s *sender) run() {
 	n := len(r.conns)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// stop counts, when the sender stops early, the queries of its share
+	// from the first it never added that were due by then (Unsent).
+	stop := func(from int) { r.unsent.Add(int64(dueBefore(from, n, r.c, time.Since(r.start)))) }
 	for i := s.k; i < r.c.MaxQueries; i += n {
 		due, ok := dueAt(i, r.c.Rate, r.c.Duration)
 		if !ok {
@@ -485,20 +489,24 @@ func (s *sender) run() {
 		}
 		if wait := time.Until(r.start.Add(due)); wait > 0 {
 			if !s.flush() {
+				stop(i)
 				return
 			}
 			timer.Reset(wait)
 			select {
 			case <-timer.C:
 			case <-r.interrupted:
+				stop(i)
 				return
 			}
 		}
 		if !s.takeRoom() {
+			stop(i)
 			return
 		}
 		s.add(i, due)
 		if len(s.seqs) == cap(s.seqs) && !s.flush() {
+			stop(i + n)
 			return
 		}
 	}

@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -250,4 +253,42 @@ func TestLeanRunSplitsTheSchedule(t *testing.T) {
 	require.Equal(t, []uint32{0, 1, 2, 3, 4}, b.seqs())
 	require.Equal(t, 10, r.res.OK)
 	require.Equal(t, int64(10), r.sent.Load())
+}
+
+// TestDueBeforeCountsTheSchedule: the queries dueBefore counts, from a
+// sender's first unsent to the end of its share, are those dueAt puts
+// before the time the run stopped (and within its duration and
+// MaxQueries), whatever the rate, duration and number of senders, also
+// where a due time falls on the end (rate × seconds a whole number,
+// reckoned in floats: one more or one fewer); and the shares of all
+// senders add up to the whole schedule's.
+func TestDueBeforeCountsTheSchedule(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 1))
+	for i := range 20000 {
+		rate := math.Exp(rng.Float64()*20 - 5) // 0.007/s to 3.3 million/s
+		c := Config{Rate: rate, Duration: time.Duration(rng.Int64N(int64(24 * time.Hour))), MaxQueries: []int{1, 50, 5000, 1 << 30}[rng.IntN(4)]}
+		elapsed := time.Duration(rng.Int64N(int64(24 * time.Hour)))
+		if i%2 == 0 { // the end on a due time
+			k := 1 + rng.Int64N(int64(c.Duration.Seconds()*rate)+1)
+			c.Duration = time.Duration(float64(k) * float64(time.Second) / rate)
+			elapsed = c.Duration + time.Duration(rng.Int64N(3)-1)
+		}
+		// The first query not due before the stop, by dueAt itself.
+		first := sort.Search(1<<40, func(i int) bool {
+			at, ok := dueAt(i, c.Rate, c.Duration)
+			return !ok || at >= elapsed
+		})
+		first = min(first, c.MaxQueries)
+		n, from := 1+rng.IntN(8), rng.IntN(3000)
+		want := 0
+		if from < first {
+			want = (first - from + n - 1) / n
+		}
+		require.Equal(t, want, dueBefore(from, n, c, elapsed), "%v/s for %v, %d senders from %d, stopped at %v", c.Rate, c.Duration, n, from, elapsed)
+		all := 0
+		for k := range n {
+			all += dueBefore(k, n, c, elapsed)
+		}
+		require.Equal(t, first, all, "%v/s for %v: the senders' shares make the schedule", c.Rate, c.Duration)
+	}
 }

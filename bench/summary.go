@@ -62,6 +62,7 @@ type Summary struct {
 	AchievedQPS   float64        `json:"achieved_qps"`
 	AnsweredQPS   float64        `json:"answered_qps"`
 	Sent          int            `json:"sent"`
+	Unsent        int            `json:"unsent,omitempty"` // open loop: due before the end, never sent (Result.Unsent)
 	Answered      int            `json:"answered"`
 	Errors        map[string]int `json:"errors"` // by rcode (an answer not taken) or status
 	Rcodes        map[string]int `json:"rcodes"` // every answer by its rcode (dnsperf's "Response codes")
@@ -78,7 +79,7 @@ type Summary struct {
 
 // Summarize gives the result's figures.
 func (r *Result) Summarize() Summary {
-	s := Summary{URL: r.URL, Mode: "closed-loop", AchievedQPS: r.Achieved, AnsweredQPS: r.Answered, Sent: r.Sent, Answered: r.OK,
+	s := Summary{URL: r.URL, Mode: "closed-loop", AchievedQPS: r.Achieved, AnsweredQPS: r.Answered, Sent: r.Sent, Unsent: r.Unsent, Answered: r.OK,
 		Errors: map[string]int{}, ElapsedS: r.Elapsed.Seconds(), Latency: dist(r.Latency), Service: dist(r.Service),
 		Handshake: dist(r.Handshake), MaxInFlight: r.MaxInFlightObserved}
 	if r.OpenLoop {
@@ -133,6 +134,9 @@ func (s Summary) Write(w io.Writer) {
 	fmt.Fprintf(w, "%s, %s: %d sent, %d answered in %.1f s", s.URL, s.Mode, s.Sent, s.Answered, s.ElapsedS)
 	if s.Mode == "open-loop" {
 		fmt.Fprintf(w, "; rate intended %.0f/s, achieved %.0f/s", s.IntendedQPS, s.AchievedQPS)
+		if s.Unsent > 0 {
+			fmt.Fprintf(w, " (%d due not sent: no room in flight, or no connection, until the end)", s.Unsent)
+		}
 	} else {
 		fmt.Fprintf(w, "; rate %.0f/s", s.AchievedQPS)
 	}
