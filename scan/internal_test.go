@@ -74,9 +74,11 @@ func TestPlanLeavesOutBlocked(t *testing.T) {
 	opt := filepath.Join(dir, "optout")
 	require.NoError(t, os.WriteFile(block, []byte("# ours\n192.0.2.0/30\n"), 0o644))
 	require.NoError(t, os.WriteFile(opt, []byte("192.0.2.9\n"), 0o644))
-	s := &Spec{Ranges: []string{"192.0.2.0/28", "198.51.100.1"}, Rate: 10, QUICPorts: []int{853}, DNSPorts: []int{53}, Blocklist: []string{block}, OptOut: []string{opt}}
-	targets, blocked, err := s.plan()
+	s := &Spec{Ranges: []string{"192.0.2.0/28", "198.51.100.1"}, Rate: 10, QUICPorts: []int{853}, DNSPorts: []int{53}, Blocklist: []string{block}, OptOut: []string{opt},
+		AllowSpecial: []string{"192.0.2.0/24", "198.51.100.0/24"}} // documentation blocks, never routed
+	targets, blocked, special, err := s.plan()
 	require.NoError(t, err)
+	require.Zero(t, special)
 	require.Equal(t, (4+1)*2, blocked, "four blocked addresses and one opted out, two ports each")
 	require.Len(t, targets, (16-5+1)*2)
 	for _, x := range targets {
@@ -88,4 +90,30 @@ func TestPlanLeavesOutBlocked(t *testing.T) {
 	p, err := parsePrefix(" 192.0.2.77/24 ")
 	require.NoError(t, err)
 	require.Equal(t, "192.0.2.0/24", p.String(), "masked")
+}
+
+// TestPlanSkipsSpecialPurpose: in ranges that hold public addresses too,
+// the special-purpose ones the spec does not allow are skipped and
+// counted, the allowed block is planned, and an allowed address on the
+// blocklist stays blocked; ranges all special and not allowed are
+// refused, by Check too, before anything is expanded.
+func TestPlanSkipsSpecialPurpose(t *testing.T) {
+	block := filepath.Join(t.TempDir(), "block")
+	require.NoError(t, os.WriteFile(block, []byte("198.51.100.1\n"), 0o644))
+	s := &Spec{Ranges: []string{"192.0.2.0/30", "198.51.100.0/30", "8.8.8.8", "169.254.169.254", "255.255.255.255"}, Rate: 10, QUICPorts: []int{853},
+		AllowSpecial: []string{"198.51.100.0/24"}, Blocklist: []string{block}}
+	targets, blocked, special, err := s.plan()
+	require.NoError(t, err)
+	var got []string
+	for _, x := range targets {
+		got = append(got, x.addr.Addr().String())
+	}
+	require.ElementsMatch(t, []string{"198.51.100.0", "198.51.100.2", "198.51.100.3", "8.8.8.8"}, got)
+	require.Equal(t, 1, blocked, "allowed, but on the blocklist")
+	require.Equal(t, 4+1+1, special, "TEST-NET-1, the metadata service and broadcast")
+
+	s = &Spec{Ranges: []string{"10.0.0.0/9", "172.16.5.0/24"}, Rate: 1e7, AllowFast: true, AllowLarge: true, QUICPorts: []int{853}}
+	require.ErrorContains(t, s.Check(), "range 10.0.0.0/9 is in 10.0.0.0/8, private use (RFC 1918), and is special-purpose")
+	s.AllowSpecial = []string{"172.16.0.0/12"}
+	require.NoError(t, s.Check(), "one range allowed: the other's addresses are skipped as planned")
 }

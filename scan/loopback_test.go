@@ -14,6 +14,10 @@ import (
 	"github.com/doxlab/doxlab/scan"
 )
 
+// loopback is what these scans probe: loopback's block, which a scan
+// skips unless allowed.
+var loopback = []string{"127.0.0.0/8"}
+
 // vnResponder answers each probe it gets with Version Negotiation for
 // QUIC v1, the probe's connection IDs swapped back as RFC 9000 §17.2.1
 // asks, times times; forge spoils them, as an answer for another target
@@ -54,7 +58,7 @@ func TestScanOnLoopback(t *testing.T) {
 	twice, forged := vnResponder(t, 2, false), vnResponder(t, 1, true)
 	silent := vnResponder(t, 0, false) // takes probes, answers nothing
 	var found []scan.Result
-	st, err := scan.Run(context.Background(), scan.Spec{Ranges: []string{"127.0.0.1"}, QUICPorts: []int{twice, forged, silent}, Rate: 1000, Cooldown: 300 * time.Millisecond},
+	st, err := scan.Run(context.Background(), scan.Spec{Ranges: []string{"127.0.0.1"}, AllowSpecial: loopback, QUICPorts: []int{twice, forged, silent}, Rate: 1000, Cooldown: 300 * time.Millisecond},
 		func(r scan.Result) { found = append(found, r) })
 	require.NoError(t, err)
 	require.Len(t, found, 1, "%+v", found)
@@ -73,7 +77,7 @@ func TestScanStopsWhenCancelled(t *testing.T) {
 		cancel()
 	}()
 	// 256 probes at 50 a second would take five seconds.
-	st, err := scan.Run(ctx, scan.Spec{Ranges: []string{"127.0.0.0/24"}, QUICPorts: []int{vnResponder(t, 0, false)}, Rate: 50},
+	st, err := scan.Run(ctx, scan.Spec{Ranges: []string{"127.0.0.0/24"}, AllowSpecial: loopback, QUICPorts: []int{vnResponder(t, 0, false)}, Rate: 50},
 		func(scan.Result) { calls.Add(1) })
 	require.True(t, errors.Is(err, context.Canceled), "%v", err)
 	require.Equal(t, 256, st.Targets)
@@ -88,7 +92,7 @@ func TestScanStopsWhenCancelled(t *testing.T) {
 // why, where it said "0 probes sent" and succeeded.
 func TestScanSaysWhatWasNotSent(t *testing.T) {
 	port := vnResponder(t, 1, false)
-	spec := scan.Spec{Ranges: []string{"255.255.255.255"}, QUICPorts: []int{port}, Rate: 1000, Cooldown: 100 * time.Millisecond}
+	spec := scan.Spec{Ranges: []string{"255.255.255.255"}, AllowSpecial: []string{"127.0.0.0/8", "255.255.255.255"}, QUICPorts: []int{port}, Rate: 1000, Cooldown: 100 * time.Millisecond}
 	st, err := scan.Run(context.Background(), spec, func(scan.Result) {})
 	require.ErrorIs(t, err, scan.ErrNothingSent)
 	require.ErrorContains(t, err, "1 tried, the first refused with sendto: permission denied")
@@ -110,7 +114,7 @@ func TestAPortGivenTwiceIsProbedOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer pc.Close()
 	port := pc.LocalAddr().(*net.UDPAddr).Port
-	st, err := scan.Run(context.Background(), scan.Spec{Ranges: []string{"127.0.0.1"}, QUICPorts: []int{port, port, port}, DNSPorts: []int{port, port},
+	st, err := scan.Run(context.Background(), scan.Spec{Ranges: []string{"127.0.0.1"}, AllowSpecial: loopback, QUICPorts: []int{port, port, port}, DNSPorts: []int{port, port},
 		Rate: 1000, Cooldown: 100 * time.Millisecond}, func(scan.Result) {})
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Targets, "a QUIC probe and a DNS query")

@@ -63,6 +63,13 @@ type Spec struct {
 	Cooldown   time.Duration
 	AllowLarge bool // more than MaxTargets targets
 	AllowFast  bool // more than MaxRate probes per second
+	// AllowSpecial are the special-purpose prefixes (RFC 6890: private,
+	// loopback, link-local and cloud metadata, multicast, broadcast; a
+	// testbed's 10.200.0.0/24) the scan may probe. Every other
+	// special-purpose address in its ranges is skipped (Stats.Special),
+	// as ZMap's default blocklist skips them; ranges that hold nothing
+	// else are refused.
+	AllowSpecial []string
 }
 
 // Result is one target's answer.
@@ -92,6 +99,9 @@ func (e *SpecError) Unwrap() error { return e.Err }
 // Stats is what the scan did.
 type Stats struct {
 	Targets, Blocked, Sent, Answers int
+	// Special are the targets skipped for being special-purpose
+	// addresses the spec does not allow (Spec.AllowSpecial).
+	Special int
 	// Unsent are the probes the system would not send (no route, a
 	// firewall, a broadcast address), and UnsentWhy the first one's
 	// reason, as "sendto: network is unreachable".
@@ -118,6 +128,10 @@ func (s Spec) Check() error {
 	return asSpecError(err)
 }
 
+// errAllSpecial is a scan whose every range is special-purpose and not
+// allowed: there would be nothing to probe.
+var errAllSpecial = errors.New("is special-purpose (RFC 6890) and not allowed: a scan probes a private, loopback, link-local or broadcast address only where the spec allows its block")
+
 func asSpecError(err error) error {
 	if _, ok := errors.AsType[*SpecError](err); err != nil && !ok {
 		return &SpecError{Err: err}
@@ -128,7 +142,7 @@ func asSpecError(err error) error {
 // bounds checks the spec and returns its prefixes and the blocklist,
 // without expanding them: a /0 with AllowLarge is four billion
 // addresses, refused here by number, not by running out of memory.
-func (s *Spec) bounds() ([]netip.Prefix, *blocklist.List, error) {
+func (s *Spec) bounds() ([]netip.Prefix, *blocklist.Policy, error) {
 	if len(s.Ranges) == 0 {
 		return nil, nil, &SpecError{"Ranges", errors.New("no ranges given: scan scans only what it is told to")}
 	}
@@ -178,19 +192,52 @@ func (s *Spec) bounds() ([]netip.Prefix, *blocklist.List, error) {
 	if d := float64(total) / s.Rate; d > MaxDuration.Seconds() {
 		return nil, nil, &SpecError{"Rate", fmt.Errorf("%d targets at %g probes per second take %.0f days, more than %.0f", total, s.Rate, d/86400, MaxDuration.Hours()/24)}
 	}
-	return prefixes, block, nil
+	allow, err := blocklist.ParseAllow(s.AllowSpecial)
+	if err != nil {
+		return nil, nil, &SpecError{"AllowSpecial", err}
+	}
+	policy := &blocklist.Policy{Block: block, Allow: allow}
+	// Refused here, without expanding them, where every range lies in a
+	// special-purpose block not allowed; a range partly in one skips it.
+	if i := slices.IndexFunc(prefixes, func(p netip.Prefix) bool { return !wholly(p, blocklist.Special(), allow) }); i < 0 {
+		sp, _ := blocklist.SpecialOf(prefixes[0].Addr())
+		return nil, nil, &SpecError{"AllowSpecial", fmt.Errorf("range %s is in %s, %s, and %w", prefixes[0], sp.Prefix, sp.Name, errAllSpecial)}
+	}
+	return prefixes, policy, nil
 }
 
-// plan expands the ranges into targets, minus the blocked prefixes.
-func (s *Spec) plan() (targets []target, blocked int, err error) {
-	prefixes, block, err := s.bounds()
+// wholly says whether every address of p lies in a special-purpose block
+// and none in an allowed prefix.
+func wholly(p netip.Prefix, special []blocklist.SpecialPrefix, allow []netip.Prefix) bool {
+	for _, a := range allow {
+		if a.Overlaps(p) {
+			return false
+		}
+	}
+	for _, sp := range special {
+		if sp.Prefix.Bits() <= p.Bits() && sp.Prefix.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// plan expands the ranges into targets, minus the blocked prefixes and
+// the special-purpose addresses not allowed.
+func (s *Spec) plan() (targets []target, blocked, special int, err error) {
+	prefixes, policy, err := s.bounds()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	for _, p := range prefixes {
+		mayBe := blocklist.IsSpecial(p) // else each address needs only the blocklist
 		for a := p.Masked().Addr(); p.Contains(a); a = a.Next() {
-			if block.Contains(a) {
+			if policy.Block.Contains(a) {
 				blocked += len(s.QUICPorts) + len(s.DNSPorts)
+				continue
+			}
+			if mayBe && errors.Is(policy.Check(a), blocklist.ErrSpecial) {
+				special += len(s.QUICPorts) + len(s.DNSPorts)
 				continue
 			}
 			for _, port := range s.QUICPorts {
@@ -201,7 +248,7 @@ func (s *Spec) plan() (targets []target, blocked int, err error) {
 			}
 		}
 	}
-	return targets, blocked, nil
+	return targets, blocked, special, nil
 }
 
 func parsePrefix(r string) (netip.Prefix, error) {
@@ -248,14 +295,14 @@ func (pm *permutation) next() (uint64, bool) {
 
 // Run scans and calls found for each validated answer, once per target.
 func Run(ctx context.Context, s Spec, found func(Result)) (Stats, error) {
-	targets, blocked, err := s.plan()
+	targets, blocked, special, err := s.plan()
 	if err != nil {
 		return Stats{}, asSpecError(err)
 	}
 	if s.Cooldown <= 0 {
 		s.Cooldown = 2 * time.Second
 	}
-	st := Stats{Targets: len(targets), Blocked: blocked}
+	st := Stats{Targets: len(targets), Blocked: blocked, Special: special}
 	conn, err := unicastUDP()
 	if err != nil {
 		return st, err

@@ -36,6 +36,11 @@ func TestSpecRefusesUnsafeScans(t *testing.T) {
 		{"the Internet", scan.Spec{Ranges: []string{"0.0.0.0/0"}, Rate: 1e7, AllowFast: true, AllowLarge: true}, "more than 16777216 targets"},
 		{"a /7", scan.Spec{Ranges: []string{"10.0.0.0/8", "11.0.0.0/8"}, Rate: 1e7, AllowFast: true, AllowLarge: true, QUICPorts: []int{853}}, "a scan of the Internet is ZMap's"},
 		{"missing blocklist", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 10, Blocklist: []string{"/nonexistent"}}, "reading blocklist"},
+		{"loopback", scan.Spec{Ranges: []string{"127.0.0.1"}, Rate: 10}, "range 127.0.0.1/32 is in 127.0.0.0/8, loopback (RFC 1122), and is special-purpose (RFC 6890) and not allowed"},
+		{"the metadata service", scan.Spec{Ranges: []string{"169.254.169.254"}, Rate: 10}, "link-local, cloud metadata"},
+		{"private and broadcast", scan.Spec{Ranges: []string{"192.168.1.0/24", "255.255.255.255"}, Rate: 10}, "(AllowSpecial)"},
+		{"another block allowed", scan.Spec{Ranges: []string{"10.1.0.0/16"}, AllowSpecial: []string{"192.168.0.0/16"}, Rate: 10, AllowLarge: true}, "10.0.0.0/8, private use"},
+		{"allowing what is no special block", scan.Spec{Ranges: []string{"127.0.0.1"}, AllowSpecial: []string{"1.1.1.0/24"}, Rate: 10}, "1.1.1.0/24 is not special-purpose"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := scan.Run(ctx, c.spec, func(scan.Result) {})
@@ -46,7 +51,7 @@ func TestSpecRefusesUnsafeScans(t *testing.T) {
 		})
 	}
 	// A /8 on one port is the most a scan holds; Check does not expand it.
-	require.NoError(t, scan.Spec{Ranges: []string{"10.0.0.0/8"}, Rate: 1e7, AllowFast: true, AllowLarge: true, QUICPorts: []int{853}}.Check())
+	require.NoError(t, scan.Spec{Ranges: []string{"10.0.0.0/8"}, AllowSpecial: []string{"10.0.0.0/8"}, Rate: 1e7, AllowFast: true, AllowLarge: true, QUICPorts: []int{853}}.Check())
 }
 
 // TestScanFindsQUICServices scans the testbed: two server hosts with
@@ -85,7 +90,7 @@ func TestScanFindsQUICServices(t *testing.T) {
 		sort.Strings(found)
 		return found, st
 	}
-	spec := scan.Spec{Ranges: []string{tb.IPs["client"] + "/29"}, QUICPorts: []int{443, 784, 853, 8853}, DNSPorts: []int{53}, Rate: 100, Cooldown: 500 * time.Millisecond}
+	spec := scan.Spec{Ranges: []string{tb.IPs["client"] + "/29"}, AllowSpecial: []string{tb.IPs["client"] + "/24"}, QUICPorts: []int{443, 784, 853, 8853}, DNSPorts: []int{53}, Rate: 100, Cooldown: 500 * time.Millisecond}
 	found, st := run(spec)
 	require.Equal(t, []string{"do53 " + s2 + ":53", "quic " + s1 + ":853", "quic " + s2 + ":443"}, found)
 	require.Equal(t, 8*5, st.Targets)

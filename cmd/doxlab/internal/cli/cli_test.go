@@ -204,6 +204,8 @@ func TestScanRefusesAndWritesZMapProbe(t *testing.T) {
 		{[]string{"scan", "--rate", "10", "10.0.0.0/8"}, "--allow-large"},
 		{[]string{"scan", "--rate", "1000000", "127.0.0.1"}, "--allow-fast"},
 		{[]string{"scan", "--rate", "10", "--blocklist", "/nonexistent", "127.0.0.1"}, "reading blocklist"},
+		{[]string{"scan", "--rate", "10", "169.254.169.254"}, "range 169.254.169.254/32 is in 169.254.0.0/16, link-local, cloud metadata (RFC 3927), and is special-purpose (RFC 6890) and not allowed: a scan probes a private, loopback, link-local or broadcast address only where the spec allows its block (--allow-special PREFIX)"},
+		{[]string{"scan", "--rate", "10", "--allow-special", "8.8.8.0/24", "127.0.0.1"}, "8.8.8.0/24 is not special-purpose"},
 		// Four billion targets once were made in memory before the
 		// time bound refused them.
 		{[]string{"scan", "--rate", "10000000", "--allow-fast", "--allow-large", "0.0.0.0/0"}, "more than 16777216 targets, the most a scan holds: a scan of the Internet is ZMap's, with doxlab's probe (--zmap-probe FILE writes it)"},

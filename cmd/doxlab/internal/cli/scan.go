@@ -24,15 +24,17 @@ Probes every address of the ranges (IPv4 addresses or CIDR prefixes) on the
 QUIC ports with an Initial of a reserved version and lists the versions each
 Version Negotiation offers; --dns-ports adds a Do53 probe. Probes go out in a
 random order at --rate packets per second, never to a blocklisted or opted-out
-prefix. Nothing is scanned by default; more than 65536 targets or more than
-10000 probes/s must be asked for explicitly.
+prefix, nor to a special-purpose address (private, loopback, link-local and
+cloud metadata, multicast, broadcast) unless --allow-special names its block.
+Nothing is scanned by default; more than 65536 targets or more than 10000
+probes/s must be asked for explicitly.
 
   doxlab scan --zmap-probe FILE   writes the QUIC probe for ZMap's UDP module
 
 `
 
 // scanFlags are the flags that set scan.Spec's fields, for its errors.
-var scanFlags = map[string]string{"Ranges": "RANGE arguments", "Rate": "--rate", "AllowFast": "--allow-fast", "AllowLarge": "--allow-large"}
+var scanFlags = map[string]string{"Ranges": "RANGE arguments", "Rate": "--rate", "AllowFast": "--allow-fast", "AllowLarge": "--allow-large", "AllowSpecial": "--allow-special PREFIX"}
 
 func runScan(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
@@ -48,6 +50,8 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&s.Cooldown, "cooldown", 2*time.Second, "listen this long after the last probe")
 	fs.BoolVar(&s.AllowLarge, "allow-large", false, "allow more than 65536 targets")
 	fs.BoolVar(&s.AllowFast, "allow-fast", false, "allow more than 10000 probes per second")
+	var allowSpecial stringList
+	fs.Var(&allowSpecial, "allow-special", "probe this special-purpose `PREFIX` (a lab's 10.0.0.0/8, loopback's 127.0.0.0/8): every other private, loopback, link-local, multicast or broadcast address is skipped; repeatable")
 	dsn := fs.String("store", "", "keep the scan in this store (SQLite file or postgres:// URL)")
 	asJSON := fs.Bool("json", false, "one JSON object per answer")
 	zmap := fs.String("zmap-probe", "", "write the QUIC probe for ZMap's UDP module to FILE and exit")
@@ -66,7 +70,7 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: 1200-octet QUIC Initial with version 0x%08x; zmap -M udp -p 853 --probe-args=file:%s\n", *zmap, 0x1a2a3a4a, *zmap)
 		return exitOK
 	}
-	s.Ranges, s.Blocklist, s.OptOut = ranges, block, optOut
+	s.Ranges, s.Blocklist, s.OptOut, s.AllowSpecial = ranges, block, optOut, allowSpecial
 	for _, p := range []struct {
 		flag string
 		dst  *[]int
@@ -123,8 +127,12 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 		if stats.Unsent > 0 {
 			unsent = fmt.Sprintf(", %d not sent (%s)", stats.Unsent, stats.UnsentWhy)
 		}
-		fmt.Fprintf(stderr, "doxlab scan: %d targets (%d blocked), %d probes sent at %.0f/s%s, %d answered, %.1f s\n",
-			stats.Targets, stats.Blocked, stats.Sent, stats.Rate, unsent, stats.Answers, stats.Elapsed.Seconds())
+		special := ""
+		if stats.Special > 0 {
+			special = fmt.Sprintf(", %d special-purpose skipped (--allow-special PREFIX probes a block)", stats.Special)
+		}
+		fmt.Fprintf(stderr, "doxlab scan: %d targets (%d blocked%s), %d probes sent at %.0f/s%s, %d answered, %.1f s\n",
+			stats.Targets, stats.Blocked, special, stats.Sent, stats.Rate, unsent, stats.Answers, stats.Elapsed.Seconds())
 	}
 	if st != nil {
 		fmt.Fprintf(stderr, "doxlab scan: stored as run %s in %s\n", runID, *dsn)

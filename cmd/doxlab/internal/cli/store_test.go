@@ -194,7 +194,7 @@ func TestScanVerifySurvey(t *testing.T) {
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Addr("doq").String())
 	db := filepath.Join(t.TempDir(), "s.db")
-	code, out, errOut := run("scan", "--rate", "50", "--quic-ports", port, "--cooldown", "300ms", "--store", db, "127.0.0.1")
+	code, out, errOut := run("scan", "--rate", "50", "--quic-ports", port, "--cooldown", "300ms", "--allow-special", "127.0.0.0/8", "--store", db, "127.0.0.1")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "quic  127.0.0.1:"+port)
 	id := regexp.MustCompile(`run (scan-\S+)`).FindStringSubmatch(errOut)
