@@ -91,6 +91,39 @@ func TestMultiHostSnapshot(t *testing.T) {
 	require.ErrorContains(t, err, "several host directories hold an index.html")
 }
 
+// TestSnapshotRewritesEveryLinkWgetMakes: wget -k makes relative every
+// link it follows, not only a quoted src or href and CSS's url(): a
+// responsive image's srcset candidates, an unquoted attribute (minified
+// HTML), a preload's imagesrcset and CSS's @import of a string. Each one
+// into another host's directory is that host's absolute URL again, and
+// the others, and what surrounds them, stay as they were.
+func TestSnapshotRewritesEveryLinkWgetMakes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "news")
+	write := func(rel, body string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(body), 0o644))
+	}
+	write("www.news.example/index.html", `<img srcset="../img.example.org/a-1x.png 1x, ../img.example.org/a-2x.png  2x,local.png 3x" src=../img.example.org/a.png alt=x>`+
+		`<link rel=preload as=image imagesrcset='../img.example.org/w640.jpg 640w, ../img.example.org/w1280.jpg 1280w'>`+
+		`<script src=../cdn.example.net/app.js defer></script><a href=about.html>about</a>`+
+		`<source data-srcset="../img.example.org/lazy.webp">`)
+	write("www.news.example/css/main.css", `@import "../../cdn.example.net/fonts.css"; @import 'print.css' print; .a{background:url('../../img.example.org/bg.png')}`)
+	write("cdn.example.net/app.js", "var a")
+	write("cdn.example.net/fonts.css", "")
+	write("img.example.org/a.png", "png")
+	p, err := corpus.Snapshot(dir, t.TempDir())
+	require.NoError(t, err)
+	doc, err := os.ReadFile(filepath.Join(p.Dir, "index.html"))
+	require.NoError(t, err)
+	require.Equal(t, `<img srcset="https://img.example.org/a-1x.png 1x, https://img.example.org/a-2x.png  2x,local.png 3x" src=https://img.example.org/a.png alt=x>`+
+		`<link rel=preload as=image imagesrcset='https://img.example.org/w640.jpg 640w, https://img.example.org/w1280.jpg 1280w'>`+
+		`<script src=https://cdn.example.net/app.js defer></script><a href=about.html>about</a>`+
+		`<source data-srcset="https://img.example.org/lazy.webp">`, string(doc))
+	css, err := os.ReadFile(filepath.Join(p.Dir, "css", "main.css"))
+	require.NoError(t, err)
+	require.Equal(t, `@import "https://cdn.example.net/fonts.css"; @import 'print.css' print; .a{background:url('https://img.example.org/bg.png')}`, string(css))
+}
+
 // TestShippedGraphs: every corpus page ships a graph over its origins,
 // as the testbed serves them, whose resources are all in the corpus.
 func TestShippedGraphs(t *testing.T) {

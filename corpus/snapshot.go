@@ -40,9 +40,22 @@ func mirrorHosts(dir string) (hosts []string, first string, err error) {
 	return hosts, firsts[0], nil
 }
 
-// links finds link values in HTML attributes and CSS url(): what wget -k
-// rewrites.
-var links = regexp.MustCompile(`((?:src|href|poster|data-src)\s*=\s*["'])([^"']+)(["'])|(url\(\s*["']?)([^"')]+)(["']?\s*\))`)
+// linkRules find the link values wget -k rewrites, in HTML and CSS: an
+// attribute naming one URL (quoted either way, or not at all), one
+// naming a list of image candidates (srcset: "URL 2x, URL 640w"), CSS's
+// url() and @import's string. Each group 2 is the value; fix rewrites it.
+var linkRules = []struct {
+	re   *regexp.Regexp
+	list bool // a srcset's candidates
+}{
+	{re: regexp.MustCompile(`(\b(?:src|href|poster|data-src)\s*=\s*")([^"]*)(")`)},
+	{re: regexp.MustCompile(`(\b(?:src|href|poster|data-src)\s*=\s*')([^']*)(')`)},
+	{re: regexp.MustCompile(`(\b(?:src|href|poster|data-src)\s*=)([^\s"'=<>` + "`" + `]+)()`)},
+	{re: regexp.MustCompile(`(\b(?:srcset|imagesrcset|data-srcset)\s*=\s*")([^"]*)(")`), list: true},
+	{re: regexp.MustCompile(`(\b(?:srcset|imagesrcset|data-srcset)\s*=\s*')([^']*)(')`), list: true},
+	{re: regexp.MustCompile(`(url\(\s*["']?)([^"')]+)(["']?\s*\))`)},
+	{re: regexp.MustCompile(`(@import\s+["'])([^"']+)(["'])`)},
+}
 
 // copyMirror copies the host directories of src to dst, turning relative
 // links that climb into another host's directory back into that host's
@@ -95,11 +108,29 @@ func absolutize(b []byte, rel string, hosts []string) []byte {
 		}
 		return "https://" + host + "/" + rest
 	}
-	return links.ReplaceAllFunc(b, func(m []byte) []byte {
-		sub := links.FindSubmatch(m)
-		if sub[2] != nil {
-			return []byte(string(sub[1]) + fix(string(sub[2])) + string(sub[3]))
+	// fixList rewrites each candidate of a srcset: its URL, then its
+	// descriptor, the commas and spaces between them kept.
+	fixList := func(v string) string {
+		parts := strings.Split(v, ",")
+		for i, c := range parts {
+			lead := len(c) - len(strings.TrimLeft(c, " \t\n"))
+			u, desc, _ := strings.Cut(c[lead:], " ")
+			if desc != "" || strings.HasSuffix(c[lead:], " ") {
+				desc = " " + desc
+			}
+			parts[i] = c[:lead] + fix(u) + desc
 		}
-		return []byte(string(sub[4]) + fix(string(sub[5])) + string(sub[6]))
-	})
+		return strings.Join(parts, ",")
+	}
+	for _, r := range linkRules {
+		b = r.re.ReplaceAllFunc(b, func(m []byte) []byte {
+			sub := r.re.FindSubmatch(m)
+			v := fix(string(sub[2]))
+			if r.list {
+				v = fixList(string(sub[2]))
+			}
+			return []byte(string(sub[1]) + v + string(sub[3]))
+		})
+	}
+	return b
 }

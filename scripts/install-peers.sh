@@ -5,7 +5,8 @@
 #                    (make bench compares against them), jq, openssl
 #   Go module proxy: CoreDNS v1.15.0 (DoT, DoH/2, DoH/3, DoQ)
 #   Debian:          knot-dnsutils (kdig), bind9-dnsutils (dig), dnsperf,
-#                    tshark (reads the testbed's captures), iproute2,
+#                    tshark (reads the testbed's captures), wget (mirrors a page
+#                    for the corpus's snapshot test), iproute2,
 #                    postgresql (the shared store's tests start their own cluster),
 #                    chromium (the web experiment; renders the HTML report in a test),
 #                    nftables (the page loader's firewall), and the
@@ -35,7 +36,7 @@ PEERS=${DOXLAB_PEERS:-/opt/doxlab-peers}
 say() { printf 'install-peers: %s\n' "$*"; }
 
 missing=()
-for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl tshark iproute2 nftables postgresql chromium firefox-esr libnss3-tools python3-venv buildah debootstrap umoci runc systemd; do
+for pkg in unbound knot-resolver jq openssl knot-dnsutils bind9-dnsutils dnsperf nghttp2-client curl wget tshark iproute2 nftables postgresql chromium firefox-esr libnss3-tools python3-venv buildah debootstrap umoci runc systemd; do
   # dpkg -s also succeeds for a removed package whose config files remain.
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
