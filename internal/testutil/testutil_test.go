@@ -1,0 +1,105 @@
+package testutil
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCertIsWhatPeersTake: NewCert's certificate is valid for every name
+// and address the peers dial (dns.test, localhost, 127.0.0.1, ::1) and no
+// other, a TLS handshake over it completes, its SPKI pin is the one
+// Chromium's --ignore-certificate-errors-spki-list takes, and it is small
+// enough that a QUIC server's first flight (certificate, key share and
+// handshake messages) stays under three times a 1200-octet Initial.
+func TestCertIsWhatPeersTake(t *testing.T) {
+	c := NewCert(t)
+	leaf := readLeaf(t, c.CertFile)
+	for _, name := range []string{ServerName, "localhost", "127.0.0.1", "::1"} {
+		_, err := leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: c.Pool})
+		require.NoError(t, err, name)
+	}
+	_, err := leaf.Verify(x509.VerifyOptions{DNSName: "example.com", Roots: c.Pool})
+	require.Error(t, err)
+	sum := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
+	require.Equal(t, base64.StdEncoding.EncodeToString(sum[:]), c.SPKI)
+	require.Less(t, len(leaf.Raw), 1000, "under the amplification limit with room for the rest of the flight")
+	handshake(t, c.CertFile, c.KeyFile, &tls.Config{RootCAs: c.Pool, ServerName: "localhost"})
+}
+
+// TestCAIsWhatFirefoxTakes: NewCA's server certificate chains to its CA
+// for the names asked and 127.0.0.1, is no CA itself (Firefox refuses a
+// CA certificate as a server's own), and a handshake trusting only the
+// CA completes.
+func TestCAIsWhatFirefoxTakes(t *testing.T) {
+	c := NewCA(t, "a.test", "b.test")
+	ca, leaf := readLeaf(t, c.CAFile), readLeaf(t, c.CertFile)
+	require.True(t, ca.IsCA)
+	require.False(t, leaf.IsCA, "an end entity")
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	for _, name := range []string{"a.test", "b.test", "127.0.0.1"} {
+		_, err := leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: roots})
+		require.NoError(t, err, name)
+	}
+	_, err := leaf.Verify(x509.VerifyOptions{DNSName: "localhost", Roots: roots})
+	require.Error(t, err, "only the names asked")
+	handshake(t, c.CertFile, c.KeyFile, &tls.Config{RootCAs: roots, ServerName: "b.test"})
+}
+
+// TestFreePortIsFreeAndNeverGivenTwice: every port FreePort gives is
+// free on 127.0.0.1 for TCP and UDP as it is given, none twice, and all
+// below the kernel's ephemeral range where the kernel says what it is.
+func TestFreePortIsFreeAndNeverGivenTwice(t *testing.T) {
+	lo, hi := belowEphemeral()
+	seen := map[int]bool{}
+	for range 100 {
+		p := FreePort(t)
+		require.False(t, seen[p], "port %d given twice", p)
+		seen[p] = true
+		if hi > lo {
+			require.GreaterOrEqual(t, p, lo)
+			require.Less(t, p, hi)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		require.NoError(t, err)
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
+		require.NoError(t, err)
+		l.Close()
+		u.Close()
+	}
+}
+
+func readLeaf(t *testing.T, file string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	block, _ := pem.Decode(b)
+	require.NotNil(t, block)
+	c, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	return c
+}
+
+// handshake runs a TLS handshake over a pipe: the server with the
+// certificate and key files, the client with cfg.
+func handshake(t *testing.T, certFile, keyFile string, cfg *tls.Config) {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	require.NoError(t, err)
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	done := make(chan error, 1)
+	go func() { done <- tls.Server(a, &tls.Config{Certificates: []tls.Certificate{pair}}).Handshake() }()
+	require.NoError(t, tls.Client(b, cfg).Handshake())
+	require.NoError(t, <-done)
+}
