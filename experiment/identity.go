@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/doxlab/doxlab/internal/printable"
 	"github.com/doxlab/doxlab/internal/suggest"
 	"github.com/doxlab/doxlab/store"
 )
@@ -114,7 +115,11 @@ func Closest(id string, known []string) string {
 	if len(known) == 0 {
 		return " (it holds none)"
 	}
-	return "; the closest it holds: " + strings.Join(suggest.Nearest(id, known, 3, false), ", ")
+	near := suggest.Nearest(id, known, 3, false)
+	for i, n := range near {
+		near[i] = printable.String(n) // stored text: a campaign's workers write vantage points' names
+	}
+	return "; the closest it holds: " + strings.Join(near, ", ")
 }
 
 // ExperimentID is the ID to resume (checked against the store by Start)

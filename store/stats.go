@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"text/tabwriter"
+
+	"github.com/doxlab/doxlab/internal/printable"
 )
 
 // Stats is what a store holds and what it costs on disk: per table its
@@ -155,7 +157,7 @@ func (st *Stats) Write(w io.Writer) error {
 	if len(st.Kinds) > 0 {
 		fmt.Fprintf(tw, "\nresult kind\trows\trecords\tbriefs\toctets/row\t\n")
 		for _, k := range st.Kinds {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t\n", k.Kind, k.Rows, size(k.RawOctets), size(k.BriefOctets), k.OctetsEach)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t\n", printable.String(k.Kind), k.Rows, size(k.RawOctets), size(k.BriefOctets), k.OctetsEach)
 		}
 	}
 	return tw.Flush()

@@ -252,3 +252,42 @@ func TestCPUProfiles(t *testing.T) {
 		require.Contains(t, errOut, "doxlab "+args[0]+": --cpuprofile:")
 	}
 }
+
+// TestStoredTextPrintsSafely: a campaign's workers write its samples and
+// results, so a vantage point's name or a result's kind in a shared
+// store is text from another machine, and ESC or BEL in it would drive
+// the terminal of whoever reads the store (move the cursor, retitle the
+// window). The closest vantage points an unknown one is told (report,
+// export) and store stats's result kinds print such text escaped.
+func TestStoredTextPrintsSafely(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "s.db")
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	sr := store.NewRun("measure", "", map[string]any{})
+	require.NoError(t, st.BeginRun(ctx, sr))
+	evil := "fra\x1b]0;owned\x07\x1b[2J"
+	require.NoError(t, st.Write(ctx, sr.ID, &measure.Sample{
+		Task:    measure.Task{URL: "udp://10.0.0.53:53", Target: "10.0.0.53", Transport: "udp", Condition: "fresh"},
+		Start:   time.Unix(1, 0),
+		Measure: &transport.Record{Status: transport.StatusOK, Answers: []string{}, Timing: transport.Timing{TotalMs: 10}},
+		Status:  transport.StatusOK, Vantage: &measure.Vantage{Name: evil},
+	}))
+	require.NoError(t, st.WriteResult(ctx, sr.ID, store.Kind("kind\x1b[31m"), "k", time.Unix(1, 0), map[string]int{"a": 1}))
+	require.NoError(t, st.Close())
+
+	for _, args := range [][]string{
+		{"report", "--store", db, "--vantage", "fra", "--out", t.TempDir()},
+		{"export", "--store", db, "--vantage", "fra", "--out", filepath.Join(t.TempDir(), "x.csv")},
+	} {
+		code, _, errOut := run(args...)
+		require.Equal(t, 1, code, "%v: %s", args, errOut)
+		require.Contains(t, errOut, `the closest it holds: fra\x1b]0;owned\x07\x1b[2J`, args)
+		require.NotContains(t, errOut, "\x1b", args)
+		require.NotContains(t, errOut, "\x07", args)
+	}
+	code, out, errOut := run("store", "stats", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `kind\x1b[31m`)
+	require.NotContains(t, out+errOut, "\x1b")
+}
