@@ -45,6 +45,7 @@ type Row struct {
 	Conns                                    int
 	Intended, Achieved, Answered             float64 // queries/s
 	Sent, Lost                               int
+	Unsent                                   int     // open loop: due, never sent (bench.Result.Unsent)
 	P50, P99, P999, Max, ServiceP50, CPUPerQ float64 // ms; CPU µs per query
 	Held                                     string  // yes, no, or "" outside a stepped run
 }
@@ -54,7 +55,7 @@ func Summarize(bs Benches) []Row {
 	var rows []Row
 	for _, b := range bs {
 		r := Row{Run: b.Run, Name: b.Name(), Policy: b.Policy, Mode: b.Mode, Conns: b.Conns,
-			Intended: b.IntendedQPS, Achieved: b.AchievedQPS, Answered: b.AnsweredQPS, Sent: b.Sent, Lost: b.Sent - b.Summary.Answered,
+			Intended: b.IntendedQPS, Achieved: b.AchievedQPS, Answered: b.AnsweredQPS, Sent: b.Sent, Lost: b.Sent - b.Summary.Answered, Unsent: b.Unsent,
 			P50: b.Latency.P["50"], P99: b.Latency.P["99"], P999: b.Latency.P["99.9"], Max: b.Latency.Max,
 			ServiceP50: b.Service.P["50"], CPUPerQ: b.CPUPerQueryUs}
 		if b.Bound != nil {
@@ -68,23 +69,24 @@ func Summarize(bs Benches) []Row {
 // WriteTable writes a line per benchmark.
 func (bs Benches) WriteTable(w io.Writer) error {
 	fmt.Fprintln(w, "latency from each query's intended send time (open loop); service from the call")
-	fmt.Fprintf(w, "%-14s %-7s %5s %9s %9s %9s %7s %9s %9s %9s %9s %8s %5s\n", "benchmark", "policy", "conns", "intended", "achieved", "answered", "lost", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "cpu µs/q", "held")
+	fmt.Fprintln(w, "unsent: due in the open loop's schedule but never sent (no room in flight until the end)")
+	fmt.Fprintf(w, "%-14s %-7s %5s %9s %9s %9s %7s %7s %9s %9s %9s %9s %8s %5s\n", "benchmark", "policy", "conns", "intended", "achieved", "answered", "lost", "unsent", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "cpu µs/q", "held")
 	run := ""
 	for _, r := range Summarize(bs) {
 		if r.Run != run {
 			fmt.Fprintf(w, "run %s\n", r.Run)
 			run = r.Run
 		}
-		if _, err := fmt.Fprintf(w, "%-14s %-7s %5d %9.0f %9.0f %9.0f %7d %9.3f %9.3f %9.3f %9.3f %8.1f %5s\n", r.Name, r.Policy, r.Conns,
-			r.Intended, r.Achieved, r.Answered, r.Lost, r.P50, r.P99, r.P999, r.Max, r.CPUPerQ, r.Held); err != nil {
+		if _, err := fmt.Fprintf(w, "%-14s %-7s %5d %9.0f %9.0f %9.0f %7d %7d %9.3f %9.3f %9.3f %9.3f %8.1f %5s\n", r.Name, r.Policy, r.Conns,
+			r.Intended, r.Achieved, r.Answered, r.Lost, r.Unsent, r.P50, r.P99, r.P999, r.Max, r.CPUPerQ, r.Held); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-var table = experiment.Table("server-load", `<table id="server-load-summary"><tr><th class="l">run</th><th class="l">benchmark</th><th class="l">policy</th><th>conns</th><th>intended /s</th><th>achieved /s</th><th>answered /s</th><th>lost</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>service p50 ms</th><th>client CPU µs/query</th><th>held</th></tr>
-{{range .}}<tr><td class="l">{{.Run}}</td><td class="l">{{.Name}}</td><td class="l">{{.Policy}}</td><td>{{.Conns}}</td><td>{{printf "%.0f" .Intended}}</td><td>{{printf "%.0f" .Achieved}}</td><td>{{printf "%.0f" .Answered}}</td><td>{{.Lost}}</td><td>{{printf "%.3f" .P50}}</td><td>{{printf "%.3f" .P99}}</td><td>{{printf "%.3f" .P999}}</td><td>{{printf "%.3f" .Max}}</td><td>{{printf "%.3f" .ServiceP50}}</td><td>{{ms .CPUPerQ}}</td><td>{{.Held}}</td></tr>
+var table = experiment.Table("server-load", `<table id="server-load-summary"><tr><th class="l">run</th><th class="l">benchmark</th><th class="l">policy</th><th>conns</th><th>intended /s</th><th>achieved /s</th><th>answered /s</th><th>lost</th><th title="due in the open loop's schedule but never sent: no room in flight until the end">unsent</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>service p50 ms</th><th>client CPU µs/query</th><th>held</th></tr>
+{{range .}}<tr><td class="l">{{.Run}}</td><td class="l">{{.Name}}</td><td class="l">{{.Policy}}</td><td>{{.Conns}}</td><td>{{printf "%.0f" .Intended}}</td><td>{{printf "%.0f" .Achieved}}</td><td>{{printf "%.0f" .Answered}}</td><td>{{.Lost}}</td><td>{{.Unsent}}</td><td>{{printf "%.3f" .P50}}</td><td>{{printf "%.3f" .P99}}</td><td>{{printf "%.3f" .P999}}</td><td>{{printf "%.3f" .Max}}</td><td>{{printf "%.3f" .ServiceP50}}</td><td>{{ms .CPUPerQ}}</td><td>{{.Held}}</td></tr>
 {{end}}</table>`)
 
 // Section draws the rate each transport held (stepped runs), and for the

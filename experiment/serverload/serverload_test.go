@@ -107,7 +107,8 @@ func TestWindowHoldsFiftyAnswers(t *testing.T) {
 }
 
 // TestSummaryRows: a row per benchmark in the order they ran, the queries
-// lost those sent and not answered, "held" only for stepped runs; the
+// lost those sent and not answered, unsent those due and never sent,
+// "held" only for stepped runs; the
 // text table names each run once, before its rows.
 func TestSummaryRows(t *testing.T) {
 	b := func(run, label string, step int, sent, answered int, bound bool) *bench.Stored {
@@ -119,17 +120,20 @@ func TestSummaryRows(t *testing.T) {
 		return s
 	}
 	bs := Benches{b("r1", "udp", 0, 1000, 1000, true), b("r1", "udp", 1, 2000, 1990, true), b("r2", "tcp", -1, 500, 500, false)}
+	bs[1].Unsent = 37
 	rows := Summarize(bs)
 	require.Len(t, rows, 3)
 	require.Equal(t, 0, rows[0].Lost)
 	require.Equal(t, "yes", rows[0].Held)
 	require.Equal(t, 10, rows[1].Lost)
+	require.Equal(t, 37, rows[1].Unsent, "due, never sent: apart from the lost")
 	require.Equal(t, "no", rows[1].Held)
 	require.Equal(t, "", rows[2].Held, "a single run holds no bound")
 	var out strings.Builder
 	require.NoError(t, bs.WriteTable(&out))
 	require.Equal(t, 1, strings.Count(out.String(), "run r1\n"))
 	require.Less(t, strings.Index(out.String(), "run r1"), strings.Index(out.String(), "run r2"))
+	require.Regexp(t, `\s1000\s+0\s+0\s+10\s+37\s`, out.String(), "intended, achieved, answered, lost, then unsent")
 }
 
 // TestRateFigureDrawsSteppedOpenLoopRuns: the rate figure's data are the
