@@ -91,6 +91,31 @@ func TestStepsFindTheRateHeld(t *testing.T) {
 	require.Equal(t, []float64{100, 200, 400}, bench.Doubling(100, 500))
 }
 
+// TestStepsCountWhatWasNeverSentAsLost: a server that answers at once
+// until its 600th query, then holds that one and, answering in order,
+// every one after it for 2 s. Four in flight fill the window, so the 400
+// or so queries due in the step's last 0.4 s are never sent; the four
+// held are answered within the timeout and are too few to move the
+// p99, and nothing sent is lost. The step held nothing: the queries
+// never sent count as lost, as unanswered ones do.
+func TestStepsCountWhatWasNeverSentAsLost(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{TCP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
+		Faults: server.Faults{DelayEvery: 600, DelayEveryBy: 2 * time.Second, InOrder: true}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	steps, held, err := bench.Steps(context.Background(), bench.Config{URL: "tcp://" + srv.Addr("tcp").String(), Duration: time.Second, MaxInFlight: 4,
+		Options: transport.Options{Reuse: true, Timeout: 5 * time.Second}}, []float64{1000, 2000}, bench.Bound{P99: 50 * time.Millisecond, MaxLoss: 0.01})
+	require.NoError(t, err)
+	require.Len(t, steps, 1, "stops at the first rate not held")
+	s := steps[0]
+	require.Zero(t, held)
+	require.False(t, s.Held)
+	require.Equal(t, s.Sent, s.Answered, "nothing sent was lost")
+	require.Greater(t, s.Unsent, 100, "what the stall kept from being sent")
+	require.Equal(t, 1000, s.Sent+s.Unsent)
+}
+
 // TestASlowRateKeepsItsSchedule: at one query a minute, a run of a
 // second sends the first query and no other, however many MaxQueries
 // allows, on both paths. A rate so slow that its interval overflowed a

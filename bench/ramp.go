@@ -12,7 +12,7 @@ import (
 
 // Bound is what a step must hold to pass: its p99 latency (from the
 // intended send time) at most P99, and at most MaxLoss of its queries
-// unanswered.
+// due unanswered (never sent, or sent and not answered).
 type Bound struct {
 	P99     time.Duration
 	MaxLoss float64
@@ -62,9 +62,12 @@ func Steps(ctx context.Context, c Config, rates []float64, b Bound) ([]Step, flo
 			return steps, held, err
 		}
 		s := res.Summarize()
+		// A query due and never sent (the window full until the step's
+		// end) is one the server did not take at this rate: lost, as an
+		// unanswered one is. It has no latency to raise the p99.
 		lost := 1.0
-		if s.Sent > 0 {
-			lost = float64(s.Sent-s.Answered) / float64(s.Sent)
+		if due := s.Sent + s.Unsent; due > 0 {
+			lost = float64(due-s.Answered) / float64(due)
 		}
 		st := Step{Summary: s, Result: res, Held: s.Answered > 0 && s.Latency.P["99"] <= float64(b.P99)/float64(time.Millisecond) && lost <= b.MaxLoss}
 		steps = append(steps, st)

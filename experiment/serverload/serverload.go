@@ -33,7 +33,7 @@ type ServerLoad struct {
 	Start, Limit float64       // queries per second: the first step and the most tried; default 1000 and 64000
 	Step         time.Duration // each rate's duration; default 5 s
 	P99          time.Duration // the bound: p99 latency from the intended send time; default 20 ms
-	MaxLoss      float64       // the bound: share of queries unanswered; default 0.001
+	MaxLoss      float64       // the bound: share of the queries due unanswered or never sent; default 0.001
 	Conns        int           // connections per transport (reused); default 4
 	experiment.Env
 }
@@ -61,7 +61,7 @@ func (c *ServerLoad) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Limit, "limit", c.Limit, "the highest rate tried, queries/s (rates double from --start)")
 	fs.DurationVar(&c.Step, "step", c.Step, "how long each rate runs")
 	fs.DurationVar(&c.P99, "p99", c.P99, "a rate is held while its p99 latency, from the intended send time, is at most this")
-	fs.Float64Var(&c.MaxLoss, "max-loss", c.MaxLoss, "and while it loses at most this share of queries")
+	fs.Float64Var(&c.MaxLoss, "max-loss", c.MaxLoss, "and while it loses at most this share of the queries due (unanswered, or never sent)")
 	experiment.CountVar(fs, &c.Conns, "conns", "`N` connections per transport, reused")
 }
 

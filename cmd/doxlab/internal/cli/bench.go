@@ -51,7 +51,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	steps := fs.String("steps", "", "comma-separated rates to step through, --duration each, stopping at the first not held (--p99, --max-loss)")
 	ramp := fs.String("ramp", "", "START:LIMIT: step from START doubling up to LIMIT queries/s, as --steps")
 	p99 := fs.Duration("p99", 50*time.Millisecond, "with --steps or --ramp: the p99 latency a rate must hold")
-	maxLoss := fs.Float64("max-loss", 0.001, "with --steps or --ramp: the share of unanswered queries a rate may lose")
+	maxLoss := fs.Float64("max-loss", 0.001, "with --steps or --ramp: the share of the queries due a rate may lose (unanswered, or never sent for want of room in flight)")
 	storeDSN := fs.String("store", "", "also store every query (SQLite file or postgres:// URL), for doxlab report's server-load section")
 	label := fs.String("label", "", "name the benchmarks in the store and the report (default: the protocol)")
 	progress := fs.Bool("progress", false, "report progress every second even when standard error is not a terminal (on a terminal it always does)")
