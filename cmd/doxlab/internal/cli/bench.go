@@ -253,10 +253,10 @@ func benchStore(ctx context.Context, dsn, label string, args []string, stderr io
 // held.
 func writeSteps(stdout io.Writer, url string, each time.Duration, b bench.Bound, steps []bench.Step, held float64) {
 	fmt.Fprintf(stdout, "%s: steps of %s, held while p99 <= %s and loss <= %.2f%%\n", url, each, b.P99, 100*b.MaxLoss)
-	fmt.Fprintf(stdout, "%10s %10s %10s %8s %10s %10s %5s\n", "intended", "achieved", "answered", "lost", "p50 ms", "p99 ms", "held")
+	fmt.Fprintf(stdout, "%10s %10s %10s %8s %8s %10s %10s %5s\n", "intended", "achieved", "answered", "lost", "unsent", "p50 ms", "p99 ms", "held")
 	for _, x := range steps {
 		lost := x.Sent - x.Answered
-		fmt.Fprintf(stdout, "%10.0f %10.0f %10.0f %8d %10.3f %10.3f %5v\n", x.IntendedQPS, x.AchievedQPS, x.AnsweredQPS, lost, x.Latency.P["50"], x.Latency.P["99"], x.Held)
+		fmt.Fprintf(stdout, "%10.0f %10.0f %10.0f %8d %8d %10.3f %10.3f %5v\n", x.IntendedQPS, x.AchievedQPS, x.AnsweredQPS, lost, x.Unsent, x.Latency.P["50"], x.Latency.P["99"], x.Held)
 	}
 	fmt.Fprintf(stdout, "highest rate held: %.0f queries/s\n\n", held)
 }

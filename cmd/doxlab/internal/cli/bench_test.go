@@ -35,6 +35,7 @@ func TestBench(t *testing.T) {
 	code, out, errOut = run("bench", "--steps", "100,200", "--duration", "500ms", "--p99", "2s", url)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "highest rate held: 200 queries/s")
+	require.Regexp(t, `(?m)^\s+200\s+\d+\s+\d+\s+0\s+0\s+[\d.]+\s+[\d.]+\s+true$`, out, "nothing lost, nothing unsent")
 
 	// Stored: every query of every step, drawn by the report.
 	db := filepath.Join(t.TempDir(), "b.db")
