@@ -20,12 +20,7 @@ import (
 // show it, as wall-clock time would; closed loop, one worker waits once
 // per stall and the percentiles hide it (coordinated omission).
 func TestOpenLoopSeesAStall(t *testing.T) {
-	srv, err := server.New(&server.Config{Listen: server.Listen{TCP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
-		Faults: server.Faults{DelayEvery: 100, DelayEveryBy: 200 * time.Millisecond, InOrder: true}})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	url := "tcp://" + srv.Addr("tcp").String()
+	url := serve(t, "tcp", server.Faults{DelayEvery: 100, DelayEveryBy: 200 * time.Millisecond, InOrder: true})
 	opts := transport.Options{Reuse: true}
 
 	// The lean path, and every query through the transport (Full).
@@ -60,18 +55,15 @@ func TestOpenLoopSeesAStall(t *testing.T) {
 // not held, and 400 is never held.
 func TestStepsFindTheRateHeld(t *testing.T) {
 	testutil.Timed(t) // the 5 ms answers are held only while the client keeps up
-	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
-		Faults: server.Faults{Delay: 5 * time.Millisecond}})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
+	url := serve(t, "udp", server.Faults{Delay: 5 * time.Millisecond})
 	// A stall of the whole machine (other packages' tests beside this
 	// one) can take a second's p99 past 50 ms even at 50/s: such a run
 	// holds nothing, and is tried again, up to three times.
 	var steps []bench.Step
 	var held float64
+	var err error
 	for try := 0; try < 3 && held == 0; try++ {
-		steps, held, err = bench.Steps(context.Background(), bench.Config{URL: "udp://" + srv.Addr("udp").String(), Duration: time.Second, MaxInFlight: 1},
+		steps, held, err = bench.Steps(context.Background(), bench.Config{URL: url, Duration: time.Second, MaxInFlight: 1},
 			[]float64{50, 100, 400, 800}, bench.Bound{P99: 50 * time.Millisecond, MaxLoss: 0.01})
 		require.NoError(t, err)
 		if held == 0 {
@@ -99,12 +91,8 @@ func TestStepsFindTheRateHeld(t *testing.T) {
 // p99, and nothing sent is lost. The step held nothing: the queries
 // never sent count as lost, as unanswered ones do.
 func TestStepsCountWhatWasNeverSentAsLost(t *testing.T) {
-	srv, err := server.New(&server.Config{Listen: server.Listen{TCP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
-		Faults: server.Faults{DelayEvery: 600, DelayEveryBy: 2 * time.Second, InOrder: true}})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	steps, held, err := bench.Steps(context.Background(), bench.Config{URL: "tcp://" + srv.Addr("tcp").String(), Duration: time.Second, MaxInFlight: 4,
+	url := serve(t, "tcp", server.Faults{DelayEvery: 600, DelayEveryBy: 2 * time.Second, InOrder: true})
+	steps, held, err := bench.Steps(context.Background(), bench.Config{URL: url, Duration: time.Second, MaxInFlight: 4,
 		Options: transport.Options{Reuse: true, Timeout: 5 * time.Second}}, []float64{1000, 2000}, bench.Bound{P99: 50 * time.Millisecond, MaxLoss: 0.01})
 	require.NoError(t, err)
 	require.Len(t, steps, 1, "stops at the first rate not held")
@@ -122,11 +110,7 @@ func TestStepsCountWhatWasNeverSentAsLost(t *testing.T) {
 // Duration (2^63 ns, 292 years) once wrapped the schedule to the past
 // and sent every query at once.
 func TestASlowRateKeepsItsSchedule(t *testing.T) {
-	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	url := "udp://" + srv.Addr("udp").String()
+	url := serve(t, "udp", server.Faults{})
 	for _, rate := range []float64{1.0 / 60, 1e-12, 5e-324} {
 		for _, full := range []bool{false, true} {
 			res, err := bench.Run(context.Background(), bench.Config{URL: url, Rate: rate, MaxQueries: 5, Duration: time.Second,
@@ -146,12 +130,7 @@ func TestASlowRateKeepsItsSchedule(t *testing.T) {
 // query sent or unsent exactly once, on the lean path and through the
 // transport, and the summary says so.
 func TestOpenLoopCountsWhatItNeverSent(t *testing.T) {
-	srv, err := server.New(&server.Config{Listen: server.Listen{TCP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
-		Faults: server.Faults{DropProbability: 1}})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
-	url := "tcp://" + srv.Addr("tcp").String()
+	url := serve(t, "tcp", server.Faults{DropProbability: 1})
 	for _, full := range []bool{false, true} {
 		res, err := bench.Run(context.Background(), bench.Config{URL: url, Rate: 1000, Duration: 300 * time.Millisecond, MaxInFlight: 4,
 			Options: transport.Options{Reuse: true, Timeout: time.Second}, Full: full})
@@ -166,13 +145,29 @@ func TestOpenLoopCountsWhatItNeverSent(t *testing.T) {
 	}
 
 	// Answered in time, nothing is left unsent.
-	ok, err := server.New(&server.Config{Listen: server.Listen{TCP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}})
-	require.NoError(t, err)
-	require.NoError(t, ok.Start())
-	defer ok.Close()
-	res, err := bench.Run(context.Background(), bench.Config{URL: "tcp://" + ok.Addr("tcp").String(), Rate: 200, Duration: 300 * time.Millisecond,
+	ok := serve(t, "tcp", server.Faults{})
+	res, err := bench.Run(context.Background(), bench.Config{URL: ok, Rate: 200, Duration: 300 * time.Millisecond,
 		Options: transport.Options{Reuse: true}})
 	require.NoError(t, err)
 	require.Equal(t, 60, res.Sent)
 	require.Zero(t, res.Unsent)
+}
+
+// serve starts doxlab's server on loopback over network (udp or tcp),
+// answering every name with 192.0.2.1, with faults, until the test ends,
+// and returns its URL.
+func serve(t *testing.T, network string, faults server.Faults) string {
+	t.Helper()
+	var l server.Listen
+	switch network {
+	case "udp":
+		l.UDP = "127.0.0.1:0"
+	case "tcp":
+		l.TCP = "127.0.0.1:0"
+	}
+	srv, err := server.New(&server.Config{Listen: l, Answers: server.Answers{Any: "192.0.2.1"}, Faults: faults})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { srv.Close() })
+	return network + "://" + srv.Addr(network).String()
 }

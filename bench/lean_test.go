@@ -98,12 +98,8 @@ func TestLeanPathFullWindow(t *testing.T) {
 // up the schedule, answers that refuse count as failures by their rcode, and a DoH server that refuses
 // RFC 8484 answers http-error, over HTTP/2 and HTTP/3.
 func TestLeanPathCountsFailures(t *testing.T) {
-	lossy, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"},
-		Faults: server.Faults{DropProbability: 0.2}})
-	require.NoError(t, err)
-	require.NoError(t, lossy.Start())
-	defer lossy.Close()
-	res, err := bench.Run(context.Background(), bench.Config{URL: "udp://" + lossy.Addr("udp").String(), Rate: 1000, Duration: time.Second,
+	lossy := serve(t, "udp", server.Faults{DropProbability: 0.2})
+	res, err := bench.Run(context.Background(), bench.Config{URL: lossy, Rate: 1000, Duration: time.Second,
 		MaxInFlight: 500, Options: transport.Options{Reuse: true, Timeout: 200 * time.Millisecond}})
 	require.NoError(t, err)
 	s := res.Summarize()

@@ -81,12 +81,9 @@ func TestStoreKeepsEveryQuery(t *testing.T) {
 // TestRunKeepsSamples: with Keep, a run against doxlab's server has one
 // sample per query sent, each answered, at its intended send time.
 func TestRunKeepsSamples(t *testing.T) {
-	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start())
-	defer srv.Close()
+	url := serve(t, "udp", server.Faults{})
 	var reports []bench.Progress
-	res, err := bench.Run(context.Background(), bench.Config{URL: "udp://" + srv.Addr("udp").String(), Rate: 400, Duration: 1500 * time.Millisecond,
+	res, err := bench.Run(context.Background(), bench.Config{URL: url, Rate: 400, Duration: 1500 * time.Millisecond,
 		Keep: true, Progress: func(p bench.Progress) { reports = append(reports, p) }, ProgressEvery: 500 * time.Millisecond})
 	require.NoError(t, err)
 	require.Equal(t, 600, res.Sent)
