@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/doxlab/doxlab/internal/printable"
 	"github.com/doxlab/doxlab/internal/suggest"
 	"github.com/doxlab/doxlab/store"
 )
@@ -109,18 +108,9 @@ func designChanged(stored, now map[string]string) error {
 	return nil
 }
 
-// Closest says which of known are nearest to id, by edit distance: "; the
-// closest: a, b", or "" when known is empty.
-func Closest(id string, known []string) string {
-	if len(known) == 0 {
-		return " (it holds none)"
-	}
-	near := suggest.Nearest(id, known, 3, false)
-	for i, n := range near {
-		near[i] = printable.String(n) // stored text: a campaign's workers write vantage points' names
-	}
-	return "; the closest it holds: " + strings.Join(near, ", ")
-}
+// Closest is what an error about an unknown id adds: "; the closest it
+// holds: a, b", escaped for a terminal (suggest.Closest).
+func Closest(id string, known []string) string { return suggest.Closest(id, known) }
 
 // ExperimentID is the ID to resume (checked against the store by Start)
 // or a new one with the prefix, said on the log with the command that

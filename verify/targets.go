@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/doxlab/doxlab/internal/listfile"
+	"github.com/doxlab/doxlab/internal/suggest"
 	"github.com/doxlab/doxlab/scan"
 	"github.com/doxlab/doxlab/store"
 )
@@ -78,10 +79,31 @@ func readTargets(r io.Reader, path string, port int) ([]string, error) {
 	return out, err
 }
 
-// ScanTargets are the QUIC services a stored scan run found.
+// ScanTargets are the QUIC services the stored scan run runID found: that
+// run alone (a prefix of its ID would merge every scan it begins), and
+// one the store does not hold as a scan is an error naming the closest
+// scans it does.
 func ScanTargets(ctx context.Context, st *store.Store, runID string) ([]string, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var scans []string
+	found := false
+	for _, r := range runs {
+		if r.Kind == scanKind {
+			scans = append(scans, r.ID)
+			found = found || r.ID == runID
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("no scan run %q in the store%s", runID, suggest.Closest(runID, scans))
+	}
 	var out []string
-	err := st.Results(ctx, runID, scan.KindResult, func(_ string, raw []byte) error {
+	err = st.FilteredResults(ctx, store.Filter{RunPrefix: runID, Superseded: true}, scan.KindResult, func(id string, raw []byte) error {
+		if id != runID {
+			return nil // a run whose ID begins with this one's
+		}
 		var r scan.Result
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return err
@@ -93,3 +115,6 @@ func ScanTargets(ctx context.Context, st *store.Store, runID string) ([]string, 
 	})
 	return out, err
 }
+
+// scanKind is the kind of run doxlab scan --store records.
+const scanKind = "scan"

@@ -1,11 +1,17 @@
 package verify
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/scan"
+	"github.com/doxlab/doxlab/store"
 )
 
 func TestReadTargets(t *testing.T) {
@@ -70,4 +76,39 @@ func TestTarget(t *testing.T) {
 	got, err := Target("192.0.2.1:784", 0)
 	require.NoError(t, err, "a target's own port needs no default")
 	require.Equal(t, "192.0.2.1:784", got)
+}
+
+// TestScanTargetsOfOneRun: a scan run's candidates are its own QUIC
+// answers, not those of a run whose ID begins with its ID (scan-1 and
+// scan-12), nor its Do53 ones; an ID no scan run has is an error that
+// names the closest scans, and so is another kind of run's.
+func TestScanTargetsOfOneRun(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	for _, r := range []struct{ id, kind string }{{"scan-1", "scan"}, {"scan-12", "scan"}, {"scan-1x", "measure"}} {
+		require.NoError(t, st.BeginRun(ctx, store.Run{ID: r.id, Kind: r.kind, StartedAt: time.Unix(0, 0)}))
+	}
+	for i, x := range []struct {
+		run string
+		r   scan.Result
+	}{
+		{"scan-1", scan.Result{Target: "192.0.2.1:853", Kind: "quic"}},
+		{"scan-1", scan.Result{Target: "192.0.2.1:53", Kind: "do53"}},
+		{"scan-12", scan.Result{Target: "192.0.2.12:853", Kind: "quic"}},
+		{"scan-1x", scan.Result{Target: "192.0.2.99:853", Kind: "quic"}},
+	} {
+		require.NoError(t, st.WriteResult(ctx, x.run, scan.KindResult, fmt.Sprint(i), time.Unix(int64(i), 0), x.r))
+	}
+	got, err := ScanTargets(ctx, st, "scan-1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"192.0.2.1:853"}, got)
+	got, err = ScanTargets(ctx, st, "scan-12")
+	require.NoError(t, err)
+	require.Equal(t, []string{"192.0.2.12:853"}, got)
+	for _, id := range []string{"scan-", "scan-2", "scan-1x"} {
+		_, err = ScanTargets(ctx, st, id)
+		require.ErrorContains(t, err, fmt.Sprintf("no scan run %q in the store; the closest it holds: scan-1", id))
+	}
 }

@@ -5,6 +5,8 @@ package suggest
 import (
 	"slices"
 	"strings"
+
+	"github.com/doxlab/doxlab/internal/printable"
 )
 
 // Nearest is up to n of known nearest to s by edit distance, nearest
@@ -50,4 +52,18 @@ func Distance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// Closest is what an error about an unknown id adds: the closest of
+// known, escaped for a terminal (stored IDs and names may come from
+// another machine), or that there are none.
+func Closest(id string, known []string) string {
+	if len(known) == 0 {
+		return " (it holds none)"
+	}
+	near := Nearest(id, known, 3, false)
+	for i, n := range near {
+		near[i] = printable.String(n)
+	}
+	return "; the closest it holds: " + strings.Join(near, ", ")
 }
