@@ -197,7 +197,10 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 			return nil, err
 		}
 	}
-	err = st.Results(ctx, runID, Duplicates, func(_ string, raw []byte) error {
+	err = st.Results(ctx, runID, Duplicates, func(id string, raw []byte) error {
+		if id != runID {
+			return nil // a run whose ID begins with this one's
+		}
 		var x struct{ Vantage struct{ Name string } }
 		if json.Unmarshal(raw, &x) == nil {
 			if vs := by[x.Vantage.Name]; vs != nil {
@@ -221,7 +224,10 @@ func hereStatus(ctx context.Context, st *store.Store, runID string) (*Status, er
 		return nil, nil
 	}
 	v := VantageStatus{Vantage: HereVantage, Planned: p.Here}
-	err = st.Results(ctx, runID, PageLoads, func(_ string, raw []byte) error {
+	err = st.Results(ctx, runID, PageLoads, func(id string, raw []byte) error {
+		if id != runID {
+			return nil // a run whose ID begins with this one's
+		}
 		var x struct{ Start time.Time }
 		if json.Unmarshal(raw, &x) == nil && x.Start.After(v.Last) {
 			v.Last = x.Start

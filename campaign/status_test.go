@@ -93,6 +93,10 @@ func TestHereStatus(t *testing.T) {
 		load := campaign.PageLoad{Task: measure.Task{Rep: i}, Start: t0.Add(time.Duration(m) * time.Minute), Status: "ok"}
 		require.NoError(t, st.WriteResult(ctx, "c1", campaign.PageLoads, fmt.Sprint(i), load.Start, load))
 	}
+	// A run whose ID begins with c1's: its loads are its own.
+	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "c12", Kind: campaign.Kind, StartedAt: t0.Add(-time.Hour), Spec: plan(5)}))
+	late := campaign.PageLoad{Start: t0.Add(30 * time.Minute), Status: "ok"}
+	require.NoError(t, st.WriteResult(ctx, "c12", campaign.PageLoads, "0", late.Start, late))
 	s, err := campaign.GetStatus(ctx, st, "c1")
 	require.NoError(t, err)
 	require.Equal(t, &campaign.Status{Run: "c1", Name: "pages", Planned: t0, Vantages: []campaign.VantageStatus{
