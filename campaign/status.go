@@ -197,10 +197,7 @@ func GetStatus(ctx context.Context, st *store.Store, runID string) (*Status, err
 			return nil, err
 		}
 	}
-	err = st.Results(ctx, runID, Duplicates, func(id string, raw []byte) error {
-		if id != runID {
-			return nil // a run whose ID begins with this one's
-		}
+	err = st.FilteredResults(ctx, store.Filter{Runs: []string{runID}}, Duplicates, func(_ string, raw []byte) error {
 		var x struct{ Vantage struct{ Name string } }
 		if json.Unmarshal(raw, &x) == nil {
 			if vs := by[x.Vantage.Name]; vs != nil {
@@ -224,10 +221,7 @@ func hereStatus(ctx context.Context, st *store.Store, runID string) (*Status, er
 		return nil, nil
 	}
 	v := VantageStatus{Vantage: HereVantage, Planned: p.Here}
-	err = st.Results(ctx, runID, PageLoads, func(id string, raw []byte) error {
-		if id != runID {
-			return nil // a run whose ID begins with this one's
-		}
+	err = st.FilteredResults(ctx, store.Filter{Runs: []string{runID}}, PageLoads, func(_ string, raw []byte) error {
 		var x struct{ Start time.Time }
 		if json.Unmarshal(raw, &x) == nil && x.Start.After(v.Last) {
 			v.Last = x.Start

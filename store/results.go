@@ -172,7 +172,7 @@ func (s *Store) Results(ctx context.Context, prefix string, kind Kind, f func(ru
 }
 
 // FilteredResults is Results for the runs a filter selects (its prefix,
-// and whether superseded runs are in).
+// its runs by ID, and whether superseded runs are in).
 func (s *Store) FilteredResults(ctx context.Context, flt Filter, kind Kind, f func(runID string, raw []byte) error) error {
 	if s.archive != nil {
 		keep, err := s.keepRun(ctx, flt)
@@ -184,6 +184,12 @@ func (s *Store) FilteredResults(ctx context.Context, flt Filter, kind Kind, f fu
 		}
 	}
 	q, args := `SELECT run_id, z FROM results WHERE kind = ? AND `+runPrefix, []any{kind, utf8.RuneCountInString(flt.RunPrefix), flt.RunPrefix}
+	if flt.Runs != nil {
+		q += ` AND run_id IN (NULL` + strings.Repeat(`, ?`, len(flt.Runs)) + `)`
+		for _, id := range flt.Runs {
+			args = append(args, id)
+		}
+	}
 	if !flt.Superseded {
 		not, more, err := s.notSuperseded(ctx)
 		if err != nil {

@@ -100,10 +100,7 @@ func ScanTargets(ctx context.Context, st *store.Store, runID string) ([]string, 
 		return nil, fmt.Errorf("no scan run %q in the store%s", runID, suggest.Closest(runID, scans))
 	}
 	var out []string
-	err = st.FilteredResults(ctx, store.Filter{RunPrefix: runID, Superseded: true}, scan.KindResult, func(id string, raw []byte) error {
-		if id != runID {
-			return nil // a run whose ID begins with this one's
-		}
+	err = st.FilteredResults(ctx, store.Filter{Runs: []string{runID}, Superseded: true}, scan.KindResult, func(_ string, raw []byte) error {
 		var r scan.Result
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return err
