@@ -199,27 +199,11 @@ func (s *Spec) bounds() ([]netip.Prefix, *blocklist.Policy, error) {
 	policy := &blocklist.Policy{Block: block, Allow: allow}
 	// Refused here, without expanding them, where every range lies in a
 	// special-purpose block not allowed; a range partly in one skips it.
-	if i := slices.IndexFunc(prefixes, func(p netip.Prefix) bool { return !wholly(p, blocklist.Special(), allow) }); i < 0 {
-		sp, _ := blocklist.SpecialOf(prefixes[0].Addr())
+	if i := slices.IndexFunc(prefixes, func(p netip.Prefix) bool { _, all := policy.RefusesAll(p); return !all }); i < 0 {
+		sp, _ := policy.RefusesAll(prefixes[0])
 		return nil, nil, &SpecError{"AllowSpecial", fmt.Errorf("range %s is in %s, %s, and %w", prefixes[0], sp.Prefix, sp.Name, errAllSpecial)}
 	}
 	return prefixes, policy, nil
-}
-
-// wholly says whether every address of p lies in a special-purpose block
-// and none in an allowed prefix.
-func wholly(p netip.Prefix, special []blocklist.SpecialPrefix, allow []netip.Prefix) bool {
-	for _, a := range allow {
-		if a.Overlaps(p) {
-			return false
-		}
-	}
-	for _, sp := range special {
-		if sp.Prefix.Bits() <= p.Bits() && sp.Prefix.Contains(p.Addr()) {
-			return true
-		}
-	}
-	return false
 }
 
 // plan expands the ranges into targets, minus the blocked prefixes and

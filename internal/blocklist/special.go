@@ -145,6 +145,23 @@ func (p *Policy) Allowed(a netip.Addr) bool {
 	return false
 }
 
+// RefusesAll is the special-purpose block that holds every address of
+// pre, where no prefix the policy allows reaches into pre: a range the
+// policy refuses whole, said without expanding it.
+func (p *Policy) RefusesAll(pre netip.Prefix) (SpecialPrefix, bool) {
+	for _, a := range p.Allow {
+		if a.Overlaps(pre) {
+			return SpecialPrefix{}, false
+		}
+	}
+	for _, s := range special {
+		if s.Prefix.Bits() <= pre.Bits() && s.Prefix.Contains(pre.Addr()) {
+			return s, true
+		}
+	}
+	return SpecialPrefix{}, false
+}
+
 // ParseAllow reads a campaign's allow_special prefixes: each must be (or
 // lie in) a special-purpose block, since nothing else is refused.
 func ParseAllow(prefixes []string) ([]netip.Prefix, error) {
