@@ -38,6 +38,9 @@ type originConn struct {
 	next    *originConn // what replaced it after the server rejected its 0-RTT (successor)
 	index   int         // in the load's Conns; -1 before one was begun
 	early   bool        // 0-RTT: requests may go before the handshake completes
+	// offered: the handshake offered 0-RTT (dialled early with a ticket
+	// that allows it), though it may have ended before the dial returned.
+	offered bool
 	// The origin set the server announced (ORIGIN frames), and a channel
 	// closed at the first frame.
 	omu       sync.Mutex
@@ -108,7 +111,7 @@ func (c *originConn) rejected(err error) bool {
 	if errors.Is(err, quic.Err0RTTRejected) {
 		return true
 	}
-	if !c.early {
+	if !c.offered {
 		return false
 	}
 	// A request that failed on the control stream's loss says so itself,
@@ -394,6 +397,10 @@ func (ld *load) dialH3(ctx context.Context, c *originConn, info *Conn, remote ne
 	}
 	c.qc = qc
 	info.TokenSent = tokens.Presented()
+	// A handshake that ended before the dial returned (a late goroutine on
+	// a busy machine) still offered the 0-RTT its server may have turned
+	// down: the connection is then lost to HTTP/3 as one rejected later.
+	c.offered = early && tokens.EarlyTicket()
 	handshake := func() {
 		ld.mu.Lock()
 		info.HandshakeMs = ld.since()

@@ -59,6 +59,7 @@ type connTokens struct {
 
 	// Guarded by k.mu.
 	presented bool   // the connection's Initial carried a token
+	offered   bool   // its ClientHello offered a ticket that allows 0-RTT
 	settled   bool   // its SETTINGS are in (Chromium inserts after them)
 	pending   string // a ticket stored before they were
 }
@@ -70,12 +71,32 @@ func (c *connTokens) Presented() bool {
 	return c.presented
 }
 
+// EarlyTicket says whether the connection was handed a ticket that
+// allows 0-RTT.
+func (c *connTokens) EarlyTicket() bool {
+	c.k.mu.Lock()
+	defer c.k.mu.Unlock()
+	return c.offered
+}
+
 // Tickets is the connection's session cache.
 func (c *connTokens) Tickets() tls.ClientSessionCache { return connTickets{c} }
 
 type connTickets struct{ c *connTokens }
 
-func (t connTickets) Get(key string) (*tls.ClientSessionState, bool) { return t.c.sessions.Get(key) }
+// Get hands the handshake a ticket, and notes whether the ticket allows
+// early data: a connection dialled early then offers 0-RTT.
+func (t connTickets) Get(key string) (*tls.ClientSessionState, bool) {
+	cs, ok := t.c.sessions.Get(key)
+	if ok && cs != nil {
+		if _, st, err := cs.ResumptionState(); err == nil && st != nil && st.EarlyData {
+			t.c.k.mu.Lock()
+			t.c.offered = true
+			t.c.k.mu.Unlock()
+		}
+	}
+	return cs, ok
+}
 
 func (t connTickets) Put(key string, cs *tls.ClientSessionState) {
 	c := t.c
