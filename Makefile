@@ -19,16 +19,17 @@ peers:
 # RACE_SKIP: quic-go v0.65's http3 client races with its own handshake on
 # a 0-RTT request (connection.go handleTransportParameters against
 # http3's openControlStream, or its streams map opening a stream; seen
-# here in transport, pageload and measure's leak check), so the
-# tests that send HTTP/3 in 0-RTT run without -race only. The same write
-# races DoQ's stream opened in 0-RTT (transport/doq.go's OpenStreamSync
-# reading the flow-control limits; seen in server's
-# TestTicketKeyFileSurvivesRestart and TestResumptionAcrossListeners,
-# whose DoQ 0-RTT is the whole test's end), which run without -race too. TestDistributedCampaign runs
-# doxlab binaries in the testbed; its in-process twin, TestPlanAndWorkers,
-# is what -race checks.
+# here in transport, its leak check's 0-RTT included, and in pageload's
+# and measure's leak checks), so the tests that send HTTP/3 in 0-RTT run
+# without -race only. The same write races DoQ's stream opened in 0-RTT
+# (transport/doq.go's OpenStreamSync reading the flow-control limits;
+# seen in server's TestTicketKeyFileSurvivesRestart and
+# TestResumptionAcrossListeners, whose DoQ 0-RTT is the whole test's
+# end), which run without -race too. TestDistributedCampaign runs doxlab
+# binaries in the testbed; its in-process twin, TestPlanAndWorkers, is
+# what -race checks.
 RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./internal/h3ext ./internal/h3server ./pageload ./experiment ./bench ./campaign ./testbed ./internal/stats
-RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestReplayFollowsAnyGraph|TestLoadsLeaveNothingRunning|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT|TestTicketKeyFileSurvivesRestart|TestTasksLeaveNothingRunning
+RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestReplayFollowsAnyGraph|TestLoadsLeaveNothingRunning|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT|TestTicketKeyFileSurvivesRestart|TestTasksLeaveNothingRunning|TestClosedTransportsLeaveNothingRunning/0rtt
 # DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
 # the same testbed (web): the second waits for the first.
 # make test runs its lanes, each its own target, through
