@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -81,6 +82,44 @@ func TestOpenFilesCounts(t *testing.T) {
 		f.Close()
 	}
 	require.Equal(t, before, OpenFiles(t))
+}
+
+// TestDelayUDPKeepsTheOrder: a burst of replies comes back through the
+// relay in the order the server sent them, as over a link; a relay that
+// let them swap lost QUIC session tickets sent just ahead of a response.
+func TestDelayUDPKeepsTheOrder(t *testing.T) {
+	srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer srv.Close()
+	const burst = 100
+	go func() {
+		buf := make([]byte, 1500)
+		_, from, err := srv.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		for i := range burst {
+			srv.WriteToUDP(binary.BigEndian.AppendUint32(nil, uint32(i)), from)
+		}
+	}()
+	conn, err := net.Dial("udp", DelayUDP(t, srv.LocalAddr().String(), 5*time.Millisecond))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("go"))
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(Scaled(5*time.Second))))
+	buf := make([]byte, 1500)
+	next := 0
+	for next < burst {
+		n, err := conn.Read(buf)
+		if err != nil {
+			break // a loopback socket may drop some of a burst; what came must be in order
+		}
+		i := int(binary.BigEndian.Uint32(buf[:n]))
+		require.GreaterOrEqual(t, i, next, "reply %d after %d", i, next-1)
+		next = i + 1
+	}
+	require.Positive(t, next)
 }
 
 // TestDelayUDPHoldsEachReply: the 0-RTT tests rest on a handshake through
