@@ -266,10 +266,7 @@ func TestDatasetBriefs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, whole, got, "the records whole")
 
-	var m Manifest
-	b, err := os.ReadFile(filepath.Join(dir, manifestName))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &m))
+	m := readManifest(t, dir)
 	var bf, rf *DatasetFile
 	for i, f := range m.Files {
 		switch {
@@ -304,14 +301,8 @@ func TestDatasetBriefs(t *testing.T) {
 	edit("a dataset before briefs", func(f *DatasetFile) { f.Table = "later" })
 
 	// A briefs file changed since it was written is said to be.
-	b, err = json.Marshal(m)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestName), b, 0o644))
-	p := filepath.Join(dir, filepath.FromSlash(bf.Path))
-	z, err := os.ReadFile(p)
-	require.NoError(t, err)
-	z[len(z)/2] ^= 1
-	require.NoError(t, os.WriteFile(p, z, 0o644))
+	writeManifest(t, dir, m)
+	flipOctet(t, dir, *bf)
 	_, err = readBriefKind(t, dir, (*Store).EachDatasetBrief)
 	require.ErrorContains(t, err, "changed since it was written")
 }
@@ -368,23 +359,59 @@ func TestDatasetBriefsUnwritable(t *testing.T) {
 // readBriefKind reads the one results file of briefKind of the dataset
 // in dir, of run "r", through each (its briefs, or its records).
 func readBriefKind(t *testing.T, dir string, each func(*Store, DatasetFile, func(string, []byte) error) error) ([]string, error) {
-	ctx := context.Background()
-	d, err := OpenDataset(ctx, dir)
-	require.NoError(t, err)
-	r, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
-	require.NoError(t, err)
-	defer r.Close()
-	require.NoError(t, r.Attach(ctx, d))
-	files, err := r.DatasetResults(ctx, Filter{}, briefKind)
-	require.NoError(t, err)
-	require.Len(t, files, 1)
+	r, f := datasetFile(t, dir, briefKind)
 	var out []string
-	err = each(r, files[0], func(run string, raw []byte) error {
+	err := each(r, f, func(run string, raw []byte) error {
 		require.Equal(t, "r", run)
 		out = append(out, string(raw))
 		return nil
 	})
 	return out, err
+}
+
+// readManifest is the manifest of the dataset in dir.
+func readManifest(t *testing.T, dir string) Manifest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	require.NoError(t, err)
+	var m Manifest
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+// writeManifest replaces the manifest of the dataset in dir with m.
+func writeManifest(t *testing.T, dir string, m Manifest) {
+	t.Helper()
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestName), b, 0o644))
+}
+
+// flipOctet changes an octet in the middle of the dataset's file f.
+func flipOctet(t *testing.T, dir string, f DatasetFile) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(f.Path))
+	z, err := os.ReadFile(p)
+	require.NoError(t, err)
+	z[len(z)/2] ^= 1
+	require.NoError(t, os.WriteFile(p, z, 0o644))
+}
+
+// datasetFile is a store of the test's own with the dataset in dir
+// attached, and the dataset's one results file of kind.
+func datasetFile(t *testing.T, dir string, kind Kind) (*Store, DatasetFile) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := OpenDataset(ctx, dir)
+	require.NoError(t, err)
+	r, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	require.NoError(t, r.Attach(ctx, d))
+	files, err := r.DatasetResults(ctx, Filter{}, kind)
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	return r, files[0]
 }
 
 // TestDatasetBriefsAsKept: an export writes the briefs the store keeps,

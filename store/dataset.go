@@ -111,6 +111,9 @@ type DatasetFile struct {
 	// analysis leaves out other members reads Of itself.
 	Of    string `json:"of,omitempty"`
 	Brief string `json:"brief,omitempty"`
+	// Format is what a derived table's file holds (Derived), made from
+	// the rows of results file Of.
+	Format string `json:"format,omitempty"`
 }
 
 // partition is the directory of f, which names its partition.
@@ -553,6 +556,9 @@ type part struct {
 	// nil where their kind keeps no brief; of is a briefs file's.
 	brief *part
 	of    *briefOf
+	// derived are the derived tables' files being made from a results
+	// file's rows (Derive).
+	derived []*deriving
 }
 
 func (d *Dataset) create(f *DatasetFile) (*part, error) {
@@ -605,21 +611,31 @@ func (p *part) writeJSON(key string, v any) error {
 	} else if err := json.NewEncoder(&p.line).Encode(v); err != nil {
 		return err
 	}
-	_, err := p.zw.Write(p.line.Bytes())
-	if err == nil && isRecord && p.brief != nil {
-		// A record that is no object keeps no brief: it is its own.
+	if _, err := p.zw.Write(p.line.Bytes()); err != nil || !isRecord {
+		return err
+	}
+	// A record that is no object keeps no brief: it is its own.
+	if p.brief != nil {
 		if r.brief != nil {
 			r.Record = r.brief
 		} else if b := p.brief.of.json(r.Record); b != nil {
 			r.Record = b
 		}
-		if p.brief.file.Rows++; p.brief.file.Rows == 1 {
-			p.brief.file.First = key
-		}
-		p.brief.line.Reset()
-		p.brief.recordLine(r, "brief")
-		_, err = p.brief.zw.Write(p.brief.line.Bytes())
 	}
+	for _, dv := range p.derived { // of the record as a reader of its briefs has it
+		if dv.err == nil {
+			dv.err = dv.add(r.Record)
+		}
+	}
+	if p.brief == nil {
+		return nil
+	}
+	if p.brief.file.Rows++; p.brief.file.Rows == 1 {
+		p.brief.file.First = key
+	}
+	p.brief.line.Reset()
+	p.brief.recordLine(r, "brief")
+	_, err := p.brief.zw.Write(p.brief.line.Bytes())
 	return err
 }
 

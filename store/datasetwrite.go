@@ -159,7 +159,7 @@ func removeOrphans(d *Dataset) (int, error) {
 		}
 		rel, _ := filepath.Rel(d.dir, p)
 		rel = filepath.ToSlash(rel)
-		if listed[rel] || !(strings.HasPrefix(e.Name(), ".tmp-") || strings.HasSuffix(rel, ".parquet") || strings.HasSuffix(rel, ".jsonl.zst")) {
+		if listed[rel] || !(strings.HasPrefix(e.Name(), ".tmp-") || strings.HasSuffix(rel, ".parquet") || strings.HasSuffix(rel, ".jsonl.zst") || strings.HasSuffix(rel, derivedExt)) {
 			return nil
 		}
 		n++
@@ -200,6 +200,12 @@ func (w *writer) file(table string, kind Kind, run, vantage, day string) (*part,
 		}
 		p.brief.of = b
 	}
+	if table == TableResults {
+		for _, d := range derivedFor(kind) {
+			add, end := d.New(run)
+			p.derived = append(p.derived, &deriving{d: d, add: add, end: end})
+		}
+	}
 	w.open[dir] = p
 	w.lru = append(w.lru, dir)
 	return p, nil
@@ -219,12 +225,21 @@ func (w *writer) closeFile(dir string) error {
 			}
 			return err
 		}
-		q.file.Written = time.Now().UTC()
-		w.added = append(w.added, *q.file)
-		w.Files++
-		w.Octets += q.file.Octets
+		w.add(q.file)
 	}
-	return nil
+	ds, err := w.writeDerived(p.file, p.derived)
+	for _, f := range ds {
+		w.add(f)
+	}
+	return err
+}
+
+// add lists a file written in the manifest to be.
+func (w *writer) add(f *DatasetFile) {
+	f.Written = time.Now().UTC()
+	w.added = append(w.added, *f)
+	w.Files++
+	w.Octets += f.Octets
 }
 
 // isKnown says whether the dataset holds key in a partition already,

@@ -608,7 +608,8 @@ func (s *Store) Attach(ctx context.Context, d *Dataset) error {
 		switch f.Table {
 		case TableResults:
 			q, args = `SELECT 1 FROM results WHERE run_id = ? AND kind = ? AND task_key = ?`, []any{f.Run, f.Kind, f.First}
-		case TableRuns, TableSampleRaw, TableBriefs:
+		case TableSamples:
+		default: // runs, raw samples, briefs and derived tables go with them
 			continue
 		}
 		var one int

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var derivedKind = NewKind("derived-test")
+
+// Two tables derived from derivedKind's results: the records joined
+// (what a reader of its briefs has of each, in order), and one whose
+// derivation fails on a record that is no object.
+func init() {
+	Brief(derivedKind, "big")
+	Derive(derivedKind, Derived{Table: "joined", Format: "joined v1", New: func(run string) (func([]byte) error, func() ([]byte, error)) {
+		b := []byte(run)
+		return func(raw []byte) error { b = append(append(b, '|'), raw...); return nil }, func() ([]byte, error) { return b, nil }
+	}})
+	Derive(derivedKind, Derived{Table: "objects", Format: "objects v1", New: func(string) (func([]byte) error, func() ([]byte, error)) {
+		return func(raw []byte) error {
+				if !bytes.HasPrefix(raw, []byte("{")) {
+					return errors.New("no object")
+				}
+				return nil
+			}, func() ([]byte, error) {
+				return []byte("never written"), nil
+			}
+	}})
+}
+
+// TestDatasetDerived: an export writes beside each results file of a
+// kind with derived tables a file of each, made from the file's rows
+// in order as a reader of its briefs has them, under the table's
+// Format; a derivation that failed writes none. A reader is handed the
+// file's bytes only for its own Format and where the file was made of
+// as many rows as the results file holds; one changed since it was
+// written is said to be; an archive reads it back whole.
+func TestDatasetDerived(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	at := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: at}))
+	for i, rec := range []any{map[string]any{"n": 1, "big": "x"}, map[string]any{"n": 2}, []int{3}} {
+		require.NoError(t, s.WriteResult(ctx, "r", derivedKind, string(rune('a'+i)), at.Add(time.Duration(i)*time.Second), rec))
+	}
+	dir := filepath.Join(t.TempDir(), "ds")
+	x, err := s.ExportDataset(ctx, dir, Filter{}, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, 4, x.Files, "runs, results, briefs, joined")
+
+	m := readManifest(t, dir)
+	var rf, jf *DatasetFile
+	for i, f := range m.Files {
+		switch f.Table {
+		case TableResults:
+			rf = &m.Files[i]
+		case "joined":
+			jf = &m.Files[i]
+		case "objects":
+			t.Fatal("a derivation that failed wrote a file")
+		}
+	}
+	require.NotNil(t, jf)
+	require.Equal(t, rf.Path, jf.Of)
+	require.Equal(t, "joined v1", jf.Format)
+	require.Equal(t, rf.Rows, jf.Rows)
+	require.Equal(t, "_records/joined/kind=derived-test/run_id=r/day=2026-11-20", path.Dir(jf.Path))
+
+	read := func(format string) ([]byte, bool, error) {
+		t.Helper()
+		r, f := datasetFile(t, dir, derivedKind)
+		return r.DatasetDerived(ctx, f, "joined", format)
+	}
+	got, ok, err := read("joined v1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, `r|{"n":1}|{"n":2}|[3]`, string(got), "the briefs, in order; the one that is no object its own")
+	_, ok, err = read("joined v2")
+	require.NoError(t, err)
+	require.False(t, ok, "another format: the rows are read")
+	jf.Rows--
+	writeManifest(t, dir, m)
+	_, ok, err = read("joined v1")
+	require.NoError(t, err)
+	require.False(t, ok, "made of other rows")
+	jf.Rows++
+	writeManifest(t, dir, m)
+	flipOctet(t, dir, *jf)
+	_, _, err = read("joined v1")
+	require.ErrorContains(t, err, jf.Path+": changed since it was written")
+
+	// A derived file a killed export left is removed by the next.
+	stray := filepath.Join(dir, filepath.FromSlash(path.Dir(jf.Path)), "part-killed-9"+derivedExt)
+	require.NoError(t, os.WriteFile(stray, []byte("half"), 0o644))
+	x, err = s.ExportDataset(ctx, dir, Filter{}, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, 1, x.Orphans)
+	require.NoFileExists(t, stray)
+
+	// An archive reads every file it wrote back before it deletes.
+	_, err = s.Archive(ctx, filepath.Join(t.TempDir(), "archive"), at.Add(time.Hour))
+	require.NoError(t, err)
+	held, err := s.RunResults(ctx, derivedKind)
+	require.NoError(t, err)
+	require.Empty(t, held)
+}
