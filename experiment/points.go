@@ -37,13 +37,38 @@ type Points[P any] struct {
 	// Decode appends the points b encodes to dst; ok is false for an
 	// encoding of another format.
 	Decode func(dst []P, b []byte) (out []P, ok bool, err error)
+	// Portable names the points' encoding and what a point is of its
+	// result, with their versions, where a change to either bumps it:
+	// the datasets doxlab writes keep each results file's points under
+	// it (store.Derive), which any doxlab of the same Portable reads in
+	// place of the results. Empty: a dataset keeps none.
+	Portable string
 }
+
+// derivedTable is the dataset table results files' points go to.
+const derivedTable = "points"
 
 // keepers are the Keep of each Points registered with KeepsPoints.
 var keepers []func(context.Context, *store.Store, store.Filter) (int, int, error)
 
-// KeepsPoints registers p, at init, with KeepPoints.
-func KeepsPoints[P any](p Points[P]) { keepers = append(keepers, p.Keep) }
+// KeepsPoints registers p, at init, with KeepPoints, and its points as
+// a table derived from its results in the datasets doxlab writes.
+func KeepsPoints[P any](p Points[P]) {
+	keepers = append(keepers, p.Keep)
+	if p.Portable == "" {
+		return
+	}
+	store.Derive(p.Kind, store.Derived{Table: derivedTable, Format: p.Portable, New: func(run string) (func([]byte) error, func() ([]byte, error)) {
+		var ps []P
+		return func(raw []byte) error {
+				x, err := p.Point(run, raw)
+				ps = append(ps, x)
+				return err
+			}, func() ([]byte, error) {
+				return p.Encode(ps)
+			}
+	}})
+}
 
 // KeepPoints keeps the points of the runs f selects of every Points
 // registered (Points.Keep): a run's page loads when it ends, and `store
@@ -267,6 +292,20 @@ func (p Points[P]) readFiles(ctx context.Context, st *store.Store, f store.Filte
 	}
 	*out = slices.Grow(*out, int(rows))
 	for _, df := range files {
+		if p.Portable != "" { // the points the dataset keeps, made as this doxlab makes them
+			if b, ok, err := st.DatasetDerived(ctx, df, derivedTable, p.Portable); err != nil {
+				return err
+			} else if ok {
+				ps, ok, err := p.Decode(*out, b)
+				if err != nil {
+					return fmt.Errorf("dataset: %s: %w", df.Path, err)
+				}
+				if ok && int64(len(ps)-len(*out)) == df.Rows {
+					*out = ps
+					continue
+				}
+			}
+		}
 		name := SummaryFile(p.Summary, "points", df)
 		if name != "" {
 			if b, err := os.ReadFile(name); err == nil {

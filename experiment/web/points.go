@@ -38,8 +38,9 @@ var labPoints = experiment.Points[pages.Point]{
 		}
 		return pages.PointOf(x), nil
 	},
-	Encode: pages.EncodePoints,
-	Decode: pages.DecodePoints,
+	Encode:   pages.EncodePoints,
+	Decode:   pages.DecodePoints,
+	Portable: pages.PointsPortable,
 }
 
 // readLab is the points of the web runs' page loads f selects.

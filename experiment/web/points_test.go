@@ -194,10 +194,42 @@ func TestLoadSummariesBesideADataset(t *testing.T) {
 		require.Equal(t, want, got, pass)
 	}
 
-	// The dataset's file is summarized in the user's cache, under its
-	// digest: a summary changed there is what the report reads, one of
-	// another count is read again, and DOXLAB_CACHE=off keeps none.
+	// The dataset keeps web-a's points beside its loads, as any doxlab of
+	// this PointsPortable makes them: what the report read, not the loads
+	// (emptied, they are not read), and nothing is kept in the cache.
+	// A dataset of points under another PointsPortable, or none (as a
+	// doxlab before them wrote), is read by its loads, each file's points
+	// kept in the user's cache; a points file changed since it was
+	// written is said to be.
+	plain := withoutPoints(t, dir)
+	m := readManifest(t, dir)
+	var points []store.DatasetFile
+	for _, f := range m.Files {
+		if f.Table == "points" {
+			points = append(points, f)
+		}
+	}
+	require.Len(t, points, 1, "web-a's one file of loads")
+	require.Equal(t, pages.PointsPortable, points[0].Format)
+	require.Equal(t, int64(40), points[0].Rows)
+	for _, f := range m.Files {
+		if f.Table == store.TableResults || f.Table == store.TableBriefs {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.FromSlash(f.Path)), []byte("emptied"), 0o644))
+		}
+	}
+	require.Equal(t, want, report(t, attached(t, st, dir), store.Filter{}), "web-a's points, not its loads")
 	cached, err := filepath.Glob(filepath.Join(experiment.CellCache(), "*.points"))
+	require.NoError(t, err)
+	require.Empty(t, cached)
+	other := editManifest(t, dir, func(f *store.DatasetFile) { f.Format = strings.Replace(f.Format, "projection", "projection 0 then", 1) })
+	_, err = (&Web{}).LoadFiltered(ctx, attached(t, st, other), store.Filter{})
+	require.ErrorContains(t, err, "changed since it was written", "points of another projection: the loads read")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.FromSlash(points[0].Path)), []byte("damaged"), 0o644))
+	_, err = (&Web{}).LoadFiltered(ctx, attached(t, st, dir), store.Filter{})
+	require.ErrorContains(t, err, points[0].Path+": changed since it was written")
+
+	require.Equal(t, want, report(t, attached(t, st, plain), store.Filter{}))
+	cached, err = filepath.Glob(filepath.Join(experiment.CellCache(), "*.points"))
 	require.NoError(t, err)
 	require.Len(t, cached, 1, "web-a's one file")
 	b, err := os.ReadFile(cached[0])
@@ -221,9 +253,55 @@ func TestLoadSummariesBesideADataset(t *testing.T) {
 	require.Equal(t, want, report(t, st, store.Filter{}), "no cache: read")
 
 	// The dataset alone, as report --dataset reads it.
-	empty := tempStore(t)
-	require.NoError(t, empty.Attach(ctx, d))
-	require.Equal(t, scan(t, all[:40]), report(t, empty, store.Filter{}))
+	require.Equal(t, scan(t, all[:40]), report(t, attached(t, tempStore(t), plain), store.Filter{}))
+}
+
+// attached is st with the dataset in dir attached.
+func attached(t *testing.T, st *store.Store, dir string) *store.Store {
+	t.Helper()
+	d, err := store.OpenDataset(context.Background(), dir)
+	require.NoError(t, err)
+	require.NoError(t, st.Attach(context.Background(), d))
+	return st
+}
+
+func readManifest(t *testing.T, dir string) store.Manifest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "_manifest.json"))
+	require.NoError(t, err)
+	var m store.Manifest
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+// editManifest copies the dataset in dir and has edit change each of
+// the copy's derived files' entries (its points) in its manifest; edit
+// setting a path "" leaves the file out. It returns the copy.
+func editManifest(t *testing.T, dir string, edit func(f *store.DatasetFile)) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "ds")
+	require.NoError(t, os.CopyFS(out, os.DirFS(dir)))
+	m := readManifest(t, out)
+	files := m.Files[:0]
+	for _, f := range m.Files {
+		if f.Format != "" {
+			if edit(&f); f.Path == "" {
+				continue
+			}
+		}
+		files = append(files, f)
+	}
+	m.Files = files
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(out, "_manifest.json"), b, 0o644))
+	return out
+}
+
+// withoutPoints is a copy of the dataset in dir as a doxlab before
+// points in datasets wrote it.
+func withoutPoints(t *testing.T, dir string) string {
+	return editManifest(t, dir, func(f *store.DatasetFile) { f.Path = "" })
 }
 
 // TestDatasetRowsMiscounted: a dataset whose manifest counts its page

@@ -79,6 +79,17 @@ func Points(samples []*Sample) []Point {
 // pointsFormat is the encoding's version, kept in it.
 const pointsFormat = 2
 
+// pointProjection is the version of what a point is of its load:
+// PointOf, and DecodeForAnalysis before it. A change to either that
+// changes a point bumps it (TestPointsPortable says when one did), so
+// that a dataset's points made by another doxlab are read only where the
+// two make them alike.
+const pointProjection = 1
+
+// PointsPortable names the points of page loads that datasets keep
+// (experiment.Points.Portable): their encoding and projection.
+var PointsPortable = fmt.Sprintf("web-load points: encoding %d, projection %d", pointsFormat, pointProjection)
+
 // pointsWire is points as EncodePoints writes them: each key once, and
 // the points as columns.
 type pointsWire struct {
