@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
+	"fmt"
 	"slices"
 	"unique"
 
@@ -84,6 +85,12 @@ func (p *wildPoint) intern() {
 // wildPointsFormat is the encoding's version, kept in it.
 const wildPointsFormat = 1
 
+// wildPointProjection is the version of what a point is of a campaign's
+// load (pointOfWild after analysedWild): a change to either that changes
+// a point bumps it (TestWildPointsPortable says when one did), as
+// pages' pointProjection.
+const wildPointProjection = 1
+
 type wildPointsWire struct {
 	Format int
 	Points []wildPoint
@@ -120,6 +127,7 @@ var wildPoints = experiment.Points[wildPoint]{
 		}
 		return append(dst, w.Points...), true, nil
 	},
+	Portable: fmt.Sprintf("campaign-load points: encoding %d, projection %d", wildPointsFormat, wildPointProjection),
 }
 
 // readWild reads the campaigns' page loads f selects, as analysis does.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/doxlab/doxlab/campaign"
 	"github.com/doxlab/doxlab/experiment/internal/pages"
+	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
@@ -52,6 +56,16 @@ func writeRound(t *testing.T, st *store.Store, run string, round int, start time
 	return out
 }
 
+// firstRound is a store of the test's own holding a campaign's run,
+// "camp", begun at t0, and its first round's loads.
+func firstRound(t *testing.T) (*store.Store, time.Time, []*campaign.PageLoad) {
+	t.Helper()
+	st := tempStore(t)
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, st.BeginRun(context.Background(), store.Run{ID: "camp", Kind: "campaign", StartedAt: t0}))
+	return st, t0, writeRound(t, st, "camp", 1, t0)
+}
+
 // wildReport is the report's table of the campaigns' loads f selects.
 func wildReport(t *testing.T, st *store.Store, f store.Filter) string {
 	t.Helper()
@@ -87,10 +101,7 @@ func wildScan(t *testing.T, loads []*campaign.PageLoad, vantage string) string {
 // every report is the report of the loads decoded whole.
 func TestWildSummariesReadOn(t *testing.T) {
 	ctx := context.Background()
-	st := tempStore(t)
-	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, st.BeginRun(ctx, store.Run{ID: "camp", Kind: "campaign", StartedAt: t0}))
-	loads := writeRound(t, st, "camp", 1, t0)
+	st, t0, loads := firstRound(t)
 
 	want := wildScan(t, loads, "")
 	require.Contains(t, want, "doq    ")
@@ -131,4 +142,53 @@ func TestWildSummariesReadOn(t *testing.T) {
 	require.Equal(t, want, wildReport(t, st, store.Filter{}), "read whole")
 	require.NotContains(t, want, "changed")
 	require.Equal(t, want, wildReport(t, st, store.Filter{}), "from its summary")
+}
+
+// TestWildPointsPortable: datasets keep a campaign's page loads' points
+// under wildPoints.Portable, read by any doxlab of the same Portable in
+// place of the loads, so what a point is of a load must not change
+// under it. Eighteen loads of TestPageCampaignOnEmulatedInternet (each
+// protocol against each of its six resolvers, some failed) are
+// projected as the analysis does; a change that moves any of their
+// points fails here until wildPointProjection (or wildPointsFormat) is
+// bumped and the digest added.
+func TestWildPointsPortable(t *testing.T) {
+	testutil.Projected(t, "testdata/campaign-loads.jsonl.gz", wildPoints.Portable, map[string]string{
+		"campaign-load points: encoding 1, projection 1": "b0daaa4263f1f56520f93a0315f16ccf9423beef8242122dbd842ee564a14c54",
+	}, func(w io.Writer, line []byte) {
+		var row struct {
+			RunID  string          `json:"run_id"`
+			Record json.RawMessage `json:"record"`
+		}
+		require.NoError(t, json.Unmarshal(line, &row))
+		p, err := wildPoints.Point(row.RunID, row.Record)
+		require.NoError(t, err)
+		fmt.Fprintf(w, "%+v\n", p)
+	})
+}
+
+// TestWildPointsInADataset: a campaign's loads exported to a dataset
+// carry their points, which a report of the dataset reads in place of
+// the loads (their files emptied), one vantage point's among them.
+func TestWildPointsInADataset(t *testing.T) {
+	ctx := context.Background()
+	st, _, loads := firstRound(t)
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, err := st.ExportDataset(ctx, dir, store.Filter{}, time.Time{})
+	require.NoError(t, err)
+	points := 0
+	for _, f := range readManifest(t, dir).Files {
+		switch {
+		case f.Table == "points":
+			require.Equal(t, wildPoints.Portable, f.Format)
+			require.Equal(t, int64(len(loads)), f.Rows)
+			points++
+		case f.Table == store.TableResults || f.Table == store.TableBriefs:
+			require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.FromSlash(f.Path)), []byte("emptied"), 0o644))
+		}
+	}
+	require.Equal(t, 1, points)
+	alone := attached(t, tempStore(t), dir)
+	require.Equal(t, wildScan(t, loads, ""), wildReport(t, alone, store.Filter{}))
+	require.Equal(t, wildScan(t, loads, "nyc"), wildReport(t, alone, store.Filter{Vantage: "nyc"}))
 }
