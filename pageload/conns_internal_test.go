@@ -65,15 +65,7 @@ func ticketServer(t *testing.T) (func() *tls.Config, string) {
 			&quic.Config{Allow0RTT: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept(context.Background())
-				if err != nil {
-					return
-				}
-				go func() { <-c.Context().Done() }()
-			}
-		}()
+		testutil.ServeQUIC(ln, func(c *quic.Conn) { <-c.Context().Done() })
 		return ln
 	}
 	ln, other := listen(), listen()

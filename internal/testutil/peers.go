@@ -90,15 +90,11 @@ func QUICPeer(t testing.TB, cert *Cert, alpn []string, serve func(s *quic.Stream
 	})
 }
 
-// QUICConnPeer listens for QUIC v1 with cert, offering alpn, and runs
-// serve on each connection: a peer that misbehaves on the connection
-// itself (closes it with a reason of its own, never opens a stream).
-func QUICConnPeer(t testing.TB, cert *Cert, alpn []string, serve func(c *quic.Conn)) string {
-	t.Helper()
-	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.Pair(t)}, NextProtos: alpn},
-		&quic.Config{Versions: []quic.Version{quic.Version1}})
-	must(t, err)
-	t.Cleanup(func() { ln.Close() })
+// ServeQUIC hands serve each connection ln accepts, on a goroutine of
+// its own, until ln is closed.
+func ServeQUIC(ln interface {
+	Accept(context.Context) (*quic.Conn, error)
+}, serve func(c *quic.Conn)) {
 	go func() {
 		for {
 			c, err := ln.Accept(context.Background())
@@ -108,6 +104,18 @@ func QUICConnPeer(t testing.TB, cert *Cert, alpn []string, serve func(c *quic.Co
 			go serve(c)
 		}
 	}()
+}
+
+// QUICConnPeer listens for QUIC v1 with cert, offering alpn, and runs
+// serve on each connection: a peer that misbehaves on the connection
+// itself (closes it with a reason of its own, never opens a stream).
+func QUICConnPeer(t testing.TB, cert *Cert, alpn []string, serve func(c *quic.Conn)) string {
+	t.Helper()
+	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.Pair(t)}, NextProtos: alpn},
+		&quic.Config{Versions: []quic.Version{quic.Version1}})
+	must(t, err)
+	t.Cleanup(func() { ln.Close() })
+	ServeQUIC(ln, serve)
 	return ln.Addr().String()
 }
 
