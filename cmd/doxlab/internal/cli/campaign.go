@@ -281,11 +281,12 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(stderr, workerUsage); fs.PrintDefaults() }
 	vantage := fs.String("vantage", os.Getenv("DOXLAB_VANTAGE"), "the vantage point whose jobs to take ($DOXLAB_VANTAGE)")
 	storeDSN := fs.String("store", os.Getenv("DOXLAB_STORE"), "the campaign's PostgreSQL store ($DOXLAB_STORE)")
-	concurrency := fs.Int("concurrency", envInt("DOXLAB_CONCURRENCY", 4), "tasks measured at once ($DOXLAB_CONCURRENCY)")
+	var env envDefaults
+	concurrency := fs.Int("concurrency", env.Int("DOXLAB_CONCURRENCY", 4), "tasks measured at once ($DOXLAB_CONCURRENCY)")
 	address := fs.String("address", os.Getenv("DOXLAB_ADDRESS"), "the vantage point's address as resolvers see it, e.g. behind NAT ($DOXLAB_ADDRESS; default each connection's local address)")
 	id := fs.String("id", os.Getenv("DOXLAB_WORKER_ID"), "the worker's name in the jobs it takes, one process at a time: restarted under it, a worker takes back at once the jobs it held when killed ($DOXLAB_WORKER_ID; default VANTAGE/HOST/PID)")
-	rescue := fs.Duration("rescue-after", envDuration("DOXLAB_RESCUE_AFTER", 2*time.Minute), "hand a job taken this long ago to another worker, its taker presumed dead; the same for every worker ($DOXLAB_RESCUE_AFTER)")
-	drain := fs.Bool("drain", os.Getenv("DOXLAB_DRAIN") == "1", "exit once the vantage point's queue is empty ($DOXLAB_DRAIN=1), as a Kubernetes Job should")
+	rescue := fs.Duration("rescue-after", env.Duration("DOXLAB_RESCUE_AFTER", 2*time.Minute), "hand a job taken this long ago to another worker, its taker presumed dead; the same for every worker ($DOXLAB_RESCUE_AFTER)")
+	drain := fs.Bool("drain", env.Bool("DOXLAB_DRAIN"), "exit once the vantage point's queue is empty ($DOXLAB_DRAIN=1), as a Kubernetes Job should")
 	quiet := fs.Bool("quiet", false, "print no line per sample")
 	check := fs.Bool("check", false, "check this vantage point and exit: the store over verified TLS, the schema, the role's grants, the clock, the queue; with --pages what page loads need, a confined browser started")
 	checkPages := fs.Bool("pages", false, "with --check: check page loads too")
@@ -295,6 +296,8 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	switch {
+	case env.err != nil:
+		return fail("%v", env.err)
 	case *vantage == "":
 		return fail("no vantage point: give --vantage NAME or set DOXLAB_VANTAGE")
 	case *storeDSN == "":
@@ -362,20 +365,42 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// envInt and envDuration read flags' defaults from the environment, which
-// is how containers configure a worker.
-func envInt(key string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
-		return n
-	}
-	return def
+// envDefaults reads flags' defaults from the environment, which is how
+// containers configure a worker. A value that does not parse is an
+// error, said once the flags are parsed: DOXLAB_DRAIN=true, or
+// DOXLAB_RESCUE_AFTER=90 without its unit, once fell back to the
+// default unsaid (a Job that never exited, a rescue at two minutes).
+type envDefaults struct{ err error }
+
+func (e *envDefaults) Int(key string, def int) int {
+	return envValue(e, key, def, "a whole number", strconv.Atoi)
 }
 
-func envDuration(key string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(key)); err == nil {
-		return d
+func (e *envDefaults) Duration(key string, def time.Duration) time.Duration {
+	return envValue(e, key, def, "a duration such as 90s or 2m", time.ParseDuration)
+}
+
+// Bool takes what a boolean flag takes: 1, t, true, 0, f, false (any
+// case).
+func (e *envDefaults) Bool(key string) bool {
+	return envValue(e, key, false, "1 or 0 (true or false)", strconv.ParseBool)
+}
+
+// envValue is $key parsed, def where it is unset or empty, and def with
+// the first error kept where it does not parse.
+func envValue[T any](e *envDefaults, key string, def T, want string, parse func(string) (T, error)) T {
+	s := os.Getenv(key)
+	if s == "" {
+		return def
 	}
-	return def
+	v, err := parse(s)
+	if err != nil {
+		if e.err == nil {
+			e.err = fmt.Errorf("$%s=%s: want %s", key, printable.String(s), want)
+		}
+		return def
+	}
+	return v
 }
 
 // pageLoaderFlags are the flags of commands that load pages (campaign

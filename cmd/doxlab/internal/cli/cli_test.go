@@ -360,6 +360,42 @@ func TestMistakesGetOneLine(t *testing.T) {
 	}
 }
 
+// TestWorkerEnvironmentIsChecked: a worker configured by its container's
+// environment refuses a value it cannot read, in one line naming the
+// variable, before it reaches for the store, where a typo once fell
+// back to the default unsaid (DOXLAB_DRAIN=true was no drain: a
+// Kubernetes Job that never exited); and it takes a boolean as its flag
+// does (--help shows the defaults the environment gave).
+func TestWorkerEnvironmentIsChecked(t *testing.T) {
+	args := []string{"worker", "--vantage", "fra1", "--store", "postgres://nobody@127.0.0.1:1/x"}
+	for _, c := range []struct{ key, value, msg string }{
+		{"DOXLAB_CONCURRENCY", "eight", "$DOXLAB_CONCURRENCY=eight: want a whole number"},
+		{"DOXLAB_RESCUE_AFTER", "90", "$DOXLAB_RESCUE_AFTER=90: want a duration such as 90s or 2m"},
+		{"DOXLAB_DRAIN", "yes", "$DOXLAB_DRAIN=yes: want 1 or 0 (true or false)"},
+		{"DOXLAB_DRAIN", "1\x1b[2J", `$DOXLAB_DRAIN=1\x1b[2J: want`},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			t.Setenv(c.key, strings.ReplaceAll(c.value, `\x1b`, "\x1b"))
+			code, out, errOut := run(args...)
+			require.Equal(t, exitUsage, code)
+			require.Empty(t, out)
+			require.Contains(t, errOut, c.msg)
+			require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+		})
+	}
+	t.Setenv("DOXLAB_DRAIN", "true")
+	t.Setenv("DOXLAB_CONCURRENCY", "8")
+	t.Setenv("DOXLAB_RESCUE_AFTER", "90s")
+	_, help, _ := run("worker", "--help")
+	for _, flag := range []string{"-drain", "-concurrency", "-rescue-after"} {
+		_, entry, ok := strings.Cut(help, "\n  "+flag)
+		require.True(t, ok, flag)
+		line, _, _ := strings.Cut(entry, "\n  -")
+		want := map[string]string{"-drain": "(default true)", "-concurrency": "(default 8)", "-rescue-after": "(default 1m30s)"}[flag]
+		require.Contains(t, line, want, flag)
+	}
+}
+
 // TestExportKnowsEveryKind: export's kinds come from the packages that
 // declare them, so none is missing.
 func TestExportKnowsEveryKind(t *testing.T) {
