@@ -623,9 +623,7 @@ func (p *part) writeJSON(key string, v any) error {
 		}
 	}
 	for _, dv := range p.derived { // of the record as a reader of its briefs has it
-		if dv.err == nil {
-			dv.err = dv.add(r.Record)
-		}
+		dv.put(r.Record)
 	}
 	if p.brief == nil {
 		return nil
@@ -681,6 +679,7 @@ func (p *part) close(dir string) error {
 
 // abort lets a file go unwritten, and its briefs file.
 func (p *part) abort() {
+	p.endDerived()
 	p.tmp.Close()
 	os.Remove(p.tmp.Name())
 	if p.brief != nil {

@@ -202,8 +202,7 @@ func (w *writer) file(table string, kind Kind, run, vantage, day string) (*part,
 	}
 	if table == TableResults {
 		for _, d := range derivedFor(kind) {
-			add, end := d.New(run)
-			p.derived = append(p.derived, &deriving{d: d, add: add, end: end})
+			p.derived = append(p.derived, newDeriving(d, run))
 		}
 	}
 	w.open[dir] = p
@@ -215,6 +214,7 @@ func (w *writer) closeFile(dir string) error {
 	p := w.open[dir]
 	delete(w.open, dir)
 	w.lru = slices.DeleteFunc(w.lru, func(x string) bool { return x == dir })
+	defer p.endDerived() // a file that failed leaves none behind running
 	for _, q := range []*part{p, p.brief} {
 		if q == nil {
 			continue

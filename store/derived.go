@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -50,12 +51,51 @@ func derivedFor(kind Kind) []Derived {
 	return derived[kind]
 }
 
-// deriving is one derived table's file being made beside a results file.
+// deriving is one derived table's file being made beside a results
+// file, on a goroutine of its own: the writer hands it each row and goes
+// on compressing (made on the writer, a page load's point cost the
+// export of half a million loads 9 s).
 type deriving struct {
-	d   Derived
-	add func(raw []byte) error
-	end func() ([]byte, error)
-	err error
+	d    Derived
+	rows chan []byte
+	done chan struct{}
+	once sync.Once
+	out  []byte // set before done is closed
+	err  error
+}
+
+func newDeriving(d Derived, run string) *deriving {
+	add, end := d.New(run)
+	dv := &deriving{d: d, rows: make(chan []byte, 256), done: make(chan struct{})}
+	go func() {
+		defer close(dv.done)
+		for raw := range dv.rows { // drained whole, an error or not: put never blocks for good
+			if dv.err == nil {
+				dv.err = add(raw)
+			}
+		}
+		if dv.err == nil {
+			dv.out, dv.err = end()
+		}
+	}()
+	return dv
+}
+
+// put hands the derivation a row's record, which it keeps a copy of.
+func (dv *deriving) put(raw []byte) { dv.rows <- bytes.Clone(raw) }
+
+// finish ends the derivation (again: the same) and gives its bytes.
+func (dv *deriving) finish() ([]byte, error) {
+	dv.once.Do(func() { close(dv.rows) })
+	<-dv.done
+	return dv.out, dv.err
+}
+
+// endDerived ends p's derivations, whatever became of p.
+func (p *part) endDerived() {
+	for _, dv := range p.derived {
+		dv.finish()
+	}
 }
 
 // derivedExt ends a derived file's name: zstd, whatever it holds.
@@ -66,10 +106,7 @@ const derivedExt = ".bin.zst"
 func (w *writer) writeDerived(of *DatasetFile, ds []*deriving) ([]*DatasetFile, error) {
 	var out []*DatasetFile
 	for _, dv := range ds {
-		if dv.err != nil {
-			continue
-		}
-		b, err := dv.end()
+		b, err := dv.finish()
 		if err != nil {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doxlab/doxlab/internal/testutil"
 )
 
 var derivedKind = NewKind("derived-test")
@@ -113,4 +116,38 @@ func TestDatasetDerived(t *testing.T) {
 	held, err := s.RunResults(ctx, derivedKind)
 	require.NoError(t, err)
 	require.Empty(t, held)
+}
+
+// TestDerivationsEndWithTheirExport: each derived file is made on a
+// goroutine of its own beside the writer, which must end with its file,
+// written or not: exports that succeed, and exports that fail while a
+// results file is open (a file where the next day's briefs directory
+// goes), leave nothing running.
+func TestDerivationsEndWithTheirExport(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	at := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: at}))
+	for i := range 600 { // two days, each more than a derivation's queue holds
+		require.NoError(t, s.WriteResult(ctx, "r", derivedKind, fmt.Sprint(i), at.Add(time.Duration(i)*time.Minute/4), map[string]any{"n": i}))
+	}
+	for i := range 600 {
+		require.NoError(t, s.WriteResult(ctx, "r", derivedKind, fmt.Sprint(600+i), at.Add(24*time.Hour+time.Duration(i)*time.Millisecond), map[string]any{"n": i}))
+	}
+	empty, err := Open(ctx, filepath.Join(t.TempDir(), "empty.db"))
+	require.NoError(t, err)
+	defer empty.Close()
+	testutil.NoGrowth(t, 3, func() {
+		_, err := s.ExportDataset(ctx, filepath.Join(t.TempDir(), "ds"), Filter{}, time.Time{})
+		require.NoError(t, err)
+		blocked := filepath.Join(t.TempDir(), "ds")
+		_, err = empty.ExportDataset(ctx, blocked, Filter{}, time.Time{}) // a dataset of nothing yet
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(blocked, "_records", "briefs", "kind=derived-test", "run_id=r"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(blocked, "_records", "briefs", "kind=derived-test", "run_id=r", "day=2026-11-21"), nil, 0o644))
+		_, err = s.ExportDataset(ctx, blocked, Filter{}, time.Time{})
+		require.ErrorContains(t, err, "day=2026-11-21")
+	})
 }
