@@ -129,8 +129,11 @@ type Dataset struct {
 	runs     []Run
 	runsErr  error
 
-	briefsOnce sync.Once
-	briefs     map[string]DatasetFile // by the results file they brief
+	// made are the files made from a results file's rows (its briefs,
+	// its derived tables), by the results file: read once, not a walk of
+	// the manifest per results file.
+	madeOnce sync.Once
+	made     map[string][]DatasetFile
 }
 
 // fileSchema is the samples' Parquet schema: a Row without the columns
@@ -319,17 +322,28 @@ func lineMember(dec *jsontext.Decoder, member string) (jsontext.Value, error) {
 // briefsOf is the briefs file of results file f whose briefs are made
 // as f's kind's are now, of as many rows, if the dataset holds one.
 func (d *Dataset) briefsOf(f DatasetFile) (DatasetFile, bool) {
-	d.briefsOnce.Do(func() {
-		d.briefs = map[string]DatasetFile{}
-		for _, b := range d.m.Files {
-			if b.Table == TableBriefs && b.Of != "" {
-				d.briefs[b.Of] = b
+	of := briefFor(f.Kind)
+	b, ok := d.madeFrom(f, func(b DatasetFile) bool { return b.Table == TableBriefs })
+	return b, ok && of != nil && b.Brief == of.hexHead() && b.Rows == f.Rows && b.Kind == f.Kind && b.Run == f.Run
+}
+
+// madeFrom is the file made from results file f's rows that is, if the
+// dataset holds one.
+func (d *Dataset) madeFrom(f DatasetFile, is func(DatasetFile) bool) (DatasetFile, bool) {
+	d.madeOnce.Do(func() {
+		d.made = map[string][]DatasetFile{}
+		for _, x := range d.m.Files {
+			if x.Of != "" {
+				d.made[x.Of] = append(d.made[x.Of], x)
 			}
 		}
 	})
-	b, ok := d.briefs[f.Path]
-	of := briefFor(f.Kind)
-	return b, ok && of != nil && b.Brief == of.hexHead() && b.Rows == f.Rows && b.Kind == f.Kind && b.Run == f.Run
+	for _, x := range d.made[f.Path] {
+		if is(x) {
+			return x, true
+		}
+	}
+	return DatasetFile{}, false
 }
 
 // eachLine hands fn each line of a records file.

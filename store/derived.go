@@ -143,12 +143,9 @@ const (
 // derivedOf is the file of table in format derived from results file f,
 // of as many rows, if the dataset holds one.
 func (d *Dataset) derivedOf(f DatasetFile, table, format string) (DatasetFile, bool) {
-	for _, x := range d.m.Files {
-		if x.Table == table && x.Of == f.Path && x.Format == format && x.Rows == f.Rows && x.Kind == f.Kind && x.Run == f.Run {
-			return x, true
-		}
-	}
-	return DatasetFile{}, false
+	return d.madeFrom(f, func(x DatasetFile) bool {
+		return x.Table == table && x.Format == format && x.Rows == f.Rows && x.Kind == f.Kind && x.Run == f.Run
+	})
 }
 
 // readDerived is the bytes of derived file f, checked against the
