@@ -68,7 +68,7 @@ func StoredDesign(ctx context.Context, st *store.Store, id string) (map[string]s
 		json.Unmarshal(r.Spec, &spec) // experimentOf read it
 		return spec.Design, nil
 	}
-	return nil, fmt.Errorf("no experiment %q in the store%s", id, Closest(id, ids))
+	return nil, fmt.Errorf("no experiment %q in the store%s", id, suggest.Closest(id, ids))
 }
 
 // checkResume fails unless the store holds the experiment to resume,
@@ -82,7 +82,7 @@ func (e *Env) checkResume(ctx context.Context, st *store.Store) error {
 		return err
 	}
 	if !slices.Contains(ids, e.Resume) {
-		return fmt.Errorf("no experiment %q in %s%s", e.Resume, store.Redact(e.Store), Closest(e.Resume, ids))
+		return fmt.Errorf("no experiment %q in %s%s", e.Resume, store.Redact(e.Store), suggest.Closest(e.Resume, ids))
 	}
 	if e.Design == nil || e.Force {
 		return nil // BeginRun records a forced resume, run by run
@@ -107,10 +107,6 @@ func designChanged(stored, now map[string]string) error {
 	}
 	return nil
 }
-
-// Closest is what an error about an unknown id adds: "; the closest it
-// holds: a, b", escaped for a terminal (suggest.Closest).
-func Closest(id string, known []string) string { return suggest.Closest(id, known) }
 
 // ExperimentID is the ID to resume (checked against the store by Start)
 // or a new one with the prefix, said on the log with the command that

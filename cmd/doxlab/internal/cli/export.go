@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/doxlab/doxlab/experiment"
+	"github.com/doxlab/doxlab/internal/suggest"
 	"github.com/doxlab/doxlab/store"
 )
 
@@ -175,7 +176,7 @@ func closestVantage(ctx context.Context, st *store.Store, name string) string {
 	if err != nil || len(vs) == 0 {
 		return " (it holds no campaign samples)"
 	}
-	return experiment.Closest(name, vs)
+	return suggest.Closest(name, vs)
 }
 
 // exportTables names the experiments' own export tables for help.
@@ -322,13 +323,13 @@ func selectRun(ctx context.Context, st *store.Store, id string) (selection, erro
 		ids = append(ids, r.ID)
 	}
 	if !slices.Contains(ids, id) {
-		return selection{}, fmt.Errorf("no run or experiment %q in the store%s", id, experiment.Closest(id, append(exps, ids...)))
+		return selection{}, fmt.Errorf("no run or experiment %q in the store%s", id, suggest.Closest(id, append(exps, ids...)))
 	}
 	// A run ID that starts another's ("-4g" and "-4g-medium") would
 	// select both where runs are chosen by prefix.
 	for _, other := range ids {
 		if other != id && strings.HasPrefix(other, id) {
-			return selection{}, fmt.Errorf("run %q is the start of run %q too; name the experiment instead (%s) or export the run alone", id, other, experiment.Closest(id, exps))
+			return selection{}, fmt.Errorf("run %q is the start of run %q too; name the experiment instead (%s) or export the run alone", id, other, suggest.Closest(id, exps))
 		}
 	}
 	return selection{id: id}, nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/doxlab/doxlab/internal/printable"
 	"github.com/doxlab/doxlab/internal/progress"
+	"github.com/doxlab/doxlab/internal/suggest"
 
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/internal/order"
@@ -446,7 +447,7 @@ func knownRun(ctx context.Context, st *store.Store, id, kind string) error {
 		}
 		ids = append(ids, r.ID)
 	}
-	return fmt.Errorf("no %s run %q in the store%s", kind, id, experiment.Closest(id, ids))
+	return fmt.Errorf("no %s run %q in the store%s", kind, id, suggest.Closest(id, ids))
 }
 
 // lastRun is the newest stored run of this kind with the same spec, or "".
