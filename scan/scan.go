@@ -462,6 +462,10 @@ func ZMapIDs() (dcid, scid []byte) {
 // KindResult is a Result in the store.
 var KindResult = store.NewKind("scan")
 
+// RunKind is the kind of a scan's run in the store, which verify's
+// --scan-run reads the results of.
+const RunKind = "scan"
+
 // Save stores one result of a scan run, keyed by its kind and target.
 func Save(ctx context.Context, st *store.Store, runID string, r Result) error {
 	return st.WriteResult(ctx, runID, KindResult, r.Kind+" "+r.Target, time.Now(), r)

@@ -91,7 +91,7 @@ func ScanTargets(ctx context.Context, st *store.Store, runID string) ([]string, 
 	var scans []string
 	found := false
 	for _, r := range runs {
-		if r.Kind == scanKind {
+		if r.Kind == scan.RunKind {
 			scans = append(scans, r.ID)
 			found = found || r.ID == runID
 		}
@@ -112,6 +112,3 @@ func ScanTargets(ctx context.Context, st *store.Store, runID string) ([]string, 
 	})
 	return out, err
 }
-
-// scanKind is the kind of run doxlab scan --store records.
-const scanKind = "scan"

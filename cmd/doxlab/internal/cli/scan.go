@@ -99,7 +99,7 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer st.Close()
-		run := store.NewRun("scan", "", s)
+		run := store.NewRun(scan.RunKind, "", s)
 		run.ID = runID
 		if err := st.BeginRun(ctx, run); err != nil {
 			fmt.Fprintf(stderr, "doxlab scan: %v\n", err)
