@@ -233,11 +233,7 @@ func FuzzBrief(f *testing.F) {
 // without briefs.
 func briefStore(t *testing.T) *Store {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	at := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: at}))
+	s, at := runStore(t)
 	for i, k := range slices.Sorted(maps.Keys(briefRecords)) {
 		require.NoError(t, s.WriteResult(ctx, "r", briefKind, k, at.Add(time.Duration(i)*time.Second), briefRecords[k]))
 	}
@@ -395,6 +391,18 @@ func flipOctet(t *testing.T, dir string, f DatasetFile) {
 	require.NoError(t, err)
 	z[len(z)/2] ^= 1
 	require.NoError(t, os.WriteFile(p, z, 0o644))
+}
+
+// runStore is a SQLite store of the test's own, closed after it, holding
+// a run "r" begun at at.
+func runStore(t *testing.T) (s *Store, at time.Time) {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	at = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, s.BeginRun(context.Background(), Run{ID: "r", Kind: "t", StartedAt: at}))
+	return s, at
 }
 
 // datasetFile is a store of the test's own with the dataset in dir

@@ -48,11 +48,7 @@ func init() {
 // written is said to be; an archive reads it back whole.
 func TestDatasetDerived(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer s.Close()
-	at := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: at}))
+	s, at := runStore(t)
 	for i, rec := range []any{map[string]any{"n": 1, "big": "x"}, map[string]any{"n": 2}, []int{3}} {
 		require.NoError(t, s.WriteResult(ctx, "r", derivedKind, string(rune('a'+i)), at.Add(time.Duration(i)*time.Second), rec))
 	}
@@ -125,11 +121,7 @@ func TestDatasetDerived(t *testing.T) {
 // goes), leave nothing running.
 func TestDerivationsEndWithTheirExport(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer s.Close()
-	at := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, s.BeginRun(ctx, Run{ID: "r", Kind: "t", StartedAt: at}))
+	s, at := runStore(t)
 	for i := range 600 { // two days, each more than a derivation's queue holds
 		require.NoError(t, s.WriteResult(ctx, "r", derivedKind, fmt.Sprint(i), at.Add(time.Duration(i)*time.Minute/4), map[string]any{"n": i}))
 	}
