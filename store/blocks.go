@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -18,14 +19,15 @@ import (
 )
 
 // Blocks keep each run's samples columnar as they are written (schema
-// 15): the columns a report reads of them (blockColumns), blockRows
-// samples at a time, each column packed on its own and the block
-// compressed. A row store reads a row's every column to give fifteen of
-// them: ten million rows cost SQLite (even the sqlite3 shell, in C) 9 s
-// of one core before any statistics, where their blocks are a few
-// hundred megaoctets of zstd. The rows stay the truth, and everything
-// else (export, resume, keys) reads them: a block is a projection of its
-// rows, made by the same scan, never a derived value.
+// 15): the columns a report and an export read of them (blockColumns),
+// blockRows samples at a time, each column packed and compressed on its
+// own. A row store reads a row's every column to give fifteen of them:
+// ten million rows cost SQLite (even the sqlite3 shell, in C) 9 s of
+// one core before any statistics, where their blocks are a few hundred
+// megaoctets of zstd; PostgreSQL's server spends as much sending 37
+// columns a row. The rows stay the truth, and what changes or moves
+// samples (resume, keys, archives, datasets) reads them: a block is a
+// projection of its rows, made by the same scan, never a derived value.
 //
 // A block holds the samples of one run numbered after after_id, up to
 // last_id, samples of them, in order; a run's blocks follow each other
@@ -47,17 +49,46 @@ const sampleBlocksTable = `CREATE TABLE IF NOT EXISTS sample_blocks (
 // blockVersion names the columns a block holds and how it packs them:
 // blocks of another version are not read, and Seal makes them again.
 // Change it with blockColumns (TestBlockColumnsPinned). Version 2
-// (schema 16) holds the timings as stored, in thousandths.
-const blockVersion = 2
+// (schema 16) holds the timings as stored, in thousandths; version 3
+// every column an export writes, each behind its length, so that a
+// reader of a few columns skips the others.
+const blockVersion = 3
 
-// blockColumns are what a block holds of each sample: the report's.
-var blockColumns = timingColumns
+// blockColumns are what a block holds of each sample: the report's
+// columns first, then the rest of what an export writes of a sample
+// (allColumns, whose vantage point's details are whereCol here). The
+// sample whole (z) stays in its row alone.
+var blockColumns = slices.Concat(timingColumns, []string{"handshake_us", "query_us", "wire_query_us"},
+	slices.DeleteFunc(slices.Clone(restCols), func(c string) bool {
+		return c == "status" || c == "rcode" || strings.HasPrefix(c, "vantage_")
+	}))
+
+// blockRead is what a scan of cols reads of a run's blocks: cols where
+// the blocks hold each; for allColumns, every block column (the same
+// rows: whereCol gives the vantage point's details the row keeps
+// apart); nil where blocks cannot give cols.
+func blockRead(cols []string) []string {
+	if slices.Equal(cols, allColumns) {
+		return blockColumns
+	}
+	for _, c := range cols {
+		if !slices.Contains(blockColumns, c) {
+			return nil
+		}
+	}
+	return cols
+}
 
 // blockRows is how many samples a full block holds (a variable for
 // tests). At a DNS sample's 40-50 octets in a block, 8,192 make a block
 // of a few hundred kilooctets: large enough for zstd and few enough to
 // keep a writer's tail, which a report reads from the rows, short.
 var blockRows = 8192
+
+// maxBlockRows bounds the rows a block may say it holds: its columns
+// are compressed, so its length does not, and a damaged count must not
+// make a reader allocate gigabytes.
+const maxBlockRows = 1 << 20
 
 // maxTail is the most a report reads of a sealed run's tail from its
 // rows before it reads the run as unsealed (a run sealed long ago and
@@ -161,32 +192,39 @@ func (w *blockWriter) add() {
 	w.n++
 }
 
-// encode is the block's columns, uncompressed: the row count, the
-// column count, then each column's kind and values.
+// encode is the block's columns: the row count, the column count, then
+// each column's kind, the length of its values and its values, each
+// column compressed on its own, so that a reader of a few columns
+// decompresses only those.
 func (w *blockWriter) encode() []byte {
 	b := binary.AppendUvarint(nil, uint64(w.n))
 	b = binary.AppendUvarint(b, uint64(len(w.cols)))
+	var vals []byte
 	for _, c := range w.cols {
-		b = append(b, c.kind)
+		vals = vals[:0]
 		switch c.kind {
 		case blockInt:
 			prev := int64(0)
 			for _, v := range c.ints {
-				b = binary.AppendVarint(b, v-prev)
+				vals = binary.AppendVarint(vals, v-prev)
 				prev = v
 			}
 		case blockBool:
 			for _, v := range c.bools {
-				b = append(b, boolOctet(v))
+				vals = append(vals, boolOctet(v))
 			}
 		case blockString, blockNullString:
-			b = appendStrings(b, c)
+			vals = appendStrings(vals, c)
 		case blockFloat:
 			for _, v := range c.valid {
-				b = append(b, boolOctet(v))
+				vals = append(vals, boolOctet(v))
 			}
-			b = appendFloats(b, c)
+			vals = appendFloats(vals, c)
 		}
+		z := packColumn(vals)
+		b = append(b, c.kind)
+		b = binary.AppendUvarint(b, uint64(len(z)))
+		b = append(b, z...)
 	}
 	return b
 }
@@ -349,99 +387,139 @@ func (r *blockReader) floats(c *blockCol, count int) {
 	}
 }
 
-// decodeBlock is the columns encode wrote, each of kind kinds[i].
-func decodeBlock(b []byte, kinds []byte) (int, []blockCol, error) {
+// decodeBlock is the columns encode wrote of a block whose columns are
+// of kinds: those at pick, in pick's order (every one for nil), the
+// others skipped by their length.
+func decodeBlock(b []byte, kinds []byte, pick []int) (int, []blockCol, error) {
 	r := &blockReader{b: b}
 	n := r.uvarint()
-	if r.err != nil || n > uint64(len(b)) || r.uvarint() != uint64(len(kinds)) {
+	if r.err != nil || n > maxBlockRows || r.uvarint() != uint64(len(kinds)) {
 		return 0, nil, ErrDamagedBlock
 	}
-	cols := make([]blockCol, len(kinds))
+	vals := make([][]byte, len(kinds))
 	for i, want := range kinds {
-		c := &cols[i]
 		if k := r.take(1); r.err != nil || k[0] != want {
 			return 0, nil, ErrDamagedBlock
 		}
-		c.kind = want
-		switch want {
-		case blockInt:
-			c.ints = make([]int64, n)
-			prev := int64(0)
-			for j := range c.ints {
-				prev += r.varint()
-				c.ints[j] = prev
-			}
-		case blockBool:
-			for _, o := range r.take(n) {
-				c.bools = append(c.bools, o != 0)
-			}
-		case blockString, blockNullString:
-			k := r.uvarint()
-			if k > uint64(len(r.b)) {
-				r.fail()
-			}
-			for range k {
-				if r.err != nil {
-					break
-				}
-				c.dict = append(c.dict, string(r.take(r.uvarint())))
-			}
-			c.idx = make([]uint32, n)
-			top := k
-			if want == blockNullString {
-				top++
-			}
-			for j := range c.idx {
-				id := r.uvarint()
-				if id >= top {
-					r.fail()
-				}
-				c.idx[j] = uint32(id)
-			}
-		case blockFloat:
-			valid := r.take(n)
-			count := 0
-			for _, o := range valid {
-				c.valid = append(c.valid, o != 0)
-				if o != 0 {
-					count++
-				}
-			}
-			c.floats = make([]float64, n)
-			r.floats(c, count)
-		}
-		if r.err != nil {
-			return 0, nil, r.err
+		vals[i] = r.take(r.uvarint())
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return 0, nil, ErrDamagedBlock
+	}
+	if pick == nil {
+		pick = make([]int, len(kinds))
+		for i := range pick {
+			pick[i] = i
 		}
 	}
-	if len(r.b) != 0 {
-		return 0, nil, ErrDamagedBlock
+	cols := make([]blockCol, len(pick))
+	for i, p := range pick {
+		if p < 0 || p >= len(kinds) {
+			return 0, nil, fmt.Errorf("store: a block has no column %d", p)
+		}
+		b, err := unpackRaw(vals[p])
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: %w", ErrDamagedBlock, err)
+		}
+		if err := decodeColumn(&cols[i], kinds[p], b, n); err != nil {
+			return 0, nil, err
+		}
 	}
 	return int(n), cols, nil
 }
 
-// blockSource is a block's rows as scanRows reads them.
+// decodeColumn is c, of kind, from its n rows' values b, all of them.
+func decodeColumn(c *blockCol, kind byte, b []byte, n uint64) error {
+	r := &blockReader{b: b}
+	c.kind = kind
+	switch kind {
+	case blockInt:
+		c.ints = make([]int64, n)
+		prev := int64(0)
+		for j := range c.ints {
+			prev += r.varint()
+			c.ints[j] = prev
+		}
+	case blockBool:
+		for _, o := range r.take(n) {
+			c.bools = append(c.bools, o != 0)
+		}
+	case blockString, blockNullString:
+		k := r.uvarint()
+		if k > uint64(len(r.b)) {
+			r.fail()
+		}
+		for range k {
+			if r.err != nil {
+				break
+			}
+			c.dict = append(c.dict, string(r.take(r.uvarint())))
+		}
+		c.idx = make([]uint32, n)
+		top := k
+		if kind == blockNullString {
+			top++
+		}
+		for j := range c.idx {
+			id := r.uvarint()
+			if id >= top {
+				r.fail()
+			}
+			c.idx[j] = uint32(id)
+		}
+	case blockFloat:
+		valid := r.take(n)
+		count := 0
+		for _, o := range valid {
+			c.valid = append(c.valid, o != 0)
+			if o != 0 {
+				count++
+			}
+		}
+		c.floats = make([]float64, n)
+		r.floats(c, count)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if len(r.b) != 0 {
+		return ErrDamagedBlock
+	}
+	return nil
+}
+
+// blockSource is a block's rows as scanRows reads them: of read, each
+// one of blockColumns.
 type blockSource struct {
 	z    []byte // the block as stored
+	read []string
 	dest []any
 	cols []blockCol
 	n, i int
 }
 
+// blockKinds are the kinds of blockColumns' values, in order.
+var blockKinds = sync.OnceValue(func() []byte {
+	var x scanned
+	kinds := make([]byte, len(blockColumns))
+	for i, d := range x.dests(blockColumns) {
+		kinds[i], _ = blockKind(d)
+	}
+	return kinds
+})
+
 func (b *blockSource) open(dest []any) (rowSource, error) {
-	kinds := make([]byte, len(dest))
-	for i, d := range dest {
-		k, err := blockKind(d)
-		if err != nil {
-			return nil, err
+	pick := make([]int, len(b.read))
+	for i, c := range b.read {
+		if pick[i] = slices.Index(blockColumns, c); pick[i] < 0 {
+			return nil, fmt.Errorf("store: a block holds no %s", c)
 		}
-		kinds[i] = k
 	}
 	raw, err := unpackRaw(b.z)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDamagedBlock, err)
 	}
-	b.n, b.cols, err = decodeBlock(raw, kinds)
+	b.n, b.cols, err = decodeBlock(raw, blockKinds(), pick)
 	b.dest = dest
 	return b, err
 }
@@ -612,7 +690,7 @@ func (s *Store) seal(ctx context.Context, run int64, whole bool) error {
 		if w.n == 0 || (w.n < blockRows && !whole) {
 			return nil
 		}
-		z := packBlock(w.encode())
+		z := append([]byte{codecPlain}, w.encode()...) // its columns compressed
 		if _, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO sample_blocks (run, after_id, last_id, samples, version, z) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run, after_id) DO NOTHING`), run, after, last, w.n, blockVersion, z); err != nil {
 			return fmt.Errorf("store: sealing run %d: %w", run, err)
@@ -648,14 +726,15 @@ func (s *Store) sealBound(ctx context.Context) (int64, error) {
 	return hi, err
 }
 
-// blockEncoder compresses blocks: zstd without a dictionary (a block is
-// large enough to be its own); unpackRaw reads them, as a record.
+// blockEncoder compresses blocks' columns: zstd without a dictionary (a
+// column of a block is large enough to be its own); unpackRaw reads
+// them, as a record.
 var blockEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 })
 
-// packBlock is an encoded block as its column keeps it.
-func packBlock(b []byte) []byte {
+// packColumn is a block's column's values as the block keeps them.
+func packColumn(b []byte) []byte {
 	enc, err := blockEncoder()
 	if err != nil {
 		return append([]byte{codecPlain}, b...)
@@ -709,10 +788,12 @@ func (s *Store) sealedRuns(ctx context.Context) (map[int64][]blockRef, error) {
 	return all, nil
 }
 
-// readSealed hands sinks the samples of the runs in byNumber whose blocks
-// and tail count what they hold, the blocks shared out to the sinks'
-// readers, and says which runs it read.
-func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run, sinks []func(*Row) error) (map[int64]bool, error) {
+// readSealed reads read (a blockRead) of the samples of the runs in
+// byNumber whose blocks and tail count what they hold, and says which
+// runs it read: into sinks, the blocks shared out to the sinks'
+// readers; or into ordered, run after run in their numbers' order, each
+// run's blocks in order and then its tail.
+func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run, read []string, sinks []func(*Row) error, ordered func([]Row) error) (map[int64]bool, error) {
 	blocks, err := s.sealedRuns(ctx)
 	if err != nil || len(blocks) == 0 {
 		// A role that may read the samples and not their blocks (a
@@ -725,15 +806,19 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 			return nil, err
 		}
 	}
-	type job struct {
-		run   int64
-		after int64
+	// A part is a block (run, after) or, with tail set, a run's tail:
+	// tail.rows[from:to].
+	type part struct {
+		run, after int64
+		tail       bool
+		from, to   int
 	}
-	var jobs []job
+	var parts []part
 	tail := &chunk{}
-	read := map[int64]bool{}
-	q := `SELECT ` + strings.Join(s.exprs(blockColumns), ", ") + ` FROM sample_cols WHERE id > ? AND +run = ? ORDER BY id LIMIT ?`
-	for n, bs := range blocks {
+	covered := map[int64]bool{}
+	q := `SELECT ` + strings.Join(s.exprs(read), ", ") + ` FROM sample_cols WHERE id > ? AND +run = ? ORDER BY id LIMIT ?`
+	for _, n := range slices.Sorted(maps.Keys(blocks)) {
+		bs := blocks[n]
 		r, ok := byNumber[n]
 		if !ok {
 			continue
@@ -751,53 +836,46 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 		// one fewer than its blocks and its tail count, and a tail read
 		// only as long as the difference would take its place unseen.
 		from := len(tail.rows)
-		if err := s.scanRange(ctx, q, []any{bs[len(bs)-1].last, n, more + 1}, blockColumns, byNumber, func(r *Row) error { tail.add(r); return nil }); err != nil {
+		if err := s.scanRange(ctx, q, []any{bs[len(bs)-1].last, n, more + 1}, read, byNumber, func(r *Row) error { tail.add(r); return nil }); err != nil {
 			return nil, err
 		}
 		if int64(len(tail.rows)-from) != more { // one deleted under a block, or committed late: read the run from its rows
 			tail.rows = tail.rows[:from]
 			continue
 		}
-		read[n] = true
+		covered[n] = true
 		for _, b := range bs {
-			jobs = append(jobs, job{n, b.after})
+			parts = append(parts, part{run: n, after: b.after})
+		}
+		if more > 0 {
+			parts = append(parts, part{run: n, tail: true, from: from, to: len(tail.rows)})
 		}
 		if more == 0 && f.Sealed != nil {
 			f.Sealed[r.ID] = Held{Samples: in, Last: bs[len(bs)-1].last}
 		}
 	}
-	if len(read) == 0 {
+	if len(covered) == 0 {
 		return nil, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan job)
-	errs := make(chan error, len(sinks))
-	var wg sync.WaitGroup
-	for _, sink := range sinks {
-		wg.Go(func() {
-			for j := range next {
-				if err := s.readBlock(ctx, j.run, j.after, byNumber, sink); err != nil {
-					errs <- err
-					cancel()
-					return
+	if ordered != nil {
+		return covered, inOrder(ctx, len(parts), func(ctx context.Context, i int, add func(*Row) error) error {
+			p := parts[i]
+			if !p.tail {
+				return s.readBlock(ctx, p.run, p.after, read, byNumber, add)
+			}
+			for j := p.from; j < p.to; j++ {
+				if err := add(&tail.rows[j]); err != nil {
+					return err
 				}
 			}
-		})
+			return nil
+		}, ordered)
 	}
-	func() {
-		defer close(next)
-		for _, j := range jobs {
-			select {
-			case next <- j:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	parts = slices.DeleteFunc(parts, func(p part) bool { return p.tail })
+	err = shareOut(ctx, len(parts), func(ctx context.Context, w, i int) error {
+		return s.readBlock(ctx, parts[i].run, parts[i].after, read, byNumber, sinks[w])
+	})
+	if err != nil {
 		return nil, err
 	}
 	for i := range tail.rows {
@@ -805,17 +883,17 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 			return nil, err
 		}
 	}
-	return read, ctx.Err()
+	return covered, ctx.Err()
 }
 
-// readBlock hands sink the samples of one block.
-func (s *Store) readBlock(ctx context.Context, run, after int64, byNumber map[int64]Run, sink func(*Row) error) error {
+// readBlock hands sink read of the samples of one block.
+func (s *Store) readBlock(ctx context.Context, run, after int64, read []string, byNumber map[int64]Run, sink func(*Row) error) error {
 	var z []byte
 	if err := s.db.QueryRowContext(ctx, s.rebind(`SELECT z FROM sample_blocks WHERE run = ? AND after_id = ?`), run, after).Scan(&z); err != nil {
 		return fmt.Errorf("store: run %s's samples after %d: %w", byNumber[run].ID, after, err)
 	}
-	b := &blockSource{z: z}
-	err := scanRows(b.open, blockColumns, byNumber, sink)
+	b := &blockSource{z: z, read: read}
+	err := scanRows(b.open, read, byNumber, sink)
 	if errors.Is(err, ErrDamagedBlock) {
 		return fmt.Errorf("store: run %s's block of samples after number %d does not decode: %w", byNumber[run].ID, after, err)
 	}

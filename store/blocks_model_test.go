@@ -47,6 +47,7 @@ func blocksModel(t *testing.T, s *Store, seed uint64) {
 		for _, f := range []Filter{{}, {Runs: runs[:1]}, {Runs: runs[1:]}, {RunPrefix: runs[2]}, {Vantage: "fra1"}, {After: last / 2}, {After: last}} {
 			want := fromRows(t, s, f)
 			require.ElementsMatch(t, want, timingTexts(t, s, f), "seed %d, %s, %+v", seed, step, f)
+			exportsAsTheRows(t, s, f, fmt.Sprintf("seed %d, %s, %+v", seed, step, f))
 		}
 	}
 	i := 0
@@ -68,4 +69,32 @@ func blocksModel(t *testing.T, s *Store, seed uint64) {
 		}
 		check(fmt.Sprintf("step %d", step))
 	}
+}
+
+// exportsAsTheRows: what an export reads (EachRows: every column, in
+// order) from blocks and tails is what it reads from the rows alone,
+// each run's samples in the order stored.
+func exportsAsTheRows(t *testing.T, s *Store, f Filter, msg string) {
+	t.Helper()
+	read := func() (all []string, byRun map[string][]string) {
+		byRun = map[string][]string{}
+		require.NoError(t, s.EachRows(context.Background(), f, func(rows []Row) error {
+			for i := range rows {
+				text := rowText(&rows[i])
+				all = append(all, text)
+				byRun[rows[i].RunID] = append(byRun[rows[i].RunID], text)
+			}
+			return nil
+		}))
+		return all, byRun
+	}
+	got, gotByRun := read()
+	ctx := context.Background()
+	_, err := s.DB().ExecContext(ctx, `UPDATE sample_blocks SET version = version + 100`)
+	require.NoError(t, err)
+	want, wantByRun := read()
+	_, err = s.DB().ExecContext(ctx, `UPDATE sample_blocks SET version = version - 100`)
+	require.NoError(t, err)
+	require.ElementsMatch(t, want, got, msg)
+	require.Equal(t, wantByRun, gotByRun, msg)
 }

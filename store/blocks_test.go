@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -79,7 +80,15 @@ func blockSampleOf(i int) *measure.Sample {
 	}
 	if i%4 == 0 {
 		x.Vantage = &measure.Vantage{Name: "fra1", Location: "Frankfurt", Network: "AS64500 Example", ASN: 64500, Address: "192.0.2.1"}
+		x.Job = &measure.JobInfo{ID: int64(i), Attempt: 1 + i%3}
+		x.Round = 1 + i%2
 	}
+	// What only an export reads of a sample: the connection's facts, the
+	// query's and wire times.
+	m := x.Measure
+	m.Timing.QueryMs, m.Timing.WireQueryMs = float64(i)/5, float64(i%3)/4
+	m.Conn = transport.ConnInfo{TLSResumed: i%2 == 1, Used0RTT: i%3 == 0, Retry: i%7 == 1, TokenUsed: i%6 == 2,
+		QUICVersion: []string{"", "v1", "v2"}[i%3], ALPN: []string{"doq", "h3", ""}[i%3], DelayedACKStall: i%5 == 1}
 	if i%5 == 3 {
 		x.Status, x.Measure.Status, x.Measure.Timing = transport.StatusTimeout, transport.StatusTimeout, transport.Timing{}
 		x.RTTs = nil
@@ -211,18 +220,18 @@ func TestDecodeBlockRefusesDamage(t *testing.T) {
 		w.add()
 	}
 	b := w.encode()
-	n, _, err := decodeBlock(b, kinds)
+	n, _, err := decodeBlock(b, kinds, nil)
 	require.NoError(t, err)
 	require.Equal(t, 50, n)
 	for cut := range len(b) {
-		_, _, err := decodeBlock(b[:cut], kinds)
+		_, _, err := decodeBlock(b[:cut], kinds, nil)
 		require.ErrorIs(t, err, ErrDamagedBlock, "cut at %d", cut)
 	}
 	for i := range b {
 		for _, v := range []byte{0, 0x7f, 0x80, 0xff} {
 			c := []byte(string(b))
 			c[i] = v
-			n, cols, err := decodeBlock(c, kinds)
+			n, cols, err := decodeBlock(c, kinds, nil)
 			if err == nil { // read every value, as a scan would
 				src := &blockSource{dest: dest, cols: cols, n: n}
 				for ok := true; ok; ok, _ = src.next() {
@@ -230,19 +239,55 @@ func TestDecodeBlockRefusesDamage(t *testing.T) {
 			}
 		}
 	}
-	_, _, err = decodeBlock(b, append([]byte{blockBool}, kinds[1:]...))
+	_, _, err = decodeBlock(b, append([]byte{blockBool}, kinds[1:]...), nil)
 	require.ErrorIs(t, err, ErrDamagedBlock, "a column of another kind")
 }
 
+// TestBlockSmallerThanItsRows: a block's columns are compressed, so a
+// block of samples alike takes fewer octets than it holds rows, and
+// still reads back whole.
+func TestBlockSmallerThanItsRows(t *testing.T) {
+	x, dest, kinds, w := blockFixture(t)
+	x.run, x.Target, x.URL, x.Transport = 7, "t", "udp://t:53", "doq"
+	x.fl[3] = sql.NullFloat64{Float64: 12345, Valid: true}
+	for range 8192 {
+		w.add()
+	}
+	b := w.encode()
+	require.Less(t, len(b), 8192)
+	n, cols, err := decodeBlock(b, kinds, nil)
+	require.NoError(t, err)
+	require.Equal(t, 8192, n)
+	src := &blockSource{dest: dest, cols: cols, n: n}
+	rows := 0
+	for ok, err := src.next(); ok; ok, err = src.next() {
+		require.NoError(t, err)
+		require.Equal(t, "doq", x.Transport)
+		rows++
+	}
+	require.Equal(t, 8192, rows)
+	_, _, err = decodeBlock(binary.AppendUvarint(nil, maxBlockRows+1), kinds, nil)
+	require.ErrorIs(t, err, ErrDamagedBlock, "more rows than any block holds")
+}
+
 // TestBlockColumnsPinned: a block keeps these columns, in this order,
-// under version 2 (the timings in thousandths, schema 16). A change to the columns a report reads changes
-// blockVersion with them: blocks of the old version are then read from
-// their rows, and store seal makes them anew.
+// under version 3 (every column an export writes, each behind its
+// length). A change to the columns changes blockVersion with them:
+// blocks of the old version are then read from their rows, and store
+// seal makes them anew.
 func TestBlockColumnsPinned(t *testing.T) {
-	require.Equal(t, 2, blockVersion)
+	require.Equal(t, 3, blockVersion)
 	require.Equal(t, []string{"run", "vantage", "COALESCE(target, url)", "transport", "cond",
 		"probe_rtt_us", "total_us", "handshake_mrtt", "resolve_mrtt", "total_mrtt", "wire_us",
-		"bytes_sent", "bytes_received", "packets_sent", "packets_received", "status", "rcode", whereCol}, blockColumns)
+		"bytes_sent", "bytes_received", "packets_sent", "packets_received", "status", "rcode", whereCol,
+		"handshake_us", "query_us", "wire_query_us", "started_us", "url", "rep",
+		"tls_resumed", "used_0rtt", "retry", "token_used", "quic_version", "alpn",
+		"job_attempt", "delayed_ack_stall", "round", "task_key"}, blockColumns)
+	// What the report reads is a block's first columns; an export reads
+	// them all.
+	require.Equal(t, timingColumns, blockRead(timingColumns))
+	require.Equal(t, blockColumns, blockRead(allColumns))
+	require.Nil(t, blockRead(rawColumns), "the sample whole is its row's alone")
 }
 
 // TestPostgresSealWaitsForWriters: on PostgreSQL a sample takes its
@@ -277,7 +322,7 @@ func TestBlockFloats(t *testing.T) {
 		{1 << 53, 3, math.Copysign(0, -1)},           // not
 	} {
 		b := floatBlock(t, vals)
-		n, cols, err := decodeBlock(b, []byte{blockFloat})
+		n, cols, err := decodeBlock(b, []byte{blockFloat}, nil)
 		require.NoError(t, err)
 		require.Equal(t, len(vals)+1, n)
 		for i, v := range vals {
@@ -330,12 +375,12 @@ func FuzzDecodeBlock(f *testing.F) {
 	f.Add(w.encode())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		n, cols, err := decodeBlock(b, kinds)
+		n, cols, err := decodeBlock(b, kinds, nil)
 		if err != nil {
 			require.ErrorIs(t, err, ErrDamagedBlock)
 			return
 		}
-		require.LessOrEqual(t, n, len(b))
+		require.LessOrEqual(t, n, maxBlockRows)
 		src := &blockSource{dest: dest, cols: cols, n: n}
 		rows := 0
 		for {

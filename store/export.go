@@ -165,9 +165,11 @@ func (r *Row) floats() [9]**float64 {
 
 // EachRow hands f each sample the filter selects, flattened from the
 // typed columns (never the raw JSON), one at a time: memory does not grow
-// with the store. SQLite gives them in the order they were stored,
-// PostgreSQL in its table's order (the same for a store only appended
-// to). f must not keep r: it is reused.
+// with the store. Each run's samples come in the order they were
+// stored: the runs read from their blocks (as a report reads them)
+// first, one after another in the order they were begun, then the
+// samples of the others in the order stored. f must not keep r: it is
+// reused.
 func (s *Store) EachRow(ctx context.Context, f Filter, fn func(r *Row) error) error {
 	return s.EachRows(ctx, f, func(rows []Row) error {
 		for i := range rows {
@@ -319,9 +321,9 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, ordered fun
 		}
 	}
 	narrowed := false // runs read from their blocks
-	if newSink != nil && f.After == 0 && f.Vantage == "" && slices.Equal(cols, blockColumns) {
+	if read := blockRead(cols); read != nil && f.After == 0 && f.Vantage == "" {
 		// Sealed runs from their blocks; the rest from their rows.
-		read, err := s.readSealed(ctx, f, byNumber, sinks)
+		read, err := s.readSealed(ctx, f, byNumber, read, sinks, ordered)
 		if err != nil {
 			return err
 		}
@@ -369,11 +371,10 @@ const scanWorkers = 2
 // scanChunks runs a scan as ranges of sample numbers (SQLite's rowids,
 // PostgreSQL's primary key) read on several connections at once: the
 // per-value cost of reading and converting, not the disk, bounds a
-// scan, and two cores halve it. With ordered, each range's rows are handed on
-// whole, in the order stored, and at most scanWorkers+1 ranges are in
-// memory at a time (their buffers used again); with sinks, each reader
-// hands its rows to a sink of its own as it reads them. Rows stored
-// after the scan began are not read.
+// scan, and two cores halve it. With ordered, each range's rows are
+// handed on whole, in the order stored (inOrder); with sinks, each
+// reader hands its rows to a sink of its own as it reads them. Rows
+// stored after the scan began are not read.
 func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds string, cols []string, runs map[int64]Run, ordered func([]Row) error, sinks []func(*Row) error) error {
 	lo, hi, err := s.scanEnds(ctx, bounds, args[:strings.Count(bounds, "?")])
 	if err != nil || !lo.Valid {
@@ -382,9 +383,66 @@ func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds str
 	q += ` AND id BETWEEN ? AND ? ORDER BY id`
 	size := chunkRows
 	n := int((hi.Int64-lo.Int64)/size + 1)
-	if n == 1 && sinks != nil {
-		return s.scanRange(ctx, q, append(args, lo.Int64, hi.Int64), cols, runs, sinks[0])
+	rangeOf := func(i int) []any {
+		from := lo.Int64 + int64(i)*size
+		return append(slices.Clone(args), from, from+size-1)
 	}
+	if sinks == nil {
+		return inOrder(ctx, n, func(ctx context.Context, i int, add func(*Row) error) error {
+			return s.scanRange(ctx, q, rangeOf(i), cols, runs, add)
+		}, ordered)
+	}
+	if n == 1 {
+		return s.scanRange(ctx, q, rangeOf(0), cols, runs, sinks[0])
+	}
+	return shareOut(ctx, n, func(ctx context.Context, w, i int) error {
+		return s.scanRange(ctx, q, rangeOf(i), cols, runs, sinks[w])
+	})
+}
+
+// shareOut runs do(w, i) for each i below n on scanWorkers goroutines
+// (w the goroutine's number, for a sink of its own), stopping at the
+// first error.
+func shareOut(ctx context.Context, n int, do func(ctx context.Context, w, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	errs := make(chan error, scanWorkers)
+	var wg sync.WaitGroup
+	for w := range scanWorkers {
+		wg.Go(func() {
+			for i := range next {
+				if err := do(ctx, w, i); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		})
+	}
+	func() {
+		defer close(next)
+		for i := range n {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// inOrder reads n parts on scanWorkers goroutines (read hands add each
+// row of part i) and hands ordered each part's rows whole, in the parts'
+// order: at most scanWorkers+1 parts are in memory at a time, their
+// buffers used again.
+func inOrder(ctx context.Context, n int, read func(ctx context.Context, i int, add func(*Row) error) error, ordered func([]Row) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait() // no reader outlives the scan
@@ -395,7 +453,7 @@ func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds str
 	}
 	next := make(chan int)
 	free := make(chan *chunk, scanWorkers+1)    // buffers handed on, to read into again
-	slots := make(chan struct{}, scanWorkers+1) // ranges read but not yet handed on
+	slots := make(chan struct{}, scanWorkers+1) // parts read but not yet handed on
 	wg.Go(func() {
 		defer close(next)
 		for i := range n {
@@ -411,15 +469,9 @@ func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds str
 			}
 		}
 	})
-	for w := range scanWorkers {
+	for range scanWorkers {
 		wg.Go(func() {
 			for i := range next {
-				from := lo.Int64 + int64(i)*size
-				rq := append(slices.Clone(args), from, from+size-1)
-				if sinks != nil {
-					parts[i] <- &chunk{err: s.scanRange(ctx, q, rq, cols, runs, sinks[w])}
-					continue
-				}
 				var p *chunk
 				select {
 				case p = <-free:
@@ -427,7 +479,7 @@ func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds str
 				default:
 					p = &chunk{}
 				}
-				p.err = s.scanRange(ctx, q, rq, cols, runs, func(r *Row) error { p.add(r); return nil })
+				p.err = read(ctx, i, func(r *Row) error { p.add(r); return nil })
 				parts[i] <- p
 			}
 		})
@@ -442,12 +494,12 @@ func (s *Store) scanChunks(ctx context.Context, q string, args []any, bounds str
 		if p.err != nil {
 			return p.err
 		}
-		if ordered != nil && len(p.rows) > 0 {
+		if len(p.rows) > 0 {
 			if err := ordered(p.rows); err != nil {
 				return err
 			}
-			free <- p
 		}
+		free <- p
 		<-slots
 	}
 	return nil
