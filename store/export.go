@@ -499,7 +499,10 @@ func inOrder(ctx context.Context, n int, read func(ctx context.Context, i int, a
 				return err
 			}
 		}
-		free <- p
+		select {
+		case free <- p:
+		default: // as many buffers as slots: never, but a full pool only drops one
+		}
 		<-slots
 	}
 	return nil
