@@ -2,8 +2,11 @@ package coalescing
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -46,6 +49,27 @@ func TestProofsOnLoopback(t *testing.T) {
 		}
 	}
 	looptest.NothingAgain(t, mk(id), st, id, res)
+
+	// The coalescing table gives each load's cell and proof as measured,
+	// its times only where it loaded, and only the runs asked for.
+	rows := looptest.Exported[Row](t, st, "coalescing", func(run string) bool { return strings.HasPrefix(run, id) })
+	require.Len(t, rows, len(ss))
+	byCell := map[string]*Sample{}
+	for _, s := range ss {
+		byCell[strings.Join([]string{s.Setup, s.Profile, s.Page, s.DNS, s.H3, s.Settings, fmt.Sprint(s.Rep)}, " ")] = s
+	}
+	for _, r := range rows {
+		s, ok := byCell[strings.Join([]string{r.Setup, r.Profile, r.Page, r.DNS, r.H3, r.Settings, fmt.Sprint(r.Rep)}, " ")]
+		require.True(t, ok, "a row of no load: %+v", r)
+		p := s.Proof
+		require.True(t, strings.HasPrefix(r.RunID, id), r.RunID)
+		require.Equal(t, s.Start.UTC().Truncate(time.Microsecond), r.StartedAt.UTC(), s.Key())
+		require.Equal(t, []any{s.Status, int64(p.QUICHandshakes), int64(p.TCPHandshakes), int64(p.Lookups), int64(p.Spared), p.DNSOnPageConn, p.DNSEarly, p.DNSTransport, p.PageUsed0RTT, p.PageResumed, p.PageTokenUsed, p.WaitedSettings},
+			[]any{r.Status, r.QUICHandshakes, r.TCPHandshakes, r.Lookups, r.LookupsSpared, r.DNSOnPageConn, r.DNSEarly, r.DNSTransport, r.PageUsed0RTT, r.PageResumed, r.PageTokenUsed, r.WaitedSettings}, s.Key())
+		require.NotNil(t, r.PLTMs, s.Key())
+		require.Equal(t, []float64{s.PLTMs, s.DNSMs}, []float64{*r.PLTMs, *r.DNSMs}, s.Key())
+	}
+	require.Empty(t, looptest.Exported[Row](t, st, "coalescing", func(string) bool { return false }))
 }
 
 // TestORIGINFramesOnLoopback: o5's origins on separate servers and on

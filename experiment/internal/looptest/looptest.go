@@ -5,11 +5,14 @@
 package looptest
 
 import (
+	"bytes"
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/experiment"
@@ -68,4 +71,20 @@ func NothingAgain(t *testing.T, resumed experiment.Experiment, st *store.Store, 
 	n, unit := before.Count()
 	m, _ := after.Count()
 	require.Equal(t, n, m, "%s: a finished run resumed measures nothing", unit)
+}
+
+// Exported is what doxlab export --table table --format parquet writes
+// of the runs keep accepts, read back as an engine reads it: rows of T,
+// the table's registered row type.
+func Exported[T any](t *testing.T, st *store.Store, table string, keep func(runID string) bool) []T {
+	t.Helper()
+	i := slices.IndexFunc(store.Exports(), func(x store.Export) bool { return x.Table == table })
+	require.GreaterOrEqual(t, i, 0, "no table %s", table)
+	var b bytes.Buffer
+	n, err := store.Exports()[i].Write(context.Background(), st, keep, &b, store.Parquet)
+	require.NoError(t, err)
+	rows, err := parquet.Read[T](bytes.NewReader(b.Bytes()), int64(b.Len()))
+	require.NoError(t, err)
+	require.Len(t, rows, n, "the rows written")
+	return rows
 }
