@@ -193,3 +193,46 @@ func TestExportOrder(t *testing.T) {
 	require.ElementsMatch(t, rows, got)
 	require.False(t, slices.Equal(rows, got))
 }
+
+// TestBlocksOfAnotherVersionSealedAgain: blocks a doxlab before this one
+// wrote (version 2: the report's columns alone) are not read, by the
+// report or an export, and count as unsealed; store seal replaces them
+// with this version's, which both read again, giving the rows' rows.
+func TestBlocksOfAnotherVersionSealedAgain(t *testing.T) {
+	smallBlocks(t)
+	s := openTemp(t)
+	ctx := context.Background()
+	require.NoError(t, s.BeginRun(ctx, Run{ID: "a", Kind: "measure", StartedAt: time.Unix(0, 0)}))
+	for i := range 10 {
+		require.NoError(t, s.Write(ctx, "a", blockSample(i)))
+	}
+	require.NoError(t, s.Seal(ctx, "a"))
+	_, err := s.DB().ExecContext(ctx, `UPDATE sample_blocks SET version = 2`)
+	require.NoError(t, err)
+	// Were a block of version 2 read as this version's, it would fail:
+	// its octets are not this version's columns.
+	_, err = s.DB().ExecContext(ctx, `UPDATE sample_blocks SET z = ?`, []byte{42})
+	require.NoError(t, err)
+	n, err := s.unsealed(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 10, n, "blocks of another version seal nothing")
+	rows := timingTexts(t, s, Filter{})
+	exportsAsTheRows(t, s, Filter{}, "version 2 blocks")
+
+	require.NoError(t, s.Seal(ctx, "a"))
+	var versions []int
+	r, err := s.DB().QueryContext(ctx, `SELECT DISTINCT version FROM sample_blocks`)
+	require.NoError(t, err)
+	for r.Next() {
+		var v int
+		require.NoError(t, r.Scan(&v))
+		versions = append(versions, v)
+	}
+	require.NoError(t, r.Err())
+	require.Equal(t, []int{blockVersion}, versions)
+	n, err = s.unsealed(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.ElementsMatch(t, rows, timingTexts(t, s, Filter{}))
+	exportsAsTheRows(t, s, Filter{}, "sealed again")
+}
