@@ -41,8 +41,8 @@ type Record struct {
 // a stepped run, -1 for a single run.
 func NewRecord(key string, c Config, r *Result, step int) Record {
 	proto := r.Protocol
-	if proto == "" { // nothing answered: name it by its URL's scheme
-		proto, _, _ = strings.Cut(c.URL, ":")
+	if proto == "" { // nothing answered: the protocol its queries were sent in
+		proto, _ = transport.ProtocolOf(c.URL, c.Options)
 	}
 	return Record{Key: key, Label: proto, Protocol: proto, Policy: Policy(c.Options), Conns: max(c.Conns, 1), Step: step, Start: r.Start, Summary: r.Summarize()}
 }

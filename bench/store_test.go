@@ -176,3 +176,29 @@ func TestDamagedQueriesAreRefused(t *testing.T) {
 	require.Len(t, got[0].Agg.Windows, 111)
 	require.Equal(t, 1, got[0].Agg.Windows[110].Answered)
 }
+
+// TestRecordOfAnUnansweredRun: a run that has no record of any query
+// (stopped before its first: an interrupt at its start, a stepped run
+// cut short) is stored named by the protocol its queries would have been
+// sent in, as its records would have named it (dot, doh1, doh3), not by
+// its URL's scheme (tls, https, quic). Nothing is sent: the context is
+// cancelled first.
+func TestRecordOfAnUnansweredRun(t *testing.T) {
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		url, version, want string
+	}{
+		{"tls://127.0.0.1:1", "", "dot"}, {"quic://127.0.0.1:1", "", "doq"}, {"udp://127.0.0.1:1", "", "udp"},
+		{"https://127.0.0.1:1/dns-query", "1.1", "doh1"}, {"https://127.0.0.1:1/dns-query", "", "doh2"},
+		{"https://127.0.0.1:1/dns-query", "3", "doh3"}, {"h3://127.0.0.1:1/dns-query", "", "doh3"},
+	} {
+		cfg := bench.Config{URL: c.url, Duration: 100 * time.Millisecond, MaxQueries: 3, Options: transport.Options{HTTPVersion: c.version, Timeout: 200 * time.Millisecond, Insecure: true}}
+		res, err := bench.Run(stopped, cfg)
+		require.NoError(t, err, c.url)
+		require.Empty(t, res.Protocol, "%s: no record", c.url)
+		rec := bench.NewRecord("1", cfg, res, -1)
+		require.Equal(t, c.want, rec.Protocol, "%s over HTTP %q", c.url, c.version)
+		require.Equal(t, c.want, rec.Label, c.url)
+	}
+}

@@ -116,26 +116,45 @@ var DraftDoQALPNs = []string{"doq-i11", "doq-i10", "doq-i09", "doq-i08", "doq-i0
 
 const defaultTimeout = 5 * time.Second
 
+// endpointOf is rawURL's endpoint as New speaks to it: an https:// URL's
+// protocol is DoH over the HTTP version opts ask.
+func endpointOf(rawURL string, opts Options) (*Endpoint, error) {
+	ep, err := ParseURL(rawURL)
+	if err != nil || ep.Scheme != "https" {
+		return ep, err
+	}
+	switch opts.HTTPVersion {
+	case "", "2":
+	case "1.1", "1":
+		ep.Protocol = ProtoDoH1
+	case "3":
+		ep.Protocol = ProtoDoH3
+	default:
+		return nil, fmt.Errorf("unknown HTTP version %q (want 1.1, 2 or 3)", opts.HTTPVersion)
+	}
+	return ep, nil
+}
+
+// ProtocolOf is the protocol New's transport for rawURL and opts speaks,
+// as its records name it (udp, dot, doh2, doq, ...): what to call a run
+// none of whose queries was answered.
+func ProtocolOf(rawURL string, opts Options) (string, error) {
+	ep, err := endpointOf(rawURL, opts)
+	if err != nil {
+		return "", err
+	}
+	return ep.Protocol, nil
+}
+
 // New returns the transport for rawURL: udp://, tcp://, tls://, https://,
 // h3:// or quic://.
 func New(rawURL string, opts Options) (Transport, error) {
-	ep, err := ParseURL(rawURL)
+	ep, err := endpointOf(rawURL, opts)
 	if err != nil {
 		return nil, err
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = defaultTimeout
-	}
-	if ep.Scheme == "https" {
-		switch opts.HTTPVersion {
-		case "", "2":
-		case "1.1", "1":
-			ep.Protocol = ProtoDoH1
-		case "3":
-			ep.Protocol = ProtoDoH3
-		default:
-			return nil, fmt.Errorf("unknown HTTP version %q (want 1.1, 2 or 3)", opts.HTTPVersion)
-		}
 	}
 	switch opts.Method {
 	case "", "get", "GET", "post", "POST":

@@ -161,3 +161,37 @@ func TestMuxFailsPendingWhenReaderStops(t *testing.T) {
 	require.Equal(t, StatusClosed, Classify(<-done))
 	require.False(t, m.alive())
 }
+
+// TestProtocolOfIsTheRecords: ProtocolOf names each URL and HTTP version
+// as the records of its transport do, read from a real exchange (one
+// that fails: nothing listens), so that a run nothing answered is named
+// as one that was answered would have been.
+func TestProtocolOfIsTheRecords(t *testing.T) {
+	ln, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.LocalAddr().(*net.UDPAddr).Port
+	ln.Close() // a port nothing listens on, over UDP and (most likely) TCP
+	for _, c := range []struct {
+		scheme, version, want string
+	}{
+		{"udp", "", ProtoUDP}, {"tcp", "", ProtoTCP}, {"tls", "", ProtoDoT}, {"quic", "", ProtoDoQ},
+		{"https", "", ProtoDoH2}, {"https", "2", ProtoDoH2}, {"https", "1.1", ProtoDoH1}, {"https", "3", ProtoDoH3},
+		{"h3", "", ProtoDoH3},
+	} {
+		url := fmt.Sprintf("%s://127.0.0.1:%d", c.scheme, port)
+		opts := Options{HTTPVersion: c.version, Timeout: 500 * time.Millisecond, Insecure: true}
+		got, err := ProtocolOf(url, opts)
+		require.NoError(t, err, url)
+		require.Equal(t, c.want, got, "%s over HTTP %q", url, c.version)
+		tr, err := New(url, opts)
+		require.NoError(t, err)
+		rec, err := tr.Exchange(context.Background(), new(dns.Msg).SetQuestion("example.", dns.TypeA))
+		tr.Close()
+		require.Error(t, err, url)
+		require.Equal(t, got, rec.Protocol, "%s over HTTP %q: the record's name", url, c.version)
+	}
+	_, err = ProtocolOf("https://127.0.0.1", Options{HTTPVersion: "4"})
+	require.ErrorContains(t, err, `unknown HTTP version "4"`)
+	_, err = ProtocolOf("ftp://127.0.0.1", Options{})
+	require.ErrorContains(t, err, "unknown scheme")
+}
