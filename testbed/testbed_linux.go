@@ -40,17 +40,16 @@ type Testbed struct {
 // with spec.Separate, in a process of its own) until Close. It refuses to start over a testbed that is still running, and
 // clears the leftovers of one that died.
 func Start(spec Spec) (*Testbed, error) {
+	wait, err := waitForHolder()
+	if err != nil {
+		return nil, err
+	}
 	if err := checkPrivileges(); err != nil {
 		return nil, err
 	}
 	if err := spec.defaults(); err != nil {
 		return nil, err
 	}
-	// Two testbeds of one name would share namespaces; two running at
-	// once would also disturb each other's timing. A live holder is an
-	// error, unless DOXLAB_TESTBED_WAIT says how long to wait for it (the
-	// tests, whose packages run in parallel, set it).
-	wait, _ := time.ParseDuration(os.Getenv("DOXLAB_TESTBED_WAIT"))
 	for deadline := time.Now().Add(wait); ; time.Sleep(200 * time.Millisecond) {
 		st, err := Load(spec.Name)
 		if err != nil || !st.Alive() {
@@ -93,6 +92,24 @@ func Start(spec Spec) (*Testbed, error) {
 		}
 	}
 	return tb, nil
+}
+
+// waitForHolder is how long Start waits for a live testbed of its name
+// to end. Two testbeds of one name would share namespaces; two running
+// at once would also disturb each other's timing. A live holder is an
+// error, unless DOXLAB_TESTBED_WAIT says how long to wait for it (the
+// tests, whose packages run in parallel, set it): a value that is no
+// duration is refused, not taken for none.
+func waitForHolder() (time.Duration, error) {
+	v := os.Getenv("DOXLAB_TESTBED_WAIT")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("DOXLAB_TESTBED_WAIT=%q: want how long to wait for another testbed of the name to end, such as 8m", v)
+	}
+	return d, nil
 }
 
 func (tb *Testbed) build() error {

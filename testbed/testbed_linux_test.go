@@ -46,6 +46,27 @@ func startTB(t *testing.T, spec Spec) *Testbed {
 	return tb
 }
 
+// TestWaitIsADuration: DOXLAB_TESTBED_WAIT is a duration or nothing. A
+// value that is none (no unit, negative, a word) stops Start in one line
+// naming the variable before it touches anything (it needs no root to
+// say so), where it was taken for no wait: a second package's testbed
+// then failed as "already up" instead of waiting its turn.
+func TestWaitIsADuration(t *testing.T) {
+	for _, v := range []string{"8", "-1s", "soon", "8m\x1b[2J"} {
+		t.Setenv("DOXLAB_TESTBED_WAIT", v)
+		_, err := Start(Spec{Name: "twait", Hosts: []string{"client"}})
+		require.ErrorContains(t, err, "DOXLAB_TESTBED_WAIT=", v)
+		require.NotContains(t, err.Error(), "\x1b[", "escaped")
+		require.NoFileExists(t, "/run/netns/doxlab-twait-client")
+	}
+	for v, want := range map[string]time.Duration{"": 0, "0": 0, "2s": 2 * time.Second, "8m": 8 * time.Minute} {
+		t.Setenv("DOXLAB_TESTBED_WAIT", v)
+		got, err := waitForHolder()
+		require.NoError(t, err, v)
+		require.Equal(t, want, got, v)
+	}
+}
+
 func TestUpDownLeavesNothing(t *testing.T) {
 	tb := startTB(t, Spec{Name: "tupdown", Hosts: []string{"client", "resolver", "web"}})
 	for _, h := range []string{"client", "resolver", "web"} {
