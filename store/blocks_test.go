@@ -96,6 +96,20 @@ func blockSampleOf(i int) *measure.Sample {
 	return x
 }
 
+// writtenRun is a store of small blocks holding run "a" of n samples
+// (blockSample's), written as a writer writes them: its full blocks
+// sealed.
+func writtenRun(t *testing.T, n int) *Store {
+	smallBlocks(t)
+	s := openTemp(t)
+	ctx := context.Background()
+	require.NoError(t, s.BeginRun(ctx, Run{ID: "a", Kind: "measure", StartedAt: time.Unix(0, 0)}))
+	for i := range n {
+		require.NoError(t, s.Write(ctx, "a", blockSample(i)))
+	}
+	return s
+}
+
 // rowText is what a scan gave of a row, its floats' values in place of
 // their addresses.
 func rowText(r *Row) string {
@@ -190,13 +204,8 @@ func blocksAreTheRows(t *testing.T, s *Store) {
 // line that names the run and the command that mends it, and SealAll
 // with again makes the blocks anew.
 func TestDamagedBlock(t *testing.T) {
-	smallBlocks(t)
-	s := openTemp(t)
+	s := writtenRun(t, 8)
 	ctx := context.Background()
-	require.NoError(t, s.BeginRun(ctx, Run{ID: "a", Kind: "measure", StartedAt: time.Unix(0, 0)}))
-	for i := range 8 {
-		require.NoError(t, s.Write(ctx, "a", blockSample(i)))
-	}
 	want := timingTexts(t, s, Filter{})
 	for _, z := range [][]byte{{codecZstd, 0xff}, {codecPlain, 9, 1, 'q'}, {42}} {
 		_, err := s.DB().ExecContext(ctx, `UPDATE sample_blocks SET z = ? WHERE after_id = 0`, z)
