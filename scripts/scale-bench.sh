@@ -21,8 +21,11 @@
 #   LOADS_PER=0 bash scripts/scale-bench.sh        # DNS samples alone, no page loads
 #
 # Disk: a dns-rtt sample takes about 0.5-0.6 KB in SQLite and PostgreSQL
-# (its raw JSON, 2 KB, compressed since schema 8): 10M samples need ~8 GB free
-# in WORK (default /var/tmp/doxlab-scale); each
+# (its raw JSON, 2 KB, compressed since schema 8), but building the store
+# takes more (PostgreSQL's WAL and its copies, SQLite's journal): 10M
+# samples took 15 GB on PostgreSQL and 5.4 GB on SQLite in WORK (default
+# /var/tmp/doxlab-scale), and the bench stops before a size that would
+# not fit (room); each
 # backend's store is removed after its largest size (KEEP=1 leaves the
 # last SQLite store in WORK/s.db, and PostgreSQL's data in WORK/pg/data,
 # stopped, to measure by hand). PostgreSQL is Debian's, started by the script
@@ -153,6 +156,21 @@ pg_start() {
 
 # grow BACKEND N: replicates the seed until the store holds ~N samples
 # (whole copies of it), adding only the copies it lacks.
+# room BACKEND N: stops the bench, saying why, when WORK has not the
+# octets a store of N samples took to build (1.6 KB a sample on
+# PostgreSQL, 0.7 on SQLite and for a dataset's store, with its export):
+# a disk filled halfway leaves a store no one can measure, and whatever
+# else writes there (the tests' PostgreSQL) failing.
+room() {
+	local per=700 free
+	[ "$1" = postgres ] && per=1600
+	free=$(df -Pk "$WORK" | awk 'NR==2 {print $4}') # KiB
+	if [ "$free" -lt $(($2 * per / 1024)) ]; then
+		echo "scale-bench: $1 at $2 samples needs about $(($2 * per / 1000000000 + 1)) GB free in $WORK, which has $((free / 1000000)) GB" >&2
+		exit 2
+	fi
+}
+
 grow() {
 	local want=$(( ($2 + seedn - 1) / seedn ))
 	if [ "$1" = sqlite ]; then
@@ -191,6 +209,7 @@ grow() {
 if [ -n "$noloads" ]; then echo "page loads: none (LOADS_PER=0)"; else echo "page loads: one per $LOADS_PER samples, from $seedloads of the web experiment's, in the report's time"; fi
 printf '%-9s %11s | %9s | %-20s | %-20s | %-20s | %-20s | %-20s | %s\n' backend samples "B/sample" "seal s / peak MB" "report s / peak MB" "again s / peak MB" "export s / peak MB" "DuckDB s / peak MB" "report vs DuckDB"
 for b in $BACKENDS; do
+	for n in $SIZES; do room "$b" "$n"; done # before a store is started
 	case $b in
 	sqlite | dataset) cp "$WORK/seed.db" "$WORK/s.db"; dsn="$WORK/s.db" ;;
 	postgres) pg_start; dsn=$PGURL ;;
