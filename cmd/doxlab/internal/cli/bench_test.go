@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -79,4 +81,35 @@ func TestBench(t *testing.T) {
 		require.Equal(t, exitUsage, code, c.args)
 		require.Contains(t, errOut, c.msg)
 	}
+}
+
+// TestBenchProgress: --progress reports a running benchmark once a
+// second on standard error, which here is no terminal: plain lines, the
+// time and the queries sent growing, nothing failed against a server
+// that answers all; without it, a log that is no terminal gets none.
+func TestBenchProgress(t *testing.T) {
+	srv, err := server.New(&server.Config{Listen: server.Listen{UDP: "127.0.0.1:0"}, Answers: server.Answers{Any: "192.0.2.1"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	url := "udp://" + srv.Addr("udp").String()
+	code, _, errOut := run("bench", "--rate", "200", "--duration", "2200ms", "--progress", url)
+	require.Equal(t, 0, code, errOut)
+	line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(url) + `\s+([\d.]+)s: (\d+) sent, (\d+) answered, 0 failed, \d+ in flight; [\d.]+ answers/s, p50 [\d.]+ ms, p99 [\d.]+ ms$`)
+	lines := line.FindAllStringSubmatch(errOut, -1)
+	require.GreaterOrEqual(t, len(lines), 2, "a line a second: %s", errOut)
+	require.NotContains(t, errOut, "\x1b[", "no terminal: nothing redrawn")
+	var lastT float64
+	lastSent := -1
+	for _, m := range lines {
+		at, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		sent, _ := strconv.Atoi(m[2])
+		require.Greater(t, at, lastT, m[0])
+		require.Greater(t, sent, lastSent, m[0])
+		lastT, lastSent = at, sent
+	}
+	code, _, errOut = run("bench", "--rate", "200", "--duration", "1200ms", url)
+	require.Equal(t, 0, code, errOut)
+	require.Empty(t, line.FindAllString(errOut, -1), "no progress unless asked, off a terminal")
 }
