@@ -2,6 +2,7 @@ package privacy
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,4 +70,30 @@ func TestRunOnLoopback(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(sec.Table), publicName)
 	looptest.NothingAgain(t, mk(id), st, id, res)
+}
+
+// TestBrowserOnLoopback: the browser part on the loopback net, without
+// root: Chromium loads the page over HTTP/3, its lookups over the
+// server's DoH in secure mode, and the web server saw ECH accepted
+// under the public name where ECH was on, the site's own name where it
+// was switched off. The testbed's test times it.
+func TestBrowserOnLoopback(t *testing.T) {
+	testutil.NeedChromium(t)
+	c := &Privacy{Profiles: []string{"none"}, Repeat: 1, Env: experiment.Env{Store: filepath.Join(t.TempDir(), "p.db"), Net: experiment.NetLoopback}}
+	res, _, _ := looptest.Run(t, c)
+	var browsers int
+	for _, s := range res.(Samples) {
+		if s.Part != "browser" {
+			continue
+		}
+		browsers++
+		name := s.key()
+		require.Equal(t, "ok", s.Status, "%s: %s", name, s.Error)
+		require.Positive(t, s.Ms, name)
+		withECH := strings.HasSuffix(s.Rung, "+"+ECH)
+		require.NotEmpty(t, s.ECH, "%s: the page came over HTTP/3", name)
+		require.Equal(t, withECH, slices.Contains(s.ECH, ech.Accepted), "%s: %v", name, s.ECH)
+		require.Equal(t, map[bool]string{true: publicName, false: site}[withECH], s.OuterSNI, "%s: what the network saw", name)
+	}
+	require.Equal(t, len(browserRungs), browsers)
 }
