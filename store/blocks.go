@@ -806,14 +806,14 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 			return nil, err
 		}
 	}
-	// A part is a block (run, after) or, with tail set, a run's tail:
+	// A piece is a block (run, after) or, with tail set, a run's tail:
 	// tail.rows[from:to].
-	type part struct {
+	type piece struct {
 		run, after int64
 		tail       bool
 		from, to   int
 	}
-	var parts []part
+	var parts []piece
 	tail := &chunk{}
 	covered := map[int64]bool{}
 	q := `SELECT ` + strings.Join(s.exprs(read), ", ") + ` FROM sample_cols WHERE id > ? AND +run = ? ORDER BY id LIMIT ?`
@@ -845,10 +845,10 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 		}
 		covered[n] = true
 		for _, b := range bs {
-			parts = append(parts, part{run: n, after: b.after})
+			parts = append(parts, piece{run: n, after: b.after})
 		}
 		if more > 0 {
-			parts = append(parts, part{run: n, tail: true, from: from, to: len(tail.rows)})
+			parts = append(parts, piece{run: n, tail: true, from: from, to: len(tail.rows)})
 		}
 		if more == 0 && f.Sealed != nil {
 			f.Sealed[r.ID] = Held{Samples: in, Last: bs[len(bs)-1].last}
@@ -871,7 +871,7 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 			return nil
 		}, ordered)
 	}
-	parts = slices.DeleteFunc(parts, func(p part) bool { return p.tail })
+	parts = slices.DeleteFunc(parts, func(p piece) bool { return p.tail })
 	err = shareOut(ctx, len(parts), func(ctx context.Context, w, i int) error {
 		return s.readBlock(ctx, parts[i].run, parts[i].after, read, byNumber, sinks[w])
 	})
