@@ -78,10 +78,11 @@ func NothingAgain(t *testing.T, resumed experiment.Experiment, st *store.Store, 
 // the table's registered row type.
 func Exported[T any](t *testing.T, st *store.Store, table string, keep func(runID string) bool) []T {
 	t.Helper()
-	i := slices.IndexFunc(store.Exports(), func(x store.Export) bool { return x.Table == table })
+	tables := store.Exports()
+	i := slices.IndexFunc(tables, func(x store.Export) bool { return x.Table == table })
 	require.GreaterOrEqual(t, i, 0, "no table %s", table)
 	var b bytes.Buffer
-	n, err := store.Exports()[i].Write(context.Background(), st, keep, &b, store.Parquet)
+	n, err := tables[i].Write(context.Background(), st, keep, &b, store.Parquet)
 	require.NoError(t, err)
 	rows, err := parquet.Read[T](bytes.NewReader(b.Bytes()), int64(b.Len()))
 	require.NoError(t, err)
