@@ -38,7 +38,7 @@ func TestAmplificationLimit(t *testing.T) {
 		if s.Stalled == stall {
 			agree[cell]++
 		} else {
-			t.Logf("%s: stalled %v, pause %.1f ms", name, s.Stalled, s.LongestPauseMs)
+			t.Logf("%s: stalled %v, pause %.1f ms after %d of %d octets (3 × %d)", name, s.Stalled, s.LongestPauseMs, s.ServerFirstBurst, s.ServerFlight, s.ClientFirstFlight)
 		}
 		if stall && s.Stalled {
 			require.Less(t, s.ServerFirstBurst, s.ServerFlight, "%s: the server stops before the end of its flight", name)

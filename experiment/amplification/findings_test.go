@@ -29,23 +29,43 @@ func qlog(events ...string) string {
 // TestQlogFlights reads the client's first flight and the server's
 // handshake flight from a qlog: octets sent before anything came, the
 // server's Initial and Handshake octets, the longest pause within them
-// and the octets before it; a pause past 3/4 of the RTT is a stall.
+// and the octets before it; a pause past 3/4 of the RTT once the server
+// has sent up to its limit is a stall.
 func TestQlogFlights(t *testing.T) {
-	// A server at its 3× limit: 3,600 octets, a pause of one RTT (40 ms)
-	// while it waits for the client's ACK, then the rest.
-	s := &Sample{RTTMs: 40}
-	analyzeQlog(strings.NewReader(qlog(
-		"0 out initial 1252", "0.1 out initial 1252",
+	// A server at its 3× limit: 7,200 of the 7,512 octets it may send,
+	// a pause of one RTT (40 ms) while it waits for the client's ACK,
+	// then the rest.
+	atLimit := []string{"0 out initial 1252", "0.1 out initial 1252",
 		"40 in initial 1200", "40.2 in handshake 1200", "40.3 in handshake 1200",
-		"40.5 out handshake 60",
+		"40.4 in handshake 1200", "40.5 in handshake 1200", "40.6 in handshake 1200",
+		"40.7 out handshake 60",
 		"80.6 in handshake 1200", "80.7 in handshake 900",
 		"81 in 1RTT 300",
-	)), s)
+	}
+	s := &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog(atLimit...)), s)
 	require.Equal(t, 2504, s.ClientFirstFlight)
 	require.Equal(t, 2, s.ClientFirstDgrams)
-	require.Equal(t, 5700, s.ServerFlight, "Initial and Handshake packets only")
-	require.Equal(t, 3600, s.ServerFirstBurst, "what came before the pause")
-	require.InDelta(t, 40.3, s.LongestPauseMs, 1e-9)
+	require.Equal(t, 9300, s.ServerFlight, "Initial and Handshake packets only")
+	require.Equal(t, 7200, s.ServerFirstBurst, "what came before the pause")
+	require.InDelta(t, 40, s.LongestPauseMs, 1e-3)
+	require.True(t, s.Stalled)
+
+	// A busy machine's pause of over an RTT after the ServerHello, far
+	// from the limit, is no stall, however long; beside a stall at the
+	// limit, the stall is the pause kept.
+	hiccup := []string{"0 out initial 1252", "0.1 out initial 1252",
+		"40 in initial 1200", "100 in handshake 1200", "100.1 in handshake 1200",
+		"100.2 in handshake 1200", "100.3 in handshake 1200", "100.4 in handshake 1200"}
+	s = &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog(hiccup...)), s)
+	require.Equal(t, 1200, s.ServerFirstBurst)
+	require.InDelta(t, 60, s.LongestPauseMs, 1e-3)
+	require.False(t, s.Stalled, "a pause at 1,200 of 7,512 octets")
+	s = &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog(append(hiccup, "140.4 in handshake 1200")...)), s)
+	require.Equal(t, 7200, s.ServerFirstBurst)
+	require.InDelta(t, 40, s.LongestPauseMs, 1e-3, "the stall, not the longer pause")
 	require.True(t, s.Stalled)
 
 	// The whole flight in one burst: no stall, the burst is the flight;

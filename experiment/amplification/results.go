@@ -27,7 +27,7 @@ func (ss Samples) Count() (int, string) { return len(ss), "handshakes" }
 
 // WriteTable writes the medians per cell.
 func (ss Samples) WriteTable(w io.Writer) error {
-	fmt.Fprintln(w, "DoQ handshakes, medians (the handshake's with its 95 % interval); a stall is a pause over three quarters of an RTT within the server's handshake flight (client qlog)")
+	fmt.Fprintln(w, "DoQ handshakes, medians (the handshake's with its 95 % interval); a stall is a pause over three quarters of an RTT once the server has sent up to its limit, three times the client's first flight (client qlog)")
 	fmt.Fprintf(w, "%-6s %7s %-8s %-6s %7s %14s %-14s %-21s %-19s %-19s %8s %6s %6s\n", "cert", "octets", "share", "valid.", "ok", "handshake RTTs", "95% CI", "total ms", "client 1st B", "server 1st B", "stalled", "retry", "token")
 	for _, x := range Summarize(ss) {
 		if _, err := fmt.Fprintf(w, "%-6s %7d %-8s %-6s %7s %14s %-14s %-21s %-19s %-19s %7.0f%% %5.0f%% %5.0f%%\n", x.Cert, x.CertOctets, x.KeyShare, x.Validation, fmt.Sprintf("%d/%d", x.OK, x.N),
@@ -65,7 +65,7 @@ func (ss Samples) Section(dir string) (*experiment.Section, error) {
 		return nil, err
 	}
 	return experiment.NewSection("amplification", "QUIC's amplification limit",
-		"DoQ handshakes on new connections. Before it has validated the client's address a server may send three times what it received (RFC 9000 §8.1); a larger certificate chain makes it stall for the client's ACK. Client first flight and server first burst are octets from the client's qlog; stalled is the share of handshakes with a pause over three quarters of an RTT inside the server's flight.",
+		"DoQ handshakes on new connections. Before it has validated the client's address a server may send three times what it received (RFC 9000 §8.1); a larger certificate chain makes it stall for the client's ACK. Client first flight and server first burst are octets from the client's qlog; stalled is the share of handshakes with a pause over three quarters of an RTT once the server had sent up to that limit.",
 		table, cells, set)
 }
 
