@@ -199,12 +199,14 @@ func (c *Web) Run(ctx context.Context) (string, error) {
 	if err := c.defaults(); err != nil {
 		return "", experiment.BadDesign(err)
 	}
-	if _, err := browser.FindExec(c.Browser); err != nil {
-		return "", err
-	}
 	profiles, err := testbed.LookupProfiles(c.Profiles)
 	if err != nil {
 		return "", experiment.BadDesign(err)
+	}
+	// After the design's checks: a design wrong on a machine without
+	// Chromium is still a usage error.
+	if _, err := browser.FindExec(c.Browser); err != nil {
+		return "", err
 	}
 	dir, err := os.MkdirTemp("", "doxlab-web")
 	if err != nil {
