@@ -2,6 +2,8 @@ package testbed
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,12 +15,16 @@ import (
 )
 
 // capture writes a pcap with nanosecond timestamps and raw IP link type,
-// readable by tshark and Wireshark.
+// readable by tshark and Wireshark. The emulator writes on its hot path,
+// so a failed write (a full disk) is kept, not returned: close says it,
+// and nothing more is written to the broken file.
 type capture struct {
-	mu sync.Mutex
-	f  *os.File
-	b  *bufio.Writer
-	w  *pcapgo.Writer
+	mu   sync.Mutex
+	name string
+	f    *os.File
+	b    *bufio.Writer
+	w    *pcapgo.Writer
+	err  error // the first write's or flush's that failed
 }
 
 func newCapture(dir, name string) (*capture, error) {
@@ -32,7 +38,7 @@ func newCapture(dir, name string) (*capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &capture{f: f, b: bufio.NewWriterSize(f, 1<<16)}
+	c := &capture{name: name, f: f, b: bufio.NewWriterSize(f, 1<<16)}
 	c.w = pcapgo.NewWriterNanos(c.b)
 	if err := c.w.WriteFileHeader(65535, layers.LinkTypeRaw); err != nil {
 		f.Close()
@@ -46,7 +52,9 @@ func (c *capture) write(t time.Time, data []byte) {
 		return
 	}
 	c.mu.Lock()
-	c.w.WritePacket(gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(data), Length: len(data)}, data)
+	if c.err == nil {
+		c.err = c.w.WritePacket(gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(data), Length: len(data)}, data)
+	}
 	c.mu.Unlock()
 }
 
@@ -55,16 +63,24 @@ func (c *capture) flush() {
 		return
 	}
 	c.mu.Lock()
-	c.b.Flush()
+	if c.err == nil {
+		c.err = c.b.Flush()
+	}
 	c.mu.Unlock()
 }
 
-func (c *capture) close() {
+// close flushes and closes the file, and says why it is short if a
+// write failed.
+func (c *capture) close() error {
 	if c == nil {
-		return
+		return nil
 	}
 	c.flush()
-	c.f.Close()
+	err := errors.Join(c.err, c.f.Close())
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", c.name, err)
+	}
+	return nil
 }
 
 // WritePcap writes packets (raw IPv4, as a Sniff returns them) into a
@@ -77,6 +93,5 @@ func WritePcap(dir, name string, pkts []Packet) error {
 	for _, p := range pkts {
 		c.write(p.Time, p.Data)
 	}
-	c.close()
-	return nil
+	return c.close()
 }

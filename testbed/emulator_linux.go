@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -245,7 +246,9 @@ func (e *emulator) start() {
 	}
 }
 
-func (e *emulator) stop() {
+// stop stops the links and closes their captures, saying which capture
+// a write to failed.
+func (e *emulator) stop() error {
 	close(e.done)
 	for _, l := range e.all {
 		l.signal()
@@ -258,10 +261,11 @@ func (e *emulator) stop() {
 			unix.Close(fd)
 		}
 	}
+	var errs []error
 	for _, l := range e.all {
-		l.capUp.close()
-		l.capDown.close()
+		errs = append(errs, l.capUp.close(), l.capDown.close())
 	}
+	return errors.Join(errs...)
 }
 
 func (e *emulator) stopped() bool {

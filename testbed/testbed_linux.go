@@ -334,9 +334,9 @@ func (tb *Testbed) Close() error {
 		}
 		tb.stopCross()
 		if tb.emu != nil {
-			tb.emu.stop()
+			err = tb.emu.stop()
 		}
-		err = removeAll(tb.Spec.Name, tb.NS)
+		err = errors.Join(err, removeAll(tb.Spec.Name, tb.NS))
 		tb.spin.close()
 		if tb.pmqos != nil {
 			tb.pmqos.Close()
