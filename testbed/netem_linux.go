@@ -29,14 +29,26 @@ func NetemAvailable() error {
 	return nil
 }
 
-// netemArgs turns a direction into tc netem options.
-func netemArgs(d Direction) []string {
+// netemArgs turns a direction into tc netem options, or says what of it
+// netem cannot emulate.
+func netemArgs(d Direction) ([]string, error) {
+	switch {
+	case d.Trace != "":
+		return nil, fmt.Errorf("the netem backend has no delivery traces (trace %s): use the userspace backend", d.Trace)
+	case d.Queue != "" && d.Queue != "tail":
+		return nil, fmt.Errorf("the netem backend has no %s queue: use the userspace backend", d.Queue)
+	case d.QueueBytes > 0 || d.QueueTime > 0:
+		return nil, fmt.Errorf("the netem backend bounds its queue in packets only (queue_packets)")
+	}
 	args := []string{"netem"}
 	if d.Delay > 0 || d.Jitter > 0 {
-		args = append(args, "delay", usec(d.Delay))
+		// The userspace emulator adds a uniform [0, Jitter) to the
+		// delay; netem's jitter is uniform around the delay it is given,
+		// so centring it on Delay + Jitter/2 keeps the range and the
+		// mean. (netem's jitter reorders packets, which the emulator's
+		// never does.)
+		args = append(args, "delay", usec(d.Delay+d.Jitter/2))
 		if d.Jitter > 0 {
-			// netem's jitter reorders unless rate-limited; half each way
-			// around the mean approximates the userspace jitter's range.
 			args = append(args, usec(d.Jitter/2))
 		}
 	}
@@ -44,7 +56,10 @@ func netemArgs(d Direction) []string {
 		args = append(args, "rate", strconv.FormatFloat(d.Rate, 'f', 0, 64)+"bit")
 	}
 	if g := d.GilbertElliott; g != nil {
-		args = append(args, "loss", "gemodel", pct(g.P), pct(g.R), pct(1-g.LossBad), pct(g.LossGood))
+		// tc's four: p (good to bad), r (bad to good), then "1-h" and
+		// "1-k", the loss probabilities in the bad and the good state
+		// (tc turns 1-h into the kernel's h; tc-netem(8)).
+		args = append(args, "loss", "gemodel", pct(g.P), pct(g.R), pct(g.LossBad), pct(g.LossGood))
 	} else if d.Loss > 0 {
 		args = append(args, "loss", pct(d.Loss))
 	}
@@ -52,7 +67,7 @@ func netemArgs(d Direction) []string {
 	if limit == 0 {
 		limit = 1000
 	}
-	return append(args, "limit", strconv.Itoa(limit))
+	return append(args, "limit", strconv.Itoa(limit)), nil
 }
 
 func usec(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + "us" }
@@ -63,10 +78,13 @@ func (tb *Testbed) startNetem() error {
 	if len(tb.Spec.Hosts) != 2 {
 		return fmt.Errorf("the netem backend joins exactly two hosts")
 	}
+	a, b := tb.Spec.Hosts[0], tb.Spec.Hosts[1]
+	if _, err := netemProfile(tb.Profiles[a]); err != nil {
+		return err // before anything is built
+	}
 	if err := NetemAvailable(); err != nil {
 		return err
 	}
-	a, b := tb.Spec.Hosts[0], tb.Spec.Hosts[1]
 	for _, h := range tb.Spec.Hosts {
 		if err := ip("netns", "add", tb.NS[h]); err != nil {
 			return err
@@ -102,13 +120,30 @@ func (tb *Testbed) applyNetem(host string, p Profile) error {
 	if host == peer {
 		peer = tb.Spec.Hosts[0]
 	}
-	for _, x := range []struct {
-		ns string
-		d  Direction
-	}{{tb.NS[host], p.Up}, {tb.NS[peer], p.Down}} {
-		if err := tc(append([]string{"-n", x.ns, "qdisc", "replace", "dev", "dx0", "root"}, netemArgs(x.d)...)...); err != nil {
+	args, err := netemProfile(p)
+	if err != nil {
+		return err
+	}
+	for i, ns := range []string{tb.NS[host], tb.NS[peer]} {
+		if err := tc(append([]string{"-n", ns, "qdisc", "replace", "dev", "dx0", "root"}, args[i]...)...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// netemProfile is the netem options of a profile's up and down
+// directions, or what of it netem cannot emulate.
+func netemProfile(p Profile) ([2][]string, error) {
+	var args [2][]string
+	if p.Cross.flows() > 0 {
+		return args, fmt.Errorf("profile %s: the netem backend has no cross traffic: use the userspace backend", p.Name)
+	}
+	for i, d := range []Direction{p.Up, p.Down} {
+		var err error
+		if args[i], err = netemArgs(d); err != nil {
+			return args, fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+	}
+	return args, nil
 }

@@ -230,9 +230,13 @@ func TestProfilesFromYAML(t *testing.T) {
 }
 
 // TestNetemBackend runs where the kernel has sch_netem; elsewhere the
-// backend must refuse with a clear error.
+// backend must refuse with a clear error. A profile it cannot emulate
+// is refused anywhere, before anything is built.
 func TestNetemBackend(t *testing.T) {
 	needRoot(t)
+	_, err := Start(Spec{Name: "tnetem", Backend: "netem", Profile: "dsl+bulk"})
+	require.ErrorContains(t, err, "the netem backend has no cross traffic")
+	require.NoDirExists(t, "/etc/netns/doxlab-tnetem-client", "nothing left after the refusal")
 	if err := NetemAvailable(); err != nil {
 		_, serr := Start(Spec{Name: "tnetem", Backend: "netem"})
 		require.ErrorContains(t, serr, "no sch_netem")
