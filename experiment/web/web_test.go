@@ -21,6 +21,7 @@ import (
 	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/server"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/testbed"
 	"github.com/doxlab/doxlab/transport"
 )
 
@@ -170,11 +171,16 @@ func TestDoxlabEngineBesideChromium(t *testing.T) {
 	// loads; under a busy machine (go test runs packages side by side)
 	// twice in eight was seen. Three in four still proves the pairing.
 	require.GreaterOrEqual(t, docsOnWire, 2*2*2*3/4, "the documents' ends from the link")
-	// The stub's cold DoQ lookup is two round trips of 14.8 ms: a gap that
-	// held it would be 30 ms. Asserted on the median, as timing on a busy
-	// 2-core machine must be: one load in CI once took 16 ms.
+	// The stub's cold DoQ lookup is two round trips of 14.8 ms: a gap
+	// that held it would be over 29.6 ms, so the bound is three quarters
+	// of that, on the median, as timing on a busy 2-core machine must be.
+	// What is left of the gap is the browser's own time, which a busy
+	// machine stretches: medians of 3-8 ms idle, but 13.2 ms (gaps of
+	// 3.6-18.0) in a CI whose unit lane compiled and ran Chromium beside
+	// it, past the 10 ms that was the bound.
+	lookup := 2 * float64(testbed.Profiles["fiber"].RTT()) / float64(time.Millisecond)
 	t.Logf("the documents' gaps: %v ms", docGaps)
-	require.Less(t, stats.Median(docGaps), testutil.ScaledMs(10), "the document's lookup is not the browser's time")
+	require.Less(t, stats.Median(docGaps), testutil.ScaledMs(0.75*lookup), "the document's lookup is not the browser's time")
 	n := 0
 	require.NoError(t, st.Results(context.Background(), id, Graphs, func(_ string, raw []byte) error {
 		n++
