@@ -192,7 +192,10 @@ var givenPorts sync.Map
 // below the kernel's ephemeral range where it can: a port taken from
 // that range is free only until another test binary running beside
 // this one (go test runs packages at once) binds port 0 and is given
-// it, and the server this port was for cannot bind.
+// it, and the server this port was for cannot bind. And it is claimed
+// among those binaries (claimPort): two of them drawing one port, each
+// before the other's server bound it, failed a peer's start in CI
+// ("Address already in use").
 func FreePort(t testing.TB) int {
 	t.Helper()
 	lo, hi := belowEphemeral()
@@ -210,7 +213,7 @@ func FreePort(t testing.TB) int {
 		l.Close()
 		if err == nil {
 			u.Close()
-			if _, dup := givenPorts.LoadOrStore(port, true); !dup {
+			if _, dup := givenPorts.LoadOrStore(port, true); !dup && claimPort(port) {
 				return port
 			}
 		}

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,7 +10,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -76,6 +82,39 @@ func TestFreePortIsFreeAndNeverGivenTwice(t *testing.T) {
 		l.Close()
 		u.Close()
 	}
+}
+
+// TestPortClaimedByAnotherBinaryIsNotGiven: a port another test binary
+// claimed (this test binary again, as a child) is not given here while
+// that binary lives, whether or not anything is bound to it, and is
+// once it has exited, however it exits (the child is killed).
+func TestPortClaimedByAnotherBinaryIsNotGiven(t *testing.T) {
+	if os.Getenv("DOXLAB_CLAIM_PORT") != "" {
+		p := 20000 + os.Getpid()%10000
+		for !claimPort(p) { // one no other binary holds
+			p++
+		}
+		fmt.Println(p)
+		time.Sleep(time.Minute) // killed before
+		return
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("no flock here")
+	}
+	child := exec.Command(os.Args[0], "-test.run=^TestPortClaimedByAnotherBinaryIsNotGiven$")
+	child.Env = append(os.Environ(), "DOXLAB_CLAIM_PORT=1")
+	out, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	p, err := strconv.Atoi(strings.TrimSpace(line))
+	require.NoError(t, err, "the child's line: %q", line)
+	require.False(t, claimPort(p), "claimed by the child")
+	require.NoError(t, child.Process.Kill())
+	child.Wait()
+	require.True(t, claimPort(p), "the child's claim ended with it")
+	require.False(t, claimPort(p), "claimed here now, for good")
 }
 
 func readLeaf(t *testing.T, file string) *x509.Certificate {
