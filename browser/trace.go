@@ -33,11 +33,15 @@ type TracedRequest struct {
 	Initiator    string
 	InitiatorURL string
 	Sent         float64
+	// Redirected is how long its redirects took, from Sent to the last
+	// hop's request (0 without any): network time, which Held leaves out.
+	Redirected float64
 	// WireSent is when the network stack began sending the request
-	// (DevTools' timing.sendStart): after Sent by whatever held it back.
-	// Held is that wait less the lookup and connection set-up in it: the
-	// browser's own (its resource scheduler holds low-priority requests
-	// while others are in flight; the network service's hops).
+	// (DevTools' timing.sendStart): after Sent (and its redirects) by
+	// whatever held it back. Held is that wait less the lookup and
+	// connection set-up in it: the browser's own (its resource scheduler
+	// holds low-priority requests while others are in flight; the
+	// network service's hops).
 	WireSent, Held float64
 	Response       float64 // headers received
 	// Chunks are the body's arrivals: when, and how many octets
@@ -86,6 +90,7 @@ func (t *tracer) on(ev any) {
 		if e.RedirectResponse != nil {
 			if r := t.byID[e.RequestID]; r != nil {
 				r.URL = e.Request.URL // the same request, redirected: the last URL is what loads
+				r.Redirected = max(0, msOf(e.Timestamp)-r.Sent)
 				return
 			}
 		}
@@ -117,7 +122,7 @@ func (t *tracer) on(ev any) {
 				if tm.ConnectStart >= 0 && tm.ConnectEnd >= tm.ConnectStart {
 					setup += tm.ConnectEnd - tm.ConnectStart
 				}
-				r.Held = max(0, r.WireSent-r.Sent-setup)
+				r.Held = max(0, r.WireSent-r.Sent-r.Redirected-setup)
 			}
 		}
 	case *network.EventDataReceived:

@@ -48,6 +48,21 @@ func TestTracerReadsTheLoadsEvents(t *testing.T) {
 		&network.EventDataReceived{RequestID: "2", Timestamp: at(1053), DataLength: 50},
 		&network.EventLoadingFinished{RequestID: "2", Timestamp: at(1054)},
 
+		// Redirected twice (the hops 12 and 8 ms), then connected for
+		// 4 ms and sent 1 ms after: held 1 ms, not the redirects' 20.
+		sent("4", "http://p.test/c.css", 1055, network.ResourceTypeStylesheet, nil),
+		func() any {
+			e := sent("4", "https://p.test/c.css", 1067, network.ResourceTypeStylesheet, nil)
+			e.RedirectResponse = &network.Response{Status: 301}
+			return e
+		}(),
+		func() any {
+			e := sent("4", "https://cdn.test/c.css", 1075, network.ResourceTypeStylesheet, nil)
+			e.RedirectResponse = &network.Response{Status: 302}
+			return e
+		}(),
+		&network.EventResponseReceived{RequestID: "4", Timestamp: at(1090), Response: timing(1075, -1, -1, 0, 4, 5)},
+
 		// Named by a callback: the frames on top have no URL, an async
 		// parent's has.
 		sent("3", "https://p.test/b.png", 1060, network.ResourceTypeImage, &network.Initiator{Type: network.InitiatorTypeScript, Stack: &runtime.StackTrace{
@@ -67,10 +82,16 @@ func TestTracerReadsTheLoadsEvents(t *testing.T) {
 		tr.on(e)
 	}
 	got := tr.trace
-	require.Len(t, got.Requests, 3, "the redirect is the same request")
+	require.Len(t, got.Requests, 4, "a redirect is the same request")
 	require.InDelta(t, 1080, got.LoadEvent, 1e-9, "the first load event")
 
-	doc, js, img := got.Requests[0], got.Requests[1], got.Requests[2]
+	doc, js, css, img := got.Requests[0], got.Requests[1], got.Requests[2], got.Requests[3]
+	require.Equal(t, "https://cdn.test/c.css", css.URL)
+	require.InDelta(t, 1055, css.Sent, 1e-9)
+	require.InDelta(t, 20, css.Redirected, 1e-9, "from the first hop to the last")
+	require.InDelta(t, 1080, css.WireSent, 1e-9)
+	require.InDelta(t, 1, css.Held, 1e-9, "the browser's own hold, without the redirects' round trips")
+	require.Zero(t, doc.Redirected)
 	require.Equal(t, "Document", doc.Type)
 	require.Equal(t, "other", doc.Initiator)
 	require.InDelta(t, 1016, doc.WireSent, 1e-9)
@@ -86,6 +107,7 @@ func TestTracerReadsTheLoadsEvents(t *testing.T) {
 	require.InDelta(t, 1037, js.Sent, 1e-9, "sent when the first hop was")
 	require.Zero(t, js.WireSent, "no send time, no wire time")
 	require.Zero(t, js.Held)
+	require.InDelta(t, 13, js.Redirected, 1e-9)
 	require.Equal(t, int64(50), js.Size)
 
 	require.Equal(t, "script", img.Initiator)
@@ -97,7 +119,7 @@ func TestTracerReadsTheLoadsEvents(t *testing.T) {
 	// After the load, nothing more is taken in.
 	tr.trace = nil
 	require.NotPanics(t, func() { tr.on(sent("4", "https://p.test/late", 1300, network.ResourceTypeFetch, nil)) })
-	require.Len(t, got.Requests, 3)
+	require.Len(t, got.Requests, 4)
 }
 
 // roundChunks rounds the chunks' times to the µs: they went through

@@ -119,8 +119,9 @@ func parentOf(r *browser.TracedRequest, earlier []*browser.TracedRequest, index 
 // discovery is how much of the parent had arrived when r was asked for,
 // and how long after that arrival it was.
 func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float64) {
-	// Discovered at Sent; on the wire after the browser held it (Held).
-	sent := r.Sent + r.Held
+	// Discovered at Sent; on the wire after its redirects, which a
+	// replay does not make, and the browser's hold.
+	sent := r.Sent + r.Redirected + r.Held
 	if parent.Finished > 0 && parent.Finished <= r.Sent {
 		return parent.Size, round3(sent - bodyEnd(parent))
 	}
@@ -135,7 +136,7 @@ func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float6
 		at = parent.Response
 	}
 	if at == 0 || at > r.Sent {
-		return afterBytes, round3(r.Held)
+		return afterBytes, round3(r.Redirected + r.Held)
 	}
 	return afterBytes, round3(sent - at)
 }
@@ -150,7 +151,7 @@ func docGap(doc *browser.TracedRequest, nav float64) float64 {
 	if doc.WireSetup > 0 {
 		return doc.WireSent - nav - doc.WireSetup
 	}
-	return doc.Sent - nav + doc.Held
+	return doc.Sent - nav + doc.Redirected + doc.Held
 }
 
 // bodyEnd is when r's body ended: its last octet's arrival where a
@@ -170,7 +171,7 @@ func wireSent(r *browser.TracedRequest) float64 {
 	if r.WireSent > 0 {
 		return r.WireSent
 	}
-	return r.Sent + r.Held
+	return r.Sent + r.Redirected + r.Held
 }
 
 // round3 rounds to the µs, as the loader's own times are.

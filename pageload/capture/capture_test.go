@@ -64,3 +64,27 @@ func TestFromTrace(t *testing.T) {
 	_, err = capture.FromTrace("https://p.test/", &browser.Load{Status: browser.LoadOK}, tr, pageload.Provenance{})
 	require.ErrorContains(t, err, "c.png failed")
 }
+
+// TestRedirectsKeepTheirTime: a replay makes no redirect, so a
+// redirected request's gap keeps its redirects' time beside the
+// browser's hold: the style sheet, found 1 ms after the document's
+// first 1000 octets, redirected for 20 ms and held 1, waits 22 ms; the
+// document, redirected for 30 ms, is on the wire 30 ms later than
+// without.
+func TestRedirectsKeepTheirTime(t *testing.T) {
+	doc := &browser.TracedRequest{ID: "1", URL: "https://www.p.test/", Type: "Document", Initiator: "other", Sent: 1000, Redirected: 30, Held: 2,
+		Response: 1070, Chunks: []browser.Chunk{{At: 1071, Total: 1000}, {At: 1080, Total: 5000}}, Finished: 1080, Size: 5000}
+	css := &browser.TracedRequest{ID: "2", URL: "https://cdn.p.test/a.css", Type: "Stylesheet", Initiator: "parser", InitiatorURL: "https://www.p.test/",
+		Sent: 1072, Redirected: 20, Held: 1, Response: 1130, Chunks: []browser.Chunk{{At: 1131, Total: 300}}, Finished: 1131, Size: 300}
+	tr := &browser.NetTrace{Requests: []*browser.TracedRequest{doc, css}, LoadEvent: 1140}
+	g, err := capture.FromTrace("https://www.p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 145}, tr, pageload.Provenance{})
+	require.NoError(t, err)
+	require.Len(t, g.Resources, 2)
+	require.InDelta(t, 22, g.Resources[1].GapMs, 1e-9)
+	require.Equal(t, int64(1000), g.Resources[1].AfterBytes)
+	plain := *doc
+	plain.Redirected = 0
+	g0, err := capture.FromTrace("https://www.p.test/", &browser.Load{Status: browser.LoadOK, PLTMs: 145}, &browser.NetTrace{Requests: []*browser.TracedRequest{&plain}, LoadEvent: 1140}, pageload.Provenance{})
+	require.NoError(t, err)
+	require.InDelta(t, 30, g.Resources[0].GapMs-g0.Resources[0].GapMs, 1e-9, "the document's redirects")
+}
