@@ -90,8 +90,11 @@ func sourceRevision() string {
 		return ""
 	}
 	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
-		git := filepath.Join(dir, ".git")
-		if head, err := os.ReadFile(filepath.Join(git, "HEAD")); err == nil {
+		if git, ok := gitDir(filepath.Join(dir, ".git")); ok {
+			head, err := os.ReadFile(filepath.Join(git, "HEAD"))
+			if err != nil {
+				return ""
+			}
 			return resolveRef(git, strings.TrimSpace(string(head)))
 		}
 		if dir == filepath.Dir(dir) {
@@ -100,16 +103,48 @@ func sourceRevision() string {
 	}
 }
 
-// resolveRef follows HEAD to a commit: a loose ref or packed-refs.
+// gitDir is the git directory at path: path itself, or the one a .git
+// file names ("gitdir: DIR"), as a linked worktree's or a submodule's
+// does.
+func gitDir(path string) (string, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	if fi.IsDir() {
+		return path, true
+	}
+	b, err := os.ReadFile(path)
+	d, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if err != nil || !ok {
+		return "", false
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(filepath.Dir(path), d)
+	}
+	return d, true
+}
+
+// resolveRef follows HEAD to a commit: a loose ref or packed-refs, in
+// the git directory or, for a linked worktree, the one it shares its
+// branches with (its "commondir").
 func resolveRef(git, head string) string {
 	ref, ok := strings.CutPrefix(head, "ref: ")
 	if !ok {
 		return short(head)
 	}
-	if b, err := os.ReadFile(filepath.Join(git, ref)); err == nil {
-		return short(strings.TrimSpace(string(b)))
+	common := git
+	if b, err := os.ReadFile(filepath.Join(git, "commondir")); err == nil {
+		if common = strings.TrimSpace(string(b)); !filepath.IsAbs(common) {
+			common = filepath.Join(git, common)
+		}
 	}
-	packed, _ := os.ReadFile(filepath.Join(git, "packed-refs"))
+	for _, dir := range []string{git, common} {
+		if b, err := os.ReadFile(filepath.Join(dir, ref)); err == nil {
+			return short(strings.TrimSpace(string(b)))
+		}
+	}
+	packed, _ := os.ReadFile(filepath.Join(common, "packed-refs"))
 	for line := range strings.SplitSeq(string(packed), "\n") {
 		if h, r, ok := strings.Cut(line, " "); ok && r == ref {
 			return short(h)

@@ -3,6 +3,7 @@ package buildinfo
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -66,5 +67,79 @@ func TestBinaryIDIsGos(t *testing.T) {
 	}
 	if got, want := BinaryID(), strings.TrimSpace(string(out)); got == "" || got != want {
 		t.Errorf("BinaryID %q, go tool buildid %q", got, want)
+	}
+}
+
+// TestSourceRevisionReadsGit: the commit a build without VCS stamping
+// names is git's own, read from a repository git made: a branch's loose
+// ref, the same once packed, a detached HEAD, and a linked worktree
+// (whose .git is a file naming its git directory, and whose branch
+// lives in the repository it shares).
+func TestSourceRevisionReadsGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git here")
+	}
+	dir := t.TempDir()
+	repo, wt := filepath.Join(dir, "repo"), filepath.Join(dir, "wt")
+	git := func(in string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", in, "-c", "user.name=t", "-c", "user.email=t@example.test", "-c", "commit.gpgsign=false"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	revision := func(work string) string {
+		t.Helper()
+		g, ok := gitDir(filepath.Join(work, ".git"))
+		if !ok {
+			t.Fatalf("no git directory in %s", work)
+		}
+		head, err := os.ReadFile(filepath.Join(g, "HEAD"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resolveRef(g, strings.TrimSpace(string(head)))
+	}
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "init", "-q", "-b", "main")
+	git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+	first := git(repo, "rev-parse", "--short=12", "HEAD")
+	for name, got := range map[string]func() string{
+		"loose": func() string { return revision(repo) },
+		"packed": func() string {
+			git(repo, "pack-refs", "--all", "--prune")
+			if _, err := os.Stat(filepath.Join(repo, ".git", "refs", "heads", "main")); err == nil {
+				t.Fatal("git left the ref loose")
+			}
+			return revision(repo)
+		},
+	} {
+		if r := got(); r != first {
+			t.Errorf("%s: %q, git says %q", name, r, first)
+		}
+	}
+
+	git(repo, "worktree", "add", "-q", "-b", "side", wt)
+	git(wt, "commit", "-q", "--allow-empty", "-m", "two")
+	second := git(wt, "rev-parse", "--short=12", "HEAD")
+	if r := revision(wt); r != second || second == first {
+		t.Errorf("worktree: %q, git says %q (the repository's %q)", r, second, first)
+	}
+	if r := revision(repo); r != first {
+		t.Errorf("the repository beside its worktree: %q, git says %q", r, first)
+	}
+	git(repo, "checkout", "-q", "--detach", "HEAD")
+	if r := revision(repo); r != first {
+		t.Errorf("detached: %q, git says %q", r, first)
+	}
+	if r := resolveRef(filepath.Join(repo, ".git"), "ref: refs/heads/none"); r != "" {
+		t.Errorf("a branch that is not: %q", r)
+	}
+	if _, ok := gitDir(filepath.Join(dir, ".git")); ok {
+		t.Error("a directory without .git has a git directory")
 	}
 }
