@@ -152,6 +152,21 @@ func archiveAndRead(t *testing.T, dsn string) {
 	defer empty.Close()
 	require.NoError(t, empty.Attach(ctx, d))
 	require.Equal(t, before, snapshot(t, empty), "the dataset alone reads as the store")
+	// A run read by its ID comes from the dataset where the database
+	// holds none, whole; one neither holds is no run.
+	for _, id := range []string{"lab", "old", "wild"} {
+		want, err := s.Run(ctx, id)
+		require.NoError(t, err)
+		got, err := empty.Run(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want.StartedAt.UnixNano(), got.StartedAt.UnixNano(), id)
+		want.StartedAt, got.StartedAt = time.Time{}, time.Time{}
+		wj, _ := json.Marshal(want)
+		gj, _ := json.Marshal(got)
+		require.JSONEq(t, string(wj), string(gj), id)
+	}
+	_, err = empty.Run(ctx, "no-such-run")
+	require.ErrorIs(t, err, store.ErrNoRun)
 
 	archive := filepath.Join(t.TempDir(), "archive")
 	x, err = s.Archive(ctx, archive, cut)
