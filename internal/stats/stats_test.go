@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/stretchr/testify/require"
@@ -27,6 +28,22 @@ func TestQuantileInterpolatesLikeNumpy(t *testing.T) {
 	require.True(t, math.IsNaN(Median([]float64{math.NaN()})))
 	require.Equal(t, 30.0, Median([]float64{50, 10, 40, 30, 20}), "Median sorts a copy")
 	require.Equal(t, 20.0, IQR(s))
+}
+
+// TestDurationQuantileToTheNanosecond: the link check's RTT errors are
+// durations; their quantiles interpolate as Quantile does, rounded to
+// the nanosecond (never truncated: 2.5 ns is 3), negative ones (a probe
+// faster than configured) included, and none is 0.
+func TestDurationQuantileToTheNanosecond(t *testing.T) {
+	d := []time.Duration{-40 * time.Microsecond, 1, 4, 10 * time.Millisecond}
+	require.Equal(t, time.Duration(3), DurationQuantile(d, 0.5), "2.5 ns rounds up")
+	require.Equal(t, -40*time.Microsecond, DurationQuantile(d, 0))
+	require.Equal(t, 10*time.Millisecond, DurationQuantile(d, 1))
+	require.Equal(t, time.Duration(math.Round(Quantile([]float64{-40e3, 1, 4, 10e6}, 0.99))), DurationQuantile(d, 0.99))
+	require.Equal(t, 9_700_000, int(DurationQuantile(d, 0.99)), "4 ns + 0.97 × (10 ms - 4 ns), rounded")
+	require.Zero(t, DurationQuantile(nil, 0.5))
+	long := []time.Duration{time.Hour, time.Hour + 2}
+	require.Equal(t, time.Hour+1, DurationQuantile(long, 0.5), "an hour's values keep their nanoseconds")
 }
 
 func TestSummarizeGivesTheMediansInterval(t *testing.T) {
