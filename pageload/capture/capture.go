@@ -119,9 +119,7 @@ func parentOf(r *browser.TracedRequest, earlier []*browser.TracedRequest, index 
 // discovery is how much of the parent had arrived when r was asked for,
 // and how long after that arrival it was.
 func discovery(r, parent *browser.TracedRequest) (afterBytes int64, gapMs float64) {
-	// Discovered at Sent; on the wire after its redirects, which a
-	// replay does not make, and the browser's hold.
-	sent := r.Sent + r.Redirected + r.Held
+	sent := heldUntil(r)
 	if parent.Finished > 0 && parent.Finished <= r.Sent {
 		return parent.Size, round3(sent - bodyEnd(parent))
 	}
@@ -151,7 +149,7 @@ func docGap(doc *browser.TracedRequest, nav float64) float64 {
 	if doc.WireSetup > 0 {
 		return doc.WireSent - nav - doc.WireSetup
 	}
-	return doc.Sent - nav + doc.Redirected + doc.Held
+	return heldUntil(doc) - nav
 }
 
 // bodyEnd is when r's body ended: its last octet's arrival where a
@@ -171,8 +169,13 @@ func wireSent(r *browser.TracedRequest) float64 {
 	if r.WireSent > 0 {
 		return r.WireSent
 	}
-	return r.Sent + r.Redirected + r.Held
+	return heldUntil(r)
 }
+
+// heldUntil is when r, discovered at Sent, was ready for the wire but
+// for its lookup and connection: after its redirects, which a replay
+// does not make, and the browser's hold.
+func heldUntil(r *browser.TracedRequest) float64 { return r.Sent + r.Redirected + r.Held }
 
 // round3 rounds to the µs, as the loader's own times are.
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
