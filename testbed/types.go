@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 	"time"
 )
 
@@ -81,8 +80,13 @@ func (s *Spec) defaults() error {
 	}
 	seen := map[string]bool{}
 	for _, h := range s.Hosts {
-		if h == "" || strings.ContainsAny(h, "/ ") || seen[h] {
-			return fmt.Errorf("bad or repeated host name %q", h)
+		// A host's name goes into its namespace's name and into every
+		// host's /etc/hosts: a testbed name's characters, no more.
+		if !validName(h) {
+			return fmt.Errorf("bad host name %q: want 1 to 40 letters, digits, '-', '_' or '.', the first a letter, digit or '_'", h)
+		}
+		if seen[h] {
+			return fmt.Errorf("host %q named twice", h)
 		}
 		if h == "switch" {
 			return fmt.Errorf("host name %q is taken by the namespace that joins the hosts", h)
@@ -143,14 +147,20 @@ func stateDir(name string) string { return filepath.Join(StateRoot, name) }
 // took every testbed's state with it (or all of /run/doxlab), and its
 // namespaces are doxlab-NAME-HOST.
 func CheckName(name string) error {
+	if !validName(name) {
+		return fmt.Errorf("bad testbed name %q: want 1 to 40 letters, digits, '-', '_' or '.', the first a letter, digit or '_'", name)
+	}
+	return nil
+}
+
+// validName says whether name is 1 to 40 letters, digits, '-', '_' or
+// '.', the first no '.' or '-': a testbed's name or a host's.
+func validName(name string) bool {
 	ok := name != "" && len(name) <= 40 && name[0] != '.' && name[0] != '-'
 	for _, c := range name {
 		ok = ok && ('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.')
 	}
-	if !ok {
-		return fmt.Errorf("bad testbed name %q: want 1 to 40 letters, digits, '-', '_' or '.', the first a letter, digit or '_'", name)
-	}
-	return nil
+	return ok
 }
 
 func nsName(tb, host string) string { return "doxlab-" + tb + "-" + host }
