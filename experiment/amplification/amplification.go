@@ -111,7 +111,12 @@ type Sample struct {
 	ServerFlight      int     `json:"server_flight_octets"`
 	LongestPauseMs    float64 `json:"longest_pause_ms"`
 	Stalled           bool    `json:"stalled"`
-	Qlog              string  `json:"qlog,omitempty"`
+	// ServerWaitMs is the client's wait from the end of its first flight
+	// to the server's first packet: one RTT and the server's time to
+	// answer, where it signs (an RSA-4096 signature for the large chain,
+	// which a busy machine stretches by tens of ms).
+	ServerWaitMs float64 `json:"server_wait_ms"`
+	Qlog         string  `json:"qlog,omitempty"`
 }
 
 func (c *Amplification) defaults() {
@@ -298,7 +303,7 @@ func analyzeQlog(r io.Reader, s *Sample) {
 	probing := false  // the probe timer fired before anything came: what follows probes
 	inFlight := false // a server Initial or Handshake packet has come
 	atLimit := false  // the pause kept is a stall at the limit
-	var last float64
+	var last, lastSent float64
 	for sc.Scan() {
 		line := bytes.TrimLeft(sc.Bytes(), "\x1e")
 		var e event
@@ -317,6 +322,7 @@ func analyzeQlog(r io.Reader, s *Sample) {
 			if !received && !probing {
 				s.ClientFirstFlight += e.Data.Raw.Length
 				s.ClientFirstDgrams++
+				lastSent = e.Time
 			}
 		case "transport:packet_received":
 			t := e.Data.Header.Type
@@ -324,6 +330,9 @@ func analyzeQlog(r io.Reader, s *Sample) {
 				// A Retry restarts the exchange: count from the next flight.
 				received, probing, inFlight, s.ClientFirstFlight, s.ClientFirstDgrams = false, false, false, 0, 0
 				continue
+			}
+			if !received {
+				s.ServerWaitMs = e.Time - lastSent
 			}
 			received = true
 			if t == "initial" || t == "handshake" {
@@ -344,6 +353,7 @@ func analyzeQlog(r io.Reader, s *Sample) {
 		s.ServerFirstBurst = s.ServerFlight
 	}
 	s.LongestPauseMs = float64(int64(s.LongestPauseMs*1000)) / 1000
+	s.ServerWaitMs = float64(int64(s.ServerWaitMs*1000)) / 1000
 	s.Stalled = atLimit
 }
 

@@ -50,6 +50,7 @@ func TestQlogFlights(t *testing.T) {
 	require.Equal(t, 7200, s.ServerFirstBurst, "what came before the pause")
 	require.InDelta(t, 40, s.LongestPauseMs, 1e-3)
 	require.True(t, s.Stalled)
+	require.InDelta(t, 39.9, s.ServerWaitMs, 1e-9, "from the end of the client's flight")
 
 	// A busy machine's pause of over an RTT after the ServerHello, far
 	// from the limit, is no stall, however long; beside a stall at the
@@ -89,6 +90,7 @@ func TestQlogFlights(t *testing.T) {
 	require.Equal(t, 1, s.ClientFirstDgrams)
 	require.Equal(t, 2200, s.ServerFlight)
 	require.False(t, s.Stalled)
+	require.InDelta(t, 39.9, s.ServerWaitMs, 1e-9, "from the flight sent with the token")
 
 	// The probe timer fired before the server answered (a busy machine):
 	// the client's flight sent again is no part of its first flight,
@@ -100,6 +102,7 @@ func TestQlogFlights(t *testing.T) {
 	analyzeQlog(strings.NewReader(qlog("0 out initial 1252", "0.1 out initial 1252")+pto(0)+pto(1)+
 		qlog("300 out initial 1252", "300.1 out initial 1252", "340 in initial 1200")), s)
 	require.Equal(t, []int{2504, 2}, []int{s.ClientFirstFlight, s.ClientFirstDgrams})
+	require.InDelta(t, 339.9, s.ServerWaitMs, 1e-9, "a slow server's wait holds the probes")
 	s = &Sample{RTTMs: 40}
 	analyzeQlog(strings.NewReader(qlog("0 out initial 1252", "40 in retry 120", "40.1 out initial 1300", "40.2 out initial 1300")+pto(1)+
 		qlog("400 out initial 1300", "440 in initial 1200")), s)
