@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"math"
@@ -140,12 +141,17 @@ func (r *recorder) close() {
 type RecordLog struct {
 	mu   sync.Mutex
 	recs []*Record
+	more chan struct{} // closed by the next Add, for Await
 }
 
 // Add appends a record (a server's OnRecord hook).
 func (l *RecordLog) Add(r *Record) {
 	l.mu.Lock()
 	l.recs = append(l.recs, r)
+	if l.more != nil {
+		close(l.more)
+		l.more = nil
+	}
 	l.mu.Unlock()
 }
 
@@ -154,6 +160,32 @@ func (l *RecordLog) Mark() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.recs)
+}
+
+// Await returns the records from mark i on once enough says they are
+// all a caller needs, or, when ctx ends first, those there are and
+// false: a measurement that knows which connections it made waits for
+// their records, where Server.Settle only knows of connections whose
+// handshakes the server has seen complete.
+func (l *RecordLog) Await(ctx context.Context, i int, enough func([]*Record) bool) ([]*Record, bool) {
+	for {
+		l.mu.Lock()
+		recs := append([]*Record(nil), l.recs[i:]...)
+		if enough(recs) {
+			l.mu.Unlock()
+			return recs, true
+		}
+		if l.more == nil {
+			l.more = make(chan struct{})
+		}
+		more := l.more
+		l.mu.Unlock()
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return l.Since(i), false
+		}
+	}
 }
 
 // Since returns the records from mark i on.

@@ -80,7 +80,8 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t pages.Task) (*pages.Sam
 	r := l.Load(ctx, g)
 	time.Sleep(50 * time.Millisecond) // as for the browser: the last records through the stub's pipe
 	e.srvs.Settle(ctx)
-	x := pages.AssembleReplay(t, r, page.Hostnames(), st.records.Since(sm), e.srvRecords.Since(cm))
+	srv := pages.AwaitReplayConns(ctx, r, &e.srvRecords, cm, replayRecordWait)
+	x := pages.AssembleReplay(t, r, page.Hostnames(), st.records.Since(sm), srv)
 	x.WarmUp = pages.ReplayLoad(warm)
 	// The loader resolves a host when a request needs it: each of its
 	// lookups held a request up.
@@ -93,6 +94,11 @@ func (e *webEnv) replay(ctx context.Context, st *stub, t pages.Task) (*pages.Sam
 	}
 	return x, nil
 }
+
+// replayRecordWait bounds the wait for the server's records of a replay's
+// connections: they come within milliseconds of the load's end, but a
+// connection the server never recorded must not hold the run.
+const replayRecordWait = 5 * time.Second
 
 // graph is a page's dependency graph on a profile, stored with the run:
 // beside Chromium, the one chosen among Chromium's measured loads of the

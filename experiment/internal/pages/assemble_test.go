@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -179,6 +180,41 @@ func TestAssembleReplayKeepsItsOwnConnections(t *testing.T) {
 	require.True(t, s.H3Used0RTT)
 	require.True(t, s.H3Resumed)
 	require.Equal(t, map[string]int{"doq": 1}, s.ServerQueries)
+}
+
+// A replay's sample waits for the server's record of each connection
+// that carried its requests, which a server writes once the handshake
+// is done and a 0-RTT load can finish before: the 0-RTT load whose
+// record came after the servers had settled went without the server's
+// word in one CI lane. A connection that asked nothing is not awaited,
+// the warm-up's record is no stand-in, and a record that never comes
+// holds the sample only up to the wait.
+func TestAwaitReplayConns(t *testing.T) {
+	r := &pageload.Result{Conns: []*pageload.Conn{
+		{Protocol: "h3", Local: "0.0.0.0:40001", Requests: 3},
+		{Protocol: "h3", Local: "0.0.0.0:40002"}, // opened, asked nothing
+	}}
+	var log server.RecordLog
+	log.Add(&server.Record{Kind: "conn", ALPN: "h3", Remote: "10.200.0.1:40000"}) // before the mark
+	mark := log.Mark()
+	log.Add(&server.Record{Kind: "query", Remote: "10.200.0.1:40001"})
+	log.Add(&server.Record{Kind: "conn", ALPN: "h3", Remote: "10.200.0.1:39999"}) // the warm-up's, late
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		log.Add(&server.Record{Kind: "conn", Listener: "web", ALPN: "h3", SNI: "a.test", Remote: "10.200.0.1:40001", Used0RTT: true})
+	}()
+	got := AwaitReplayConns(context.Background(), r, &log, mark, time.Minute)
+	require.Len(t, got, 3)
+	require.Equal(t, "10.200.0.1:40001", got[2].Remote)
+	s := AssembleReplay(Task{Engine: "doxlab", H3: "0rtt"}, r, []string{"a.test"}, nil, got)
+	require.True(t, s.H3Used0RTT, "the server's word, awaited")
+
+	// A record that never comes: the wait's end, with what came.
+	r.Conns = append(r.Conns, &pageload.Conn{Protocol: "h3", Local: "0.0.0.0:40003", Requests: 1})
+	start := time.Now()
+	got = AwaitReplayConns(context.Background(), r, &log, mark, 30*time.Millisecond)
+	require.Len(t, got, 3)
+	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
 }
 
 // A browser's measured navigation reads the records of connections

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -493,6 +494,34 @@ func ownConns(r *pageload.Result, srv []*server.Record) []*server.Record {
 		_, p, err := net.SplitHostPort(c.Remote)
 		return err == nil && ports[p]
 	})
+}
+
+// AwaitReplayConns returns the server's records from mark on once they
+// hold one of each connection the replay r asked requests on (known by
+// the client's port), or after wait with those there are. The server
+// writes a connection's record once its handshake is done, which a 0-RTT
+// load can finish before (the client's Finished still on the link), so
+// Servers.Settle alone, which knows only handshakes done, missed one
+// load's connection in eight in a CI lane, and with it the server's
+// word on 0-RTT.
+func AwaitReplayConns(ctx context.Context, r *pageload.Result, log *server.RecordLog, mark int, wait time.Duration) []*server.Record {
+	missing := map[string]bool{}
+	for _, c := range r.Conns {
+		if _, p, err := net.SplitHostPort(c.Local); err == nil && c.Requests > 0 {
+			missing[p] = true
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	recs, _ := log.Await(ctx, mark, func(recs []*server.Record) bool {
+		for _, c := range recs {
+			if _, p, err := net.SplitHostPort(c.Remote); err == nil && c.Kind == "conn" {
+				delete(missing, p)
+			}
+		}
+		return len(missing) == 0
+	})
+	return recs
 }
 
 // connsWhere are srv's records but its conn records keep refuses.
