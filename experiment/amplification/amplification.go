@@ -65,7 +65,7 @@ func (c *Amplification) Quick() { c.Repeat = experiment.MinSamples }
 // Flags binds amplification's flags.
 // Its defaults are the config's (defaults), so they have one home.
 func (c *Amplification) Flags(fs *flag.FlagSet) {
-	c.defaults()
+	c.defaults() // a zero config is valid
 	fs.Func("profile", "access profile (default: 40 ms RTT and no rate limit)", func(name string) error {
 		p, err := testbed.LookupProfile(name)
 		c.Profile = p
@@ -119,7 +119,7 @@ type Sample struct {
 	Qlog         string  `json:"qlog,omitempty"`
 }
 
-func (c *Amplification) defaults() {
+func (c *Amplification) defaults() error {
 	if c.Profile.Name == "" {
 		c.Profile = testbed.Profile{Name: "delay-40ms", Down: testbed.Direction{Delay: 20 * time.Millisecond}, Up: testbed.Direction{Delay: 20 * time.Millisecond}}
 	}
@@ -139,20 +139,15 @@ func (c *Amplification) defaults() {
 		c.LargeCertOctets = 8000
 	}
 	c.Env.Defaults()
+	return cmp.Or(experiment.CheckValues("certificate size", c.CertSizes, "small", "large"),
+		experiment.CheckValues("key share", c.KeyShares, "pq", "classic"),
+		experiment.CheckValues("validation", c.Validations, "none", "retry", "token"))
 }
 
 // Run runs the experiment and returns its ID.
 func (c *Amplification) Run(ctx context.Context) (string, error) {
-	c.defaults()
-	for _, v := range c.Validations {
-		if v != "none" && v != "retry" && v != "token" {
-			return "", fmt.Errorf("validation %q is not none, retry or token", v)
-		}
-	}
-	for _, k := range c.KeyShares {
-		if k != "pq" && k != "classic" {
-			return "", fmt.Errorf("key share %q is not pq or classic", k)
-		}
+	if err := c.defaults(); err != nil {
+		return "", experiment.BadDesign(err)
 	}
 	st, tb, closeAll, err := c.Env.Start(ctx, testbed.Spec{Name: "amp"})
 	if err != nil {

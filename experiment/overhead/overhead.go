@@ -75,7 +75,7 @@ func (c *Overhead) Quick() {
 // Flags binds overhead's flags.
 // Its defaults are the config's (defaults), so they have one home.
 func (c *Overhead) Flags(fs *flag.FlagSet) {
-	c.defaults()
+	c.defaults() // a zero config is valid
 	experiment.ListVar(fs, &c.Transports, "transports", c.Transports, "transports")
 	experiment.ListVar(fs, &c.Modes, "modes", c.Modes, "connection modes: new (one per query), persistent")
 	experiment.ListVar(fs, &c.Certs, "certs", c.Certs, "certificate chains: small (one ECDSA certificate), large (an RSA chain)")
@@ -110,7 +110,7 @@ type Conn struct {
 	HandshakeUp, HandshakeDown, Query, Response int64
 }
 
-func (c *Overhead) defaults() {
+func (c *Overhead) defaults() error {
 	if len(c.Transports) == 0 {
 		c.Transports = protocol.Direct()
 	}
@@ -130,6 +130,10 @@ func (c *Overhead) defaults() {
 		c.KeyShare = "pq"
 	}
 	c.Env.Defaults()
+	return cmp.Or(experiment.CheckValues("transport", c.Transports, protocol.Direct()...),
+		experiment.CheckValues("mode", c.Modes, "new", "persistent"),
+		experiment.CheckValues("certificate size", c.Certs, "small", "large"),
+		experiment.CheckValues("key share", []string{c.KeyShare}, "pq", "classic"))
 }
 
 type window struct {
@@ -139,19 +143,8 @@ type window struct {
 
 // Run runs the experiment and returns its ID.
 func (c *Overhead) Run(ctx context.Context) (string, error) {
-	c.defaults()
-	if c.KeyShare != "pq" && c.KeyShare != "classic" {
-		return "", fmt.Errorf("key share %q is not pq or classic", c.KeyShare)
-	}
-	for _, m := range c.Modes {
-		if m != "new" && m != "persistent" {
-			return "", fmt.Errorf("mode %q is not new or persistent", m)
-		}
-	}
-	for _, t := range c.Transports {
-		if _, ok := protocol.Lookup(t); !ok {
-			return "", experiment.BadDesign(fmt.Errorf("unknown transport %q", t))
-		}
+	if err := c.defaults(); err != nil {
+		return "", experiment.BadDesign(err)
 	}
 	dir, err := os.MkdirTemp("", "doxlab-overhead")
 	if err != nil {

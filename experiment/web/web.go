@@ -122,10 +122,8 @@ func (c *Web) defaults() error {
 	def(&c.StubStates, "cold")
 	def(&c.DNSModes, "stub")
 	def(&c.Engines, pages.EngineChromium)
-	for _, e := range c.Engines {
-		if e != pages.EngineChromium && e != pages.EngineDoxlab {
-			return fmt.Errorf("engine %q is not chromium or doxlab", e)
-		}
+	if err := experiment.CheckValues("engine", c.Engines, pages.EngineChromium, pages.EngineDoxlab); err != nil {
+		return err
 	}
 	if slices.Contains(c.Engines, pages.EngineDoxlab) && slices.Contains(c.DNSModes, "decoupled") {
 		return fmt.Errorf("the doxlab engine resolves through the stub only: give --dns stub")

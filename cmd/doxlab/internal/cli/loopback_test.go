@@ -62,7 +62,12 @@ func TestExperimentRefusesBadDesigns(t *testing.T) {
 		{[]string{"web", "--net", "loopback", "--profiles", "fiber,moon"}, exitUsage, `unknown profile "moon"`},
 		{[]string{"coalescing", "--net", "loopback", "--profiles", "moon"}, exitUsage, `unknown profile "moon"`},
 		{[]string{"hol", "--net", "loopback", "--transports", "carrier-pigeon"}, exitUsage, `unknown transport "carrier-pigeon"`},
-		{[]string{"overhead", "--net", "loopback", "--transports", "carrier-pigeon"}, exitUsage, `unknown transport "carrier-pigeon"`},
+		{[]string{"overhead", "--net", "loopback", "--transports", "carrier-pigeon"}, exitUsage, `transport "carrier-pigeon" is not udp, tcp, dot, doh1, doh2, doh3 or doq`},
+		{[]string{"overhead", "--net", "loopback", "--transports", "odoh"}, exitUsage, `transport "odoh" is not udp`},
+		{[]string{"overhead", "--net", "loopback", "--modes", "reused"}, exitUsage, `mode "reused" is not new or persistent`},
+		{[]string{"overhead", "--net", "loopback", "--certs", "medium"}, exitUsage, `certificate size "medium" is not small or large`},
+		{[]string{"amplification", "--net", "loopback", "--validation", "tokens"}, exitUsage, `validation "tokens" is not none, retry or token`},
+		{[]string{"amplification", "--net", "loopback", "--key-shares", "hybrid"}, exitUsage, `key share "hybrid" is not pq or classic`},
 		{[]string{"privacy", "--net", "loopback", "--profiles", "moon"}, exitUsage, `unknown profile "moon"`},
 	} {
 		code, out, errOut := run(append(append([]string{"experiment"}, c.args...), "--store", db)...)
