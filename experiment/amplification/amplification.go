@@ -51,7 +51,7 @@ type Amplification struct {
 }
 
 func init() {
-	experiment.Register(experiment.Info{Name: "amplification", Method: 2,
+	experiment.Register(experiment.Info{Name: "amplification", Method: 3,
 		Measures:   "DoQ handshakes against QUIC's 3× amplification limit",
 		Reproduces: "PAM 2022 §4 (the 40 % finding)",
 		Resumable:  true, Quick: "5 handshakes per cell",
@@ -112,9 +112,9 @@ type Sample struct {
 	LongestPauseMs    float64 `json:"longest_pause_ms"`
 	Stalled           bool    `json:"stalled"`
 	// ServerWaitMs is the client's wait from the end of its first flight
-	// to the server's first packet: one RTT and the server's time to
-	// answer, where it signs (an RSA-4096 signature for the large chain,
-	// which a busy machine stretches by tens of ms).
+	// to the server's ServerHello (its first CRYPTO frame): one RTT and
+	// the server's time to answer, where it signs (an RSA-4096 signature
+	// for the large chain, which a busy machine stretches by tens of ms).
 	ServerWaitMs float64 `json:"server_wait_ms"`
 	Qlog         string  `json:"qlog,omitempty"`
 }
@@ -276,8 +276,8 @@ func (c *Amplification) handshake(ctx context.Context, tb experiment.Net, url, q
 }
 
 // analyzeQlog reads a client qlog (quic-go's JSON-SEQ): the client's first
-// flight, and the server's handshake flight up to the handshake's
-// completion, with its longest pause.
+// flight, and the server's handshake flight, from its ServerHello up to
+// the handshake's completion, with its longest pause.
 func analyzeQlog(r io.Reader, s *Sample) {
 	type event struct {
 		Time float64 `json:"time"`
@@ -289,14 +289,15 @@ func analyzeQlog(r io.Reader, s *Sample) {
 			Raw struct {
 				Length int `json:"length"`
 			} `json:"raw"`
-			PTOCount *int `json:"pto_count"`
+			Frames   []qlogFrame `json:"frames"`
+			PTOCount *int        `json:"pto_count"`
 		} `json:"data"`
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	received := false
 	probing := false  // the probe timer fired before anything came: what follows probes
-	inFlight := false // a server Initial or Handshake packet has come
+	inFlight := false // the server's handshake flight has begun: its first CRYPTO frame came
 	atLimit := false  // the pause kept is a stall at the limit
 	var last, lastSent float64
 	for sc.Scan() {
@@ -326,9 +327,6 @@ func analyzeQlog(r io.Reader, s *Sample) {
 				received, probing, inFlight, s.ClientFirstFlight, s.ClientFirstDgrams = false, false, false, 0, 0
 				continue
 			}
-			if !received {
-				s.ServerWaitMs = e.Time - lastSent
-			}
 			received = true
 			if t == "initial" || t == "handshake" {
 				if gap := e.Time - last; inFlight {
@@ -339,7 +337,15 @@ func analyzeQlog(r io.Reader, s *Sample) {
 						s.LongestPauseMs, s.ServerFirstBurst, atLimit = gap, s.ServerFlight, stall
 					}
 				}
-				inFlight, last = true, e.Time
+				// The flight begins with the ServerHello's CRYPTO frame: the
+				// ACK a server sends at once for the first Initial of a
+				// ClientHello in two counts against its limit, but the
+				// wait after it is the server's signing, not a pause in
+				// its flight.
+				if !inFlight && slices.ContainsFunc(e.Data.Frames, qlogFrame.crypto) {
+					s.ServerWaitMs, inFlight = e.Time-lastSent, true
+				}
+				last = e.Time
 				s.ServerFlight += e.Data.Raw.Length
 			}
 		}
@@ -351,6 +357,13 @@ func analyzeQlog(r io.Reader, s *Sample) {
 	s.ServerWaitMs = float64(int64(s.ServerWaitMs*1000)) / 1000
 	s.Stalled = atLimit
 }
+
+// qlogFrame is a frame of a qlog packet event, by its type.
+type qlogFrame struct {
+	Type string `json:"frame_type"`
+}
+
+func (f qlogFrame) crypto() bool { return f.Type == "crypto" }
 
 // maxDatagram is the largest datagram quic-go sends before path MTU
 // discovery: a server at its limit stops within one of it.
@@ -378,6 +391,7 @@ type Cell struct {
 	HandshakeStat              stats.Summary // HandshakeRTTs with its 95 % interval
 	TotalStat, ClientFirstStat stats.Summary // TotalMs and ClientFirstFlight with theirs
 	ServerFirstStat            stats.Summary // ServerFirstBurst with its
+	ServerWaitStat             stats.Summary // ServerWaitMs with its
 	ClientFirstFlight          float64
 	ServerFirstBurst           float64
 	Stalled, Retried, Token    float64 // shares of OK handshakes
@@ -393,7 +407,7 @@ func Summarize(ss []*Sample) []Cell {
 	var out []Cell
 	for _, k := range keys {
 		cell := Cell{Cert: k.c, KeyShare: k.k, Validation: k.v}
-		var hs, tot, cf, sb []float64
+		var hs, tot, cf, sb, sw []float64
 		for _, s := range groups[k] {
 			cell.N++
 			cell.CertOctets = s.CertOctets
@@ -403,12 +417,16 @@ func Summarize(ss []*Sample) []Cell {
 			cell.OK++
 			hs, tot = append(hs, s.HandshakeRTTs), append(tot, s.TotalMs)
 			cf, sb = append(cf, float64(s.ClientFirstFlight)), append(sb, float64(s.ServerFirstBurst))
+			if s.ServerWaitMs > 0 { // 0 in runs from before it was kept
+				sw = append(sw, s.ServerWaitMs)
+			}
 			cell.Stalled += b2f(s.Stalled)
 			cell.Retried += b2f(s.Retry)
 			cell.Token += b2f(s.TokenUsed)
 		}
 		cell.HandshakeStat, cell.TotalStat = stats.Summarize(hs), stats.Summarize(tot)
 		cell.ClientFirstStat, cell.ServerFirstStat = stats.Summarize(cf), stats.Summarize(sb)
+		cell.ServerWaitStat = stats.Summarize(sw)
 		cell.HandshakeRTTs, cell.TotalMs = cell.HandshakeStat.Median, cell.TotalStat.Median
 		cell.ClientFirstFlight, cell.ServerFirstBurst = cell.ClientFirstStat.Median, cell.ServerFirstStat.Median
 		if cell.OK > 0 {

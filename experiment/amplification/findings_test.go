@@ -21,7 +21,13 @@ func qlog(events ...string) string {
 		var n int
 		fmt.Sscanf(e, "%g %s %s %d", &at, &dir, &typ, &n)
 		name := map[string]string{"out": "transport:packet_sent", "in": "transport:packet_received"}[dir]
-		fmt.Fprintf(&b, "\x1e{\"time\":%g,\"name\":%q,\"data\":{\"header\":{\"packet_type\":%q},\"raw\":{\"length\":%d}}}\n", at, name, typ, n)
+		// A server's Initial or Handshake packet carries a CRYPTO frame
+		// but for one typed "-ack", which carries an ACK alone.
+		frame := "crypto"
+		if ack, ok := strings.CutSuffix(typ, "-ack"); ok {
+			typ, frame = ack, "ack"
+		}
+		fmt.Fprintf(&b, "\x1e{\"time\":%g,\"name\":%q,\"data\":{\"header\":{\"packet_type\":%q},\"raw\":{\"length\":%d},\"frames\":[{\"frame_type\":%q}]}}\n", at, name, typ, n, frame)
 	}
 	return b.String()
 }
@@ -81,6 +87,20 @@ func TestQlogFlights(t *testing.T) {
 	analyzeQlog(strings.NewReader(qlog("0 out initial 1252", "40 in initial 1200", "40 in handshake 1200")), s)
 	require.Equal(t, 2400, s.ServerFirstBurst, "no pause: the burst is the flight")
 	require.Zero(t, s.LongestPauseMs)
+
+	// A ClientHello in two Initials (a pq key share): the server ACKs the
+	// first at once, then signs. The ACK counts against its limit, but
+	// the wait after it is the signature's, no pause in the flight, and
+	// the server's wait runs to its ServerHello (the ACK was once taken
+	// for both: a first burst of 41 octets, a wait of one RTT).
+	s = &Sample{RTTMs: 40}
+	analyzeQlog(strings.NewReader(qlog("0 out initial 1252", "0.1 out initial 1252", "40 in initial-ack 41",
+		"55 in initial 1200", "55 in handshake 1200", "55 in handshake 800")), s)
+	require.Equal(t, 3241, s.ServerFlight)
+	require.Equal(t, 3241, s.ServerFirstBurst, "the flight in one burst")
+	require.Zero(t, s.LongestPauseMs)
+	require.InDelta(t, 54.9, s.ServerWaitMs, 1e-9, "to the ServerHello")
+	require.False(t, s.Stalled)
 
 	// A Retry restarts the count: the client's first flight is the one
 	// sent with the token; the Retry's own wait is no pause in the flight.
@@ -173,4 +193,32 @@ func TestCellsShareOfOK(t *testing.T) {
 	require.Equal(t, 1.0, c.Retried)
 	require.Equal(t, 0.25, c.Stalled)
 	require.InDelta(t, 1.11, c.HandshakeRTTs, 1e-9, "the median of the four ok")
+}
+
+// TestCellsSayTheServersWait: a cell's server wait is the median of its
+// ok handshakes' (one RTT and the signature), in the table, the report's
+// cells and the export; a run from before the wait was kept says none
+// rather than a wait of 0.
+func TestCellsSayTheServersWait(t *testing.T) {
+	ss := slices.Concat(handshakes("p", "large", "token", 1.3, false), handshakes("p", "small", "token", 1.1, false))
+	for i, s := range ss[:5] {
+		s.ServerWaitMs = 46 + float64(i) // the RSA-4096 signature: 6-10 ms past the 40 ms RTT
+	}
+	ss[0].Status, ss[0].ServerWaitMs = "timeout", 500
+	cells := Summarize(ss)
+	require.Equal(t, "large", cells[1].Cert)
+	require.Equal(t, 4, cells[1].ServerWaitStat.N, "of the ok handshakes")
+	require.InDelta(t, 48.5, cells[1].ServerWaitStat.Median, 1e-9)
+	require.Zero(t, cells[0].ServerWaitStat.N, "no wait kept: none, not 0 ms")
+
+	metrics := map[string][]string{}
+	for _, c := range ss.Cells() {
+		metrics[c.Keys["cert"]] = append(metrics[c.Keys["cert"]], c.Metric)
+	}
+	require.Contains(t, metrics["large"], "server_wait_ms")
+	require.NotContains(t, metrics["small"], "server_wait_ms")
+	var b strings.Builder
+	require.NoError(t, ss.WriteTable(&b))
+	require.Contains(t, b.String(), "server wait ms")
+	require.Contains(t, b.String(), "48.5 [")
 }
