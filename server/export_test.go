@@ -7,3 +7,6 @@ func LagRecords(d time.Duration) (restore func()) {
 	recordLag.Store(int64(d))
 	return func() { recordLag.Store(0) }
 }
+
+// ClosedClean is closedClean, for its table test.
+var ClosedClean = closedClean

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -164,6 +165,7 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 	pc := s.pending.add(c, func() bool { return handshakeDone(c) || c.Context().Err() != nil })
 	go func() {
 		defer s.pending.remove(c, pc)
+		unfinished := false
 		select {
 		case <-c.HandshakeComplete():
 		case <-c.Context().Done():
@@ -179,8 +181,17 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 						HandshakeMs: ms(time.Since(connInfo(c).start)), Began: connInfo(c).start, Error: cause.Error()}
 					echFacts(rec, e, false)
 					s.record(rec)
+					return
 				}
-				return
+				// A client that asked in 0-RTT and closed before its
+				// Finished came (a one-request load, done once its answer
+				// came with our first flight, closes at once; on a busy
+				// machine before it sends the Finished) was served: its
+				// record says so. Other aborts are not recorded.
+				if !c.ConnectionState().Used0RTT {
+					return
+				}
+				unfinished = true
 			}
 		}
 		if lag := recordLag.Load(); lag > 0 { // tests of Settle
@@ -201,8 +212,32 @@ func (s *Server) recordQUICConn(c *quic.Conn, name, transport string, origins []
 		if rec.ECH == ech.Rejected { // the handshake ended, then the client aborted
 			rec.Error = context.Cause(c.Context()).Error()
 		}
+		if unfinished {
+			rec.HandshakeMs, rec.Unfinished = 0, true
+			if cause := context.Cause(c.Context()); !closedClean(cause) {
+				rec.Error = cause.Error()
+			}
+		}
 		s.record(rec)
 	}()
+}
+
+// closedClean says whether a connection ended by its client's close
+// without an error: DoQ's DOQ_NO_ERROR (0) or HTTP/3's H3_NO_ERROR (a
+// client may close an HTTP/3 connection with 0 too), or an application
+// close sent before the handshake completed, which QUIC sends as a
+// transport APPLICATION_ERROR with the application's code hidden (RFC
+// 9000 §10.2.3): the client's application chose to close.
+func closedClean(cause error) bool {
+	var ae *quic.ApplicationError
+	var te *quic.TransportError
+	switch {
+	case errors.As(cause, &ae):
+		return ae.Remote && (ae.ErrorCode == 0 || ae.ErrorCode == h3NoError)
+	case errors.As(cause, &te):
+		return te.Remote && te.ErrorCode == quic.ApplicationErrorErrorCode
+	}
+	return false
 }
 
 // recordLag holds conn records back in tests, as a busy machine would.

@@ -49,6 +49,11 @@ type Record struct {
 	// injected delay included.
 	ServerMs    float64 `json:"server_ms,omitempty"`
 	HandshakeMs float64 `json:"handshake_ms,omitempty"` // conn records: first packet (QUIC) or accept (TCP) to handshake complete
+	// Unfinished: a QUIC conn record of a connection its client closed
+	// before the server saw its Finished, after asking in 0-RTT (a
+	// one-request load closes at once): it was served, and its handshake
+	// time is unknown (0).
+	Unfinished bool `json:"unfinished,omitempty"`
 	// Began is a conn record's connection's first packet (QUIC) or
 	// accept (TCP): a record written late is still known by when its
 	// connection began.
