@@ -109,8 +109,9 @@ func TestExperimentsHOLAndAmplificationQuick(t *testing.T) {
 	out, err = exec.Command(testutil.Doxlab(t), "experiment", "amplification", "--quick", "--certs", "large", "--key-shares", "classic", "--repeat", "3", "--store", db).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	// ok/n, handshake RTTs, its interval, then total ms, the client's
-	// first flight and the server's first burst, each with its interval
-	require.Regexp(t, `large\s+\d+ classic\s+none\s+3/3\s+[0-9.]+\s+\S+\s+[0-9.]+ \S+\s+1280 \S+\s+3[89]\d\d \S+\s+100%`, string(out), "stalled at three times one Initial")
+	// first flight, the server's first burst and its wait, each with its
+	// interval
+	require.Regexp(t, `large\s+\d+ classic\s+none\s+3/3\s+[0-9.]+\s+\S+\s+[0-9.]+ \S+\s+1280 \S+\s+3[89]\d\d \S+\s+[0-9.]+ \S+\s+100%`, string(out), "stalled at three times one Initial")
 	require.Regexp(t, `large\s+\d+ classic\s+token\s+3/3 .* 0%\s+0%\s+100%`, string(out))
 	code, stdout, errOut := doxlab(t, "report", "--store", db, "--out", filepath.Join(dir, "rep"))
 	require.Equal(t, 0, code, errOut)
