@@ -102,8 +102,16 @@ func (p *Plan) tasks(targets []string) ([]measure.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Transports == nil { // the defaults Tasks chose, recorded
-		p.Transports, p.Conditions, p.Repeat = s.Transports, s.Conditions, s.Repeat
+	// The defaults Tasks chose, each recorded, so that the run's spec
+	// says what was measured.
+	if p.Transports == nil {
+		p.Transports = s.Transports
+	}
+	if p.Conditions == nil {
+		p.Conditions = s.Conditions
+	}
+	if p.Repeat <= 0 {
+		p.Repeat = s.Repeat
 	}
 	return p.inRounds(tasks), nil
 }
