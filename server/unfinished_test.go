@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/doxlab/doxlab/internal/dnswire"
 	"github.com/doxlab/doxlab/server"
 )
 
@@ -69,7 +69,6 @@ func TestZeroRTTConnClosedBeforeItsFinished(t *testing.T) {
 	q := queriesOf(ts, "b.example.")[0]
 	require.True(t, q.Used0RTT)
 	require.True(t, q.EarlyData, "taken before the handshake completed")
-
 }
 
 // countingCache counts the tickets a client is given.
@@ -107,13 +106,14 @@ func deafRelay(t *testing.T, target string) string {
 	return front.LocalAddr().String()
 }
 
-// doqQuery is a DoQ query for name's A record: its length, then itself
-// (ID 0, as RFC 9250 has it).
+// doqQuery is a DoQ query for name's A record, length-prefixed (ID 0, as
+// RFC 9250 has it).
 func doqQuery(name string) []byte {
 	q := query(name)
 	q.Id = 0
 	m, _ := q.Pack()
-	return append([]byte{byte(len(m) >> 8), byte(len(m))}, m...)
+	b, _ := dnswire.AppendPrefixed(nil, m)
+	return b
 }
 
 // doqExchange asks for name on a stream of c and reads the answer.
@@ -124,8 +124,7 @@ func doqExchange(t *testing.T, c *quic.Conn, name string) {
 	_, err = st.Write(doqQuery(name))
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
-	b := make([]byte, 2)
-	_, err = io.ReadFull(st, b)
+	_, err = dnswire.ReadPrefixed(st)
 	require.NoError(t, err)
 }
 
