@@ -484,44 +484,47 @@ func BegunSince(srv []*server.Record, start time.Time) []*server.Record {
 // r did not open, known by the client's port as the server saw it: the
 // warm-up's, as BegunSince says, where the replay knows its own.
 func ownConns(r *pageload.Result, srv []*server.Record) []*server.Record {
-	ports := map[string]bool{}
-	for _, c := range r.Conns {
-		if _, p, err := net.SplitHostPort(c.Local); err == nil {
-			ports[p] = true
-		}
-	}
-	return connsWhere(srv, func(c *server.Record) bool {
-		_, p, err := net.SplitHostPort(c.Remote)
-		return err == nil && ports[p]
-	})
+	ports := replayPorts(r, false)
+	return connsWhere(srv, func(c *server.Record) bool { return ports[remotePort(c)] })
 }
 
 // AwaitReplayConns returns the server's records from mark on once they
 // hold one of each connection the replay r asked requests on (known by
-// the client's port), or after wait with those there are. The server
-// writes a connection's record once its handshake is done, which a 0-RTT
-// load can finish before (the client's Finished still on the link), so
-// Servers.Settle alone, which knows only handshakes done, missed one
-// load's connection in eight in a CI lane, and with it the server's
-// word on 0-RTT.
+// the client's port), or after wait with those there are. Servers.Settle
+// knows only the connections whose handshake the server saw complete or
+// that ended by then: a 0-RTT load can be done before either, its
+// record still on its way.
 func AwaitReplayConns(ctx context.Context, r *pageload.Result, log *server.RecordLog, mark int, wait time.Duration) []*server.Record {
-	missing := map[string]bool{}
-	for _, c := range r.Conns {
-		if _, p, err := net.SplitHostPort(c.Local); err == nil && c.Requests > 0 {
-			missing[p] = true
-		}
-	}
+	missing := replayPorts(r, true)
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	recs, _ := log.Await(ctx, mark, func(recs []*server.Record) bool {
 		for _, c := range recs {
-			if _, p, err := net.SplitHostPort(c.Remote); err == nil && c.Kind == "conn" {
-				delete(missing, p)
+			if c.Kind == "conn" {
+				delete(missing, remotePort(c))
 			}
 		}
 		return len(missing) == 0
 	})
 	return recs
+}
+
+// replayPorts are the local ports of r's connections, or of those it
+// asked requests on.
+func replayPorts(r *pageload.Result, asked bool) map[string]bool {
+	ports := map[string]bool{}
+	for _, c := range r.Conns {
+		if _, p, err := net.SplitHostPort(c.Local); err == nil && p != "" && (!asked || c.Requests > 0) {
+			ports[p] = true
+		}
+	}
+	return ports
+}
+
+// remotePort is a record's client port, "" for none.
+func remotePort(c *server.Record) string {
+	_, p, _ := net.SplitHostPort(c.Remote)
+	return p
 }
 
 // connsWhere are srv's records but its conn records keep refuses.
