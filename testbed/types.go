@@ -82,8 +82,8 @@ func (s *Spec) defaults() error {
 	for _, h := range s.Hosts {
 		// A host's name goes into its namespace's name and into every
 		// host's /etc/hosts: a testbed name's characters, no more.
-		if !validName(h) {
-			return fmt.Errorf("bad host name %q: want 1 to 40 letters, digits, '-', '_' or '.', the first a letter, digit or '_'", h)
+		if err := checkName("host", h); err != nil {
+			return err
 		}
 		if seen[h] {
 			return fmt.Errorf("host %q named twice", h)
@@ -146,21 +146,20 @@ func stateDir(name string) string { return filepath.Join(StateRoot, name) }
 // state is StateRoot/NAME, which Down removes whole, so "", "." or ".."
 // took every testbed's state with it (or all of /run/doxlab), and its
 // namespaces are doxlab-NAME-HOST.
-func CheckName(name string) error {
-	if !validName(name) {
-		return fmt.Errorf("bad testbed name %q: want 1 to 40 letters, digits, '-', '_' or '.', the first a letter, digit or '_'", name)
-	}
-	return nil
-}
+func CheckName(name string) error { return checkName("testbed", name) }
 
-// validName says whether name is 1 to 40 letters, digits, '-', '_' or
-// '.', the first no '.' or '-': a testbed's name or a host's.
-func validName(name string) bool {
+// checkName refuses a name (a testbed's or a host's, what says which)
+// that is not 1 to 40 letters, digits, '-', '_' or '.', the first no '.'
+// or '-'.
+func checkName(what, name string) error {
 	ok := name != "" && len(name) <= 40 && name[0] != '.' && name[0] != '-'
 	for _, c := range name {
 		ok = ok && ('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.')
 	}
-	return ok
+	if !ok {
+		return fmt.Errorf("bad %s name %q: want 1 to 40 letters, digits, '-', '_' or '.', the first a letter, digit or '_'", what, name)
+	}
+	return nil
 }
 
 func nsName(tb, host string) string { return "doxlab-" + tb + "-" + host }
