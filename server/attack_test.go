@@ -117,7 +117,14 @@ func (g *goodClient) finish(t *testing.T) {
 	asked := int(g.asked.Load())
 	t.Logf("good client: %d/%d answered, slowest %v; RSS +%d KiB (attacker and server both in this process)", g.answered, asked, g.slowest.Round(time.Millisecond), rss)
 	require.GreaterOrEqual(t, asked, goodAsks)
-	require.Less(t, rss, 256<<10, "RSS grew by more than 256 MiB")
+	limit := 256 << 10 // KiB
+	if testutil.Race {
+		// The race detector's shadow memory costs five to ten times the
+		// heap: 200 idle QUIC connections grew RSS by 285 MiB there, run
+		// alone, against 13-35 MiB without it.
+		limit *= 10
+	}
+	require.Less(t, rss, limit, "RSS grew by more than %d MiB", limit>>10)
 	require.GreaterOrEqual(t, g.answered*100, asked*99, "the good client lost more than 1 %%")
 }
 
