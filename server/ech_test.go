@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -25,8 +26,8 @@ import (
 const echPublic = "public.test"
 
 // echServer serves site.test on the web listener with ECH under
-// echPublic, and its HTTPS record.
-func echServer(t *testing.T) *testServer {
+// echPublic, and its HTTPS record; more changes the config further.
+func echServer(t *testing.T, more ...func(*server.Config)) *testServer {
 	site := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(site, "index.html"), []byte("inner"), 0o644))
 	return start(t, func(c *server.Config) {
@@ -35,6 +36,9 @@ func echServer(t *testing.T) *testServer {
 		c.TLS.Names = []string{"site.test"}
 		c.Web.Roots = map[string]string{"site.test": site}
 		c.Web.ECH.PublicName = echPublic
+		for _, m := range more {
+			m(c)
+		}
 	})
 }
 
@@ -177,6 +181,67 @@ func TestECH(t *testing.T) {
 		require.NoError(t, err, "%s: the retry configs work", c.label)
 		require.Equal(t, "inner", body)
 	}
+}
+
+// TestECHKeyFile: with web.ech.key_file a restart publishes the config
+// it published before, so clients holding it (and resolvers caching its
+// HTTPS record) connect with ECH accepted; the seed is created once,
+// readable by the server's user alone; a file too short to be a seed is
+// an error, not a weaker key. Without it each start has a fresh key.
+func TestECHKeyFile(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "ech.key")
+	withKey := func(c *server.Config) { c.Web.ECH.KeyFile = keyFile }
+	first := echServer(t, withKey)
+	list := echConfigOf(t, first, "site.test.")
+	fi, err := os.Stat(keyFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	require.EqualValues(t, 32, fi.Size())
+	first.Close()
+
+	again := echServer(t, withKey)
+	require.Equal(t, list, echConfigOf(t, again, "site.test."), "the restart publishes the same config")
+	for _, h3 := range []bool{false, true} {
+		label := map[bool]string{false: "h2", true: "h3"}[h3]
+		seen := len(again.records("conn", label))
+		body, err := echGet(t, again, h3, list)
+		require.NoError(t, err, "%s: a config from before the restart", label)
+		require.Equal(t, "inner", body)
+		require.Equal(t, ech.Accepted, lastConn(t, again, label, seen).ECH, label)
+	}
+	require.NotEqual(t, list, echConfigOf(t, echServer(t), "site.test."), "without a key file, a fresh key")
+
+	short := filepath.Join(t.TempDir(), "short.key")
+	require.NoError(t, os.WriteFile(short, make([]byte, 10), 0o600))
+	cfg := &server.Config{Listen: server.Listen{Web: "127.0.0.1:0"}, Web: server.Web{ECH: server.ECH{PublicName: echPublic, KeyFile: short}}}
+	_, err = server.New(cfg)
+	require.ErrorContains(t, err, "holds 10 octets, want 32")
+}
+
+// TestECHRotatesOnItsTimer: with web.ech.rotate the server makes new keys
+// on its own, again and again, and publishes each; a client holding the
+// config just replaced gets through (TestECH shows it accepted as it
+// stands; here the timer may have turned once more, and then the retry
+// configs it is sent are the current ones).
+func TestECHRotatesOnItsTimer(t *testing.T) {
+	ts := echServer(t, func(c *server.Config) { c.Web.ECH.Rotate = time.Second })
+	seen := [][]byte{echConfigOf(t, ts, "site.test.")}
+	for len(seen) < 3 {
+		var now []byte
+		require.Eventually(t, func() bool {
+			now = echConfigOf(t, ts, "site.test.")
+			return !bytes.Equal(now, seen[len(seen)-1])
+		}, 10*time.Second, 50*time.Millisecond, "rotation %d", len(seen))
+		seen = append(seen, now)
+		body, err := echGet(t, ts, false, seen[len(seen)-2])
+		var rej *tls.ECHRejectionError
+		if errors.As(err, &rej) {
+			body, err = echGet(t, ts, false, rej.RetryConfigList)
+		}
+		require.NoError(t, err)
+		require.Equal(t, "inner", body)
+	}
+	require.NotEqual(t, seen[0], seen[2])
 }
 
 // TestECHConfigErrors: ECH needs the web listener and a DNS name.
