@@ -245,6 +245,48 @@ func TestZeroRTTOff(t *testing.T) {
 	require.False(t, rec.Conn.Used0RTT)
 }
 
+// TestQUICVersions: quic.versions is what every QUIC listener offers. A
+// client offering v1 then v2 (doxlab's default) gets v1 from a server of
+// both or of v1, and v2 from a server of v2 alone, after a Version
+// Negotiation; a client of v2 alone gets nothing from a server of v1;
+// a version the server cannot speak is a config error.
+func TestQUICVersions(t *testing.T) {
+	both := []quic.Version{quic.Version1, quic.Version2}
+	for _, c := range []struct {
+		served  []string
+		offered []quic.Version
+		want    string // the version spoken; "" when none
+		neg     bool   // the client saw a Version Negotiation
+	}{
+		{nil, both, "v1", false},
+		{nil, []quic.Version{quic.Version2}, "v2", false},
+		{[]string{"v1"}, both, "v1", false},
+		{[]string{"v2"}, both, "v2", true},
+		{[]string{"v1"}, []quic.Version{quic.Version2}, "", true},
+	} {
+		ts := start(t, func(cfg *server.Config) { cfg.QUIC.Versions = c.served })
+		for _, listener := range []string{"doq", "doh3"} {
+			o := ts.pool()
+			o.QUICVersions = c.offered
+			what := fmt.Sprintf("%s serving %v, offered %v", listener, c.served, c.offered)
+			tr, err := transport.New(ts.url(listener), o)
+			require.NoError(t, err)
+			rec, err := tr.Exchange(context.Background(), query("v.example"))
+			tr.Close()
+			require.Equal(t, c.neg, rec.Conn.VersionNeg, what)
+			if c.want == "" {
+				require.Error(t, err, what)
+				require.Equal(t, transport.StatusQUIC, rec.Status, what)
+				continue
+			}
+			require.NoError(t, err, what)
+			require.Equal(t, c.want, rec.Conn.QUICVersion, what)
+		}
+	}
+	_, err := server.New(&server.Config{Listen: server.Listen{DoQ: "127.0.0.1:0"}, QUIC: server.QUIC{Versions: []string{"v1", "draft-29"}}})
+	require.ErrorContains(t, err, `quic.versions: "draft-29" is not v1 or v2`)
+}
+
 func TestRetryPolicies(t *testing.T) {
 	for _, c := range []struct {
 		policy   string
