@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -296,8 +297,8 @@ func TestLocalPortQlogAndKeyLog(t *testing.T) {
 	port := testutil.FreePort(t)
 	dir := t.TempDir()
 	var keys bytes.Buffer
-	rec := exchange(t, cd.QUIC, transport.Options{RootCAs: cd.Cert.Pool, LocalAddr: "127.0.0.1:" + itoa(port), QlogDir: dir, KeyLog: &keys}, query(testutil.ZoneName, dns.TypeA))
-	require.Equal(t, "127.0.0.1:"+itoa(port), rec.Conn.LocalAddr)
+	rec := exchange(t, cd.QUIC, transport.Options{RootCAs: cd.Cert.Pool, LocalAddr: "127.0.0.1:" + strconv.Itoa(port), QlogDir: dir, KeyLog: &keys}, query(testutil.ZoneName, dns.TypeA))
+	require.Equal(t, "127.0.0.1:"+strconv.Itoa(port), rec.Conn.LocalAddr)
 	require.Contains(t, keys.String(), "CLIENT_HANDSHAKE_TRAFFIC_SECRET")
 	require.Eventually(t, func() bool {
 		files, _ := os.ReadDir(dir)
@@ -308,23 +309,8 @@ func TestLocalPortQlogAndKeyLog(t *testing.T) {
 		return bytes.Contains(b, []byte("transport:packet_received"))
 	}, 5*time.Second, 50*time.Millisecond, "one qlog file with received packets")
 
-	rec = exchange(t, cd.TCP, transport.Options{LocalAddr: "127.0.0.1:" + itoa(port)}, query(testutil.ZoneName, dns.TypeA))
-	require.Equal(t, "127.0.0.1:"+itoa(port), rec.Conn.LocalAddr)
-}
-
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(i)) }
-
-func fmtInt(i int) string {
-	var b [20]byte
-	n := len(b)
-	for i >= 10 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	n--
-	b[n] = byte('0' + i)
-	return string(b[n:])
+	rec = exchange(t, cd.TCP, transport.Options{LocalAddr: "127.0.0.1:" + strconv.Itoa(port)}, query(testutil.ZoneName, dns.TypeA))
+	require.Equal(t, "127.0.0.1:"+strconv.Itoa(port), rec.Conn.LocalAddr)
 }
 
 func TestUnbound(t *testing.T) {
