@@ -47,7 +47,7 @@ type FindingSummary struct {
 // HTML report earns them.
 func Summarize(in Input) Summary {
 	ev := experiment.EvidenceOf(in.Links)
-	s := Summary{Counts: map[string]Count{}, Links: LinkSummary{Checks: len(in.Links), Failed: ev.FailedChecks}, Cells: []experiment.Cell{}, Findings: []FindingSummary{}}
+	s := Summary{Runs: []string{}, Counts: map[string]Count{}, Links: LinkSummary{Checks: len(in.Links), Failed: ev.FailedChecks}, Cells: []experiment.Cell{}, Findings: []FindingSummary{}}
 	if s.Links.Failed == nil {
 		s.Links.Failed = []string{}
 	}

@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,4 +69,20 @@ func TestSummaryIsTheReportsNumbers(t *testing.T) {
 		require.Nil(t, timedOut.Median, "no answer, no median: null, not 0")
 		require.Nil(t, timedOut.CILo)
 	}
+}
+
+// TestEmptySummaryIsEmptyLists: with nothing stored, report --json has
+// lists a script can range over, not nulls.
+func TestEmptySummaryIsEmptyLists(t *testing.T) {
+	b, err := json.Marshal(report.Summarize(report.Input{}))
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	require.Equal(t, []any{}, m["runs"])
+	require.Equal(t, []any{}, m["cells"])
+	require.Equal(t, []any{}, m["findings"])
+	links := m["links"].(map[string]any)
+	require.Equal(t, []any{}, links["failed"])
+	require.Equal(t, []any{}, links["measured_again"])
+	require.Equal(t, map[string]any{}, m["counts"])
 }
