@@ -2,10 +2,12 @@ package transport
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -160,6 +162,86 @@ func TestMuxFailsPendingWhenReaderStops(t *testing.T) {
 	close(block)
 	require.Equal(t, StatusClosed, Classify(<-done))
 	require.False(t, m.alive())
+}
+
+// TestMuxHoldsBackIDsBoundedly: a connection holds back from new queries
+// the IDs answered last (a duplicate answer would pass for the next
+// query's) and those given up on (a late answer would), each to a bound:
+// the 256 answered last, the oldest let go first, and 1,024 abandoned;
+// a late answer frees its ID. Past the bounds, nothing grows.
+func TestMuxHoldsBackIDsBoundedly(t *testing.T) {
+	answers := make(chan []byte)
+	var mu sync.Mutex
+	var lastSent uint16
+	m := newMux(func(b []byte) (time.Time, error) {
+		mu.Lock()
+		lastSent = binary.BigEndian.Uint16(b)
+		mu.Unlock()
+		return time.Time{}, nil
+	}, func() ([]byte, error) { return <-answers, nil }, nil, true)
+	sentID := func() uint16 { mu.Lock(); defer mu.Unlock(); return lastSent }
+	wire := func(id uint16) []byte {
+		b := make([]byte, 12)
+		binary.BigEndian.PutUint16(b, id)
+		return b
+	}
+	held := func(id uint16) (recent int, abandoned bool) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.recentSet[id], m.abandoned[id]
+	}
+
+	// Answer maxRecent+10 queries, IDs 0, 1, ...: each keeps its ID, and
+	// the ring holds the last maxRecent of them.
+	for i := range maxRecent + 10 {
+		done := make(chan arrival, 1)
+		go func() {
+			a, _, _, err := m.exchange(context.Background(), wire(uint16(i)))
+			require.NoError(t, err)
+			done <- a
+		}()
+		require.Eventually(t, func() bool {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return len(m.pending) == 1
+		}, 5*time.Second, time.Millisecond)
+		require.Equal(t, uint16(i), sentID(), "an ID nothing holds back is kept")
+		answers <- wire(uint16(i))
+		require.Equal(t, uint16(i), binary.BigEndian.Uint16((<-done).msg))
+	}
+	m.mu.Lock()
+	require.Equal(t, maxRecent, len(m.recentSet))
+	m.mu.Unlock()
+	r, _ := held(9)
+	require.Zero(t, r, "the oldest answered IDs are let go")
+	r, _ = held(10)
+	require.Equal(t, 1, r)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	m.exchange(ctx, wire(maxRecent+9)) // answered last: another ID goes
+	require.NotEqual(t, uint16(maxRecent+9), sentID())
+
+	// Give up on maxAbandoned+76 queries: the set stops at its bound.
+	for i := range maxAbandoned + 76 {
+		_, _, _, err := m.exchange(ctx, wire(uint16(1000+i)))
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	anyAbandoned := func() uint16 {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		require.Equal(t, maxAbandoned, len(m.abandoned))
+		require.Empty(t, m.pending)
+		for id := range m.abandoned {
+			return id
+		}
+		return 0
+	}
+	one := anyAbandoned()
+	m.exchange(ctx, wire(one))
+	require.NotEqual(t, one, sentID(), "an abandoned ID is held back")
+	late := anyAbandoned()
+	answers <- wire(late) // its answer, at last
+	require.Eventually(t, func() bool { _, a := held(late); return !a }, 5*time.Second, time.Millisecond, "a late answer frees its ID")
 }
 
 // TestProtocolOfIsTheRecords: ProtocolOf names each URL and HTTP version
