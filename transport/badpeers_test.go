@@ -157,6 +157,37 @@ func TestMisbehavingUDPServers(t *testing.T) {
 		rec := exchange(t, url, transport.Options{}, query(testutil.ZoneName, dns.TypeA))
 		require.Equal(t, transport.StatusTruncated, rec.Status)
 	})
+	// What an answer's question must be: the query's type and class, its
+	// name in any case (resolvers that randomize the case of names, DNS
+	// 0x20, echo the query's); an error answer may leave it out (RFC 1035
+	// allows it, and servers do), an answer that claims success may not.
+	for _, c := range []struct {
+		name   string
+		change func(*dns.Msg)
+		want   transport.Status
+		rcode  string
+	}{
+		{"name-in-another-case", func(m *dns.Msg) { m.Question[0].Name = strings.ToUpper(m.Question[0].Name) }, transport.StatusOK, "NOERROR"},
+		{"other-type", func(m *dns.Msg) { m.Question[0].Qtype = dns.TypeAAAA }, transport.StatusMalformed, ""},
+		{"other-class", func(m *dns.Msg) { m.Question[0].Qclass = dns.ClassCHAOS }, transport.StatusMalformed, ""},
+		{"refused-without-question", func(m *dns.Msg) { m.Question, m.Answer, m.Rcode = nil, nil, dns.RcodeRefused }, transport.StatusRcode, "REFUSED"},
+		{"success-without-question", func(m *dns.Msg) { m.Question = nil }, transport.StatusMalformed, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			url := udpFixture(t, func(q []byte) []byte { return answer(q, c.change) })
+			tr, err := transport.New(url, transport.Options{Timeout: 700 * time.Millisecond})
+			require.NoError(t, err)
+			defer tr.Close()
+			rec, err := tr.Exchange(context.Background(), query(testutil.ZoneName, dns.TypeA))
+			require.Equal(t, c.want, rec.Status, rec.Error)
+			if c.want == transport.StatusMalformed {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.rcode, rec.Rcode)
+		})
+	}
 }
 
 func TestMisbehavingTCPServers(t *testing.T) {
