@@ -128,6 +128,43 @@ func TestODoHRefusals(t *testing.T) {
 	require.Zero(t, rec.ODoH.ConfigMs, "the second reused it")
 }
 
+// TestODoHProxyOverHTTP3: with odoh.proxy_http "3" the proxy relays to
+// its target over HTTP/3 (the web listener's UDP side; the client
+// fetches the target's config from its TCP side) and keeps that QUIC
+// connection for the next relay; a target with nothing on UDP at its
+// port is a timeout (504: no refusal comes back over QUIC, where TCP's
+// is a 502). The client's own hop stays HTTP/2.
+func TestODoHProxyOverHTTP3(t *testing.T) {
+	ts, ca := odohServer(t, func(c *server.Config) { c.ODoH.ProxyHTTP, c.ODoH.ProxyTimeout = "3", time.Second })
+	roots := caPool(t, ca)
+	u := "odoh://" + ts.Addr("doh").String() + "/dns-query?target=" + ts.Addr("web").String() + "/dns-query"
+	for i := range 3 {
+		rec := ask(t, u, transport.Options{RootCAs: roots, Timeout: 5 * time.Second}, fmt.Sprintf("h%d.example", i))
+		require.Equal(t, transport.StatusOK, rec.Status)
+		require.Equal(t, "h2", rec.Conn.ALPN, "the client's hop")
+		require.Positive(t, rec.ODoH.TargetMs)
+	}
+	ts.Settle(context.Background())
+	queries := ts.records("query", "odoh")
+	require.Len(t, queries, 3)
+	for _, q := range queries {
+		require.Equal(t, "web", q.Listener)
+	}
+	var h3 []server.Record
+	for _, c := range ts.records("conn", "h3") {
+		if c.Listener == "web" {
+			h3 = append(h3, c)
+		}
+	}
+	require.Len(t, h3, 1, "one QUIC connection from the proxy to its target, kept for every relay")
+
+	// Nothing on UDP at the DoH (TCP) listener's port, unless the kernel
+	// gave both the same number.
+	if ts.port("doh") != ts.port("doh3") {
+		require.Equal(t, http.StatusGatewayTimeout, postODoH(t, roots, "doh", ts.Addr("doh").String()+"/dns-query?targethost="+ts.Addr("doh").String()+"&targetpath=/dns-query"))
+	}
+}
+
 // TestODoHConfig: ODoH's settings are checked whole.
 func TestODoHConfig(t *testing.T) {
 	for _, c := range []struct {
