@@ -153,6 +153,82 @@ func TestRequestsAndResponses(t *testing.T) {
 	require.Equal(t, "<html>hi</html>", body)
 }
 
+// TestResponseWriterRules: the response writer keeps net/http's rules,
+// which handlers rely on: a flush sends the headers and what is held at
+// once (the client reads it while the handler still runs); a write past
+// the Content-Length the handler declared fails with
+// http.ErrContentLength, and what fits is sent; a 204's body fails with
+// http.ErrBodyNotAllowed; a Content-Length that is no length is dropped,
+// and the response's own length is sent.
+func TestResponseWriterRules(t *testing.T) {
+	read := make(chan struct{})
+	errs := make(chan error, 4)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/flush":
+			io.WriteString(w, "first")
+			errs <- http.NewResponseController(w).Flush()
+			select {
+			case <-read:
+			case <-time.After(5 * time.Second):
+				errs <- errors.New("the client never read the flushed part")
+				return
+			}
+			io.WriteString(w, " second")
+		case "/declared":
+			w.Header().Set("Content-Length", "4")
+			io.WriteString(w, "ab")
+			_, err := io.WriteString(w, "cdef")
+			errs <- err
+			io.WriteString(w, "cd")
+		case "/nocontent":
+			w.WriteHeader(http.StatusNoContent)
+			_, err := io.WriteString(w, "body")
+			errs <- err
+		case "/badlength":
+			w.Header().Set("Content-Length", "-3")
+			io.WriteString(w, "hi")
+		}
+	})
+	cc := (&http3.Transport{}).NewClientConn(serve(t, &Config{Handler: h})())
+	get := func(path string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, "https://localhost"+path, nil)
+		resp, err := cc.RoundTrip(req)
+		require.NoError(t, err, path)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+
+	resp := get("/flush")
+	require.NoError(t, <-errs)
+	require.Equal(t, int64(-1), resp.ContentLength, "flushed before its end: no length")
+	first := make([]byte, 5)
+	_, err := io.ReadFull(resp.Body, first)
+	require.NoError(t, err)
+	require.Equal(t, "first", string(first), "read while the handler waits")
+	close(read)
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, " second", string(rest))
+
+	resp = get("/declared")
+	require.ErrorIs(t, <-errs, http.ErrContentLength)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "abcd", string(body))
+	require.Equal(t, int64(4), resp.ContentLength)
+
+	resp = get("/nocontent")
+	require.ErrorIs(t, <-errs, http.ErrBodyNotAllowed)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+
+	resp = get("/badlength")
+	body, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "hi", string(body))
+	require.Equal(t, int64(2), resp.ContentLength)
+}
+
 // TestControlStream reads the server's control stream as a client
 // does: the stream type, SETTINGS with the field section limit and the
 // caller's settings, then the caller's frames (an ORIGIN frame).
