@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -86,4 +87,51 @@ func TestRequestBodies(t *testing.T) {
 
 	request(t, qc, postEcho(""), slices.Concat(frame(h3ext.FrameData, 'x'), trailers(5), frame(h3ext.FrameData, []byte("late")...)))
 	require.Equal(t, quic.ApplicationErrorCode(http3.ErrCodeFrameUnexpected), connCode(t, qc), "DATA after the trailers")
+}
+
+// TestBodyClosedEarly: a handler that closes a request's body before its
+// end (an upload it does not want) reads nothing more from it
+// (http.ErrBodyReadAfterClose), and the server asks the client to stop
+// sending at once (STOP_SENDING, H3_NO_ERROR, RFC 9114 §4.1.1): the
+// client's upload ends while the handler still runs, where it would
+// otherwise stream on until the server's flow control window ran out,
+// and the response comes whole.
+func TestBodyClosedEarly(t *testing.T) {
+	afterClose := make(chan error, 1)
+	uploaded := make(chan error, 1)
+	var stoppedFirst bool
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadFull(r.Body, make([]byte, 4))
+		r.Body.Close()
+		_, err := r.Body.Read(make([]byte, 1))
+		afterClose <- err
+		select { // the handler runs on until the upload has stopped
+		case err := <-uploaded:
+			stoppedFirst = err != nil
+		case <-time.After(5 * time.Second):
+		}
+		io.WriteString(w, "enough")
+	})
+	cc := (&http3.Transport{}).NewClientConn(serve(t, &Config{Handler: h})())
+	body, upload := io.Pipe()
+	go func() {
+		chunk := bytes.Repeat([]byte("u"), 1024)
+		for range 100_000 { // 100 MB: more than any window holds
+			if _, err := upload.Write(chunk); err != nil {
+				uploaded <- err
+				return
+			}
+		}
+		uploaded <- nil
+	}()
+	req, _ := http.NewRequest(http.MethodPost, "https://localhost/upload", body)
+	resp, err := cc.RoundTrip(req)
+	require.NoError(t, err)
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	upload.Close()
+	require.NoError(t, err)
+	require.Equal(t, "enough", string(got))
+	require.ErrorIs(t, <-afterClose, http.ErrBodyReadAfterClose)
+	require.True(t, stoppedFirst, "the upload stopped while the handler ran")
 }
