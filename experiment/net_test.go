@@ -35,7 +35,9 @@ func loopbackNet(t *testing.T, spec testbed.Spec) experiment.Net {
 // 127.0.0.1 (what the kernel dials from); a second net of the same name
 // takes the next /24 while the first is open, and the first's again
 // once it is closed; profiles that shape nothing are taken and others
-// refused with ErrNeedsTestbed; the link check measures nothing.
+// refused with ErrNeedsTestbed; the link check measures nothing, a
+// distance shapes nothing; only its own hosts run; a net of another
+// name is refused.
 func TestLoopbackNet(t *testing.T) {
 	spec := testbed.Spec{Name: "nettest", Hosts: []string{"client", "server", "proxy"}}
 	a := loopbackNet(t, spec)
@@ -73,6 +75,19 @@ func TestLoopbackNet(t *testing.T) {
 	require.NoError(t, a.Command("client", "true").Run())
 	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, experiment.OwnBlock(a, "server"), "the block a page loader opens to the net's pages")
 	require.Empty(t, experiment.OwnBlock(a, "nobody"))
+
+	// A distance is no link's on loopback: nothing shaped, and said.
+	d, err := experiment.SetDistance(a, "proxy", 40*time.Millisecond)
+	require.NoError(t, err)
+	require.Zero(t, d, "the proxy is as near as every host")
+	ran := false
+	require.NoError(t, a.Run("server", func() error { ran = true; return nil }))
+	require.True(t, ran)
+	require.ErrorContains(t, a.Run("nobody", func() error { return nil }), `no host "nobody" on the loopback net`)
+	// A net that is neither is refused.
+	env = &experiment.Env{Store: t.TempDir() + "/z.db", Net: "docker"}
+	_, _, _, err = env.Start(context.Background(), spec)
+	require.ErrorContains(t, err, `net "docker" is not testbed or loopback`)
 }
 
 // pingPong has the client send "ping" to the server, the server answer
