@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,8 +68,11 @@ func TestRefuseBindsTheODoHTarget(t *testing.T) {
 			c.Close()
 		}
 	}()
+	var mu sync.Mutex
 	var asked []netip.Addr
-	refuse := func(a netip.Addr) error {
+	refuse := func(a netip.Addr) error { // asked from the dialer's goroutine
+		mu.Lock()
+		defer mu.Unlock()
 		asked = append(asked, a)
 		if a == netip.MustParseAddr("127.0.0.9") {
 			return fmt.Errorf("127.0.0.9 is blocklisted")
@@ -84,7 +88,9 @@ func TestRefuseBindsTheODoHTarget(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, transport.StatusBlocked, rec.Status, rec.Error)
 	require.Contains(t, rec.Error, "not contacting the ODoH target 127.0.0.9")
+	mu.Lock()
 	require.Contains(t, asked, netip.MustParseAddr("127.0.0.9"))
+	mu.Unlock()
 	require.Zero(t, reached.Load(), "the refused target was contacted")
 	require.Zero(t, rec.ODoH.Sealed.Sent, "nothing was sealed")
 	require.Zero(t, proxy.configs.Load())
