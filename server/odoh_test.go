@@ -135,7 +135,7 @@ func TestODoHRefusals(t *testing.T) {
 // port is a timeout (504: no refusal comes back over QUIC, where TCP's
 // is a 502). The client's own hop stays HTTP/2.
 func TestODoHProxyOverHTTP3(t *testing.T) {
-	ts, ca := odohServer(t, func(c *server.Config) { c.ODoH.ProxyHTTP, c.ODoH.ProxyTimeout = "3", time.Second })
+	ts, ca := odohServer(t, func(c *server.Config) { c.ODoH.ProxyHTTP, c.ODoH.ProxyTimeout = "3", 2*time.Second })
 	roots := caPool(t, ca)
 	u := "odoh://" + ts.Addr("doh").String() + "/dns-query?target=" + ts.Addr("web").String() + "/dns-query"
 	for i := range 3 {
