@@ -42,6 +42,13 @@ func echServer(t *testing.T, more ...func(*server.Config)) *testServer {
 	})
 }
 
+// overHTTP are the web listener's two HTTP versions, as its conn
+// records name them and echGet asks over them.
+var overHTTP = []struct {
+	label string
+	h3    bool
+}{{"h2", false}, {"h3", true}}
+
 // echConfigOf asks the server's UDP listener for name's HTTPS record and
 // returns its ech= value.
 func echConfigOf(t *testing.T, ts *testServer, name string) []byte {
@@ -127,10 +134,7 @@ func TestECH(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "public.tls-ech.dev", other[0].PublicName, "a record's own ech= stays")
 
-	for _, c := range []struct {
-		label string
-		h3    bool
-	}{{"h2", false}, {"h3", true}} {
+	for _, c := range overHTTP {
 		t.Run(c.label, func(t *testing.T) {
 			seen := len(ts.records("conn", c.label))
 			body, err := echGet(t, ts, c.h3, list)
@@ -160,10 +164,7 @@ func TestECH(t *testing.T) {
 	require.NotEqual(t, list, echConfigOf(t, ts, "site.test."), "the record carries the new config")
 
 	require.NoError(t, ts.RotateECH())
-	for _, c := range []struct {
-		label string
-		h3    bool
-	}{{"h2", false}, {"h3", true}} {
+	for _, c := range overHTTP {
 		seen = len(ts.records("conn", c.label))
 		_, err = echGet(t, ts, c.h3, list)
 		var rej *tls.ECHRejectionError
@@ -201,13 +202,12 @@ func TestECHKeyFile(t *testing.T) {
 
 	again := echServer(t, withKey)
 	require.Equal(t, list, echConfigOf(t, again, "site.test."), "the restart publishes the same config")
-	for _, h3 := range []bool{false, true} {
-		label := map[bool]string{false: "h2", true: "h3"}[h3]
-		seen := len(again.records("conn", label))
-		body, err := echGet(t, again, h3, list)
-		require.NoError(t, err, "%s: a config from before the restart", label)
+	for _, c := range overHTTP {
+		seen := len(again.records("conn", c.label))
+		body, err := echGet(t, again, c.h3, list)
+		require.NoError(t, err, "%s: a config from before the restart", c.label)
 		require.Equal(t, "inner", body)
-		require.Equal(t, ech.Accepted, lastConn(t, again, label, seen).ECH, label)
+		require.Equal(t, ech.Accepted, lastConn(t, again, c.label, seen).ECH, c.label)
 	}
 	require.NotEqual(t, list, echConfigOf(t, echServer(t), "site.test."), "without a key file, a fresh key")
 
