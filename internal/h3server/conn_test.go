@@ -191,7 +191,7 @@ func TestResponseWriterRules(t *testing.T) {
 		}
 	})
 	cc := (&http3.Transport{}).NewClientConn(serve(t, &Config{Handler: h})())
-	get := func(path string) *http.Response {
+	fetch := func(path string) *http.Response {
 		req, _ := http.NewRequest(http.MethodGet, "https://localhost"+path, nil)
 		resp, err := cc.RoundTrip(req)
 		require.NoError(t, err, path)
@@ -199,7 +199,7 @@ func TestResponseWriterRules(t *testing.T) {
 		return resp
 	}
 
-	resp := get("/flush")
+	resp := fetch("/flush")
 	require.NoError(t, <-errs)
 	require.Equal(t, int64(-1), resp.ContentLength, "flushed before its end: no length")
 	first := make([]byte, 5)
@@ -211,18 +211,18 @@ func TestResponseWriterRules(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, " second", string(rest))
 
-	resp = get("/declared")
+	resp = fetch("/declared")
 	require.ErrorIs(t, <-errs, http.ErrContentLength)
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, "abcd", string(body))
 	require.Equal(t, int64(4), resp.ContentLength)
 
-	resp = get("/nocontent")
+	resp = fetch("/nocontent")
 	require.ErrorIs(t, <-errs, http.ErrBodyNotAllowed)
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 
-	resp = get("/badlength")
+	resp = fetch("/badlength")
 	body, err = io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, "hi", string(body))
