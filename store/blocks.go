@@ -792,7 +792,9 @@ func (s *Store) sealedRuns(ctx context.Context) (map[int64][]blockRef, error) {
 // byNumber whose blocks and tail count what they hold, and says which
 // runs it read: into sinks, the blocks shared out to the sinks'
 // readers; or into ordered, run after run in their numbers' order, each
-// run's blocks in order and then its tail.
+// run's blocks in order and then its tail. With f.After, a run is read
+// from the block that begins there (a summary's last number, where a
+// sealed run's summary ends).
 func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run, read []string, sinks []func(*Row) error, ordered func([]Row) error) (map[int64]bool, error) {
 	blocks, err := s.sealedRuns(ctx)
 	if err != nil || len(blocks) == 0 {
@@ -831,6 +833,18 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 		if more < 0 || more > int64(maxTail) {
 			continue // its rows say what it holds
 		}
+		// Read on from f.After (a summary's last number) by the blocks
+		// that begin there, or by the tail alone where the blocks end
+		// there; a number inside a block (a summary made with a tail)
+		// leaves the run to its rows, which say which samples follow it.
+		first := 0
+		if f.After > 0 {
+			if f.After == bs[len(bs)-1].last {
+				first = len(bs)
+			} else if first = slices.IndexFunc(bs, func(b blockRef) bool { return b.after == f.After }); first < 0 {
+				continue
+			}
+		}
 		// The tail is read one past what it should hold, also when that
 		// is none: a sample deleted under a block leaves the run holding
 		// one fewer than its blocks and its tail count, and a tail read
@@ -844,13 +858,13 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 			continue
 		}
 		covered[n] = true
-		for _, b := range bs {
+		for _, b := range bs[first:] {
 			parts = append(parts, piece{run: n, after: b.after})
 		}
 		if more > 0 {
 			parts = append(parts, piece{run: n, tail: true, from: from, to: len(tail.rows)})
 		}
-		if more == 0 && f.Sealed != nil {
+		if more == 0 && f.Sealed != nil && f.After == 0 {
 			f.Sealed[r.ID] = Held{Samples: in, Last: bs[len(bs)-1].last}
 		}
 	}

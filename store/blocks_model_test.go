@@ -44,7 +44,16 @@ func blocksModel(t *testing.T, s *Store, seed uint64) {
 		t.Helper()
 		var last int64
 		require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT COALESCE(max(id), 0) FROM sample_cols`).Scan(&last))
-		for _, f := range []Filter{{}, {Runs: runs[:1]}, {Runs: runs[1:]}, {RunPrefix: runs[2]}, {Vantage: "fra1"}, {After: last / 2}, {After: last}} {
+		filters := []Filter{{}, {Runs: runs[:1]}, {Runs: runs[1:]}, {RunPrefix: runs[2]}, {Vantage: "fra1"}, {After: last / 2}, {After: last}}
+		// A summary's read-on from where a run's blocks begin or end.
+		var begin, end int64
+		require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT COALESCE(max(after_id), 0), COALESCE(max(last_id), 0) FROM sample_blocks`).Scan(&begin, &end))
+		for _, at := range []int64{begin, end} {
+			if at > 0 {
+				filters = append(filters, Filter{After: at}, Filter{After: at, Runs: runs[:1]})
+			}
+		}
+		for _, f := range filters {
 			want := fromRows(t, s, f)
 			require.ElementsMatch(t, want, timingTexts(t, s, f), "seed %d, %s, %+v", seed, step, f)
 			exportsAsTheRows(t, s, f, fmt.Sprintf("seed %d, %s, %+v", seed, step, f))

@@ -427,3 +427,41 @@ func blockFixture(tb testing.TB) (x *scanned, dest []any, kinds []byte, w *block
 	require.NoError(tb, err)
 	return x, dest, kinds, w
 }
+
+// TestReadOnFromTheBlocks: a summary's read-on (Filter.After at a block's
+// start, or at the blocks' end) reads a sealed run's blocks from there,
+// not its rows; a number inside a block reads the rows after it.
+func TestReadOnFromTheBlocks(t *testing.T) {
+	s := writtenRun(t, 10)
+	ctx := context.Background()
+	require.NoError(t, s.Seal(ctx, "a"))
+	var ends []int64
+	rows, err := s.DB().QueryContext(ctx, `SELECT last_id FROM sample_blocks ORDER BY after_id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var last int64
+		require.NoError(t, rows.Scan(&last))
+		ends = append(ends, last)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, ends, 3, "blocks of 4, 4 and 2")
+	on := func(after int64) Filter {
+		return Filter{Runs: []string{"a"}, After: after, Held: map[string]int64{"a": 10}}
+	}
+	before := map[int64][]string{}
+	for _, after := range []int64{ends[0], ends[1], ends[2], ends[0] + 1} {
+		before[after] = timingTexts(t, s, on(after))
+	}
+	// The rows changed under the blocks: what a scan gives says which it read.
+	_, err = s.DB().ExecContext(ctx, `UPDATE sample_cols SET total_us = total_us + 1`)
+	require.NoError(t, err)
+	for i, want := range []int{6, 2, 0} {
+		got := timingTexts(t, s, on(ends[i]))
+		require.Len(t, got, want, "after block %d", i)
+		require.ElementsMatch(t, before[ends[i]], got, "after block %d: read from the blocks", i)
+	}
+	inside := timingTexts(t, s, on(ends[0]+1))
+	require.Len(t, inside, 5)
+	require.ElementsMatch(t, fromRows(t, s, on(ends[0]+1)), inside, "inside a block: read from the rows")
+	require.NotEqual(t, before[ends[0]+1], inside)
+}

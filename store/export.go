@@ -321,7 +321,7 @@ func (s *Store) scanOf(ctx context.Context, f Filter, cols []string, ordered fun
 		}
 	}
 	narrowed := false // runs read from their blocks
-	if read := blockRead(cols); read != nil && f.After == 0 && f.Vantage == "" {
+	if read := blockRead(cols); read != nil && f.Vantage == "" {
 		// Sealed runs from their blocks; the rest from their rows.
 		read, err := s.readSealed(ctx, f, byNumber, read, sinks, ordered)
 		if err != nil {

@@ -221,7 +221,7 @@ func readOn(ctx context.Context, st *store.Store, kind, run string, m store.Summ
 	if m.Last <= 0 {
 		return false, nil
 	}
-	more, err := scanCellsOf(ctx, store.Filter{Runs: []string{run}, Superseded: true, After: m.Last}, profiles, answers, st.EachStoredTiming)
+	more, err := scanCellsOf(ctx, store.Filter{Runs: []string{run}, Superseded: true, After: m.Last, Held: map[string]int64{run: n}}, profiles, answers, st.EachStoredTiming)
 	if err != nil {
 		return false, err
 	}

@@ -196,6 +196,18 @@ func TestSummariesAreTheScan(t *testing.T) {
 	m, _ = want.Count()
 	require.Equal(t, m+1000, n, "read on from the summary")
 	require.Equal(t, grown.Samples+1, kept()[ids[0]].Samples)
+	// The same through the blocks: the run sealed where its summary
+	// ends, its next round sealed after them, read on from them.
+	require.NoError(t, st.Seal(ctx, ids[0]))
+	for i := range 3 {
+		require.NoError(t, st.Write(ctx, ids[0], sampleOf(rand.New(rand.NewPCG(9, 11)), 1<<20+2+i, false)))
+	}
+	require.NoError(t, st.Seal(ctx, ids[0]))
+	want = scanned(store.Filter{})
+	n, _ = load(store.Filter{}).Count()
+	m, _ = want.Count()
+	require.Equal(t, m+1000, n, "read on from the summary, by the blocks")
+	require.Equal(t, grown.Samples+4, kept()[ids[0]].Samples)
 	// A sample numbered below the summary's last that it does not count
 	// (on PostgreSQL, a lower number committed late): the run read whole.
 	late := kept()[ids[0]]
