@@ -864,7 +864,7 @@ func (s *Store) readSealed(ctx context.Context, f Filter, byNumber map[int64]Run
 		if more > 0 {
 			parts = append(parts, piece{run: n, tail: true, from: from, to: len(tail.rows)})
 		}
-		if more == 0 && f.Sealed != nil && f.After == 0 {
+		if more == 0 && f.Sealed != nil {
 			f.Sealed[r.ID] = Held{Samples: in, Last: bs[len(bs)-1].last}
 		}
 	}

@@ -464,4 +464,17 @@ func TestReadOnFromTheBlocks(t *testing.T) {
 	require.Len(t, inside, 5)
 	require.ElementsMatch(t, fromRows(t, s, on(ends[0]+1)), inside, "inside a block: read from the rows")
 	require.NotEqual(t, before[ends[0]+1], inside)
+
+	// What the blocks hold is said where the run was read on from them:
+	// the summary made of it needs no count of the run again.
+	for _, after := range []int64{ends[0], ends[0] + 1} {
+		f := on(after)
+		f.Sealed = map[string]Held{}
+		timingTexts(t, s, f)
+		if after == ends[0] {
+			require.Equal(t, map[string]Held{"a": {Samples: 10, Last: ends[2]}}, f.Sealed)
+		} else {
+			require.Empty(t, f.Sealed, "read from the rows")
+		}
+	}
 }

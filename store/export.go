@@ -100,10 +100,10 @@ type Filter struct {
 	// Held is what RunSamples said, where the caller asked it already: a
 	// sealed run's blocks are read where they and its tail count it.
 	Held map[string]int64
-	// Sealed, if not nil, is given what the scan read of each run it
-	// read whole from its blocks (no tail): how many samples, and the
-	// largest number among them. A summary of the run is of exactly
-	// that, whatever was written since.
+	// Sealed, if not nil, is given what the blocks hold of each run the
+	// scan read from its blocks alone (no tail), whole or on from After:
+	// how many samples, and the largest number among them. A summary of
+	// the run is of exactly that, whatever was written since.
 	Sealed map[string]Held
 }
 

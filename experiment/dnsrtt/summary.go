@@ -221,12 +221,21 @@ func readOn(ctx context.Context, st *store.Store, kind, run string, m store.Summ
 	if m.Last <= 0 {
 		return false, nil
 	}
-	more, err := scanCellsOf(ctx, store.Filter{Runs: []string{run}, Superseded: true, After: m.Last, Held: map[string]int64{run: n}}, profiles, answers, st.EachStoredTiming)
+	sealed := map[string]store.Held{}
+	more, err := scanCellsOf(ctx, store.Filter{Runs: []string{run}, Superseded: true, After: m.Last, Held: map[string]int64{run: n}, Sealed: sealed}, profiles, answers, st.EachStoredTiming)
 	if err != nil {
 		return false, err
 	}
-	now, err := st.RunHeld(ctx, run)
-	if err != nil || now.Samples != n || m.Samples+more.rows() != n {
+	// What its blocks hold, where it was read on from them alone; else
+	// counted again (on PostgreSQL a scan of the table: 1.7 s a run at
+	// ten million samples).
+	now, ok := sealed[run]
+	if !ok {
+		if now, err = st.RunHeld(ctx, run); err != nil {
+			return false, nil //nolint:nilerr // read whole instead
+		}
+	}
+	if now.Samples != n || m.Samples+more.rows() != n {
 		return false, nil
 	}
 	cs.merge(more)
