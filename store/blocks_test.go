@@ -435,15 +435,15 @@ func TestReadOnFromTheBlocks(t *testing.T) {
 	s := writtenRun(t, 10)
 	ctx := context.Background()
 	require.NoError(t, s.Seal(ctx, "a"))
-	var ends []int64
-	rows, err := s.DB().QueryContext(ctx, `SELECT last_id FROM sample_blocks ORDER BY after_id`)
+	sealed, err := s.sealedRuns(ctx)
 	require.NoError(t, err)
-	for rows.Next() {
-		var last int64
-		require.NoError(t, rows.Scan(&last))
-		ends = append(ends, last)
+	require.Len(t, sealed, 1)
+	var ends []int64
+	for _, bs := range sealed {
+		for _, b := range bs {
+			ends = append(ends, b.last)
+		}
 	}
-	require.NoError(t, rows.Err())
 	require.Len(t, ends, 3, "blocks of 4, 4 and 2")
 	on := func(after int64) Filter {
 		return Filter{Runs: []string{"a"}, After: after, Held: map[string]int64{"a": 10}}

@@ -196,13 +196,7 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 			// (their count and last number), whatever came after: a
 			// later report reads on from there, and needs no second walk
 			// of the run's index to know it.
-			now, whole := sealed[id]
-			if !whole {
-				var err error
-				if now, err = st.RunHeld(ctx, id); err != nil {
-					now = store.Held{Samples: -1}
-				}
-			}
+			now := heldNow(ctx, st, sealed, id)
 			if now.Samples == held[id] && cs.rows() == now.Samples {
 				keepSummary(ctx, st, kind, id, now, cs)
 			}
@@ -226,21 +220,29 @@ func readOn(ctx context.Context, st *store.Store, kind, run string, m store.Summ
 	if err != nil {
 		return false, err
 	}
-	// What its blocks hold, where it was read on from them alone; else
-	// counted again (on PostgreSQL a scan of the table: 1.7 s a run at
-	// ten million samples).
-	now, ok := sealed[run]
-	if !ok {
-		if now, err = st.RunHeld(ctx, run); err != nil {
-			return false, nil //nolint:nilerr // read whole instead
-		}
-	}
+	now := heldNow(ctx, st, sealed, run)
 	if now.Samples != n || m.Samples+more.rows() != n {
 		return false, nil
 	}
 	cs.merge(more)
 	keepSummary(ctx, st, kind, run, now, cs)
 	return true, nil
+}
+
+// heldNow is what a summary of run, just read, is of: where the scan
+// read it from its blocks alone (whole, or on from a summary), what
+// they hold, whatever came after; else what the run holds now, counted
+// again (on PostgreSQL a scan of the table, 1.7 s a run at ten million
+// samples), or a count of -1, which no run holds, where that fails.
+func heldNow(ctx context.Context, st *store.Store, sealed map[string]store.Held, run string) store.Held {
+	if h, ok := sealed[run]; ok {
+		return h
+	}
+	h, err := st.RunHeld(ctx, run)
+	if err != nil {
+		return store.Held{Samples: -1}
+	}
+	return h
 }
 
 // keepSummary keeps cs as run's summary of what it holds, if it can.
