@@ -34,7 +34,8 @@ type Dist struct {
 	sorted bool               // vals is in order
 	sketch *ddsketch.DDSketch // the values, folded, beyond ExactLimit
 	n      int
-	limit  int // ExactLimit, or smaller in tests
+	limit  int  // ExactLimit, or smaller in tests
+	memo   bool // sketch's bins are memo's (memo.go)
 }
 
 // ExactLimit is how many values a Dist keeps whole before it folds them
@@ -63,7 +64,7 @@ func (d *Dist) Add(v float64) {
 	}
 	d.n++
 	if d.sketch != nil {
-		d.sketch.Add(v)
+		d.sketchAdd(v)
 		return
 	}
 	d.vals, d.sorted = append(d.vals, v), false
@@ -85,10 +86,24 @@ func (d *Dist) fold() {
 	if err != nil {
 		panic(err) // only for an accuracy outside (0, 1)
 	}
+	d.sketch, d.memo = s, memoFor(s)
 	for _, v := range d.vals {
-		s.Add(v)
+		d.sketchAdd(v)
 	}
-	d.sketch, d.vals = s, nil
+	d.vals = nil
+}
+
+// sketchAdd adds v to the sketch: to its bin in memo where memo holds
+// it, as the sketch's Add would (a value of a whole number of
+// thousandths is positive, so its bin is in the positive store).
+func (d *Dist) sketchAdd(v float64) {
+	if d.memo {
+		if i, ok := memoIndex(v); ok {
+			d.sketch.GetPositiveValueStore().Add(i)
+			return
+		}
+	}
+	d.sketch.Add(v)
 }
 
 // Merge adds o's values to d.
@@ -112,7 +127,7 @@ func (d *Dist) Merge(o *Dist) {
 		return
 	}
 	for _, v := range o.vals {
-		d.sketch.Add(v)
+		d.sketchAdd(v)
 	}
 }
 
@@ -489,6 +504,7 @@ func (d *Dist) UnmarshalBinary(b []byte) error {
 	case b[0] == 1:
 		d.fold() // an empty sketch of the mapping and bounds Add folds into
 		err := decodeSketch(d.sketch, b[1:])
+		d.memo = err == nil && memoFor(d.sketch) // the mapping decoded
 		if err == nil {
 			err = d.checkBins()
 		}
