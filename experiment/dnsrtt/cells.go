@@ -41,6 +41,7 @@ type Group struct {
 	Client    *stats.Dist // total minus wire, ms: the client's own time
 	// Link is the profile the runs recorded, if any.
 	Link *testbed.Profile
+	hdr  int64 // headerOctets(Transport), once worked out
 }
 
 func newGroup() *Group {
@@ -104,7 +105,10 @@ func (c *Group) add(r *store.Row, link *testbed.Profile, outcome string) {
 	}
 	c.Ms.Add(*r.TotalMs)
 	if link != nil {
-		c.Serial.Add(SerializationMs(*r, *link))
+		if c.hdr == 0 {
+			c.hdr = headerOctets(c.Transport)
+		}
+		c.Serial.Add(serializationMs(r, link, c.hdr))
 	}
 	if r.WireMs != nil {
 		c.Wire.Add(*r.WireMs)
@@ -142,6 +146,11 @@ type cells struct {
 	// samples at all.
 	canceled int
 	answers  measure.Answers
+	// The last row's run and its link: a run's rows come together, and
+	// a map's lookup for each of ten million rows is not free.
+	lastRun  string
+	lastLink *testbed.Profile
+	lastSet  bool
 }
 
 // newCells gathers rows measured on the runs' profiles (by run ID),
@@ -172,7 +181,10 @@ func (cs *cells) add(r *store.Row) {
 		}
 		c = cs.cell(k)
 	}
-	c.add(r, cs.links[r.RunID], cs.answers.Outcome(transport.Status(r.Status), r.Rcode))
+	if !cs.lastSet || r.RunID != cs.lastRun {
+		cs.lastRun, cs.lastLink, cs.lastSet = r.RunID, cs.links[r.RunID], true
+	}
+	c.add(r, cs.lastLink, cs.answers.Outcome(transport.Status(r.Status), r.Rcode))
 }
 
 // cell is k's cell, made if need be.

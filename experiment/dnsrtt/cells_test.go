@@ -226,3 +226,31 @@ func TestStatsPoolEveryResolverAndVantage(t *testing.T) {
 		"dsl doq resumed n=4 median=61.5 wire=NaN client=NaN",
 	}, got)
 }
+
+// TestEachRowTakesItsRunsLink: rows of two runs recorded on links of the
+// same name but other rates, interleaved in one cell (a campaign's runs
+// read from their rows), each cost the serialization of its own run's
+// link; a datagram transport's headers are UDP's, a stream's TCP's.
+func TestEachRowTakesItsRunsLink(t *testing.T) {
+	profiles := map[string]testbed.Profile{
+		"run-a": {Name: "fiber", Up: testbed.Direction{Rate: 1e6}, Down: testbed.Direction{Rate: 8e6}},
+		"run-b": {Name: "fiber", Up: testbed.Direction{Rate: 8e6}, Down: testbed.Direction{Rate: 1e6}},
+	}
+	f := func(v float64) *float64 { return &v }
+	for _, tr := range []string{"udp", "dot"} {
+		cs := newCells(profiles, measure.DefaultAnswers())
+		var want []float64
+		for i := range 12 {
+			r := store.Row{RunID: []string{"run-a", "run-b", "run-b"}[i%3], Profile: "fiber", Target: "192.0.2.1", Transport: tr, Condition: "fresh",
+				Status: string(transport.StatusOK), Rcode: "NOERROR", BytesSent: int64(60 + i), BytesReceived: 900, PacketsSent: 1, PacketsReceived: 2,
+				TotalMs: f(10), TotalRTT: f(1)}
+			cs.add(&r)
+			want = append(want, SerializationMs(r, profiles[r.RunID]))
+		}
+		require.Len(t, cs.order, 1, "one cell")
+		got, ok := cs.order[0].Serial.Values()
+		require.True(t, ok)
+		slices.Sort(want)
+		require.Equal(t, want, got, "%s: each row's serialization at its run's rates", tr)
+	}
+}

@@ -180,10 +180,22 @@ type Summary struct {
 // profile's rate limits, in ms: what was sent at the up rate, what was
 // received at the down rate. 0 where the link has no rate.
 func SerializationMs(r store.Row, p testbed.Profile) float64 {
-	hdr := int64(20 + 20 + 12) // IPv4, TCP with the timestamp option
-	if p, _ := protocol.Lookup(r.Transport); p.Datagram {
-		hdr = 20 + 8
+	return serializationMs(&r, &p, headerOctets(r.Transport))
+}
+
+// headerOctets is what IPv4 and transport's own header add to each of
+// its packets.
+func headerOctets(transport string) int64 {
+	if p, _ := protocol.Lookup(transport); p.Datagram {
+		return 20 + 8
 	}
+	return 20 + 20 + 12 // IPv4, TCP with the timestamp option
+}
+
+// serializationMs is SerializationMs with the header's octets known: a
+// report works it out for each of ten million samples, and a cell's
+// transport once.
+func serializationMs(r *store.Row, p *testbed.Profile, hdr int64) float64 {
 	at := func(bytes, packets int64, rate float64) float64 {
 		if rate <= 0 {
 			return 0

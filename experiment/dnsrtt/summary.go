@@ -316,11 +316,14 @@ func scanRuns(ctx context.Context, st *store.Store, runs []string, held map[stri
 	err := st.EachStoredTiming(ctx, store.Filter{Runs: runs, Superseded: true, Held: held, Sealed: sealed}, func() func(*store.Row) error {
 		byRun := map[string]*cells{}
 		parts = append(parts, byRun)
+		var cs *cells // the last row's run's: a run's rows come together
+		var run string
 		return func(r *store.Row) error {
-			cs := byRun[r.RunID]
-			if cs == nil {
-				cs = newCells(profiles, answers)
-				byRun[r.RunID] = cs
+			if cs == nil || r.RunID != run {
+				if cs, run = byRun[r.RunID], r.RunID; cs == nil {
+					cs = newCells(profiles, answers)
+					byRun[r.RunID] = cs
+				}
 			}
 			cs.add(r)
 			return nil
