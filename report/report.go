@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/doxlab/doxlab/experiment"
 	_ "github.com/doxlab/doxlab/experiment/all" // every experiment, for Load
@@ -485,22 +486,39 @@ func Load(ctx context.Context, st *store.Store, prefix string) (Input, []store.R
 func LoadFiltered(ctx context.Context, st *store.Store, f store.Filter) (Input, []store.Run, error) {
 	var in Input
 	prefix := f.RunPrefix
-	for _, info := range experiment.Registered() {
-		var r experiment.Results
-		var err error
-		switch e := info.New().(type) {
-		case FilterLoader:
-			r, err = e.LoadFiltered(ctx, st, f)
-		default:
-			if f.Vantage != "" {
-				continue // nothing of it was measured from a vantage point
+	// The experiments load two at a time, each on its own: the DNS
+	// samples' scan waits on the store for a second a run count at ten
+	// million samples, which is the page loads' time to load beside it.
+	infos := experiment.Registered()
+	results := make([]experiment.Results, len(infos))
+	errs := make([]error, len(infos))
+	loaded := make([]bool, len(infos))
+	two := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i, info := range infos {
+		e := info.New()
+		if _, ok := e.(FilterLoader); !ok && f.Vantage != "" {
+			continue // nothing of it was measured from a vantage point
+		}
+		loaded[i] = true
+		two <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-two }()
+			if fl, ok := e.(FilterLoader); ok {
+				results[i], errs[i] = fl.LoadFiltered(ctx, st, f)
+			} else {
+				results[i], errs[i] = e.Load(ctx, st, prefix)
 			}
-			r, err = e.Load(ctx, st, prefix)
+		})
+	}
+	wg.Wait()
+	for i, info := range infos {
+		if errs[i] != nil {
+			return in, nil, fmt.Errorf("loading %s: %w", info.Name, errs[i])
 		}
-		if err != nil {
-			return in, nil, fmt.Errorf("loading %s: %w", info.Name, err)
+		if loaded[i] {
+			in.Results = append(in.Results, Results{Experiment: info.Name, Results: results[i]})
 		}
-		in.Results = append(in.Results, Results{Experiment: info.Name, Results: r})
 	}
 	if f.Vantage == "" {
 		var err error

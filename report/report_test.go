@@ -199,6 +199,34 @@ func TestLoadTakesProfilesFromTheStore(t *testing.T) {
 	require.True(t, in.Empty(), "a run with no samples")
 }
 
+// TestLoadInTheRegistrysOrder: the experiments load two at a time, and
+// the report has them in the registry's order all the same; a load that
+// fails names the first experiment, in that order, that failed.
+func TestLoadInTheRegistrysOrder(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	var want []string
+	for _, info := range experiment.Registered() {
+		want = append(want, info.Name)
+	}
+	for range 5 {
+		in, _, err := report.Load(ctx, st, "")
+		require.NoError(t, err)
+		var got []string
+		for _, r := range in.Results {
+			got = append(got, r.Experiment)
+		}
+		require.Equal(t, want, got)
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _, err = report.Load(gone, st, "")
+	require.ErrorIs(t, err, context.Canceled)
+	require.True(t, strings.HasPrefix(err.Error(), "loading "+want[0]+": "), "%v", err)
+}
+
 // TestTitleAndSummarySayWhatWhereWhen: the page opens like a paper's
 // results section: what was measured, on which links, when, and what the
 // findings say; each section's table shown, not folded away.
