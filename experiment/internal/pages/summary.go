@@ -86,22 +86,29 @@ func SummarizePoints(points []Point) []Cell {
 // summarize groups the points cellOf puts in a cell.
 func summarize(points []Point, cellOf func(Point) (CellKey, bool)) []Cell {
 	type key = CellKey
-	cells := map[key]*Cell{}
-	dns := map[key][]float64{}
-	more := map[key]*[7][]float64{}
-	conns0RTT := map[key][2]int{}
+	// What a cell gathers beside its Cell, in one entry: one lookup of
+	// its key a load (a key is eight strings to hash), where a map for
+	// each thing gathered took five.
+	type entry struct {
+		c    *Cell
+		dns  []float64
+		more *[7][]float64 // nil until a load of the cell succeeds
+		z    [2]int        // the origins' connections in 0-RTT, and all
+	}
+	byKey := map[key]*entry{}
 	var keys []key
 	for _, x := range points {
 		k, in := cellOf(x)
 		if !in {
 			continue
 		}
-		c, ok := cells[k]
+		e, ok := byKey[k]
 		if !ok {
-			c = &Cell{Profile: k.Profile, Page: k.Page, Transport: k.Transport, H3: k.H3, StubState: k.StubState, DNSMode: k.DNSMode, Engine: k.Engine, Setup: k.Setup}
-			cells[k] = c
+			e = &entry{c: &Cell{Profile: k.Profile, Page: k.Page, Transport: k.Transport, H3: k.H3, StubState: k.StubState, DNSMode: k.DNSMode, Engine: k.Engine, Setup: k.Setup}}
+			byKey[k] = e
 			keys = append(keys, k)
 		}
+		c := e.c
 		c.N++
 		if !x.OK() {
 			continue
@@ -109,17 +116,13 @@ func summarize(points []Point, cellOf func(Point) (CellKey, bool)) []Cell {
 		c.OK++
 		c.PLTs = append(c.PLTs, x.PLT)
 		c.FCPs = append(c.FCPs, x.FCP)
-		dns[k] = append(dns[k], x.DNS)
-		m := more[k]
-		if m == nil {
-			m = &[7][]float64{}
-			more[k] = m
+		e.dns = append(e.dns, x.DNS)
+		if e.more == nil {
+			e.more = &[7][]float64{}
 		}
-		z := conns0RTT[k]
-		z[0], z[1] = z[0]+int(x.OriginConns0RTT), z[1]+int(x.OriginConns)
-		conns0RTT[k] = z
+		e.z[0], e.z[1] = e.z[0]+int(x.OriginConns0RTT), e.z[1]+int(x.OriginConns)
 		for i, v := range []float64{float64(x.Lookups), float64(x.LookupsBlocking), x.DNSBlocking, x.DNSTotal, float64(x.Conns), float64(x.NotH3), float64(x.NoLookup)} {
-			m[i] = append(m[i], v)
+			e.more[i] = append(e.more[i], v)
 		}
 		if x.Flags&pointReal0RTT != 0 {
 			c.Real0RTT++
@@ -129,10 +132,13 @@ func summarize(points []Point, cellOf func(Point) (CellKey, bool)) []Cell {
 		}
 		c.Tokens = append(c.Tokens, x.Flags&pointToken != 0)
 	}
-	for k, c := range cells {
-		c.DNSStat = stats.Summarize(dns[k])
+	cells := make(map[key]*Cell, len(byKey))
+	for k, e := range byKey {
+		c := e.c
+		cells[k] = c
+		c.DNSStat = stats.Summarize(e.dns)
 		c.PLT, c.FCP, c.DNS = stats.Median(c.PLTs), stats.Median(c.FCPs), c.DNSStat.Median
-		if m := more[k]; m != nil {
+		if m := e.more; m != nil {
 			ss := make([]stats.Summary, len(m))
 			for i := range m {
 				ss[i] = stats.Summarize(m[i])
@@ -142,7 +148,7 @@ func summarize(points []Point, cellOf func(Point) (CellKey, bool)) []Cell {
 			c.LookupCounts = m[0]
 			c.NotH3, c.NoLookup = ss[5].Median, ss[6].Median
 		}
-		if z := conns0RTT[k]; z[1] > 0 {
+		if z := e.z; z[1] > 0 {
 			c.Conns0RTT = float64(z[0]) / float64(z[1])
 		}
 		if c.OK > 0 {
