@@ -145,12 +145,17 @@ func TestLoadSummariesAreTheScan(t *testing.T) {
 	require.NotContains(t, got, "1000000.0", "web-a read whole")
 	require.Contains(t, got, "2000000.0", "web-b from its summary")
 
-	// Another build's summary, and one that does not decode, are read
-	// again and replaced.
+	// A summary is of its points' Portable version, not of the build
+	// that made it (a worker's, or the analyst's before an upgrade).
 	sums, err = st.Summaries(ctx, labPoints.Summary)
 	require.NoError(t, err)
 	require.Equal(t, int64(42), sums["web-a"].Samples)
-	_, points, _ := bytes.Cut(sums["web-a"].Data, []byte{0})
+	head, points, _ := bytes.Cut(sums["web-a"].Data, []byte{0})
+	require.Equal(t, pages.PointsPortable, string(head))
+
+	// One of other points (another projection, or the build-headed
+	// summaries of doxlab before), and one that does not decode, are
+	// read again and replaced.
 	other := append([]byte("v0.0.0 another-build\x00"), points...)
 	require.NoError(t, st.PutSummary(ctx, labPoints.Summary, "web-a", store.Summary{Held: sums["web-a"].Held, Data: other}))
 	require.NoError(t, st.PutSummary(ctx, labPoints.Summary, "web-b", store.Summary{Held: sums["web-b"].Held, Data: append(bytes.Clone(sums["web-b"].Data[:bytes.IndexByte(sums["web-b"].Data, 0)+1]), "garbage"...)}))
