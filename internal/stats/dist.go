@@ -36,6 +36,11 @@ type Dist struct {
 	n      int
 	limit  int  // ExactLimit, or smaller in tests
 	memo   bool // sketch's bins are memo's (memo.go)
+	// The last value added to the sketch that memo does not hold, and
+	// its bin (lastSet): see sketchAdd.
+	lastV   float64
+	lastBin int
+	lastSet bool
 }
 
 // ExactLimit is how many values a Dist keeps whole before it folds them
@@ -103,7 +108,18 @@ func (d *Dist) sketchAdd(v float64) {
 			return
 		}
 	}
-	d.sketch.Add(v)
+	// Otherwise the bin the sketch's Add finds for a positive value,
+	// but for one the same as the last, whose bin is known: a cell's
+	// serialization times repeat (its DNS messages are of a few sizes).
+	m := d.sketch.IndexMapping
+	if !(v > m.MinIndexableValue() && v <= m.MaxIndexableValue()) {
+		d.sketch.Add(v)
+		return
+	}
+	if !d.lastSet || v != d.lastV {
+		d.lastV, d.lastBin, d.lastSet = v, m.Index(v), true
+	}
+	d.sketch.GetPositiveValueStore().Add(d.lastBin)
 }
 
 // Merge adds o's values to d.

@@ -11,8 +11,9 @@ import (
 
 // TestMemoIsTheMapping: memo gives each whole number of thousandths the
 // bin the sketch's own mapping gives it, and nothing else a bin; a Dist
-// folded with memo is the sketch that Add alone makes, bin for bin, its
-// encoding octet for octet, also after it is decoded and added to.
+// folded with memo (and the last other value's bin) is the sketch that
+// Add alone makes, bin for bin, its encoding octet for octet, also after
+// it is decoded and added to.
 func TestMemoIsTheMapping(t *testing.T) {
 	m := memoMapping()
 	for k := 1; k < memoLimit; k++ {
@@ -32,8 +33,10 @@ func TestMemoIsTheMapping(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	v := lognormal(r, 30000, 3)
 	for i := range 3000 {
-		v = append(v, r.Float64()*50, -float64(i)/1000, 0, 1e6+float64(i), 1e-300*float64(i+1))
+		v = append(v, r.Float64()*50, -float64(i)/1000, 0, 1e6+float64(i), 1e-300*float64(i+1),
+			0.1234567*float64(1+i%3), 0.1234567*float64(1+i%3)) // repeated, as serialization times are
 	}
+	v = append(v, math.MaxFloat64) // past the sketch's range: dropped by both
 	want, err := ddsketch.LogCollapsingLowestDenseDDSketch(SketchAccuracy, MaxSketchBins)
 	if err != nil {
 		t.Fatal(err)
