@@ -486,9 +486,11 @@ func Load(ctx context.Context, st *store.Store, prefix string) (Input, []store.R
 func LoadFiltered(ctx context.Context, st *store.Store, f store.Filter) (Input, []store.Run, error) {
 	var in Input
 	prefix := f.RunPrefix
-	// The experiments load two at a time, each on its own: the DNS
-	// samples' scan waits on the store for a second a run count at ten
-	// million samples, which is the page loads' time to load beside it.
+	// The experiments load two at a time, each on its own goroutine: at
+	// ten million samples the DNS samples' load counts each run's
+	// samples (about a second of one core) before it reads their blocks
+	// on both, and the page loads load in that second. A failure stops
+	// nothing: the first, in the registry's order, is the one said.
 	infos := experiment.Registered()
 	results := make([]experiment.Results, len(infos))
 	errs := make([]error, len(infos))
