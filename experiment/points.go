@@ -115,10 +115,11 @@ func (p Points[P]) Pack(ps []P) ([]byte, error) {
 // Unpack is the points a summary keeps; ok is false for one of other
 // points (madeBy), or that does not decode.
 func (p Points[P]) Unpack(b []byte) ([]P, bool) {
-	if !p.madeHere(b) {
+	rest, ok := bytes.CutPrefix(b, p.madeBy())
+	if !ok {
 		return nil, false
 	}
-	out, ok, err := p.Decode(nil, b[len(p.madeBy()):])
+	out, ok, err := p.Decode(nil, rest)
 	return out, ok && err == nil
 }
 

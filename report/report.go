@@ -491,36 +491,39 @@ func LoadFiltered(ctx context.Context, st *store.Store, f store.Filter) (Input, 
 	// samples (about a second of one core) before it reads their blocks
 	// on both, and the page loads load in that second. A failure stops
 	// nothing: the first, in the registry's order, is the one said.
-	infos := experiment.Registered()
-	results := make([]experiment.Results, len(infos))
-	errs := make([]error, len(infos))
-	loaded := make([]bool, len(infos))
-	two := make(chan struct{}, 2)
-	var wg sync.WaitGroup
-	for i, info := range infos {
+	type load struct {
+		name string
+		e    experiment.Experiment
+	}
+	var loads []load
+	for _, info := range experiment.Registered() {
 		e := info.New()
 		if _, ok := e.(FilterLoader); !ok && f.Vantage != "" {
 			continue // nothing of it was measured from a vantage point
 		}
-		loaded[i] = true
+		loads = append(loads, load{info.Name, e})
+	}
+	results := make([]experiment.Results, len(loads))
+	errs := make([]error, len(loads))
+	two := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i, l := range loads {
 		two <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-two }()
-			if fl, ok := e.(FilterLoader); ok {
+			if fl, ok := l.e.(FilterLoader); ok {
 				results[i], errs[i] = fl.LoadFiltered(ctx, st, f)
 			} else {
-				results[i], errs[i] = e.Load(ctx, st, prefix)
+				results[i], errs[i] = l.e.Load(ctx, st, prefix)
 			}
 		})
 	}
 	wg.Wait()
-	for i, info := range infos {
+	for i, l := range loads {
 		if errs[i] != nil {
-			return in, nil, fmt.Errorf("loading %s: %w", info.Name, errs[i])
+			return in, nil, fmt.Errorf("loading %s: %w", l.name, errs[i])
 		}
-		if loaded[i] {
-			in.Results = append(in.Results, Results{Experiment: info.Name, Results: results[i]})
-		}
+		in.Results = append(in.Results, Results{Experiment: l.name, Results: results[i]})
 	}
 	if f.Vantage == "" {
 		var err error

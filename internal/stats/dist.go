@@ -37,10 +37,10 @@ type Dist struct {
 	limit  int  // ExactLimit, or smaller in tests
 	memo   bool // sketch's bins are memo's (memo.go)
 	// The last value added to the sketch that memo does not hold, and
-	// its bin (lastSet): see sketchAdd.
+	// its bin (none while lastV is 0, which is never such a value): see
+	// sketchAdd.
 	lastV   float64
 	lastBin int
-	lastSet bool
 }
 
 // ExactLimit is how many values a Dist keeps whole before it folds them
@@ -116,8 +116,8 @@ func (d *Dist) sketchAdd(v float64) {
 		d.sketch.Add(v)
 		return
 	}
-	if !d.lastSet || v != d.lastV {
-		d.lastV, d.lastBin, d.lastSet = v, m.Index(v), true
+	if v != d.lastV { // v > 0: never the zero lastV starts at
+		d.lastV, d.lastBin = v, m.Index(v)
 	}
 	d.sketch.GetPositiveValueStore().Add(d.lastBin)
 }
