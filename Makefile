@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: build peers test vet unit unit-pkgs unit-timed race e2e demo bench scale-bench fuzz lint check graphs licenses cross release images
+.PHONY: build peers test vet unit race timed e2e demo bench scale-bench fuzz lint check graphs licenses cross release images
 
 build:
 	$(GO) build -buildvcs=true -o bin/doxlab ./cmd/doxlab  # record the commit even where GOFLAGS turns it off
@@ -11,9 +11,8 @@ peers:
 	bash scripts/install-peers.sh
 
 # CI=true turns a missing peer into a failure instead of a skip.
-# Every test runs once: the concurrent packages' under the race detector
-# (but their timed tests, which -race would distort), the rest as they
-# are. The experiments are timed to tens of
+# RACE_PKGS: the concurrent packages, whose tests run under the race
+# detector too (scripts/tests.sh). The experiments are timed to tens of
 # microseconds, which -race's slowdown would distort; the testbed's own
 # tests (its emulator, checks and capture) hold under it.
 # RACE_SKIP: quic-go v0.65's http3 client races with its own handshake on
@@ -30,25 +29,25 @@ peers:
 # what -race checks.
 RACE_PKGS = ./server ./transport ./measure ./store ./protocol ./internal/dnswire ./internal/h3ext ./internal/h3server ./pageload ./experiment ./bench ./campaign ./testbed ./internal/stats
 RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners|TestZeroRTTRejectedIsResent/h3|TestRunAgainstServer|TestDistributedCampaign|TestReplayFollowsTheGraph|TestReplayFollowsAnyGraph|TestLoadsLeaveNothingRunning|TestCoalescedLoads|TestZeroRTTRejectedIsRetried|TestCoalescedLookupRetriedAfterRejected0RTT|TestTicketKeyFileSurvivesRestart|TestTasksLeaveNothingRunning|TestClosedTransportsLeaveNothingRunning/0rtt
-# DOXLAB_TESTBED_WAIT: packages run in parallel, and two of them may want
-# the same testbed (web): the second waits for the first.
+# DOXLAB_TESTBED_WAIT: packages and lanes run in parallel, and two of
+# them may want the same testbed (web): the second waits for the first.
+#
 # make test runs its lanes, each its own target, through
 # scripts/lanes.sh: every lane runs, each is reported apart, and a failure
-# names its lane. unit is every package's tests but test/e2e, which runs
-# the built binary as a user does (the experiments on the testbed, their
-# reports in Chromium, the README's first steps): the e2e lane.
+# names its lane. unit, race and timed are go test's lanes
+# (scripts/tests.sh: every test once, and the race lane's packages' once
+# under -race too); e2e runs the built binary as a user does (the
+# experiments on the testbed, their reports in Chromium, the README's
+# first steps).
 #
 # The lanes that compile and check run two at a time (none of them
-# times anything). The test lanes run in turn: they mostly wait (about
-# half a core per test binary) and would fill the two cores side by side
-# (unit-pkgs and e2e beside race and unit-timed took 569-583 s where
-# unit, race and e2e take 725 s in turn), but the timed tests do not
-# hold beside them: TestDoxlabEngineBesideChromium's document gap went
-# past its bound in two CIs of five, and two load-sensitive tests failed
-# too (both since made robust). unit-pkgs and unit-timed are the unit
-# lane's two halves, for running them apart.
+# times anything), then unit beside race and e2e: the tests mostly wait
+# (about half a core per test binary). The timed tests (a bound on time,
+# found by the code) run last, alone, in the timed lane: beside the other
+# test lanes TestDoxlabEngineBesideChromium's document gap went past its
+# bound in two CIs of five, when every lane ran its own timed tests.
 test: peers
-	bash scripts/lanes.sh 'lint vet licenses & cross images' unit race e2e
+	bash scripts/lanes.sh 'lint vet licenses & cross images' 'unit & race e2e' timed
 
 # Every dependency's license is compatible with doxlab's Apache-2.0
 # (go-licenses, pinned; scripts/licenses.sh says what it reads by hand).
@@ -73,18 +72,12 @@ cross:
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./... && GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -o /dev/null ./cmd/doxlab || exit 1; done
 	@for p in $(CROSS_BUILD); do echo "cross: link $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -o /dev/null ./cmd/doxlab || exit 1; done
 
-# unit runs each test once: the race lane's packages run under -race
-# there, and here only their timed tests and RACE_SKIP's (scripts/unit.sh).
-unit:
-	RACE_PKGS='$(RACE_PKGS)' RACE_SKIP='$(RACE_SKIP)' GO='$(GO)' bash scripts/unit.sh
-unit-pkgs unit-timed:
-	RACE_PKGS='$(RACE_PKGS)' RACE_SKIP='$(RACE_SKIP)' GO='$(GO)' bash scripts/unit.sh $(@:unit-%=%)
+# go test's lanes (scripts/tests.sh says what each runs).
+unit race timed:
+	RACE_PKGS='$(RACE_PKGS)' RACE_SKIP='$(RACE_SKIP)' GO='$(GO)' bash scripts/tests.sh $@
 
 e2e:
 	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 -timeout 30m ./test/e2e
-
-race:
-	CI=true DOXLAB_TESTBED_WAIT=8m $(GO) test -count=1 -race -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
 # golangci-lint, pinned; built from the module proxy once.
 GOLANGCI_LINT_VERSION ?= v2.15.0

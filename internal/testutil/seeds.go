@@ -3,7 +3,7 @@ package testutil
 // Seeds is how many seeds a model test walks: n, or one under the race
 // detector. A race shows on a path's first walk; the breadth of seeds is
 // for the logic, and the unit lane runs every test that calls Seeds
-// whole, without -race (scripts/unit.sh, timedtests -seeded). The store's
+// whole, without -race (scripts/tests.sh, timedtests -seeded). The store's
 // model tests ran nine times slower under -race (its pure-Go SQLite is
 // instrumented too) for nothing a second seed adds there.
 func Seeds(n uint64) uint64 {

@@ -4,9 +4,15 @@
 // that does. It prints a line per package: the package and a -run
 // regexp of its timed tests. With -seeded it lists the tests that call
 // testutil.Seeds too: the model tests the race lane walks one seed of,
-// which scripts/unit.sh runs whole.
+// which scripts/tests.sh runs whole in the unit lane.
 //
-//	go run ./internal/testutil/timedtests [-seeded] [DIR]
+// With -lane it prints what the timed lane runs: a first line, the -run
+// (and, for every other lane, -skip) regexp of every timed test's name,
+// anchored; then each package holding a test of one of those names. A
+// test that shares a timed test's name in another package is skipped by
+// the other lanes too, so its package is listed: every test runs once.
+//
+//	go run ./internal/testutil/timedtests [-seeded|-lane] [DIR]
 package main
 
 import (
@@ -15,6 +21,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,8 +33,12 @@ var markers = []string{"Scaled", "ScaledMs", "Timed"}
 
 func main() {
 	args := os.Args[1:]
-	if len(args) > 0 && args[0] == "-seeded" {
+	lane := false
+	switch {
+	case len(args) > 0 && args[0] == "-seeded":
 		markers, args = append(markers, "Seeds"), args[1:]
+	case len(args) > 0 && args[0] == "-lane":
+		lane, args = true, args[1:]
 	}
 	root := "."
 	if len(args) > 0 {
@@ -61,12 +72,51 @@ func main() {
 		dirs = append(dirs, d)
 	}
 	slices.Sort(dirs)
+	if lane {
+		printLane(dirs, byDir)
+		return
+	}
 	for _, d := range dirs {
 		if tests := timed(byDir[d]); len(tests) > 0 {
 			fmt.Printf("./%s %s\n", filepath.ToSlash(d), strings.Join(tests, "|"))
 		}
 	}
 }
+
+// printLane prints the timed lane's regexp and its packages (see -lane).
+func printLane(dirs []string, byDir map[string][]*ast.File) {
+	names := map[string]bool{}
+	for _, d := range dirs {
+		for _, t := range timed(byDir[d]) {
+			names[t] = true
+		}
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(os.Stderr, "timedtests: no timed test")
+		os.Exit(1)
+	}
+	fmt.Printf("^(%s)$\n", strings.Join(slices.Sorted(maps.Keys(names)), "|"))
+	for _, d := range dirs {
+		if slices.ContainsFunc(tests(byDir[d]), func(t string) bool { return names[t] }) {
+			fmt.Printf("./%s\n", filepath.ToSlash(d))
+		}
+	}
+}
+
+// tests are the Test functions of one directory's test files.
+func tests(files []*ast.File) []string {
+	var out []string
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv == nil && isTest(fd.Name.Name) {
+				out = append(out, fd.Name.Name)
+			}
+		}
+	}
+	return out
+}
+
+func isTest(name string) bool { return strings.HasPrefix(name, "Test") && name != "TestMain" }
 
 // timed are the Test functions of one directory's test files that reach
 // a marker.
@@ -110,7 +160,7 @@ func timed(files []*ast.File) []string {
 	}
 	var out []string
 	for fn := range marked {
-		if strings.HasPrefix(fn, "Test") && fn != "TestMain" {
+		if isTest(fn) {
 			out = append(out, fn)
 		}
 	}
