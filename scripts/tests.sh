@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
+TRIM=${TRIM:-} # -trimpath for the -race builds (Makefile's TRIM says why)
 : "${RACE_PKGS:?set RACE_PKGS to the race lane packages}" "${RACE_SKIP:?set RACE_SKIP to the tests it skips}"
 export CI=true DOXLAB_TESTBED_WAIT=8m # a testbed another lane holds is waited for
 read -ra race <<< "$RACE_PKGS"
@@ -49,7 +50,7 @@ unit)
 	exit $status
 	;;
 race)
-	exec $GO test -count=1 -race -skip "$RACE_SKIP|$timed" "${race[@]}"
+	exec $GO test -count=1 -race $TRIM -skip "$RACE_SKIP|$timed" "${race[@]}"
 	;;
 timed)
 	status=0
@@ -59,7 +60,7 @@ timed)
 		[[ " ${race[*]} " == *" $p "* ]] && both+=("$p")
 	done
 	echo "timed: the race lane's packages' timed tests under -race"
-	$GO test -count=1 -race -run "$timed" -skip "$RACE_SKIP" "${both[@]}" || status=1
+	$GO test -count=1 -race $TRIM -run "$timed" -skip "$RACE_SKIP" "${both[@]}" || status=1
 	exit $status
 	;;
 *)
