@@ -57,15 +57,14 @@ test: peers
 licenses:
 	bash scripts/licenses.sh
 
-# The compiling lanes and the race lane build with -trimpath: Go's build
-# cache keys a package compiled with its directory by that directory, so
-# a clone of the same commit elsewhere (a CI's fresh checkout) compiled
-# every package of doxlab's anew: cross took 234 s, lint 96 s. Without
-# the directory, a commit compiled once is cached for every checkout:
-# vet 0 s, lint 2 s, cross 16 s in a second clone. (The first build with
-# it compiles the dependencies for every platform once: cross took 555
-# s.) unit keeps its paths: buildinfo's test finds the source tree
-# through them.
+# The lanes build with -trimpath: Go's build cache keys a package
+# compiled with its directory by that directory, so a clone of the same
+# commit elsewhere (a CI's fresh checkout) compiled every package of
+# doxlab's anew: cross took 234 s, lint 96 s. Without the directory, a
+# commit compiled once is cached for every checkout: vet 0 s, lint 2 s,
+# cross 16 s in a second clone. (The first build with it compiles the
+# dependencies for every platform once: cross took 555 s.) buildinfo's
+# test keeps its paths: it finds the source tree through them.
 TRIM = -trimpath
 
 vet:
