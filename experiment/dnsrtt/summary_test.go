@@ -118,7 +118,7 @@ func sameSamples(t *testing.T, want, got *Samples, msg string) {
 // every sample (a sketched cell too). A sample added to a run is read
 // on from its summary and leaves the other's as it was, unless the
 // summary misses one numbered below its last (the run is read whole); a
-// summary another build made, or one that does not decode, is read
+// summary of other cells (another projection), or one that does not decode, is read
 // again and replaced; a run prefix reads only its runs' summaries.
 func TestSummariesAreTheScan(t *testing.T) {
 	ctx := context.Background()
@@ -216,15 +216,15 @@ func TestSummariesAreTheScan(t *testing.T) {
 	sameSamples(t, want, load(store.Filter{}), "a late commit: read whole")
 	now = kept()
 
-	// Another build's summary, and a summary that does not decode.
+	// A summary of other cells (another projection), and one that does not decode.
 	other := now[ids[0]]
 	var w summaryWire
 	require.NoError(t, gobDecode(other.Data, &w))
-	w.Made = "1 v0.0.1 another"
+	w.Made = "dns cells: encoding 1, projection 0, max-cells 50000"
 	other.Data = gobEncode(t, &w)
 	require.NoError(t, st.PutSummary(ctx, kind, ids[0], other))
 	require.NoError(t, st.PutSummary(ctx, kind, ids[1], store.Summary{Held: now[ids[1]].Held, Data: []byte("not gob")}))
-	sameSamples(t, want, load(store.Filter{}), "other builds' summaries")
+	sameSamples(t, want, load(store.Filter{}), "summaries of other cells")
 	for id, m := range kept() {
 		_, ok, err := decodeCells(m.Data, id, profiles, measure.DefaultAnswers())
 		require.NoError(t, err)
