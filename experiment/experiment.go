@@ -322,17 +322,19 @@ func (e *Env) Start(ctx context.Context, spec testbed.Spec) (st *store.Store, n 
 	return st, n, func() { n.Close(); e.keepPoints(ctx, st); st.Close() }, nil
 }
 
-// keepPoints keeps the points of the runs Env began (KeepPoints), as
-// the store seals their samples when it closes: the first report of a
-// year's page loads then reads their points, not their JSON. Not kept
-// (an interrupted run, a role that may not), the report reads the
-// results.
+// keepPoints keeps the points of the runs Env began (KeepPoints) and
+// their DNS samples' cells (KeepCells), as the store seals their
+// samples when it closes: the first report of a year's page loads then
+// reads their points, not their JSON, and of its samples their cells,
+// not their blocks. Not kept (an interrupted run, a role that may not),
+// the report reads the results and samples.
 func (e *Env) keepPoints(ctx context.Context, st *store.Store) {
 	e.progressMu.Lock()
 	runs := slices.Clone(e.begun)
 	e.progressMu.Unlock()
 	if len(runs) > 0 && ctx.Err() == nil {
 		_, _, _ = KeepPoints(ctx, st, store.Filter{Runs: runs, Superseded: true})
+		_, _, _ = KeepCells(ctx, st, store.Filter{Runs: runs, Superseded: true})
 	}
 }
 

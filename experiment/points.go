@@ -85,6 +85,33 @@ func KeepPoints(ctx context.Context, st *store.Store, f store.Filter) (runs, res
 	return runs, results, nil
 }
 
+// cellKeepers keep what a report reads of the runs' DNS samples
+// (KeepsCells).
+var cellKeepers []func(context.Context, *store.Store, store.Filter) (runs int, samples int64, err error)
+
+// KeepsCells registers keep, at init, with KeepCells: the DNS section's
+// summaries of each run's samples, which it reads in place of them.
+func KeepsCells(keep func(context.Context, *store.Store, store.Filter) (runs int, samples int64, err error)) {
+	cellKeepers = append(cellKeepers, keep)
+}
+
+// KeepCells keeps the summaries of the DNS samples of the runs f
+// selects that have none current, as the first report to read them
+// would (an experiment keeps its runs' when they end, as their page
+// loads' points; `store seal` the rest): a report then reads the
+// summaries, not every block. It returns how many runs and samples it
+// read.
+func KeepCells(ctx context.Context, st *store.Store, f store.Filter) (runs int, samples int64, err error) {
+	for _, k := range cellKeepers {
+		r, n, err := k(ctx, st, f)
+		runs, samples = runs+r, samples+n
+		if err != nil {
+			return runs, samples, err
+		}
+	}
+	return runs, samples, nil
+}
+
 // pointsBatch is how many runs are read in one pass.
 const pointsBatch = 16
 

@@ -302,7 +302,7 @@ func LoadSamples(ctx context.Context, st *store.Store, f store.Filter) (*Samples
 	}
 	var all *cells
 	if f.Vantage == "" {
-		all, err = summarized(ctx, st, f, profiles, answers)
+		all, _, _, err = summarized(ctx, st, f, profiles, answers)
 	} else { // a vantage point's rows: what the report of one reads is read
 		all, err = scanCells(ctx, st, f, profiles, answers)
 	}

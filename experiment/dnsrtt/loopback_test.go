@@ -10,6 +10,8 @@ import (
 	"github.com/doxlab/doxlab/experiment"
 	"github.com/doxlab/doxlab/experiment/internal/looptest"
 	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/store"
 )
 
 func TestMain(m *testing.M) { testutil.Rootless(m) }
@@ -61,4 +63,33 @@ func TestLoopbackRefusesWhatNeedsTheTestbed(t *testing.T) {
 	_, err := c.Run(context.Background())
 	require.ErrorIs(t, err, experiment.ErrNeedsTestbed)
 	require.ErrorContains(t, err, "profile 4g")
+}
+
+// TestRunKeepsItsCells: a run keeps its samples' cells as it ends
+// (experiment.KeepCells), before any report read them: the first
+// report reads the summary, not the samples, and store seal finds
+// nothing left to keep.
+func TestRunKeepsItsCells(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "dnsrtt.db")
+	c := &DNSRTT{Profiles: []string{"none"}, Transports: []string{"udp", "doq"}, Conditions: []string{"fresh"}, Repeat: 3,
+		Env: experiment.Env{Store: db, Net: experiment.NetLoopback}}
+	_, err := c.Run(ctx)
+	require.NoError(t, err)
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	defer st.Close()
+	sums, err := st.Summaries(ctx, summaryKind(measure.DefaultAnswers()))
+	require.NoError(t, err)
+	held, err := st.RunSamples(ctx)
+	require.NoError(t, err)
+	require.Len(t, sums, 1, "the run's cells kept as it ended")
+	for id, m := range sums {
+		require.Equal(t, held[id], m.Samples)
+		require.EqualValues(t, 2*3, m.Samples)
+	}
+	runs, samples, err := experiment.KeepCells(ctx, st, store.Filter{Superseded: true})
+	require.NoError(t, err)
+	require.Zero(t, runs, "nothing left for store seal to keep")
+	require.Zero(t, samples)
 }

@@ -142,14 +142,15 @@ func (cs *cells) rows() int64 {
 // not kept. Runs are read summaryBatch at a time, in one pass over
 // their samples, so that a report holds their cells and the pool, not
 // a cell set for every run of a large store.
-func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles map[string]testbed.Profile, answers measure.Answers) (*cells, error) {
+// It says how many runs, and samples of them, it read whole.
+func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles map[string]testbed.Profile, answers measure.Answers) (all *cells, runs int, samples int64, err error) {
 	keep, err := st.Keeps(ctx, f)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	held, err := st.RunSamples(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	kind := summaryKind(answers)
 	sums, err := st.Summaries(ctx, kind)
@@ -158,16 +159,16 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 		// (granted them before schema 12) reads every sample, as then.
 		sums = nil
 	}
-	runs, err := st.Runs(ctx)
+	stored, err := st.Runs(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	all := newCells(profiles, answers)
+	all = newCells(profiles, answers)
 	if err := summarizedFiles(ctx, st, f, kind, profiles, answers, all); err != nil { // an attached dataset's: the older
-		return nil, err
+		return nil, 0, 0, err
 	}
 	var unread []string
-	for _, r := range runs {
+	for _, r := range stored {
 		n, ok := held[r.ID]
 		if !ok || !keep(r.ID) {
 			continue
@@ -179,7 +180,7 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 			ok = ok && err == nil
 			if ok && m.Samples < n {
 				if ok, err = readOn(ctx, st, kind, r.ID, m, n, cs, profiles, answers); err != nil {
-					return nil, err
+					return nil, 0, 0, err
 				}
 			}
 			if ok {
@@ -192,7 +193,7 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 	for batch := range slices.Chunk(unread, summaryBatch) {
 		byRun, sealed, err := scanRuns(ctx, st, batch, held, profiles, answers)
 		if err != nil {
-			return nil, err
+			return nil, 0, 0, err
 		}
 		for _, id := range batch {
 			cs := byRun[id]
@@ -210,9 +211,26 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 				keepSummary(ctx, st, kind, id, now, cs)
 			}
 			all.merge(cs)
+			runs, samples = runs+1, samples+cs.rows()
 		}
 	}
-	return all, nil
+	return all, runs, samples, nil
+}
+
+func init() { experiment.KeepsCells(KeepCells) }
+
+// KeepCells keeps the cells of the runs f selects that have no current
+// summary, as a report's first reading would (experiment.KeepCells:
+// when a run ends and at store seal), with NOERROR and NXDOMAIN taken
+// as answers and MaxCells' bound, a report's defaults. It says how many
+// runs, and samples of them, it read.
+func KeepCells(ctx context.Context, st *store.Store, f store.Filter) (runs int, samples int64, err error) {
+	profiles, err := StoredProfiles(ctx, st)
+	if err != nil {
+		return 0, 0, err
+	}
+	_, runs, samples, err = summarized(ctx, st, f, profiles, measure.DefaultAnswers())
+	return runs, samples, err
 }
 
 // readOn brings the cells cs of run's summary m up to the n samples the

@@ -371,3 +371,50 @@ func TestPostgresRoleWithoutSummaries(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, m, "none kept")
 }
+
+// TestKeepCells: what store seal keeps of the DNS samples is what the
+// first report would have: every run's cells, as their summaries, from
+// which a report reads the one pass over every sample; kept once.
+func TestKeepCells(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	ids := writeRuns(t, st, stats.ExactLimit+1200)
+	profiles, err := StoredProfiles(ctx, st)
+	require.NoError(t, err)
+	cs, err := scanCells(ctx, st, store.Filter{}, profiles, measure.DefaultAnswers())
+	require.NoError(t, err)
+	want := cs.samples()
+
+	runs, samples, err := KeepCells(ctx, st, store.Filter{Superseded: true})
+	require.NoError(t, err)
+	require.Equal(t, len(ids), runs)
+	require.Equal(t, cs.rows(), samples)
+	sums, err := st.Summaries(ctx, summaryKind(measure.DefaultAnswers()))
+	require.NoError(t, err)
+	require.Len(t, sums, len(ids))
+	// Each summary is what the report reads: changed in place, it shows.
+	x, ok, err := decodeCells(sums[ids[0]].Data, ids[0], profiles, measure.DefaultAnswers())
+	require.NoError(t, err)
+	require.True(t, ok)
+	sameSamples(t, want, loadOf(t, st), "from the summaries kept")
+	x.order[0].N += 7
+	b, err := x.encode()
+	require.NoError(t, err)
+	require.NoError(t, st.PutSummary(ctx, summaryKind(measure.DefaultAnswers()), ids[0], store.Summary{Held: sums[ids[0]].Held, Data: b}))
+	n, _ := loadOf(t, st).Count()
+	m, _ := want.Count()
+	require.Equal(t, m+7, n, "the report read the summary, not the samples")
+
+	runs, samples, err = KeepCells(ctx, st, store.Filter{Superseded: true})
+	require.NoError(t, err)
+	require.Zero(t, runs+int(samples), "kept once")
+}
+
+func loadOf(t *testing.T, st *store.Store) *Samples {
+	t.Helper()
+	s, err := LoadSamples(context.Background(), st, store.Filter{})
+	require.NoError(t, err)
+	return s
+}

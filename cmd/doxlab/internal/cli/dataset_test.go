@@ -221,9 +221,13 @@ func TestStoreSeal(t *testing.T) {
 	require.Contains(t, errOut, "5 DNS samples are in no block")
 	out := runTheHint(t, errOut)
 	require.Contains(t, out, "doxlab store seal: 5 samples in 1 block; ")
+	require.Contains(t, out, "; the cells of 5 samples of 1 run; ", "kept for the first report")
 	code, after, errOut := run("report", "--store", db, "--json")
 	require.Equal(t, 0, code, errOut)
 	require.JSONEq(t, before, after)
+	code, out, errOut = run("store", "seal", "--store", db)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "; the cells of 0 samples of 0 runs; ", "kept once")
 
 	// A block that does not decode: one line, and the command that
 	// makes the blocks anew, which works as pasted.

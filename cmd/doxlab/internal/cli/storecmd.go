@@ -163,13 +163,19 @@ func runSeal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "doxlab store seal: page loads' points: %v (the runs kept before it stay; run it again to go on)\n", err)
 		return 1
 	}
+	cellRuns, cellSamples, err := experiment.KeepCells(ctx, st, store.Filter{Superseded: true})
+	if err != nil {
+		fmt.Fprintf(stderr, "doxlab store seal: DNS samples' cells: %v (the runs kept before it stay; run it again to go on)\n", err)
+		return 1
+	}
 	blocks, samples, err := st.Sealed(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "doxlab store seal: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "doxlab store seal: %d samples in %s; the points of %s of %s kept; %.1f s\n",
-		samples, plural(int(blocks), "block"), plural(loads, "result"), plural(runs, "run"), time.Since(began).Seconds())
+	fmt.Fprintf(stdout, "doxlab store seal: %d samples in %s; the points of %s of %s kept; the cells of %s of %s; %.1f s\n",
+		samples, plural(int(blocks), "block"), plural(loads, "result"), plural(runs, "run"),
+		plural(int(cellSamples), "sample"), plural(cellRuns, "run"), time.Since(began).Seconds())
 	return exitOK
 }
 
