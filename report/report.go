@@ -101,21 +101,14 @@ func Render(in Input, dir, title string) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Dir: dir, HTML: filepath.Join(dir, "report.html")}
-	for _, r := range in.Results {
+	sections, errs := drawSections(in.Results, dir)
+	for i, r := range in.Results {
 		if n, _ := r.Count(); n == 0 {
 			continue
 		}
-		var ss []*experiment.Section
-		var err error
-		if m, ok := r.Results.(experiment.Sectioner); ok {
-			ss, err = m.Sections(dir)
-		} else {
-			var s *experiment.Section
-			s, err = r.Section(dir)
-			ss = append(ss, s)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Experiment, err)
+		ss := sections[i]
+		if errs[i] != nil {
+			return nil, fmt.Errorf("%s: %w", r.Experiment, errs[i])
 		}
 		n, unit := r.Count()
 		var titles []string
@@ -159,6 +152,37 @@ func Render(in Input, dir, title string) (*Report, error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// drawSections draws each result's sections into dir, two results at a
+// time, as they were loaded: a section's figures are drawn on both cores
+// where its set is parallel, but its tables, its statistics and its
+// sets that are not (or hold one figure) on one, while the other
+// section's could take the other (a first report of ten million samples
+// spent 1.7 s of its 3.2 s of CPU drawing). Each result's sections, or
+// its error, at its index.
+func drawSections(results []Results, dir string) ([][]*experiment.Section, []error) {
+	sections := make([][]*experiment.Section, len(results))
+	errs := make([]error, len(results))
+	two := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i, r := range results {
+		if n, _ := r.Count(); n == 0 {
+			continue
+		}
+		two <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-two }()
+			if m, ok := r.Results.(experiment.Sectioner); ok {
+				sections[i], errs[i] = m.Sections(dir)
+				return
+			}
+			s, err := r.Section(dir)
+			sections[i], errs[i] = []*experiment.Section{s}, err
+		})
+	}
+	wg.Wait()
+	return sections, errs
 }
 
 // findingRow is a finding as the page's table shows it: the marks of
