@@ -304,7 +304,7 @@ func upgradedFromSchema1(t *testing.T, dsn string) {
 	for zs.Next() {
 		var z []byte
 		require.NoError(t, zs.Scan(&z))
-		require.Contains(t, []byte{0, 3}, z[0], "every sample packed again with dictionary 2 (schema 9), its frame bare (schema 11), or kept as it is")
+		require.Contains(t, []byte{0, 3, 5}, z[0], "every sample packed again (schema 9: with the samples' dictionary, 3 now), a frame of dictionary 2 made bare (schema 11), or kept as it is")
 	}
 	var loads []string
 	require.NoError(t, s.Results(ctx, "old", store.Kind("web-load"), func(id string, raw []byte) error {
