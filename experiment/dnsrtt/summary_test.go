@@ -57,6 +57,19 @@ func writeRuns(t *testing.T, st *store.Store, n int) []string {
 	return ids
 }
 
+// runsStore is a store of writeRuns' two runs, the larger cell past
+// stats.ExactLimit, and their profiles; closed when the test ends.
+func runsStore(t *testing.T) (*store.Store, []string, map[string]testbed.Profile) {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	ids := writeRuns(t, st, stats.ExactLimit+1200)
+	profiles, err := StoredProfiles(context.Background(), st)
+	require.NoError(t, err)
+	return st, ids, profiles
+}
+
 // sampleOf is one sample; big puts it in the cell that outgrows the
 // exact limit.
 func sampleOf(rng *rand.Rand, rep int, big bool) *measure.Sample {
@@ -118,16 +131,12 @@ func sameSamples(t *testing.T, want, got *Samples, msg string) {
 // every sample (a sketched cell too). A sample added to a run is read
 // on from its summary and leaves the other's as it was, unless the
 // summary misses one numbered below its last (the run is read whole); a
-// summary of other cells (another projection), or one that does not decode, is read
-// again and replaced; a run prefix reads only its runs' summaries.
+// summary of other cells (another projection), or one that does not
+// decode, is read again and replaced; a run prefix reads only its
+// runs' summaries.
 func TestSummariesAreTheScan(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer st.Close()
-	ids := writeRuns(t, st, stats.ExactLimit+1200)
-	profiles, err := StoredProfiles(ctx, st)
-	require.NoError(t, err)
+	st, ids, profiles := runsStore(t)
 	scanned := func(f store.Filter) *Samples {
 		cs, err := scanCells(ctx, st, f, profiles, measure.DefaultAnswers())
 		require.NoError(t, err)
@@ -377,12 +386,7 @@ func TestPostgresRoleWithoutSummaries(t *testing.T) {
 // which a report reads the one pass over every sample; kept once.
 func TestKeepCells(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer st.Close()
-	ids := writeRuns(t, st, stats.ExactLimit+1200)
-	profiles, err := StoredProfiles(ctx, st)
-	require.NoError(t, err)
+	st, ids, profiles := runsStore(t)
 	cs, err := scanCells(ctx, st, store.Filter{}, profiles, measure.DefaultAnswers())
 	require.NoError(t, err)
 	want := cs.samples()
