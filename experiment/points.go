@@ -75,14 +75,20 @@ func KeepsPoints[P any](p Points[P]) {
 // registered (Points.Keep): a run's page loads when it ends, and `store
 // seal`'s. It returns how many runs and results it read.
 func KeepPoints(ctx context.Context, st *store.Store, f store.Filter) (runs, results int, err error) {
+	return keepEach(ctx, st, f, keepers)
+}
+
+// keepEach runs each keeper on the runs f selects, adding up how many
+// runs and records they read, up to the first that fails.
+func keepEach[N int | int64](ctx context.Context, st *store.Store, f store.Filter, keepers []func(context.Context, *store.Store, store.Filter) (int, N, error)) (runs int, read N, err error) {
 	for _, k := range keepers {
 		r, n, err := k(ctx, st, f)
-		runs, results = runs+r, results+n
+		runs, read = runs+r, read+n
 		if err != nil {
-			return runs, results, err
+			return runs, read, err
 		}
 	}
-	return runs, results, nil
+	return runs, read, nil
 }
 
 // cellKeepers keep what a report reads of the runs' DNS samples
@@ -102,14 +108,7 @@ func KeepsCells(keep func(context.Context, *store.Store, store.Filter) (runs int
 // summaries, not every block. It returns how many runs and samples it
 // read.
 func KeepCells(ctx context.Context, st *store.Store, f store.Filter) (runs int, samples int64, err error) {
-	for _, k := range cellKeepers {
-		r, n, err := k(ctx, st, f)
-		runs, samples = runs+r, samples+n
-		if err != nil {
-			return runs, samples, err
-		}
-	}
-	return runs, samples, nil
+	return keepEach(ctx, st, f, cellKeepers)
 }
 
 // pointsBatch is how many runs are read in one pass.

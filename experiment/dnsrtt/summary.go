@@ -25,11 +25,11 @@ import (
 // summaries gives every statistic a scan gives. A summary is of the
 // samples its run held when it was made (as many as it holds now:
 // samples are only added, or archived with their run's summaries), of
-// the answers taken (part of its kind) and of the binary that made it
-// (kept in it): a run that holds more samples since is read on from
-// the summary's last number (or whole, if that misses some), a summary
-// of other cells (another projection or format) is read again, and the
-// summary is made anew. The report of one vantage point reads its
+// the answers taken (part of its kind) and of its cells' version
+// (madeBy, kept in it): a run that holds more samples since is read on
+// from the summary's last number (or whole, if that misses some), a
+// summary of other cells (another projection or format) is read again,
+// and the summary is made anew. The report of one vantage point reads its
 // samples.
 
 // summaryKind is the summaries' kind for the rcodes taken as answers.
