@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,21 +142,27 @@ func TestLeanPathCountsFailures(t *testing.T) {
 
 // TestLeanPathSaysWhyConnectionsEnded: a server that closes each
 // connection 100 ms into it, answering until then or only its first
-// query, is
-// reconnected to, as dnsperf does; what a lost connection had in flight
-// ends as closed at once, not at the timeout, so that its room in the
-// window comes back; and the result says which connections ended and why.
+// query, is reconnected to, as dnsperf does; what a lost connection had
+// in flight ends as closed at once, not at the timeout, so that its room
+// in the window comes back; and the result says which connections ended
+// and why. Its counts are checked against the server's own, not against
+// a schedule: on a loaded machine a reconnected sender may write its
+// first query after the server has already given up on the connection.
 func TestLeanPathSaysWhyConnectionsEnded(t *testing.T) {
 	for _, answers := range []bool{true, false} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		defer ln.Close()
+		// accepted: connections; queried: those that sent a query
+		// before their 100 ms; served: answers written.
+		var accepted, queried, served atomic.Int64
 		go func() {
 			for {
 				c, err := ln.Accept()
 				if err != nil {
 					return
 				}
+				accepted.Add(1)
 				go func() {
 					defer c.Close()
 					c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
@@ -169,9 +176,14 @@ func TestLeanPathSaysWhyConnectionsEnded(t *testing.T) {
 						if _, err := io.ReadFull(r, m); err != nil {
 							break
 						}
+						if first {
+							queried.Add(1)
+						}
 						if answers || first { // the query back, QR set
 							m[2] |= 0x80
-							c.Write(append(n[:], m...))
+							if _, err := c.Write(append(n[:], m...)); err == nil {
+								served.Add(1)
+							}
 						}
 					}
 				}()
@@ -189,10 +201,15 @@ func TestLeanPathSaysWhyConnectionsEnded(t *testing.T) {
 		require.GreaterOrEqual(t, s.Reconnects, 4)
 		require.Zero(t, s.Errors["timeout"], "lost with their connection, not timed out")
 		require.Equal(t, s.Sent, s.Answered+s.Errors["closed"])
+		require.Equal(t, int(served.Load()), s.Answered, "every answer written is counted, once")
+		// Every connection that carried a query was dialled and counted;
+		// one dialled as the run ended may carry none.
+		require.LessOrEqual(t, int(queried.Load()), s.Reconnects+2)
+		require.LessOrEqual(t, s.Reconnects+2, int(accepted.Load()))
 		if answers {
 			require.Greater(t, s.Answered, s.Sent/2)
 		} else {
-			require.Equal(t, s.Answered, s.Reconnects+2, "the first query on each connection")
+			require.Equal(t, int(queried.Load()), s.Answered, "the first query on each connection")
 		}
 		var b strings.Builder
 		s.Write(&b)
