@@ -92,12 +92,21 @@ func (d *Dataset) check(f DatasetFile) error {
 // keys a transaction: the records whole before the rows they refer to.
 func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 	// query's %s is where the batch's keys go.
-	del := func(query string, args []any, keys []any) error {
+	// del deletes keys a batch at a time; with run set, each batch's
+	// transaction also takes the run's summaries, so that no summary
+	// ever counts more than its run holds (RunSamplesOf), even one a
+	// report kept between two batches or an archive cut short.
+	del := func(query string, args []any, keys []any, run string) error {
 		for len(keys) > 0 {
 			n := min(len(keys), archiveBatch)
 			q := fmt.Sprintf(query, strings.Repeat("?,", n-1)+"?")
 			a := append(append([]any{}, args...), keys[:n]...)
 			if err := s.InTx(ctx, func(tx *sql.Tx) error {
+				if run != "" {
+					if err := dropSummariesIn(ctx, s, tx, run); err != nil {
+						return err
+					}
+				}
 				_, err := tx.ExecContext(ctx, s.rebind(q), a...)
 				return err
 			}); err != nil {
@@ -119,7 +128,7 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		if _, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM sample_blocks WHERE run = (SELECT n FROM runs WHERE id = ?)`), run); err != nil {
 			return err
 		}
-		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND k IN (%s)`, []any{run}, hashes); err != nil {
+		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND k IN (%s)`, []any{run}, hashes, run); err != nil {
 			return err
 		}
 		if err := s.dropSummaries(ctx, run); err != nil {
@@ -129,7 +138,7 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 	}
 	dropped := map[string]bool{}
 	for rk, keys := range x.results {
-		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, anys(keys)); err != nil {
+		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, anys(keys), ""); err != nil {
 			return err
 		}
 		if _, moved := x.samples[rk[0]]; !moved && !dropped[rk[0]] { // once a run
@@ -149,10 +158,12 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 // before the latest, left a summary that matched the run and counted
 // the archived ones twice (with the dataset's) and the late ones not.
 func (s *Store) dropSummaries(ctx context.Context, run string) error {
-	return s.InTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM summaries WHERE run = (SELECT n FROM runs WHERE id = ?)`), run)
-		return err
-	})
+	return s.InTx(ctx, func(tx *sql.Tx) error { return dropSummariesIn(ctx, s, tx, run) })
+}
+
+func dropSummariesIn(ctx context.Context, s *Store, tx *sql.Tx, run string) error {
+	_, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM summaries WHERE run = (SELECT n FROM runs WHERE id = ?)`), run)
+	return err
 }
 
 func anys(keys []string) []any {

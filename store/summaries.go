@@ -75,6 +75,62 @@ func (s *Store) RunSamples(ctx context.Context) (map[string]int64, error) {
 	return out, rows.Err()
 }
 
+// RunSamplesOf is RunSamples for an analysis that keeps summaries of
+// kind: on SQLite, where the store holds as many samples in all as those
+// summaries count (counted on the table's pages, not row by row: 0.1 s
+// at ten million samples where RunSamples takes 1 s of CPU), each run
+// with one holds what it counts and the others none, and it says so
+// without counting any run. That holds because a summary never counts
+// more than its run holds: samples leave a run only when archived, and
+// each batch the archive deletes takes the run's summaries in its
+// transaction. So a sample added anywhere, or a run without a summary,
+// leaves the total above the sum. Both are read in one snapshot.
+// PostgreSQL counts every run, as RunSamples (one parallel scan).
+func (s *Store) RunSamplesOf(ctx context.Context, kind string) (map[string]int64, error) {
+	if !s.postgres {
+		if held, ok, err := s.summarizedCounts(ctx, kind); err != nil || ok {
+			return held, err
+		}
+	}
+	return s.RunSamples(ctx)
+}
+
+// summarizedCounts is what kind's summaries count of each run, with ok
+// when the store holds that many samples in all.
+func (s *Store) summarizedCounts(ctx context.Context, kind string) (held map[string]int64, ok bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	rows, err := tx.QueryContext(ctx, `SELECT r.id, m.samples FROM summaries m JOIN runs r ON r.n = m.run WHERE m.kind = ?`, kind)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: reading summaries: %w", err)
+	}
+	defer rows.Close()
+	held = map[string]int64{}
+	var sum int64
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, false, err
+		}
+		if n > 0 { // as RunSamples: a run without samples is not in it
+			held[id] = n
+		}
+		sum += n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	var total int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sample_cols`).Scan(&total); err != nil {
+		return nil, false, fmt.Errorf("store: counting the samples: %w", err)
+	}
+	return held, total == sum, nil
+}
+
 // runSamplesSQLite is RunSamples on SQLite: a count a run, the runs
 // shared out to scanWorkers store readers at once. Counting walks the
 // runs' index, a row at a time on one core (0.8 s of a report made again

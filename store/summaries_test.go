@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/store"
+	"github.com/doxlab/doxlab/transport"
 )
 
 // summaries: a run's summary is kept and read back by its kind, replaced
@@ -84,6 +86,64 @@ func runSamplesCounts(t *testing.T, dsn string) {
 }
 
 func TestRunSamplesCounts(t *testing.T) { runSamplesCounts(t, filepath.Join(t.TempDir(), "s.db")) }
+
+// runSamplesOf: where kind's summaries count every sample the store
+// holds, RunSamplesOf takes their counts, on SQLite without counting a
+// run (shown by summaries sharing the right total out wrongly, which
+// only a hand can write: a summary never counts more than its run
+// holds); a run without one, a sample added or a sample archived send it
+// to RunSamples' counts.
+func runSamplesOf(t *testing.T, dsn string, postgres bool) {
+	ctx := context.Background()
+	s := campaignStore(t, dsn)
+	counts, err := s.RunSamples(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"old": 8, "lab": 8, "wild": 8}, counts)
+	heldOf := func(kind string) map[string]int64 {
+		t.Helper()
+		got, err := s.RunSamplesOf(ctx, kind)
+		require.NoError(t, err)
+		return got
+	}
+	put := func(kind, run string, n int64) {
+		t.Helper()
+		require.NoError(t, s.PutSummary(ctx, kind, run, store.Summary{Held: store.Held{Samples: n, Last: 1}, Data: []byte("x")}))
+	}
+	require.Equal(t, counts, heldOf("cells"), "no summaries")
+	put("cells", "old", 8)
+	put("cells", "lab", 8)
+	put("other", "wild", 8)
+	require.Equal(t, counts, heldOf("cells"), "a run without one of this kind")
+	put("cells", "wild", 8)
+	require.Equal(t, counts, heldOf("cells"))
+
+	put("cells", "old", 7)
+	put("cells", "lab", 9)
+	if postgres {
+		require.Equal(t, counts, heldOf("cells"), "PostgreSQL counts every run")
+	} else {
+		require.Equal(t, map[string]int64{"old": 7, "lab": 9, "wild": 8}, heldOf("cells"), "the summaries taken at their word")
+	}
+	put("cells", "old", 8)
+	put("cells", "lab", 8)
+
+	x := &measure.Sample{Task: measure.Task{URL: "quic://t:853", Target: "t", Transport: "doq", Condition: "fresh", Rep: 99}, Start: day2,
+		Measure: &transport.Record{Status: transport.StatusOK, Rcode: "NOERROR"}, Status: transport.StatusOK}
+	require.NoError(t, s.Write(ctx, "lab", x))
+	counts["lab"]++
+	require.Equal(t, counts, heldOf("cells"), "a sample added is counted")
+
+	_, err = s.Archive(ctx, filepath.Join(t.TempDir(), "ds"), cut)
+	require.NoError(t, err)
+	after, err := s.RunSamples(ctx)
+	require.NoError(t, err)
+	require.Less(t, after["old"], int64(8), "the first day archived")
+	require.Equal(t, after, heldOf("cells"), "the archive took the summaries of the runs it moved")
+}
+
+func TestRunSamplesOf(t *testing.T) { runSamplesOf(t, filepath.Join(t.TempDir(), "s.db"), false) }
+
+func TestPostgresRunSamplesOf(t *testing.T) { runSamplesOf(t, testutil.StartPostgres(t), true) }
 
 // TestScanOfRunsFindsTheirEnds: a scan of some runs reads from their
 // first sample to their last, found near the table's ends or, where

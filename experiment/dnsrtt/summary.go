@@ -148,11 +148,11 @@ func summarized(ctx context.Context, st *store.Store, f store.Filter, profiles m
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	held, err := st.RunSamples(ctx)
+	kind := summaryKind(answers)
+	held, err := st.RunSamplesOf(ctx, kind)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	kind := summaryKind(answers)
 	sums, err := st.Summaries(ctx, kind)
 	if err != nil {
 		// A role that may read the samples and not the summaries
