@@ -77,5 +77,6 @@ func Bars(bars []Bar, title, xlabel string) (*plot.Plot, vg.Length, vg.Length, D
 		p.X.Min = 0 // nothing below zero to label
 	}
 	h := vg.Length(0.9+0.28*float64(len(bars))) * vg.Inch
+	fixedRows.Store(p, true) // a bar a row, at any width
 	return p, 7 * vg.Inch, h, data, nil
 }

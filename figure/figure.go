@@ -169,6 +169,7 @@ func drawWithin(panels [][]*plot.Plot, base string, w, h vg.Length) ([]byte, err
 		for _, row := range panels {
 			for _, p := range row {
 				legendPanels.Delete(p)
+				fixedRows.Delete(p)
 			}
 		}
 		done <- drawn{svg, err}
@@ -240,6 +241,12 @@ func LegendPanel(p *plot.Plot) *plot.Plot {
 // legendPanels are the panels LegendPanel made, until their figure is
 // saved.
 var legendPanels sync.Map
+
+// fixedRows are the panels drawn at their designed height at any width,
+// until their figure is saved: rows of text and bars sized in points
+// (Bars), which a narrower figure shrunk in proportion laid over each
+// other (12 bars of 12 pt in rows 8.5 pt apart, one column wide).
+var fixedRows sync.Map
 
 // Rows lays panels out in rows of cols, the last row padded with nil.
 func Rows(panels []*plot.Plot, cols int) [][]*plot.Plot {

@@ -148,8 +148,29 @@ func layout(panels [][]*plot.Plot, w, h vg.Length, sz size) drawing {
 	}
 	pw := sz.width / vg.Length(cols)
 	ph := max(panelH*min(1, pw/panelW), minPanelHeight)
+	if allFixedRows(d.panels) {
+		ph = panelH
+	}
 	d.height = min(max(ph*vg.Length(rows), 2*vg.Inch), 9*vg.Inch) + d.strip
 	return d
+}
+
+// allFixedRows says whether every panel of panels keeps its designed
+// height at any width (fixedRows).
+func allFixedRows(panels [][]*plot.Plot) bool {
+	n := 0
+	for _, row := range panels {
+		for _, p := range row {
+			if p == nil {
+				continue
+			}
+			if _, ok := fixedRows.Load(p); !ok {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }
 
 // legendWidth is how wide a legend panel's entries are drawn.
