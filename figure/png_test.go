@@ -57,16 +57,10 @@ func TestEncodePNGWriteError(t *testing.T) {
 		m.Pix[i] = 0xff
 	}
 	full := errors.New("disk full")
-	require.ErrorIs(t, encodePNG(failAfter{n: 100, err: full}.writer(), m), full)
+	require.ErrorIs(t, encodePNG(&failWriter{left: 100, err: full}, m), full)
 }
 
-type failAfter struct {
-	n   int
-	err error
-}
-
-func (f failAfter) writer() *failWriter { return &failWriter{left: f.n, err: f.err} }
-
+// failWriter takes left octets, then fails with err.
 type failWriter struct {
 	left int
 	err  error

@@ -91,21 +91,19 @@ func (d *Dataset) check(f DatasetFile) error {
 // deleteArchived deletes what the dataset holds of the store, a batch of
 // keys a transaction: the records whole before the rows they refer to.
 func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
-	// query's %s is where the batch's keys go.
-	// del deletes keys a batch at a time; with run set, each batch's
-	// transaction also takes the run's summaries, so that no summary
-	// ever counts more than its run holds (RunSamplesOf), even one a
-	// report kept between two batches or an archive cut short.
-	del := func(query string, args []any, keys []any, run string) error {
+	// del deletes run's keys a batch at a time (query's %s is where the
+	// batch's keys go), each batch's transaction taking the run's
+	// summaries with it (dropSummaries): no summary ever counts more
+	// than its run holds, even one a report kept between two batches or
+	// an archive cut short (RunSamplesOf relies on it).
+	del := func(run, query string, args []any, keys []any) error {
 		for len(keys) > 0 {
 			n := min(len(keys), archiveBatch)
 			q := fmt.Sprintf(query, strings.Repeat("?,", n-1)+"?")
 			a := append(append([]any{}, args...), keys[:n]...)
 			if err := s.InTx(ctx, func(tx *sql.Tx) error {
-				if run != "" {
-					if err := dropSummariesIn(ctx, s, tx, run); err != nil {
-						return err
-					}
+				if err := s.dropSummaries(ctx, tx, run); err != nil {
+					return err
 				}
 				_, err := tx.ExecContext(ctx, s.rebind(q), a...)
 				return err
@@ -128,40 +126,27 @@ func (s *Store) deleteArchived(ctx context.Context, x *Exported) error {
 		if _, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM sample_blocks WHERE run = (SELECT n FROM runs WHERE id = ?)`), run); err != nil {
 			return err
 		}
-		if err := del(`DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND k IN (%s)`, []any{run}, hashes, run); err != nil {
-			return err
-		}
-		if err := s.dropSummaries(ctx, run); err != nil {
+		if err := del(run, `DELETE FROM sample_cols WHERE run = (SELECT n FROM runs WHERE id = ?) AND k IN (%s)`, []any{run}, hashes); err != nil {
 			return err
 		}
 		s.sealRun(ctx, run, true)
 	}
-	dropped := map[string]bool{}
 	for rk, keys := range x.results {
-		if err := del(`DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, anys(keys), ""); err != nil {
+		if err := del(rk[0], `DELETE FROM results WHERE run_id = ? AND kind = ? AND task_key IN (%s)`, []any{rk[0], rk[1]}, anys(keys)); err != nil {
 			return err
-		}
-		if _, moved := x.samples[rk[0]]; !moved && !dropped[rk[0]] { // once a run
-			if err := s.dropSummaries(ctx, rk[0]); err != nil {
-				return err
-			}
-			dropped[rk[0]] = true
 		}
 	}
 	return nil
 }
 
-// dropSummaries deletes run's summaries, which no longer count what it
-// holds once some of it is archived. What a summary is checked against
-// (how many samples or results the run holds, and the latest) cannot
-// always tell: results archived, then as many stored late, started
-// before the latest, left a summary that matched the run and counted
-// the archived ones twice (with the dataset's) and the late ones not.
-func (s *Store) dropSummaries(ctx context.Context, run string) error {
-	return s.InTx(ctx, func(tx *sql.Tx) error { return dropSummariesIn(ctx, s, tx, run) })
-}
-
-func dropSummariesIn(ctx context.Context, s *Store, tx *sql.Tx, run string) error {
+// dropSummaries deletes run's summaries in tx, which no longer count
+// what it holds once some of it is archived. What a summary is checked
+// against (how many samples or results the run holds, and the latest)
+// cannot always tell: results archived, then as many stored late,
+// started before the latest, left a summary that matched the run and
+// counted the archived ones twice (with the dataset's) and the late
+// ones not.
+func (s *Store) dropSummaries(ctx context.Context, tx *sql.Tx, run string) error {
 	_, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM summaries WHERE run = (SELECT n FROM runs WHERE id = ?)`), run)
 	return err
 }
