@@ -194,13 +194,19 @@ func TestLeanH2AgainstAMisbehavingServer(t *testing.T) {
 	lost := s.ConnErrors[`the server sent GOAWAY (NO_ERROR: "enough for now")`]
 	require.Len(t, s.ConnErrors, 1, "%v", s.ConnErrors)
 	require.GreaterOrEqual(t, lost, 1, "%v", s.ConnErrors)
-	if s.Sent == 40 {
-		require.Equal(t, lost, s.Reconnects, "each connection gone away is replaced")
-		if s.Errors["closed"] == 0 { // the usual run: 14, 14 and 12
-			require.Equal(t, map[string]int{"http-error": 6, "malformed": 12, "stream-reset": 6, "SERVFAIL": 5}, s.Errors)
-		}
-	} else {
+	// Each connection gone away is replaced, but one lost as the run
+	// ends: its handshake outlasting the run (Sent < 40), or every query
+	// already written to it when the server, slowed under -race, sent
+	// its GOAWAY (all 40 sent, the last 12 closed, nothing left to send
+	// on a third; once, in a CI's race lane).
+	require.LessOrEqual(t, s.Reconnects, lost, "no connection replaced that was not lost")
+	require.GreaterOrEqual(t, s.Reconnects, lost-1, "each connection gone away is replaced but at the run's end")
+	if s.Sent < 40 {
 		require.Equal(t, lost-1, s.Reconnects, "a connection gone away is replaced but at the run's end")
+	}
+	if s.Sent == 40 && s.Errors["closed"] == 0 { // the usual run: 14, 14 and 12
+		require.Equal(t, lost, s.Reconnects, "each connection gone away is replaced")
+		require.Equal(t, map[string]int{"http-error": 6, "malformed": 12, "stream-reset": 6, "SERVFAIL": 5}, s.Errors)
 	}
 	peer.mu.Lock()
 	defer peer.mu.Unlock()
