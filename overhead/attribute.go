@@ -71,6 +71,11 @@ type Packet struct {
 	FromClient bool
 	Len        int
 	Layers     Counts
+	// FreshDNS are the DNS octets no earlier packet of the capture
+	// carried: a retransmission (a loss repaired, or a tail-loss probe
+	// sent early on a busy host) carries its DNS octets again, counted
+	// in Layers as the wire's cost, but asks nothing new.
+	FreshDNS int64
 }
 
 // HasDNS reports whether the packet carries DNS message octets.
@@ -257,10 +262,18 @@ func isInitial(b []byte) bool {
 	return len(b) >= 5 && b[0]&0xb0 == 0x80 && b[1] == 0 && b[2] == 0 && b[3] == 0 && b[4] == 1 && (b[0]>>4)&3 == 0
 }
 
-// labelled counts a run of octets by their labels.
-func count(c *Counts, labels []Layer) {
-	for _, l := range labels {
-		c[l]++
+// count counts a packet's run of stream octets by their labels, and
+// among its DNS octets those seen for the first time, marking the run
+// seen (seen and labels are the same run of the stream).
+func count(p *Packet, labels []Layer, seen []bool) {
+	for i, l := range labels {
+		p.Layers[l]++
+		if !seen[i] {
+			seen[i] = true
+			if l == DNS {
+				p.FreshDNS++
+			}
+		}
 	}
 }
 

@@ -56,6 +56,9 @@ func TestAttributionAddsUpExactly(t *testing.T) {
 		require.EqualValues(t, 471, all[overhead.Certificates], "%s: the certificate message, once", c.App)
 		dns := map[string]int64{"dot": 89, "doq": 89, "doh": 85, "doh3": 85} // DoT and DoQ add a 2-octet prefix each way
 		require.Equal(t, dns[c.App], all[overhead.DNS], c.App)
+		asks, fresh := fresh(c)
+		require.Equal(t, 1, asks, "%s: one packet asked", c.App)
+		require.Equal(t, dns[c.App], fresh, "%s: every DNS octet fresh once", c.App)
 		switch c.App {
 		case "doh", "doh3":
 			require.Positive(t, all[overhead.HTTPHeaders], c.App)

@@ -146,6 +146,7 @@ func (u *udpConn) attribute(c *Conn, kl KeyLog) {
 	if c.App == "dns" {
 		for _, d := range u.dgrams {
 			d.pkt.Layers[DNS] += int64(len(d.data))
+			d.pkt.FreshDNS += int64(len(d.data)) // a resent datagram is asked anew
 		}
 		return
 	}
@@ -183,8 +184,13 @@ func (u *udpConn) attribute(c *Conn, kl KeyLog) {
 		}
 		labels[k] = l
 	}
+	seen := map[streamKey][]bool{}
+	for k, b := range streams {
+		seen[k] = make([]bool, len(b))
+	}
 	for _, o := range st.occ {
-		count(&o.pkt.Layers, labels[o.stream][o.offset:o.offset+len(o.data)])
+		end := o.offset + len(o.data)
+		count(o.pkt, labels[o.stream][o.offset:end], seen[o.stream][o.offset:end])
 	}
 	c.Decrypted = st.decrypted
 	c.SNI = serverName(streams[streamKey{dir: 0, crypto: true, level: 0}])

@@ -73,8 +73,9 @@ func (t *tcpConn) attribute(c *Conn, kl KeyLog) {
 			c.SNI = serverName(b[5:])
 		}
 	}
+	seen := [2][]bool{make([]bool, len(t.data[0])), make([]bool, len(t.data[1]))}
 	for _, s := range t.segs {
-		count(&s.pkt.Layers, labels[s.dir][s.start:s.start+s.len])
+		count(s.pkt, labels[s.dir][s.start:s.start+s.len], seen[s.dir][s.start:s.start+s.len])
 	}
 }
 

@@ -334,7 +334,9 @@ func summarizeConn(cn *layers.Conn) *Conn {
 		case p.FromClient && p.HasDNS():
 			seenQuery = true
 			oc.Query += payload
-			oc.Queries++
+			if p.FreshDNS > 0 { // a retransmitted query is not another
+				oc.Queries++
+			}
 		case !p.FromClient && p.HasDNS():
 			seenAnswer = true
 			oc.Response += payload

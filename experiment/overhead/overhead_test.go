@@ -64,18 +64,23 @@ func TestSummarizePerResolution(t *testing.T) {
 // TestSplitTheSlidesWay: a captured connection's IP payload splits into
 // the handshake each way (before the first query, before the first
 // answer), the queries and the answers; packets after the answer that
-// carry no DNS (a close, an ACK) count in neither handshake.
+// carry no DNS (a close, an ACK) count in neither handshake. A query
+// resent (a tail-loss probe) costs its octets again but is no second
+// query.
 func TestSplitTheSlidesWay(t *testing.T) {
 	pkt := func(fromClient bool, ipHeader, dns, other int64) *layers.Packet {
 		var c layers.Counts
 		c[layers.IP], c[layers.DNS], c[layers.TLSHandshake] = ipHeader, dns, other
-		return &layers.Packet{FromClient: fromClient, Len: int(ipHeader + dns + other), Layers: c}
+		return &layers.Packet{FromClient: fromClient, Len: int(ipHeader + dns + other), Layers: c, FreshDNS: dns}
 	}
+	resent := pkt(true, 40, 60, 20)
+	resent.FreshDNS = 0
 	cn := &layers.Conn{Decrypted: true, Packets: []*layers.Packet{
 		pkt(true, 40, 0, 300),   // ClientHello
 		pkt(false, 40, 0, 3000), // ServerHello … Finished
 		pkt(true, 40, 0, 80),    // client Finished
 		pkt(true, 40, 60, 20),   // the query
+		resent,                  // and again
 		pkt(false, 40, 0, 200),  // a ticket, before the answer
 		pkt(false, 40, 90, 20),  // the answer
 		pkt(true, 40, 0, 30),    // close_notify
@@ -86,11 +91,11 @@ func TestSplitTheSlidesWay(t *testing.T) {
 	require.Equal(t, 1, c.Queries)
 	require.Equal(t, int64(380), c.HandshakeUp)
 	require.Equal(t, int64(3200), c.HandshakeDown, "the ticket came before the answer")
-	require.Equal(t, int64(80), c.Query)
+	require.Equal(t, int64(160), c.Query, "the query's octets twice on the wire")
 	require.Equal(t, int64(110), c.Response)
-	require.Equal(t, 4, c.UpPkts)
+	require.Equal(t, 5, c.UpPkts)
 	require.Equal(t, 4, c.DownPkts)
-	require.Equal(t, int64(4*40), c.Up[layers.IP])
+	require.Equal(t, int64(5*40), c.Up[layers.IP])
 }
 
 // TestOverheadFinding holds when DoH/2 on a new connection costs over
@@ -138,7 +143,7 @@ func TestConnsLabelledByTheirWindow(t *testing.T) {
 	dnsPkt := func(at time.Duration) *layers.Packet {
 		var c layers.Counts
 		c[layers.IP], c[layers.DNS] = 40, 50
-		return &layers.Packet{Time: t0.Add(at), FromClient: true, Len: 90, Layers: c}
+		return &layers.Packet{Time: t0.Add(at), FromClient: true, Len: 90, Layers: c, FreshDNS: 50}
 	}
 	probe := &layers.Packet{Time: t0.Add(100 * time.Millisecond), FromClient: true, Len: 60, Layers: layers.Counts{layers.IP: 40}}
 	conns := []*layers.Conn{
