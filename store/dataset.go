@@ -571,8 +571,10 @@ type part struct {
 	brief *part
 	of    *briefOf
 	// derived are the derived tables' files being made from a results
-	// file's rows (Derive).
-	derived []*deriving
+	// file's rows (Derive), rowDerived from a samples file's
+	// (DeriveSamples).
+	derived    []*deriving
+	rowDerived []rowDeriving
 }
 
 func (d *Dataset) create(f *DatasetFile) (*part, error) {
@@ -713,6 +715,9 @@ func partitionDir(table string, kind Kind, run, vantage, day string) string {
 		return "_records/runs"
 	case TableSampleRaw:
 		return "_records/sample_raw/run_id=" + escape(run) + "/day=" + day
+	}
+	if kind == "" { // a table derived from the samples
+		return "_records/" + table + "/run_id=" + escape(run) + "/day=" + day
 	}
 	return "_records/" + table + "/kind=" + escape(string(kind)) + "/run_id=" + escape(run) + "/day=" + day
 }

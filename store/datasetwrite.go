@@ -91,6 +91,8 @@ type writer struct {
 	archive bool
 	added   []DatasetFile
 	maxOpen int // files open at once
+	// rowDerivers make the tables derived from each samples file.
+	rowDerivers []rowDeriver
 	Exported
 }
 
@@ -205,6 +207,12 @@ func (w *writer) file(table string, kind Kind, run, vantage, day string) (*part,
 			p.derived = append(p.derived, newDeriving(d, run))
 		}
 	}
+	if table == TableSamples {
+		for _, rd := range w.rowDerivers {
+			add, end := rd.New(run)
+			p.rowDerived = append(p.rowDerived, rowDeriving{rd.table, rd.format, add, end})
+		}
+	}
 	w.open[dir] = p
 	w.lru = append(w.lru, dir)
 	return p, nil
@@ -227,7 +235,7 @@ func (w *writer) closeFile(dir string) error {
 		}
 		w.add(q.file)
 	}
-	ds, err := w.writeDerived(p.file, p.derived)
+	ds, err := w.writeDerived(p.file, p.made())
 	for _, f := range ds {
 		w.add(f)
 	}
@@ -317,6 +325,10 @@ func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 func (w *writer) export(ctx context.Context, s *Store, f Filter, before time.Time) error {
 	early := func(t time.Time) bool { return before.IsZero() || t.Before(before) }
 	touched := map[string]bool{}
+	var err error
+	if w.rowDerivers, err = beginSamplesDerived(ctx, s); err != nil {
+		return err
+	}
 	if err := w.exportSamples(ctx, s, f, early, touched); err != nil {
 		return err
 	}
@@ -430,7 +442,7 @@ func (w *writer) exportSamples(ctx context.Context, s *Store, f Filter, early fu
 // shard is a writer of its own partitions' files for w, of n shards.
 func (w *writer) shard(n int) *writer {
 	return &writer{d: w.d, stamp: w.stamp, seq: w.seq, open: map[string]*part{}, known: map[string]map[string]bool{}, runs: w.runs,
-		archive: w.archive, maxOpen: max(1, w.maxOpen/n), Exported: Exported{samples: map[string][]string{}, results: map[[2]string][]string{}}}
+		archive: w.archive, maxOpen: max(1, w.maxOpen/n), rowDerivers: w.rowDerivers, Exported: Exported{samples: map[string][]string{}, results: map[[2]string][]string{}}}
 }
 
 // merge adds what shard sh wrote and found to w.
@@ -459,6 +471,11 @@ func (w *writer) addSample(r *Row, raw []byte, touched map[string]bool) error {
 	p, err := w.file(TableSamples, "", r.RunID, r.Vantage, d)
 	if err == nil {
 		err = p.writeRow(r)
+	}
+	if err == nil {
+		for _, rd := range p.rowDerived {
+			rd.add(r)
+		}
 	}
 	if err == nil {
 		p, err = w.file(TableSampleRaw, "", r.RunID, "", d)

@@ -8,12 +8,16 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/doxlab/doxlab/internal/testutil"
+	"github.com/doxlab/doxlab/measure"
+	"github.com/doxlab/doxlab/transport"
 )
 
 var derivedKind = NewKind("derived-test")
@@ -142,4 +146,106 @@ func TestDerivationsEndWithTheirExport(t *testing.T) {
 		_, err = s.ExportDataset(ctx, blocked, Filter{}, time.Time{})
 		require.ErrorContains(t, err, "day=2026-11-21")
 	})
+}
+
+// withSamplesDerived declares d for the test's exports alone.
+func withSamplesDerived(t *testing.T, d SamplesDerived) {
+	derivedMu.Lock()
+	was := samplesDerived
+	samplesDerived = append(slices.Clone(was), d)
+	derivedMu.Unlock()
+	t.Cleanup(func() {
+		derivedMu.Lock()
+		samplesDerived = was
+		derivedMu.Unlock()
+	})
+}
+
+// TestDatasetSamplesDerived: an export writes beside each samples file
+// a file of each samples derivation, made from the rows written to it
+// in order and begun once an export with the store (what it read of it,
+// here the runs, is in every file), under the table's format; a file
+// whose derivation ends in an error has none; one that cannot begin
+// fails the export in a line naming it, adding nothing; an archive
+// reads every derived file back.
+func TestDatasetSamplesDerived(t *testing.T) {
+	ctx := context.Background()
+	s, at := runStore(t)
+	require.NoError(t, s.BeginRun(ctx, Run{ID: "bad", Kind: "t", StartedAt: at}))
+	want := map[string][]string{} // a day's keys of run r, in the order written
+	for i := range 6 {
+		run, start := "r", at.Add(time.Duration(i)*8*time.Hour)
+		if i == 5 {
+			run = "bad"
+		}
+		x := &measure.Sample{Task: measure.Task{URL: "udp://t:53", Target: "t", Transport: "udp", Condition: "fresh", Rep: i}, Start: start,
+			Measure: &transport.Record{Status: transport.StatusOK, Rcode: "NOERROR", Timing: transport.Timing{TotalMs: float64(i)}}, Status: transport.StatusOK}
+		require.NoError(t, s.Write(ctx, run, x))
+	}
+	require.NoError(t, s.EachRow(ctx, Filter{Runs: []string{"r"}}, func(r *Row) error {
+		want[day(r.StartedAt)] = append(want[day(r.StartedAt)], r.Key)
+		return nil
+	}))
+	begun, fail := 0, false
+	withSamplesDerived(t, SamplesDerived{Table: "keys", Format: "keys v1", Begin: func(ctx context.Context, s *Store) (func(string) (func(*Row), func() ([]byte, error)), error) {
+		if begun++; fail {
+			return nil, errors.New("no profiles")
+		}
+		runs, err := s.Runs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return func(run string) (func(*Row), func() ([]byte, error)) {
+			b := fmt.Appendf(nil, "%d runs", len(runs))
+			return func(r *Row) { b = append(append(b, ' '), r.Key...) }, func() ([]byte, error) {
+				if run == "bad" {
+					return nil, errors.New("cannot")
+				}
+				return b, nil
+			}
+		}, nil
+	}})
+
+	fail = true
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, err := s.ExportDataset(ctx, dir, Filter{}, time.Time{})
+	require.EqualError(t, err, "dataset: the keys of the samples: no profiles")
+	require.NoFileExists(t, filepath.Join(dir, manifestName), "nothing added")
+
+	fail, begun = false, 0
+	_, err = s.ExportDataset(ctx, dir, Filter{}, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, 1, begun, "begun once an export, whatever its shards")
+	m := readManifest(t, dir)
+	r, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	require.NoError(t, err)
+	defer r.Close()
+	d, err := OpenDataset(ctx, dir)
+	require.NoError(t, err)
+	require.NoError(t, r.Attach(ctx, d))
+	days := map[string]bool{}
+	for _, f := range m.Files {
+		if f.Table != TableSamples {
+			continue
+		}
+		b, ok, err := r.DatasetDerived(ctx, f, "keys", "keys v1")
+		require.NoError(t, err)
+		require.Equal(t, f.Run == "r", ok, "%s: a file made, unless its derivation failed", f.Path)
+		if !ok {
+			continue
+		}
+		days[f.Day] = true
+		require.Equal(t, "2 runs "+strings.Join(want[f.Day], " "), string(b), f.Day)
+		k, _ := d.derivedOf(f, "keys", "keys v1")
+		require.Equal(t, "_records/keys/run_id=r/day="+f.Day, path.Dir(k.Path))
+		require.Equal(t, f.Rows, k.Rows)
+		_, ok, err = r.DatasetDerived(ctx, f, "keys", "keys v2")
+		require.NoError(t, err)
+		require.False(t, ok, "another format: the rows are read")
+	}
+	require.Len(t, days, len(want), "a file a day")
+
+	_, err = s.Archive(ctx, filepath.Join(t.TempDir(), "archive"), at.Add(72*time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, s.EachRow(ctx, Filter{Superseded: true}, func(r *Row) error { return fmt.Errorf("sample %s kept", r.Key) }), "every sample archived")
 }

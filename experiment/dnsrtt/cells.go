@@ -163,6 +163,12 @@ func newCells(profiles map[string]testbed.Profile, answers measure.Answers) *cel
 	return &cells{byKey: map[cellKey]*Group{}, links: links, answers: answers}
 }
 
+// empty is cells of none, on cs's profiles and answers (shared, not
+// copied: they are only read).
+func (cs *cells) empty() *cells {
+	return &cells{byKey: map[cellKey]*Group{}, links: cs.links, answers: cs.answers}
+}
+
 func (cs *cells) add(r *store.Row) {
 	if !finite(r) {
 		cs.skipped++

@@ -279,11 +279,40 @@ func keepSummary(ctx context.Context, st *store.Store, kind, run string, held st
 	}
 }
 
+// cellsTable is the table of a dataset that holds each samples file's
+// cells, made as the export wrote the file (store.DeriveSamples).
+const cellsTable = "cells"
+
+// cellsFormat is what a dataset's cells file must say it holds to be
+// read for a report taking kind's answers: the kind and madeBy.
+func cellsFormat(kind string) string { return kind + "; " + madeBy() }
+
+// A dataset carries each samples file's cells, as a report taking the
+// default answers makes them, with the runs' profiles of the store it
+// was exported from (which the dataset's runs carry).
+func init() {
+	answers := measure.DefaultAnswers()
+	store.DeriveSamples(store.SamplesDerived{Table: cellsTable, Format: cellsFormat(summaryKind(answers)),
+		Begin: func(ctx context.Context, st *store.Store) (func(string) (func(*store.Row), func() ([]byte, error)), error) {
+			profiles, err := StoredProfiles(ctx, st)
+			if err != nil {
+				return nil, err
+			}
+			base := newCells(profiles, answers)
+			return func(string) (func(*store.Row), func() ([]byte, error)) {
+				cs := base.empty()
+				return cs.add, cs.encode
+			}, nil
+		}})
+}
+
 // summarizedFiles adds the cells of the attached dataset's samples files
-// f keeps to all: a file's from its summary where one is kept, else read
-// and kept. A file is never rewritten and the manifest names it by its
-// digest, so its summary is kept under that digest in a cache of the
-// user's (CellCache): a dataset in object storage is not written to.
+// f keeps to all: a file's from the cells the dataset keeps beside it
+// where they are of this report's kind and version, else from its
+// summary where one is kept, else read and kept. A file is never
+// rewritten and the manifest names it by its digest, so its summary is
+// kept under that digest in a cache of the user's (CellCache): a
+// dataset in object storage is not written to.
 func summarizedFiles(ctx context.Context, st *store.Store, f store.Filter, kind string, profiles map[string]testbed.Profile, answers measure.Answers, all *cells) error {
 	files, err := st.DatasetSamples(ctx, f)
 	if err != nil || len(files) == 0 {
@@ -292,6 +321,16 @@ func summarizedFiles(ctx context.Context, st *store.Store, f store.Filter, kind 
 	name := func(df store.DatasetFile) string { return experiment.SummaryFile(kind, "cells", df) }
 	var unread []store.DatasetFile
 	for _, df := range files {
+		b, ok, err := st.DatasetDerived(ctx, df, cellsTable, cellsFormat(kind))
+		if err != nil {
+			return err
+		}
+		if ok {
+			if cs, ok, err := decodeCells(b, df.Run, profiles, answers); err == nil && ok && cs.rows() == df.Rows {
+				all.merge(cs)
+				continue
+			}
+		}
 		if p := name(df); p != "" {
 			if b, err := os.ReadFile(p); err == nil {
 				if cs, ok, err := decodeCells(b, df.Run, profiles, answers); err == nil && ok && cs.rows() == df.Rows {

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -294,10 +295,12 @@ func TestDatasetSummariesAreTheScan(t *testing.T) {
 	want, err := scanCells(ctx, st, store.Filter{}, profiles, measure.DefaultAnswers())
 	require.NoError(t, err)
 
-	// The first run's week archived: the store keeps the second's.
+	// The first run's week archived: the store keeps the second's. The
+	// dataset's own cells left out, as a doxlab before them wrote it.
 	dir := filepath.Join(t.TempDir(), "ds")
 	_, err = st.Archive(ctx, dir, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	require.NoError(t, err)
+	withoutTable(t, dir, cellsTable)
 	d, err := store.OpenDataset(ctx, dir)
 	require.NoError(t, err)
 	require.NoError(t, st.Attach(ctx, d))
@@ -352,6 +355,87 @@ func TestDatasetSummariesAreTheScan(t *testing.T) {
 	got, err = LoadSamples(ctx, empty, store.Filter{})
 	require.NoError(t, err)
 	sameSamples(t, alone.samples(), got, "no cache: read")
+}
+
+// withoutTable takes table's files out of the manifest of the dataset
+// in dir.
+func withoutTable(t *testing.T, dir, table string) {
+	t.Helper()
+	p := filepath.Join(dir, "_manifest.json")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var m store.Manifest
+	require.NoError(t, json.Unmarshal(b, &m))
+	n := len(m.Files)
+	m.Files = slices.DeleteFunc(m.Files, func(f store.DatasetFile) bool { return f.Table == table })
+	require.Less(t, len(m.Files), n, "the dataset held %s", table)
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+}
+
+// TestDatasetCellsAreTheScan: a dataset carries each samples file's
+// cells, made as the export wrote the file, so the report of a dataset
+// alone is the one pass over its samples without reading them (nothing
+// is read into the user's cache); a report taking other answers reads
+// the samples (and caches their cells); a cells file changed since it
+// was written fails the report in a line naming it.
+func TestDatasetCellsAreTheScan(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	t.Setenv("DOXLAB_CACHE", cache)
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	writeRuns(t, st, 3000)
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, err = st.ExportDataset(ctx, dir, store.Filter{}, time.Time{})
+	require.NoError(t, err)
+	d, err := store.OpenDataset(ctx, dir)
+	require.NoError(t, err)
+	empty, err := store.Open(ctx, filepath.Join(t.TempDir(), "empty.db"))
+	require.NoError(t, err)
+	defer empty.Close()
+	require.NoError(t, empty.Attach(ctx, d))
+	profiles, err := StoredProfiles(ctx, empty)
+	require.NoError(t, err)
+	exported, err := StoredProfiles(ctx, st)
+	require.NoError(t, err)
+	require.NotEmpty(t, profiles)
+	require.Equal(t, exported, profiles, "the runs' profiles, from the dataset's runs")
+
+	for _, rcodes := range [][]string{nil, {"NOERROR", "NXDOMAIN", "SERVFAIL"}} {
+		f := store.Filter{OKRcodes: rcodes}
+		answers, err := measure.ParseAnswers(rcodes)
+		require.NoError(t, err)
+		want, err := scanCells(ctx, empty, f, profiles, answers)
+		require.NoError(t, err)
+		got, err := LoadSamples(ctx, empty, f)
+		require.NoError(t, err)
+		sameSamples(t, want.samples(), got, fmt.Sprint(rcodes))
+		kept, err := os.ReadDir(cache)
+		require.NoError(t, err)
+		if rcodes == nil {
+			require.Empty(t, kept, "the dataset's cells merged, no sample read")
+		} else {
+			require.NotEmpty(t, kept, "other answers: the samples read, their cells kept")
+		}
+	}
+
+	var cf store.DatasetFile
+	for _, f := range d.Manifest().Files {
+		if f.Table == cellsTable {
+			cf = f
+		}
+	}
+	require.Equal(t, cellsFormat(summaryKind(measure.DefaultAnswers())), cf.Format)
+	p := filepath.Join(dir, filepath.FromSlash(cf.Path))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 1
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	_, err = LoadSamples(ctx, empty, store.Filter{})
+	require.ErrorContains(t, err, cf.Path+": changed since it was written")
 }
 
 // TestPostgresRoleWithoutSummaries: a role granted the samples and not
