@@ -210,7 +210,7 @@ func (w *writer) file(table string, kind Kind, run, vantage, day string) (*part,
 	if table == TableSamples {
 		for _, rd := range w.rowDerivers {
 			add, end := rd.New(run)
-			p.rowDerived = append(p.rowDerived, rowDeriving{rd.table, rd.format, add, end})
+			p.rowDerived = append(p.rowDerived, rowDeriving{made{rd.Table, rd.Format, end}, add})
 		}
 	}
 	w.open[dir] = p
@@ -325,10 +325,11 @@ func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 func (w *writer) export(ctx context.Context, s *Store, f Filter, before time.Time) error {
 	early := func(t time.Time) bool { return before.IsZero() || t.Before(before) }
 	touched := map[string]bool{}
-	var err error
-	if w.rowDerivers, err = beginSamplesDerived(ctx, s); err != nil {
+	rd, err := beginSamplesDerived(ctx, s)
+	if err != nil {
 		return err
 	}
+	w.rowDerivers = rd
 	if err := w.exportSamples(ctx, s, f, early, touched); err != nil {
 		return err
 	}

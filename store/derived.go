@@ -65,8 +65,8 @@ func DeriveSamples(d SamplesDerived) {
 
 // rowDeriver is a samples derivation begun for an export.
 type rowDeriver struct {
-	table, format string
-	New           func(run string) (add func(*Row), end func() ([]byte, error))
+	SamplesDerived
+	New func(run string) (add func(*Row), end func() ([]byte, error))
 }
 
 // beginSamplesDerived begins the declared samples derivations for an
@@ -81,16 +81,16 @@ func beginSamplesDerived(ctx context.Context, s *Store) ([]rowDeriver, error) {
 		if err != nil {
 			return nil, fmt.Errorf("dataset: the %s of the samples: %w", d.Table, err)
 		}
-		out = append(out, rowDeriver{d.Table, d.Format, nw})
+		out = append(out, rowDeriver{d, nw})
 	}
 	return out, nil
 }
 
-// rowDeriving is one samples file's derivation.
+// rowDeriving is one samples file's derivation: the file it makes, and
+// what is handed each row.
 type rowDeriving struct {
-	table, format string
-	add           func(*Row)
-	end           func() ([]byte, error)
+	made
+	add func(*Row)
 }
 
 // Derive declares, at init, a table derived from kind's results in the
@@ -167,7 +167,7 @@ func (p *part) made() []made {
 		out = append(out, made{dv.d.Table, dv.d.Format, dv.finish})
 	}
 	for _, rd := range p.rowDerived {
-		out = append(out, made{rd.table, rd.format, rd.end})
+		out = append(out, rd.made)
 	}
 	return out
 }

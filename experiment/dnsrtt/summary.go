@@ -319,24 +319,29 @@ func summarizedFiles(ctx context.Context, st *store.Store, f store.Filter, kind 
 		return err
 	}
 	name := func(df store.DatasetFile) string { return experiment.SummaryFile(kind, "cells", df) }
+	// merged merges the cells b holds of df, if they are of this report
+	// and count its rows.
+	merged := func(df store.DatasetFile, b []byte) bool {
+		cs, ok, err := decodeCells(b, df.Run, profiles, answers)
+		if err != nil || !ok || cs.rows() != df.Rows {
+			return false
+		}
+		all.merge(cs)
+		return true
+	}
+	format := cellsFormat(kind)
 	var unread []store.DatasetFile
 	for _, df := range files {
-		b, ok, err := st.DatasetDerived(ctx, df, cellsTable, cellsFormat(kind))
+		b, ok, err := st.DatasetDerived(ctx, df, cellsTable, format)
 		if err != nil {
 			return err
 		}
-		if ok {
-			if cs, ok, err := decodeCells(b, df.Run, profiles, answers); err == nil && ok && cs.rows() == df.Rows {
-				all.merge(cs)
-				continue
-			}
+		if ok && merged(df, b) {
+			continue
 		}
 		if p := name(df); p != "" {
-			if b, err := os.ReadFile(p); err == nil {
-				if cs, ok, err := decodeCells(b, df.Run, profiles, answers); err == nil && ok && cs.rows() == df.Rows {
-					all.merge(cs)
-					continue
-				}
+			if b, err := os.ReadFile(p); err == nil && merged(df, b) {
+				continue
 			}
 		}
 		unread = append(unread, df)

@@ -277,6 +277,19 @@ func gobEncode(t *testing.T, v any) []byte {
 	return buf.Bytes()
 }
 
+// cachedRuns is a store of writeRuns' two runs of 3,000 samples each,
+// closed when the test ends, and the user's cache of the test's own
+// (DOXLAB_CACHE) that its datasets' files' cells are kept in.
+func cachedRuns(t *testing.T) (st *store.Store, cache string, ids []string) {
+	t.Helper()
+	cache = t.TempDir()
+	t.Setenv("DOXLAB_CACHE", cache)
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st, cache, writeRuns(t, st, 3000)
+}
+
 // TestDatasetSummariesAreTheScan: a dataset's files are summarized under
 // their digests in the user's cache: the report of a dataset alone, and
 // of a store with its older rounds archived to one, is the one pass over
@@ -284,12 +297,7 @@ func gobEncode(t *testing.T, v any) []byte {
 // after; a summary changed in place is what the report merges.
 func TestDatasetSummariesAreTheScan(t *testing.T) {
 	ctx := context.Background()
-	cache := t.TempDir()
-	t.Setenv("DOXLAB_CACHE", cache)
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer st.Close()
-	ids := writeRuns(t, st, 3000)
+	st, cache, ids := cachedRuns(t)
 	profiles, err := StoredProfiles(ctx, st)
 	require.NoError(t, err)
 	want, err := scanCells(ctx, st, store.Filter{}, profiles, measure.DefaultAnswers())
@@ -382,14 +390,9 @@ func withoutTable(t *testing.T, dir, table string) {
 // was written fails the report in a line naming it.
 func TestDatasetCellsAreTheScan(t *testing.T) {
 	ctx := context.Background()
-	cache := t.TempDir()
-	t.Setenv("DOXLAB_CACHE", cache)
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	defer st.Close()
-	writeRuns(t, st, 3000)
+	st, cache, _ := cachedRuns(t)
 	dir := filepath.Join(t.TempDir(), "ds")
-	_, err = st.ExportDataset(ctx, dir, store.Filter{}, time.Time{})
+	_, err := st.ExportDataset(ctx, dir, store.Filter{}, time.Time{})
 	require.NoError(t, err)
 	d, err := store.OpenDataset(ctx, dir)
 	require.NoError(t, err)
