@@ -30,6 +30,7 @@ type h2Peer struct {
 	goAway int
 	answer []func(fr *http2.Framer, enc func(...string) []byte, stream uint32, query []byte)
 
+	conns   sync.WaitGroup // each connection's, until the client closes it
 	mu      sync.Mutex
 	pingAck int // the client's acks of our PINGs
 	setAck  int // and of our SETTINGS, the first included
@@ -41,7 +42,24 @@ func (p *h2Peer) serve(t *testing.T) {
 		if err != nil {
 			return
 		}
-		go p.conn(t, c)
+		p.conns.Add(1)
+		go func() {
+			defer p.conns.Done()
+			p.conn(t, c)
+		}()
+	}
+}
+
+// closed waits for the client to close every connection it opened, so
+// that every ack it sent has been read: a peer slowed on a busy machine
+// reads them after the run's end.
+func (p *h2Peer) closed(t *testing.T) {
+	done := make(chan struct{})
+	go func() { p.conns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client's connections outlived its run")
 	}
 }
 
@@ -64,7 +82,7 @@ func (p *h2Peer) conn(t *testing.T, c net.Conn) {
 		return bytes.Clone(hb.Bytes())
 	}
 	fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 50})
-	served := 0
+	served, gone := 0, false
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
@@ -84,6 +102,9 @@ func (p *h2Peer) conn(t *testing.T, c net.Conn) {
 				p.mu.Unlock()
 			}
 		case *http2.MetaHeadersFrame:
+			if gone {
+				continue
+			}
 			path := f.PseudoValue("path")
 			_, dns, _ := strings.Cut(path, "?dns=")
 			q, err := base64.RawURLEncoding.DecodeString(dns)
@@ -99,10 +120,10 @@ func (p *h2Peer) conn(t *testing.T, c net.Conn) {
 			if served == p.goAway {
 				// Gone away, as a server does: it reads on until the
 				// client closes (a close with unread octets resets the
-				// connection, and the GOAWAY with it).
+				// connection, and the GOAWAY with it), and counts the
+				// acks the client sent before it read the GOAWAY.
 				fr.WriteGoAway(f.StreamID, http2.ErrCodeNo, []byte("enough for now"))
-				io.Copy(io.Discard, r)
-				return
+				gone = true
 			}
 		}
 	}
@@ -208,6 +229,7 @@ func TestLeanH2AgainstAMisbehavingServer(t *testing.T) {
 		require.Equal(t, lost, s.Reconnects, "each connection gone away is replaced")
 		require.Equal(t, map[string]int{"http-error": 6, "malformed": 12, "stream-reset": 6, "SERVFAIL": 5}, s.Errors)
 	}
+	peer.closed(t)
 	peer.mu.Lock()
 	defer peer.mu.Unlock()
 	require.GreaterOrEqual(t, peer.pingAck, 14, "every PING acked")
