@@ -16,6 +16,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -327,9 +329,9 @@ func (c *Privacy) Run(ctx context.Context) (string, error) {
 					return err
 				}
 				mark := web.Mark()
-				c.handshake(ctx, addr, cfg, roots, open, tickets, tickets != nil, &s)
+				port := c.handshake(ctx, addr, cfg, roots, open, tickets, tickets != nil, &s)
 				target.Settle(ctx)
-				webFacts(&s, web.Since(mark))
+				webFacts(&s, served(ctx, &web, mark, port, s.Status == "ok"))
 				if err := save(&s); err != nil {
 					return err
 				}
@@ -565,8 +567,9 @@ func echConfig(ctx context.Context, url string, roots *x509.CertPool, open func(
 // list is set (retrying once with the retry configs when rejected), and
 // fetches the page: the time from the dial to its last octet.
 // With tickets it resumes, and with early it sends the request in 0-RTT.
+// It returns the port its connections came from (0 when none was made).
 func (c *Privacy) handshake(ctx context.Context, addr string, list []byte, roots *x509.CertPool, open func(func() error) error,
-	tickets tls.ClientSessionCache, early bool, s *Sample) {
+	tickets tls.ClientSessionCache, early bool, s *Sample) (port int) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	fail := func(err error) { s.Status, s.Error = "error", err.Error() }
@@ -578,6 +581,7 @@ func (c *Privacy) handshake(ctx context.Context, addr string, list []byte, roots
 		fail(err)
 		return
 	}
+	port = udp.LocalAddr().(*net.UDPAddr).Port
 	tr := &quic.Transport{Conn: udp}
 	defer func() {
 		tr.Close()
@@ -633,6 +637,29 @@ func (c *Privacy) handshake(ctx context.Context, addr string, list []byte, roots
 		return
 	}
 	s.Status = "ok"
+	return port
+}
+
+// served is what the web server recorded from mark on, once it holds
+// the record of the sample's completed connection from port (when the
+// sample was ok), or after five seconds: the server records a
+// connection in its own goroutine, which a busy machine may run after
+// the client has closed it, past what Settle waits for (it knows only
+// the handshakes the server has seen complete), and a 0-RTT sample's
+// one connection can end before then.
+func served(ctx context.Context, web *server.RecordLog, mark, port int, ok bool) []*server.Record {
+	if !ok || port == 0 {
+		return web.Since(mark)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	from := ":" + strconv.Itoa(port)
+	recs, _ := web.Await(ctx, mark, func(recs []*server.Record) bool {
+		return slices.ContainsFunc(recs, func(r *server.Record) bool {
+			return r.Kind == "conn" && r.Listener == "web" && r.Error == "" && strings.HasSuffix(r.Remote, from)
+		})
+	})
+	return recs
 }
 
 // webFacts takes what the web server recorded of the sample's

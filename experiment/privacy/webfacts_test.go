@@ -1,7 +1,9 @@
 package privacy
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,6 +35,30 @@ func TestWebFactsFromTheWebListener(t *testing.T) {
 	webFacts(&none, []*server.Record{{Kind: "conn", Listener: "dot", SNI: "resolver.test"}})
 	require.Empty(t, none.ECH)
 	require.Empty(t, none.OuterSNI)
+}
+
+// TestServedWaitsForTheSamplesConnection: a sample's web facts wait for
+// the server's record of its completed connection, which the server's
+// goroutine may add after the client has closed it (a 0-RTT sample on a
+// busy machine): not for another port's, nor for a rejected connection
+// of its own (a stale ECH config's, before the retry).
+func TestServedWaitsForTheSamplesConnection(t *testing.T) {
+	var web server.RecordLog
+	mark := web.Mark()
+	web.Add(&server.Record{Kind: "conn", Listener: "web", Remote: "10.0.0.1:4000", ECH: ech.Accepted})
+	web.Add(&server.Record{Kind: "conn", Listener: "web", Remote: "10.0.0.1:4001", ECH: ech.Rejected, Error: "ech_required"})
+	web.Add(&server.Record{Kind: "conn", Listener: "doh", Remote: "10.0.0.1:4001"})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		web.Add(&server.Record{Kind: "conn", Listener: "web", Remote: "10.0.0.1:4001", ECH: ech.Accepted, OuterSNI: publicName})
+	}()
+	var s Sample
+	webFacts(&s, served(context.Background(), &web, mark, 4001, true))
+	require.Equal(t, publicName, s.OuterSNI, "the record added after the sample's end")
+
+	// A failed sample, or none made, takes what there is.
+	require.Len(t, served(context.Background(), &web, mark, 4002, false), 4)
+	require.Len(t, served(context.Background(), &web, mark, 0, true), 4)
 }
 
 // TestLadderLabelsAndOrder: every rung of every part has a label as the
