@@ -34,7 +34,12 @@ func Doxlab(t testing.TB) string {
 			return
 		}
 		doxlab.path = filepath.Join(dir, "doxlab")
-		cmd := exec.Command("go", "build", "-o", doxlab.path, "./cmd/doxlab")
+		// -trimpath, as the lanes build (the Makefile's TRIM): Go's
+		// build cache keys a package compiled without it by its
+		// directory, so in a new checkout (a CI's clone) this build
+		// compiled all of doxlab again, where the lanes had compiled
+		// it already.
+		cmd := exec.Command("go", "build", "-trimpath", "-o", doxlab.path, "./cmd/doxlab")
 		cmd.Dir = filepath.Dir(strings.TrimSpace(string(mod)))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			doxlab.err = fmt.Errorf("building doxlab: %w: %s", err, out)
