@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net"
 	"os"
@@ -55,8 +56,8 @@ func NewPostgres(t testing.TB, listen string, wrap func(argv ...string) *exec.Cm
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(p.dir) })
 	must(t, os.Chown(p.dir, p.uid, p.gid))
-	if out, err := p.as(true, "initdb", "-D", p.data(), "-A", "trust", "-U", "doxlab", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v: %s", err, out)
+	if out, err := exec.Command("cp", "-a", pgTemplate(t, p.bin, p.uid, p.gid), p.data()).CombinedOutput(); err != nil {
+		t.Fatalf("copying the cluster: %v: %s", err, out)
 	}
 	// initdb trusts loopback only; a server in a testbed host is reached
 	// from the other hosts, on the testbed's own subnet.
@@ -73,6 +74,43 @@ func NewPostgres(t testing.TB, listen string, wrap func(argv ...string) *exec.Cm
 }
 
 func (p *Postgres) data() string { return filepath.Join(p.dir, "data") }
+
+// pgTemplate is a cluster made by initdb once for every test process on
+// this machine, in the temp directory, named for the server's binaries;
+// each test's cluster is a copy of it. initdb takes a second or two of
+// CPU, and CI's lanes start some thirty clusters. It is made aside and
+// renamed into place, so a process sees it whole or not at all; of two
+// made at once, one is kept.
+func pgTemplate(t testing.TB, bin string, uid, gid int) string {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(bin, "postgres"))
+	must(t, err)
+	key := sha256.Sum256(fmt.Appendf(nil, "%s %d %d %v", bin, fi.Size(), fi.ModTime().UnixNano(), initdbArgs))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("doxlab-pg-template-%x", key[:6]))
+	if _, err := os.Stat(dir); err == nil {
+		return dir
+	}
+	tmp, err := os.MkdirTemp("", "doxlab-pg-template-new")
+	must(t, err)
+	defer os.RemoveAll(tmp)
+	must(t, os.Chown(tmp, uid, gid))
+	cmd := exec.Command(filepath.Join(bin, "initdb"), append([]string{"-D", filepath.Join(tmp, "data")}, initdbArgs...)...)
+	cmd.Dir = tmp
+	asUser(cmd, uid, gid)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v: %s", err, out)
+	}
+	if err := os.Rename(filepath.Join(tmp, "data"), dir); err != nil {
+		if _, serr := os.Stat(dir); serr != nil {
+			t.Fatalf("keeping the cluster made by initdb: %v", err)
+		}
+	}
+	return dir
+}
+
+// initdbArgs make every test's cluster: its owner, doxlab, trusted on
+// loopback (and, added per cluster, on a testbed's subnet).
+var initdbArgs = []string{"-A", "trust", "-U", "doxlab", "--no-sync"}
 
 // as runs one of PostgreSQL's programs as the postgres user: directly
 // (not through runuser), so that signalling the process stops PostgreSQL
