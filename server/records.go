@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -191,6 +192,13 @@ func (l *RecordLog) Await(ctx context.Context, i int, enough func([]*Record) boo
 			return l.Since(i), false
 		}
 	}
+}
+
+// RemotePort is the client's port as the server saw it ("" for none):
+// a client knows its connections by their local ports.
+func (r *Record) RemotePort() string {
+	_, p, _ := net.SplitHostPort(r.Remote)
+	return p
 }
 
 // Since returns the records from mark i on.

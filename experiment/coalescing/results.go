@@ -141,8 +141,7 @@ func (s *Sample) prove(host, client string) {
 		_, pagePort, _ = net.SplitHostPort(r.Conns[page].Local)
 	}
 	for _, rec := range s.Server {
-		_, port, _ := net.SplitHostPort(rec.Remote)
-		if rec.Kind == "conn" && rec.Listener == "web" && rec.ALPN == "h3" && port == pagePort {
+		if rec.Kind == "conn" && rec.Listener == "web" && rec.ALPN == "h3" && rec.RemotePort() == pagePort {
 			s.Proof.PageUsed0RTT, s.Proof.PageResumed, s.Proof.PageTokenUsed = rec.Used0RTT, rec.Resumed, rec.TokenUsed
 			break
 		}

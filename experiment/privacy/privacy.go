@@ -653,10 +653,10 @@ func served(ctx context.Context, web *server.RecordLog, mark, port int, ok bool)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	from := ":" + strconv.Itoa(port)
+	from := strconv.Itoa(port)
 	recs, _ := web.Await(ctx, mark, func(recs []*server.Record) bool {
 		return slices.ContainsFunc(recs, func(r *server.Record) bool {
-			return r.Kind == "conn" && r.Listener == "web" && r.Error == "" && strings.HasSuffix(r.Remote, from)
+			return r.Kind == "conn" && r.Listener == "web" && r.Error == "" && r.RemotePort() == from
 		})
 	})
 	return recs

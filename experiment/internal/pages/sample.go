@@ -485,7 +485,7 @@ func BegunSince(srv []*server.Record, start time.Time) []*server.Record {
 // warm-up's, as BegunSince says, where the replay knows its own.
 func ownConns(r *pageload.Result, srv []*server.Record) []*server.Record {
 	ports := replayPorts(r, false)
-	return connsWhere(srv, func(c *server.Record) bool { return ports[remotePort(c)] })
+	return connsWhere(srv, func(c *server.Record) bool { return ports[c.RemotePort()] })
 }
 
 // AwaitReplayConns returns the server's records from mark on once they
@@ -501,7 +501,7 @@ func AwaitReplayConns(ctx context.Context, r *pageload.Result, log *server.Recor
 	recs, _ := log.Await(ctx, mark, func(recs []*server.Record) bool {
 		for _, c := range recs {
 			if c.Kind == "conn" {
-				delete(missing, remotePort(c))
+				delete(missing, c.RemotePort())
 			}
 		}
 		return len(missing) == 0
@@ -519,12 +519,6 @@ func replayPorts(r *pageload.Result, asked bool) map[string]bool {
 		}
 	}
 	return ports
-}
-
-// remotePort is a record's client port, "" for none.
-func remotePort(c *server.Record) string {
-	_, p, _ := net.SplitHostPort(c.Remote)
-	return p
 }
 
 // connsWhere are srv's records but its conn records keep refuses.
