@@ -56,7 +56,7 @@ func NewPostgres(t testing.TB, listen string, wrap func(argv ...string) *exec.Cm
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(p.dir) })
 	must(t, os.Chown(p.dir, p.uid, p.gid))
-	if out, err := exec.Command("cp", "-a", pgTemplate(t, p.bin, p.uid, p.gid), p.data()).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-a", p.template(), p.data()).CombinedOutput(); err != nil {
 		t.Fatalf("copying the cluster: %v: %s", err, out)
 	}
 	// initdb trusts loopback only; a server in a testbed host is reached
@@ -75,42 +75,37 @@ func NewPostgres(t testing.TB, listen string, wrap func(argv ...string) *exec.Cm
 
 func (p *Postgres) data() string { return filepath.Join(p.dir, "data") }
 
-// pgTemplate is a cluster made by initdb once for every test process on
+// template is a cluster made by initdb once for every test process on
 // this machine, in the temp directory, named for the server's binaries;
 // each test's cluster is a copy of it. initdb takes a second or two of
 // CPU, and CI's lanes start some thirty clusters. It is made aside and
 // renamed into place, so a process sees it whole or not at all; of two
-// made at once, one is kept.
-func pgTemplate(t testing.TB, bin string, uid, gid int) string {
-	t.Helper()
-	fi, err := os.Stat(filepath.Join(bin, "postgres"))
-	must(t, err)
-	key := sha256.Sum256(fmt.Appendf(nil, "%s %d %d %v", bin, fi.Size(), fi.ModTime().UnixNano(), initdbArgs))
+// made at once, one is kept. Its owner, doxlab, is trusted on loopback
+// (a cluster in a testbed host adds its subnet).
+func (p *Postgres) template() string {
+	p.t.Helper()
+	args := []string{"-A", "trust", "-U", "doxlab", "--no-sync"}
+	fi, err := os.Stat(filepath.Join(p.bin, "postgres"))
+	must(p.t, err)
+	key := sha256.Sum256(fmt.Appendf(nil, "%s %d %d %v", p.bin, fi.Size(), fi.ModTime().UnixNano(), args))
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("doxlab-pg-template-%x", key[:6]))
 	if _, err := os.Stat(dir); err == nil {
 		return dir
 	}
-	tmp, err := os.MkdirTemp("", "doxlab-pg-template-new")
-	must(t, err)
+	tmp, err := os.MkdirTemp(p.dir, "initdb")
+	must(p.t, err)
 	defer os.RemoveAll(tmp)
-	must(t, os.Chown(tmp, uid, gid))
-	cmd := exec.Command(filepath.Join(bin, "initdb"), append([]string{"-D", filepath.Join(tmp, "data")}, initdbArgs...)...)
-	cmd.Dir = tmp
-	asUser(cmd, uid, gid)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v: %s", err, out)
+	must(p.t, os.Chown(tmp, p.uid, p.gid))
+	if out, err := p.as(true, "initdb", append([]string{"-D", filepath.Join(tmp, "data")}, args...)...).CombinedOutput(); err != nil {
+		p.t.Fatalf("initdb: %v: %s", err, out)
 	}
 	if err := os.Rename(filepath.Join(tmp, "data"), dir); err != nil {
 		if _, serr := os.Stat(dir); serr != nil {
-			t.Fatalf("keeping the cluster made by initdb: %v", err)
+			p.t.Fatalf("keeping the cluster made by initdb: %v", err)
 		}
 	}
 	return dir
 }
-
-// initdbArgs make every test's cluster: its owner, doxlab, trusted on
-// loopback (and, added per cluster, on a testbed's subnet).
-var initdbArgs = []string{"-A", "trust", "-U", "doxlab", "--no-sync"}
 
 // as runs one of PostgreSQL's programs as the postgres user: directly
 // (not through runuser), so that signalling the process stops PostgreSQL
