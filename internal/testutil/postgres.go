@@ -17,7 +17,8 @@ import (
 
 // StartPostgres runs a PostgreSQL server (Debian's) in a cluster of its
 // own in a temp directory and returns a URL for it. PostgreSQL refuses to
-// run as root, so the cluster belongs to the postgres user.
+// run as root, so root's clusters belong to the postgres user; another
+// user's, to that user.
 func StartPostgres(t testing.TB) string {
 	return NewPostgres(t, "127.0.0.1", nil).URL
 }
@@ -32,6 +33,7 @@ type Postgres struct {
 	listen   string
 	port     int
 	uid, gid int
+	switchTo bool // the programs run as uid and gid, not as this process
 	wrap     func(argv ...string) *exec.Cmd
 	cmd      *exec.Cmd
 }
@@ -45,13 +47,23 @@ func NewPostgres(t testing.TB, listen string, wrap func(argv ...string) *exec.Cm
 	if len(bins) == 0 {
 		Missing(t, "PostgreSQL not found: apt-get install postgresql")
 	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		Missing(t, "no postgres user: apt-get install postgresql")
-	}
 	p := &Postgres{t: t, bin: filepath.Dir(bins[len(bins)-1]), listen: listen, wrap: wrap}
-	p.uid, _ = strconv.Atoi(u.Uid)
-	p.gid, _ = strconv.Atoi(u.Gid)
+	switch {
+	case inRootless():
+		// Root here is the user outside, and no other user is mapped.
+		Missing(t, "PostgreSQL refuses to run as root, and Rootless's user namespace maps no other user: run the tests as root, or as a user outside that namespace")
+	case os.Geteuid() == 0:
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			Missing(t, "no postgres user: apt-get install postgresql")
+		}
+		p.uid, _ = strconv.Atoi(u.Uid)
+		p.gid, _ = strconv.Atoi(u.Gid)
+		p.switchTo = true
+	default:
+		p.uid, p.gid = os.Getuid(), os.Getgid()
+	}
+	var err error
 	p.dir, err = os.MkdirTemp("", "doxlab-pg")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(p.dir) })
@@ -87,7 +99,9 @@ func (p *Postgres) template() string {
 	args := []string{"-A", "trust", "-U", "doxlab", "--no-sync"}
 	fi, err := os.Stat(filepath.Join(p.bin, "postgres"))
 	must(p.t, err)
-	key := sha256.Sum256(fmt.Appendf(nil, "%s %d %d %v", p.bin, fi.Size(), fi.ModTime().UnixNano(), args))
+	// Keyed by its owner too: root's, the postgres user's, cannot be
+	// copied by another user.
+	key := sha256.Sum256(fmt.Appendf(nil, "%s %d %d %v %d", p.bin, fi.Size(), fi.ModTime().UnixNano(), args, p.uid))
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("doxlab-pg-template-%x", key[:6]))
 	if _, err := os.Stat(dir); err == nil {
 		return dir
@@ -107,7 +121,7 @@ func (p *Postgres) template() string {
 	return dir
 }
 
-// as runs one of PostgreSQL's programs as the postgres user: directly
+// as runs one of PostgreSQL's programs as the cluster's owner: directly
 // (not through runuser), so that signalling the process stops PostgreSQL
 // itself; inside wrap, through setpriv, which execs in place too.
 func (p *Postgres) as(drop bool, prog string, args ...string) *exec.Cmd {
@@ -120,7 +134,7 @@ func (p *Postgres) as(drop bool, prog string, args ...string) *exec.Cmd {
 		cmd = p.wrap(argv...)
 	default:
 		cmd = exec.Command(argv[0], argv[1:]...)
-		if drop {
+		if drop && p.switchTo {
 			asUser(cmd, p.uid, p.gid)
 		}
 	}
