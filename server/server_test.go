@@ -685,12 +685,9 @@ func TestWeb(t *testing.T) {
 	})
 	port := ts.port("web")
 
-	script := filepath.Join(testutil.AioquicExamples(), "http3_client.py")
-	if _, err := os.Stat(script); err != nil {
-		testutil.Missing(t, "aioquic's http3_client.py not found; run bash .ci/run")
-	}
+	py, script := testutil.Aioquic(t, "http3_client.py", "aioquic")
 	out := t.TempDir()
-	cmd := exec.Command("python3", script, "--ca-certs", ts.caFile, "--output-dir", out, "https://127.0.0.1:"+port+"/")
+	cmd := exec.Command(py, script, "--ca-certs", ts.caFile, "--output-dir", out, "https://127.0.0.1:"+port+"/")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
 	page, err := os.ReadFile(filepath.Join(out, "index.html"))

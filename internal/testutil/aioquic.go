@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -27,19 +28,28 @@ func AioquicExamples() string {
 	return "/opt/doxlab-peers/aioquic/examples"
 }
 
+// Aioquic is python3 and the path of one of aioquic's example scripts,
+// when the script is here and python3 imports modules (aioquic, and what
+// the script needs beside); else the test is Missing them.
+func Aioquic(t testing.TB, script string, modules ...string) (py, path string) {
+	t.Helper()
+	path = filepath.Join(AioquicExamples(), script)
+	if _, err := os.Stat(path); err != nil {
+		Missing(t, "aioquic's "+script+" not found at "+path+"; run bash .ci/run")
+	}
+	py = Need(t, "python3", "apt-get install python3")
+	if err := exec.Command(py, "-c", "import "+strings.Join(modules, ", ")).Run(); err != nil {
+		Missing(t, fmt.Sprintf("python modules %s missing: pip install %s", strings.Join(modules, " and "), strings.Join(modules, " ")))
+	}
+	return py, path
+}
+
 // StartAioquicDoQ starts the DoQ server, with a Retry for every new
 // connection if retry is set. Its upstream must be on port 53, so it needs
 // root to bind a private loopback address.
 func StartAioquicDoQ(t testing.TB, retry bool) *AioquicDoQ {
 	t.Helper()
-	script := filepath.Join(AioquicExamples(), "doq_server.py")
-	if _, err := os.Stat(script); err != nil {
-		Missing(t, "aioquic's doq_server.py not found at "+script+"; run bash .ci/run")
-	}
-	py := Need(t, "python3", "apt-get install python3")
-	if err := exec.Command(py, "-c", "import aioquic, dnslib").Run(); err != nil {
-		Missing(t, "python modules aioquic and dnslib missing: pip install aioquic dnslib")
-	}
+	py, script := Aioquic(t, "doq_server.py", "aioquic", "dnslib")
 	if os.Geteuid() != 0 {
 		Missing(t, "aioquic's DoQ example forwards to port 53, which needs root")
 	}
