@@ -152,14 +152,13 @@ func (p *Postgres) Start() {
 	must(p.t, p.cmd.Start())
 	// Accepting TCP is not accepting queries ("the database system is
 	// starting up"); pg_isready says when it is.
-	for i := 0; ; i++ {
+	for deadline := time.Now().Add(peerReady); ; time.Sleep(100 * time.Millisecond) {
 		if p.as(false, "pg_isready", "-q", "-h", p.listen, "-p", strconv.Itoa(p.port)).Run() == nil {
 			break
 		}
-		if i == 150 {
-			p.t.Fatalf("PostgreSQL did not become ready within 15 s (log: %s)", filepath.Join(p.dir, "postgres.log"))
+		if time.Now().After(deadline) {
+			p.t.Fatalf("PostgreSQL did not become ready within %v (log: %s)", peerReady, filepath.Join(p.dir, "postgres.log"))
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

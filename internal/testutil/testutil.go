@@ -265,26 +265,32 @@ func tail(s string, n int) string {
 	return s
 }
 
+// peerReady is how long a peer may take to start: a wait, not a bound
+// (it ends at the first answer). CoreDNS starts in 0.1 s, in 3 s beside
+// stress-ng's CPU, I/O and disk hogs, and once printed nothing in 15 s
+// under CI's three test lanes.
+const peerReady = 60 * time.Second
+
 // WaitDNS waits until addr answers a query over network (udp or tcp).
 func WaitDNS(t testing.TB, network, addr string) {
 	t.Helper()
 	c := &dns.Client{Net: network, Timeout: 200 * time.Millisecond}
 	q := new(dns.Msg)
 	q.SetQuestion(ZoneName, dns.TypeA)
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(peerReady)
 	for time.Now().Before(deadline) {
 		if _, _, err := c.Exchange(q, addr); err == nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("no DNS answer from %s/%s after 15 s", network, addr)
+	t.Fatalf("no DNS answer from %s/%s after %v", network, addr, peerReady)
 }
 
 // WaitListen waits until something accepts TCP connections, or binds UDP, on addr.
 func WaitListen(t testing.TB, network, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(peerReady)
 	for time.Now().Before(deadline) {
 		switch network {
 		case "tcp":
@@ -301,7 +307,7 @@ func WaitListen(t testing.TB, network, addr string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("nothing listening on %s/%s after 15 s", network, addr)
+	t.Fatalf("nothing listening on %s/%s after %v", network, addr, peerReady)
 }
 
 func write(t testing.TB, path, content string) {
