@@ -671,8 +671,9 @@ func TestSettleWaitsForConnRecords(t *testing.T) {
 }
 
 // TestWeb serves two sites on the web listener: aioquic's HTTP/3 client
-// fetches a page; Go's HTTP/2 client sees virtual hosts, gzip and Alt-Svc;
-// the DoH endpoint answers on the same port over HTTP/3.
+// fetches a page (a subtest, skipped without aioquic); Go's HTTP/2 client
+// sees virtual hosts, gzip and Alt-Svc; the DoH endpoint answers on the
+// same port over HTTP/3.
 func TestWeb(t *testing.T) {
 	dir := t.TempDir()
 	for site, body := range map[string]string{"any": "<html>default site " + strings.Repeat("x", 2000) + "</html>", "a": "<html>site A</html>"} {
@@ -685,14 +686,19 @@ func TestWeb(t *testing.T) {
 	})
 	port := ts.port("web")
 
-	py, script := testutil.Aioquic(t, "http3_client.py", "aioquic")
-	out := t.TempDir()
-	cmd := exec.Command(py, script, "--ca-certs", ts.caFile, "--output-dir", out, "https://127.0.0.1:"+port+"/")
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	page, err := os.ReadFile(filepath.Join(out, "index.html"))
-	require.NoError(t, err)
-	require.Contains(t, string(page), "default site")
+	// Where aioquic is missing (a laptop), only its part is skipped.
+	h3Pages := 0
+	t.Run("aioquic", func(t *testing.T) {
+		py, script := testutil.Aioquic(t, "http3_client.py", "aioquic")
+		out := t.TempDir()
+		cmd := exec.Command(py, script, "--ca-certs", ts.caFile, "--output-dir", out, "https://127.0.0.1:"+port+"/")
+		b, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		page, err := os.ReadFile(filepath.Join(out, "index.html"))
+		require.NoError(t, err)
+		require.Contains(t, string(page), "default site")
+		h3Pages++
+	})
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: certPool(ts.CertPEM()), ServerName: "localhost"}, ForceAttemptHTTP2: true}}
 	req, _ := http.NewRequest("GET", "https://127.0.0.1:"+port+"/index.html", nil)
@@ -719,7 +725,7 @@ func TestWeb(t *testing.T) {
 	require.Equal(t, "h3", rec.Conn.ALPN)
 	// The web listener's connections are HTTP connections, whatever they
 	// carry: h3 for aioquic's page load and the DoH query, h2 over TCP.
-	require.Eventually(t, func() bool { return len(ts.records("conn", "h3")) >= 2 && len(ts.records("conn", "h2")) >= 1 }, 3*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(ts.records("conn", "h3")) >= 1+h3Pages && len(ts.records("conn", "h2")) >= 1 }, 3*time.Second, 10*time.Millisecond)
 	require.Empty(t, ts.records("conn", "doh3"), "no page connection labelled DoH")
 	sni := map[string]bool{}
 	for _, r := range ts.records("conn", "h2") {
