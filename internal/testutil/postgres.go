@@ -32,8 +32,7 @@ type Postgres struct {
 	bin, dir string
 	listen   string
 	port     int
-	uid, gid int
-	switchTo bool // the programs run as uid and gid, not as this process
+	uid, gid int // the cluster's owner: the postgres user's for root
 	wrap     func(argv ...string) *exec.Cmd
 	cmd      *exec.Cmd
 }
@@ -59,7 +58,6 @@ func NewPostgres(t testing.TB, listen string, wrap func(argv ...string) *exec.Cm
 		}
 		p.uid, _ = strconv.Atoi(u.Uid)
 		p.gid, _ = strconv.Atoi(u.Gid)
-		p.switchTo = true
 	default:
 		p.uid, p.gid = os.Getuid(), os.Getgid()
 	}
@@ -134,7 +132,7 @@ func (p *Postgres) as(drop bool, prog string, args ...string) *exec.Cmd {
 		cmd = p.wrap(argv...)
 	default:
 		cmd = exec.Command(argv[0], argv[1:]...)
-		if drop && p.switchTo {
+		if drop && p.uid != os.Geteuid() { // root, to the postgres user
 			asUser(cmd, p.uid, p.gid)
 		}
 	}
