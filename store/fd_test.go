@@ -40,7 +40,7 @@ func TestStoresAndDatasetsLeaveNoFileOpen(t *testing.T) {
 	cycle()
 	time.Sleep(50 * time.Millisecond)
 	files, routines := testutil.OpenFiles(t), runtime.NumGoroutine()
-	for range 20 {
+	for range testutil.Rounds(20) {
 		cycle()
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

@@ -12,3 +12,15 @@ func Seeds(n uint64) uint64 {
 	}
 	return n
 }
+
+// Rounds is how many more rounds a leak test repeats after its first: n,
+// or two under the race detector. A leak of every round shows in two; the
+// breadth is for one that happens now and then, and the unit lane runs
+// every test that calls Rounds whole, as it does Seeds' (timedtests
+// -seeded lists both).
+func Rounds(n int) int {
+	if Race {
+		return min(n, 2)
+	}
+	return n
+}

@@ -3,8 +3,9 @@
 // ScaledMs or Timed, itself or through a function of its package's tests
 // that does. It prints a line per package: the package and a -run
 // regexp of its timed tests. With -seeded it lists the tests that call
-// testutil.Seeds too: the model tests the race lane walks one seed of,
-// which scripts/tests.sh runs whole in the unit lane.
+// testutil.Seeds or Rounds too: the model tests the race lane walks one
+// seed of, and the leak tests it repeats twice, which scripts/tests.sh
+// runs whole in the unit lane.
 //
 // With -lane it prints what the timed lane runs: a first line, the -run
 // (and, for every other lane, -skip) regexp of every timed test's name,
@@ -36,7 +37,7 @@ func main() {
 	lane := false
 	switch {
 	case len(args) > 0 && args[0] == "-seeded":
-		markers, args = append(markers, "Seeds"), args[1:]
+		markers, args = append(markers, "Seeds", "Rounds"), args[1:]
 	case len(args) > 0 && args[0] == "-lane":
 		lane, args = true, args[1:]
 	}

@@ -14,3 +14,8 @@ func TestModel(t *testing.T) {
 	for range testutil.Seeds(3) {
 	}
 }
+
+func TestLeak(t *testing.T) {
+	for range testutil.Rounds(20) {
+	}
+}
