@@ -4,9 +4,10 @@
 # once under -race too, in race or timed:
 #
 #   unit   every package's tests but test/e2e's and the timed ones; of
-#          RACE_PKGS only those -race would break (RACE_SKIP) and the
-#          model tests, of which race walks one seed (testutil.Seeds):
-#          their other tests run under -race there.
+#          RACE_PKGS only those -race would break (RACE_SKIP), the
+#          model tests, of which race walks one seed (testutil.Seeds),
+#          and the leak tests, of which it repeats two rounds
+#          (testutil.Rounds): their other tests run under -race there.
 #   race   RACE_PKGS under -race, but RACE_SKIP's and the timed tests.
 #   timed  the tests whose verdict rests on time (those calling
 #          testutil.Scaled, ScaledMs or Timed, found by the code as
@@ -40,7 +41,8 @@ timedpkgs=("${lane[@]:1}")
 case ${1:?unit, race or timed} in
 unit)
 	mapfile -t others < <($GO list ./... | grep -v /test/e2e | grep -vxF -f <(printf '%s\n' "${racepaths[@]}"))
-	# The race lane's packages' model tests, which it walks one seed of.
+	# The race lane's packages' model and leak tests, which it walks one
+	# seed or two rounds of.
 	seeded=()
 	while read -r pkg tests; do
 		for r in "${race[@]}"; do
@@ -55,7 +57,7 @@ unit)
 	status=0
 	$GO test -count=1 $TRIM $LINK -skip "$timed" $(printf '%s\n' "${others[@]}" | grep -vxF "$paths") || status=1
 	$GO test -count=1 $LINK -skip "$timed" "$paths" || status=1
-	echo "unit: the race lane's packages' model tests and RACE_SKIP's, without -race"
+	echo "unit: the race lane's packages' model and leak tests and RACE_SKIP's, without -race"
 	$GO test -count=1 $TRIM $LINK -run "$run" -skip "$timed" "${race[@]}" || status=1
 	exit $status
 	;;
