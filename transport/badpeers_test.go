@@ -24,11 +24,15 @@ import (
 	"github.com/doxlab/doxlab/transport"
 )
 
-// fail runs one exchange that must fail and returns its record.
+// fail runs one exchange that must fail and returns its record. A
+// verdict other than a timeout comes without waiting for the timeout,
+// so the default is the transport's own 5 s, which a handshake makes
+// even on a machine whose disk stalls; a case that expects a timeout
+// names a short one.
 func fail(t *testing.T, url string, opts transport.Options) *transport.Record {
 	t.Helper()
 	if opts.Timeout == 0 {
-		opts.Timeout = 700 * time.Millisecond
+		opts.Timeout = 5 * time.Second
 	}
 	tr, err := transport.New(url, opts)
 	require.NoError(t, err)
@@ -85,10 +89,10 @@ func TestCertificateErrors(t *testing.T) {
 
 func TestWrongProtocolAndHTTPErrors(t *testing.T) {
 	cd := testutil.StartCoreDNS(t)
-	rec := fail(t, "tls://"+cd.Do53, transport.Options{Insecure: true})
+	rec := fail(t, "tls://"+cd.Do53, transport.Options{Insecure: true, Timeout: 700 * time.Millisecond})
 	require.Contains(t, []transport.Status{transport.StatusTLS, transport.StatusTimeout}, rec.Status, rec.Error)
 	require.Empty(t, rec.Conn.TLSVersion, "no handshake chose a version: none is named (not 0x0000)")
-	rec = fail(t, "quic://"+cd.Do53, transport.Options{Insecure: true})
+	rec = fail(t, "quic://"+cd.Do53, transport.Options{Insecure: true, Timeout: 700 * time.Millisecond})
 	require.Equal(t, transport.StatusTimeout, rec.Status, rec.Error)
 	for _, v := range []string{"1.1", "2", "3"} {
 		rec = fail(t, "https://"+cd.DoH+"/not-dns", transport.Options{RootCAs: cd.Cert.Pool, HTTPVersion: v})
