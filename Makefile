@@ -41,8 +41,10 @@ RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners|TestZero
 # first steps).
 #
 # The lanes run in three parts at once: lint, vet, licenses then unit;
-# cross then the images; race then e2e, once the images lane has ended
-# (e2e runs its images; lanes.sh's @). Two test lanes run at a time at
+# the images then cross; race then e2e, once the images lane has ended
+# (e2e runs its images; lanes.sh's @). The images come first because
+# e2e waits for them and nothing waits for cross (which once took 472 s
+# on a stalled disk, and e2e waited 76 s past race for the images). Two test lanes run at a time at
 # most: the tests mostly wait (about half a core per test binary), but
 # all three at once overloaded the two cores (the race lane took 387 s,
 # not 302 s; in another CI 574 s, not 361). The lanes that compile and
@@ -54,7 +56,7 @@ RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners|TestZero
 # TestDoxlabEngineBesideChromium's document gap went past its bound in
 # two CIs of five, when every lane ran its own timed tests.
 test: peers
-	bash scripts/lanes.sh 'lint vet licenses unit & cross images & race e2e@images' timed
+	bash scripts/lanes.sh 'lint vet licenses unit & images cross & race e2e@images' timed
 
 # Every dependency's license is compatible with doxlab's Apache-2.0
 # (go-licenses, pinned; scripts/licenses.sh says what it reads by hand).
