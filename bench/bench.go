@@ -179,7 +179,7 @@ func (c *Config) defaults() {
 		c.Names = []Query{{"bench.example.", dns.TypeA}}
 	}
 	if c.Options.Timeout <= 0 {
-		c.Options.Timeout = 5 * time.Second
+		c.Options.Timeout = transport.DefaultTimeout
 	}
 }
 

@@ -440,7 +440,7 @@ func (s *Spec) probe(ctx context.Context, task Task) *ProbeResult {
 	f := probe.ForScheme(ep.Scheme)
 	timeout := s.Timeout
 	if timeout == 0 {
-		timeout = 5 * time.Second
+		timeout = transport.DefaultTimeout
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -26,13 +26,13 @@ import (
 
 // fail runs one exchange that must fail and returns its record. A
 // verdict other than a timeout comes without waiting for the timeout,
-// so the default is the transport's own 5 s, which a handshake makes
-// even on a machine whose disk stalls; a case that expects a timeout
-// names a short one.
+// so the default is the transport's own, which a handshake makes even
+// on a machine whose disk stalls; a case that expects a timeout names a
+// short one.
 func fail(t *testing.T, url string, opts transport.Options) *transport.Record {
 	t.Helper()
 	if opts.Timeout == 0 {
-		opts.Timeout = 5 * time.Second
+		opts.Timeout = transport.DefaultTimeout
 	}
 	tr, err := transport.New(url, opts)
 	require.NoError(t, err)

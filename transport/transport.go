@@ -44,7 +44,8 @@ type Transport interface {
 // default: a fresh connection per query, full handshakes, certificates
 // verified, a 5 s timeout.
 type Options struct {
-	// Timeout bounds one exchange, handshakes included. Zero means 5 s.
+	// Timeout bounds one exchange, handshakes included. Zero means
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Reuse keeps one connection open and sends every query over it:
 	// pipelined with answers matched by ID on UDP, TCP and DoT, pipelined
@@ -114,7 +115,8 @@ type Options struct {
 // DraftDoQALPNs are the ALPNs of the DoQ drafts, newest first.
 var DraftDoQALPNs = []string{"doq-i11", "doq-i10", "doq-i09", "doq-i08", "doq-i07", "doq-i06", "doq-i05", "doq-i04", "doq-i03", "doq-i02", "doq-i01", "doq-i00"}
 
-const defaultTimeout = 5 * time.Second
+// DefaultTimeout bounds an exchange whose Options give no Timeout.
+const DefaultTimeout = 5 * time.Second
 
 // endpointOf is rawURL's endpoint as New speaks to it: an https:// URL's
 // protocol is DoH over the HTTP version opts ask.
@@ -154,7 +156,7 @@ func New(rawURL string, opts Options) (Transport, error) {
 		return nil, err
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = defaultTimeout
+		opts.Timeout = DefaultTimeout
 	}
 	switch opts.Method {
 	case "", "get", "GET", "post", "POST":

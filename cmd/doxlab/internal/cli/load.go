@@ -160,7 +160,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail("--dns: %v", err)
 		}
-		tr, err := transport.New(*dnsURL, transport.Options{Reuse: true, Timeout: 5 * time.Second, RootCAs: cfg.RootCAs, Insecure: *insecure})
+		tr, err := transport.New(*dnsURL, transport.Options{Reuse: true, Timeout: transport.DefaultTimeout, RootCAs: cfg.RootCAs, Insecure: *insecure})
 		if err != nil {
 			return fail("--dns: %v", err)
 		}
