@@ -59,7 +59,7 @@ func NewPostgres(t testing.TB, listen string, wrap func(argv ...string) *exec.Cm
 		p.uid, _ = strconv.Atoi(u.Uid)
 		p.gid, _ = strconv.Atoi(u.Gid)
 	default:
-		p.uid, p.gid = os.Getuid(), os.Getgid()
+		p.uid, p.gid = os.Geteuid(), os.Getegid()
 	}
 	var err error
 	p.dir, err = os.MkdirTemp("", "doxlab-pg")
