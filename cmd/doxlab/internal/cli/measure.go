@@ -227,6 +227,10 @@ func runMeasurement(spec measure.Spec, mr measureRun, stdout, stderr io.Writer) 
 	}
 	if mr.store != "" {
 		if st, run, earlier, err = mr.beginOrContinue(ctx, &spec, len(tasks), stderr); err != nil {
+			if ctx.Err() != nil { // interrupted while the store opened: no usage error
+				fmt.Fprintf(stderr, "doxlab %s: stopped (%v) before measuring; nothing new was stored\n", mr.kind, ctx.Err())
+				return 1
+			}
 			return fail("%v", err)
 		}
 		defer st.Close()

@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,16 +264,17 @@ func TestInterruptedMeasureSaysHowToContinue(t *testing.T) {
 	dir := t.TempDir()
 	dsn := filepath.Join(dir, "s.db")
 	args := []string{"measure", "--store", dsn, "--conditions", "fresh", "--repeat", "40", "--rate", "20", "udp://" + srv.Listeners["udp"]}
-	cmd := exec.Command(testutil.Doxlab(t), args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	time.Sleep(700 * time.Millisecond)
+	cmd, stderr := startWatched(t, args...)
+	// The run is recorded before the first task, which a slow disk can
+	// delay past any fixed sleep; a few tasks in (20/s), it is stopped.
+	stderr.waitFor(t, "(continue it with:")
+	time.Sleep(300 * time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	out := stderr.wait(t)
 	require.Error(t, cmd.Wait(), "an interrupted run exits non-zero")
-	require.NotContains(t, stderr.String(), "samples stored before it are kept", "an interrupt is no store error")
-	line := regexp.MustCompile(`continue with: doxlab (measure .* --run [^\s)]+)`).FindStringSubmatch(stderr.String())
-	require.Len(t, line, 2, stderr.String())
+	require.NotContains(t, out, "samples stored before it are kept", "an interrupt is no store error")
+	line := regexp.MustCompile(`continue with: doxlab (measure .* --run [^\s)]+)`).FindStringSubmatch(out)
+	require.Len(t, line, 2, out)
 	code, _, errOut := run(strings.Fields(line[1])...)
 	require.Equal(t, 0, code, errOut)
 	st, err := store.Open(context.Background(), dsn)
@@ -279,6 +283,105 @@ func TestInterruptedMeasureSaysHowToContinue(t *testing.T) {
 	rows, err := st.Rows(context.Background(), "")
 	require.NoError(t, err)
 	require.Len(t, rows, 40, "each task once: the first run's and the rest")
+}
+
+// TestInterruptedBeforeMeasuring: SIGINT while the store is still
+// opening (a PostgreSQL server that accepts and never answers) ends the
+// command at once, saying nothing was measured, not as a usage error.
+func TestInterruptedBeforeMeasuring(t *testing.T) {
+	srv := startServe(t, "--udp", "127.0.0.1:0", "--any", "192.0.2.1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	dsn := "postgres://doxlab@" + ln.Addr().String() + "/doxlab?sslmode=disable"
+	cmd, stderr := startWatched(t, "measure", "--store", dsn, "--conditions", "fresh", "udp://"+srv.Listeners["udp"])
+	select {
+	case c := <-accepted: // the store is opening: the signal handler is set
+		defer c.Close()
+	case <-time.After(time.Minute):
+		t.Fatalf("doxlab never connected to the store: %s", stderr.wait(t))
+	}
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	out := stderr.wait(t)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, out)
+	require.Equal(t, 1, exit.ExitCode(), out)
+	require.Contains(t, out, "doxlab measure: stopped (context canceled) before measuring; nothing new was stored", out)
+}
+
+// watched collects a child's stderr and lets a test wait for a line.
+type watched struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	seen chan struct{} // a line arrived
+	eof  chan struct{} // the child closed its stderr
+}
+
+// startWatched starts doxlab with args, its stderr watched.
+func startWatched(t *testing.T, args ...string) (*exec.Cmd, *watched) {
+	t.Helper()
+	cmd := exec.Command(testutil.Doxlab(t), args...)
+	pipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	w := &watched{seen: make(chan struct{}, 1), eof: make(chan struct{})}
+	go func() {
+		defer close(w.eof)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			w.mu.Lock()
+			w.buf.WriteString(sc.Text() + "\n")
+			w.mu.Unlock()
+			select {
+			case w.seen <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return cmd, w
+}
+
+func (w *watched) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// waitFor returns once stderr holds s; it fails the test if the child
+// ends, or a minute passes, first.
+func (w *watched) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for !strings.Contains(w.String(), s) {
+		select {
+		case <-w.seen:
+		case <-w.eof:
+			if !strings.Contains(w.String(), s) {
+				t.Fatalf("doxlab ended before printing %q: %s", s, w.String())
+			}
+		case <-deadline:
+			t.Fatalf("no %q within a minute: %s", s, w.String())
+		}
+	}
+}
+
+// wait returns the whole of stderr once the child closed it.
+func (w *watched) wait(t *testing.T) string {
+	t.Helper()
+	select {
+	case <-w.eof:
+	case <-time.After(time.Minute):
+		t.Fatalf("doxlab still running after a minute: %s", w.String())
+	}
+	return w.String()
 }
 
 // TestProgressOnATerminal: on a terminal (a pseudo-terminal made by
