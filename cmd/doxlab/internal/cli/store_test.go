@@ -19,6 +19,7 @@ import (
 	"github.com/doxlab/doxlab/internal/testutil"
 	"github.com/doxlab/doxlab/measure"
 	"github.com/doxlab/doxlab/server"
+	"github.com/doxlab/doxlab/store"
 )
 
 // TestMeasureResumeAfterKill kills a stored measurement with SIGKILL and
@@ -26,15 +27,10 @@ import (
 func TestMeasureResumeAfterKill(t *testing.T) {
 	cd := testutil.StartCoreDNS(t)
 	db := filepath.Join(t.TempDir(), "doxlab.db")
-	args := []string{"measure", "--store", db, "--ca", cd.Cert.CertFile, "--name", "example.test", "--repeat", "10", "--rate", "8",
+	args := []string{"measure", "--store", db, "--ca", cd.Cert.CertFile, "--name", "example.test", "--repeat", "10", "--rate", "4",
 		"--transports", "udp,tcp", "--conditions", "fresh", "--seed", "7", cd.UDP, cd.TCP}
-	cmd := exec.Command(testutil.Doxlab(t), args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	time.Sleep(1500 * time.Millisecond)
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	cmd.Wait()
+	cmd, stderr := startWatched(t, args...)
+	stderr.waitFor(t, "(continue it with:")
 	runID := regexp.MustCompile(`run (\S+)`).FindStringSubmatch(stderr.String())
 	require.Len(t, runID, 2, stderr.String())
 
@@ -45,6 +41,21 @@ func TestMeasureResumeAfterKill(t *testing.T) {
 		require.NoError(t, err)
 		return len(rows) - 1
 	}
+	// Killed once a sample is stored, which a slow disk can delay past
+	// any fixed sleep; the 20 tasks take 5 s at 4/s.
+	stored := func() int {
+		st, err := store.Open(context.Background(), db)
+		require.NoError(t, err)
+		defer st.Close()
+		done, err := st.Done(context.Background(), runID[1])
+		require.NoError(t, err)
+		return len(done)
+	}
+	for deadline := time.Now().Add(time.Minute); stored() == 0; time.Sleep(100 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "no sample stored within a minute: %s", stderr.String())
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
 	partial := count()
 	require.Greater(t, partial, 0, "samples taken before the kill are kept")
 	require.Less(t, partial, 20, "the kill came mid-run")
