@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -265,11 +264,11 @@ func TestMeasureRidesOutALockedStore(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "doxlab.db")
 	url := "udp://" + srv.Addr("udp").String()
 	args := []string{"measure", "--store", db, "--transports", "udp", "--conditions", "fresh", "--repeat", "12", "--rate", "2", url}
-	cmd := exec.Command(testutil.Doxlab(t), args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	time.Sleep(1500 * time.Millisecond)
+	cmd, stderr := startWatched(t, args...)
+	// Locked once the run is recorded (an open waits out no lock of 7 s),
+	// with most of the 6 s of tasks (2/s) still to be stored.
+	stderr.waitFor(t, "(continue it with:")
+	time.Sleep(500 * time.Millisecond)
 	// Hold the database for 7 s, past the store's 5 s busy timeout.
 	lock, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(5000)")
 	require.NoError(t, err)
@@ -281,8 +280,9 @@ func TestMeasureRidesOutALockedStore(t *testing.T) {
 	conn.ExecContext(context.Background(), "COMMIT")
 	conn.Close()
 	lock.Close()
-	require.NoError(t, cmd.Wait(), stderr.String())
-	require.Contains(t, stderr.String(), "trying again")
+	out := stderr.wait(t)
+	require.NoError(t, cmd.Wait(), out)
+	require.Contains(t, out, "trying again")
 	code, out, errOut := run("export", "--store", db)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, 12+1, strings.Count(out, "\n"), "every sample stored, once")
