@@ -55,8 +55,13 @@ RACE_SKIP = TestResumptionAndZeroRTT/doh3|TestResumptionAcrossListeners|TestZero
 # code) run last, alone, in the timed lane: beside the other test lanes
 # TestDoxlabEngineBesideChromium's document gap went past its bound in
 # two CIs of five, when every lane ran its own timed tests.
+#
+# The lanes' test binaries share one doxlab binary, built by the first
+# test that runs it (testutil.BinDirEnv), in a directory of this run.
 test: peers
-	bash scripts/lanes.sh 'lint vet licenses unit & images cross & race e2e@images' timed
+	@bin=$$(mktemp -d) && export DOXLAB_TEST_BIN_DIR=$$bin && \
+		bash scripts/lanes.sh 'lint vet licenses unit & images cross & race e2e@images' timed; \
+		s=$$?; rm -rf "$$bin"; exit $$s
 
 # Every dependency's license is compatible with doxlab's Apache-2.0
 # (go-licenses, pinned; scripts/licenses.sh says what it reads by hand).

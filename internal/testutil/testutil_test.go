@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -141,4 +142,42 @@ func handshake(t *testing.T, certFile, keyFile string, cfg *tls.Config) {
 	go func() { done <- tls.Server(a, &tls.Config{Certificates: []tls.Certificate{pair}}).Handshake() }()
 	require.NoError(t, tls.Client(b, cfg).Handshake())
 	require.NoError(t, <-done)
+}
+
+// TestDoxlabSharedByTestBinaries: test binaries given one BinDirEnv
+// directory (make test's) run one doxlab, built by the first of them,
+// which stays when that binary exits; the second builds nothing.
+func TestDoxlabSharedByTestBinaries(t *testing.T) {
+	if os.Getenv("DOXLAB_PRINT_DOXLAB") != "" {
+		fmt.Println(Doxlab(t))
+		return
+	}
+	dir := os.Getenv(BinDirEnv) // make test's, built there once either way
+	fresh := dir == ""
+	if fresh {
+		dir = t.TempDir()
+	}
+	child := func() (string, os.FileInfo) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDoxlabSharedByTestBinaries$")
+		cmd.Env = append(os.Environ(), "DOXLAB_PRINT_DOXLAB=1", BinDirEnv+"="+dir)
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s", out)
+		path, _, _ := strings.Cut(string(out), "\n")
+		fi, err := os.Stat(path)
+		require.NoError(t, err, "the binary outlives the test binary that built it")
+		return path, fi
+	}
+	p1, f1 := child()
+	p2, f2 := child()
+	require.Equal(t, filepath.Join(dir, "doxlab"), p1)
+	require.Equal(t, p1, p2)
+	require.True(t, os.SameFile(f1, f2), "the second ran the first's build")
+	require.Equal(t, f1.ModTime(), f2.ModTime())
+	out, err := exec.Command(p1, "version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	if fresh {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, entries, 1, "doxlab alone, its build's directory gone")
+	}
 }
