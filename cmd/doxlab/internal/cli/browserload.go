@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,9 +20,12 @@ import (
 // caches, inside host of tb (a host of its own, so its traffic stays off
 // the checked link) from an HTTP server on that host's loopback: real
 // rendering and networking competing with the emulator for the same cores,
-// as in the web experiment. It returns a stop function that reports the
-// pages loaded.
+// as in the web experiment. It returns once Chromium has loaded its first
+// page, so what follows runs under that load (a fixed 2 s after launch
+// was not enough on a busy machine: a short check ended with no page
+// loaded), and gives a stop function that reports the pages loaded.
 func browserLoad(ctx context.Context, tb *testbed.Testbed, host string) (stop func() (int, error), err error) {
+	parent := ctx
 	dir, err := os.MkdirTemp("", "doxlab-browser-load")
 	if err != nil {
 		return nil, err
@@ -52,9 +56,13 @@ func browserLoad(ctx context.Context, tb *testbed.Testbed, host string) (stop fu
 	var loaded atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
+	first := make(chan struct{}) // a page loaded, or the loop ended
+	var firstOnce sync.Once
+	loadedOrEnded := func() { firstOnce.Do(func() { close(first) }) }
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer loadedOrEnded()
 		for i := 0; ctx.Err() == nil; i++ {
 			p := pages[i%len(pages)]
 			if err := b.Reset(ctx, true); err != nil {
@@ -66,12 +74,13 @@ func browserLoad(ctx context.Context, tb *testbed.Testbed, host string) (stop fu
 			l := b.Load(ctx, fmt.Sprintf("http://%s/%s/index.html", ln.Addr(), p.Name), 30*time.Second)
 			if l.Status == browser.LoadOK {
 				loaded.Add(1)
+				loadedOrEnded()
 			} else if ctx.Err() == nil {
 				failed.Store(fmt.Errorf("loading %s: %s", p.Name, l.Error))
 			}
 		}
 	}()
-	return func() (int, error) {
+	stop = func() (int, error) {
 		cancel()
 		wg.Wait()
 		b.Close()
@@ -79,5 +88,20 @@ func browserLoad(ctx context.Context, tb *testbed.Testbed, host string) (stop fu
 		os.RemoveAll(dir)
 		err, _ := failed.Load().(error)
 		return int(loaded.Load()), err
-	}, nil
+	}
+	select {
+	case <-first:
+	case <-time.After(time.Minute):
+	}
+	if loaded.Load() > 0 {
+		return stop, nil
+	}
+	_, err = stop()
+	switch {
+	case parent.Err() != nil:
+		return nil, parent.Err()
+	case err != nil:
+		return nil, fmt.Errorf("no page loaded: %w", err)
+	}
+	return nil, errors.New("no page loaded within a minute")
 }

@@ -473,7 +473,6 @@ func testbedCheck(spec testbed.Spec, profiles []testbed.Profile, opts testbed.Ch
 				fmt.Fprintf(stderr, "doxlab testbed check: browser load: %v\n", err)
 			}
 		}()
-		time.Sleep(2 * time.Second) // into its stride before the first probe
 	}
 	if !asJSON {
 		testbed.WriteCheckHeader(stdout)
