@@ -4,7 +4,7 @@
 # lanes (lint, vet, unit, race, e2e, ...) through it, so a red CI says
 # which part broke.
 #
-#   lanes.sh 'unit & images lint vet cross & race e2e@images' timed
+#   lanes.sh 'unit & images cross lint vet & race e2e@images' timed
 #
 # Each argument is a lane, run after the one before; an argument with &
 # runs its parts at once, each part its lanes in order, and prints each
