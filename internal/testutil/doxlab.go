@@ -32,31 +32,17 @@ const BinDirEnv = "DOXLAB_TEST_BIN_DIR"
 func Doxlab(t testing.TB) string {
 	t.Helper()
 	doxlab.once.Do(func() {
-		if dir := os.Getenv(BinDirEnv); dir != "" {
-			doxlab.path, doxlab.shared = filepath.Join(dir, "doxlab"), true
-			if _, err := os.Stat(doxlab.path); err == nil {
+		dir := os.Getenv(BinDirEnv)
+		doxlab.shared = dir != ""
+		if !doxlab.shared {
+			if dir, doxlab.err = os.MkdirTemp("", "doxlab-bin"); doxlab.err != nil {
 				return
 			}
-			// Built beside it and renamed into place, so another test
-			// binary runs either none or the whole; two building at once
-			// both rename the same program.
-			tmp, err := os.MkdirTemp(dir, "build-")
-			if err != nil {
-				doxlab.err = err
-				return
-			}
-			defer os.RemoveAll(tmp)
-			if doxlab.err = buildDoxlab(filepath.Join(tmp, "doxlab")); doxlab.err == nil {
-				doxlab.err = os.Rename(filepath.Join(tmp, "doxlab"), doxlab.path)
-			}
-			return
-		}
-		dir, err := os.MkdirTemp("", "doxlab-bin")
-		if err != nil {
-			doxlab.err = err
-			return
 		}
 		doxlab.path = filepath.Join(dir, "doxlab")
+		if _, err := os.Stat(doxlab.path); err == nil { // another test binary built it
+			return
+		}
 		doxlab.err = buildDoxlab(doxlab.path)
 	})
 	if doxlab.err != nil {
@@ -65,22 +51,29 @@ func Doxlab(t testing.TB) string {
 	return doxlab.path
 }
 
-// buildDoxlab builds ./cmd/doxlab of this module to dst.
+// buildDoxlab builds ./cmd/doxlab of this module to dst: beside it, then
+// renamed into place, so another test binary sharing dst runs either
+// none or the whole (two building at once both rename the same program).
 func buildDoxlab(dst string) error {
 	mod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return fmt.Errorf("go env GOMOD: %w", err)
 	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), "build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
 	// -trimpath, as the lanes build (the Makefile's TRIM): Go's build
 	// cache keys a package compiled without it by its directory, so in a
 	// new checkout (a CI's clone) this build compiled all of doxlab
 	// again, where the lanes had compiled it already.
-	cmd := exec.Command("go", "build", "-trimpath", "-o", dst, "./cmd/doxlab")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(tmp, "doxlab"), "./cmd/doxlab")
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(mod)))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building doxlab: %w: %s", err, out)
 	}
-	return nil
+	return os.Rename(filepath.Join(tmp, "doxlab"), dst)
 }
 
 // Main runs a package's tests, with a cache of their own, and removes
