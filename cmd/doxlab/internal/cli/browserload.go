@@ -25,7 +25,6 @@ import (
 // was not enough on a busy machine: a short check ended with no page
 // loaded), and gives a stop function that reports the pages loaded.
 func browserLoad(ctx context.Context, tb *testbed.Testbed, host string) (stop func() (int, error), err error) {
-	parent := ctx
 	dir, err := os.MkdirTemp("", "doxlab-browser-load")
 	if err != nil {
 		return nil, err
@@ -52,30 +51,29 @@ func browserLoad(ctx context.Context, tb *testbed.Testbed, host string) (stop fu
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	loop, cancel := context.WithCancel(ctx)
 	var loaded atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
-	first := make(chan struct{}) // a page loaded, or the loop ended
-	var firstOnce sync.Once
-	loadedOrEnded := func() { firstOnce.Do(func() { close(first) }) }
+	first := make(chan struct{}, 1) // a page loaded; closed as the loop ends
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer loadedOrEnded()
-		for i := 0; ctx.Err() == nil; i++ {
+		defer close(first)
+		for i := 0; loop.Err() == nil; i++ {
 			p := pages[i%len(pages)]
-			if err := b.Reset(ctx, true); err != nil {
-				if ctx.Err() == nil {
+			if err := b.Reset(loop, true); err != nil {
+				if loop.Err() == nil {
 					failed.Store(err)
 				}
 				return
 			}
-			l := b.Load(ctx, fmt.Sprintf("http://%s/%s/index.html", ln.Addr(), p.Name), 30*time.Second)
+			l := b.Load(loop, fmt.Sprintf("http://%s/%s/index.html", ln.Addr(), p.Name), 30*time.Second)
 			if l.Status == browser.LoadOK {
-				loaded.Add(1)
-				loadedOrEnded()
-			} else if ctx.Err() == nil {
+				if loaded.Add(1) == 1 {
+					first <- struct{}{} // room for the one
+				}
+			} else if loop.Err() == nil {
 				failed.Store(fmt.Errorf("loading %s: %s", p.Name, l.Error))
 			}
 		}
@@ -98,8 +96,8 @@ func browserLoad(ctx context.Context, tb *testbed.Testbed, host string) (stop fu
 	}
 	_, err = stop()
 	switch {
-	case parent.Err() != nil:
-		return nil, parent.Err()
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	case err != nil:
 		return nil, fmt.Errorf("no page loaded: %w", err)
 	}
