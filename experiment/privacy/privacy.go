@@ -16,7 +16,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -331,7 +330,7 @@ func (c *Privacy) Run(ctx context.Context) (string, error) {
 				mark := web.Mark()
 				port := c.handshake(ctx, addr, cfg, roots, open, tickets, tickets != nil, &s)
 				target.Settle(ctx)
-				webFacts(&s, served(ctx, &web, mark, port, s.Status == "ok"))
+				webFacts(&s, served(ctx, &web, mark, port, s.conns()))
 				if err := save(&s); err != nil {
 					return err
 				}
@@ -641,25 +640,45 @@ func (c *Privacy) handshake(ctx context.Context, addr string, list []byte, roots
 }
 
 // served is what the web server recorded from mark on, once it holds
-// the record of the sample's completed connection from port (when the
-// sample was ok), or after five seconds: the server records a
+// the records of the sample's conns connections from port, the last of
+// them completed, or after five seconds: the server records a
 // connection in its own goroutine, which a busy machine may run after
 // the client has closed it, past what Settle waits for (it knows only
 // the handshakes the server has seen complete), and a 0-RTT sample's
-// one connection can end before then.
-func served(ctx context.Context, web *server.RecordLog, mark, port int, ok bool) []*server.Record {
-	if !ok || port == 0 {
+// one connection can end before then. A stale config's rejected
+// connection is recorded when its client's abort arrives, which can be
+// after the retry's record. With no conns (a failed sample) or no port,
+// it is what there is.
+func served(ctx context.Context, web *server.RecordLog, mark, port, conns int) []*server.Record {
+	if conns == 0 || port == 0 {
 		return web.Since(mark)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	from := strconv.Itoa(port)
 	recs, _ := web.Await(ctx, mark, func(recs []*server.Record) bool {
-		return slices.ContainsFunc(recs, func(r *server.Record) bool {
-			return r.Kind == "conn" && r.Listener == "web" && r.Error == "" && r.RemotePort() == from
-		})
+		n, completed := 0, false
+		for _, r := range recs {
+			if r.Kind == "conn" && r.Listener == "web" && r.RemotePort() == from {
+				n++
+				completed = completed || r.Error == ""
+			}
+		}
+		return completed && n >= conns
 	})
 	return recs
+}
+
+// conns is how many connections an ok web sample made: two when a stale
+// config was rejected and retried. A failed one is owed no record.
+func (s *Sample) conns() int {
+	switch {
+	case s.Status != "ok":
+		return 0
+	case s.Retried:
+		return 2
+	}
+	return 1
 }
 
 // webFacts takes what the web server recorded of the sample's

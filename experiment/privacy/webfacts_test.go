@@ -41,7 +41,8 @@ func TestWebFactsFromTheWebListener(t *testing.T) {
 // the server's record of its completed connection, which the server's
 // goroutine may add after the client has closed it (a 0-RTT sample on a
 // busy machine): not for another port's, nor for a rejected connection
-// of its own (a stale ECH config's, before the retry).
+// of its own (a stale ECH config's, before the retry); and a retried
+// sample for both its connections' records, in either order.
 func TestServedWaitsForTheSamplesConnection(t *testing.T) {
 	var web server.RecordLog
 	mark := web.Mark()
@@ -53,12 +54,25 @@ func TestServedWaitsForTheSamplesConnection(t *testing.T) {
 		web.Add(&server.Record{Kind: "conn", Listener: "web", Remote: "10.0.0.1:4001", ECH: ech.Accepted, OuterSNI: publicName})
 	}()
 	var s Sample
-	webFacts(&s, served(context.Background(), &web, mark, 4001, true))
+	webFacts(&s, served(context.Background(), &web, mark, 4001, 1))
 	require.Equal(t, publicName, s.OuterSNI, "the record added after the sample's end")
 
 	// A failed sample, or none made, takes what there is.
-	require.Len(t, served(context.Background(), &web, mark, 4002, false), 4)
-	require.Len(t, served(context.Background(), &web, mark, 0, true), 4)
+	require.Len(t, served(context.Background(), &web, mark, 4002, 0), 4)
+	require.Len(t, served(context.Background(), &web, mark, 0, 1), 4)
+
+	// A retried sample waits for both its connections' records, the
+	// rejected one's coming after the retry's (its client's abort
+	// reached the server late).
+	mark = web.Mark()
+	web.Add(&server.Record{Kind: "conn", Listener: "web", Remote: "10.0.0.1:4003", ECH: ech.Accepted, OuterSNI: publicName})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		web.Add(&server.Record{Kind: "conn", Listener: "web", Remote: "10.0.0.1:4003", ECH: ech.Rejected, Error: "ech_required"})
+	}()
+	retried := Sample{Status: "ok", Retried: true}
+	webFacts(&retried, served(context.Background(), &web, mark, 4003, retried.conns()))
+	require.ElementsMatch(t, []string{ech.Accepted, ech.Rejected}, retried.ECH)
 }
 
 // TestLadderLabelsAndOrder: every rung of every part has a label as the
